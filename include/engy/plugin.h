@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * engy plugin ABI: the one descriptor every plugin exports.
+ *
+ * A plugin is a shared object that exports exactly one symbol, the constant
+ * data object `engy_plugin` (declare it with ENGY_PLUGIN()).  The host reads
+ * the frozen header (magic, abi_major, abi_minor, size, kind) and checks it
+ * before it calls any plugin code:
+ *   - magic must be ENGY_PLUGIN_MAGIC;
+ *   - abi_major must equal the host's ENGY_ABI_MAJOR;
+ *   - abi_minor must not exceed the host's ENGY_ABI_MINOR;
+ *   - size must cover at least the 1.0 descriptor;
+ *   - kind must be known, ops must be present, ops->size must cover the
+ *     kind's 1.0 table, and every required op must be non-NULL;
+ *   - name must equal the file stem (verifier-toploc.so -> "verifier-toploc").
+ * The host copies min(size, sizeof) of the descriptor and of the ops table
+ * into zeroed structs, so a trailing op an older plugin lacks reads as NULL.
+ *
+ * Versioning: appending a field or an op bumps ENGY_ABI_MINOR; anything else
+ * (removing, reordering, resizing, changing meaning) bumps ENGY_ABI_MAJOR.
+ * The ABI never depends on configure options: installed headers include no
+ * config.h and never change shape under #ifdef.
+ *
+ * Ownership: data passed into a plugin is borrowed for the duration of the
+ * call; what a plugin keeps, it copies.  A function that takes ownership says
+ * so in its name (*_take).  Strings a plugin returns through a `char **out`
+ * are allocated with malloc() and released by the caller with free().
+ * Errors are 0 or a negative errno.
+ *
+ * Threading: create/start/stop/destroy and every callback run on the host's
+ * loop thread unless an op's comment says otherwise.  Work that blocks or
+ * burns CPU goes through engy_host.work().
+ *
+ * Changelog (dated; append only):
+ *   1.0  2026-11-30  First ABI: descriptor header, option table with env
+ *                    twins, host services v1 (log, event base, timers,
+ *                    worker pool, metrics, peers, state dir), ops tables for
+ *                    the six kinds.
+ */
+#ifndef ENGY_PLUGIN_H
+#define ENGY_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <engy/types.h>
+#include <engy/host.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ENGY_PLUGIN_MAGIC	0x454e4731u	/* "ENG1" */
+#define ENGY_ABI_MAJOR		1
+#define ENGY_ABI_MINOR		0
+#define ENGY_PLUGIN_SYMBOL	"engy_plugin"
+
+#if defined(__GNUC__)
+#define ENGY_EXPORT __attribute__((visibility("default")))
+#else
+#define ENGY_EXPORT
+#endif
+
+/* Plugin kinds; each has its own ops table in include/engy/<kind>.h. */
+enum engy_kind {
+	ENGY_KIND_TRANSPORT = 1,
+	ENGY_KIND_BACKEND = 2,
+	ENGY_KIND_PROOF = 3,
+	ENGY_KIND_SCORER = 4,
+	ENGY_KIND_CHAIN = 5,
+	ENGY_KIND_STORE = 6,
+};
+#define ENGY_KIND_MAX 6
+
+/* Option types; the host stores each at `offset` in the plugin's conf. */
+enum engy_opt_type {
+	ENGY_OPT_STR = 1,	/* const char * (host-owned; NULL when unset) */
+	ENGY_OPT_INT = 2,	/* int64_t */
+	ENGY_OPT_BOOL = 3,	/* bool */
+	ENGY_OPT_FLOAT = 4,	/* double */
+	ENGY_OPT_STR_LIST = 5,	/* struct engy_strv */
+};
+
+/* Option flags. */
+#define ENGY_OPT_REQUIRED	(1u << 0)	/* must be set (config or env) */
+#define ENGY_OPT_SECRET		(1u << 1)	/* never logged; env or *_file */
+
+/**
+ * struct engy_opt - one entry of a plugin's option table.
+ * @name:   option name in the plugin's config section.
+ * @type:   enum engy_opt_type.
+ * @flags:  ENGY_OPT_* flags.
+ * @offset: offsetof() the field in the plugin's conf struct.
+ * @def:    default as config text ("128", "true", "a,b"); NULL = none.
+ * @env:    environment variable that overrides the config value, or NULL.
+ * @min:    for ENGY_OPT_INT, inclusive bounds; min == max == 0: unbounded.
+ * @max:
+ * @help:   one line for --plugin-info.
+ *
+ * The table ends with an entry whose name is NULL.
+ */
+struct engy_opt {
+	const char *name;
+	uint32_t type;
+	uint32_t flags;
+	size_t offset;
+	const char *def;
+	const char *env;
+	int64_t min;
+	int64_t max;
+	const char *help;
+};
+
+#define ENGY_OPT_END { NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL }
+
+/**
+ * struct engy_plugin - the exported descriptor.
+ *
+ * The five header fields are frozen forever.  @create parses nothing: the
+ * host has already filled @conf_size bytes from the option table; create
+ * validates them (return -EINVAL and log why) and allocates the instance.
+ * create must not start I/O (engyd -t calls it); start does.
+ */
+struct engy_plugin {
+	/* Frozen header: never reorder, never resize. */
+	uint32_t magic;
+	uint16_t abi_major;
+	uint16_t abi_minor;
+	uint32_t size;
+	uint32_t kind;
+
+	const char *name;		/* == file stem */
+	const char *version;		/* the plugin's own version */
+	const char *description;	/* one line */
+	const struct engy_opt *opts;	/* may be NULL: no options */
+	size_t conf_size;		/* bytes of the conf struct */
+
+	/* required */
+	int (*create)(const struct engy_host *host, const void *conf,
+		      void **inst);
+	/* optional: begin serving (open sockets, dial, arm timers) */
+	int (*start)(void *inst);
+	/* optional: stop accepting new work; in-flight work may finish */
+	void (*stop)(void *inst);
+	/* required: release everything; no callback fires afterwards */
+	void (*destroy)(void *inst);
+
+	const void *ops;		/* struct engy_<kind>_ops * */
+};
+
+/* The size of the 1.0 descriptor: the least the host accepts. */
+#define ENGY_PLUGIN_SIZE_1_0 (offsetof(struct engy_plugin, ops) + sizeof(void *))
+
+/*
+ * ENGY_PLUGIN(.kind = ..., .name = ..., ...) defines the exported
+ * descriptor.  It fills the header only; the plugin names the rest.
+ */
+#define ENGY_PLUGIN(...)						\
+	ENGY_EXPORT extern const struct engy_plugin engy_plugin;	\
+	ENGY_EXPORT const struct engy_plugin engy_plugin = {		\
+		.magic = ENGY_PLUGIN_MAGIC,				\
+		.abi_major = ENGY_ABI_MAJOR,				\
+		.abi_minor = ENGY_ABI_MINOR,				\
+		.size = sizeof(struct engy_plugin),			\
+		__VA_ARGS__						\
+	}
+
+/* Logging shorthands for plugins: one line per event, key=value fields. */
+#define engy_err(h, ...)  (h)->log((h), ENGY_LOG_ERR, __VA_ARGS__)
+#define engy_warn(h, ...) (h)->log((h), ENGY_LOG_WARNING, __VA_ARGS__)
+#define engy_info(h, ...) (h)->log((h), ENGY_LOG_INFO, __VA_ARGS__)
+#define engy_dbg(h, ...)  (h)->log((h), ENGY_LOG_DEBUG, __VA_ARGS__)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ENGY_PLUGIN_H */

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A host for plugin unit tests: no event loop, work() runs synchronously,
+ * log lines are kept for assertions (and echoed to stderr).
+ */
+#ifndef ENGY_FAKE_HOST_H
+#define ENGY_FAKE_HOST_H
+
+#include <engy/host.h>
+
+struct engy_host *fake_host_new(const char *instance);
+void fake_host_free(struct engy_host *h);
+/* All log lines so far, newline-separated (never NULL). */
+const char *fake_host_log(const struct engy_host *h);
+
+#endif /* ENGY_FAKE_HOST_H */

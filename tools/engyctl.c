@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/* engyctl: operator and admin commands, one table of command groups. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "engyctl.h"
+
+/* Command groups: add one extern and one table row per group. */
+
+static const struct engyctl_cmd cmds[] = {
+	{ NULL, NULL, NULL },
+};
+
+int engyctl_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("engyctl: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return 1;
+}
+
+static void usage(FILE *f)
+{
+	const struct engyctl_cmd *c;
+
+	fprintf(f, "usage: engyctl COMMAND [ARGS...]\n\ncommands:\n");
+	for (c = cmds; c->name; c++)
+		fprintf(f, "  %-14s %s\n", c->name, c->summary);
+	fprintf(f, "\n`engyctl COMMAND --help` describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	const struct engyctl_cmd *c;
+
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		usage(argc < 2 ? stderr : stdout);
+		return argc < 2 ? 2 : 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("engyctl %s\n", PACKAGE_VERSION);
+		return 0;
+	}
+	for (c = cmds; c->name; c++)
+		if (strcmp(c->name, argv[1]) == 0)
+			return c->run(argc - 1, argv + 1);
+	fprintf(stderr, "engyctl: unknown command '%s' (engyctl --help lists them)\n", argv[1]);
+	return 2;
+}
