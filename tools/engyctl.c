@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
+#include <config.h>
 #include "engyctl.h"
 
 /* Command groups: add one extern and one table row per group. */

@@ -64,7 +64,9 @@ struct engy_host {
 	/**
 	 * timer_add() - call @cb(@arg) on the loop thread after @ms
 	 * milliseconds, and every @ms after that when @repeat is non-zero.
-	 * timer_del() cancels and frees; it is safe from inside @cb.
+	 * timer_del() cancels and frees a timer; it is safe from inside @cb.
+	 * A one-shot timer frees itself once @cb returns: timer_del() it
+	 * only before it fired.  Timers left at destroy() are freed.
 	 * Context: loop thread.
 	 */
 	int (*timer_add)(const struct engy_host *h, uint64_t ms, int repeat,

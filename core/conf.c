@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: MIT */
+#include <confuse.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fsutil.h"
+#include "conf.h"
+
+#define CONFIG_MAX (1u << 20)
+
+void engy_errs_add(struct engy_errs *e, const char *fmt, ...)
+{
+	char buf[1024], **v;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	v = realloc(e->v, (e->n + 1) * sizeof(*v));
+	if (!v)
+		return;
+	e->v = v;
+	e->v[e->n] = strdup(buf);
+	if (e->v[e->n])
+		e->n++;
+}
+
+void engy_errs_free(struct engy_errs *e)
+{
+	size_t i;
+
+	for (i = 0; i < e->n; i++)
+		free(e->v[i]);
+	free(e->v);
+	e->v = NULL;
+	e->n = 0;
+}
+
+const char *engy_opt_type_name(uint32_t type)
+{
+	switch (type) {
+	case ENGY_OPT_STR: return "string";
+	case ENGY_OPT_INT: return "integer";
+	case ENGY_OPT_BOOL: return "bool";
+	case ENGY_OPT_FLOAT: return "float";
+	case ENGY_OPT_STR_LIST: return "string list";
+	}
+	return "unknown";
+}
+
+/*
+ * libconfuse has no user data for its error callback: the parse in
+ * progress on this thread names its error list here.
+ */
+static _Thread_local struct engy_errs *parse_errs;
+
+/* libconfuse reports through here; we keep "file:line: message". */
+static void on_cfg_error(cfg_t *cfg, const char *fmt, va_list ap)
+{
+	char msg[768];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	if (parse_errs)
+		engy_errs_add(parse_errs, "%s:%d: %s",
+			      cfg->filename ? cfg->filename : "?", cfg->line, msg);
+}
+
+static int parse_file(cfg_opt_t *opts, int flags, const char *path,
+		      struct engy_errs *e, cfg_t **out)
+{
+	cfg_t *cfg = cfg_init(opts, flags);
+	int rc;
+
+	*out = cfg;
+	if (!cfg)
+		return -ENOMEM;
+	cfg_set_error_function(cfg, on_cfg_error);
+	parse_errs = e;
+	rc = cfg_parse(cfg, path);
+	parse_errs = NULL;
+	if (rc != CFG_SUCCESS) {
+		if (!e->n)
+			engy_errs_add(e, "%s: cannot parse config", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int split_title(const char *title, struct engy_conf_section *s)
+{
+	const char *colon = strchr(title, ':');
+
+	if (colon) {
+		s->plugin = strndup(title, (size_t)(colon - title));
+		s->instance = strdup(colon + 1);
+	} else {
+		s->plugin = strdup(title);
+		s->instance = strdup(title);
+	}
+	return s->plugin && s->instance ? 0 : -ENOMEM;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+#define CORE_OPTS							\
+	CFG_STR("role", NULL, CFGF_NODEFAULT),				\
+	CFG_STR("plugin_dir", NULL, CFGF_NODEFAULT),			\
+	CFG_STR("log_level", "info", CFGF_NONE),			\
+	CFG_STR("log_file", NULL, CFGF_NODEFAULT),			\
+	CFG_STR("metrics_listen", NULL, CFGF_NODEFAULT),		\
+	CFG_STR("state_dir", NULL, CFGF_NODEFAULT),			\
+	CFG_INT("workers", 0, CFGF_NONE),				\
+	CFG_INT("shutdown_timeout", 10, CFGF_NONE)
+
+int engy_config_load(const char *path, struct engy_config *c,
+		     struct engy_errs *e)
+{
+	cfg_opt_t none[] = { CFG_END() };
+	cfg_opt_t opts[] = {
+		CORE_OPTS,
+		CFG_SEC("plugin", none, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES),
+		CFG_END()
+	};
+	struct stat st;
+	size_t len, i;
+	cfg_t *cfg = NULL;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	c->path = strdup(path);
+	rc = engy_read_file(path, CONFIG_MAX, (uint8_t **)&c->text, &len);
+	if (rc) {
+		engy_errs_add(e, "%s: cannot read config: %s", path, strerror(-rc));
+		return -EINVAL;
+	}
+	c->private_file = stat(path, &st) == 0 && !(st.st_mode & 077);
+	rc = parse_file(opts, CFGF_IGNORE_UNKNOWN, path, e, &cfg);
+	if (rc)
+		goto out;
+	c->role = dup_or_null(cfg_getstr(cfg, "role"));
+	c->plugin_dir = dup_or_null(cfg_getstr(cfg, "plugin_dir"));
+	c->log_level = dup_or_null(cfg_getstr(cfg, "log_level"));
+	c->log_file = dup_or_null(cfg_getstr(cfg, "log_file"));
+	c->metrics_listen = dup_or_null(cfg_getstr(cfg, "metrics_listen"));
+	c->state_dir = dup_or_null(cfg_getstr(cfg, "state_dir"));
+	c->workers = cfg_getint(cfg, "workers");
+	c->shutdown_timeout = cfg_getint(cfg, "shutdown_timeout");
+	if (!c->role)
+		engy_errs_add(e, "%s: no role (role = \"miner\" | \"gateway\" | \"auditor\" | \"validator\")", path);
+	if (c->workers < 0 || c->workers > 1024)
+		engy_errs_add(e, "%s: workers = %ld is out of range 0..1024", path, c->workers);
+	if (c->shutdown_timeout < 0 || c->shutdown_timeout > 3600)
+		engy_errs_add(e, "%s: shutdown_timeout = %ld is out of range 0..3600", path, c->shutdown_timeout);
+	c->n_secs = cfg_size(cfg, "plugin");
+	c->secs = calloc(c->n_secs ? c->n_secs : 1, sizeof(*c->secs));
+	if (!c->secs) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < c->n_secs; i++) {
+		cfg_t *s = cfg_getnsec(cfg, "plugin", (unsigned)i);
+
+		if (split_title(cfg_title(s), &c->secs[i]) < 0) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		c->secs[i].line = s->line;
+		if (!*c->secs[i].instance)
+			engy_errs_add(e, "%s:%d: plugin \"%s\": empty instance name",
+				      path, s->line, cfg_title(s));
+	}
+	rc = e->n ? -EINVAL : 0;
+out:
+	if (cfg)
+		cfg_free(cfg);
+	return rc;
+}
+
+/* The line of `name =` inside the section starting at @from, else @from. */
+static int opt_line(const char *text, int from, const char *name)
+{
+	const char *p = text;
+	size_t nl = strlen(name);
+	int line = 1;
+
+	while (*p && line < from) {
+		if (*p++ == '\n')
+			line++;
+	}
+	for (; *p; line++) {
+		const char *q = p;
+
+		while (*q && *q != '\n') {
+			if (strncmp(q, name, nl) == 0 &&
+			    (q == p || q[-1] == ' ' || q[-1] == '\t' || q[-1] == '{')) {
+				const char *r = q + nl;
+
+				while (*r == ' ' || *r == '\t')
+					r++;
+				if (*r == '=')
+					return line;
+			}
+			q++;
+		}
+		p = *q ? q + 1 : q;
+	}
+	return from;
+}
+
+static char *trim_dup(const char *s, size_t n)
+{
+	while (n && (*s == ' ' || *s == '\t')) {
+		s++;
+		n--;
+	}
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' ||
+		     s[n - 1] == '\r'))
+		n--;
+	return strndup(s, n);
+}
+
+static void free_strv(struct engy_strv *sv)
+{
+	size_t i;
+
+	for (i = 0; i < sv->n; i++)
+		free((char *)sv->v[i]);
+	free((void *)sv->v);
+	sv->v = NULL;
+	sv->n = 0;
+}
+
+/* Set @o in @conf from config text (env, default, file). */
+static int set_text(const char *who, const char *where,
+		    const struct engy_opt *o, void *conf, const char *text,
+		    struct engy_errs *e)
+{
+	char *slot = (char *)conf + o->offset, *end;
+	long long ll;
+	double d;
+
+	switch (o->type) {
+	case ENGY_OPT_STR: {
+		char *s = strdup(text);
+
+		if (!s)
+			return -ENOMEM;
+		free(*(char **)slot);
+		*(char **)slot = s;
+		return 0;
+	}
+	case ENGY_OPT_INT:
+		errno = 0;
+		ll = strtoll(text, &end, 0);
+		if (errno || end == text || *end) {
+			engy_errs_add(e, "%s: plugin \"%s\": option '%s' wants an integer, got '%s'",
+				      where, who, o->name, text);
+			return -EINVAL;
+		}
+		*(int64_t *)slot = ll;
+		return 0;
+	case ENGY_OPT_BOOL:
+		if (!strcmp(text, "true") || !strcmp(text, "yes") ||
+		    !strcmp(text, "on") || !strcmp(text, "1"))
+			*(bool *)slot = true;
+		else if (!strcmp(text, "false") || !strcmp(text, "no") ||
+			 !strcmp(text, "off") || !strcmp(text, "0"))
+			*(bool *)slot = false;
+		else {
+			engy_errs_add(e, "%s: plugin \"%s\": option '%s' wants true or false, got '%s'",
+				      where, who, o->name, text);
+			return -EINVAL;
+		}
+		return 0;
+	case ENGY_OPT_FLOAT:
+		errno = 0;
+		d = strtod(text, &end);
+		if (errno || end == text || *end) {
+			engy_errs_add(e, "%s: plugin \"%s\": option '%s' wants a number, got '%s'",
+				      where, who, o->name, text);
+			return -EINVAL;
+		}
+		*(double *)slot = d;
+		return 0;
+	case ENGY_OPT_STR_LIST: {
+		struct engy_strv *sv = (struct engy_strv *)slot;
+		const char *p = text, *comma;
+		char **v = NULL, **nv;
+		size_t n = 0;
+
+		free_strv(sv);
+		while (*p) {
+			comma = strchr(p, ',');
+			if (!comma)
+				comma = p + strlen(p);
+			nv = realloc(v, (n + 1) * sizeof(*v));
+			if (!nv)
+				goto oom;
+			v = nv;
+			v[n] = trim_dup(p, (size_t)(comma - p));
+			if (!v[n])
+				goto oom;
+			if (*v[n])
+				n++;
+			else
+				free(v[n]);
+			p = *comma ? comma + 1 : comma;
+		}
+		sv->v = (const char *const *)v;
+		sv->n = n;
+		return 0;
+oom:
+		while (n)
+			free(v[--n]);
+		free(v);
+		return -ENOMEM;
+	}
+	}
+	return -EINVAL;
+}
+
+static int set_cfg(const char *who, const char *where,
+		   const struct engy_opt *o, void *conf, cfg_t *sec,
+		   struct engy_errs *e)
+{
+	char *slot = (char *)conf + o->offset;
+	unsigned i, n;
+
+	switch (o->type) {
+	case ENGY_OPT_STR:
+		return set_text(who, where, o, conf, cfg_getstr(sec, o->name), e);
+	case ENGY_OPT_INT:
+		*(int64_t *)slot = cfg_getint(sec, o->name);
+		return 0;
+	case ENGY_OPT_BOOL:
+		*(bool *)slot = cfg_getbool(sec, o->name) == cfg_true;
+		return 0;
+	case ENGY_OPT_FLOAT:
+		*(double *)slot = cfg_getfloat(sec, o->name);
+		return 0;
+	case ENGY_OPT_STR_LIST: {
+		struct engy_strv *sv = (struct engy_strv *)slot;
+		char **v;
+
+		free_strv(sv);
+		n = cfg_size(sec, o->name);
+		v = calloc(n ? n : 1, sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (i = 0; i < n; i++) {
+			v[i] = strdup(cfg_getnstr(sec, o->name, i));
+			if (!v[i]) {
+				while (i)
+					free(v[--i]);
+				free(v);
+				return -ENOMEM;
+			}
+		}
+		sv->v = (const char *const *)v;
+		sv->n = n;
+		return 0;
+	}
+	}
+	return -EINVAL;
+}
+
+/* First line of a secret file, without its newline. */
+static char *read_secret(const char *path, struct engy_errs *e,
+			 const char *who, const char *name)
+{
+	uint8_t *buf;
+	size_t len;
+	char *nl;
+	int rc = engy_read_file(path, 65536, &buf, &len);
+
+	if (rc) {
+		engy_errs_add(e, "plugin \"%s\": %s_file %s: %s", who, name, path,
+			      strerror(-rc));
+		return NULL;
+	}
+	nl = strpbrk((char *)buf, "\r\n");
+	if (nl)
+		*nl = '\0';
+	return (char *)buf;
+}
+
+/*
+ * Resolve every option of one instance in priority order: environment
+ * twin, config value, <name>_file for secrets, default.  @sec may be NULL
+ * (text mode); @get then supplies config values.
+ */
+static int fill_one(const char *who, const char *path, int line,
+		    const char *text, bool private_file,
+		    const struct engy_opt *opts, void *conf, cfg_t *sec,
+		    const char *(*get)(void *, const char *), void *arg,
+		    struct engy_errs *e)
+{
+	const struct engy_opt *o;
+	char where[512];
+	size_t before = e->n;
+
+	for (o = opts; o && o->name; o++) {
+		const char *env = o->env ? getenv(o->env) : NULL;
+		int oline = sec ? opt_line(text, line, o->name) : line;
+		bool in_cfg = sec ? cfg_size(sec, o->name) > 0
+				  : get && get(arg, o->name);
+		char fname[128];
+		const char *file = NULL;
+		int rc = 0;
+
+		snprintf(where, sizeof(where), "%s:%d", path, oline);
+		snprintf(fname, sizeof(fname), "%s_file", o->name);
+		if (o->flags & ENGY_OPT_SECRET)
+			file = sec ? (cfg_size(sec, fname) ? cfg_getstr(sec, fname) : NULL)
+				   : (get ? get(arg, fname) : NULL);
+		if ((o->flags & ENGY_OPT_SECRET) && in_cfg && !private_file) {
+			engy_errs_add(e, "%s: plugin \"%s\": secret option '%s' in a file others can read; use %s%s%s_file or chmod 600",
+				      where, who, o->name, o->env ? "$" : "",
+				      o->env ? o->env : "", o->env ? " or " : "");
+			continue;
+		}
+		if (env && *env) {
+			rc = set_text(who, o->env, o, conf, env, e);
+		} else if (in_cfg) {
+			rc = sec ? set_cfg(who, where, o, conf, sec, e)
+				 : set_text(who, where, o, conf, get(arg, o->name), e);
+		} else if (file) {
+			char *s = read_secret(file, e, who, o->name);
+
+			if (s)
+				rc = set_text(who, where, o, conf, s, e);
+			free(s);
+		} else if (o->def) {
+			rc = set_text(who, "default", o, conf, o->def, e);
+		} else if (o->flags & ENGY_OPT_REQUIRED) {
+			engy_errs_add(e, "%s:%d: plugin \"%s\": option '%s' is required%s%s%s",
+				      path, line, who, o->name,
+				      o->env ? " (or set $" : "", o->env ? o->env : "",
+				      o->env ? ")" : "");
+			continue;
+		}
+		if (rc == -ENOMEM)
+			return rc;
+		if (!rc && o->type == ENGY_OPT_INT && (o->min || o->max)) {
+			int64_t v = *(int64_t *)((char *)conf + o->offset);
+
+			if (v < o->min || v > o->max)
+				engy_errs_add(e, "%s: plugin \"%s\": option '%s' = %lld is out of range %lld..%lld",
+					      env && *env ? o->env : where, who, o->name,
+					      (long long)v, (long long)o->min,
+					      (long long)o->max);
+		}
+	}
+	return e->n > before ? -EINVAL : 0;
+}
+
+static const struct engy_opt *find_opt(const struct engy_opt *opts,
+				       const char *name)
+{
+	for (; opts && opts->name; opts++)
+		if (strcmp(opts->name, name) == 0)
+			return opts;
+	return NULL;
+}
+
+static cfg_opt_t make_opt(const char *name, uint32_t type)
+{
+	cfg_opt_t s = CFG_STR(name, NULL, CFGF_NODEFAULT);
+	cfg_opt_t i = CFG_INT(name, 0, CFGF_NODEFAULT);
+	cfg_opt_t b = CFG_BOOL(name, cfg_false, CFGF_NODEFAULT);
+	cfg_opt_t f = CFG_FLOAT(name, 0, CFGF_NODEFAULT);
+	cfg_opt_t l = CFG_STR_LIST(name, NULL, CFGF_NODEFAULT);
+
+	switch (type) {
+	case ENGY_OPT_INT: return i;
+	case ENGY_OPT_BOOL: return b;
+	case ENGY_OPT_FLOAT: return f;
+	case ENGY_OPT_STR_LIST: return l;
+	default: return s;
+	}
+}
+
+struct uopt {
+	char *name;
+	uint32_t type;
+};
+
+static int union_add(struct uopt **u, size_t *n, const char *name,
+		     uint32_t type, const char *who, struct engy_errs *e)
+{
+	struct uopt *nu;
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (strcmp((*u)[i].name, name) == 0) {
+			if ((*u)[i].type != type)
+				engy_errs_add(e, "plugin \"%s\": option '%s' is a %s here but a %s in another loaded plugin; they cannot share one config file",
+					      who, name, engy_opt_type_name(type),
+					      engy_opt_type_name((*u)[i].type));
+			return 0;
+		}
+	nu = realloc(*u, (*n + 1) * sizeof(**u));
+	if (!nu)
+		return -ENOMEM;
+	*u = nu;
+	nu[*n].name = strdup(name);
+	nu[*n].type = type;
+	if (!nu[*n].name)
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+int engy_config_fill(const struct engy_config *c,
+		     const struct engy_opt *const *opts,
+		     const size_t *conf_size, void **confs,
+		     struct engy_errs *e)
+{
+	struct uopt *u = NULL;
+	size_t n_u = 0, i, j;
+	cfg_opt_t *sec_opts = NULL;
+	cfg_opt_t root[] = {
+		CORE_OPTS,
+		CFG_SEC("plugin", NULL, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES),
+		CFG_END()
+	};
+	cfg_t *cfg = NULL;
+	int rc = 0;
+
+	for (i = 0; i < c->n_secs; i++) {
+		const struct engy_opt *o;
+
+		confs[i] = NULL;
+		for (o = opts[i]; o && o->name; o++) {
+			char fname[128];
+
+			if (union_add(&u, &n_u, o->name, o->type, c->secs[i].plugin, e))
+				goto oom;
+			snprintf(fname, sizeof(fname), "%s_file", o->name);
+			if ((o->flags & ENGY_OPT_SECRET) &&
+			    union_add(&u, &n_u, fname, ENGY_OPT_STR, c->secs[i].plugin, e))
+				goto oom;
+		}
+	}
+	if (e->n) {
+		rc = -EINVAL;
+		goto out;
+	}
+	sec_opts = calloc(n_u + 1, sizeof(*sec_opts));
+	if (!sec_opts)
+		goto oom;
+	for (i = 0; i < n_u; i++)
+		sec_opts[i] = make_opt(u[i].name, u[i].type);
+	sec_opts[n_u] = (cfg_opt_t)CFG_END();
+	root[8].subopts = sec_opts;
+	rc = parse_file(root, CFGF_NONE, c->path, e, &cfg);
+	if (rc)
+		goto out;
+	for (i = 0; i < c->n_secs; i++) {
+		const struct engy_conf_section *s = &c->secs[i];
+		char title[256];
+		cfg_t *sec;
+
+		snprintf(title, sizeof(title), "%s%s%s", s->plugin,
+			 strcmp(s->plugin, s->instance) ? ":" : "",
+			 strcmp(s->plugin, s->instance) ? s->instance : "");
+		sec = cfg_gettsec(cfg, "plugin", title);
+		if (!sec)
+			continue;
+		/* Options another plugin declares are unknown to this one. */
+		for (j = 0; j < n_u; j++) {
+			const char *nm = u[j].name;
+			size_t l = strlen(nm);
+			bool is_file = l > 5 && !strcmp(nm + l - 5, "_file");
+			char base[128];
+			const struct engy_opt *own;
+
+			if (!cfg_size(sec, nm))
+				continue;
+			own = find_opt(opts[i], nm);
+			if (!own && is_file && l - 5 < sizeof(base)) {
+				memcpy(base, nm, l - 5);
+				base[l - 5] = '\0';
+				own = find_opt(opts[i], base);
+				if (own && !(own->flags & ENGY_OPT_SECRET))
+					own = NULL;
+			}
+			if (!own)
+				engy_errs_add(e, "%s:%d: plugin \"%s\": unknown option '%s'",
+					      c->path, opt_line(c->text, s->line, nm),
+					      s->plugin, nm);
+		}
+		if (conf_size[i]) {
+			confs[i] = calloc(1, conf_size[i]);
+			if (!confs[i])
+				goto oom;
+		}
+		if (fill_one(s->instance, c->path, s->line, c->text, c->private_file,
+			     opts[i], confs[i], sec, NULL, NULL, e) == -ENOMEM)
+			goto oom;
+	}
+	rc = e->n ? -EINVAL : 0;
+	goto out;
+oom:
+	rc = -ENOMEM;
+	engy_errs_add(e, "%s: out of memory", c->path);
+out:
+	if (rc)
+		for (i = 0; i < c->n_secs; i++) {
+			engy_conf_free(opts[i], confs[i]);
+			confs[i] = NULL;
+		}
+	if (cfg)
+		cfg_free(cfg);
+	free(sec_opts);
+	for (i = 0; i < n_u; i++)
+		free(u[i].name);
+	free(u);
+	return rc;
+}
+
+int engy_conf_from_text(const char *who, const struct engy_opt *opts,
+			size_t conf_size,
+			const char *(*get)(void *arg, const char *name),
+			void *arg, void **conf, struct engy_errs *e)
+{
+	int rc;
+
+	*conf = conf_size ? calloc(1, conf_size) : NULL;
+	if (conf_size && !*conf)
+		return -ENOMEM;
+	rc = fill_one(who, who, 0, "", true, opts, *conf, NULL, get, arg, e);
+	if (rc) {
+		engy_conf_free(opts, *conf);
+		*conf = NULL;
+	}
+	return rc;
+}
+
+void engy_conf_free(const struct engy_opt *opts, void *conf)
+{
+	const struct engy_opt *o;
+
+	if (!conf)
+		return;
+	for (o = opts; o && o->name; o++) {
+		char *slot = (char *)conf + o->offset;
+
+		if (o->type == ENGY_OPT_STR)
+			free(*(char **)slot);
+		else if (o->type == ENGY_OPT_STR_LIST)
+			free_strv((struct engy_strv *)slot);
+	}
+	free(conf);
+}
+
+void engy_config_free(struct engy_config *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_secs; i++) {
+		free(c->secs[i].plugin);
+		free(c->secs[i].instance);
+	}
+	free(c->secs);
+	free(c->path);
+	free(c->role);
+	free(c->plugin_dir);
+	free(c->log_level);
+	free(c->log_file);
+	free(c->metrics_listen);
+	free(c->state_dir);
+	free(c->text);
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include <engy/plugin.h>
+
+#include "host.h"
+#include "log.h"
+#include "metrics.h"
+#include "pool.h"
+
+struct engy_timer {
+	struct engy_timer *next, **pprev;
+	struct engy_instance *owner;
+	struct event *ev;
+	void (*cb)(void *);
+	void *arg;
+	bool repeat, firing, deleted;
+};
+
+static struct engy_instance *inst_of(const struct engy_host *h)
+{
+	return h->priv;
+}
+
+static void h_vlog(const struct engy_host *h, int level, const char *fmt,
+		   va_list ap)
+{
+	engy_vlog(level, h->instance, fmt, ap);
+}
+
+static void h_log(const struct engy_host *h, int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	engy_vlog(level, h->instance, fmt, ap);
+	va_end(ap);
+}
+
+static struct event_base *h_evbase(const struct engy_host *h)
+{
+	return inst_of(h)->d->base;
+}
+
+static void timer_unlink_free(struct engy_timer *t)
+{
+	if (t->pprev) {
+		*t->pprev = t->next;
+		if (t->next)
+			t->next->pprev = t->pprev;
+	}
+	event_free(t->ev);
+	free(t);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct engy_timer *t = arg;
+
+	t->firing = true;
+	t->cb(t->arg);
+	t->firing = false;
+	if (t->deleted || !t->repeat)
+		timer_unlink_free(t);
+}
+
+static int h_timer_add(const struct engy_host *h, uint64_t ms, int repeat,
+		       void (*cb)(void *), void *arg, struct engy_timer **out)
+{
+	struct engy_instance *in = inst_of(h);
+	struct engy_timer *t;
+	struct timeval tv;
+
+	if (!cb)
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->ev = event_new(in->d->base, -1, repeat ? EV_PERSIST : 0, on_timer, t);
+	if (!t->ev) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->owner = in;
+	t->cb = cb;
+	t->arg = arg;
+	t->repeat = repeat != 0;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)((ms % 1000) * 1000);
+	if (event_add(t->ev, &tv) < 0) {
+		event_free(t->ev);
+		free(t);
+		return -EINVAL;
+	}
+	t->next = in->timers;
+	if (t->next)
+		t->next->pprev = &t->next;
+	t->pprev = &in->timers;
+	in->timers = t;
+	if (out)
+		*out = t;
+	return 0;
+}
+
+static void h_timer_del(const struct engy_host *h, struct engy_timer *t)
+{
+	if (!t)
+		return;
+	event_del(t->ev);
+	if (t->firing)
+		t->deleted = true;
+	else
+		timer_unlink_free(t);
+}
+
+void engy_host_release_timers(struct engy_instance *in)
+{
+	while (in->timers)
+		timer_unlink_free(in->timers);
+}
+
+static int h_work(const struct engy_host *h, void (*fn)(void *),
+		  void (*done)(void *, int), void *arg)
+{
+	return engy_pool_submit(inst_of(h)->d->pool, fn, done, arg);
+}
+
+static int h_metric(const struct engy_host *h, int type, const char *name,
+		    const char *help, const char *labels,
+		    const double *buckets, size_t n_buckets,
+		    struct engy_metric **out)
+{
+	return engy_metrics_get(inst_of(h)->d->metrics, type, name, help,
+				labels, buckets, n_buckets, out);
+}
+
+struct engy_instance *engy_host_find(struct engyd *d, uint32_t kind,
+				     const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < d->n_insts; i++) {
+		struct engy_instance *in = &d->insts[i];
+
+		if (in->created && in->lp.desc.kind == kind &&
+		    (!name || strcmp(name, in->name) == 0))
+			return in;
+	}
+	return NULL;
+}
+
+static int h_peer(const struct engy_host *h, uint32_t kind,
+		  const char *instance, const void **ops, void **inst)
+{
+	struct engy_instance *in = engy_host_find(inst_of(h)->d, kind, instance);
+
+	if (!in)
+		return -ENOENT;
+	if (ops)
+		*ops = in->lp.ops;
+	if (inst)
+		*inst = in->inst;
+	return 0;
+}
+
+static const char *h_state_dir(const struct engy_host *h)
+{
+	return inst_of(h)->d->state_dir;
+}
+
+void engy_host_bind(struct engy_instance *in)
+{
+	struct engy_host *h = &in->host;
+
+	memset(h, 0, sizeof(*h));
+	h->size = sizeof(*h);
+	h->abi_major = ENGY_ABI_MAJOR;
+	h->abi_minor = ENGY_ABI_MINOR;
+	h->instance = in->name;
+	h->log = h_log;
+	h->vlog = h_vlog;
+	h->evbase = h_evbase;
+	h->timer_add = h_timer_add;
+	h->timer_del = h_timer_del;
+	h->work = h_work;
+	h->metric = h_metric;
+	h->metric_add = engy_metric_add;
+	h->metric_set = engy_metric_set;
+	h->metric_observe = engy_metric_observe;
+	h->peer = h_peer;
+	h->state_dir = h_state_dir;
+	h->priv = in;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+#include <string.h>
+
+#include <engy/engy.h>
+
+#include "kind.h"
+
+#define OPS_MIN(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
+#define REQ(type, op) { #op, offsetof(type, op) }
+
+/*
+ * Kinds whose ops are still only a size require nothing else; the work
+ * that defines their ops adds its required entries here.
+ */
+static const struct engy_kind_info kinds[] = {
+	{ ENGY_KIND_TRANSPORT, "transport", sizeof(struct engy_transport_ops),
+	  OPS_MIN(struct engy_transport_ops, size), { { NULL, 0 } } },
+	{ ENGY_KIND_BACKEND, "backend", sizeof(struct engy_backend_ops),
+	  OPS_MIN(struct engy_backend_ops, size), { { NULL, 0 } } },
+	{ ENGY_KIND_PROOF, "proof", sizeof(struct engy_proof_ops),
+	  OPS_MIN(struct engy_proof_ops, verify),
+	  { REQ(struct engy_proof_ops, scheme),
+	    REQ(struct engy_proof_ops, prove),
+	    REQ(struct engy_proof_ops, verify), { NULL, 0 } } },
+	{ ENGY_KIND_SCORER, "scorer", sizeof(struct engy_scorer_ops),
+	  OPS_MIN(struct engy_scorer_ops, size), { { NULL, 0 } } },
+	{ ENGY_KIND_CHAIN, "chain", sizeof(struct engy_chain_ops),
+	  OPS_MIN(struct engy_chain_ops, size), { { NULL, 0 } } },
+	{ ENGY_KIND_STORE, "store", sizeof(struct engy_store_ops),
+	  OPS_MIN(struct engy_store_ops, size), { { NULL, 0 } } },
+};
+
+const struct engy_kind_info *engy_kind_info(uint32_t kind)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (kinds[i].kind == kind)
+			return &kinds[i];
+	return NULL;
+}
+
+const struct engy_kind_info *engy_kind_by_name(const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(kinds[i].name, name) == 0)
+			return &kinds[i];
+	return NULL;
+}
+
+const char *engy_kind_name(uint32_t kind)
+{
+	const struct engy_kind_info *k = engy_kind_info(kind);
+
+	return k ? k->name : "unknown";
+}
