@@ -91,6 +91,62 @@ static int parse_file(cfg_opt_t *opts, int flags, const char *path,
 	return 0;
 }
 
+/* The line where `plugin "TITLE"` opens (libconfuse keeps the end line). */
+static int section_line(const char *text, const char *title, int fallback)
+{
+	const char *p = text;
+	size_t tl = strlen(title);
+	int line = 1;
+
+	for (; *p; p++) {
+		if (*p == '\n') {
+			line++;
+			continue;
+		}
+		if (strncmp(p, "plugin", 6) == 0 && (p == text || p[-1] == '\n' ||
+						    p[-1] == ' ' || p[-1] == '\t')) {
+			const char *q = p + 6;
+
+			while (*q == ' ' || *q == '\t')
+				q++;
+			if (*q == '"' && strncmp(q + 1, title, tl) == 0 && q[1 + tl] == '"')
+				return line;
+		}
+	}
+	return fallback;
+}
+
+/* The line of `name =` inside the section starting at @from, else @from. */
+static int opt_line(const char *text, int from, const char *name)
+{
+	const char *p = text;
+	size_t nl = strlen(name);
+	int line = 1;
+
+	while (*p && line < from) {
+		if (*p++ == '\n')
+			line++;
+	}
+	for (; *p; line++) {
+		const char *q = p;
+
+		while (*q && *q != '\n') {
+			if (strncmp(q, name, nl) == 0 &&
+			    (q == p || q[-1] == ' ' || q[-1] == '\t' || q[-1] == '{')) {
+				const char *r = q + nl;
+
+				while (*r == ' ' || *r == '\t')
+					r++;
+				if (*r == '=')
+					return line;
+			}
+			q++;
+		}
+		p = *q ? q + 1 : q;
+	}
+	return from;
+}
+
 static int split_title(const char *title, struct engy_conf_section *s)
 {
 	const char *colon = strchr(title, ':');
@@ -172,7 +228,7 @@ int engy_config_load(const char *path, struct engy_config *c,
 			rc = -ENOMEM;
 			goto out;
 		}
-		c->secs[i].line = s->line;
+		c->secs[i].line = section_line(c->text, cfg_title(s), s->line);
 		if (!*c->secs[i].instance)
 			engy_errs_add(e, "%s:%d: plugin \"%s\": empty instance name",
 				      path, s->line, cfg_title(s));
@@ -182,37 +238,6 @@ out:
 	if (cfg)
 		cfg_free(cfg);
 	return rc;
-}
-
-/* The line of `name =` inside the section starting at @from, else @from. */
-static int opt_line(const char *text, int from, const char *name)
-{
-	const char *p = text;
-	size_t nl = strlen(name);
-	int line = 1;
-
-	while (*p && line < from) {
-		if (*p++ == '\n')
-			line++;
-	}
-	for (; *p; line++) {
-		const char *q = p;
-
-		while (*q && *q != '\n') {
-			if (strncmp(q, name, nl) == 0 &&
-			    (q == p || q[-1] == ' ' || q[-1] == '\t' || q[-1] == '{')) {
-				const char *r = q + nl;
-
-				while (*r == ' ' || *r == '\t')
-					r++;
-				if (*r == '=')
-					return line;
-			}
-			q++;
-		}
-		p = *q ? q + 1 : q;
-	}
-	return from;
 }
 
 static char *trim_dup(const char *s, size_t n)
@@ -422,9 +447,10 @@ static int fill_one(const char *who, const char *path, int line,
 			file = sec ? (cfg_size(sec, fname) ? cfg_getstr(sec, fname) : NULL)
 				   : (get ? get(arg, fname) : NULL);
 		if ((o->flags & ENGY_OPT_SECRET) && in_cfg && !private_file) {
-			engy_errs_add(e, "%s: plugin \"%s\": secret option '%s' in a file others can read; use %s%s%s_file or chmod 600",
+			engy_errs_add(e, "%s: plugin \"%s\": secret option '%s' in a file others can read; use %s%s%s%s_file, or chmod 600 the config",
 				      where, who, o->name, o->env ? "$" : "",
-				      o->env ? o->env : "", o->env ? " or " : "");
+				      o->env ? o->env : "", o->env ? ", " : "",
+				      o->name);
 			continue;
 		}
 		if (env && *env) {

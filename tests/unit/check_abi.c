@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pins the installed ABI's layout (x86_64/aarch64 LP64).  A change here
+ * without an ENGY_ABI_* bump and a plugin.h changelog entry is a bug.
+ */
+#include <check.h>
+#include <stdlib.h>
+
+#include <engy/engy.h>
+
+#define PIN(expr, val) _Static_assert((expr) == (val), #expr " == " #val)
+
+/* The frozen header. */
+PIN(offsetof(struct engy_plugin, magic), 0);
+PIN(offsetof(struct engy_plugin, abi_major), 4);
+PIN(offsetof(struct engy_plugin, abi_minor), 6);
+PIN(offsetof(struct engy_plugin, size), 8);
+PIN(offsetof(struct engy_plugin, kind), 12);
+PIN(ENGY_PLUGIN_MAGIC, 0x454e4731u);
+/* ABI 1.0 descriptor. */
+PIN(offsetof(struct engy_plugin, name), 16);
+PIN(offsetof(struct engy_plugin, version), 24);
+PIN(offsetof(struct engy_plugin, description), 32);
+PIN(offsetof(struct engy_plugin, opts), 40);
+PIN(offsetof(struct engy_plugin, conf_size), 48);
+PIN(offsetof(struct engy_plugin, create), 56);
+PIN(offsetof(struct engy_plugin, start), 64);
+PIN(offsetof(struct engy_plugin, stop), 72);
+PIN(offsetof(struct engy_plugin, destroy), 80);
+PIN(offsetof(struct engy_plugin, ops), 88);
+PIN(sizeof(struct engy_plugin), 96);
+PIN(ENGY_PLUGIN_SIZE_1_0, 96);
+/* Option table entries. */
+PIN(offsetof(struct engy_opt, type), 8);
+PIN(offsetof(struct engy_opt, offset), 16);
+PIN(offsetof(struct engy_opt, env), 32);
+PIN(offsetof(struct engy_opt, help), 56);
+PIN(sizeof(struct engy_opt), 64);
+/* Host services 1.0. */
+PIN(offsetof(struct engy_host, instance), 8);
+PIN(offsetof(struct engy_host, log), 16);
+PIN(offsetof(struct engy_host, work), 56);
+PIN(offsetof(struct engy_host, peer), 96);
+PIN(offsetof(struct engy_host, state_dir), 104);
+PIN(sizeof(struct engy_host), 120);
+/* Kind ops 1.0. */
+PIN(offsetof(struct engy_proof_ops, scheme), 8);
+PIN(offsetof(struct engy_proof_ops, prove), 16);
+PIN(offsetof(struct engy_proof_ops, verify), 24);
+PIN(sizeof(struct engy_proof_ops), 32);
+PIN(sizeof(struct engy_rows), 24);
+PIN(sizeof(struct engy_proof_result), 80);
+/* Values that travel in config files and on the wire. */
+PIN(ENGY_KIND_TRANSPORT, 1);
+PIN(ENGY_KIND_STORE, 6);
+PIN(ENGY_VERDICT_UNPROVEN, 3);
+
+START_TEST(test_versions)
+{
+	ck_assert_int_eq(ENGY_ABI_MAJOR, 1);
+	ck_assert_int_eq(ENGY_ABI_MINOR, 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("abi");
+	TCase *tc = tcase_create("layout");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_versions);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/* The loader refuses every broken plugin with its own reason. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <engy/engy.h>
+
+#include "kind.h"
+#include "loader.h"
+
+static char err[1024];
+
+static void refused(const char *name, const char *reason)
+{
+	struct engy_loaded l;
+	int rc = engy_loader_open_named(TEST_PLUGIN_DIR, name, &l, err, sizeof(err));
+
+	ck_assert_int_lt(rc, 0);
+	ck_assert_msg(strstr(err, name) != NULL, "error names the plugin: %s", err);
+	ck_assert_msg(strstr(err, reason) != NULL, "'%s' in: %s", reason, err);
+	ck_assert_ptr_null(l.dl);
+}
+
+START_TEST(test_bad_magic)
+{
+	refused("bad-magic", "bad magic 0xdeadbeef");
+}
+END_TEST
+
+START_TEST(test_bad_major)
+{
+	refused("bad-major", "built for plugin ABI 2.0");
+	ck_assert_ptr_nonnull(strstr(err, "rebuild the plugin"));
+}
+END_TEST
+
+START_TEST(test_newer_minor)
+{
+	refused("newer-minor", "newer than this engyd's 1.0");
+}
+END_TEST
+
+START_TEST(test_short_size)
+{
+	refused("short-size", "descriptor of 24 bytes is smaller");
+}
+END_TEST
+
+START_TEST(test_bad_kind)
+{
+	refused("bad-kind", "unknown kind 99");
+}
+END_TEST
+
+START_TEST(test_missing_op)
+{
+	refused("missing-op", "missing required proof op 'verify'");
+}
+END_TEST
+
+START_TEST(test_no_destroy)
+{
+	refused("no-destroy", "missing required op 'destroy'");
+}
+END_TEST
+
+START_TEST(test_no_symbol)
+{
+	refused("no-symbol", "does not export 'engy_plugin'");
+}
+END_TEST
+
+START_TEST(test_name_mismatch)
+{
+	refused("name-mismatch", "calls itself 'other-name'");
+}
+END_TEST
+
+START_TEST(test_not_found)
+{
+	refused("no-such-plugin", "not found");
+}
+END_TEST
+
+START_TEST(test_invalid_name)
+{
+	struct engy_loaded l;
+
+	ck_assert_int_lt(engy_loader_open_named(TEST_PLUGIN_DIR, "../bad-magic",
+						&l, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "invalid name"));
+	ck_assert(!engy_plugin_name_valid(""));
+	ck_assert(!engy_plugin_name_valid("A"));
+	ck_assert(!engy_plugin_name_valid("a/b"));
+	ck_assert(engy_plugin_name_valid("verifier-toploc"));
+	ck_assert(engy_plugin_name_valid("store_sqlite2"));
+}
+END_TEST
+
+START_TEST(test_not_shared_object)
+{
+	char dir[] = "/tmp/engy-loader-XXXXXX", path[256];
+	struct engy_loaded l;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/text-file.so", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("this is not an ELF file\n", f);
+	fclose(f);
+	ck_assert_int_lt(engy_loader_open_named(dir, "text-file", &l, err,
+						sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "plugin 'text-file': cannot load"));
+	ck_assert_ptr_nonnull(strstr(err, "not a shared object"));
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_good_loads_and_zero_extends)
+{
+	struct engy_loaded l;
+	const struct engy_proof_ops *ops;
+
+	ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR, "test-proof",
+						&l, err, sizeof(err)), 0);
+	ck_assert_str_eq(l.desc.name, "test-proof");
+	ck_assert_int_eq(l.desc.kind, ENGY_KIND_PROOF);
+	ck_assert_str_eq(l.kind->name, "proof");
+	ops = l.ops;
+	ck_assert_uint_eq(ops->size, sizeof(*ops));
+	ck_assert_str_eq(ops->scheme, "test");
+	ck_assert_ptr_nonnull(ops->verify);
+	/* The host's copy is its own, not the plugin's rodata. */
+	ck_assert_ptr_ne(l.ops, l.desc.ops);
+	engy_loader_close(&l, true);
+	ck_assert_ptr_null(l.dl);
+}
+END_TEST
+
+START_TEST(test_create_fails_loads)
+{
+	struct engy_loaded l;
+
+	/* A plugin whose create() fails still passes every load check. */
+	ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR, "create-fails",
+						&l, err, sizeof(err)), 0);
+	engy_loader_close(&l, true);
+}
+END_TEST
+
+START_TEST(test_kinds)
+{
+	ck_assert_str_eq(engy_kind_name(ENGY_KIND_TRANSPORT), "transport");
+	ck_assert_str_eq(engy_kind_name(ENGY_KIND_STORE), "store");
+	ck_assert_str_eq(engy_kind_name(42), "unknown");
+	ck_assert_ptr_eq(engy_kind_by_name("chain"), engy_kind_info(ENGY_KIND_CHAIN));
+	ck_assert_ptr_null(engy_kind_by_name("nope"));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("loader");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_bad_magic);
+	tcase_add_test(tc, test_bad_major);
+	tcase_add_test(tc, test_newer_minor);
+	tcase_add_test(tc, test_short_size);
+	tcase_add_test(tc, test_bad_kind);
+	tcase_add_test(tc, test_missing_op);
+	tcase_add_test(tc, test_no_destroy);
+	tcase_add_test(tc, test_no_symbol);
+	tcase_add_test(tc, test_name_mismatch);
+	tcase_add_test(tc, test_not_found);
+	tcase_add_test(tc, test_invalid_name);
+	tcase_add_test(tc, test_not_shared_object);
+	tcase_add_test(tc, test_good_loads_and_zero_extends);
+	tcase_add_test(tc, test_create_fails_loads);
+	tcase_add_test(tc, test_kinds);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

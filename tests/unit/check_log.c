@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* The event log: logfmt values, levels, one line per event, reopen. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "logfmt.h"
+
+START_TEST(test_logfmt_values)
+{
+	char b[128];
+
+	ck_assert_uint_eq(engy_logfmt_value(b, sizeof(b), "plain"), 5);
+	ck_assert_str_eq(b, "plain");
+	engy_logfmt_value(b, sizeof(b), "two words");
+	ck_assert_str_eq(b, "\"two words\"");
+	engy_logfmt_value(b, sizeof(b), "a=\"b\"\n\\\x01");
+	ck_assert_str_eq(b, "\"a=\\\"b\\\"\\n\\\\\\x01\"");
+	engy_logfmt_value(b, sizeof(b), "");
+	ck_assert_str_eq(b, "\"\"");
+	/* Truncation keeps a terminated string and reports the need. */
+	ck_assert_uint_eq(engy_logfmt_value(b, 4, "abcdefgh"), 8);
+	ck_assert_str_eq(b, "abc");
+}
+END_TEST
+
+START_TEST(test_levels)
+{
+	ck_assert_int_eq(engy_log_parse_level("debug"), ENGY_LOG_DEBUG);
+	ck_assert_int_eq(engy_log_parse_level("warn"), ENGY_LOG_WARNING);
+	ck_assert_int_eq(engy_log_parse_level("error"), ENGY_LOG_ERR);
+	ck_assert_int_lt(engy_log_parse_level("loud"), 0);
+	ck_assert_str_eq(engy_log_level_name(ENGY_LOG_NOTICE), "notice");
+}
+END_TEST
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	static char buf[8192];
+	size_t n;
+
+	if (!f)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+START_TEST(test_file_and_reopen)
+{
+	char dir[] = "/tmp/engy-log-XXXXXX", path[128], rotated[128];
+	char *text;
+	uint64_t before = engy_log_count(ENGY_LOG_INFO);
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/engyd.log", dir);
+	snprintf(rotated, sizeof(rotated), "%s/engyd.log.1", dir);
+	ck_assert_int_eq(engy_log_open(path, ENGY_LOG_INFO), 0);
+	engy_log(ENGY_LOG_INFO, "p1", "event=one n=%d", 1);
+	engy_log(ENGY_LOG_DEBUG, "p1", "event=hidden");
+	engy_log(ENGY_LOG_WARNING, "my inst", "event=two\nforged=line");
+	text = slurp(path);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_ptr_nonnull(strstr(text, " level=info inst=p1 event=one n=1\n"));
+	ck_assert_ptr_null(strstr(text, "hidden"));
+	/* A newline inside a message cannot forge a second event line. */
+	ck_assert_ptr_nonnull(strstr(text, "inst=\"my inst\" event=two forged=line\n"));
+	ck_assert_uint_eq(engy_log_count(ENGY_LOG_INFO), before + 1);
+	ck_assert_int_eq(rename(path, rotated), 0);
+	ck_assert_int_eq(engy_log_reopen(), 0);
+	engy_log(ENGY_LOG_INFO, NULL, "event=after_rotate");
+	text = slurp(path);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_ptr_nonnull(strstr(text, "inst=engyd event=after_rotate"));
+	ck_assert_ptr_null(strstr(text, "event=one"));
+	engy_log_close();
+	unlink(path);
+	unlink(rotated);
+	rmdir(dir);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("log");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_logfmt_values);
+	tcase_add_test(tc, test_levels);
+	tcase_add_test(tc, test_file_and_reopen);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
