@@ -1,0 +1,43 @@
+# Shared helpers for the integration scripts (sourced, POSIX sh + bash).
+set -eu
+: "${top_srcdir:?run through make check}"
+: "${top_builddir:?run through make check}"
+ENGYD="$top_builddir/core/engyd"
+ENGYCTL="$top_builddir/tools/engyctl"
+TEST_PLUGINS="$top_builddir/tests/plugins/.libs"
+T=$(mktemp -d "${TMPDIR:-/tmp}/engy-it.XXXXXX")
+PIDS=""
+cleanup() {
+  for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+N_OK=0
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { N_OK=$((N_OK + 1)); echo "ok $N_OK - $*"; }
+# expect_fail "what" "needle" cmd...: cmd must exit non-zero, stderr+stdout must hold needle
+expect_fail() {
+  what=$1; needle=$2; shift 2
+  if out=$("$@" 2>&1); then fail "$what: succeeded, expected failure"; fi
+  case "$out" in *"$needle"*) ok "$what";; *) fail "$what: no '$needle' in: $out";; esac
+}
+expect_ok() {
+  what=$1; needle=$2; shift 2
+  out=$("$@" 2>&1) || fail "$what: exit $?: $out"
+  case "$out" in *"$needle"*) ok "$what";; *) fail "$what: no '$needle' in: $out";; esac
+}
+# wait_for FILE NEEDLE SECONDS
+wait_for() {
+  i=0
+  while ! grep -q -- "$2" "$1" 2>/dev/null; do
+    i=$((i + 1)); [ $i -le $(($3 * 20)) ] || return 1; sleep 0.05
+  done
+}
+# A plugin dir holding every plugin built in this tree plus the test ones.
+make_plugin_dir() {
+  d=$1; mkdir -p "$d"
+  for so in "$top_builddir"/plugins/*/.libs/*.so "$TEST_PLUGINS"/*.so; do
+    [ -f "$so" ] && ln -sf "$so" "$d/$(basename "$so")"
+  done
+  return 0
+}
