@@ -33,6 +33,13 @@ struct tok_span {
 	uint32_t len;
 };
 
+/* One merge; key UINT64_MAX marks a free slot (ids stay below 2^24). */
+struct tok_merge {
+	uint64_t key;
+	uint32_t rank;
+	uint32_t id;
+};
+
 /* Open-addressing set of ids keyed by a string each id owns. */
 struct tok_strtab {
 	uint32_t *slot; /* id, or TOK_NONE */
@@ -82,9 +89,7 @@ struct engy_tokenizer {
 	uint32_t byte_id[256];	     /* id of each single-byte symbol, or TOK_NONE */
 
 	/* merges: (left << 32 | right) -> rank, merged id */
-	uint64_t *mkey;
-	uint32_t *mrank;
-	uint32_t *mnew;
+	struct tok_merge *mtab;
 	uint32_t mmask;
 	size_t n_merges;
 
@@ -188,10 +193,11 @@ struct tok_ids {
 
 int tok_ids_push(struct tok_ids *o, uint32_t id);
 /* BPE one pre-token (raw bytes) and append its ids, through the thread's cache. */
-int tok_bpe_piece(const struct engy_tokenizer *t, const uint8_t *s, size_t n, struct tok_ids *o);
-
-/* Per-thread scratch: PCRE2 match data and the piece cache. */
 struct tok_tls;
+int tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls, const uint8_t *s, size_t n,
+		  struct tok_ids *o);
+
+/* Per-thread scratch: PCRE2 match data and the piece cache (NULL: no memory). */
 struct tok_tls *tok_tls_get(const struct engy_tokenizer *t);
 pcre2_match_data *tok_tls_match_data(struct tok_tls *tls);
 pcre2_match_context *tok_tls_match_context(struct tok_tls *tls);
