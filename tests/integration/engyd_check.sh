@@ -99,7 +99,7 @@ case "$out" in *"must be in 0..1"*) ok "and the plugin says why";; *) fail "plug
 # Every broken plugin is refused with its own reason.
 for pair in "bad-magic|bad magic 0xdeadbeef" \
             "bad-major|built for plugin ABI 2.0" \
-            "newer-minor|newer than this engyd's 1.0: upgrade engyd" \
+            "newer-minor|built for plugin ABI 1.1, newer than this engyd's 1.0: upgrade engyd" \
             "short-size|descriptor of 24 bytes" \
             "bad-kind|unknown kind 99" \
             "missing-op|missing required proof op 'verify'" \
