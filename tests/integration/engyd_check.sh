@@ -115,7 +115,8 @@ plugin "$name" {}
 plugin "test-scorer" {}
 plugin "test-store" {}
 C
-  expect_fail "broken plugin $name refused" "plugin '$name': $reason" "$ENGYD" -t -c "$T/broken-$name.conf"
+  expect_fail "broken plugin $name refused" "$reason" "$ENGYD" -t -c "$T/broken-$name.conf"
+  case "$out" in *"broken-$name.conf:4: plugin '$name': "*) ;; *) fail "$name: refusal does not name the plugin: $out";; esac
 done
 
 printf 'not an ELF\n' > "$T/textfile.so"

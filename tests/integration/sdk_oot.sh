@@ -4,7 +4,7 @@
 . "$top_srcdir/tests/integration/lib.sh"
 unset MAKEFLAGS MFLAGS MAKELEVEL
 make -s -C "$top_builddir" DESTDIR="$T/root" \
-  install-nobase_includeHEADERS install-pkgconfigDATA > "$T/install.log" 2>&1 ||
+  install-engyincludeHEADERS install-pkgconfigDATA > "$T/install.log" 2>&1 ||
   fail "SDK install: $(cat "$T/install.log")"
 pc=$(find "$T/root" -name engy.pc | head -1)
 [ -n "$pc" ] || fail "engy.pc not installed"
