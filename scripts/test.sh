@@ -1,1 +1,81 @@
-#!/bin/sh
+#!/usr/bin/env bash
+# The project's one test command (README, .ci/run): installs what is
+# missing (idempotent), bootstraps, configures, builds, runs every test,
+# runs the whole suite again under ASan+UBSan (leaks reported), and checks
+# that the release tarball builds and passes (make distcheck).
+#
+#   scripts/test.sh            everything
+#   ENGY_TEST_QUICK=1 ...      skip the sanitizer pass and distcheck
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$(pwd)
+jobs=$(nproc 2>/dev/null || echo 2)
+log() { printf '\n== %s\n' "$*"; }
+
+# --- 1. packages -----------------------------------------------------------
+APT_PKGS="build-essential autoconf automake autoconf-archive libtool pkg-config
+  libevent-dev libconfuse-dev check libcurl4-openssl-dev libssl-dev
+  libcjson-dev libsodium-dev libpcre2-dev libutf8proc-dev curl ca-certificates"
+command -v node >/dev/null 2>&1 || APT_PKGS="$APT_PKGS nodejs npm"
+command -v npm >/dev/null 2>&1 || APT_PKGS="$APT_PKGS npm"
+missing=()
+for p in $APT_PKGS; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+    missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# --- 2. npm test peers (independent implementations the tests compare to) ---
+if [ -f tests/peers/package-lock.json ]; then
+  log "installing npm test peers"
+  npm ci --prefix tests/peers --no-audit --no-fund --loglevel=error
+fi
+export ENGY_PEERS="$top/tests/peers/node_modules"
+
+# --- 3. build and test -------------------------------------------------------
+summary=()
+run_suite() {  # name, configure flags...
+  local name=$1; shift
+  log "$name: configure $*"
+  mkdir -p "build-$name"
+  (cd "build-$name" && ../configure -q --enable-werror "$@")
+  log "$name: build"
+  make -C "build-$name" -j"$jobs" >/dev/null
+  log "$name: make check"
+  local rc=0
+  make -C "build-$name" -j"$jobs" check || rc=$?
+  local t=build-$name/test-suite.log
+  local pass fail skip
+  pass=$(sed -n 's/^# PASS: *//p' "$t"); fail=$(sed -n 's/^# FAIL: *//p' "$t")
+  skip=$(sed -n 's/^# SKIP: *//p' "$t")
+  fail=$((fail + $(sed -n 's/^# ERROR: *//p' "$t")))
+  summary+=("$name: $pass passed, $fail failed, $skip skipped")
+  if [ $rc -ne 0 ]; then
+    cat "$t"
+    printf '%s\n' "${summary[@]}"
+    exit 1
+  fi
+}
+
+log "bootstrap"
+./autogen.sh >/dev/null 2>&1 || ./autogen.sh
+run_suite main
+if [ -z "${ENGY_TEST_QUICK:-}" ]; then
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export CK_TIMEOUT_MULTIPLIER=4
+  run_suite asan --enable-sanitizers
+  unset ASAN_OPTIONS UBSAN_OPTIONS
+  log "distcheck"
+  make -C build-main -j"$jobs" distcheck >build-main/distcheck.log 2>&1 ||
+    { tail -60 build-main/distcheck.log; echo "distcheck: 0 passed, 1 failed"; exit 1; }
+  grep -E 'archives ready|^=+$' build-main/distcheck.log | head -3
+  summary+=("distcheck: 1 passed, 0 failed")
+fi
+log "summary"
+printf '%s\n' "${summary[@]}"
