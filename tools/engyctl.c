@@ -8,8 +8,10 @@
 #include "engyctl.h"
 
 /* Command groups: add one extern and one table row per group. */
+int engyctl_render_chat(int argc, char **argv);
 
 static const struct engyctl_cmd cmds[] = {
+	{ "render-chat", "render an OpenAI chat body with the Qwen3 template", engyctl_render_chat },
 	{ NULL, NULL, NULL },
 };
 
