@@ -8,7 +8,7 @@
 # which plugins of each role exist, and says what is still missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x build-main/core/engyd ]; then
+if [ ! -x build-main/engyd/engyd ]; then
   echo "devnet: building engy first (scripts/test.sh installs dependencies)"
   ENGY_TEST_QUICK=1 ./scripts/test.sh >/dev/null
 fi
@@ -19,7 +19,7 @@ for so in build-main/plugins/*/.libs/*.so; do
 done
 ready=1
 for conf in etc/gateway.conf etc/miner.conf etc/auditor.conf; do
-  if out=$(ENGY_PLUGIN_DIR="$plugins" build-main/core/engyd -t -c "$conf" 2>&1); then
+  if out=$(ENGY_PLUGIN_DIR="$plugins" build-main/engyd/engyd -t -c "$conf" 2>&1); then
     echo "devnet: $conf ready"
   else
     ready=0

@@ -2,7 +2,7 @@
 set -eu
 : "${top_srcdir:?run through make check}"
 : "${top_builddir:?run through make check}"
-ENGYD="$top_builddir/core/engyd"
+ENGYD="$top_builddir/engyd/engyd"
 ENGYCTL="$top_builddir/tools/engyctl"
 TEST_PLUGINS="$top_builddir/tests/plugins/.libs"
 T=$(mktemp -d "${TMPDIR:-/tmp}/engy-it.XXXXXX")
