@@ -9,10 +9,12 @@
 
 /* Command groups: add one extern and one table row per group. */
 int engyctl_render_chat(int argc, char **argv);
+int engyctl_toploc(int argc, char **argv);
 int engyctl_tokenize(int argc, char **argv);
 
 static const struct engyctl_cmd cmds[] = {
 	{ "render-chat", "render an OpenAI chat body with the Qwen3 template", engyctl_render_chat },
+	{ "toploc", "prove and verify TOPLOC proofs", engyctl_toploc },
 	{ "tokenize", "encode text to token ids, or decode ids", engyctl_tokenize },
 	{ NULL, NULL, NULL },
 };
