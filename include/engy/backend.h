@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Backend kind: turns token ids into tokens plus per-token final hidden states, and re-runs prompt+output for an auditor (backend-sglang, backend-ref).
- *
- * The ops of this kind are defined by the work that builds its first
- * plugin; until then the table holds only its size, and the host requires
- * nothing beyond it.  Ops are appended, never reordered (see plugin.h).
+ * Backend kind: turns token ids into tokens plus per-token final hidden
+ * states (after the final norm: the input of lm_head), and re-runs
+ * prompt+output for an auditor (backend-sglang over HTTP, backend-ref in
+ * process).  Everything is asynchronous: calls return at once, callbacks
+ * come on the loop thread; heavy compute runs on the worker pool or in the
+ * serve.
  */
 #ifndef ENGY_BACKEND_H
 #define ENGY_BACKEND_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <engy/types.h>
@@ -17,8 +20,101 @@
 extern "C" {
 #endif
 
+struct engy_gen;	/* one request in flight; the backend's own */
+
+struct engy_model_info {
+	uint32_t size;			/* sizeof(struct engy_model_info) */
+	char name[128];			/* served model name */
+	char path[512];			/* checkpoint directory, may be "" */
+	uint32_t hidden_size;
+	uint32_t vocab_size;
+	uint32_t max_context;		/* prompt + output tokens */
+	uint32_t eos_ids[4];		/* 0-terminated unless all 4 set */
+};
+
+enum engy_finish {
+	ENGY_FINISH_STOP = 1,		/* EOS or a stop id */
+	ENGY_FINISH_LENGTH = 2,		/* max_new_tokens or context */
+	ENGY_FINISH_ABORT = 3,		/* cancelled */
+	ENGY_FINISH_ERROR = 4,
+};
+
+/**
+ * struct engy_gen_params - one generation request (borrowed for the call).
+ * @temperature: 0 = greedy.  @top_k: 0 = off.  @top_p: 1 = off.
+ * @seed/@has_seed: sampling seed (deterministic given the same batch).
+ * @stop_ids: ids that end generation (EOS ids always do).
+ * @rid: request id the backend passes to its serve (abort uses it).
+ */
+struct engy_gen_params {
+	uint32_t size;			/* sizeof(struct engy_gen_params) */
+	const uint32_t *input_ids;
+	size_t n_input;
+	uint32_t max_new_tokens;
+	double temperature;
+	double top_p;
+	int32_t top_k;
+	uint64_t seed;
+	bool has_seed;
+	bool return_hidden;
+	bool return_logprobs;
+	const uint32_t *stop_ids;
+	size_t n_stop;
+	const char *rid;
+};
+
+struct engy_gen_result {
+	int status;			/* 0 or a negative errno */
+	const char *error;		/* short text when status != 0 */
+	int finish;			/* enum engy_finish */
+	int32_t matched_stop;		/* the stop id that ended it, or -1 */
+	uint32_t prompt_tokens;
+	uint32_t completion_tokens;
+	uint32_t cached_tokens;
+};
+
+/**
+ * struct engy_gen_cb - what a backend calls back (loop thread).
+ * @on_tokens: new output tokens, in order; @rows (dtype F32, one row per
+ *     id, n_prefill 0) when hidden states were asked for, else NULL;
+ *     @logprobs one per id or NULL.  May come once or many times.
+ * @on_done: exactly once, last; the handle is dead after it returns.
+ */
+struct engy_gen_cb {
+	void (*on_tokens)(void *arg, const uint32_t *ids, size_t n,
+			  const struct engy_rows *rows, const float *logprobs);
+	void (*on_done)(void *arg, const struct engy_gen_result *res);
+};
+
 struct engy_backend_ops {
 	uint32_t size;			/* sizeof(struct engy_backend_ops) */
+
+	/* info() - the served model.  Required. */
+	int (*info)(void *inst, struct engy_model_info *out);
+
+	/**
+	 * generate() - start a request.  On 0, @cb will be called and
+	 * *@out names the request for cancel() until on_done.  Required.
+	 */
+	int (*generate)(void *inst, const struct engy_gen_params *p,
+			const struct engy_gen_cb *cb, void *arg,
+			struct engy_gen **out);
+
+	/**
+	 * cancel() - stop a request (and abort it at the serve); on_done
+	 * still comes, once, with ENGY_FINISH_ABORT.  Required.
+	 */
+	void (*cancel)(void *inst, struct engy_gen *g);
+
+	/**
+	 * prefill() - the final hidden state of every position of @ids
+	 * (an auditor's recompute of prompt + output).  @done gets the rows
+	 * (borrowed for the call) or a negative errno.  Optional.
+	 */
+	int (*prefill)(void *inst, const uint32_t *ids, size_t n,
+		       void (*done)(void *arg, int rc,
+				    const struct engy_rows *rows),
+		       void *arg, struct engy_gen **out);
 };
 
 #ifdef __cplusplus

@@ -35,7 +35,8 @@
  *   1.0  2026-11-30  First ABI: descriptor header, option table with env
  *                    twins, host services v1 (log, event base, timers,
  *                    worker pool, metrics, peers, state dir), ops tables for
- *                    the six kinds.
+ *                    the six kinds.  Until 1.0 is tagged, ops of kinds
+ *                    still being built may be appended without a bump.
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A well-formed plugin of any kind, compiled once per kind with
- * -DTEST_KIND=ENGY_KIND_x -DTEST_NAME="test-x": lets the tests build role
+ * -DTEST_KIND=<enum engy_kind value> -DTEST_NAME="test-x" (a number, since
+ * the preprocessor cannot see enum constants): lets the tests build role
  * configs out of plugins that load, create and start without doing
  * anything else.
  */
@@ -34,12 +35,12 @@ static void tk_destroy(void *inst)
 	free(inst);
 }
 
-static int tk_prove(void *inst, const struct engy_rows *rows, char **json)
+static __attribute__((unused)) int tk_prove(void *inst, const struct engy_rows *rows, char **json)
 {
 	return -ENOTSUP;
 }
 
-static int tk_verify(void *inst, const struct engy_rows *rows,
+static __attribute__((unused)) int tk_verify(void *inst, const struct engy_rows *rows,
 		     const char *json, size_t len,
 		     const struct engy_proof_limits *limits,
 		     struct engy_proof_result *out)
@@ -47,12 +48,36 @@ static int tk_verify(void *inst, const struct engy_rows *rows,
 	return -ENOTSUP;
 }
 
-#if TEST_KIND == ENGY_KIND_PROOF
+#if TEST_KIND == 3 /* ENGY_KIND_PROOF */
 static const struct engy_proof_ops ops = {
 	.size = sizeof(ops),
 	.scheme = "test",
 	.prove = tk_prove,
 	.verify = tk_verify,
+};
+#elif TEST_KIND == 2 /* ENGY_KIND_BACKEND */
+static int tk_info(void *inst, struct engy_model_info *out)
+{
+	out->hidden_size = 8;
+	return 0;
+}
+
+static int tk_generate(void *inst, const struct engy_gen_params *p,
+		       const struct engy_gen_cb *cb, void *arg,
+		       struct engy_gen **out)
+{
+	return -ENOTSUP;
+}
+
+static void tk_cancel(void *inst, struct engy_gen *g)
+{
+}
+
+static const struct engy_backend_ops ops = {
+	.size = sizeof(ops),
+	.info = tk_info,
+	.generate = tk_generate,
+	.cancel = tk_cancel,
 };
 #else
 static const struct { uint32_t size; } ops = { sizeof(ops) };

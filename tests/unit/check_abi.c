@@ -49,6 +49,14 @@ PIN(offsetof(struct engy_proof_ops, prove), 16);
 PIN(offsetof(struct engy_proof_ops, verify), 24);
 PIN(sizeof(struct engy_proof_ops), 32);
 PIN(sizeof(struct engy_rows), 24);
+PIN(offsetof(struct engy_backend_ops, info), 8);
+PIN(offsetof(struct engy_backend_ops, generate), 16);
+PIN(offsetof(struct engy_backend_ops, cancel), 24);
+PIN(offsetof(struct engy_backend_ops, prefill), 32);
+PIN(sizeof(struct engy_backend_ops), 40);
+PIN(sizeof(struct engy_gen_params), 96);
+PIN(sizeof(struct engy_gen_result), 40);
+PIN(sizeof(struct engy_model_info), 672);
 PIN(sizeof(struct engy_proof_result), 80);
 /* Values that travel in config files and on the wire. */
 PIN(ENGY_KIND_TRANSPORT, 1);

@@ -142,6 +142,31 @@ START_TEST(test_good_loads_and_zero_extends)
 }
 END_TEST
 
+START_TEST(test_each_kind_loads_as_itself)
+{
+	static const struct { const char *name; uint32_t kind; } k[] = {
+		{ "test-transport", ENGY_KIND_TRANSPORT },
+		{ "test-backend", ENGY_KIND_BACKEND },
+		{ "test-proof", ENGY_KIND_PROOF },
+		{ "test-scorer", ENGY_KIND_SCORER },
+		{ "test-chain2", ENGY_KIND_CHAIN },
+		{ "test-store", ENGY_KIND_STORE },
+	};
+	struct engy_loaded l;
+	size_t i;
+
+	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR, k[i].name,
+							&l, err, sizeof(err)), 0);
+		ck_assert_uint_eq(l.desc.kind, k[i].kind);
+		ck_assert_uint_eq(*(const uint32_t *)l.ops, l.kind->ops_size);
+		if (k[i].kind == ENGY_KIND_BACKEND)
+			ck_assert_ptr_nonnull(((const struct engy_backend_ops *)l.ops)->generate);
+		engy_loader_close(&l, true);
+	}
+}
+END_TEST
+
 START_TEST(test_create_fails_loads)
 {
 	struct engy_loaded l;
@@ -184,6 +209,7 @@ int main(void)
 	tcase_add_test(tc, test_not_shared_object);
 	tcase_add_test(tc, test_good_loads_and_zero_extends);
 	tcase_add_test(tc, test_create_fails_loads);
+	tcase_add_test(tc, test_each_kind_loads_as_itself);
 	tcase_add_test(tc, test_kinds);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
