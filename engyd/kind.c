@@ -14,7 +14,8 @@
  */
 static const struct engy_kind_info kinds[] = {
 	{ ENGY_KIND_TRANSPORT, "transport", sizeof(struct engy_transport_ops),
-	  OPS_MIN(struct engy_transport_ops, size), { { NULL, 0 } } },
+	  OPS_MIN(struct engy_transport_ops, proto),
+	  { REQ(struct engy_transport_ops, proto), { NULL, 0 } } },
 	{ ENGY_KIND_BACKEND, "backend", sizeof(struct engy_backend_ops),
 	  OPS_MIN(struct engy_backend_ops, prefill),
 	  { REQ(struct engy_backend_ops, info),

@@ -79,6 +79,11 @@ static const struct engy_backend_ops ops = {
 	.generate = tk_generate,
 	.cancel = tk_cancel,
 };
+#elif TEST_KIND == 1 /* ENGY_KIND_TRANSPORT */
+static const struct engy_transport_ops ops = {
+	.size = sizeof(ops),
+	.proto = "test",
+};
 #else
 static const struct { uint32_t size; } ops = { sizeof(ops) };
 #endif
