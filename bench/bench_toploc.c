@@ -98,6 +98,39 @@ static void verify_base(struct job *j)
 	engy_toploc_ref_verify_chunk(j->v, j->n, TOPK, j->proof, j->st);
 }
 
+static void topk_fast(struct job *j)
+{
+	uint64_t idx[TOPK];
+
+	engy_toploc_topk(j->ws, j->v, j->n, idx);
+}
+
+static void topk_base(struct job *j)
+{
+	uint64_t idx[TOPK];
+
+	engy_toploc_ref_topk(j->v, j->n, TOPK, idx);
+}
+
+/* Interpolation alone, through the chunk's own top-k points. */
+static uint32_t pts_x[TOPK];
+static uint16_t pts_y[TOPK];
+
+static void interp_fast(struct job *j)
+{
+	uint32_t work[2 * TOPK];
+	uint16_t c[TOPK];
+
+	engy_toploc_interpolate(pts_x, pts_y, TOPK, c, work);
+}
+
+static void interp_base(struct job *j)
+{
+	uint16_t c[TOPK];
+
+	engy_toploc_ref_interpolate(pts_x, pts_y, TOPK, c);
+}
+
 /* Seconds per call of @fn, over at least @min_s and @min_it calls. */
 static double time_it(void (*fn)(struct job *), struct job *j, double min_s,
 		      long min_it)
@@ -121,7 +154,7 @@ static int bench_shape(const char *name, size_t hidden)
 	struct engy_toploc_ws *ws = engy_toploc_ws_new(TOPK);
 	struct engy_toploc_stats st, st_ref;
 	uint8_t proof[2 + 2 * TOPK], proof_ref[2 + 2 * TOPK];
-	double tp, tv, tp_ref, tv_ref, share, rp, rv;
+	double tp, tv, tp_ref, tv_ref, tk, tk_ref, ti, ti_ref, share, rp, rv;
 	struct job jp, jv;
 	int ok, same;
 
@@ -144,6 +177,21 @@ static int bench_shape(const char *name, size_t hidden)
 	tp_ref = time_it(prove_base, &jp, 0.5, 3);
 	jv.st = &st_ref;
 	tv_ref = time_it(verify_base, &jv, 0.5, 3);
+	{
+		uint64_t idx[TOPK];
+		size_t i;
+
+		engy_toploc_topk(ws, v, n, idx);
+		for (i = 0; i < TOPK; i++) {
+			pts_x[i] = (uint32_t)(idx[i] % ENGY_TOPLOC_PRIME);
+			pts_y[i] = v[idx[i]];
+		}
+	}
+	jp.proof = proof;
+	tk = time_it(topk_fast, &jp, 0.2, 20);
+	tk_ref = time_it(topk_base, &jp, 0.2, 3);
+	ti = time_it(interp_fast, &jp, 0.2, 20);
+	ti_ref = time_it(interp_base, &jp, 0.2, 3);
 	share = TARGET_TPS / DBS * tp;
 	rp = tp_ref / tp;
 	rv = tv_ref / tv;
@@ -157,6 +205,10 @@ static int bench_shape(const char *name, size_t hidden)
 	printf("  verify  %9.1f us/chunk  %11.0f tokens/s/core   baseline "
 	       "%9.1f us  ratio %6.1fx\n", tv * 1e6, DBS / tv, tv_ref * 1e6,
 	       rv);
+	printf("    of which top-k %7.1f us (baseline %8.1f us, %6.1fx), "
+	       "interpolation %5.1f us (baseline %7.1f us, %5.1fx)\n",
+	       tk * 1e6, tk_ref * 1e6, tk_ref / tk, ti * 1e6, ti_ref * 1e6,
+	       ti_ref / ti);
 	printf("  proving at %.0f tokens/s costs %.3f%% of one core "
 	       "(target < %.0f%%)\n", TARGET_TPS, share * 100,
 	       TARGET_SHARE * 100);

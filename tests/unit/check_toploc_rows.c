@@ -545,6 +545,34 @@ START_TEST(test_commitment_json)
 }
 END_TEST
 
+/* The end-to-end regression vector of specs/toploc.md §8. */
+START_TEST(test_lcg_vector)
+{
+	static const char *const want[] = { "/9mDt91Gn7HExdSj+5xlzITY",
+					    "/9mgbiLM6fHwblBPI/52trjt" };
+	const struct engy_toploc_params p = { 8, 2, true };
+	uint16_t v[5 * 16];
+	struct engy_rows r = mk_rows(v, ENGY_DTYPE_BF16, 5, 16, 1);
+	uint32_t s = 12345;
+	uint8_t *proofs;
+	char b64[32];
+	size_t i, n;
+
+	for (i = 0; i < 5 * 16; i++) {
+		s = s * 1103515245u + 12345u;
+		v[i] = (uint16_t)(((s >> 16) & 0x8000) |
+				  (0x3C00 + ((s >> 8) & 0x7FF)));
+	}
+	ck_assert_int_eq(engy_toploc_prove_rows(&r, &p, &proofs, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	for (i = 0; i < n; i++) {
+		engy_base64_encode(b64, proofs + i * 18, 18);
+		ck_assert_str_eq(b64, want[i]);
+	}
+	free(proofs);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("toploc_rows");
@@ -558,6 +586,7 @@ int main(void)
 	tcase_add_test(tc, test_chunk_fail_boundaries);
 	tcase_add_test(tc, test_unusable_proofs);
 	tcase_add_test(tc, test_commitment_json);
+	tcase_add_test(tc, test_lcg_vector);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
