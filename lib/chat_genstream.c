@@ -66,6 +66,8 @@ static int emit(struct engy_genstream *s, enum engy_gen_kind kind, const char *p
 
 	if (s->err)
 		return s->err;
+	if (!n)
+		return 0;
 	rc = s->cb(s->arg, &d);
 	if (rc)
 		s->err = rc;

@@ -45,7 +45,7 @@ int engy_gen_fname(const char *p, size_t n, bool final, size_t *gt)
 	size_t i, k;
 
 	for (i = 0; i < n; i++) {
-		if (p[i] == '<' || p[i] == '\n')
+		if (p[i] == '<' || p[i] == '\n' || p[i] == '\0')
 			return ENGY_GEN_FAIL;
 		if (p[i] == '>')
 			break;
@@ -59,6 +59,14 @@ int engy_gen_fname(const char *p, size_t n, bool final, size_t *gt)
 		return ENGY_GEN_FAIL;
 	*gt = i;
 	return ENGY_GEN_XML;
+}
+
+static bool blank(const char *s)
+{
+	size_t n = strlen(s);
+
+	engy_gen_trim(&s, &n);
+	return n == 0;
 }
 
 /* A hermes block's JSON: {"name": …, "arguments": {…}} ("parameters" too). */
@@ -81,7 +89,7 @@ static int json_call(const char *p, size_t n, struct engy_gen_probe *pr)
 		cJSON_Delete(j);
 		return ENGY_GEN_FAIL;
 	}
-	if (!args || cJSON_IsNull(args))
+	if (!args || cJSON_IsNull(args) || (cJSON_IsString(args) && blank(args->valuestring)))
 		engy_chat_buf_adds(&b, "{}");
 	else if (cJSON_IsString(args))
 		engy_chat_buf_adds(&b, args->valuestring);
@@ -505,12 +513,17 @@ static int parse_calls(struct batch *b, const char *p, const char *end)
 	return 0;
 }
 
+/* A copy of the trimmed text, NUL bytes inside and all. */
 static int dup_trimmed(const char *p, size_t n, char **out, size_t *len)
 {
 	engy_gen_trim(&p, &n);
-	*out = strndup(p, n);
+	*out = malloc(n + 1);
+	if (!*out)
+		return -ENOMEM;
+	memcpy(*out, p, n);
+	(*out)[n] = '\0';
 	*len = n;
-	return *out ? 0 : -ENOMEM;
+	return 0;
 }
 
 int engy_genparse(const char *text, size_t len, const struct engy_genparse_opts *o,
@@ -583,16 +596,31 @@ void engy_gen_msg_free(struct engy_gen_msg *msg)
 	memset(msg, 0, sizeof(*msg));
 }
 
+/* A string member; text holding NUL bytes (which cJSON strings cannot)
+ * goes in as raw JSON with them escaped, so nothing is cut off. */
+static bool add_text(cJSON *obj, const char *key, const char *p, size_t n)
+{
+	struct engy_chat_buf b = { 0 };
+	cJSON *raw;
+
+	if (!memchr(p, '\0', n))
+		return cJSON_AddStringToObject(obj, key, p) != NULL;
+	engy_chat_tojson_str(&b, p, n);
+	raw = b.err ? NULL : cJSON_CreateRaw(b.p);
+	engy_chat_buf_free(&b);
+	return raw && cJSON_AddItemToObject(obj, key, raw);
+}
+
 cJSON *engy_gen_msg_json(const struct engy_gen_msg *msg)
 {
 	cJSON *m = cJSON_CreateObject(), *calls, *call, *fn;
 	size_t i;
 
 	if (!m || !cJSON_AddStringToObject(m, "role", "assistant") ||
-	    !cJSON_AddStringToObject(m, "content", msg->content ? msg->content : ""))
+	    !add_text(m, "content", msg->content ? msg->content : "", msg->content_len))
 		goto fail;
 	if (msg->reasoning && msg->reasoning_len &&
-	    !cJSON_AddStringToObject(m, "reasoning_content", msg->reasoning))
+	    !add_text(m, "reasoning_content", msg->reasoning, msg->reasoning_len))
 		goto fail;
 	if (!msg->n_calls)
 		return m;

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -565,6 +566,11 @@ START_TEST(hermes_json)
 	ck_assert_str_eq(m.calls[0].arguments, "{\"k\": true}");
 	engy_gen_msg_free(&m);
 
+	/* Blank string arguments are no arguments. */
+	parse("<tool_call>{\"name\": \"f\", \"arguments\": \" \"}</tool_call>", &o, &m);
+	ck_assert_str_eq(m.calls[0].arguments, "{}");
+	engy_gen_msg_free(&m);
+
 	parse("<tool_call>\n{\"name\": \"f\", \"argu", &o, &m);
 	ck_assert_uint_eq(m.n_calls, 0);
 	ck_assert_str_eq(m.content, "<tool_call>\n{\"name\": \"f\", \"argu");
@@ -577,6 +583,7 @@ START_TEST(finish_and_json)
 	struct engy_genparse_opts o = opts(false, true);
 	struct engy_gen_msg m;
 	cJSON *j, *c;
+	char *s;
 
 	ck_assert_str_eq(engy_gen_finish_reason(false, 0), "stop");
 	ck_assert_str_eq(engy_gen_finish_reason(false, 2), "tool_calls");
@@ -595,6 +602,17 @@ START_TEST(finish_and_json)
 	c = cJSON_GetObjectItem(c, "function");
 	ck_assert_str_eq(cJSON_GetObjectItem(c, "name")->valuestring, "f");
 	ck_assert_str_eq(cJSON_GetObjectItem(c, "arguments")->valuestring, "{}");
+	cJSON_Delete(j);
+	engy_gen_msg_free(&m);
+
+	/* A NUL byte in the text survives into the JSON, escaped. */
+	ck_assert_int_eq(engy_genparse("a\0b", 3, &o, &m), 0);
+	ck_assert_uint_eq(m.content_len, 3);
+	j = engy_gen_msg_json(&m);
+	ck_assert_ptr_nonnull(j);
+	s = cJSON_PrintUnformatted(j);
+	ck_assert_str_eq(s, "{\"role\":\"assistant\",\"content\":\"a\\u0000b\"}");
+	free(s);
 	cJSON_Delete(j);
 	engy_gen_msg_free(&m);
 
@@ -626,6 +644,71 @@ START_TEST(random_ids)
 	}
 	ck_assert_str_ne(m.calls[0].id, m.calls[1].id);
 	engy_gen_msg_free(&m);
+}
+END_TEST
+
+/* Random texts built from the markers and the characters around them:
+ * the stream, fed whole, byte by byte and in random chunks, must agree
+ * with the batch parse every time. */
+START_TEST(random_soup)
+{
+	static const char *const pieces[] = {
+		"<think>", "</think>", "<tool_call>", "</tool_call>", "<function=f>",
+		"<function=get_weather>", "</function>", "<parameter=days>", "<parameter=city>",
+		"</parameter>", "<parameter=", "<function=", "<tool_", "</", "<", ">", "\n", " ",
+		"x", "42", "true", "null", "é", "😀", "{\"name\": \"f\", \"arguments\": {\"a\": 1}}",
+		"{", "}", "\"", "\t", "\n\n", "<tool_call>\n<function=get_weather>\n",
+		"<parameter=days>\n3\n</parameter>\n", "<tool_call>{\"name\": \"f\"}</tool_call>",
+	};
+	const size_t np = sizeof(pieces) / sizeof(pieces[0]);
+	uint64_t rng = 0x2545f4914f6cdd1dull;
+	size_t iter, len, k, cuts[64], ncuts, calls = 0, reasoned = 0;
+	const char *pc;
+	char text[1024];
+
+	for (iter = 0; iter < 3000; iter++) {
+		struct engy_genparse_opts o = opts(iter & 1, iter & 2);
+		struct engy_gen_msg m;
+		struct coll c = { 0 };
+		size_t n = 1 + iter % 40;
+
+		len = 0;
+		text[0] = '\0';
+		for (k = 0; k < n; k++) {
+			rng ^= rng << 13;
+			rng ^= rng >> 7;
+			rng ^= rng << 17;
+			pc = pieces[rng % np];
+
+			if (len + strlen(pc) >= sizeof(text))
+				break;
+			memcpy(text + len, pc, strlen(pc) + 1);
+			len += strlen(pc);
+		}
+		ck_assert_int_eq(engy_genparse(text, len, &o, &m), 0);
+		stream(text, len, &o, NULL, 0, &c);
+		expect_same(&c, &m, text);
+		coll_free(&c);
+		ncuts = 0;
+		for (k = 1; k < len && ncuts < 64; k += 1 + (rng >> (k % 32)) % 9)
+			cuts[ncuts++] = k;
+		stream(text, len, &o, cuts, ncuts, &c);
+		expect_same(&c, &m, text);
+		coll_free(&c);
+		for (k = 0; k + 1 < len && k < 64; k++)
+			cuts[k] = k + 1;
+		if (len <= 65) {
+			stream(text, len, &o, cuts, len - 1, &c);
+			expect_same(&c, &m, text);
+			coll_free(&c);
+		}
+		calls += m.n_calls;
+		reasoned += m.reasoning && m.reasoning_len;
+		engy_gen_msg_free(&m);
+	}
+	/* The soup does reach calls and reasoning, not only plain text. */
+	ck_assert_uint_gt(calls, 300);
+	ck_assert_uint_gt(reasoned, 300);
 }
 END_TEST
 
@@ -723,6 +806,7 @@ static Suite *suite(void)
 	tcase_add_test(t, hermes_json);
 	tcase_add_test(t, finish_and_json);
 	tcase_add_test(t, random_ids);
+	tcase_add_test(t, random_soup);
 	tcase_add_test(t, stream_emits_early);
 	tcase_add_test(t, stream_utf8_held);
 	tcase_add_test(t, stream_callback_stops);
