@@ -235,10 +235,14 @@ static void nfc_init(void)
 	}
 }
 
+static bool nfc_is_unsafe(uint32_t cp)
+{
+	return cp < TOK_CP_LIMIT && (nfc_unsafe[cp >> 3] >> (cp & 7) & 1);
+}
+
 bool tok_nfc_quick(const uint8_t *s, size_t n)
 {
 	size_t i = 0;
-	uint32_t cp;
 
 	while (i < n) {
 		if (s[i] < 0x80) {
@@ -246,27 +250,76 @@ bool tok_nfc_quick(const uint8_t *s, size_t n)
 			continue;
 		}
 		pthread_once(&nfc_once, nfc_init);
-		cp = tok_utf8_next(s, n, &i);
-		if (cp < TOK_CP_LIMIT && (nfc_unsafe[cp >> 3] >> (cp & 7) & 1))
+		if (nfc_is_unsafe(tok_utf8_next(s, n, &i)))
 			return false;
 	}
 	return true;
 }
 
-int tok_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *outlen)
+/* Appends NFC(s[0..n)) to @o (room for 3 * n more bytes). */
+static int nfc_chunk(const uint8_t *s, size_t n, uint8_t *o, size_t *olen)
 {
 	utf8proc_uint8_t *dst = NULL;
 	utf8proc_ssize_t r;
+
+	r = utf8proc_map(s, (utf8proc_ssize_t)n, &dst, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+	if (r < 0)
+		return r == UTF8PROC_ERROR_NOMEM ? -ENOMEM : -EILSEQ;
+	memcpy(o + *olen, dst, (size_t)r);
+	*olen += (size_t)r;
+	free(dst);
+	return 0;
+}
+
+/*
+ * Normalization never acts across the start of a safe code point (one NFC
+ * leaves alone and that never composes with what precedes it), so only the
+ * chunks from a safe code point up to the next one that hold an unsafe code
+ * point go through utf8proc; the rest is copied.
+ */
+int tok_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *outlen)
+{
+	size_t i = 0, chunk = 0, copied = 0, o = 0, at;
+	bool dirty = false;
+	uint8_t *buf;
+	uint32_t cp;
+	int rc;
 
 	*out = NULL;
 	*outlen = n;
 	if (tok_nfc_quick(s, n))
 		return 0;
-	r = utf8proc_map(s, (utf8proc_ssize_t)n, &dst, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
-	if (r < 0)
-		return r == UTF8PROC_ERROR_NOMEM ? -ENOMEM : -EILSEQ;
-	*out = dst;
-	*outlen = (size_t)r;
+	/* NFC grows UTF-8 at most threefold. */
+	buf = malloc(3 * n + 1);
+	if (!buf)
+		return -ENOMEM;
+	while (i <= n) {
+		at = i;
+		cp = i < n ? (s[i] < 0x80 ? s[i++] : tok_utf8_next(s, n, &i)) : 0;
+		if (at < n && nfc_is_unsafe(cp)) {
+			dirty = true;
+			continue;
+		}
+		/* A boundary at @at: flush the chunk that ends here. */
+		if (dirty) {
+			memcpy(buf + o, s + copied, chunk - copied);
+			o += chunk - copied;
+			rc = nfc_chunk(s + chunk, at - chunk, buf, &o);
+			if (rc) {
+				free(buf);
+				return rc;
+			}
+			copied = at;
+			dirty = false;
+		}
+		chunk = at;
+		if (at == n)
+			break;
+	}
+	memcpy(buf + o, s + copied, n - copied);
+	o += n - copied;
+	*out = buf;
+	*outlen = o;
 	return 0;
 }
 

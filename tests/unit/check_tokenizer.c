@@ -426,6 +426,36 @@ START_TEST(test_nfc_quick_check)
 }
 END_TEST
 
+/* Normalizing chunk by chunk equals normalizing the whole text. */
+START_TEST(test_nfc_chunks)
+{
+	static const uint32_t pool[] = { 'a', 'e', 'A', ' ', 0x301, 0x323, 0x308, 0x327, 0x345,
+					 0x1100, 0x1161, 0x11A8, 0xAC00, 0xAC01, 0x9C7, 0x9BE,
+					 0x9D7, 0x212B, 0x2126, 0xE9, 0x1E9B, 0x4E2D, 0x3099,
+					 0x304B, 0xF900, 0x1F600, 0x0F73, 0x0344 };
+	utf8proc_uint8_t s[256], *whole;
+	unsigned seed = 5;
+	size_t n, k, len, iter;
+	uint8_t *out;
+	ssize_t r;
+
+	for (iter = 0; iter < 20000; iter++) {
+		n = 0;
+		for (k = 1 + (size_t)rand_r(&seed) % 12; k > 0; k--)
+			n += (size_t)utf8proc_encode_char(
+				(utf8proc_int32_t)pool[rand_r(&seed) % (sizeof(pool) / sizeof(pool[0]))],
+				s + n);
+		r = utf8proc_map(s, (utf8proc_ssize_t)n, &whole, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+		ck_assert_int_gt(r, 0);
+		ck_assert_int_eq(tok_nfc(s, n, &out, &len), 0);
+		ck_assert_uint_eq(len, (size_t)r);
+		ck_assert_mem_eq(out ? out : s, whole, len);
+		free(out);
+		free(whole);
+	}
+}
+END_TEST
+
 static const char added_fixture[] =
 	"[{\"id\":300,\"content\":\"<a>\",\"special\":true,\"normalized\":false},"
 	"{\"id\":301,\"content\":\"<a>b\",\"special\":false,\"normalized\":false},"
@@ -795,6 +825,7 @@ int main(void)
 	tcase_add_test(tc, test_bytelevel_prefix);
 	tcase_add_test(tc, test_nfc);
 	tcase_add_test(tc, test_nfc_quick_check);
+	tcase_add_test(tc, test_nfc_chunks);
 	tcase_add_test(tc, test_added_tokens);
 	tcase_add_test(tc, test_config_specials);
 	tcase_add_test(tc, test_model_options);
