@@ -5,6 +5,39 @@
 # tokenizer_config.json), and --ids must be the tokenizer's ids of it.
 . "$top_srcdir/tests/integration/lib.sh"
 
+# The command line itself (no peer needed).
+expect_fail "a bad option is a usage error" "usage:" "$ENGYCTL" render-chat --bogus
+"$ENGYCTL" render-chat --ids </dev/null 2>/dev/null && fail "--ids without --tokenizer ran"
+[ $? -eq 2 ] || fail "--ids without --tokenizer: not a usage error"
+ok "--ids needs --tokenizer"
+echo '{"messages":[{"role":"robot","content":"x"}]}' >"$T/bad.json"
+expect_fail "an unknown role is named" "messages[0].role: unknown role" \
+  sh -c '"$0" render-chat <"$1"' "$ENGYCTL" "$T/bad.json"
+echo '{"messages":' >"$T/cut.json"
+expect_fail "malformed JSON is refused" "stdin: not valid JSON" \
+  sh -c '"$0" render-chat <"$1"' "$ENGYCTL" "$T/cut.json"
+echo '{"messages":[{"role":"user","content":"hi"}]}' >"$T/hi.json"
+printf '<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n' >"$T/hi.want"
+"$ENGYCTL" render-chat <"$T/hi.json" >"$T/hi.got" || fail "render-chat failed"
+cmp -s "$T/hi.want" "$T/hi.got" || fail "the default (qwen3.6) render of one user turn differs"
+ok "qwen3.6 is the default template"
+cat >"$T/req.json" <<'J'
+{"messages":[{"role":"user","content":"weather?"}],
+ "tools":[{"type":"function","function":{"name":"get_weather","parameters":
+   {"type":"object","properties":{"days":{"type":"integer"}}}}}]}
+J
+printf 'Need it.\n</think>\n\nChecking.\n<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>' \
+  | "$ENGYCTL" render-chat --parse --request "$T/req.json" --call-ids c >"$T/parse.got" \
+  || fail "render-chat --parse failed"
+printf '%s\n' '{"finish_reason":"tool_calls","message":{"role":"assistant","content":"Checking.","reasoning_content":"Need it.","tool_calls":[{"id":"c0","type":"function","function":{"name":"get_weather","arguments":"{\"days\": 3}"}}]}}' >"$T/parse.want"
+cmp -s "$T/parse.want" "$T/parse.got" || fail "--parse output differs: $(cat "$T/parse.got")"
+ok "--parse gives reasoning, content and typed tool calls"
+printf 'still thinking' | "$ENGYCTL" render-chat --parse --request "$T/req.json" --length >"$T/len.got" \
+  || fail "render-chat --parse --length failed"
+grep -q '"finish_reason":"length".*"content":"","reasoning_content":"still thinking"' "$T/len.got" \
+  || fail "a cut-off reasoning is not all reasoning with finish_reason length: $(cat "$T/len.got")"
+ok "--parse --length"
+
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 if [ ! -d "$PEERS" ]; then
   echo "skip: no peer modules at $PEERS (run npm ci --prefix tests/peers)"
