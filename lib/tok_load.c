@@ -362,7 +362,8 @@ static int load_added(struct loader *ld, const cJSON *arr, const char **extra, s
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		if (!tab_insert(t, &t->added_tab, true, (uint32_t)i))
-			FAIL(ld, -EINVAL, "added_tokens: '%.40s' is listed twice",
+			FAIL(ld, -EINVAL, "added_tokens: '%.*s' is listed twice",
+			     (int)(t->added[i].len > 40 ? 40 : t->added[i].len),
 			     (const char *)t->added[i].content);
 	for (i = 0; i < n_extra; i++) {
 		uint32_t k = tok_strtab_find(t, &t->added_tab, true, extra[i], strlen(extra[i]));
