@@ -118,10 +118,10 @@ struct engy_toploc_ws *engy_toploc_ws_new(uint32_t topk);
 void engy_toploc_ws_free(struct engy_toploc_ws *ws);
 
 /*
- * engy_toploc_topk() - indices of the @k largest |v| (bf16 bits; NaN above
- * infinity above every finite value, ties at the boundary to the lower
- * index), written to @idx in ascending index order.  @k must be the
- * workspace's topk.  Returns 0 or -EINVAL when @n < @k.
+ * engy_toploc_topk() - indices of the workspace's topk largest |v| (bf16
+ * bits; NaN above infinity above every finite value, ties at the boundary
+ * to the lower index), written to @idx in ascending index order.
+ * Returns 0 or -EINVAL when @n is under topk.
  */
 int engy_toploc_topk(struct engy_toploc_ws *ws, const uint16_t *v, size_t n,
 		     uint64_t *idx);
@@ -180,9 +180,10 @@ struct engy_toploc_report {
 void engy_toploc_report_free(struct engy_toploc_report *rep);
 
 /*
- * engy_toploc_chunk_pass() - whether one chunk is within @lim: at most
- * max_exp_mismatches, and the mantissa mean / median at most their limits
- * when those are set (non-zero).  Returns the failing reason or NULL.
+ * engy_toploc_chunk_fail() - why one chunk is outside @lim, or NULL when it
+ * passes: at most max_exp_mismatches, and the mantissa mean / median at
+ * most their limits when those are set (non-zero).  Reasons:
+ * "exp_mismatch", "mant_mean", "mant_median".
  */
 const char *engy_toploc_chunk_fail(const struct engy_toploc_stats *st,
 				   const struct engy_proof_limits *lim);

@@ -74,9 +74,12 @@ static const uint16_t *chunk_bf16(const struct engy_rows *rows,
 	size_t n = c.n_rows * rows->hidden, i;
 	const float *f;
 	uint16_t *b;
+	static const uint16_t none[1];
 
 	if (rows->dtype == ENGY_DTYPE_BF16)
 		return (const uint16_t *)rows->data + c.first * rows->hidden;
+	if (n == 0)
+		return none;	/* an empty prefill chunk: no buffer needed */
 	if (n > *cap) {
 		b = realloc(*buf, n * sizeof(*b));
 		if (!b)

@@ -38,6 +38,7 @@ struct opts {
 	const char *proofs;
 	const char *rows;
 	int have_topk, have_dbs, have_v, have_p;
+	int verify_only;	/* an option only verify takes was given */
 };
 
 static const char usage_text[] =
@@ -158,30 +159,36 @@ static int parse(int argc, char **argv, int verify, struct opts *o)
 			break;
 		case 'p':
 			o->proofs = optarg;
+			o->verify_only = 1;
 			break;
 		case 'V':
 			bad = parse_u64(optarg, ENGY_TOPLOC_MAX_TOPK, &v) != 0;
 			o->lim.max_exp_mismatches = (uint32_t)v;
 			o->have_v = 1;
+			o->verify_only = 1;
 			break;
 		case 'P':
 			bad = parse_double(optarg, &o->lim.min_pass_ratio) ||
 			      o->lim.min_pass_ratio > 1;
 			o->have_p = 1;
+			o->verify_only = 1;
 			break;
 		case 'M':
 			bad = parse_double(optarg, &o->lim.max_mant_mean) != 0;
+			o->verify_only = 1;
 			break;
 		case 'D':
 			bad = parse_double(optarg, &o->lim.max_mant_median);
+			o->verify_only = 1;
 			break;
 		case 'h':
 			usage(stdout, 0);
 			return PARSE_HELP;
 		default:
-			fprintf(stderr, "engyctl: toploc %s: unknown option "
-				"'%s'\n", argv[0], argv[optind - 1]);
-			return usage(stderr, 2);
+			fprintf(stderr, "engyctl: toploc %s: unknown option or "
+				"missing value: '%s' (--help)\n", argv[0],
+				argv[optind - 1]);
+			return 2;
 		}
 		if (bad) {
 			fprintf(stderr, "engyctl: toploc %s: bad value '%s' "
@@ -199,9 +206,9 @@ static int parse(int argc, char **argv, int verify, struct opts *o)
 			"--max-mismatches and --min-pass are required\n");
 		return 2;
 	}
-	if (!verify && o->proofs) {
-		fprintf(stderr, "engyctl: toploc prove: --proofs is for "
-			"verify\n");
+	if (!verify && o->verify_only) {
+		fprintf(stderr, "engyctl: toploc prove: --proofs and the "
+			"thresholds are options of verify\n");
 		return 2;
 	}
 	if (optind < argc - 1) {

@@ -159,6 +159,32 @@ START_TEST(test_prove_rows_chunks)
 	p.topk = 257;
 	ck_assert_int_eq(engy_toploc_prove_rows(&r, &p, &prf, &nf), -EINVAL);
 	ck_assert_ptr_null(prf);
+	/* An empty prefill chunk (f32 rows too) is a short chunk. */
+	rf.n_prefill = 0;
+	p.skip_prefill = false;
+	p.topk = 128;
+	ck_assert_int_eq(engy_toploc_prove_rows(&rf, &p, &prf, &nf), -EINVAL);
+	{
+		struct engy_proof_limits l = limits(40, 0.99);
+		struct engy_toploc_report rep;
+		const char *v[4] = { "", "", "", "" };
+		size_t len[4] = { 0, 0, 0, 0 };
+		uint8_t one_null[258] = { 0 };
+		char nb[400];
+
+		engy_base64_encode(nb, one_null, 258);
+		nb[0] = '/';	/* modulus 0xFF00: fine to decode */
+		nb[1] = 'w';
+		v[0] = nb;
+		len[0] = strlen(nb);
+		ck_assert_int_eq(engy_toploc_verify_rows(&rf, &p, v, len, 4,
+							 &l, &rep), 0);
+		ck_assert_int_eq(rep.verdict, ENGY_VERDICT_UNPROVEN);
+		ck_assert_str_eq(rep.reason, "short_chunk");
+		ck_assert_int_eq(rep.bad_proof, 0);
+		engy_toploc_report_free(&rep);
+	}
+	p.skip_prefill = true;
 	/* No decode rows, skip_prefill: nothing to prove. */
 	r.n_rows = prefill;
 	p.topk = 128;
