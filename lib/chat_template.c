@@ -367,7 +367,9 @@ static void split_think(const char *s, size_t n, const char **r, size_t *rn, con
 	}
 }
 
-static int call_fn(const cJSON *call, const cJSON **name, const cJSON **args)
+/* A call's name and arguments: under "function", or on the call itself
+ * (the template accepts both). */
+static void call_fn(const cJSON *call, const cJSON **name, const cJSON **args)
 {
 	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
 
@@ -375,7 +377,6 @@ static int call_fn(const cJSON *call, const cJSON **name, const cJSON **args)
 		fn = call;
 	*name = cJSON_GetObjectItemCaseSensitive(fn, "name");
 	*args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-	return 0;
 }
 
 static bool blank(const char *s)

@@ -84,7 +84,7 @@ typedef int (*engy_gen_cb)(void *arg, const struct engy_gen_delta *d);
 
 struct engy_genstream;
 
-/* @o is copied (the tools array must outlive the stream). */
+/* @o is copied; its tools array and id_prefix must outlive the stream. */
 int engy_genstream_new(const struct engy_genparse_opts *o, engy_gen_cb cb, void *arg,
 		       struct engy_genstream **out);
 
