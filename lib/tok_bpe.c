@@ -159,8 +159,11 @@ int tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n, 
 	next = malloc(n * sizeof(*next));
 	prev = malloc(n * sizeof(*prev));
 	dead = calloc(n, 1);
-	/* Each merge pushes at most two entries: n initial + 2n. */
-	h.v = malloc(3 * n * sizeof(*h.v));
+	/*
+	 * At most n - 1 entries to start; a pop that merges pushes at most
+	 * two, so the heap never holds more than 2n.
+	 */
+	h.v = malloc(2 * n * sizeof(*h.v));
 	if (!next || !prev || !dead || !h.v) {
 		rc = -ENOMEM;
 		goto out;
@@ -298,6 +301,12 @@ struct tok_tls *tok_tls_get(const struct engy_tokenizer *t)
 			return NULL;
 		}
 		pcre2_jit_stack_assign(tls->mctx, NULL, tls->jstack);
+		/*
+		 * The patterns come from the tokenizer file and the work is
+		 * bounded by the text; the default limit (10M) refuses a
+		 * whitespace run of a few MB.
+		 */
+		pcre2_set_match_limit(tls->mctx, UINT32_MAX);
 		tls->uid = t->uid;
 		tls_cur = tls;
 		(void)pthread_setspecific(tls_key, tls);

@@ -30,7 +30,8 @@ void engy_tokenizer_free(struct engy_tokenizer *t);
 /*
  * engy_tokenizer_encode() - @text (@len bytes) must be valid UTF-8, else
  * -EILSEQ.  *@ids is malloc'd (NULL when *@n is 0).  Added and special
- * tokens written in the text are recognised as single tokens.
+ * tokens written in the text are recognised as single tokens.  Other
+ * errors: -ENOMEM, -E2BIG (a pre-token beyond the regex engine's limits).
  */
 int engy_tokenizer_encode(const struct engy_tokenizer *t, const char *text, size_t len,
 			  uint32_t **ids, size_t *n);

@@ -255,6 +255,8 @@ static int run_one(struct job *j, const uint8_t *in, size_t len)
 		rc = engy_tokenizer_encode(j->t, (const char *)in, len, &ids, &n);
 		if (rc == -EILSEQ)
 			return fail_at(j, "text is not valid UTF-8");
+		if (rc == -E2BIG)
+			return fail_at(j, "a piece of the text is beyond the pre-tokenizer regex's limits");
 		if (rc)
 			return fail_at(j, strerror(-rc));
 		put_ids(ids, n);
