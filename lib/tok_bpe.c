@@ -33,7 +33,8 @@ int tok_merges_init(struct engy_tokenizer *t, size_t n)
 	return 0;
 }
 
-void tok_merges_put(struct engy_tokenizer *t, uint32_t a, uint32_t b, uint32_t rank, uint32_t id)
+void tok_merges_put(struct engy_tokenizer *t, uint32_t a, uint32_t b,
+		    uint32_t rank, uint32_t id)
 {
 	uint64_t key = (uint64_t)a << 32 | b;
 	uint32_t i = (uint32_t)tok_hash_pair(a, b) & t->mmask;
@@ -47,8 +48,8 @@ void tok_merges_put(struct engy_tokenizer *t, uint32_t a, uint32_t b, uint32_t r
 	t->mtab[i].id = id;
 }
 
-bool tok_merges_get(const struct engy_tokenizer *t, uint32_t a, uint32_t b, uint32_t *rank,
-		    uint32_t *id)
+bool tok_merges_get(const struct engy_tokenizer *t, uint32_t a, uint32_t b,
+		    uint32_t *rank, uint32_t *id)
 {
 	uint64_t key = (uint64_t)a << 32 | b;
 	uint32_t i = (uint32_t)tok_hash_pair(a, b) & t->mmask;
@@ -67,7 +68,8 @@ bool tok_merges_get(const struct engy_tokenizer *t, uint32_t a, uint32_t b, uint
 	}
 }
 
-size_t tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym, size_t n)
+size_t tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym,
+			   size_t n)
 {
 	uint32_t rank[BPE_SMALL], nid[BPE_SMALL], best;
 	size_t i, bi;
@@ -89,14 +91,19 @@ size_t tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym, size_t
 			break;
 		sym[bi] = nid[bi];
 		n--;
-		memmove(sym + bi + 1, sym + bi + 2, (n - bi - 1) * sizeof(*sym));
+		memmove(sym + bi + 1, sym + bi + 2,
+			(n - bi - 1) * sizeof(*sym));
 		if (bi + 1 < n) {
-			memmove(rank + bi + 1, rank + bi + 2, (n - bi - 2) * sizeof(*rank));
-			memmove(nid + bi + 1, nid + bi + 2, (n - bi - 2) * sizeof(*nid));
+			memmove(rank + bi + 1, rank + bi + 2,
+				(n - bi - 2) * sizeof(*rank));
+			memmove(nid + bi + 1, nid + bi + 2,
+				(n - bi - 2) * sizeof(*nid));
 		}
-		if (bi > 0 && !tok_merges_get(t, sym[bi - 1], sym[bi], &rank[bi - 1], &nid[bi - 1]))
+		if (bi > 0 && !tok_merges_get(t, sym[bi - 1], sym[bi],
+					      &rank[bi - 1], &nid[bi - 1]))
 			rank[bi - 1] = TOK_NONE;
-		if (bi + 1 < n && !tok_merges_get(t, sym[bi], sym[bi + 1], &rank[bi], &nid[bi]))
+		if (bi + 1 < n && !tok_merges_get(t, sym[bi], sym[bi + 1],
+						  &rank[bi], &nid[bi]))
 			rank[bi] = TOK_NONE;
 	}
 	return n;
@@ -143,11 +150,12 @@ static uint64_t heap_pop(struct heap *h)
 	return top;
 }
 
-int tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n, size_t *out_n)
+int tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n,
+		       size_t *out_n)
 {
 	uint32_t *next = NULL, *prev = NULL, rank, id, p, q;
 	uint8_t *dead = NULL;
-	struct heap h = { 0 };
+	struct heap h = {0};
 	size_t i, k;
 	int rc = 0;
 
@@ -171,7 +179,8 @@ int tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n, 
 	for (i = 0; i < n; i++) {
 		prev[i] = i ? (uint32_t)i - 1 : TOK_NONE;
 		next[i] = i + 1 < n ? (uint32_t)i + 1 : TOK_NONE;
-		if (i + 1 < n && tok_merges_get(t, sym[i], sym[i + 1], &rank, &id))
+		if (i + 1 < n &&
+		    tok_merges_get(t, sym[i], sym[i + 1], &rank, &id))
 			heap_push(&h, (uint64_t)rank << 32 | i);
 	}
 	while (h.n) {
@@ -182,16 +191,19 @@ int tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n, 
 			continue;
 		q = next[p];
 		/* Stale entry: the pair at p changed since it was pushed. */
-		if (!tok_merges_get(t, sym[p], sym[q], &rank, &id) || rank != (uint32_t)(top >> 32))
+		if (!tok_merges_get(t, sym[p], sym[q], &rank, &id) ||
+		    rank != (uint32_t)(top >> 32))
 			continue;
 		sym[p] = id;
 		dead[q] = 1;
 		next[p] = next[q];
 		if (next[q] != TOK_NONE)
 			prev[next[q]] = p;
-		if (prev[p] != TOK_NONE && tok_merges_get(t, sym[prev[p]], sym[p], &rank, &id))
+		if (prev[p] != TOK_NONE &&
+		    tok_merges_get(t, sym[prev[p]], sym[p], &rank, &id))
 			heap_push(&h, (uint64_t)rank << 32 | prev[p]);
-		if (next[p] != TOK_NONE && tok_merges_get(t, sym[p], sym[next[p]], &rank, &id))
+		if (next[p] != TOK_NONE &&
+		    tok_merges_get(t, sym[p], sym[next[p]], &rank, &id))
 			heap_push(&h, (uint64_t)rank << 32 | p);
 	}
 	k = 0;
@@ -229,14 +241,14 @@ int tok_ids_push(struct tok_ids *o, uint32_t id)
  * tokenizer is used; no locks, and nothing a caller must release (the
  * thread's exit frees it).
  */
-#define CACHE_SLOTS 16384u /* power of two */
-#define CACHE_ARENA (1u << 21)
+#define CACHE_SLOTS   16384u /* power of two */
+#define CACHE_ARENA   (1u << 21)
 #define CACHE_MAX_KEY 255
-#define CACHE_PROBES 8
+#define CACHE_PROBES  8
 
 struct cache_slot {
 	uint64_t hash;
-	uint32_t off; /* key bytes, then ids (4-aligned) */
+	uint32_t off;  /* key bytes, then ids (4-aligned) */
 	uint16_t klen; /* 0 = free */
 	uint16_t nids;
 };
@@ -294,9 +306,14 @@ struct tok_tls *tok_tls_get(const struct engy_tokenizer *t)
 		tls->arena = malloc(CACHE_ARENA);
 		tls->md = pcre2_match_data_create(1, NULL);
 		tls->mctx = pcre2_match_context_create(NULL);
-		/* Long whitespace runs backtrack through (?!\S); 32 KiB is not enough. */
-		tls->jstack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024, NULL);
-		if (!tls->slot || !tls->arena || !tls->md || !tls->mctx || !tls->jstack) {
+		/*
+		 * Long whitespace runs backtrack through (?!\S); 32 KiB is not
+		 * enough.
+		 */
+		tls->jstack = pcre2_jit_stack_create(32 * 1024, 8 * 1024 * 1024,
+						     NULL);
+		if (!tls->slot || !tls->arena || !tls->md || !tls->mctx ||
+		    !tls->jstack) {
 			tls_destroy(tls);
 			return NULL;
 		}
@@ -328,8 +345,8 @@ pcre2_match_context *tok_tls_match_context(struct tok_tls *tls)
 	return tls->mctx;
 }
 
-static const struct cache_slot *cache_find(const struct tok_tls *tls, uint64_t h, const uint8_t *s,
-					   size_t n)
+static const struct cache_slot *
+cache_find(const struct tok_tls *tls, uint64_t h, const uint8_t *s, size_t n)
 {
 	uint32_t i = (uint32_t)h & (CACHE_SLOTS - 1), k;
 
@@ -338,14 +355,15 @@ static const struct cache_slot *cache_find(const struct tok_tls *tls, uint64_t h
 
 		if (!c->klen)
 			return NULL;
-		if (c->hash == h && c->klen == n && memcmp(tls->arena + c->off, s, n) == 0)
+		if (c->hash == h && c->klen == n &&
+		    memcmp(tls->arena + c->off, s, n) == 0)
 			return c;
 	}
 	return NULL;
 }
 
-static void cache_put(struct tok_tls *tls, uint64_t h, const uint8_t *s, size_t n,
-		      const uint32_t *ids, size_t nids)
+static void cache_put(struct tok_tls *tls, uint64_t h, const uint8_t *s,
+		      size_t n, const uint32_t *ids, size_t nids)
 {
 	size_t need = ((n + 3) & ~(size_t)3) + nids * sizeof(uint32_t);
 	uint32_t i, k;
@@ -374,7 +392,8 @@ static void cache_put(struct tok_tls *tls, uint64_t h, const uint8_t *s, size_t 
 }
 
 /* ignore_merges: a pre-token that is itself in the vocab is one token. */
-static uint32_t whole_piece_id(const struct engy_tokenizer *t, const uint8_t *s, size_t n)
+static uint32_t whole_piece_id(const struct engy_tokenizer *t, const uint8_t *s,
+			       size_t n)
 {
 	char buf[2 * 256];
 	size_t i, k = 0;
@@ -394,8 +413,8 @@ static uint32_t whole_piece_id(const struct engy_tokenizer *t, const uint8_t *s,
 	return tok_strtab_find(t, &t->vocab_tab, false, buf, k);
 }
 
-int tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls, const uint8_t *s, size_t n,
-		  struct tok_ids *o)
+int tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls,
+		  const uint8_t *s, size_t n, struct tok_ids *o)
 {
 	uint32_t small[BPE_SMALL], *sym = small, id;
 	const struct cache_slot *c;
@@ -412,7 +431,8 @@ int tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls, const uin
 		h = tok_hash(s, n);
 		c = cache_find(tls, h, s, n);
 		if (c) {
-			const uint8_t *v = tls->arena + c->off + ((c->klen + 3u) & ~3u);
+			const uint8_t *v =
+				tls->arena + c->off + ((c->klen + 3u) & ~3u);
 
 			for (i = 0; i < c->nids; i++) {
 				memcpy(&id, v + 4 * i, 4);
@@ -433,8 +453,12 @@ int tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls, const uin
 		if (id != TOK_NONE) {
 			sym[k++] = id;
 			unk_open = false;
-		} else if (t->unk_id != TOK_NONE && !(unk_open && t->fuse_unk)) {
-			/* The reference drops a byte with no symbol unless unk_token is set. */
+		} else if (t->unk_id != TOK_NONE &&
+			   !(unk_open && t->fuse_unk)) {
+			/*
+			 * The reference drops a byte with no symbol unless
+			 * unk_token is set.
+			 */
 			sym[k++] = t->unk_id;
 			unk_open = true;
 		}

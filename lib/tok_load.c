@@ -2,8 +2,9 @@
 /*
  * Loading a Hugging Face tokenizer.json (byte-level BPE) into flat tables:
  * vocab keys and decode bytes per id, a string -> id hash, the merge table,
- * added tokens, normalizer and pre-tokenizer stages.  Anything the encoder
- * does not implement is refused with a reason rather than approximated.
+ * added tokens (the pipeline around the model: tok_pipeline.c).  Anything
+ * the encoder does not implement is refused with a reason rather than
+ * approximated.
  */
 #include <errno.h>
 #include <limits.h>
@@ -12,14 +13,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cjson/cJSON.h>
-
 #include "fsutil.h"
-#include "tok_internal.h"
+#include "tok_load.h"
 
 #define TOK_MAX_FILE ((size_t)256 << 20)
 
-/* GPT-2 bytes_to_unicode: printable Latin-1 maps to itself, the rest to U+0100... in order. */
+/*
+ * GPT-2 bytes_to_unicode: printable Latin-1 maps to itself, the rest to
+ * U+0100... in order.
+ */
 uint32_t tok_byte_to_cp(uint8_t b)
 {
 	if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)
@@ -33,7 +35,8 @@ uint32_t tok_byte_to_cp(uint8_t b)
 
 int tok_cp_to_byte(uint32_t cp)
 {
-	if ((cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || (cp >= 0xAE && cp <= 0xFF))
+	if ((cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) ||
+	    (cp >= 0xAE && cp <= 0xFF))
 		return (int)cp;
 	if (cp >= 0x100 && cp <= 0x120)
 		return (int)(cp - 0x100);
@@ -44,8 +47,12 @@ int tok_cp_to_byte(uint32_t cp)
 	return -1;
 }
 
-/* String tables: vocab_tab slots hold ids, added_tab slots hold indices into t->added. */
-static const uint8_t *tab_key(const struct engy_tokenizer *t, bool added, uint32_t v, size_t *len)
+/*
+ * String tables: vocab_tab slots hold ids, added_tab slots hold indices into
+ * t->added.
+ */
+static const uint8_t *tab_key(const struct engy_tokenizer *t, bool added,
+			      uint32_t v, size_t *len)
 {
 	if (added) {
 		*len = t->added[v].len;
@@ -69,8 +76,9 @@ static int tab_init(struct tok_strtab *tab, size_t n)
 	return 0;
 }
 
-uint32_t tok_strtab_find(const struct engy_tokenizer *t, const struct tok_strtab *tab,
-			 bool added, const void *key, size_t len)
+uint32_t tok_strtab_find(const struct engy_tokenizer *t,
+			 const struct tok_strtab *tab, bool added,
+			 const void *key, size_t len)
 {
 	uint32_t i, v;
 	const uint8_t *k;
@@ -78,7 +86,8 @@ uint32_t tok_strtab_find(const struct engy_tokenizer *t, const struct tok_strtab
 
 	if (!tab->slot)
 		return TOK_NONE;
-	for (i = (uint32_t)tok_hash(key, len) & tab->mask;; i = (i + 1) & tab->mask) {
+	for (i = (uint32_t)tok_hash(key, len) & tab->mask;;
+	     i = (i + 1) & tab->mask) {
 		v = tab->slot[i];
 		if (v == TOK_NONE)
 			return TOK_NONE;
@@ -89,16 +98,16 @@ uint32_t tok_strtab_find(const struct engy_tokenizer *t, const struct tok_strtab
 }
 
 /* Returns false when the key is already there. */
-static bool tab_insert(const struct engy_tokenizer *t, struct tok_strtab *tab, bool added,
-		       uint32_t v)
+static bool tab_insert(const struct engy_tokenizer *t, struct tok_strtab *tab,
+		       bool added, uint32_t v)
 {
 	const uint8_t *key, *k;
 	size_t len, kl;
 	uint32_t i;
 
 	key = tab_key(t, added, v, &len);
-	for (i = (uint32_t)tok_hash(key, len) & tab->mask; tab->slot[i] != TOK_NONE;
-	     i = (i + 1) & tab->mask) {
+	for (i = (uint32_t)tok_hash(key, len) & tab->mask;
+	     tab->slot[i] != TOK_NONE; i = (i + 1) & tab->mask) {
 		k = tab_key(t, added, tab->slot[i], &kl);
 		if (kl == len && memcmp(k, key, len) == 0)
 			return false;
@@ -107,7 +116,10 @@ static bool tab_insert(const struct engy_tokenizer *t, struct tok_strtab *tab, b
 	return true;
 }
 
-/* The ByteLevel decoder: a string of alphabet characters is its bytes, any other string itself. */
+/*
+ * The ByteLevel decoder: a string of alphabet characters is its bytes, any
+ * other string itself.
+ */
 static size_t bytelevel_decode(const uint8_t *s, size_t n, uint8_t *out)
 {
 	size_t i = 0, k = 0;
@@ -124,54 +136,28 @@ static size_t bytelevel_decode(const uint8_t *s, size_t n, uint8_t *out)
 	return k;
 }
 
-struct loader {
-	struct engy_tokenizer *t;
-	char *err;
-	size_t errlen;
-	size_t dec_used;
-};
-
-#define FAIL(ld, rc, ...)                                                                          \
-	do {                                                                                       \
-		snprintf((ld)->err, (ld)->errlen, __VA_ARGS__);                                    \
-		return (rc);                                                                       \
-	} while (0)
-
-static bool json_true(const cJSON *o, const char *name, bool dflt)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
-
-	if (cJSON_IsBool(v))
-		return cJSON_IsTrue(v);
-	return dflt;
-}
-
 static int json_id(const cJSON *v, uint32_t *id)
 {
-	if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble >= TOK_MAX_ID ||
+	if (!cJSON_IsNumber(v) || v->valuedouble < 0 ||
+	    v->valuedouble >= TOK_MAX_ID ||
 	    v->valuedouble != (double)(uint32_t)v->valuedouble)
 		return -EINVAL;
 	*id = (uint32_t)v->valuedouble;
 	return 0;
 }
 
-static const char *type_of(const cJSON *o)
-{
-	const cJSON *ty = cJSON_GetObjectItemCaseSensitive(o, "type");
-
-	return cJSON_IsString(ty) ? ty->valuestring : NULL;
-}
-
-static void set_dec(struct loader *ld, uint32_t id, const uint8_t *s, size_t n)
+static void set_dec(struct tok_loader *ld, uint32_t id, const uint8_t *s,
+		    size_t n)
 {
 	struct engy_tokenizer *t = ld->t;
 
 	t->dec[id].off = (uint32_t)ld->dec_used;
-	t->dec[id].len = (uint32_t)bytelevel_decode(s, n, t->dec_arena + ld->dec_used);
+	t->dec[id].len =
+		(uint32_t)bytelevel_decode(s, n, t->dec_arena + ld->dec_used);
 	ld->dec_used += t->dec[id].len;
 }
 
-static int load_vocab(struct loader *ld, const cJSON *vocab)
+static int load_vocab(struct tok_loader *ld, const cJSON *vocab)
 {
 	struct engy_tokenizer *t = ld->t;
 	const cJSON *e;
@@ -179,15 +165,22 @@ static int load_vocab(struct loader *ld, const cJSON *vocab)
 	uint32_t id, b;
 	char key[4];
 
-	cJSON_ArrayForEach(e, vocab) {
+	cJSON_ArrayForEach(e, vocab)
+	{
 		if (json_id(e, &id))
-			FAIL(ld, -EINVAL, "model.vocab: '%.40s' has no valid id (integer below %u)",
-			     e->string, TOK_MAX_ID);
+			TOK_FAIL(ld, -EINVAL,
+				 "model.vocab: '%.40s' has no valid id "
+				 "(integer below %u)",
+				 e->string, TOK_MAX_ID);
 		if (t->flags[id] & TOK_F_VOCAB)
-			FAIL(ld, -EINVAL, "model.vocab: id %u is given twice", id);
+			TOK_FAIL(ld, -EINVAL,
+				 "model.vocab: id %u is given twice", id);
 		len = strlen(e->string);
 		if (!tok_utf8_valid((const uint8_t *)e->string, len))
-			FAIL(ld, -EINVAL, "model.vocab: token of id %u is not valid UTF-8", id);
+			TOK_FAIL(ld, -EINVAL,
+				 "model.vocab: token of id %u is not valid "
+				 "UTF-8",
+				 id);
 		t->flags[id] |= TOK_F_VOCAB;
 		memcpy(t->vkey_arena + used, e->string, len);
 		t->vkey[id].off = (uint32_t)used;
@@ -199,8 +192,11 @@ static int load_vocab(struct loader *ld, const cJSON *vocab)
 	if (tab_init(&t->vocab_tab, n))
 		return -ENOMEM;
 	for (id = 0; id < t->n_ids; id++)
-		if ((t->flags[id] & TOK_F_VOCAB) && !tab_insert(t, &t->vocab_tab, false, id))
-			FAIL(ld, -EINVAL, "model.vocab: token of id %u is listed twice", id);
+		if ((t->flags[id] & TOK_F_VOCAB) &&
+		    !tab_insert(t, &t->vocab_tab, false, id))
+			TOK_FAIL(ld, -EINVAL,
+				 "model.vocab: token of id %u is listed twice",
+				 id);
 	for (b = 0; b < 256; b++) {
 		uint32_t cp = tok_byte_to_cp((uint8_t)b);
 
@@ -211,21 +207,24 @@ static int load_vocab(struct loader *ld, const cJSON *vocab)
 			key[len++] = (char)(0xC0 | cp >> 6);
 			key[len++] = (char)(0x80 | (cp & 0x3F));
 		}
-		t->byte_id[b] = tok_strtab_find(t, &t->vocab_tab, false, key, len);
+		t->byte_id[b] =
+			tok_strtab_find(t, &t->vocab_tab, false, key, len);
 	}
 	return 0;
 }
 
-static int merge_part(struct loader *ld, size_t rank, const char *s, size_t len, uint32_t *id)
+static int merge_part(struct tok_loader *ld, size_t rank, const char *s,
+		      size_t len, uint32_t *id)
 {
 	*id = tok_strtab_find(ld->t, &ld->t->vocab_tab, false, s, len);
 	if (*id == TOK_NONE)
-		FAIL(ld, -EINVAL, "model.merges[%zu]: '%.*s' is not in the vocab", rank,
-		     (int)(len > 40 ? 40 : len), s);
+		TOK_FAIL(ld, -EINVAL,
+			 "model.merges[%zu]: '%.*s' is not in the vocab", rank,
+			 (int)(len > 40 ? 40 : len), s);
 	return 0;
 }
 
-static int load_merges(struct loader *ld, const cJSON *merges)
+static int load_merges(struct tok_loader *ld, const cJSON *merges)
 {
 	const char *a, *b, *sp;
 	size_t la, lb, rank = 0, cap = 256;
@@ -239,21 +238,26 @@ static int load_merges(struct loader *ld, const cJSON *merges)
 	rc = tok_merges_init(ld->t, (size_t)cJSON_GetArraySize(merges));
 	if (rc)
 		goto out;
-	cJSON_ArrayForEach(e, merges) {
+	cJSON_ArrayForEach(e, merges)
+	{
 		if (cJSON_IsString(e)) {
-			/* "a b": exactly one space, as the reference requires. */
+			/* "a b": exactly one space, as the reference requires.
+			 */
 			a = e->valuestring;
 			sp = strchr(a, ' ');
 			if (!sp || strchr(sp + 1, ' ')) {
 				snprintf(ld->err, ld->errlen,
-					 "model.merges[%zu]: expected \"left right\" with one space", rank);
+					 "model.merges[%zu]: expected \"left "
+					 "right\" with one space",
+					 rank);
 				rc = -EINVAL;
 				goto out;
 			}
 			la = (size_t)(sp - a);
 			b = sp + 1;
 			lb = strlen(b);
-		} else if (cJSON_GetArraySize(e) == 2 && cJSON_IsString(e->child) &&
+		} else if (cJSON_GetArraySize(e) == 2 &&
+			   cJSON_IsString(e->child) &&
 			   cJSON_IsString(e->child->next)) {
 			a = e->child->valuestring;
 			b = e->child->next->valuestring;
@@ -261,7 +265,9 @@ static int load_merges(struct loader *ld, const cJSON *merges)
 			lb = strlen(b);
 		} else {
 			snprintf(ld->err, ld->errlen,
-				 "model.merges[%zu]: expected a string or a pair of strings", rank);
+				 "model.merges[%zu]: expected a string or a "
+				 "pair of strings",
+				 rank);
 			rc = -EINVAL;
 			goto out;
 		}
@@ -281,10 +287,13 @@ static int load_merges(struct loader *ld, const cJSON *merges)
 		}
 		memcpy(cat, a, la);
 		memcpy(cat + la, b, lb);
-		in = tok_strtab_find(ld->t, &ld->t->vocab_tab, false, cat, la + lb);
+		in = tok_strtab_find(ld->t, &ld->t->vocab_tab, false, cat,
+				     la + lb);
 		if (in == TOK_NONE) {
-			snprintf(ld->err, ld->errlen, "model.merges[%zu]: '%.*s' is not in the vocab",
-				 rank, (int)(la + lb > 40 ? 40 : la + lb), cat);
+			snprintf(
+				ld->err, ld->errlen,
+				"model.merges[%zu]: '%.*s' is not in the vocab",
+				rank, (int)(la + lb > 40 ? 40 : la + lb), cat);
 			rc = -EINVAL;
 			goto out;
 		}
@@ -296,7 +305,8 @@ out:
 	return rc;
 }
 
-static int load_added(struct loader *ld, const cJSON *arr, const char **extra, size_t n_extra)
+static int load_added(struct tok_loader *ld, const cJSON *arr,
+		      const char **extra, size_t n_extra)
 {
 	struct engy_tokenizer *t = ld->t;
 	size_t i, n = 0, used = 0, len;
@@ -306,51 +316,68 @@ static int load_added(struct loader *ld, const cJSON *arr, const char **extra, s
 	uint32_t id;
 	int rc;
 
-	t->added = calloc((size_t)cJSON_GetArraySize(arr) + n_extra + 1, sizeof(*t->added));
+	t->added = calloc((size_t)cJSON_GetArraySize(arr) + n_extra + 1,
+			  sizeof(*t->added));
 	if (!t->added)
 		return -ENOMEM;
-	cJSON_ArrayForEach(e, arr) {
+	cJSON_ArrayForEach(e, arr)
+	{
 		struct tok_added *a = &t->added[n];
 
 		c = cJSON_GetObjectItemCaseSensitive(e, "content");
-		if (json_id(cJSON_GetObjectItemCaseSensitive(e, "id"), &id) || !cJSON_IsString(c))
-			FAIL(ld, -EINVAL, "added_tokens[%zu]: needs an integer id and a content string",
-			     n);
+		if (json_id(cJSON_GetObjectItemCaseSensitive(e, "id"), &id) ||
+		    !cJSON_IsString(c))
+			TOK_FAIL(ld, -EINVAL,
+				 "added_tokens[%zu]: needs an integer id and a "
+				 "content string",
+				 n);
 		len = strlen(c->valuestring);
-		if (!len || !tok_utf8_valid((const uint8_t *)c->valuestring, len))
-			FAIL(ld, -EINVAL, "added_tokens[%zu]: content is empty or not valid UTF-8", n);
+		if (!len ||
+		    !tok_utf8_valid((const uint8_t *)c->valuestring, len))
+			TOK_FAIL(ld, -EINVAL,
+				 "added_tokens[%zu]: content is empty or not "
+				 "valid UTF-8",
+				 n);
 		if (t->flags[id] & TOK_F_ADDED)
-			FAIL(ld, -EINVAL, "added_tokens[%zu]: id %u is given twice", n, id);
+			TOK_FAIL(ld, -EINVAL,
+				 "added_tokens[%zu]: id %u is given twice", n,
+				 id);
 		a->id = id;
-		a->special = json_true(e, "special", false);
-		a->normalized = json_true(e, "normalized", !a->special);
-		a->lstrip = json_true(e, "lstrip", false);
-		a->rstrip = json_true(e, "rstrip", false);
-		a->single_word = json_true(e, "single_word", false);
+		a->special = tok_json_true(e, "special", false);
+		a->normalized = tok_json_true(e, "normalized", !a->special);
+		a->lstrip = tok_json_true(e, "lstrip", false);
+		a->rstrip = tok_json_true(e, "rstrip", false);
+		a->single_word = tok_json_true(e, "single_word", false);
 		t->flags[id] |= TOK_F_ADDED | (a->special ? TOK_F_SPECIAL : 0);
 		set_dec(ld, id, (const uint8_t *)c->valuestring, len);
 		/* Normalized tokens are looked for in normalized text. */
 		norm = NULL;
 		nlen = len;
 		if (a->normalized && t->nfc) {
-			rc = tok_nfc((const uint8_t *)c->valuestring, len, &norm, &nlen);
+			rc = tok_nfc((const uint8_t *)c->valuestring, len,
+				     &norm, &nlen);
 			if (rc)
 				return rc;
 		}
 		a->content = t->added_arena + used;
 		a->len = (uint32_t)nlen;
-		memcpy(t->added_arena + used, norm ? norm : (const uint8_t *)c->valuestring, nlen);
+		memcpy(t->added_arena + used,
+		       norm ? norm : (const uint8_t *)c->valuestring, nlen);
 		free(norm);
 		used += nlen;
 		n++;
 	}
-	/* Special tokens named only in tokenizer_config.json become added tokens, as transformers does. */
+	/*
+	 * Special tokens named only in tokenizer_config.json become added
+	 * tokens, as transformers does.
+	 */
 	for (i = 0; i < n_extra; i++) {
 		len = strlen(extra[i]);
 		id = tok_strtab_find(t, &t->vocab_tab, false, extra[i], len);
 		if (id == TOK_NONE || (t->flags[id] & TOK_F_ADDED))
 			continue;
-		t->added[n] = (struct tok_added){ .id = id, .special = true, .len = (uint32_t)len };
+		t->added[n] = (struct tok_added){
+			.id = id, .special = true, .len = (uint32_t)len};
 		t->added[n].content = t->added_arena + used;
 		memcpy(t->added_arena + used, extra[i], len);
 		used += len;
@@ -362,11 +389,14 @@ static int load_added(struct loader *ld, const cJSON *arr, const char **extra, s
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		if (!tab_insert(t, &t->added_tab, true, (uint32_t)i))
-			FAIL(ld, -EINVAL, "added_tokens: '%.*s' is listed twice",
-			     (int)(t->added[i].len > 40 ? 40 : t->added[i].len),
-			     (const char *)t->added[i].content);
+			TOK_FAIL(ld, -EINVAL,
+				 "added_tokens: '%.*s' is listed twice",
+				 (int)(t->added[i].len > 40 ? 40
+							    : t->added[i].len),
+				 (const char *)t->added[i].content);
 	for (i = 0; i < n_extra; i++) {
-		uint32_t k = tok_strtab_find(t, &t->added_tab, true, extra[i], strlen(extra[i]));
+		uint32_t k = tok_strtab_find(t, &t->added_tab, true, extra[i],
+					     strlen(extra[i]));
 
 		if (k != TOK_NONE) {
 			t->added[k].special = true;
@@ -379,162 +409,8 @@ static int load_added(struct loader *ld, const cJSON *arr, const char **extra, s
 	return rc;
 }
 
-static int load_normalizer(struct loader *ld, const cJSON *n)
-{
-	const char *ty;
-	const cJSON *e;
-
-	if (!n || cJSON_IsNull(n))
-		return 0;
-	ty = type_of(n);
-	if (ty && strcmp(ty, "NFC") == 0) {
-		ld->t->nfc = true;
-		return 0;
-	}
-	if (ty && strcmp(ty, "Sequence") == 0) {
-		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(n, "normalizers")) {
-			int rc = load_normalizer(ld, e);
-
-			if (rc)
-				return rc;
-		}
-		return 0;
-	}
-	FAIL(ld, -ENOTSUP, "normalizer '%s' is not supported (only NFC)", ty ? ty : "?");
-}
-
-/* The ByteLevel split (use_regex): GPT-2's pattern, case-sensitive contractions. */
-static const char gpt2_pattern[] =
-	"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
-
-static int load_pretok(struct loader *ld, const cJSON *p, int *bytelevel)
-{
-	struct engy_tokenizer *t = ld->t;
-	const cJSON *e, *pat, *s;
-	const char *ty, *beh;
-	int rc;
-
-	if (!p || cJSON_IsNull(p))
-		return 0;
-	ty = type_of(p);
-	if (ty && strcmp(ty, "Sequence") == 0) {
-		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(p, "pretokenizers")) {
-			rc = load_pretok(ld, e, bytelevel);
-			if (rc)
-				return rc;
-		}
-		return 0;
-	}
-	if (ty && strcmp(ty, "Split") == 0) {
-		if (*bytelevel)
-			FAIL(ld, -ENOTSUP, "pre_tokenizer: a Split after ByteLevel is not supported");
-		beh = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "behavior"));
-		if (!beh || strcmp(beh, "Isolated") != 0 || json_true(p, "invert", false))
-			FAIL(ld, -ENOTSUP,
-			     "pre_tokenizer Split: only behavior Isolated without invert is supported");
-		pat = cJSON_GetObjectItemCaseSensitive(p, "pattern");
-		if ((s = cJSON_GetObjectItemCaseSensitive(pat, "Regex")) && cJSON_IsString(s))
-			return tok_stage_add_regex(t, s->valuestring, strlen(s->valuestring), false,
-						   ld->err, ld->errlen);
-		if ((s = cJSON_GetObjectItemCaseSensitive(pat, "String")) && cJSON_IsString(s) &&
-		    s->valuestring[0])
-			return tok_stage_add_regex(t, s->valuestring, strlen(s->valuestring), true,
-						   ld->err, ld->errlen);
-		FAIL(ld, -EINVAL, "pre_tokenizer Split: pattern needs a Regex or a String");
-	}
-	if (ty && strcmp(ty, "ByteLevel") == 0) {
-		if ((*bytelevel)++)
-			FAIL(ld, -ENOTSUP, "pre_tokenizer: more than one ByteLevel step");
-		/* The reference's defaults for missing fields are true. */
-		if (json_true(p, "add_prefix_space", true)) {
-			rc = tok_stage_add_prefix_space(t, ld->err, ld->errlen);
-			if (rc)
-				return rc;
-		}
-		if (json_true(p, "use_regex", true))
-			return tok_stage_add_regex(t, gpt2_pattern, sizeof(gpt2_pattern) - 1, false,
-						   ld->err, ld->errlen);
-		return 0;
-	}
-	FAIL(ld, -ENOTSUP, "pre_tokenizer '%s' is not supported (Split, ByteLevel, Sequence)",
-	     ty ? ty : "?");
-}
-
-static int load_model(struct loader *ld, const cJSON *m)
-{
-	struct engy_tokenizer *t = ld->t;
-	const char *ty = type_of(m), *s;
-	const cJSON *v;
-
-	if (ty && strcmp(ty, "BPE") != 0)
-		FAIL(ld, -ENOTSUP, "model type '%s' is not supported (only BPE)", ty);
-	v = cJSON_GetObjectItemCaseSensitive(m, "dropout");
-	if (v && !cJSON_IsNull(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0))
-		FAIL(ld, -ENOTSUP, "model.dropout is not supported (encoding must be deterministic)");
-	if (json_true(m, "byte_fallback", false))
-		FAIL(ld, -ENOTSUP, "model.byte_fallback is not supported");
-	s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "continuing_subword_prefix"));
-	if (s && *s)
-		FAIL(ld, -ENOTSUP, "model.continuing_subword_prefix is not supported");
-	s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "end_of_word_suffix"));
-	if (s && *s)
-		FAIL(ld, -ENOTSUP, "model.end_of_word_suffix is not supported");
-	t->ignore_merges = json_true(m, "ignore_merges", false);
-	t->fuse_unk = json_true(m, "fuse_unk", false);
-	t->unk_id = TOK_NONE;
-	s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "unk_token"));
-	if (s) {
-		t->unk_id = tok_strtab_find(t, &t->vocab_tab, false, s, strlen(s));
-		if (t->unk_id == TOK_NONE)
-			FAIL(ld, -EINVAL, "model.unk_token '%.40s' is not in the vocab", s);
-	}
-	return 0;
-}
-
-static int check_decoder(struct loader *ld, const cJSON *d)
-{
-	const char *ty = d ? type_of(d) : NULL;
-
-	if (ty && strcmp(ty, "ByteLevel") == 0)
-		return 0;
-	FAIL(ld, -ENOTSUP, "decoder '%s' is not supported (only ByteLevel)", ty ? ty : "null");
-}
-
-/* Special-token names of tokenizer_config.json (strings or {"content": ...}). */
-static const char *config_token(const cJSON *v)
-{
-	if (cJSON_IsString(v))
-		return v->valuestring;
-	return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "content"));
-}
-
-static int config_specials(const cJSON *cfg, const char ***out, size_t *n)
-{
-	static const char *const names[] = { "bos_token", "eos_token", "unk_token", "sep_token",
-					     "pad_token", "cls_token", "mask_token" };
-	const cJSON *add = cJSON_GetObjectItemCaseSensitive(cfg, "additional_special_tokens"), *e;
-	const char **v, *s;
-	size_t i, k = 0;
-
-	*out = NULL;
-	*n = 0;
-	v = malloc((sizeof(names) / sizeof(names[0]) + (size_t)cJSON_GetArraySize(add) + 1) *
-		   sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if ((s = config_token(cJSON_GetObjectItemCaseSensitive(cfg, names[i]))) && *s)
-			v[k++] = s;
-	if (cJSON_IsArray(add))
-		cJSON_ArrayForEach(e, add)
-			if ((s = config_token(e)) && *s)
-				v[k++] = s;
-	*out = v;
-	*n = k;
-	return 0;
-}
-
-static cJSON *parse_file(const char *path, bool optional, char *err, size_t errlen, int *rc)
+static cJSON *parse_file(const char *path, bool optional, char *err,
+			 size_t errlen, int *rc)
 {
 	uint8_t *buf;
 	size_t len;
@@ -553,8 +429,10 @@ static cJSON *parse_file(const char *path, bool optional, char *err, size_t errl
 	if (!j) {
 		const char *at = cJSON_GetErrorPtr();
 
-		snprintf(err, errlen, "%s: not valid JSON (near byte %zu)", path,
-			 at && at >= (const char *)buf && at <= (const char *)buf + len
+		snprintf(err, errlen, "%s: not valid JSON (near byte %zu)",
+			 path,
+			 at && at >= (const char *)buf &&
+					 at <= (const char *)buf + len
 				 ? (size_t)(at - (const char *)buf)
 				 : len);
 		*rc = -EINVAL;
@@ -569,32 +447,38 @@ static cJSON *parse_file(const char *path, bool optional, char *err, size_t errl
 }
 
 /* Sizes every per-id array from the largest id and the total string bytes. */
-static int alloc_tables(struct loader *ld, const cJSON *vocab, const cJSON *added,
-			const char **extra, size_t n_extra)
+static int alloc_tables(struct tok_loader *ld, const cJSON *vocab,
+			const cJSON *added, const char **extra, size_t n_extra)
 {
 	struct engy_tokenizer *t = ld->t;
 	size_t key_bytes = 0, added_bytes = 1, i;
 	uint32_t max = 0, id;
 	const cJSON *e, *c;
 
-	cJSON_ArrayForEach(e, vocab) {
+	cJSON_ArrayForEach(e, vocab)
+	{
 		if (json_id(e, &id))
-			FAIL(ld, -EINVAL, "model.vocab: '%.40s' has no valid id (integer below %u)",
-			     e->string, TOK_MAX_ID);
+			TOK_FAIL(ld, -EINVAL,
+				 "model.vocab: '%.40s' has no valid id "
+				 "(integer below %u)",
+				 e->string, TOK_MAX_ID);
 		max = id > max ? id : max;
 		key_bytes += strlen(e->string);
 	}
-	cJSON_ArrayForEach(e, added) {
+	cJSON_ArrayForEach(e, added)
+	{
 		if (!json_id(cJSON_GetObjectItemCaseSensitive(e, "id"), &id))
 			max = id > max ? id : max;
 		c = cJSON_GetObjectItemCaseSensitive(e, "content");
 		if (cJSON_IsString(c))
-			added_bytes += 3 * strlen(c->valuestring); /* NFC grows UTF-8 at most 3x */
+			added_bytes +=
+				3 * strlen(c->valuestring); /* NFC grows UTF-8
+							       at most 3x */
 	}
 	for (i = 0; i < n_extra; i++)
 		added_bytes += strlen(extra[i]);
 	if (key_bytes + added_bytes >= UINT32_MAX)
-		FAIL(ld, -E2BIG, "tokenizer strings exceed 4 GiB");
+		TOK_FAIL(ld, -E2BIG, "tokenizer strings exceed 4 GiB");
 	t->n_ids = max + 1;
 	t->flags = calloc(t->n_ids, 1);
 	t->dec = malloc(t->n_ids * sizeof(*t->dec));
@@ -602,38 +486,48 @@ static int alloc_tables(struct loader *ld, const cJSON *vocab, const cJSON *adde
 	t->vkey_arena = malloc(key_bytes + 1);
 	t->dec_arena = malloc(key_bytes + added_bytes);
 	t->added_arena = malloc(added_bytes);
-	if (!t->flags || !t->dec || !t->vkey || !t->vkey_arena || !t->dec_arena || !t->added_arena)
+	if (!t->flags || !t->dec || !t->vkey || !t->vkey_arena ||
+	    !t->dec_arena || !t->added_arena)
 		return -ENOMEM;
 	for (i = 0; i < t->n_ids; i++)
-		t->dec[i] = (struct tok_span){ 0, TOK_NONE };
+		t->dec[i] = (struct tok_span){0, TOK_NONE};
 	return 0;
 }
 
-static int load_json(struct loader *ld, const cJSON *root, const cJSON *cfg)
+static int load_json(struct tok_loader *ld, const cJSON *root, const cJSON *cfg)
 {
 	const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
 	const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
 	const cJSON *merges = cJSON_GetObjectItemCaseSensitive(model, "merges");
-	const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
+	const cJSON *added =
+		cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
 	const char **extra = NULL;
 	size_t n_extra = 0;
 	int bytelevel = 0, rc;
 
 	if (!cJSON_IsObject(vocab) || !cJSON_IsArray(merges))
-		FAIL(ld, -EINVAL, "model needs a vocab object and a merges array");
+		TOK_FAIL(ld, -EINVAL,
+			 "model needs a vocab object and a merges array");
 	if (added && !cJSON_IsNull(added) && !cJSON_IsArray(added))
-		FAIL(ld, -EINVAL, "added_tokens is not an array");
-	rc = check_decoder(ld, cJSON_GetObjectItemCaseSensitive(root, "decoder"));
+		TOK_FAIL(ld, -EINVAL, "added_tokens is not an array");
+	rc = tok_check_decoder(
+		ld, cJSON_GetObjectItemCaseSensitive(root, "decoder"));
 	if (!rc)
-		rc = load_normalizer(ld, cJSON_GetObjectItemCaseSensitive(root, "normalizer"));
+		rc = tok_load_normalizer(ld, cJSON_GetObjectItemCaseSensitive(
+						     root, "normalizer"));
 	if (!rc)
-		rc = load_pretok(ld, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"),
-				 &bytelevel);
+		rc = tok_load_pretok(
+			ld,
+			cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"),
+			&bytelevel);
 	if (!rc && !bytelevel)
-		FAIL(ld, -ENOTSUP, "pre_tokenizer has no ByteLevel step (only byte-level BPE)");
+		TOK_FAIL(ld, -ENOTSUP,
+			 "pre_tokenizer has no ByteLevel step (only byte-level "
+			 "BPE)");
 	if (!rc && cfg) {
-		ld->t->split_special = json_true(cfg, "split_special_tokens", false);
-		rc = config_specials(cfg, &extra, &n_extra);
+		ld->t->split_special =
+			tok_json_true(cfg, "split_special_tokens", false);
+		rc = tok_config_specials(cfg, &extra, &n_extra);
 	}
 	if (!rc)
 		rc = alloc_tables(ld, vocab, added, extra, n_extra);
@@ -644,18 +538,18 @@ static int load_json(struct loader *ld, const cJSON *root, const cJSON *cfg)
 	if (!rc)
 		rc = load_added(ld, added, extra, n_extra);
 	if (!rc)
-		rc = load_model(ld, model);
+		rc = tok_load_model(ld, model);
 	free(extra);
 	return rc;
 }
 
 static atomic_uint_fast64_t next_uid = 1;
 
-static int load_paths(const char *json_path, const char *cfg_path, struct engy_tokenizer **out,
-		      char *err, size_t errlen)
+static int load_paths(const char *json_path, const char *cfg_path,
+		      struct engy_tokenizer **out, char *err, size_t errlen)
 {
 	struct engy_tokenizer *t;
-	struct loader ld;
+	struct tok_loader ld;
 	cJSON *root = NULL, *cfg = NULL;
 	char dummy[1];
 	int rc;
@@ -671,7 +565,7 @@ static int load_paths(const char *json_path, const char *cfg_path, struct engy_t
 		return -ENOMEM;
 	t->unk_id = TOK_NONE;
 	t->uid = atomic_fetch_add(&next_uid, 1);
-	ld = (struct loader){ .t = t, .err = err, .errlen = errlen };
+	ld = (struct tok_loader){.t = t, .err = err, .errlen = errlen};
 	root = parse_file(json_path, false, err, errlen, &rc);
 	if (!root)
 		goto out;
@@ -702,13 +596,14 @@ out:
 	return rc;
 }
 
-int engy_tokenizer_load_file(const char *path, struct engy_tokenizer **out, char *err,
-			     size_t errlen)
+int engy_tokenizer_load_file(const char *path, struct engy_tokenizer **out,
+			     char *err, size_t errlen)
 {
 	return load_paths(path, NULL, out, err, errlen);
 }
 
-int engy_tokenizer_load(const char *dir, struct engy_tokenizer **out, char *err, size_t errlen)
+int engy_tokenizer_load(const char *dir, struct engy_tokenizer **out, char *err,
+			size_t errlen)
 {
 	size_t n = strlen(dir) + sizeof("/tokenizer_config.json");
 	char *json = malloc(n), *cfg = malloc(n);

@@ -11,7 +11,7 @@
 
 #include "tok_internal.h"
 
-#define WS_CLASS "\\p{White_Space}"
+#define WS_CLASS     "\\p{White_Space}"
 #define NOT_WS_CLASS "\\P{White_Space}"
 
 /*
@@ -32,7 +32,8 @@ char *tok_regex_translate(const char *pat, size_t len)
 				memcpy(out + o, WS_CLASS, sizeof(WS_CLASS) - 1);
 				o += sizeof(WS_CLASS) - 1;
 			} else if (pat[i + 1] == 'S') {
-				memcpy(out + o, NOT_WS_CLASS, sizeof(NOT_WS_CLASS) - 1);
+				memcpy(out + o, NOT_WS_CLASS,
+				       sizeof(NOT_WS_CLASS) - 1);
 				o += sizeof(NOT_WS_CLASS) - 1;
 			} else {
 				out[o++] = pat[i];
@@ -47,8 +48,8 @@ char *tok_regex_translate(const char *pat, size_t len)
 	return out;
 }
 
-int tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len, bool literal,
-			char *err, size_t errlen)
+int tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len,
+			bool literal, char *err, size_t errlen)
 {
 	struct tok_stage *st;
 	PCRE2_UCHAR msg[160];
@@ -57,7 +58,8 @@ int tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len, b
 	int code;
 
 	if (t->n_stages == TOK_MAX_STAGES) {
-		snprintf(err, errlen, "more than %d pre-tokenizer steps", TOK_MAX_STAGES);
+		snprintf(err, errlen, "more than %d pre-tokenizer steps",
+			 TOK_MAX_STAGES);
 		return -E2BIG;
 	}
 	src = literal ? strndup(pat, len) : tok_regex_translate(pat, len);
@@ -65,14 +67,16 @@ int tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len, b
 		return -ENOMEM;
 	st = &t->stages[t->n_stages];
 	st->kind = TOK_STAGE_SPLIT;
-	st->re = pcre2_compile((PCRE2_SPTR)src, literal ? len : PCRE2_ZERO_TERMINATED,
-			       PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0), &code,
-			       &erroff, NULL);
+	st->re = pcre2_compile(
+		(PCRE2_SPTR)src, literal ? len : PCRE2_ZERO_TERMINATED,
+		PCRE2_UTF | PCRE2_UCP | (literal ? PCRE2_LITERAL : 0), &code,
+		&erroff, NULL);
 	free(src);
 	if (!st->re) {
 		pcre2_get_error_message(code, msg, sizeof(msg));
-		snprintf(err, errlen, "pre-tokenizer regex: %s (near offset %zu)", (char *)msg,
-			 (size_t)erroff);
+		snprintf(err, errlen,
+			 "pre-tokenizer regex: %s (near offset %zu)",
+			 (char *)msg, (size_t)erroff);
 		return -EINVAL;
 	}
 	st->jit = pcre2_jit_compile(st->re, PCRE2_JIT_COMPLETE) == 0;
@@ -80,10 +84,12 @@ int tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len, b
 	return 0;
 }
 
-int tok_stage_add_prefix_space(struct engy_tokenizer *t, char *err, size_t errlen)
+int tok_stage_add_prefix_space(struct engy_tokenizer *t, char *err,
+			       size_t errlen)
 {
 	if (t->n_stages == TOK_MAX_STAGES) {
-		snprintf(err, errlen, "more than %d pre-tokenizer steps", TOK_MAX_STAGES);
+		snprintf(err, errlen, "more than %d pre-tokenizer steps",
+			 TOK_MAX_STAGES);
 		return -E2BIG;
 	}
 	t->stages[t->n_stages].kind = TOK_STAGE_PREFIX_SPACE;
@@ -101,8 +107,9 @@ void tok_stages_free(struct engy_tokenizer *t)
 	t->n_stages = 0;
 }
 
-static int prefix_space(const struct engy_tokenizer *t, struct tok_tls *tls, size_t stage,
-			const uint8_t *s, size_t n, struct tok_ids *o)
+static int prefix_space(const struct engy_tokenizer *t, struct tok_tls *tls,
+			size_t stage, const uint8_t *s, size_t n,
+			struct tok_ids *o)
 {
 	uint8_t small[256], *buf = small;
 	int rc;
@@ -122,8 +129,8 @@ static int prefix_space(const struct engy_tokenizer *t, struct tok_tls *tls, siz
 	return rc;
 }
 
-int tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls, size_t stage,
-		    const uint8_t *s, size_t n, struct tok_ids *o)
+int tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls,
+		    size_t stage, const uint8_t *s, size_t n, struct tok_ids *o)
 {
 	pcre2_match_data *md = tok_tls_match_data(tls);
 	pcre2_match_context *mctx = tok_tls_match_context(tls);
@@ -141,7 +148,8 @@ int tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls, size_t 
 		if (st->jit)
 			rc = pcre2_jit_match(st->re, s, n, off, 0, md, mctx);
 		else
-			rc = pcre2_match(st->re, s, n, off, PCRE2_NO_UTF_CHECK, md, mctx);
+			rc = pcre2_match(st->re, s, n, off, PCRE2_NO_UTF_CHECK,
+					 md, mctx);
 		if (rc == PCRE2_ERROR_NOMATCH)
 			break;
 		if (rc < 0)
@@ -150,14 +158,18 @@ int tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls, size_t 
 		ms = ov[0];
 		me = ov[1];
 		if (me <= ms) {
-			/* An empty match yields no piece; step over one character. */
+			/*
+			 * An empty match yields no piece; step over one
+			 * character.
+			 */
 			off = ms + 1;
 			while (off < n && (s[off] & 0xC0) == 0x80)
 				off++;
 			continue;
 		}
 		if (ms > prev) {
-			rc = tok_pretokenize(t, tls, stage + 1, s + prev, ms - prev, o);
+			rc = tok_pretokenize(t, tls, stage + 1, s + prev,
+					     ms - prev, o);
 			if (rc)
 				return rc;
 		}
@@ -167,6 +179,7 @@ int tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls, size_t 
 		prev = off = me;
 	}
 	if (prev < n)
-		return tok_pretokenize(t, tls, stage + 1, s + prev, n - prev, o);
+		return tok_pretokenize(t, tls, stage + 1, s + prev, n - prev,
+				       o);
 	return 0;
 }

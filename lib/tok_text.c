@@ -130,7 +130,10 @@ size_t tok_utf8_lossy(const uint8_t *in, size_t n, uint8_t *out)
 			o += (size_t)r;
 			i += (size_t)r;
 		} else {
-			/* One U+FFFD per maximal subpart, as Rust's from_utf8_lossy and WHATWG. */
+			/*
+			 * One U+FFFD per maximal subpart, as Rust's
+			 * from_utf8_lossy and WHATWG.
+			 */
 			out[o++] = 0xEF;
 			out[o++] = 0xBF;
 			out[o++] = 0xBD;
@@ -140,7 +143,8 @@ size_t tok_utf8_lossy(const uint8_t *in, size_t n, uint8_t *out)
 	return o;
 }
 
-/* The White_Space property (Rust char::is_whitespace, Oniguruma's Unicode \s). */
+/* The White_Space property (Rust char::is_whitespace, Oniguruma's Unicode \s).
+ */
 bool tok_is_white_space(uint32_t cp)
 {
 	utf8proc_category_t c;
@@ -150,7 +154,8 @@ bool tok_is_white_space(uint32_t cp)
 	if (cp == 0x85)
 		return true;
 	c = utf8proc_category((utf8proc_int32_t)cp);
-	return c == UTF8PROC_CATEGORY_ZS || c == UTF8PROC_CATEGORY_ZL || c == UTF8PROC_CATEGORY_ZP;
+	return c == UTF8PROC_CATEGORY_ZS || c == UTF8PROC_CATEGORY_ZL ||
+	       c == UTF8PROC_CATEGORY_ZP;
 }
 
 /*
@@ -199,7 +204,7 @@ static uint8_t nfc_unsafe[TOK_CP_LIMIT / 8];
 static pthread_once_t nfc_once = PTHREAD_ONCE_INIT;
 
 /* Hangul syllables are algorithmic composites: NFC leaves them alone. */
-#define HANGUL_S_BASE 0xAC00u
+#define HANGUL_S_BASE  0xAC00u
 #define HANGUL_S_COUNT 11172u
 
 static void nfc_mark(uint32_t cp)
@@ -225,8 +230,10 @@ static void nfc_init(void)
 		if (p->combining_class)
 			nfc_mark(cp);
 		bc = 0;
-		n = utf8proc_decompose_char((utf8proc_int32_t)cp, buf, 8, UTF8PROC_DECOMPOSE, &bc);
-		if (n < 1 || n > 8 || (n == 1 && buf[0] == (utf8proc_int32_t)cp))
+		n = utf8proc_decompose_char((utf8proc_int32_t)cp, buf, 8,
+					    UTF8PROC_DECOMPOSE, &bc);
+		if (n < 1 || n > 8 ||
+		    (n == 1 && buf[0] == (utf8proc_int32_t)cp))
 			continue;
 		if (cp - HANGUL_S_BASE >= HANGUL_S_COUNT)
 			nfc_mark(cp);
@@ -262,7 +269,8 @@ static int nfc_chunk(const uint8_t *s, size_t n, uint8_t *o, size_t *olen)
 	utf8proc_uint8_t *dst = NULL;
 	utf8proc_ssize_t r;
 
-	r = utf8proc_map(s, (utf8proc_ssize_t)n, &dst, UTF8PROC_STABLE | UTF8PROC_COMPOSE);
+	r = utf8proc_map(s, (utf8proc_ssize_t)n, &dst,
+			 UTF8PROC_STABLE | UTF8PROC_COMPOSE);
 	if (r < 0)
 		return r == UTF8PROC_ERROR_NOMEM ? -ENOMEM : -EILSEQ;
 	memcpy(o + *olen, dst, (size_t)r);
@@ -295,7 +303,8 @@ int tok_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *outlen)
 		return -ENOMEM;
 	while (i <= n) {
 		at = i;
-		cp = i < n ? (s[i] < 0x80 ? s[i++] : tok_utf8_next(s, n, &i)) : 0;
+		cp = i < n ? (s[i] < 0x80 ? s[i++] : tok_utf8_next(s, n, &i))
+			   : 0;
 		if (at < n && nfc_is_unsafe(cp)) {
 			dirty = true;
 			continue;
@@ -332,8 +341,8 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int tok_matcher_build(struct tok_matcher *m, const struct tok_added *added, size_t n_added,
-		      bool normalized)
+int tok_matcher_build(struct tok_matcher *m, const struct tok_added *added,
+		      size_t n_added, bool normalized)
 {
 	uint64_t *key;
 	size_t i, k = 0;
@@ -347,11 +356,13 @@ int tok_matcher_build(struct tok_matcher *m, const struct tok_added *added, size
 		tok_matcher_free(m);
 		return -ENOMEM;
 	}
-	/* Sort by first byte, then longest first (content is under 2^24 bytes). */
+	/* Sort by first byte, then longest first (content is under 2^24 bytes).
+	 */
 	for (i = 0; i < n_added; i++)
 		if (added[i].normalized == normalized)
 			key[k++] = (uint64_t)added[i].content[0] << 56 |
-				   (uint64_t)(0xFFFFFFu - added[i].len) << 32 | i;
+				   (uint64_t)(0xFFFFFFu - added[i].len) << 32 |
+				   i;
 	qsort(key, k, sizeof(*key), cmp_u64);
 	for (i = 0; i < k; i++)
 		m->order[i] = (uint32_t)key[i];
@@ -374,9 +385,13 @@ void tok_matcher_free(struct tok_matcher *m)
 	m->n = 0;
 }
 
-/* Leftmost-longest match at or after @pos; returns the index into t->added or -1. */
-static long find_added(const struct engy_tokenizer *t, const struct tok_matcher *m,
-		       const uint8_t *s, size_t n, size_t pos, size_t *at)
+/*
+ * Leftmost-longest match at or after @pos; returns the index into t->added or
+ * -1.
+ */
+static long find_added(const struct engy_tokenizer *t,
+		       const struct tok_matcher *m, const uint8_t *s, size_t n,
+		       size_t pos, size_t *at)
 {
 	size_t i, k;
 
@@ -386,7 +401,8 @@ static long find_added(const struct engy_tokenizer *t, const struct tok_matcher 
 		for (k = m->first[b]; k < m->first[b + 1]; k++) {
 			const struct tok_added *a = &t->added[m->order[k]];
 
-			if (a->len <= n - i && memcmp(s + i, a->content, a->len) == 0) {
+			if (a->len <= n - i &&
+			    memcmp(s + i, a->content, a->len) == 0) {
 				*at = i;
 				return (long)m->order[k];
 			}
@@ -427,22 +443,29 @@ int tok_split_added(const struct engy_tokenizer *t, const struct tok_matcher *m,
 			bool left_ok = true, right_ok = true;
 
 			if (start > 0)
-				left_ok = !tok_is_word_char(cp_before(s, start, &c0));
+				left_ok = !tok_is_word_char(
+					cp_before(s, start, &c0));
 			if (stop < n) {
 				j = stop;
-				right_ok = !tok_is_word_char(tok_utf8_next(s, n, &j));
+				right_ok = !tok_is_word_char(
+					tok_utf8_next(s, n, &j));
 			}
 			if (!left_ok || !right_ok)
 				continue;
 		}
 		if (a->lstrip) {
-			/* Never reaches back into text an earlier match already took. */
-			while (start > done && tok_is_white_space(cp_before(s, start, &c0)))
+			/*
+			 * Never reaches back into text an earlier match already
+			 * took.
+			 */
+			while (start > done &&
+			       tok_is_white_space(cp_before(s, start, &c0)))
 				start = c0;
 		}
 		if (a->rstrip) {
 			j = stop;
-			while (j < n && tok_is_white_space(tok_utf8_next(s, n, &j)))
+			while (j < n &&
+			       tok_is_white_space(tok_utf8_next(s, n, &j)))
 				stop = j;
 			pos = stop;
 		}

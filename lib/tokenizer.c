@@ -18,13 +18,15 @@ struct enc_ctx {
 	struct tok_ids *o;
 };
 
-static int on_normalized_piece(void *ctx, const uint8_t *s, const struct tok_piece *p)
+static int on_normalized_piece(void *ctx, const uint8_t *s,
+			       const struct tok_piece *p)
 {
 	struct enc_ctx *c = ctx;
 
 	if (p->id != TOK_NONE)
 		return tok_ids_push(c->o, p->id);
-	return tok_pretokenize(c->t, c->tls, 0, s + p->start, p->end - p->start, c->o);
+	return tok_pretokenize(c->t, c->tls, 0, s + p->start, p->end - p->start,
+			       c->o);
 }
 
 static int on_raw_piece(void *ctx, const uint8_t *s, const struct tok_piece *p)
@@ -45,17 +47,18 @@ static int on_raw_piece(void *ctx, const uint8_t *s, const struct tok_piece *p)
 			seg = norm;
 	}
 	if (c->t->match_norm.n)
-		rc = tok_split_added(c->t, &c->t->match_norm, seg, n, on_normalized_piece, c);
+		rc = tok_split_added(c->t, &c->t->match_norm, seg, n,
+				     on_normalized_piece, c);
 	else
 		rc = tok_pretokenize(c->t, c->tls, 0, seg, n, c->o);
 	free(norm);
 	return rc;
 }
 
-int engy_tokenizer_encode(const struct engy_tokenizer *t, const char *text, size_t len,
-			  uint32_t **ids, size_t *n)
+int engy_tokenizer_encode(const struct engy_tokenizer *t, const char *text,
+			  size_t len, uint32_t **ids, size_t *n)
 {
-	struct tok_ids o = { 0 };
+	struct tok_ids o = {0};
 	struct enc_ctx c;
 	int rc;
 
@@ -76,7 +79,8 @@ int engy_tokenizer_encode(const struct engy_tokenizer *t, const char *text, size
 	o.v = malloc(o.cap * sizeof(*o.v));
 	if (!o.v)
 		return -ENOMEM;
-	rc = tok_split_added(t, &t->match_raw, (const uint8_t *)text, len, on_raw_piece, &c);
+	rc = tok_split_added(t, &t->match_raw, (const uint8_t *)text, len,
+			     on_raw_piece, &c);
 	if (rc || !o.n) {
 		free(o.v);
 		return rc;
@@ -86,8 +90,8 @@ int engy_tokenizer_encode(const struct engy_tokenizer *t, const char *text, size
 	return 0;
 }
 
-int engy_tokenizer_decode(const struct engy_tokenizer *t, const uint32_t *ids, size_t n,
-			  bool skip_special, char **text, size_t *len)
+int engy_tokenizer_decode(const struct engy_tokenizer *t, const uint32_t *ids,
+			  size_t n, bool skip_special, char **text, size_t *len)
 {
 	size_t i, total = 0, k = 0;
 	uint8_t *raw, *fixed;

@@ -19,11 +19,12 @@ struct engy_tokenizer;
  * is read when present).  Returns 0, or a negative errno with a one-line
  * reason in @err (@errlen bytes, may be 0).
  */
-int engy_tokenizer_load(const char *dir, struct engy_tokenizer **out, char *err, size_t errlen);
+int engy_tokenizer_load(const char *dir, struct engy_tokenizer **out, char *err,
+			size_t errlen);
 
 /* engy_tokenizer_load_file() - as above, from the path of a tokenizer.json. */
-int engy_tokenizer_load_file(const char *path, struct engy_tokenizer **out, char *err,
-			     size_t errlen);
+int engy_tokenizer_load_file(const char *path, struct engy_tokenizer **out,
+			     char *err, size_t errlen);
 
 void engy_tokenizer_free(struct engy_tokenizer *t);
 
@@ -33,24 +34,28 @@ void engy_tokenizer_free(struct engy_tokenizer *t);
  * tokens written in the text are recognised as single tokens.  Other
  * errors: -ENOMEM, -E2BIG (a pre-token beyond the regex engine's limits).
  */
-int engy_tokenizer_encode(const struct engy_tokenizer *t, const char *text, size_t len,
-			  uint32_t **ids, size_t *n);
+int engy_tokenizer_encode(const struct engy_tokenizer *t, const char *text,
+			  size_t len, uint32_t **ids, size_t *n);
 
 /*
  * engy_tokenizer_decode() - -ERANGE on an unknown id.  *@text is malloc'd
  * and NUL-terminated; byte sequences that are not valid UTF-8 become U+FFFD
  * as the reference decoder does.  @skip_special drops tokens flagged special.
  */
-int engy_tokenizer_decode(const struct engy_tokenizer *t, const uint32_t *ids, size_t n,
-			  bool skip_special, char **text, size_t *len);
+int engy_tokenizer_decode(const struct engy_tokenizer *t, const uint32_t *ids,
+			  size_t n, bool skip_special, char **text,
+			  size_t *len);
 
-/* engy_tokenizer_token_id() - id of a token string (e.g. "<|im_end|>"), or -ENOENT. */
+/*
+ * engy_tokenizer_token_id() - id of a token string (e.g. "<|im_end|>"), or
+ * -ENOENT.
+ */
 int engy_tokenizer_token_id(const struct engy_tokenizer *t, const char *token);
 
 /* engy_tokenizer_is_special() - true for added tokens flagged special. */
 bool engy_tokenizer_is_special(const struct engy_tokenizer *t, uint32_t id);
 
-/* engy_tokenizer_vocab_size() - number of ids (vocab plus added tokens; max id + 1). */
+/* engy_tokenizer_vocab_size() - max id + 1 over vocab and added tokens. */
 size_t engy_tokenizer_vocab_size(const struct engy_tokenizer *t);
 
 #endif /* ENGY_TOKENIZER_H */

@@ -21,15 +21,18 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: engyctl tokenize --tokenizer PATH [--decode] [--skip-special] [--jsonl]\n"
-		   "\n"
-		   "Encodes UTF-8 text read from stdin and prints the token ids on one line,\n"
-		   "space-separated.  With --decode, reads ids (separated by white space)\n"
-		   "and writes the text; --skip-special drops special tokens.\n"
-		   "With --jsonl, each input line is one JSON string (encode) or one line\n"
-		   "of ids (decode), and each output line answers one input line.\n"
-		   "PATH is a directory with tokenizer.json (and tokenizer_config.json)\n"
-		   "or a tokenizer.json file.\n");
+	fputs("usage: engyctl tokenize --tokenizer PATH [--decode] "
+	      "[--skip-special] [--jsonl]\n"
+	      "\n"
+	      "Encodes UTF-8 text read from stdin and prints the token ids\n"
+	      "on one line, space-separated.  With --decode, reads ids\n"
+	      "(separated by white space) and writes the text;\n"
+	      "--skip-special drops special tokens.  With --jsonl, each\n"
+	      "input line is one JSON string (encode) or one line of ids\n"
+	      "(decode), and each output line answers one input line.\n"
+	      "PATH is a directory with tokenizer.json (and\n"
+	      "tokenizer_config.json) or a tokenizer.json file.\n",
+	      f);
 }
 
 static int load(const char *path, struct engy_tokenizer **t)
@@ -43,7 +46,8 @@ static int load(const char *path, struct engy_tokenizer **t)
 	else
 		rc = engy_tokenizer_load(path, t, err, sizeof(err));
 	if (rc)
-		return engyctl_fail("tokenizer: %s", err[0] ? err : strerror(-rc));
+		return engyctl_fail("tokenizer: %s",
+				    err[0] ? err : strerror(-rc));
 	return 0;
 }
 
@@ -52,8 +56,12 @@ static bool is_sep(uint8_t c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-/* White-space separated decimal ids; on a bad item returns -EINVAL with its number in *bad. */
-static int parse_ids(const uint8_t *in, size_t len, uint32_t **out, size_t *nout, size_t *bad)
+/*
+ * White-space separated decimal ids; on a bad item returns -EINVAL with its
+ * number in *bad.
+ */
+static int parse_ids(const uint8_t *in, size_t len, uint32_t **out,
+		     size_t *nout, size_t *bad)
 {
 	uint32_t *ids = NULL, *tmp;
 	size_t n = 0, cap = 0, i = 0;
@@ -66,8 +74,9 @@ static int parse_ids(const uint8_t *in, size_t len, uint32_t **out, size_t *nout
 			break;
 		v = 0;
 		for (; i < len && !is_sep(in[i]); i++)
-			v = (in[i] < '0' || in[i] > '9' || v > UINT32_MAX) ? UINT64_MAX
-									   : v * 10 + (in[i] - '0');
+			v = (in[i] < '0' || in[i] > '9' || v > UINT32_MAX)
+				    ? UINT64_MAX
+				    : v * 10 + (in[i] - '0');
 		if (v > UINT32_MAX) {
 			free(ids);
 			*bad = n + 1;
@@ -112,7 +121,8 @@ static int hex4(const uint8_t *s, uint32_t *v)
  * One JSON string (the whole line, surrounding white space allowed) into
  * raw bytes in @out (room for @len bytes); U+0000 survives, unlike cJSON.
  */
-static const char *json_string(const uint8_t *s, size_t len, char *out, size_t *olen)
+static const char *json_string(const uint8_t *s, size_t len, char *out,
+			       size_t *olen)
 {
 	size_t i = 0, o = 0;
 	uint32_t cp, lo;
@@ -135,16 +145,34 @@ static const char *json_string(const uint8_t *s, size_t len, char *out, size_t *
 		if (++i == len)
 			return "bad escape";
 		switch (s[i++]) {
-		case '"': out[o++] = '"'; continue;
-		case '\\': out[o++] = '\\'; continue;
-		case '/': out[o++] = '/'; continue;
-		case 'b': out[o++] = '\b'; continue;
-		case 'f': out[o++] = '\f'; continue;
-		case 'n': out[o++] = '\n'; continue;
-		case 'r': out[o++] = '\r'; continue;
-		case 't': out[o++] = '\t'; continue;
-		case 'u': break;
-		default: return "bad escape";
+		case '"':
+			out[o++] = '"';
+			continue;
+		case '\\':
+			out[o++] = '\\';
+			continue;
+		case '/':
+			out[o++] = '/';
+			continue;
+		case 'b':
+			out[o++] = '\b';
+			continue;
+		case 'f':
+			out[o++] = '\f';
+			continue;
+		case 'n':
+			out[o++] = '\n';
+			continue;
+		case 'r':
+			out[o++] = '\r';
+			continue;
+		case 't':
+			out[o++] = '\t';
+			continue;
+		case 'u':
+			break;
+		default:
+			return "bad escape";
 		}
 		if (len - i < 4 || hex4(s + i, &cp))
 			return "bad \\u escape";
@@ -152,8 +180,8 @@ static const char *json_string(const uint8_t *s, size_t len, char *out, size_t *
 		if (cp >= 0xDC00 && cp < 0xE000)
 			return "lone surrogate in \\u escape";
 		if (cp >= 0xD800 && cp < 0xDC00) {
-			if (len - i < 6 || s[i] != '\\' || s[i + 1] != 'u' || hex4(s + i + 2, &lo) ||
-			    lo < 0xDC00 || lo >= 0xE000)
+			if (len - i < 6 || s[i] != '\\' || s[i + 1] != 'u' ||
+			    hex4(s + i + 2, &lo) || lo < 0xDC00 || lo >= 0xE000)
 				return "lone surrogate in \\u escape";
 			i += 6;
 			cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
@@ -209,13 +237,15 @@ static void put_ids(const uint32_t *ids, size_t n)
 }
 
 /* The first id of @ids the tokenizer does not know. */
-static uint32_t first_unknown(const struct engy_tokenizer *t, const uint32_t *ids, size_t n)
+static uint32_t first_unknown(const struct engy_tokenizer *t,
+			      const uint32_t *ids, size_t n)
 {
 	size_t i, len;
 	char *text;
 
 	for (i = 0; i < n; i++) {
-		if (engy_tokenizer_decode(t, ids + i, 1, false, &text, &len) == -ERANGE)
+		if (engy_tokenizer_decode(t, ids + i, 1, false, &text, &len) ==
+		    -ERANGE)
 			return ids[i];
 		free(text);
 	}
@@ -252,11 +282,13 @@ static int run_one(struct job *j, const uint8_t *in, size_t len)
 			in = (const uint8_t *)j->scratch;
 			len = tlen;
 		}
-		rc = engy_tokenizer_encode(j->t, (const char *)in, len, &ids, &n);
+		rc = engy_tokenizer_encode(j->t, (const char *)in, len, &ids,
+					   &n);
 		if (rc == -EILSEQ)
 			return fail_at(j, "text is not valid UTF-8");
 		if (rc == -E2BIG)
-			return fail_at(j, "a piece of the text is beyond the pre-tokenizer regex's limits");
+			return fail_at(j, "a piece of the text is beyond the "
+					  "pre-tokenizer regex's limits");
 		if (rc)
 			return fail_at(j, strerror(-rc));
 		put_ids(ids, n);
@@ -265,7 +297,9 @@ static int run_one(struct job *j, const uint8_t *in, size_t len)
 	}
 	rc = parse_ids(in, len, &ids, &n, &bad);
 	if (rc == -EINVAL) {
-		snprintf(msg, sizeof(msg), "item %zu is not a token id (a decimal number below 2^32)",
+		snprintf(msg, sizeof(msg),
+			 "item %zu is not a token id (a decimal number below "
+			 "2^32)",
 			 bad);
 		return fail_at(j, msg);
 	}
@@ -273,8 +307,10 @@ static int run_one(struct job *j, const uint8_t *in, size_t len)
 		return fail_at(j, strerror(-rc));
 	rc = engy_tokenizer_decode(j->t, ids, n, j->skip, &text, &tlen);
 	if (rc == -ERANGE) {
-		snprintf(msg, sizeof(msg), "token id %u is not in the vocabulary (%zu ids)",
-			 first_unknown(j->t, ids, n), engy_tokenizer_vocab_size(j->t));
+		snprintf(msg, sizeof(msg),
+			 "token id %u is not in the vocabulary (%zu ids)",
+			 first_unknown(j->t, ids, n),
+			 engy_tokenizer_vocab_size(j->t));
 		rc = fail_at(j, msg);
 	} else if (rc) {
 		rc = fail_at(j, strerror(-rc));
@@ -318,14 +354,14 @@ int engyctl_tokenize(int argc, char **argv);
 int engyctl_tokenize(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "tokenizer", required_argument, NULL, 't' },
-		{ "decode", no_argument, NULL, 'd' },
-		{ "skip-special", no_argument, NULL, 's' },
-		{ "jsonl", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"tokenizer", required_argument, NULL, 't'},
+		{"decode", no_argument, NULL, 'd'},
+		{"skip-special", no_argument, NULL, 's'},
+		{"jsonl", no_argument, NULL, 'j'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
-	struct job j = { 0 };
+	struct job j = {0};
 	struct engy_tokenizer *t = NULL;
 	const char *path = NULL;
 	uint8_t *in = NULL;
@@ -360,7 +396,8 @@ int engyctl_tokenize(int argc, char **argv)
 		return 2;
 	}
 	if (j.skip && !j.decode) {
-		fprintf(stderr, "engyctl: --skip-special applies to --decode only\n");
+		fprintf(stderr,
+			"engyctl: --skip-special applies to --decode only\n");
 		return 2;
 	}
 	rc = load(path, &t);
