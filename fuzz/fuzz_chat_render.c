@@ -32,13 +32,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		out = NULL;
 		err[0] = '\0';
-		rc = engy_chat_render(body, &o, &out, &len, &info, err, sizeof(err));
+		rc = engy_chat_render(body, &o, &out, &len, &info, err,
+				      sizeof(err));
 		if (rc == 0) {
 			if (!out || strlen(out) != len)
 				abort();
 			if (info.tools && !cJSON_IsArray(info.tools))
 				abort();
-		} else if (out || !err[0] || strchr(err, '\n') || (rc != -EINVAL && rc != -ENOMEM)) {
+		} else if (out || !err[0] || strchr(err, '\n') ||
+			   (rc != -EINVAL && rc != -ENOMEM)) {
 			abort();
 		}
 		free(out);

@@ -12,11 +12,14 @@
 #include "fuzz.h"
 #include "genparse.h"
 
-static const char tools_json[] =
-	"[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"parameters\":{\"type\":"
-	"\"object\",\"properties\":{\"s\":{\"type\":\"string\"},\"i\":{\"type\":\"integer\"},"
-	"\"n\":{\"type\":\"number\"},\"b\":{\"type\":\"boolean\"},\"o\":{\"type\":\"object\"},"
-	"\"a\":{\"type\":\"array\"},\"u\":{\"type\":[\"integer\",\"null\"]}}}}}]";
+static const char tools_json[] = "[{\"type\":\"function\",\"function\":{"
+				 "\"name\":\"f\",\"parameters\":{\"type\":"
+				 "\"object\",\"properties\":{\"s\":{\"type\":"
+				 "\"string\"},\"i\":{\"type\":\"integer\"},"
+				 "\"n\":{\"type\":\"number\"},\"b\":{\"type\":"
+				 "\"boolean\"},\"o\":{\"type\":\"object\"},"
+				 "\"a\":{\"type\":\"array\"},\"u\":{\"type\":["
+				 "\"integer\",\"null\"]}}}}}]";
 
 struct acc {
 	char *text[2];
@@ -51,8 +54,8 @@ static int cb(void *arg, const struct engy_gen_delta *d)
 	if (!d->len)
 		die("an empty delta");
 	if (d->kind == ENGY_GEN_REASONING || d->kind == ENGY_GEN_CONTENT)
-		add(&a->text[d->kind == ENGY_GEN_CONTENT], &a->len[d->kind == ENGY_GEN_CONTENT],
-		    d->text, d->len);
+		add(&a->text[d->kind == ENGY_GEN_CONTENT],
+		    &a->len[d->kind == ENGY_GEN_CONTENT], d->text, d->len);
 	else if (d->kind == ENGY_GEN_TOOL_NAME)
 		a->calls++;
 	else
@@ -68,10 +71,10 @@ static bool same(const char *a, size_t alen, const char *b, size_t blen)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static cJSON *tools;
-	struct engy_genparse_opts o = { .id_prefix = "c" };
+	struct engy_genparse_opts o = {.id_prefix = "c"};
 	struct engy_genstream *s = NULL;
 	struct engy_gen_msg m;
-	struct acc a = { 0 };
+	struct acc a = {0};
 	const char *text;
 	size_t len, off = 0, step, i;
 	char *all = NULL;
@@ -109,10 +112,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		die("finish failed");
 
 	for (i = 0; i < m.n_calls; i++)
-		add(&all, &alllen, m.calls[i].arguments, strlen(m.calls[i].arguments));
+		add(&all, &alllen, m.calls[i].arguments,
+		    strlen(m.calls[i].arguments));
 	if (!same(a.text[0], a.len[0], m.reasoning, m.reasoning_len) ||
-	    !same(a.text[1], a.len[1], m.content, m.content_len) || a.calls != m.n_calls ||
-	    !same(a.args, a.alen, all, alllen) || engy_genstream_calls(s) != m.n_calls)
+	    !same(a.text[1], a.len[1], m.content, m.content_len) ||
+	    a.calls != m.n_calls || !same(a.args, a.alen, all, alllen) ||
+	    engy_genstream_calls(s) != m.n_calls)
 		die("the stream differs from the batch parse");
 	engy_genstream_free(s);
 	free(all);

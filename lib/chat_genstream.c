@@ -30,10 +30,11 @@ struct engy_genstream {
 	engy_gen_cb cb;
 	void *arg;
 	enum state state;
-	enum state from;  /* S_TRY: the text state it came from; S_SEEK once committed */
+	enum state from; /* S_TRY: the text state it came from; S_SEEK once
+			    committed */
 	struct engy_chat_buf in; /* pending input; [off, len) unprocessed */
 	size_t off;
-	size_t scan;	/* S_PKEY: bytes already searched for '>' */
+	size_t scan; /* S_PKEY: bytes already searched for '>' */
 	bool final;
 	int err;
 	/* The text section being emitted. */
@@ -50,18 +51,20 @@ struct engy_genstream {
 	struct engy_chat_buf val;
 };
 
-static const char *const m_reason[] = { GEN_THINK_END, GEN_TC, NULL };
-static const char *const m_reason_notools[] = { GEN_THINK_END, NULL };
-static const char *const m_content[] = { GEN_TC, NULL };
-static const char *const m_none[] = { NULL };
-static const char *const m_body[] = { GEN_PARAM, GEN_FN_END, GEN_TC_END, NULL };
-static const char *const m_val[] = { GEN_PARAM_END, GEN_PARAM, GEN_FN_END, GEN_TC_END, NULL };
-static const char *const m_after[] = { GEN_FN, GEN_TC_END, NULL };
+static const char *const m_reason[] = {GEN_THINK_END, GEN_TC, NULL};
+static const char *const m_reason_notools[] = {GEN_THINK_END, NULL};
+static const char *const m_content[] = {GEN_TC, NULL};
+static const char *const m_none[] = {NULL};
+static const char *const m_body[] = {GEN_PARAM, GEN_FN_END, GEN_TC_END, NULL};
+static const char *const m_val[] = {GEN_PARAM_END, GEN_PARAM, GEN_FN_END,
+				    GEN_TC_END, NULL};
+static const char *const m_after[] = {GEN_FN, GEN_TC_END, NULL};
 
-static int emit(struct engy_genstream *s, enum engy_gen_kind kind, const char *p, size_t n,
-		size_t index, const char *id)
+static int emit(struct engy_genstream *s, enum engy_gen_kind kind,
+		const char *p, size_t n, size_t index, const char *id)
 {
-	struct engy_gen_delta d = { .kind = kind, .text = p, .len = n, .index = index, .id = id };
+	struct engy_gen_delta d = {
+		.kind = kind, .text = p, .len = n, .index = index, .id = id};
 	int rc;
 
 	if (s->err)
@@ -75,7 +78,8 @@ static int emit(struct engy_genstream *s, enum engy_gen_kind kind, const char *p
 }
 
 /* Earliest of @marks in p[0..n); *@which is its index. */
-static const char *earliest(const char *p, size_t n, const char *const *marks, int *which)
+static const char *earliest(const char *p, size_t n, const char *const *marks,
+			    int *which)
 {
 	const char *best = NULL, *f;
 	int i;
@@ -187,8 +191,8 @@ static int call_end(struct engy_genstream *s)
 	size_t i;
 	int rc;
 
-	rc = emit(s, ENGY_GEN_TOOL_ARGS, s->nkeys ? "}" : "{}", s->nkeys ? 1 : 2, s->ncalls,
-		  NULL);
+	rc = emit(s, ENGY_GEN_TOOL_ARGS, s->nkeys ? "}" : "{}",
+		  s->nkeys ? 1 : 2, s->ncalls, NULL);
 	for (i = 0; i < s->nkeys; i++)
 		free(s->keys[i]);
 	s->nkeys = 0;
@@ -198,7 +202,7 @@ static int call_end(struct engy_genstream *s)
 
 static int param_end(struct engy_genstream *s)
 {
-	struct engy_chat_buf b = { 0 };
+	struct engy_chat_buf b = {0};
 	const char *k = s->key.p ? s->key.p : "", *v = s->val.p ? s->val.p : "";
 	size_t kn = s->key.len, vn = s->val.len, i;
 	char **keys;
@@ -219,7 +223,8 @@ static int param_end(struct engy_genstream *s)
 	s->nkeys++;
 	engy_gen_value_strip(&v, &vn);
 	engy_gen_param_json(&b, s->props, k, kn, v, vn);
-	rc = b.err ? b.err : emit(s, ENGY_GEN_TOOL_ARGS, b.p, b.len, s->ncalls, NULL);
+	rc = b.err ? b.err
+		   : emit(s, ENGY_GEN_TOOL_ARGS, b.p, b.len, s->ncalls, NULL);
 	engy_chat_buf_free(&b);
 	return rc;
 }
@@ -227,9 +232,10 @@ static int param_end(struct engy_genstream *s)
 /* S_REASON / S_CONTENT.  Returns 1 on progress, 0 when it needs input. */
 static int st_text(struct engy_genstream *s, const char *p, size_t n)
 {
-	const char *const *marks = s->state == S_CONTENT ? (s->o.tools ? m_content : m_none)
-				   : s->o.tools		 ? m_reason
-							 : m_reason_notools;
+	const char *const *marks = s->state == S_CONTENT
+					   ? (s->o.tools ? m_content : m_none)
+				   : s->o.tools ? m_reason
+						: m_reason_notools;
 	const char *f;
 	size_t safe;
 	int w = 0, rc;
@@ -277,7 +283,8 @@ static int st_start(struct engy_genstream *s, const char *p, size_t n)
 		s->state = S_REASON;
 		return 1;
 	}
-	if (!s->final && (!n || (n < GEN_LEN(GEN_THINK) && memcmp(p, GEN_THINK, n) == 0)))
+	if (!s->final &&
+	    (!n || (n < GEN_LEN(GEN_THINK) && memcmp(p, GEN_THINK, n) == 0)))
 		return 0;
 	s->state = s->o.think_open ? S_REASON : S_CONTENT;
 	return 1;
@@ -285,7 +292,7 @@ static int st_start(struct engy_genstream *s, const char *p, size_t n)
 
 static int st_try(struct engy_genstream *s, const char *p, size_t n)
 {
-	struct engy_gen_probe pr = { 0 };
+	struct engy_gen_probe pr = {0};
 	int rc = engy_gen_probe(p, n, s->final, &pr);
 	char id[64];
 
@@ -305,12 +312,12 @@ static int st_try(struct engy_genstream *s, const char *p, size_t n)
 	s->off += pr.used;
 	if (rc == ENGY_GEN_JSON) {
 		engy_gen_call_id(s->o.id_prefix, s->ncalls, id, sizeof(id));
-		rc = emit(s, ENGY_GEN_TOOL_NAME, pr.json_name, strlen(pr.json_name), s->ncalls,
-			  id);
+		rc = emit(s, ENGY_GEN_TOOL_NAME, pr.json_name,
+			  strlen(pr.json_name), s->ncalls, id);
 		free(pr.json_name);
 		if (!rc)
-			rc = emit(s, ENGY_GEN_TOOL_ARGS, pr.json_args, strlen(pr.json_args),
-				  s->ncalls, NULL);
+			rc = emit(s, ENGY_GEN_TOOL_ARGS, pr.json_args,
+				  strlen(pr.json_args), s->ncalls, NULL);
 		free(pr.json_args);
 		s->ncalls++;
 		s->state = S_SEEK;
@@ -471,16 +478,34 @@ static int run(struct engy_genstream *s)
 		p = s->in.p + s->off;
 		n = s->in.len - s->off;
 		switch (s->state) {
-		case S_START: rc = st_start(s, p, n); break;
+		case S_START:
+			rc = st_start(s, p, n);
+			break;
 		case S_REASON:
-		case S_CONTENT: rc = st_text(s, p, n); break;
-		case S_TRY: rc = st_try(s, p, n); break;
-		case S_SEEK: rc = st_seek(s, p, n); break;
-		case S_BODY: rc = st_body(s, p, n); break;
-		case S_PKEY: rc = st_pkey(s, p, n); break;
-		case S_PVAL: rc = st_pval(s, p, n); break;
-		case S_AFTER: rc = st_after(s, p, n); break;
-		case S_DONE: rc = 0; break;
+		case S_CONTENT:
+			rc = st_text(s, p, n);
+			break;
+		case S_TRY:
+			rc = st_try(s, p, n);
+			break;
+		case S_SEEK:
+			rc = st_seek(s, p, n);
+			break;
+		case S_BODY:
+			rc = st_body(s, p, n);
+			break;
+		case S_PKEY:
+			rc = st_pkey(s, p, n);
+			break;
+		case S_PVAL:
+			rc = st_pval(s, p, n);
+			break;
+		case S_AFTER:
+			rc = st_after(s, p, n);
+			break;
+		case S_DONE:
+			rc = 0;
+			break;
 		}
 	}
 	if (rc < 0 && !s->err)
@@ -494,8 +519,8 @@ static int run(struct engy_genstream *s)
 	return s->err;
 }
 
-int engy_genstream_new(const struct engy_genparse_opts *o, engy_gen_cb cb, void *arg,
-		       struct engy_genstream **out)
+int engy_genstream_new(const struct engy_genparse_opts *o, engy_gen_cb cb,
+		       void *arg, struct engy_genstream **out)
 {
 	struct engy_genstream *s;
 

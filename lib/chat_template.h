@@ -39,14 +39,15 @@ struct engy_chat_opts {
 	/* -1: as the body says (chat_template_kwargs.enable_thinking, else
 	 * top-level enable_thinking, else on); 0: off; 1: on. */
 	int enable_thinking;
-	/* Leave out the trailing "<|im_start|>assistant\n…" (default: add it). */
+	/* Leave out the trailing "<|im_start|>assistant\n…" (default: add it).
+	 */
 	bool no_generation_prompt;
 };
 
 /* What the generation parsers need to know about a rendered prompt. */
 struct engy_chat_info {
-	bool thinking;		/* enable_thinking was not false */
-	bool think_open;	/* the prompt ends inside an open <think> */
+	bool thinking;	 /* enable_thinking was not false */
+	bool think_open; /* the prompt ends inside an open <think> */
 	/* The body's "tools" when calls are to be parsed (tools given and
 	 * tool_choice is not "none"), else NULL.  Borrowed from the body. */
 	const cJSON *tools;
@@ -59,7 +60,8 @@ struct engy_chat_info {
  * -EINVAL with a one-line reason naming the offending field in @err, or
  * -ENOMEM.  Never logs or keeps message text.
  */
-int engy_chat_render(const cJSON *body, const struct engy_chat_opts *opts, char **prompt,
-		     size_t *len, struct engy_chat_info *info, char *err, size_t errlen);
+int engy_chat_render(const cJSON *body, const struct engy_chat_opts *opts,
+		     char **prompt, size_t *len, struct engy_chat_info *info,
+		     char *err, size_t errlen);
 
 #endif /* ENGY_CHAT_TEMPLATE_H */

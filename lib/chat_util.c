@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Buffer, Python-style JSON and whitespace helpers for chat rendering/parsing. */
+/* Buffer, Python-style JSON and whitespace helpers for chat rendering/parsing.
+ */
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -79,13 +80,27 @@ void engy_chat_tojson_str(struct engy_chat_buf *b, const char *s, size_t n)
 		const char *e = NULL;
 
 		switch (c) {
-		case '"': e = "\\\""; break;
-		case '\\': e = "\\\\"; break;
-		case '\n': e = "\\n"; break;
-		case '\r': e = "\\r"; break;
-		case '\t': e = "\\t"; break;
-		case '\b': e = "\\b"; break;
-		case '\f': e = "\\f"; break;
+		case '"':
+			e = "\\\"";
+			break;
+		case '\\':
+			e = "\\\\";
+			break;
+		case '\n':
+			e = "\\n";
+			break;
+		case '\r':
+			e = "\\r";
+			break;
+		case '\t':
+			e = "\\t";
+			break;
+		case '\b':
+			e = "\\b";
+			break;
+		case '\f':
+			e = "\\f";
+			break;
 		default:
 			if (c < 0x20) {
 				esc[0] = '\\';
@@ -108,7 +123,8 @@ void engy_chat_tojson_str(struct engy_chat_buf *b, const char *s, size_t n)
 	engy_chat_buf_add(b, "\"", 1);
 }
 
-/* Shortest "%.*e" rendering of @d that reads back exactly: digits and exponent. */
+/* Shortest "%.*e" rendering of @d that reads back exactly: digits and exponent.
+ */
 static void shortest_digits(double d, char *digits, size_t cap, int *exp10)
 {
 	char tmp[40], *e;
@@ -140,7 +156,9 @@ static void py_float(struct engy_chat_buf *b, double d)
 
 	if (!isfinite(d)) {
 		/* Python writes these (not JSON); cJSON never produces them. */
-		engy_chat_buf_adds(b, isnan(d) ? "NaN" : d < 0 ? "-Infinity" : "Infinity");
+		engy_chat_buf_adds(b, isnan(d) ? "NaN"
+				      : d < 0  ? "-Infinity"
+					       : "Infinity");
 		return;
 	}
 	if (d == 0) {
@@ -166,7 +184,8 @@ static void py_float(struct engy_chat_buf *b, double d)
 				out[o++] = i < nd ? digits[i] : '0';
 			out[o++] = '.';
 			if (nd > (size_t)exp10 + 1) {
-				memcpy(out + o, digits + exp10 + 1, nd - exp10 - 1);
+				memcpy(out + o, digits + exp10 + 1,
+				       nd - exp10 - 1);
 				o += nd - exp10 - 1;
 			} else {
 				out[o++] = '0';
@@ -180,8 +199,8 @@ static void py_float(struct engy_chat_buf *b, double d)
 			memcpy(out + o, digits + 1, nd - 1);
 			o += nd - 1;
 		}
-		snprintf(out + o, sizeof(out) - o, "e%c%02d", exp10 < 0 ? '-' : '+',
-			 exp10 < 0 ? -exp10 : exp10);
+		snprintf(out + o, sizeof(out) - o, "e%c%02d",
+			 exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
 	}
 	engy_chat_buf_adds(b, out);
 }
@@ -222,7 +241,8 @@ void engy_chat_tojson(struct engy_chat_buf *b, const cJSON *v)
 		engy_chat_buf_adds(b, v->valuestring ? v->valuestring : "null");
 	} else if (cJSON_IsArray(v)) {
 		engy_chat_buf_add(b, "[", 1);
-		cJSON_ArrayForEach(c, v) {
+		cJSON_ArrayForEach(c, v)
+		{
 			if (!first)
 				engy_chat_buf_add(b, ", ", 2);
 			first = false;
@@ -231,7 +251,8 @@ void engy_chat_tojson(struct engy_chat_buf *b, const cJSON *v)
 		engy_chat_buf_add(b, "]", 1);
 	} else {
 		engy_chat_buf_add(b, "{", 1);
-		cJSON_ArrayForEach(c, v) {
+		cJSON_ArrayForEach(c, v)
+		{
 			if (!first)
 				engy_chat_buf_add(b, ", ", 2);
 			first = false;
@@ -257,8 +278,8 @@ static size_t utf8_cp(const unsigned char *s, size_t n, uint32_t *cp)
 	}
 	if (n >= 3 && (s[0] & 0xf0) == 0xe0 && (s[1] & 0xc0) == 0x80 &&
 	    (s[2] & 0xc0) == 0x80) {
-		*cp = ((uint32_t)(s[0] & 0x0f) << 12) | ((uint32_t)(s[1] & 0x3f) << 6) |
-		      (s[2] & 0x3f);
+		*cp = ((uint32_t)(s[0] & 0x0f) << 12) |
+		      ((uint32_t)(s[1] & 0x3f) << 6) | (s[2] & 0x3f);
 		return 3;
 	}
 	return 0;
@@ -271,9 +292,10 @@ size_t engy_chat_pyspace(const char *s, size_t n)
 
 	if (!k)
 		return 0;
-	if ((cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) || cp == 0x85 ||
-	    cp == 0xa0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200a) ||
-	    cp == 0x2028 || cp == 0x2029 || cp == 0x202f || cp == 0x205f || cp == 0x3000)
+	if ((cp >= 0x09 && cp <= 0x0d) || (cp >= 0x1c && cp <= 0x20) ||
+	    cp == 0x85 || cp == 0xa0 || cp == 0x1680 ||
+	    (cp >= 0x2000 && cp <= 0x200a) || cp == 0x2028 || cp == 0x2029 ||
+	    cp == 0x202f || cp == 0x205f || cp == 0x3000)
 		return k;
 	return 0;
 }

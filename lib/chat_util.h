@@ -33,7 +33,8 @@ void engy_chat_buf_free(struct engy_chat_buf *b);
  */
 int engy_chat_buf_take(struct engy_chat_buf *b, char **out, size_t *len);
 
-/* engy_chat_tojson() - append @v as Python json.dumps(v, ensure_ascii=False). */
+/* engy_chat_tojson() - append @v as Python json.dumps(v, ensure_ascii=False).
+ */
 void engy_chat_tojson(struct engy_chat_buf *b, const cJSON *v);
 
 /* engy_chat_tojson_str() - append @s (@n bytes) as a JSON string literal. */
@@ -46,7 +47,8 @@ void engy_chat_tojson_str(struct engy_chat_buf *b, const char *s, size_t n);
  */
 void engy_chat_tojson_num(struct engy_chat_buf *b, double d);
 
-/* engy_chat_tojson_float() - append @d as Python's repr(float) ("5.0", "1e-05"). */
+/* engy_chat_tojson_float() - append @d as Python's repr(float) ("5.0",
+ * "1e-05"). */
 void engy_chat_tojson_float(struct engy_chat_buf *b, double d);
 
 /* engy_chat_pyspace() - byte length of the Python whitespace character

@@ -72,7 +72,7 @@ static bool blank(const char *s)
 /* A hermes block's JSON: {"name": …, "arguments": {…}} ("parameters" too). */
 static int json_call(const char *p, size_t n, struct engy_gen_probe *pr)
 {
-	struct engy_chat_buf b = { 0 };
+	struct engy_chat_buf b = {0};
 	const cJSON *name, *args;
 	cJSON *j;
 	int rc;
@@ -85,11 +85,13 @@ static int json_call(const char *p, size_t n, struct engy_gen_probe *pr)
 	args = cJSON_GetObjectItemCaseSensitive(j, "arguments");
 	if (!args)
 		args = cJSON_GetObjectItemCaseSensitive(j, "parameters");
-	if (!cJSON_IsObject(j) || !cJSON_IsString(name) || !name->valuestring[0]) {
+	if (!cJSON_IsObject(j) || !cJSON_IsString(name) ||
+	    !name->valuestring[0]) {
 		cJSON_Delete(j);
 		return ENGY_GEN_FAIL;
 	}
-	if (!args || cJSON_IsNull(args) || (cJSON_IsString(args) && blank(args->valuestring)))
+	if (!args || cJSON_IsNull(args) ||
+	    (cJSON_IsString(args) && blank(args->valuestring)))
 		engy_chat_buf_adds(&b, "{}");
 	else if (cJSON_IsString(args))
 		engy_chat_buf_adds(&b, args->valuestring);
@@ -106,7 +108,8 @@ static int json_call(const char *p, size_t n, struct engy_gen_probe *pr)
 	return ENGY_GEN_JSON;
 }
 
-int engy_gen_probe(const char *p, size_t n, bool final, struct engy_gen_probe *pr)
+int engy_gen_probe(const char *p, size_t n, bool final,
+		   struct engy_gen_probe *pr)
 {
 	const char *e;
 	size_t i = GEN_LEN(GEN_TC), gt, rest;
@@ -119,7 +122,9 @@ int engy_gen_probe(const char *p, size_t n, bool final, struct engy_gen_probe *p
 	rest = n - i;
 	if (p[i] == '<') {
 		if (rest < GEN_LEN(GEN_FN))
-			return memcmp(p + i, GEN_FN, rest) || final ? ENGY_GEN_FAIL : ENGY_GEN_MORE;
+			return memcmp(p + i, GEN_FN, rest) || final
+				       ? ENGY_GEN_FAIL
+				       : ENGY_GEN_MORE;
 		if (memcmp(p + i, GEN_FN, GEN_LEN(GEN_FN)))
 			return ENGY_GEN_FAIL;
 		i += GEN_LEN(GEN_FN);
@@ -147,7 +152,8 @@ const cJSON *engy_gen_tool_props(const cJSON *tools, const char *name, size_t n)
 {
 	const cJSON *t, *fn, *nm, *params;
 
-	cJSON_ArrayForEach(t, tools) {
+	cJSON_ArrayForEach(t, tools)
+	{
 		fn = cJSON_GetObjectItemCaseSensitive(t, "function");
 		nm = cJSON_GetObjectItemCaseSensitive(fn, "name");
 		if (!cJSON_IsString(nm) || strlen(nm->valuestring) != n ||
@@ -162,7 +168,8 @@ const cJSON *engy_gen_tool_props(const cJSON *tools, const char *name, size_t n)
 static bool type_is(const char *t, const char *const *names, bool prefix)
 {
 	for (; *names; names++)
-		if (prefix ? strncmp(t, *names, strlen(*names)) == 0 : strcmp(t, *names) == 0)
+		if (prefix ? strncmp(t, *names, strlen(*names)) == 0
+			   : strcmp(t, *names) == 0)
 			return true;
 	return false;
 }
@@ -173,21 +180,28 @@ static const char *prop_type(const cJSON *props, const char *key, size_t klen)
 {
 	const cJSON *p, *t, *it;
 
-	cJSON_ArrayForEach(p, props) {
-		if (!p->string || strlen(p->string) != klen || memcmp(p->string, key, klen))
+	cJSON_ArrayForEach(p, props)
+	{
+		if (!p->string || strlen(p->string) != klen ||
+		    memcmp(p->string, key, klen))
 			continue;
 		t = cJSON_GetObjectItemCaseSensitive(p, "type");
 		if (cJSON_IsString(t))
 			return t->valuestring;
-		cJSON_ArrayForEach(it, (cJSON_IsArray(t) ? t : NULL))
-			if (cJSON_IsString(it) && strcmp(it->valuestring, "null"))
-				return it->valuestring;
+		cJSON_ArrayForEach(
+			it,
+			(cJSON_IsArray(t) ? t
+					  : NULL)) if (cJSON_IsString(it) &&
+						       strcmp(it->valuestring,
+							      "null")) return it
+			->valuestring;
 		return "";
 	}
 	return "";
 }
 
-/* Python int(): optional sign, decimal digits; written without leading zeros. */
+/* Python int(): optional sign, decimal digits; written without leading zeros.
+ */
 static bool put_int(struct engy_chat_buf *b, const char *s, size_t n)
 {
 	size_t i = 0, k;
@@ -221,7 +235,8 @@ static bool put_float(struct engy_chat_buf *b, const char *s, size_t n)
 	for (i = 0; i < n; i++) {
 		if (s[i] == '.' || s[i] == 'e' || s[i] == 'E')
 			point = true;
-		else if (!isdigit((unsigned char)s[i]) && s[i] != '+' && s[i] != '-')
+		else if (!isdigit((unsigned char)s[i]) && s[i] != '+' &&
+			 s[i] != '-')
 			return false;
 	}
 	if (!point)
@@ -235,7 +250,8 @@ static bool put_float(struct engy_chat_buf *b, const char *s, size_t n)
 	return true;
 }
 
-static bool put_json(struct engy_chat_buf *b, const char *s, size_t n, bool want_array)
+static bool put_json(struct engy_chat_buf *b, const char *s, size_t n,
+		     bool want_array)
 {
 	cJSON *j = cJSON_ParseWithLength(s, n);
 	bool ok = j && (want_array ? cJSON_IsArray(j) : cJSON_IsObject(j));
@@ -246,14 +262,16 @@ static bool put_json(struct engy_chat_buf *b, const char *s, size_t n, bool want
 	return ok;
 }
 
-void engy_gen_param_json(struct engy_chat_buf *b, const cJSON *props, const char *key,
-			 size_t klen, const char *val, size_t vlen)
+void engy_gen_param_json(struct engy_chat_buf *b, const cJSON *props,
+			 const char *key, size_t klen, const char *val,
+			 size_t vlen)
 {
-	static const char *const ints[] = { "int", "uint", "long", "short", "unsigned", NULL };
-	static const char *const nums[] = { "num", "float", "double", NULL };
-	static const char *const bools[] = { "boolean", "bool", "binary", NULL };
-	static const char *const objs[] = { "object", "dict", NULL };
-	static const char *const arrs[] = { "array", "arr", "list", NULL };
+	static const char *const ints[] = {"int",   "uint",	"long",
+					   "short", "unsigned", NULL};
+	static const char *const nums[] = {"num", "float", "double", NULL};
+	static const char *const bools[] = {"boolean", "bool", "binary", NULL};
+	static const char *const objs[] = {"object", "dict", NULL};
+	static const char *const arrs[] = {"array", "arr", "list", NULL};
 	const char *t = prop_type(props, key, klen), *s = val;
 	size_t n = vlen;
 	bool done = false;
@@ -273,9 +291,11 @@ void engy_gen_param_json(struct engy_chat_buf *b, const cJSON *props, const char
 		done = put_int(b, s, n);
 	else if (type_is(t, nums, true))
 		done = put_float(b, s, n);
-	else if (type_is(t, bools, false) && n == 4 && strncasecmp(s, "true", 4) == 0)
+	else if (type_is(t, bools, false) && n == 4 &&
+		 strncasecmp(s, "true", 4) == 0)
 		done = (engy_chat_buf_adds(b, "true"), true);
-	else if (type_is(t, bools, false) && n == 5 && strncasecmp(s, "false", 5) == 0)
+	else if (type_is(t, bools, false) && n == 5 &&
+		 strncasecmp(s, "false", 5) == 0)
 		done = (engy_chat_buf_adds(b, "false"), true);
 	else if (type_is(t, objs, true))
 		done = put_json(b, s, n, false);
@@ -345,14 +365,15 @@ static int add_call(struct batch *b, const char *name, size_t nlen, char *args)
 
 /* The earliest of @marks in [p, end), or NULL; *@which is its index.  The
  * search for later marks stops at the best one found so far. */
-static const char *earliest(const char *p, const char *end, const char *const *marks,
-			    int *which)
+static const char *earliest(const char *p, const char *end,
+			    const char *const *marks, int *which)
 {
 	const char *best = NULL, *f;
 	int i;
 
 	for (i = 0; marks[i]; i++) {
-		f = engy_chat_find(p, (size_t)((best ? best : end) - p), marks[i]);
+		f = engy_chat_find(p, (size_t)((best ? best : end) - p),
+				   marks[i]);
 		if (f) {
 			best = f;
 			*which = i;
@@ -378,14 +399,16 @@ static int xml_close(struct batch *b, const char *name, size_t nlen)
 }
 
 /* One <parameter=KEY>VALUE; the first of a key wins. */
-static int xml_param(struct batch *b, const char *key, size_t klen, const char *val, size_t vlen)
+static int xml_param(struct batch *b, const char *key, size_t klen,
+		     const char *val, size_t vlen)
 {
 	char **keys;
 	size_t i;
 
 	engy_gen_trim(&key, &klen);
 	for (i = 0; i < b->nkeys; i++)
-		if (strlen(b->keys[i]) == klen && memcmp(b->keys[i], key, klen) == 0)
+		if (strlen(b->keys[i]) == klen &&
+		    memcmp(b->keys[i], key, klen) == 0)
 			return 0;
 	keys = realloc(b->keys, (b->nkeys + 1) * sizeof(*keys));
 	if (!keys)
@@ -405,13 +428,14 @@ static int xml_param(struct batch *b, const char *key, size_t klen, const char *
  * The body of a <function=NAME> (@p is just past its '>') up to the end of
  * its <tool_call> block; returns where the block ends, or NULL on ENOMEM.
  */
-static const char *xml_block(struct batch *b, const char *p, const char *end, const char *name,
-			     size_t nlen)
+static const char *xml_block(struct batch *b, const char *p, const char *end,
+			     const char *name, size_t nlen)
 {
-	static const char *const body[] = { GEN_PARAM, GEN_FN_END, GEN_TC_END, NULL };
-	static const char *const vend[] = { GEN_PARAM_END, GEN_PARAM, GEN_FN_END, GEN_TC_END,
-					    NULL };
-	static const char *const after[] = { GEN_FN, GEN_TC_END, NULL };
+	static const char *const body[] = {GEN_PARAM, GEN_FN_END, GEN_TC_END,
+					   NULL};
+	static const char *const vend[] = {GEN_PARAM_END, GEN_PARAM, GEN_FN_END,
+					   GEN_TC_END, NULL};
+	static const char *const after[] = {GEN_FN, GEN_TC_END, NULL};
 	const char *q, *k, *gt;
 	size_t g;
 	int w = 0;
@@ -431,7 +455,8 @@ static const char *xml_block(struct batch *b, const char *p, const char *end, co
 			p = earliest(gt + 1, end, vend, &w);
 			if (!p)
 				p = end;
-			if (xml_param(b, k, (size_t)(gt - k), gt + 1, (size_t)(p - gt - 1)))
+			if (xml_param(b, k, (size_t)(gt - k), gt + 1,
+				      (size_t)(p - gt - 1)))
 				return NULL;
 			if (p < end && w == 0)
 				p += GEN_LEN(GEN_PARAM_END);
@@ -442,7 +467,8 @@ static const char *xml_block(struct batch *b, const char *p, const char *end, co
 			return end;
 		if (w == 2)
 			return q + GEN_LEN(GEN_TC_END);
-		/* </function>: another <function= may follow in the same block. */
+		/* </function>: another <function= may follow in the same block.
+		 */
 		p = q + GEN_LEN(GEN_FN_END);
 		for (;;) {
 			q = earliest(p, end, after, &w);
@@ -451,7 +477,8 @@ static const char *xml_block(struct batch *b, const char *p, const char *end, co
 			if (w == 1)
 				return q + GEN_LEN(GEN_TC_END);
 			p = q + GEN_LEN(GEN_FN);
-			if (engy_gen_fname(p, (size_t)(end - p), true, &g) == ENGY_GEN_XML)
+			if (engy_gen_fname(p, (size_t)(end - p), true, &g) ==
+			    ENGY_GEN_XML)
 				break;
 		}
 		name = p;
@@ -463,7 +490,8 @@ static const char *xml_block(struct batch *b, const char *p, const char *end, co
 
 /* The first <tool_call> in [p, limit) that opens a call (it may run past
  * @limit), or NULL. */
-static const char *first_call(const char *p, const char *limit, const char *end, int *err)
+static const char *first_call(const char *p, const char *limit, const char *end,
+			      int *err)
 {
 	struct engy_gen_probe pr;
 	const char *c;
@@ -499,13 +527,15 @@ static int parse_calls(struct batch *b, const char *p, const char *end)
 		if (rc == ENGY_GEN_FAIL) {
 			p = c + GEN_LEN(GEN_TC);
 		} else if (rc == ENGY_GEN_JSON) {
-			rc = add_call(b, pr.json_name, strlen(pr.json_name), pr.json_args);
+			rc = add_call(b, pr.json_name, strlen(pr.json_name),
+				      pr.json_args);
 			free(pr.json_name);
 			if (rc)
 				return rc;
 			p = c + pr.used;
 		} else {
-			p = xml_block(b, c + pr.used, end, pr.name, pr.name_len);
+			p = xml_block(b, c + pr.used, end, pr.name,
+				      pr.name_len);
 			if (!p)
 				return -ENOMEM;
 		}
@@ -526,12 +556,13 @@ static int dup_trimmed(const char *p, size_t n, char **out, size_t *len)
 	return 0;
 }
 
-int engy_genparse(const char *text, size_t len, const struct engy_genparse_opts *o,
-		  struct engy_gen_msg *msg)
+int engy_genparse(const char *text, size_t len,
+		  const struct engy_genparse_opts *o, struct engy_gen_msg *msg)
 {
-	static const struct engy_genparse_opts none = { 0 };
-	const char *end = text + len, *p = text, *rs = NULL, *re = NULL, *e, *c = NULL;
-	struct batch b = { .o = o ? o : &none, .m = msg };
+	static const struct engy_genparse_opts none = {0};
+	const char *end = text + len, *p = text, *rs = NULL, *re = NULL, *e,
+		   *c = NULL;
+	struct batch b = {.o = o ? o : &none, .m = msg};
 	bool reasoning = b.o->think_open;
 	int rc = 0;
 	size_t i;
@@ -558,7 +589,8 @@ int engy_genparse(const char *text, size_t len, const struct engy_genparse_opts 
 			goto out;
 		re = c ? c : e ? e : end;
 		p = c ? c : e ? e + GEN_LEN(GEN_THINK_END) : end;
-		rc = dup_trimmed(rs, (size_t)(re - rs), &msg->reasoning, &msg->reasoning_len);
+		rc = dup_trimmed(rs, (size_t)(re - rs), &msg->reasoning,
+				 &msg->reasoning_len);
 		if (rc)
 			goto out;
 	}
@@ -566,7 +598,8 @@ int engy_genparse(const char *text, size_t len, const struct engy_genparse_opts 
 		c = first_call(p, end, end, &rc);
 	if (rc)
 		goto out;
-	rc = dup_trimmed(p, (size_t)((c ? c : end) - p), &msg->content, &msg->content_len);
+	rc = dup_trimmed(p, (size_t)((c ? c : end) - p), &msg->content,
+			 &msg->content_len);
 	if (!rc && c)
 		rc = parse_calls(&b, c, end);
 out:
@@ -600,7 +633,7 @@ void engy_gen_msg_free(struct engy_gen_msg *msg)
  * goes in as raw JSON with them escaped, so nothing is cut off. */
 static bool add_text(cJSON *obj, const char *key, const char *p, size_t n)
 {
-	struct engy_chat_buf b = { 0 };
+	struct engy_chat_buf b = {0};
 	cJSON *raw;
 
 	if (!memchr(p, '\0', n))
@@ -617,10 +650,12 @@ cJSON *engy_gen_msg_json(const struct engy_gen_msg *msg)
 	size_t i;
 
 	if (!m || !cJSON_AddStringToObject(m, "role", "assistant") ||
-	    !add_text(m, "content", msg->content ? msg->content : "", msg->content_len))
+	    !add_text(m, "content", msg->content ? msg->content : "",
+		      msg->content_len))
 		goto fail;
 	if (msg->reasoning && msg->reasoning_len &&
-	    !add_text(m, "reasoning_content", msg->reasoning, msg->reasoning_len))
+	    !add_text(m, "reasoning_content", msg->reasoning,
+		      msg->reasoning_len))
 		goto fail;
 	if (!msg->n_calls)
 		return m;
@@ -633,14 +668,16 @@ cJSON *engy_gen_msg_json(const struct engy_gen_msg *msg)
 			goto fail;
 		cJSON_AddItemToArray(calls, call);
 		fn = cJSON_CreateObject();
-		if (!fn || !cJSON_AddStringToObject(call, "id", msg->calls[i].id) ||
+		if (!fn ||
+		    !cJSON_AddStringToObject(call, "id", msg->calls[i].id) ||
 		    !cJSON_AddStringToObject(call, "type", "function")) {
 			cJSON_Delete(fn);
 			goto fail;
 		}
 		cJSON_AddItemToObject(call, "function", fn);
 		if (!cJSON_AddStringToObject(fn, "name", msg->calls[i].name) ||
-		    !cJSON_AddStringToObject(fn, "arguments", msg->calls[i].arguments))
+		    !cJSON_AddStringToObject(fn, "arguments",
+					     msg->calls[i].arguments))
 			goto fail;
 	}
 	return m;

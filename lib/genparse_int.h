@@ -14,20 +14,21 @@
 
 #include "chat_util.h"
 
-#define GEN_THINK "<think>"
+#define GEN_THINK     "<think>"
 #define GEN_THINK_END "</think>"
-#define GEN_TC "<tool_call>"
-#define GEN_TC_END "</tool_call>"
-#define GEN_FN "<function="
-#define GEN_FN_END "</function>"
-#define GEN_PARAM "<parameter="
+#define GEN_TC	      "<tool_call>"
+#define GEN_TC_END    "</tool_call>"
+#define GEN_FN	      "<function="
+#define GEN_FN_END    "</function>"
+#define GEN_PARAM     "<parameter="
 #define GEN_PARAM_END "</parameter>"
-#define GEN_LEN(m) (sizeof(m) - 1)
+#define GEN_LEN(m)    (sizeof(m) - 1)
 
 /* Whitespace trimmed off reasoning and content (ASCII, one byte each). */
 static inline bool engy_gen_ws(char c)
 {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' ||
+	       c == '\f';
 }
 
 enum {
@@ -51,7 +52,8 @@ struct engy_gen_probe {
  * the '>' of <function=NAME>; JSON: the block through </tool_call> (or the
  * end).  Returns ENGY_GEN_* or -ENOMEM.
  */
-int engy_gen_probe(const char *p, size_t n, bool final, struct engy_gen_probe *pr);
+int engy_gen_probe(const char *p, size_t n, bool final,
+		   struct engy_gen_probe *pr);
 
 /*
  * engy_gen_fname() - @p starts right after "<function=": the name ends at
@@ -64,15 +66,17 @@ int engy_gen_fname(const char *p, size_t n, bool final, size_t *gt);
 void engy_gen_trim(const char **p, size_t *n);
 
 /* The "properties" object of tool @name in @tools, or NULL. */
-const cJSON *engy_gen_tool_props(const cJSON *tools, const char *name, size_t n);
+const cJSON *engy_gen_tool_props(const cJSON *tools, const char *name,
+				 size_t n);
 
 /*
  * engy_gen_param_json() - append `"KEY": VALUE` for a <parameter=KEY> whose
  * raw value is @val (one leading and one trailing newline already removed),
  * typed by the schema in @props.
  */
-void engy_gen_param_json(struct engy_chat_buf *b, const cJSON *props, const char *key,
-			 size_t klen, const char *val, size_t vlen);
+void engy_gen_param_json(struct engy_chat_buf *b, const cJSON *props,
+			 const char *key, size_t klen, const char *val,
+			 size_t vlen);
 
 /* Call ids: "<prefix><index>" when @prefix is set, else call_<24 hex>. */
 void engy_gen_call_id(const char *prefix, size_t index, char *out, size_t cap);

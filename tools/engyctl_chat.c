@@ -20,21 +20,29 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: engyctl render-chat [--tokenizer DIR] [--template qwen3|qwen3.6]\n"
-		"                           [--no-think] [--no-generation-prompt] [--ids]\n"
-		"       engyctl render-chat --parse [--request FILE] [--template ...]\n"
-		"                           [--length] [--call-ids PREFIX]\n"
-		"\n"
-		"Reads an OpenAI chat completions body on stdin and prints the prompt the\n"
-		"Qwen3 chat template renders for it (--ids: its token ids on one line,\n"
-		"needs --tokenizer).  The template variant is --template, else the one\n"
-		"DIR's tokenizer_config.json carries, else qwen3.6.\n"
-		"\n"
-		"--parse reads generated text on stdin instead and prints the OpenAI choice\n"
-		"(finish_reason and message with reasoning_content and tool_calls); the\n"
-		"request body from --request gives the tools and thinking mode, --length\n"
-		"says max_tokens ended the generation.\n");
+	fprintf(f, "usage: engyctl render-chat [--tokenizer DIR] [--template "
+		   "qwen3|qwen3.6]\n"
+		   "                           [--no-think] "
+		   "[--no-generation-prompt] [--ids]\n"
+		   "       engyctl render-chat --parse [--request FILE] "
+		   "[--template ...]\n"
+		   "                           [--length] [--call-ids PREFIX]\n"
+		   "\n"
+		   "Reads an OpenAI chat completions body on stdin and prints "
+		   "the prompt the\n"
+		   "Qwen3 chat template renders for it (--ids: its token ids "
+		   "on one line,\n"
+		   "needs --tokenizer).  The template variant is --template, "
+		   "else the one\n"
+		   "DIR's tokenizer_config.json carries, else qwen3.6.\n"
+		   "\n"
+		   "--parse reads generated text on stdin instead and prints "
+		   "the OpenAI choice\n"
+		   "(finish_reason and message with reasoning_content and "
+		   "tool_calls); the\n"
+		   "request body from --request gives the tools and thinking "
+		   "mode, --length\n"
+		   "says max_tokens ended the generation.\n");
 }
 
 /* The Jinja source DIR ships: tokenizer_config.json's chat_template (a
@@ -58,11 +66,16 @@ static int detect_variant(const char *dir, int *variant)
 		t = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
 		if (cJSON_IsString(t))
 			src = t->valuestring;
-		cJSON_ArrayForEach(it, (cJSON_IsArray(t) ? t : NULL)) {
+		cJSON_ArrayForEach(it, (cJSON_IsArray(t) ? t : NULL))
+		{
 			name = cJSON_GetObjectItemCaseSensitive(it, "name");
-			if (cJSON_IsString(name) && strcmp(name->valuestring, "default") == 0 &&
-			    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(it, "template")))
-				src = cJSON_GetObjectItemCaseSensitive(it, "template")->valuestring;
+			if (cJSON_IsString(name) &&
+			    strcmp(name->valuestring, "default") == 0 &&
+			    cJSON_IsString(cJSON_GetObjectItemCaseSensitive(
+				    it, "template")))
+				src = cJSON_GetObjectItemCaseSensitive(
+					      it, "template")
+					      ->valuestring;
 		}
 	}
 	if (!src) {
@@ -74,13 +87,15 @@ static int detect_variant(const char *dir, int *variant)
 	}
 	if (!src) {
 		cJSON_Delete(cfg);
-		return engyctl_fail("%s: no chat template found (pass --template)", dir);
+		return engyctl_fail(
+			"%s: no chat template found (pass --template)", dir);
 	}
 	rc = engy_chat_variant_detect(src);
 	cJSON_Delete(cfg);
 	free(buf);
 	if (rc < 0)
-		return engyctl_fail("%s: the chat template is not a Qwen3 one (pass --template)",
+		return engyctl_fail("%s: the chat template is not a Qwen3 one "
+				    "(pass --template)",
 				    dir);
 	*variant = rc;
 	return 0;
@@ -119,7 +134,8 @@ static int print_ids(const char *dir, const char *prompt, size_t len)
 	rc = engy_tokenizer_encode(tok, prompt, len, &ids, &n);
 	engy_tokenizer_free(tok);
 	if (rc)
-		return engyctl_fail("encoding the prompt failed: %s", strerror(-rc));
+		return engyctl_fail("encoding the prompt failed: %s",
+				    strerror(-rc));
 	for (i = 0; i < n; i++)
 		printf(i ? " %u" : "%u", ids[i]);
 	printf("\n");
@@ -152,9 +168,9 @@ static int do_render(const char *dir, struct engy_chat_opts *o, bool ids)
 static int do_parse(const char *request, struct engy_chat_opts *o, bool length,
 		    const char *id_prefix)
 {
-	struct engy_genparse_opts po = { .id_prefix = id_prefix };
-	struct engy_chat_info info = { 0 };
-	struct engy_gen_msg msg = { 0 };
+	struct engy_genparse_opts po = {.id_prefix = id_prefix};
+	struct engy_chat_info info = {0};
+	struct engy_gen_msg msg = {0};
 	cJSON *body = NULL, *choice = NULL;
 	char err[256], *prompt = NULL, *s;
 	uint8_t *text = NULL;
@@ -165,7 +181,8 @@ static int do_parse(const char *request, struct engy_chat_opts *o, bool length,
 		body = read_json(request, request);
 		if (!body)
 			return 1;
-		rc = engy_chat_render(body, o, &prompt, &len, &info, err, sizeof(err));
+		rc = engy_chat_render(body, o, &prompt, &len, &info, err,
+				      sizeof(err));
 		free(prompt);
 		if (rc) {
 			cJSON_Delete(body);
@@ -181,14 +198,17 @@ static int do_parse(const char *request, struct engy_chat_opts *o, bool length,
 	}
 	rc = engy_genparse((const char *)text, len, &po, &msg);
 	if (rc) {
-		rc = engyctl_fail("parsing the generation failed: %s", strerror(-rc));
+		rc = engyctl_fail("parsing the generation failed: %s",
+				  strerror(-rc));
 		goto out;
 	}
 	choice = cJSON_CreateObject();
 	if (!choice ||
-	    !cJSON_AddStringToObject(choice, "finish_reason",
-				     engy_gen_finish_reason(length, msg.n_calls)) ||
-	    !cJSON_AddItemToObject(choice, "message", engy_gen_msg_json(&msg))) {
+	    !cJSON_AddStringToObject(
+		    choice, "finish_reason",
+		    engy_gen_finish_reason(length, msg.n_calls)) ||
+	    !cJSON_AddItemToObject(choice, "message",
+				   engy_gen_msg_json(&msg))) {
 		rc = engyctl_fail("out of memory");
 		goto out;
 	}
@@ -212,8 +232,10 @@ int engyctl_render_chat(int argc, char **argv);
 
 int engyctl_render_chat(int argc, char **argv)
 {
-	struct engy_chat_opts o = { .variant = ENGY_CHAT_QWEN36, .enable_thinking = -1 };
-	const char *dir = NULL, *tmpl = NULL, *request = NULL, *id_prefix = NULL;
+	struct engy_chat_opts o = {.variant = ENGY_CHAT_QWEN36,
+				   .enable_thinking = -1};
+	const char *dir = NULL, *tmpl = NULL, *request = NULL,
+		   *id_prefix = NULL;
 	bool ids = false, parse = false, length = false;
 	int i, v;
 
@@ -242,19 +264,24 @@ int engyctl_render_chat(int argc, char **argv)
 		} else if (strcmp(a, "--length") == 0) {
 			length = true;
 		} else {
-			fprintf(stderr, "engyctl render-chat: unknown or incomplete option '%s'\n", a);
+			fprintf(stderr,
+				"engyctl render-chat: unknown or incomplete "
+				"option '%s'\n",
+				a);
 			usage(stderr);
 			return 2;
 		}
 	}
 	if (ids && !dir) {
-		fprintf(stderr, "engyctl render-chat: --ids needs --tokenizer DIR\n");
+		fprintf(stderr,
+			"engyctl render-chat: --ids needs --tokenizer DIR\n");
 		return 2;
 	}
 	if (tmpl) {
 		v = engy_chat_variant_parse(tmpl);
 		if (v < 0) {
-			fprintf(stderr, "engyctl render-chat: --template: expected qwen3 or qwen3.6\n");
+			fprintf(stderr, "engyctl render-chat: --template: "
+					"expected qwen3 or qwen3.6\n");
 			return 2;
 		}
 		o.variant = (enum engy_chat_variant)v;

@@ -20,12 +20,39 @@
 START_TEST(random_soup)
 {
 	static const char *const pieces[] = {
-		"<think>", "</think>", "<tool_call>", "</tool_call>", "<function=f>",
-		"<function=get_weather>", "</function>", "<parameter=days>", "<parameter=city>",
-		"</parameter>", "<parameter=", "<function=", "<tool_", "</", "<", ">", "\n", " ",
-		"x", "42", "true", "null", "é", "😀", "{\"name\": \"f\", \"arguments\": {\"a\": 1}}",
-		"{", "}", "\"", "\t", "\n\n", "<tool_call>\n<function=get_weather>\n",
-		"<parameter=days>\n3\n</parameter>\n", "<tool_call>{\"name\": \"f\"}</tool_call>",
+		"<think>",
+		"</think>",
+		"<tool_call>",
+		"</tool_call>",
+		"<function=f>",
+		"<function=get_weather>",
+		"</function>",
+		"<parameter=days>",
+		"<parameter=city>",
+		"</parameter>",
+		"<parameter=",
+		"<function=",
+		"<tool_",
+		"</",
+		"<",
+		">",
+		"\n",
+		" ",
+		"x",
+		"42",
+		"true",
+		"null",
+		"é",
+		"😀",
+		"{\"name\": \"f\", \"arguments\": {\"a\": 1}}",
+		"{",
+		"}",
+		"\"",
+		"\t",
+		"\n\n",
+		"<tool_call>\n<function=get_weather>\n",
+		"<parameter=days>\n3\n</parameter>\n",
+		"<tool_call>{\"name\": \"f\"}</tool_call>",
 	};
 	const size_t np = sizeof(pieces) / sizeof(pieces[0]);
 	uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -36,7 +63,7 @@ START_TEST(random_soup)
 	for (iter = 0; iter < 3000; iter++) {
 		struct engy_genparse_opts o = gp_opts(iter & 1, iter & 2);
 		struct engy_gen_msg m;
-		struct gp_coll c = { 0 };
+		struct gp_coll c = {0};
 		size_t n = 1 + iter % 40;
 
 		len = 0;
@@ -57,7 +84,8 @@ START_TEST(random_soup)
 		gp_expect_same(&c, &m, text);
 		gp_coll_free(&c);
 		ncuts = 0;
-		for (k = 1; k < len && ncuts < 64; k += 1 + (rng >> (k % 32)) % 9)
+		for (k = 1; k < len && ncuts < 64;
+		     k += 1 + (rng >> (k % 32)) % 9)
 			cuts[ncuts++] = k;
 		gp_stream(text, len, &o, cuts, ncuts, &c);
 		gp_expect_same(&c, &m, text);
@@ -85,7 +113,7 @@ START_TEST(stream_emits_early)
 {
 	struct engy_genparse_opts o = gp_opts(false, true);
 	struct engy_genstream *s;
-	struct gp_coll c = { 0 };
+	struct gp_coll c = {0};
 	const char *a = "<think>abc ";
 
 	ck_assert_int_eq(engy_genstream_new(&o, gp_collect, &c, &s), 0);
@@ -95,10 +123,13 @@ START_TEST(stream_emits_early)
 	ck_assert_str_eq(c.reasoning, "abc d");
 	ck_assert_int_eq(engy_genstream_feed(s, "nk>Hi <tool_ca", 14), 0);
 	ck_assert_str_eq(c.content, "Hi"); /* never a partial marker */
-	ck_assert_int_eq(engy_genstream_feed(s, "ll>\n<function=get_weather>\n", 27), 0);
+	ck_assert_int_eq(
+		engy_genstream_feed(s, "ll>\n<function=get_weather>\n", 27), 0);
 	ck_assert_uint_eq(c.ncalls, 1);
 	ck_assert_str_eq(c.call[0].name, "get_weather");
-	ck_assert_int_eq(engy_genstream_feed(s, "<parameter=days>\n4\n</parameter>", 31), 0);
+	ck_assert_int_eq(
+		engy_genstream_feed(s, "<parameter=days>\n4\n</parameter>", 31),
+		0);
 	ck_assert_str_eq(c.call[0].args, "{\"days\": 4");
 	ck_assert_int_eq(engy_genstream_feed(s, "\n</function>", 12), 0);
 	ck_assert_str_eq(c.call[0].args, "{\"days\": 4}");
@@ -116,7 +147,7 @@ START_TEST(stream_utf8_held)
 {
 	struct engy_genparse_opts o = gp_opts(false, false);
 	struct engy_genstream *s;
-	struct gp_coll c = { 0 };
+	struct gp_coll c = {0};
 	const char *t = "a😀";
 
 	ck_assert_int_eq(engy_genstream_new(&o, gp_collect, &c, &s), 0);

@@ -35,20 +35,23 @@ struct gp_coll {
 
 int gp_collect(void *arg, const struct engy_gen_delta *d);
 void gp_coll_free(struct gp_coll *c);
-void gp_expect_same(const struct gp_coll *c, const struct engy_gen_msg *m, const char *how);
+void gp_expect_same(const struct gp_coll *c, const struct engy_gen_msg *m,
+		    const char *how);
 
 /* Feed @text cut at @cuts (ascending), then finish. */
 void gp_stream(const char *text, size_t len, const struct engy_genparse_opts *o,
 	       const size_t *cuts, size_t ncuts, struct gp_coll *c);
 
 /* Batch-parse @text into @m and check the stream against it at every split. */
-void gp_parse(const char *text, const struct engy_genparse_opts *o, struct engy_gen_msg *m);
+void gp_parse(const char *text, const struct engy_genparse_opts *o,
+	      struct engy_gen_msg *m);
 
 /* gp_parse, then: reasoning (NULL: no reasoning section), content, calls. */
-void gp_check(const char *text, struct engy_genparse_opts o, const char *reasoning,
-	      const char *content, size_t ncalls);
+void gp_check(const char *text, struct engy_genparse_opts o,
+	      const char *reasoning, const char *content, size_t ncalls);
 
 /* gp_parse, then: exactly one call, with arguments @args. */
-void gp_one_call(const char *text, struct engy_genparse_opts o, const char *args);
+void gp_one_call(const char *text, struct engy_genparse_opts o,
+		 const char *args);
 
 #endif /* ENGY_TEST_GENPARSE_CHECK_H */
