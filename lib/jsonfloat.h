@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Streaming parser of one sglang /generate response object (or one SSE
+ * event of a streamed one).  Bytes go in as they arrive, in any split;
+ * nothing but the fields engy reads is kept, so there is no DOM:
+ *
+ *  - meta_info.hidden_states, a ragged list (element 0 may be a 2-D
+ *    prefill block, later elements are 1-D decode rows), is converted row
+ *    by row into float32 and handed to a callback; a 2-D element yields
+ *    only its last row unless every row is asked for; elements below
+ *    skip_elems (rows already taken from an earlier cumulative event) are
+ *    skipped by bracket counting, never converted;
+ *  - output_ids, meta_info.output_token_logprobs ([logprob, id, text]
+ *    entries), meta_info.{prompt,completion,cached}_tokens and
+ *    meta_info.finish_reason {type, matched, message};
+ *  - error messages: {"error": {"message": ...}}, {"error": "..."} and a
+ *    top-level "message" or "detail" string.
+ *
+ * Everything else is checked for JSON syntax and dropped.  Numbers are
+ * converted exactly (correctly rounded to float); inside hidden-state rows
+ * NaN, Infinity, -Infinity and null (NaN) are accepted, as Python's json
+ * and orjson write non-finite values.
+ */
+#ifndef ENGY_JSONFLOAT_H
+#define ENGY_JSONFLOAT_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ENGY_JF_NUM_MAX		800	/* longest number accepted */
+#define ENGY_JF_MSG_MAX		256	/* messages are cut to this */
+#define ENGY_JF_MAX_DEPTH	32
+
+enum engy_jf_finish {
+	ENGY_JF_FINISH_NONE = 0,	/* absent or null: still running */
+	ENGY_JF_FINISH_STOP = 1,
+	ENGY_JF_FINISH_LENGTH = 2,
+	ENGY_JF_FINISH_ABORT = 3,
+	ENGY_JF_FINISH_OTHER = 4,
+};
+
+struct engy_jf_opts {
+	uint32_t skip_elems;	/* hidden_states elements not converted */
+	bool all_block_rows;	/* every row of a 2-D element, not its last */
+	uint32_t max_width;	/* floats per row at most (0: 1 << 20) */
+	size_t max_ids;		/* output ids / logprobs at most (0: 1 << 24) */
+	/* A converted row (borrowed); non-zero stops the parse with it. */
+	int (*on_row)(void *arg, uint32_t elem, uint32_t row, const float *v,
+		      uint32_t width);
+	void *arg;
+};
+
+struct engy_jf_resp {
+	bool has_meta;
+	bool has_output_ids;
+	bool has_logprobs;
+	bool has_hidden;	/* meta_info.hidden_states was a list */
+	bool has_error;		/* an "error" member was present */
+	uint32_t *ids;		/* output_ids */
+	size_t n_ids;
+	float *lp;		/* output_token_logprobs: logprob (null: NaN) */
+	uint32_t *lp_ids;	/* ... and token id */
+	size_t n_lp;
+	int64_t prompt_tokens;	/* -1 when absent */
+	int64_t completion_tokens;
+	int64_t cached_tokens;
+	int finish;		/* enum engy_jf_finish */
+	int64_t matched;	/* the stop token id, -1 when none or a string */
+	char finish_msg[ENGY_JF_MSG_MAX];
+	char error[ENGY_JF_MSG_MAX];	/* error message, "" when none */
+	uint32_t n_elems;	/* hidden_states elements, skipped ones too */
+	bool elem0_block;	/* element 0 was 2-D (or empty) */
+	uint32_t elem0_rows;	/* its rows (0: an empty prefill block) */
+	uint32_t width;		/* floats per converted row (0: none yet) */
+};
+
+struct engy_jf;
+
+/* engy_jf_new() - a parser ready for a document; @o is copied. */
+int engy_jf_new(const struct engy_jf_opts *o, struct engy_jf **out);
+void engy_jf_free(struct engy_jf *j);
+
+/* engy_jf_reset() - start a new document (keeps buffers); @o may change. */
+void engy_jf_reset(struct engy_jf *j, const struct engy_jf_opts *o);
+
+/*
+ * engy_jf_feed() - parse @n more bytes.  Returns 0, -EBADMSG (not JSON,
+ * or not shaped like a /generate response), -E2BIG (a limit), -ENOMEM, or
+ * what on_row returned; errors are sticky.
+ */
+int engy_jf_feed(struct engy_jf *j, const char *p, size_t n);
+
+/* engy_jf_finish() - the input ended: 0 when one whole object was read. */
+int engy_jf_finish(struct engy_jf *j);
+
+/* The fields read so far (complete after a successful finish). */
+const struct engy_jf_resp *engy_jf_resp(const struct engy_jf *j);
+
+/* Why feed or finish failed ("" when they did not), and where. */
+const char *engy_jf_error(const struct engy_jf *j);
+size_t engy_jf_offset(const struct engy_jf *j);
+
+/*
+ * engy_jf_parse_float() - the whole of @s (@len bytes) as one JSON number,
+ * correctly rounded to float.  Returns 0, -EINVAL or -E2BIG.
+ */
+int engy_jf_parse_float(const char *s, size_t len, float *out);
+
+#endif /* ENGY_JSONFLOAT_H */
