@@ -54,6 +54,20 @@ PIN(offsetof(struct engy_transport_ops, http_route), 16);
 PIN(offsetof(struct engy_transport_ops, http_stream_end), 48);
 PIN(sizeof(struct engy_http_request), 64);
 PIN(sizeof(struct engy_http_handler), 24);
+PIN(offsetof(struct engy_transport_ops, ws_dial), 56);
+PIN(offsetof(struct engy_transport_ops, ws_leg_close), 64);
+PIN(offsetof(struct engy_transport_ops, ws_listen), 72);
+PIN(offsetof(struct engy_transport_ops, ws_send), 80);
+PIN(offsetof(struct engy_transport_ops, ws_close), 88);
+PIN(offsetof(struct engy_transport_ops, ws_set_user), 96);
+PIN(offsetof(struct engy_transport_ops, ws_user), 104);
+PIN(sizeof(struct engy_transport_ops), 112);
+PIN(offsetof(struct engy_ws_open, header), 24);
+PIN(offsetof(struct engy_ws_open, opens), 40);
+PIN(sizeof(struct engy_ws_open), 56);
+PIN(offsetof(struct engy_ws_handler, on_open), 8);
+PIN(offsetof(struct engy_ws_handler, on_dial_error), 32);
+PIN(sizeof(struct engy_ws_handler), 40);
 PIN(offsetof(struct engy_backend_ops, info), 8);
 PIN(offsetof(struct engy_backend_ops, generate), 16);
 PIN(offsetof(struct engy_backend_ops, cancel), 24);
@@ -67,6 +81,13 @@ PIN(sizeof(struct engy_proof_result), 80);
 PIN(ENGY_KIND_TRANSPORT, 1);
 PIN(ENGY_KIND_STORE, 6);
 PIN(ENGY_VERDICT_UNPROVEN, 3);
+PIN(ENGY_WS_TEXT, 1);
+PIN(ENGY_WS_BINARY, 2);
+PIN(ENGY_WS_CLOSE_NORMAL, 1000);
+PIN(ENGY_WS_CLOSE_PROTOCOL, 1002);
+PIN(ENGY_WS_CLOSE_ABNORMAL, 1006);
+PIN(ENGY_WS_CLOSE_INVALID_DATA, 1007);
+PIN(ENGY_WS_CLOSE_TOO_BIG, 1009);
 
 START_TEST(test_versions)
 {
