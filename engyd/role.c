@@ -12,6 +12,7 @@ static const struct engy_role *const roles[] = {
 	&engy_role_gateway,
 	&engy_role_auditor,
 	&engy_role_validator,
+	&engy_role_serve,
 };
 
 const struct engy_role *engy_role_find(const char *name)
@@ -26,7 +27,7 @@ const struct engy_role *engy_role_find(const char *name)
 
 const char *engy_role_names(void)
 {
-	return "miner, gateway, auditor, validator";
+	return "miner, gateway, auditor, validator, serve";
 }
 
 int engy_role_check(const struct engy_role *r, const struct engyd *d,

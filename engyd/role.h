@@ -35,9 +35,10 @@ extern const struct engy_role engy_role_miner;
 extern const struct engy_role engy_role_gateway;
 extern const struct engy_role engy_role_auditor;
 extern const struct engy_role engy_role_validator;
+extern const struct engy_role engy_role_serve;
 
 const struct engy_role *engy_role_find(const char *name);
-/* "miner, gateway, auditor, validator" */
+/* "miner, gateway, auditor, validator, serve" */
 const char *engy_role_names(void);
 /* Check the loaded kinds against @r; one error per unmet need. */
 int engy_role_check(const struct engy_role *r, const struct engyd *d,

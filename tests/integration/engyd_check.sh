@@ -55,7 +55,7 @@ conf unknown_role <<C
 role = "minre"
 plugin_dir = "$TEST_PLUGINS"
 C
-expect_fail "unknown role is named" "unknown role 'minre' (roles: miner, gateway, auditor, validator)" "$ENGYD" -t -c "$T/unknown_role.conf"
+expect_fail "unknown role is named" "unknown role 'minre' (roles: miner, gateway, auditor, validator, serve)" "$ENGYD" -t -c "$T/unknown_role.conf"
 
 conf miner_missing <<C
 role = "miner"

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The serve role: sglang's native HTTP API on any backend plugin, so a
+ * miner (or anything that speaks sglang) can drive engy's own engines.
+ *
+ *   POST /generate        input_ids or text, sampling_params, rid, stream,
+ *                         return_logprob, return_hidden_states
+ *   POST /abort_request   {"rid": PREFIX} aborts every open request whose
+ *                         rid starts with PREFIX ({"abort_all": true}: all)
+ *   GET  /get_model_info  (also /model_info)
+ *   GET  /health          200 while the backend answers (also
+ *                         /health_generate)
+ *
+ * Requests run at most ENGY_SERVE_MAX_RUNNING at a time; up to
+ * ENGY_SERVE_MAX_QUEUED more wait in a FIFO; beyond that the answer is
+ * sglang's 503 "The request queue is full.".  `text` prompts are encoded
+ * with the tokenizer of the backend's checkpoint directory (no chat
+ * template, like sglang); without one, send input_ids.
+ * The log carries rids, counts and timings, never prompt or output.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <engy/plugin.h>
+
+#include "../host.h"
+#include "../log.h"
+#include "../metrics.h"
+#include "../role.h"
+#include "serve_int.h"
+#include "tokenizer.h"
+
+#define DEFAULT_MAX_RUNNING 64
+#define DEFAULT_MAX_QUEUED 1024
+
+void serve_count(struct serve *s, const char *result)
+{
+	struct engy_metric *m;
+	char labels[64];
+
+	snprintf(labels, sizeof(labels), "result=\"%s\"", result);
+	if (!engy_metrics_get(s->d->metrics, ENGY_METRIC_COUNTER,
+			      "engy_serve_requests_total",
+			      "serve /generate requests by how they ended", labels,
+			      NULL, 0, &m))
+		engy_metric_add(m, 1);
+}
+
+void serve_reply_error(struct serve *s, struct engy_http_exchange *x,
+		       int status, const char *msg)
+{
+	size_t len;
+	char *buf = engy_sgl_error(msg, false, &len);
+
+	if (!buf) {
+		s->t->http_reply(s->ti, x, 500, NULL, NULL, NULL, 0);
+		return;
+	}
+	s->t->http_reply(s->ti, x, status, "application/json", NULL, buf, len);
+	free(buf);
+}
+
+bool serve_model(struct serve *s)
+{
+	char err[256];
+	int rc;
+
+	if (s->have_info)
+		return true;
+	memset(&s->info, 0, sizeof(s->info));
+	s->info.size = sizeof(s->info);
+	rc = s->b->info(s->bi, &s->info);
+	if (rc < 0) {
+		engy_log(ENGY_LOG_WARNING, "serve", "event=backend_info_failed error=\"%s\"",
+			 strerror(-rc));
+		return false;
+	}
+	s->info.name[sizeof(s->info.name) - 1] = '\0';
+	s->info.path[sizeof(s->info.path) - 1] = '\0';
+	s->have_info = true;
+	engy_log(ENGY_LOG_INFO, "serve",
+		 "event=model hidden_size=%u vocab_size=%u max_context=%u",
+		 s->info.hidden_size, s->info.vocab_size, s->info.max_context);
+	if (!s->info.path[0]) {
+		engy_log(ENGY_LOG_WARNING, "serve",
+			 "event=no_tokenizer reason=\"the backend names no checkpoint "
+			 "directory\" effect=\"text is empty; text prompts refused\"");
+		return true;
+	}
+	rc = engy_tokenizer_load(s->info.path, &s->tok, err, sizeof(err));
+	if (rc < 0)
+		engy_log(ENGY_LOG_WARNING, "serve",
+			 "event=no_tokenizer reason=\"%s\" effect=\"text is empty; "
+			 "text prompts refused\"", err);
+	else
+		engy_log(ENGY_LOG_INFO, "serve", "event=tokenizer_loaded vocab=%zu",
+			 engy_tokenizer_vocab_size(s->tok));
+	return true;
+}
+
+static bool is_get(const struct engy_http_request *r)
+{
+	return strcmp(r->method, "GET") == 0 || strcmp(r->method, "HEAD") == 0;
+}
+
+static int h_generate(void *arg, struct engy_http_exchange *x,
+		      const struct engy_http_request *r)
+{
+	if (strcmp(r->path, "/generate") != 0)
+		return -ENOENT;
+	return serve_generate(arg, x, r);
+}
+
+static void h_generate_gone(void *arg, struct engy_http_exchange *x)
+{
+	serve_gone(arg, x);
+}
+
+static int h_abort(void *arg, struct engy_http_exchange *x,
+		   const struct engy_http_request *r)
+{
+	struct serve *s = arg;
+	struct engy_sgl_abort a;
+	struct sreq *q;
+	char err[256];
+	size_t plen;
+	unsigned n = 0;
+	int rc;
+
+	if (strcmp(r->path, "/abort_request") != 0)
+		return -ENOENT;
+	if (strcmp(r->method, "POST") != 0) {
+		serve_reply_error(s, x, 405, "Method Not Allowed (POST)");
+		return 0;
+	}
+	rc = engy_sgl_parse_abort(r->body, r->body_len, &a, err, sizeof(err));
+	if (rc) {
+		serve_reply_error(s, x, rc == -ENOMEM ? 500 : 400,
+				  rc == -ENOMEM ? "out of memory" : err);
+		engy_sgl_abort_free(&a);
+		return 0;
+	}
+	/* sglang matches by prefix: req.rid.startswith(rid).  An empty
+	 * rid without abort_all names nothing. */
+	plen = strlen(a.rid);
+	for (q = s->open; q; q = q->next) {
+		q->mark = a.abort_all || (plen && strncmp(q->rid, a.rid, plen) == 0);
+		n += q->mark;
+	}
+	/* Aborting may end requests and start queued ones: rescan. */
+	for (;;) {
+		for (q = s->open; q && !q->mark; q = q->next)
+			;
+		if (!q)
+			break;
+		q->mark = false;
+		serve_abort(q, NULL);
+	}
+	engy_log(ENGY_LOG_INFO, "serve", "event=abort_request prefix_len=%zu all=%d matched=%u",
+		 plen, a.abort_all, n);
+	engy_sgl_abort_free(&a);
+	s->t->http_reply(s->ti, x, 200, NULL, NULL, NULL, 0);
+	return 0;
+}
+
+static int h_model_info(void *arg, struct engy_http_exchange *x,
+			const struct engy_http_request *r)
+{
+	struct serve *s = arg;
+	const char *path;
+	size_t len;
+	char *buf;
+
+	if (strcmp(r->path, "/get_model_info") != 0 && strcmp(r->path, "/model_info") != 0)
+		return -ENOENT;
+	if (!is_get(r)) {
+		serve_reply_error(s, x, 405, "Method Not Allowed (GET)");
+		return 0;
+	}
+	if (!serve_model(s)) {
+		serve_reply_error(s, x, 503, "The backend is not ready.");
+		return 0;
+	}
+	path = s->info.path[0] ? s->info.path : s->info.name;
+	buf = engy_sgl_model_info(path, path, &len);
+	if (!buf)
+		return -ENOMEM;
+	s->t->http_reply(s->ti, x, 200, "application/json", NULL, buf, len);
+	free(buf);
+	return 0;
+}
+
+static int h_health(void *arg, struct engy_http_exchange *x,
+		    const struct engy_http_request *r)
+{
+	struct serve *s = arg;
+	struct engy_model_info info = { .size = sizeof(info) };
+	bool up;
+
+	if (strcmp(r->path, "/health") != 0 && strcmp(r->path, "/health_generate") != 0)
+		return -ENOENT;
+	if (!is_get(r)) {
+		serve_reply_error(s, x, 405, "Method Not Allowed (GET)");
+		return 0;
+	}
+	up = !s->stopping && s->b->info(s->bi, &info) == 0 && serve_model(s);
+	s->t->http_reply(s->ti, x, up ? 200 : 503, NULL, NULL, NULL, 0);
+	return 0;
+}
+
+static const struct engy_http_handler hd_generate = {
+	sizeof(hd_generate), h_generate, h_generate_gone,
+};
+static const struct engy_http_handler hd_abort = { sizeof(hd_abort), h_abort, NULL };
+static const struct engy_http_handler hd_info = { sizeof(hd_info), h_model_info, NULL };
+static const struct engy_http_handler hd_health = { sizeof(hd_health), h_health, NULL };
+
+static const struct {
+	const char *path;
+	const struct engy_http_handler *h;
+} routes[] = {
+	{ "/generate", &hd_generate },
+	{ "/abort_request", &hd_abort },
+	{ "/get_model_info", &hd_info },
+	{ "/model_info", &hd_info },
+	{ "/health", &hd_health },
+	{ "/health_generate", &hd_health },
+};
+
+static int env_count(const char *name, unsigned def, unsigned *out)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	*out = def;
+	if (!v || !*v)
+		return 0;
+	n = strtol(v, &end, 10);
+	if (*end || n < 1 || n > 1000000) {
+		engy_log(ENGY_LOG_ERR, "serve", "event=config_invalid variable=%s "
+			 "reason=\"want an integer in [1, 1000000]\"", name);
+		return -EINVAL;
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
+static int serve_start(struct engyd *d)
+{
+	struct engy_instance *tr = NULL, *be;
+	struct serve *s;
+	size_t i;
+	int rc;
+
+	engy_role_start_common(d);
+	for (i = 0; i < d->n_insts && !tr; i++) {
+		const struct engy_transport_ops *t = d->insts[i].lp.ops;
+
+		if (d->insts[i].created && d->insts[i].lp.desc.kind == ENGY_KIND_TRANSPORT &&
+		    t && t->proto && strcmp(t->proto, "http") == 0 && t->http_route &&
+		    t->http_reply && t->http_stream_begin && t->http_stream_write &&
+		    t->http_stream_end)
+			tr = &d->insts[i];
+	}
+	be = engy_host_find(d, ENGY_KIND_BACKEND, NULL);
+	if (!tr || !be) {
+		engy_log(ENGY_LOG_ERR, "serve", "event=serve_unwired reason=\"%s\"",
+			 tr ? "no backend" : "no transport with proto http (transport-http)");
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	d->role_state = s;
+	s->d = d;
+	s->qtail = &s->qhead;
+	s->t = tr->lp.ops;
+	s->ti = tr->inst;
+	s->t_name = tr->name;
+	s->b = be->lp.ops;
+	s->bi = be->inst;
+	s->b_name = be->name;
+	if (env_count("ENGY_SERVE_MAX_RUNNING", DEFAULT_MAX_RUNNING, &s->max_running) ||
+	    env_count("ENGY_SERVE_MAX_QUEUED", DEFAULT_MAX_QUEUED, &s->max_queued))
+		return -EINVAL;
+	engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE, "engy_serve_running",
+			 "serve requests at the backend", NULL, NULL, 0, &s->m_running);
+	engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE, "engy_serve_queued",
+			 "serve requests waiting for a running slot", NULL, NULL, 0,
+			 &s->m_queued);
+	engy_metrics_get(d->metrics, ENGY_METRIC_COUNTER,
+			 "engy_serve_completion_tokens_total",
+			 "tokens generated for serve requests", NULL, NULL, 0, &s->m_tokens);
+	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		rc = s->t->http_route(s->ti, routes[i].path, routes[i].h, s);
+		if (rc < 0) {
+			engy_log(ENGY_LOG_ERR, "serve", "event=route_failed path=%s error=\"%s\"",
+				 routes[i].path, strerror(-rc));
+			return rc;
+		}
+	}
+	serve_model(s);
+	engy_log(ENGY_LOG_INFO, "serve",
+		 "event=serve_ready transport=%s backend=%s max_running=%u max_queued=%u",
+		 s->t_name, s->b_name, s->max_running, s->max_queued);
+	return 0;
+}
+
+static void serve_stop(struct engyd *d)
+{
+	struct serve *s = d->role_state;
+
+	if (!s)
+		return;
+	s->stopping = true;
+	engy_log(ENGY_LOG_INFO, "serve", "event=serve_stopping open=%u running=%u queued=%u",
+		 s->n_open, s->n_running, s->n_queued);
+}
+
+static unsigned serve_inflight(struct engyd *d)
+{
+	struct serve *s = d->role_state;
+
+	return s ? s->n_open : 0;
+}
+
+static void serve_destroy(struct engyd *d)
+{
+	struct serve *s = d->role_state;
+
+	if (!s)
+		return;
+	/* Past the drain deadline: what is left goes without callbacks
+	 * (the loop has stopped; backends fire none from destroy). */
+	while (s->open)
+		serve_req_free(s->open);
+	engy_tokenizer_free(s->tok);
+	free(s);
+	d->role_state = NULL;
+}
+
+const struct engy_role engy_role_serve = {
+	.name = "serve",
+	.summary = "sglang's native HTTP API (/generate, /abort_request, ...) on a backend",
+	.needs = {
+		{ ENGY_KIND_TRANSPORT, 1, 0, "an http transport (transport-http) for sglang's API" },
+		{ ENGY_KIND_BACKEND, 1, 0, "the engine that generates" },
+		{ 0, 0, 0, NULL },
+	},
+	.start = serve_start,
+	.stop = serve_stop,
+	.inflight = serve_inflight,
+	.destroy = serve_destroy,
+};

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+// The independent side of tests/integration/serve_api.sh: node's own HTTP
+// client (fetch) and JSON parser, and a second implementation of the
+// scripted backend test-lm (tests/plugins/test-lm.c), written from its
+// description, to predict every answer.
+//
+//   node serve_stream.mjs verify INPUT_CSV N FINISH [opts-json] < response
+//       check one /generate object against the model's prediction
+//   node serve_stream.mjs stream URL BODY_JSON
+//       stream a /generate with SSE and read it as it arrives; prints a
+//       JSON summary (events, timings, the final object)
+//   node serve_stream.mjs get PATH < json      print a field (a.b.0.c)
+//   node serve_stream.mjs model INPUT_CSV N [SEED]   print predicted ids
+
+const EOS = 256;
+
+// test-lm: S = sum(input) mod 94; token k = 33 + (S + 7k + seedAdd) mod 94;
+// [1, n, ...] makes token n the EOS.
+function model(input, n, opts = {}) {
+  const s = input.reduce((a, b) => a + b, 0) % 94;
+  // sglang's default temperature is 1.0: sampled, test-lm's seed 1.
+  const seedAdd = (opts.temperature ?? 1) > 0 ? ((opts.seed ?? 1) * 13) % 94 : 0;
+  const stop = new Set(opts.stop ?? []);
+  const ids = [];
+  let finish = 'length';
+  for (let k = 0; k < n; k++) {
+    const t = input[0] === 1 && k === input[1] ? EOS : 33 + ((s + 7 * k + seedAdd) % 94);
+    ids.push(t);
+    if (t === EOS || stop.has(t)) { finish = 'stop'; break; }
+  }
+  return { ids, finish };
+}
+
+function fail(msg) {
+  console.error(`serve_stream: ${msg}`);
+  process.exit(1);
+}
+
+function eq(a, b, what) {
+  const x = JSON.stringify(a), y = JSON.stringify(b);
+  if (x !== y) fail(`${what}: got ${x}, want ${y}`);
+}
+
+// The byte-level fixture tokenizer maps printable ASCII ids to themselves;
+// the EOS is special and skipped.
+function textOf(ids, trimLast) {
+  const keep = trimLast ? ids.slice(0, -1) : ids;
+  return String.fromCharCode(...keep.filter((i) => i !== EOS));
+}
+
+async function readStdin() {
+  let s = '';
+  for await (const c of process.stdin) s += c;
+  return s;
+}
+
+function verify(obj, input, n, finish, opts) {
+  const want = model(input, n, opts);
+  eq(obj.output_ids, want.ids, 'output_ids');
+  const m = obj.meta_info;
+  eq(m.finish_reason.type, finish, 'finish_reason.type');
+  if (finish === 'length') eq(m.finish_reason.length, n, 'finish_reason.length');
+  if (finish === 'stop') eq(m.finish_reason.matched, want.ids.at(-1), 'finish_reason.matched');
+  const trim = finish === 'stop' && !opts.no_stop_trim;
+  eq(obj.text, textOf(want.ids, trim), 'text');
+  eq(m.prompt_tokens, input.length, 'prompt_tokens');
+  eq(m.completion_tokens, want.ids.length, 'completion_tokens');
+  eq(m.cached_tokens, 0, 'cached_tokens');
+  if (opts.rid) eq(m.id, opts.rid, 'meta_info.id');
+  if (typeof m.e2e_latency !== 'number' || !(m.e2e_latency >= 0)) fail('e2e_latency');
+  if (opts.logprob) {
+    eq(m.input_token_logprobs, [[null, input.at(-1), null]], 'input_token_logprobs');
+    eq(m.output_token_logprobs,
+      want.ids.map((id, k) => [-0.0625 - 0.125 * (k % 8), id, null]), 'output_token_logprobs');
+  } else if ('output_token_logprobs' in m) {
+    fail('output_token_logprobs without return_logprob');
+  }
+  if (opts.hidden) {
+    const hs = m.hidden_states, h = opts.hidden;
+    if (!Array.isArray(hs) || hs.length !== want.ids.length) fail(`hidden_states: ${hs?.length} rows`);
+    // sglang's ragged layout: a 2-D prefill block (here its last row),
+    // then one row per decode step; row k made output token k.
+    if (!Array.isArray(hs[0][0]) || hs[0].length !== 1) fail('hidden_states[0] is not a 1-row block');
+    const rows = [hs[0][0], ...hs.slice(1)];
+    rows.forEach((row, k) => eq(row,
+      Array.from({ length: h }, (_, j) => 0.5 * (input.length - 1 + k) + 0.25 * j),
+      `hidden_states row ${k}`));
+  } else if ('hidden_states' in m) {
+    fail('hidden_states without return_hidden_states');
+  }
+}
+
+async function stream(url, body) {
+  const t0 = Date.now();
+  const res = await fetch(url, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+  if (res.status !== 200) fail(`stream: HTTP ${res.status}`);
+  if (!res.headers.get('content-type')?.startsWith('text/event-stream')) fail('stream: content-type');
+  const reader = res.body.getReader();
+  const dec = new TextDecoder();
+  const events = [];
+  let buf = '', reads = 0, done = false, prev = null;
+  for (;;) {
+    const { value, done: end } = await reader.read();
+    if (end) break;
+    reads++;
+    buf += dec.decode(value, { stream: true });
+    let i;
+    while ((i = buf.indexOf('\n\n')) >= 0) {
+      const ev = buf.slice(0, i);
+      buf = buf.slice(i + 2);
+      if (!ev.startsWith('data: ')) fail(`stream: not a data event: ${ev.slice(0, 40)}`);
+      const data = ev.slice(6);
+      if (done) fail('stream: an event after [DONE]');
+      if (data === '[DONE]') { done = true; continue; }
+      const obj = JSON.parse(data);
+      if (obj.error) { events.push({ at: Date.now() - t0, obj }); continue; }
+      // Cumulative: each event extends the one before.
+      if (prev) {
+        if (JSON.stringify(obj.output_ids.slice(0, prev.output_ids.length)) !==
+            JSON.stringify(prev.output_ids)) fail('stream: output_ids not cumulative');
+        if (!obj.text.startsWith(prev.text)) fail('stream: text not cumulative');
+        if (prev.meta_info.finish_reason !== null) fail('stream: an event after the finish');
+      }
+      prev = obj;
+      events.push({ at: Date.now() - t0, obj });
+    }
+  }
+  if (buf !== '') fail(`stream: trailing bytes ${JSON.stringify(buf)}`);
+  if (!done) fail('stream: no [DONE]');
+  const last = events.at(-1);
+  console.log(JSON.stringify({
+    events: events.length,
+    reads,
+    running: events.filter((e) => e.obj.meta_info?.finish_reason === null).length,
+    first_ms: events[0]?.at, last_ms: last?.at,
+    final: last?.obj,
+  }));
+}
+
+const [cmd, ...args] = process.argv.slice(2);
+if (cmd === 'verify') {
+  const obj = JSON.parse(await readStdin());
+  verify(obj, args[0].split(',').map(Number), Number(args[1]), args[2], JSON.parse(args[3] ?? '{}'));
+  console.log('ok');
+} else if (cmd === 'stream') {
+  await stream(args[0], args[1]);
+} else if (cmd === 'get') {
+  let v = JSON.parse(await readStdin());
+  for (const k of args[0].split('.')) v = v?.[/^\d+$/.test(k) ? Number(k) : k];
+  console.log(typeof v === 'string' ? v : JSON.stringify(v));
+} else if (cmd === 'model') {
+  const opts = args[2] ? { seed: Number(args[2]) } : {};
+  console.log(JSON.stringify(model(args[0].split(',').map(Number), Number(args[1]), opts).ids));
+} else {
+  fail(`unknown command ${cmd}`);
+}
