@@ -8,9 +8,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <openssl/rand.h>
 
 #include "logfmt.h"
@@ -188,9 +190,27 @@ static void linger_read(struct bufferevent *bev, void *arg)
 		       evbuffer_get_length(bufferevent_get_input(bev)));
 }
 
+/*
+ * Everything queued went out.  On a plain socket, send FIN and read until
+ * the peer's: closing while its bytes still arrive would reset the
+ * connection and could destroy our close frame or refusal before the peer
+ * reads it.  TLS ends with close_notify when the bufferevent is freed.
+ */
+static void linger_flushed(struct ws_conn *c)
+{
+	if (bufferevent_openssl_get_ssl(c->bev)) {
+		ws_conn_free(c);
+		return;
+	}
+	if (c->half_closed)
+		return;
+	c->half_closed = true;
+	shutdown(bufferevent_getfd(c->bev), SHUT_WR);
+}
+
 static void linger_write(struct bufferevent *bev, void *arg)
 {
-	ws_conn_free(arg);
+	linger_flushed(arg);
 }
 
 static void linger_event(struct bufferevent *bev, short what, void *arg)
@@ -198,12 +218,12 @@ static void linger_event(struct bufferevent *bev, short what, void *arg)
 	ws_conn_free(arg);
 }
 
-/* Flush what is queued (the close frame), then close the socket. */
+/* Flush what is queued (a close frame, a refusal), then close. */
 void ws_conn_linger(struct ws_conn *c)
 {
 	struct timeval tv = tv_s(c->in->conf.close_timeout_s);
 
-	if (!c->bev || evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+	if (!c->bev) {
 		ws_conn_free(c);
 		return;
 	}
@@ -211,7 +231,10 @@ void ws_conn_linger(struct ws_conn *c)
 	event_del(c->ping);
 	bufferevent_setcb(c->bev, linger_read, linger_write, linger_event, c);
 	bufferevent_set_timeouts(c->bev, NULL, NULL);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	evtimer_add(c->timer, &tv);
+	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0)
+		linger_flushed(c);
 }
 
 void ws_conn_end(struct ws_conn *c, int code, const char *reason)

@@ -104,6 +104,7 @@ struct ws_conn {
 	char remote[64];
 	bool notify;		/* on_open returned 0: on_close owed */
 	bool ping_unanswered;
+	bool half_closed;	/* lingering: our FIN sent */
 	int busy;		/* callbacks on the stack */
 	bool dead;		/* free once busy drops to 0 */
 	uint64_t opened_ms;
