@@ -589,8 +589,6 @@ int serve_generate(struct serve *s, struct engy_http_exchange *x,
 	q->res.matched_stop = -1;
 	clock_gettime(CLOCK_MONOTONIC, &q->t0);
 	rc = engy_sgl_parse_generate(r->body, r->body_len, &q->p, msg, sizeof(msg));
-	if (!rc && q->p.text && !q->p.input_ids)
-		rc = tokenize_text(s, q, msg, sizeof(msg));
 	if (rc) {
 		serve_count(s, "rejected");
 		serve_reply_error(s, x, rc == -ENOMEM ? 500 : 400,
@@ -603,7 +601,14 @@ int serve_generate(struct serve *s, struct engy_http_exchange *x,
 		snprintf(q->rid, sizeof(q->rid), "%s", q->p.rid);
 	else
 		new_rid(q->rid);
-	bad = check(s, q, msg, sizeof(msg));
+	/* Past the body's syntax, sglang reports problems inside the
+	 * stream of a streamed request (its tokenizer_manager runs after
+	 * the response began). */
+	bad = NULL;
+	if (q->p.text && !q->p.input_ids && tokenize_text(s, q, msg, sizeof(msg)) < 0)
+		bad = msg;
+	if (!bad)
+		bad = check(s, q, msg, sizeof(msg));
 	if (!bad && rid_open(s, q->rid)) {
 		snprintf(msg, sizeof(msg), "Duplicate request ID detected: %s", q->rid);
 		bad = msg;
