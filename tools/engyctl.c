@@ -11,11 +11,15 @@
 int engyctl_render_chat(int argc, char **argv);
 int engyctl_toploc(int argc, char **argv);
 int engyctl_tokenize(int argc, char **argv);
+int engyctl_mkmodel(int argc, char **argv);
+int engyctl_ref(int argc, char **argv);
 
 static const struct engyctl_cmd cmds[] = {
 	{ "render-chat", "render an OpenAI chat body with the Qwen3 template", engyctl_render_chat },
 	{ "toploc", "prove and verify TOPLOC proofs", engyctl_toploc },
 	{ "tokenize", "encode text to token ids, or decode ids", engyctl_tokenize },
+	{ "mkmodel", "write a generated Qwen3 / Qwen3-MoE checkpoint", engyctl_mkmodel },
+	{ "ref", "run the reference engine on a checkpoint", engyctl_ref },
 	{ NULL, NULL, NULL },
 };
 

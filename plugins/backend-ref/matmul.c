@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Thread pool and matmul kernels of the reference engine.
+ *
+ * The pool hands out tasks through one 64-bit atomic word, generation in
+ * the top half and next task index in the bottom half: a worker claims a
+ * task with a compare-and-swap, so one that wakes up late can never run a
+ * task of a job that has moved on, and the caller only waits for claimed
+ * tasks to finish, never for a sleeping worker to notice.  Workers spin a
+ * little before they sleep: a decode step issues dozens of short jobs.
+ *
+ * The kernels compute each output element as one eight-lane dot product
+ * (see matmul.h); the AVX2+FMA variant is picked at run time, and the
+ * plugin is built with -ffp-contract=off so the generic one never fuses.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "matmul.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define MM_X86 1
+#define cpu_relax() __builtin_ia32_pause()
+#else
+#define cpu_relax() do { } while (0)
+#endif
+
+#define SPIN_WAKE	4000	/* pause loops a worker spins before sleeping */
+#define SPIN_DONE	2000	/* ... the caller spins before yielding */
+
+typedef void (*task_fn)(void *arg, size_t task, unsigned thread);
+
+struct slot {
+	_Atomic(task_fn) fn;
+	_Atomic(void *) arg;
+	atomic_size_t n;
+	atomic_size_t done;
+};
+
+struct mm_pool {
+	unsigned n;			/* threads, the caller included */
+	pthread_t *th;
+	atomic_uint_fast64_t ctl;	/* gen << 32 | next task */
+	struct slot slot[2];		/* job of gen g lives in slot[g & 1] */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	atomic_uint sleepers;
+	atomic_bool stop;
+};
+
+struct worker_arg {
+	struct mm_pool *p;
+	unsigned idx;
+};
+
+/* Claims and runs tasks of the current job; returns its generation. */
+static uint32_t run_tasks(struct mm_pool *p, unsigned thread, uint32_t only)
+{
+	uint64_t c;
+
+	for (;;) {
+		uint32_t g, idx;
+		struct slot *s;
+
+		c = atomic_load_explicit(&p->ctl, memory_order_acquire);
+		g = (uint32_t)(c >> 32);
+		idx = (uint32_t)c;
+		if (only && g != only)
+			return g;
+		s = &p->slot[g & 1];
+		if (idx >= atomic_load_explicit(&s->n, memory_order_relaxed))
+			return g;
+		if (!atomic_compare_exchange_weak(&p->ctl, &c, c + 1))
+			continue;
+		atomic_load_explicit(&s->fn, memory_order_relaxed)(
+			atomic_load_explicit(&s->arg, memory_order_relaxed),
+			idx, thread);
+		atomic_fetch_add_explicit(&s->done, 1, memory_order_release);
+	}
+}
+
+static bool changed(struct mm_pool *p, uint32_t g)
+{
+	return (uint32_t)(atomic_load(&p->ctl) >> 32) != g ||
+	       atomic_load(&p->stop);
+}
+
+static void *worker(void *a)
+{
+	struct worker_arg *wa = a;
+	struct mm_pool *p = wa->p;
+	unsigned idx = wa->idx, i;
+	uint32_t g = 0;
+
+	free(wa);
+	for (;;) {
+		g = run_tasks(p, idx, 0);
+		for (i = 0; i < SPIN_WAKE && !changed(p, g); i++)
+			cpu_relax();
+		if (!changed(p, g)) {
+			pthread_mutex_lock(&p->mu);
+			atomic_fetch_add(&p->sleepers, 1);
+			while (!changed(p, g))
+				pthread_cond_wait(&p->cv, &p->mu);
+			atomic_fetch_sub(&p->sleepers, 1);
+			pthread_mutex_unlock(&p->mu);
+		}
+		if (atomic_load(&p->stop))
+			return NULL;
+	}
+}
+
+struct mm_pool *mm_pool_new(unsigned threads)
+{
+	struct mm_pool *p = calloc(1, sizeof(*p));
+	unsigned i;
+
+	if (!p)
+		return NULL;
+	p->n = threads ? threads : 1;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	if (p->n > 1) {
+		p->th = calloc(p->n, sizeof(*p->th));
+		if (!p->th)
+			goto fail;
+	}
+	for (i = 1; i < p->n; i++) {
+		struct worker_arg *wa = malloc(sizeof(*wa));
+
+		if (!wa)
+			goto fail_threads;
+		wa->p = p;
+		wa->idx = i;
+		if (pthread_create(&p->th[i], NULL, worker, wa)) {
+			free(wa);
+			goto fail_threads;
+		}
+	}
+	return p;
+fail_threads:
+	p->n = i;	/* the threads that exist */
+	mm_pool_free(p);
+	return NULL;
+fail:
+	free(p);
+	return NULL;
+}
+
+void mm_pool_free(struct mm_pool *p)
+{
+	unsigned i;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	atomic_store(&p->stop, true);
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	for (i = 1; i < p->n; i++)
+		pthread_join(p->th[i], NULL);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	free(p->th);
+	free(p);
+}
+
+unsigned mm_pool_threads(const struct mm_pool *p)
+{
+	return p->n;
+}
+
+void mm_pool_run(struct mm_pool *p, task_fn fn, void *arg, size_t n_tasks)
+{
+	uint32_t g;
+	struct slot *s;
+	size_t t;
+	unsigned i = 0;
+
+	if (p->n == 1 || n_tasks <= 1) {
+		for (t = 0; t < n_tasks; t++)
+			fn(arg, t, 0);
+		return;
+	}
+	g = (uint32_t)(atomic_load(&p->ctl) >> 32) + 1;
+	if (!g)
+		g = 1;	/* 0 is the idle generation workers start from */
+	s = &p->slot[g & 1];
+	atomic_store_explicit(&s->fn, fn, memory_order_relaxed);
+	atomic_store_explicit(&s->arg, arg, memory_order_relaxed);
+	atomic_store_explicit(&s->n, n_tasks, memory_order_relaxed);
+	atomic_store_explicit(&s->done, 0, memory_order_relaxed);
+	atomic_store(&p->ctl, (uint64_t)g << 32);
+	if (atomic_load(&p->sleepers)) {
+		pthread_mutex_lock(&p->mu);
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+	}
+	run_tasks(p, 0, g);
+	while (atomic_load_explicit(&s->done, memory_order_acquire) < n_tasks) {
+		if (++i < SPIN_DONE)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
+/* ---- Kernels ---- */
+
+typedef float v8 __attribute__((vector_size(32)));
+
+/* A macro, not a function: returning a 32-byte vector by value without
+ * AVX enabled would change the ABI (-Wpsabi). */
+#define LD8(dst, p) memcpy(&(dst), (p), sizeof(v8))
+
+/* The one lane reduction and tail every element goes through. */
+static inline float finish(const float l[8], const float *a, const float *b,
+			   size_t k, size_t n)
+{
+	float s = ((l[0] + l[1]) + (l[2] + l[3])) +
+		  ((l[4] + l[5]) + (l[6] + l[7]));
+
+	for (; k < n; k++)
+		s += a[k] * b[k];
+	return s;
+}
+
+/* R rows of x against C rows of w; R, C are constants after inlining. */
+static inline __attribute__((always_inline)) void
+gen_block(const float *x, size_t ldx, const float *w, size_t in, float *y,
+	  size_t ldy, const int R, const int C)
+{
+	v8 acc[2][4], wv[4], xv;
+	float l[8];
+	size_t k;
+	int r, c;
+
+	for (r = 0; r < R; r++)
+		for (c = 0; c < C; c++)
+			acc[r][c] = (v8){ 0 };
+	for (k = 0; k + 8 <= in; k += 8) {
+		for (c = 0; c < C; c++)
+			LD8(wv[c], w + c * in + k);
+		for (r = 0; r < R; r++) {
+			LD8(xv, x + r * ldx + k);
+			for (c = 0; c < C; c++)
+				acc[r][c] = acc[r][c] + xv * wv[c];
+		}
+	}
+	for (r = 0; r < R; r++)
+		for (c = 0; c < C; c++) {
+			memcpy(l, &acc[r][c], sizeof(l));
+			y[r * ldy + c] = finish(l, x + r * ldx, w + c * in, k,
+						in);
+		}
+}
+
+typedef void (*block_fn)(const float *x, size_t ldx, const float *w,
+			 size_t in, float *y, size_t ldy, int r, int c);
+
+static void gen_dispatch(const float *x, size_t ldx, const float *w,
+			 size_t in, float *y, size_t ldy, int r, int c)
+{
+	switch (r * 8 + c) {
+	case 8 + 1: gen_block(x, ldx, w, in, y, ldy, 1, 1); break;
+	case 8 + 2: gen_block(x, ldx, w, in, y, ldy, 1, 2); break;
+	case 8 + 3: gen_block(x, ldx, w, in, y, ldy, 1, 3); break;
+	case 8 + 4: gen_block(x, ldx, w, in, y, ldy, 1, 4); break;
+	case 16 + 1: gen_block(x, ldx, w, in, y, ldy, 2, 1); break;
+	case 16 + 2: gen_block(x, ldx, w, in, y, ldy, 2, 2); break;
+	case 16 + 3: gen_block(x, ldx, w, in, y, ldy, 2, 3); break;
+	default: gen_block(x, ldx, w, in, y, ldy, 2, 4); break;
+	}
+}
+
+#ifdef MM_X86
+#define AVX __attribute__((target("avx2,fma")))
+
+static inline __attribute__((always_inline)) AVX void
+avx_block(const float *x, size_t ldx, const float *w, size_t in, float *y,
+	  size_t ldy, const int R, const int C)
+{
+	__m256 acc[2][4], wv[4], xv;
+	float l[8];
+	size_t k;
+	int r, c;
+
+	for (r = 0; r < R; r++)
+		for (c = 0; c < C; c++)
+			acc[r][c] = _mm256_setzero_ps();
+	for (k = 0; k + 8 <= in; k += 8) {
+		for (c = 0; c < C; c++)
+			wv[c] = _mm256_loadu_ps(w + c * in + k);
+		for (r = 0; r < R; r++) {
+			xv = _mm256_loadu_ps(x + r * ldx + k);
+			for (c = 0; c < C; c++)
+				acc[r][c] = _mm256_fmadd_ps(xv, wv[c],
+							    acc[r][c]);
+		}
+	}
+	for (r = 0; r < R; r++)
+		for (c = 0; c < C; c++) {
+			_mm256_storeu_ps(l, acc[r][c]);
+			y[r * ldy + c] = finish(l, x + r * ldx, w + c * in, k,
+						in);
+		}
+}
+
+static AVX void avx_dispatch(const float *x, size_t ldx, const float *w,
+			     size_t in, float *y, size_t ldy, int r, int c)
+{
+	switch (r * 8 + c) {
+	case 8 + 1: avx_block(x, ldx, w, in, y, ldy, 1, 1); break;
+	case 8 + 2: avx_block(x, ldx, w, in, y, ldy, 1, 2); break;
+	case 8 + 3: avx_block(x, ldx, w, in, y, ldy, 1, 3); break;
+	case 8 + 4: avx_block(x, ldx, w, in, y, ldy, 1, 4); break;
+	case 16 + 1: avx_block(x, ldx, w, in, y, ldy, 2, 1); break;
+	case 16 + 2: avx_block(x, ldx, w, in, y, ldy, 2, 2); break;
+	case 16 + 3: avx_block(x, ldx, w, in, y, ldy, 2, 3); break;
+	default: avx_block(x, ldx, w, in, y, ldy, 2, 4); break;
+	}
+}
+#endif
+
+static block_fn pick(void)
+{
+#ifdef MM_X86
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		return avx_dispatch;
+#endif
+	return gen_dispatch;
+}
+
+static block_fn kernel(void)
+{
+	static _Atomic(block_fn) k;
+	block_fn f = atomic_load_explicit(&k, memory_order_relaxed);
+
+	if (!f) {
+		f = pick();
+		atomic_store_explicit(&k, f, memory_order_relaxed);
+	}
+	return f;
+}
+
+const char *mm_kernel_name(void)
+{
+	return kernel() == gen_dispatch ? "generic" : "avx2+fma";
+}
+
+float mm_dot(const float *a, const float *b, size_t n)
+{
+	float y;
+
+	kernel()(a, n, b, n, &y, 1, 1, 1);
+	return y;
+}
+
+#define COLS_PER_TASK 16
+
+struct mm_job {
+	const float *x, *w;
+	float *y;
+	size_t n, in, out;
+	block_fn k;
+};
+
+static void mm_task(void *arg, size_t task, unsigned thread)
+{
+	const struct mm_job *j = arg;
+	size_t c0 = task * COLS_PER_TASK, c1 = c0 + COLS_PER_TASK, r, c;
+
+	if (c1 > j->out)
+		c1 = j->out;
+	for (r = 0; r < j->n; r += 2) {
+		int R = j->n - r >= 2 ? 2 : 1;
+
+		for (c = c0; c < c1; c += 4) {
+			int C = c1 - c >= 4 ? 4 : (int)(c1 - c);
+
+			j->k(j->x + r * j->in, j->in, j->w + c * j->in, j->in,
+			     j->y + r * j->out + c, j->out, R, C);
+		}
+	}
+}
+
+void mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
+	       size_t in, size_t out, float *y)
+{
+	struct mm_job j = { x, w, y, n, in, out, kernel() };
+
+	if (!n || !out)
+		return;
+	mm_pool_run(p, mm_task, &j, (out + COLS_PER_TASK - 1) / COLS_PER_TASK);
+}
+
+void mm_matmul_naive(const float *x, size_t n, const float *w, size_t in,
+		     size_t out, float *y)
+{
+	size_t r, c, k;
+
+	for (r = 0; r < n; r++)
+		for (c = 0; c < out; c++) {
+			float s = 0;
+
+			for (k = 0; k < in; k++)
+				s += x[r * in + k] * w[c * in + k];
+			y[r * out + c] = s;
+		}
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's CPU compute: a small thread pool (the caller plus
+ * threads-1 workers) and Y = X W^T for row-major X [n, in], W [out, in].
+ *
+ * Every output element is one dot product computed in a fixed order
+ * (eight lanes striding over k, a fixed lane reduction, then the tail),
+ * whatever n, the tile it falls in or the thread that runs it.  So a row's
+ * result does not depend on which other rows share the call: prefill,
+ * decode and batched decode give bit-identical numbers.
+ */
+#ifndef Q3_MATMUL_H
+#define Q3_MATMUL_H
+
+#include <stddef.h>
+
+struct mm_pool;
+
+/* @threads >= 1; 1 runs everything on the caller. */
+struct mm_pool *mm_pool_new(unsigned threads);
+void mm_pool_free(struct mm_pool *p);
+unsigned mm_pool_threads(const struct mm_pool *p);
+
+/*
+ * mm_pool_run() - fn(arg, task, thread) for every task in [0, n_tasks),
+ * spread over the pool; returns when all are done.  @thread is in
+ * [0, threads) and unique among concurrently running tasks (for scratch).
+ * Calls on one pool must not overlap.
+ */
+void mm_pool_run(struct mm_pool *p, void (*fn)(void *arg, size_t task,
+					       unsigned thread),
+		 void *arg, size_t n_tasks);
+
+/* mm_matmul() - Y [n, out] = X [n, in] . W [out, in]^T, on the pool. */
+void mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
+	       size_t in, size_t out, float *y);
+
+/* mm_dot() - the same dot product as one element of mm_matmul(). */
+float mm_dot(const float *a, const float *b, size_t n);
+
+/* mm_matmul_naive() - the textbook triple loop, one thread (baseline). */
+void mm_matmul_naive(const float *x, size_t n, const float *w, size_t in,
+		     size_t out, float *y);
+
+/* The kernel in use: "avx2+fma" or "generic". */
+const char *mm_kernel_name(void);
+
+#endif /* Q3_MATMUL_H */

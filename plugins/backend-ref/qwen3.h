@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reference engine for Qwen3-family checkpoints (Qwen3 dense and
+ * Qwen3-MoE; Hugging Face layout: config.json + safetensors).  It is a
+ * library of its own (libqwen3) so that the backend-ref plugin, engyctl
+ * ref, the bench and the tests drive the same code, and so that a GEMM
+ * audit can hook every matmul.
+ *
+ * Numerics (specs/checkpoints.md): weights are widened to float32 at load
+ * (BF16/F16/F32 exactly; FP8 and INT4 dequantized); activations stay
+ * float32 throughout; norms accumulate in double.  Every row's result is
+ * independent of the other rows computed with it, so prefill, decode with
+ * the KV cache and batched decode give bit-identical hidden states.
+ *
+ * Threading: a model is immutable after load except for its hook;
+ * q3_forward() calls on one model serialize on the model's compute pool.
+ * A sequence (KV cache) belongs to one caller at a time.
+ */
+#ifndef Q3_QWEN3_H
+#define Q3_QWEN3_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define Q3_MAX_LAYERS	1024
+#define Q3_MAX_EOS	4
+
+enum q3_quant {
+	Q3_QUANT_NONE = 0,
+	Q3_QUANT_FP8,		/* F8_E4M3 + weight_scale_inv blocks */
+	Q3_QUANT_INT4,		/* engy_int4: qweight + scales */
+};
+
+struct q3_config {
+	bool moe;
+	uint32_t hidden, inter, n_layers, n_heads, n_kv, head_dim, vocab;
+	uint32_t max_pos;
+	double eps, rope_theta;
+	bool tied;
+	/* MoE (0 when dense) */
+	uint32_t n_experts, top_k, moe_inter, sparse_step;
+	uint32_t shared_inter;		/* Qwen2-MoE style shared expert */
+	bool norm_topk;
+	bool sparse[Q3_MAX_LAYERS];	/* layer i uses the experts */
+	uint32_t eos[Q3_MAX_EOS];
+	uint32_t n_eos;
+	int quant;			/* enum q3_quant (from config.json) */
+	uint32_t quant_block;		/* FP8 block or INT4 group */
+	char dtype[16];			/* torch_dtype, informational */
+};
+
+enum q3_device {
+	Q3_DEVICE_CPU = 0,
+	Q3_DEVICE_CUDA,
+};
+
+struct q3_load_opts {
+	unsigned threads;	/* 0: every online CPU */
+	int device;		/* enum q3_device */
+};
+
+/*
+ * The matmul hook: called after each matmul with its layer (-1 for
+ * lm_head), name ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+ * "up_proj", "down_proj", "router", "experts.E.gate_proj" ...,
+ * "shared_expert.gate_proj" ..., "shared_expert_gate", "lm_head"), the
+ * input rows [rows, in] and output rows [rows, out] (borrowed for the
+ * call).  For experts, rows are the tokens routed to that expert.  It
+ * runs on the thread that called q3_forward()/q3_logits().
+ */
+typedef void (*q3_hook_fn)(void *arg, int layer, const char *name,
+			   const float *in, size_t rows, size_t in_dim,
+			   const float *out, size_t out_dim);
+
+struct q3_model;
+struct q3_seq;
+
+/*
+ * q3_config_load() - read and check DIR/config.json (and the EOS ids of
+ * generation_config.json when present).  Cheap: no weights are touched.
+ * Returns 0 or a negative errno with a one-line reason in @err.
+ */
+int q3_config_load(const char *dir, struct q3_config *c, char *err,
+		   size_t errlen);
+
+/*
+ * q3_model_load() - config plus weights (model.safetensors, or the shards
+ * model.safetensors.index.json names).  Every tensor's presence, dtype and
+ * shape is checked; the reason for a refusal names the tensor.
+ */
+int q3_model_load(const char *dir, const struct q3_load_opts *o,
+		  struct q3_model **out, char *err, size_t errlen);
+void q3_model_free(struct q3_model *m);
+const struct q3_config *q3_model_config(const struct q3_model *m);
+/* Bytes of weights held (float32 after widening). */
+size_t q3_model_bytes(const struct q3_model *m);
+unsigned q3_model_threads(const struct q3_model *m);
+void q3_model_set_hook(struct q3_model *m, q3_hook_fn fn, void *arg);
+
+/* A sequence: its KV cache grows on demand up to @max_ctx positions. */
+struct q3_seq *q3_seq_new(const struct q3_model *m, uint32_t max_ctx);
+void q3_seq_free(struct q3_seq *s);
+uint32_t q3_seq_len(const struct q3_seq *s);
+/* Forget positions from @len on (to recompute or branch). */
+void q3_seq_truncate(struct q3_seq *s, uint32_t len);
+
+/* One token fed: it takes its sequence's next position. */
+struct q3_row {
+	struct q3_seq *seq;
+	uint32_t id;
+};
+
+/*
+ * q3_forward() - feed @n rows (rows of one sequence in order; sequences
+ * may be mixed) and write the final hidden states (after the final norm,
+ * the input of lm_head) into @hidden [n, hidden].  -ERANGE for an id out
+ * of the vocabulary, -E2BIG when a sequence would pass its max_ctx,
+ * -ENOMEM; nothing is changed then.
+ */
+int q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
+	       float *hidden);
+
+/* q3_logits() - lm_head of @n hidden rows into @logits [n, vocab]. */
+int q3_logits(struct q3_model *m, const float *hidden, size_t n,
+	      float *logits);
+
+/* Where matmuls run: "cpu avx2+fma x2 threads", "cuda". */
+const char *q3_model_device(const struct q3_model *m);
+
+#endif /* Q3_QWEN3_H */

@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Qwen3 forward pass over a batch of rows: embedding, then per layer
+ * RMSNorm, q/k/v projections, per-head q/k RMSNorm, RoPE (rotate-half
+ * layout), causal GQA attention over the row's own KV cache, o projection
+ * and residual, RMSNorm, SwiGLU MLP or experts and residual; the final
+ * RMSNorm.  Also the KV cache itself.
+ *
+ * Each row's arithmetic depends only on its own token, position and cache
+ * (see qwen3.h), which is what lets a request be decoded, batched, or
+ * recomputed by an auditor with identical results.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qwen3_int.h"
+
+/* ---- KV cache ---- */
+
+struct q3_seq *q3_seq_new(const struct q3_model *m, uint32_t max_ctx)
+{
+	struct q3_seq *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->m = m;
+	s->max_ctx = max_ctx;
+	s->k = calloc(m->cfg.n_layers, sizeof(*s->k));
+	s->v = calloc(m->cfg.n_layers, sizeof(*s->v));
+	if (!s->k || !s->v) {
+		q3_seq_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void q3_seq_free(struct q3_seq *s)
+{
+	uint32_t l;
+
+	if (!s)
+		return;
+	for (l = 0; s->k && l < s->m->cfg.n_layers; l++)
+		free(s->k[l]);
+	for (l = 0; s->v && l < s->m->cfg.n_layers; l++)
+		free(s->v[l]);
+	free(s->k);
+	free(s->v);
+	free(s);
+}
+
+uint32_t q3_seq_len(const struct q3_seq *s)
+{
+	return s->len;
+}
+
+void q3_seq_truncate(struct q3_seq *s, uint32_t len)
+{
+	if (len < s->len)
+		s->len = len;
+}
+
+/* Grows geometrically so a long decode reallocates O(log n) times. */
+static int seq_reserve(struct q3_seq *s, uint32_t need)
+{
+	size_t kvd = (size_t)s->m->cfg.n_kv * s->m->cfg.head_dim;
+	uint32_t cap = s->cap ? s->cap : 16, l;
+	float *p;
+
+	if (need <= s->cap)
+		return 0;
+	while (cap < need)
+		cap = cap > UINT32_MAX / 2 ? need : 2 * cap;
+	if (cap > s->max_ctx)
+		cap = s->max_ctx;
+	for (l = 0; l < s->m->cfg.n_layers; l++) {
+		p = realloc(s->k[l], (size_t)cap * kvd * sizeof(float));
+		if (!p)
+			return -ENOMEM;
+		s->k[l] = p;
+		p = realloc(s->v[l], (size_t)cap * kvd * sizeof(float));
+		if (!p)
+			return -ENOMEM;
+		s->v[l] = p;
+	}
+	s->cap = cap;
+	return 0;
+}
+
+/* ---- Building blocks ---- */
+
+void q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
+	   size_t n, const float *w, size_t in, size_t out, float *y)
+{
+	/* A device error falls back to the CPU: the result must be right. */
+	if (!m->cuda || q3_cuda_matmul(m->cuda, x, n, w, in, out, y))
+		mm_matmul(m->pool, x, n, w, in, out, y);
+	if (m->hook)
+		m->hook(m->hook_arg, layer, name, x, n, in, y, out);
+}
+
+/* weight * (x / sqrt(mean(x^2) + eps)), as transformers' Qwen3RMSNorm. */
+static void rmsnorm(float *out, const float *x, const float *w, size_t d,
+		    double eps)
+{
+	double ss = 0;
+	float inv;
+	size_t i;
+
+	for (i = 0; i < d; i++)
+		ss += (double)x[i] * x[i];
+	inv = (float)(1.0 / sqrt(ss / (double)d + eps));
+	for (i = 0; i < d; i++)
+		out[i] = w[i] * (x[i] * inv);
+}
+
+static float silu(float x)
+{
+	return x / (1.0f + expf(-x));
+}
+
+void q3_mlp_run(struct q3_model *m, int layer, const char *pre,
+		const struct q3_mlp *mlp, const float *x, size_t n, float *g,
+		float *u, float *y)
+{
+	size_t h = m->cfg.hidden, i, ni = n * mlp->inter;
+	char name[64];
+
+	snprintf(name, sizeof(name), "%sgate_proj", pre);
+	q3_mm(m, layer, name, x, n, mlp->gate, h, mlp->inter, g);
+	snprintf(name, sizeof(name), "%sup_proj", pre);
+	q3_mm(m, layer, name, x, n, mlp->up, h, mlp->inter, u);
+	for (i = 0; i < ni; i++)
+		g[i] = silu(g[i]) * u[i];
+	snprintf(name, sizeof(name), "%sdown_proj", pre);
+	q3_mm(m, layer, name, g, n, mlp->down, mlp->inter, h, y);
+}
+
+/* ---- Attention ---- */
+
+struct fwd {
+	struct q3_model *m;
+	const struct q3_row *rows;
+	size_t n;
+	uint32_t *pos;
+	float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *cs;
+	float *scores;		/* per pool thread */
+	size_t score_stride;
+	int layer;
+};
+
+/* Rotate-half RoPE of one head with the row's cos (first half of @cs) and sin. */
+static void rope(float *x, const float *cs, size_t hd)
+{
+	size_t i, half = hd / 2;
+
+	for (i = 0; i < half; i++) {
+		float a = x[i], b = x[i + half], c = cs[i], s = cs[half + i];
+
+		x[i] = a * c - b * s;
+		x[i + half] = b * c + a * s;
+	}
+}
+
+/* q/k norms and RoPE for every row, then K and V into the caches. */
+static void qk_prepare(struct fwd *f)
+{
+	const struct q3_config *c = &f->m->cfg;
+	const struct q3_layer *l = &f->m->layers[f->layer];
+	size_t hd = c->head_dim, half = hd / 2, kvd = c->n_kv * hd, r, h, i;
+
+	for (r = 0; r < f->n; r++) {
+		struct q3_seq *s = f->rows[r].seq;
+		float *q = f->q + r * c->n_heads * hd, *k = f->k + r * kvd;
+		float *cs = f->cs;
+
+		for (i = 0; i < half; i++) {
+			/* The angle is a float32 product, as in transformers. */
+			float ang = (float)f->pos[r] * f->m->inv_freq[i];
+
+			cs[i] = (float)cos((double)ang);
+			cs[half + i] = (float)sin((double)ang);
+		}
+		for (h = 0; h < c->n_heads; h++) {
+			rmsnorm(q + h * hd, q + h * hd, l->q_norm, hd, c->eps);
+			rope(q + h * hd, cs, hd);
+		}
+		for (h = 0; h < c->n_kv; h++) {
+			rmsnorm(k + h * hd, k + h * hd, l->k_norm, hd, c->eps);
+			rope(k + h * hd, cs, hd);
+		}
+		memcpy(s->k[f->layer] + (size_t)f->pos[r] * kvd, k,
+		       kvd * sizeof(float));
+		memcpy(s->v[f->layer] + (size_t)f->pos[r] * kvd,
+		       f->v + r * kvd, kvd * sizeof(float));
+	}
+}
+
+static void attn_task(void *arg, size_t task, unsigned thread)
+{
+	const struct fwd *f = arg;
+	const struct q3_config *c = &f->m->cfg;
+	size_t hd = c->head_dim, kvd = c->n_kv * hd;
+	size_t r = task / c->n_heads, h = task % c->n_heads;
+	size_t kvh = h / (c->n_heads / c->n_kv), j, d, p = f->pos[r];
+	const struct q3_seq *s = f->rows[r].seq;
+	const float *q = f->q + (r * c->n_heads + h) * hd;
+	const float *K = s->k[f->layer] + kvh * hd;
+	const float *V = s->v[f->layer] + kvh * hd;
+	float *sc = f->scores + thread * f->score_stride;
+	float *out = f->att + (r * c->n_heads + h) * hd;
+	float scale = (float)(1.0 / sqrt((double)hd)), mx = -INFINITY;
+	double sum = 0;
+
+	for (j = 0; j <= p; j++) {
+		sc[j] = mm_dot(q, K + j * kvd, hd) * scale;
+		mx = fmaxf(mx, sc[j]);
+	}
+	for (j = 0; j <= p; j++) {
+		sc[j] = expf(sc[j] - mx);
+		sum += sc[j];
+	}
+	memset(out, 0, hd * sizeof(float));
+	for (j = 0; j <= p; j++) {
+		float w = (float)(sc[j] / sum);
+		const float *vj = V + j * kvd;
+
+		for (d = 0; d < hd; d++)
+			out[d] += w * vj[d];
+	}
+}
+
+static int layer_forward(struct fwd *f)
+{
+	struct q3_model *m = f->m;
+	const struct q3_config *c = &m->cfg;
+	const struct q3_layer *l = &m->layers[f->layer];
+	size_t h = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
+	size_t kvd = (size_t)c->n_kv * c->head_dim, r, i;
+	int L = f->layer, rc;
+
+	for (r = 0; r < f->n; r++)
+		rmsnorm(f->xn + r * h, f->x + r * h, l->in_norm, h, c->eps);
+	q3_mm(m, L, "q_proj", f->xn, f->n, l->wq, h, qd, f->q);
+	q3_mm(m, L, "k_proj", f->xn, f->n, l->wk, h, kvd, f->k);
+	q3_mm(m, L, "v_proj", f->xn, f->n, l->wv, h, kvd, f->v);
+	qk_prepare(f);
+	mm_pool_run(m->pool, attn_task, f, f->n * c->n_heads);
+	q3_mm(m, L, "o_proj", f->att, f->n, l->wo, qd, h, f->tmp);
+	for (i = 0; i < f->n * h; i++)
+		f->x[i] += f->tmp[i];
+	for (r = 0; r < f->n; r++)
+		rmsnorm(f->xn + r * h, f->x + r * h, l->post_norm, h, c->eps);
+	if (c->sparse[L]) {
+		rc = q3_moe(m, L, f->xn, f->n, f->tmp);
+		if (rc)
+			return rc;
+	} else {
+		q3_mlp_run(m, L, "", &l->mlp, f->xn, f->n, f->g, f->u, f->tmp);
+	}
+	for (i = 0; i < f->n * h; i++)
+		f->x[i] += f->tmp[i];
+	return 0;
+}
+
+/* Positions, bounds and cache room for every row; nothing changes on error. */
+static int place_rows(struct q3_model *m, const struct q3_row *rows, size_t n,
+		      uint32_t *pos, uint32_t *max_pos)
+{
+	size_t r;
+	int rc;
+
+	*max_pos = 0;
+	for (r = 0; r < n; r++) {
+		if (rows[r].id >= m->cfg.vocab)
+			return -ERANGE;
+		rows[r].seq->next = rows[r].seq->len;
+	}
+	/* Row r takes its sequence's length plus the rows of it before r. */
+	for (r = 0; r < n; r++) {
+		struct q3_seq *s = rows[r].seq;
+
+		if (s->next >= s->max_ctx)
+			return -E2BIG;
+		pos[r] = s->next++;
+		if (pos[r] + 1 > *max_pos)
+			*max_pos = pos[r] + 1;
+	}
+	for (r = 0; r < n; r++) {
+		rc = seq_reserve(rows[r].seq, pos[r] + 1);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
+	       float *hidden)
+{
+	const struct q3_config *c = &m->cfg;
+	size_t h = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
+	size_t kvd = (size_t)c->n_kv * c->head_dim, inter, r;
+	struct fwd f = { .m = m, .rows = rows, .n = n };
+	uint32_t max_pos, L;
+	int rc;
+
+	if (!n)
+		return 0;
+	inter = c->inter > c->shared_inter ? c->inter : c->shared_inter;
+	f.pos = malloc(n * sizeof(*f.pos));
+	if (!f.pos)
+		return -ENOMEM;
+	rc = place_rows(m, rows, n, f.pos, &max_pos);
+	if (rc)
+		goto out_pos;
+	f.score_stride = max_pos;
+	f.x = malloc(n * h * sizeof(float));
+	f.xn = malloc(n * h * sizeof(float));
+	f.tmp = malloc(n * h * sizeof(float));
+	f.q = malloc(n * qd * sizeof(float));
+	f.att = malloc(n * qd * sizeof(float));
+	f.k = malloc(n * kvd * sizeof(float));
+	f.v = malloc(n * kvd * sizeof(float));
+	f.g = malloc((n * inter + 1) * sizeof(float));
+	f.u = malloc((n * inter + 1) * sizeof(float));
+	f.cs = malloc(c->head_dim * sizeof(float));
+	f.scores = malloc((size_t)mm_pool_threads(m->pool) * max_pos *
+			  sizeof(float));
+	rc = -ENOMEM;
+	if (!f.x || !f.xn || !f.tmp || !f.q || !f.att || !f.k || !f.v ||
+	    !f.g || !f.u || !f.cs || !f.scores)
+		goto out;
+	pthread_mutex_lock(&m->mu);
+	for (r = 0; r < n; r++)
+		memcpy(f.x + r * h, m->embed + (size_t)rows[r].id * h,
+		       h * sizeof(float));
+	rc = 0;
+	for (L = 0; L < c->n_layers && !rc; L++) {
+		f.layer = (int)L;
+		rc = layer_forward(&f);
+	}
+	pthread_mutex_unlock(&m->mu);
+	if (rc)
+		goto out;
+	for (r = 0; r < n; r++)
+		rmsnorm(hidden + r * h, f.x + r * h, m->final_norm, h, c->eps);
+	for (r = 0; r < n; r++)
+		if (f.pos[r] + 1 > rows[r].seq->len)
+			rows[r].seq->len = f.pos[r] + 1;
+out:
+	free(f.x);
+	free(f.xn);
+	free(f.tmp);
+	free(f.q);
+	free(f.att);
+	free(f.k);
+	free(f.v);
+	free(f.g);
+	free(f.u);
+	free(f.cs);
+	free(f.scores);
+out_pos:
+	free(f.pos);
+	return rc;
+}
+
+int q3_logits(struct q3_model *m, const float *hidden, size_t n,
+	      float *logits)
+{
+	pthread_mutex_lock(&m->mu);
+	q3_mm(m, -1, "lm_head", hidden, n, m->lm_head, m->cfg.hidden,
+	      m->cfg.vocab, logits);
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}

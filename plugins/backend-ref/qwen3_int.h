@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals of the reference engine shared by its source files. */
+#ifndef Q3_QWEN3_INT_H
+#define Q3_QWEN3_INT_H
+
+#include <pthread.h>
+
+#include "matmul.h"
+#include "qwen3.h"
+
+struct q3_cuda;
+
+struct q3_mlp {
+	float *gate, *up, *down;	/* [inter, H], [inter, H], [H, inter] */
+	uint32_t inter;
+};
+
+struct q3_layer {
+	float *in_norm, *post_norm, *q_norm, *k_norm;
+	float *wq, *wk, *wv, *wo;
+	struct q3_mlp mlp;		/* dense layers */
+	float *router;			/* [E, H] */
+	struct q3_mlp *experts;		/* E of them */
+	struct q3_mlp shared;		/* when shared_inter > 0 */
+	float *shared_gate;		/* [1, H] */
+};
+
+struct q3_model {
+	struct q3_config cfg;
+	float *embed, *lm_head, *final_norm;
+	struct q3_layer *layers;
+	float *inv_freq;		/* head_dim / 2, float32 as HF */
+	size_t bytes;
+	void **bufs;			/* every weight buffer, for free */
+	size_t n_bufs, cap_bufs;
+	struct mm_pool *pool;
+	pthread_mutex_t mu;		/* one forward at a time */
+	q3_hook_fn hook;
+	void *hook_arg;
+	struct q3_cuda *cuda;
+	char device[64];
+};
+
+struct q3_seq {
+	const struct q3_model *m;
+	uint32_t len, cap, max_ctx;
+	uint32_t next;			/* scratch of q3_forward() */
+	float **k, **v;			/* per layer: [cap, n_kv * head_dim] */
+};
+
+/* Y = X W^T on the model's device, then the hook. */
+void q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
+	   size_t n, const float *w, size_t in, size_t out, float *y);
+
+/*
+ * q3_moe() - the sparse MLP of @layer for @n normed rows @xn into @y
+ * [n, H] (overwritten).  Returns 0 or -ENOMEM.
+ */
+int q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
+	   float *y);
+
+/*
+ * q3_mlp_run() - SwiGLU down(silu(gate(x)) * up(x)) for @n rows; @g and @u
+ * are scratch [n, inter].  @name_prefix names the matmuls for the hook
+ * ("" for the dense MLP, "experts.3." ...).
+ */
+void q3_mlp_run(struct q3_model *m, int layer, const char *name_prefix,
+		const struct q3_mlp *mlp, const float *x, size_t n, float *g,
+		float *u, float *y);
+
+/* CUDA (matmul_cuda.cu); stubs refuse when built without it. */
+int q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
+		 char *err, size_t errlen);
+void q3_cuda_close(struct q3_cuda *c);
+int q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
+		   const float *w, size_t in, size_t out, float *y);
+
+#endif /* Q3_QWEN3_INT_H */

@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weights of a Qwen3 checkpoint into float32: one model.safetensors or the
+ * shards of model.safetensors.index.json.  A Linear weight is found in one
+ * of three forms, whatever the config says, so mixed checkpoints load
+ * (Qwen's FP8 files keep embeddings, norms and the router in BF16):
+ *   NAME.weight                             F32/BF16/F16
+ *   NAME.weight (F8_E4M3) + NAME.weight_scale_inv   block FP8
+ *   NAME.qweight (U8) + NAME.scales                 engy INT4
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "fsutil.h"
+#include "qwen3_int.h"
+#include "safetensors.h"
+
+#define MAX_SHARDS 4096
+
+struct loader {
+	struct q3_model *m;
+	struct engy_st **st;
+	size_t n_st;
+	char *err;
+	size_t errlen;
+};
+
+static const struct engy_st_tensor *find(const struct loader *ld,
+					 const char *name)
+{
+	const struct engy_st_tensor *t;
+	size_t i;
+
+	for (i = 0; i < ld->n_st; i++)
+		if ((t = engy_st_find(ld->st[i], name)))
+			return t;
+	return NULL;
+}
+
+static float *alloc_buf(struct q3_model *m, uint64_t n)
+{
+	void **b;
+	float *p;
+
+	if (n > ((uint64_t)1 << 40) / sizeof(float))
+		return NULL;
+	if (m->n_bufs == m->cap_bufs) {
+		size_t cap = m->cap_bufs ? 2 * m->cap_bufs : 256;
+
+		b = realloc(m->bufs, cap * sizeof(*b));
+		if (!b)
+			return NULL;
+		m->bufs = b;
+		m->cap_bufs = cap;
+	}
+	p = aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64 + 64);
+	if (!p)
+		return NULL;
+	m->bufs[m->n_bufs++] = p;
+	m->bytes += n * sizeof(float);
+	return p;
+}
+
+static int nomem(struct loader *ld, const char *what)
+{
+	snprintf(ld->err, ld->errlen, "out of memory for %s", what);
+	return -ENOMEM;
+}
+
+static int shape_err(struct loader *ld, const struct engy_st_tensor *t,
+		     uint64_t rows, uint64_t cols)
+{
+	char got[128] = "";
+	size_t k, n = 0;
+
+	for (k = 0; k < t->ndim && n < sizeof(got) - 24; k++)
+		n += (size_t)snprintf(got + n, sizeof(got) - n, "%s%llu",
+				      k ? ", " : "",
+				      (unsigned long long)t->shape[k]);
+	if (cols)
+		snprintf(ld->err, ld->errlen,
+			 "tensor %s has shape [%s], expected [%llu, %llu]",
+			 t->name, got, (unsigned long long)rows,
+			 (unsigned long long)cols);
+	else
+		snprintf(ld->err, ld->errlen,
+			 "tensor %s has shape [%s], expected [%llu]", t->name,
+			 got, (unsigned long long)rows);
+	return -EINVAL;
+}
+
+static int float_tensor(struct loader *ld, const struct engy_st_tensor *t,
+			float *out)
+{
+	if (engy_st_to_f32(t, out) == 0)
+		return 0;
+	snprintf(ld->err, ld->errlen, "tensor %s has dtype %s, not a float",
+		 t->name, engy_st_dtype_name(t->dtype));
+	return -EINVAL;
+}
+
+/* A Linear weight [rows, cols] named PREFIX.weight (or its quantized forms). */
+static int linear(struct loader *ld, const char *prefix, uint64_t rows,
+		  uint64_t cols, float **out)
+{
+	const struct engy_st_tensor *w, *s;
+	char n1[512], n2[512];
+	uint64_t got = 0;
+	float *p;
+	int rc;
+
+	p = alloc_buf(ld->m, rows * cols);
+	if (!p)
+		return nomem(ld, prefix);
+	snprintf(n1, sizeof(n1), "%s.qweight", prefix);
+	if ((w = find(ld, n1))) {
+		snprintf(n2, sizeof(n2), "%s.scales", prefix);
+		s = find(ld, n2);
+		if (!s) {
+			snprintf(ld->err, ld->errlen, "tensor %s is missing (%s is INT4)",
+				 n2, n1);
+			return -EINVAL;
+		}
+		if (w->ndim != 2 || w->shape[0] != rows || w->shape[1] * 2 != cols)
+			return shape_err(ld, w, rows, cols / 2);
+		if (s->ndim != 2 || s->shape[0] != rows || !s->shape[1] ||
+		    cols % s->shape[1]) {
+			snprintf(ld->err, ld->errlen,
+				 "tensor %s is not [%llu, groups] with groups dividing %llu",
+				 n2, (unsigned long long)rows,
+				 (unsigned long long)cols);
+			return -EINVAL;
+		}
+		rc = engy_st_dequant_int4(w, s, (uint32_t)(cols / s->shape[1]), p,
+					  &got, ld->err, ld->errlen);
+		if (!rc && got != cols)
+			return shape_err(ld, s, rows, cols);
+		*out = p;
+		return rc;
+	}
+	snprintf(n1, sizeof(n1), "%s.weight", prefix);
+	w = find(ld, n1);
+	if (!w) {
+		snprintf(ld->err, ld->errlen, "tensor %s is missing", n1);
+		return -EINVAL;
+	}
+	if (w->ndim != 2 || w->shape[0] != rows || w->shape[1] != cols)
+		return shape_err(ld, w, rows, cols);
+	*out = p;
+	if (w->dtype == ENGY_ST_F8_E4M3) {
+		snprintf(n2, sizeof(n2), "%s.weight_scale_inv", prefix);
+		s = find(ld, n2);
+		if (!s) {
+			snprintf(ld->err, ld->errlen,
+				 "tensor %s is missing (%s is F8_E4M3)", n2, n1);
+			return -EINVAL;
+		}
+		return engy_st_dequant_fp8(w, s, ld->m->cfg.quant_block ?
+					   ld->m->cfg.quant_block : 128,
+					   p, ld->err, ld->errlen);
+	}
+	return float_tensor(ld, w, p);
+}
+
+static int vector(struct loader *ld, const char *name, uint64_t len,
+		  float **out)
+{
+	const struct engy_st_tensor *t = find(ld, name);
+
+	if (!t) {
+		snprintf(ld->err, ld->errlen, "tensor %s is missing", name);
+		return -EINVAL;
+	}
+	if (t->ndim != 1 || t->shape[0] != len)
+		return shape_err(ld, t, len, 0);
+	*out = alloc_buf(ld->m, len);
+	if (!*out)
+		return nomem(ld, name);
+	return float_tensor(ld, t, *out);
+}
+
+static int mlp(struct loader *ld, const char *prefix, uint32_t inter,
+	       struct q3_mlp *o)
+{
+	uint32_t h = ld->m->cfg.hidden;
+	char n[512];
+	int rc;
+
+	o->inter = inter;
+	snprintf(n, sizeof(n), "%s.gate_proj", prefix);
+	rc = linear(ld, n, inter, h, &o->gate);
+	if (rc)
+		return rc;
+	snprintf(n, sizeof(n), "%s.up_proj", prefix);
+	rc = linear(ld, n, inter, h, &o->up);
+	if (rc)
+		return rc;
+	snprintf(n, sizeof(n), "%s.down_proj", prefix);
+	return linear(ld, n, h, inter, &o->down);
+}
+
+static int layer(struct loader *ld, uint32_t i)
+{
+	const struct q3_config *c = &ld->m->cfg;
+	struct q3_layer *l = &ld->m->layers[i];
+	uint32_t h = c->hidden, qd = c->n_heads * c->head_dim;
+	uint32_t kvd = c->n_kv * c->head_dim, e;
+	char p[256], n[512];
+	int rc;
+
+	snprintf(p, sizeof(p), "model.layers.%u", i);
+#define TRY(x) do { rc = (x); if (rc) return rc; } while (0)
+	snprintf(n, sizeof(n), "%s.input_layernorm.weight", p);
+	TRY(vector(ld, n, h, &l->in_norm));
+	snprintf(n, sizeof(n), "%s.post_attention_layernorm.weight", p);
+	TRY(vector(ld, n, h, &l->post_norm));
+	snprintf(n, sizeof(n), "%s.self_attn.q_norm.weight", p);
+	TRY(vector(ld, n, c->head_dim, &l->q_norm));
+	snprintf(n, sizeof(n), "%s.self_attn.k_norm.weight", p);
+	TRY(vector(ld, n, c->head_dim, &l->k_norm));
+	snprintf(n, sizeof(n), "%s.self_attn.q_proj", p);
+	TRY(linear(ld, n, qd, h, &l->wq));
+	snprintf(n, sizeof(n), "%s.self_attn.k_proj", p);
+	TRY(linear(ld, n, kvd, h, &l->wk));
+	snprintf(n, sizeof(n), "%s.self_attn.v_proj", p);
+	TRY(linear(ld, n, kvd, h, &l->wv));
+	snprintf(n, sizeof(n), "%s.self_attn.o_proj", p);
+	TRY(linear(ld, n, h, qd, &l->wo));
+	if (!c->sparse[i]) {
+		snprintf(n, sizeof(n), "%s.mlp", p);
+		return mlp(ld, n, c->inter, &l->mlp);
+	}
+	snprintf(n, sizeof(n), "%s.mlp.gate", p);
+	TRY(linear(ld, n, c->n_experts, h, &l->router));
+	l->experts = calloc(c->n_experts, sizeof(*l->experts));
+	if (!l->experts)
+		return nomem(ld, "experts");
+	for (e = 0; e < c->n_experts; e++) {
+		snprintf(n, sizeof(n), "%s.mlp.experts.%u", p, e);
+		TRY(mlp(ld, n, c->moe_inter, &l->experts[e]));
+	}
+	if (c->shared_inter) {
+		snprintf(n, sizeof(n), "%s.mlp.shared_expert", p);
+		TRY(mlp(ld, n, c->shared_inter, &l->shared));
+		snprintf(n, sizeof(n), "%s.mlp.shared_expert_gate", p);
+		TRY(linear(ld, n, 1, h, &l->shared_gate));
+	}
+#undef TRY
+	return 0;
+}
+
+/* Shard names come from a file: plain names in the checkpoint dir only. */
+static bool shard_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 12 && n < 256 && s[0] != '.' && !strchr(s, '/') &&
+	       strcmp(s + n - 12, ".safetensors") == 0;
+}
+
+static int open_one(struct loader *ld, const char *dir, const char *file)
+{
+	char path[4096];
+	struct engy_st **st;
+
+	st = realloc(ld->st, (ld->n_st + 1) * sizeof(*st));
+	if (!st)
+		return nomem(ld, "shards");
+	ld->st = st;
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	return engy_st_open(path, &ld->st[ld->n_st++], ld->err, ld->errlen);
+}
+
+static int open_shards(struct loader *ld, const char *dir)
+{
+	char path[4096];
+	const cJSON *map, *e, *f;
+	uint8_t *buf;
+	size_t len;
+	cJSON *j;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+	rc = engy_read_file(path, (size_t)64 << 20, &buf, &len);
+	if (rc == -ENOENT)
+		return open_one(ld, dir, "model.safetensors");
+	if (rc) {
+		snprintf(ld->err, ld->errlen, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	j = cJSON_ParseWithLength((const char *)buf, len);
+	free(buf);
+	map = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
+	if (!cJSON_IsObject(map)) {
+		cJSON_Delete(j);
+		snprintf(ld->err, ld->errlen, "%s: no weight_map object", path);
+		return -EINVAL;
+	}
+	rc = 0;
+	cJSON_ArrayForEach(e, map) {
+		bool seen = false;
+
+		if (!cJSON_IsString(e) || !shard_name_ok(e->valuestring)) {
+			snprintf(ld->err, ld->errlen,
+				 "%s: weight_map names '%.60s', not a .safetensors file beside it",
+				 path, cJSON_IsString(e) ? e->valuestring : "");
+			rc = -EINVAL;
+			break;
+		}
+		for (f = map->child; f != e; f = f->next)
+			if (strcmp(f->valuestring, e->valuestring) == 0) {
+				seen = true;
+				break;
+			}
+		if (seen)
+			continue;
+		if (ld->n_st == MAX_SHARDS) {
+			snprintf(ld->err, ld->errlen, "%s: over %d shards", path,
+				 MAX_SHARDS);
+			rc = -EINVAL;
+			break;
+		}
+		rc = open_one(ld, dir, e->valuestring);
+		if (rc)
+			break;
+	}
+	cJSON_Delete(j);
+	return rc;
+}
+
+/* RoPE frequencies as transformers computes them, in float32. */
+static int rope_table(struct q3_model *m)
+{
+	uint32_t i, half = m->cfg.head_dim / 2;
+
+	m->inv_freq = calloc(half, sizeof(float));
+	if (!m->inv_freq)
+		return -ENOMEM;
+	for (i = 0; i < half; i++)
+		m->inv_freq[i] = (float)(1.0 / pow(m->cfg.rope_theta,
+						   (double)(2 * i) /
+						   m->cfg.head_dim));
+	return 0;
+}
+
+static int load_weights(struct loader *ld)
+{
+	struct q3_model *m = ld->m;
+	const struct q3_config *c = &m->cfg;
+	uint32_t i;
+	int rc;
+
+	rc = linear(ld, "model.embed_tokens", c->vocab, c->hidden, &m->embed);
+	if (!rc)
+		rc = vector(ld, "model.norm.weight", c->hidden, &m->final_norm);
+	if (!rc && !c->tied)
+		rc = linear(ld, "lm_head", c->vocab, c->hidden, &m->lm_head);
+	if (!rc && c->tied)
+		m->lm_head = m->embed;
+	m->layers = calloc(c->n_layers, sizeof(*m->layers));
+	if (!rc && !m->layers)
+		rc = nomem(ld, "layers");
+	for (i = 0; !rc && i < c->n_layers; i++)
+		rc = layer(ld, i);
+	return rc;
+}
+
+int q3_model_load(const char *dir, const struct q3_load_opts *o,
+		  struct q3_model **out, char *err, size_t errlen)
+{
+	struct loader ld = { .err = err, .errlen = errlen };
+	struct q3_model *m;
+	unsigned threads = o && o->threads ? o->threads : 0;
+	long ncpu;
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	pthread_mutex_init(&m->mu, NULL);
+	ld.m = m;
+	rc = q3_config_load(dir, &m->cfg, err, errlen);
+	if (!rc)
+		rc = open_shards(&ld, dir);
+	if (!rc)
+		rc = load_weights(&ld);
+	if (!rc)
+		rc = rope_table(m);
+	for (i = 0; i < ld.n_st; i++)
+		engy_st_close(ld.st[i]);
+	free(ld.st);
+	if (!rc && o && o->device == Q3_DEVICE_CUDA)
+		rc = q3_cuda_open(&m->cuda, m->device, sizeof(m->device), err,
+				  errlen);
+	if (!rc) {
+		if (!threads) {
+			ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+			threads = ncpu > 0 ? (unsigned)ncpu : 1;
+		}
+		m->pool = mm_pool_new(threads);
+		if (!m->pool)
+			rc = -ENOMEM;
+		else if (!m->cuda)
+			snprintf(m->device, sizeof(m->device), "cpu %s x%u",
+				 mm_kernel_name(), threads);
+	}
+	if (rc) {
+		q3_model_free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+void q3_model_free(struct q3_model *m)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	mm_pool_free(m->pool);
+	q3_cuda_close(m->cuda);
+	for (i = 0; i < m->n_bufs; i++)
+		free(m->bufs[i]);
+	if (m->layers)
+		for (i = 0; i < m->cfg.n_layers; i++)
+			free(m->layers[i].experts);
+	free(m->layers);
+	free(m->bufs);
+	free(m->inv_freq);
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
+
+const struct q3_config *q3_model_config(const struct q3_model *m)
+{
+	return &m->cfg;
+}
+
+size_t q3_model_bytes(const struct q3_model *m)
+{
+	return m->bytes;
+}
+
+unsigned q3_model_threads(const struct q3_model *m)
+{
+	return mm_pool_threads(m->pool);
+}
+
+void q3_model_set_hook(struct q3_model *m, q3_hook_fn fn, void *arg)
+{
+	m->hook = fn;
+	m->hook_arg = arg;
+}
+
+const char *q3_model_device(const struct q3_model *m)
+{
+	return m->device;
+}

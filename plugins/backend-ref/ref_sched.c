@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The step scheduler of backend-ref (see ref.h).  Everything here runs on
+ * the loop thread except step_run(), the pool job, which only touches the
+ * step and the requests in it; the loop side leaves those alone while a
+ * step is in flight (cancel() only raises a flag).  Callbacks may call
+ * back into the plugin: a step stays "in flight" until its done handler
+ * has finished, so such calls never start a second step.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ref.h"
+
+struct step {
+	struct ref *r;
+	struct engy_gen **reqs;
+	size_t n_reqs;
+	struct q3_row *rows;
+	size_t n_rows;
+	float *hidden;		/* n_rows x H */
+	float *last;		/* the sampling rows, gathered */
+	float *logits;		/* one row per sampling request */
+	int rc;
+};
+
+void ref_req_free(struct engy_gen *g)
+{
+	if (!g)
+		return;
+	q3_seq_free(g->seq);
+	free(g->ids);
+	free(g->stop);
+	free(g->hidden);
+	free(g);
+}
+
+static void step_free(struct step *s)
+{
+	if (!s)
+		return;
+	free(s->reqs);
+	free(s->rows);
+	free(s->hidden);
+	free(s->last);
+	free(s->logits);
+	free(s);
+}
+
+/* Prefill kind: every position; generate: the prompt, then one token. */
+static size_t rows_wanted(const struct ref *r, const struct engy_gen *g)
+{
+	size_t end = g->kind == REQ_PREFILL ? g->n_ids : g->n_prompt;
+
+	if (g->n_fed < end)
+		return end - g->n_fed < r->chunk ? end - g->n_fed : r->chunk;
+	return g->n_fed < g->n_ids ? 1 : 0;
+}
+
+static struct step *step_build(struct ref *r)
+{
+	struct step *s = calloc(1, sizeof(*s));
+	size_t n_rows = 0, n_samp = 0, i;
+	struct engy_gen *g;
+
+	if (!s)
+		return NULL;
+	s->r = r;
+	for (g = r->active; g; g = g->next)
+		if (!g->cancelled)
+			n_rows += rows_wanted(r, g);
+	s->reqs = calloc(r->n_active + 1, sizeof(*s->reqs));
+	s->rows = calloc(n_rows + 1, sizeof(*s->rows));
+	s->hidden = malloc((n_rows + 1) * r->cfg.hidden * sizeof(float));
+	if (!s->reqs || !s->rows || !s->hidden)
+		goto fail;
+	for (g = r->active; g; g = g->next) {
+		g->step_rows = g->cancelled ? 0 : rows_wanted(r, g);
+		g->step_samples = false;
+		if (!g->step_rows)
+			continue;
+		g->step_first = s->n_rows;
+		for (i = 0; i < g->step_rows; i++)
+			s->rows[s->n_rows++] = (struct q3_row){
+				g->seq, g->ids[g->n_fed + i] };
+		/* Sample once the prompt is in and more tokens are wanted. */
+		g->step_samples = g->kind == REQ_GENERATE &&
+				  g->n_fed + g->step_rows >= g->n_prompt &&
+				  g->n_out < g->max_new;
+		n_samp += g->step_samples;
+		s->reqs[s->n_reqs++] = g;
+	}
+	s->last = malloc((n_samp + 1) * r->cfg.hidden * sizeof(float));
+	s->logits = malloc((n_samp + 1) * (size_t)r->cfg.vocab * sizeof(float));
+	if (!s->last || !s->logits)
+		goto fail;
+	return s;
+fail:
+	step_free(s);
+	return NULL;
+}
+
+/* The pool job: one batched forward, then sampling.  No loop state here. */
+static void step_run(void *arg)
+{
+	struct step *s = arg;
+	struct ref *r = s->r;
+	size_t H = r->cfg.hidden, V = r->cfg.vocab, k, j = 0;
+
+	if (!s->n_rows)
+		return;
+	s->rc = q3_forward(r->m, s->rows, s->n_rows, s->hidden);
+	if (s->rc)
+		return;
+	for (k = 0; k < s->n_reqs; k++) {
+		struct engy_gen *g = s->reqs[k];
+		const float *h = s->hidden + (g->step_first + g->step_rows - 1) * H;
+
+		if (g->kind == REQ_PREFILL)
+			memcpy(g->hidden + g->n_fed * H, s->hidden + g->step_first * H,
+			       g->step_rows * H * sizeof(float));
+		if (g->step_samples)
+			memcpy(s->last + j++ * H, h, H * sizeof(float));
+	}
+	if (j)
+		q3_logits(r->m, s->last, j, s->logits);
+	for (k = 0, j = 0; k < s->n_reqs; k++) {
+		struct engy_gen *g = s->reqs[k];
+
+		if (!g->step_samples)
+			continue;
+		memcpy(g->hidden, s->last + j * H, H * sizeof(float));
+		g->step_tok = q3_sample(r->smp, s->logits + j * V, &g->sp,
+					&g->rng, g->want_logprobs ? &g->step_lp : NULL);
+		j++;
+	}
+}
+
+static void unlink_active(struct ref *r, struct engy_gen *g)
+{
+	struct engy_gen **p;
+
+	for (p = &r->active; *p; p = &(*p)->next)
+		if (*p == g) {
+			*p = g->next;
+			r->n_active--;
+			return;
+		}
+}
+
+/* on_done (or the prefill callback) once, then the handle dies. */
+static void finish(struct ref *r, struct engy_gen *g, int status,
+		   const char *error, int reason, int32_t matched)
+{
+	struct engy_gen_result res = {
+		.status = status, .error = error, .finish = reason,
+		.matched_stop = matched,
+		.prompt_tokens = (uint32_t)g->n_prompt,
+		.completion_tokens = g->n_out,
+	};
+
+	if (g->kind == REQ_PREFILL) {
+		struct engy_rows rows = { g->hidden, ENGY_DTYPE_F32,
+					  (uint32_t)g->n_ids, r->cfg.hidden,
+					  (uint32_t)g->n_ids };
+
+		if (!status && reason == ENGY_FINISH_ABORT)
+			status = -ECANCELED;
+		g->pdone(g->arg, status, status ? NULL : &rows);
+	} else {
+		g->cb.on_done(g->arg, &res);
+	}
+	ref_req_free(g);
+}
+
+static bool is_stop(const struct ref *r, const struct engy_gen *g,
+		    uint32_t tok)
+{
+	size_t i;
+
+	for (i = 0; i < r->cfg.n_eos; i++)
+		if (r->cfg.eos[i] == tok)
+			return true;
+	for (i = 0; i < g->n_stop; i++)
+		if (g->stop[i] == tok)
+			return true;
+	return false;
+}
+
+/* Stream this step's token; returns true when @g has ended. */
+static bool deliver(struct ref *r, struct engy_gen *g)
+{
+	struct engy_rows rows = { g->hidden, ENGY_DTYPE_F32, 1, r->cfg.hidden, 0 };
+	uint32_t tok = g->step_tok;
+
+	g->n_fed += g->step_rows;
+	if (g->cancelled)
+		return false;	/* no tokens after cancel(); reaped next */
+	if (g->kind == REQ_PREFILL) {
+		if (r->m_prefill)
+			r->host->metric_add(r->m_prefill, (double)g->step_rows);
+		if (g->n_fed < g->n_ids)
+			return false;
+		unlink_active(r, g);
+		finish(r, g, 0, NULL, ENGY_FINISH_STOP, -1);
+		return true;
+	}
+	if (!g->step_samples) {
+		/* max_new_tokens 0: the prompt was all there was to do. */
+		if (g->n_fed < g->n_prompt || g->n_out < g->max_new)
+			return false;
+		unlink_active(r, g);
+		finish(r, g, 0, NULL, ENGY_FINISH_LENGTH, -1);
+		return true;
+	}
+	g->ids[g->n_ids++] = tok;
+	g->n_out++;
+	if (r->m_tokens)
+		r->host->metric_add(r->m_tokens, 1);
+	g->cb.on_tokens(g->arg, &tok, 1, g->want_hidden ? &rows : NULL,
+			g->want_logprobs ? &g->step_lp : NULL);
+	if (is_stop(r, g, tok)) {
+		unlink_active(r, g);
+		finish(r, g, 0, NULL, ENGY_FINISH_STOP, (int32_t)tok);
+		return true;
+	}
+	if (g->n_out >= g->max_new || g->n_prompt + g->n_out >= r->max_ctx) {
+		unlink_active(r, g);
+		finish(r, g, 0, NULL, ENGY_FINISH_LENGTH, -1);
+		return true;
+	}
+	return false;
+}
+
+/* Cancelled requests, active or queued, end here. */
+static void reap_cancelled(struct ref *r)
+{
+	struct engy_gen **p, *g;
+
+	for (p = &r->active; *p;) {
+		g = *p;
+		if (!g->cancelled) {
+			p = &g->next;
+			continue;
+		}
+		*p = g->next;
+		r->n_active--;
+		finish(r, g, 0, NULL, ENGY_FINISH_ABORT, -1);
+		p = &r->active;	/* the callback may have changed the list */
+	}
+	for (p = &r->queue; *p;) {
+		g = *p;
+		if (!g->cancelled) {
+			p = &g->next;
+			continue;
+		}
+		*p = g->next;
+		r->n_queued--;
+		finish(r, g, 0, NULL, ENGY_FINISH_ABORT, -1);
+		p = &r->queue;
+	}
+}
+
+static void step_done(void *arg, int rc)
+{
+	struct step *s = arg;
+	struct ref *r = s->r;
+	size_t k;
+
+	if (rc || s->rc) {
+		rc = rc ? rc : s->rc;
+		step_free(s);
+		ref_fail_all(r, rc, rc == -ECANCELED ? "shutting down" :
+				    rc == -ENOMEM ? "out of memory" :
+						    "forward pass failed");
+		r->step_inflight = false;
+		ref_kick(r);
+		return;
+	}
+	for (k = 0; k < s->n_reqs; k++)
+		deliver(r, s->reqs[k]);
+	step_free(s);
+	reap_cancelled(r);
+	ref_admit(r);
+	r->step_inflight = false;
+	ref_kick(r);
+}
+
+void ref_admit(struct ref *r)
+{
+	struct engy_gen *g, **tail;
+
+	if (r->state != REF_READY)
+		return;
+	while (r->queue && r->n_active < r->max_batch) {
+		g = r->queue;
+		r->queue = g->next;
+		r->n_queued--;
+		g->next = NULL;
+		g->seq = q3_seq_new(r->m, r->max_ctx);
+		if (!g->seq) {
+			finish(r, g, -ENOMEM, "out of memory", ENGY_FINISH_ERROR, -1);
+			continue;
+		}
+		for (tail = &r->active; *tail; tail = &(*tail)->next)
+			;
+		*tail = g;
+		r->n_active++;
+	}
+	if (r->m_requests)
+		r->host->metric_set(r->m_requests, (double)(r->n_active + r->n_queued));
+}
+
+void ref_kick(struct ref *r)
+{
+	struct step *s;
+	int rc;
+
+	if (r->step_inflight || r->state != REF_READY)
+		return;
+	reap_cancelled(r);
+	ref_admit(r);
+	if (!r->n_active)
+		return;
+	s = step_build(r);
+	if (!s) {
+		ref_fail_all(r, -ENOMEM, "out of memory");
+		return;
+	}
+	r->step_inflight = true;
+	rc = r->host->work(r->host, step_run, step_done, s);
+	if (rc) {
+		r->step_inflight = false;
+		step_free(s);
+		ref_fail_all(r, rc, "the worker pool refused the job");
+	}
+}
+
+static void fail_one(struct ref *r, struct engy_gen *g, int status,
+		     const char *why)
+{
+	if (g->cancelled)
+		finish(r, g, 0, NULL, ENGY_FINISH_ABORT, -1);
+	else
+		finish(r, g, status, why, ENGY_FINISH_ERROR, -1);
+}
+
+void ref_fail_all(struct ref *r, int status, const char *why)
+{
+	struct engy_gen *g;
+
+	while ((g = r->active)) {
+		r->active = g->next;
+		r->n_active--;
+		fail_one(r, g, status, why);
+	}
+	while ((g = r->queue)) {
+		r->queue = g->next;
+		r->n_queued--;
+		fail_one(r, g, status, why);
+	}
+}

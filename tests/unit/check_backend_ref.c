@@ -1,0 +1,742 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * backend-ref as the host sees it: dlopen() the built module, fill its
+ * conf from the option table, and drive it through backend.h's ops with
+ * a fake host whose work() queues jobs (run on a thread, done on the
+ * "loop", here the test) or, in one test, runs them inline.  Results are
+ * checked against libqwen3 driven directly.
+ */
+#include <check.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <engy/backend.h>
+#include <engy/plugin.h>
+
+#include "config.h"
+#include "fake_host.h"
+#include "qwen3.h"
+#include "ref_testlib.h"
+
+#define MAXTOK 64
+#define H 64
+
+static void *dl;
+static const struct engy_plugin *plug;
+static const struct engy_backend_ops *ops;
+
+static void load(void)
+{
+	dl = dlopen(BACKEND_REF_SO, RTLD_NOW | RTLD_LOCAL);
+	ck_assert_msg(dl != NULL, "dlopen: %s", dlerror());
+	plug = dlsym(dl, ENGY_PLUGIN_SYMBOL);
+	ck_assert_ptr_nonnull(plug);
+	ops = plug->ops;
+}
+
+static const struct engy_opt *opt(const char *name)
+{
+	const struct engy_opt *o;
+
+	for (o = plug->opts; o->name; o++)
+		if (!strcmp(o->name, name))
+			return o;
+	ck_abort_msg("no option %s", name);
+	return NULL;
+}
+
+/* The host's job: defaults into the conf, then the test's values. */
+static void *conf_new(const char *dir)
+{
+	uint8_t *c = calloc(1, plug->conf_size);
+	const struct engy_opt *o;
+
+	for (o = plug->opts; o->name; o++) {
+		int64_t i = o->def ? strtoll(o->def, NULL, 10) : 0;
+
+		if (o->type == ENGY_OPT_STR)
+			memcpy(c + o->offset, &o->def, sizeof(o->def));
+		else if (o->type == ENGY_OPT_INT)
+			memcpy(c + o->offset, &i, sizeof(i));
+		else
+			ck_abort_msg("unexpected option type for %s", o->name);
+	}
+	memcpy(c + opt("checkpoint")->offset, &dir, sizeof(dir));
+	return c;
+}
+
+static void set_int(void *c, const char *name, int64_t v)
+{
+	memcpy((uint8_t *)c + opt(name)->offset, &v, sizeof(v));
+}
+
+static void set_str(void *c, const char *name, const char *v)
+{
+	memcpy((uint8_t *)c + opt(name)->offset, &v, sizeof(v));
+}
+
+/* ---- A host whose work() queues: the test is the loop. ---- */
+
+struct job {
+	void (*fn)(void *);
+	void (*done)(void *, int);
+	void *arg;
+	struct job *next;
+};
+
+static struct job *jq;
+
+static int q_work(const struct engy_host *h, void (*fn)(void *),
+		  void (*done)(void *, int), void *arg)
+{
+	struct job *j = calloc(1, sizeof(*j)), **p;
+
+	j->fn = fn;
+	j->done = done;
+	j->arg = arg;
+	for (p = &jq; *p; p = &(*p)->next)
+		;
+	*p = j;
+	return 0;
+}
+
+static void *thr(void *a)
+{
+	struct job *j = a;
+
+	j->fn(j->arg);
+	return NULL;
+}
+
+/* Run queued jobs (fn on a worker thread, done here) until @stop or idle. */
+static void run_loop(const int *stop)
+{
+	pthread_t t;
+	struct job *j;
+
+	while (jq && !(stop && *stop)) {
+		j = jq;
+		jq = j->next;
+		ck_assert_int_eq(pthread_create(&t, NULL, thr, j), 0);
+		pthread_join(t, NULL);
+		j->done(j->arg, 0);
+		free(j);
+	}
+}
+
+struct inst {
+	struct engy_host *h;
+	void *conf, *p;
+};
+
+static struct inst start_q(const char *dir, int64_t batch, int64_t ctx,
+			   int64_t queue, bool queued)
+{
+	struct inst in = { fake_host_new("ref0"), conf_new(dir), NULL };
+
+	if (queued)
+		in.h->work = q_work;
+	set_int(in.conf, "max_batch", batch);
+	set_int(in.conf, "max_queue", queue);
+	set_int(in.conf, "max_context", ctx);
+	set_int(in.conf, "prefill_chunk", 8);
+	set_int(in.conf, "threads", 2);
+	ck_assert_int_eq(plug->create(in.h, in.conf, &in.p), 0);
+	ck_assert_int_eq(plug->start(in.p), 0);
+	run_loop(NULL);
+	ck_assert_ptr_nonnull(strstr(fake_host_log(in.h), "event=model_loaded"));
+	return in;
+}
+
+static struct inst start(const char *dir, int64_t batch, int64_t ctx,
+			 bool queued)
+{
+	return start_q(dir, batch, ctx, 64, queued);
+}
+
+static void finish(struct inst *in)
+{
+	ck_assert_ptr_null(jq);
+	plug->destroy(in->p);
+	fake_host_free(in->h);
+	free(in->conf);
+}
+
+/* ---- Collecting one request ---- */
+
+struct col {
+	uint32_t ids[MAXTOK];
+	float rows[MAXTOK][H], lp[MAXTOK];
+	size_t n;
+	int done;
+	struct engy_gen_result res;
+	struct engy_gen *g;
+	void *inst;
+	size_t cancel_after;
+	bool rows_seen, lp_seen;
+};
+
+static void on_tokens(void *arg, const uint32_t *ids, size_t n,
+		      const struct engy_rows *rows, const float *lp)
+{
+	struct col *c = arg;
+	size_t k;
+
+	ck_assert_int_eq(c->done, 0);
+	ck_assert_uint_ge(n, 1);
+	if (rows) {
+		ck_assert_uint_eq(rows->dtype, ENGY_DTYPE_F32);
+		ck_assert_uint_eq(rows->n_rows, n);
+		ck_assert_uint_eq(rows->hidden, H);
+		ck_assert_uint_eq(rows->n_prefill, 0);
+	}
+	for (k = 0; k < n; k++) {
+		ck_assert_uint_lt(c->n, MAXTOK);
+		c->ids[c->n] = ids[k];
+		if (rows)
+			memcpy(c->rows[c->n], (const float *)rows->data + k * H, H * 4);
+		if (lp)
+			c->lp[c->n] = lp[k];
+		c->n++;
+	}
+	c->rows_seen |= rows != NULL;
+	c->lp_seen |= lp != NULL;
+	if (c->cancel_after && c->n == c->cancel_after)
+		ops->cancel(c->inst, c->g);
+}
+
+static void on_done(void *arg, const struct engy_gen_result *res)
+{
+	struct col *c = arg;
+
+	c->done++;
+	c->res = *res;
+	c->res.error = NULL;
+}
+
+static const struct engy_gen_cb cb = { on_tokens, on_done };
+
+static struct engy_gen_params params(const uint32_t *ids, size_t n,
+				     uint32_t max_new)
+{
+	struct engy_gen_params p = { .size = sizeof(p), .input_ids = ids,
+				     .n_input = n, .max_new_tokens = max_new,
+				     .top_p = 1, .return_hidden = true,
+				     .return_logprobs = true };
+
+	return p;
+}
+
+static void gen(struct inst *in, const struct engy_gen_params *p,
+		struct col *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->inst = in->p;
+	ck_assert_int_eq(ops->generate(in->p, p, &cb, c, &c->g), 0);
+	run_loop(&c->done);
+	ck_assert_int_eq(c->done, 1);
+}
+
+static const uint32_t prompt[] = { 12, 250, 7, 99, 480, 3, 77, 301, 5, 42, 9, 1,
+				   260, 33, 400, 18, 2, 64, 128, 256 };
+#define NPROMPT (sizeof(prompt) / sizeof(prompt[0]))
+
+START_TEST(test_descriptor)
+{
+	const struct engy_opt *o;
+
+	load();
+	ck_assert_uint_eq(plug->magic, ENGY_PLUGIN_MAGIC);
+	ck_assert_uint_eq(plug->kind, ENGY_KIND_BACKEND);
+	ck_assert_str_eq(plug->name, "backend-ref");
+	ck_assert(plug->create && plug->start && plug->stop && plug->destroy);
+	ck_assert_uint_ge(ops->size, sizeof(struct engy_backend_ops));
+	ck_assert(ops->info && ops->generate && ops->cancel && ops->prefill);
+	o = opt("checkpoint");
+	ck_assert(o->type == ENGY_OPT_STR && (o->flags & ENGY_OPT_REQUIRED));
+	ck_assert_str_eq(opt("device")->def, "cpu");
+	ck_assert_str_eq(opt("threads")->def, "0");
+	ck_assert_str_eq(opt("max_batch")->def, "4");
+	ck_assert_str_eq(opt("max_queue")->def, "64");
+	ck_assert_str_eq(opt("max_context")->def, "0");
+	ck_assert_str_eq(opt("prefill_chunk")->def, "128");
+	for (o = plug->opts; o->name; o++)
+		ck_assert(o->help && *o->help);
+}
+END_TEST
+
+START_TEST(test_create_refusals)
+{
+	struct engy_host *h = fake_host_new("ref0");
+	char *dir = tiny_model(false, 1, 0);
+	void *c, *p = NULL;
+	struct col col;
+
+	load();
+	c = conf_new(NULL);
+	ck_assert_int_eq(plug->create(h, c, &p), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(fake_host_log(h), "option=checkpoint"));
+	set_str(c, "checkpoint", "/nonexistent/ckpt");
+	ck_assert_int_lt(plug->create(h, c, &p), 0);
+	ck_assert_ptr_nonnull(strstr(fake_host_log(h), "/nonexistent/ckpt/config.json"));
+	set_str(c, "checkpoint", dir);
+	set_str(c, "device", "tpu");
+	ck_assert_int_eq(plug->create(h, c, &p), -EINVAL);
+	set_str(c, "device", "cuda");
+#ifdef HAVE_CUDA
+	/* Builds with CUDA accept it; with no device the load says so. */
+	ck_assert_int_eq(plug->create(h, c, &p), 0);
+	ck_assert_int_eq(plug->start(p), 0);
+	if (strstr(fake_host_log(h), "event=model_load_failed")) {
+		ck_assert_ptr_nonnull(strstr(fake_host_log(h), "CUDA device"));
+		memset(&col, 0, sizeof(col));
+		{
+			struct engy_gen_params q = params(prompt, 4, 2);
+
+			ck_assert_int_eq(ops->generate(p, &q, &cb, &col, &col.g), -EIO);
+		}
+	} else {
+		struct engy_gen_params q = params(prompt, NPROMPT, 6);
+		struct inst cpu = start(dir, 1, 0, true);
+		struct col ref;
+
+		gen(&cpu, &q, &ref);
+		memset(&col, 0, sizeof(col));
+		ck_assert_int_eq(ops->generate(p, &q, &cb, &col, &col.g), 0);
+		ck_assert_int_eq(col.done, 1);	/* the sync host ran it */
+		ck_assert(memcmp(col.ids, ref.ids, sizeof(col.ids)) == 0);
+		ck_assert(fabsf(col.rows[5][0] - ref.rows[5][0]) < 1e-3f);
+		finish(&cpu);
+	}
+	plug->destroy(p);
+#else
+	ck_assert_int_eq(plug->create(h, c, &p), -ENOTSUP);
+	ck_assert_ptr_nonnull(strstr(fake_host_log(h), "no CUDA path"));
+	(void)col;
+#endif
+	free(c);
+	fake_host_free(h);
+	rm_model(dir);
+}
+END_TEST
+
+START_TEST(test_info)
+{
+	char *dir = tiny_model(false, 1, 0);
+	struct engy_model_info mi;
+	struct inst in;
+
+	load();
+	in = start(dir, 2, 0, true);
+	ck_assert_int_eq(ops->info(in.p, &mi), 0);
+	ck_assert_uint_eq(mi.size, sizeof(mi));
+	ck_assert_str_eq(mi.path, dir);
+	ck_assert_str_eq(mi.name, strrchr(dir, '/') + 1);
+	ck_assert_uint_eq(mi.hidden_size, H);
+	ck_assert_uint_eq(mi.vocab_size, 512);
+	ck_assert_uint_eq(mi.max_context, 4096);	/* max_position_embeddings */
+	ck_assert_uint_eq(mi.eos_ids[0], 488);		/* <|im_end|> */
+	ck_assert_uint_eq(mi.eos_ids[1], 486);		/* <|endoftext|> */
+	ck_assert_uint_eq(mi.eos_ids[2], 0);
+	finish(&in);
+	rm_model(dir);
+}
+END_TEST
+
+struct pre {
+	int rc, calls;
+	float *rows;
+	uint32_t n, n_prefill;
+};
+
+static void on_prefill(void *arg, int rc, const struct engy_rows *rows)
+{
+	struct pre *p = arg;
+
+	p->calls++;
+	p->rc = rc;
+	if (rc)
+		return;
+	ck_assert_uint_eq(rows->dtype, ENGY_DTYPE_F32);
+	ck_assert_uint_eq(rows->hidden, H);
+	p->n = rows->n_rows;
+	p->n_prefill = rows->n_prefill;
+	p->rows = malloc((size_t)rows->n_rows * H * 4);
+	memcpy(p->rows, rows->data, (size_t)rows->n_rows * H * 4);
+}
+
+/* Greedy through the plugin == greedy through libqwen3, and the auditor's
+ * prefill of prompt + output reproduces the streamed rows bit for bit. */
+static void stream_and_audit(bool moe)
+{
+	char *dir = tiny_model(moe, 2, 0);
+	struct engy_gen_params p = params(prompt, NPROMPT, 16);
+	uint32_t all[NPROMPT + 16];
+	struct q3_model *m;
+	struct q3_seq *s;
+	struct q3_row rows[NPROMPT];
+	float h[NPROMPT * H], *lg;
+	struct pre pre = { 0 };
+	struct inst in;
+	struct col c;
+	size_t i, k;
+
+	load();
+	in = start(dir, 2, 0, true);
+	gen(&in, &p, &c);
+	ck_assert_int_eq(c.res.status, 0);
+	ck_assert_int_eq(c.res.finish, ENGY_FINISH_LENGTH);
+	ck_assert_int_eq(c.res.matched_stop, -1);
+	ck_assert_uint_eq(c.res.prompt_tokens, NPROMPT);
+	ck_assert_uint_eq(c.res.completion_tokens, 16);
+	ck_assert_uint_eq(c.n, 16);
+	ck_assert(c.rows_seen && c.lp_seen);
+	for (i = 0; i < 16; i++)
+		ck_assert(c.lp[i] <= 0 && isfinite(c.lp[i]));
+	/* The engine directly: argmax after each row. */
+	ck_assert_int_eq(q3_model_load(dir, NULL, &m, NULL, 0), 0);
+	s = q3_seq_new(m, 64);
+	lg = malloc(512 * 4);
+	for (i = 0; i < NPROMPT; i++)
+		rows[i] = (struct q3_row){ s, prompt[i] };
+	ck_assert_int_eq(q3_forward(m, rows, NPROMPT, h), 0);
+	memmove(h, h + (NPROMPT - 1) * H, H * 4);
+	for (i = 0; i < 16; i++) {
+		uint32_t best = 0;
+
+		q3_logits(m, h, 1, lg);
+		for (k = 1; k < 512; k++)
+			best = lg[k] > lg[best] ? (uint32_t)k : best;
+		ck_assert_uint_eq(c.ids[i], best);
+		ck_assert(memcmp(c.rows[i], h, H * 4) == 0);
+		rows[0] = (struct q3_row){ s, best };
+		ck_assert_int_eq(q3_forward(m, rows, 1, h), 0);
+	}
+	/* The auditor: prefill(prompt + output minus the last token). */
+	memcpy(all, prompt, sizeof(prompt));
+	memcpy(all + NPROMPT, c.ids, 16 * 4);
+	ck_assert_int_eq(ops->prefill(in.p, all, NPROMPT + 15, on_prefill, &pre, NULL), 0);
+	run_loop(&pre.calls);
+	ck_assert_int_eq(pre.calls, 1);
+	ck_assert_int_eq(pre.rc, 0);
+	ck_assert_uint_eq(pre.n, NPROMPT + 15);
+	ck_assert_uint_eq(pre.n_prefill, NPROMPT + 15);
+	for (i = 0; i < 16; i++)
+		ck_assert(memcmp(pre.rows + (NPROMPT - 1 + i) * H, c.rows[i], H * 4) == 0);
+	free(pre.rows);
+	free(lg);
+	q3_seq_free(s);
+	q3_model_free(m);
+	finish(&in);
+	rm_model(dir);
+}
+
+START_TEST(test_stream_dense)
+{
+	stream_and_audit(false);
+}
+END_TEST
+
+START_TEST(test_stream_moe)
+{
+	stream_and_audit(true);
+}
+END_TEST
+
+START_TEST(test_sampling_seeded)
+{
+	char *dir = tiny_model(false, 1, 0);
+	struct engy_gen_params p = params(prompt, 6, 24);
+	struct col a, b, d;
+	struct inst in;
+
+	load();
+	in = start(dir, 2, 0, true);
+	p.temperature = 0.9;
+	p.top_p = 0.95;
+	p.top_k = 50;
+	p.has_seed = true;
+	p.seed = 7;
+	gen(&in, &p, &a);
+	gen(&in, &p, &b);
+	ck_assert_uint_eq(a.n, b.n);
+	ck_assert(memcmp(a.ids, b.ids, a.n * 4) == 0);
+	p.seed = 8;
+	gen(&in, &p, &d);
+	ck_assert(a.n != d.n || memcmp(a.ids, d.ids, a.n * 4) != 0);
+	finish(&in);
+	rm_model(dir);
+}
+END_TEST
+
+START_TEST(test_cancel)
+{
+	char *dir = tiny_model(false, 1, 0);
+	struct engy_gen_params p = params(prompt, NPROMPT, 40), p2;
+	struct engy_gen *busy;
+	struct col a, b, z;
+	struct inst in;
+
+	load();
+	/* Mid-generation, from inside on_tokens. */
+	in = start(dir, 1, 0, true);
+	memset(&a, 0, sizeof(a));
+	a.inst = in.p;
+	a.cancel_after = 3;
+	ck_assert_int_eq(ops->generate(in.p, &p, &cb, &a, &a.g), 0);
+	run_loop(&a.done);
+	ck_assert_int_eq(a.done, 1);
+	ck_assert_int_eq(a.res.finish, ENGY_FINISH_ABORT);
+	ck_assert_uint_eq(a.n, 3);
+	ck_assert_uint_eq(a.res.completion_tokens, 3);
+	run_loop(NULL);
+	ck_assert_int_eq(a.done, 1);	/* once */
+	/* Queued behind max_batch 1 (max_queue 1): cancelled before it ran;
+	 * a third request is refused while both slots are taken. */
+	finish(&in);
+	in = start_q(dir, 1, 0, 1, true);
+	p2 = params(prompt + 3, 5, 8);
+	memset(&a, 0, sizeof(a));
+	memset(&b, 0, sizeof(b));
+	ck_assert_int_eq(ops->generate(in.p, &p2, &cb, &a, &a.g), 0);
+	ck_assert_int_eq(ops->generate(in.p, &p2, &cb, &b, &b.g), 0);
+	ck_assert_int_eq(ops->generate(in.p, &p2, &cb, &z, &busy), -EBUSY);
+	ops->cancel(in.p, b.g);
+	run_loop(NULL);
+	ck_assert_int_eq(b.done, 1);
+	ck_assert_int_eq(b.res.finish, ENGY_FINISH_ABORT);
+	ck_assert_uint_eq(b.n, 0);
+	ck_assert_int_eq(a.done, 1);
+	ck_assert_int_eq(a.res.finish, ENGY_FINISH_LENGTH);
+	ck_assert_uint_eq(a.n, 8);
+	gen(&in, &p2, &z);	/* room again */
+	ck_assert(memcmp(z.ids, a.ids, 8 * 4) == 0);
+	finish(&in);
+	rm_model(dir);
+}
+END_TEST
+
+/* Three requests decoded together give what each gives alone. */
+START_TEST(test_batch_equals_solo)
+{
+	char *dir = tiny_model(true, 6, 0);
+	struct engy_gen_params p[3] = { params(prompt, NPROMPT, 12),
+					params(prompt + 5, 3, 20),
+					params(prompt + 1, 17, 9) };
+	struct col solo[3], both[3];
+	struct inst in;
+	int k;
+
+	load();
+	in = start(dir, 4, 0, true);
+	for (k = 0; k < 3; k++)
+		gen(&in, &p[k], &solo[k]);
+	memset(both, 0, sizeof(both));
+	for (k = 0; k < 3; k++) {
+		both[k].inst = in.p;
+		ck_assert_int_eq(ops->generate(in.p, &p[k], &cb, &both[k], &both[k].g), 0);
+	}
+	run_loop(NULL);
+	for (k = 0; k < 3; k++) {
+		ck_assert_int_eq(both[k].done, 1);
+		ck_assert_uint_eq(both[k].n, solo[k].n);
+		ck_assert(memcmp(both[k].ids, solo[k].ids, solo[k].n * 4) == 0);
+		ck_assert(memcmp(both[k].rows, solo[k].rows, solo[k].n * H * 4) == 0);
+	}
+	finish(&in);
+	rm_model(dir);
+}
+END_TEST
+
+START_TEST(test_stop_eos_context)
+{
+	char *dir = tiny_model(false, 1, 0);
+	struct engy_gen_params p = params(prompt, NPROMPT, 12);
+	struct q3_model *m;
+	struct q3_seq *s;
+	struct q3_row row;
+	uint32_t stop, t, k, first = 0, start_tok = 512;
+	float h[H], lg[512];
+	struct col a, b;
+	struct inst in;
+
+	load();
+	in = start(dir, 2, NPROMPT + 3, true);
+	gen(&in, &p, &a);
+	ck_assert_int_eq(a.res.finish, ENGY_FINISH_LENGTH);	/* max_context */
+	ck_assert_uint_eq(a.n, 3);
+	finish(&in);
+	in = start(dir, 2, 0, true);
+	gen(&in, &p, &a);
+	ck_assert_uint_eq(a.n, 12);
+	stop = a.ids[4];
+	while (a.ids[first] != stop)
+		first++;
+	p.stop_ids = &stop;
+	p.n_stop = 1;
+	gen(&in, &p, &b);
+	ck_assert_int_eq(b.res.finish, ENGY_FINISH_STOP);
+	ck_assert_int_eq(b.res.matched_stop, (int32_t)stop);
+	ck_assert_uint_eq(b.n, first + 1);
+	/* EOS: a token whose greedy successor is <|im_end|> or <|endoftext|>. */
+	ck_assert_int_eq(q3_model_load(dir, NULL, &m, NULL, 0), 0);
+	for (t = 0; t < 486 && start_tok == 512; t++) {
+		s = q3_seq_new(m, 4);
+		row = (struct q3_row){ s, t };
+		ck_assert_int_eq(q3_forward(m, &row, 1, h), 0);
+		q3_logits(m, h, 1, lg);
+		for (k = 1, stop = 0; k < 512; k++)
+			stop = lg[k] > lg[stop] ? k : stop;
+		if (stop == 486 || stop == 488)
+			start_tok = t;
+		q3_seq_free(s);
+	}
+	ck_assert_msg(start_tok < 512, "no token leads to EOS in this model");
+	p = params(&start_tok, 1, 5);
+	gen(&in, &p, &b);
+	ck_assert_int_eq(b.res.finish, ENGY_FINISH_STOP);
+	ck_assert(b.res.matched_stop == 486 || b.res.matched_stop == 488);
+	ck_assert_uint_eq(b.n, 1);
+	/* max_new_tokens 0: the prompt is read, nothing generated. */
+	p = params(prompt, 4, 0);
+	gen(&in, &p, &b);
+	ck_assert_int_eq(b.res.finish, ENGY_FINISH_LENGTH);
+	ck_assert_uint_eq(b.n, 0);
+	q3_model_free(m);
+	finish(&in);
+	rm_model(dir);
+}
+END_TEST
+
+START_TEST(test_refusals)
+{
+	char *dir = tiny_model(false, 1, 0);
+	struct engy_gen_params p = params(prompt, 4, 4);
+	uint32_t big[20] = { 0 }, bad = 512;
+	struct engy_gen *g;
+	struct pre pre = { 0 };
+	struct col c;
+	struct inst in;
+
+	load();
+	in = start(dir, 2, 20, true);
+	p.temperature = -1;
+	ck_assert_int_eq(ops->generate(in.p, &p, &cb, &c, &g), -EINVAL);
+	p.temperature = 0;
+	p.top_p = 0;
+	ck_assert_int_eq(ops->generate(in.p, &p, &cb, &c, &g), -EINVAL);
+	p = params(&bad, 1, 4);
+	ck_assert_int_eq(ops->generate(in.p, &p, &cb, &c, &g), -ERANGE);
+	p = params(prompt, 0, 4);
+	ck_assert_int_eq(ops->generate(in.p, &p, &cb, &c, &g), -EINVAL);
+	p = params(big, 20, 4);
+	ck_assert_int_eq(ops->generate(in.p, &p, &cb, &c, &g), -E2BIG);
+	ck_assert_int_eq(ops->generate(in.p, &p, NULL, &c, &g), -EINVAL);
+	ck_assert_int_eq(ops->prefill(in.p, big, 0, on_prefill, &pre, &g), -EINVAL);
+	ck_assert_int_eq(ops->prefill(in.p, &bad, 1, on_prefill, &pre, &g), -ERANGE);
+	ck_assert_int_eq(ops->prefill(in.p, big, 20, on_prefill, &pre, &g), 0);
+	run_loop(&pre.calls);
+	ck_assert_int_eq(pre.rc, 0);
+	ck_assert_uint_eq(pre.n, 20);
+	free(pre.rows);
+	ck_assert_ptr_null(jq);
+	plug->stop(in.p);
+	p = params(prompt, 4, 4);
+	ck_assert_int_eq(ops->generate(in.p, &p, &cb, &c, &g), -ESHUTDOWN);
+	finish(&in);
+	rm_model(dir);
+}
+END_TEST
+
+/* work() inline: the whole request runs inside generate(). */
+START_TEST(test_sync_host)
+{
+	char *dir = tiny_model(false, 1, 0);
+	struct engy_gen_params p = params(prompt, NPROMPT, 10);
+	struct inst qi, si;
+	struct col a, b;
+
+	load();
+	qi = start(dir, 2, 0, true);
+	gen(&qi, &p, &a);
+	finish(&qi);
+	si = start(dir, 2, 0, false);
+	memset(&b, 0, sizeof(b));
+	ck_assert_int_eq(ops->generate(si.p, &p, &cb, &b, &b.g), 0);
+	ck_assert_int_eq(b.done, 1);
+	ck_assert_uint_eq(b.n, 10);
+	ck_assert(memcmp(a.ids, b.ids, 10 * 4) == 0);
+	finish(&si);
+	rm_model(dir);
+}
+END_TEST
+
+START_TEST(test_load_failure)
+{
+	char *dir = tiny_model(false, 1, 0), path[600];
+	struct engy_gen_params p = params(prompt, 4, 4);
+	struct engy_host *h = fake_host_new("ref0");
+	struct engy_gen *g;
+	void *c, *inst;
+	struct col a;
+
+	load();
+	h->work = q_work;
+	c = conf_new(dir);
+	ck_assert_int_eq(plug->create(h, c, &inst), 0);	/* config.json is fine */
+	snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+	ck_assert_int_eq(truncate(path, 100), 0);
+	memset(&a, 0, sizeof(a));
+	ck_assert_int_eq(ops->generate(inst, &p, &cb, &a, &a.g), 0);	/* queued */
+	ck_assert_int_eq(plug->start(inst), 0);
+	run_loop(NULL);
+	ck_assert_ptr_nonnull(strstr(fake_host_log(h), "event=model_load_failed"));
+	ck_assert_ptr_nonnull(strstr(fake_host_log(h), "truncated"));
+	ck_assert_int_eq(a.done, 1);
+	ck_assert_int_eq(a.res.finish, ENGY_FINISH_ERROR);
+	ck_assert_int_lt(a.res.status, 0);
+	ck_assert_int_eq(ops->generate(inst, &p, &cb, &a, &g), -EIO);
+	plug->destroy(inst);
+	free(c);
+	fake_host_free(h);
+	rm_model(dir);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("backend_ref");
+	TCase *tc = tcase_create("ops");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_descriptor);
+	tcase_add_test(tc, test_create_refusals);
+	tcase_add_test(tc, test_info);
+	tcase_add_test(tc, test_stream_dense);
+	tcase_add_test(tc, test_stream_moe);
+	tcase_add_test(tc, test_sampling_seeded);
+	tcase_add_test(tc, test_cancel);
+	tcase_add_test(tc, test_batch_equals_solo);
+	tcase_add_test(tc, test_stop_eos_context);
+	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_sync_host);
+	tcase_add_test(tc, test_load_failure);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

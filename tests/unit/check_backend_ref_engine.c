@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libqwen3, the engine under backend-ref: the matmul kernels against the
+ * textbook loop, the thread pool, the sampler, the promise that a row's
+ * result does not depend on how it is fed (one call, one token at a time,
+ * chunks, batched with another sequence), the matmul hook, errors, and
+ * checkpoint loading (refusals, INT4, FP8, shards).  Numerics against an
+ * independent implementation are in tests/integration/backend_ref_reference.sh.
+ */
+#include <check.h>
+#include <errno.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "matmul.h"
+#include "qwen3.h"
+#include "ref_testlib.h"
+#include "sampler.h"
+
+static char err[512];
+
+static float frand(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return (float)((*s >> 40) & 0xFFFF) / 32768.0f - 1.0f;
+}
+
+START_TEST(test_matmul)
+{
+	static const size_t shapes[][3] = { { 1, 1, 1 }, { 1, 7, 3 }, { 2, 8, 4 },
+					    { 3, 37, 9 }, { 5, 64, 17 }, { 1, 130, 33 },
+					    { 7, 9, 2 } };
+	uint64_t s = 42;
+	unsigned t;
+	size_t k, i;
+
+	for (t = 1; t <= 3; t += 2) {
+		struct mm_pool *p = mm_pool_new(t);
+
+		ck_assert_uint_eq(mm_pool_threads(p), t);
+		for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+			size_t n = shapes[k][0], in = shapes[k][1], out = shapes[k][2];
+			float *x = malloc(n * in * 4), *w = malloc(out * in * 4);
+			float *y = malloc(n * out * 4), *yn = malloc(n * out * 4);
+			float *y1 = malloc(out * 4);
+
+			for (i = 0; i < n * in; i++)
+				x[i] = frand(&s);
+			for (i = 0; i < out * in; i++)
+				w[i] = frand(&s);
+			mm_matmul(p, x, n, w, in, out, y);
+			mm_matmul_naive(x, n, w, in, out, yn);
+			for (i = 0; i < n * out; i++)
+				ck_assert_msg(fabsf(y[i] - yn[i]) <= 1e-5f * (float)in,
+					      "%zux%zux%zu [%zu]: %g vs %g", n, in, out,
+					      i, y[i], yn[i]);
+			/* A row alone gives the very same bits as in the batch. */
+			for (i = 0; i < n; i++) {
+				mm_matmul(p, x + i * in, 1, w, in, out, y1);
+				ck_assert(memcmp(y1, y + i * out, out * 4) == 0);
+			}
+			ck_assert(mm_dot(x, w, in) == y[0]);
+			free(x);
+			free(w);
+			free(y);
+			free(yn);
+			free(y1);
+		}
+		mm_pool_free(p);
+	}
+	ck_assert(strcmp(mm_kernel_name(), "avx2+fma") == 0 ||
+		  strcmp(mm_kernel_name(), "generic") == 0);
+}
+END_TEST
+
+static atomic_int counts[128];
+
+static void count_task(void *arg, size_t task, unsigned thread)
+{
+	ck_assert_uint_lt(thread, *(unsigned *)arg);
+	atomic_fetch_add(&counts[task], 1);
+}
+
+START_TEST(test_pool)
+{
+	unsigned threads = 4;
+	struct mm_pool *p = mm_pool_new(threads);
+	size_t job, n, i;
+
+	for (job = 0; job < 300; job++) {
+		n = (job * 7) % 128;
+		for (i = 0; i < 128; i++)
+			atomic_store(&counts[i], 0);
+		mm_pool_run(p, count_task, &threads, n);
+		for (i = 0; i < 128; i++)
+			ck_assert_int_eq(atomic_load(&counts[i]), i < n ? 1 : 0);
+		if (job % 50 == 0)
+			usleep(2000);	/* let workers fall asleep sometimes */
+	}
+	mm_pool_free(p);
+}
+END_TEST
+
+START_TEST(test_sampler)
+{
+	float lg[6] = { 0.5f, 2.0f, -1.0f, 2.0f, 1.0f, 0.0f }, lp;
+	struct q3_sampling greedy = { 0, 1, 0 }, top1 = { 5.0, 1, 1 };
+	struct q3_sampling hot = { 1.0, 1, 0 }, topk2 = { 3.0, 1, 2 };
+	struct q3_sampling topp = { 1.0, 1e-6, 0 }, bad = { -1, 1, 0 };
+	struct q3_sampler *s = q3_sampler_new(6);
+	struct q3_rng a, b;
+	double two[2] = { log(0.7), log(0.3) }, sum = 0;
+	uint32_t hits = 0, i, t1, t2;
+	const char *why;
+
+	ck_assert_uint_eq(q3_sample(s, lg, &greedy, &a, &lp), 1);	/* first max */
+	for (i = 0; i < 6; i++)
+		sum += exp(lg[i]);
+	ck_assert_double_eq_tol(lp, 2.0 - log(sum), 1e-6);
+	q3_rng_seed(&a, 9);
+	for (i = 0; i < 50; i++) {
+		ck_assert_uint_eq(q3_sample(s, lg, &top1, &a, NULL), 1);
+		ck_assert_uint_eq(q3_sample(s, lg, &topp, &a, NULL), 1);
+		t1 = q3_sample(s, lg, &topk2, &a, NULL);
+		ck_assert(t1 == 1 || t1 == 3);
+	}
+	/* Same seed, same draws; another seed, another sequence. */
+	q3_rng_seed(&a, 123);
+	q3_rng_seed(&b, 123);
+	for (i = 0; i < 20; i++)
+		ck_assert_uint_eq(q3_sample(s, lg, &hot, &a, NULL),
+				  q3_sample(s, lg, &hot, &b, NULL));
+	q3_rng_seed(&b, 124);
+	for (i = 0, hits = 0; i < 20; i++) {
+		t1 = q3_sample(s, lg, &hot, &a, NULL);
+		t2 = q3_sample(s, lg, &hot, &b, NULL);
+		hits += t1 == t2;
+	}
+	ck_assert_uint_lt(hits, 20);
+	q3_sampler_free(s);
+	/* Frequencies follow softmax(logits / T). */
+	s = q3_sampler_new(2);
+	lg[0] = (float)two[0];
+	lg[1] = (float)two[1];
+	for (i = 0, hits = 0; i < 20000; i++)
+		hits += q3_sample(s, lg, &hot, &a, NULL) == 0;
+	ck_assert_double_eq_tol(hits / 20000.0, 0.7, 0.02);
+	q3_sampler_free(s);
+	ck_assert_int_eq(q3_sampling_check(&bad, &why), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "temperature"));
+	bad = (struct q3_sampling){ 1, 0, 0 };
+	ck_assert_int_eq(q3_sampling_check(&bad, &why), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why, "top_p"));
+	ck_assert_int_eq(q3_sampling_check(&hot, &why), 0);
+}
+END_TEST
+
+#define NP 37
+
+/* Hidden rows of ids[0..n) fed in chunks of @chunk (0: all at once). */
+static float *feed(struct q3_model *m, const uint32_t *ids, size_t n,
+		   size_t chunk)
+{
+	const struct q3_config *c = q3_model_config(m);
+	struct q3_seq *s = q3_seq_new(m, 1024);
+	float *h = malloc(n * c->hidden * sizeof(float));
+	struct q3_row *rows = malloc(n * sizeof(*rows));
+	size_t off, k, cnt;
+
+	chunk = chunk ? chunk : n;
+	for (off = 0; off < n; off += cnt) {
+		cnt = n - off < chunk ? n - off : chunk;
+		for (k = 0; k < cnt; k++)
+			rows[k] = (struct q3_row){ s, ids[off + k] };
+		ck_assert_int_eq(q3_forward(m, rows, cnt, h + off * c->hidden), 0);
+	}
+	ck_assert_uint_eq(q3_seq_len(s), n);
+	q3_seq_free(s);
+	free(rows);
+	return h;
+}
+
+static void paths_identical(bool moe)
+{
+	char *dir = tiny_model(moe, 3, 0);
+	struct q3_load_opts lo = { .threads = 2 };
+	struct q3_model *m;
+	const struct q3_config *c;
+	uint32_t ids[NP], other[NP];
+	float *all, *step, *chunks, *hb, *lg1, *lgn;
+	struct q3_seq *a, *b;
+	struct q3_row rows[2];
+	size_t i, H;
+
+	ck_assert_msg(q3_model_load(dir, &lo, &m, err, sizeof(err)) == 0, "%s", err);
+	c = q3_model_config(m);
+	H = c->hidden;
+	ck_assert_uint_eq(c->moe, moe);
+	for (i = 0; i < NP; i++) {
+		ids[i] = (uint32_t)((i * 131 + 7) % c->vocab);
+		other[i] = (uint32_t)((i * 17 + 300) % c->vocab);
+	}
+	all = feed(m, ids, NP, 0);
+	step = feed(m, ids, NP, 1);
+	chunks = feed(m, ids, NP, 5);
+	ck_assert(memcmp(all, step, NP * H * 4) == 0);
+	ck_assert(memcmp(all, chunks, NP * H * 4) == 0);
+	/* Batched with another sequence, one row of each per call. */
+	a = q3_seq_new(m, 64);
+	b = q3_seq_new(m, 64);
+	hb = malloc(2 * H * 4);
+	for (i = 0; i < NP; i++) {
+		rows[0] = (struct q3_row){ b, other[i] };
+		rows[1] = (struct q3_row){ a, ids[i] };
+		ck_assert_int_eq(q3_forward(m, rows, 2, hb), 0);
+		ck_assert(memcmp(hb + H, all + i * H, H * 4) == 0);
+	}
+	/* Rows are not all alike: the model says different things. */
+	ck_assert(memcmp(all, all + H, H * 4) != 0);
+	/* Truncate and recompute the tail: same rows again. */
+	q3_seq_truncate(a, 30);
+	ck_assert_uint_eq(q3_seq_len(a), 30);
+	rows[0] = (struct q3_row){ a, ids[30] };
+	ck_assert_int_eq(q3_forward(m, rows, 1, hb), 0);
+	ck_assert(memcmp(hb, all + 30 * H, H * 4) == 0);
+	/* Logits of many rows at once equal row by row. */
+	lgn = malloc(NP * c->vocab * 4);
+	lg1 = malloc(c->vocab * 4);
+	q3_logits(m, all, NP, lgn);
+	for (i = 0; i < NP; i += 9) {
+		q3_logits(m, all + i * H, 1, lg1);
+		ck_assert(memcmp(lg1, lgn + i * c->vocab, c->vocab * 4) == 0);
+	}
+	q3_seq_free(a);
+	q3_seq_free(b);
+	free(all);
+	free(step);
+	free(chunks);
+	free(hb);
+	free(lg1);
+	free(lgn);
+	q3_model_free(m);
+	rm_model(dir);
+}
+
+START_TEST(test_paths_dense)
+{
+	paths_identical(false);
+}
+END_TEST
+
+START_TEST(test_paths_moe)
+{
+	paths_identical(true);
+}
+END_TEST
+
+struct hook_log {
+	int calls[4][16];	/* [layer + 1][name index] */
+	size_t expert_rows[4];
+	size_t rows;
+	const struct q3_config *c;
+};
+
+static const char *const hook_names[] = { "q_proj", "k_proj", "v_proj", "o_proj",
+					  "gate_proj", "up_proj", "down_proj",
+					  "router", "lm_head" };
+
+static void hook(void *arg, int layer, const char *name, const float *in,
+		 size_t rows, size_t in_dim, const float *out, size_t out_dim)
+{
+	struct hook_log *h = arg;
+	const struct q3_config *c = h->c;
+	size_t i;
+
+	ck_assert(in && out && layer >= -1 && layer < 2);
+	if (!strncmp(name, "experts.", 8)) {
+		if (strstr(name, "down_proj")) {
+			h->expert_rows[layer + 1] += rows;
+			ck_assert_uint_eq(in_dim, c->moe_inter);
+			ck_assert_uint_eq(out_dim, c->hidden);
+		}
+		return;
+	}
+	for (i = 0; i < sizeof(hook_names) / sizeof(hook_names[0]); i++)
+		if (!strcmp(name, hook_names[i]))
+			break;
+	ck_assert_msg(i < sizeof(hook_names) / sizeof(hook_names[0]), "%s", name);
+	h->calls[layer + 1][i]++;
+	ck_assert_uint_eq(rows, h->rows);
+	if (i == 0) {
+		ck_assert_uint_eq(in_dim, c->hidden);
+		ck_assert_uint_eq(out_dim, c->n_heads * c->head_dim);
+	}
+	if (i == 8) {
+		ck_assert_uint_eq(out_dim, c->vocab);
+		ck_assert_int_eq(layer, -1);
+	}
+}
+
+START_TEST(test_hook)
+{
+	char *dir = tiny_model(true, 5, 0);
+	struct q3_model *m;
+	struct hook_log h = { .rows = 6 };
+	uint32_t ids[6] = { 1, 2, 3, 4, 5, 6 };
+	float *hid, *lg;
+	int k;
+
+	ck_assert_int_eq(q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
+	h.c = q3_model_config(m);
+	q3_model_set_hook(m, hook, &h);
+	hid = feed(m, ids, 6, 0);
+	/* Layer 0 is sparse, layer 1 dense (mlp_only_layers = [1]). */
+	for (k = 0; k < 4; k++) {
+		ck_assert_int_eq(h.calls[1][k], 1);
+		ck_assert_int_eq(h.calls[2][k], 1);
+	}
+	ck_assert_int_eq(h.calls[1][7], 1);	/* router */
+	ck_assert_int_eq(h.calls[1][4], 0);	/* no dense MLP */
+	ck_assert_uint_eq(h.expert_rows[1], 6 * h.c->top_k);
+	ck_assert_int_eq(h.calls[2][7], 0);
+	ck_assert_int_eq(h.calls[2][4] + h.calls[2][5] + h.calls[2][6], 3);
+	ck_assert_int_eq(h.calls[0][8], 0);
+	lg = malloc(6 * h.c->vocab * 4);
+	q3_logits(m, hid, 6, lg);
+	ck_assert_int_eq(h.calls[0][8], 1);
+	free(lg);
+	free(hid);
+	q3_model_free(m);
+	rm_model(dir);
+}
+END_TEST
+
+START_TEST(test_forward_errors)
+{
+	char *dir = tiny_model(false, 3, 0);
+	struct q3_model *m;
+	struct q3_seq *s;
+	struct q3_row rows[3];
+	float h[3 * 64];
+
+	ck_assert_int_eq(q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
+	s = q3_seq_new(m, 3);
+	rows[0] = (struct q3_row){ s, 1 };
+	rows[1] = (struct q3_row){ s, q3_model_config(m)->vocab };
+	ck_assert_int_eq(q3_forward(m, rows, 2, h), -ERANGE);
+	ck_assert_uint_eq(q3_seq_len(s), 0);
+	rows[1].id = 2;
+	rows[2] = (struct q3_row){ s, 3 };
+	ck_assert_int_eq(q3_forward(m, rows, 3, h), 0);
+	ck_assert_uint_eq(q3_seq_len(s), 3);
+	ck_assert_int_eq(q3_forward(m, rows, 1, h), -E2BIG);
+	ck_assert_uint_eq(q3_seq_len(s), 3);
+	ck_assert_int_eq(q3_forward(m, rows, 0, h), 0);
+	q3_seq_free(s);
+	q3_model_free(m);
+	rm_model(dir);
+}
+END_TEST
+
+/* Replace @from by @to in DIR/config.json (restored from @orig first). */
+static void patch_config(const char *dir, const char *orig, const char *from,
+			 const char *to)
+{
+	const char *at = strstr(orig, from);
+	char *s = malloc(strlen(orig) + strlen(to) + 1);
+
+	ck_assert_msg(at != NULL, "no '%s' in config.json", from);
+	memcpy(s, orig, (size_t)(at - orig));
+	strcpy(s + (at - orig), to);
+	strcat(s, at + strlen(from));
+	put_file(dir, "config.json", s);
+	free(s);
+}
+
+static void refused(const char *dir, const char *needle)
+{
+	struct q3_model *m = NULL;
+
+	err[0] = '\0';
+	ck_assert_int_lt(q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
+	ck_assert_ptr_null(m);
+	ck_assert_msg(strstr(err, needle), "'%s' lacks '%s'", err, needle);
+}
+
+START_TEST(test_load_refusals)
+{
+	char *dir = tiny_model(false, 3, 0), path[600], *orig;
+	FILE *f;
+	long n;
+
+	snprintf(path, sizeof(path), "%s/config.json", dir);
+	f = fopen(path, "r");
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	orig = calloc(1, (size_t)n + 1);
+	ck_assert_int_eq(fread(orig, 1, (size_t)n, f), n);
+	fclose(f);
+	patch_config(dir, orig, "\"qwen3\"", "\"llama\"");
+	refused(dir, "model_type 'llama' is not a Qwen3 model");
+	patch_config(dir, orig, "\"rope_scaling\":\tnull", "\"rope_scaling\": {}");
+	refused(dir, "rope_scaling is not supported");
+	patch_config(dir, orig, "\"num_hidden_layers\":\t2", "\"num_hidden_layers\": 3");
+	refused(dir, "tensor model.layers.2.input_layernorm.weight is missing");
+	patch_config(dir, orig, "\"hidden_size\":\t64", "\"hidden_size\": 32");
+	refused(dir, "has shape [512, 64], expected [512, 32]");
+	patch_config(dir, orig, "\"num_attention_heads\":\t4", "\"num_attention_heads\": 3");
+	refused(dir, "not a multiple of num_key_value_heads");
+	patch_config(dir, orig, "\"vocab_size\":\t512",
+		     "\"vocab_size\": 512, \"quantization_config\": {\"quant_method\": \"gptq\"}");
+	refused(dir, "quant_method 'gptq' is not supported");
+	patch_config(dir, orig, "\"hidden_size\":\t64", "\"hidden_size\": \"64\"");
+	refused(dir, "hidden_size must be an integer");
+	put_file(dir, "config.json", orig);
+	snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+	ck_assert_int_eq(truncate(path, 1000), 0);
+	refused(dir, "truncated");
+	ck_assert_int_eq(unlink(path), 0);
+	refused(dir, "model.safetensors");
+	free(orig);
+	rm_model(dir);
+}
+END_TEST
+
+static float max_abs_diff(const float *a, const float *b, size_t n)
+{
+	float d = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		d = fmaxf(d, fabsf(a[i] - b[i]));
+	return d;
+}
+
+START_TEST(test_quantized)
+{
+	char *base = tiny_model(false, 11, 0), *q4 = tiny_model(false, 11, 1);
+	char *f8 = tiny_model(false, 11, 2);
+	struct q3_model *m0, *m4, *m8;
+	uint32_t ids[12] = { 5, 80, 200, 3, 9, 100, 44, 7, 301, 12, 13, 14 };
+	float *h0, *h4, *h8, d4, d8;
+
+	ck_assert_int_eq(q3_model_load(base, NULL, &m0, err, sizeof(err)), 0);
+	ck_assert_msg(q3_model_load(q4, NULL, &m4, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(q3_model_load(f8, NULL, &m8, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(q3_model_config(m4)->quant, Q3_QUANT_INT4);
+	ck_assert_uint_eq(q3_model_config(m4)->quant_block, 32);
+	ck_assert_int_eq(q3_model_config(m8)->quant, Q3_QUANT_FP8);
+	h0 = feed(m0, ids, 12, 0);
+	h4 = feed(m4, ids, 12, 4);
+	h8 = feed(m8, ids, 12, 1);
+	d4 = max_abs_diff(h0, h4, 12 * 64);
+	d8 = max_abs_diff(h0, h8, 12 * 64);
+	/* The same model, perturbed: measurably, not wildly. */
+	ck_assert_msg(d4 > 0.05f && d4 < 2.0f, "int4 differs by %g", d4);
+	ck_assert_msg(d8 > 1e-3f && d8 < d4, "fp8 %g, int4 %g", d8, d4);
+	free(h0);
+	free(h4);
+	free(h8);
+	q3_model_free(m0);
+	q3_model_free(m4);
+	q3_model_free(m8);
+	rm_model(base);
+	rm_model(q4);
+	rm_model(f8);
+}
+END_TEST
+
+/* Split model.safetensors into two shards plus an index. */
+static void shard(const char *dir)
+{
+	struct engy_st_writer *w[2] = { engy_st_writer_new(), engy_st_writer_new() };
+	char path[600], *idx;
+	struct engy_st *st;
+	size_t i, len = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+	ck_assert_int_eq(engy_st_open(path, &st, err, sizeof(err)), 0);
+	f = open_memstream(&idx, &len);
+	fprintf(f, "{\"metadata\": {}, \"weight_map\": {");
+	for (i = 0; i < engy_st_count(st); i++) {
+		const struct engy_st_tensor *t = engy_st_at(st, i);
+		void *d = malloc(t->nbytes);
+
+		memcpy(d, t->data, t->nbytes);
+		ck_assert_int_eq(engy_st_writer_add_take(w[i % 2], t->name, t->dtype,
+							 t->ndim, t->shape, d,
+							 t->nbytes), 0);
+		fprintf(f, "%s\"%s\": \"%s\"", i ? ", " : "", t->name,
+			i % 2 ? "model-00002-of-00002.safetensors" :
+				"model-00001-of-00002.safetensors");
+	}
+	fprintf(f, "}}");
+	fclose(f);
+	engy_st_close(st);
+	for (i = 0; i < 2; i++) {
+		snprintf(path, sizeof(path), "%s/model-0000%zu-of-00002.safetensors",
+			 dir, i + 1);
+		ck_assert_int_eq(engy_st_writer_save(w[i], path), 0);
+		engy_st_writer_free(w[i]);
+	}
+	put_file(dir, "model.safetensors.index.json", idx);
+	free(idx);
+}
+
+START_TEST(test_shards)
+{
+	char *dir = tiny_model(true, 4, 0), path[600];
+	struct q3_model *m;
+	uint32_t ids[9] = { 1, 50, 2, 60, 3, 70, 4, 80, 5 };
+	float *h1, *h2;
+
+	ck_assert_int_eq(q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
+	h1 = feed(m, ids, 9, 0);
+	q3_model_free(m);
+	shard(dir);
+	snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_msg(q3_model_load(dir, NULL, &m, err, sizeof(err)) == 0, "%s", err);
+	h2 = feed(m, ids, 9, 3);
+	ck_assert(memcmp(h1, h2, 9 * 64 * 4) == 0);
+	q3_model_free(m);
+	put_file(dir, "model.safetensors.index.json",
+		 "{\"weight_map\": {\"model.norm.weight\": \"../elsewhere.safetensors\"}}");
+	refused(dir, "not a .safetensors file beside it");
+	put_file(dir, "model.safetensors.index.json", "{\"weight_map\": 3}");
+	refused(dir, "no weight_map object");
+	free(h1);
+	free(h2);
+	rm_model(dir);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("backend_ref_engine");
+	TCase *tc = tcase_create("core");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_matmul);
+	tcase_add_test(tc, test_pool);
+	tcase_add_test(tc, test_sampler);
+	tcase_add_test(tc, test_paths_dense);
+	tcase_add_test(tc, test_paths_moe);
+	tcase_add_test(tc, test_hook);
+	tcase_add_test(tc, test_forward_errors);
+	tcase_add_test(tc, test_load_refusals);
+	tcase_add_test(tc, test_quantized);
+	tcase_add_test(tc, test_shards);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
