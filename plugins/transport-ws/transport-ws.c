@@ -195,12 +195,13 @@ static void ws_destroy(void *inst)
 	struct ws_conn *c;
 
 	ws_server_stop(in);
+	/* Legs first: they detach their connections, freed next. */
+	ws_legs_free(in);
 	while ((c = in->conns)) {
 		c->busy = 0;
 		ws_conn_detach(c);
 		ws_conn_free(c);
 	}
-	ws_legs_free(in);
 	ws_routes_free(in);
 	ws_tls_free(in);
 	free((char *)in->conf.listen);

@@ -748,6 +748,46 @@ START_TEST(test_max_connections)
 }
 END_TEST
 
+/* destroy() with legs open, dialing and waiting, and server peers. */
+START_TEST(test_destroy_busy)
+{
+	static const char *const kv[] = { "listen=127.0.0.1:0", NULL };
+	struct side srv, cli;
+	struct rec s = { 0 }, c = { 0 }, d = { 0 };
+	struct engy_ws_leg *open_leg, *dead_leg, *slow_leg;
+	int lfd, port, dead;
+
+	ck_assert_int_eq(make(&srv, kv), 0);
+	ck_assert_int_eq(make(&cli, NULL), 0);
+	s.inst = srv.inst;
+	c.inst = d.inst = cli.inst;
+	ck_assert_int_eq(ops->ws_listen(srv.inst, "/", &handler, &s), 0);
+	ck_assert_int_eq(ops->ws_dial(cli.inst, url_of(wsth_listen_port(srv.h),
+				      "/"), NULL, &handler, &c, &open_leg), 0);
+	lfd = raw_listen(&dead);
+	close(lfd);
+	ck_assert_int_eq(ops->ws_dial(cli.inst, url_of(dead, "/"), NULL,
+				      &handler, &d, &dead_leg), 0);
+	/* A listener that never answers the upgrade. */
+	lfd = raw_listen(&port);
+	ck_assert_int_eq(ops->ws_dial(cli.inst, url_of(port, "/"), NULL,
+				      &handler, &d, &slow_leg), 0);
+	WAIT(c.opens, 1, 3000);
+	WAIT(d.errors, 1, 3000);
+	WAIT(s.opens, 1, 3000);
+	/* No stop(), no ws_leg_close(): destroy must free it all. */
+	plug->destroy(cli.inst);
+	cli.inst = NULL;
+	WAIT(s.closes, 1, 3000);
+	ck_assert_int_eq(s.code, 1006);
+	plug->destroy(srv.inst);
+	srv.inst = NULL;
+	close(lfd);
+	unmake(&cli);
+	unmake(&srv);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("transport_ws");
@@ -765,6 +805,7 @@ int main(void)
 	tcase_add_test(tc, test_backoff);
 	tcase_add_test(tc, test_bad_arguments);
 	tcase_add_test(tc, test_max_connections);
+	tcase_add_test(tc, test_destroy_busy);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
