@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -512,6 +514,41 @@ void th_conn_accept(struct th_inst *ti, int fd, const struct sockaddr *sa,
 	if (ti->m_conns)
 		ti->host->metric_set(ti->m_conns, ti->n_conns);
 	arm_timer(c, (long)ti->conf.timeout_s * 1000);	/* idle until a request */
+}
+
+void th_conn_flush_all(struct th_inst *ti, int ms)
+{
+	struct timespec t0, t;
+	struct th_conn *c;
+	bool pending = true;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (pending) {
+		long left;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		left = ms - ((t.tv_sec - t0.tv_sec) * 1000 +
+			     (t.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left <= 0)
+			return;
+		pending = false;
+		for (c = ti->conns; c; c = c->next) {
+			struct evbuffer *out = bufferevent_get_output(c->bev);
+			struct pollfd p = { bufferevent_getfd(c->bev), POLLOUT, 0 };
+
+			if (!evbuffer_get_length(out) || p.fd < 0)
+				continue;
+			/* A socket bufferevent keeps the buffer's start
+			 * frozen for its own writes. */
+			evbuffer_unfreeze(out, 1);
+			if (poll(&p, 1, (int)(left < 50 ? left : 50)) == 1 &&
+			    (p.revents & POLLOUT)) {
+				if (evbuffer_write(out, p.fd) < 0)
+					evbuffer_drain(out, evbuffer_get_length(out));
+			}
+			pending |= evbuffer_get_length(out) > 0;
+		}
+	}
 }
 
 void th_conn_close_idle(struct th_inst *ti)

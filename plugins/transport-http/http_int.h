@@ -18,6 +18,7 @@
 #define TH_MAX_TARGET	8192
 #define TH_MAX_CHUNK_LINE 1024
 #define TH_LINGER_MS	2000		/* drain after a closing reply */
+#define TH_FLUSH_MS	2000		/* destroy: finish writing queued replies */
 
 /* --- the head parser (pure) --------------------------------------------- */
 
@@ -116,6 +117,12 @@ struct engy_http_exchange {
 void th_conn_accept(struct th_inst *ti, int fd, const struct sockaddr *sa,
 		    int salen);
 void th_conn_free(struct th_conn *c);
+/*
+ * Write what the connections still have queued, for up to @ms in all:
+ * destroy() comes once the flows have drained, when the last replies may
+ * still sit in output buffers (the loop no longer runs to send them).
+ */
+void th_conn_flush_all(struct th_inst *ti, int ms);
 /* Close the idle keep-alive connections (stop()). */
 void th_conn_close_idle(struct th_inst *ti);
 /* Is @x still @c's exchange?  (No dereference of @x.) */

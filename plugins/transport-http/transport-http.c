@@ -233,6 +233,7 @@ static void th_destroy(void *inst)
 	if (!ti)
 		return;
 	close_listeners(ti);
+	th_conn_flush_all(ti, TH_FLUSH_MS);
 	while (ti->conns)
 		th_conn_free(ti->conns);
 	for (i = 0; i < ti->n_routes; i++)

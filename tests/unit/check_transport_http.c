@@ -27,6 +27,7 @@
 #include <engy/transport.h>
 
 #include "conf.h"
+#include "http_raw.h"
 #include "host.h"
 #include "loader.h"
 #include "log.h"
@@ -169,6 +170,25 @@ static int h_tag(void *arg, struct engy_http_exchange *x,
 			       strlen(arg));
 }
 
+/* Queues 8 MiB and stops the loop at once: destroy() must still send it. */
+#define BIG (8u << 20)
+static atomic_bool destroy_in_loop;
+
+static int h_big(void *arg, struct engy_http_exchange *x,
+		 const struct engy_http_request *r)
+{
+	char *body = malloc(BIG);
+	int rc;
+
+	memset(body, 'z', BIG);
+	rc = ops->http_reply(in.inst, x, 200, "text/plain", NULL, body, BIG);
+	free(body);
+	destroy_in_loop = true;
+	event_base_loopbreak(d.base);
+	return rc;
+}
+
+static const struct engy_http_handler hd_big = { sizeof(hd_big), h_big, NULL };
 static const struct engy_http_handler hd_echo = { sizeof(hd_echo), h_echo, NULL };
 static const struct engy_http_handler hd_later = { sizeof(hd_later), h_later, NULL };
 static const struct engy_http_handler hd_stream = { sizeof(hd_stream), h_stream, stream_gone };
@@ -193,6 +213,10 @@ static void on_cmd(evutil_socket_t fd, short what, void *arg)
 static void *loop_main(void *arg)
 {
 	event_base_dispatch(d.base);
+	if (destroy_in_loop) {		/* as engyd does once drained */
+		in.lp.desc.destroy(in.inst);
+		in.inst = NULL;
+	}
 	return NULL;
 }
 
@@ -251,6 +275,7 @@ static void setup(void)
 	ck_assert_int_eq(ops->http_route(in.inst, "/stream", &hd_stream, NULL), 0);
 	ck_assert_int_eq(ops->http_route(in.inst, "/slow", &hd_slow, NULL), 0);
 	ck_assert_int_eq(ops->http_route(in.inst, "/err", &hd_err, NULL), 0);
+	ck_assert_int_eq(ops->http_route(in.inst, "/big", &hd_big, NULL), 0);
 	ck_assert_int_eq(ops->http_route(in.inst, "/a", &hd_tag, "a"), 0);
 	ck_assert_int_eq(ops->http_route(in.inst, "/a/b/", &hd_tag, "a/b"), 0);
 	ck_assert_int_eq(ops->http_route(in.inst, "/", &hd_tag, "root"), 0);
@@ -270,6 +295,7 @@ static void setup(void)
 	event_add(cmd_ev, NULL);
 	n_gone = 0;
 	n_requests = 0;
+	destroy_in_loop = false;
 	ck_assert_int_eq(pthread_create(&loop_thr, NULL, loop_main, NULL), 0);
 }
 
@@ -277,7 +303,8 @@ static void teardown(void)
 {
 	cmd('q');
 	pthread_join(loop_thr, NULL);
-	in.lp.desc.destroy(in.inst);
+	if (in.inst)
+		in.lp.desc.destroy(in.inst);
 	engy_host_release_timers(&in);
 	engy_conf_free(in.lp.desc.opts, in.conf);
 	engy_loader_close(&in.lp, true);
@@ -294,158 +321,14 @@ static void teardown(void)
 	unlink(log_path);
 }
 
-/* --- a raw client (test thread) ----------------------------------------- */
-
-static int dial(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	struct timeval tv = { 5, 0 };
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	ck_assert_int_ge(fd, 0);
-	sa.sin_port = htons((uint16_t)port);
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	return fd;
-}
-
-static void put(int fd, const char *s)
-{
-	size_t n = strlen(s);
-
-	ck_assert_int_eq(send(fd, s, n, MSG_NOSIGNAL), (ssize_t)n);
-}
-
-struct resp {
-	int status;
-	char head[4096];
-	char body[65536];
-	size_t body_len;
-	bool chunked, closed;
-	int n_chunks;
-};
-
-/* Read one byte-exact line ending in CRLF; -1 on EOF. */
-static int get_line(int fd, char *buf, size_t cap)
-{
-	size_t n = 0;
-	char c;
-
-	while (n + 1 < cap) {
-		ssize_t r = recv(fd, &c, 1, 0);
-
-		if (r <= 0)
-			return -1;
-		buf[n++] = c;
-		if (c == '\n')
-			break;
-	}
-	buf[n] = '\0';
-	return (int)n;
-}
-
-static bool get_exact(int fd, char *buf, size_t n)
-{
-	size_t got = 0;
-
-	while (got < n) {
-		ssize_t r = recv(fd, buf + got, n - got, 0);
-
-		if (r <= 0)
-			return false;
-		got += (size_t)r;
-	}
-	return true;
-}
-
-static const char *hdr(const struct resp *r, const char *name)
-{
-	static char v[256];
-	char pat[80];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\r\n%s: ", name);
-	p = strstr(r->head, pat);
-	if (!p)
-		return NULL;
-	p += strlen(pat);
-	snprintf(v, sizeof(v), "%.*s", (int)(strcspn(p, "\r")), p);
-	return v;
-}
-
-/* One response; a HEAD request's has no body whatever it announces. */
-static void read_resp(int fd, struct resp *r, bool head_req)
-{
-	char line[1024];
-	const char *cl, *te;
-
-	memset(r, 0, sizeof(*r));
-	do {
-		r->head[0] = '\0';
-		ck_assert_int_gt(get_line(fd, line, sizeof(line)), 0);
-		ck_assert_int_eq(sscanf(line, "HTTP/1.1 %d", &r->status), 1);
-		strcat(r->head, line);
-		for (;;) {
-			ck_assert_int_gt(get_line(fd, line, sizeof(line)), 0);
-			strcat(r->head, line);
-			if (strcmp(line, "\r\n") == 0)
-				break;
-		}
-	} while (r->status == 100);
-	cl = hdr(r, "Content-Length");
-	te = hdr(r, "Transfer-Encoding");
-	if (head_req)
-		return;
-	if (cl) {
-		r->body_len = (size_t)atol(cl);
-		ck_assert(get_exact(fd, r->body, r->body_len));
-	} else if (te && strcmp(te, "chunked") == 0) {
-		r->chunked = true;
-		for (;;) {
-			unsigned long n;
-
-			ck_assert_int_gt(get_line(fd, line, sizeof(line)), 0);
-			n = strtoul(line, NULL, 16);
-			if (!n) {
-				ck_assert_int_gt(get_line(fd, line, sizeof(line)), 0);
-				ck_assert_str_eq(line, "\r\n");
-				break;
-			}
-			ck_assert(get_exact(fd, r->body + r->body_len, n));
-			r->body_len += n;
-			r->n_chunks++;
-			ck_assert_int_gt(get_line(fd, line, sizeof(line)), 0);
-			ck_assert_str_eq(line, "\r\n");
-		}
-	} else {
-		ssize_t n;
-
-		while ((n = recv(fd, r->body + r->body_len,
-				 sizeof(r->body) - r->body_len - 1, 0)) > 0)
-			r->body_len += (size_t)n;
-		r->closed = true;
-	}
-	r->body[r->body_len] = '\0';
-}
-
-/* The peer closed: recv() sees EOF (or a reset) within the timeout. */
-static bool peer_closed(int fd)
-{
-	char c;
-	ssize_t n = recv(fd, &c, 1, 0);
-
-	return n == 0 || (n < 0 && errno == ECONNRESET);
-}
-
-static struct resp R;
+static struct http_resp R;
 
 static void one(const char *req, bool head_req)
 {
-	int fd = dial();
+	int fd = http_raw_dial(port);
 
-	put(fd, req);
-	read_resp(fd, &R, head_req);
+	http_raw_put(fd, req);
+	http_raw_read(fd, &R, head_req);
 	close(fd);
 }
 
@@ -453,42 +336,42 @@ static void one(const char *req, bool head_req)
 
 START_TEST(test_basic_and_keepalive)
 {
-	int fd = dial();
+	int fd = http_raw_dial(port);
 
-	put(fd, "GET /echo?x=1&y=2 HTTP/1.1\r\nHost: t\r\nX-Test: v 1\r\n\r\n");
-	read_resp(fd, &R, false);
+	http_raw_put(fd, "GET /echo?x=1&y=2 HTTP/1.1\r\nHost: t\r\nX-Test: v 1\r\n\r\n");
+	http_raw_read(fd, &R, false);
 	ck_assert_int_eq(R.status, 200);
-	ck_assert_str_eq(hdr(&R, "X-Method"), "GET");
-	ck_assert_str_eq(hdr(&R, "X-Path"), "/echo");
-	ck_assert_str_eq(hdr(&R, "X-Query"), "x=1&y=2");
-	ck_assert_str_eq(hdr(&R, "X-Test"), "v 1");
-	ck_assert_str_eq(hdr(&R, "X-Remote-Set"), "yes");
-	ck_assert_str_eq(hdr(&R, "Connection"), "keep-alive");
-	ck_assert_str_eq(hdr(&R, "Content-Type"), "text/plain");
+	ck_assert_str_eq(http_raw_hdr(&R, "X-Method"), "GET");
+	ck_assert_str_eq(http_raw_hdr(&R, "X-Path"), "/echo");
+	ck_assert_str_eq(http_raw_hdr(&R, "X-Query"), "x=1&y=2");
+	ck_assert_str_eq(http_raw_hdr(&R, "X-Test"), "v 1");
+	ck_assert_str_eq(http_raw_hdr(&R, "X-Remote-Set"), "yes");
+	ck_assert_str_eq(http_raw_hdr(&R, "Connection"), "keep-alive");
+	ck_assert_str_eq(http_raw_hdr(&R, "Content-Type"), "text/plain");
 	ck_assert_uint_eq(R.body_len, 0);
 	/* The same connection again, with a body. */
-	put(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
-	read_resp(fd, &R, false);
+	http_raw_put(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
+	http_raw_read(fd, &R, false);
 	ck_assert_int_eq(R.status, 200);
 	ck_assert_str_eq(R.body, "hello");
 	/* Pipelined: two requests in one write, answered in order. */
-	put(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\none"
+	http_raw_put(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\none"
 		"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\ntwo");
-	read_resp(fd, &R, false);
+	http_raw_read(fd, &R, false);
 	ck_assert_str_eq(R.body, "one");
-	read_resp(fd, &R, false);
+	http_raw_read(fd, &R, false);
 	ck_assert_str_eq(R.body, "two");
 	/* Connection: close is honoured. */
-	put(fd, "GET /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
-	read_resp(fd, &R, false);
-	ck_assert_str_eq(hdr(&R, "Connection"), "close");
-	ck_assert(peer_closed(fd));
+	http_raw_put(fd, "GET /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+	http_raw_read(fd, &R, false);
+	ck_assert_str_eq(http_raw_hdr(&R, "Connection"), "close");
+	ck_assert(http_raw_closed(fd));
 	close(fd);
 	ck_assert_int_eq(n_requests, 5);
 	/* HTTP/1.0: closes unless asked to keep alive. */
 	one("GET /echo HTTP/1.0\r\n\r\n", false);
 	ck_assert_int_eq(R.status, 200);
-	ck_assert_str_eq(hdr(&R, "Connection"), "close");
+	ck_assert_str_eq(http_raw_hdr(&R, "Connection"), "close");
 	/* The route API's own checks ran in setup. */
 	ck_assert_int_eq(route_rc[0], -EEXIST);
 	ck_assert_int_eq(route_rc[1], -EINVAL);
@@ -505,25 +388,25 @@ START_TEST(test_bodies)
 	ck_assert_int_eq(R.status, 200);
 	ck_assert_str_eq(R.body, "hello world");
 	/* Expect: 100-continue: the interim answer comes before the body. */
-	fd = dial();
-	put(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n"
+	fd = http_raw_dial(port);
+	http_raw_put(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n"
 		"Expect: 100-continue\r\n\r\n");
 	{
 		char line[128];
 
-		ck_assert_int_gt(get_line(fd, line, sizeof(line)), 0);
+		ck_assert_int_gt(http_raw_line(fd, line, sizeof(line)), 0);
 		ck_assert_str_eq(line, "HTTP/1.1 100 Continue\r\n");
-		ck_assert_int_gt(get_line(fd, line, sizeof(line)), 0);
+		ck_assert_int_gt(http_raw_line(fd, line, sizeof(line)), 0);
 		ck_assert_str_eq(line, "\r\n");
 	}
-	put(fd, "body");
-	read_resp(fd, &R, false);
+	http_raw_put(fd, "body");
+	http_raw_read(fd, &R, false);
 	ck_assert_str_eq(R.body, "body");
 	close(fd);
 	/* Over max_body (1024): declared, then chunked. */
 	one("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n", false);
 	ck_assert_int_eq(R.status, 413);
-	ck_assert_str_eq(hdr(&R, "Connection"), "close");
+	ck_assert_str_eq(http_raw_hdr(&R, "Connection"), "close");
 	ck_assert_ptr_nonnull(strstr(R.body, "\"code\":413"));
 	one("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
 	    "401\r\n", false);
@@ -532,13 +415,13 @@ START_TEST(test_bodies)
 		char big[1500];
 
 		memset(big, 'x', sizeof(big));
-		fd = dial();
-		put(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+		fd = http_raw_dial(port);
+		http_raw_put(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
 			"300\r\n");
 		ck_assert_int_eq(send(fd, big, 0x300, MSG_NOSIGNAL), 0x300);
-		put(fd, "\r\n300\r\n");
+		http_raw_put(fd, "\r\n300\r\n");
 		ck_assert_int_eq(send(fd, big, 0x300, MSG_NOSIGNAL), 0x300);
-		read_resp(fd, &R, false);
+		http_raw_read(fd, &R, false);
 		ck_assert_int_eq(R.status, 413);
 		close(fd);
 	}
@@ -586,8 +469,8 @@ START_TEST(test_bad_requests)
 	one(bad[_i].req, false);
 	ck_assert_msg(R.status == bad[_i].status, "%s -> %d, want %d", bad[_i].req,
 		      R.status, bad[_i].status);
-	ck_assert_str_eq(hdr(&R, "Connection"), "close");
-	ck_assert_str_eq(hdr(&R, "Content-Type"), "application/json");
+	ck_assert_str_eq(http_raw_hdr(&R, "Connection"), "close");
+	ck_assert_str_eq(http_raw_hdr(&R, "Content-Type"), "application/json");
 }
 END_TEST
 
@@ -616,13 +499,13 @@ START_TEST(test_limits)
 	ck_assert_int_eq(R.status, 414);
 	free(req);
 	/* timeout_s = 1: a half-sent request gets 408; an idle one closes. */
-	fd = dial();
-	put(fd, "GET /echo HTTP/1.1\r\nHost: t\r\n");
-	read_resp(fd, &R, false);
+	fd = http_raw_dial(port);
+	http_raw_put(fd, "GET /echo HTTP/1.1\r\nHost: t\r\n");
+	http_raw_read(fd, &R, false);
 	ck_assert_int_eq(R.status, 408);
 	close(fd);
-	fd = dial();
-	ck_assert(peer_closed(fd));
+	fd = http_raw_dial(port);
+	ck_assert(http_raw_closed(fd));
 	close(fd);
 }
 END_TEST
@@ -644,15 +527,15 @@ START_TEST(test_routes)
 	ck_assert_str_eq(R.body, "{\"error\":{\"message\":\"Not Found\",\"code\":404}}");
 	/* HEAD: the headers of the reply, no body. */
 	{
-		int fd = dial();
+		int fd = http_raw_dial(port);
 
-		put(fd, "HEAD /a HTTP/1.1\r\nHost: t\r\n\r\n");
-		read_resp(fd, &R, true);
+		http_raw_put(fd, "HEAD /a HTTP/1.1\r\nHost: t\r\n\r\n");
+		http_raw_read(fd, &R, true);
 		ck_assert_int_eq(R.status, 200);
-		ck_assert_str_eq(hdr(&R, "Content-Length"), "1");
+		ck_assert_str_eq(http_raw_hdr(&R, "Content-Length"), "1");
 		/* The next response starts right after the head. */
-		put(fd, "GET /a/b HTTP/1.1\r\nHost: t\r\n\r\n");
-		read_resp(fd, &R, false);
+		http_raw_put(fd, "GET /a/b HTTP/1.1\r\nHost: t\r\n\r\n");
+		http_raw_read(fd, &R, false);
 		ck_assert_str_eq(R.body, "a/b");
 		close(fd);
 	}
@@ -661,23 +544,23 @@ END_TEST
 
 START_TEST(test_async_and_stream)
 {
-	int fd = dial();
+	int fd = http_raw_dial(port);
 
-	put(fd, "GET /later HTTP/1.1\r\nHost: t\r\n\r\n");
-	read_resp(fd, &R, false);
+	http_raw_put(fd, "GET /later HTTP/1.1\r\nHost: t\r\n\r\n");
+	http_raw_read(fd, &R, false);
 	ck_assert_int_eq(R.status, 202);
 	ck_assert_str_eq(R.body, "later");
-	put(fd, "GET /stream HTTP/1.1\r\nHost: t\r\n\r\n");
-	read_resp(fd, &R, false);
+	http_raw_put(fd, "GET /stream HTTP/1.1\r\nHost: t\r\n\r\n");
+	http_raw_read(fd, &R, false);
 	ck_assert_int_eq(R.status, 200);
 	ck_assert(R.chunked);
 	ck_assert_int_eq(R.n_chunks, 3);
 	ck_assert_str_eq(R.body, "data: 0\n\ndata: 1\n\ndata: 2\n\n");
-	ck_assert_str_eq(hdr(&R, "Content-Type"), "text/event-stream");
-	ck_assert_str_eq(hdr(&R, "Cache-Control"), "no-cache");
+	ck_assert_str_eq(http_raw_hdr(&R, "Content-Type"), "text/event-stream");
+	ck_assert_str_eq(http_raw_hdr(&R, "Cache-Control"), "no-cache");
 	/* Keep-alive after a stream. */
-	put(fd, "GET /a HTTP/1.1\r\nHost: t\r\n\r\n");
-	read_resp(fd, &R, false);
+	http_raw_put(fd, "GET /a HTTP/1.1\r\nHost: t\r\n\r\n");
+	http_raw_read(fd, &R, false);
 	ck_assert_str_eq(R.body, "a");
 	close(fd);
 	/* HTTP/1.0 has no chunked: the stream ends with the connection. */
@@ -689,9 +572,9 @@ END_TEST
 
 START_TEST(test_gone)
 {
-	int fd = dial(), i;
+	int fd = http_raw_dial(port), i;
 
-	put(fd, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
+	http_raw_put(fd, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
 	usleep(100000);
 	ck_assert_int_eq(n_gone, 0);
 	close(fd);
@@ -699,8 +582,8 @@ START_TEST(test_gone)
 		usleep(10000);
 	ck_assert_int_eq(n_gone, 1);
 	/* A client that leaves mid-stream is gone too. */
-	fd = dial();
-	put(fd, "GET /stream HTTP/1.1\r\nHost: t\r\n\r\n");
+	fd = http_raw_dial(port);
+	http_raw_put(fd, "GET /stream HTTP/1.1\r\nHost: t\r\n\r\n");
 	usleep(30000);
 	close(fd);
 	for (i = 0; i < 100 && n_gone == 1; i++)
@@ -718,10 +601,10 @@ START_TEST(test_max_connections_and_stop)
 	char *m;
 
 	for (i = 0; i < 8; i++)
-		fds[i] = dial();
+		fds[i] = http_raw_dial(port);
 	usleep(100000);		/* let the loop accept them */
-	fd = dial();
-	read_resp(fd, &R, false);
+	fd = http_raw_dial(port);
+	http_raw_read(fd, &R, false);
 	ck_assert_int_eq(R.status, 503);
 	close(fd);
 	for (i = 0; i < 8; i++)
@@ -730,9 +613,9 @@ START_TEST(test_max_connections_and_stop)
 	one("GET /a HTTP/1.1\r\nHost: t\r\n\r\n", false);
 	ck_assert_int_eq(R.status, 200);
 	/* stop(): listeners close, new connections are refused. */
-	fd = dial();		/* an idle keep-alive one, closed by stop() */
+	fd = http_raw_dial(port);		/* an idle keep-alive one, closed by stop() */
 	cmd('s');
-	ck_assert(peer_closed(fd));
+	ck_assert(http_raw_closed(fd));
 	close(fd);
 	{
 		struct sockaddr_in sa = { .sin_family = AF_INET };
@@ -763,6 +646,27 @@ START_TEST(test_max_connections_and_stop)
 }
 END_TEST
 
+START_TEST(test_destroy_flushes)
+{
+	char *buf = malloc(BIG + 4096), line[256];
+	size_t got = 0;
+	ssize_t n;
+	int fd = http_raw_dial(port);
+
+	http_raw_put(fd, "GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+	ck_assert_int_gt(http_raw_line(fd, line, sizeof(line)), 0);
+	ck_assert_str_eq(line, "HTTP/1.1 200 OK\r\n");
+	while ((n = recv(fd, buf + got, BIG + 4096 - got, 0)) > 0)
+		got += (size_t)n;
+	/* The head's rest, then every byte of the body, then the close. */
+	ck_assert_ptr_nonnull(strstr(buf, "\r\n\r\n"));
+	ck_assert_uint_eq(got - (size_t)(strstr(buf, "\r\n\r\n") + 4 - buf), BIG);
+	ck_assert_int_eq(buf[got - 1], 'z');
+	close(fd);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("transport_http");
@@ -780,6 +684,7 @@ int main(void)
 	tcase_add_test(tc, test_async_and_stream);
 	tcase_add_test(tc, test_gone);
 	tcase_add_test(tc, test_max_connections_and_stop);
+	tcase_add_test(tc, test_destroy_flushes);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
