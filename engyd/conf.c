@@ -58,6 +58,7 @@ const char *engy_opt_type_name(uint32_t type)
  * progress on this thread names its error list here.
  */
 static _Thread_local struct engy_errs *parse_errs;
+static _Thread_local const char *parse_path;
 
 /* libconfuse reports through here; we keep "file:line: message". */
 static void on_cfg_error(cfg_t *cfg, const char *fmt, va_list ap)
@@ -67,7 +68,7 @@ static void on_cfg_error(cfg_t *cfg, const char *fmt, va_list ap)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (parse_errs)
 		engy_errs_add(parse_errs, "%s:%d: %s",
-			      cfg->filename ? cfg->filename : "?", cfg->line, msg);
+			      cfg->filename ? cfg->filename : parse_path, cfg->line, msg);
 }
 
 static int parse_file(cfg_opt_t *opts, int flags, const char *path,
@@ -81,8 +82,10 @@ static int parse_file(cfg_opt_t *opts, int flags, const char *path,
 		return -ENOMEM;
 	cfg_set_error_function(cfg, on_cfg_error);
 	parse_errs = e;
+	parse_path = path;
 	rc = cfg_parse(cfg, path);
 	parse_errs = NULL;
+	parse_path = NULL;
 	if (rc != CFG_SUCCESS) {
 		if (!e->n)
 			engy_errs_add(e, "%s: cannot parse config", path);
@@ -176,26 +179,38 @@ static char *dup_or_null(const char *s)
 	CFG_INT("workers", 0, CFGF_NONE),				\
 	CFG_INT("shutdown_timeout", 10, CFGF_NONE)
 
-int engy_config_load(const char *path, struct engy_config *c,
-		     struct engy_errs *e)
+#define N_CORE_OPTS 8
+
+int engy_config_load(const char *path, const char *const *role_sections,
+		     struct engy_config *c, struct engy_errs *e)
 {
 	cfg_opt_t none[] = { CFG_END() };
-	cfg_opt_t opts[] = {
-		CORE_OPTS,
-		CFG_SEC("plugin", none, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES),
-		CFG_END()
-	};
+	cfg_opt_t core[] = { CORE_OPTS };
+	cfg_opt_t *opts = NULL;
 	struct stat st;
-	size_t len, i;
+	size_t len, i, n_roles = 0, k;
 	cfg_t *cfg = NULL;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
+	while (role_sections && role_sections[n_roles])
+		n_roles++;
+	opts = calloc(N_CORE_OPTS + n_roles + 2, sizeof(*opts));
+	if (!opts)
+		return -ENOMEM;
+	memcpy(opts, core, sizeof(core));
+	k = N_CORE_OPTS;
+	for (i = 0; i < n_roles; i++)
+		opts[k++] = (cfg_opt_t)CFG_SEC(role_sections[i], none, CFGF_NONE);
+	opts[k++] = (cfg_opt_t)CFG_SEC("plugin", none,
+				       CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES);
+	opts[k] = (cfg_opt_t)CFG_END();
 	c->path = strdup(path);
 	rc = engy_read_file(path, CONFIG_MAX, (uint8_t **)&c->text, &len);
 	if (rc) {
 		engy_errs_add(e, "%s: cannot read config: %s", path, strerror(-rc));
-		return -EINVAL;
+		rc = -EINVAL;
+		goto out;
 	}
 	c->private_file = stat(path, &st) == 0 && !(st.st_mode & 077);
 	rc = parse_file(opts, CFGF_IGNORE_UNKNOWN, path, e, &cfg);
@@ -237,6 +252,7 @@ int engy_config_load(const char *path, struct engy_config *c,
 out:
 	if (cfg)
 		cfg_free(cfg);
+	free(opts);
 	return rc;
 }
 
@@ -545,48 +561,126 @@ static int union_add(struct uopt **u, size_t *n, const char *name,
 	return 0;
 }
 
+/* libconfuse options for one option table, secrets with their _file twin. */
+static int add_table(struct uopt **u, size_t *n_u, const struct engy_opt *opts,
+		     const char *who, struct engy_errs *e)
+{
+	const struct engy_opt *o;
+
+	for (o = opts; o && o->name; o++) {
+		char fname[128];
+
+		if (union_add(u, n_u, o->name, o->type, who, e))
+			return -ENOMEM;
+		snprintf(fname, sizeof(fname), "%s_file", o->name);
+		if ((o->flags & ENGY_OPT_SECRET) &&
+		    union_add(u, n_u, fname, ENGY_OPT_STR, who, e))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static cfg_opt_t *cfg_table(const struct uopt *u, size_t n_u)
+{
+	cfg_opt_t *t = calloc(n_u + 1, sizeof(*t));
+	size_t i;
+
+	if (!t)
+		return NULL;
+	for (i = 0; i < n_u; i++)
+		t[i] = make_opt(u[i].name, u[i].type);
+	t[n_u] = (cfg_opt_t)CFG_END();
+	return t;
+}
+
+static void free_uopts(struct uopt *u, size_t n_u)
+{
+	size_t i;
+
+	for (i = 0; i < n_u; i++)
+		free(u[i].name);
+	free(u);
+}
+
+/* Is @nm (set in a section) an option, or a secret's _file, of @opts? */
+static bool owns_opt(const struct engy_opt *opts, const char *nm)
+{
+	size_t l = strlen(nm);
+	const struct engy_opt *own = find_opt(opts, nm);
+	char base[128];
+
+	if (!own && l > 5 && !strcmp(nm + l - 5, "_file") && l - 5 < sizeof(base)) {
+		memcpy(base, nm, l - 5);
+		base[l - 5] = '\0';
+		own = find_opt(opts, base);
+		if (own && !(own->flags & ENGY_OPT_SECRET))
+			own = NULL;
+	}
+	return own != NULL;
+}
+
+/* The line where a role's `NAME {` section opens, or 1. */
+static int role_line(const char *text, const char *name)
+{
+	const char *p = text;
+	size_t nl = strlen(name);
+	int line = 1;
+
+	for (; *p; p++) {
+		if (*p == '\n') {
+			line++;
+			continue;
+		}
+		if ((p == text || p[-1] == '\n') && strncmp(p, name, nl) == 0) {
+			const char *q = p + nl;
+
+			while (*q == ' ' || *q == '\t')
+				q++;
+			if (*q == '{')
+				return line;
+		}
+	}
+	return 1;
+}
+
 int engy_config_fill(const struct engy_config *c,
 		     const struct engy_opt *const *opts,
 		     const size_t *conf_size, void **confs,
-		     struct engy_errs *e)
+		     struct engy_conf_role *role, struct engy_errs *e)
 {
-	struct uopt *u = NULL;
-	size_t n_u = 0, i, j;
-	cfg_opt_t *sec_opts = NULL;
-	cfg_opt_t root[] = {
-		CORE_OPTS,
-		CFG_SEC("plugin", NULL, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES),
-		CFG_END()
-	};
+	struct uopt *u = NULL, *ru = NULL;
+	size_t n_u = 0, n_ru = 0, i, j, k;
+	cfg_opt_t *sec_opts = NULL, *role_opts = NULL, *root = NULL;
+	cfg_opt_t core[] = { CORE_OPTS };
 	cfg_t *cfg = NULL;
 	int rc = 0;
 
 	for (i = 0; i < c->n_secs; i++) {
-		const struct engy_opt *o;
-
 		confs[i] = NULL;
-		for (o = opts[i]; o && o->name; o++) {
-			char fname[128];
-
-			if (union_add(&u, &n_u, o->name, o->type, c->secs[i].plugin, e))
-				goto oom;
-			snprintf(fname, sizeof(fname), "%s_file", o->name);
-			if ((o->flags & ENGY_OPT_SECRET) &&
-			    union_add(&u, &n_u, fname, ENGY_OPT_STR, c->secs[i].plugin, e))
-				goto oom;
-		}
+		if (add_table(&u, &n_u, opts[i], c->secs[i].plugin, e))
+			goto oom;
+	}
+	if (role) {
+		role->conf = NULL;
+		if (add_table(&ru, &n_ru, role->opts, role->name, e))
+			goto oom;
 	}
 	if (e->n) {
 		rc = -EINVAL;
 		goto out;
 	}
-	sec_opts = calloc(n_u + 1, sizeof(*sec_opts));
-	if (!sec_opts)
+	sec_opts = cfg_table(u, n_u);
+	role_opts = role ? cfg_table(ru, n_ru) : NULL;
+	root = calloc(N_CORE_OPTS + 3, sizeof(*root));
+	if (!sec_opts || (role && !role_opts) || !root)
 		goto oom;
-	for (i = 0; i < n_u; i++)
-		sec_opts[i] = make_opt(u[i].name, u[i].type);
-	sec_opts[n_u] = (cfg_opt_t)CFG_END();
-	root[8].subopts = sec_opts;
+	memcpy(root, core, sizeof(core));
+	k = N_CORE_OPTS;
+	if (role)
+		root[k++] = (cfg_opt_t)CFG_SEC(role->name, role_opts, CFGF_NONE);
+	root[k++] = (cfg_opt_t)CFG_SEC("plugin", sec_opts,
+				       CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES);
+	root[k] = (cfg_opt_t)CFG_END();
 	rc = parse_file(root, CFGF_NONE, c->path, e, &cfg);
 	if (rc)
 		goto out;
@@ -602,28 +696,11 @@ int engy_config_fill(const struct engy_config *c,
 		if (!sec)
 			continue;
 		/* Options another plugin declares are unknown to this one. */
-		for (j = 0; j < n_u; j++) {
-			const char *nm = u[j].name;
-			size_t l = strlen(nm);
-			bool is_file = l > 5 && !strcmp(nm + l - 5, "_file");
-			char base[128];
-			const struct engy_opt *own;
-
-			if (!cfg_size(sec, nm))
-				continue;
-			own = find_opt(opts[i], nm);
-			if (!own && is_file && l - 5 < sizeof(base)) {
-				memcpy(base, nm, l - 5);
-				base[l - 5] = '\0';
-				own = find_opt(opts[i], base);
-				if (own && !(own->flags & ENGY_OPT_SECRET))
-					own = NULL;
-			}
-			if (!own)
+		for (j = 0; j < n_u; j++)
+			if (cfg_size(sec, u[j].name) && !owns_opt(opts[i], u[j].name))
 				engy_errs_add(e, "%s:%d: plugin \"%s\": unknown option '%s'",
-					      c->path, opt_line(c->text, s->line, nm),
-					      s->plugin, nm);
-		}
+					      c->path, opt_line(c->text, s->line, u[j].name),
+					      s->plugin, u[j].name);
 		if (conf_size[i]) {
 			confs[i] = calloc(1, conf_size[i]);
 			if (!confs[i])
@@ -633,23 +710,42 @@ int engy_config_fill(const struct engy_config *c,
 			     opts[i], confs[i], sec, NULL, NULL, e) == -ENOMEM)
 			goto oom;
 	}
+	if (role) {
+		cfg_t *sec = cfg_size(cfg, role->name) ? cfg_getsec(cfg, role->name) : NULL;
+
+		if (role->conf_size) {
+			role->conf = calloc(1, role->conf_size);
+			if (!role->conf)
+				goto oom;
+		}
+		if (fill_one(role->name, c->path, role_line(c->text, role->name),
+			     c->text, c->private_file, role->opts, role->conf, sec,
+			     NULL, NULL, e) == -ENOMEM)
+			goto oom;
+	}
 	rc = e->n ? -EINVAL : 0;
 	goto out;
 oom:
 	rc = -ENOMEM;
 	engy_errs_add(e, "%s: out of memory", c->path);
 out:
-	if (rc)
+	if (rc) {
 		for (i = 0; i < c->n_secs; i++) {
 			engy_conf_free(opts[i], confs[i]);
 			confs[i] = NULL;
 		}
+		if (role) {
+			engy_conf_free(role->opts, role->conf);
+			role->conf = NULL;
+		}
+	}
 	if (cfg)
 		cfg_free(cfg);
 	free(sec_opts);
-	for (i = 0; i < n_u; i++)
-		free(u[i].name);
-	free(u);
+	free(role_opts);
+	free(root);
+	free_uopts(u, n_u);
+	free_uopts(ru, n_ru);
 	return rc;
 }
 

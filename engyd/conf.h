@@ -47,18 +47,31 @@ struct engy_config {
 	bool private_file;	/* no group/other access: secrets allowed */
 };
 
-/* Pass 1.  Returns 0, or -EINVAL with problems in @e. */
-int engy_config_load(const char *path, struct engy_config *c,
-		     struct engy_errs *e);
+/*
+ * Pass 1.  @role_sections (NULL-terminated, may be NULL) names the
+ * top-level sections roles may have (`miner { ... }`); their contents are
+ * read in pass 2.  Returns 0, or -EINVAL with problems in @e.
+ */
+int engy_config_load(const char *path, const char *const *role_sections,
+		     struct engy_config *c, struct engy_errs *e);
+
+/* The role's own section, filled in pass 2 like a plugin's. */
+struct engy_conf_role {
+	const char *name;		/* section name: the role's */
+	const struct engy_opt *opts;	/* may be NULL: no options */
+	size_t conf_size;
+	void *conf;			/* out: filled conf struct or NULL */
+};
 
 /*
  * Pass 2.  @opts[i] and @conf_size[i] describe section i's plugin; on
- * success @confs[i] holds a filled conf struct (NULL for conf_size 0).
+ * success @confs[i] holds a filled conf struct (NULL for conf_size 0), and
+ * @role (may be NULL) its conf.
  */
 int engy_config_fill(const struct engy_config *c,
 		     const struct engy_opt *const *opts,
 		     const size_t *conf_size, void **confs,
-		     struct engy_errs *e);
+		     struct engy_conf_role *role, struct engy_errs *e);
 
 /*
  * Fill one conf struct from option text values (tests, engyctl); @get

@@ -48,6 +48,7 @@ static int load_plugins(struct engyd *d, struct engy_errs *e)
 
 static int create_instances(struct engyd *d, struct engy_errs *e)
 {
+	struct engy_conf_role role = { 0 };
 	const struct engy_opt **opts;
 	size_t *sizes, i;
 	void **confs;
@@ -62,9 +63,13 @@ static int create_instances(struct engyd *d, struct engy_errs *e)
 		opts[i] = d->insts[i].lp.desc.opts;
 		sizes[i] = d->insts[i].lp.desc.conf_size;
 	}
-	rc = engy_config_fill(&d->cfg, opts, sizes, confs, e);
+	role.name = d->role->name;
+	role.opts = d->role->opts;
+	role.conf_size = d->role->conf_size;
+	rc = engy_config_fill(&d->cfg, opts, sizes, confs, &role, e);
 	if (rc)
 		goto out;
+	d->role_conf = role.conf;
 	for (i = 0; i < d->n_insts; i++) {
 		struct engy_instance *in = &d->insts[i];
 		int crc;
@@ -95,7 +100,7 @@ int engyd_setup(struct engyd *d, const char *path, struct engy_errs *e)
 
 	memset(d, 0, sizeof(*d));
 	d->unload = true;
-	rc = engy_config_load(path, &d->cfg, e);
+	rc = engy_config_load(path, engy_role_list(), &d->cfg, e);
 	if (rc && !d->cfg.role)
 		return rc;
 	d->role = engy_role_find(d->cfg.role);
@@ -339,6 +344,8 @@ void engyd_free(struct engyd *d)
 		free(in->name);
 	}
 	free(d->insts);
+	if (d->role)
+		engy_conf_free(d->role->opts, d->role_conf);
 	engy_pool_free(d->pool);
 	for (i = 0; i < sizeof(d->sigs) / sizeof(d->sigs[0]); i++)
 		if (d->sigs[i])

@@ -29,6 +29,7 @@ struct engyd {
 	struct engy_config cfg;
 	const struct engy_role *role;
 	void *role_state;
+	void *role_conf;		/* the role's options, host-owned */
 	const char *plugin_dir;
 	char *state_dir;
 	struct event_base *base;

@@ -25,6 +25,17 @@ const struct engy_role *engy_role_find(const char *name)
 	return NULL;
 }
 
+const char *const *engy_role_list(void)
+{
+	static const char *names[sizeof(roles) / sizeof(roles[0]) + 1];
+	size_t i;
+
+	for (i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+		names[i] = roles[i]->name;
+	names[i] = NULL;
+	return names;
+}
+
 const char *engy_role_names(void)
 {
 	return "miner, gateway, auditor, validator, serve";

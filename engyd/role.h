@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include <engy/plugin.h>
+
 #include "conf.h"
 
 struct engyd;
@@ -22,6 +24,12 @@ struct engy_role {
 	const char *name;
 	const char *summary;
 	struct engy_role_need needs[7];
+	/*
+	 * The role's own options, read from its `NAME { ... }` section
+	 * (and environment twins) into d->role_conf like a plugin's.
+	 */
+	const struct engy_opt *opts;
+	size_t conf_size;
 	/* Wire the instances together once they are all started. */
 	int (*start)(struct engyd *d);
 	/* Stop taking new work (first step of shutdown). */
@@ -38,6 +46,8 @@ extern const struct engy_role engy_role_validator;
 extern const struct engy_role engy_role_serve;
 
 const struct engy_role *engy_role_find(const char *name);
+/* Every role's name, NULL-terminated. */
+const char *const *engy_role_list(void);
 /* "miner, gateway, auditor, validator, serve" */
 const char *engy_role_names(void);
 /* Check the loaded kinds against @r; one error per unmet need. */

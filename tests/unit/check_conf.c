@@ -83,10 +83,10 @@ static int fill(void **confs)
 	size_t sizes[2] = { sizeof(struct a_conf), sizeof(struct b_conf) };
 	int rc;
 
-	rc = engy_config_load(path, &cfg, &errs);
+	rc = engy_config_load(path, NULL, &cfg, &errs);
 	if (rc)
 		return rc;
-	return engy_config_fill(&cfg, opts, sizes, confs, &errs);
+	return engy_config_fill(&cfg, opts, sizes, confs, NULL, &errs);
 }
 
 static int has_err(const char *needle)
@@ -184,9 +184,9 @@ END_TEST
 START_TEST(test_unknown_top_option)
 {
 	write_conf("role = \"miner\"\nrolee = \"x\"\n", 0600);
-	ck_assert_int_eq(engy_config_load(path, &cfg, &errs), 0);
+	ck_assert_int_eq(engy_config_load(path, NULL, &cfg, &errs), 0);
 	/* Pass 1 ignores it; pass 2 is strict. */
-	ck_assert_int_eq(engy_config_fill(&cfg, NULL, NULL, NULL, &errs), -EINVAL);
+	ck_assert_int_eq(engy_config_fill(&cfg, NULL, NULL, NULL, NULL, &errs), -EINVAL);
 	dump();
 	ck_assert(has_err("t.conf:2:"));
 	ck_assert(has_err("rolee"));
@@ -268,12 +268,12 @@ END_TEST
 START_TEST(test_syntax_error_and_missing)
 {
 	write_conf("role = \"miner\"\nplugin \"alpha\" { url = \n", 0600);
-	ck_assert_int_eq(engy_config_load(path, &cfg, &errs), -EINVAL);
+	ck_assert_int_eq(engy_config_load(path, NULL, &cfg, &errs), -EINVAL);
 	dump();
 	ck_assert(has_err("t.conf:"));
 	engy_config_free(&cfg);
 	engy_errs_free(&errs);
-	ck_assert_int_eq(engy_config_load("/nonexistent/x.conf", &cfg, &errs), -EINVAL);
+	ck_assert_int_eq(engy_config_load("/nonexistent/x.conf", NULL, &cfg, &errs), -EINVAL);
 	ck_assert(has_err("/nonexistent/x.conf: cannot read config"));
 }
 END_TEST
@@ -281,14 +281,63 @@ END_TEST
 START_TEST(test_no_role_and_dup_titles)
 {
 	write_conf("workers = 2\n", 0600);
-	ck_assert_int_eq(engy_config_load(path, &cfg, &errs), -EINVAL);
+	ck_assert_int_eq(engy_config_load(path, NULL, &cfg, &errs), -EINVAL);
 	ck_assert(has_err("no role"));
 	engy_config_free(&cfg);
 	engy_errs_free(&errs);
 	write_conf("role = \"miner\"\nplugin \"alpha\" {}\nplugin \"alpha\" {}\n", 0600);
-	ck_assert_int_eq(engy_config_load(path, &cfg, &errs), -EINVAL);
+	ck_assert_int_eq(engy_config_load(path, NULL, &cfg, &errs), -EINVAL);
 	dump();
 	ck_assert(errs.n >= 1);
+}
+END_TEST
+
+START_TEST(test_role_section)
+{
+	static const char *const roles[] = { "miner", "gateway", NULL };
+	struct engy_conf_role role = { "miner", a_opts, sizeof(struct a_conf), NULL };
+	const struct engy_opt *opts[1] = { b_opts };
+	size_t sizes[1] = { sizeof(struct b_conf) };
+	void *confs[1];
+	struct a_conf *a;
+
+	write_conf("role = \"miner\"\nminer {\n  url = \"wss://gw\"\n  n = 12\n}\n"
+		   "plugin \"beta\" { depth = 1 }\n", 0600);
+	ck_assert_int_eq(engy_config_load(path, roles, &cfg, &errs), 0);
+	ck_assert_uint_eq(cfg.n_secs, 1);
+	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, &role, &errs), 0);
+	a = role.conf;
+	ck_assert_str_eq(a->url, "wss://gw");
+	ck_assert_int_eq(a->n, 12);
+	ck_assert_str_eq(a->list.v[0], "x");
+	engy_conf_free(a_opts, role.conf);
+	engy_conf_free(b_opts, confs[0]);
+	engy_config_free(&cfg);
+	/* Env twins apply to role options too; a missing section is fine. */
+	setenv("T_GW", "ws://env", 1);
+	write_conf("role = \"miner\"\nplugin \"beta\" {}\n", 0600);
+	ck_assert_int_eq(engy_config_load(path, roles, &cfg, &errs), 0);
+	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, &role, &errs), 0);
+	a = role.conf;
+	ck_assert_str_eq(a->url, "ws://env");
+	engy_conf_free(a_opts, role.conf);
+	engy_conf_free(b_opts, confs[0]);
+	engy_config_free(&cfg);
+	unsetenv("T_GW");
+	/* Another role's section and unknown role options are errors. */
+	write_conf("role = \"miner\"\nminer {\n  url = \"u\"\n  colour = 1\n}\n"
+		   "plugin \"beta\" {}\n", 0600);
+	ck_assert_int_eq(engy_config_load(path, roles, &cfg, &errs), 0);
+	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, &role, &errs), -EINVAL);
+	dump();
+	ck_assert(has_err("t.conf:4: no such option 'colour'"));
+	engy_config_free(&cfg);
+	engy_errs_free(&errs);
+	write_conf("role = \"miner\"\ngateway { }\nplugin \"beta\" {}\n", 0600);
+	ck_assert_int_eq(engy_config_load(path, roles, &cfg, &errs), 0);
+	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, &role, &errs), -EINVAL);
+	dump();
+	ck_assert(has_err("t.conf:2: no such option 'gateway'"));
 }
 END_TEST
 
@@ -338,6 +387,7 @@ int main(void)
 	tcase_add_test(tc, test_syntax_error_and_missing);
 	tcase_add_test(tc, test_no_role_and_dup_titles);
 	tcase_add_test(tc, test_from_text);
+	tcase_add_test(tc, test_role_section);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
