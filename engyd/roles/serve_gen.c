@@ -68,29 +68,99 @@ void serve_req_free(struct sreq *r)
 	if (r->flush_ev)
 		event_free(r->flush_ev);
 	engy_sgl_gen_free(&r->p);
+	while (r->n_tok_text)
+		free(r->tok_text[--r->n_tok_text]);
+	free(r->tok_text);
+	free(r->ctext);
 	free(r->ids);
 	free(r->lp);
 	free(r->rows);
 	free(r);
 }
 
-/* The text of @n ids as sglang's detokenizer gives it. */
+/*
+ * The text of @n ids as sglang's detokenizer gives it.  *@clean: the text
+ * does not end inside a character (no trailing U+FFFD), so text of later
+ * ids can be appended to it as it stands.
+ */
 static char *decode(struct serve *s, const uint32_t *ids, size_t n, bool skip,
-		    bool partial, size_t *len)
+		    bool partial, size_t *len, bool *clean)
 {
 	char *text = NULL;
 
 	*len = 0;
+	*clean = true;
 	if (!s->tok || !n || engy_tokenizer_decode(s->tok, ids, n, skip, &text, len) < 0) {
 		free(text);
 		*len = 0;
 		return strdup("");
 	}
+	*clean = *len < 3 || memcmp(text + *len - 3, "\xef\xbf\xbd", 3) != 0;
 	/* Mid-stream, a trailing U+FFFD is a character still arriving:
 	 * sglang holds it back until it is complete. */
 	while (partial && *len >= 3 && memcmp(text + *len - 3, "\xef\xbf\xbd", 3) == 0)
 		text[*len -= 3] = '\0';
 	return text;
+}
+
+/*
+ * The text of the first @n_text ids.  Byte-level BPE text is the
+ * concatenation of its tokens' bytes, so a stream appends the text of new
+ * ids to the last clean prefix instead of decoding everything per event.
+ */
+static char *text_of(struct serve *s, struct sreq *r, size_t n_text,
+		     bool partial, size_t *len)
+{
+	size_t from = r->ctext && n_text >= r->ctext_ids ? r->ctext_ids : 0;
+	size_t tl;
+	bool clean;
+	char *tail = decode(s, r->ids + from, n_text - from, r->p.skip_special_tokens,
+			    partial, &tl, &clean), *text;
+
+	if (!tail || !from) {
+		text = tail;
+		*len = tail ? tl : 0;
+	} else {
+		text = malloc(r->ctext_len + tl + 1);
+		if (text) {
+			memcpy(text, r->ctext, r->ctext_len);
+			memcpy(text + r->ctext_len, tail, tl + 1);
+			*len = r->ctext_len + tl;
+		}
+		free(tail);
+	}
+	if (text && clean && n_text > r->ctext_ids) {
+		char *copy = strdup(text);
+
+		if (copy) {
+			free(r->ctext);
+			r->ctext = copy;
+			r->ctext_len = *len;
+			r->ctext_ids = n_text;
+		}
+	}
+	return text;
+}
+
+/* Each token's own text (return_text_in_logprobs), made once. */
+static void token_texts(struct serve *s, struct sreq *r)
+{
+	size_t l;
+	bool clean;
+
+	if (r->n_tok_text >= r->n_ids)
+		return;
+	if (r->cap_tok_text < r->n_ids) {
+		char **p = realloc(r->tok_text, r->cap_ids * sizeof(*p));
+
+		if (!p)
+			return;
+		r->tok_text = p;
+		r->cap_tok_text = r->cap_ids;
+	}
+	for (; r->n_tok_text < r->n_ids; r->n_tok_text++)
+		r->tok_text[r->n_tok_text] = decode(s, &r->ids[r->n_tok_text], 1, false,
+						    false, &l, &clean);
 }
 
 static void send_chunk(struct serve *s, struct sreq *r, char *buf, size_t len)
@@ -126,22 +196,15 @@ static char *render(struct serve *s, struct sreq *r, int finish, bool sse,
 		    size_t *len)
 {
 	struct engy_sgl_out o = { 0 };
-	char **texts = NULL, *text, *buf;
-	size_t n_text = r->n_ids, i, tl;
+	size_t n_text = r->n_ids, tl = 0;
+	char *text, *buf;
 
 	if (finish == ENGY_SGL_STOP && !r->p.no_stop_trim && n_text &&
 	    r->res.matched_stop >= 0 && r->ids[n_text - 1] == (uint32_t)r->res.matched_stop)
 		n_text--;	/* the matched stop id is not in the text */
-	text = decode(s, r->ids, n_text, r->p.skip_special_tokens,
-		      finish == ENGY_SGL_RUNNING, &tl);
-	if (r->p.return_logprob && r->p.return_text_in_logprobs && r->n_ids &&
-	    (texts = calloc(r->n_ids, sizeof(*texts)))) {
-		for (i = 0; i < r->n_ids; i++) {
-			size_t l;
-
-			texts[i] = decode(s, &r->ids[i], 1, false, false, &l);
-		}
-	}
+	text = text_of(s, r, n_text, finish == ENGY_SGL_RUNNING, &tl);
+	if (r->p.return_logprob && r->p.return_text_in_logprobs)
+		token_texts(s, r);
 	o.rid = r->rid;
 	o.text = text;
 	o.text_len = text ? tl : 0;
@@ -158,16 +221,16 @@ static char *render(struct serve *s, struct sreq *r, int finish, bool sse,
 	o.e2e_latency = finish == ENGY_SGL_RUNNING ? -1 : since(&r->t0);
 	o.logprobs = r->p.return_logprob;
 	o.logprob_v = r->lp_missing ? NULL : r->lp;
-	o.token_text = texts;
+	o.token_text = r->n_tok_text == r->n_ids ? r->tok_text : NULL;
 	o.last_prompt_id = r->p.input_ids[r->p.n_input - 1];
-	o.hidden = r->p.return_hidden_states;
+	/* Hidden states go in the final object only.  sglang repeats the
+	 * whole list in every event, O(n^2) bytes (gigabytes for a long
+	 * stream); its clients read the last event's, which is the same. */
+	o.hidden = r->p.return_hidden_states && finish != ENGY_SGL_RUNNING;
 	o.rows = r->rows;
 	o.n_rows = r->n_rows;
 	o.hidden_size = r->hidden;
 	buf = engy_sgl_response(&o, sse, len);
-	for (i = 0; texts && i < r->n_ids; i++)
-		free(texts[i]);
-	free(texts);
 	free(text);
 	return buf;
 }

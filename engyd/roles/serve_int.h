@@ -46,6 +46,10 @@ struct sreq {
 	size_t n_ids, cap_ids;
 	float *lp;			/* one per id when logprobs came */
 	bool lp_missing;
+	char *ctext;			/* text of the first ctext_ids ids */
+	size_t ctext_len, ctext_ids;
+	char **tok_text;		/* each id's own text, when asked */
+	size_t n_tok_text, cap_tok_text;
 	float *rows;			/* F32, n_rows x hidden */
 	size_t n_rows, cap_rows;
 	uint32_t hidden;

@@ -123,6 +123,9 @@ verify 10,20,30 10 stop "{\"stop\":[$STOP]}"
 post /generate "{\"input_ids\":[10,20,30],\"sampling_params\":{\"max_new_tokens\":10,\"stop_token_ids\":[$STOP],\"no_stop_trim\":true}}"
 verify 10,20,30 10 stop "{\"stop\":[$STOP],\"no_stop_trim\":true}"
 ok "stop_token_ids: matched id ends it, trimmed from text unless no_stop_trim"
+post /generate '{"input_ids":[1,3,5],"sampling_params":{"max_new_tokens":9},"return_logprob":true,"return_text_in_logprobs":true}'
+verify 1,3,5 9 stop '{"logprob":true,"token_text":true}'
+ok "return_text_in_logprobs: each token's own text, specials included"
 post /generate '{"text":"zqxjk","sampling_params":{"max_new_tokens":4}}'
 verify 122,113,120,106,107 4 length
 ok "text prompts are encoded with the checkpoint's tokenizer"
@@ -178,7 +181,14 @@ post /generate "$(echo "$B" | sed 's/"stream":true/"stream":false/; s/st-1/st-2/
 [ "$(js output_ids)" = "$(js output_ids "$T/st_final.json")" ] &&
 	[ "$(js text)" = "$(js text "$T/st_final.json")" ] ||
 	fail "stream and non-stream differ: $(cat "$T/out") vs $(cat "$T/st_final.json")"
-ok "streaming: $RUN cumulative events over $((LAST - FIRST)) ms, then the final one and [DONE]; same answer as non-streaming"
+[ "$(js hidden_events "$T/st.json")" = 1 ] || fail "hidden_states in running events"
+ok "streaming: $RUN cumulative events over $((LAST - FIRST)) ms, then the final one (with the hidden states) and [DONE]; same answer as non-streaming"
+node "$MJS" stream "$U/generate" '{"input_ids":[4,5],"stream":true,"sampling_params":{"max_new_tokens":20}}' > "$T/utf.json" ||
+	fail "utf-8 stream"
+js final "$T/utf.json" > "$T/utf_final.json"
+verify 4,5 20 length '{}' "$T/utf_final.json"
+[ "$(js running "$T/utf.json")" -ge 10 ] || fail "utf-8 stream: $(cat "$T/utf.json")"
+ok "streaming holds back characters split over tokens; the final text is exact"
 
 # --- abort by rid prefix while streaming ---
 node "$MJS" stream "$U/generate" '{"input_ids":[10,20,30],"rid":"job-10","stream":true,"sampling_params":{"max_new_tokens":200}}' > "$T/s10.json" &

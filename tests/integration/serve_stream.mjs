@@ -23,8 +23,10 @@ function model(input, n, opts = {}) {
   const stop = new Set(opts.stop ?? []);
   const ids = [];
   let finish = 'length';
+  const utf8 = [0x61, 0xc3, 0xa9, 0xe2, 0x82, 0xac, 0xf0, 0x9f, 0x98, 0x80];
   for (let k = 0; k < n; k++) {
-    const t = input[0] === 1 && k === input[1] ? EOS : 33 + ((s + 7 * k + seedAdd) % 94);
+    const t = input[0] === 4 ? utf8[k % 10]
+      : input[0] === 1 && k === input[1] ? EOS : 33 + ((s + 7 * k + seedAdd) % 94);
     ids.push(t);
     if (t === EOS || stop.has(t)) { finish = 'stop'; break; }
   }
@@ -41,11 +43,12 @@ function eq(a, b, what) {
   if (x !== y) fail(`${what}: got ${x}, want ${y}`);
 }
 
-// The byte-level fixture tokenizer maps printable ASCII ids to themselves;
-// the EOS is special and skipped.
-function textOf(ids, trimLast) {
+// The byte-level fixture tokenizer: id = byte; the EOS is special,
+// skipped unless asked for ("<|eos|>").
+function textOf(ids, trimLast, keepSpecial) {
   const keep = trimLast ? ids.slice(0, -1) : ids;
-  return String.fromCharCode(...keep.filter((i) => i !== EOS));
+  if (keepSpecial && keep.length === 1 && keep[0] === EOS) return '<|eos|>';
+  return new TextDecoder().decode(new Uint8Array(keep.filter((i) => i !== EOS)));
 }
 
 async function readStdin() {
@@ -71,7 +74,8 @@ function verify(obj, input, n, finish, opts) {
   if (opts.logprob) {
     eq(m.input_token_logprobs, [[null, input.at(-1), null]], 'input_token_logprobs');
     eq(m.output_token_logprobs,
-      want.ids.map((id, k) => [-0.0625 - 0.125 * (k % 8), id, null]), 'output_token_logprobs');
+      want.ids.map((id, k) => [-0.0625 - 0.125 * (k % 8), id,
+        opts.token_text ? textOf([id], false, true) : null]), 'output_token_logprobs');
   } else if ('output_token_logprobs' in m) {
     fail('output_token_logprobs without return_logprob');
   }
@@ -115,6 +119,8 @@ async function stream(url, body) {
       const obj = JSON.parse(data);
       if (obj.error) { events.push({ at: Date.now() - t0, obj }); continue; }
       // Cumulative: each event extends the one before.
+      if (obj.meta_info.finish_reason === null && obj.text.endsWith('\ufffd'))
+        fail('stream: a partial character was sent');
       if (prev) {
         if (JSON.stringify(obj.output_ids.slice(0, prev.output_ids.length)) !==
             JSON.stringify(prev.output_ids)) fail('stream: output_ids not cumulative');
@@ -132,6 +138,7 @@ async function stream(url, body) {
     events: events.length,
     reads,
     running: events.filter((e) => e.obj.meta_info?.finish_reason === null).length,
+    hidden_events: events.filter((e) => e.obj.meta_info && 'hidden_states' in e.obj.meta_info).length,
     first_ms: events[0]?.at, last_ms: last?.at,
     final: last?.obj,
   }));

@@ -14,7 +14,10 @@
  * context (finish length).  Scripted prompts:
  *   [1, n, ...]  token n is the EOS id instead;
  *   [2, n, ...]  the request fails (ENGY_FINISH_ERROR) after n tokens;
- *   [3, ...]     generate() itself fails with -EIO.
+ *   [3, ...]     generate() itself fails with -EIO;
+ *   [4, ...]     token k is byte k mod 10 of "a\u00e9\u20ac\U0001F600" in UTF-8
+ *                (61 c3 a9 e2 82 ac f0 9f 98 80): characters split over
+ *                tokens, for the stream's held-back partial characters.
  * Tokens come `per_call` at a time, one batch every `delay_ms` (a timer
  * on the loop), so abort and disconnect tests can act mid-request.
  * cancel() logs `event=cancel rid=...` and ends the request with
@@ -171,6 +174,11 @@ static void finish(struct engy_gen *g, int how, int32_t matched, int status)
 
 static uint32_t token(const struct engy_gen *g, uint32_t k)
 {
+	static const uint8_t utf8[10] = { 0x61, 0xc3, 0xa9, 0xe2, 0x82, 0xac,
+					  0xf0, 0x9f, 0x98, 0x80 };
+
+	if (g->first == 4)
+		return utf8[k % 10];
 	if (g->first == 1 && k == g->arg1)
 		return (uint32_t)g->lm->c.eos_id;
 	return 33 + (g->s + 7 * k + g->seed_add) % 94;
