@@ -11,6 +11,8 @@
 int engyctl_render_chat(int argc, char **argv);
 int engyctl_toploc(int argc, char **argv);
 int engyctl_tokenize(int argc, char **argv);
+int engyctl_keys(int argc, char **argv);
+int engyctl_epoch(int argc, char **argv);
 int engyctl_mkmodel(int argc, char **argv);
 int engyctl_ref(int argc, char **argv);
 
@@ -18,6 +20,8 @@ static const struct engyctl_cmd cmds[] = {
 	{ "render-chat", "render an OpenAI chat body with the Qwen3 template", engyctl_render_chat },
 	{ "toploc", "prove and verify TOPLOC proofs", engyctl_toploc },
 	{ "tokenize", "encode text to token ids, or decode ids", engyctl_tokenize },
+	{ "keys", "create and show sr25519 hotkey files", engyctl_keys },
+	{ "epoch", "sign and verify epoch results", engyctl_epoch },
 	{ "mkmodel", "write a generated Qwen3 / Qwen3-MoE checkpoint", engyctl_mkmodel },
 	{ "ref", "run the reference engine on a checkpoint", engyctl_ref },
 	{ NULL, NULL, NULL },
