@@ -40,6 +40,8 @@ static int parse_seed(const char *s, uint64_t *out)
 	return errno || *end ? -EINVAL : 0;
 }
 
+int engyctl_mkmodel(int argc, char **argv);
+
 int engyctl_mkmodel(int argc, char **argv)
 {
 	struct mkmodel_opts o = { .dtype = ENGY_ST_BF16, .progress = stderr };

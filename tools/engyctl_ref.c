@@ -328,6 +328,8 @@ static int parse_args(int argc, char **argv, struct ref_args *a)
 	return 0;
 }
 
+int engyctl_ref(int argc, char **argv);
+
 int engyctl_ref(int argc, char **argv)
 {
 	struct ref_args a = { .chunk = 128, .sp = { 0, 1, 0 } };

@@ -241,19 +241,26 @@ gen_block(const float *x, size_t ldx, const float *w, size_t in, float *y,
 	size_t k;
 	int r, c;
 
+	_Pragma("GCC unroll 4")
 	for (r = 0; r < R; r++)
+		_Pragma("GCC unroll 4")
 		for (c = 0; c < C; c++)
 			acc[r][c] = (v8){ 0 };
 	for (k = 0; k + 8 <= in; k += 8) {
+		_Pragma("GCC unroll 4")
 		for (c = 0; c < C; c++)
 			LD8(wv[c], w + c * in + k);
+		_Pragma("GCC unroll 4")
 		for (r = 0; r < R; r++) {
 			LD8(xv, x + r * ldx + k);
+			_Pragma("GCC unroll 4")
 			for (c = 0; c < C; c++)
 				acc[r][c] = acc[r][c] + xv * wv[c];
 		}
 	}
+	_Pragma("GCC unroll 4")
 	for (r = 0; r < R; r++)
+		_Pragma("GCC unroll 4")
 		for (c = 0; c < C; c++) {
 			memcpy(l, &acc[r][c], sizeof(l));
 			y[r * ldy + c] = finish(l, x + r * ldx, w + c * in, k,
@@ -291,20 +298,27 @@ avx_block(const float *x, size_t ldx, const float *w, size_t in, float *y,
 	size_t k;
 	int r, c;
 
+	_Pragma("GCC unroll 4")
 	for (r = 0; r < R; r++)
+		_Pragma("GCC unroll 4")
 		for (c = 0; c < C; c++)
 			acc[r][c] = _mm256_setzero_ps();
 	for (k = 0; k + 8 <= in; k += 8) {
+		_Pragma("GCC unroll 4")
 		for (c = 0; c < C; c++)
 			wv[c] = _mm256_loadu_ps(w + c * in + k);
+		_Pragma("GCC unroll 4")
 		for (r = 0; r < R; r++) {
 			xv = _mm256_loadu_ps(x + r * ldx + k);
+			_Pragma("GCC unroll 4")
 			for (c = 0; c < C; c++)
 				acc[r][c] = _mm256_fmadd_ps(xv, wv[c],
 							    acc[r][c]);
 		}
 	}
+	_Pragma("GCC unroll 4")
 	for (r = 0; r < R; r++)
+		_Pragma("GCC unroll 4")
 		for (c = 0; c < C; c++) {
 			_mm256_storeu_ps(l, acc[r][c]);
 			y[r * ldy + c] = finish(l, x + r * ldx, w + c * in, k,

@@ -58,6 +58,7 @@ enum q3_device {
 struct q3_load_opts {
 	unsigned threads;	/* 0: every online CPU */
 	int device;		/* enum q3_device */
+	bool naive;		/* textbook one-thread matmul (a bench baseline) */
 };
 
 /*

@@ -96,7 +96,9 @@ void q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
 	   size_t n, const float *w, size_t in, size_t out, float *y)
 {
 	/* A device error falls back to the CPU: the result must be right. */
-	if (!m->cuda || q3_cuda_matmul(m->cuda, x, n, w, in, out, y))
+	if (m->naive)
+		mm_matmul_naive(x, n, w, in, out, y);
+	else if (!m->cuda || q3_cuda_matmul(m->cuda, x, n, w, in, out, y))
 		mm_matmul(m->pool, x, n, w, in, out, y);
 	if (m->hook)
 		m->hook(m->hook_arg, layer, name, x, n, in, y, out);

@@ -38,6 +38,7 @@ struct q3_model {
 	q3_hook_fn hook;
 	void *hook_arg;
 	struct q3_cuda *cuda;
+	bool naive;
 	char device[64];
 };
 

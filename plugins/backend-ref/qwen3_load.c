@@ -405,9 +405,12 @@ int q3_model_load(const char *dir, const struct q3_load_opts *o,
 			ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 			threads = ncpu > 0 ? (unsigned)ncpu : 1;
 		}
-		m->pool = mm_pool_new(threads);
+		m->naive = o && o->naive;
+		m->pool = mm_pool_new(m->naive ? 1 : threads);
 		if (!m->pool)
 			rc = -ENOMEM;
+		else if (m->naive)
+			snprintf(m->device, sizeof(m->device), "cpu naive x1");
 		else if (!m->cuda)
 			snprintf(m->device, sizeof(m->device), "cpu %s x%u",
 				 mm_kernel_name(), threads);
