@@ -191,6 +191,7 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	ws_conn_hold(c);
 	if (what & BEV_EVENT_CONNECTED) {
+		ws_nodelay(bufferevent_getfd(bev));
 		send_request(c);
 		goto out;
 	}
@@ -265,7 +266,8 @@ static void connect_to(struct ws_leg *leg, struct addrinfo *ai)
 						BEV_OPT_CLOSE_ON_FREE);
 	}
 	if (!c->bev) {
-		ws_leg_dial_failed(leg, -ENOMEM, 0, "cannot make a socket");
+		ws_leg_dial_failed(leg, -ENOMEM, 0, leg->url.tls ?
+				   "TLS setup failed" : "cannot make a socket");
 		return;
 	}
 	bufferevent_setcb(c->bev, hs_read, NULL, hs_event, c);

@@ -143,6 +143,7 @@ void ws_conn_end(struct ws_conn *c, int code, const char *reason);
 void ws_conn_linger(struct ws_conn *c);
 void ws_conn_detach(struct ws_conn *c);
 uint64_t ws_now_ms(void);
+void ws_nodelay(evutil_socket_t fd);
 
 /* ws_client.c */
 int ws_dial(void *inst, const char *url, const char *const *headers,

@@ -219,6 +219,7 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 		evutil_closesocket(fd);
 		return;
 	}
+	ws_nodelay(fd);
 	snprintf(c->remote, sizeof(c->remote), "%s", remote);
 	c->state = WS_HANDSHAKE;
 	if (in->srv_tls) {
