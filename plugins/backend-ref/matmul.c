@@ -378,41 +378,92 @@ float mm_dot(const float *a, const float *b, size_t n)
 }
 
 #define COLS_PER_TASK 16
+#define MAX_PARTS 512
 
 struct mm_job {
-	const float *x, *w;
-	float *y;
-	size_t n, in, out;
+	const struct mm_part *parts;
+	size_t n_parts;
+	size_t first[MAX_PARTS + 1];	/* first task of each part */
 	block_fn k;
 };
 
 static void mm_task(void *arg, size_t task, unsigned thread)
 {
 	const struct mm_job *j = arg;
-	size_t c0 = task * COLS_PER_TASK, c1 = c0 + COLS_PER_TASK, r, c;
+	const struct mm_part *pt;
+	size_t lo = 0, hi = j->n_parts, c0, c1, r, c;
 
-	if (c1 > j->out)
-		c1 = j->out;
-	for (r = 0; r < j->n; r += 2) {
-		int R = j->n - r >= 2 ? 2 : 1;
+	/* The part holding this task: the last with first <= task. */
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if (j->first[mid] <= task)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	pt = &j->parts[lo];
+	c0 = (task - j->first[lo]) * COLS_PER_TASK;
+	c1 = c0 + COLS_PER_TASK < pt->out ? c0 + COLS_PER_TASK : pt->out;
+	for (r = 0; r < pt->n; r += 2) {
+		int R = pt->n - r >= 2 ? 2 : 1;
 
 		for (c = c0; c < c1; c += 4) {
 			int C = c1 - c >= 4 ? 4 : (int)(c1 - c);
 
-			j->k(j->x + r * j->in, j->in, j->w + c * j->in, j->in,
-			     j->y + r * j->out + c, j->out, R, C);
+			j->k(pt->x + r * pt->in, pt->in, pt->w + c * pt->in, pt->in,
+			     pt->y + r * pt->out + c, pt->out, R, C);
 		}
 	}
+}
+
+void mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
+		     size_t n_parts)
+{
+	struct mm_job j;
+	size_t i, tasks = 0, k = 0;
+
+	j.k = kernel();
+	while (n_parts > MAX_PARTS) {
+		mm_matmul_batch(p, parts, MAX_PARTS);
+		parts += MAX_PARTS;
+		n_parts -= MAX_PARTS;
+	}
+	/* Empty products take no task (and no slot in the search). */
+	j.parts = parts;
+	for (i = 0; i < n_parts; i++) {
+		if (!parts[i].n || !parts[i].out)
+			continue;
+		j.first[k] = tasks;
+		tasks += (parts[i].out + COLS_PER_TASK - 1) / COLS_PER_TASK;
+		k++;
+	}
+	if (k < n_parts) {
+		/* Rare: compact a copy without the empty ones. */
+		struct mm_part tmp[MAX_PARTS];
+
+		for (i = 0, k = 0; i < n_parts; i++)
+			if (parts[i].n && parts[i].out)
+				tmp[k++] = parts[i];
+		j.parts = tmp;
+		j.n_parts = k;
+		j.first[k] = tasks;
+		if (tasks)
+			mm_pool_run(p, mm_task, &j, tasks);
+		return;
+	}
+	j.n_parts = k;
+	j.first[k] = tasks;
+	if (tasks)
+		mm_pool_run(p, mm_task, &j, tasks);
 }
 
 void mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
 	       size_t in, size_t out, float *y)
 {
-	struct mm_job j = { x, w, y, n, in, out, kernel() };
+	struct mm_part part = { x, w, y, n, in, out };
 
-	if (!n || !out)
-		return;
-	mm_pool_run(p, mm_task, &j, (out + COLS_PER_TASK - 1) / COLS_PER_TASK);
+	mm_matmul_batch(p, &part, 1);
 }
 
 void mm_matmul_naive(const float *x, size_t n, const float *w, size_t in,

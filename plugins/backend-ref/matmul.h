@@ -35,6 +35,21 @@ void mm_pool_run(struct mm_pool *p, void (*fn)(void *arg, size_t task,
 void mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
 	       size_t in, size_t out, float *y);
 
+/* One product of a batch: y [n, out] = x [n, in] . w [out, in]^T. */
+struct mm_part {
+	const float *x, *w;
+	float *y;
+	size_t n, in, out;
+};
+
+/*
+ * mm_matmul_batch() - several independent products as one pool job (one
+ * wake-up and one wait instead of one per product: decode issues many
+ * small ones).  Each element comes out exactly as mm_matmul() makes it.
+ */
+void mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
+		     size_t n_parts);
+
 /* mm_dot() - the same dot product as one element of mm_matmul(). */
 float mm_dot(const float *a, const float *b, size_t n);
 

@@ -92,16 +92,38 @@ static int seq_reserve(struct q3_seq *s, uint32_t need)
 
 /* ---- Building blocks ---- */
 
+void q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
+		 const struct mm_part *pt, size_t n)
+{
+	size_t i;
+
+	if (m->naive) {
+		for (i = 0; i < n; i++)
+			mm_matmul_naive(pt[i].x, pt[i].n, pt[i].w, pt[i].in,
+					pt[i].out, pt[i].y);
+	} else if (m->cuda) {
+		/* A device error falls back to the CPU: results must be right. */
+		for (i = 0; i < n; i++)
+			if (q3_cuda_matmul(m->cuda, pt[i].x, pt[i].n, pt[i].w,
+					   pt[i].in, pt[i].out, pt[i].y))
+				mm_matmul(m->pool, pt[i].x, pt[i].n, pt[i].w,
+					  pt[i].in, pt[i].out, pt[i].y);
+	} else {
+		mm_matmul_batch(m->pool, pt, n);
+	}
+	if (m->hook)
+		for (i = 0; i < n; i++)
+			if (pt[i].n)
+				m->hook(m->hook_arg, layer, names[i], pt[i].x,
+					pt[i].n, pt[i].in, pt[i].y, pt[i].out);
+}
+
 void q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
 	   size_t n, const float *w, size_t in, size_t out, float *y)
 {
-	/* A device error falls back to the CPU: the result must be right. */
-	if (m->naive)
-		mm_matmul_naive(x, n, w, in, out, y);
-	else if (!m->cuda || q3_cuda_matmul(m->cuda, x, n, w, in, out, y))
-		mm_matmul(m->pool, x, n, w, in, out, y);
-	if (m->hook)
-		m->hook(m->hook_arg, layer, name, x, n, in, y, out);
+	struct mm_part part = { x, w, y, n, in, out };
+
+	q3_mm_batch(m, layer, &name, &part, 1);
 }
 
 /* weight * (x / sqrt(mean(x^2) + eps)), as transformers' Qwen3RMSNorm. */
@@ -119,26 +141,30 @@ static void rmsnorm(float *out, const float *x, const float *w, size_t d,
 		out[i] = w[i] * (x[i] * inv);
 }
 
-static float silu(float x)
+float q3_silu(float x)
 {
 	return x / (1.0f + expf(-x));
 }
+
+#define silu q3_silu
 
 void q3_mlp_run(struct q3_model *m, int layer, const char *pre,
 		const struct q3_mlp *mlp, const float *x, size_t n, float *g,
 		float *u, float *y)
 {
 	size_t h = m->cfg.hidden, i, ni = n * mlp->inter;
-	char name[64];
+	struct mm_part gu[2] = { { x, mlp->gate, g, n, h, mlp->inter },
+				 { x, mlp->up, u, n, h, mlp->inter } };
+	char gname[64], uname[64], dname[64];
+	const char *names[2] = { gname, uname };
 
-	snprintf(name, sizeof(name), "%sgate_proj", pre);
-	q3_mm(m, layer, name, x, n, mlp->gate, h, mlp->inter, g);
-	snprintf(name, sizeof(name), "%sup_proj", pre);
-	q3_mm(m, layer, name, x, n, mlp->up, h, mlp->inter, u);
+	snprintf(gname, sizeof(gname), "%sgate_proj", pre);
+	snprintf(uname, sizeof(uname), "%sup_proj", pre);
+	snprintf(dname, sizeof(dname), "%sdown_proj", pre);
+	q3_mm_batch(m, layer, names, gu, 2);
 	for (i = 0; i < ni; i++)
 		g[i] = silu(g[i]) * u[i];
-	snprintf(name, sizeof(name), "%sdown_proj", pre);
-	q3_mm(m, layer, name, g, n, mlp->down, mlp->inter, h, y);
+	q3_mm(m, layer, dname, g, n, mlp->down, mlp->inter, h, y);
 }
 
 /* ---- Attention ---- */
@@ -246,9 +272,14 @@ static int layer_forward(struct fwd *f)
 
 	for (r = 0; r < f->n; r++)
 		rmsnorm(f->xn + r * h, f->x + r * h, l->in_norm, h, c->eps);
-	q3_mm(m, L, "q_proj", f->xn, f->n, l->wq, h, qd, f->q);
-	q3_mm(m, L, "k_proj", f->xn, f->n, l->wk, h, kvd, f->k);
-	q3_mm(m, L, "v_proj", f->xn, f->n, l->wv, h, kvd, f->v);
+	{
+		static const char *const names[3] = { "q_proj", "k_proj", "v_proj" };
+		struct mm_part qkv[3] = { { f->xn, l->wq, f->q, f->n, h, qd },
+					  { f->xn, l->wk, f->k, f->n, h, kvd },
+					  { f->xn, l->wv, f->v, f->n, h, kvd } };
+
+		q3_mm_batch(m, L, names, qkv, 3);
+	}
 	qk_prepare(f);
 	mm_pool_run(m->pool, attn_task, f, f->n * c->n_heads);
 	q3_mm(m, L, "o_proj", f->att, f->n, l->wo, qd, h, f->tmp);

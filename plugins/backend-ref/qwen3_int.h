@@ -53,6 +53,10 @@ struct q3_seq {
 void q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
 	   size_t n, const float *w, size_t in, size_t out, float *y);
 
+/* Independent products as one job, then the hook for each, in order. */
+void q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
+		 const struct mm_part *parts, size_t n);
+
 /*
  * q3_moe() - the sparse MLP of @layer for @n normed rows @xn into @y
  * [n, H] (overwritten).  Returns 0 or -ENOMEM.
@@ -68,6 +72,8 @@ int q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 void q3_mlp_run(struct q3_model *m, int layer, const char *name_prefix,
 		const struct q3_mlp *mlp, const float *x, size_t n, float *g,
 		float *u, float *y);
+
+float q3_silu(float x);
 
 /* CUDA (matmul_cuda.cu); stubs refuse when built without it. */
 int q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,

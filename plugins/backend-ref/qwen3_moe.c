@@ -19,7 +19,7 @@
 struct route {
 	uint32_t expert;
 	float w;
-	uint32_t slot;		/* row's index into the expert's batch */
+	uint32_t slot;		/* the pair's row in the gathered blocks */
 };
 
 /* Softmax and top-k of one row's router logits into @sel (k entries). */
@@ -92,54 +92,85 @@ out:
 	return rc;
 }
 
+/*
+ * Every routed (row, slot) pair gets a place in its expert's contiguous
+ * block, so all active experts' gate and up products run as one pool job,
+ * and all their down products as another.
+ */
 int q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float *y)
 {
 	const struct q3_config *c = &m->cfg;
 	const struct q3_layer *l = &m->layers[layer];
 	uint32_t E = c->n_experts, K = c->top_k, e, k;
-	size_t h = c->hidden, I = c->moe_inter, r, d, cnt;
+	size_t h = c->hidden, I = c->moe_inter, nk = n * K, r, d, na = 0;
 	float *logit = malloc(n * E * sizeof(float));
 	float *prob = malloc(E * sizeof(float));
-	struct route *sel = malloc(n * K * sizeof(*sel));
-	float *xe = malloc(n * h * sizeof(float));
-	float *ge = malloc(n * I * sizeof(float));
-	float *ue = malloc(n * I * sizeof(float));
-	float *ye = malloc(n * h * sizeof(float));
-	float *outs = malloc(n * K * h * sizeof(float));
-	size_t *who = malloc(n * sizeof(*who));
-	char name[32];
+	struct route *sel = malloc(nk * sizeof(*sel));
+	size_t *off = calloc(E + 1, sizeof(*off)), *fill = calloc(E, sizeof(*fill));
+	float *xe = malloc(nk * h * sizeof(float));
+	float *ge = malloc(nk * I * sizeof(float));
+	float *ue = malloc(nk * I * sizeof(float));
+	float *ye = malloc(nk * h * sizeof(float));
+	struct mm_part *parts = malloc(2 * E * sizeof(*parts));
+	char (*nm)[40] = malloc(2 * E * sizeof(*nm));
+	const char **names = malloc(2 * E * sizeof(*names));
 	int rc = -ENOMEM;
 
-	if (!logit || !prob || !sel || !xe || !ge || !ue || !ye || !outs || !who)
+	if (!logit || !prob || !sel || !off || !fill || !xe || !ge || !ue ||
+	    !ye || !parts || !nm || !names)
 		goto out;
 	q3_mm(m, layer, "router", xn, n, l->router, h, E, logit);
 	for (r = 0; r < n; r++)
 		route_row(logit + r * E, E, K, c->norm_topk, prob, sel + r * K);
+	/* Offsets of each expert's block, then rows gathered into them. */
+	for (r = 0; r < nk; r++)
+		off[sel[r].expert + 1]++;
+	for (e = 0; e < E; e++)
+		off[e + 1] += off[e];
+	for (r = 0; r < n; r++)
+		for (k = 0; k < K; k++) {
+			struct route *s = &sel[r * K + k];
+
+			s->slot = (uint32_t)(off[s->expert] + fill[s->expert]++);
+			memcpy(xe + s->slot * h, xn + r * h, h * sizeof(float));
+		}
 	for (e = 0; e < E; e++) {
-		/* Gather this expert's rows, run it, keep its outputs per slot. */
-		cnt = 0;
-		for (r = 0; r < n; r++)
-			for (k = 0; k < K; k++)
-				if (sel[r * K + k].expert == e) {
-					sel[r * K + k].slot = (uint32_t)cnt;
-					who[cnt] = r * K + k;
-					memcpy(xe + cnt * h, xn + r * h,
-					       h * sizeof(float));
-					cnt++;
-				}
+		size_t cnt = off[e + 1] - off[e];
+
 		if (!cnt)
 			continue;
-		snprintf(name, sizeof(name), "experts.%u.", e);
-		q3_mlp_run(m, layer, name, &l->experts[e], xe, cnt, ge, ue, ye);
-		for (r = 0; r < cnt; r++)
-			memcpy(outs + who[r] * h, ye + r * h, h * sizeof(float));
+		parts[na] = (struct mm_part){ xe + off[e] * h, l->experts[e].gate,
+					      ge + off[e] * I, cnt, h, I };
+		snprintf(nm[na], sizeof(nm[na]), "experts.%u.gate_proj", e);
+		parts[na + 1] = (struct mm_part){ xe + off[e] * h, l->experts[e].up,
+						  ue + off[e] * I, cnt, h, I };
+		snprintf(nm[na + 1], sizeof(nm[na + 1]), "experts.%u.up_proj", e);
+		na += 2;
 	}
+	for (r = 0; r < na; r++)
+		names[r] = nm[r];
+	q3_mm_batch(m, layer, names, parts, na);
+	for (r = 0; r < nk * I; r++)
+		ge[r] = q3_silu(ge[r]) * ue[r];
+	for (e = 0, na = 0; e < E; e++) {
+		size_t cnt = off[e + 1] - off[e];
+
+		if (!cnt)
+			continue;
+		parts[na] = (struct mm_part){ ge + off[e] * I, l->experts[e].down,
+					      ye + off[e] * h, cnt, I, h };
+		snprintf(nm[na], sizeof(nm[na]), "experts.%u.down_proj", e);
+		names[na] = nm[na];
+		na++;
+	}
+	q3_mm_batch(m, layer, names, parts, na);
+	/* A row's experts are summed in ascending expert order. */
 	for (r = 0; r < n; r++) {
 		float *yr = y + r * h;
 
 		memset(yr, 0, h * sizeof(float));
 		for (k = 0; k < K; k++) {
-			const float *o = outs + (r * K + k) * h;
+			const float *o = ye + sel[r * K + k].slot * h;
 			float w = sel[r * K + k].w;
 
 			for (d = 0; d < h; d++)
@@ -151,11 +182,14 @@ out:
 	free(logit);
 	free(prob);
 	free(sel);
+	free(off);
+	free(fill);
 	free(xe);
 	free(ge);
 	free(ue);
 	free(ye);
-	free(outs);
-	free(who);
+	free(parts);
+	free(nm);
+	free(names);
 	return rc;
 }
