@@ -69,8 +69,7 @@ ok "engy leg learns the server's close 4001 and re-dials"
 grep -q "x-key=yes" "$T/nodesrv.out" || fail "extra header lost"
 grep -q "^ping$" "$T/nodesrv.out" || fail "no keepalive ping reached the ws server"
 ok "engy leg sends its headers and keepalive pings"
-sleep 0.3
-grep -q "close code=1001" "$T/nodesrv.out" || fail "leg close: $(cat "$T/nodesrv.out")"
+wait_for "$T/nodesrv.out" "close code=1001" 5 || fail "leg close: $(cat "$T/nodesrv.out")"
 ok "closing the leg closes with 1001"
 no_secrets "$T/d1.log"
 stop_bg nodesrv
@@ -83,8 +82,7 @@ node "$PEER" "$PEERS" client "ws://127.0.0.1:$port/echo" >"$T/c2.out" \
 n=$(grep -c "^ok - " "$T/c2.out")
 [ "$n" -eq 12 ] || fail "ws client ran $n checks: $(cat "$T/c2.out")"
 ok "ws client vs engy server: $n checks (fragments, ping, closes, 1007, 1009, 404, 426)"
-sleep 0.2
-grep -q "close code=4000 reason=bye" "$T/engysrv.out" || fail "server did not see 4000"
+wait_for "$T/engysrv.out" "close code=4000 reason=bye" 5 || fail "server did not see 4000"
 ok "engy server learns the client's close code and reason"
 stop_bg engysrv
 no_secrets "$T/engysrv.err"
