@@ -124,7 +124,7 @@ for (let i = 0; i < 61; i++)
 // --- signatures ------------------------------------------------------------
 const lengths = [0, 1, 2, 31, 32, 33, 64, 165, 166, 167, 255, 256, 257, 332, 1000, 5000, 70000];
 const cases = [];
-for (let i = 0; i < 320; i++) {
+for (let i = 0; i < 200; i++) {
 	const len = i < lengths.length ? lengths[i] : rint(i % 16 === 0 ? 3000 : 400);
 	cases.push({ seed: seeds[i % seeds.length], msg: rbytes(len), rng: rbytes(32) });
 }
@@ -341,8 +341,8 @@ const showKey = (file) => {
 	const sk = scure.secretFromSeed(seed);
 	const pub = scure.getPublicKey(sk);
 	const addr = uc.encodeAddress(pub, 42);
-	for (let i = 0; i < 8; i++) {
-		const epoch = [0, 1, 105, 9007199254740991][i % 4] + (i > 3 ? 7 : 0) * (i % 4 === 3 ? 0 : 1);
+	for (let i = 0; i < 5; i++) {
+		const epoch = [0, 1, 105, 9007199254740991, 123456][i];
 		const netuid = i % 3 ? 53 : 7;
 		const weights = Array.from({ length: rint(5) }, () => [uc.encodeAddress(rbytes(32), 42), rint(65536)]);
 		// Non-ASCII and spacing: the signature is over the file's exact bytes.

@@ -172,24 +172,54 @@ static void set(cJSON *p, const char *k, cJSON *val)
 	ck_assert(cJSON_ReplaceItemInObjectCaseSensitive(p, k, val));
 }
 
-static void e_v2(cJSON *p) { set(p, "v", cJSON_CreateNumber(2)); }
-static void e_vstr(cJSON *p) { set(p, "v", cJSON_CreateString("1")); }
-static void e_netuid(cJSON *p) { set(p, "netuid", cJSON_CreateNumber(54)); }
-static void e_rj_num(cJSON *p) { set(p, "result_json", cJSON_CreateNumber(1)); }
+static void e_v2(cJSON *p)
+{
+	set(p, "v", cJSON_CreateNumber(2));
+}
+
+static void e_vstr(cJSON *p)
+{
+	set(p, "v", cJSON_CreateString("1"));
+}
+
+static void e_netuid(cJSON *p)
+{
+	set(p, "netuid", cJSON_CreateNumber(54));
+}
+
+static void e_rj_num(cJSON *p)
+{
+	set(p, "result_json", cJSON_CreateNumber(1));
+}
+
 static void e_digest(cJSON *p)
 {
 	set(p, "digest", cJSON_CreateString(
 		"e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
 }
-static void e_no_digest(cJSON *p) { cJSON_DeleteItemFromObjectCaseSensitive(p, "digest"); }
-static void e_sig_short(cJSON *p) { set(p, "signature", cJSON_CreateString("abcd")); }
+
+static void e_no_digest(cJSON *p)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(p, "digest");
+}
+
+static void e_sig_short(cJSON *p)
+{
+	set(p, "signature", cJSON_CreateString("abcd"));
+}
+
 static void e_sig_flip(cJSON *p)
 {
 	char *s = cJSON_GetObjectItemCaseSensitive(p, "signature")->valuestring;
 
 	s[10] = s[10] == '0' ? '1' : '0';
 }
-static void e_epoch(cJSON *p) { set(p, "epoch_index", cJSON_CreateNumber(106)); }
+
+static void e_epoch(cJSON *p)
+{
+	set(p, "epoch_index", cJSON_CreateNumber(106));
+}
+
 static void e_rj_edit(cJSON *p)
 {
 	/* Re-digested, so only the signature can catch it. */
@@ -200,11 +230,13 @@ static void e_rj_edit(cJSON *p)
 	engy_epoch_digest(other, strlen(other), d);
 	set(p, "digest", cJSON_CreateString(d));
 }
+
 static void e_display(cJSON *p)
 {
 	set(p, "weights", cJSON_CreateString("display only"));
 	set(p, "signed_hotkey", cJSON_CreateString("someone else"));
 }
+
 static void e_digest_upper(cJSON *p)
 {
 	char *s = cJSON_GetObjectItemCaseSensitive(p, "digest")->valuestring;
