@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The miner link's pure code (lib/minerproto.c, lib/miner_ckpt.c): the leg
+ * plan, the gateway URLs and /meta, the worker name, every frame both
+ * ways against PROTOCOL.md §2, the request's sampling fields, model_root
+ * and the chat variant of a checkpoint directory.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "chat_template.h"
+#include "minerproto.h"
+
+static cJSON *parse(const char *s)
+{
+	cJSON *j = cJSON_Parse(s);
+
+	ck_assert_msg(j != NULL, "not JSON: %s", s);
+	return j;
+}
+
+static const cJSON *get(const cJSON *o, const char *path)
+{
+	char buf[256], *tok, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (tok = strtok_r(buf, ".", &save); tok && o; tok = strtok_r(NULL, ".", &save))
+		o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, atoi(tok))
+				     : cJSON_GetObjectItemCaseSensitive(o, tok);
+	return o;
+}
+
+static const char *str(const cJSON *o, const char *path)
+{
+	const cJSON *j = get(o, path);
+
+	ck_assert_msg(cJSON_IsString(j), "%s is not a string", path);
+	return j->valuestring;
+}
+
+static double num(const cJSON *o, const char *path)
+{
+	const cJSON *j = get(o, path);
+
+	ck_assert_msg(cJSON_IsNumber(j), "%s is not a number", path);
+	return j->valuedouble;
+}
+
+START_TEST(test_leg_plan)
+{
+	unsigned w[ENGY_GW_MAX_WORKERS], n, share, seen[4] = { 0 }, i;
+	uint64_t seed;
+
+	ck_assert_int_eq(engy_leg_plan(8, 1, 1, w, &n, &share), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(share, 8);
+	ck_assert_uint_eq(w[0], 0);
+	ck_assert_int_eq(engy_leg_plan(9, 2, 1, w, &n, &share), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(share, 4);	/* integer division */
+	ck_assert_uint_eq(w[0], 0);
+	ck_assert_uint_eq(w[1], 1);
+	ck_assert_int_eq(engy_leg_plan(64, 64, 1, w, &n, &share), 0);
+	ck_assert_uint_eq(n, 64);
+	ck_assert_uint_eq(share, 1);
+	/* Fewer than workers: a random subset at 1 each, distinct, sorted,
+	 * and over many seeds every worker gets picked. */
+	for (seed = 0; seed < 200; seed++) {
+		ck_assert_int_eq(engy_leg_plan(2, 4, seed, w, &n, &share), 0);
+		ck_assert_uint_eq(n, 2);
+		ck_assert_uint_eq(share, 1);
+		ck_assert_uint_lt(w[0], w[1]);
+		ck_assert_uint_lt(w[1], 4);
+		seen[w[0]]++;
+		seen[w[1]]++;
+	}
+	for (i = 0; i < 4; i++)
+		ck_assert_uint_gt(seen[i], 50);
+	ck_assert_int_eq(engy_leg_plan(0, 2, 1, w, &n, &share), -EINVAL);
+	ck_assert_int_eq(engy_leg_plan(8, 0, 1, w, &n, &share), -EINVAL);
+	ck_assert_int_eq(engy_leg_plan(8, ENGY_GW_MAX_WORKERS + 1, 1, w, &n, &share),
+			 -EINVAL);
+}
+END_TEST
+
+START_TEST(test_urls)
+{
+	static const struct {
+		const char *gw, *meta;
+	} m[] = {
+		{ "ws://127.0.0.1:9000/gw", "http://127.0.0.1:9000/gw/meta" },
+		{ "wss://api.engy.ai/gw", "https://api.engy.ai/gw/meta" },
+		{ "wss://api.engy.ai/gw/", "https://api.engy.ai/gw/meta" },
+		{ "wss://api.engy.ai/gw?k=v", "https://api.engy.ai/gw/meta" },
+		{ "ws://h", "http://h/meta" },
+		{ "ws://h/", "http://h/meta" },
+	};
+	const char *why = NULL;
+	char *u;
+	size_t i;
+
+	for (i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+		ck_assert_int_eq(engy_gw_meta_url(m[i].gw, &u, &why), 0);
+		ck_assert_str_eq(u, m[i].meta);
+		free(u);
+	}
+	ck_assert_int_eq(engy_gw_meta_url("http://h/gw", &u, &why), -EINVAL);
+	ck_assert_ptr_null(u);
+	ck_assert_ptr_nonnull(why);
+	ck_assert_int_eq(engy_gw_meta_url("ws://", &u, NULL), -EINVAL);
+	ck_assert_int_eq(engy_gw_worker_url("ws://h/gw", 0, 1, &u), 0);
+	ck_assert_str_eq(u, "ws://h/gw");
+	free(u);
+	ck_assert_int_eq(engy_gw_worker_url("ws://h/gw", 1, 2, &u), 0);
+	ck_assert_str_eq(u, "ws://h/gw/1");
+	free(u);
+	ck_assert_int_eq(engy_gw_worker_url("wss://h:1/gw/", 3, 4, &u), 0);
+	ck_assert_str_eq(u, "wss://h:1/gw/3");
+	free(u);
+	ck_assert_int_eq(engy_gw_worker_url("wss://h/gw?a=b", 0, 2, &u), 0);
+	ck_assert_str_eq(u, "wss://h/gw/0?a=b");
+	free(u);
+	ck_assert_int_eq(engy_gw_worker_url("tcp://h/gw", 0, 2, &u), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_meta_parse)
+{
+	static const char *const bad[] = {
+		"{\"workers\":0}", "{\"workers\":2.5}", "[]", "\"x\"",
+		"{\"workers\":\"2\"}", "{\"workers\":1025}", "{}", "",
+		"{\"workers\":-1}", "not json",
+	};
+	unsigned n = 99;
+	size_t i;
+
+	ck_assert_int_eq(engy_gw_meta_parse("{\"workers\":3}", 13, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(engy_gw_meta_parse("{\"workers\": 1, \"x\": [1]}", 24, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		n = 99;
+		ck_assert_int_eq(engy_gw_meta_parse(bad[i], strlen(bad[i]), &n), -EINVAL);
+		ck_assert_uint_eq(n, 99);
+	}
+}
+END_TEST
+
+START_TEST(test_ids)
+{
+	char name[17], a[33], b[33];
+	size_t i;
+
+	/* sha256("node-7|qwen3.6-35b-a3b|http://127.0.0.1:8000") */
+	engy_worker_name("node-7", "qwen3.6-35b-a3b", "http://127.0.0.1:8000", name);
+	ck_assert_str_eq(name, "ins-6deed60c777f");
+	engy_hex_id(a, 16);
+	engy_hex_id(b, 16);
+	ck_assert_uint_eq(strlen(a), 32);
+	ck_assert_str_ne(a, b);
+	for (i = 0; i < 32; i++)
+		ck_assert(strchr("0123456789abcdef", a[i]));
+}
+END_TEST
+
+static const struct engy_miner_capacity cap = {
+	.max_inflight = 4,
+	.max_inflight_total = 8,
+	.max_input_tokens = 229376,
+	.max_output_tokens = 32768,
+	.max_request_s = 1800,
+};
+
+START_TEST(test_hello)
+{
+	static const char *const versions[] = { "engy", "0.1", "backend",
+						"backend-sglang 0.1", NULL };
+	struct engy_miner_hw hw = {
+		.host = "node-7", .cpus = 16, .ram_gb = 125.8,
+		.gpu = "NVIDIA GeForce RTX 4090", .gpu_count = 4,
+		.gpu_mem_gb = 24, .gpus = "4x NVIDIA GeForce RTX 4090",
+		.parallelism = "tp",
+	};
+	struct engy_miner_hello h = {
+		.miner_key = "k\"ey", .model = "qwen3.6-35b-a3b",
+		.model_root = "ab", .hw = &hw, .versions = versions, .cap = cap,
+		.worker_name = "ins-1", .instance_id = "ins-2",
+		.worker_id = "00ff",
+	};
+	size_t len;
+	char *s = engy_miner_hello_json(&h, &len);
+	cJSON *j = parse(s);
+
+	ck_assert_uint_eq(len, strlen(s));
+	ck_assert_str_eq(str(j, "type"), "hello");
+	ck_assert_str_eq(str(j, "miner_key"), "k\"ey");
+	ck_assert_str_eq(str(j, "model"), "qwen3.6-35b-a3b");
+	ck_assert_str_eq(str(j, "model_root"), "ab");
+	ck_assert_str_eq(str(j, "hw.host"), "node-7");
+	ck_assert_int_eq(num(j, "hw.cpus"), 16);
+	ck_assert_double_eq(num(j, "hw.ram_gb"), 125.8);
+	ck_assert_str_eq(str(j, "hw.gpus"), "4x NVIDIA GeForce RTX 4090");
+	ck_assert_int_eq(num(j, "hw.gpu_count"), 4);
+	ck_assert_str_eq(str(j, "hw.parallelism"), "tp");
+	ck_assert_str_eq(str(j, "versions.backend"), "backend-sglang 0.1");
+	ck_assert_int_eq(num(j, "capacity.max_inflight"), 4);
+	ck_assert_int_eq(num(j, "capacity.max_inflight_total"), 8);
+	ck_assert_int_eq(num(j, "capacity.max_input_tokens"), 229376);
+	ck_assert_int_eq(num(j, "capacity.max_output_tokens"), 32768);
+	ck_assert_double_eq(num(j, "capacity.max_request_s"), 1800);
+	ck_assert_str_eq(str(j, "worker_name"), "ins-1");
+	ck_assert_str_eq(str(j, "instance_id"), "ins-2");
+	ck_assert_str_eq(str(j, "worker_id"), "00ff");
+	/* Floats read as Python writes them. */
+	ck_assert_ptr_nonnull(strstr(s, "\"max_request_s\":1800.0"));
+	ck_assert_ptr_nonnull(strstr(s, "\"gpu_mem_gb\":24.0"));
+	ck_assert_ptr_nonnull(strstr(s, "\"ram_gb\":125.8"));
+	cJSON_Delete(j);
+	free(s);
+	hw.parallelism = NULL;
+	h.versions = NULL;
+	s = engy_miner_hello_json(&h, &len);
+	j = parse(s);
+	ck_assert_ptr_null(get(j, "hw.parallelism"));
+	ck_assert(cJSON_IsObject(get(j, "versions")));
+	cJSON_Delete(j);
+	free(s);
+}
+END_TEST
+
+START_TEST(test_heartbeat_chunk_error)
+{
+	size_t len;
+	char *s = engy_miner_heartbeat_json(3, 12.345, &cap, &len);
+	cJSON *j = parse(s);
+
+	ck_assert_str_eq(str(j, "type"), "heartbeat");
+	ck_assert_int_eq(num(j, "inflight"), 3);
+	ck_assert_double_eq(num(j, "idle_seconds"), 12.3);
+	ck_assert_int_eq(num(j, "capacity.max_inflight_total"), 8);
+	cJSON_Delete(j);
+	free(s);
+	s = engy_miner_heartbeat_json(0, 0, &cap, &len);
+	ck_assert_ptr_nonnull(strstr(s, "\"idle_seconds\":0.0"));
+	free(s);
+
+	s = engy_miner_chunk_json("c1", "a\"b\nc", 5, NULL, 0, &len);
+	j = parse(s);
+	ck_assert_str_eq(str(j, "type"), "chunk");
+	ck_assert_str_eq(str(j, "corr_id"), "c1");
+	ck_assert_str_eq(str(j, "delta.content"), "a\"b\nc");
+	ck_assert_ptr_null(get(j, "delta.reasoning_content"));
+	ck_assert_int_eq(cJSON_GetArraySize(j), 3);
+	cJSON_Delete(j);
+	free(s);
+	s = engy_miner_chunk_json("c1", "xyz", 2, "thinkX", 5, &len);
+	j = parse(s);
+	ck_assert_str_eq(str(j, "delta.content"), "xy");
+	ck_assert_str_eq(str(j, "delta.reasoning_content"), "think");
+	cJSON_Delete(j);
+	free(s);
+
+	s = engy_miner_error_json("c2", "r2", "bad request", &len);
+	j = parse(s);
+	ck_assert_str_eq(str(j, "type"), "response");
+	ck_assert_str_eq(str(j, "corr_id"), "c2");
+	ck_assert_str_eq(str(j, "request_id"), "r2");
+	ck_assert(cJSON_IsNull(get(j, "commitment")));
+	ck_assert(cJSON_IsObject(get(j, "output")));
+	ck_assert_int_eq(cJSON_GetArraySize(get(j, "output")), 0);
+	ck_assert_str_eq(str(j, "error"), "bad request");
+	cJSON_Delete(j);
+	free(s);
+}
+END_TEST
+
+START_TEST(test_response)
+{
+	static const uint32_t prompt[] = { 1, 2, 3 }, out[] = { 70, 4294967295u };
+	static const char *const schemes[] = { "toploc" };
+	const char *proofs[] = {
+		"{\"proofs\":[\"AAAA\"],\"topk\":128,\"decode_batching_size\":32,"
+		"\"skip_prefill\":true,\"n_tokens\":2}",
+	};
+	struct engy_gen_msg msg = { 0 };
+	struct engy_genparse_opts po = { .id_prefix = "call_" };
+	struct engy_miner_result r = {
+		.corr_id = "c3", .request_id = "req-9", .model_root = "ff",
+		.prompt_ids = prompt, .n_prompt_ids = 3, .output_ids = out,
+		.n_output_ids = 2, .schemes = schemes, .proofs = proofs,
+		.n_schemes = 1, .msg = &msg, .finish_reason = "length",
+		.prompt_tokens = 3, .completion_tokens = 2,
+	};
+	size_t len;
+	int rc;
+	char *s;
+	cJSON *j;
+
+	ck_assert_int_eq(engy_genparse("<think>hm</think>\n\nhi", 21, &po, &msg), 0);
+	s = engy_miner_response_json(&r, &len, &rc);
+	ck_assert_int_eq(rc, 0);
+	j = parse(s);
+	ck_assert_str_eq(str(j, "type"), "response");
+	ck_assert_str_eq(str(j, "corr_id"), "c3");
+	ck_assert_str_eq(str(j, "request_id"), "req-9");
+	ck_assert_str_eq(str(j, "commitment.model_root"), "ff");
+	ck_assert_int_eq(cJSON_GetArraySize(get(j, "commitment.output_token_ids")), 2);
+	ck_assert_double_eq(num(j, "commitment.output_token_ids.1"), 4294967295.0);
+	ck_assert_str_eq(str(j, "commitment.toploc.proofs.0"), "AAAA");
+	ck_assert_int_eq(num(j, "commitment.toploc.n_tokens"), 2);
+	ck_assert(cJSON_IsTrue(get(j, "commitment.toploc.skip_prefill")));
+	ck_assert_int_eq(cJSON_GetArraySize(get(j, "commitment.toploc.prompt_ids")), 3);
+	ck_assert_int_eq(num(j, "commitment.toploc.prompt_ids.2"), 3);
+	ck_assert_int_eq(num(j, "output.choices.0.index"), 0);
+	ck_assert_str_eq(str(j, "output.choices.0.finish_reason"), "length");
+	ck_assert_str_eq(str(j, "output.choices.0.message.role"), "assistant");
+	ck_assert_str_eq(str(j, "output.choices.0.message.content"), "hi");
+	ck_assert_str_eq(str(j, "output.choices.0.message.reasoning_content"), "hm");
+	ck_assert_int_eq(num(j, "output.usage.prompt_tokens"), 3);
+	ck_assert_int_eq(num(j, "output.usage.completion_tokens"), 2);
+	ck_assert_int_eq(num(j, "output.usage.total_tokens"), 5);
+	ck_assert_ptr_null(get(j, "output.usage.prompt_tokens_details"));
+	ck_assert_ptr_null(get(j, "error"));
+	cJSON_Delete(j);
+	free(s);
+	r.cached_tokens = 2;
+	s = engy_miner_response_json(&r, &len, &rc);
+	j = parse(s);
+	ck_assert_int_eq(num(j, "output.usage.prompt_tokens_details.cached_tokens"), 2);
+	cJSON_Delete(j);
+	free(s);
+	/* A proof plugin that answered something other than an object. */
+	proofs[0] = "[1]";
+	s = engy_miner_response_json(&r, &len, &rc);
+	ck_assert_ptr_null(s);
+	ck_assert_int_eq(rc, -EINVAL);
+	engy_gen_msg_free(&msg);
+}
+END_TEST
+
+static int frame(const char *s, struct engy_gw_frame *f, char *err)
+{
+	return engy_gw_frame_parse(s, strlen(s), f, err, 128);
+}
+
+START_TEST(test_frames_in)
+{
+	static const char *const refused[] = {
+		"", "[]", "nope", "{\"type\":1}", "{}",
+		"{\"type\":\"serve\",\"request\":{}}",
+		"{\"type\":\"serve\",\"corr_id\":\"\",\"request\":{}}",
+		"{\"type\":\"serve\",\"corr_id\":7,\"request\":{}}",
+		"{\"type\":\"cancel\"}",
+	};
+	struct engy_gw_frame f;
+	char err[128], big[400];
+	size_t i;
+
+	ck_assert_int_eq(frame("{\"type\":\"admit\"}", &f, err), 0);
+	ck_assert_int_eq(f.type, ENGY_GW_ADMIT);
+	engy_gw_frame_free(&f);
+	ck_assert_int_eq(frame("{\"type\":\"deny\",\"reason\":\"no key\"}", &f, err), 0);
+	ck_assert_int_eq(f.type, ENGY_GW_DENY);
+	ck_assert_str_eq(f.reason, "no key");
+	engy_gw_frame_free(&f);
+	ck_assert_int_eq(frame("{\"type\":\"deny\"}", &f, err), 0);
+	ck_assert_ptr_null(f.reason);
+	engy_gw_frame_free(&f);
+	ck_assert_int_eq(frame("{\"type\":\"ping\"}", &f, err), 0);
+	ck_assert_int_eq(f.type, ENGY_GW_PING);
+	engy_gw_frame_free(&f);
+	ck_assert_int_eq(frame("{\"type\":\"reconnect\"}", &f, err), 0);
+	ck_assert_int_eq(f.type, ENGY_GW_RECONNECT);
+	engy_gw_frame_free(&f);
+	ck_assert_int_eq(frame("{\"type\":\"future\",\"x\":1}", &f, err), 0);
+	ck_assert_int_eq(f.type, ENGY_GW_UNKNOWN);
+	ck_assert_str_eq(f.type_name, "future");
+	engy_gw_frame_free(&f);
+	ck_assert_int_eq(frame("{\"type\":\"cancel\",\"corr_id\":\"c9\"}", &f, err), 0);
+	ck_assert_int_eq(f.type, ENGY_GW_CANCEL);
+	ck_assert_str_eq(f.corr_id, "c9");
+	engy_gw_frame_free(&f);
+	ck_assert_int_eq(frame("{\"type\":\"serve\",\"corr_id\":\"c1\",\"stream\":true,"
+			       "\"request\":{\"messages\":[]}}", &f, err), 0);
+	ck_assert_int_eq(f.type, ENGY_GW_SERVE);
+	ck_assert_str_eq(f.corr_id, "c1");
+	ck_assert(f.stream);
+	ck_assert(cJSON_IsObject(f.request));
+	ck_assert_ptr_null(f.bad);
+	engy_gw_frame_free(&f);
+	ck_assert_int_eq(frame("{\"type\":\"serve\",\"corr_id\":\"c1\",\"request\":\"x\"}",
+			       &f, err), 0);
+	ck_assert_ptr_null(f.request);
+	ck_assert_ptr_nonnull(f.bad);
+	ck_assert(!f.stream);
+	engy_gw_frame_free(&f);
+	ck_assert_int_eq(frame("{\"type\":\"serve\",\"corr_id\":\"c1\",\"stream\":1,"
+			       "\"request\":{}}", &f, err), 0);
+	ck_assert_ptr_nonnull(f.bad);
+	engy_gw_frame_free(&f);
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+		err[0] = '\0';
+		ck_assert_int_eq(frame(refused[i], &f, err), -EINVAL);
+		ck_assert_msg(err[0], "no reason for %s", refused[i]);
+		engy_gw_frame_free(&f);
+	}
+	snprintf(big, sizeof(big), "{\"type\":\"cancel\",\"corr_id\":\"%0300d\"}", 1);
+	ck_assert_int_eq(frame(big, &f, err), -EINVAL);
+	engy_gw_frame_free(&f);
+}
+END_TEST
+
+static int params(const char *s, struct engy_chat_params *p, char *err)
+{
+	cJSON *j = parse(s);
+	int rc = engy_chat_params_parse(j, p, err, 128);
+
+	cJSON_Delete(j);
+	return rc;
+}
+
+START_TEST(test_params)
+{
+	static const struct {
+		const char *body, *field;
+	} bad[] = {
+		{ "{\"n\":2}", "n:" },
+		{ "{\"max_tokens\":0}", "max_tokens:" },
+		{ "{\"max_tokens\":1.5}", "max_tokens:" },
+		{ "{\"max_completion_tokens\":\"9\"}", "max_completion_tokens:" },
+		{ "{\"temperature\":2.5}", "temperature:" },
+		{ "{\"top_p\":0}", "top_p:" },
+		{ "{\"top_k\":-2}", "top_k:" },
+		{ "{\"seed\":0.5}", "seed:" },
+		{ "{\"engy_request_id\":5}", "engy_request_id:" },
+		{ "{\"engy_request_id\":\"\"}", "engy_request_id:" },
+		{ "{\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop:" },
+		{ "{\"stop\":[1]}", "stop:" },
+	};
+	struct engy_chat_params p;
+	char err[128];
+	cJSON *j;
+	size_t i;
+
+	/* The strings p borrows live in the body: keep it while checking. */
+	j = parse("{\"messages\":[],\"max_tokens\":50,\"max_completion_tokens\":7,"
+		  "\"temperature\":0,\"top_p\":0.5,\"top_k\":-1,\"seed\":-3,"
+		  "\"engy_request_id\":\"rq-1\",\"stop\":[\"x\",\"yy\"],\"n\":1}");
+	ck_assert_int_eq(engy_chat_params_parse(j, &p, err, sizeof(err)), 0);
+	ck_assert(p.has_max_tokens);
+	ck_assert_uint_eq(p.max_tokens, 7);
+	ck_assert_double_eq(p.temperature, 0);
+	ck_assert_double_eq(p.top_p, 0.5);
+	ck_assert_int_eq(p.top_k, 0);
+	ck_assert(p.has_seed);
+	ck_assert_uint_eq(p.seed, (uint64_t)-3);
+	ck_assert_str_eq(p.request_id, "rq-1");
+	ck_assert_uint_eq(p.n_stop, 2);
+	ck_assert_str_eq(p.stop[1], "yy");
+	cJSON_Delete(j);
+	ck_assert_int_eq(params("{\"messages\":[],\"max_tokens\":null,\"stop\":\"s\"}",
+				&p, err), 0);
+	ck_assert(!p.has_max_tokens);
+	ck_assert_double_eq(p.temperature, 1);
+	ck_assert_double_eq(p.top_p, 1);
+	ck_assert_ptr_null(p.request_id);
+	ck_assert_uint_eq(p.n_stop, 1);
+	ck_assert_int_eq(params("{\"max_tokens\":12}", &p, err), 0);
+	ck_assert_uint_eq(p.max_tokens, 12);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(params(bad[i].body, &p, err), -EINVAL);
+		ck_assert_msg(strncmp(err, bad[i].field, strlen(bad[i].field)) == 0,
+			      "%s: %s", bad[i].body, err);
+	}
+	ck_assert_int_eq(engy_chat_params_parse(NULL, &p, err, sizeof(err)), -EINVAL);
+}
+END_TEST
+
+static char dir[64];
+
+static void put(const char *name, const char *data)
+{
+	size_t n = strlen(data);
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(data, 1, n, f), n);
+	fclose(f);
+}
+
+static void rm_dir(void)
+{
+	static const char *const names[] = {
+		"config.json", "a.safetensors", "b.safetensors", "x.bin",
+		"tokenizer_config.json", "chat_template.jinja",
+	};
+	char path[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		unlink(path);
+	}
+	rmdir(dir);
+}
+
+START_TEST(test_checkpoint)
+{
+	char hex[65], err[256];
+
+	snprintf(dir, sizeof(dir), "/tmp/engy-minerproto.XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(engy_ckpt_model_root(dir, hex, err, sizeof(err)), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(err, "config.json"));
+	put("config.json", "{\"a\": 1}\n");
+	/* sha256(config bytes), no shards */
+	ck_assert_int_eq(engy_ckpt_model_root(dir, hex, err, sizeof(err)), 0);
+	ck_assert_str_eq(hex, "e8c628edc9968ef0c668f54e0ba2636b35503357eb1aca0ddc828aeace432f67");
+	/* written out of order; the hash takes them sorted, and skips
+	 * other files */
+	put("b.safetensors", "0123456789");
+	put("x.bin", "zz");
+	put("a.safetensors", "abc");
+	ck_assert_int_eq(engy_ckpt_model_root(dir, hex, err, sizeof(err)), 0);
+	/* sha256('{"a": 1}\n' 'a.safetensors3' 'b.safetensors10') */
+	ck_assert_str_eq(hex, "58b0ada917511f1693dbe8a5cff8deb788d44ba15b6022adb8aea024b0e62b35");
+
+	ck_assert_int_eq(engy_ckpt_chat_variant(dir), -ENOENT);
+	put("chat_template.jinja", "<|im_start|>{{ x }}<tool_call>");
+	ck_assert_int_eq(engy_ckpt_chat_variant(dir), ENGY_CHAT_QWEN3);
+	put("tokenizer_config.json", "{\"chat_template\":[{\"name\":\"tool_use\",\"template\":\"x\"},"
+	    "{\"name\":\"default\",\"template\":\"<function=a><parameter=b>\"}]}");
+	ck_assert_int_eq(engy_ckpt_chat_variant(dir), ENGY_CHAT_QWEN36);
+	put("tokenizer_config.json", "{\"chat_template\":\"plain\"}");
+	ck_assert_int_eq(engy_ckpt_chat_variant(dir), ENGY_CHAT_QWEN3);
+	rm_dir();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("minerproto");
+	TCase *tc = tcase_create("core");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_leg_plan);
+	tcase_add_test(tc, test_urls);
+	tcase_add_test(tc, test_meta_parse);
+	tcase_add_test(tc, test_ids);
+	tcase_add_test(tc, test_hello);
+	tcase_add_test(tc, test_heartbeat_chunk_error);
+	tcase_add_test(tc, test_response);
+	tcase_add_test(tc, test_frames_in);
+	tcase_add_test(tc, test_params);
+	tcase_add_test(tc, test_checkpoint);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
