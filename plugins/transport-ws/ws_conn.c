@@ -15,6 +15,7 @@
 
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
 #include <openssl/rand.h>
 
 #include "logfmt.h"
@@ -201,20 +202,23 @@ static void linger_read(struct bufferevent *bev, void *arg)
 }
 
 /*
- * Everything queued went out.  On a plain socket, send FIN and read until
- * the peer's: closing while its bytes still arrive would reset the
- * connection and could destroy our close frame or refusal before the peer
- * reads it.  TLS ends with close_notify when the bufferevent is freed.
+ * Everything queued went out: send our end (TLS close_notify, then FIN)
+ * and read until the peer's.  Closing while its bytes still arrive would
+ * reset the connection, which can destroy our close frame or refusal
+ * before the peer has read it.  close_timeout_s bounds the wait.
  */
 static void linger_flushed(struct ws_conn *c)
 {
-	if (bufferevent_openssl_get_ssl(c->bev)) {
-		ws_conn_free(c);
-		return;
-	}
+	SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+
 	if (c->half_closed)
 		return;
 	c->half_closed = true;
+	/* The output is empty, so no TLS record is half written. */
+	if (ssl) {
+		SSL_shutdown(ssl);
+		ERR_clear_error();
+	}
 	shutdown(bufferevent_getfd(c->bev), SHUT_WR);
 }
 
