@@ -108,6 +108,8 @@ int engy_bip39_mini_secret(const char *phrase, const char *passphrase,
 	char *salt = NULL;
 	int n, rc = 0;
 
+	if (plen > 1024)
+		return -EINVAL;
 	n = engy_bip39_entropy(phrase, entropy, bad_word);
 	if (n < 0)
 		return n;

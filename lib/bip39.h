@@ -30,7 +30,8 @@ int engy_bip39_entropy(const char *phrase,
 
 /*
  * engy_bip39_mini_secret() - the 32-byte mini secret of @phrase with
- * @passphrase (NULL = none).  Errors as engy_bip39_entropy(), or -EIO.
+ * @passphrase (NULL = none; at most 1024 bytes).  Errors as
+ * engy_bip39_entropy(), or -EIO.
  */
 int engy_bip39_mini_secret(const char *phrase, const char *passphrase,
 			   uint8_t mini[32], size_t *bad_word);
