@@ -219,22 +219,56 @@ typedef float v8 __attribute__((vector_size(32)));
  * AVX enabled would change the ABI (-Wpsabi). */
 #define LD8(dst, p) memcpy(&(dst), (p), sizeof(v8))
 
-/* The one lane reduction and tail every element goes through. */
-static inline float finish(const float l[8], const float *a, const float *b,
-			   size_t k, size_t n)
+static inline float bf16f(uint16_t b)
+{
+	uint32_t u = (uint32_t)b << 16;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+/* The one lane reduction and tail every element goes through.  A bf16
+ * weight widens exactly, so both weight types give the same numbers. */
+static inline __attribute__((always_inline)) float
+finish(const float l[8], const float *a, const void *b, int wt, size_t k,
+       size_t n)
 {
 	float s = ((l[0] + l[1]) + (l[2] + l[3])) +
 		  ((l[4] + l[5]) + (l[6] + l[7]));
 
-	for (; k < n; k++)
-		s += a[k] * b[k];
+	if (wt == MM_BF16)
+		for (; k < n; k++)
+			s += a[k] * bf16f(((const uint16_t *)b)[k]);
+	else
+		for (; k < n; k++)
+			s += a[k] * ((const float *)b)[k];
 	return s;
 }
 
-/* R rows of x against C rows of w; R, C are constants after inlining. */
+#define WROW(w, wt, c, in) \
+	((const void *)((const char *)(w) + (c) * (in) * ((wt) == MM_BF16 ? 2 : 4)))
+
 static inline __attribute__((always_inline)) void
-gen_block(const float *x, size_t ldx, const float *w, size_t in, float *y,
-	  size_t ldy, const int R, const int C)
+gen_loadw(v8 *dst, const void *w, int wt, size_t k)
+{
+	if (wt == MM_BF16) {
+		const uint16_t *b = (const uint16_t *)w + k;
+		float f[8];
+		int i;
+
+		for (i = 0; i < 8; i++)
+			f[i] = bf16f(b[i]);
+		memcpy(dst, f, sizeof(f));
+	} else {
+		LD8(*dst, (const float *)w + k);
+	}
+}
+
+/* R rows of x against C rows of w; R, C, WT are constants after inlining. */
+static inline __attribute__((always_inline)) void
+gen_block(const float *x, size_t ldx, const void *w, size_t in, float *y,
+	  size_t ldy, const int R, const int C, const int WT)
 {
 	v8 acc[2][4], wv[4], xv;
 	float l[8];
@@ -249,7 +283,7 @@ gen_block(const float *x, size_t ldx, const float *w, size_t in, float *y,
 	for (k = 0; k + 8 <= in; k += 8) {
 		_Pragma("GCC unroll 4")
 		for (c = 0; c < C; c++)
-			LD8(wv[c], w + c * in + k);
+			gen_loadw(&wv[c], WROW(w, WT, c, in), WT, k);
 		_Pragma("GCC unroll 4")
 		for (r = 0; r < R; r++) {
 			LD8(xv, x + r * ldx + k);
@@ -263,35 +297,54 @@ gen_block(const float *x, size_t ldx, const float *w, size_t in, float *y,
 		_Pragma("GCC unroll 4")
 		for (c = 0; c < C; c++) {
 			memcpy(l, &acc[r][c], sizeof(l));
-			y[r * ldy + c] = finish(l, x + r * ldx, w + c * in, k,
-						in);
+			y[r * ldy + c] = finish(l, x + r * ldx,
+						WROW(w, WT, c, in), WT, k, in);
 		}
 }
 
-typedef void (*block_fn)(const float *x, size_t ldx, const float *w,
-			 size_t in, float *y, size_t ldy, int r, int c);
+typedef void (*block_fn)(const float *x, size_t ldx, const void *w,
+			 size_t in, float *y, size_t ldy, int r, int c,
+			 int wt);
 
-static void gen_dispatch(const float *x, size_t ldx, const float *w,
-			 size_t in, float *y, size_t ldy, int r, int c)
+#define DISPATCH(BLOCK, x, ldx, w, in, y, ldy, r, c, WT)                  \
+	switch ((r) * 8 + (c)) {                                          \
+	case 8 + 1: BLOCK(x, ldx, w, in, y, ldy, 1, 1, WT); break;        \
+	case 8 + 2: BLOCK(x, ldx, w, in, y, ldy, 1, 2, WT); break;        \
+	case 8 + 3: BLOCK(x, ldx, w, in, y, ldy, 1, 3, WT); break;        \
+	case 8 + 4: BLOCK(x, ldx, w, in, y, ldy, 1, 4, WT); break;        \
+	case 16 + 1: BLOCK(x, ldx, w, in, y, ldy, 2, 1, WT); break;       \
+	case 16 + 2: BLOCK(x, ldx, w, in, y, ldy, 2, 2, WT); break;       \
+	case 16 + 3: BLOCK(x, ldx, w, in, y, ldy, 2, 3, WT); break;       \
+	default: BLOCK(x, ldx, w, in, y, ldy, 2, 4, WT); break;           \
+	}
+
+static void gen_dispatch(const float *x, size_t ldx, const void *w,
+			 size_t in, float *y, size_t ldy, int r, int c, int wt)
 {
-	switch (r * 8 + c) {
-	case 8 + 1: gen_block(x, ldx, w, in, y, ldy, 1, 1); break;
-	case 8 + 2: gen_block(x, ldx, w, in, y, ldy, 1, 2); break;
-	case 8 + 3: gen_block(x, ldx, w, in, y, ldy, 1, 3); break;
-	case 8 + 4: gen_block(x, ldx, w, in, y, ldy, 1, 4); break;
-	case 16 + 1: gen_block(x, ldx, w, in, y, ldy, 2, 1); break;
-	case 16 + 2: gen_block(x, ldx, w, in, y, ldy, 2, 2); break;
-	case 16 + 3: gen_block(x, ldx, w, in, y, ldy, 2, 3); break;
-	default: gen_block(x, ldx, w, in, y, ldy, 2, 4); break;
+	if (wt == MM_BF16) {
+		DISPATCH(gen_block, x, ldx, w, in, y, ldy, r, c, MM_BF16)
+	} else {
+		DISPATCH(gen_block, x, ldx, w, in, y, ldy, r, c, MM_F32)
 	}
 }
 
 #ifdef MM_X86
 #define AVX __attribute__((target("avx2,fma")))
 
+static inline __attribute__((always_inline)) AVX __m256
+avx_loadw(const void *w, int wt, size_t k)
+{
+	if (wt == MM_BF16)
+		return _mm256_castsi256_ps(_mm256_slli_epi32(
+			_mm256_cvtepu16_epi32(_mm_loadu_si128(
+				(const __m128i *)((const uint16_t *)w + k))),
+			16));
+	return _mm256_loadu_ps((const float *)w + k);
+}
+
 static inline __attribute__((always_inline)) AVX void
-avx_block(const float *x, size_t ldx, const float *w, size_t in, float *y,
-	  size_t ldy, const int R, const int C)
+avx_block(const float *x, size_t ldx, const void *w, size_t in, float *y,
+	  size_t ldy, const int R, const int C, const int WT)
 {
 	__m256 acc[2][4], wv[4], xv;
 	float l[8];
@@ -306,7 +359,7 @@ avx_block(const float *x, size_t ldx, const float *w, size_t in, float *y,
 	for (k = 0; k + 8 <= in; k += 8) {
 		_Pragma("GCC unroll 4")
 		for (c = 0; c < C; c++)
-			wv[c] = _mm256_loadu_ps(w + c * in + k);
+			wv[c] = avx_loadw(WROW(w, WT, c, in), WT, k);
 		_Pragma("GCC unroll 4")
 		for (r = 0; r < R; r++) {
 			xv = _mm256_loadu_ps(x + r * ldx + k);
@@ -321,23 +374,19 @@ avx_block(const float *x, size_t ldx, const float *w, size_t in, float *y,
 		_Pragma("GCC unroll 4")
 		for (c = 0; c < C; c++) {
 			_mm256_storeu_ps(l, acc[r][c]);
-			y[r * ldy + c] = finish(l, x + r * ldx, w + c * in, k,
-						in);
+			y[r * ldy + c] = finish(l, x + r * ldx,
+						WROW(w, WT, c, in), WT, k, in);
 		}
 }
 
-static AVX void avx_dispatch(const float *x, size_t ldx, const float *w,
-			     size_t in, float *y, size_t ldy, int r, int c)
+static AVX void avx_dispatch(const float *x, size_t ldx, const void *w,
+			     size_t in, float *y, size_t ldy, int r, int c,
+			     int wt)
 {
-	switch (r * 8 + c) {
-	case 8 + 1: avx_block(x, ldx, w, in, y, ldy, 1, 1); break;
-	case 8 + 2: avx_block(x, ldx, w, in, y, ldy, 1, 2); break;
-	case 8 + 3: avx_block(x, ldx, w, in, y, ldy, 1, 3); break;
-	case 8 + 4: avx_block(x, ldx, w, in, y, ldy, 1, 4); break;
-	case 16 + 1: avx_block(x, ldx, w, in, y, ldy, 2, 1); break;
-	case 16 + 2: avx_block(x, ldx, w, in, y, ldy, 2, 2); break;
-	case 16 + 3: avx_block(x, ldx, w, in, y, ldy, 2, 3); break;
-	default: avx_block(x, ldx, w, in, y, ldy, 2, 4); break;
+	if (wt == MM_BF16) {
+		DISPATCH(avx_block, x, ldx, w, in, y, ldy, r, c, MM_BF16)
+	} else {
+		DISPATCH(avx_block, x, ldx, w, in, y, ldy, r, c, MM_F32)
 	}
 }
 #endif
@@ -373,7 +422,7 @@ float mm_dot(const float *a, const float *b, size_t n)
 {
 	float y;
 
-	kernel()(a, n, b, n, &y, 1, 1, 1);
+	kernel()(a, n, b, n, &y, 1, 1, 1, MM_F32);
 	return y;
 }
 
@@ -411,8 +460,8 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 		for (c = c0; c < c1; c += 4) {
 			int C = c1 - c >= 4 ? 4 : (int)(c1 - c);
 
-			j->k(pt->x + r * pt->in, pt->in, pt->w + c * pt->in, pt->in,
-			     pt->y + r * pt->out + c, pt->out, R, C);
+			j->k(pt->x + r * pt->in, pt->in, WROW(pt->w, pt->wt, c, pt->in),
+			     pt->in, pt->y + r * pt->out + c, pt->out, R, C, pt->wt);
 		}
 	}
 }
@@ -461,14 +510,16 @@ void mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
 void mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
 	       size_t in, size_t out, float *y)
 {
-	struct mm_part part = { x, w, y, n, in, out };
+	struct mm_part part = { x, w, y, n, in, out, MM_F32 };
 
 	mm_matmul_batch(p, &part, 1);
 }
 
-void mm_matmul_naive(const float *x, size_t n, const float *w, size_t in,
-		     size_t out, float *y)
+void mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
+		     size_t in, size_t out, float *y)
 {
+	const uint16_t *wb = w;
+	const float *wf = w;
 	size_t r, c, k;
 
 	for (r = 0; r < n; r++)
@@ -476,7 +527,9 @@ void mm_matmul_naive(const float *x, size_t n, const float *w, size_t in,
 			float s = 0;
 
 			for (k = 0; k < in; k++)
-				s += x[r * in + k] * w[c * in + k];
+				s += x[r * in + k] * (wt == MM_BF16 ?
+						      bf16f(wb[c * in + k]) :
+						      wf[c * in + k]);
 			y[r * out + c] = s;
 		}
 }

@@ -31,15 +31,23 @@ void mm_pool_run(struct mm_pool *p, void (*fn)(void *arg, size_t task,
 					       unsigned thread),
 		 void *arg, size_t n_tasks);
 
-/* mm_matmul() - Y [n, out] = X [n, in] . W [out, in]^T, on the pool. */
+/* mm_matmul() - Y [n, out] = X [n, in] . W [out, in]^T (float32 W). */
 void mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
 	       size_t in, size_t out, float *y);
 
+/* Weight element types: float32, or bfloat16 bits widened on the fly. */
+enum mm_wtype {
+	MM_F32 = 0,
+	MM_BF16 = 1,
+};
+
 /* One product of a batch: y [n, out] = x [n, in] . w [out, in]^T. */
 struct mm_part {
-	const float *x, *w;
+	const float *x;
+	const void *w;		/* float or uint16_t (bf16), by @wt */
 	float *y;
 	size_t n, in, out;
+	int wt;			/* enum mm_wtype */
 };
 
 /*
@@ -54,8 +62,8 @@ void mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
 float mm_dot(const float *a, const float *b, size_t n);
 
 /* mm_matmul_naive() - the textbook triple loop, one thread (baseline). */
-void mm_matmul_naive(const float *x, size_t n, const float *w, size_t in,
-		     size_t out, float *y);
+void mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
+		     size_t in, size_t out, float *y);
 
 /* The kernel in use: "avx2+fma" or "generic". */
 const char *mm_kernel_name(void);

@@ -19,7 +19,7 @@
 #include <cuda_runtime.h>
 
 struct ent {
-	const float *host;
+	const void *host;
 	float *dev;
 };
 
@@ -36,10 +36,10 @@ int q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
 		 char *err, size_t errlen);
 void q3_cuda_close(struct q3_cuda *c);
 int q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
-		   const float *w, size_t in, size_t out, float *y);
+		   const void *w, int wt, size_t in, size_t out, float *y);
 }
 
-static size_t slot_of(const struct q3_cuda *c, const float *p)
+static size_t slot_of(const struct q3_cuda *c, const void *p)
 {
 	uint64_t k = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
 
@@ -70,11 +70,14 @@ static int grow(struct q3_cuda *c)
 	return 0;
 }
 
-/* The device copy of weight @w [out, in], uploaded on first use. */
-static float *weight(struct q3_cuda *c, const float *w, size_t in, size_t out)
+/* The device copy of weight @w [out, in], uploaded (as float32) on first use. */
+static float *weight(struct q3_cuda *c, const void *w, int wt, size_t in,
+		     size_t out)
 {
-	size_t s;
-	float *d = NULL;
+	size_t s, i, n = in * out;
+	float *d = NULL, *tmp = NULL;
+	const float *src = (const float *)w;
+	cudaError_t e;
 
 	if (c->cap) {
 		for (s = slot_of(c, w); c->tab[s].host; s = (s + 1) & (c->cap - 1))
@@ -83,10 +86,26 @@ static float *weight(struct q3_cuda *c, const float *w, size_t in, size_t out)
 	}
 	if ((c->n + 1) * 2 > c->cap && grow(c))
 		return NULL;
-	if (cudaMalloc((void **)&d, in * out * sizeof(float)) != cudaSuccess)
+	if (wt == 1) {	/* MM_BF16: widen on the host, exactly */
+		const uint16_t *b = (const uint16_t *)w;
+
+		tmp = (float *)malloc(n * sizeof(float));
+		if (!tmp)
+			return NULL;
+		for (i = 0; i < n; i++) {
+			uint32_t u = (uint32_t)b[i] << 16;
+
+			memcpy(&tmp[i], &u, sizeof(u));
+		}
+		src = tmp;
+	}
+	if (cudaMalloc((void **)&d, n * sizeof(float)) != cudaSuccess) {
+		free(tmp);
 		return NULL;
-	if (cudaMemcpy(d, w, in * out * sizeof(float),
-		       cudaMemcpyHostToDevice) != cudaSuccess) {
+	}
+	e = cudaMemcpy(d, src, n * sizeof(float), cudaMemcpyHostToDevice);
+	free(tmp);
+	if (e != cudaSuccess) {
 		cudaFree(d);
 		return NULL;
 	}
@@ -163,10 +182,10 @@ void q3_cuda_close(struct q3_cuda *c)
 }
 
 int q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
-		   const float *w, size_t in, size_t out, float *y)
+		   const void *w, int wt, size_t in, size_t out, float *y)
 {
 	const float one = 1.0f, zero = 0.0f;
-	float *dw = weight(c, w, in, out);
+	float *dw = weight(c, w, wt, in, out);
 
 	if (!dw || reserve(&c->dx, &c->dx_cap, n * in) ||
 	    reserve(&c->dy, &c->dy_cap, n * out))

@@ -19,7 +19,7 @@ void q3_cuda_close(struct q3_cuda *c)
 }
 
 int q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
-		   const float *w, size_t in, size_t out, float *y)
+		   const void *w, int wt, size_t in, size_t out, float *y)
 {
 	return -ENOTSUP;
 }

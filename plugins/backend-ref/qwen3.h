@@ -6,8 +6,9 @@
  * ref, the bench and the tests drive the same code, and so that a GEMM
  * audit can hook every matmul.
  *
- * Numerics (specs/checkpoints.md): weights are widened to float32 at load
- * (BF16/F16/F32 exactly; FP8 and INT4 dequantized); activations stay
+ * Numerics (specs/checkpoints.md): matrices stay bf16 when the checkpoint
+ * is all BF16 (widened exactly inside the kernels), else are widened or
+ * dequantized (F16, F32, FP8, INT4) to float32 at load; activations stay
  * float32 throughout; norms accumulate in double.  Every row's result is
  * independent of the other rows computed with it, so prefill, decode with
  * the KV cache and batched decode give bit-identical hidden states.
@@ -94,8 +95,10 @@ int q3_model_load(const char *dir, const struct q3_load_opts *o,
 		  struct q3_model **out, char *err, size_t errlen);
 void q3_model_free(struct q3_model *m);
 const struct q3_config *q3_model_config(const struct q3_model *m);
-/* Bytes of weights held (float32 after widening). */
+/* Bytes of weights held in memory. */
 size_t q3_model_bytes(const struct q3_model *m);
+/* Bytes per matrix element held: 2 (bf16) or 4 (float32). */
+unsigned q3_model_matrix_bytes(const struct q3_model *m);
 unsigned q3_model_threads(const struct q3_model *m);
 void q3_model_set_hook(struct q3_model *m, q3_hook_fn fn, void *arg);
 

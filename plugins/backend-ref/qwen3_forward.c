@@ -99,15 +99,14 @@ void q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
 
 	if (m->naive) {
 		for (i = 0; i < n; i++)
-			mm_matmul_naive(pt[i].x, pt[i].n, pt[i].w, pt[i].in,
-					pt[i].out, pt[i].y);
+			mm_matmul_naive(pt[i].x, pt[i].n, pt[i].w, pt[i].wt,
+					pt[i].in, pt[i].out, pt[i].y);
 	} else if (m->cuda) {
 		/* A device error falls back to the CPU: results must be right. */
 		for (i = 0; i < n; i++)
 			if (q3_cuda_matmul(m->cuda, pt[i].x, pt[i].n, pt[i].w,
-					   pt[i].in, pt[i].out, pt[i].y))
-				mm_matmul(m->pool, pt[i].x, pt[i].n, pt[i].w,
-					  pt[i].in, pt[i].out, pt[i].y);
+					   pt[i].wt, pt[i].in, pt[i].out, pt[i].y))
+				mm_matmul_batch(m->pool, &pt[i], 1);
 	} else {
 		mm_matmul_batch(m->pool, pt, n);
 	}
@@ -119,9 +118,9 @@ void q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
 }
 
 void q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
-	   size_t n, const float *w, size_t in, size_t out, float *y)
+	   size_t n, const void *w, size_t in, size_t out, float *y)
 {
-	struct mm_part part = { x, w, y, n, in, out };
+	struct mm_part part = { x, w, y, n, in, out, m->wt };
 
 	q3_mm_batch(m, layer, &name, &part, 1);
 }
@@ -153,8 +152,8 @@ void q3_mlp_run(struct q3_model *m, int layer, const char *pre,
 		float *u, float *y)
 {
 	size_t h = m->cfg.hidden, i, ni = n * mlp->inter;
-	struct mm_part gu[2] = { { x, mlp->gate, g, n, h, mlp->inter },
-				 { x, mlp->up, u, n, h, mlp->inter } };
+	struct mm_part gu[2] = { { x, mlp->gate, g, n, h, mlp->inter, m->wt },
+				 { x, mlp->up, u, n, h, mlp->inter, m->wt } };
 	char gname[64], uname[64], dname[64];
 	const char *names[2] = { gname, uname };
 
@@ -274,9 +273,10 @@ static int layer_forward(struct fwd *f)
 		rmsnorm(f->xn + r * h, f->x + r * h, l->in_norm, h, c->eps);
 	{
 		static const char *const names[3] = { "q_proj", "k_proj", "v_proj" };
-		struct mm_part qkv[3] = { { f->xn, l->wq, f->q, f->n, h, qd },
-					  { f->xn, l->wk, f->k, f->n, h, kvd },
-					  { f->xn, l->wv, f->v, f->n, h, kvd } };
+		struct mm_part qkv[3] = {
+			{ f->xn, l->wq, f->q, f->n, h, qd, m->wt },
+			{ f->xn, l->wk, f->k, f->n, h, kvd, m->wt },
+			{ f->xn, l->wv, f->v, f->n, h, kvd, m->wt } };
 
 		q3_mm_batch(m, L, names, qkv, 3);
 	}
@@ -297,6 +297,24 @@ static int layer_forward(struct fwd *f)
 	for (i = 0; i < f->n * h; i++)
 		f->x[i] += f->tmp[i];
 	return 0;
+}
+
+static void embed_row(const struct q3_model *m, uint32_t id, float *out)
+{
+	size_t h = m->cfg.hidden, i;
+
+	if (m->wt == MM_BF16) {
+		const uint16_t *b = (const uint16_t *)m->embed + (size_t)id * h;
+
+		for (i = 0; i < h; i++) {
+			uint32_t u = (uint32_t)b[i] << 16;
+
+			memcpy(&out[i], &u, sizeof(u));
+		}
+	} else {
+		memcpy(out, (const float *)m->embed + (size_t)id * h,
+		       h * sizeof(float));
+	}
 }
 
 /* Positions, bounds and cache room for every row; nothing changes on error. */
@@ -368,8 +386,7 @@ int q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
 		goto out;
 	pthread_mutex_lock(&m->mu);
 	for (r = 0; r < n; r++)
-		memcpy(f.x + r * h, m->embed + (size_t)rows[r].id * h,
-		       h * sizeof(float));
+		embed_row(m, rows[r].id, f.x + r * h);
 	rc = 0;
 	for (L = 0; L < c->n_layers && !rc; L++) {
 		f.layer = (int)L;

@@ -10,24 +10,27 @@
 
 struct q3_cuda;
 
+/* Matrices are float32 or bf16 (the model's wt); vectors are float32. */
 struct q3_mlp {
-	float *gate, *up, *down;	/* [inter, H], [inter, H], [H, inter] */
+	void *gate, *up, *down;		/* [inter, H], [inter, H], [H, inter] */
 	uint32_t inter;
 };
 
 struct q3_layer {
 	float *in_norm, *post_norm, *q_norm, *k_norm;
-	float *wq, *wk, *wv, *wo;
+	void *wq, *wk, *wv, *wo;
 	struct q3_mlp mlp;		/* dense layers */
-	float *router;			/* [E, H] */
+	void *router;			/* [E, H] */
 	struct q3_mlp *experts;		/* E of them */
 	struct q3_mlp shared;		/* when shared_inter > 0 */
-	float *shared_gate;		/* [1, H] */
+	void *shared_gate;		/* [1, H] */
 };
 
 struct q3_model {
 	struct q3_config cfg;
-	float *embed, *lm_head, *final_norm;
+	int wt;				/* enum mm_wtype of every matrix */
+	void *embed, *lm_head;
+	float *final_norm;
 	struct q3_layer *layers;
 	float *inv_freq;		/* head_dim / 2, float32 as HF */
 	size_t bytes;
@@ -49,9 +52,9 @@ struct q3_seq {
 	float **k, **v;			/* per layer: [cap, n_kv * head_dim] */
 };
 
-/* Y = X W^T on the model's device, then the hook. */
+/* Y = X W^T (W one of the model's matrices) on its device, then the hook. */
 void q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
-	   size_t n, const float *w, size_t in, size_t out, float *y);
+	   size_t n, const void *w, size_t in, size_t out, float *y);
 
 /* Independent products as one job, then the hook for each, in order. */
 void q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
@@ -80,6 +83,6 @@ int q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
 		 char *err, size_t errlen);
 void q3_cuda_close(struct q3_cuda *c);
 int q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
-		   const float *w, size_t in, size_t out, float *y);
+		   const void *w, int wt, size_t in, size_t out, float *y);
 
 #endif /* Q3_QWEN3_INT_H */

@@ -43,12 +43,12 @@ static const struct engy_st_tensor *find(const struct loader *ld,
 	return NULL;
 }
 
-static float *alloc_buf(struct q3_model *m, uint64_t n)
+/* @n elements of @size bytes, 64-byte aligned, freed with the model. */
+static void *alloc_buf(struct q3_model *m, uint64_t n, size_t size)
 {
-	void **b;
-	float *p;
+	void **b, *p;
 
-	if (n > ((uint64_t)1 << 40) / sizeof(float))
+	if (n > ((uint64_t)1 << 40) / size)
 		return NULL;
 	if (m->n_bufs == m->cap_bufs) {
 		size_t cap = m->cap_bufs ? 2 * m->cap_bufs : 256;
@@ -59,11 +59,11 @@ static float *alloc_buf(struct q3_model *m, uint64_t n)
 		m->bufs = b;
 		m->cap_bufs = cap;
 	}
-	p = aligned_alloc(64, ((n * sizeof(float) + 63) / 64) * 64 + 64);
+	p = aligned_alloc(64, ((n * size + 63) / 64) * 64 + 64);
 	if (!p)
 		return NULL;
 	m->bufs[m->n_bufs++] = p;
-	m->bytes += n * sizeof(float);
+	m->bytes += n * size;
 	return p;
 }
 
@@ -105,9 +105,18 @@ static int float_tensor(struct loader *ld, const struct engy_st_tensor *t,
 	return -EINVAL;
 }
 
+/* BF16 bits as stored (little-endian) into host uint16s. */
+static void copy_bf16(const struct engy_st_tensor *t, uint16_t *out)
+{
+	uint64_t i;
+
+	for (i = 0; i < t->numel; i++)
+		out[i] = (uint16_t)(t->data[2 * i] | t->data[2 * i + 1] << 8);
+}
+
 /* A Linear weight [rows, cols] named PREFIX.weight (or its quantized forms). */
 static int linear(struct loader *ld, const char *prefix, uint64_t rows,
-		  uint64_t cols, float **out)
+		  uint64_t cols, void **out)
 {
 	const struct engy_st_tensor *w, *s;
 	char n1[512], n2[512];
@@ -115,7 +124,23 @@ static int linear(struct loader *ld, const char *prefix, uint64_t rows,
 	float *p;
 	int rc;
 
-	p = alloc_buf(ld->m, rows * cols);
+	if (ld->m->wt == MM_BF16) {
+		/* load_weights() checked every matrix is a BF16 .weight. */
+		snprintf(n1, sizeof(n1), "%s.weight", prefix);
+		w = find(ld, n1);
+		if (!w || w->dtype != ENGY_ST_BF16) {
+			snprintf(ld->err, ld->errlen, "tensor %s is missing", n1);
+			return -EINVAL;
+		}
+		if (w->ndim != 2 || w->shape[0] != rows || w->shape[1] != cols)
+			return shape_err(ld, w, rows, cols);
+		*out = alloc_buf(ld->m, rows * cols, sizeof(uint16_t));
+		if (!*out)
+			return nomem(ld, prefix);
+		copy_bf16(w, *out);
+		return 0;
+	}
+	p = alloc_buf(ld->m, rows * cols, sizeof(float));
 	if (!p)
 		return nomem(ld, prefix);
 	snprintf(n1, sizeof(n1), "%s.qweight", prefix);
@@ -179,7 +204,7 @@ static int vector(struct loader *ld, const char *name, uint64_t len,
 	}
 	if (t->ndim != 1 || t->shape[0] != len)
 		return shape_err(ld, t, len, 0);
-	*out = alloc_buf(ld->m, len);
+	*out = alloc_buf(ld->m, len, sizeof(float));
 	if (!*out)
 		return nomem(ld, name);
 	return float_tensor(ld, t, *out);
@@ -349,6 +374,31 @@ static int rope_table(struct q3_model *m)
 	return 0;
 }
 
+/*
+ * Matrices stay bf16 in memory (half the bytes, so half the memory traffic
+ * of decode) when every one of them is a BF16 .weight; anything else (F16,
+ * F32, FP8, INT4) is widened or dequantized to float32.  A bf16 weight
+ * widens exactly, so the numbers do not depend on the choice.
+ */
+static int matrix_type(const struct loader *ld)
+{
+	const struct engy_st_tensor *t;
+	size_t i, k, len;
+
+	for (i = 0; i < ld->n_st; i++)
+		for (k = 0; k < engy_st_count(ld->st[i]); k++) {
+			t = engy_st_at(ld->st[i], k);
+			len = strlen(t->name);
+			if (len > 8 && !strcmp(t->name + len - 8, ".qweight"))
+				return MM_F32;
+			if (t->ndim == 2 && len > 7 &&
+			    !strcmp(t->name + len - 7, ".weight") &&
+			    t->dtype != ENGY_ST_BF16)
+				return MM_F32;
+		}
+	return MM_BF16;
+}
+
 static int load_weights(struct loader *ld)
 {
 	struct q3_model *m = ld->m;
@@ -356,6 +406,7 @@ static int load_weights(struct loader *ld)
 	uint32_t i;
 	int rc;
 
+	m->wt = matrix_type(ld);
 	rc = linear(ld, "model.embed_tokens", c->vocab, c->hidden, &m->embed);
 	if (!rc)
 		rc = vector(ld, "model.norm.weight", c->hidden, &m->final_norm);
@@ -451,6 +502,11 @@ const struct q3_config *q3_model_config(const struct q3_model *m)
 size_t q3_model_bytes(const struct q3_model *m)
 {
 	return m->bytes;
+}
+
+unsigned q3_model_matrix_bytes(const struct q3_model *m)
+{
+	return m->wt == MM_BF16 ? 2 : 4;
 }
 
 unsigned q3_model_threads(const struct q3_model *m)

@@ -140,10 +140,10 @@ int q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float *y)
 		if (!cnt)
 			continue;
 		parts[na] = (struct mm_part){ xe + off[e] * h, l->experts[e].gate,
-					      ge + off[e] * I, cnt, h, I };
+					      ge + off[e] * I, cnt, h, I, m->wt };
 		snprintf(nm[na], sizeof(nm[na]), "experts.%u.gate_proj", e);
 		parts[na + 1] = (struct mm_part){ xe + off[e] * h, l->experts[e].up,
-						  ue + off[e] * I, cnt, h, I };
+						  ue + off[e] * I, cnt, h, I, m->wt };
 		snprintf(nm[na + 1], sizeof(nm[na + 1]), "experts.%u.up_proj", e);
 		na += 2;
 	}
@@ -158,7 +158,7 @@ int q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float *y)
 		if (!cnt)
 			continue;
 		parts[na] = (struct mm_part){ ge + off[e] * I, l->experts[e].down,
-					      ye + off[e] * h, cnt, I, h };
+					      ye + off[e] * h, cnt, I, h, m->wt };
 		snprintf(nm[na], sizeof(nm[na]), "experts.%u.down_proj", e);
 		names[na] = nm[na];
 		na++;

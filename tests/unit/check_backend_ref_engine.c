@@ -46,14 +46,29 @@ START_TEST(test_matmul)
 			size_t n = shapes[k][0], in = shapes[k][1], out = shapes[k][2];
 			float *x = malloc(n * in * 4), *w = malloc(out * in * 4);
 			float *y = malloc(n * out * 4), *yn = malloc(n * out * 4);
-			float *y1 = malloc(out * 4);
+			float *y1 = malloc(out * 4), *yb = malloc(n * out * 4);
+			uint16_t *wb = malloc(out * in * 2);
+			struct mm_part part = { x, wb, yb, n, in, out, MM_BF16 };
 
 			for (i = 0; i < n * in; i++)
 				x[i] = frand(&s);
-			for (i = 0; i < out * in; i++)
+			for (i = 0; i < out * in; i++) {
+				uint32_t u;
+
+				/* Weights that are exact bf16 values. */
 				w[i] = frand(&s);
+				memcpy(&u, &w[i], 4);
+				wb[i] = (uint16_t)(u >> 16);
+				u &= 0xFFFF0000u;
+				memcpy(&w[i], &u, 4);
+			}
 			mm_matmul(p, x, n, w, in, out, y);
-			mm_matmul_naive(x, n, w, in, out, yn);
+			mm_matmul_naive(x, n, w, MM_F32, in, out, yn);
+			/* bf16 storage widens exactly: the same bits. */
+			mm_matmul_batch(p, &part, 1);
+			ck_assert(memcmp(y, yb, n * out * 4) == 0);
+			mm_matmul_naive(x, n, wb, MM_BF16, in, out, yb);
+			ck_assert(memcmp(yn, yb, n * out * 4) == 0);
 			for (i = 0; i < n * out; i++)
 				ck_assert_msg(fabsf(y[i] - yn[i]) <= 1e-5f * (float)in,
 					      "%zux%zux%zu [%zu]: %g vs %g", n, in, out,
@@ -69,6 +84,8 @@ START_TEST(test_matmul)
 			free(y);
 			free(yn);
 			free(y1);
+			free(yb);
+			free(wb);
 		}
 		mm_pool_free(p);
 	}
