@@ -107,7 +107,7 @@ struct sgl_gen {
 	char pfx[8];
 	size_t pfx_n;
 	bool have_final;		/* an event with a finish_reason */
-	bool final_hidden;		/* ... and it had hidden_states */
+	bool c_hidden_seen;		/* an event had hidden_states */
 	int c_finish;
 	int64_t c_matched;
 	char c_msg[ENGY_JF_MSG_MAX];

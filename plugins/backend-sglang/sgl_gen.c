@@ -207,7 +207,7 @@ static void chunk_end(struct sgl_gen *g)
 	int finish = ENGY_FINISH_STOP, rc;
 	int32_t matched = -1;
 
-	if (g->hidden && !g->final_hidden) {
+	if (g->hidden && !g->c_hidden_seen) {
 		sgl_gen_fail(g, -ENODATA, "%s", SGL_NO_HIDDEN_MSG);
 		goto out;
 	}

@@ -16,15 +16,20 @@
 
 #define ERRBODY_MAX 4096
 
-static int grow_floats(float **p, size_t *cap, size_t need)
+/*
+ * Room for @need floats.  The first growth of a call takes what its
+ * remaining tokens need (@hint), so a call's rows are one allocation;
+ * only a serve sending more than asked makes it double.
+ */
+static int grow_floats(float **p, size_t *cap, size_t need, size_t hint)
 {
-	size_t n = *cap ? *cap : 4096;
+	size_t n = need > hint ? need : hint;
 	float *q;
 
 	if (need <= *cap)
 		return 0;
-	while (n < need)
-		n *= 2;
+	if (n < *cap * 2 && need > hint)
+		n = *cap * 2;
 	q = realloc(*p, n * sizeof(float));
 	if (!q)
 		return -ENOMEM;
@@ -38,7 +43,7 @@ static int on_row(void *arg, uint32_t elem, uint32_t row, const float *v,
 		  uint32_t width)
 {
 	struct sgl_gen *g = arg;
-	size_t t, slot;
+	size_t t, slot, hint;
 
 	if (g->hidden_size && width != g->hidden_size) {
 		sgl_gen_fail(g, -EPROTO, "serve changed the hidden size from %u "
@@ -60,7 +65,10 @@ static int on_row(void *arg, uint32_t elem, uint32_t row, const float *v,
 			return 0;
 	}
 	slot = t - g->row0;
-	if (grow_floats(&g->rows, &g->rows_cap, (slot + 1) * width)) {
+	hint = g->prefill ? g->n_input :
+	       g->c_base + g->plan.ask - g->plan.drop - g->row0;
+	if (grow_floats(&g->rows, &g->rows_cap, (slot + 1) * width,
+			hint * width)) {
 		sgl_gen_fail(g, -ENOMEM, "out of memory for hidden states");
 		return -ENOMEM;
 	}
@@ -197,6 +205,7 @@ static int take_event(struct sgl_gen *g)
 	if (rc)
 		return rc;
 	if (r->has_hidden) {
+		g->c_hidden_seen = true;
 		if (r->elem0_block && r->elem0_rows == 0 && g->plan.drop == 0 &&
 		    g->c_rows == 0 && !g->prefill) {
 			if (g->chunk) {
@@ -215,7 +224,6 @@ static int take_event(struct sgl_gen *g)
 		g->cached = r->cached_tokens;
 	if (r->finish != ENGY_JF_FINISH_NONE) {
 		g->have_final = true;
-		g->final_hidden = r->has_hidden;
 		g->c_finish = r->finish;
 		g->c_matched = r->matched;
 		memcpy(g->c_msg, r->finish_msg, sizeof(g->c_msg));
@@ -383,7 +391,7 @@ void sgl_resp_begin(struct sgl_gen *g)
 {
 	g->c_nids = g->c_nlp = g->c_taken = 0;
 	g->c_rows = g->plan.drop;
-	g->c_lp_seen = g->have_final = g->final_hidden = false;
+	g->c_lp_seen = g->have_final = g->c_hidden_seen = false;
 	g->c_finish = ENGY_JF_FINISH_NONE;
 	g->c_matched = -1;
 	g->c_msg[0] = '\0';
