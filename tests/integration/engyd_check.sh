@@ -126,8 +126,13 @@ case "$out" in *"token  string  secret  env=TEST_CHAIN_TOKEN"*) ok "--plugin-inf
 expect_fail "--plugin-info refuses bad major" "rebuild the plugin" "$ENGYD" --plugin-info "$TEST_PLUGINS/bad-major.so"
 
 # The shipped configs: accepted when their plugins exist in this tree,
-# otherwise refused with the missing plugin named.
+# otherwise refused with the missing plugin named.  Configs that name a
+# checkpoint take it from the environment, as an operator's would: a tiny
+# generated one.
 make_plugin_dir "$T/plugins"
+if "$ENGYCTL" mkmodel --arch qwen3 --size tiny --seed 1 --out "$T/model" >/dev/null 2>&1; then
+  export ENGY_REF_CHECKPOINT="$T/model"
+fi
 for f in "$top_srcdir"/etc/*.conf; do
   missing=""
   for p in $(sed -n 's/^[[:space:]]*plugin[[:space:]]*"\([^":]*\).*/\1/p' "$f"); do
