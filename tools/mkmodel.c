@@ -36,9 +36,9 @@ struct shape {
 
 /* [moe][small] */
 static const struct shape shapes[2][2] = {
-	{ { 64, 2, 4, 2, 32, 128, 512, 4096, 0, 0, 0, -1, 32 },
+	{ { 64, 2, 4, 2, 32, 128, 512, 4096, 0, 0, 0, -1, 128 },
 	  { 512, 6, 8, 4, 64, 1536, 6144, 8192, 0, 0, 0, -1, 128 } },
-	{ { 64, 2, 4, 2, 32, 128, 512, 4096, 8, 2, 32, 1, 32 },
+	{ { 64, 2, 4, 2, 32, 128, 512, 4096, 8, 2, 32, 1, 128 },
 	  { 512, 6, 8, 4, 64, 1536, 6144, 8192, 16, 4, 384, -1, 128 } },
 };
 
@@ -185,12 +185,14 @@ static int emit_linear(struct gen *g, const char *prefix, float *w,
 	}
 	free(d);
 	if (g->o->quant == MKMODEL_QUANT_INT4) {
+		/* A row shorter than the group size is one group. */
+		uint32_t grp = cols < g->s.group ? (uint32_t)cols : g->s.group;
 		uint8_t *q = malloc(rows * cols / 2);
-		uint16_t *s = malloc(rows * (cols / g->s.group) * 2);
+		uint16_t *s = malloc(rows * (cols / grp) * 2);
 
 		if (q && s)
-			engy_st_quant_int4(w, rows, cols, g->s.group, q, s);
-		for (i = 0; s && i < rows * (cols / g->s.group); i++) {
+			engy_st_quant_int4(w, rows, cols, grp, q, s);
+		for (i = 0; s && i < rows * (cols / grp); i++) {
 			uint16_t v = s[i];
 
 			((uint8_t *)&s[i])[0] = (uint8_t)v;
@@ -209,7 +211,7 @@ static int emit_linear(struct gen *g, const char *prefix, float *w,
 			free(s);
 			return rc;
 		}
-		return push(g, name, ENGY_ST_F16, rows, cols / g->s.group, s);
+		return push(g, name, ENGY_ST_F16, rows, cols / grp, s);
 	}
 	/* FP8 */
 	nb = ((rows + 127) / 128) * ((cols + 127) / 128);

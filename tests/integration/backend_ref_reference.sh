@@ -80,6 +80,36 @@ for arch in qwen3 qwen3-moe; do
   ok "$arch: INT4 vs BF16 hidden states: $d"
 done
 
+# TOPLOC end to end (engyctl toploc, bf16 proofs over f32 rows): a miner's
+# proofs over the decode rows; the auditor recomputes prompt + output with
+# the BF16 checkpoint in one prefill.  Honest: every chunk matches exactly.
+# INT4 miner: every chunk shows the difference (the verdict under the
+# TOPLOC paper's thresholds is printed; at this tiny size it is marginal).
+TL="--topk 32 --dbs 4 --hidden 64 --dtype f32 --prefill 39"
+LIM="--max-mismatches 10 --min-pass 0.99 --max-mant-mean 10 --max-mant-median 8"
+for who in qwen3 qwen3-int4; do
+  gen=$("$ENGYCTL" ref --checkpoint "$T/$who" --ids "$PROMPT" --generate 33 --ignore-eos \
+    --hidden "$T/$who.mh" 2>/dev/null) || fail "$who: miner run failed"
+  fed="$PROMPT $(echo "$gen" | awk '{for (i = 1; i < NF; i++) printf "%s ", $i}')"
+  # shellcheck disable=SC2086
+  "$ENGYCTL" toploc prove $TL "$T/$who.mh" >"$T/$who.proofs" || fail "$who: prove failed"
+  "$ENGYCTL" ref --checkpoint "$T/qwen3" --ids "$fed" --chunk 16 --hidden "$T/$who.ah" \
+    >/dev/null 2>&1 || fail "$who: auditor run failed"
+  # shellcheck disable=SC2086
+  rc=0
+  "$ENGYCTL" toploc verify $TL $LIM --proofs "$T/$who.proofs" "$T/$who.ah" >"$T/$who.v" 2>&1 ||
+    rc=$?
+  echo $rc >"$T/$who.rc"
+done
+grep -q "verdict=pass reason=ok chunks=9 passed=9" "$T/qwen3.v" && [ "$(cat "$T/qwen3.rc")" = 0 ] ||
+  fail "honest proofs do not pass: $(cat "$T/qwen3.v")"
+[ "$(grep -c 'exp_mismatches=0 mant_mean=0 mant_median=0' "$T/qwen3.v")" -eq 9 ] ||
+  fail "the auditor's recompute is not exact: $(cat "$T/qwen3.v")"
+ok "TOPLOC: the honest miner's 9 chunks match the auditor's recompute exactly"
+[ "$(grep -c 'exp_mismatches=0 mant_mean=0 ' "$T/qwen3-int4.v")" -eq 0 ] ||
+  fail "an INT4 chunk matched exactly: $(cat "$T/qwen3-int4.v")"
+ok "TOPLOC: every INT4 chunk differs; $(grep verdict "$T/qwen3-int4.v")"
+
 for v in "qwen3 --tie" "qwen3 --dtype f16" "qwen3 --dtype f32" "qwen3-moe --shared-expert"; do
   name=$(echo "$v" | tr -d ' -')
   # shellcheck disable=SC2086

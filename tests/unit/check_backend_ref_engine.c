@@ -467,7 +467,7 @@ START_TEST(test_quantized)
 	ck_assert_msg(q3_model_load(q4, NULL, &m4, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_msg(q3_model_load(f8, NULL, &m8, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_int_eq(q3_model_config(m4)->quant, Q3_QUANT_INT4);
-	ck_assert_uint_eq(q3_model_config(m4)->quant_block, 32);
+	ck_assert_uint_eq(q3_model_config(m4)->quant_block, 128);
 	ck_assert_int_eq(q3_model_config(m8)->quant, Q3_QUANT_FP8);
 	h0 = feed(m0, ids, 12, 0);
 	h4 = feed(m4, ids, 12, 4);
