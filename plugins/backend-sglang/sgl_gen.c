@@ -29,6 +29,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "logfmt.h"
 #include "sgl.h"
 #include "sgl_http.h"
 
@@ -106,12 +107,15 @@ static void gen_finish(struct sgl_gen *g, int finish, int32_t matched)
 	event_del(g->flush_ev);
 	unlink_gen(g);
 	if (g->err) {
+		char why[sizeof(g->errmsg) * 2];
+
 		finish = ENGY_FINISH_ERROR;
 		if (s->m_errors)
 			s->host->metric_add(s->m_errors, 1);
+		engy_logfmt_value(why, sizeof(why), g->errmsg);
 		engy_warn(s->host, "event=sglang_failed rid=%s serve=%s "
-			  "status=%d chunk=%u tokens=%zu error=\"%s\"", g->rid,
-			  g->serve->url, g->err, g->chunk, g->n_out, g->errmsg);
+			  "status=%d chunk=%u tokens=%zu error=%s", g->rid,
+			  g->serve->url, g->err, g->chunk, g->n_out, why);
 	} else {
 		engy_dbg(s->host, "event=sglang_done rid=%s finish=%d chunks=%u "
 			 "tokens=%zu cached=%lld", g->rid, finish, g->chunk + 1,
@@ -198,7 +202,6 @@ static void on_cancelled(evutil_socket_t fd, short what, void *arg)
 {
 	gen_finish(arg, ENGY_FINISH_ABORT, -1);
 }
-
 
 static int start_call(struct sgl_gen *g);
 
