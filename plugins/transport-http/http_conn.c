@@ -150,9 +150,11 @@ static int setup_body(struct th_conn *c, struct engy_http_exchange *x,
 	const char *conn = th_header_get(h, "Connection");
 	const char *expect = th_header_get(h, "Expect");
 	uint64_t len = 0;
-	size_t i;
+	size_t i, n_te = 0, n_host = 0;
 
 	for (i = 0; i < h->n_hdr; i++) {
+		n_te += strcasecmp(h->hdr[i].name, "Transfer-Encoding") == 0;
+		n_host += strcasecmp(h->hdr[i].name, "Host") == 0;
 		if (strcasecmp(h->hdr[i].name, "Content-Length") != 0)
 			continue;
 		if (cl && strcmp(cl, h->hdr[i].value) != 0) {
@@ -161,8 +163,12 @@ static int setup_body(struct th_conn *c, struct engy_http_exchange *x,
 		}
 		cl = h->hdr[i].value;
 	}
-	if (h->minor == 1 && !th_header_get(h, "Host")) {
-		*why = "HTTP/1.1 request without Host";
+	if ((h->minor == 1 && !n_host) || n_host > 1) {
+		*why = n_host ? "more than one Host" : "HTTP/1.1 request without Host";
+		return 400;
+	}
+	if (n_te > 1) {		/* where a proxy and we could disagree */
+		*why = "more than one Transfer-Encoding";
 		return 400;
 	}
 	x->keepalive = h->minor == 1 ? !(conn && th_token_in_list(conn, "close"))

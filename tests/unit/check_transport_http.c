@@ -462,6 +462,9 @@ static const struct {
 	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400 },
 	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n", 400 },
 	{ "GET / HTTP/1.1\r\nHost: t\r\nExpect: magic\r\n\r\n", 417 },
+	{ "GET / HTTP/1.1\r\nHost: t\r\nHost: u\r\n\r\n", 400 },
+	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+	  "Transfer-Encoding: identity\r\n\r\n", 400 },
 };
 
 START_TEST(test_bad_requests)
