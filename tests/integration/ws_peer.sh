@@ -8,10 +8,11 @@
 . "$top_srcdir/tests/integration/lib.sh"
 
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
-if [ ! -d "$PEERS/ws" ]; then
-  echo "skip: no ws peer module at $PEERS (run npm ci --prefix tests/peers)"
+if [ ! -d "$PEERS" ]; then
+  echo "skip: no peer modules at $PEERS (run npm ci --prefix tests/peers)"
   exit 77
 fi
+[ -d "$PEERS/ws" ] || fail "no ws module in $PEERS (run npm ci --prefix tests/peers)"
 command -v node >/dev/null || fail "node is required for the peer test"
 command -v openssl >/dev/null || fail "the openssl CLI is required for the peer test"
 DRIVER="$top_builddir/tests/ws_driver"
