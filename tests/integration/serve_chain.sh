@@ -1,0 +1,90 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# engy's serve as the project's own sglang client sees it: serve A puts
+# backend-ref on sglang's API; serve B answers the same API through
+# backend-sglang, which drives A exactly as it drives a real sglang serve
+# (written independently, from the sglang notes).  Whatever B answers
+# must equal A's own answer, hidden states byte for byte, and cancelling
+# at B must stop the work at A.
+. "$top_srcdir/tests/integration/lib.sh"
+command -v curl >/dev/null || fail "curl is required"
+for p in backend-ref backend-sglang transport-http; do
+	if [ ! -f "$top_builddir/plugins/$p/.libs/$p.so" ]; then
+		echo "SKIP: $p not built"
+		exit 77
+	fi
+done
+if ! command -v node >/dev/null; then
+	echo "SKIP: node is required"
+	exit 77
+fi
+MJS="$top_srcdir/tests/integration/serve_stream.mjs"
+"$ENGYCTL" mkmodel --arch qwen3 --size tiny --seed 5 --out "$T/model" --quiet || fail "mkmodel"
+make_plugin_dir "$T/plug"
+
+start() {  # name backend-section
+	cat > "$T/$1.conf" <<C
+role = "serve"
+plugin_dir = "$T/plug"
+state_dir = "$T/state-$1"
+log_file = "$T/$1.log"
+plugin "transport-http" { listen = {"127.0.0.1:0"} }
+$2
+C
+	# --no-dlclose: see serve_ref.sh (CUDA libraries and leak checkers).
+	"$ENGYD" --no-dlclose -c "$T/$1.conf" 2> "$T/$1.stderr" &
+	eval "PID_$1=$!"
+	PIDS="$PIDS $!"
+	wait_for "$T/$1.log" "event=ready" 10 || fail "$1: $(cat "$T/$1.log" "$T/$1.stderr")"
+	eval "PORT_$1=$(sed -n 's/.*inst=transport-http event=listen .*port=\([0-9]*\).*/\1/p' "$T/$1.log" | head -1)"
+}
+start a "plugin \"backend-ref\" { checkpoint = \"$T/model\" threads = 1 }"
+start b "plugin \"backend-sglang\" { serve_urls = {\"http://127.0.0.1:$PORT_a\"} checkpoint = \"$T/model\" }"
+wait_for "$T/b.log" "event=serve_info" 10 || fail "backend-sglang never read A's model info"
+ok "serve B (backend-sglang) reads serve A's (backend-ref) model info"
+
+js() {
+	node "$MJS" get "$1" < "$2"
+}
+same() {  # field file file
+	[ "$(js "$1" "$2")" = "$(js "$1" "$3")" ] || fail "$1 differs: $(js "$1" "$2" | head -c 200) / $(js "$1" "$3" | head -c 200)"
+}
+B='{"input_ids":[10,20,30,40],"sampling_params":{"temperature":0,"max_new_tokens":12},"return_hidden_states":true,"return_logprob":true}'
+curl -s -o "$T/ra" --data-binary "$B" "http://127.0.0.1:$PORT_a/generate"
+curl -s -o "$T/rb" --data-binary "$B" "http://127.0.0.1:$PORT_b/generate"
+for f in output_ids text meta_info.finish_reason meta_info.completion_tokens \
+	 meta_info.prompt_tokens meta_info.output_token_logprobs meta_info.hidden_states; do
+	same "$f" "$T/ra" "$T/rb"
+done
+[ "$(js meta_info.completion_tokens "$T/rb")" -ge 1 ] || fail "nothing generated"
+ok "through backend-sglang: the same ids, text, finish, logprobs and hidden states as A's own answer"
+
+node "$MJS" stream "http://127.0.0.1:$PORT_b/generate" "$(echo "$B" | sed 's/^{/{"stream":true,/')" > "$T/sb.json" ||
+	fail "stream through B"
+js final "$T/sb.json" > "$T/sb_final"
+for f in output_ids text meta_info.finish_reason meta_info.hidden_states; do
+	same "$f" "$T/ra" "$T/sb_final"
+done
+ok "streamed through B: A's answer"
+
+node "$MJS" stream "http://127.0.0.1:$PORT_b/generate" '{"input_ids":[5,6,7],"stream":true,"rid":"chain-1","sampling_params":{"temperature":0,"max_new_tokens":3000}}' > "$T/ab.json" &
+S=$!
+wait_for "$T/a.log" "event=request rid=chain-1 " 10 || fail "chain-1 never reached A"
+sleep 0.1
+CODE=$(curl -s -o /dev/null -w '%{http_code}' --data-binary '{"rid":"chain-"}' "http://127.0.0.1:$PORT_b/abort_request")
+[ "$CODE" = 200 ] || fail "abort at B: $CODE"
+wait $S || fail "stream client"
+[ "$(js final.meta_info.finish_reason.type "$T/ab.json")" = abort ] || fail "B's answer: $(head -c 300 "$T/ab.json")"
+wait_for "$T/a.log" "event=request_done rid=chain-1 " 5 || fail "A kept generating"
+grep "event=request_done rid=chain-1 " "$T/a.log" | grep -Eq "result=(gone|abort)" || fail "A: $(grep chain-1 "$T/a.log")"
+ok "abort_request at B ends the request at B (finish abort) and stops A's work"
+
+for n in a b; do
+	eval "kill -TERM \$PID_$n"
+	RC=0
+	eval "wait \$PID_$n" || RC=$?
+	[ "$RC" = 0 ] || fail "$n exit $RC: $(cat "$T/$n.stderr")"
+	if grep -q Sanitizer "$T/$n.stderr"; then fail "$n: $(cat "$T/$n.stderr")"; fi
+done
+ok "both exit cleanly"
+echo "$N_OK passed, 0 failed"
