@@ -107,10 +107,10 @@ static void make_response(struct text *t)
 		snprintf(buf, sizeof(buf), "%s%zu", i ? "," : "", 1000 + i);
 		puts_(t, buf);
 	}
-	puts_(t, "],\"meta_info\":{\"id\":\"engy-0\",\"finish_reason\":{\"type\":"
-		 "\"length\",\"length\":4096},\"prompt_tokens\":812,"
-		 "\"completion_tokens\":4096,\"cached_tokens\":0,"
-		 "\"output_token_logprobs\":[");
+	puts_(t, "],\"meta_info\":{\"id\":\"engy-0\",\"finish_reason\":"
+		 "{\"type\":\"length\",\"length\":4096},"
+		 "\"prompt_tokens\":812,\"completion_tokens\":4096,"
+		 "\"cached_tokens\":0,\"output_token_logprobs\":[");
 	for (i = 0; i < TOKENS; i++) {
 		snprintf(buf, sizeof(buf), "%s[-0.%zu,%zu,null]", i ? "," : "",
 			 rnd() % 100000, 1000 + i);

@@ -126,8 +126,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	a = run(data + 1, size - 1, size, data[0], &whole);
 	b = run(data + 1, size - 1, piece, data[0], &cut);
 	if (!a != !b || (!a && (whole.h != cut.h || whole.rows != cut.rows))) {
-		fprintf(stderr, "fuzz_jsonfloat: pieces of %zu differ (%d, %d)\n",
-			piece, a, b);
+		fprintf(stderr, "fuzz_jsonfloat: pieces of %zu differ "
+			"(%d, %d)\n", piece, a, b);
 		abort();
 	}
 	return 0;

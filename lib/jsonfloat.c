@@ -191,7 +191,8 @@ static const char *string_bytes(struct engy_jf *j, const char *p,
 	while (p < end && !j->err) {
 		if (j->uhex) {
 			if (!is_hex(*p++))
-				return jf_fail(j, -EBADMSG, "bad \\u escape"), p;
+				return jf_fail(j, -EBADMSG, "bad \\u escape"),
+				       p;
 			if (--j->uhex == 0)
 				capture(j, "?", 1);
 			continue;
@@ -436,11 +437,12 @@ int engy_jf_finish(struct engy_jf *j)
 	if (j->err)
 		return j->err;
 	if (j->st == ST_TOKEN && j->depth == 0)
-		return jf_fail(j, -EBADMSG, "the response is not a JSON object");
+		return jf_fail(j, -EBADMSG,
+			       "the response is not a JSON object");
 	if (j->st != ST_DONE) {
 		j->off = j->base;
-		return jf_fail(j, -EBADMSG, j->base ? "the response ends early" :
-			    "empty response");
+		return jf_fail(j, -EBADMSG, j->base ?
+			       "the response ends early" : "empty response");
 	}
 	return 0;
 }

@@ -67,7 +67,7 @@ struct engy_jf_resp {
 	int64_t completion_tokens;
 	int64_t cached_tokens;
 	int finish;		/* enum engy_jf_finish */
-	int64_t matched;	/* the stop token id, -1 when none or a string */
+	int64_t matched;	/* the stop token id; -1: none, or a string */
 	char finish_msg[ENGY_JF_MSG_MAX];
 	char error[ENGY_JF_MSG_MAX];	/* error message, "" when none */
 	uint32_t n_elems;	/* hidden_states elements, skipped ones too */

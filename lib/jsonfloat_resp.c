@@ -83,7 +83,8 @@ static int emit(struct engy_jf *j, uint32_t elem, uint32_t row,
 	int rc;
 
 	if (j->r.width && j->r.width != n)
-		return jf_fail(j, -EBADMSG, "hidden-state rows differ in width");
+		return jf_fail(j, -EBADMSG,
+			       "hidden-state rows differ in width");
 	j->r.width = n;
 	if (!j->o.on_row)
 		return 0;
@@ -175,7 +176,8 @@ int jf_open_array(struct engy_jf *j, int slot)
 	case V_FMATCHED:
 		return jf_push(j, C_SKIP, false);
 	default:
-		return jf_fail(j, -EBADMSG, "a list where the response has none");
+		return jf_fail(j, -EBADMSG,
+			       "a list where the response has none");
 	}
 }
 
@@ -198,8 +200,8 @@ int jf_open_object(struct engy_jf *j, int slot)
 		return jf_push(j, C_SKIP, true);
 	default:
 		return jf_fail(j, -EBADMSG, j->depth ?
-			    "an object where the response has none" :
-			    "the response is not a JSON object");
+			       "an object where the response has none" :
+			       "the response is not a JSON object");
 	}
 }
 
@@ -212,7 +214,8 @@ int jf_close(struct engy_jf *j, char c)
 	switch (f->ctx) {
 	case C_HSE:	/* [] : an empty prefill block */
 		if (f->elem != 0)
-			return jf_fail(j, -EBADMSG, "empty hidden-state element");
+			return jf_fail(j, -EBADMSG,
+				       "empty hidden-state element");
 		j->r.elem0_block = true;
 		j->r.elem0_rows = 0;
 		break;
@@ -237,8 +240,8 @@ int jf_close(struct engy_jf *j, char c)
 			float *t = j->last;
 
 			if (j->r.width && j->r.width != j->rown)
-				return jf_fail(j, -EBADMSG,
-					    "hidden-state rows differ in width");
+				return jf_fail(j, -EBADMSG, "hidden-state "
+					       "rows differ in width");
 			j->r.width = j->rown;
 			j->last = j->row;
 			j->row = t;
@@ -255,7 +258,8 @@ int jf_close(struct engy_jf *j, char c)
 		break;
 	case C_LPE:
 		if (f->n < 2)
-			return jf_fail(j, -EBADMSG, "short output_token_logprobs entry");
+			return jf_fail(j, -EBADMSG,
+				       "short output_token_logprobs entry");
 		break;
 	default:
 		break;
@@ -291,7 +295,8 @@ int jf_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
 		return jf_row_push(j, jf_num_float(n, text, len));
 	case V_ID:
 		if (jf_num_int(n, &v) || v < 0 || v > UINT32_MAX)
-			return jf_fail(j, -EBADMSG, "output id is not a token id");
+			return jf_fail(j, -EBADMSG,
+				       "output id is not a token id");
 		if (grow(j, (void **)&j->r.ids, &j->ids_cap, j->r.n_ids + 1,
 			 sizeof(uint32_t)))
 			return j->err;
@@ -302,7 +307,8 @@ int jf_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
 		return 0;
 	case V_LPID:
 		if (jf_num_int(n, &v) || v < 0 || v > UINT32_MAX)
-			return jf_fail(j, -EBADMSG, "logprob id is not a token id");
+			return jf_fail(j, -EBADMSG,
+				       "logprob id is not a token id");
 		j->r.lp_ids[j->r.n_lp - 1] = (uint32_t)v;
 		return 0;
 	case V_PROMPT:
@@ -323,7 +329,8 @@ int jf_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
 	case V_ERROR:
 		return 0;
 	default:
-		return jf_fail(j, -EBADMSG, "a number where the response has none");
+		return jf_fail(j, -EBADMSG,
+			       "a number where the response has none");
 	}
 }
 
@@ -345,7 +352,8 @@ int jf_token_value(struct engy_jf *j)
 		switch (slot) {
 		case V_ID: case V_LPID: case V_LPE: case V_HSE: case V_BROW:
 		case V_TOPOBJ:
-			return jf_fail(j, -EBADMSG, "null where a value is needed");
+			return jf_fail(j, -EBADMSG,
+				       "null where a value is needed");
 		case V_ROWV: case V_HSFIRST:
 			v = NAN;
 			goto row_value;
@@ -364,7 +372,8 @@ int jf_token_value(struct engy_jf *j)
 		}
 		if (row)
 			goto row_value;
-		return lenient ? 0 : jf_fail(j, -EBADMSG, "unexpected non-finite");
+		return lenient ? 0 : jf_fail(j, -EBADMSG,
+					     "unexpected non-finite");
 	}
 	k = jf_scan_number(t, t + j->toklen, true, &n);
 	if (k < 0 || (size_t)k != j->toklen)
@@ -402,7 +411,8 @@ int jf_open_string(struct engy_jf *j, int slot)
 	case V_SKIP:
 		break;
 	default:
-		return jf_fail(j, -EBADMSG, "a string where the response has none");
+		return jf_fail(j, -EBADMSG,
+			       "a string where the response has none");
 	}
 	j->st = ST_STRING;
 	return 0;

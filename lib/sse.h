@@ -36,7 +36,7 @@ struct engy_sse {
 	unsigned bom_seen;	/* BOM bytes matched so far */
 	bool skip_lf;		/* the last byte was a CR */
 	bool has_data;		/* the event has a data line */
-	char field[8];		/* the field name, when it may still be "data" */
+	char field[8];		/* the field name while it may be "data" */
 	unsigned flen;
 	int err;		/* sticky: a callback's return */
 };

@@ -49,7 +49,8 @@ static const struct engy_opt sgl_opts[] = {
 	{ "connect_timeout_s", ENGY_OPT_FLOAT, 0, OFF(connect_timeout_s), "10",
 	  NULL, 0, 0, "seconds to connect to a serve" },
 	{ "max_inflight", ENGY_OPT_INT, 0, OFF(max_inflight), "64",
-	  "MAX_INFLIGHT", 1, 65536, "requests in flight at most (-EBUSY after)" },
+	  "MAX_INFLIGHT", 1, 65536,
+	  "requests in flight at most (-EBUSY after)" },
 	ENGY_OPT_END
 };
 

@@ -117,9 +117,9 @@ static void gen_finish(struct sgl_gen *g, int finish, int32_t matched)
 			  "status=%d chunk=%u tokens=%zu error=%s", g->rid,
 			  g->serve->url, g->err, g->chunk, g->n_out, why);
 	} else {
-		engy_dbg(s->host, "event=sglang_done rid=%s finish=%d chunks=%u "
-			 "tokens=%zu cached=%lld", g->rid, finish, g->chunk + 1,
-			 g->n_out, (long long)cached);
+		engy_dbg(s->host, "event=sglang_done rid=%s finish=%d "
+			 "chunks=%u tokens=%zu cached=%lld", g->rid, finish,
+			 g->chunk + 1, g->n_out, (long long)cached);
 	}
 	if (g->prefill) {
 		rows.data = g->rows;
@@ -216,23 +216,24 @@ static void chunk_end(struct sgl_gen *g)
 	}
 	if (g->prefill) {
 		if (g->c_rows != g->n_input || g->row_hi != g->n_input)
-			sgl_gen_fail(g, -EIO, "serve returned %zu of %zu prompt "
-				 "hidden rows (radix cache or chunked prefill): "
-				 "start sglang with --disable-radix-cache and a "
-				 "--chunked-prefill-size above the longest audit",
-				 g->c_rows, g->n_input);
+			sgl_gen_fail(g, -EIO, "serve returned %zu of %zu "
+				     "prompt hidden rows (radix cache or "
+				     "chunked prefill): start sglang with "
+				     "--disable-radix-cache and a "
+				     "--chunked-prefill-size above the "
+				     "longest audit", g->c_rows, g->n_input);
 		goto out;
 	}
 	if (g->hidden && g->c_rows < g->c_nids) {
-		sgl_gen_fail(g, -EPROTO, "serve returned %zu hidden-state rows "
-			 "for %zu tokens", g->c_rows, g->c_nids);
+		sgl_gen_fail(g, -EPROTO, "serve returned %zu hidden-state "
+			     "rows for %zu tokens", g->c_rows, g->c_nids);
 		goto out;
 	}
 	if (sgl_ingest(g, true))
 		goto out;
 	if (g->c_finish == ENGY_JF_FINISH_ABORT) {
-		sgl_gen_fail(g, -ECONNABORTED, "serve aborted the request: %s",
-			 g->c_msg[0] ? g->c_msg : "no reason given");
+		sgl_gen_fail(g, -ECONNABORTED, "serve aborted the request: "
+			     "%s", g->c_msg[0] ? g->c_msg : "no reason given");
 		goto out;
 	}
 	if (g->c_finish == ENGY_JF_FINISH_LENGTH)
@@ -249,8 +250,9 @@ static void chunk_end(struct sgl_gen *g)
 		if (rc == 0)
 			return;
 		if (rc < 0)
-			sgl_gen_fail(g, rc, "could not start the next chunk (%s)",
-				 strerror(-rc));
+			sgl_gen_fail(g, rc,
+				     "could not start the next chunk (%s)",
+				     strerror(-rc));
 	}
 out:
 	gen_finish(g, finish, matched);
@@ -296,8 +298,9 @@ static int start_call(struct sgl_gen *g)
 	}
 	left = g->deadline - sgl_now();
 	if (left <= 0) {
-		sgl_gen_fail(g, -ETIMEDOUT, "serve timed out (max_request_s %g)",
-			 s->max_request_s);
+		sgl_gen_fail(g, -ETIMEDOUT,
+			     "serve timed out (max_request_s %g)",
+			     s->max_request_s);
 		return -ETIMEDOUT;
 	}
 	if (g->chunk)
@@ -414,8 +417,10 @@ static void random_rid(char *rid, size_t cap)
 	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
 		uint64_t x = (uint64_t)(sgl_now() * 1e9) ^ (uintptr_t)rid;
 
-		for (i = 0; i < sizeof(b); i++, x = x * 6364136223846793005ull + 1)
+		for (i = 0; i < sizeof(b); i++) {
+			x = x * 6364136223846793005ull + 1;
 			b[i] = (uint8_t)(x >> 56);
+		}
 	}
 	/* Fixed length: no rid of ours is a prefix of another. */
 	memcpy(rid, "engy-", 5);

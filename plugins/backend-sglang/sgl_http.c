@@ -231,7 +231,8 @@ int sgl_call_start(struct sgl_http *h, struct sgl_req *r,
 	if (!e)
 		goto oom;
 	if (c->body) {
-		l = curl_slist_append(c->hdrs, "Content-Type: application/json");
+		l = curl_slist_append(c->hdrs,
+				      "Content-Type: application/json");
 		if (!l)
 			goto oom;
 		c->hdrs = l;
@@ -271,7 +272,8 @@ int sgl_call_start(struct sgl_http *h, struct sgl_req *r,
 #if LIBCURL_VERSION_NUM >= 0x075500
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 #else
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS, CURLPROTO_HTTP | CURLPROTO_HTTPS);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS,
+			 CURLPROTO_HTTP | CURLPROTO_HTTPS);
 #endif
 	if (curl_multi_add_handle(h->multi, e) != CURLM_OK)
 		goto oom;

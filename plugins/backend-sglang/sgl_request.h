@@ -64,7 +64,7 @@ bool sgl_rid_ok(const char *rid);
 struct sgl_chunk {
 	size_t feed_out;		/* kept tokens sent after the prompt */
 	uint32_t ask;			/* max_new_tokens of the call */
-	uint32_t drop;			/* leading tokens of the call not kept */
+	uint32_t drop;			/* leading call tokens not kept */
 };
 
 /* Returns 0 and fills @c, or 1 when nothing is left to ask for. */

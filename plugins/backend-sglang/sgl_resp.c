@@ -46,8 +46,8 @@ static int on_row(void *arg, uint32_t elem, uint32_t row, const float *v,
 	size_t t, slot, hint;
 
 	if (g->hidden_size && width != g->hidden_size) {
-		sgl_gen_fail(g, -EPROTO, "serve changed the hidden size from %u "
-			 "to %u", g->hidden_size, width);
+		sgl_gen_fail(g, -EPROTO, "serve changed the hidden size "
+			     "from %u to %u", g->hidden_size, width);
 		return -EPROTO;
 	}
 	if (!g->hidden_size)
@@ -141,8 +141,9 @@ int sgl_ingest(struct sgl_gen *g, bool final)
 	for (j = g->c_taken; j < n; j++) {
 		if (j < g->plan.drop) {
 			if (g->c_ids[j] != g->out[g->c_base - 1]) {
-				sgl_gen_fail(g, -EPROTO, "the serve regenerated a "
-					 "different token at a chunk boundary");
+				sgl_gen_fail(g, -EPROTO, "serve regenerated "
+					     "another token at a chunk "
+					     "boundary");
 				return -EPROTO;
 			}
 			continue;
@@ -209,8 +210,9 @@ static int take_event(struct sgl_gen *g)
 		if (r->elem0_block && r->elem0_rows == 0 && g->plan.drop == 0 &&
 		    g->c_rows == 0 && !g->prefill) {
 			if (g->chunk) {
-				sgl_gen_fail(g, -EPROTO, "serve returned no row for "
-					 "the first token of a continuation");
+				sgl_gen_fail(g, -EPROTO, "serve returned no "
+					     "row for the first token of a "
+					     "continuation");
 				return -EPROTO;
 			}
 			g->fold = true;
@@ -253,8 +255,8 @@ static int jf_failed(struct sgl_gen *g, int rc)
 {
 	if (!g->err)
 		sgl_gen_fail(g, rc == -ENOMEM ? -ENOMEM : -EBADMSG,
-			 "serve sent a malformed response: %s at byte %zu",
-			 engy_jf_error(g->jf), engy_jf_offset(g->jf));
+			     "serve sent a malformed response: %s at byte %zu",
+			     engy_jf_error(g->jf), engy_jf_offset(g->jf));
 	return rc;
 }
 
@@ -364,18 +366,18 @@ void sgl_resp_failed(struct sgl_gen *g, int code, long status)
 	struct engy_jf_opts plain = { 0 };
 
 	if (code && sgl_http_timed_out(code)) {
-		sgl_gen_fail(g, -ETIMEDOUT, "serve timed out (max_request_s %g)",
-			 s->serve_http_s > 0 ? s->serve_http_s :
-			 s->max_request_s);
+		sgl_gen_fail(g, -ETIMEDOUT, "serve timed out "
+			     "(max_request_s %g)", s->serve_http_s > 0 ?
+			     s->serve_http_s : s->max_request_s);
 	} else if (code && status == 200) {
 		sgl_gen_fail(g, -EPROTO, "serve ended the stream before the "
 			     "result: %s", sgl_http_strerror(code));
 	} else if (code && sgl_http_unreachable(code)) {
 		sgl_gen_fail(g, -ECONNREFUSED, "serve unreachable at %s: %s",
-			 g->serve->url, sgl_http_strerror(code));
+			     g->serve->url, sgl_http_strerror(code));
 	} else if (code) {
 		sgl_gen_fail(g, -EIO, "serve connection failed: %s",
-			 sgl_http_strerror(code));
+			     sgl_http_strerror(code));
 	} else {
 		/* The serve's own words, when it sent JSON with them. */
 		engy_jf_reset(g->jf, &plain);

@@ -95,7 +95,8 @@ static int h_timer_add(const struct engy_host *h, uint64_t ms, int repeat,
 		       void (*cb)(void *), void *arg, struct engy_timer **out)
 {
 	struct engy_timer *t = calloc(1, sizeof(*t));
-	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+	struct timeval tv = { (time_t)(ms / 1000),
+			      (suseconds_t)(ms % 1000) * 1000 };
 
 	if (!t)
 		return -ENOMEM;
@@ -191,7 +192,8 @@ static void *make_conf(char **over, int n_over)
 		size_t len = strlen(o->name);
 
 		for (i = 0; i < n_over; i++)
-			if (!strncmp(over[i], o->name, len) && over[i][len] == '=')
+			if (!strncmp(over[i], o->name, len) &&
+			    over[i][len] == '=')
 				v = over[i] + len + 1;
 		if (!v)
 			v = o->def;
@@ -315,7 +317,8 @@ static void on_done(void *arg, const struct engy_gen_result *res)
 		die("cancelled, finished with %d", res->finish);
 	r->done = true;
 	r->res = *res;
-	snprintf(r->error, sizeof(r->error), "%s", res->error ? res->error : "");
+	snprintf(r->error, sizeof(r->error), "%s",
+		 res->error ? res->error : "");
 	n_open--;
 }
 
@@ -487,8 +490,8 @@ static void cmd(char **a, int n)
 			die("gen IDS MAX");
 		n_in = parse_ids(a[1 + off], input, 1 << 16);
 		for (i = 0; i < count; i++) {
-			rc = start_gen(&reqs[i], a + 3 + off, n - 3 - off, input,
-				       n_in, (uint32_t)atoi(a[2 + off]),
+			rc = start_gen(&reqs[i], a + 3 + off, n - 3 - off,
+				       input, n_in, (uint32_t)atoi(a[2 + off]),
 				       off ? i : -1);
 			if (rc) {
 				printf("{\"generate_rc\":%d}\n", rc);
@@ -528,9 +531,9 @@ static void cmd(char **a, int n)
 		printf(",\"path\":");
 		print_json_str(mi.path);
 		printf(",\"hidden\":%u,\"vocab\":%u,\"max_context\":%u,"
-		       "\"eos\":[%u,%u,%u,%u]}\n", mi.hidden_size, mi.vocab_size,
-		       mi.max_context, mi.eos_ids[0], mi.eos_ids[1],
-		       mi.eos_ids[2], mi.eos_ids[3]);
+		       "\"eos\":[%u,%u,%u,%u]}\n", mi.hidden_size,
+		       mi.vocab_size, mi.max_context, mi.eos_ids[0],
+		       mi.eos_ids[1], mi.eos_ids[2], mi.eos_ids[3]);
 	} else if (!strcmp(a[0], "busy") && n >= 4) {
 		int count = atoi(a[1]);
 
@@ -559,7 +562,8 @@ int main(int argc, char **argv)
 	int i, sep, start;
 
 	if (argc < 4)
-		die("usage: sgl_drive PLUGIN.so [opt=value ...] -- CMD [; CMD]");
+		die("usage: sgl_drive PLUGIN.so [opt=value ...] -- CMD "
+		    "[; CMD ...]");
 	for (sep = 2; sep < argc && strcmp(argv[sep], "--"); sep++)
 		;
 	if (sep == argc)

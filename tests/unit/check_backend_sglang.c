@@ -54,9 +54,10 @@ START_TEST(test_body_generate)
 	cJSON *j, *s;
 
 	/* PROTOCOL.md §4's body, field for field. */
-	ck_assert_str_eq(b, "{\"input_ids\":[151644,872,198],\"sampling_params\":"
-			 "{\"max_new_tokens\":16,\"temperature\":0},\"rid\":"
-			 "\"engy-ab\",\"return_logprob\":true,"
+	ck_assert_str_eq(b, "{\"input_ids\":[151644,872,198],"
+			 "\"sampling_params\":{\"max_new_tokens\":16,"
+			 "\"temperature\":0},\"rid\":\"engy-ab\","
+			 "\"return_logprob\":true,"
 			 "\"return_hidden_states\":true,\"stream\":true}");
 	free(b);
 
@@ -95,8 +96,8 @@ START_TEST(test_body_generate)
 	 * may lead the list either way). */
 	c.n_prompt = 0;
 	j = body_of(&c);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j,
-							       "input_ids")), 2);
+	s = cJSON_GetObjectItem(j, "input_ids");
+	ck_assert_int_eq(cJSON_GetArraySize(s), 2);
 	cJSON_Delete(j);
 
 	b = sgl_body_abort("engy-ab-c2", &len);
@@ -175,7 +176,7 @@ START_TEST(test_list_new_from)
 	ck_assert_int_eq(sgl_list_new_from(3, 5, 5), 3);	/* cumulative */
 	ck_assert_int_eq(sgl_list_new_from(3, 5, -1), 3);
 	ck_assert_int_eq(sgl_list_new_from(3, 2, 5), 0);	/* a delta */
-	ck_assert_int_eq(sgl_list_new_from(3, 3, 3), 3);	/* nothing new */
+	ck_assert_int_eq(sgl_list_new_from(3, 3, 3), 3);	/* none new */
 	ck_assert_int_eq(sgl_list_new_from(5, 3, -1), -1);	/* shrank */
 	ck_assert_int_eq(sgl_list_new_from(5, 3, 5), -1);
 	ck_assert_int_eq(sgl_list_new_from(0, 0, 0), 0);
@@ -243,12 +244,13 @@ START_TEST(test_model_facts)
 	ck_assert_str_eq(mi.path, "/m/Qwen3");
 	ck_assert_uint_eq(mi.hidden_size, 0);
 	ck_assert_int_eq(sgl_parse_model_info(J("{\"model_path\":\"/m/x\","
-			 "\"hidden_size\":2048,\"vocab_size\":151936}"), &mi), 0);
+			 "\"hidden_size\":2048,\"vocab_size\":151936}"),
+			 &mi), 0);
 	ck_assert_uint_eq(mi.hidden_size, 2048);
 	ck_assert_uint_eq(mi.vocab_size, 151936);
-	ck_assert_int_eq(sgl_parse_models(J("{\"object\":\"list\",\"data\":[{"
-			 "\"id\":\"Qwen3.6\",\"max_model_len\":262144}]}"), &mi),
-			 0);
+	ck_assert_int_eq(sgl_parse_models(J("{\"object\":\"list\",\"data\":"
+			 "[{\"id\":\"Qwen3.6\",\"max_model_len\":262144}]}"),
+			 &mi), 0);
 	ck_assert_str_eq(mi.name, "Qwen3.6");
 	ck_assert_uint_eq(mi.max_context, 262144);
 	ck_assert_int_eq(sgl_parse_models(J("{\"data\":[]}"), &mi), 0);
@@ -279,7 +281,7 @@ START_TEST(test_model_facts)
 }
 END_TEST
 
-/* ---- the module ------------------------------------------------------------ */
+/* ---- the module -------------------------------------------------------- */
 
 static void *dl;
 static const struct engy_plugin *plug;

@@ -53,10 +53,11 @@ START_TEST(test_float_edges)
 		"3.4028236e38", "1e39", "-1e39", "1e-45", "1.4e-45", "7e-46",
 		"7.1e-46", "1e-46", "1.17549435e-38", "1.1754942e-38",
 		"1.1754943508222875e-38", "5.877472e-39",
-		"1.000000059604644775390625",		/* 1 + 2^-24: tie, even */
-		"1.0000000596046447753906250000001",	/* just above */
-		"1.0000000596046447753906249999999",	/* just below */
-		"1.000000178813934326171875",		/* 1 + 3*2^-24: tie, up */
+		/* 1 + 2^-24 (a tie: to even), just above, just below */
+		"1.000000059604644775390625",
+		"1.0000000596046447753906250000001",
+		"1.0000000596046447753906249999999",
+		"1.000000178813934326171875",	/* 1 + 3*2^-24: tie, up */
 		"16777217", "16777219", "33554434", "9007199254740993",
 		"0.0234375", "-1.3515625", "0.00012302398681640625",
 		"2.2250738585072014e-308", "4.9e-324", "1e308", "1e-400",
@@ -165,7 +166,7 @@ START_TEST(test_float_invalid)
 }
 END_TEST
 
-/* ---- responses ------------------------------------------------------------ */
+/* ---- responses --------------------------------------------------------- */
 
 struct rows {
 	uint32_t elem[64], row[64], width[64];
@@ -224,7 +225,8 @@ static const char resp[] =
 	"{\"text\":\"Hi \\\"there\\\" \\u00e9\",\"output_ids\":[9,8,151645],"
 	"\"meta_info\":{\"id\":\"engy-1\",\"finish_reason\":{\"type\":\"stop\","
 	"\"matched\":151645},\"prompt_tokens\":3,\"completion_tokens\":3,"
-	"\"cached_tokens\":1,\"e2e_latency\":0.5,\"weight_version\":\"default\","
+	"\"cached_tokens\":1,\"e2e_latency\":0.5,"
+	"\"weight_version\":\"default\","
 	"\"output_token_logprobs\":[[-0.5,9,null],[-1.25,8,\"x\"],"
 	"[null,151645,null]],"
 	"\"some_nested\":{\"a\":[1,{\"b\":[true,false,null]}],\"c\":\"]}\"},"
@@ -540,11 +542,13 @@ START_TEST(test_malformed)
 		{ "{\"meta_info\":[]}", -EBADMSG },
 		{ "{\"meta_info\":{\"cached_tokens\":-1}}", -EBADMSG },
 		{ "{\"meta_info\":{\"cached_tokens\":1.5}}", -EBADMSG },
-		{ "{\"meta_info\":{\"output_token_logprobs\":[[-1]]}}", -EBADMSG },
+		{ "{\"meta_info\":{\"output_token_logprobs\":[[-1]]}}",
+		  -EBADMSG },
 		{ "{\"meta_info\":{\"output_token_logprobs\":[[-1,1.5]]}}",
 		  -EBADMSG },
 		{ "{\"meta_info\":{\"hidden_states\":[[1,2],[1]]}}", -EBADMSG },
-		{ "{\"meta_info\":{\"hidden_states\":[[[1,2],[3]]]}}", -EBADMSG },
+		{ "{\"meta_info\":{\"hidden_states\":[[[1,2],[3]]]}}",
+		  -EBADMSG },
 		{ "{\"meta_info\":{\"hidden_states\":[[1,2],[]]}}", -EBADMSG },
 		{ "{\"meta_info\":{\"hidden_states\":[[[]]]}}", -EBADMSG },
 		{ "{\"meta_info\":{\"hidden_states\":[[1,\"2\"]]}}", -EBADMSG },
@@ -590,8 +594,8 @@ START_TEST(test_limits_and_callback)
 	struct rows r;
 	char num[ENGY_JF_NUM_MAX + 60];
 
-	ck_assert_int_eq(parse("{\"meta_info\":{\"hidden_states\":[[1,2,3,4]]}}",
-			       &o, &r, &j), -E2BIG);
+	ck_assert_int_eq(parse("{\"meta_info\":{\"hidden_states\":"
+			       "[[1,2,3,4]]}}", &o, &r, &j), -E2BIG);
 	engy_jf_free(j);
 	memset(&o, 0, sizeof(o));
 	o.max_ids = 2;
