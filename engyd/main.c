@@ -26,8 +26,9 @@ static void usage(FILE *f)
 		"  -t, --test          validate only: syntax, plugins, ABI, options, role\n"
 		"      --no-dlclose    keep plugins mapped at exit (for leak tools)\n"
 		"\n"
-		"environment: ENGY_PLUGIN_DIR overrides plugin_dir; plugin options\n"
-		"name their own variables (see --plugin-info).\n");
+		"environment: ENGY_PLUGIN_DIR overrides plugin_dir; ENGY_NO_DLCLOSE=1\n"
+		"is --no-dlclose; plugin options name their own variables (see\n"
+		"--plugin-info).\n");
 }
 
 static void print_opt_default(const struct engy_opt *o)
@@ -121,6 +122,9 @@ int main(int argc, char **argv)
 	}
 	/* While checking, plugins' informational lines would only be noise. */
 	engy_log_set_level(test ? ENGY_LOG_WARNING : ENGY_LOG_INFO);
+	/* Leak checkers can only name frames of modules still mapped. */
+	if (getenv("ENGY_NO_DLCLOSE") && *getenv("ENGY_NO_DLCLOSE"))
+		no_dlclose = true;
 	rc = engyd_setup(&d, conf, &e);
 	d.unload = !no_dlclose;
 	if (rc || e.n) {
