@@ -77,7 +77,12 @@ struct engy_gen_result {
  * struct engy_gen_cb - what a backend calls back (loop thread).
  * @on_tokens: new output tokens, in order; @rows (dtype F32, one row per
  *     id, n_prefill 0) when hidden states were asked for, else NULL;
- *     @logprobs one per id or NULL.  May come once or many times.
+ *     @logprobs one per id or NULL.  May come once or many times.  Row k
+ *     is the final hidden state whose logits chose token k.  One
+ *     exception: after a full prefix-cache hit a serve has no row for
+ *     output token 0; it then comes alone with @rows NULL even though
+ *     rows were asked for, and the caller folds that id into the prompt
+ *     it proves (PROTOCOL.md §4).
  * @on_done: exactly once, last; the handle is dead after it returns.
  */
 struct engy_gen_cb {
