@@ -264,6 +264,11 @@ static int wire(struct engyd *d, struct miner *m)
 			m->tin = in;
 		} else if (in->lp.desc.kind == ENGY_KIND_BACKEND && !be) {
 			be = in;
+		} else if (in->lp.desc.kind == ENGY_KIND_BACKEND) {
+			engy_log(ENGY_LOG_WARNING, "miner", "event=backend_unused "
+				 "instance=%s reason=\"the miner drives one backend (%s); "
+				 "list several serves in its serve_urls\"", in->name,
+				 be->name);
 		} else if (in->lp.desc.kind == ENGY_KIND_PROOF &&
 			   m->n_proofs < MINER_MAX_PROOFS) {
 			const struct engy_proof_ops *p = in->lp.ops;
@@ -423,7 +428,7 @@ const struct engy_role engy_role_miner = {
 	.summary = "dial the gateway, serve routed requests on a local inference serve, prove, answer",
 	.needs = {
 		{ ENGY_KIND_TRANSPORT, 1, 0, "websocket legs to the gateway (transport-ws)" },
-		{ ENGY_KIND_BACKEND, 1, 1, "the inference serve" },
+		{ ENGY_KIND_BACKEND, 1, 0, "the inference serve" },
 		{ ENGY_KIND_PROOF, 1, MINER_MAX_PROOFS, "proofs attached to every response" },
 		{ 0, 0, 0, NULL },
 	},

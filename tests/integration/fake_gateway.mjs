@@ -10,7 +10,7 @@
 // rendered prompt's bytes.
 //
 // usage: node fake_gateway.mjs PEERS_DIR SCENARIO OUT_DIR
-//   SCENARIO: main | single | subset | proof
+//   SCENARIO: main | single | subset | proof | sglang | bench
 // Prints "listening port=N" first, then "ok - ..." per check; exits 1 at
 // the first failure.  Environment (what the miner was started with):
 //   GW_META        /meta answer: a worker count, or 404
@@ -18,7 +18,7 @@
 //   EXP_TOTAL, EXP_LEGS, EXP_SHARE, EXP_SERVE_URLS, EXP_WORKER_NAME,
 //   EXP_MAX_INPUT, EXP_MAX_OUTPUT, EXP_MAX_TOKENS, EXP_DBS, EXP_TESTLM=1
 import { createHash } from 'node:crypto';
-import { readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
@@ -436,6 +436,49 @@ if (scenario === 'proof') {
 	save('resp-1.json', ma);
 	save('resp-2.json', mb);
 	ok(`two requests (one streamed, ${b.chunks.length} chunks) answered with commitments`);
+	process.exit(0);
+}
+
+if (scenario === 'bench') {
+	const [c] = await hellos(1, 0, 60000);
+	const n = Number(env.BENCH_N || 8), t = Number(env.BENCH_TOKENS || 64);
+	for (let i = 0; i < n; i++) {
+		const r = serve(c, `Request ${i}: write about engines, pistons and valves.`,
+			{ maxTokens: t, stream: i % 2 === 1, extra: { temperature: 0 } });
+		const m = await response(r, 300000);
+		check(!('error' in m), `bench request ${i}: ${m.error}`);
+	}
+	ok(`${n} requests of up to ${t} tokens`);
+	process.exit(0);
+}
+
+if (scenario === 'sglang') {
+	const [c] = await hellos(1, 0, 20000);
+	let r = serve(c, 'Over HTTP.', { maxTokens: 30 });
+	let m = await response(r);
+	check(!('error' in m), `served: ${m.error}`);
+	// engy's serve sends hidden states in its last event only, so the
+	// tokens (which wait for their rows) come at the end: one chunk
+	r = serve(c, 'Streamed over HTTP.', { maxTokens: 30, stream: true });
+	m = await response(r);
+	check(!('error' in m) && r.chunks.length >= 1, `streamed: ${m.error} ${r.chunks.length}`);
+	ok('backend-sglang on engy\'s serve: plain and streamed requests, test-lm output, proofs');
+	r = serve(c, 'Abort me.', { maxTokens: 300, stream: true, corr: 'c-abort' });
+	await sleep(300);
+	cancel(r);
+	await quiet(500);
+	ok('cancel mid-stream through backend-sglang: nothing more is sent');
+	console.log('kill-serve');
+	for (let i = 0; i < 100 && !existsSync(join(outDir, 'serve-killed')); i++)
+		await sleep(50);
+	check(existsSync(join(outDir, 'serve-killed')), 'the serve was stopped');
+	r = serve(c, 'Anyone home?', { maxTokens: 5 });
+	m = await response(r, 15000);
+	check(/backend error/.test(m.error || ''), `serve down: ${m.error}`);
+	drainHeartbeats();
+	send(c, { type: 'ping' });
+	await heartbeatOn(c);
+	ok('serve down: an error response, and the leg stays up');
 	process.exit(0);
 }
 

@@ -256,7 +256,27 @@ done
 # The check has teeth: the rows of another prompt do not pass.
 verify "swapped" "$T/p1.rows" "$T/p2.proofs" 128 && fail "proofs of another request passed"
 ok "the proofs of a streamed and a plain request pass engyctl toploc verify on the serve's rows"
-kill -TERM "$SPID"
+
+# --- backend-sglang: the production path, on that same serve over HTTP ---
+if [ -f "$T/plug/backend-sglang.so" ]; then
+	SURL="http://127.0.0.1:$SPORT"
+	conf sgl 'plugin "backend-sglang" { serve_urls = {"'"$SURL"'"} }'
+	export GW_META=1 EXP_TOTAL=8 EXP_LEGS=1 EXP_SHARE=8 EXP_SERVE_URLS="$SURL"
+	gw sglang
+	MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=80 miner sgl
+	wait_for "$T/gw-sglang.out" "kill-serve" 30 || fail "sglang scenario: $(cat "$T/gw-sglang.out")"
+	grep -q 'event=abort_request .*matched=1' "$T/serve.log" ||
+		fail "the serve saw no abort: $(grep abort "$T/serve.log")"
+	kill -TERM "$SPID"
+	wait "$SPID" || true
+	touch "$T/out-sglang/serve-killed"
+	gw_wait sglang 30
+	stop_miner sgl
+	unset EXP_SERVE_URLS
+	ok "backend-sglang: the default worker name hashes its serve URL; a cancel aborts at the serve"
+else
+	kill -TERM "$SPID"
+fi
 
 # --- backend-ref: a real (generated) Qwen3 checkpoint, in process ---
 if [ -f "$T/plug/backend-ref.so" ]; then
