@@ -643,13 +643,17 @@ char *engy_sgl_response(const struct engy_sgl_out *o, bool sse, size_t *len)
 		put_logprobs(&b, o);
 	if (o->hidden) {
 		sb_puts(&b, ",\"hidden_states\":[");
+		if (o->prefill_empty)
+			sb_puts(&b, o->n_rows ? "[]," : "[]");
 		for (i = 0; i < o->n_rows; i++) {
+			bool block = i == 0 && !o->prefill_empty;
+
 			if (i)
 				sb_put(&b, ",", 1);
-			if (i == 0)
+			if (block)
 				sb_put(&b, "[", 1);
 			put_row(&b, o->rows + i * o->hidden_size, o->hidden_size);
-			if (i == 0)
+			if (block)
 				sb_put(&b, "]", 1);
 		}
 		sb_put(&b, "]", 1);

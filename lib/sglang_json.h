@@ -93,6 +93,8 @@ struct engy_sgl_out {
 	const float *rows;		/* @n_rows x @hidden_size, row k made
 					 * output token k */
 	size_t n_rows;
+	bool prefill_empty;		/* a full prefix-cache hit: output token
+					 * 0 has no row, rows[k] made token k+1 */
 	uint32_t hidden_size;
 };
 
@@ -101,7 +103,8 @@ struct engy_sgl_out {
  *   {"text":..,"output_ids":[..],"meta_info":{"id":..,"finish_reason":..,
  *    "prompt_tokens":..,"completion_tokens":..,"cached_tokens":..,...}}
  * hidden_states is ragged as sglang's: [[row 0], row 1, row 2, ...] (a
- * one-row prefill block, then one row per decode step).  With @sse the
+ * one-row prefill block, then one row per decode step), or with
+ * @prefill_empty [[], row 1, row 2, ...] as sglang after a full cache hit.  With @sse the
  * object is framed as one event, "data: {...}\n\n".  Returns a malloc'd
  * NUL-terminated string (*@len bytes), or NULL when out of memory.
  */

@@ -229,6 +229,7 @@ static char *render(struct serve *s, struct sreq *r, int finish, bool sse,
 	o.hidden = r->p.return_hidden_states && finish != ENGY_SGL_RUNNING;
 	o.rows = r->rows;
 	o.n_rows = r->n_rows;
+	o.prefill_empty = r->prefill_empty;
 	o.hidden_size = r->hidden;
 	buf = engy_sgl_response(&o, sse, len);
 	free(text);
@@ -394,6 +395,10 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 		memcpy(r->lp + r->n_ids, logprobs, n * sizeof(*logprobs));
 	else
 		r->lp_missing = true;
+	/* After a full prefix-cache hit, token 0 comes alone without a
+	 * row: sglang's block for it is empty (backend.h). */
+	if (!rows && r->p.return_hidden_states && !r->n_ids && !r->n_rows)
+		r->prefill_empty = true;
 	if (rows && r->p.return_hidden_states)
 		add_rows(r, rows, n);
 	r->n_ids += n;

@@ -53,6 +53,7 @@ struct sreq {
 	float *rows;			/* F32, n_rows x hidden */
 	size_t n_rows, cap_rows;
 	uint32_t hidden;
+	bool prefill_empty;		/* token 0 came without a row */
 	struct timespec t0;
 	struct event *flush_ev;		/* stream: sends the pending event */
 };

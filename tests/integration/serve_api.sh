@@ -109,6 +109,9 @@ post /generate '{"input_ids":[10,20,30],"rid":"g-1","sampling_params":{"max_new_
 [ "$CODE" = 200 ] || fail "generate: $CODE $(cat "$T/out")"
 verify 10,20,30 5 length '{"rid":"g-1","logprob":true,"hidden":8,"temperature":0}'
 ok "generate: ids, text, finish length, counts, logprobs, ragged hidden states of width 8"
+post /generate '{"input_ids":[5,20,30],"sampling_params":{"max_new_tokens":4},"return_hidden_states":true}'
+verify 5,20,30 4 length '{"hidden":8,"cache_hit":true}'
+ok "a full prefix-cache hit (token 0 without a row): an empty prefill block, as sglang's"
 post /generate '{"input_ids":[10,20,30],"sampling_params":{"max_new_tokens":5}}'
 verify 10,20,30 5 length
 [ "$(js meta_info.id | wc -c)" = 33 ] || fail "generated rid: $(js meta_info.id)"

@@ -72,7 +72,7 @@ function verify(obj, input, n, finish, opts) {
   eq(obj.text, textOf(want.ids, trim), 'text');
   eq(m.prompt_tokens, input.length, 'prompt_tokens');
   eq(m.completion_tokens, want.ids.length, 'completion_tokens');
-  eq(m.cached_tokens, 0, 'cached_tokens');
+  eq(m.cached_tokens, opts.cache_hit ? input.length : 0, 'cached_tokens');
   if (opts.rid) eq(m.id, opts.rid, 'meta_info.id');
   if (typeof m.e2e_latency !== 'number' || !(m.e2e_latency >= 0)) fail('e2e_latency');
   if (opts.logprob) {
@@ -87,10 +87,17 @@ function verify(obj, input, n, finish, opts) {
     const hs = m.hidden_states, h = opts.hidden;
     if (!Array.isArray(hs) || hs.length !== want.ids.length) fail(`hidden_states: ${hs?.length} rows`);
     // sglang's ragged layout: a 2-D prefill block (here its last row),
-    // then one row per decode step; row k made output token k.
-    if (!Array.isArray(hs[0][0]) || hs[0].length !== 1) fail('hidden_states[0] is not a 1-row block');
-    const rows = [hs[0][0], ...hs.slice(1)];
-    rows.forEach((row, k) => eq(row,
+    // then one row per decode step; row k made output token k.  After a
+    // full cache hit the block is empty: token 0 has no row.
+    let rows;
+    if (opts.cache_hit) {
+      eq(hs[0], [], 'hidden_states[0] after a cache hit');
+      rows = [null, ...hs.slice(1)];
+    } else {
+      if (!Array.isArray(hs[0][0]) || hs[0].length !== 1) fail('hidden_states[0] is not a 1-row block');
+      rows = [hs[0][0], ...hs.slice(1)];
+    }
+    rows.forEach((row, k) => row && eq(row,
       Array.from({ length: h }, (_, j) => 0.5 * (input.length - 1 + k) + 0.25 * j),
       `hidden_states row ${k}`));
   } else if ('hidden_states' in m) {

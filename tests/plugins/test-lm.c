@@ -17,7 +17,9 @@
  *   [3, ...]     generate() itself fails with -EIO;
  *   [4, ...]     token k is byte k mod 10 of "a\u00e9\u20ac\U0001F600" in UTF-8
  *                (61 c3 a9 e2 82 ac f0 9f 98 80): characters split over
- *                tokens, for the stream's held-back partial characters.
+ *                tokens, for the stream's held-back partial characters;
+ *   [5, ...]     a full prefix-cache hit: token 0 comes alone and without
+ *                a row (backend.h), cached_tokens is the prompt length.
  * Tokens come `per_call` at a time, one batch every `delay_ms` (a timer
  * on the loop), so abort and disconnect tests can act mid-request.
  * cancel() logs `event=cancel rid=...` and ends the request with
@@ -160,6 +162,7 @@ static void finish(struct engy_gen *g, int how, int32_t matched, int status)
 		.matched_stop = matched,
 		.prompt_tokens = g->n_input,
 		.completion_tokens = g->k,
+		.cached_tokens = g->first == 5 ? g->n_input : 0,
 	};
 	struct engy_gen_cb cb = g->cb;
 	void *arg = g->arg;
@@ -212,6 +215,8 @@ static void tick(void *arg)
 		finish(g, ENGY_FINISH_ERROR, -1, -ENOMEM);
 		return;
 	}
+	if (g->first == 5 && g->k == 0)
+		n = 1;		/* the cache-hit token comes alone */
 	for (i = 0; i < n && !how;) {
 		uint32_t k = g->k, t = token(g, k), j, s;
 
@@ -236,7 +241,9 @@ static void tick(void *arg)
 	{
 		struct engy_rows r = { rows, ENGY_DTYPE_F32, i, hs, 0 };
 
-		g->cb.on_tokens(g->arg, ids, i, g->hidden ? &r : NULL,
+		bool rowless = g->first == 5 && g->k == 1;
+
+		g->cb.on_tokens(g->arg, ids, i, g->hidden && !rowless ? &r : NULL,
 				g->logprobs ? lp : NULL);
 	}
 	free(ids);

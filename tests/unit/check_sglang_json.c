@@ -323,6 +323,33 @@ START_TEST(test_response_shape)
 }
 END_TEST
 
+START_TEST(test_cache_hit_layout)
+{
+	static const float rows[4] = { 1, 2, 3, 4 };
+	static const uint32_t ids[3] = { 7, 8, 9 };
+	struct engy_sgl_out o = { .rid = "r", .e2e_latency = -1, .ids = ids,
+				  .n_ids = 3, .hidden = true, .rows = rows,
+				  .n_rows = 2, .hidden_size = 2,
+				  .prefill_empty = true };
+	size_t len;
+	char *s = engy_sgl_response(&o, false, &len);
+
+	ck_assert_ptr_nonnull(strstr(s, "\"hidden_states\":[[],[1,2],[3,4]]"));
+	free(s);
+	o.n_rows = 0;
+	o.n_ids = 1;
+	s = engy_sgl_response(&o, false, &len);
+	ck_assert_ptr_nonnull(strstr(s, "\"hidden_states\":[[]]"));
+	free(s);
+	o.prefill_empty = false;
+	o.n_rows = 2;
+	o.n_ids = 2;
+	s = engy_sgl_response(&o, false, &len);
+	ck_assert_ptr_nonnull(strstr(s, "\"hidden_states\":[[[1,2]],[3,4]]"));
+	free(s);
+}
+END_TEST
+
 START_TEST(test_finish_reasons)
 {
 	struct engy_sgl_out o = { .rid = "r", .e2e_latency = -1 };
@@ -451,6 +478,7 @@ int main(void)
 	tcase_add_test(tc, test_long_rid);
 	tcase_add_test(tc, test_abort);
 	tcase_add_test(tc, test_response_shape);
+	tcase_add_test(tc, test_cache_hit_layout);
 	tcase_add_test(tc, test_finish_reasons);
 	tcase_add_test(tc, test_float_roundtrip);
 	tcase_add_test(tc, test_error_and_info);
