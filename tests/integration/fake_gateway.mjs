@@ -10,13 +10,15 @@
 // rendered prompt's bytes.
 //
 // usage: node fake_gateway.mjs PEERS_DIR SCENARIO OUT_DIR
-//   SCENARIO: main | single | subset | proof | sglang | bench
+//   SCENARIO: main | single | subset | proof | sglang | fold | nohidden |
+//             bench
 // Prints "listening port=N" first, then "ok - ..." per check; exits 1 at
 // the first failure.  Environment (what the miner was started with):
 //   GW_META        /meta answer: a worker count, or 404
 //   EXP_KEY, EXP_MODEL, EXP_CKPT (model_root is recomputed from it),
 //   EXP_TOTAL, EXP_LEGS, EXP_SHARE, EXP_SERVE_URLS, EXP_WORKER_NAME,
-//   EXP_MAX_INPUT, EXP_MAX_OUTPUT, EXP_MAX_TOKENS, EXP_DBS, EXP_TESTLM=1
+//   EXP_MAX_INPUT, EXP_MAX_OUTPUT, EXP_MAX_TOKENS, EXP_DBS, EXP_TESTLM=1,
+//   EXP_FOLD=1 (output token 0 is folded into the prompt)
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -190,8 +192,10 @@ function checkResponse(m, r) {
 	const u = o.usage;
 	check(isInt(u.prompt_tokens) && isInt(u.completion_tokens) &&
 	      u.total_tokens === u.prompt_tokens + u.completion_tokens, 'usage sums');
-	check(u.completion_tokens === c.output_token_ids.length, 'usage.completion_tokens');
-	check(u.prompt_tokens === t.prompt_ids.length, 'usage.prompt_tokens');
+	// A full cache hit folds output token 0 into prompt_ids (§3, §4).
+	const fold = env.EXP_FOLD === '1' ? 1 : 0;
+	check(u.completion_tokens === c.output_token_ids.length + fold, 'usage.completion_tokens');
+	check(u.prompt_tokens === t.prompt_ids.length - fold, 'usage.prompt_tokens');
 	check(!('prompt_tokens_details' in u) || u.prompt_tokens_details.cached_tokens > 0,
 		'prompt_tokens_details only when cached > 0');
 	if (r.stream && !('error' in m))
@@ -412,6 +416,21 @@ if (scenario === 'single') {
 	const m = await response(r);
 	check(!('error' in m), `served: ${m.error}`);
 	ok('a request completes on the single leg');
+	// SIGTERM with a request in flight: it still completes; new ones
+	// are refused meanwhile
+	const a = serve(c, 'A long one.', { maxTokens: 60, stream: true });
+	await next((f) => f.m.type === 'chunk' && f.m.corr_id === a.corr, 5000, 'a first chunk');
+	console.log('term-now');
+	for (let i = 0; i < 100 && !existsSync(join(outDir, 'termed')); i++)
+		await sleep(20);
+	check(existsSync(join(outDir, 'termed')), 'the miner got SIGTERM');
+	const b = serve(c, 'Too late.', { maxTokens: 5 });
+	const mb = await response(b);
+	check(/shutting down/.test(mb.error || ''), `after SIGTERM: ${mb.error}`);
+	const ma = await response(a);
+	check(!('error' in ma) && ma.commitment.output_token_ids.length === 60,
+		`in flight at SIGTERM: ${ma.error}`);
+	ok('SIGTERM: the request in flight completes, a new one is refused');
 	process.exit(0);
 }
 
@@ -449,6 +468,22 @@ if (scenario === 'bench') {
 		check(!('error' in m), `bench request ${i}: ${m.error}`);
 	}
 	ok(`${n} requests of up to ${t} tokens`);
+	process.exit(0);
+}
+
+if (scenario === 'fold' || scenario === 'nohidden') {
+	const [c] = await hellos(1, 0, 20000);
+	const r = serve(c, 'Cached.', { maxTokens: 40, stream: true });
+	const m = await response(r);
+	if (scenario === 'nohidden') {
+		check(/--enable-return-hidden-states/.test(m.error || '') && /curl/.test(m.error),
+			`no hidden states: ${m.error}`);
+		ok('a serve without hidden states: an error response saying how to check it');
+	} else {
+		check(!('error' in m), `fold: ${m.error}`);
+		check(m.commitment.toploc.n_tokens === 39, `39 rows proved (${m.commitment.toploc.n_tokens})`);
+		ok('a full cache hit: output token 0 folded into prompt_ids, the rest proved');
+	}
 	process.exit(0);
 }
 

@@ -35,16 +35,20 @@ done
 # A byte-level tokenizer.json (id = byte), <|eos|> = 256, and two added
 # tokens that script test-lm through a system message: prompt id 3 makes
 # generate() fail, id 2 then N makes the request fail after N tokens.
-mkdir -p "$T/model"
-awk 'BEGIN {
+# tokenizer DIR N: plus added tokens <t257> .. <tN> (fake_sglang's ids).
+tokenizer() {
+	mkdir -p "$1"
+	awk -v top="$2" 'BEGIN {
 	printf "{\"version\":\"1.0\",\"added_tokens\":[";
 	printf "{\"id\":256,\"content\":\"<|eos|>\",\"single_word\":false,\"lstrip\":false,";
 	printf "\"rstrip\":false,\"normalized\":false,\"special\":true},";
 	printf "{\"id\":3,\"content\":\"<|im_start|>system\\nFAIL\",\"single_word\":false,";
 	printf "\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":false},";
 	printf "{\"id\":2,\"content\":\"<|im_start|>system\\nMID\",\"single_word\":false,";
-	printf "\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":false}],";
-	printf "\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\",";
+	printf "\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":false}";
+	for (i = 257; i <= top; i++)
+		printf ",{\"id\":%d,\"content\":\"<t%d>\",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":false}", i, i;
+	printf "],\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\",";
 	printf "\"add_prefix_space\":false,\"use_regex\":false},\"decoder\":{\"type\":\"ByteLevel\"},";
 	printf "\"model\":{\"type\":\"BPE\",\"vocab\":{";
 	n = 0; first = 1;
@@ -55,8 +59,10 @@ awk 'BEGIN {
 		printf "%s\"\\u%04x\":%d", (first ? "" : ","), c, b; first = 0;
 	}
 	printf "},\"merges\":[]}}\n";
-}' > "$T/model/tokenizer.json"
-printf '{"model_type": "test-lm"}\n' > "$T/model/config.json"
+	}' > "$1/tokenizer.json"
+	printf '{"model_type": "test-lm"}\n' > "$1/config.json"
+}
+tokenizer "$T/model" 256
 printf 'bbbbbbbbbb' > "$T/model/model-00002-of-00002.safetensors"
 printf 'aaa' > "$T/model/model-00001-of-00002.safetensors"
 
@@ -188,8 +194,12 @@ export GW_META=404 EXP_TOTAL=8 EXP_LEGS=1 EXP_SHARE=8
 conf single "$LM"
 gw single
 MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=80 miner single
+wait_for "$T/gw-single.out" "term-now" 20 || fail "single: $(cat "$T/gw-single.out")"
+kill -TERM "$MPID"
+touch "$T/out-single/termed"
 gw_wait single 30
-stop_miner single
+wait "$MPID" || fail "single: exit $? after SIGTERM"
+grep -q 'event=drained' "$T/single.log" || fail "single: no drain"
 
 # --- ENGY_GW_WORKERS=4 with MAX_INFLIGHT=2: two random workers at 1 ---
 export GW_META=2 EXP_TOTAL=2 EXP_LEGS=2 EXP_SHARE=1 EXP_WORKER_NAME=box-7
@@ -276,6 +286,36 @@ if [ -f "$T/plug/backend-sglang.so" ]; then
 	ok "backend-sglang: the default worker name hashes its serve URL; a cancel aborts at the serve"
 else
 	kill -TERM "$SPID"
+fi
+
+# --- an sglang stand-in (fake_sglang.mjs): a full cache hit, no hidden
+# states ---
+if [ -f "$T/plug/backend-sglang.so" ]; then
+	tokenizer "$T/model2" 1000
+	for mode in fold nohidden; do
+		rm -f "$T/fake.port"
+		node "$top_srcdir/tests/integration/fake_sglang.mjs" serve "$T/fake.port" 128 \
+			"$([ $mode = fold ] && echo fullhit || echo nohidden)" > "$T/fake-$mode.out" 2>&1 &
+		FPID=$!
+		PIDS="$PIDS $FPID"
+		i=0
+		until [ -s "$T/fake.port" ]; do
+			i=$((i + 1)); [ $i -le 100 ] || fail "fake sglang did not start"; sleep 0.05
+		done
+		SURL="http://127.0.0.1:$(cat "$T/fake.port")"
+		conf "f$mode" 'plugin "backend-sglang" { serve_urls = {"'"$SURL"'"} }'
+		export GW_META=1 EXP_TOTAL=8 EXP_LEGS=1 EXP_SHARE=8 EXP_SERVE_URLS="$SURL" \
+			EXP_CKPT="$T/model2" EXP_TESTLM=0 EXP_FOLD=$([ $mode = fold ] && echo 1 || echo 0)
+		gw $mode
+		MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=80 \
+			ENGY_CHECKPOINT="$T/model2" miner "f$mode"
+		gw_wait $mode 30
+		stop_miner "f$mode"
+		kill "$FPID"
+	done
+	unset EXP_SERVE_URLS EXP_FOLD
+	export EXP_CKPT="$T/model" EXP_TESTLM=1
+	ok "backend-sglang on an sglang stand-in: the folded first token, a serve without hidden states"
 fi
 
 # --- backend-ref: a real (generated) Qwen3 checkpoint, in process ---
