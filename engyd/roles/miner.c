@@ -6,7 +6,7 @@
  * wiring, the one-miner-per-node lock, the wait for the backend's model,
  * and shutdown.  miner_prep.c reads the checkpoint and asks the gateway
  * for its workers, miner_legs.c runs the legs, miner_serve.c the
- * requests.
+ * requests (with miner_stream.c and miner_prove.c).
  */
 #include <curl/curl.h>
 #include <errno.h>

@@ -13,6 +13,9 @@
  *                 generation (reasoning, tool calls, finish_reason), and
  *                 build the `response` frame.
  *
+ * This file holds the frames, PREP, GEN and the end of a request; the
+ * chunks are miner_stream.c's, PROVE is miner_prove.c's.
+ *
  * A `cancel` wins in every state: the backend request is aborted, the
  * pool's result is dropped, and nothing more is sent for the corr_id.
  * Every failure is an error `response` (commitment null), never a dead
@@ -37,61 +40,8 @@
 #include "bf16.h"
 #include "chat_template.h"
 #include "logfmt.h"
-#include "miner_int.h"
+#include "miner_req.h"
 #include "tokenizer.h"
-
-enum { MR_PREP = 1, MR_GEN, MR_PROVE };
-
-#define MAX_STOP 8
-#define FFFD "\xef\xbf\xbd"
-/* A tail of replacement characters longer than this is real text. */
-#define HOLD_MAX 16
-
-struct mreq {
-	struct mreq *next, **pprev;
-	struct miner *m;
-	struct engy_ws_conn *conn;	/* where to answer; NULL: orphaned */
-	unsigned leg;
-	char *corr_id;
-	char request_id[ENGY_GW_MAX_REQUEST_ID + 1];
-	char rid[40];
-	cJSON *body;
-	struct engy_chat_params p;
-	struct engy_chat_info ci;
-	bool stream;
-	int state;
-	bool cancelled;			/* no frame may follow */
-	bool timed_out;
-	bool done;			/* the backend's on_done came */
-	unsigned busy;
-	const char *outcome;		/* why it was cancelled */
-	int prep_rc;
-	char err[400];
-	uint32_t *prompt;
-	size_t n_prompt;
-	uint32_t max_new;
-	uint32_t stop[MAX_STOP];
-	size_t n_stop;
-	struct engy_gen *g;
-	uint32_t *out;
-	size_t n_out, cap_out, n_fold;
-	uint16_t *rows;
-	size_t n_rows, cap_rows;
-	uint32_t hidden;
-	bool rows_bad;
-	struct engy_gen_result res;
-	char res_err[160];
-	struct engy_genstream *gs;
-	size_t dec_from;
-	char *pc, *pr;			/* pending content / reasoning deltas */
-	size_t pc_len, pc_cap, pr_len, pr_cap;
-	unsigned chunks;
-	struct event *flush_ev, *deadline_ev;
-	struct timespec t0, t_gen, t_flush;
-	double tok_s, ttft_s, gen_s, prove_s;
-	char *frame;
-	size_t frame_len;
-};
 
 static void log_done(struct mreq *r, const char *outcome)
 {
@@ -125,8 +75,7 @@ static void req_free(struct mreq *r)
 	free(r);
 }
 
-/* The request is over: count it and let it go. */
-static void req_end(struct mreq *r, const char *outcome)
+void mreq_end(struct mreq *r, const char *outcome)
 {
 	struct miner *m = r->m;
 
@@ -160,10 +109,7 @@ void miner_reply_error(struct miner *m, struct engy_ws_conn *conn,
 	miner_send(m, conn, s, len);
 }
 
-static void fail(struct mreq *r, const char *fmt, ...) ENGY_PRINTF(2, 3);
-
-/* An error `response` (unless cancelled), then the end. */
-static void fail(struct mreq *r, const char *fmt, ...)
+void mreq_fail(struct mreq *r, const char *fmt, ...)
 {
 	char msg[512], q[600];
 	va_list ap;
@@ -172,7 +118,7 @@ static void fail(struct mreq *r, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (r->cancelled) {
-		req_end(r, r->outcome);
+		mreq_end(r, r->outcome);
 		return;
 	}
 	/* Reasons name fields and limits, never message text. */
@@ -180,116 +126,7 @@ static void fail(struct mreq *r, const char *fmt, ...)
 	engy_log(ENGY_LOG_INFO, "miner", "event=request_error rid=%s reason=%s",
 		 r->rid, q);
 	miner_reply_error(r->m, r->conn, r->corr_id, r->request_id, msg);
-	req_end(r, "error");
-}
-
-/* ---- streaming ---- */
-
-static bool append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
-{
-	size_t c = *cap ? *cap : 256;
-	char *q;
-
-	while (c < *len + n + 1)
-		c *= 2;
-	if (c != *cap) {
-		q = realloc(*buf, c);
-		if (!q)
-			return false;
-		*buf = q;
-		*cap = c;
-	}
-	memcpy(*buf + *len, p, n);
-	*len += n;
-	(*buf)[*len] = '\0';
-	return true;
-}
-
-static int on_delta(void *arg, const struct engy_gen_delta *d)
-{
-	struct mreq *r = arg;
-
-	/* Tool calls ride the response; reasoning only when asked for. */
-	if (d->kind == ENGY_GEN_CONTENT)
-		append(&r->pc, &r->pc_len, &r->pc_cap, d->text, d->len);
-	else if (d->kind == ENGY_GEN_REASONING && r->m->c->stream_reasoning)
-		append(&r->pr, &r->pr_len, &r->pr_cap, d->text, d->len);
-	return 0;
-}
-
-static void send_chunk(struct mreq *r)
-{
-	size_t len = 0;
-	char *s;
-
-	if (r->flush_ev)
-		evtimer_del(r->flush_ev);
-	if ((!r->pc_len && !r->pr_len) || r->cancelled || !r->conn)
-		goto out;
-	s = engy_miner_chunk_json(r->corr_id, r->pc, r->pc_len, r->pr, r->pr_len,
-				  &len);
-	if (miner_send(r->m, r->conn, s, len) == 0)
-		r->chunks++;
-	clock_gettime(CLOCK_MONOTONIC, &r->t_flush);
-out:
-	r->pc_len = r->pr_len = 0;
-}
-
-static void on_flush(evutil_socket_t fd, short what, void *arg)
-{
-	send_chunk(arg);
-}
-
-/* Deltas go out at most every stream_flush_s, never one per token. */
-static void schedule_flush(struct mreq *r)
-{
-	double wait;
-	struct timeval tv;
-
-	if ((!r->pc_len && !r->pr_len) || !r->flush_ev ||
-	    evtimer_pending(r->flush_ev, NULL))
-		return;
-	wait = r->m->c->stream_flush_s - miner_since(&r->t_flush);
-	if (wait <= 0) {
-		send_chunk(r);
-		return;
-	}
-	tv.tv_sec = (time_t)wait;
-	tv.tv_usec = (suseconds_t)((wait - (double)tv.tv_sec) * 1e6);
-	evtimer_add(r->flush_ev, &tv);
-}
-
-/* Ids whose text the buyer gets: a matched stop id at the end is not. */
-static size_t text_ids(const struct mreq *r)
-{
-	if (r->done && r->res.finish == ENGY_FINISH_STOP && r->n_out &&
-	    r->res.matched_stop >= 0 &&
-	    r->out[r->n_out - 1] == (uint32_t)r->res.matched_stop)
-		return r->n_out - 1;
-	return r->n_out;
-}
-
-/* Feed newly decoded text to the stream parser.  Byte-level BPE text is
- * the concatenation of the tokens' bytes, so only the new ids are decoded;
- * a character split over tokens (a trailing U+FFFD) waits for the rest. */
-static void stream_text(struct mreq *r, bool final)
-{
-	size_t n = final ? text_ids(r) : r->n_out, len = 0;
-	char *text = NULL;
-
-	if (n > r->dec_from &&
-	    engy_tokenizer_decode(r->m->tok, r->out + r->dec_from, n - r->dec_from,
-				  true, &text, &len) == 0) {
-		if (final || n - r->dec_from > HOLD_MAX || len < 3 ||
-		    memcmp(text + len - 3, FFFD, 3) != 0) {
-			engy_genstream_feed(r->gs, text, len);
-			r->dec_from = n;
-		}
-	}
-	free(text);
-	if (final)
-		engy_genstream_finish(r->gs);
-	schedule_flush(r);
+	mreq_end(r, "error");
 }
 
 /* ---- the backend's callbacks ---- */
@@ -374,7 +211,7 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 	memcpy(r->out + r->n_out, ids, n * sizeof(*ids));
 	r->n_out += n;
 	if (r->stream)
-		stream_text(r, false);
+		mreq_stream(r, false);
 }
 
 static void finish_gen(struct mreq *r);
@@ -419,110 +256,6 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 	cancel_backend(r);
 }
 
-/* ---- PROVE ---- */
-
-static uint32_t *prompt_with_fold(const struct mreq *r)
-{
-	uint32_t *ids = malloc((r->n_prompt + r->n_fold + 1) * sizeof(*ids));
-
-	if (!ids)
-		return NULL;
-	memcpy(ids, r->prompt, r->n_prompt * sizeof(*ids));
-	memcpy(ids + r->n_prompt, r->out, r->n_fold * sizeof(*ids));
-	return ids;
-}
-
-/* Pool thread: reads the request, which nothing else touches meanwhile. */
-static void prove_fn(void *arg)
-{
-	struct mreq *r = arg;
-	struct miner *m = r->m;
-	struct engy_rows rows = { r->rows, ENGY_DTYPE_BF16, (uint32_t)r->n_rows,
-				  r->hidden, 0 };
-	struct engy_genparse_opts po = { .think_open = r->ci.think_open,
-					 .tools = r->ci.tools };
-	struct engy_gen_msg msg = { 0 };
-	const char *schemes[MINER_MAX_PROOFS];
-	char *proofs[MINER_MAX_PROOFS] = { NULL }, *text = NULL;
-	uint32_t *prompt = NULL;
-	struct timespec t0;
-	size_t i, len = 0;
-	int rc = 0;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (i = 0; !rc && i < m->n_proofs; i++) {
-		schemes[i] = m->proofs[i].ops->scheme;
-		rc = m->proofs[i].ops->prove(m->proofs[i].inst, &rows, &proofs[i]);
-		if (rc)
-			snprintf(r->err, sizeof(r->err), "proof %s failed: %s",
-				 m->proofs[i].name, strerror(rc < 0 ? -rc : EINVAL));
-	}
-	if (!rc && engy_tokenizer_decode(m->tok, r->out, text_ids(r), true, &text,
-					 &len) < 0) {
-		rc = -EINVAL;
-		snprintf(r->err, sizeof(r->err), "the output could not be decoded");
-	}
-	if (!rc && engy_genparse(text ? text : "", len, &po, &msg) < 0) {
-		rc = -ENOMEM;
-		snprintf(r->err, sizeof(r->err), "the output could not be parsed");
-	}
-	if (!rc && !(prompt = prompt_with_fold(r)))
-		rc = -ENOMEM;
-	if (!rc) {
-		struct engy_miner_result res = {
-			.corr_id = r->corr_id,
-			.request_id = r->request_id,
-			.model_root = m->model_root,
-			.prompt_ids = prompt,
-			.n_prompt_ids = r->n_prompt + r->n_fold,
-			.output_ids = r->out + r->n_fold,
-			.n_output_ids = r->n_out - r->n_fold,
-			.schemes = schemes,
-			.proofs = (const char *const *)proofs,
-			.n_schemes = m->n_proofs,
-			.msg = &msg,
-			.finish_reason = engy_gen_finish_reason(
-				r->res.finish == ENGY_FINISH_LENGTH, msg.n_calls),
-			.prompt_tokens = (uint32_t)r->n_prompt,
-			.completion_tokens = (uint32_t)r->n_out,
-			.cached_tokens = r->res.cached_tokens,
-		};
-
-		r->frame = engy_miner_response_json(&res, &r->frame_len, &rc);
-		if (!r->frame)
-			snprintf(r->err, sizeof(r->err), "the response could not be "
-				 "built: %s", strerror(-rc));
-	} else if (!r->err[0]) {
-		snprintf(r->err, sizeof(r->err), "out of memory");
-	}
-	for (i = 0; i < m->n_proofs; i++)
-		free(proofs[i]);
-	engy_gen_msg_free(&msg);
-	free(text);
-	free(prompt);
-	r->prove_s = miner_since(&t0);
-}
-
-static void prove_done(void *arg, int rc)
-{
-	struct mreq *r = arg;
-	struct miner *m = r->m;
-
-	if (r->cancelled || rc < 0 || miner_loop_over(m)) {
-		req_end(r, r->cancelled ? r->outcome : "shutdown");
-		return;
-	}
-	if (m->m_prove)
-		engy_metric_observe(m->m_prove, r->prove_s);
-	if (!r->frame) {
-		fail(r, "%s", r->err);
-		return;
-	}
-	miner_send(m, r->conn, r->frame, r->frame_len);
-	r->frame = NULL;
-	req_end(r, "ok");
-}
-
 #define NO_ROWS "the serve returned no hidden states for the generated " \
 	"tokens: start sglang with --enable-return-hidden-states (check: curl " \
 	"-s SERVE/generate -d '{\"text\":\"hi\",\"sampling_params\":" \
@@ -537,37 +270,35 @@ static void finish_gen(struct mreq *r)
 		evtimer_del(r->deadline_ev);
 	r->gen_s = miner_since(&r->t_gen);
 	if (r->cancelled || miner_loop_over(m)) {
-		req_end(r, r->cancelled ? r->outcome : "shutdown");
+		mreq_end(r, r->cancelled ? r->outcome : "shutdown");
 		return;
 	}
 	if (r->timed_out) {
-		fail(r, "the request ran past max_request_s (%g s)", m->c->max_request_s);
+		mreq_fail(r, "the request ran past max_request_s (%g s)", m->c->max_request_s);
 		return;
 	}
 	if (r->res.status < 0 || r->res.finish == ENGY_FINISH_ERROR) {
-		fail(r, "backend error: %s", r->res_err[0] ? r->res_err :
+		mreq_fail(r, "backend error: %s", r->res_err[0] ? r->res_err :
 		     strerror(r->res.status < 0 ? -r->res.status : EIO));
 		return;
 	}
 	if (r->res.finish == ENGY_FINISH_ABORT) {
-		fail(r, "backend error: the generation was aborted");
+		mreq_fail(r, "backend error: the generation was aborted");
 		return;
 	}
 	if (r->rows_bad || r->n_rows + r->n_fold != r->n_out) {
-		fail(r, NO_ROWS);
+		mreq_fail(r, NO_ROWS);
 		return;
 	}
 	if (!r->n_rows) {
-		fail(r, "backend error: no token was generated");
+		mreq_fail(r, "backend error: no token was generated");
 		return;
 	}
 	if (r->stream) {
-		stream_text(r, true);
-		send_chunk(r);
+		mreq_stream(r, true);
+		mreq_flush(r);
 	}
-	r->state = MR_PROVE;
-	if (engy_pool_submit(m->d->pool, prove_fn, prove_done, r) < 0)
-		fail(r, "the miner is shutting down");
+	mreq_prove(r);
 }
 
 /* ---- PREP ---- */
@@ -649,33 +380,30 @@ static void prep_done(void *arg, int rc)
 	static const struct engy_gen_cb cb = { on_tokens, on_done };
 	struct mreq *r = arg;
 	struct miner *m = r->m;
-	struct engy_genparse_opts po = { .think_open = r->ci.think_open,
-					 .tools = r->ci.tools };
 	struct engy_gen_params gp = { .size = sizeof(gp) };
 	const char *bad;
 	char msg[200];
 
 	if (r->cancelled || rc < 0 || miner_loop_over(m)) {
-		req_end(r, r->cancelled ? r->outcome : "shutdown");
+		mreq_end(r, r->cancelled ? r->outcome : "shutdown");
 		return;
 	}
 	if (r->timed_out) {
-		fail(r, "the request ran past max_request_s (%g s)", m->c->max_request_s);
+		mreq_fail(r, "the request ran past max_request_s (%g s)", m->c->max_request_s);
 		return;
 	}
 	if (r->prep_rc) {
-		fail(r, "%s", r->err[0] ? r->err : "the prompt is empty");
+		mreq_fail(r, "%s", r->err[0] ? r->err : "the prompt is empty");
 		return;
 	}
 	if (m->m_prompt)
 		engy_metric_add(m->m_prompt, (double)r->n_prompt);
 	if ((bad = check_limits(r, msg, sizeof(msg)))) {
-		fail(r, "%s", bad);
+		mreq_fail(r, "%s", bad);
 		return;
 	}
-	if (r->stream && (engy_genstream_new(&po, on_delta, r, &r->gs) < 0 ||
-			  !(r->flush_ev = evtimer_new(m->d->base, on_flush, r)))) {
-		fail(r, "out of memory");
+	if (r->stream && mreq_stream_start(r) < 0) {
+		mreq_fail(r, "out of memory");
 		return;
 	}
 	stop_ids(r);
@@ -786,7 +514,7 @@ void miner_serve(struct mleg *leg, struct engy_gw_frame *f)
 	engy_log(ENGY_LOG_INFO, "miner", "event=request leg=%u corr_id=%s rid=%s "
 		 "stream=%d", leg->idx, cid, r->rid, r->stream);
 	if (engy_chat_params_parse(r->body, &r->p, msg, sizeof(msg)) < 0) {
-		fail(r, "invalid request: %s", msg);
+		mreq_fail(r, "invalid request: %s", msg);
 		return;
 	}
 	r->deadline_ev = evtimer_new(m->d->base, on_deadline, r);
@@ -794,7 +522,7 @@ void miner_serve(struct mleg *leg, struct engy_gw_frame *f)
 	tv.tv_usec = (suseconds_t)((m->c->max_request_s - (double)tv.tv_sec) * 1e6);
 	if (!r->deadline_ev || evtimer_add(r->deadline_ev, &tv) < 0 ||
 	    engy_pool_submit(m->d->pool, prep_fn, prep_done, r) < 0)
-		fail(r, "the miner could not queue the request");
+		mreq_fail(r, "the miner could not queue the request");
 }
 
 static void cancel_req(struct mreq *r, const char *outcome)
