@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The OpenAI renderings of a miner's output: chat.completion and the
+ * chat.completion.chunk stream (specs/buyer-api.md §3).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "buyerapi_int.h"
+
+static void usage_json(struct engy_sse_out *o, const struct engy_api_result *r)
+{
+	engy_sse_out_addf(o,
+			  "{\"prompt_tokens\":%llu,\"completion_tokens\":%llu,"
+			  "\"total_tokens\":%llu,\"prompt_tokens_details\":"
+			  "{\"cached_tokens\":%llu}}",
+			  (unsigned long long)r->prompt_tokens,
+			  (unsigned long long)r->completion_tokens,
+			  (unsigned long long)(r->prompt_tokens +
+					       r->completion_tokens),
+			  (unsigned long long)r->cached_tokens);
+}
+
+int engy_oai_response(struct engy_sse_out *o, const struct engy_api_req *req,
+		      const char *id, int64_t created,
+		      const struct engy_api_result *r)
+{
+	size_t i;
+
+	engy_sse_out_adds(o, "{\"id\":");
+	engy_sse_out_jstrz(o, id);
+	engy_sse_out_addf(o, ",\"object\":\"chat.completion\",\"created\":%lld,"
+			     "\"model\":",
+			  (long long)(created ? created : time(NULL)));
+	engy_sse_out_jstrz(o, req->model);
+	engy_sse_out_adds(o, ",\"choices\":[{\"index\":0,\"message\":"
+			     "{\"role\":\"assistant\",\"content\":");
+	if (!r->content_len && r->n_calls)
+		engy_sse_out_adds(o, "null");
+	else
+		engy_sse_out_jstr(o, r->content, r->content_len);
+	if (req->show_reasoning && r->reasoning_len) {
+		engy_sse_out_adds(o, ",\"reasoning_content\":");
+		engy_sse_out_jstr(o, r->reasoning, r->reasoning_len);
+	}
+	if (r->n_calls) {
+		engy_sse_out_adds(o, ",\"tool_calls\":[");
+		for (i = 0; i < r->n_calls; i++) {
+			engy_sse_out_adds(o, i ? ",{\"id\":" : "{\"id\":");
+			engy_sse_out_jstrz(o, r->calls[i].id);
+			engy_sse_out_adds(o, ",\"type\":\"function\","
+					     "\"function\":{\"name\":");
+			engy_sse_out_jstrz(o, r->calls[i].name);
+			engy_sse_out_adds(o, ",\"arguments\":");
+			engy_sse_out_jstrz(o, r->calls[i].arguments);
+			engy_sse_out_adds(o, "}}");
+		}
+		engy_sse_out_add(o, "]", 1);
+	}
+	engy_sse_out_adds(o, ",\"refusal\":null},\"logprobs\":null,"
+			     "\"finish_reason\":");
+	engy_sse_out_jstrz(o, r->finish_reason);
+	engy_sse_out_adds(o, "}],\"usage\":");
+	usage_json(o, r);
+	return engy_sse_out_add(o, "}", 1);
+}
+
+/* ---- the stream ---- */
+
+int engy_oai_stream_init(struct engy_oai_stream *s,
+			 const struct engy_api_req *req, const char *id,
+			 int64_t created)
+{
+	struct engy_sse_out h;
+
+	memset(s, 0, sizeof(*s));
+	engy_sse_out_init(&h);
+	engy_sse_out_adds(&h, "{\"id\":");
+	engy_sse_out_jstrz(&h, id);
+	engy_sse_out_addf(&h,
+			  ",\"object\":\"chat.completion.chunk\","
+			  "\"created\":%lld,\"model\":",
+			  (long long)(created ? created : time(NULL)));
+	engy_sse_out_jstrz(&h, req->model);
+	engy_sse_out_adds(&h, ",\"choices\":[");
+	s->head = engy_sse_out_take(&h, &s->head_len);
+	if (!s->head)
+		return -ENOMEM;
+	s->include_usage = req->include_usage;
+	s->args_frag = 32;
+	s->content_hash = s->reasoning_hash = FNV_OFFSET;
+	return 0;
+}
+
+void engy_oai_stream_free(struct engy_oai_stream *s)
+{
+	free(s->head);
+	memset(s, 0, sizeof(*s));
+}
+
+/* "data: {head{"index":0,"delta":{" — the caller writes the delta. */
+static void chunk_begin(struct engy_oai_stream *s, struct engy_sse_out *o)
+{
+	engy_sse_out_begin(o, NULL);
+	engy_sse_out_add(o, s->head, s->head_len);
+	engy_sse_out_adds(o, "{\"index\":0,\"delta\":{");
+}
+
+static int chunk_end(struct engy_oai_stream *s, struct engy_sse_out *o,
+		     const char *finish)
+{
+	engy_sse_out_adds(o, "},\"logprobs\":null,\"finish_reason\":");
+	engy_sse_out_jstrz(o, finish);
+	engy_sse_out_add(o, "}]", 2);
+	if (s->include_usage)
+		engy_sse_out_adds(o, ",\"usage\":null");
+	engy_sse_out_add(o, "}", 1);
+	return engy_sse_out_end(o);
+}
+
+int engy_oai_stream_start(struct engy_oai_stream *s, struct engy_sse_out *o)
+{
+	if (s->started)
+		return o->err;
+	s->started = true;
+	chunk_begin(s, o);
+	engy_sse_out_adds(o, "\"role\":\"assistant\",\"content\":\"\"");
+	return chunk_end(s, o, NULL);
+}
+
+static void text_chunk(struct engy_oai_stream *s, struct engy_sse_out *o,
+		       const char *field, const char *p, size_t n)
+{
+	chunk_begin(s, o);
+	engy_sse_out_adds(o, field);
+	engy_sse_out_jstr(o, p, n);
+	chunk_end(s, o, NULL);
+}
+
+int engy_oai_stream_text(struct engy_oai_stream *s, const char *content,
+			 size_t content_len, const char *reasoning,
+			 size_t reasoning_len, struct engy_sse_out *o)
+{
+	if (s->finished)
+		return -EINVAL;
+	engy_oai_stream_start(s, o);
+	if (reasoning && reasoning_len) {
+		text_chunk(s, o, "\"reasoning_content\":", reasoning,
+			   reasoning_len);
+		s->reasoning_hash =
+			engy_api_fnv(s->reasoning_hash, reasoning, reasoning_len);
+		s->reasoning_sent += reasoning_len;
+	}
+	if (content && content_len) {
+		text_chunk(s, o, "\"content\":", content, content_len);
+		s->content_hash =
+			engy_api_fnv(s->content_hash, content, content_len);
+		s->content_sent += content_len;
+	}
+	return o->err;
+}
+
+int engy_oai_stream_delta(struct engy_oai_stream *s, const cJSON *delta,
+			  struct engy_sse_out *o)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(delta, "content");
+	const cJSON *r =
+		cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content");
+
+	if (!cJSON_IsString(r))
+		r = cJSON_GetObjectItemCaseSensitive(delta, "reasoning");
+	return engy_oai_stream_text(
+		s, cJSON_IsString(c) ? c->valuestring : NULL,
+		cJSON_IsString(c) ? strlen(c->valuestring) : 0,
+		cJSON_IsString(r) ? r->valuestring : NULL,
+		cJSON_IsString(r) ? strlen(r->valuestring) : 0, o);
+}
+
+/* What of @full the chunks did not carry, when they carried a prefix. */
+static size_t rest_of(const char *full, size_t len, size_t sent,
+		      uint64_t hash)
+{
+	if (!full || len <= sent ||
+	    engy_api_fnv(FNV_OFFSET, full, sent) != hash)
+		return 0;
+	return len - sent;
+}
+
+static void tool_call_chunks(struct engy_oai_stream *s, struct engy_sse_out *o,
+			     size_t i, const struct engy_api_call *c)
+{
+	const char *a = c->arguments;
+	size_t len = strlen(a), at = 0, n;
+
+	chunk_begin(s, o);
+	engy_sse_out_addf(o, "\"tool_calls\":[{\"index\":%zu,\"id\":", i);
+	engy_sse_out_jstrz(o, c->id);
+	engy_sse_out_adds(o, ",\"type\":\"function\",\"function\":{\"name\":");
+	engy_sse_out_jstrz(o, c->name);
+	engy_sse_out_adds(o, ",\"arguments\":\"\"}}]");
+	chunk_end(s, o, NULL);
+	while (at < len) {
+		n = engy_sse_utf8_cut(a + at, len - at,
+				      s->args_frag ? s->args_frag : 32);
+		chunk_begin(s, o);
+		engy_sse_out_addf(o,
+				  "\"tool_calls\":[{\"index\":%zu,"
+				  "\"function\":{\"arguments\":",
+				  i);
+		engy_sse_out_jstr(o, a + at, n);
+		engy_sse_out_adds(o, "}}]");
+		chunk_end(s, o, NULL);
+		at += n;
+	}
+}
+
+int engy_oai_stream_finish(struct engy_oai_stream *s,
+			   const struct engy_api_result *r,
+			   struct engy_sse_out *o)
+{
+	size_t n, i;
+
+	if (s->finished)
+		return -EINVAL;
+	engy_oai_stream_start(s, o);
+	n = rest_of(r->reasoning, r->reasoning_len, s->reasoning_sent,
+		    s->reasoning_hash);
+	if (n)
+		engy_oai_stream_text(s, NULL, 0, r->reasoning + r->reasoning_len - n,
+				     n, o);
+	n = rest_of(r->content, r->content_len, s->content_sent,
+		    s->content_hash);
+	if (n)
+		engy_oai_stream_text(s, r->content + r->content_len - n, n, NULL,
+				     0, o);
+	for (i = 0; i < r->n_calls; i++)
+		tool_call_chunks(s, o, i, &r->calls[i]);
+	chunk_begin(s, o);
+	chunk_end(s, o, r->finish_reason);
+	if (s->include_usage) {
+		engy_sse_out_begin(o, NULL);
+		engy_sse_out_add(o, s->head, s->head_len);
+		engy_sse_out_adds(o, "],\"usage\":");
+		usage_json(o, r);
+		engy_sse_out_add(o, "}", 1);
+		engy_sse_out_end(o);
+	}
+	s->finished = true;
+	return engy_sse_out_adds(o, "data: [DONE]\n\n");
+}

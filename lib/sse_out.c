@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The buyer API's output buffer: JSON strings and server-sent events.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sse_out.h"
+
+void engy_sse_out_init(struct engy_sse_out *o)
+{
+	memset(o, 0, sizeof(*o));
+}
+
+void engy_sse_out_free(struct engy_sse_out *o)
+{
+	free(o->buf);
+	memset(o, 0, sizeof(*o));
+}
+
+void engy_sse_out_reset(struct engy_sse_out *o)
+{
+	o->len = 0;
+	o->err = 0;
+	if (o->buf)
+		o->buf[0] = '\0';
+}
+
+char *engy_sse_out_take(struct engy_sse_out *o, size_t *len)
+{
+	char *p;
+
+	if (o->err || (!o->buf && engy_sse_out_add(o, "", 0))) {
+		engy_sse_out_free(o);
+		return NULL;
+	}
+	p = o->buf;
+	if (len)
+		*len = o->len;
+	memset(o, 0, sizeof(*o));
+	return p;
+}
+
+static int grow(struct engy_sse_out *o, size_t n)
+{
+	size_t c = o->cap ? o->cap : 256;
+	char *p;
+
+	if (o->err)
+		return o->err;
+	if (n > SIZE_MAX / 2 - o->len) {
+		o->err = -ENOMEM;
+		return o->err;
+	}
+	while (c < o->len + n + 1)
+		c *= 2;
+	if (c == o->cap)
+		return 0;
+	p = realloc(o->buf, c);
+	if (!p) {
+		o->err = -ENOMEM;
+		return o->err;
+	}
+	o->buf = p;
+	o->cap = c;
+	return 0;
+}
+
+int engy_sse_out_add(struct engy_sse_out *o, const char *p, size_t n)
+{
+	if (grow(o, n))
+		return o->err;
+	if (n)
+		memcpy(o->buf + o->len, p, n);
+	o->len += n;
+	o->buf[o->len] = '\0';
+	return 0;
+}
+
+int engy_sse_out_adds(struct engy_sse_out *o, const char *s)
+{
+	return engy_sse_out_add(o, s, strlen(s));
+}
+
+int engy_sse_out_addf(struct engy_sse_out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		o->err = -EINVAL;
+		return o->err;
+	}
+	if (grow(o, (size_t)n))
+		return o->err;
+	va_start(ap, fmt);
+	vsnprintf(o->buf + o->len, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	o->len += (size_t)n;
+	return 0;
+}
+
+int engy_sse_out_u64(struct engy_sse_out *o, uint64_t v)
+{
+	char t[24];
+	int n = snprintf(t, sizeof(t), "%llu", (unsigned long long)v);
+
+	return engy_sse_out_add(o, t, (size_t)n);
+}
+
+/* Length of the well-formed UTF-8 sequence at @s (1..4), or 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+	size_t k, i;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		k = 2;
+	else if (c >= 0xE0 && c <= 0xEF)
+		k = 3;
+	else if (c >= 0xF0 && c <= 0xF4)
+		k = 4;
+	else
+		return 0;
+	if (c == 0xE0)
+		lo = 0xA0;
+	else if (c == 0xED)
+		hi = 0x9F;
+	else if (c == 0xF0)
+		lo = 0x90;
+	else if (c == 0xF4)
+		hi = 0x8F;
+	if (n < k || s[1] < lo || s[1] > hi)
+		return 0;
+	for (i = 2; i < k; i++)
+		if (s[i] < 0x80 || s[i] > 0xBF)
+			return 0;
+	return k;
+}
+
+size_t engy_sse_utf8_cut(const char *s, size_t len, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, k;
+
+	if (n >= len)
+		return len;
+	while (i < len) {
+		k = utf8_len(u + i, len - i);
+		if (!k)
+			k = 1;
+		if (i + k > n)
+			return i ? i : i + k;
+		i += k;
+	}
+	return len;
+}
+
+int engy_sse_out_jstr(struct engy_sse_out *o, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, run, k;
+	char esc[6];
+
+	if (engy_sse_out_add(o, "\"", 1))
+		return o->err;
+	while (i < n) {
+		run = i;
+		while (run < n && u[run] >= 0x20 && u[run] < 0x80 &&
+		       u[run] != '"' && u[run] != '\\')
+			run++;
+		if (run > i && engy_sse_out_add(o, s + i, run - i))
+			return o->err;
+		i = run;
+		if (i >= n)
+			break;
+		if (u[i] >= 0x80) {
+			k = utf8_len(u + i, n - i);
+			if (k)
+				engy_sse_out_add(o, s + i, k);
+			else
+				engy_sse_out_add(o, "\xEF\xBF\xBD", 3);
+			i += k ? k : 1;
+			continue;
+		}
+		esc[0] = '\\';
+		switch (u[i]) {
+		case '"':
+		case '\\':
+			esc[1] = (char)u[i];
+			break;
+		case '\b':
+			esc[1] = 'b';
+			break;
+		case '\f':
+			esc[1] = 'f';
+			break;
+		case '\n':
+			esc[1] = 'n';
+			break;
+		case '\r':
+			esc[1] = 'r';
+			break;
+		case '\t':
+			esc[1] = 't';
+			break;
+		default:
+			memcpy(esc + 1, "u00", 3);
+			esc[4] = hex[u[i] >> 4];
+			esc[5] = hex[u[i] & 15];
+			engy_sse_out_add(o, esc, 6);
+			i++;
+			continue;
+		}
+		engy_sse_out_add(o, esc, 2);
+		i++;
+	}
+	return engy_sse_out_add(o, "\"", 1);
+}
+
+int engy_sse_out_jstrz(struct engy_sse_out *o, const char *s)
+{
+	if (!s)
+		return engy_sse_out_add(o, "null", 4);
+	return engy_sse_out_jstr(o, s, strlen(s));
+}
+
+int engy_sse_out_begin(struct engy_sse_out *o, const char *event)
+{
+	if (event) {
+		engy_sse_out_add(o, "event: ", 7);
+		engy_sse_out_adds(o, event);
+		engy_sse_out_add(o, "\n", 1);
+	}
+	return engy_sse_out_add(o, "data: ", 6);
+}
+
+int engy_sse_out_end(struct engy_sse_out *o)
+{
+	return engy_sse_out_add(o, "\n\n", 2);
+}
+
+int engy_sse_out_event(struct engy_sse_out *o, const char *event,
+		       const char *data, size_t n)
+{
+	size_t i = 0, j;
+
+	if (event) {
+		engy_sse_out_add(o, "event: ", 7);
+		engy_sse_out_adds(o, event);
+		engy_sse_out_add(o, "\n", 1);
+	}
+	do {
+		j = i;
+		while (j < n && data[j] != '\n' && data[j] != '\r')
+			j++;
+		engy_sse_out_add(o, "data: ", 6);
+		engy_sse_out_add(o, data + i, j - i);
+		engy_sse_out_add(o, "\n", 1);
+		if (j < n && data[j] == '\r' && j + 1 < n && data[j + 1] == '\n')
+			j++;
+		i = j + 1;
+	} while (i <= n && j < n);
+	return engy_sse_out_add(o, "\n", 1);
+}
+
+int engy_sse_out_comment(struct engy_sse_out *o, const char *text)
+{
+	engy_sse_out_add(o, ": ", 2);
+	engy_sse_out_adds(o, text);
+	return engy_sse_out_add(o, "\n\n", 2);
+}

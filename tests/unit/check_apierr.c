@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Buyer API errors (lib/apierr.c): the error type and code for every
+ * status the gateway answers, in each API's shape, the in-band forms for
+ * a stream already under way, status line texts, the retry rule, the
+ * keep-alives, and the field a validation message names.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "apierr.h"
+#include "buyerapi_check.h"
+
+static const struct {
+	int status;
+	const char *oai_type, *oai_code, *anth_type, *reason;
+	bool retry;
+} table[] = {
+	{400, "invalid_request_error", NULL, "invalid_request_error",
+	 "Bad Request", false},
+	{401, "invalid_request_error", "invalid_api_key", "authentication_error",
+	 "Unauthorized", false},
+	{402, "insufficient_quota", "insufficient_quota", "billing_error",
+	 "Payment Required", false},
+	{403, "permission_error", NULL, "permission_error", "Forbidden", false},
+	{404, "invalid_request_error", "model_not_found", "not_found_error",
+	 "Not Found", false},
+	{408, "invalid_request_error", "timeout", "invalid_request_error",
+	 "Request Timeout", true},
+	{413, "invalid_request_error", "request_too_large", "request_too_large",
+	 "Payload Too Large", false},
+	{429, "rate_limit_error", "rate_limit_exceeded", "rate_limit_error",
+	 "Too Many Requests", true},
+	{499, "invalid_request_error", "client_closed_request",
+	 "invalid_request_error", "Client Closed Request", false},
+	{500, "server_error", NULL, "api_error", "Internal Server Error", true},
+	{502, "server_error", "bad_gateway", "api_error", "Bad Gateway", true},
+	{503, "server_error", "service_unavailable", "overloaded_error",
+	 "Service Unavailable", true},
+	{504, "server_error", "timeout", "timeout_error", "Gateway Timeout",
+	 true},
+	{529, "server_error", NULL, "overloaded_error", "Overloaded", true},
+};
+
+START_TEST(test_types)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		int st = table[i].status;
+
+		ck_assert_str_eq(engy_apierr_type(ENGY_API_OPENAI, st),
+				 table[i].oai_type);
+		ck_assert_str_eq(engy_apierr_type(ENGY_API_ANTHROPIC, st),
+				 table[i].anth_type);
+		if (table[i].oai_code)
+			ck_assert_str_eq(engy_apierr_code(st), table[i].oai_code);
+		else
+			ck_assert_ptr_null(engy_apierr_code(st));
+		ck_assert_str_eq(engy_apierr_reason(st), table[i].reason);
+		ck_assert_int_eq(engy_apierr_retryable(st), table[i].retry);
+	}
+	ck_assert_str_eq(engy_apierr_type(ENGY_API_ANTHROPIC, 418),
+			 "invalid_request_error");
+	ck_assert_str_eq(engy_apierr_type(ENGY_API_OPENAI, 507), "server_error");
+	ck_assert_int_eq(engy_apierr_retryable(409), true);
+	ck_assert_str_eq(engy_apierr_reason(599), "Server Error");
+}
+END_TEST
+
+START_TEST(test_bodies)
+{
+	struct engy_apierr e = {.status = 400,
+				.message = "messages[0].role: \"x\"\nbad",
+				.param = "messages[0].role"};
+	struct engy_sse_out o;
+	size_t i, len;
+	char *s;
+	cJSON *j;
+
+	s = engy_apierr_body(ENGY_API_OPENAI, &e, &len);
+	ck_assert_int_eq(strlen(s), len);
+	j = jparse(s);
+	ck_assert_int_eq(jsize(j, ""), 1);
+	ck_assert_int_eq(jsize(j, "error"), 4);
+	ck_assert_str_eq(jstr(j, "error.message"), e.message);
+	ck_assert_str_eq(jstr(j, "error.type"), "invalid_request_error");
+	ck_assert_str_eq(jstr(j, "error.param"), "messages[0].role");
+	ck_assert(cJSON_IsNull(jget(j, "error.code")));
+	cJSON_Delete(j);
+	free(s);
+	e.request_id = "req_1";
+	s = engy_apierr_body(ENGY_API_ANTHROPIC, &e, &len);
+	j = jparse(s);
+	ck_assert_int_eq(jsize(j, ""), 3);
+	ck_assert_str_eq(jstr(j, "type"), "error");
+	ck_assert_int_eq(jsize(j, "error"), 2);
+	ck_assert_str_eq(jstr(j, "error.type"), "invalid_request_error");
+	ck_assert_str_eq(jstr(j, "error.message"), e.message);
+	ck_assert_str_eq(jstr(j, "request_id"), "req_1");
+	cJSON_Delete(j);
+	free(s);
+
+	/* Every status: the API's type, OpenAI's code, caller overrides. */
+	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		struct engy_apierr f = {.status = table[i].status};
+
+		s = engy_apierr_body(ENGY_API_OPENAI, &f, &len);
+		j = jparse(s);
+		ck_assert_str_eq(jstr(j, "error.type"), table[i].oai_type);
+		ck_assert_str_eq(jstr(j, "error.message"), table[i].reason);
+		ck_assert(cJSON_IsNull(jget(j, "error.param")));
+		if (table[i].oai_code)
+			ck_assert_str_eq(jstr(j, "error.code"),
+					 table[i].oai_code);
+		cJSON_Delete(j);
+		free(s);
+		s = engy_apierr_body(ENGY_API_ANTHROPIC, &f, &len);
+		j = jparse(s);
+		ck_assert_str_eq(jstr(j, "error.type"), table[i].anth_type);
+		ck_assert(cJSON_IsNull(jget(j, "request_id")));
+		cJSON_Delete(j);
+		free(s);
+	}
+	e.status = 429;
+	e.code = "insufficient_quota";
+	e.type = "insufficient_quota";
+	s = engy_apierr_body(ENGY_API_OPENAI, &e, &len);
+	j = jparse(s);
+	ck_assert_str_eq(jstr(j, "error.code"), "insufficient_quota");
+	ck_assert_str_eq(jstr(j, "error.type"), "insufficient_quota");
+	cJSON_Delete(j);
+	free(s);
+
+	engy_sse_out_init(&o);
+	ck_assert_int_eq(engy_apierr_json(&o, ENGY_API_OPENAI, &e), 0);
+	ck_assert_ptr_nonnull(o.buf);
+	engy_sse_out_free(&o);
+}
+END_TEST
+
+START_TEST(test_sse)
+{
+	struct engy_apierr e = {.status = 502, .message = "the miner failed"};
+	struct engy_sse_out o;
+	struct evs v;
+
+	engy_sse_out_init(&o);
+	ck_assert_int_eq(engy_apierr_sse(&o, ENGY_API_OPENAI, &e), 0);
+	ck_assert_int_eq(engy_api_keepalive(&o, ENGY_API_OPENAI), 0);
+	ck_assert_int_eq(engy_apierr_sse(&o, ENGY_API_ANTHROPIC, &e), 0);
+	ck_assert_int_eq(engy_api_keepalive(&o, ENGY_API_ANTHROPIC), 0);
+	evs_read(&v, o.buf);
+	ck_assert_int_eq(v.n, 3);
+	ck_assert_int_eq(v.comments, 1);
+	ck_assert_ptr_nonnull(strstr(o.buf, "\n\n: keep-alive\n\n"));
+	/* OpenAI: a data event whose object has "error" (the SDK throws). */
+	ck_assert_str_eq(v.e[0].name, "");
+	ck_assert_str_eq(jstr(v.e[0].json, "error.message"), "the miner failed");
+	ck_assert_str_eq(jstr(v.e[0].json, "error.type"), "server_error");
+	ck_assert_str_eq(jstr(v.e[0].json, "error.code"), "bad_gateway");
+	/* Anthropic: event: error with the error body. */
+	ck_assert_str_eq(v.e[1].name, "error");
+	ck_assert_str_eq(jstr(v.e[1].json, "type"), "error");
+	ck_assert_str_eq(jstr(v.e[1].json, "error.type"), "api_error");
+	ck_assert_str_eq(v.e[2].name, "ping");
+	ck_assert_str_eq(jstr(v.e[2].json, "type"), "ping");
+	evs_free(&v);
+	engy_sse_out_free(&o);
+}
+END_TEST
+
+START_TEST(test_param_of)
+{
+	char p[32];
+
+	engy_apierr_param_of("tools[2].function.name: expected", p, sizeof(p));
+	ck_assert_str_eq(p, "tools[2].function.name");
+	engy_apierr_param_of("max_tokens: 5 is above", p, sizeof(p));
+	ck_assert_str_eq(p, "max_tokens");
+	engy_apierr_param_of("request body: not valid JSON", p, sizeof(p));
+	ck_assert_str_eq(p, "");
+	engy_apierr_param_of("no colon here", p, sizeof(p));
+	ck_assert_str_eq(p, "");
+	engy_apierr_param_of(": leading", p, sizeof(p));
+	ck_assert_str_eq(p, "");
+	engy_apierr_param_of(NULL, p, sizeof(p));
+	ck_assert_str_eq(p, "");
+	engy_apierr_param_of("a_very_long_field_name_that_does_not_fit: x", p,
+			     sizeof(p));
+	ck_assert_str_eq(p, "");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("apierr");
+	TCase *tc = tcase_create("apierr");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_types);
+	tcase_add_test(tc, test_bodies);
+	tcase_add_test(tc, test_sse);
+	tcase_add_test(tc, test_param_of);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
