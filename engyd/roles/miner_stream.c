@@ -109,8 +109,15 @@ size_t mreq_text_ids(const struct mreq *r)
  * a character split over tokens (a trailing U+FFFD) waits for the rest. */
 void mreq_stream(struct mreq *r, bool final)
 {
-	size_t n = final ? mreq_text_ids(r) : r->n_out, len = 0;
+	size_t n = final ? mreq_text_ids(r) : r->n_out, len = 0, i;
 	char *text = NULL;
+
+	/* A stop id may be the last token: its text is not the buyer's. */
+	for (i = 0; !final && n > r->dec_from && i < r->n_stop; i++)
+		if (r->out[n - 1] == r->stop[i]) {
+			n--;
+			break;
+		}
 
 	if (n > r->dec_from &&
 	    engy_tokenizer_decode(r->m->tok, r->out + r->dec_from, n - r->dec_from,

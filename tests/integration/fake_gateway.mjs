@@ -498,8 +498,9 @@ if (scenario === 'sglang') {
 	m = await response(r);
 	check(!('error' in m) && r.chunks.length >= 1, `streamed: ${m.error} ${r.chunks.length}`);
 	ok('backend-sglang on engy\'s serve: plain and streamed requests, test-lm output, proofs');
-	r = serve(c, 'Abort me.', { maxTokens: 300, stream: true, corr: 'c-abort' });
-	await sleep(300);
+	// 400 tokens take 4 s at the serve: the cancel comes well before
+	r = serve(c, 'Abort me.', { maxTokens: 400, stream: true, corr: 'c-abort' });
+	await sleep(600);
 	cancel(r);
 	await quiet(500);
 	ok('cancel mid-stream through backend-sglang: nothing more is sent');
@@ -566,11 +567,13 @@ ok('max_tokens: MAX_TOKENS when absent, capped at MAX_OUTPUT_TOKENS');
 	const first = serve(l0, 'Stop early.', { maxTokens: 10 });
 	const fm = await response(first);
 	const stopCh = String.fromCharCode(fm.commitment.output_token_ids[5]);
-	r = serve(l0, 'Stop early.', { maxTokens: 10, extra: { stop: [stopCh] } });
-	m = await response(r);
-	check(m.output.choices[0].finish_reason === 'stop' &&
-	      m.commitment.output_token_ids.length === 6, 'stop string ends at its token');
-	ok('a one-token stop string: finish_reason stop, the stop not in the content');
+	for (const stream of [false, true]) {
+		r = serve(l0, 'Stop early.', { maxTokens: 10, stream, extra: { stop: [stopCh] } });
+		m = await response(r);
+		check(m.output.choices[0].finish_reason === 'stop' &&
+		      m.commitment.output_token_ids.length === 6, 'stop string ends at its token');
+	}
+	ok('a one-token stop string: finish_reason stop, the stop in neither content nor chunks');
 }
 
 // ping -> heartbeat; periodic heartbeats; unknown and malformed frames

@@ -271,18 +271,24 @@ ok "the proofs of a streamed and a plain request pass engyctl toploc verify on t
 if [ -f "$T/plug/backend-sglang.so" ]; then
 	SURL="http://127.0.0.1:$SPORT"
 	conf sgl 'plugin "backend-sglang" { serve_urls = {"'"$SURL"'"} }'
-	export GW_META=1 EXP_TOTAL=8 EXP_LEGS=1 EXP_SHARE=8 EXP_SERVE_URLS="$SURL"
+	export GW_META=1 EXP_TOTAL=8 EXP_LEGS=1 EXP_SHARE=8 EXP_SERVE_URLS="$SURL" \
+		EXP_MAX_OUTPUT=400
 	gw sglang
-	MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=80 miner sgl
+	MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=400 miner sgl
 	wait_for "$T/gw-sglang.out" "kill-serve" 30 || fail "sglang scenario: $(cat "$T/gw-sglang.out")"
-	grep -q 'event=abort_request .*matched=1' "$T/serve.log" ||
-		fail "the serve saw no abort: $(grep abort "$T/serve.log")"
+	# backend-sglang drops the stream and posts /abort_request: the serve
+	# ends the request at the first of the two
+	RID=$(sed -n 's/.*corr_id=c-abort rid=\(engy-[0-9a-f]*\) .*/\1/p' "$T/sgl.log" | head -1)
+	grep -q "inst=test-lm event=finish rid=$RID finish=3 " "$T/serve.log" &&
+		grep -q 'event=abort_request prefix_len=37 ' "$T/serve.log" ||
+		fail "the serve did not abort $RID: $(grep -e abort -e "$RID" "$T/serve.log")"
 	kill -TERM "$SPID"
 	wait "$SPID" || true
 	touch "$T/out-sglang/serve-killed"
 	gw_wait sglang 30
 	stop_miner sgl
 	unset EXP_SERVE_URLS
+	export EXP_MAX_OUTPUT=80
 	ok "backend-sglang: the default worker name hashes its serve URL; a cancel aborts at the serve"
 else
 	kill -TERM "$SPID"
