@@ -26,6 +26,7 @@
 #include "ss58.h"
 
 int engyctl_epoch(int argc, char **argv);
+int engyctl_epoch_score(int argc, char **argv);	/* engyctl_epoch_score.c */
 
 /* The light validator's payload cap (SETTLEMENT.md §5.1). */
 #define EPOCH_MAX_INPUT	(1u << 20)
@@ -34,6 +35,7 @@ static const char usage_text[] =
 	"usage: engyctl epoch sign   --hotkey FILE --netuid N --epoch I [--payload] RESULT_JSON\n"
 	"       engyctl epoch verify --ss58 ADDR --netuid N --epoch I --sig HEX RESULT_JSON\n"
 	"       engyctl epoch verify --ss58 ADDR --netuid N --payload PAYLOAD_JSON\n"
+	"       engyctl epoch score  --aggregates FILE [...] (engyctl epoch score --help)\n"
 	"\n"
 	"sign prints the sr25519 signature (128 hex digits) over\n"
 	"engy-sn53:epoch:v1:<netuid>:<epoch>:<sha256 hex of RESULT_JSON's bytes>,\n"
@@ -294,6 +296,7 @@ static int epoch_verify(int argc, char **argv)
 static const struct engyctl_cmd epoch_cmds[] = {
 	{ "sign", "sign an epoch result with the master hotkey", epoch_sign },
 	{ "verify", "verify an epoch signature or a published payload", epoch_verify },
+	{ "score", "recompute an epoch from its public aggregates", engyctl_epoch_score },
 	{ NULL, NULL, NULL },
 };
 

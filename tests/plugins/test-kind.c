@@ -79,6 +79,25 @@ static const struct engy_backend_ops ops = {
 	.generate = tk_generate,
 	.cancel = tk_cancel,
 };
+#elif TEST_KIND == 4 /* ENGY_KIND_SCORER */
+static int tk_settle(void *inst, const struct engy_epoch_input *in,
+		     struct engy_epoch_result *out)
+{
+	return -ENOTSUP;
+}
+
+static int tk_aggregates(void *inst, const struct engy_epoch_input *in,
+			 char **json, char *why, size_t whylen)
+{
+	return -ENOTSUP;
+}
+
+static const struct engy_scorer_ops ops = {
+	.size = sizeof(ops),
+	.rules = "test",
+	.settle = tk_settle,
+	.aggregates = tk_aggregates,
+};
 #elif TEST_KIND == 1 /* ENGY_KIND_TRANSPORT */
 static const struct engy_transport_ops ops = {
 	.size = sizeof(ops),
