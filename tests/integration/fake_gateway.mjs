@@ -11,7 +11,7 @@
 //
 // usage: node fake_gateway.mjs PEERS_DIR SCENARIO OUT_DIR
 //   SCENARIO: main | single | subset | proof | sglang | fold | nohidden |
-//             bench
+//             tools | bench; toolserve: the sglang stand-in of `tools`
 // Prints "listening port=N" first, then "ok - ..." per check; exits 1 at
 // the first failure.  Environment (what the miner was started with):
 //   GW_META        /meta answer: a worker count, or 404
@@ -31,9 +31,56 @@ if (!outDir) {
 	console.error('usage: node fake_gateway.mjs PEERS_DIR SCENARIO OUT_DIR');
 	process.exit(2);
 }
+// toolserve: a scripted sglang /generate for the tool-call scenario.
+if (scenario === 'toolserve')
+	toolServe();
 const { WebSocketServer } = await import(
 	pathToFileURL(join(peers, 'ws', 'wrapper.mjs')).href);
 const env = process.env;
+
+// An sglang stand-in that answers a prompt asking about the weather with a
+// Qwen3.6 tool call (after a short reasoning), as byte ids (the tests'
+// byte-level tokenizer), EOS 256, hidden rows of width 128, and a prompt
+// prefix of 5 tokens reported cached.  Non-streaming JSON only.
+function toolServe() {
+	const text = 'Let me look.\n</think>\n\n<tool_call>\n<function=get_weather>\n' +
+		'<parameter=city>\nParis\n</parameter>\n<parameter=days>\n3\n</parameter>\n' +
+		'</function>\n</tool_call>';
+	const reply = (res, code, obj) => {
+		const b = JSON.stringify(obj);
+		res.writeHead(code, { 'Content-Type': 'application/json' }).end(b);
+	};
+	const srv = http.createServer((req, res) => {
+		let body = '';
+		req.on('data', (c) => { body += c; });
+		req.on('end', () => {
+			if (req.url === '/get_model_info')
+				return reply(res, 200, { model_path: '/nowhere', is_generation: true });
+			if (req.url === '/v1/models')
+				return reply(res, 200, { data: [{ id: 'tool-model', max_model_len: 4096 }] });
+			if (req.url === '/abort_request')
+				return reply(res, 200, {});
+			const j = JSON.parse(body);
+			const prompt = Buffer.from(j.input_ids.filter((i) => i < 256)).toString();
+			console.log(`generate rid=${j.rid} n_input=${j.input_ids.length} ` +
+				`hidden=${j.return_hidden_states} text=${'text' in j} tools=${prompt.includes('<tools>')}`);
+			const out = [...Buffer.from(prompt.includes('weather') ? text : 'Hi.'), 256];
+			const n = Math.min(out.length, j.sampling_params.max_new_tokens);
+			const ids = out.slice(0, n), n_in = j.input_ids.length;
+			const row = (k) => Array.from({ length: 128 }, (_, i) => ((k * 31 + i * 7) % 97) / 8 - 6);
+			const hs = [[row(n_in - 1)], ...ids.slice(1).map((_, k) => row(n_in + k))];
+			reply(res, 200, { text: '', output_ids: ids, meta_info: {
+				id: j.rid, prompt_tokens: n_in, completion_tokens: n, cached_tokens: 5,
+				finish_reason: n === out.length ? { type: 'stop', matched: 256 }
+					: { type: 'length', length: n },
+				output_token_logprobs: ids.map((id) => [-0.5, id, null]),
+				hidden_states: hs } });
+		});
+	});
+	srv.listen(0, '127.0.0.1', () => console.log(`listening port=${srv.address().port}`));
+}
+if (scenario === 'toolserve')
+	await new Promise(() => {});
 const TESTLM = env.EXP_TESTLM === '1';
 const DBS = Number(env.EXP_DBS || 32);
 
@@ -200,7 +247,7 @@ function checkResponse(m, r) {
 		'prompt_tokens_details only when cached > 0');
 	if (r.stream && !('error' in m))
 		check(r.chunks.join('') === msg.content,
-			`streamed chunks add up to the content (${r.chunks.length} chunks)`);
+			`${r.corr}: streamed chunks add up to the content (${JSON.stringify(r.chunks)} vs ${JSON.stringify(msg.content)})`);
 	if (TESTLM)
 		checkTestLm(m, r);
 }
@@ -484,6 +531,37 @@ if (scenario === 'fold' || scenario === 'nohidden') {
 		check(m.commitment.toploc.n_tokens === 39, `39 rows proved (${m.commitment.toploc.n_tokens})`);
 		ok('a full cache hit: output token 0 folded into prompt_ids, the rest proved');
 	}
+	process.exit(0);
+}
+
+if (scenario === 'tools') {
+	const [c] = await hellos(1, 0, 20000);
+	const tools = [{ type: 'function', function: { name: 'get_weather',
+		description: 'Weather forecast', parameters: { type: 'object',
+			properties: { city: { type: 'string' }, days: { type: 'integer' } },
+			required: ['city'] } } }];
+	for (const stream of [false, true]) {
+		const r = serve(c, 'What is the weather in Paris for 3 days?', { thinking: true, stream,
+			extra: { tools, tool_choice: 'auto' } });
+		const m = await response(r);
+		check(!('error' in m), `tools: ${m.error}`);
+		const ch = m.output.choices[0], msg = ch.message;
+		check(ch.finish_reason === 'tool_calls', `finish_reason ${ch.finish_reason}`);
+		check(msg.content === '' && msg.reasoning_content === 'Let me look.',
+			`content ${JSON.stringify(msg.content)} reasoning ${JSON.stringify(msg.reasoning_content)}`);
+		check(Array.isArray(msg.tool_calls) && msg.tool_calls.length === 1, 'one tool call');
+		const tc = msg.tool_calls[0];
+		check(tc.type === 'function' && /^call_[0-9a-f]{24}$/.test(tc.id) &&
+		      tc.function.name === 'get_weather', `tool call ${JSON.stringify(tc)}`);
+		check(JSON.stringify(JSON.parse(tc.function.arguments)) === '{"city":"Paris","days":3}',
+			`arguments typed by the schema: ${tc.function.arguments}`);
+		check(m.output.usage.prompt_tokens_details?.cached_tokens === 5, 'cached_tokens passed on');
+		check(Buffer.from(m.commitment.toploc.prompt_ids).toString().includes('<tools>'),
+			'the prompt renders the tools');
+		check(!stream || r.chunks.length === 0, 'no chunk: reasoning and calls ride the response');
+	}
+	ok('a tool call end to end: parsed, typed by the schema, finish_reason tool_calls, ' +
+	   'reasoning apart, cached_tokens passed on');
 	process.exit(0);
 }
 

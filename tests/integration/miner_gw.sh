@@ -322,6 +322,26 @@ if [ -f "$T/plug/backend-sglang.so" ]; then
 	unset EXP_SERVE_URLS EXP_FOLD
 	export EXP_CKPT="$T/model" EXP_TESTLM=1
 	ok "backend-sglang on an sglang stand-in: the folded first token, a serve without hidden states"
+
+	# tool calls end to end, on a serve that writes one
+	node "$GWJS" "$PEERS" toolserve "$T" > "$T/toolserve.out" 2>&1 &
+	PIDS="$PIDS $!"
+	wait_for "$T/toolserve.out" "listening port=" 10 || fail "toolserve: $(cat "$T/toolserve.out")"
+	SURL="http://127.0.0.1:$(sed -n 's/^listening port=//p' "$T/toolserve.out")"
+	conf tools 'plugin "backend-sglang" { serve_urls = {"'"$SURL"'"} stream = false }'
+	export GW_META=1 EXP_TOTAL=8 EXP_LEGS=1 EXP_SHARE=8 EXP_SERVE_URLS="$SURL" EXP_TESTLM=0 \
+		EXP_MAX_INPUT=4000 EXP_MAX_OUTPUT=400
+	gw tools
+	MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=4000 MAX_OUTPUT_TOKENS=400 \
+		ENGY_CHECKPOINT="$T/model" miner tools
+	gw_wait tools 30
+	stop_miner tools
+	export EXP_MAX_INPUT=300 EXP_MAX_OUTPUT=80
+	grep -q 'generate rid=engy-[0-9a-f]\{32\} n_input=[0-9]* hidden=true text=false tools=true' \
+		"$T/toolserve.out" || fail "the serve's view: $(cat "$T/toolserve.out")"
+	unset EXP_SERVE_URLS
+	export EXP_TESTLM=1
+	ok "the serve gets input_ids (never text) with the tools rendered, a rid and hidden states"
 fi
 
 # --- backend-ref: a real (generated) Qwen3 checkpoint, in process ---
