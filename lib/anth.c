@@ -17,7 +17,7 @@
 struct aparse {
 	char *err;
 	size_t errlen;
-	cJSON *out;	/* the messages array being built */
+	cJSON *out; /* the messages array being built */
 };
 
 static int add_part(cJSON *parts, const char *text)
@@ -32,8 +32,8 @@ static int add_part(cJSON *parts, const char *text)
 }
 
 /* Text blocks only (system, tool_result content): appended to @parts. */
-static int text_blocks(struct aparse *p, const char *where,
-		       const cJSON *blocks, cJSON *parts)
+static int text_blocks(struct aparse *p, const char *where, const cJSON *blocks,
+		       cJSON *parts)
 {
 	char *err = p->err;
 	size_t errlen = p->errlen, j = 0;
@@ -47,11 +47,13 @@ static int text_blocks(struct aparse *p, const char *where,
 			return FAIL("%s[%zu].type: missing or not a string",
 				    where, j);
 		if (strcmp(type->valuestring, "text"))
-			return FAIL("%s[%zu].type: \"%.32s\" blocks are not "
+			return FAIL("%s[%zu].type: \"%s\" blocks are not "
 				    "supported here (text only)",
-				    where, j, type->valuestring);
+				    where, j,
+				    engy_api_ident(type->valuestring));
 		if (!cJSON_IsString(text))
-			return FAIL("%s[%zu].text: expected a string", where, j);
+			return FAIL("%s[%zu].text: expected a string", where,
+				    j);
 		if (add_part(parts, text->valuestring))
 			return -ENOMEM;
 		j++;
@@ -84,8 +86,7 @@ static int add_system(struct aparse *p, const cJSON *sys)
 	return parts ? text_blocks(p, "system", sys, parts) : -ENOMEM;
 }
 
-static int add_tool_result(struct aparse *p, size_t i, size_t j,
-			   const cJSON *b)
+static int add_tool_result(struct aparse *p, size_t i, size_t j, const cJSON *b)
 {
 	char *err = p->err;
 	size_t errlen = p->errlen;
@@ -157,8 +158,8 @@ static int tool_use_call(struct aparse *p, size_t i, size_t j, const cJSON *b,
 		return -ENOMEM;
 	fn = cJSON_AddObjectToObject(c, "function");
 	args = cJSON_PrintUnformatted(input);
-	if (!fn || !args || !cJSON_AddStringToObject(fn, "name",
-						     name->valuestring) ||
+	if (!fn || !args ||
+	    !cJSON_AddStringToObject(fn, "name", name->valuestring) ||
 	    !cJSON_AddStringToObject(fn, "arguments", args)) {
 		free(args);
 		return -ENOMEM;
@@ -172,9 +173,9 @@ static int unsupported(struct aparse *p, size_t i, size_t j, const char *t)
 	char *err = p->err;
 	size_t errlen = p->errlen;
 
-	return FAIL("messages[%zu].content[%zu].type: \"%.32s\" blocks are not "
+	return FAIL("messages[%zu].content[%zu].type: \"%s\" blocks are not "
 		    "supported",
-		    i, j, t);
+		    i, j, engy_api_ident(t));
 }
 
 /* An assistant turn: text parts, thinking, tool_use. */
@@ -205,7 +206,8 @@ static int add_assistant(struct aparse *p, size_t i, const cJSON *blocks,
 		if (strcmp(type->valuestring, "text") == 0) {
 			text = cJSON_GetObjectItemCaseSensitive(b, "text");
 			if (!cJSON_IsString(text)) {
-				FAIL("messages[%zu].content[%zu].text: expected "
+				FAIL("messages[%zu].content[%zu].text: "
+				     "expected "
 				     "a string",
 				     i, j);
 				goto out;
@@ -228,7 +230,8 @@ static int add_assistant(struct aparse *p, size_t i, const cJSON *blocks,
 			memcpy(reasoning + rlen, text->valuestring, n + 1);
 			rlen += n;
 			rc = 0;
-		} else if (strcmp(type->valuestring, "redacted_thinking") == 0) {
+		} else if (strcmp(type->valuestring, "redacted_thinking") ==
+			   0) {
 			rc = 0;
 		} else if (strcmp(type->valuestring, "tool_use") == 0) {
 			rc = tool_use_call(p, i, j, b, calls);
@@ -375,8 +378,9 @@ static int add_tools(struct aparse *p, const cJSON *tools,
 				    "A-Z, 0-9, _ . : -",
 				    i);
 		if (engy_api_has_tool(arr, name->valuestring))
-			return FAIL("tools[%zu].name: \"%s\" is named twice",
-				    i, name->valuestring);
+			return FAIL("tools[%zu].name: the name of an earlier "
+				    "tool",
+				    i);
 		desc = engy_api_get(t, "description");
 		if (desc && !cJSON_IsString(desc))
 			return FAIL("tools[%zu].description: expected a string",
@@ -391,7 +395,8 @@ static int add_tools(struct aparse *p, const cJSON *tools,
 		    !cJSON_AddStringToObject(nt, "type", "function"))
 			return -ENOMEM;
 		fn = cJSON_AddObjectToObject(nt, "function");
-		if (!fn || !cJSON_AddStringToObject(fn, "name", name->valuestring))
+		if (!fn ||
+		    !cJSON_AddStringToObject(fn, "name", name->valuestring))
 			return -ENOMEM;
 		if (desc && !cJSON_AddStringToObject(fn, "description",
 						     desc->valuestring))
@@ -427,8 +432,8 @@ static int add_tool_choice(struct aparse *p, const cJSON *c, cJSON *body)
 					       type->valuestring)
 			       ? 0
 			       : -ENOMEM;
-	if (!cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(body,
-								 "tools")))
+	if (!cJSON_GetArraySize(
+		    cJSON_GetObjectItemCaseSensitive(body, "tools")))
 		return FAIL("tool_choice: \"%s\" needs tools",
 			    strcmp(type->valuestring, "any") == 0 ? "any"
 								  : "tool");
@@ -481,10 +486,12 @@ static int add_options(struct aparse *p, const cJSON *in, unsigned flags,
 			return FAIL("thinking.type: expected \"enabled\", "
 				    "\"adaptive\" or \"disabled\"");
 		if (strcmp(t->valuestring, "enabled") == 0) {
-			b = cJSON_GetObjectItemCaseSensitive(j, "budget_tokens");
+			b = cJSON_GetObjectItemCaseSensitive(j,
+							     "budget_tokens");
 			if (!engy_api_int(b, 1024, 4294967295.0))
-				return FAIL("thinking.budget_tokens: expected an "
-					    "integer >= 1024");
+				return FAIL(
+					"thinking.budget_tokens: expected an "
+					"integer >= 1024");
 			if (req->has_max_tokens &&
 			    b->valuedouble >= (double)req->max_tokens)
 				return FAIL("thinking.budget_tokens: must be "
@@ -501,15 +508,15 @@ static int add_options(struct aparse *p, const cJSON *in, unsigned flags,
 	if (engy_api_set_thinking(req->body, think, -1))
 		return -ENOMEM;
 	j = engy_api_get(in, "temperature");
-	if (j && (!cJSON_IsNumber(j) || j->valuedouble < 0 ||
-		  j->valuedouble > 1))
+	if (j &&
+	    (!cJSON_IsNumber(j) || j->valuedouble < 0 || j->valuedouble > 1))
 		return FAIL("temperature: expected a number in 0..1");
-	if (j && !cJSON_AddNumberToObject(req->body, "temperature",
-					  j->valuedouble))
+	if (j &&
+	    !cJSON_AddNumberToObject(req->body, "temperature", j->valuedouble))
 		return -ENOMEM;
 	j = engy_api_get(in, "top_p");
-	if (j && (!cJSON_IsNumber(j) || !(j->valuedouble > 0) ||
-		  j->valuedouble > 1))
+	if (j &&
+	    (!cJSON_IsNumber(j) || !(j->valuedouble > 0) || j->valuedouble > 1))
 		return FAIL("top_p: expected a number in (0, 1]");
 	if (j && !cJSON_AddNumberToObject(req->body, "top_p", j->valuedouble))
 		return -ENOMEM;

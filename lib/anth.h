@@ -19,7 +19,7 @@
 #include "oai.h"
 
 /* The body is a POST /v1/messages/count_tokens one: max_tokens optional. */
-#define ENGY_ANTH_COUNT_TOKENS	1u
+#define ENGY_ANTH_COUNT_TOKENS 1u
 
 /*
  * engy_anth_parse() - a /v1/messages body into @req: system (string or
@@ -79,13 +79,13 @@ struct engy_anth_stream {
 	bool show_reasoning;
 	bool started;
 	bool finished;
-	int open;		/* the open block: 0 none, 1 thinking, 2 text */
-	unsigned index;		/* blocks started so far */
-	bool any_text;		/* a text block was opened */
-	size_t args_frag;	/* default 32 */
+	int open;	  /* the open block: 0 none, 1 thinking, 2 text */
+	unsigned index;	  /* blocks started so far */
+	bool any_text;	  /* a text block was opened */
+	size_t args_frag; /* default 32 */
 	size_t content_sent, reasoning_sent;
 	uint64_t content_hash, reasoning_hash;
-	uint64_t block_hash;	/* of the open thinking block (signature) */
+	uint64_t block_hash; /* of the open thinking block (signature) */
 };
 
 int engy_anth_stream_init(struct engy_anth_stream *s,

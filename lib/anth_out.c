@@ -22,14 +22,14 @@ static void signature(char out[32], uint64_t h)
 
 static void usage_json(struct engy_sse_out *o, const struct engy_api_result *r)
 {
-	engy_sse_out_addf(o,
-			  "{\"input_tokens\":%llu,\"output_tokens\":%llu,"
-			  "\"cache_creation_input_tokens\":0,"
-			  "\"cache_read_input_tokens\":%llu}",
-			  (unsigned long long)(r->prompt_tokens -
-					       r->cached_tokens),
-			  (unsigned long long)r->completion_tokens,
-			  (unsigned long long)r->cached_tokens);
+	engy_sse_out_addf(
+		o,
+		"{\"input_tokens\":%llu,\"output_tokens\":%llu,"
+		"\"cache_creation_input_tokens\":0,"
+		"\"cache_read_input_tokens\":%llu}",
+		(unsigned long long)(r->prompt_tokens - r->cached_tokens),
+		(unsigned long long)r->completion_tokens,
+		(unsigned long long)r->cached_tokens);
 }
 
 int engy_anth_count_json(struct engy_sse_out *o, uint64_t input_tokens)
@@ -136,7 +136,8 @@ int engy_anth_stream_start(struct engy_anth_stream *s, uint64_t input_tokens,
 		return o->err;
 	s->started = true;
 	engy_sse_out_begin(o, "message_start");
-	engy_sse_out_adds(o, "{\"type\":\"message_start\",\"message\":{\"id\":");
+	engy_sse_out_adds(o,
+			  "{\"type\":\"message_start\",\"message\":{\"id\":");
 	engy_sse_out_jstrz(o, s->id);
 	engy_sse_out_adds(o, ",\"type\":\"message\",\"role\":\"assistant\","
 			     "\"model\":");
@@ -210,8 +211,9 @@ static void block_delta(struct engy_anth_stream *s, struct engy_sse_out *o,
 static void thinking(struct engy_anth_stream *s, struct engy_sse_out *o,
 		     const char *p, size_t n)
 {
-	block_open(s, o, BLK_THINKING,
-		   "{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}");
+	block_open(
+		s, o, BLK_THINKING,
+		"{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}");
 	block_delta(s, o, "thinking_delta", "thinking", p, n);
 	s->block_hash = engy_api_fnv(s->block_hash, p, n);
 }
@@ -231,8 +233,8 @@ int engy_anth_stream_text(struct engy_anth_stream *s, const char *content,
 		return -EINVAL;
 	engy_anth_stream_start(s, 0, o);
 	if (reasoning && reasoning_len) {
-		s->reasoning_hash =
-			engy_api_fnv(s->reasoning_hash, reasoning, reasoning_len);
+		s->reasoning_hash = engy_api_fnv(s->reasoning_hash, reasoning,
+						 reasoning_len);
 		s->reasoning_sent += reasoning_len;
 		if (s->show_reasoning)
 			thinking(s, o, reasoning, reasoning_len);
@@ -262,8 +264,7 @@ int engy_anth_stream_delta(struct engy_anth_stream *s, const cJSON *delta,
 		cJSON_IsString(r) ? strlen(r->valuestring) : 0, o);
 }
 
-static size_t rest_of(const char *full, size_t len, size_t sent,
-		      uint64_t hash)
+static size_t rest_of(const char *full, size_t len, size_t sent, uint64_t hash)
 {
 	if (!full || len <= sent ||
 	    engy_api_fnv(FNV_OFFSET, full, sent) != hash)
@@ -326,8 +327,8 @@ int engy_anth_stream_finish(struct engy_anth_stream *s,
 	n = rest_of(r->reasoning, r->reasoning_len, s->reasoning_sent,
 		    s->reasoning_hash);
 	if (n)
-		engy_anth_stream_text(s, NULL, 0,
-				      r->reasoning + r->reasoning_len - n, n, o);
+		engy_anth_stream_text(
+			s, NULL, 0, r->reasoning + r->reasoning_len - n, n, o);
 	n = rest_of(r->content, r->content_len, s->content_sent,
 		    s->content_hash);
 	if (n)

@@ -124,10 +124,12 @@ int engy_apierr_json(struct engy_sse_out *o, enum engy_api api,
 		     const struct engy_apierr *e)
 {
 	const char *type = e->type ? e->type : engy_apierr_type(api, e->status);
-	const char *msg = e->message ? e->message : engy_apierr_reason(e->status);
+	const char *msg =
+		e->message ? e->message : engy_apierr_reason(e->status);
 
 	if (api == ENGY_API_ANTHROPIC) {
-		engy_sse_out_adds(o, "{\"type\":\"error\",\"error\":{\"type\":");
+		engy_sse_out_adds(o,
+				  "{\"type\":\"error\",\"error\":{\"type\":");
 		engy_sse_out_jstrz(o, type);
 		engy_sse_out_adds(o, ",\"message\":");
 		engy_sse_out_jstrz(o, msg);
@@ -189,6 +191,7 @@ void engy_apierr_param_of(const char *msg, char *out, size_t outlen)
 int engy_api_keepalive(struct engy_sse_out *o, enum engy_api api)
 {
 	if (api == ENGY_API_ANTHROPIC)
-		return engy_sse_out_adds(o, "event: ping\ndata: {\"type\":\"ping\"}\n\n");
+		return engy_sse_out_adds(
+			o, "event: ping\ndata: {\"type\":\"ping\"}\n\n");
 	return engy_sse_out_comment(o, "keep-alive");
 }

@@ -22,8 +22,8 @@
 
 /* Which buyer API a request came in on. */
 enum engy_api {
-	ENGY_API_OPENAI = 0,	/* POST /v1/chat/completions */
-	ENGY_API_ANTHROPIC,	/* POST /v1/messages */
+	ENGY_API_OPENAI = 0, /* POST /v1/chat/completions */
+	ENGY_API_ANTHROPIC,  /* POST /v1/messages */
 };
 
 /*
@@ -64,7 +64,7 @@ struct engy_apierr {
 	const char *param;	/* OpenAI error.param (a field), NULL: null */
 	const char *code;	/* OpenAI error.code; NULL: engy_apierr_code */
 	const char *type;	/* NULL: engy_apierr_type */
-	const char *request_id;	/* Anthropic request_id; NULL: null */
+	const char *request_id; /* Anthropic request_id; NULL: null */
 };
 
 /*

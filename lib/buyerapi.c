@@ -43,6 +43,17 @@ bool engy_api_int(const cJSON *j, double lo, double hi)
 	return d >= lo && d <= hi && d == (double)(long long)d;
 }
 
+const char *engy_api_ident(const char *s)
+{
+	size_t n;
+
+	for (n = 0; s[n]; n++)
+		if (!((s[n] >= 'a' && s[n] <= 'z') ||
+		      (s[n] >= '0' && s[n] <= '9') || s[n] == '_'))
+			return "unknown";
+	return n && n <= 32 ? s : "unknown";
+}
+
 bool engy_api_tool_name_ok(const char *s)
 {
 	size_t n = 0;
@@ -76,7 +87,8 @@ bool engy_api_has_tool(const cJSON *tools, const char *name)
 	cJSON_ArrayForEach(t, tools)
 	{
 		n = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(t, "function"), "name");
+			cJSON_GetObjectItemCaseSensitive(t, "function"),
+			"name");
 		if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
 			return true;
 	}
@@ -242,12 +254,13 @@ int engy_api_req_apply(struct engy_api_req *req, const struct engy_api_model *m,
 		def = cap;
 	if (req->has_max_tokens) {
 		if (cap && req->max_tokens > cap)
-			return engy_api_fail(err, errlen, -EINVAL,
-					     "%s: %llu is above this model's "
-					     "limit of %llu output tokens",
-					     req->max_tokens_field,
-					     (unsigned long long)req->max_tokens,
-					     (unsigned long long)cap);
+			return engy_api_fail(
+				err, errlen, -EINVAL,
+				"%s: %llu is above this model's "
+				"limit of %llu output tokens",
+				req->max_tokens_field,
+				(unsigned long long)req->max_tokens,
+				(unsigned long long)cap);
 	} else if (def) {
 		req->max_tokens = def;
 	}
@@ -408,9 +421,8 @@ int engy_api_result_parse(const cJSON *output, struct engy_api_result *r,
 	memset(r, 0, sizeof(*r));
 	r->content = "";
 	r->finish_reason = "stop";
-	ch = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(output,
-								 "choices"),
-				0);
+	ch = cJSON_GetArrayItem(
+		cJSON_GetObjectItemCaseSensitive(output, "choices"), 0);
 	if (!cJSON_IsObject(ch))
 		return engy_api_fail(err, errlen, -EPROTO,
 				     "miner output: no choices[0]");
@@ -419,9 +431,8 @@ int engy_api_result_parse(const cJSON *output, struct engy_api_result *r,
 		return engy_api_fail(err, errlen, -EPROTO,
 				     "miner output: choices[0].message: "
 				     "expected an object");
-	r->finish_reason =
-		finish_name(cJSON_GetObjectItemCaseSensitive(ch,
-							     "finish_reason"));
+	r->finish_reason = finish_name(
+		cJSON_GetObjectItemCaseSensitive(ch, "finish_reason"));
 	j = cJSON_GetObjectItemCaseSensitive(msg, "content");
 	if (cJSON_IsString(j))
 		r->content = j->valuestring;
@@ -501,9 +512,10 @@ static void model_obj(struct engy_sse_out *o,
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	engy_sse_out_adds(o, "{\"id\":");
 	engy_sse_out_jstrz(o, m->id);
-	engy_sse_out_addf(o, ",\"object\":\"model\",\"type\":\"model\","
-			     "\"created\":%lld,\"created_at\":\"%s\","
-			     "\"owned_by\":",
+	engy_sse_out_addf(o,
+			  ",\"object\":\"model\",\"type\":\"model\","
+			  "\"created\":%lld,\"created_at\":\"%s\","
+			  "\"owned_by\":",
 			  (long long)m->created, when);
 	engy_sse_out_jstrz(o, m->owned_by ? m->owned_by : "engy");
 	engy_sse_out_adds(o, ",\"display_name\":");

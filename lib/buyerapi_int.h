@@ -23,6 +23,10 @@ const cJSON *engy_api_get(const cJSON *obj, const char *key);
 /* @j is a number with an integral value in [lo, hi]. */
 bool engy_api_int(const cJSON *j, double lo, double hi);
 
+/* @s when it is a short identifier ([a-z0-9_]{1,32}: a block or part
+ * type), else "unknown": what error messages may quote of a body. */
+const char *engy_api_ident(const char *s);
+
 /* A tool name engy can render and parse back: 1..64 of [A-Za-z0-9_.:-]. */
 bool engy_api_tool_name_ok(const char *s);
 

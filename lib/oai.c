@@ -16,7 +16,7 @@
 struct oparse {
 	char *err;
 	size_t errlen;
-	cJSON *tools;	/* the normalized tools, borrowed from the body */
+	cJSON *tools; /* the normalized tools, borrowed from the body */
 };
 
 /* content: a string, or an array of text parts (kept as {type, text}). */
@@ -57,9 +57,9 @@ static int copy_content(struct oparse *p, size_t i, const cJSON *c,
 				    "or not a string",
 				    i, j);
 		if (strcmp(type->valuestring, "text") != 0)
-			return FAIL("messages[%zu].content[%zu].type: \"%.32s\" "
+			return FAIL("messages[%zu].content[%zu].type: \"%s\" "
 				    "parts are not supported (text only)",
-				    i, j, type->valuestring);
+				    i, j, engy_api_ident(type->valuestring));
 		text = cJSON_GetObjectItemCaseSensitive(part, "text");
 		if (!cJSON_IsString(text))
 			return FAIL("messages[%zu].content[%zu].text: expected "
@@ -123,7 +123,8 @@ static int copy_calls(struct oparse *p, size_t i, const cJSON *calls,
 			return FAIL("messages[%zu].tool_calls[%zu].function."
 				    "arguments: expected a string",
 				    i, j);
-		if (cJSON_IsString(args) && !engy_api_args_ok(args->valuestring))
+		if (cJSON_IsString(args) &&
+		    !engy_api_args_ok(args->valuestring))
 			return FAIL("messages[%zu].tool_calls[%zu].function."
 				    "arguments: not the JSON text of an object",
 				    i, j);
@@ -144,8 +145,9 @@ static int copy_calls(struct oparse *p, size_t i, const cJSON *calls,
 			nc = cJSON_AddStringToObject(nf, "arguments", printed);
 			free(printed);
 		} else {
-			nc = cJSON_AddStringToObject(
-				nf, "arguments", args ? args->valuestring : "{}");
+			nc = cJSON_AddStringToObject(nf, "arguments",
+						     args ? args->valuestring
+							  : "{}");
 		}
 		if (!nc)
 			return -ENOMEM;
@@ -154,8 +156,7 @@ static int copy_calls(struct oparse *p, size_t i, const cJSON *calls,
 	return 0;
 }
 
-static int copy_message(struct oparse *p, size_t i, const cJSON *m,
-			cJSON *out)
+static int copy_message(struct oparse *p, size_t i, const cJSON *m, cJSON *out)
 {
 	char *err = p->err;
 	size_t errlen = p->errlen;
@@ -177,9 +178,10 @@ static int copy_message(struct oparse *p, size_t i, const cJSON *m,
 			    i);
 	if (strcmp(r, "system") && strcmp(r, "user") &&
 	    strcmp(r, "assistant") && strcmp(r, "tool"))
-		return FAIL("messages[%zu].role: unknown role (expected system, "
-			    "developer, user, assistant or tool)",
-			    i);
+		return FAIL(
+			"messages[%zu].role: unknown role (expected system, "
+			"developer, user, assistant or tool)",
+			i);
 	if (!cJSON_AddStringToObject(out, "role", r))
 		return -ENOMEM;
 	rc = copy_content(p, i, engy_api_get(m, "content"),
@@ -189,9 +191,10 @@ static int copy_message(struct oparse *p, size_t i, const cJSON *m,
 	if (strcmp(r, "tool") == 0) {
 		j = cJSON_GetObjectItemCaseSensitive(m, "tool_call_id");
 		if (!cJSON_IsString(j))
-			return FAIL("messages[%zu].tool_call_id: missing or not "
-				    "a string",
-				    i);
+			return FAIL(
+				"messages[%zu].tool_call_id: missing or not "
+				"a string",
+				i);
 		if (!cJSON_AddStringToObject(out, "tool_call_id",
 					     j->valuestring))
 			return -ENOMEM;
@@ -202,11 +205,12 @@ static int copy_message(struct oparse *p, size_t i, const cJSON *m,
 	if (!j)
 		j = engy_api_get(m, "reasoning");
 	if (j && !cJSON_IsString(j))
-		return FAIL("messages[%zu].reasoning_content: expected a string "
-			    "or null",
-			    i);
-	if (j && !cJSON_AddStringToObject(out, "reasoning_content",
-					  j->valuestring))
+		return FAIL(
+			"messages[%zu].reasoning_content: expected a string "
+			"or null",
+			i);
+	if (j &&
+	    !cJSON_AddStringToObject(out, "reasoning_content", j->valuestring))
 		return -ENOMEM;
 	j = engy_api_get(m, "tool_calls");
 	return j ? copy_calls(p, i, j, out) : 0;
@@ -248,8 +252,7 @@ static int copy_messages(struct oparse *p, const cJSON *msgs,
 }
 
 static int copy_tools(struct oparse *p, const cJSON *tools,
-		      const struct engy_api_limits *lim, cJSON *body,
-		      size_t *n)
+		      const struct engy_api_limits *lim, cJSON *body, size_t *n)
 {
 	char *err = p->err;
 	size_t errlen = p->errlen, i = 0;
@@ -288,13 +291,14 @@ static int copy_tools(struct oparse *p, const cJSON *tools,
 				    "string",
 				    i);
 		if (!engy_api_tool_name_ok(name->valuestring))
-			return FAIL("tools[%zu].function.name: expected 1 to 64 "
-				    "of a-z, A-Z, 0-9, _ . : -",
-				    i);
+			return FAIL(
+				"tools[%zu].function.name: expected 1 to 64 "
+				"of a-z, A-Z, 0-9, _ . : -",
+				i);
 		if (engy_api_has_tool(arr, name->valuestring))
-			return FAIL("tools[%zu].function.name: \"%s\" is named "
-				    "twice",
-				    i, name->valuestring);
+			return FAIL("tools[%zu].function.name: the name of an "
+				    "earlier tool",
+				    i);
 		desc = engy_api_get(fn, "description");
 		if (desc && !cJSON_IsString(desc))
 			return FAIL("tools[%zu].function.description: expected "
@@ -302,9 +306,10 @@ static int copy_tools(struct oparse *p, const cJSON *tools,
 				    i);
 		params = engy_api_get(fn, "parameters");
 		if (params && !cJSON_IsObject(params))
-			return FAIL("tools[%zu].function.parameters: expected a "
-				    "JSON Schema object",
-				    i);
+			return FAIL(
+				"tools[%zu].function.parameters: expected a "
+				"JSON Schema object",
+				i);
 		nt = cJSON_CreateObject();
 		if (!nt || !cJSON_AddItemToArray(arr, nt))
 			return -ENOMEM;
@@ -315,9 +320,9 @@ static int copy_tools(struct oparse *p, const cJSON *tools,
 		if (desc && !cJSON_AddStringToObject(nf, "description",
 						     desc->valuestring))
 			return -ENOMEM;
-		if (params && !cJSON_AddItemToObject(
-				      nf, "parameters",
-				      cJSON_Duplicate(params, true)))
+		if (params &&
+		    !cJSON_AddItemToObject(nf, "parameters",
+					   cJSON_Duplicate(params, true)))
 			return -ENOMEM;
 		i++;
 	}
@@ -404,7 +409,8 @@ static int copy_sampling(struct oparse *p, const cJSON *in, cJSON *body,
 			return FAIL("%s: expected an integer >= 1", mt);
 		req->max_tokens = (uint64_t)j->valuedouble;
 		req->has_max_tokens = true;
-		if (!cJSON_AddNumberToObject(body, "max_tokens", j->valuedouble))
+		if (!cJSON_AddNumberToObject(body, "max_tokens",
+					     j->valuedouble))
 			return -ENOMEM;
 	}
 	j = engy_api_get(in, "temperature");
@@ -439,12 +445,12 @@ static int copy_sampling(struct oparse *p, const cJSON *in, cJSON *body,
 			return -ENOMEM;
 	}
 	j = engy_api_get(in, "presence_penalty");
-	if (j && (!cJSON_IsNumber(j) || j->valuedouble < -2 ||
-		  j->valuedouble > 2))
+	if (j &&
+	    (!cJSON_IsNumber(j) || j->valuedouble < -2 || j->valuedouble > 2))
 		return FAIL("presence_penalty: expected a number in -2..2");
 	j = engy_api_get(in, "frequency_penalty");
-	if (j && (!cJSON_IsNumber(j) || j->valuedouble < -2 ||
-		  j->valuedouble > 2))
+	if (j &&
+	    (!cJSON_IsNumber(j) || j->valuedouble < -2 || j->valuedouble > 2))
 		return FAIL("frequency_penalty: expected a number in -2..2");
 	return engy_api_copy_stop(engy_api_get(in, "stop"), "stop", body, err,
 				  errlen);

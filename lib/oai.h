@@ -26,20 +26,20 @@
 #include "sse_out.h"
 
 /* Longest model name, tool name, id accepted from a buyer. */
-#define ENGY_API_MAX_NAME	256
+#define ENGY_API_MAX_NAME 256
 /* At most this many stop strings (the miner's limit). */
-#define ENGY_API_MAX_STOP	4
+#define ENGY_API_MAX_STOP 4
 
 /* Limits that do not depend on the model (the gateway's settings). */
 struct engy_api_limits {
-	size_t max_body_bytes;	/* a larger body: -E2BIG (413); 0: none */
-	size_t max_messages;	/* 0: no limit */
-	size_t max_tools;	/* 0: no limit */
+	size_t max_body_bytes; /* a larger body: -E2BIG (413); 0: none */
+	size_t max_messages;   /* 0: no limit */
+	size_t max_tools;      /* 0: no limit */
 };
 
 /* What the model spec allows (engy_api_req_apply). */
 struct engy_api_model {
-	uint64_t max_output_tokens;	/* a larger max_tokens: 400; 0: none */
+	uint64_t max_output_tokens; /* a larger max_tokens: 400; 0: none */
 	/* The cap sent when the buyer gave none (OpenAI makes it optional);
 	 * 0: max_output_tokens. */
 	uint64_t default_max_tokens;
@@ -48,7 +48,7 @@ struct engy_api_model {
 /* One buyer request, either API, as the miner will get it. */
 struct engy_api_req {
 	enum engy_api api;
-	char *model;		/* as the buyer named it */
+	char *model; /* as the buyer named it */
 	/*
 	 * The OpenAI chat body for the `serve` frame: messages (roles
 	 * system/user/assistant/tool, text only), max_tokens, temperature,
@@ -57,13 +57,13 @@ struct engy_api_req {
 	 */
 	cJSON *body;
 	bool stream;
-	bool include_usage;	/* OpenAI stream_options.include_usage */
+	bool include_usage; /* OpenAI stream_options.include_usage */
 	/* Reasoning reaches the buyer: always on OpenAI
 	 * (reasoning_content); on Anthropic only when thinking was asked. */
 	bool show_reasoning;
-	bool has_max_tokens;	/* the buyer named a cap */
-	uint64_t max_tokens;	/* that cap; after apply, the one sent */
-	const char *max_tokens_field;	/* static: the field it came in */
+	bool has_max_tokens;	      /* the buyer named a cap */
+	uint64_t max_tokens;	      /* that cap; after apply, the one sent */
+	const char *max_tokens_field; /* static: the field it came in */
 	size_t n_messages;
 	size_t n_tools;
 };
@@ -113,20 +113,20 @@ int engy_oai_parse(const char *json, size_t len,
 struct engy_api_call {
 	char *id;
 	char *name;
-	char *arguments;	/* JSON text of an object */
+	char *arguments; /* JSON text of an object */
 };
 
 struct engy_api_result {
-	const char *content;	/* borrowed from the output; never NULL */
+	const char *content; /* borrowed from the output; never NULL */
 	size_t content_len;
-	const char *reasoning;	/* borrowed; NULL or "" when none */
+	const char *reasoning; /* borrowed; NULL or "" when none */
 	size_t reasoning_len;
-	struct engy_api_call *calls;	/* owned */
+	struct engy_api_call *calls; /* owned */
 	size_t n_calls;
 	/* "stop", "length", "tool_calls", "content_filter" (borrowed). */
 	const char *finish_reason;
-	uint64_t prompt_tokens;		/* including cached_tokens */
-	uint64_t completion_tokens;	/* including reasoning */
+	uint64_t prompt_tokens;	    /* including cached_tokens */
+	uint64_t completion_tokens; /* including reasoning */
 	uint64_t cached_tokens;
 };
 
@@ -170,12 +170,12 @@ int engy_oai_response(struct engy_sse_out *o, const struct engy_api_req *req,
  * A stream broken off goes out with engy_apierr_sse() instead of finish.
  */
 struct engy_oai_stream {
-	char *head;		/* {"id":…,…,"choices":[ */
+	char *head; /* {"id":…,…,"choices":[ */
 	size_t head_len;
 	bool include_usage;
 	bool started;
 	bool finished;
-	size_t args_frag;	/* default 32 */
+	size_t args_frag; /* default 32 */
 	/* What the chunks carried: length and FNV-1a of each text. */
 	size_t content_sent, reasoning_sent;
 	uint64_t content_hash, reasoning_hash;
@@ -199,11 +199,11 @@ int engy_oai_stream_finish(struct engy_oai_stream *s,
 
 struct engy_api_model_info {
 	const char *id;
-	int64_t created;		/* Unix time */
-	const char *owned_by;		/* NULL: "engy" */
-	const char *display_name;	/* NULL: the id */
-	uint64_t context_length;	/* 0: left out */
-	uint64_t max_output_tokens;	/* 0: left out */
+	int64_t created;	    /* Unix time */
+	const char *owned_by;	    /* NULL: "engy" */
+	const char *display_name;   /* NULL: the id */
+	uint64_t context_length;    /* 0: left out */
+	uint64_t max_output_tokens; /* 0: left out */
 };
 
 /*

@@ -12,15 +12,15 @@
 
 static void usage_json(struct engy_sse_out *o, const struct engy_api_result *r)
 {
-	engy_sse_out_addf(o,
-			  "{\"prompt_tokens\":%llu,\"completion_tokens\":%llu,"
-			  "\"total_tokens\":%llu,\"prompt_tokens_details\":"
-			  "{\"cached_tokens\":%llu}}",
-			  (unsigned long long)r->prompt_tokens,
-			  (unsigned long long)r->completion_tokens,
-			  (unsigned long long)(r->prompt_tokens +
-					       r->completion_tokens),
-			  (unsigned long long)r->cached_tokens);
+	engy_sse_out_addf(
+		o,
+		"{\"prompt_tokens\":%llu,\"completion_tokens\":%llu,"
+		"\"total_tokens\":%llu,\"prompt_tokens_details\":"
+		"{\"cached_tokens\":%llu}}",
+		(unsigned long long)r->prompt_tokens,
+		(unsigned long long)r->completion_tokens,
+		(unsigned long long)(r->prompt_tokens + r->completion_tokens),
+		(unsigned long long)r->cached_tokens);
 }
 
 int engy_oai_response(struct engy_sse_out *o, const struct engy_api_req *req,
@@ -31,8 +31,9 @@ int engy_oai_response(struct engy_sse_out *o, const struct engy_api_req *req,
 
 	engy_sse_out_adds(o, "{\"id\":");
 	engy_sse_out_jstrz(o, id);
-	engy_sse_out_addf(o, ",\"object\":\"chat.completion\",\"created\":%lld,"
-			     "\"model\":",
+	engy_sse_out_addf(o,
+			  ",\"object\":\"chat.completion\",\"created\":%lld,"
+			  "\"model\":",
 			  (long long)(created ? created : time(NULL)));
 	engy_sse_out_jstrz(o, req->model);
 	engy_sse_out_adds(o, ",\"choices\":[{\"index\":0,\"message\":"
@@ -149,8 +150,8 @@ int engy_oai_stream_text(struct engy_oai_stream *s, const char *content,
 	if (reasoning && reasoning_len) {
 		text_chunk(s, o, "\"reasoning_content\":", reasoning,
 			   reasoning_len);
-		s->reasoning_hash =
-			engy_api_fnv(s->reasoning_hash, reasoning, reasoning_len);
+		s->reasoning_hash = engy_api_fnv(s->reasoning_hash, reasoning,
+						 reasoning_len);
 		s->reasoning_sent += reasoning_len;
 	}
 	if (content && content_len) {
@@ -179,8 +180,7 @@ int engy_oai_stream_delta(struct engy_oai_stream *s, const cJSON *delta,
 }
 
 /* What of @full the chunks did not carry, when they carried a prefix. */
-static size_t rest_of(const char *full, size_t len, size_t sent,
-		      uint64_t hash)
+static size_t rest_of(const char *full, size_t len, size_t sent, uint64_t hash)
 {
 	if (!full || len <= sent ||
 	    engy_api_fnv(FNV_OFFSET, full, sent) != hash)
@@ -228,13 +228,13 @@ int engy_oai_stream_finish(struct engy_oai_stream *s,
 	n = rest_of(r->reasoning, r->reasoning_len, s->reasoning_sent,
 		    s->reasoning_hash);
 	if (n)
-		engy_oai_stream_text(s, NULL, 0, r->reasoning + r->reasoning_len - n,
-				     n, o);
+		engy_oai_stream_text(s, NULL, 0,
+				     r->reasoning + r->reasoning_len - n, n, o);
 	n = rest_of(r->content, r->content_len, s->content_sent,
 		    s->content_hash);
 	if (n)
-		engy_oai_stream_text(s, r->content + r->content_len - n, n, NULL,
-				     0, o);
+		engy_oai_stream_text(s, r->content + r->content_len - n, n,
+				     NULL, 0, o);
 	for (i = 0; i < r->n_calls; i++)
 		tool_call_chunks(s, o, i, &r->calls[i]);
 	chunk_begin(s, o);

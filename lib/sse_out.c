@@ -265,7 +265,8 @@ int engy_sse_out_event(struct engy_sse_out *o, const char *event,
 		engy_sse_out_add(o, "data: ", 6);
 		engy_sse_out_add(o, data + i, j - i);
 		engy_sse_out_add(o, "\n", 1);
-		if (j < n && data[j] == '\r' && j + 1 < n && data[j + 1] == '\n')
+		if (j < n && data[j] == '\r' && j + 1 < n &&
+		    data[j + 1] == '\n')
 			j++;
 		i = j + 1;
 	} while (i <= n && j < n);

@@ -20,10 +20,10 @@
 #include <stdint.h>
 
 struct engy_sse_out {
-	char *buf;	/* NUL-terminated when not NULL */
+	char *buf; /* NUL-terminated when not NULL */
 	size_t len;
 	size_t cap;
-	int err;	/* sticky: -ENOMEM after a failed growth */
+	int err; /* sticky: -ENOMEM after a failed growth */
 };
 
 void engy_sse_out_init(struct engy_sse_out *o);

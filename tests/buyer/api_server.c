@@ -46,7 +46,7 @@ struct sreq {
 	struct event *tick;
 	struct engy_api_req areq;
 	const cJSON *frames;
-	cJSON *owned;		/* frames made here (echo) */
+	cJSON *owned; /* frames made here (echo) */
 	int next;
 	char id[48];
 	struct engy_oai_stream os;
@@ -73,8 +73,8 @@ static void logline(struct evhttp_request *req, const char *scn, int status)
 	fflush(stdout);
 }
 
-static void send_json(struct evhttp_request *req, int status,
-		      const char *body, size_t len)
+static void send_json(struct evhttp_request *req, int status, const char *body,
+		      size_t len)
 {
 	struct evbuffer *b = evbuffer_new();
 
@@ -87,8 +87,8 @@ static void send_json(struct evhttp_request *req, int status,
 static void send_error(struct evhttp_request *req, enum engy_api api,
 		       int status, const char *msg, const char *scn)
 {
-	struct engy_apierr e = {.status = status, .message = msg,
-				.request_id = "req_test"};
+	struct engy_apierr e = {
+		.status = status, .message = msg, .request_id = "req_test"};
 	char param[96];
 	size_t len;
 	char *body;
@@ -238,8 +238,7 @@ static void answer_once(struct sreq *s, const char *scn)
 	const char *why = NULL;
 	int st;
 
-	cJSON_ArrayForEach(f, s->frames)
-		last = f;
+	cJSON_ArrayForEach(f, s->frames) last = f;
 	st = result_of(last, &r, &why);
 	if (st) {
 		send_error(s->req, s->areq.api, st, why, scn);
@@ -259,8 +258,8 @@ static void answer_once(struct sreq *s, const char *scn)
 /* The echo scenario: one response whose content is the miner body. */
 static cJSON *echo_frames(const struct engy_api_req *q)
 {
-	cJSON *info = cJSON_CreateObject(), *frames, *resp, *msg, *out, *choices,
-	      *ch;
+	cJSON *info = cJSON_CreateObject(), *frames, *resp, *msg, *out,
+	      *choices, *ch;
 	char *text;
 
 	cJSON_AddItemToObject(info, "body", cJSON_Duplicate(q->body, true));
@@ -291,8 +290,8 @@ static bool authorized(struct evhttp_request *req, enum engy_api api,
 	const char *key;
 	size_t len;
 
-	if (engy_api_key(hdr(req, "Authorization"), hdr(req, "x-api-key"),
-			 &key, &len, err, sizeof(err))) {
+	if (engy_api_key(hdr(req, "Authorization"), hdr(req, "x-api-key"), &key,
+			 &len, err, sizeof(err))) {
 		send_error(req, api, 401, err, scn);
 		return false;
 	}
@@ -313,7 +312,8 @@ static bool authorized(struct evhttp_request *req, enum engy_api api,
 
 static void models(struct evhttp_request *req, const char *path)
 {
-	struct engy_api_model_info m = {.id = MODEL, .created = 1767225600,
+	struct engy_api_model_info m = {.id = MODEL,
+					.created = 1767225600,
 					.display_name = "Engy Test",
 					.context_length = 32768,
 					.max_output_tokens = 4096};
@@ -326,8 +326,9 @@ static void models(struct evhttp_request *req, const char *path)
 		engy_api_model_json(&o, &m);
 	} else {
 		engy_sse_out_free(&o);
-		send_error(req, hdr(req, "anthropic-version") ? ENGY_API_ANTHROPIC
-							      : ENGY_API_OPENAI,
+		send_error(req,
+			   hdr(req, "anthropic-version") ? ENGY_API_ANTHROPIC
+							 : ENGY_API_OPENAI,
 			   404, "model: no such model", NULL);
 		return;
 	}
@@ -364,7 +365,8 @@ static int take(struct evhttp_request *req, enum engy_api api, bool count,
 	len = evbuffer_get_length(in);
 	body = (const char *)evbuffer_pullup(in, -1);
 	if (api == ENGY_API_OPENAI)
-		rc = engy_oai_parse(body, len, &lim, &s->areq, err, sizeof(err));
+		rc = engy_oai_parse(body, len, &lim, &s->areq, err,
+				    sizeof(err));
 	else
 		rc = engy_anth_parse(body, len, &lim,
 				     count ? ENGY_ANTH_COUNT_TOKENS : 0,

@@ -63,9 +63,9 @@ static inline int jsize(const cJSON *o, const char *path)
 
 /* One event as a client reads it. */
 struct ev {
-	char name[40];		/* "" when the event had no event line */
-	char *data;		/* the data lines joined by "\n" */
-	cJSON *json;		/* the data parsed, NULL for [DONE] */
+	char name[40]; /* "" when the event had no event line */
+	char *data;    /* the data lines joined by "\n" */
+	cJSON *json;   /* the data parsed, NULL for [DONE] */
 };
 
 struct evs {
@@ -120,7 +120,8 @@ static inline void evs_read(struct evs *v, const char *s)
 				ck_assert_ptr_nonnull(e->data);
 				if (dl)
 					e->data[dl++] = '\n';
-				memcpy(e->data + dl, p + 6, (size_t)(nl - p - 6));
+				memcpy(e->data + dl, p + 6,
+				       (size_t)(nl - p - 6));
 				dl += (size_t)(nl - p - 6);
 				e->data[dl] = '\0';
 			}

@@ -49,7 +49,8 @@ START_TEST(test_parse_translation)
 	static const char body[] =
 		"{\"model\":\"claude-x\",\"max_tokens\":2048,\"stream\":true,"
 		"\"system\":[{\"type\":\"text\",\"text\":\"You are terse.\","
-		"\"cache_control\":{\"type\":\"ephemeral\"}},{\"type\":\"text\","
+		"\"cache_control\":{\"type\":\"ephemeral\"}},{\"type\":"
+		"\"text\","
 		"\"text\":\" Answer in French.\"}],"
 		"\"metadata\":{\"user_id\":\"u\"},\"temperature\":0.2,"
 		"\"top_p\":0.95,\"top_k\":40,\"stop_sequences\":[\"###\"],"
@@ -59,17 +60,21 @@ START_TEST(test_parse_translation)
 		"{\"role\":\"assistant\",\"content\":["
 		"{\"type\":\"thinking\",\"thinking\":\"I should \","
 		"\"signature\":\"sig\"},{\"type\":\"redacted_thinking\","
-		"\"data\":\"x\"},{\"type\":\"thinking\",\"thinking\":\"call it.\","
+		"\"data\":\"x\"},{\"type\":\"thinking\",\"thinking\":\"call "
+		"it.\","
 		"\"signature\":\"s2\"},"
 		"{\"type\":\"text\",\"text\":\"Checking.\"},"
-		"{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get_weather\","
+		"{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"get_"
+		"weather\","
 		"\"input\":{\"city\":\"Paris\",\"days\":2}}]},"
 		"{\"role\":\"user\",\"content\":["
 		"{\"type\":\"tool_result\",\"tool_use_id\":\"toolu_1\","
 		"\"content\":[{\"type\":\"text\",\"text\":\"22C\"}]},"
 		"{\"type\":\"text\",\"text\":\"And tomorrow?\"}]}],"
-		"\"tools\":[{\"name\":\"get_weather\",\"description\":\"Weather\","
-		"\"input_schema\":{\"type\":\"object\",\"properties\":{\"city\":"
+		"\"tools\":[{\"name\":\"get_weather\",\"description\":"
+		"\"Weather\","
+		"\"input_schema\":{\"type\":\"object\",\"properties\":{"
+		"\"city\":"
 		"{\"type\":\"string\"},\"days\":{\"type\":\"integer\"}}}}],"
 		"\"tool_choice\":{\"type\":\"any\","
 		"\"disable_parallel_tool_use\":true}}";
@@ -83,7 +88,8 @@ START_TEST(test_parse_translation)
 	ck_assert(req.stream && req.show_reasoning && !req.include_usage);
 	ck_assert_int_eq(req.max_tokens, 2048);
 	ck_assert_int_eq(jnum(b, "max_tokens"), 2048);
-	ck_assert(cJSON_IsTrue(jget(b, "chat_template_kwargs.enable_thinking")));
+	ck_assert(
+		cJSON_IsTrue(jget(b, "chat_template_kwargs.enable_thinking")));
 	ck_assert_double_eq(jnum(b, "temperature"), 0.2);
 	ck_assert_double_eq(jnum(b, "top_p"), 0.95);
 	ck_assert_int_eq(jnum(b, "top_k"), 40);
@@ -93,7 +99,8 @@ START_TEST(test_parse_translation)
 	/* system, user, assistant, tool, user */
 	ck_assert_int_eq(jsize(b, "messages"), 5);
 	ck_assert_str_eq(jstr(b, "messages.0.role"), "system");
-	ck_assert_str_eq(jstr(b, "messages.0.content.0.text"), "You are terse.");
+	ck_assert_str_eq(jstr(b, "messages.0.content.0.text"),
+			 "You are terse.");
 	ck_assert_str_eq(jstr(b, "messages.0.content.1.text"),
 			 " Answer in French.");
 	ck_assert_ptr_null(jget(b, "messages.0.content.0.cache_control"));
@@ -147,13 +154,13 @@ START_TEST(test_parse_variants)
 			       0, &req),
 			 0);
 	ck_assert(!req.show_reasoning && !req.stream);
-	ck_assert(cJSON_IsFalse(jget(req.body,
-				     "chat_template_kwargs.enable_thinking")));
+	ck_assert(cJSON_IsFalse(
+		jget(req.body, "chat_template_kwargs.enable_thinking")));
 	ck_assert_str_eq(jstr(req.body, "messages.0.content"), "S");
 	/* A user turn of only tool results is only tool messages. */
 	ck_assert_int_eq(jsize(req.body, "messages"), 4);
 	ck_assert_str_eq(jstr(req.body, "messages.2.tool_calls.0.function."
-				       "arguments"),
+					"arguments"),
 			 "{}");
 	ck_assert_str_eq(jstr(req.body, "messages.3.role"), "tool");
 	ck_assert_str_eq(jstr(req.body, "messages.3.content"), "");
@@ -161,14 +168,15 @@ START_TEST(test_parse_variants)
 	miner_accepts(&req);
 	engy_api_req_free(&req);
 	/* adaptive thinking, tool_choice auto and none, string content */
-	ck_assert_int_eq(parse("{\"model\":\"m\",\"max_tokens\":5,\"thinking\":"
-			       "{\"type\":\"adaptive\"},\"messages\":[{\"role\":"
-			       "\"user\",\"content\":\"a\"},{\"role\":"
-			       "\"assistant\",\"content\":\"b\"},{\"role\":"
-			       "\"user\",\"content\":[]}],\"tool_choice\":"
-			       "{\"type\":\"none\"}}",
-			       0, &req),
-			 0);
+	ck_assert_int_eq(
+		parse("{\"model\":\"m\",\"max_tokens\":5,\"thinking\":"
+		      "{\"type\":\"adaptive\"},\"messages\":[{\"role\":"
+		      "\"user\",\"content\":\"a\"},{\"role\":"
+		      "\"assistant\",\"content\":\"b\"},{\"role\":"
+		      "\"user\",\"content\":[]}],\"tool_choice\":"
+		      "{\"type\":\"none\"}}",
+		      0, &req),
+		0);
 	ck_assert(req.show_reasoning);
 	ck_assert_str_eq(jstr(req.body, "messages.1.content"), "b");
 	ck_assert_int_eq(jsize(req.body, "messages.2.content"), 0);
@@ -216,10 +224,12 @@ START_TEST(test_parse_errors)
 		 "messages[0].content[0].tool_use_id: missing"},
 		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
 		 "\"user\",\"content\":[{\"type\":\"tool_result\","
-		 "\"tool_use_id\":\"t\",\"content\":[{\"type\":\"image\"}]}]}]}",
+		 "\"tool_use_id\":\"t\",\"content\":[{\"type\":\"image\"}]}]}]"
+		 "}",
 		 "messages[0].content[0].content[0].type: \"image\" blocks"},
 		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
-		 "\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t\","
+		 "\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":"
+		 "\"t\","
 		 "\"name\":\"f\",\"input\":\"{}\"}]}]}",
 		 "messages[0].content[0].input: expected an object"},
 		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
@@ -236,16 +246,17 @@ START_TEST(test_parse_errors)
 		{"{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"type\":"
 		 "\"web_search_20250305\",\"name\":\"web_search\"}]," MSG "}",
 		 "tools[0].type: server tools are not supported"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f\"}],"
-		 MSG "}",
+		{"{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f\"}"
+		 "]," MSG "}",
 		 "tools[0].input_schema: expected"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f g\","
+		{"{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f "
+		 "g\","
 		 "\"input_schema\":{}}]," MSG "}",
 		 "tools[0].name: expected 1 to 64"},
 		{"{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f\","
-		 "\"input_schema\":{}},{\"name\":\"f\",\"input_schema\":{}}],"
-		 MSG "}",
-		 "tools[1].name: \"f\" is named twice"},
+		 "\"input_schema\":{}},{\"name\":\"f\",\"input_schema\":{}}]"
+		 "," MSG "}",
+		 "tools[1].name: the name of an earlier tool"},
 		{"{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f\","
 		 "\"input_schema\":{}}],\"tool_choice\":{\"type\":\"tool\","
 		 "\"name\":\"g\"}," MSG "}",
@@ -253,8 +264,8 @@ START_TEST(test_parse_errors)
 		{"{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":{\"type\":"
 		 "\"any\"}," MSG "}",
 		 "tool_choice: \"any\" needs tools"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":\"auto\","
-		 MSG "}",
+		{"{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":"
+		 "\"auto\"," MSG "}",
 		 "tool_choice.type: expected"},
 		{"{\"model\":\"m\",\"max_tokens\":2000,\"thinking\":{\"type\":"
 		 "\"enabled\",\"budget_tokens\":100}," MSG "}",
@@ -265,12 +276,13 @@ START_TEST(test_parse_errors)
 		{"{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":"
 		 "\"maybe\"}," MSG "}",
 		 "thinking.type: expected"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"temperature\":1.5," MSG "}",
+		{"{\"model\":\"m\",\"max_tokens\":1,\"temperature\":1.5," MSG
+		 "}",
 		 "temperature: expected a number in 0..1"},
 		{"{\"model\":\"m\",\"max_tokens\":1,\"top_k\":-1," MSG "}",
 		 "top_k: expected an integer >= 0"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"stop_sequences\":\"x\","
-		 MSG "}",
+		{"{\"model\":\"m\",\"max_tokens\":1,\"stop_sequences\":"
+		 "\"x\"," MSG "}",
 		 "stop_sequences: expected an array of strings"},
 		{"{\"model\":\"m\",\"max_tokens\":1,\"stop_sequences\":[\"a\","
 		 "\"b\",\"c\",\"d\",\"e\"]," MSG "}",
@@ -293,17 +305,16 @@ START_TEST(test_parse_errors)
 		engy_apierr_param_of(err, param, sizeof(param));
 		ck_assert_msg(param[0], "#%zu: no field in %s", i, err);
 	}
-	ck_assert_int_eq(engy_anth_check_version("2023-06-01", err,
-						 sizeof(err)),
-			 0);
+	ck_assert_int_eq(
+		engy_anth_check_version("2023-06-01", err, sizeof(err)), 0);
 	ck_assert_int_eq(engy_anth_check_version(NULL, err, sizeof(err)),
 			 -EINVAL);
 	ck_assert_str_eq(err, "anthropic-version: header is required");
 	ck_assert_int_eq(engy_anth_check_version("2023-06-1", err, sizeof(err)),
 			 -EINVAL);
-	ck_assert_int_eq(engy_anth_check_version("2023-06-011", err,
-						 sizeof(err)),
-			 -EINVAL);
+	ck_assert_int_eq(
+		engy_anth_check_version("2023-06-011", err, sizeof(err)),
+		-EINVAL);
 	ck_assert_int_eq(engy_anth_check_version("latest", err, sizeof(err)),
 			 -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "expected a date"));
@@ -325,7 +336,7 @@ static cJSON *output(const char *json, struct engy_api_result *r)
 	"\"tool_calls\":[{\"id\":\"call_1\",\"type\":\"function\","            \
 	"\"function\":{\"name\":\"get_weather\",\"arguments\":"                \
 	"\"{\\\"city\\\": \\\"Paris\\\", \\\"when\\\": [1, 2.5, "              \
-	"\\\"naïve\\\"]}\"}},{\"id\":\"call_2\",\"function\":{\"name\":"       \
+	"\\\"naïve\\\"]}\"}},{\"id\":\"call_2\",\"function\":{\"name\":"      \
 	"\"noop\",\"arguments\":\"\"}}]}}],\"usage\":{\"prompt_tokens\":472,"  \
 	"\"completion_tokens\":89,\"prompt_tokens_details\":"                  \
 	"{\"cached_tokens\":400}}}"
@@ -445,9 +456,10 @@ static cJSON *accumulate(const struct evs *v, int *pings)
 			ck_assert_int_eq(open, -1);
 			ck_assert_int_eq(jnum(j, "index"), next);
 			open = next++;
-			cJSON_AddItemToArray(content,
-					     cJSON_Duplicate(jget(j, "content_block"),
-							     true));
+			cJSON_AddItemToArray(
+				content,
+				cJSON_Duplicate(jget(j, "content_block"),
+						true));
 			json[0] = '\0';
 		} else if (strcmp(type, "content_block_delta") == 0) {
 			const char *dt = jstr(j, "delta.type");
@@ -459,24 +471,24 @@ static cJSON *accumulate(const struct evs *v, int *pings)
 				char *t;
 
 				ck_assert_str_eq(type, "text");
-				ck_assert_int_ne(asprintf(&t, "%s%s",
-							  jstr(blk, "text"),
-							  jstr(j, "delta.text")),
-						 -1);
-				cJSON_ReplaceItemInObject(blk, "text",
-							  cJSON_CreateString(t));
+				ck_assert_int_ne(
+					asprintf(&t, "%s%s", jstr(blk, "text"),
+						 jstr(j, "delta.text")),
+					-1);
+				cJSON_ReplaceItemInObject(
+					blk, "text", cJSON_CreateString(t));
 				free(t);
 			} else if (strcmp(dt, "thinking_delta") == 0) {
 				char *t;
 
 				ck_assert_str_eq(type, "thinking");
-				ck_assert_int_ne(asprintf(&t, "%s%s",
-							  jstr(blk, "thinking"),
-							  jstr(j,
-							       "delta.thinking")),
-						 -1);
-				cJSON_ReplaceItemInObject(blk, "thinking",
-							  cJSON_CreateString(t));
+				ck_assert_int_ne(
+					asprintf(&t, "%s%s",
+						 jstr(blk, "thinking"),
+						 jstr(j, "delta.thinking")),
+					-1);
+				cJSON_ReplaceItemInObject(
+					blk, "thinking", cJSON_CreateString(t));
 				free(t);
 			} else if (strcmp(dt, "signature_delta") == 0) {
 				ck_assert_str_eq(type, "thinking");
@@ -487,9 +499,10 @@ static cJSON *accumulate(const struct evs *v, int *pings)
 			} else {
 				ck_assert_str_eq(dt, "input_json_delta");
 				ck_assert_str_eq(type, "tool_use");
-				ck_assert_int_le(strlen(jstr(j, "delta."
-								"partial_json")),
-						 8);
+				ck_assert_int_le(
+					strlen(jstr(j, "delta."
+						       "partial_json")),
+					8);
 				strcat(json, jstr(j, "delta.partial_json"));
 			}
 		} else if (strcmp(type, "content_block_stop") == 0) {

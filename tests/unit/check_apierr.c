@@ -3,15 +3,21 @@
  * Buyer API errors (lib/apierr.c): the error type and code for every
  * status the gateway answers, in each API's shape, the in-band forms for
  * a stream already under way, status line texts, the retry rule, the
- * keep-alives, and the field a validation message names.
+ * keep-alives, and the field a validation message names; and what both
+ * APIs share: /v1/models, the buyer's key, ids, the JSON/SSE writer.
  */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <errno.h>
+
 #include "apierr.h"
 #include "buyerapi_check.h"
+#include "oai.h"
+
+static char err[256];
 
 static const struct {
 	int status;
@@ -20,8 +26,8 @@ static const struct {
 } table[] = {
 	{400, "invalid_request_error", NULL, "invalid_request_error",
 	 "Bad Request", false},
-	{401, "invalid_request_error", "invalid_api_key", "authentication_error",
-	 "Unauthorized", false},
+	{401, "invalid_request_error", "invalid_api_key",
+	 "authentication_error", "Unauthorized", false},
 	{402, "insufficient_quota", "insufficient_quota", "billing_error",
 	 "Payment Required", false},
 	{403, "permission_error", NULL, "permission_error", "Forbidden", false},
@@ -56,7 +62,8 @@ START_TEST(test_types)
 		ck_assert_str_eq(engy_apierr_type(ENGY_API_ANTHROPIC, st),
 				 table[i].anth_type);
 		if (table[i].oai_code)
-			ck_assert_str_eq(engy_apierr_code(st), table[i].oai_code);
+			ck_assert_str_eq(engy_apierr_code(st),
+					 table[i].oai_code);
 		else
 			ck_assert_ptr_null(engy_apierr_code(st));
 		ck_assert_str_eq(engy_apierr_reason(st), table[i].reason);
@@ -64,7 +71,8 @@ START_TEST(test_types)
 	}
 	ck_assert_str_eq(engy_apierr_type(ENGY_API_ANTHROPIC, 418),
 			 "invalid_request_error");
-	ck_assert_str_eq(engy_apierr_type(ENGY_API_OPENAI, 507), "server_error");
+	ck_assert_str_eq(engy_apierr_type(ENGY_API_OPENAI, 507),
+			 "server_error");
 	ck_assert_int_eq(engy_apierr_retryable(409), true);
 	ck_assert_str_eq(engy_apierr_reason(599), "Server Error");
 }
@@ -158,7 +166,8 @@ START_TEST(test_sse)
 	ck_assert_ptr_nonnull(strstr(o.buf, "\n\n: keep-alive\n\n"));
 	/* OpenAI: a data event whose object has "error" (the SDK throws). */
 	ck_assert_str_eq(v.e[0].name, "");
-	ck_assert_str_eq(jstr(v.e[0].json, "error.message"), "the miner failed");
+	ck_assert_str_eq(jstr(v.e[0].json, "error.message"),
+			 "the miner failed");
 	ck_assert_str_eq(jstr(v.e[0].json, "error.type"), "server_error");
 	ck_assert_str_eq(jstr(v.e[0].json, "error.code"), "bad_gateway");
 	/* Anthropic: event: error with the error body. */
@@ -194,6 +203,115 @@ START_TEST(test_param_of)
 }
 END_TEST
 
+START_TEST(test_models_keys)
+{
+	struct engy_api_model_info m[2] = {
+		{.id = "qwen3.6-35b-a3b",
+		 .created = 1767225600,
+		 .context_length = 262144,
+		 .max_output_tokens = 32768},
+		{.id = "glm",
+		 .created = 0,
+		 .owned_by = "x",
+		 .display_name = "GLM 5.2"},
+	};
+	struct engy_sse_out o;
+	const char *key;
+	size_t len;
+	cJSON *j;
+
+	engy_sse_out_init(&o);
+	ck_assert_int_eq(engy_api_models_json(&o, m, 2), 0);
+	j = jparse(o.buf);
+	ck_assert_str_eq(jstr(j, "object"), "list");
+	ck_assert(cJSON_IsFalse(jget(j, "has_more")));
+	ck_assert_str_eq(jstr(j, "first_id"), "qwen3.6-35b-a3b");
+	ck_assert_str_eq(jstr(j, "last_id"), "glm");
+	ck_assert_str_eq(jstr(j, "data.0.object"), "model");
+	ck_assert_str_eq(jstr(j, "data.0.type"), "model");
+	ck_assert_str_eq(jstr(j, "data.0.owned_by"), "engy");
+	ck_assert_str_eq(jstr(j, "data.0.display_name"), "qwen3.6-35b-a3b");
+	ck_assert_str_eq(jstr(j, "data.0.created_at"), "2026-01-01T00:00:00Z");
+	ck_assert_int_eq(jnum(j, "data.0.created"), 1767225600);
+	ck_assert_int_eq(jnum(j, "data.0.context_length"), 262144);
+	ck_assert_str_eq(jstr(j, "data.1.display_name"), "GLM 5.2");
+	ck_assert_ptr_null(jget(j, "data.1.context_length"));
+	cJSON_Delete(j);
+	engy_sse_out_reset(&o);
+	ck_assert_int_eq(engy_api_models_json(&o, m, 0), 0);
+	ck_assert_str_eq(o.buf, "{\"object\":\"list\",\"data\":[],\"has_more\":"
+				"false,\"first_id\":null,\"last_id\":null}");
+	engy_sse_out_reset(&o);
+	ck_assert_int_eq(engy_api_model_json(&o, &m[1]), 0);
+	j = jparse(o.buf);
+	ck_assert_str_eq(jstr(j, "id"), "glm");
+	ck_assert_str_eq(jstr(j, "owned_by"), "x");
+	cJSON_Delete(j);
+	engy_sse_out_free(&o);
+
+	ck_assert_int_eq(engy_api_key("Bearer sk-1 ", NULL, &key, &len, err,
+				      sizeof(err)),
+			 0);
+	ck_assert_int_eq(len, 4);
+	ck_assert_int_eq(strncmp(key, "sk-1", 4), 0);
+	ck_assert_int_eq(engy_api_key("bearer\tsk-2", "other", &key, &len, err,
+				      sizeof(err)),
+			 0);
+	ck_assert_int_eq(strncmp(key, "sk-2", len), 0);
+	ck_assert_int_eq(
+		engy_api_key(NULL, "sk-3", &key, &len, err, sizeof(err)), 0);
+	ck_assert_int_eq(strncmp(key, "sk-3", len), 0);
+	ck_assert_int_eq(engy_api_key("Basic dXNlcg==", NULL, &key, &len, err,
+				      sizeof(err)),
+			 -EACCES);
+	ck_assert_str_eq(err, "Authorization: expected \"Bearer <key>\"");
+	ck_assert_int_eq(
+		engy_api_key("Bearer  ", NULL, &key, &len, err, sizeof(err)),
+		-EACCES);
+	ck_assert_int_eq(engy_api_key(NULL, NULL, &key, &len, err, sizeof(err)),
+			 -EACCES);
+	ck_assert_ptr_nonnull(strstr(err, "no API key"));
+	ck_assert_ptr_null(key);
+}
+END_TEST
+
+START_TEST(test_writer)
+{
+	static const char raw[] = "a\"\\\b\f\n\r\t\x01\x1f\x7f"
+				  "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
+				  "\xc3\x28\xed\xa0\x80\xff\xe2\x82";
+	struct engy_sse_out o;
+	char id[40];
+	cJSON *j;
+
+	engy_sse_out_init(&o);
+	ck_assert_int_eq(engy_sse_out_jstr(&o, raw, sizeof(raw) - 1), 0);
+	ck_assert_str_eq(o.buf,
+			 "\"a\\\"\\\\\\b\\f\\n\\r\\t\\u0001\\u001f\x7f"
+			 "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
+			 "\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+			 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+	j = jparse(o.buf);
+	cJSON_Delete(j);
+	ck_assert_int_eq(engy_sse_utf8_cut("ab\xc3\xa9z", 5, 3), 2);
+	ck_assert_int_eq(engy_sse_utf8_cut("ab\xc3\xa9z", 5, 4), 4);
+	ck_assert_int_eq(engy_sse_utf8_cut("\xf0\x9f\x98\x80", 4, 2), 4);
+	ck_assert_int_eq(engy_sse_utf8_cut("abc", 3, 9), 3);
+	engy_sse_out_reset(&o);
+	engy_sse_out_event(&o, "x", "1\n2\r\n3\r4", 8);
+	ck_assert_str_eq(o.buf,
+			 "event: x\ndata: 1\ndata: 2\ndata: 3\ndata: 4\n\n");
+	engy_sse_out_reset(&o);
+	engy_sse_out_event(&o, NULL, "", 0);
+	engy_sse_out_comment(&o, "keep-alive");
+	ck_assert_str_eq(o.buf, "data: \n\n: keep-alive\n\n");
+	engy_api_new_id(id, sizeof(id), "chatcmpl-");
+	ck_assert_int_eq(strlen(id), 33);
+	ck_assert_int_eq(strncmp(id, "chatcmpl-", 9), 0);
+	engy_sse_out_free(&o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("apierr");
@@ -205,6 +323,8 @@ int main(void)
 	tcase_add_test(tc, test_bodies);
 	tcase_add_test(tc, test_sse);
 	tcase_add_test(tc, test_param_of);
+	tcase_add_test(tc, test_models_keys);
+	tcase_add_test(tc, test_writer);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -5,8 +5,7 @@
  * body (which the chat template and the miner's own field parser then
  * accept), every refusal naming its field, the model's limits, the
  * miner's output read back, chat.completion and the chunk stream
- * (role first, deltas, tool-call fragments, finish, usage, [DONE]),
- * /v1/models, keys, and the JSON/SSE writer.
+ * (role first, deltas, tool-call fragments, finish, usage, [DONE]).
  */
 #include <check.h>
 #include <errno.h>
@@ -87,9 +86,11 @@ START_TEST(test_parse_full)
 		"{\"role\":\"developer\",\"content\":\"be brief\"},"
 		"{\"role\":\"user\",\"name\":\"bob\",\"content\":["
 		"{\"type\":\"text\",\"text\":\"weather in \","
-		"\"cache_control\":{}},{\"type\":\"text\",\"text\":\"Paris?\"}]},"
+		"\"cache_control\":{}},{\"type\":\"text\",\"text\":\"Paris?\"}]"
+		"},"
 		"{\"role\":\"assistant\",\"content\":null,"
-		"\"reasoning\":\"need the tool\",\"tool_calls\":[{\"id\":\"call_1\","
+		"\"reasoning\":\"need the "
+		"tool\",\"tool_calls\":[{\"id\":\"call_1\","
 		"\"type\":\"function\",\"function\":{\"name\":\"get_weather\","
 		"\"arguments\":{\"city\":\"Paris\"}}}]},"
 		"{\"role\":\"tool\",\"tool_call_id\":\"call_1\",\"content\":"
@@ -116,7 +117,8 @@ START_TEST(test_parse_full)
 	ck_assert_int_eq(jnum(b, "top_k"), 20);
 	ck_assert_int_eq(jnum(b, "seed"), 7);
 	ck_assert_str_eq(jstr(b, "stop.1"), "STOP");
-	ck_assert(cJSON_IsFalse(jget(b, "chat_template_kwargs.enable_thinking")));
+	ck_assert(
+		cJSON_IsFalse(jget(b, "chat_template_kwargs.enable_thinking")));
 	/* Only what the miner reads goes on. */
 	ck_assert_ptr_null(jget(b, "user"));
 	ck_assert_ptr_null(jget(b, "some_future_field"));
@@ -155,9 +157,11 @@ START_TEST(test_parse_errors)
 		{"{\"model\":7,\"messages\":[]}", "model: expected"},
 		{"{\"model\":\"\",\"messages\":[]}", "model: expected"},
 		{"{\"model\":\"m\"}", "messages: missing"},
-		{"{\"model\":\"m\",\"messages\":{}}", "messages: expected an array"},
+		{"{\"model\":\"m\",\"messages\":{}}",
+		 "messages: expected an array"},
 		{"{\"model\":\"m\",\"messages\":[]}", "messages: empty"},
-		{"{\"model\":\"m\",\"messages\":[1]}", "messages[0]: expected an object"},
+		{"{\"model\":\"m\",\"messages\":[1]}",
+		 "messages[0]: expected an object"},
 		{"{\"model\":\"m\",\"messages\":[{\"content\":\"x\"}]}",
 		 "messages[0].role: missing"},
 		{"{\"model\":\"m\",\"messages\":[{\"role\":\"function\","
@@ -168,13 +172,16 @@ START_TEST(test_parse_errors)
 		 "messages[0].role: unknown role"},
 		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}]}",
 		 "messages[0].content: missing"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":5}]}",
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":5}]}",
 		 "messages[0].content: expected a string"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":"
 		 "[{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}}]}]}",
 		 "messages[0].content[0].type: \"image_url\" parts are not "
 		 "supported"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":"
 		 "[{\"type\":\"text\",\"text\":1}]}]}",
 		 "messages[0].content[0].text: expected a string"},
 		{"{\"model\":\"m\",\"messages\":[{\"role\":\"tool\","
@@ -206,7 +213,8 @@ START_TEST(test_parse_errors)
 		{"{\"model\":\"m\",\"temperature\":3,\"messages\":[{\"role\":"
 		 "\"user\",\"content\":\"x\"}]}",
 		 "temperature: expected a number in 0..2"},
-		{"{\"model\":\"m\",\"top_p\":0,\"messages\":[{\"role\":\"user\","
+		{"{\"model\":\"m\",\"top_p\":0,\"messages\":[{\"role\":"
+		 "\"user\","
 		 "\"content\":\"x\"}]}",
 		 "top_p: expected"},
 		{"{\"model\":\"m\",\"n\":2,\"messages\":[{\"role\":\"user\","
@@ -218,27 +226,32 @@ START_TEST(test_parse_errors)
 		{"{\"model\":\"m\",\"stop\":7,\"messages\":[{\"role\":\"user\","
 		 "\"content\":\"x\"}]}",
 		 "stop: expected a string or an array"},
-		{"{\"model\":\"m\",\"tools\":{},\"messages\":[{\"role\":\"user\","
+		{"{\"model\":\"m\",\"tools\":{},\"messages\":[{\"role\":"
+		 "\"user\","
 		 "\"content\":\"x\"}]}",
 		 "tools: expected an array"},
-		{"{\"model\":\"m\",\"tools\":[{\"type\":\"custom\",\"custom\":{}}],"
+		{"{\"model\":\"m\",\"tools\":[{\"type\":\"custom\",\"custom\":{"
+		 "}}],"
 		 "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
 		 "tools[0].type: only \"function\" tools"},
-		{"{\"model\":\"m\",\"tools\":[{\"type\":\"function\",\"function\":"
+		{"{\"model\":\"m\",\"tools\":[{\"type\":\"function\","
+		 "\"function\":"
 		 "{\"name\":\"bad name\"}}],\"messages\":[{\"role\":\"user\","
 		 "\"content\":\"x\"}]}",
 		 "tools[0].function.name: expected 1 to 64"},
 		{"{\"model\":\"m\",\"tools\":[{\"function\":{\"name\":\"f\"}},"
 		 "{\"function\":{\"name\":\"f\"}}],\"messages\":[{\"role\":"
 		 "\"user\",\"content\":\"x\"}]}",
-		 "tools[1].function.name: \"f\" is named twice"},
+		 "tools[1].function.name: the name of an earlier tool"},
 		{"{\"model\":\"m\",\"tools\":[{\"function\":{\"name\":\"f\","
 		 "\"parameters\":[]}}],\"messages\":[{\"role\":\"user\","
 		 "\"content\":\"x\"}]}",
 		 "tools[0].function.parameters: expected"},
 		{"{\"model\":\"m\",\"tools\":[{\"function\":{\"name\":\"f\"}}],"
-		 "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":"
-		 "\"g\"}},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+		 "\"tool_choice\":{\"type\":\"function\",\"function\":{"
+		 "\"name\":"
+		 "\"g\"}},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
+		 "}",
 		 "tool_choice: names a function that is not in tools"},
 		{"{\"model\":\"m\",\"tool_choice\":\"required\",\"messages\":"
 		 "[{\"role\":\"user\",\"content\":\"x\"}]}",
@@ -246,7 +259,8 @@ START_TEST(test_parse_errors)
 		{"{\"model\":\"m\",\"tool_choice\":\"sometimes\",\"messages\":"
 		 "[{\"role\":\"user\",\"content\":\"x\"}]}",
 		 "tool_choice: expected"},
-		{"{\"model\":\"m\",\"response_format\":{\"type\":\"json_object\"},"
+		{"{\"model\":\"m\",\"response_format\":{\"type\":\"json_"
+		 "object\"},"
 		 "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
 		 "response_format.type: only \"text\" is served"},
 		{"{\"model\":\"m\",\"logprobs\":true,\"messages\":[{\"role\":"
@@ -259,10 +273,14 @@ START_TEST(test_parse_errors)
 		 "{\"include_usage\":1},\"messages\":[{\"role\":\"user\","
 		 "\"content\":\"x\"}]}",
 		 "stream_options.include_usage: expected true or false"},
-		{"{\"model\":\"m\",\"chat_template_kwargs\":{\"enable_thinking\":"
-		 "\"no\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-		 "chat_template_kwargs.enable_thinking: expected true or false"},
-		{"{\"model\":\"m\",\"reasoning_effort\":1,\"messages\":[{\"role\":"
+		{"{\"model\":\"m\",\"chat_template_kwargs\":{\"enable_"
+		 "thinking\":"
+		 "\"no\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
+		 "}",
+		 "chat_template_kwargs.enable_thinking: expected true or "
+		 "false"},
+		{"{\"model\":\"m\",\"reasoning_effort\":1,\"messages\":[{"
+		 "\"role\":"
 		 "\"user\",\"content\":\"x\"}]}",
 		 "reasoning_effort: expected a string"},
 	};
@@ -362,8 +380,8 @@ static cJSON *output(const char *json, struct engy_api_result *r)
 	"{\"choices\":[{\"index\":0,\"finish_reason\":\"stop\",\"message\":"   \
 	"{\"role\":\"assistant\",\"content\":\"\",\"tool_calls\":[{\"id\":"    \
 	"\"call_a\",\"type\":\"function\",\"function\":{\"name\":"             \
-	"\"get_weather\",\"arguments\":\"{\\\"city\\\": \\\"Zürich, "          \
-	"Schweiz — a long name to split\\\"}\"}},{\"function\":{\"name\":"     \
+	"\"get_weather\",\"arguments\":\"{\\\"city\\\": \\\"Zürich, "         \
+	"Schweiz — a long name to split\\\"}\"}},{\"function\":{\"name\":"   \
 	"\"get_time\",\"arguments\":{}}}]}}],\"usage\":{\"prompt_tokens\":5,"  \
 	"\"completion_tokens\":3}}"
 
@@ -416,10 +434,11 @@ START_TEST(test_result_parse)
 	ck_assert_ptr_null(r.reasoning);
 	engy_api_result_free(&r);
 	cJSON_Delete(o);
-	o = output("{\"choices\":[{\"finish_reason\":\"tool_calls\",\"message\":"
-		   "{\"reasoning\":\"r\"}}],\"usage\":{\"prompt_tokens\":2,"
-		   "\"prompt_tokens_details\":{\"cached_tokens\":9}}}",
-		   &r);
+	o = output(
+		"{\"choices\":[{\"finish_reason\":\"tool_calls\",\"message\":"
+		"{\"reasoning\":\"r\"}}],\"usage\":{\"prompt_tokens\":2,"
+		"\"prompt_tokens_details\":{\"cached_tokens\":9}}}",
+		&r);
 	ck_assert_str_eq(r.finish_reason, "stop");
 	ck_assert_str_eq(r.content, "");
 	ck_assert_str_eq(r.reasoning, "r");
@@ -457,9 +476,8 @@ START_TEST(test_response)
 
 	engy_sse_out_init(&o);
 	out = output(OUT_TEXT, &r);
-	ck_assert_int_eq(engy_oai_response(&o, &req, "chatcmpl-1", 1730000000,
-					   &r),
-			 0);
+	ck_assert_int_eq(
+		engy_oai_response(&o, &req, "chatcmpl-1", 1730000000, &r), 0);
 	j = jparse(o.buf);
 	ck_assert_str_eq(jstr(j, "id"), "chatcmpl-1");
 	ck_assert_str_eq(jstr(j, "object"), "chat.completion");
@@ -496,8 +514,9 @@ START_TEST(test_response)
 			 "call_a");
 	ck_assert_str_eq(jstr(j, "choices.0.message.tool_calls.0.type"),
 			 "function");
-	ck_assert_str_eq(jstr(j, "choices.0.message.tool_calls.0.function.name"),
-			 "get_weather");
+	ck_assert_str_eq(
+		jstr(j, "choices.0.message.tool_calls.0.function.name"),
+		"get_weather");
 	ck_assert_str_eq(jstr(j, "choices.0.message.tool_calls.0.function."
 				 "arguments"),
 			 r.calls[0].arguments);
@@ -549,8 +568,8 @@ static void check_chunks(const struct evs *v, bool usage, int *n_chunks)
 			 "assistant");
 	ck_assert_str_eq(jstr(v->e[0].json, "choices.0.delta.content"), "");
 	for (i = 0; i < k - 1; i++)
-		ck_assert(cJSON_IsNull(jget(v->e[i].json,
-					    "choices.0.finish_reason")));
+		ck_assert(cJSON_IsNull(
+			jget(v->e[i].json, "choices.0.finish_reason")));
 	*n_chunks = k;
 }
 
@@ -592,9 +611,9 @@ START_TEST(test_stream_text)
 	ck_assert_str_eq(jstr(v.e[5].json, "choices.0.finish_reason"), "stop");
 	ck_assert_int_eq(jnum(v.e[6].json, "usage.prompt_tokens"), 19);
 	ck_assert_int_eq(jnum(v.e[6].json, "usage.total_tokens"), 29);
-	ck_assert_int_eq(jnum(v.e[6].json,
-			      "usage.prompt_tokens_details.cached_tokens"),
-			 4);
+	ck_assert_int_eq(
+		jnum(v.e[6].json, "usage.prompt_tokens_details.cached_tokens"),
+		4);
 	evs_free(&v);
 	engy_oai_stream_free(&s);
 	engy_api_req_free(&req);
@@ -641,9 +660,8 @@ START_TEST(test_stream_tools)
 	evs_read(&v, o.buf);
 	check_chunks(&v, false, &n);
 	for (i = 1; i < n - 1; i++) {
-		ck_assert_int_eq(jsize(v.e[i].json,
-				       "choices.0.delta.tool_calls"),
-				 1);
+		ck_assert_int_eq(
+			jsize(v.e[i].json, "choices.0.delta.tool_calls"), 1);
 		tc = jget(v.e[i].json, "choices.0.delta.tool_calls.0");
 		int k = (int)jnum(tc, "index");
 
@@ -681,111 +699,6 @@ START_TEST(test_stream_tools)
 }
 END_TEST
 
-START_TEST(test_models_keys)
-{
-	struct engy_api_model_info m[2] = {
-		{.id = "qwen3.6-35b-a3b", .created = 1767225600,
-		 .context_length = 262144, .max_output_tokens = 32768},
-		{.id = "glm", .created = 0, .owned_by = "x",
-		 .display_name = "GLM 5.2"},
-	};
-	struct engy_sse_out o;
-	const char *key;
-	size_t len;
-	cJSON *j;
-
-	engy_sse_out_init(&o);
-	ck_assert_int_eq(engy_api_models_json(&o, m, 2), 0);
-	j = jparse(o.buf);
-	ck_assert_str_eq(jstr(j, "object"), "list");
-	ck_assert(cJSON_IsFalse(jget(j, "has_more")));
-	ck_assert_str_eq(jstr(j, "first_id"), "qwen3.6-35b-a3b");
-	ck_assert_str_eq(jstr(j, "last_id"), "glm");
-	ck_assert_str_eq(jstr(j, "data.0.object"), "model");
-	ck_assert_str_eq(jstr(j, "data.0.type"), "model");
-	ck_assert_str_eq(jstr(j, "data.0.owned_by"), "engy");
-	ck_assert_str_eq(jstr(j, "data.0.display_name"), "qwen3.6-35b-a3b");
-	ck_assert_str_eq(jstr(j, "data.0.created_at"), "2026-01-01T00:00:00Z");
-	ck_assert_int_eq(jnum(j, "data.0.created"), 1767225600);
-	ck_assert_int_eq(jnum(j, "data.0.context_length"), 262144);
-	ck_assert_str_eq(jstr(j, "data.1.display_name"), "GLM 5.2");
-	ck_assert_ptr_null(jget(j, "data.1.context_length"));
-	cJSON_Delete(j);
-	engy_sse_out_reset(&o);
-	ck_assert_int_eq(engy_api_models_json(&o, m, 0), 0);
-	ck_assert_str_eq(o.buf, "{\"object\":\"list\",\"data\":[],\"has_more\":"
-				"false,\"first_id\":null,\"last_id\":null}");
-	engy_sse_out_reset(&o);
-	ck_assert_int_eq(engy_api_model_json(&o, &m[1]), 0);
-	j = jparse(o.buf);
-	ck_assert_str_eq(jstr(j, "id"), "glm");
-	ck_assert_str_eq(jstr(j, "owned_by"), "x");
-	cJSON_Delete(j);
-	engy_sse_out_free(&o);
-
-	ck_assert_int_eq(engy_api_key("Bearer sk-1 ", NULL, &key, &len, err,
-				      sizeof(err)),
-			 0);
-	ck_assert_int_eq(len, 4);
-	ck_assert_int_eq(strncmp(key, "sk-1", 4), 0);
-	ck_assert_int_eq(engy_api_key("bearer\tsk-2", "other", &key, &len, err,
-				      sizeof(err)),
-			 0);
-	ck_assert_int_eq(strncmp(key, "sk-2", len), 0);
-	ck_assert_int_eq(engy_api_key(NULL, "sk-3", &key, &len, err,
-				      sizeof(err)),
-			 0);
-	ck_assert_int_eq(strncmp(key, "sk-3", len), 0);
-	ck_assert_int_eq(engy_api_key("Basic dXNlcg==", NULL, &key, &len, err,
-				      sizeof(err)),
-			 -EACCES);
-	ck_assert_str_eq(err, "Authorization: expected \"Bearer <key>\"");
-	ck_assert_int_eq(engy_api_key("Bearer  ", NULL, &key, &len, err,
-				      sizeof(err)),
-			 -EACCES);
-	ck_assert_int_eq(engy_api_key(NULL, NULL, &key, &len, err, sizeof(err)),
-			 -EACCES);
-	ck_assert_ptr_nonnull(strstr(err, "no API key"));
-	ck_assert_ptr_null(key);
-}
-END_TEST
-
-START_TEST(test_writer)
-{
-	static const char raw[] = "a\"\\\b\f\n\r\t\x01\x1f\x7f"
-				  "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
-				  "\xc3\x28\xed\xa0\x80\xff\xe2\x82";
-	struct engy_sse_out o;
-	char id[40];
-	cJSON *j;
-
-	engy_sse_out_init(&o);
-	ck_assert_int_eq(engy_sse_out_jstr(&o, raw, sizeof(raw) - 1), 0);
-	ck_assert_str_eq(o.buf, "\"a\\\"\\\\\\b\\f\\n\\r\\t\\u0001\\u001f\x7f"
-				"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"
-				"\xef\xbf\xbd(\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
-				"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
-	j = jparse(o.buf);
-	cJSON_Delete(j);
-	ck_assert_int_eq(engy_sse_utf8_cut("ab\xc3\xa9z", 5, 3), 2);
-	ck_assert_int_eq(engy_sse_utf8_cut("ab\xc3\xa9z", 5, 4), 4);
-	ck_assert_int_eq(engy_sse_utf8_cut("\xf0\x9f\x98\x80", 4, 2), 4);
-	ck_assert_int_eq(engy_sse_utf8_cut("abc", 3, 9), 3);
-	engy_sse_out_reset(&o);
-	engy_sse_out_event(&o, "x", "1\n2\r\n3\r4", 8);
-	ck_assert_str_eq(o.buf,
-			 "event: x\ndata: 1\ndata: 2\ndata: 3\ndata: 4\n\n");
-	engy_sse_out_reset(&o);
-	engy_sse_out_event(&o, NULL, "", 0);
-	engy_sse_out_comment(&o, "keep-alive");
-	ck_assert_str_eq(o.buf, "data: \n\n: keep-alive\n\n");
-	engy_api_new_id(id, sizeof(id), "chatcmpl-");
-	ck_assert_int_eq(strlen(id), 33);
-	ck_assert_int_eq(strncmp(id, "chatcmpl-", 9), 0);
-	engy_sse_out_free(&o);
-}
-END_TEST
-
 int main(void)
 {
 	Suite *s = suite_create("oai");
@@ -801,8 +714,6 @@ int main(void)
 	tcase_add_test(tc, test_response);
 	tcase_add_test(tc, test_stream_text);
 	tcase_add_test(tc, test_stream_tools);
-	tcase_add_test(tc, test_models_keys);
-	tcase_add_test(tc, test_writer);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzz the OpenAI side of the buyer API.  The input is tried as a
+ * /v1/chat/completions body: a parse either fails with a one-line reason
+ * or yields a request the chat template renders and the miner's field
+ * parser accepts.  It is also tried as a miner's `response` output and,
+ * when readable, rendered as a chat.completion and as a chunk stream
+ * (streamed whole, and as its first half then the rest): every byte out
+ * must be JSON or SSE of JSON.
+ */
+#include "buyerapi_fuzz.h"
+#include "fuzz.h"
+
+static void render(const cJSON *output)
+{
+	struct engy_api_req req = {
+		.model = "m", .include_usage = true, .show_reasoning = true};
+	struct engy_oai_stream s;
+	struct engy_api_result r;
+	struct engy_sse_out o;
+	char err[256];
+
+	if (engy_api_result_parse(output, &r, err, sizeof(err)))
+		return;
+	engy_sse_out_init(&o);
+	if (engy_oai_response(&o, &req, "chatcmpl-f", 1, &r) == 0)
+		fuzz_check_json(o.buf, o.len);
+	engy_sse_out_reset(&o);
+	if (engy_oai_stream_init(&s, &req, "chatcmpl-f", 1) == 0) {
+		s.args_frag = 3;
+		engy_oai_stream_text(&s, r.content, r.content_len / 2,
+				     r.reasoning, r.reasoning_len / 2, &o);
+		if (engy_oai_stream_finish(&s, &r, &o) == 0)
+			fuzz_check_sse(o.buf, o.len);
+		engy_oai_stream_free(&s);
+	}
+	engy_sse_out_free(&o);
+	engy_api_result_free(&r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct engy_api_limits lim = {.max_body_bytes = 1 << 20};
+	struct engy_api_req req;
+	char err[256];
+	cJSON *j;
+	int rc;
+
+	err[0] = '\0';
+	rc = engy_oai_parse((const char *)data, size, &lim, &req, err,
+			    sizeof(err));
+	if (rc == 0)
+		fuzz_check_req(&req);
+	else if (req.body || req.model || !err[0] || strchr(err, '\n') ||
+		 (rc != -EINVAL && rc != -E2BIG && rc != -ENOMEM))
+		abort();
+	engy_api_req_free(&req);
+	j = cJSON_ParseWithLength((const char *)data, size);
+	if (j)
+		render(j);
+	cJSON_Delete(j);
+	return 0;
+}
