@@ -22,7 +22,8 @@ command -v node >/dev/null || fail "node is required for the SDK test"
 SERVER="$top_builddir/tests/buyer/api_server"
 SCEN="$top_srcdir/tests/buyer/scenarios.json"
 "$SERVER" "$SCEN" 65536 >"$T/server.out" 2>"$T/server.err" &
-PIDS="$PIDS $!"
+SERVER_PID=$!
+PIDS="$PIDS $SERVER_PID"
 wait_for "$T/server.out" "listening port=" 10 || fail "api_server did not start: $(cat "$T/server.err")"
 port=$(sed -n 's/^listening port=//p' "$T/server.out")
 
@@ -51,5 +52,9 @@ if grep -q -e "Hello" -e "Paris" -e "closed early" "$T/server.out" "$T/server.er
   fail "content or an early close in the server log"
 fi
 ok "the server log holds no content, no stream was cut"
+kill -TERM "$SERVER_PID"
+wait "$SERVER_PID" || fail "api_server exit $?: $(cat "$T/server.err")"
+[ ! -s "$T/server.err" ] || fail "api_server stderr: $(cat "$T/server.err")"
+ok "the server ends cleanly on SIGTERM (nothing on stderr, no leak report)"
 
 echo "$N_OK passed, 0 failed"
