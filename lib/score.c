@@ -54,7 +54,7 @@ static struct u128 div128(struct u128 x, uint64_t c)
 		carry = r >> 63;
 		r = (r << 1) | bit;
 		if (carry || r >= c) {
-			r -= c;	/* the true remainder is below c: wraps right */
+			r -= c;	/* the true remainder < c: the wrap is right */
 			if (i >= 64)
 				q.hi |= 1ULL << (i - 64);
 			else
@@ -116,7 +116,7 @@ static uint32_t row_gates(const struct engy_epoch_row *r,
 			  const struct engy_epoch_params *p, int miner_cheats,
 			  struct engy_epoch_row_result *rr)
 {
-	uint64_t n = r->n_2xx + r->n_502 + r->n_504;	/* < 2^55: no wrap */
+	uint64_t n = r->n_2xx + r->n_502 + r->n_504;	/* < 2^55 */
 	uint64_t nt = score_hist_total(r->ttft, r->n_ttft);
 	uint64_t np = score_hist_total(r->tpot, r->n_tpot);
 	uint64_t bp = ENGY_SCORE_BP;
@@ -197,10 +197,11 @@ static int score_miner(const struct engy_epoch_input *in,
 	m->weight = 0;
 	for (i = a; i < b; i++) {
 		const struct engy_epoch_row *r = &in->rows[order[i]];
-		const struct engy_epoch_model *md = score_model_of(in, r->model);
 		struct engy_epoch_row_result *rr = &out->rows[order[i]];
+		const struct engy_epoch_model *md;
 		uint64_t s;
 
+		md = score_model_of(in, r->model);
 		rr->gate = row_gates(r, md, p, cheats, rr);
 		if (rr->gate != ENGY_GATE_OK)
 			continue;

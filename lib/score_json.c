@@ -73,7 +73,8 @@ static int escape(struct rd *r, char *c)
 	if (r->p[r->at] != 'u')
 		return bad(r, "bad escape in a string");
 	for (i = 1; i <= 4; i++) {
-		h = r->at + i < r->len ? hexval((unsigned char)r->p[r->at + i]) : -1;
+		h = r->at + i < r->len ?
+		    hexval((unsigned char)r->p[r->at + i]) : -1;
 		if (h < 0)
 			return bad(r, "bad \\u escape");
 		v = v * 16 + h;
@@ -139,7 +140,7 @@ static int digits(struct rd *r)
 	return r->at > a;
 }
 
-/* The JSON number grammar; an integer 0..2^53-1 written plainly sets is_uint. */
+/* The JSON number grammar; a plain integer 0..2^53-1 sets is_uint. */
 static int number(struct rd *r, struct sj *j)
 {
 	size_t a = r->at, i;

@@ -173,10 +173,12 @@ static int parse_models(struct ctx *c, const struct sj *top, struct priv *pv,
 				      ENGY_SCORE_MAX_INT, 1, &m->score_rate);
 		if (!rc)
 			rc = get_uint(c, &a->v[i], p, "qual_ttft_p99_ms",
-				      ENGY_SCORE_MAX_INT, 1, &m->qual_ttft_p99_ms);
+				      ENGY_SCORE_MAX_INT, 1,
+				      &m->qual_ttft_p99_ms);
 		if (!rc)
 			rc = get_uint(c, &a->v[i], p, "qual_tpot_p99_ms",
-				      ENGY_SCORE_MAX_INT, 1, &m->qual_tpot_p99_ms);
+				      ENGY_SCORE_MAX_INT, 1,
+				      &m->qual_tpot_p99_ms);
 		if (rc)
 			return rc;
 	}

@@ -713,6 +713,7 @@ START_TEST(test_plugin)
 	engy_epoch_result_release(&r);
 	ck_assert_int_eq(engy_score_settle(&d->in, NULL, &r), 0);
 	ck_assert_str_eq(r.result_json, r2.result_json);
+	engy_epoch_result_release(&r);
 	/* a refusal names the field */
 	d->in.owner_hotkey = "nope";
 	ck_assert_int_eq(ops->settle(inst, &d->in, &r), -EINVAL);
