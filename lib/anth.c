@@ -292,19 +292,22 @@ static int add_user(struct aparse *p, size_t i, const cJSON *blocks)
 			break;
 		j++;
 	}
-	if (!rc && (cJSON_GetArraySize(parts) || !cJSON_GetArraySize(blocks))) {
-		m = cJSON_CreateObject();
-		if (!m || !cJSON_AddItemToArray(p->out, m) ||
-		    !cJSON_AddStringToObject(m, "role", "user") ||
-		    !cJSON_AddItemToObject(m, "content", parts)) {
-			if (m && !cJSON_GetObjectItem(m, "content"))
-				cJSON_Delete(parts);
-			return -ENOMEM;
-		}
-		return 0;
+	if (rc || !cJSON_GetArraySize(parts)) {
+		cJSON_Delete(parts);
+		return rc;
 	}
-	cJSON_Delete(parts);
-	return rc;
+	m = cJSON_CreateObject();
+	if (!m || !cJSON_AddItemToArray(p->out, m)) {
+		cJSON_Delete(m);
+		cJSON_Delete(parts);
+		return -ENOMEM;
+	}
+	if (!cJSON_AddStringToObject(m, "role", "user") ||
+	    !cJSON_AddItemToObject(m, "content", parts)) {
+		cJSON_Delete(parts);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static int add_message(struct aparse *p, size_t i, const cJSON *m)
@@ -329,6 +332,8 @@ static int add_message(struct aparse *p, size_t i, const cJSON *m)
 		return FAIL("messages[%zu].content: expected a string or an "
 			    "array of content blocks",
 			    i);
+	if (cJSON_IsArray(c) && !cJSON_GetArraySize(c))
+		return FAIL("messages[%zu].content: empty", i);
 	if (cJSON_IsArray(c) && user)
 		return add_user(p, i, c);
 	nm = cJSON_CreateObject();

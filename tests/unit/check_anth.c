@@ -167,19 +167,19 @@ START_TEST(test_parse_variants)
 	ck_assert_str_eq(jstr(req.body, "tool_choice.function.name"), "g");
 	miner_accepts(&req);
 	engy_api_req_free(&req);
-	/* adaptive thinking, tool_choice auto and none, string content */
+	/* adaptive thinking, tool_choice none, string content */
 	ck_assert_int_eq(
 		parse("{\"model\":\"m\",\"max_tokens\":5,\"thinking\":"
 		      "{\"type\":\"adaptive\"},\"messages\":[{\"role\":"
 		      "\"user\",\"content\":\"a\"},{\"role\":"
 		      "\"assistant\",\"content\":\"b\"},{\"role\":"
-		      "\"user\",\"content\":[]}],\"tool_choice\":"
-		      "{\"type\":\"none\"}}",
+		      "\"user\",\"content\":[{\"type\":\"text\",\"text\":"
+		      "\"c\"}]}],\"tool_choice\":{\"type\":\"none\"}}",
 		      0, &req),
 		0);
 	ck_assert(req.show_reasoning);
 	ck_assert_str_eq(jstr(req.body, "messages.1.content"), "b");
-	ck_assert_int_eq(jsize(req.body, "messages.2.content"), 0);
+	ck_assert_int_eq(jsize(req.body, "messages.2.content"), 1);
 	ck_assert_str_eq(jstr(req.body, "tool_choice"), "none");
 	miner_accepts(&req);
 	engy_api_req_free(&req);
@@ -238,6 +238,9 @@ START_TEST(test_parse_errors)
 		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
 		 "\"assistant\",\"content\":\"x\"}]}",
 		 "messages: no user query found"},
+		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
+		 "\"user\",\"content\":[]}]}",
+		 "messages[0].content: empty"},
 		{"{\"model\":\"m\",\"max_tokens\":1,\"system\":5," MSG "}",
 		 "system: expected a string or an array"},
 		{"{\"model\":\"m\",\"max_tokens\":1,\"system\":[{\"type\":"
