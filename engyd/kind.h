@@ -14,7 +14,7 @@ struct engy_kind_info {
 	struct {
 		const char *name;
 		size_t offset;
-	} required[8];		/* ends with a NULL name */
+	} required[32];		/* ends with a NULL name */
 };
 
 const struct engy_kind_info *engy_kind_info(uint32_t kind);

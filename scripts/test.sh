@@ -15,7 +15,8 @@ log() { printf '\n== %s\n' "$*"; }
 # --- 1. packages -----------------------------------------------------------
 APT_PKGS="build-essential autoconf automake autoconf-archive libtool pkg-config
   libevent-dev libconfuse-dev check libcurl4-openssl-dev libssl-dev
-  libcjson-dev libsodium-dev libpcre2-dev libutf8proc-dev curl ca-certificates
+  libcjson-dev libsodium-dev libpcre2-dev libutf8proc-dev libsqlite3-dev
+  curl ca-certificates
   python3-numpy"
 command -v node >/dev/null 2>&1 || APT_PKGS="$APT_PKGS nodejs npm"
 command -v npm >/dev/null 2>&1 || APT_PKGS="$APT_PKGS npm"

@@ -15,6 +15,7 @@ int engyctl_keys(int argc, char **argv);
 int engyctl_epoch(int argc, char **argv);
 int engyctl_mkmodel(int argc, char **argv);
 int engyctl_ref(int argc, char **argv);
+int engyctl_admin(int argc, char **argv);
 
 static const struct engyctl_cmd cmds[] = {
 	{ "render-chat", "render an OpenAI chat body with the Qwen3 template", engyctl_render_chat },
@@ -24,6 +25,7 @@ static const struct engyctl_cmd cmds[] = {
 	{ "epoch", "sign and verify epoch results", engyctl_epoch },
 	{ "mkmodel", "write a generated Qwen3 / Qwen3-MoE checkpoint", engyctl_mkmodel },
 	{ "ref", "run the reference engine on a checkpoint", engyctl_ref },
+	{ "admin", "accounts, keys, balances, models, miners, the request log", engyctl_admin },
 	{ NULL, NULL, NULL },
 };
 

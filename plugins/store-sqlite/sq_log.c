@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/* store-sqlite: the metadata request log (no content, ever). */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "sq.h"
+
+#define LOG_COLS "id, time_ms, request_id, key_id, account_id, model, miner," \
+	" worker_name, status, prompt_tokens, completion_tokens, cached_tokens," \
+	" ttft_ms, tpot_ms, cost_micro, is_probe"
+
+static const char sql_insert[] =
+	"INSERT INTO request_log (time_ms, request_id, key_id, account_id, model,"
+	" miner, worker_name, status, prompt_tokens, completion_tokens,"
+	" cached_tokens, ttft_ms, tpot_ms, cost_micro, is_probe) VALUES"
+	" (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
+/* Four shapes, so each can use its index: ?1 since, ?2 until, ?3 after. */
+static const char sql_asc[] =
+	"SELECT " LOG_COLS " FROM request_log WHERE time_ms >= ?1"
+	" AND time_ms < ?2 AND id > ?3 ORDER BY id LIMIT ?5";
+static const char sql_desc[] =
+	"SELECT " LOG_COLS " FROM request_log WHERE time_ms >= ?1"
+	" AND time_ms < ?2 AND id > ?3 ORDER BY id DESC LIMIT ?5";
+static const char sql_acct_asc[] =
+	"SELECT " LOG_COLS " FROM request_log WHERE account_id = ?4"
+	" AND time_ms >= ?1 AND time_ms < ?2 AND id > ?3 ORDER BY id LIMIT ?5";
+static const char sql_acct_desc[] =
+	"SELECT " LOG_COLS " FROM request_log WHERE account_id = ?4"
+	" AND time_ms >= ?1 AND time_ms < ?2 AND id > ?3 ORDER BY id DESC LIMIT ?5";
+static const char sql_prune[] = "DELETE FROM request_log WHERE time_ms < ?1";
+
+int sq_log_check(struct sq *s, const struct engy_request_row *r)
+{
+	const char *bad = NULL;
+
+	if (r->time_ms <= 0)
+		bad = "time_ms";
+	else if (r->status < 100 || r->status > 599)
+		bad = "status";
+	else if (r->cached_tokens > r->prompt_tokens)
+		bad = "cached_tokens";
+	else if (r->cost_micro < 0 || r->cost_micro > ENGY_STORE_MONEY_MAX)
+		bad = "cost_micro";
+	else if (r->is_probe > 1)
+		bad = "is_probe";
+	else if (r->key_id < 0 || r->account_id < 0)
+		bad = "key_id";
+	else if (!sq_fixed_ok(r->request_id, sizeof(r->request_id)))
+		bad = "request_id";
+	else if (!sq_fixed_ok(r->model, sizeof(r->model)))
+		bad = "model";
+	else if (!sq_fixed_ok(r->miner, sizeof(r->miner)))
+		bad = "miner";
+	else if (!sq_fixed_ok(r->worker_name, sizeof(r->worker_name)))
+		bad = "worker_name";
+	if (!bad)
+		return 0;
+	engy_warn(s->h, "event=store_bad_input op=log field=%s", bad);
+	return -EINVAL;
+}
+
+int sq_log_insert(struct sq *s, struct sq_conn *c,
+		  const struct engy_request_row *r)
+{
+	sqlite3_stmt *st;
+	int rc = sq_prep(s, c, sql_insert, &st);
+
+	if (rc)
+		return rc;
+	sqlite3_bind_int64(st, 1, r->time_ms);
+	sqlite3_bind_text(st, 2, r->request_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, r->key_id);
+	sqlite3_bind_int64(st, 4, r->account_id);
+	sqlite3_bind_text(st, 5, r->model, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, r->miner, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 7, r->worker_name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 8, r->status);
+	sqlite3_bind_int64(st, 9, r->prompt_tokens);
+	sqlite3_bind_int64(st, 10, r->completion_tokens);
+	sqlite3_bind_int64(st, 11, r->cached_tokens);
+	sqlite3_bind_int64(st, 12, r->ttft_ms);
+	sqlite3_bind_int64(st, 13, r->tpot_ms);
+	sqlite3_bind_int64(st, 14, r->cost_micro);
+	sqlite3_bind_int64(st, 15, r->is_probe);
+	return sq_exec(s, c, st, "log_append");
+}
+
+int sq_log_append(void *inst, const struct engy_request_row *rows, size_t n)
+{
+	struct sq *s = inst;
+	struct sq_conn *c;
+	size_t i;
+	int rc;
+
+	if (n && !rows)
+		return -EINVAL;
+	for (i = 0; i < n; i++)
+		if ((rc = sq_log_check(s, &rows[i])))
+			return rc;
+	if (!n)
+		return 0;
+	rc = sq_acquire(s, &c);
+	if (rc)
+		return rc;
+	rc = sq_begin(s, c);
+	if (!rc) {
+		for (i = 0; !rc && i < n; i++)
+			rc = sq_log_insert(s, c, &rows[i]);
+		rc = sq_end(s, c, rc);
+	}
+	sq_release(s, c);
+	return rc;
+}
+
+static void rd_row(sqlite3_stmt *st, void *elem)
+{
+	struct engy_request_row *r = elem;
+
+	r->id = sqlite3_column_int64(st, 0);
+	r->time_ms = sqlite3_column_int64(st, 1);
+	sq_col_text(st, 2, r->request_id, sizeof(r->request_id));
+	r->key_id = sqlite3_column_int64(st, 3);
+	r->account_id = sqlite3_column_int64(st, 4);
+	sq_col_text(st, 5, r->model, sizeof(r->model));
+	sq_col_text(st, 6, r->miner, sizeof(r->miner));
+	sq_col_text(st, 7, r->worker_name, sizeof(r->worker_name));
+	r->status = (uint32_t)sqlite3_column_int64(st, 8);
+	r->prompt_tokens = (uint32_t)sqlite3_column_int64(st, 9);
+	r->completion_tokens = (uint32_t)sqlite3_column_int64(st, 10);
+	r->cached_tokens = (uint32_t)sqlite3_column_int64(st, 11);
+	r->ttft_ms = (uint32_t)sqlite3_column_int64(st, 12);
+	r->tpot_ms = (uint32_t)sqlite3_column_int64(st, 13);
+	r->cost_micro = sqlite3_column_int64(st, 14);
+	r->is_probe = (uint32_t)sqlite3_column_int64(st, 15);
+}
+
+int sq_log_query(void *inst, const struct engy_log_query *in,
+		 struct engy_request_row **out, size_t *n)
+{
+	struct sq *s = inst;
+	struct engy_log_query q;
+	struct sq_conn *c;
+	sqlite3_stmt *st;
+	const char *sql;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (!in || in->size < offsetof(struct engy_log_query, account_id))
+		return -EINVAL;
+	memset(&q, 0, sizeof(q));
+	memcpy(&q, in, in->size < sizeof(q) ? in->size : sizeof(q));
+	if (q.limit == 0)
+		q.limit = 100;
+	if (q.limit > s->max_query_rows)
+		q.limit = s->max_query_rows;
+	if (q.account_id)
+		sql = q.newest_first ? sql_acct_desc : sql_acct_asc;
+	else
+		sql = q.newest_first ? sql_desc : sql_asc;
+	rc = sq_acquire(s, &c);
+	if (rc)
+		return rc;
+	rc = sq_prep(s, c, sql, &st);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, q.since_ms);
+		sqlite3_bind_int64(st, 2, q.until_ms ? q.until_ms : INT64_MAX);
+		sqlite3_bind_int64(st, 3, q.after_id);
+		if (q.account_id)
+			sqlite3_bind_int64(st, 4, q.account_id);
+		sqlite3_bind_int64(st, 5, q.limit);
+		rc = sq_collect(s, c, st, sizeof(**out), rd_row, (void **)out,
+				n, "log_query");
+	}
+	sq_release(s, c);
+	return rc;
+}
+
+int sq_log_prune(void *inst, int64_t before_ms, uint64_t *n)
+{
+	struct sq *s = inst;
+	struct sq_conn *c;
+	sqlite3_stmt *st;
+	uint64_t cnt = 0;
+	int rc = sq_acquire(s, &c);
+
+	if (rc)
+		return rc;
+	rc = sq_begin(s, c);
+	if (rc)
+		goto out;
+	rc = sq_prep(s, c, sql_prune, &st);
+	if (!rc) {
+		sqlite3_bind_int64(st, 1, before_ms);
+		rc = sq_exec(s, c, st, "log_prune");
+	}
+	if (!rc)
+		cnt = (uint64_t)sqlite3_changes(c->db);
+	rc = sq_end(s, c, rc);
+out:
+	sq_release(s, c);
+	if (!rc && n)
+		*n = cnt;
+	if (!rc && cnt)
+		engy_info(s->h, "event=store_log_pruned rows=%llu before_ms=%lld",
+			  (unsigned long long)cnt, (long long)before_ms);
+	return rc;
+}
