@@ -143,6 +143,18 @@ struct engy_ws_handler {
 	 */
 	void (*on_dial_error)(void *arg, struct engy_ws_leg *leg, int err,
 			      int status);
+	/**
+	 * on_get() - server routes: a plain GET (no Upgrade header) under
+	 * the route's prefix, for a small document on the websocket port
+	 * (the gateway's GET /gw/meta, which miners fetch from the host and
+	 * port of their ws URL).  @path is the request path without the
+	 * query.  Set *@status (200..599) and *@body to a malloc'd JSON text
+	 * of *@len bytes (the transport frees it; NULL for none).  Return 0,
+	 * or -ENOENT for a 404.  Optional (appended in 1.0): without it such
+	 * a GET gets 426.
+	 */
+	int (*on_get)(void *arg, const char *path, int *status, char **body,
+		      size_t *len);
 };
 
 struct engy_transport_ops {

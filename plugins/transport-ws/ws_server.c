@@ -3,6 +3,8 @@
  * The server side: one listener on the `listen` address (TLS when
  * tls_cert is set), the upgrade check with plain refusals (400, 404, 405,
  * 426, 431, 503), routing by path prefix, then the shared connection code.
+ * A plain GET that a route's on_get() answers (a small JSON document such
+ * as the gateway's /gw/meta) gets that answer and a close.
  * Origin is ignored: callers are miners, not browsers.
  */
 #include <errno.h>
@@ -96,6 +98,62 @@ static void refuse(struct ws_conn *c, int status, const char *why)
 	ws_conn_linger(c);
 }
 
+static const char *reason_of(int status)
+{
+	return status == 200 ? "OK" : status == 404 ? "Not Found" :
+	       status == 503 ? "Service Unavailable" : "Status";
+}
+
+/*
+ * A plain GET (no Upgrade) that the route answers itself through
+ * on_get() (the gateway's /gw/meta).  Returns false when the request is
+ * not one: then it goes through the upgrade checks (a 426).
+ */
+static bool plain_get(struct ws_conn *c)
+{
+	const struct ws_route *r;
+	const struct engy_ws_handler *h;
+	char *path, *body = NULL, *resp = NULL;
+	size_t len = 0;
+	int status = 0, rc;
+
+	if (!c->head.method || strcmp(c->head.method, "GET") != 0 ||
+	    engy_http_head_get(&c->head, "Upgrade"))
+		return false;
+	path = strndup(c->head.target, strcspn(c->head.target, "?"));
+	if (!path)
+		return false;
+	r = route_of(c->in, path);
+	h = r ? r->h : NULL;
+	if (!h || h->size < offsetof(struct engy_ws_handler, on_get) +
+			    sizeof(h->on_get) || !h->on_get) {
+		free(path);
+		return false;
+	}
+	rc = h->on_get(r->arg, path, &status, &body, &len);
+	if (rc == -ENOENT) {
+		refuse(c, 404, "not found");
+	} else if (rc < 0 || status < 200 || status > 599 || (len && !body)) {
+		refuse(c, 500, "the route failed to answer");
+	} else if (asprintf(&resp, "HTTP/1.1 %d %s\r\nContent-Type: "
+			    "application/json\r\nContent-Length: %zu\r\n"
+			    "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+			    status, reason_of(status), len) < 0) {
+		refuse(c, 500, "out of memory");
+	} else {
+		engy_info(c->in->host, "event=ws_get conn=%llu route=%s remote=%s status=%d",
+			  (unsigned long long)c->id, r->prefix, c->remote, status);
+		bufferevent_write(c->bev, resp, strlen(resp));
+		if (len)
+			bufferevent_write(c->bev, body, len);
+		ws_conn_linger(c);
+	}
+	free(resp);
+	free(body);
+	free(path);
+	return true;
+}
+
 static void hs_read(struct bufferevent *bev, void *arg)
 {
 	struct ws_conn *c = arg;
@@ -127,6 +185,8 @@ static void hs_read(struct bufferevent *bev, void *arg)
 		refuse(c, rc == -E2BIG ? 431 : 400, why);
 		goto out;
 	}
+	if (plain_get(c))
+		goto out;
 	rc = engy_ws_check_request(&c->head, accept, &why);
 	if (rc != 0) {
 		refuse(c, rc, why);

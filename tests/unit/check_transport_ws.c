@@ -2,7 +2,8 @@
 /*
  * transport-ws as the host sees it: dlopen() the built module and drive it
  * through its ops on a real event loop, engy client against engy server:
- * echo, closes and re-dials, backoff, argument checks, limits, teardown.
+ * echo, closes and re-dials, backoff, argument checks, limits, a plain
+ * GET answered by on_get(), teardown.
  */
 #include <check.h>
 #include <errno.h>
@@ -256,6 +257,89 @@ START_TEST(test_max_connections)
 }
 END_TEST
 
+/* The handler records into the rec; on_get counts its calls. */
+struct meta_rec {
+	struct rec r;
+	int calls;
+};
+
+static int meta_get(void *arg, const char *path, int *status, char **body,
+		    size_t *len)
+{
+	struct meta_rec *m = arg;
+
+	m->calls++;
+	if (strcmp(path, "/gw/meta") != 0)
+		return -ENOENT;
+	*status = 200;
+	*body = strdup("{\"workers\":2}");
+	*len = strlen(*body);
+	return 0;
+}
+
+/* A plain GET answered by the route's on_get() (the gateway's /gw/meta);
+ * the same route still upgrades, and a route without on_get says 426. */
+START_TEST(test_plain_get)
+{
+	static const char *const kv[] = { "listen=127.0.0.1:0", NULL };
+	static const char get_meta[] = "GET /gw/meta?x=1 HTTP/1.1\r\n"
+		"Host: 127.0.0.1\r\nAccept: application/json\r\n\r\n";
+	static const char get_other[] = "GET /gw/other HTTP/1.1\r\n"
+		"Host: 127.0.0.1\r\n\r\n";
+	static const char get_plain[] = "GET /ws HTTP/1.1\r\n"
+		"Host: 127.0.0.1\r\n\r\n";
+	struct engy_ws_handler meta = handler;
+	struct side srv;
+	struct rec s = { 0 };
+	struct meta_rec m = { { 0 }, 0 };
+	char head[1024], body[256];
+	int port, fd;
+
+	meta.on_get = meta_get;
+	ck_assert_int_eq(side_make(&srv, kv), 0);
+	s.inst = srv.inst;
+	m.r.inst = srv.inst;
+	ck_assert_int_eq(ops->ws_listen(srv.inst, "/gw", &meta, &m), 0);
+	ck_assert_int_eq(ops->ws_listen(srv.inst, "/ws", &handler, &s), 0);
+	port = wsth_listen_port(srv.h);
+
+	fd = raw_connect(port);
+	raw_write(fd, get_meta, sizeof(get_meta) - 1);
+	ck_assert(raw_head(fd, head, sizeof(head), 2000));
+	ck_assert_msg(strncmp(head, "HTTP/1.1 200 ", 13) == 0, "%s", head);
+	ck_assert_ptr_nonnull(strstr(head, "Content-Type: application/json\r\n"));
+	ck_assert_ptr_nonnull(strstr(head, "Content-Length: 13\r\n"));
+	raw_head(fd, body, sizeof(body), 2000);
+	ck_assert_str_eq(body, "{\"workers\":2}");
+	ck_assert(raw_eof(fd, 2000));
+	close(fd);
+	ck_assert_int_eq(m.calls, 1);
+
+	fd = raw_connect(port);
+	raw_write(fd, get_other, sizeof(get_other) - 1);
+	ck_assert(raw_head(fd, head, sizeof(head), 2000));
+	ck_assert_msg(strncmp(head, "HTTP/1.1 404 ", 13) == 0, "%s", head);
+	close(fd);
+	ck_assert_int_eq(m.calls, 2);
+
+	fd = raw_connect(port);
+	raw_write(fd, get_plain, sizeof(get_plain) - 1);
+	ck_assert(raw_head(fd, head, sizeof(head), 2000));
+	ck_assert_msg(strncmp(head, "HTTP/1.1 426 ", 13) == 0, "%s", head);
+	close(fd);
+
+	/* Upgrades on the on_get route still open websockets. */
+	fd = raw_connect(port);
+	ck_assert(raw_upgrade(fd, "/gw"));
+	WAIT(m.r.opens, 1, 2000);
+	close(fd);
+	WAIT(m.r.closes, 1, 2000);
+	ck_assert_int_eq(m.calls, 2);
+	side_unmake(&srv);
+	rec_free(&m.r);
+}
+END_TEST
+
 /* destroy() with legs open, dialing and waiting, and server peers. */
 START_TEST(test_destroy_busy)
 {
@@ -309,6 +393,7 @@ int main(void)
 	tcase_add_test(tc, test_backoff);
 	tcase_add_test(tc, test_bad_arguments);
 	tcase_add_test(tc, test_max_connections);
+	tcase_add_test(tc, test_plain_get);
 	tcase_add_test(tc, test_destroy_busy);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
