@@ -15,6 +15,7 @@ int engyctl_keys(int argc, char **argv);
 int engyctl_epoch(int argc, char **argv);
 int engyctl_mkmodel(int argc, char **argv);
 int engyctl_ref(int argc, char **argv);
+int engyctl_validator(int argc, char **argv);
 int engyctl_admin(int argc, char **argv);
 
 static const struct engyctl_cmd cmds[] = {
@@ -25,6 +26,7 @@ static const struct engyctl_cmd cmds[] = {
 	{ "epoch", "sign and verify epoch results", engyctl_epoch },
 	{ "mkmodel", "write a generated Qwen3 / Qwen3-MoE checkpoint", engyctl_mkmodel },
 	{ "ref", "run the reference engine on a checkpoint", engyctl_ref },
+	{ "validator", "light validator health and state", engyctl_validator },
 	{ "admin", "accounts, keys, balances, models, miners, the request log", engyctl_admin },
 	{ NULL, NULL, NULL },
 };

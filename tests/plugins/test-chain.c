@@ -155,7 +155,34 @@ static void tc_destroy(void *inst)
 	free(in);
 }
 
-static const struct engy_chain_ops ops = { .size = sizeof(ops) };
+/* The chain ops answer nothing: this plugin tests the host services. */
+static int tc_block(void *inst, void (*done)(void *, const struct engy_chain_block *),
+		    void *arg)
+{
+	return -ENOTSUP;
+}
+
+static int tc_metagraph(void *inst, uint16_t netuid,
+			void (*done)(void *, const struct engy_chain_metagraph *),
+			void *arg)
+{
+	return -ENOTSUP;
+}
+
+static int tc_set_weights(void *inst, const struct engy_chain_weights *w,
+			  const struct engy_chain_signer *s,
+			  void (*done)(void *, const struct engy_chain_submit *),
+			  void *arg)
+{
+	return -ENOTSUP;
+}
+
+static const struct engy_chain_ops ops = {
+	.size = sizeof(ops),
+	.block = tc_block,
+	.metagraph = tc_metagraph,
+	.set_weights = tc_set_weights,
+};
 
 static const struct engy_opt opts[] = {
 	{ "interval_ms", ENGY_OPT_INT, 0, offsetof(struct conf, interval_ms),

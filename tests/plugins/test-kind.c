@@ -167,6 +167,34 @@ static const struct engy_store_ops ops = {
 	.log_query = tk_log_query,
 	.log_prune = tk_log_prune,
 };
+#elif TEST_KIND == 5 /* ENGY_KIND_CHAIN */
+static int tk_block(void *inst, void (*done)(void *, const struct engy_chain_block *),
+		    void *arg)
+{
+	return -ENOTSUP;
+}
+
+static int tk_metagraph(void *inst, uint16_t netuid,
+			void (*done)(void *, const struct engy_chain_metagraph *),
+			void *arg)
+{
+	return -ENOTSUP;
+}
+
+static int tk_set_weights(void *inst, const struct engy_chain_weights *w,
+			  const struct engy_chain_signer *s,
+			  void (*done)(void *, const struct engy_chain_submit *),
+			  void *arg)
+{
+	return -ENOTSUP;
+}
+
+static const struct engy_chain_ops ops = {
+	.size = sizeof(ops),
+	.block = tk_block,
+	.metagraph = tk_metagraph,
+	.set_weights = tk_set_weights,
+};
 #elif TEST_KIND == 1 /* ENGY_KIND_TRANSPORT */
 static const struct engy_transport_ops ops = {
 	.size = sizeof(ops),

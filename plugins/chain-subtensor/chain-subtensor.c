@@ -1,0 +1,298 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chain-subtensor: a subtensor node over JSON-RPC (HTTP POST).  Reads the
+ * metagraph from storage with the key hashers the runtime's metadata
+ * declares, signs set_weights with the caller's signer against the
+ * runtime's own call indices and signed extensions, submits it, and
+ * follows new blocks until it is in one, then reads its outcome from the
+ * block's events.  Each op is one job on the worker pool (blocking libcurl
+ * there); jobs of an instance run one at a time.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "sub.h"
+#include "url.h"
+
+#define OFF(f) offsetof(struct sub_conf, f)
+
+static const struct engy_opt opts[] = {
+	{ "endpoint", ENGY_OPT_STR, 0, OFF(endpoint),
+	  "wss://entrypoint-finney.opentensor.ai:443", "ENGY_SN53_CHAIN_ENDPOINT",
+	  0, 0, "the node's JSON-RPC URL (ws:// and wss:// are dialled as http:// and https://)" },
+	{ "timeout_s", ENGY_OPT_INT, 0, OFF(timeout_s), "30", NULL, 1, 600,
+	  "seconds for one JSON-RPC call" },
+	{ "inclusion_timeout_s", ENGY_OPT_INT, 0, OFF(inclusion_timeout_s), "120",
+	  NULL, 1, 3600, "seconds to wait for a submitted extrinsic to be in a block" },
+	{ "poll_ms", ENGY_OPT_INT, 0, OFF(poll_ms), "2000", NULL, 50, 60000,
+	  "how often new blocks are read while waiting" },
+	{ "era_period", ENGY_OPT_INT, 0, OFF(era_period), "64", NULL, 0, 65536,
+	  "blocks an extrinsic stays valid (0: immortal)" },
+	{ "max_response_mb", ENGY_OPT_INT, 0, OFF(max_response_mb), "32", NULL,
+	  1, 1024, "largest JSON-RPC response accepted (MiB)" },
+	ENGY_OPT_END,
+};
+
+bool sub_nap(struct sub *s, long ms)
+{
+	while (ms > 0 && !atomic_load(&s->cancel)) {
+		long step = ms > 50 ? 50 : ms;
+		struct timespec ts = { 0, step * 1000000L };
+
+		nanosleep(&ts, NULL);
+		ms -= step;
+	}
+	return !atomic_load(&s->cancel);
+}
+
+static void do_block(struct sub_job *j, struct rpc *r)
+{
+	struct sub_at at;
+	int rc = sub_best(j->s, r, &at, j->error, sizeof(j->error));
+
+	j->block.status = rc;
+	if (rc)
+		return;
+	j->block.number = at.number;
+	memcpy(j->block.hash, at.hash, 32);
+}
+
+static void job_run(void *arg)
+{
+	struct sub_job *j = arg;
+	struct sub *s = j->s;
+	struct rpc r;
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	rc = rpc_init(&r, s->c->endpoint, (long)s->c->timeout_s * 1000,
+		      (size_t)s->c->max_response_mb << 20, &s->cancel);
+	if (rc) {
+		j->block.status = j->mg.status = j->submit.status = rc;
+		snprintf(j->error, sizeof(j->error), "out of memory");
+		goto out;
+	}
+	switch (j->op) {
+	case SUB_BLOCK:
+		do_block(j, &r);
+		break;
+	case SUB_METAGRAPH:
+		sub_do_metagraph(j, &r);
+		break;
+	case SUB_SET_WEIGHTS:
+		sub_do_set_weights(j, &r);
+		break;
+	}
+	rpc_free(&r);
+out:
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void job_free(struct sub_job *j)
+{
+	free(j->uids);
+	free(j->weights);
+	free(j->mg_uids);
+	free(j->mg_permit);
+	free(j->mg_last);
+	free(j);
+}
+
+static void job_done(void *arg, int rc)
+{
+	struct sub_job *j = arg;
+
+	j->s->inflight--;
+	if (rc == -ECANCELED)
+		snprintf(j->error, sizeof(j->error), "cancelled");
+	switch (j->op) {
+	case SUB_BLOCK:
+		if (rc)
+			j->block.status = rc;
+		j->block.error = j->block.status ? j->error : NULL;
+		j->done.block(j->arg, &j->block);
+		break;
+	case SUB_METAGRAPH:
+		if (rc)
+			j->mg.status = rc;
+		j->mg.error = j->mg.status ? j->error : NULL;
+		j->mg.uids = (const uint8_t (*)[32])j->mg_uids;
+		j->mg.permit = j->mg_permit;
+		j->mg.last_update = j->mg_last;
+		j->done.metagraph(j->arg, &j->mg);
+		break;
+	case SUB_SET_WEIGHTS:
+		if (rc)
+			j->submit.status = rc;
+		j->submit.error = j->error[0] ? j->error : NULL;
+		j->done.submit(j->arg, &j->submit);
+		break;
+	}
+	job_free(j);
+}
+
+static int queue(struct sub *s, struct sub_job *j)
+{
+	int rc;
+
+	if (atomic_load(&s->cancel)) {
+		job_free(j);
+		return -ESHUTDOWN;
+	}
+	j->s = s;
+	rc = s->h->work(s->h, job_run, job_done, j);
+	if (rc) {
+		job_free(j);
+		return rc;
+	}
+	s->inflight++;
+	return 0;
+}
+
+static int op_block(void *inst, void (*done)(void *, const struct engy_chain_block *),
+		    void *arg)
+{
+	struct sub_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
+	j->op = SUB_BLOCK;
+	j->done.block = done;
+	j->arg = arg;
+	return queue(inst, j);
+}
+
+static int op_metagraph(void *inst, uint16_t netuid,
+			void (*done)(void *, const struct engy_chain_metagraph *),
+			void *arg)
+{
+	struct sub_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return -ENOMEM;
+	j->op = SUB_METAGRAPH;
+	j->netuid = netuid;
+	j->mg.netuid = netuid;
+	j->done.metagraph = done;
+	j->arg = arg;
+	return queue(inst, j);
+}
+
+static int op_set_weights(void *inst, const struct engy_chain_weights *w,
+			  const struct engy_chain_signer *sg,
+			  void (*done)(void *, const struct engy_chain_submit *),
+			  void *arg)
+{
+	struct sub_job *j;
+	size_t i;
+
+	if (!w || w->size < offsetof(struct engy_chain_weights, version_key) + 8 ||
+	    !sg || sg->size < offsetof(struct engy_chain_signer, arg) + sizeof(void *) ||
+	    !sg->sign || w->n > 65535 || (w->n && (!w->uids || !w->weights)))
+		return -EINVAL;
+	for (i = 1; i < w->n; i++)
+		if (w->uids[i] <= w->uids[i - 1])
+			return -EINVAL;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->uids = calloc(w->n ? w->n : 1, sizeof(*j->uids));
+	j->weights = calloc(w->n ? w->n : 1, sizeof(*j->weights));
+	if (!j->uids || !j->weights) {
+		job_free(j);
+		return -ENOMEM;
+	}
+	memcpy(j->uids, w->uids, w->n * sizeof(*j->uids));
+	memcpy(j->weights, w->weights, w->n * sizeof(*j->weights));
+	j->n = w->n;
+	j->netuid = w->netuid;
+	j->version_key = w->version_key;
+	memcpy(&j->signer, sg, sizeof(j->signer));
+	j->op = SUB_SET_WEIGHTS;
+	j->done.submit = done;
+	j->arg = arg;
+	return queue(inst, j);
+}
+
+static const struct engy_chain_ops ops = {
+	.size = sizeof(ops),
+	.block = op_block,
+	.metagraph = op_metagraph,
+	.set_weights = op_set_weights,
+};
+
+static int sub_create(const struct engy_host *h, const void *conf, void **inst)
+{
+	const struct sub_conf *c = conf;
+	struct engy_url u;
+	const char *why = NULL;
+	struct sub *s;
+
+	*inst = NULL;
+	if (!c->endpoint || engy_url_parse(&u, c->endpoint, &why) < 0) {
+		engy_err(h, "event=bad_option option=endpoint reason=\"%s\"",
+			 why ? why : "not set");
+		return -EINVAL;
+	}
+	engy_url_free(&u);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		engy_err(h, "event=curl_init_failed");
+		return -ENOMEM;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		curl_global_cleanup();
+		return -ENOMEM;
+	}
+	s->h = h;
+	s->c = c;
+	atomic_init(&s->cancel, 0);
+	pthread_mutex_init(&s->lock, NULL);
+	*inst = s;
+	return 0;
+}
+
+static int sub_start(void *inst)
+{
+	struct sub *s = inst;
+	struct engy_url u;
+	const char *why;
+
+	if (engy_url_parse(&u, s->c->endpoint, &why) == 0) {
+		engy_info(s->h, "event=started endpoint=%s timeout_s=%lld inclusion_timeout_s=%lld era_period=%lld",
+			  u.safe, (long long)s->c->timeout_s,
+			  (long long)s->c->inclusion_timeout_s,
+			  (long long)s->c->era_period);
+		engy_url_free(&u);
+	}
+	return 0;
+}
+
+static void sub_stop(void *inst)
+{
+	struct sub *s = inst;
+
+	atomic_store(&s->cancel, 1);
+}
+
+static void sub_destroy(void *inst)
+{
+	struct sub *s = inst;
+
+	if (!s)
+		return;
+	engy_meta_free(s->md);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	curl_global_cleanup();
+}
+
+ENGY_PLUGIN(.kind = ENGY_KIND_CHAIN, .name = "chain-subtensor", .version = "1.0",
+	    .description = "subtensor over JSON-RPC: metagraph reads, signed set_weights, inclusion and outcome",
+	    .opts = opts, .conf_size = sizeof(struct sub_conf),
+	    .create = sub_create, .start = sub_start, .stop = sub_stop,
+	    .destroy = sub_destroy, .ops = &ops);

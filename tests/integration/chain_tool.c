@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A driver for the chain integration tests (never installed):
+ *
+ *   chain_tool extrinsic key=value...   build and sign set_weights; print
+ *       call, payload, signed (the bytes signed), signature, extrinsic
+ *       and hash as "name hex" lines.  Keys: mini rng spec tx genesis
+ *       era_period era_block era_hash nonce tip pallet call netuid uids
+ *       weights version_key ids (lists comma separated).
+ *   chain_tool meta FILE                parse a metadata blob (hex text, as
+ *       state_getMetadata answers) and print what chain-subtensor uses.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "extrinsic.h"
+#include "fsutil.h"
+#include "metadata.h"
+#include "scale.h"
+#include "sr25519.h"
+
+static const char *arg(int argc, char **argv, const char *key)
+{
+	size_t n = strlen(key);
+	int i;
+
+	for (i = 2; i < argc; i++)
+		if (strncmp(argv[i], key, n) == 0 && argv[i][n] == '=')
+			return argv[i] + n + 1;
+	fprintf(stderr, "chain_tool: missing %s=\n", key);
+	exit(2);
+}
+
+static uint64_t num(int argc, char **argv, const char *key)
+{
+	return strtoull(arg(argc, argv, key), NULL, 0);
+}
+
+static void hex32(int argc, char **argv, const char *key, uint8_t out[32])
+{
+	if (engy_hex_decode(out, 32, arg(argc, argv, key)) != 32) {
+		fprintf(stderr, "chain_tool: %s is not 32 bytes of hex\n", key);
+		exit(2);
+	}
+}
+
+static size_t list16(const char *s, uint16_t *out, size_t cap)
+{
+	size_t n = 0;
+
+	while (*s && n < cap) {
+		char *end;
+
+		out[n++] = (uint16_t)strtoul(s, &end, 10);
+		s = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
+
+static void print(const char *name, const uint8_t *p, size_t n)
+{
+	char *h = malloc(2 * n + 3);
+
+	engy_hex_encode(h, p, n);
+	printf("%s %s\n", name, h + 2);
+	free(h);
+}
+
+static int extrinsic(int argc, char **argv)
+{
+	static uint16_t uids[4096], w[4096];
+	const char *ids[ENGY_EXT_MAX];
+	char idbuf[2048], err[256], *tok, *save;
+	struct engy_sr25519_keypair kp;
+	struct engy_ext_layout l;
+	struct engy_ext_params p = { 0 };
+	struct engy_scale_buf call, pay, ext;
+	uint8_t mini[32], rng[32], sig[64], hash[32];
+	const uint8_t *msg;
+	size_t n, nw, n_ids = 0, mlen;
+
+	hex32(argc, argv, "mini", mini);
+	hex32(argc, argv, "rng", rng);
+	p.spec_version = (uint32_t)num(argc, argv, "spec");
+	p.tx_version = (uint32_t)num(argc, argv, "tx");
+	hex32(argc, argv, "genesis", p.genesis);
+	p.era_period = num(argc, argv, "era_period");
+	p.era_block = num(argc, argv, "era_block");
+	hex32(argc, argv, "era_hash", p.era_hash);
+	p.nonce = (uint32_t)num(argc, argv, "nonce");
+	p.tip = num(argc, argv, "tip");
+	n = list16(arg(argc, argv, "uids"), uids, 4096);
+	nw = list16(arg(argc, argv, "weights"), w, 4096);
+	snprintf(idbuf, sizeof(idbuf), "%s", arg(argc, argv, "ids"));
+	for (tok = strtok_r(idbuf, ",", &save); tok && n_ids < ENGY_EXT_MAX;
+	     tok = strtok_r(NULL, ",", &save))
+		ids[n_ids++] = tok;
+	if (n != nw || engy_ext_layout_names(&l, ids, n_ids, err, sizeof(err))) {
+		fprintf(stderr, "chain_tool: %s\n", n != nw ? "uids and weights differ in length" : err);
+		return 2;
+	}
+	engy_sr25519_keypair_from_mini(&kp, mini, ENGY_SR25519_EXPAND_ED25519);
+	engy_scale_buf_init(&call);
+	engy_scale_buf_init(&pay);
+	engy_scale_buf_init(&ext);
+	engy_call_set_weights(NULL, (uint8_t)num(argc, argv, "pallet"),
+			      (uint8_t)num(argc, argv, "call"),
+			      (uint16_t)num(argc, argv, "netuid"), uids, w, n,
+			      num(argc, argv, "version_key"), &call);
+	engy_ext_payload(&l, &p, call.p, call.len, &pay);
+	msg = engy_ext_to_sign(pay.p, pay.len, hash, &mlen);
+	engy_sr25519_sign_rng(&kp, ENGY_SR25519_SUBSTRATE_CTX, msg, mlen, rng, sig);
+	engy_ext_signed(&l, &p, call.p, call.len, kp.pub, sig, &ext);
+	print("call", call.p, call.len);
+	print("payload", pay.p, pay.len);
+	print("signed", msg, mlen);
+	print("signature", sig, 64);
+	print("extrinsic", ext.p, ext.len);
+	engy_ext_hash(ext.p, ext.len, hash);
+	print("hash", hash, 32);
+	print("public", kp.pub, 32);
+	engy_scale_buf_free(&call);
+	engy_scale_buf_free(&pay);
+	engy_scale_buf_free(&ext);
+	return 0;
+}
+
+static int meta(const char *path)
+{
+	struct engy_metadata *md;
+	struct engy_ext_layout l;
+	uint8_t *text, *blob, pi, ci;
+	size_t len, n, i;
+	char err[256];
+	int rc;
+
+	if (engy_read_file(path, 64u << 20, &text, &len)) {
+		fprintf(stderr, "chain_tool: cannot read %s\n", path);
+		return 1;
+	}
+	while (len && (text[len - 1] == '\n' || text[len - 1] == '"'))
+		text[--len] = '\0';
+	rc = engy_hex_decode_alloc((const char *)text + (text[0] == '"'), &blob, &n);
+	free(text);
+	if (rc) {
+		fprintf(stderr, "chain_tool: %s is not hex\n", path);
+		return 1;
+	}
+	rc = engy_meta_parse(blob, n, &md, err, sizeof(err));
+	free(blob);
+	if (rc) {
+		printf("error %s\n", err);
+		return 1;
+	}
+	printf("version %u\ntypes %u\npallets %u\n", md->version, md->n_types, md->n_pallets);
+	if (engy_meta_call(md, "SubtensorModule", "set_weights", &pi, &ci, NULL) == 0)
+		printf("set_weights %u %u\n", pi, ci);
+	printf("extensions");
+	for (i = 0; i < md->n_exts; i++)
+		printf(" %s", md->exts[i].identifier);
+	printf("\n");
+	if (engy_ext_layout_meta(&l, md, err, sizeof(err)))
+		printf("layout error %s\n", err);
+	else
+		printf("layout ok %zu\n", l.n);
+	engy_meta_free(md);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 2 && strcmp(argv[1], "extrinsic") == 0)
+		return extrinsic(argc, argv);
+	if (argc == 3 && strcmp(argv[1], "meta") == 0)
+		return meta(argv[2]);
+	fprintf(stderr, "usage: chain_tool extrinsic key=value... | chain_tool meta FILE\n");
+	return 2;
+}
