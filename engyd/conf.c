@@ -377,6 +377,11 @@ static int set_cfg(const char *who, const char *where,
 
 	switch (o->type) {
 	case ENGY_OPT_STR:
+		if (cfg_size(sec, o->name) > 1) {
+			engy_errs_add(e, "%s: plugin \"%s\": option '%s' takes one value",
+				      where, who, o->name);
+			return -EINVAL;
+		}
 		return set_text(who, where, o, conf, cfg_getstr(sec, o->name), e);
 	case ENGY_OPT_INT:
 		*(int64_t *)slot = cfg_getint(sec, o->name);
@@ -543,6 +548,15 @@ static int union_add(struct uopt **u, size_t *n, const char *name,
 
 	for (i = 0; i < *n; i++)
 		if (strcmp((*u)[i].name, name) == 0) {
+			/* A string and a string list share a name (`listen` of
+			 * transport-http and transport-ws): parse it as a list,
+			 * which also takes one bare string; set_cfg() holds the
+			 * string option to one value. */
+			if (((*u)[i].type == ENGY_OPT_STR && type == ENGY_OPT_STR_LIST) ||
+			    ((*u)[i].type == ENGY_OPT_STR_LIST && type == ENGY_OPT_STR)) {
+				(*u)[i].type = ENGY_OPT_STR_LIST;
+				return 0;
+			}
 			if ((*u)[i].type != type)
 				engy_errs_add(e, "plugin \"%s\": option '%s' is a %s here but a %s in another loaded plugin; they cannot share one config file",
 					      who, name, engy_opt_type_name(type),

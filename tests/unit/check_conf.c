@@ -351,6 +351,46 @@ static const char *get_kv(void *arg, const char *name)
 	return NULL;
 }
 
+/* `list` is a string list in alpha and a string in gamma (like
+ * transport-http's and transport-ws's `listen`): one file holds both. */
+struct c_conf {
+	const char *list;
+};
+
+static const struct engy_opt c_opts[] = {
+	{ "list", ENGY_OPT_STR, 0, offsetof(struct c_conf, list), NULL, NULL, 0, 0, NULL },
+	ENGY_OPT_END,
+};
+
+START_TEST(test_string_and_list_share_a_name)
+{
+	const struct engy_opt *opts[2] = { a_opts, c_opts };
+	size_t sizes[2] = { sizeof(struct a_conf), sizeof(struct c_conf) };
+	void *confs[2];
+	struct a_conf *a;
+	struct c_conf *c;
+
+	write_conf("role = \"miner\"\nplugin \"alpha\" { url = \"u\" list = { \"p\", \"q\" } }\n"
+		   "plugin \"gamma\" { list = \"one\" }\n", 0600);
+	ck_assert_int_eq(engy_config_load(path, NULL, &cfg, &errs), 0);
+	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, NULL, &errs), 0);
+	a = confs[0];
+	c = confs[1];
+	ck_assert_uint_eq(a->list.n, 2);
+	ck_assert_str_eq(a->list.v[1], "q");
+	ck_assert_str_eq(c->list, "one");
+	engy_conf_free(a_opts, confs[0]);
+	engy_conf_free(c_opts, confs[1]);
+	engy_config_free(&cfg);
+	write_conf("role = \"miner\"\nplugin \"alpha\" { url = \"u\" }\n"
+		   "plugin \"gamma\" { list = { \"one\", \"two\" } }\n", 0600);
+	ck_assert_int_eq(engy_config_load(path, NULL, &cfg, &errs), 0);
+	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, NULL, &errs), -EINVAL);
+	dump();
+	ck_assert(has_err("plugin \"gamma\": option 'list' takes one value"));
+}
+END_TEST
+
 START_TEST(test_from_text)
 {
 	const char *kv[] = { "url", "http://h", "list", "a,,b , c", "on", "no", NULL };
@@ -388,6 +428,7 @@ int main(void)
 	tcase_add_test(tc, test_no_role_and_dup_titles);
 	tcase_add_test(tc, test_from_text);
 	tcase_add_test(tc, test_role_section);
+	tcase_add_test(tc, test_string_and_list_share_a_name);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
