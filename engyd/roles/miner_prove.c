@@ -53,8 +53,13 @@ static void prove_fn(void *arg)
 			snprintf(r->err, sizeof(r->err), "proof %s failed: %s",
 				 m->proofs[i].name, strerror(rc < 0 ? -rc : EINVAL));
 	}
-	if (!rc && engy_tokenizer_decode(m->tok, r->out, mreq_text_ids(r), true, &text,
-					 &len) < 0) {
+	if (!rc && r->stop_hit) {
+		text = strndup(r->text, r->stop_at);
+		len = r->stop_at;
+		if (!text)
+			rc = -ENOMEM;
+	} else if (!rc && engy_tokenizer_decode(m->tok, r->out, mreq_text_ids(r),
+						true, &text, &len) < 0) {
 		rc = -EINVAL;
 		snprintf(r->err, sizeof(r->err), "the output could not be decoded");
 	}

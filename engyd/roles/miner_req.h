@@ -44,6 +44,15 @@ struct mreq {
 	uint32_t max_new;
 	uint32_t stop[MAX_STOP];
 	size_t n_stop;
+	/* Stop strings of several tokens, matched in the decoded text: the
+	 * text ends before the match, the backend request is cancelled. */
+	const char *stop_str[4];
+	size_t n_stop_str, stop_max;
+	char *text;			/* decoded output (stream or stop strings) */
+	size_t text_len, text_cap, fed;
+	size_t stop_at;
+	bool stop_hit;
+	struct event *stop_ev;
 	struct engy_gen *g;
 	uint32_t *out;
 	size_t n_out, cap_out, n_fold;
@@ -72,8 +81,9 @@ void mreq_fail(struct mreq *r, const char *fmt, ...) ENGY_PRINTF(2, 3);
 
 /* miner_stream.c */
 int mreq_stream_start(struct mreq *r);
-/* Feed the text of new ids to the parser; @final: the generation ended. */
-void mreq_stream(struct mreq *r, bool final);
+/* Decode new ids (streams and stop strings), feed the stream's parser;
+ * @final: the generation ended.  True when a stop string just matched. */
+bool mreq_text(struct mreq *r, bool final);
 /* Send what is pending now. */
 void mreq_flush(struct mreq *r);
 /* Output ids whose text the buyer gets (a matched stop id is not). */

@@ -63,6 +63,9 @@ static void req_free(struct mreq *r)
 		event_free(r->flush_ev);
 	if (r->deadline_ev)
 		event_free(r->deadline_ev);
+	if (r->stop_ev)
+		event_free(r->stop_ev);
+	free(r->text);
 	engy_genstream_free(r->gs);
 	cJSON_Delete(r->body);
 	free(r->corr_id);
@@ -210,8 +213,10 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 		r->rows_bad = true;
 	memcpy(r->out + r->n_out, ids, n * sizeof(*ids));
 	r->n_out += n;
-	if (r->stream)
-		mreq_stream(r, false);
+	/* A stop string: cancel from the loop, not inside the backend's
+	 * callback. */
+	if ((r->stream || r->n_stop_str) && mreq_text(r, false) && r->stop_ev)
+		event_active(r->stop_ev, 0, 0);
 }
 
 static void finish_gen(struct mreq *r);
@@ -277,6 +282,11 @@ static void finish_gen(struct mreq *r)
 		mreq_fail(r, "the request ran past max_request_s (%g s)", m->c->max_request_s);
 		return;
 	}
+	/* A stop string ended it, whatever the backend says after. */
+	if (r->stop_hit && r->res.status >= 0 && r->res.finish != ENGY_FINISH_ERROR) {
+		r->res.finish = ENGY_FINISH_STOP;
+		r->res.matched_stop = -1;
+	}
 	if (r->res.status < 0 || r->res.finish == ENGY_FINISH_ERROR) {
 		mreq_fail(r, "backend error: %s", r->res_err[0] ? r->res_err :
 		     strerror(r->res.status < 0 ? -r->res.status : EIO));
@@ -294,10 +304,10 @@ static void finish_gen(struct mreq *r)
 		mreq_fail(r, "backend error: no token was generated");
 		return;
 	}
-	if (r->stream) {
-		mreq_stream(r, true);
+	if (r->stream || r->n_stop_str)
+		mreq_text(r, true);
+	if (r->stream)
 		mreq_flush(r);
-	}
 	mreq_prove(r);
 }
 
@@ -332,23 +342,40 @@ static void prep_fn(void *arg)
 	r->tok_s = miner_since(&t0);
 }
 
-/* Stop strings that are one token stop as ids; longer ones cannot be
- * honoured by the backend ops and are left to the buyer. */
-static void stop_ids(struct mreq *r)
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+	cancel_backend(arg);
+}
+
+/* Stop strings that are one token stop as ids at the backend; longer
+ * ones are matched in the decoded text (sglang's semantics: the text ends
+ * before the match, the ids generated stay in the commitment). */
+static int stop_ids(struct mreq *r)
 {
 	struct miner *m = r->m;
 	uint32_t *ids;
-	size_t i, n;
+	size_t i, n, len;
 
 	for (i = 0; i < m->n_stop && r->n_stop < MAX_STOP; i++)
 		r->stop[r->n_stop++] = m->stop_ids[i];
-	for (i = 0; i < r->p.n_stop && r->n_stop < MAX_STOP; i++) {
+	for (i = 0; i < r->p.n_stop; i++) {
+		len = strlen(r->p.stop[i]);
 		ids = NULL;
-		if (engy_tokenizer_encode(m->tok, r->p.stop[i], strlen(r->p.stop[i]),
-					  &ids, &n) == 0 && n == 1)
+		if (!len)
+			continue;
+		if (engy_tokenizer_encode(m->tok, r->p.stop[i], len, &ids, &n) == 0 &&
+		    n == 1 && r->n_stop < MAX_STOP) {
 			r->stop[r->n_stop++] = ids[0];
+		} else {
+			r->stop_str[r->n_stop_str++] = r->p.stop[i];
+			if (len > r->stop_max)
+				r->stop_max = len;
+		}
 		free(ids);
 	}
+	if (r->n_stop_str && !(r->stop_ev = evtimer_new(m->d->base, on_stop, r)))
+		return -ENOMEM;
+	return 0;
 }
 
 static const char *check_limits(struct mreq *r, char *msg, size_t n)
@@ -402,11 +429,10 @@ static void prep_done(void *arg, int rc)
 		mreq_fail(r, "%s", bad);
 		return;
 	}
-	if (r->stream && mreq_stream_start(r) < 0) {
+	if ((r->stream && mreq_stream_start(r) < 0) || stop_ids(r) < 0) {
 		mreq_fail(r, "out of memory");
 		return;
 	}
-	stop_ids(r);
 	gp.input_ids = r->prompt;
 	gp.n_input = r->n_prompt;
 	gp.max_new_tokens = r->max_new;

@@ -104,13 +104,36 @@ size_t mreq_text_ids(const struct mreq *r)
 	return r->n_out;
 }
 
-/* Feed newly decoded text to the stream parser.  Byte-level BPE text is
- * the concatenation of the tokens' bytes, so only the new ids are decoded;
- * a character split over tokens (a trailing U+FFFD) waits for the rest. */
-void mreq_stream(struct mreq *r, bool final)
+static bool append_text(struct mreq *r, const char *p, size_t n)
 {
-	size_t n = final ? mreq_text_ids(r) : r->n_out, len = 0, i;
-	char *text = NULL;
+	return append(&r->text, &r->text_len, &r->text_cap, p, n);
+}
+
+/* The earliest stop string that ends in text from @old on. */
+static void find_stop(struct mreq *r, size_t old)
+{
+	size_t i, len, from;
+	const char *hit;
+
+	for (i = 0; i < r->n_stop_str; i++) {
+		len = strlen(r->stop_str[i]);
+		from = old >= len - 1 ? old - (len - 1) : 0;
+		hit = memmem(r->text + from, r->text_len - from, r->stop_str[i], len);
+		if (hit && (!r->stop_hit || (size_t)(hit - r->text) < r->stop_at)) {
+			r->stop_hit = true;
+			r->stop_at = (size_t)(hit - r->text);
+		}
+	}
+}
+
+/* Decode the ids not yet in r->text.  Byte-level BPE text is the
+ * concatenation of the tokens' bytes, so only new ids are decoded; a
+ * character split over tokens (a trailing U+FFFD) waits for the rest.
+ * Returns true when a stop string matched. */
+static bool text_grow(struct mreq *r, bool final)
+{
+	size_t n = final ? mreq_text_ids(r) : r->n_out, len = 0, old, i;
+	char *t = NULL;
 
 	/* A stop id may be the last token: its text is not the buyer's. */
 	for (i = 0; !final && n > r->dec_from && i < r->n_stop; i++)
@@ -118,20 +141,45 @@ void mreq_stream(struct mreq *r, bool final)
 			n--;
 			break;
 		}
-
-	if (n > r->dec_from &&
+	if (r->stop_hit || n <= r->dec_from ||
 	    engy_tokenizer_decode(r->m->tok, r->out + r->dec_from, n - r->dec_from,
-				  true, &text, &len) == 0) {
-		if (final || n - r->dec_from > HOLD_MAX || len < 3 ||
-		    memcmp(text + len - 3, FFFD, 3) != 0) {
-			engy_genstream_feed(r->gs, text, len);
-			r->dec_from = n;
-		}
+				  true, &t, &len) < 0) {
+		free(t);
+		return false;
 	}
-	free(text);
+	if (!final && n - r->dec_from <= HOLD_MAX && len >= 3 &&
+	    memcmp(t + len - 3, FFFD, 3) == 0) {
+		free(t);
+		return false;
+	}
+	old = r->text_len;
+	if (append_text(r, t, len))
+		r->dec_from = n;
+	free(t);
+	if (r->n_stop_str)
+		find_stop(r, old);
+	return r->stop_hit;
+}
+
+bool mreq_text(struct mreq *r, bool final)
+{
+	bool hit = text_grow(r, final);
+	size_t lim;
+
+	if (!r->gs)
+		return hit;
+	/* While running, the tail that may begin a stop string waits. */
+	lim = r->stop_hit ? r->stop_at : r->text_len;
+	if (!final && !r->stop_hit && r->stop_max > 1)
+		lim = lim > r->stop_max - 1 ? lim - (r->stop_max - 1) : 0;
+	if (lim > r->fed) {
+		engy_genstream_feed(r->gs, r->text + r->fed, lim - r->fed);
+		r->fed = lim;
+	}
 	if (final)
 		engy_genstream_finish(r->gs);
 	schedule_flush(r);
+	return hit;
 }
 
 int mreq_stream_start(struct mreq *r)

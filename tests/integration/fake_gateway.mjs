@@ -261,7 +261,9 @@ function checkTestLm(m, r) {
 	ids.forEach((t, k) => check(t === 33 + (S + 7 * k + sh) % 94, `output id ${k} is test-lm's`));
 	const ch = m.output.choices[0];
 	let text = String.fromCharCode(...ids);
-	if (ch.finish_reason === 'stop')
+	if (r.stopAt !== undefined)
+		text = text.slice(0, r.stopAt);	/* a stop string ends the text */
+	else if (ch.finish_reason === 'stop')
 		text = text.slice(0, -1);	/* the matched stop is not text */
 	const think = r.thinking;
 	check((think ? ch.message.reasoning_content : ch.message.content) === text,
@@ -652,6 +654,18 @@ ok('max_tokens: MAX_TOKENS when absent, capped at MAX_OUTPUT_TOKENS');
 		      m.commitment.output_token_ids.length === 6, 'stop string ends at its token');
 	}
 	ok('a one-token stop string: finish_reason stop, the stop in neither content nor chunks');
+	// a stop string of three tokens: the text ends before it; the ids
+	// generated until the backend stopped stay in the commitment
+	const ids = fm.commitment.output_token_ids;
+	const stopStr = String.fromCharCode(...ids.slice(3, 6));
+	for (const stream of [false, true]) {
+		r = serve(l0, 'Stop early.', { maxTokens: 10, stream, extra: { stop: ['zz\u00e9', stopStr] } });
+		r.stopAt = 3;
+		m = await response(r);
+		check(m.output.choices[0].finish_reason === 'stop', `stop string: ${m.output.choices[0].finish_reason}`);
+		check(m.commitment.output_token_ids.length >= 6, 'the ids up to the stop are committed');
+	}
+	ok('a stop string of several tokens: the text ends before it, finish_reason stop, streamed too');
 }
 
 // ping -> heartbeat; periodic heartbeats; unknown and malformed frames
