@@ -11,9 +11,9 @@
  *   GET  /health          200 while the backend answers (also
  *                         /health_generate)
  *
- * Requests run at most ENGY_SERVE_MAX_RUNNING at a time; up to
- * ENGY_SERVE_MAX_QUEUED more wait in a FIFO; beyond that the answer is
- * sglang's 503 "The request queue is full.".  `text` prompts are encoded
+ * Requests run at most max_running at a time (ENGY_SERVE_MAX_RUNNING);
+ * up to max_queued (ENGY_SERVE_MAX_QUEUED) more wait in a FIFO; beyond
+ * that the answer is sglang's 503 "The request queue is full.".  `text` prompts are encoded
  * with the tokenizer of the backend's checkpoint directory (no chat
  * template, like sglang); without one, send input_ids.
  * The log carries rids, counts and timings, never prompt or output.
@@ -32,8 +32,6 @@
 #include "serve_int.h"
 #include "tokenizer.h"
 
-#define DEFAULT_MAX_RUNNING 64
-#define DEFAULT_MAX_QUEUED 1024
 
 void serve_count(struct serve *s, const char *result)
 {
@@ -229,24 +227,21 @@ static const struct {
 	{ "/health_generate", &hd_health },
 };
 
-static int env_count(const char *name, unsigned def, unsigned *out)
-{
-	const char *v = getenv(name);
-	char *end;
-	long n;
+/* The role's `serve { ... }` section; the variables are its env twins. */
+struct serve_conf {
+	int64_t max_running;
+	int64_t max_queued;
+};
 
-	*out = def;
-	if (!v || !*v)
-		return 0;
-	n = strtol(v, &end, 10);
-	if (*end || n < 1 || n > 1000000) {
-		engy_log(ENGY_LOG_ERR, "serve", "event=config_invalid variable=%s "
-			 "reason=\"want an integer in [1, 1000000]\"", name);
-		return -EINVAL;
-	}
-	*out = (unsigned)n;
-	return 0;
-}
+static const struct engy_opt serve_opts[] = {
+	{ "max_running", ENGY_OPT_INT, 0, offsetof(struct serve_conf, max_running),
+	  "64", "ENGY_SERVE_MAX_RUNNING", 1, 1000000,
+	  "requests at the backend at once" },
+	{ "max_queued", ENGY_OPT_INT, 0, offsetof(struct serve_conf, max_queued),
+	  "1024", "ENGY_SERVE_MAX_QUEUED", 1, 1000000,
+	  "requests waiting for a running slot; beyond: 503" },
+	ENGY_OPT_END,
+};
 
 static int serve_start(struct engyd *d)
 {
@@ -283,9 +278,8 @@ static int serve_start(struct engyd *d)
 	s->b = be->lp.ops;
 	s->bi = be->inst;
 	s->b_name = be->name;
-	if (env_count("ENGY_SERVE_MAX_RUNNING", DEFAULT_MAX_RUNNING, &s->max_running) ||
-	    env_count("ENGY_SERVE_MAX_QUEUED", DEFAULT_MAX_QUEUED, &s->max_queued))
-		return -EINVAL;
+	s->max_running = (unsigned)((const struct serve_conf *)d->role_conf)->max_running;
+	s->max_queued = (unsigned)((const struct serve_conf *)d->role_conf)->max_queued;
 	engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE, "engy_serve_running",
 			 "serve requests at the backend", NULL, NULL, 0, &s->m_running);
 	engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE, "engy_serve_queued",
@@ -350,6 +344,8 @@ const struct engy_role engy_role_serve = {
 		{ ENGY_KIND_BACKEND, 1, 0, "the engine that generates" },
 		{ 0, 0, 0, NULL },
 	},
+	.opts = serve_opts,
+	.conf_size = sizeof(struct serve_conf),
 	.start = serve_start,
 	.stop = serve_stop,
 	.inflight = serve_inflight,
