@@ -23,7 +23,7 @@ static const struct engyctl_cmd cmds[] = {
 	{ "toploc", "prove and verify TOPLOC proofs", engyctl_toploc },
 	{ "tokenize", "encode text to token ids, or decode ids", engyctl_tokenize },
 	{ "keys", "create and show sr25519 hotkey files", engyctl_keys },
-	{ "epoch", "sign and verify epoch results", engyctl_epoch },
+	{ "epoch", "score, sign and verify epoch results", engyctl_epoch },
 	{ "mkmodel", "write a generated Qwen3 / Qwen3-MoE checkpoint", engyctl_mkmodel },
 	{ "ref", "run the reference engine on a checkpoint", engyctl_ref },
 	{ "validator", "light validator health and state", engyctl_validator },

@@ -22,7 +22,7 @@ usage_err "epoch sign without --hotkey" "$ENGYCTL" epoch sign --netuid 53 --epoc
 usage_err "epoch sign with a netuid over 65535" "$ENGYCTL" epoch sign --hotkey h --netuid 65536 --epoch 1 x
 usage_err "epoch verify with a short --sig" "$ENGYCTL" epoch verify --ss58 "$DEV_SS58" --netuid 53 --epoch 1 --sig abcd x
 usage_err "epoch verify with --payload and --sig" "$ENGYCTL" epoch verify --ss58 "$DEV_SS58" --netuid 53 --payload --sig 00 x
-usage_err "an unknown epoch command" "$ENGYCTL" epoch score
+usage_err "an unknown epoch command" "$ENGYCTL" epoch frobnicate
 
 # keys new / show, and what they never print.
 out=$("$ENGYCTL" keys new --out "$T/dev" --seed-hex "$DEV_SEED") || fail "keys new: $out"
