@@ -26,9 +26,10 @@ static void echo(const char *corr_id)
 		if (!s[i])
 			continue;
 		j = cJSON_Parse(s[i]);
-		if (!j || strcmp(cJSON_GetObjectItemCaseSensitive(j, "corr_id")->valuestring,
+		if (!j || strcmp(cJSON_GetObjectItemCaseSensitive(j, "corr_id")
+					 ->valuestring,
 				 corr_id) != 0)
-			abort();	/* the writer lost or changed the id */
+			abort(); /* the writer lost or changed the id */
 		cJSON_Delete(j);
 		free(s[i]);
 	}
@@ -46,17 +47,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    (workers < 1 || workers > ENGY_GW_MAX_WORKERS))
 		abort();
 	err[0] = '\0';
-	rc = engy_gw_frame_parse((const char *)data, size, &f, err, sizeof(err));
+	rc = engy_gw_frame_parse((const char *)data, size, &f, err,
+				 sizeof(err));
 	if (rc < 0 && !err[0])
-		abort();	/* a refusal names its reason */
+		abort(); /* a refusal names its reason */
 	if (rc == 0 && (f.type == ENGY_GW_SERVE || f.type == ENGY_GW_CANCEL)) {
-		if (!f.corr_id || !f.corr_id[0] || strlen(f.corr_id) > ENGY_GW_MAX_CORR_ID)
+		if (!f.corr_id || !f.corr_id[0] ||
+		    strlen(f.corr_id) > ENGY_GW_MAX_CORR_ID)
 			abort();
 		echo(f.corr_id);
 	}
 	if (rc == 0 && f.type == ENGY_GW_SERVE && f.request) {
 		err[0] = '\0';
-		if (engy_chat_params_parse(f.request, &p, err, sizeof(err)) < 0) {
+		if (engy_chat_params_parse(f.request, &p, err, sizeof(err)) <
+		    0) {
 			if (!err[0])
 				abort();
 		} else if ((p.has_max_tokens && p.max_tokens < 1) ||

@@ -17,9 +17,9 @@
 #include "fsutil.h"
 #include "minerproto.h"
 
-#define CONFIG_MAX	(16u << 20)
-#define TEMPLATE_MAX	(4u << 20)
-#define MAX_SHARDS	100000
+#define CONFIG_MAX   (16u << 20)
+#define TEMPLATE_MAX (4u << 20)
+#define MAX_SHARDS   100000
 
 static int cmp_str(const void *a, const void *b)
 {
@@ -50,7 +50,8 @@ static int list_shards(const char *dir, char ***out, size_t *n)
 			continue;
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
-			nv = cap <= MAX_SHARDS ? realloc(v, cap * sizeof(*v)) : NULL;
+			nv = cap <= MAX_SHARDS ? realloc(v, cap * sizeof(*v))
+					       : NULL;
 			if (!nv) {
 				rc = cap > MAX_SHARDS ? -E2BIG : -ENOMEM;
 				break;
@@ -82,11 +83,13 @@ int engy_ckpt_model_root(const char *dir, char hex[65], char *err,
 	int rc;
 
 	hex[0] = '\0';
-	if (snprintf(path, sizeof(path), "%s/config.json", dir) >= (int)sizeof(path))
+	if (snprintf(path, sizeof(path), "%s/config.json", dir) >=
+	    (int)sizeof(path))
 		return -ENAMETOOLONG;
 	rc = engy_read_file(path, CONFIG_MAX, &cfg, &len);
 	if (rc) {
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(-rc));
+		snprintf(err, errlen, "cannot read %s: %s", path,
+			 strerror(-rc));
 		return rc;
 	}
 	crypto_hash_sha256_init(&st);
@@ -107,10 +110,12 @@ int engy_ckpt_model_root(const char *dir, char hex[65], char *err,
 				 strerror(-rc));
 			break;
 		}
-		snprintf(num, sizeof(num), "%llu", (unsigned long long)sb.st_size);
+		snprintf(num, sizeof(num), "%llu",
+			 (unsigned long long)sb.st_size);
 		crypto_hash_sha256_update(&st, (const uint8_t *)shards[i],
 					  strlen(shards[i]));
-		crypto_hash_sha256_update(&st, (const uint8_t *)num, strlen(num));
+		crypto_hash_sha256_update(&st, (const uint8_t *)num,
+					  strlen(num));
 	}
 	for (i = 0; i < n; i++)
 		free(shards[i]);
@@ -140,7 +145,8 @@ static int variant_of_config(const char *buf, size_t len)
 	{
 		name = cJSON_GetObjectItemCaseSensitive(it, "name");
 		tmpl = cJSON_GetObjectItemCaseSensitive(it, "template");
-		if (cJSON_IsString(name) && strcmp(name->valuestring, "default") == 0 &&
+		if (cJSON_IsString(name) &&
+		    strcmp(name->valuestring, "default") == 0 &&
 		    cJSON_IsString(tmpl))
 			src = tmpl->valuestring;
 	}

@@ -231,7 +231,8 @@ static bool add_capacity(cJSON *o, const struct engy_miner_capacity *c)
 {
 	cJSON *cap = cJSON_AddObjectToObject(o, "capacity");
 
-	return cap && cJSON_AddNumberToObject(cap, "max_inflight", c->max_inflight) &&
+	return cap &&
+	       cJSON_AddNumberToObject(cap, "max_inflight", c->max_inflight) &&
 	       cJSON_AddNumberToObject(cap, "max_inflight_total",
 				       c->max_inflight_total) &&
 	       cJSON_AddNumberToObject(cap, "max_input_tokens",
@@ -246,7 +247,8 @@ static bool add_hw(cJSON *o, const struct engy_miner_hw *hw)
 	cJSON *h = cJSON_AddObjectToObject(o, "hw");
 	bool ok;
 
-	ok = h && cJSON_AddStringToObject(h, "host", hw->host ? hw->host : "") &&
+	ok = h &&
+	     cJSON_AddStringToObject(h, "host", hw->host ? hw->host : "") &&
 	     cJSON_AddNumberToObject(h, "cpus", hw->cpus) &&
 	     add_float(h, "ram_gb", hw->ram_gb) &&
 	     cJSON_AddStringToObject(h, "gpu", hw->gpu ? hw->gpu : "") &&
@@ -288,8 +290,7 @@ char *engy_miner_heartbeat_json(unsigned inflight, double idle_seconds,
 
 	ok = root && cJSON_AddStringToObject(root, "type", "heartbeat") &&
 	     cJSON_AddNumberToObject(root, "inflight", inflight) &&
-	     add_float(root, "idle_seconds",
-		       round(idle_seconds * 10) / 10) &&
+	     add_float(root, "idle_seconds", round(idle_seconds * 10) / 10) &&
 	     add_capacity(root, cap);
 	return finish(root, ok, len);
 }
@@ -425,10 +426,12 @@ static cJSON *output(const struct engy_miner_result *r)
 				     r->completion_tokens) &&
 	     cJSON_AddNumberToObject(u, "total_tokens",
 				     (double)r->prompt_tokens +
-				     r->completion_tokens);
+					     r->completion_tokens);
 	if (ok && r->cached_tokens)
-		ok = (d = cJSON_AddObjectToObject(u, "prompt_tokens_details")) &&
-		     cJSON_AddNumberToObject(d, "cached_tokens", r->cached_tokens);
+		ok = (d = cJSON_AddObjectToObject(u,
+						  "prompt_tokens_details")) &&
+		     cJSON_AddNumberToObject(d, "cached_tokens",
+					     r->cached_tokens);
 	if (!ok) {
 		cJSON_Delete(o);
 		return NULL;
@@ -436,8 +439,8 @@ static cJSON *output(const struct engy_miner_result *r)
 	return o;
 }
 
-char *engy_miner_response_json(const struct engy_miner_result *r,
-			       size_t *len, int *rc)
+char *engy_miner_response_json(const struct engy_miner_result *r, size_t *len,
+			       int *rc)
 {
 	cJSON *root = cJSON_CreateObject(), *c = NULL, *o = NULL;
 	bool ok;
@@ -447,8 +450,8 @@ char *engy_miner_response_json(const struct engy_miner_result *r,
 	     cJSON_AddStringToObject(root, "corr_id", r->corr_id) &&
 	     cJSON_AddStringToObject(root, "request_id", r->request_id) &&
 	     (c = commitment(r, rc)) &&
-	     cJSON_AddItemToObject(root, "commitment", c) &&
-	     (o = output(r)) && cJSON_AddItemToObject(root, "output", o);
+	     cJSON_AddItemToObject(root, "commitment", c) && (o = output(r)) &&
+	     cJSON_AddItemToObject(root, "output", o);
 	if (!ok && c && !cJSON_GetObjectItemCaseSensitive(root, "commitment"))
 		cJSON_Delete(c);
 	if (ok)
@@ -462,9 +465,9 @@ static const struct {
 	const char *name;
 	int type;
 } gw_types[] = {
-	{ "admit", ENGY_GW_ADMIT },	  { "deny", ENGY_GW_DENY },
-	{ "serve", ENGY_GW_SERVE },	  { "cancel", ENGY_GW_CANCEL },
-	{ "ping", ENGY_GW_PING },	  { "reconnect", ENGY_GW_RECONNECT },
+	{ "admit", ENGY_GW_ADMIT }, { "deny", ENGY_GW_DENY },
+	{ "serve", ENGY_GW_SERVE }, { "cancel", ENGY_GW_CANCEL },
+	{ "ping", ENGY_GW_PING },   { "reconnect", ENGY_GW_RECONNECT },
 };
 
 static const char *corr_id(const cJSON *root)
@@ -507,14 +510,16 @@ int engy_gw_frame_parse(const char *data, size_t len, struct engy_gw_frame *f,
 	case ENGY_GW_CANCEL:
 		f->corr_id = corr_id(f->root);
 		if (!f->corr_id) {
-			snprintf(err, errlen, "%s without a corr_id (a string of "
-				 "1..%d bytes)", t->valuestring,
-				 ENGY_GW_MAX_CORR_ID);
+			snprintf(err, errlen,
+				 "%s without a corr_id (a string of "
+				 "1..%d bytes)",
+				 t->valuestring, ENGY_GW_MAX_CORR_ID);
 			return -EINVAL;
 		}
 		if (f->type == ENGY_GW_CANCEL)
 			break;
-		f->request = cJSON_GetObjectItemCaseSensitive(f->root, "request");
+		f->request =
+			cJSON_GetObjectItemCaseSensitive(f->root, "request");
 		s = cJSON_GetObjectItemCaseSensitive(f->root, "stream");
 		if (!cJSON_IsObject(f->request)) {
 			f->request = NULL;
@@ -563,7 +568,8 @@ static int parse_stop(const cJSON *j, struct engy_chat_params *p, char *err,
 	cJSON_ArrayForEach(it, j)
 	{
 		if (!cJSON_IsString(it))
-			return bad(err, errlen, "stop", "a string or up to 4 strings");
+			return bad(err, errlen, "stop",
+				   "a string or up to 4 strings");
 		p->stop[p->n_stop++] = it->valuestring;
 	}
 	return 0;
@@ -594,22 +600,25 @@ int engy_chat_params_parse(const cJSON *req, struct engy_chat_params *p,
 	}
 	j = field(req, "temperature");
 	if (j) {
-		if (!cJSON_IsNumber(j) || !(j->valuedouble >= 0 &&
-					    j->valuedouble <= 2))
-			return bad(err, errlen, "temperature", "not a number in 0..2");
+		if (!cJSON_IsNumber(j) ||
+		    !(j->valuedouble >= 0 && j->valuedouble <= 2))
+			return bad(err, errlen, "temperature",
+				   "not a number in 0..2");
 		p->temperature = j->valuedouble;
 	}
 	j = field(req, "top_p");
 	if (j) {
-		if (!cJSON_IsNumber(j) || !(j->valuedouble > 0 &&
-					    j->valuedouble <= 1))
-			return bad(err, errlen, "top_p", "not a number in (0, 1]");
+		if (!cJSON_IsNumber(j) ||
+		    !(j->valuedouble > 0 && j->valuedouble <= 1))
+			return bad(err, errlen, "top_p",
+				   "not a number in (0, 1]");
 		p->top_p = j->valuedouble;
 	}
 	j = field(req, "top_k");
 	if (j) {
 		if (!integral(j, -1, 1 << 30))
-			return bad(err, errlen, "top_k", "not an integer >= -1");
+			return bad(err, errlen, "top_k",
+				   "not an integer >= -1");
 		p->top_k = j->valuedouble < 0 ? 0 : (int32_t)j->valuedouble;
 	}
 	j = field(req, "seed");

@@ -19,9 +19,9 @@
 
 #include "genparse.h"
 
-#define ENGY_GW_MAX_WORKERS	1024	/* a /meta above this is refused */
-#define ENGY_GW_MAX_CORR_ID	256	/* bytes of a corr_id we answer */
-#define ENGY_GW_MAX_REQUEST_ID	128	/* bytes of an engy_request_id kept */
+#define ENGY_GW_MAX_WORKERS    1024 /* a /meta above this is refused */
+#define ENGY_GW_MAX_CORR_ID    256  /* bytes of a corr_id we answer */
+#define ENGY_GW_MAX_REQUEST_ID 128  /* bytes of an engy_request_id kept */
 
 /* ---- The leg plan (§1) ---- */
 
@@ -68,8 +68,8 @@ void engy_hex_id(char *out, size_t n);
 /* ---- Frames the miner sends (§2) ---- */
 
 struct engy_miner_capacity {
-	unsigned max_inflight;		/* this leg's share */
-	unsigned max_inflight_total;	/* the miner's whole concurrency */
+	unsigned max_inflight;	     /* this leg's share */
+	unsigned max_inflight_total; /* the miner's whole concurrency */
 	uint64_t max_input_tokens;
 	uint64_t max_output_tokens;
 	double max_request_s;
@@ -79,11 +79,11 @@ struct engy_miner_hw {
 	const char *host;
 	unsigned cpus;
 	double ram_gb;
-	const char *gpu;		/* "" when none was found */
+	const char *gpu; /* "" when none was found */
 	unsigned gpu_count;
-	double gpu_mem_gb;		/* per GPU */
-	const char *gpus;		/* "4x NVIDIA GeForce RTX 4090" */
-	const char *parallelism;	/* NULL: left out */
+	double gpu_mem_gb;	 /* per GPU */
+	const char *gpus;	 /* "4x NVIDIA GeForce RTX 4090" */
+	const char *parallelism; /* NULL: left out */
 };
 
 struct engy_miner_hello {
@@ -91,7 +91,7 @@ struct engy_miner_hello {
 	const char *model;
 	const char *model_root;
 	const struct engy_miner_hw *hw;
-	const char *const *versions;	/* name, value, ..., NULL */
+	const char *const *versions; /* name, value, ..., NULL */
 	struct engy_miner_capacity cap;
 	const char *worker_name;
 	const char *instance_id;
@@ -133,20 +133,20 @@ struct engy_miner_result {
 	size_t n_schemes;
 	const struct engy_gen_msg *msg;
 	const char *finish_reason;
-	uint32_t prompt_tokens;		/* as fed, before any folding */
-	uint32_t completion_tokens;	/* every generated token */
-	uint32_t cached_tokens;		/* 0: no prompt_tokens_details */
+	uint32_t prompt_tokens;	    /* as fed, before any folding */
+	uint32_t completion_tokens; /* every generated token */
+	uint32_t cached_tokens;	    /* 0: no prompt_tokens_details */
 };
 
 /* engy_miner_response_json() - NULL on ENOMEM or a proof that is not a
  * JSON object (-EINVAL in *@rc). */
-char *engy_miner_response_json(const struct engy_miner_result *r,
-			       size_t *len, int *rc);
+char *engy_miner_response_json(const struct engy_miner_result *r, size_t *len,
+			       int *rc);
 
 /* ---- Frames the miner reads (§2) ---- */
 
 enum engy_gw_type {
-	ENGY_GW_UNKNOWN = 0,		/* ignored (forward compatibility) */
+	ENGY_GW_UNKNOWN = 0, /* ignored (forward compatibility) */
 	ENGY_GW_ADMIT,
 	ENGY_GW_DENY,
 	ENGY_GW_SERVE,
@@ -156,11 +156,11 @@ enum engy_gw_type {
 };
 
 struct engy_gw_frame {
-	int type;			/* enum engy_gw_type */
-	const char *type_name;		/* borrowed from @root */
-	const char *corr_id;		/* serve, cancel; borrowed */
-	const char *reason;		/* deny; borrowed, may be NULL */
-	cJSON *request;			/* serve: detach it to keep it */
+	int type;	       /* enum engy_gw_type */
+	const char *type_name; /* borrowed from @root */
+	const char *corr_id;   /* serve, cancel; borrowed */
+	const char *reason;    /* deny; borrowed, may be NULL */
+	cJSON *request;	       /* serve: detach it to keep it */
 	bool stream;
 	/* serve: why the frame cannot run (answered with an error
 	 * response), or NULL. */
@@ -181,15 +181,15 @@ void engy_gw_frame_free(struct engy_gw_frame *f);
 
 /* The sampling fields of a routed OpenAI chat body. */
 struct engy_chat_params {
-	uint64_t max_tokens;		/* max_completion_tokens, else max_tokens */
+	uint64_t max_tokens; /* max_completion_tokens, else max_tokens */
 	bool has_max_tokens;
-	double temperature;		/* 1 when absent (OpenAI) */
-	double top_p;			/* 1 when absent */
-	int32_t top_k;			/* 0 (off) when absent */
+	double temperature; /* 1 when absent (OpenAI) */
+	double top_p;	    /* 1 when absent */
+	int32_t top_k;	    /* 0 (off) when absent */
 	uint64_t seed;
 	bool has_seed;
-	const char *request_id;		/* engy_request_id, borrowed, or NULL */
-	const char *stop[4];		/* stop strings, borrowed */
+	const char *request_id; /* engy_request_id, borrowed, or NULL */
+	const char *stop[4];	/* stop strings, borrowed */
 	size_t n_stop;
 };
 

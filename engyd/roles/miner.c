@@ -48,15 +48,17 @@ static const struct engy_opt miner_opts[] = {
 	  "requests at once, split over the legs (the gateway admits >= 8)" },
 	{ "max_input_tokens", ENGY_OPT_INT, 0, OFF(max_input_tokens), "229376",
 	  "MAX_INPUT_TOKENS", 1, 1 << 30, "longest prompt served (tokens)" },
-	{ "max_output_tokens", ENGY_OPT_INT, 0, OFF(max_output_tokens),
-	  "32768", "MAX_OUTPUT_TOKENS", 1, 1 << 30,
+	{ "max_output_tokens", ENGY_OPT_INT, 0, OFF(max_output_tokens), "32768",
+	  "MAX_OUTPUT_TOKENS", 1, 1 << 30,
 	  "most tokens generated for one request" },
 	{ "max_request_s", ENGY_OPT_FLOAT, 0, OFF(max_request_s), "1800",
-	  "MAX_REQUEST_S", 0, 0, "a request's deadline, from serve to response" },
+	  "MAX_REQUEST_S", 0, 0,
+	  "a request's deadline, from serve to response" },
 	{ "max_tokens", ENGY_OPT_INT, 0, OFF(max_tokens), "512", "MAX_TOKENS",
 	  1, 1 << 30, "output cap of a request that names no max_tokens" },
 	{ "stream_flush_s", ENGY_OPT_FLOAT, 0, OFF(stream_flush_s), "0.05",
-	  "STREAM_FLUSH_S", 0, 0, "streamed text is coalesced this long per chunk" },
+	  "STREAM_FLUSH_S", 0, 0,
+	  "streamed text is coalesced this long per chunk" },
 	{ "worker_name", ENGY_OPT_STR, 0, OFF(worker_name), NULL,
 	  "ENGY_WORKER_NAME", 0, 0,
 	  "this machine's name under its key (default: ins-<hash of host, "
@@ -65,7 +67,8 @@ static const struct engy_opt miner_opts[] = {
 	  "ENGY_GW_WORKERS", 0, ENGY_GW_MAX_WORKERS,
 	  "gateway workers to dial (0: ask GET <GW>/meta)" },
 	{ "heartbeat_s", ENGY_OPT_INT, 0, OFF(heartbeat_s), "30",
-	  "ENGY_HEARTBEAT_S", 1, 3600, "seconds between heartbeats on each leg" },
+	  "ENGY_HEARTBEAT_S", 1, 3600,
+	  "seconds between heartbeats on each leg" },
 	{ "checkpoint", ENGY_OPT_STR, 0, OFF(checkpoint), NULL,
 	  "ENGY_CHECKPOINT", 0, 0,
 	  "checkpoint directory: tokenizer, chat template, model_root "
@@ -113,13 +116,14 @@ void miner_count(struct miner *m, const char *outcome)
 /* After the loop ended (shutdown past drain): start nothing new. */
 bool miner_loop_over(struct miner *m)
 {
-	return event_base_got_exit(m->d->base) || event_base_got_break(m->d->base);
+	return event_base_got_exit(m->d->base) ||
+	       event_base_got_break(m->d->base);
 }
 
 static int bad_conf(const char *opt, const char *why)
 {
-	engy_log(ENGY_LOG_ERR, "miner", "event=config_invalid option=%s reason=\"%s\"",
-		 opt, why);
+	engy_log(ENGY_LOG_ERR, "miner",
+		 "event=config_invalid option=%s reason=\"%s\"", opt, why);
 	return -EINVAL;
 }
 
@@ -132,7 +136,8 @@ static int check_conf(const struct miner_conf *c)
 		return bad_conf("gw", why ? why : "out of memory");
 	free(u);
 	if (!c->miner_key || !c->miner_key[0])
-		return bad_conf("miner_key", "required: set MINER_KEY (or "
+		return bad_conf("miner_key",
+				"required: set MINER_KEY (or "
 				"miner_key_file in the miner section)");
 	if (!(c->max_request_s > 0 && c->max_request_s <= 7 * 86400))
 		return bad_conf("max_request_s", "must be > 0 (seconds)");
@@ -164,8 +169,9 @@ static int take_lock(struct miner *m)
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
 	if (fd < 0) {
 		n = -errno;
-		engy_log(ENGY_LOG_ERR, "miner", "event=lock_failed path=%s error=\"%s\"",
-			 path, strerror(-n));
+		engy_log(ENGY_LOG_ERR, "miner",
+			 "event=lock_failed path=%s error=\"%s\"", path,
+			 strerror(-n));
 		return n;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
@@ -173,7 +179,8 @@ static int take_lock(struct miner *m)
 		pid[n > 0 ? n : 0] = '\0';
 		pid[strcspn(pid, "\n")] = '\0';
 		engy_log(ENGY_LOG_ERR, "miner",
-			 "event=lock_held path=%s holder_pid=%s reason=\"another "
+			 "event=lock_held path=%s holder_pid=%s "
+			 "reason=\"another "
 			 "miner runs on this node (one per node; several "
 			 "machines share a key as named workers)\"",
 			 path, pid[0] ? pid : "unknown");
@@ -182,8 +189,8 @@ static int take_lock(struct miner *m)
 	}
 	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
-		engy_log(ENGY_LOG_WARNING, "miner", "event=lock_write_failed path=%s",
-			 path);
+		engy_log(ENGY_LOG_WARNING, "miner",
+			 "event=lock_write_failed path=%s", path);
 	m->lock_fd = fd;
 	return 0;
 }
@@ -222,27 +229,34 @@ static char *instance_list(const struct engy_instance *in, const char *name)
 
 static void metrics_init(struct miner *m)
 {
-	static const double ttft[] = { 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60 };
-	static const double prove[] = { 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5 };
+	static const double ttft[] = { 0.05, 0.1, 0.25, 0.5, 1,
+				       2.5,  5,	  10,	30,  60 };
+	static const double prove[] = {
+		0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5
+	};
 	struct engy_metrics *r = m->d->metrics;
 
 	engy_metrics_get(r, ENGY_METRIC_GAUGE, "engy_miner_inflight",
-			 "routed requests in flight", NULL, NULL, 0, &m->m_inflight);
+			 "routed requests in flight", NULL, NULL, 0,
+			 &m->m_inflight);
 	engy_metrics_get(r, ENGY_METRIC_GAUGE, "engy_miner_legs_open",
-			 "legs with an open connection to the gateway", NULL, NULL,
-			 0, &m->m_legs);
+			 "legs with an open connection to the gateway", NULL,
+			 NULL, 0, &m->m_legs);
 	engy_metrics_get(r, ENGY_METRIC_HISTOGRAM, "engy_miner_ttft_seconds",
 			 "time from serve frame to first generated token", NULL,
 			 ttft, sizeof(ttft) / sizeof(ttft[0]), &m->m_ttft);
-	engy_metrics_get(r, ENGY_METRIC_COUNTER, "engy_miner_completion_tokens_total",
+	engy_metrics_get(r, ENGY_METRIC_COUNTER,
+			 "engy_miner_completion_tokens_total",
 			 "tokens generated for routed requests", NULL, NULL, 0,
 			 &m->m_tokens);
-	engy_metrics_get(r, ENGY_METRIC_COUNTER, "engy_miner_prompt_tokens_total",
+	engy_metrics_get(r, ENGY_METRIC_COUNTER,
+			 "engy_miner_prompt_tokens_total",
 			 "prompt tokens of routed requests", NULL, NULL, 0,
 			 &m->m_prompt);
-	engy_metrics_get(r, ENGY_METRIC_HISTOGRAM, "engy_miner_prove_seconds",
-			 "proof, parse and response framing of a finished request",
-			 NULL, prove, sizeof(prove) / sizeof(prove[0]), &m->m_prove);
+	engy_metrics_get(
+		r, ENGY_METRIC_HISTOGRAM, "engy_miner_prove_seconds",
+		"proof, parse and response framing of a finished request", NULL,
+		prove, sizeof(prove) / sizeof(prove[0]), &m->m_prove);
 }
 
 static int wire(struct engyd *d, struct miner *m)
@@ -265,10 +279,12 @@ static int wire(struct engyd *d, struct miner *m)
 		} else if (in->lp.desc.kind == ENGY_KIND_BACKEND && !be) {
 			be = in;
 		} else if (in->lp.desc.kind == ENGY_KIND_BACKEND) {
-			engy_log(ENGY_LOG_WARNING, "miner", "event=backend_unused "
-				 "instance=%s reason=\"the miner drives one backend (%s); "
-				 "list several serves in its serve_urls\"", in->name,
-				 be->name);
+			engy_log(ENGY_LOG_WARNING, "miner",
+				 "event=backend_unused "
+				 "instance=%s reason=\"the miner drives one "
+				 "backend (%s); "
+				 "list several serves in its serve_urls\"",
+				 in->name, be->name);
 		} else if (in->lp.desc.kind == ENGY_KIND_PROOF &&
 			   m->n_proofs < MINER_MAX_PROOFS) {
 			const struct engy_proof_ops *p = in->lp.ops;
@@ -279,20 +295,23 @@ static int wire(struct engyd *d, struct miner *m)
 			m->proofs[m->n_proofs].ops = p;
 			m->proofs[m->n_proofs++].inst = in->inst;
 			if (m->n_proofs == 1)
-				snprintf(m->ver_proof, sizeof(m->ver_proof), "%s %s",
-					 in->lp.desc.name, in->lp.desc.version);
+				snprintf(m->ver_proof, sizeof(m->ver_proof),
+					 "%s %s", in->lp.desc.name,
+					 in->lp.desc.version);
 		}
 	}
 	if (!m->t || !be || !m->n_proofs) {
-		engy_log(ENGY_LOG_ERR, "miner", "event=miner_unwired reason=\"%s\"",
-			 !m->t ? "no transport with proto ws (transport-ws)" :
-			 !be ? "no backend" : "no proof plugin with prove()");
+		engy_log(ENGY_LOG_ERR, "miner",
+			 "event=miner_unwired reason=\"%s\"",
+			 !m->t ? "no transport with proto ws (transport-ws)"
+			 : !be ? "no backend"
+			       : "no proof plugin with prove()");
 		return -EINVAL;
 	}
 	m->b = be->lp.ops;
 	m->bi = be->inst;
-	snprintf(m->ver_backend, sizeof(m->ver_backend), "%s %s", be->lp.desc.name,
-		 be->lp.desc.version);
+	snprintf(m->ver_backend, sizeof(m->ver_backend), "%s %s",
+		 be->lp.desc.name, be->lp.desc.version);
 	m->serve_urls = instance_list(be, "serve_urls");
 	if (!m->serve_urls)
 		return -ENOMEM;
@@ -321,8 +340,10 @@ static void try_info(struct miner *m)
 	rc = m->b->info(m->bi, &m->info);
 	if (rc == -EAGAIN) {
 		if (m->info_tries++ % 30 == 0)
-			engy_log(ENGY_LOG_INFO, "miner", "event=waiting_for_backend "
-				 "reason=\"the backend does not know its model yet\"");
+			engy_log(ENGY_LOG_INFO, "miner",
+				 "event=waiting_for_backend "
+				 "reason=\"the backend does not know its model "
+				 "yet\"");
 		if (!m->info_ev)
 			m->info_ev = evtimer_new(m->d->base, on_info_timer, m);
 		if (m->info_ev)
@@ -334,7 +355,8 @@ static void try_info(struct miner *m)
 	if (rc == 0)
 		rc = miner_prep_start(m);
 	else
-		engy_log(ENGY_LOG_ERR, "miner", "event=backend_info_failed error=\"%s\"",
+		engy_log(ENGY_LOG_ERR, "miner",
+			 "event=backend_info_failed error=\"%s\"",
 			 strerror(-rc));
 	if (rc < 0) {
 		m->d->exit_code = 1;
@@ -389,8 +411,9 @@ static void miner_stop(struct engyd *d)
 	m->stopping = true;
 	if (m->info_ev)
 		evtimer_del(m->info_ev);
-	engy_log(ENGY_LOG_INFO, "miner", "event=miner_stopping inflight=%u legs_open=%u",
-		 m->inflight, miner_legs_open(m));
+	engy_log(ENGY_LOG_INFO, "miner",
+		 "event=miner_stopping inflight=%u legs_open=%u", m->inflight,
+		 miner_legs_open(m));
 }
 
 static unsigned miner_inflight(struct engyd *d)
@@ -425,11 +448,14 @@ static void miner_destroy(struct engyd *d)
 
 const struct engy_role engy_role_miner = {
 	.name = "miner",
-	.summary = "dial the gateway, serve routed requests on a local inference serve, prove, answer",
+	.summary = "dial the gateway, serve routed requests on a local "
+		   "inference serve, prove, answer",
 	.needs = {
-		{ ENGY_KIND_TRANSPORT, 1, 0, "websocket legs to the gateway (transport-ws)" },
+		{ ENGY_KIND_TRANSPORT, 1, 0,
+		  "websocket legs to the gateway (transport-ws)" },
 		{ ENGY_KIND_BACKEND, 1, 0, "the inference serve" },
-		{ ENGY_KIND_PROOF, 1, MINER_MAX_PROOFS, "proofs attached to every response" },
+		{ ENGY_KIND_PROOF, 1, MINER_MAX_PROOFS,
+		  "proofs attached to every response" },
 		{ 0, 0, 0, NULL },
 	},
 	.opts = miner_opts,

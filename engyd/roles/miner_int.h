@@ -51,7 +51,7 @@ struct miner_conf {
 };
 
 struct mproof {
-	const char *name;		/* the instance */
+	const char *name; /* the instance */
 	const struct engy_proof_ops *ops;
 	void *inst;
 };
@@ -62,18 +62,18 @@ struct mleg {
 	unsigned idx, worker, share;
 	char *url;
 	struct engy_ws_leg *leg;
-	struct engy_ws_conn *conn;	/* while open */
+	struct engy_ws_conn *conn; /* while open */
 	bool admitted;
 };
 
 /* What the preparation found (filled on the worker pool). */
 struct mprep {
 	char dir[512];
-	int variant_opt;		/* -1: detect */
+	int variant_opt; /* -1: detect */
 	bool gpu_probe;
 	double meta_timeout_s;
 	char *meta_url;
-	unsigned gw_workers;		/* > 0: ENGY_GW_WORKERS, no /meta */
+	unsigned gw_workers; /* > 0: ENGY_GW_WORKERS, no /meta */
 	const char *ca_file;
 	bool insecure;
 	/* results */
@@ -113,13 +113,13 @@ struct miner {
 	char worker_name[128];
 	char instance_id[17];
 	char worker_id[33];
-	char *serve_urls;		/* the backend's, joined by "," */
-	const char *versions[8];	/* name, value, ..., NULL */
+	char *serve_urls;	 /* the backend's, joined by "," */
+	const char *versions[8]; /* name, value, ..., NULL */
 	char ver_backend[160], ver_proof[160];
 	struct engy_miner_hw hw;
 	struct mprep *prep;		/* while preparing */
 	struct mprep hwbuf;		/* strings hw points into */
-	struct engy_miner_capacity cap;	/* max_inflight set per leg */
+	struct engy_miner_capacity cap; /* max_inflight set per leg */
 	struct mleg *legs;
 	size_t n_legs;
 	struct mreq *reqs;
@@ -129,8 +129,8 @@ struct miner {
 	int lock_fd;
 	unsigned info_tries;
 	bool stopping, ready, curl_init;
-	struct engy_metric *m_inflight, *m_legs, *m_ttft, *m_tokens,
-		*m_prompt, *m_prove;
+	struct engy_metric *m_inflight, *m_legs, *m_ttft, *m_tokens, *m_prompt,
+		*m_prove;
 };
 
 /* miner.c */

@@ -55,11 +55,13 @@ int miner_send(struct miner *m, struct engy_ws_conn *conn, char *text,
 
 	if (!text)
 		return -ENOMEM;
-	rc = conn ? m->t->ws_send(m->ti, conn, ENGY_WS_TEXT, text, len) : -ENOTCONN;
+	rc = conn ? m->t->ws_send(m->ti, conn, ENGY_WS_TEXT, text, len)
+		  : -ENOTCONN;
 	free(text);
 	if (rc < 0 && rc != -ENOTCONN)
-		engy_log(ENGY_LOG_WARNING, "miner", "event=send_failed bytes=%zu error=\"%s\"",
-			 len, strerror(-rc));
+		engy_log(ENGY_LOG_WARNING, "miner",
+			 "event=send_failed bytes=%zu error=\"%s\"", len,
+			 strerror(-rc));
 	return rc;
 }
 
@@ -92,7 +94,8 @@ static void on_heartbeat(evutil_socket_t fd, short what, void *arg)
 			heartbeat(&m->legs[i]);
 }
 
-static int h_open(void *arg, struct engy_ws_conn *c, const struct engy_ws_open *o)
+static int h_open(void *arg, struct engy_ws_conn *c,
+		  const struct engy_ws_open *o)
 {
 	struct mleg *l = arg;
 	struct miner *m = l->m;
@@ -118,7 +121,8 @@ static int h_open(void *arg, struct engy_ws_conn *c, const struct engy_ws_open *
 	s = engy_miner_hello_json(&h, &len);
 	rc = miner_send(m, c, s, len);
 	engy_log(rc ? ENGY_LOG_WARNING : ENGY_LOG_INFO, "miner",
-		 "event=leg_open leg=%u worker=%u opens=%u max_inflight=%u hello=%s",
+		 "event=leg_open leg=%u worker=%u opens=%u max_inflight=%u "
+		 "hello=%s",
 		 l->idx, l->worker, o->opens, l->share, rc ? "failed" : "sent");
 	legs_gauge(m);
 	return 0;
@@ -133,14 +137,18 @@ static void h_message(void *arg, struct engy_ws_conn *c, int type,
 	char err[160], q[400];
 
 	if (type != ENGY_WS_TEXT) {
-		engy_log(ENGY_LOG_DEBUG, "miner", "event=frame_ignored leg=%u "
-			 "reason=binary bytes=%zu", l->idx, len);
+		engy_log(ENGY_LOG_DEBUG, "miner",
+			 "event=frame_ignored leg=%u "
+			 "reason=binary bytes=%zu",
+			 l->idx, len);
 		return;
 	}
-	if (engy_gw_frame_parse((const char *)data, len, &f, err, sizeof(err)) < 0) {
-		engy_log(ENGY_LOG_WARNING, "miner", "event=frame_invalid leg=%u "
-			 "bytes=%zu reason=%s", l->idx, len,
-			 quote(q, sizeof(q), err));
+	if (engy_gw_frame_parse((const char *)data, len, &f, err, sizeof(err)) <
+	    0) {
+		engy_log(ENGY_LOG_WARNING, "miner",
+			 "event=frame_invalid leg=%u "
+			 "bytes=%zu reason=%s",
+			 l->idx, len, quote(q, sizeof(q), err));
 		engy_gw_frame_free(&f);
 		return;
 	}
@@ -152,15 +160,16 @@ static void h_message(void *arg, struct engy_ws_conn *c, int type,
 		break;
 	case ENGY_GW_DENY:
 		l->admitted = false;
-		engy_log(ENGY_LOG_WARNING, "miner", "event=deny leg=%u worker=%u reason=%s",
-			 l->idx, l->worker, quote(q, sizeof(q), f.reason));
+		engy_log(ENGY_LOG_WARNING, "miner",
+			 "event=deny leg=%u worker=%u reason=%s", l->idx,
+			 l->worker, quote(q, sizeof(q), f.reason));
 		break;
 	case ENGY_GW_PING:
 		heartbeat(l);
 		break;
 	case ENGY_GW_RECONNECT:
-		engy_log(ENGY_LOG_INFO, "miner", "event=reconnect leg=%u worker=%u",
-			 l->idx, l->worker);
+		engy_log(ENGY_LOG_INFO, "miner",
+			 "event=reconnect leg=%u worker=%u", l->idx, l->worker);
 		m->t->ws_close(m->ti, c, ENGY_WS_CLOSE_NORMAL, "reconnect");
 		break;
 	case ENGY_GW_SERVE:
@@ -170,8 +179,9 @@ static void h_message(void *arg, struct engy_ws_conn *c, int type,
 		miner_cancel(l, f.corr_id);
 		break;
 	default:
-		engy_log(ENGY_LOG_DEBUG, "miner", "event=frame_ignored leg=%u type=%s",
-			 l->idx, quote(q, sizeof(q), f.type_name));
+		engy_log(ENGY_LOG_DEBUG, "miner",
+			 "event=frame_ignored leg=%u type=%s", l->idx,
+			 quote(q, sizeof(q), f.type_name));
 		break;
 	}
 	engy_gw_frame_free(&f);
@@ -187,18 +197,22 @@ static void h_close(void *arg, struct engy_ws_conn *c, int code,
 	if (l->conn == c)
 		l->conn = NULL;
 	l->admitted = false;
-	engy_log(ENGY_LOG_INFO, "miner", "event=leg_closed leg=%u worker=%u code=%d reason=%s",
-		 l->idx, l->worker, code, quote(q, sizeof(q), reason));
+	engy_log(ENGY_LOG_INFO, "miner",
+		 "event=leg_closed leg=%u worker=%u code=%d reason=%s", l->idx,
+		 l->worker, code, quote(q, sizeof(q), reason));
 	miner_orphan(m, c);
 	legs_gauge(m);
 }
 
-static void h_dial_error(void *arg, struct engy_ws_leg *leg, int err, int status)
+static void h_dial_error(void *arg, struct engy_ws_leg *leg, int err,
+			 int status)
 {
 	struct mleg *l = arg;
 
-	engy_log(ENGY_LOG_WARNING, "miner", "event=leg_dial_failed leg=%u worker=%u "
-		 "error=\"%s\" status=%d", l->idx, l->worker, strerror(-err), status);
+	engy_log(ENGY_LOG_WARNING, "miner",
+		 "event=leg_dial_failed leg=%u worker=%u "
+		 "error=\"%s\" status=%d",
+		 l->idx, l->worker, strerror(-err), status);
 }
 
 static const struct engy_ws_handler leg_handler = {
@@ -239,23 +253,26 @@ int miner_legs_start(struct miner *m, unsigned n_workers)
 		l->worker = workers[i];
 		l->share = share;
 		m->n_legs = i + 1;
-		rc = engy_gw_worker_url(m->c->gw, l->worker, n_workers, &l->url);
+		rc = engy_gw_worker_url(m->c->gw, l->worker, n_workers,
+					&l->url);
 		if (rc == 0)
-			rc = m->t->ws_dial(m->ti, l->url, NULL, &leg_handler, l, &l->leg);
+			rc = m->t->ws_dial(m->ti, l->url, NULL, &leg_handler, l,
+					   &l->leg);
 	}
 	free(workers);
 	if (rc < 0) {
-		engy_log(ENGY_LOG_ERR, "miner", "event=legs_failed error=\"%s\"",
-			 strerror(-rc));
+		engy_log(ENGY_LOG_ERR, "miner",
+			 "event=legs_failed error=\"%s\"", strerror(-rc));
 		return rc;
 	}
 	m->hb_ev = event_new(m->d->base, -1, EV_PERSIST, on_heartbeat, m);
 	if (!m->hb_ev || event_add(m->hb_ev, &tv) < 0)
 		return -ENOMEM;
 	m->ready = true;
-	engy_log(ENGY_LOG_INFO, "miner", "event=leg_plan gw_workers=%u legs=%u "
-		 "max_inflight=%u max_inflight_total=%u", n_workers, n_legs, share,
-		 m->cap.max_inflight_total);
+	engy_log(ENGY_LOG_INFO, "miner",
+		 "event=leg_plan gw_workers=%u legs=%u "
+		 "max_inflight=%u max_inflight_total=%u",
+		 n_workers, n_legs, share, m->cap.max_inflight_total);
 	return 0;
 }
 

@@ -24,7 +24,7 @@
 #include "miner_prep.h"
 #include "tokenizer.h"
 
-#define META_MAX	65536
+#define META_MAX 65536
 
 static double round1(double v)
 {
@@ -36,8 +36,8 @@ static void gpus_add(struct mprep *p, const char *name, unsigned n)
 {
 	size_t len = strlen(p->gpus);
 
-	snprintf(p->gpus + len, sizeof(p->gpus) - len, "%s%ux %s", len ? ", " : "",
-		 n, name);
+	snprintf(p->gpus + len, sizeof(p->gpus) - len, "%s%ux %s",
+		 len ? ", " : "", n, name);
 }
 
 static void probe_gpus(struct mprep *p)
@@ -47,7 +47,8 @@ static void probe_gpus(struct mprep *p)
 	FILE *f;
 
 	f = popen("nvidia-smi --query-gpu=name,memory.total "
-		  "--format=csv,noheader,nounits 2>/dev/null", "r");
+		  "--format=csv,noheader,nounits 2>/dev/null",
+		  "r");
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
@@ -85,7 +86,8 @@ static void probe_hw(struct mprep *p)
 	p->host[sizeof(p->host) - 1] = '\0';
 	p->cpus = n > 0 ? (unsigned)n : 1;
 	if (sysinfo(&si) == 0)
-		p->ram_gb = round1((double)si.totalram * si.mem_unit / (1u << 30));
+		p->ram_gb =
+			round1((double)si.totalram * si.mem_unit / (1u << 30));
 	if (p->gpu_probe)
 		probe_gpus(p);
 }
@@ -101,7 +103,7 @@ static size_t on_body(char *d, size_t size, size_t n, void *arg)
 
 	n *= size;
 	if (b->len + n >= sizeof(b->buf))
-		return 0;	/* too big: not a /meta answer */
+		return 0; /* too big: not a /meta answer */
 	memcpy(b->buf + b->len, d, n);
 	b->len += n;
 	return n;
@@ -124,7 +126,8 @@ static void fetch_meta(struct mprep *p)
 		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
 		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 		curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
-		curl_easy_setopt(h, CURLOPT_USERAGENT, "engy-miner/" PACKAGE_VERSION);
+		curl_easy_setopt(h, CURLOPT_USERAGENT,
+				 "engy-miner/" PACKAGE_VERSION);
 		if (p->ca_file)
 			curl_easy_setopt(h, CURLOPT_CAINFO, p->ca_file);
 		if (p->insecure) {
@@ -135,11 +138,11 @@ static void fetch_meta(struct mprep *p)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	}
 	if (cc != CURLE_OK)
-		snprintf(p->meta_note, sizeof(p->meta_note), "GET /meta failed: %s",
-			 curl_easy_strerror(cc));
+		snprintf(p->meta_note, sizeof(p->meta_note),
+			 "GET /meta failed: %s", curl_easy_strerror(cc));
 	else if (status != 200)
-		snprintf(p->meta_note, sizeof(p->meta_note), "GET /meta: HTTP %ld",
-			 status);
+		snprintf(p->meta_note, sizeof(p->meta_note),
+			 "GET /meta: HTTP %ld", status);
 	else if (engy_gw_meta_parse(b->buf, b->len, &p->n_workers) < 0)
 		snprintf(p->meta_note, sizeof(p->meta_note),
 			 "GET /meta: not {\"workers\": N}");
@@ -160,7 +163,8 @@ static void prep_fn(void *arg)
 
 	rc = engy_tokenizer_load(p->dir, &p->tok, err, sizeof(err));
 	if (rc < 0) {
-		snprintf(p->err, sizeof(p->err), "cannot load the tokenizer: %s", err);
+		snprintf(p->err, sizeof(p->err),
+			 "cannot load the tokenizer: %s", err);
 		p->rc = rc;
 		return;
 	}
@@ -198,8 +202,10 @@ static int apply(struct miner *m, struct mprep *p)
 	p->tok = NULL;
 	memcpy(m->model_root, p->model_root, sizeof(m->model_root));
 	if (p->variant < 0) {
-		engy_log(ENGY_LOG_WARNING, "miner", "event=chat_template_unknown "
-			 "reason=\"the checkpoint ships no Qwen3 chat template\" "
+		engy_log(ENGY_LOG_WARNING, "miner",
+			 "event=chat_template_unknown "
+			 "reason=\"the checkpoint ships no Qwen3 chat "
+			 "template\" "
 			 "using=qwen3.6");
 		p->variant = ENGY_CHAT_QWEN36;
 	}
@@ -222,8 +228,8 @@ static int apply(struct miner *m, struct mprep *p)
 	m->hw.gpu_count = m->hwbuf.gpu_count;
 	m->hw.gpu_mem_gb = m->hwbuf.gpu_mem_gb;
 	m->hw.gpus = m->hwbuf.gpus;
-	m->hw.parallelism = c->parallelism && c->parallelism[0] ? c->parallelism
-							     : NULL;
+	m->hw.parallelism =
+		c->parallelism && c->parallelism[0] ? c->parallelism : NULL;
 	m->cap.max_inflight_total = (unsigned)c->max_inflight;
 	m->cap.max_input_tokens = (uint64_t)c->max_input_tokens;
 	m->cap.max_output_tokens = (uint64_t)c->max_output_tokens;
@@ -245,8 +251,10 @@ static void prep_done(void *arg, int rc)
 
 	if (rc == 0 && !m->stopping && !miner_loop_over(m)) {
 		if (p->rc) {
-			engy_log(ENGY_LOG_ERR, "miner", "event=prepare_failed "
-				 "checkpoint=%s reason=\"%s\"", p->dir, p->err);
+			engy_log(ENGY_LOG_ERR, "miner",
+				 "event=prepare_failed "
+				 "checkpoint=%s reason=\"%s\"",
+				 p->dir, p->err);
 			rc = p->rc;
 		} else {
 			rc = apply(m, p);
@@ -270,7 +278,8 @@ int miner_prep_start(struct miner *m)
 	int rc;
 
 	if (!dir[0]) {
-		engy_log(ENGY_LOG_ERR, "miner", "event=config_invalid option=checkpoint "
+		engy_log(ENGY_LOG_ERR, "miner",
+			 "event=config_invalid option=checkpoint "
 			 "reason=\"the miner tokenizes locally: set checkpoint "
 			 "(ENGY_CHECKPOINT) to the model's directory\"");
 		return -EINVAL;
@@ -281,7 +290,8 @@ int miner_prep_start(struct miner *m)
 	m->prep = p;
 	snprintf(p->dir, sizeof(p->dir), "%s", dir);
 	p->variant_opt = strcmp(c->chat_template, "auto") == 0
-			 ? -1 : engy_chat_variant_parse(c->chat_template);
+				 ? -1
+				 : engy_chat_variant_parse(c->chat_template);
 	p->gpu_probe = c->gpu_probe;
 	p->meta_timeout_s = c->meta_timeout_s;
 	p->gw_workers = (unsigned)c->gw_workers;
@@ -297,7 +307,8 @@ int miner_prep_start(struct miner *m)
 		miner_prep_free(m);
 		return rc;
 	}
-	engy_log(ENGY_LOG_INFO, "miner", "event=preparing checkpoint=%s", p->dir);
+	engy_log(ENGY_LOG_INFO, "miner", "event=preparing checkpoint=%s",
+		 p->dir);
 	return 0;
 }
 

@@ -48,24 +48,29 @@ static void prove_fn(void *arg)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (i = 0; !rc && i < m->n_proofs; i++) {
 		schemes[i] = m->proofs[i].ops->scheme;
-		rc = m->proofs[i].ops->prove(m->proofs[i].inst, &rows, &proofs[i]);
+		rc = m->proofs[i].ops->prove(m->proofs[i].inst, &rows,
+					     &proofs[i]);
 		if (rc)
 			snprintf(r->err, sizeof(r->err), "proof %s failed: %s",
-				 m->proofs[i].name, strerror(rc < 0 ? -rc : EINVAL));
+				 m->proofs[i].name,
+				 strerror(rc < 0 ? -rc : EINVAL));
 	}
 	if (!rc && r->stop_hit) {
 		text = strndup(r->text, r->stop_at);
 		len = r->stop_at;
 		if (!text)
 			rc = -ENOMEM;
-	} else if (!rc && engy_tokenizer_decode(m->tok, r->out, mreq_text_ids(r),
-						true, &text, &len) < 0) {
+	} else if (!rc &&
+		   engy_tokenizer_decode(m->tok, r->out, mreq_text_ids(r), true,
+					 &text, &len) < 0) {
 		rc = -EINVAL;
-		snprintf(r->err, sizeof(r->err), "the output could not be decoded");
+		snprintf(r->err, sizeof(r->err),
+			 "the output could not be decoded");
 	}
 	if (!rc && engy_genparse(text ? text : "", len, &po, &msg) < 0) {
 		rc = -ENOMEM;
-		snprintf(r->err, sizeof(r->err), "the output could not be parsed");
+		snprintf(r->err, sizeof(r->err),
+			 "the output could not be parsed");
 	}
 	if (!rc && !(prompt = prompt_with_fold(r)))
 		rc = -ENOMEM;
@@ -83,7 +88,8 @@ static void prove_fn(void *arg)
 			.n_schemes = m->n_proofs,
 			.msg = &msg,
 			.finish_reason = engy_gen_finish_reason(
-				r->res.finish == ENGY_FINISH_LENGTH, msg.n_calls),
+				r->res.finish == ENGY_FINISH_LENGTH,
+				msg.n_calls),
 			.prompt_tokens = (uint32_t)r->n_prompt,
 			.completion_tokens = (uint32_t)r->n_out,
 			.cached_tokens = r->res.cached_tokens,
@@ -91,8 +97,10 @@ static void prove_fn(void *arg)
 
 		r->frame = engy_miner_response_json(&res, &r->frame_len, &rc);
 		if (!r->frame)
-			snprintf(r->err, sizeof(r->err), "the response could not be "
-				 "built: %s", strerror(-rc));
+			snprintf(r->err, sizeof(r->err),
+				 "the response could not be "
+				 "built: %s",
+				 strerror(-rc));
 	} else if (!r->err[0]) {
 		snprintf(r->err, sizeof(r->err), "out of memory");
 	}

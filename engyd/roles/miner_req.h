@@ -22,7 +22,7 @@ enum { MR_PREP = 1, MR_GEN, MR_PROVE };
 struct mreq {
 	struct mreq *next, **pprev;
 	struct miner *m;
-	struct engy_ws_conn *conn;	/* where to answer; NULL: orphaned */
+	struct engy_ws_conn *conn; /* where to answer; NULL: orphaned */
 	unsigned leg;
 	char *corr_id;
 	char request_id[ENGY_GW_MAX_REQUEST_ID + 1];
@@ -32,11 +32,11 @@ struct mreq {
 	struct engy_chat_info ci;
 	bool stream;
 	int state;
-	bool cancelled;			/* no frame may follow */
+	bool cancelled; /* no frame may follow */
 	bool timed_out;
-	bool done;			/* the backend's on_done came */
+	bool done; /* the backend's on_done came */
 	unsigned busy;
-	const char *outcome;		/* why it was cancelled */
+	const char *outcome; /* why it was cancelled */
 	int prep_rc;
 	char err[400];
 	uint32_t *prompt;
@@ -48,7 +48,7 @@ struct mreq {
 	 * text ends before the match, the backend request is cancelled. */
 	const char *stop_str[4];
 	size_t n_stop_str, stop_max;
-	char *text;			/* decoded output (stream or stop strings) */
+	char *text; /* decoded output (stream or stop strings) */
 	size_t text_len, text_cap, fed;
 	size_t stop_at;
 	bool stop_hit;
@@ -64,7 +64,7 @@ struct mreq {
 	char res_err[160];
 	struct engy_genstream *gs;
 	size_t dec_from;
-	char *pc, *pr;			/* pending content / reasoning deltas */
+	char *pc, *pr; /* pending content / reasoning deltas */
 	size_t pc_len, pc_cap, pr_len, pr_cap;
 	unsigned chunks;
 	struct event *flush_ev, *deadline_ev;

@@ -48,13 +48,15 @@ static void log_done(struct mreq *r, const char *outcome)
 	char cid[ENGY_GW_MAX_CORR_ID * 4 + 8];
 
 	engy_logfmt_value(cid, sizeof(cid), r->corr_id);
-	engy_log(ENGY_LOG_INFO, "miner",
-		 "event=request_done corr_id=%s rid=%s outcome=%s prompt_tokens=%zu "
-		 "completion_tokens=%zu chunks=%u tokenize_ms=%.1f ttft_ms=%.1f "
-		 "gen_ms=%.1f prove_ms=%.1f total_ms=%.1f",
-		 cid, r->rid, outcome, r->n_prompt, r->n_out, r->chunks,
-		 r->tok_s * 1e3, r->ttft_s * 1e3, r->gen_s * 1e3, r->prove_s * 1e3,
-		 miner_since(&r->t0) * 1e3);
+	engy_log(
+		ENGY_LOG_INFO, "miner",
+		"event=request_done corr_id=%s rid=%s outcome=%s "
+		"prompt_tokens=%zu "
+		"completion_tokens=%zu chunks=%u tokenize_ms=%.1f ttft_ms=%.1f "
+		"gen_ms=%.1f prove_ms=%.1f total_ms=%.1f",
+		cid, r->rid, outcome, r->n_prompt, r->n_out, r->chunks,
+		r->tok_s * 1e3, r->ttft_s * 1e3, r->gen_s * 1e3,
+		r->prove_s * 1e3, miner_since(&r->t0) * 1e3);
 }
 
 static void req_free(struct mreq *r)
@@ -182,7 +184,8 @@ static void add_rows(struct mreq *r, const struct engy_rows *rows, size_t n)
 			continue;
 		}
 		for (k = 0; k < r->hidden; k++)
-			dst[k] = engy_bf16_from_f32(((const float *)rows->data)[at + k]);
+			dst[k] = engy_bf16_from_f32(
+				((const float *)rows->data)[at + k]);
 	}
 	r->n_rows += take;
 }
@@ -199,7 +202,8 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 		if (r->m->m_ttft)
 			engy_metric_observe(r->m->m_ttft, r->ttft_s);
 	}
-	if (!grow((void **)&r->out, &r->cap_out, r->n_out + n, sizeof(*r->out))) {
+	if (!grow((void **)&r->out, &r->cap_out, r->n_out + n,
+		  sizeof(*r->out))) {
 		r->rows_bad = true;
 		return;
 	}
@@ -230,7 +234,8 @@ static void on_done(void *arg, const struct engy_gen_result *res)
 	r->done = true;
 	r->g = NULL;
 	r->res = *res;
-	snprintf(r->res_err, sizeof(r->res_err), "%s", res->error ? res->error : "");
+	snprintf(r->res_err, sizeof(r->res_err), "%s",
+		 res->error ? res->error : "");
 	r->res.error = NULL;
 	if (!r->busy)
 		finish_gen(r);
@@ -256,15 +261,19 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 	struct mreq *r = arg;
 
 	r->timed_out = true;
-	engy_log(ENGY_LOG_WARNING, "miner", "event=request_deadline rid=%s state=%d "
-		 "max_request_s=%g", r->rid, r->state, r->m->c->max_request_s);
+	engy_log(ENGY_LOG_WARNING, "miner",
+		 "event=request_deadline rid=%s state=%d "
+		 "max_request_s=%g",
+		 r->rid, r->state, r->m->c->max_request_s);
 	cancel_backend(r);
 }
 
-#define NO_ROWS "the serve returned no hidden states for the generated " \
-	"tokens: start sglang with --enable-return-hidden-states (check: curl " \
-	"-s SERVE/generate -d '{\"text\":\"hi\",\"sampling_params\":" \
-	"{\"max_new_tokens\":2},\"return_hidden_states\":true}' | grep " \
+#define NO_ROWS                                                                \
+	"the serve returned no hidden states for the generated "               \
+	"tokens: start sglang with --enable-return-hidden-states (check: "     \
+	"curl "                                                                \
+	"-s SERVE/generate -d '{\"text\":\"hi\",\"sampling_params\":"          \
+	"{\"max_new_tokens\":2},\"return_hidden_states\":true}' | grep "       \
 	"hidden_states)"
 
 static void finish_gen(struct mreq *r)
@@ -279,17 +288,22 @@ static void finish_gen(struct mreq *r)
 		return;
 	}
 	if (r->timed_out) {
-		mreq_fail(r, "the request ran past max_request_s (%g s)", m->c->max_request_s);
+		mreq_fail(r, "the request ran past max_request_s (%g s)",
+			  m->c->max_request_s);
 		return;
 	}
 	/* A stop string ended it, whatever the backend says after. */
-	if (r->stop_hit && r->res.status >= 0 && r->res.finish != ENGY_FINISH_ERROR) {
+	if (r->stop_hit && r->res.status >= 0 &&
+	    r->res.finish != ENGY_FINISH_ERROR) {
 		r->res.finish = ENGY_FINISH_STOP;
 		r->res.matched_stop = -1;
 	}
 	if (r->res.status < 0 || r->res.finish == ENGY_FINISH_ERROR) {
-		mreq_fail(r, "backend error: %s", r->res_err[0] ? r->res_err :
-		     strerror(r->res.status < 0 ? -r->res.status : EIO));
+		mreq_fail(r, "backend error: %s",
+			  r->res_err[0]
+				  ? r->res_err
+				  : strerror(r->res.status < 0 ? -r->res.status
+							       : EIO));
 		return;
 	}
 	if (r->res.finish == ENGY_FINISH_ABORT) {
@@ -318,22 +332,27 @@ static void prep_fn(void *arg)
 {
 	struct mreq *r = arg;
 	struct miner *m = r->m;
-	struct engy_chat_opts o = { .variant = m->variant, .enable_thinking = -1 };
+	struct engy_chat_opts o = { .variant = m->variant,
+				    .enable_thinking = -1 };
 	struct timespec t0;
 	char err[300], *text = NULL;
 	size_t len = 0;
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = engy_chat_render(r->body, &o, &text, &len, &r->ci, err, sizeof(err));
+	rc = engy_chat_render(r->body, &o, &text, &len, &r->ci, err,
+			      sizeof(err));
 	if (rc < 0) {
 		snprintf(r->err, sizeof(r->err), "invalid request: %s",
 			 rc == -ENOMEM ? "out of memory" : err);
 	} else {
-		rc = engy_tokenizer_encode(m->tok, text, len, &r->prompt, &r->n_prompt);
+		rc = engy_tokenizer_encode(m->tok, text, len, &r->prompt,
+					   &r->n_prompt);
 		if (rc < 0)
-			snprintf(r->err, sizeof(r->err), "the prompt could not be "
-				 "tokenized: %s", strerror(-rc));
+			snprintf(r->err, sizeof(r->err),
+				 "the prompt could not be "
+				 "tokenized: %s",
+				 strerror(-rc));
 		else if (!r->n_prompt)
 			rc = -EINVAL;
 	}
@@ -363,7 +382,8 @@ static int stop_ids(struct mreq *r)
 		ids = NULL;
 		if (!len)
 			continue;
-		if (engy_tokenizer_encode(m->tok, r->p.stop[i], len, &ids, &n) == 0 &&
+		if (engy_tokenizer_encode(m->tok, r->p.stop[i], len, &ids,
+					  &n) == 0 &&
 		    n == 1 && r->n_stop < MAX_STOP) {
 			r->stop[r->n_stop++] = ids[0];
 		} else {
@@ -373,7 +393,8 @@ static int stop_ids(struct mreq *r)
 		}
 		free(ids);
 	}
-	if (r->n_stop_str && !(r->stop_ev = evtimer_new(m->d->base, on_stop, r)))
+	if (r->n_stop_str &&
+	    !(r->stop_ev = evtimer_new(m->d->base, on_stop, r)))
 		return -ENOMEM;
 	return 0;
 }
@@ -384,13 +405,17 @@ static const char *check_limits(struct mreq *r, char *msg, size_t n)
 	uint64_t ctx = r->m->info.max_context, want;
 
 	if ((int64_t)r->n_prompt > c->max_input_tokens) {
-		snprintf(msg, n, "the prompt is %zu tokens, over max_input_tokens (%lld)",
+		snprintf(msg, n,
+			 "the prompt is %zu tokens, over max_input_tokens "
+			 "(%lld)",
 			 r->n_prompt, (long long)c->max_input_tokens);
 		return msg;
 	}
 	if (ctx && r->n_prompt >= ctx) {
-		snprintf(msg, n, "the prompt is %zu tokens; the model's context is %llu",
-			 r->n_prompt, (unsigned long long)ctx);
+		snprintf(
+			msg, n,
+			"the prompt is %zu tokens; the model's context is %llu",
+			r->n_prompt, (unsigned long long)ctx);
 		return msg;
 	}
 	want = r->p.has_max_tokens ? r->p.max_tokens : (uint64_t)c->max_tokens;
@@ -416,7 +441,8 @@ static void prep_done(void *arg, int rc)
 		return;
 	}
 	if (r->timed_out) {
-		mreq_fail(r, "the request ran past max_request_s (%g s)", m->c->max_request_s);
+		mreq_fail(r, "the request ran past max_request_s (%g s)",
+			  m->c->max_request_s);
 		return;
 	}
 	if (r->prep_rc) {
@@ -484,26 +510,34 @@ void miner_serve(struct mleg *leg, struct engy_gw_frame *f)
 	struct mreq *r;
 	cJSON *j;
 
-	j = f->request ? cJSON_GetObjectItemCaseSensitive(f->request, "engy_request_id")
+	j = f->request ? cJSON_GetObjectItemCaseSensitive(f->request,
+							  "engy_request_id")
 		       : NULL;
 	if (cJSON_IsString(j) && j->valuestring[0] &&
 	    strlen(j->valuestring) <= ENGY_GW_MAX_REQUEST_ID)
 		rq = j->valuestring;
 	engy_logfmt_value(cid, sizeof(cid), f->corr_id);
 	if (find(m, conn, f->corr_id)) {
-		engy_log(ENGY_LOG_WARNING, "miner", "event=serve_duplicate leg=%u "
-			 "corr_id=%s", leg->idx, cid);
+		engy_log(ENGY_LOG_WARNING, "miner",
+			 "event=serve_duplicate leg=%u "
+			 "corr_id=%s",
+			 leg->idx, cid);
 		return;
 	}
 	if (m->stopping || f->bad || m->inflight >= m->cap.max_inflight_total) {
 		if (m->stopping || f->bad)
-			snprintf(msg, sizeof(msg), "%s", f->bad ? f->bad :
-				 "the miner is shutting down");
+			snprintf(msg, sizeof(msg), "%s",
+				 f->bad ? f->bad
+					: "the miner is shutting down");
 		else
-			snprintf(msg, sizeof(msg), "the miner is at capacity "
-				 "(max_inflight_total %u)", m->cap.max_inflight_total);
-		engy_log(ENGY_LOG_INFO, "miner", "event=serve_refused leg=%u corr_id=%s "
-			 "reason=\"%s\"", leg->idx, cid, msg);
+			snprintf(msg, sizeof(msg),
+				 "the miner is at capacity "
+				 "(max_inflight_total %u)",
+				 m->cap.max_inflight_total);
+		engy_log(ENGY_LOG_INFO, "miner",
+			 "event=serve_refused leg=%u corr_id=%s "
+			 "reason=\"%s\"",
+			 leg->idx, cid, msg);
 		miner_count(m, "refused");
 		miner_reply_error(m, conn, f->corr_id, rq, msg);
 		return;
@@ -537,15 +571,18 @@ void miner_serve(struct mleg *leg, struct engy_gw_frame *f)
 	m->inflight++;
 	if (m->m_inflight)
 		engy_metric_set(m->m_inflight, m->inflight);
-	engy_log(ENGY_LOG_INFO, "miner", "event=request leg=%u corr_id=%s rid=%s "
-		 "stream=%d", leg->idx, cid, r->rid, r->stream);
+	engy_log(ENGY_LOG_INFO, "miner",
+		 "event=request leg=%u corr_id=%s rid=%s "
+		 "stream=%d",
+		 leg->idx, cid, r->rid, r->stream);
 	if (engy_chat_params_parse(r->body, &r->p, msg, sizeof(msg)) < 0) {
 		mreq_fail(r, "invalid request: %s", msg);
 		return;
 	}
 	r->deadline_ev = evtimer_new(m->d->base, on_deadline, r);
 	tv.tv_sec = (time_t)m->c->max_request_s;
-	tv.tv_usec = (suseconds_t)((m->c->max_request_s - (double)tv.tv_sec) * 1e6);
+	tv.tv_usec =
+		(suseconds_t)((m->c->max_request_s - (double)tv.tv_sec) * 1e6);
 	if (!r->deadline_ev || evtimer_add(r->deadline_ev, &tv) < 0 ||
 	    engy_pool_submit(m->d->pool, prep_fn, prep_done, r) < 0)
 		mreq_fail(r, "the miner could not queue the request");
@@ -564,9 +601,13 @@ static void cancel_req(struct mreq *r, const char *outcome)
 	if (r->deadline_ev)
 		evtimer_del(r->deadline_ev);
 	engy_logfmt_value(cid, sizeof(cid), r->corr_id);
-	engy_log(ENGY_LOG_INFO, "miner", "event=request_cancel corr_id=%s rid=%s "
-		 "state=%s why=%s", cid, r->rid,
-		 r->state == MR_PREP ? "prep" : r->state == MR_GEN ? "gen" : "prove",
+	engy_log(ENGY_LOG_INFO, "miner",
+		 "event=request_cancel corr_id=%s rid=%s "
+		 "state=%s why=%s",
+		 cid, r->rid,
+		 r->state == MR_PREP  ? "prep"
+		 : r->state == MR_GEN ? "gen"
+				      : "prove",
 		 outcome);
 	/* PREP and PROVE end when the pool hands the request back. */
 	cancel_backend(r);
@@ -579,8 +620,9 @@ void miner_cancel(struct mleg *leg, const char *corr_id)
 
 	if (!r) {
 		engy_logfmt_value(cid, sizeof(cid), corr_id);
-		engy_log(ENGY_LOG_DEBUG, "miner", "event=cancel_unknown leg=%u corr_id=%s",
-			 leg->idx, cid);
+		engy_log(ENGY_LOG_DEBUG, "miner",
+			 "event=cancel_unknown leg=%u corr_id=%s", leg->idx,
+			 cid);
 		return;
 	}
 	cancel_req(r, "cancelled");

@@ -21,7 +21,8 @@
 /* A tail of replacement characters longer than this is real text. */
 #define HOLD_MAX 16
 
-static bool append(char **buf, size_t *len, size_t *cap, const char *p, size_t n)
+static bool append(char **buf, size_t *len, size_t *cap, const char *p,
+		   size_t n)
 {
 	size_t c = *cap ? *cap : 256;
 	char *q;
@@ -62,8 +63,8 @@ void mreq_flush(struct mreq *r)
 		evtimer_del(r->flush_ev);
 	if ((!r->pc_len && !r->pr_len) || r->cancelled || !r->conn)
 		goto out;
-	s = engy_miner_chunk_json(r->corr_id, r->pc, r->pc_len, r->pr, r->pr_len,
-				  &len);
+	s = engy_miner_chunk_json(r->corr_id, r->pc, r->pc_len, r->pr,
+				  r->pr_len, &len);
 	if (miner_send(r->m, r->conn, s, len) == 0)
 		r->chunks++;
 	clock_gettime(CLOCK_MONOTONIC, &r->t_flush);
@@ -118,8 +119,10 @@ static void find_stop(struct mreq *r, size_t old)
 	for (i = 0; i < r->n_stop_str; i++) {
 		len = strlen(r->stop_str[i]);
 		from = old >= len - 1 ? old - (len - 1) : 0;
-		hit = memmem(r->text + from, r->text_len - from, r->stop_str[i], len);
-		if (hit && (!r->stop_hit || (size_t)(hit - r->text) < r->stop_at)) {
+		hit = memmem(r->text + from, r->text_len - from, r->stop_str[i],
+			     len);
+		if (hit &&
+		    (!r->stop_hit || (size_t)(hit - r->text) < r->stop_at)) {
 			r->stop_hit = true;
 			r->stop_at = (size_t)(hit - r->text);
 		}
@@ -142,8 +145,8 @@ static bool text_grow(struct mreq *r, bool final)
 			break;
 		}
 	if (r->stop_hit || n <= r->dec_from ||
-	    engy_tokenizer_decode(r->m->tok, r->out + r->dec_from, n - r->dec_from,
-				  true, &t, &len) < 0) {
+	    engy_tokenizer_decode(r->m->tok, r->out + r->dec_from,
+				  n - r->dec_from, true, &t, &len) < 0) {
 		free(t);
 		return false;
 	}

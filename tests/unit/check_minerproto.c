@@ -28,7 +28,8 @@ static const cJSON *get(const cJSON *o, const char *path)
 	char buf[256], *tok, *save = NULL;
 
 	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok && o; tok = strtok_r(NULL, ".", &save))
+	for (tok = strtok_r(buf, ".", &save); tok && o;
+	     tok = strtok_r(NULL, ".", &save))
 		o = cJSON_IsArray(o) ? cJSON_GetArrayItem(o, atoi(tok))
 				     : cJSON_GetObjectItemCaseSensitive(o, tok);
 	return o;
@@ -61,7 +62,7 @@ START_TEST(test_leg_plan)
 	ck_assert_uint_eq(w[0], 0);
 	ck_assert_int_eq(engy_leg_plan(9, 2, 1, w, &n, &share), 0);
 	ck_assert_uint_eq(n, 2);
-	ck_assert_uint_eq(share, 4);	/* integer division */
+	ck_assert_uint_eq(share, 4); /* integer division */
 	ck_assert_uint_eq(w[0], 0);
 	ck_assert_uint_eq(w[1], 1);
 	ck_assert_int_eq(engy_leg_plan(64, 64, 1, w, &n, &share), 0);
@@ -82,8 +83,9 @@ START_TEST(test_leg_plan)
 		ck_assert_uint_gt(seen[i], 50);
 	ck_assert_int_eq(engy_leg_plan(0, 2, 1, w, &n, &share), -EINVAL);
 	ck_assert_int_eq(engy_leg_plan(8, 0, 1, w, &n, &share), -EINVAL);
-	ck_assert_int_eq(engy_leg_plan(8, ENGY_GW_MAX_WORKERS + 1, 1, w, &n, &share),
-			 -EINVAL);
+	ck_assert_int_eq(
+		engy_leg_plan(8, ENGY_GW_MAX_WORKERS + 1, 1, w, &n, &share),
+		-EINVAL);
 }
 END_TEST
 
@@ -131,20 +133,22 @@ END_TEST
 START_TEST(test_meta_parse)
 {
 	static const char *const bad[] = {
-		"{\"workers\":0}", "{\"workers\":2.5}", "[]", "\"x\"",
+		"{\"workers\":0}",     "{\"workers\":2.5}",  "[]", "\"x\"",
 		"{\"workers\":\"2\"}", "{\"workers\":1025}", "{}", "",
-		"{\"workers\":-1}", "not json",
+		"{\"workers\":-1}",    "not json",
 	};
 	unsigned n = 99;
 	size_t i;
 
 	ck_assert_int_eq(engy_gw_meta_parse("{\"workers\":3}", 13, &n), 0);
 	ck_assert_uint_eq(n, 3);
-	ck_assert_int_eq(engy_gw_meta_parse("{\"workers\": 1, \"x\": [1]}", 24, &n), 0);
+	ck_assert_int_eq(
+		engy_gw_meta_parse("{\"workers\": 1, \"x\": [1]}", 24, &n), 0);
 	ck_assert_uint_eq(n, 1);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		n = 99;
-		ck_assert_int_eq(engy_gw_meta_parse(bad[i], strlen(bad[i]), &n), -EINVAL);
+		ck_assert_int_eq(engy_gw_meta_parse(bad[i], strlen(bad[i]), &n),
+				 -EINVAL);
 		ck_assert_uint_eq(n, 99);
 	}
 }
@@ -156,7 +160,8 @@ START_TEST(test_ids)
 	size_t i;
 
 	/* sha256("node-7|qwen3.6-35b-a3b|http://127.0.0.1:8000") */
-	engy_worker_name("node-7", "qwen3.6-35b-a3b", "http://127.0.0.1:8000", name);
+	engy_worker_name("node-7", "qwen3.6-35b-a3b", "http://127.0.0.1:8000",
+			 name);
 	ck_assert_str_eq(name, "ins-6deed60c777f");
 	engy_hex_id(a, 16);
 	engy_hex_id(b, 16);
@@ -180,15 +185,24 @@ START_TEST(test_hello)
 	static const char *const versions[] = { "engy", "0.1", "backend",
 						"backend-sglang 0.1", NULL };
 	struct engy_miner_hw hw = {
-		.host = "node-7", .cpus = 16, .ram_gb = 125.8,
-		.gpu = "NVIDIA GeForce RTX 4090", .gpu_count = 4,
-		.gpu_mem_gb = 24, .gpus = "4x NVIDIA GeForce RTX 4090",
+		.host = "node-7",
+		.cpus = 16,
+		.ram_gb = 125.8,
+		.gpu = "NVIDIA GeForce RTX 4090",
+		.gpu_count = 4,
+		.gpu_mem_gb = 24,
+		.gpus = "4x NVIDIA GeForce RTX 4090",
 		.parallelism = "tp",
 	};
 	struct engy_miner_hello h = {
-		.miner_key = "k\"ey", .model = "qwen3.6-35b-a3b",
-		.model_root = "ab", .hw = &hw, .versions = versions, .cap = cap,
-		.worker_name = "ins-1", .instance_id = "ins-2",
+		.miner_key = "k\"ey",
+		.model = "qwen3.6-35b-a3b",
+		.model_root = "ab",
+		.hw = &hw,
+		.versions = versions,
+		.cap = cap,
+		.worker_name = "ins-1",
+		.instance_id = "ins-2",
 		.worker_id = "00ff",
 	};
 	size_t len;
@@ -280,27 +294,39 @@ END_TEST
 
 START_TEST(test_response)
 {
-	static const uint32_t prompt[] = { 1, 2, 3 }, out[] = { 70, 4294967295u };
+	static const uint32_t prompt[] = { 1, 2, 3 },
+			      out[] = { 70, 4294967295u };
 	static const char *const schemes[] = { "toploc" };
 	const char *proofs[] = {
-		"{\"proofs\":[\"AAAA\"],\"topk\":128,\"decode_batching_size\":32,"
+		"{\"proofs\":[\"AAAA\"],\"topk\":128,\"decode_batching_size\":"
+		"32,"
 		"\"skip_prefill\":true,\"n_tokens\":2}",
 	};
 	struct engy_gen_msg msg = { 0 };
 	struct engy_genparse_opts po = { .id_prefix = "call_" };
 	struct engy_miner_result r = {
-		.corr_id = "c3", .request_id = "req-9", .model_root = "ff",
-		.prompt_ids = prompt, .n_prompt_ids = 3, .output_ids = out,
-		.n_output_ids = 2, .schemes = schemes, .proofs = proofs,
-		.n_schemes = 1, .msg = &msg, .finish_reason = "length",
-		.prompt_tokens = 3, .completion_tokens = 2,
+		.corr_id = "c3",
+		.request_id = "req-9",
+		.model_root = "ff",
+		.prompt_ids = prompt,
+		.n_prompt_ids = 3,
+		.output_ids = out,
+		.n_output_ids = 2,
+		.schemes = schemes,
+		.proofs = proofs,
+		.n_schemes = 1,
+		.msg = &msg,
+		.finish_reason = "length",
+		.prompt_tokens = 3,
+		.completion_tokens = 2,
 	};
 	size_t len;
 	int rc;
 	char *s;
 	cJSON *j;
 
-	ck_assert_int_eq(engy_genparse("<think>hm</think>\n\nhi", 21, &po, &msg), 0);
+	ck_assert_int_eq(
+		engy_genparse("<think>hm</think>\n\nhi", 21, &po, &msg), 0);
 	s = engy_miner_response_json(&r, &len, &rc);
 	ck_assert_int_eq(rc, 0);
 	j = parse(s);
@@ -308,18 +334,22 @@ START_TEST(test_response)
 	ck_assert_str_eq(str(j, "corr_id"), "c3");
 	ck_assert_str_eq(str(j, "request_id"), "req-9");
 	ck_assert_str_eq(str(j, "commitment.model_root"), "ff");
-	ck_assert_int_eq(cJSON_GetArraySize(get(j, "commitment.output_token_ids")), 2);
-	ck_assert_double_eq(num(j, "commitment.output_token_ids.1"), 4294967295.0);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(get(j, "commitment.output_token_ids")), 2);
+	ck_assert_double_eq(num(j, "commitment.output_token_ids.1"),
+			    4294967295.0);
 	ck_assert_str_eq(str(j, "commitment.toploc.proofs.0"), "AAAA");
 	ck_assert_int_eq(num(j, "commitment.toploc.n_tokens"), 2);
 	ck_assert(cJSON_IsTrue(get(j, "commitment.toploc.skip_prefill")));
-	ck_assert_int_eq(cJSON_GetArraySize(get(j, "commitment.toploc.prompt_ids")), 3);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(get(j, "commitment.toploc.prompt_ids")), 3);
 	ck_assert_int_eq(num(j, "commitment.toploc.prompt_ids.2"), 3);
 	ck_assert_int_eq(num(j, "output.choices.0.index"), 0);
 	ck_assert_str_eq(str(j, "output.choices.0.finish_reason"), "length");
 	ck_assert_str_eq(str(j, "output.choices.0.message.role"), "assistant");
 	ck_assert_str_eq(str(j, "output.choices.0.message.content"), "hi");
-	ck_assert_str_eq(str(j, "output.choices.0.message.reasoning_content"), "hm");
+	ck_assert_str_eq(str(j, "output.choices.0.message.reasoning_content"),
+			 "hm");
 	ck_assert_int_eq(num(j, "output.usage.prompt_tokens"), 3);
 	ck_assert_int_eq(num(j, "output.usage.completion_tokens"), 2);
 	ck_assert_int_eq(num(j, "output.usage.total_tokens"), 5);
@@ -330,7 +360,8 @@ START_TEST(test_response)
 	r.cached_tokens = 2;
 	s = engy_miner_response_json(&r, &len, &rc);
 	j = parse(s);
-	ck_assert_int_eq(num(j, "output.usage.prompt_tokens_details.cached_tokens"), 2);
+	ck_assert_int_eq(
+		num(j, "output.usage.prompt_tokens_details.cached_tokens"), 2);
 	cJSON_Delete(j);
 	free(s);
 	/* A proof plugin that answered something other than an object. */
@@ -350,7 +381,11 @@ static int frame(const char *s, struct engy_gw_frame *f, char *err)
 START_TEST(test_frames_in)
 {
 	static const char *const refused[] = {
-		"", "[]", "nope", "{\"type\":1}", "{}",
+		"",
+		"[]",
+		"nope",
+		"{\"type\":1}",
+		"{}",
 		"{\"type\":\"serve\",\"request\":{}}",
 		"{\"type\":\"serve\",\"corr_id\":\"\",\"request\":{}}",
 		"{\"type\":\"serve\",\"corr_id\":7,\"request\":{}}",
@@ -363,7 +398,8 @@ START_TEST(test_frames_in)
 	ck_assert_int_eq(frame("{\"type\":\"admit\"}", &f, err), 0);
 	ck_assert_int_eq(f.type, ENGY_GW_ADMIT);
 	engy_gw_frame_free(&f);
-	ck_assert_int_eq(frame("{\"type\":\"deny\",\"reason\":\"no key\"}", &f, err), 0);
+	ck_assert_int_eq(
+		frame("{\"type\":\"deny\",\"reason\":\"no key\"}", &f, err), 0);
 	ck_assert_int_eq(f.type, ENGY_GW_DENY);
 	ck_assert_str_eq(f.reason, "no key");
 	engy_gw_frame_free(&f);
@@ -380,26 +416,35 @@ START_TEST(test_frames_in)
 	ck_assert_int_eq(f.type, ENGY_GW_UNKNOWN);
 	ck_assert_str_eq(f.type_name, "future");
 	engy_gw_frame_free(&f);
-	ck_assert_int_eq(frame("{\"type\":\"cancel\",\"corr_id\":\"c9\"}", &f, err), 0);
+	ck_assert_int_eq(
+		frame("{\"type\":\"cancel\",\"corr_id\":\"c9\"}", &f, err), 0);
 	ck_assert_int_eq(f.type, ENGY_GW_CANCEL);
 	ck_assert_str_eq(f.corr_id, "c9");
 	engy_gw_frame_free(&f);
-	ck_assert_int_eq(frame("{\"type\":\"serve\",\"corr_id\":\"c1\",\"stream\":true,"
-			       "\"request\":{\"messages\":[]}}", &f, err), 0);
+	ck_assert_int_eq(
+		frame("{\"type\":\"serve\",\"corr_id\":\"c1\",\"stream\":true,"
+		      "\"request\":{\"messages\":[]}}",
+		      &f, err),
+		0);
 	ck_assert_int_eq(f.type, ENGY_GW_SERVE);
 	ck_assert_str_eq(f.corr_id, "c1");
 	ck_assert(f.stream);
 	ck_assert(cJSON_IsObject(f.request));
 	ck_assert_ptr_null(f.bad);
 	engy_gw_frame_free(&f);
-	ck_assert_int_eq(frame("{\"type\":\"serve\",\"corr_id\":\"c1\",\"request\":\"x\"}",
-			       &f, err), 0);
+	ck_assert_int_eq(frame("{\"type\":\"serve\",\"corr_id\":\"c1\","
+			       "\"request\":\"x\"}",
+			       &f, err),
+			 0);
 	ck_assert_ptr_null(f.request);
 	ck_assert_ptr_nonnull(f.bad);
 	ck_assert(!f.stream);
 	engy_gw_frame_free(&f);
-	ck_assert_int_eq(frame("{\"type\":\"serve\",\"corr_id\":\"c1\",\"stream\":1,"
-			       "\"request\":{}}", &f, err), 0);
+	ck_assert_int_eq(
+		frame("{\"type\":\"serve\",\"corr_id\":\"c1\",\"stream\":1,"
+		      "\"request\":{}}",
+		      &f, err),
+		0);
 	ck_assert_ptr_nonnull(f.bad);
 	engy_gw_frame_free(&f);
 	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
@@ -408,7 +453,8 @@ START_TEST(test_frames_in)
 		ck_assert_msg(err[0], "no reason for %s", refused[i]);
 		engy_gw_frame_free(&f);
 	}
-	snprintf(big, sizeof(big), "{\"type\":\"cancel\",\"corr_id\":\"%0300d\"}", 1);
+	snprintf(big, sizeof(big),
+		 "{\"type\":\"cancel\",\"corr_id\":\"%0300d\"}", 1);
 	ck_assert_int_eq(frame(big, &f, err), -EINVAL);
 	engy_gw_frame_free(&f);
 }
@@ -431,7 +477,8 @@ START_TEST(test_params)
 		{ "{\"n\":2}", "n:" },
 		{ "{\"max_tokens\":0}", "max_tokens:" },
 		{ "{\"max_tokens\":1.5}", "max_tokens:" },
-		{ "{\"max_completion_tokens\":\"9\"}", "max_completion_tokens:" },
+		{ "{\"max_completion_tokens\":\"9\"}",
+		  "max_completion_tokens:" },
 		{ "{\"temperature\":2.5}", "temperature:" },
 		{ "{\"top_p\":0}", "top_p:" },
 		{ "{\"top_k\":-2}", "top_k:" },
@@ -447,9 +494,11 @@ START_TEST(test_params)
 	size_t i;
 
 	/* The strings p borrows live in the body: keep it while checking. */
-	j = parse("{\"messages\":[],\"max_tokens\":50,\"max_completion_tokens\":7,"
+	j = parse("{\"messages\":[],\"max_tokens\":50,\"max_completion_"
+		  "tokens\":7,"
 		  "\"temperature\":0,\"top_p\":0.5,\"top_k\":-1,\"seed\":-3,"
-		  "\"engy_request_id\":\"rq-1\",\"stop\":[\"x\",\"yy\"],\"n\":1}");
+		  "\"engy_request_id\":\"rq-1\",\"stop\":[\"x\",\"yy\"],\"n\":"
+		  "1}");
 	ck_assert_int_eq(engy_chat_params_parse(j, &p, err, sizeof(err)), 0);
 	ck_assert(p.has_max_tokens);
 	ck_assert_uint_eq(p.max_tokens, 7);
@@ -462,8 +511,10 @@ START_TEST(test_params)
 	ck_assert_uint_eq(p.n_stop, 2);
 	ck_assert_str_eq(p.stop[1], "yy");
 	cJSON_Delete(j);
-	ck_assert_int_eq(params("{\"messages\":[],\"max_tokens\":null,\"stop\":\"s\"}",
-				&p, err), 0);
+	ck_assert_int_eq(
+		params("{\"messages\":[],\"max_tokens\":null,\"stop\":\"s\"}",
+		       &p, err),
+		0);
 	ck_assert(!p.has_max_tokens);
 	ck_assert_double_eq(p.temperature, 1);
 	ck_assert_double_eq(p.top_p, 1);
@@ -473,10 +524,12 @@ START_TEST(test_params)
 	ck_assert_uint_eq(p.max_tokens, 12);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert_int_eq(params(bad[i].body, &p, err), -EINVAL);
-		ck_assert_msg(strncmp(err, bad[i].field, strlen(bad[i].field)) == 0,
-			      "%s: %s", bad[i].body, err);
+		ck_assert_msg(
+			strncmp(err, bad[i].field, strlen(bad[i].field)) == 0,
+			"%s: %s", bad[i].body, err);
 	}
-	ck_assert_int_eq(engy_chat_params_parse(NULL, &p, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(engy_chat_params_parse(NULL, &p, err, sizeof(err)),
+			 -EINVAL);
 }
 END_TEST
 
@@ -498,8 +551,8 @@ static void put(const char *name, const char *data)
 static void rm_dir(void)
 {
 	static const char *const names[] = {
-		"config.json", "a.safetensors", "b.safetensors", "x.bin",
-		"tokenizer_config.json", "chat_template.jinja",
+		"config.json", "a.safetensors",		"b.safetensors",
+		"x.bin",       "tokenizer_config.json", "chat_template.jinja",
 	};
 	char path[128];
 	size_t i;
@@ -517,12 +570,14 @@ START_TEST(test_checkpoint)
 
 	snprintf(dir, sizeof(dir), "/tmp/engy-minerproto.XXXXXX");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
-	ck_assert_int_eq(engy_ckpt_model_root(dir, hex, err, sizeof(err)), -ENOENT);
+	ck_assert_int_eq(engy_ckpt_model_root(dir, hex, err, sizeof(err)),
+			 -ENOENT);
 	ck_assert_ptr_nonnull(strstr(err, "config.json"));
 	put("config.json", "{\"a\": 1}\n");
 	/* sha256(config bytes), no shards */
 	ck_assert_int_eq(engy_ckpt_model_root(dir, hex, err, sizeof(err)), 0);
-	ck_assert_str_eq(hex, "e8c628edc9968ef0c668f54e0ba2636b35503357eb1aca0ddc828aeace432f67");
+	ck_assert_str_eq(hex, "e8c628edc9968ef0c668f54e0ba2636b35503357eb1aca0d"
+			      "dc828aeace432f67");
 	/* written out of order; the hash takes them sorted, and skips
 	 * other files */
 	put("b.safetensors", "0123456789");
@@ -530,13 +585,16 @@ START_TEST(test_checkpoint)
 	put("a.safetensors", "abc");
 	ck_assert_int_eq(engy_ckpt_model_root(dir, hex, err, sizeof(err)), 0);
 	/* sha256('{"a": 1}\n' 'a.safetensors3' 'b.safetensors10') */
-	ck_assert_str_eq(hex, "58b0ada917511f1693dbe8a5cff8deb788d44ba15b6022adb8aea024b0e62b35");
+	ck_assert_str_eq(hex, "58b0ada917511f1693dbe8a5cff8deb788d44ba15b6022ad"
+			      "b8aea024b0e62b35");
 
 	ck_assert_int_eq(engy_ckpt_chat_variant(dir), -ENOENT);
 	put("chat_template.jinja", "<|im_start|>{{ x }}<tool_call>");
 	ck_assert_int_eq(engy_ckpt_chat_variant(dir), ENGY_CHAT_QWEN3);
-	put("tokenizer_config.json", "{\"chat_template\":[{\"name\":\"tool_use\",\"template\":\"x\"},"
-	    "{\"name\":\"default\",\"template\":\"<function=a><parameter=b>\"}]}");
+	put("tokenizer_config.json",
+	    "{\"chat_template\":[{\"name\":\"tool_use\",\"template\":\"x\"},"
+	    "{\"name\":\"default\",\"template\":\"<function=a><parameter=b>\"}]"
+	    "}");
 	ck_assert_int_eq(engy_ckpt_chat_variant(dir), ENGY_CHAT_QWEN36);
 	put("tokenizer_config.json", "{\"chat_template\":\"plain\"}");
 	ck_assert_int_eq(engy_ckpt_chat_variant(dir), ENGY_CHAT_QWEN3);
