@@ -20,7 +20,7 @@
 
 #define SQ_SCHEMA_VERSION	1
 #define SQ_MAX_CONNS		64
-#define SQ_STMT_CACHE		48
+#define SQ_STMT_CACHE		96
 
 struct sq_conf {
 	const char *path;

@@ -379,12 +379,52 @@ static double rate(const char *sync, int threads)
 	return total / secs;
 }
 
+/* The gateway's cache miss (key_lookup) and batched log appends. */
+static void lookups_and_log(void)
+{
+	const char *over[] = { "synchronous=full", NULL };
+	struct engy_request_row rows[100];
+	struct engy_api_key k;
+	struct engy_account a;
+	uint8_t h[32];
+	char *key;
+	double t0;
+	int n = 0, i;
+	struct st t;
+
+	st_open(&t, "lookup.db", over);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "l", &a), 0);
+	ck_assert_int_eq(t.ops->key_create(t.inst, a.id, NULL, &key, NULL), 0);
+	t0 = mono();
+	while (mono() < t0 + 0.5) {
+		ck_assert_int_eq(t.ops->key_hash(t.inst, key, strlen(key), h), 0);
+		ck_assert_int_eq(t.ops->key_lookup(t.inst, h, &k), 0);
+		n++;
+	}
+	fprintf(stderr, "store-sqlite key_hash+key_lookup: %.0f/s\n",
+		n / (mono() - t0));
+	memset(rows, 0, sizeof(rows));
+	for (i = 0; i < 100; i++) {
+		rows[i].time_ms = 1767225600000ll + i;
+		rows[i].status = 200;
+		strcpy(rows[i].model, "m");
+	}
+	t0 = mono();
+	for (n = 0; mono() < t0 + 0.5; n += 100)
+		ck_assert_int_eq(t.ops->log_append(t.inst, rows, 100), 0);
+	fprintf(stderr, "store-sqlite log_append, 100-row batches, synchronous=full: %.0f rows/s\n",
+		n / (mono() - t0));
+	free(key);
+	st_close(&t);
+}
+
 START_TEST(test_throughput)
 {
 	st_dir_new();
 	ck_assert(rate("synchronous=full", 1) > 5);
 	ck_assert(rate("synchronous=normal", 1) > 5);
 	ck_assert(rate("synchronous=normal", 4) > 5);
+	lookups_and_log();
 	st_dir_rm();
 }
 END_TEST
