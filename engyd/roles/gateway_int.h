@@ -202,6 +202,7 @@ struct gw_req {
 	void *sink_arg;
 	bool gone;			/* the buyer hung up */
 	bool internal;			/* gw_submit(): no buyer, no money */
+	bool no_worker;			/* none eligible at CHECK: 503/404 */
 	bool sink_called;
 	bool is_probe;
 	bool count_only;		/* /v1/messages/count_tokens */

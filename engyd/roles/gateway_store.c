@@ -276,16 +276,9 @@ static void check_done(void *arg, int rc)
 		e->inflight++;
 		r->key_counted = true;
 	}
-	if (!gw_route_any(g, r->areq.model)) {
-		struct gw_model_entry *m = model_find(g, r->areq.model);
-
-		if (m && !m->found && fresh(&m->fetched, g->c->model_cache_s))
-			gw_http_error(r, 404, "model: no such model");
-		else
-			gw_http_error(r, 503, "no worker is serving this model "
-				      "right now; retry shortly");
-		return;
-	}
+	/* No worker: 503 at once, or 404 once the model is known not to
+	 * exist (the reserve job looks it up, and reserves nothing). */
+	r->no_worker = !gw_route_any(g, r->areq.model);
 	gw_store_reserve(r);
 }
 
@@ -327,7 +320,7 @@ static void reserve_fn(void *arg)
 	}
 	if (r->spec.status != ENGY_MODEL_ENABLED) {
 		r->job_status = 404;
-		snprintf(r->err, sizeof(r->err), "model: not served");
+		snprintf(r->err, sizeof(r->err), "model: no such model");
 		return;
 	}
 	am.max_output_tokens = r->spec.max_output_tokens;
@@ -341,6 +334,12 @@ static void reserve_fn(void *arg)
 	}
 	if (r->internal)
 		return;		/* probes and bench: no money moves */
+	if (r->no_worker) {
+		r->job_status = 503;
+		snprintf(r->err, sizeof(r->err), "no worker is serving this "
+			 "model right now; retry shortly");
+		return;
+	}
 	if (r->prompt_bound > r->spec.max_input_tokens) {
 		r->job_status = 400;
 		snprintf(r->err, sizeof(r->err), "messages: the prompt is %llu "
@@ -404,12 +403,17 @@ void gw_store_reserve(struct gw_req *r)
 	struct gw_model_entry *m = model_find(g, r->areq.model);
 
 	if (m && fresh(&m->fetched, g->c->model_cache_s)) {
-		if (!m->found) {
+		if (!m->found || m->m.status != ENGY_MODEL_ENABLED) {
 			gw_http_error(r, 404, "model: no such model");
 			return;
 		}
 		r->model_cached = true;
 		r->spec = m->m;
+		if (r->no_worker) {
+			gw_http_error(r, 503, "no worker is serving this model "
+				      "right now; retry shortly");
+			return;
+		}
 	}
 	r->state = GW_R_RESERVE;
 	if (work(g, reserve_fn, reserve_done, r) < 0)
@@ -511,7 +515,12 @@ static void settle_done(void *arg, int rc)
 void gw_store_settle(struct gw_req *r)
 {
 	r->state = GW_R_SETTLE;
-	if (!r->reservation_id && !r->key_id && !r->is_probe) {
+	/* Rows are requests that went for a model: not /v1/models nor
+	 * count_tokens, not what failed before the key was known. */
+	if (!r->reservation_id && !r->is_probe &&
+	    (!r->key_id || r->count_only || !r->spec.name[0])) {
+		engy_log(ENGY_LOG_INFO, "gateway", "event=request_settled "
+			 "request=%s status=%d row=none", r->request_id, r->status);
 		gw_req_free(r);
 		return;
 	}
