@@ -2,7 +2,7 @@
 /*
  * Store kind: accounts, API keys, balances and reservations, models with
  * their limits and price cards, registered miners, the metadata request
- * log; verdicts and epochs come with the auditor (store-sqlite,
+ * log; the auditor's verdicts and signed epochs (store-sqlite,
  * store-postgres).  specs/store.md is the contract: schema, money rules,
  * retention.
  *
@@ -206,6 +206,77 @@ struct engy_log_query {
 	uint32_t newest_first;
 };
 
+/**
+ * struct engy_verdict - the auditor's verdict on one sampled request under
+ * one proof scheme: metadata and statistics only (never token ids,
+ * prompts or outputs).
+ * @id: assigned by the store (ignored on the way in).
+ * @time_ms: when the verdict was rendered (epochs count verdicts by it).
+ * @request_time_ms: when the request arrived at the gateway.
+ * @verdict: enum engy_verdict_kind (pass, cheat, unproven).
+ * @chunks/@passed: chunks judged and chunks within the limits.
+ * @topk: the scheme's points per chunk (a score is mismatches / topk).
+ * @exp_p99/@exp_max: nearest-rank p99 and maximum of the per-chunk
+ *     exponent mismatch counts; the P99 chunk score is exp_p99 / topk.
+ * @mant_mean_max_milli/@mant_median_max_milli: the largest per-chunk
+ *     mantissa mean and median, in thousandths (integers, exact).
+ * @limit_v/@limit_p_ppm: the thresholds it was judged by.
+ * @scheme: "toploc"; @reason: the plugin's reason ("ok", "exp_mismatch").
+ */
+struct engy_verdict {
+	int64_t id;
+	int64_t time_ms;
+	int64_t request_time_ms;
+	uint32_t verdict;
+	uint32_t is_probe;
+	uint32_t chunks;
+	uint32_t passed;
+	uint32_t topk;
+	uint32_t exp_p99;
+	uint32_t exp_max;
+	uint32_t limit_v;
+	uint32_t limit_p_ppm;
+	uint32_t mant_mean_max_milli;
+	uint32_t mant_median_max_milli;
+	uint32_t pad;
+	char scheme[32];
+	char reason[64];
+	char request_id[64];
+	char miner[64];
+	char model[128];
+};
+
+/**
+ * struct engy_verdict_query - which verdicts to read, like
+ * struct engy_log_query: id order, or newest first; 0 = no bound.
+ * @miner: only this hotkey's when not "".
+ */
+struct engy_verdict_query {
+	uint32_t size;			/* sizeof(struct engy_verdict_query) */
+	uint32_t limit;
+	int64_t since_ms;
+	int64_t until_ms;
+	int64_t after_id;
+	uint32_t newest_first;
+	char miner[64];
+};
+
+/**
+ * struct engy_epoch_rec - a closed, signed epoch.  Its documents (the
+ * signed payload of SETTLEMENT.md §4 and the public aggregates of
+ * specs/scoring.md §5) travel beside it as malloc'd texts.
+ * @start_ms/@end_ms: the slice of the request log it settled.
+ */
+struct engy_epoch_rec {
+	int64_t epoch_index;
+	int64_t start_ms;
+	int64_t end_ms;
+	int64_t closed_ms;
+	uint32_t burn;
+	uint32_t n_weights;
+	char digest[72];		/* lower-case hex SHA-256 */
+};
+
 struct engy_store_ops {
 	uint32_t size;			/* sizeof(struct engy_store_ops) */
 
@@ -404,6 +475,40 @@ struct engy_store_ops {
 	 * *@n (may be NULL) gets how many.  Context: any thread, blocking;
 	 * called from the worker pool.  Required. */
 	int (*log_prune)(void *inst, int64_t before_ms, uint64_t *n);
+
+	/*
+	 * The auditor's ops (appended in 1.1; optional: a store without them
+	 * reads as NULL and the auditor refuses it).
+	 */
+
+	/* verdict_put() - record one verdict (@v->id ignored).  Context: any
+	 * thread, blocking; called from the worker pool.  Optional. */
+	int (*verdict_put)(void *inst, const struct engy_verdict *v);
+
+	/* verdict_list() - verdicts matching @q (by time_ms), as
+	 * log_query().  Context: any thread, blocking; called from the
+	 * worker pool.  Optional. */
+	int (*verdict_list)(void *inst, const struct engy_verdict_query *q,
+			    struct engy_verdict **out, size_t *n);
+
+	/**
+	 * epoch_put() - store a closed epoch with its signed @payload and
+	 * public @aggregates (JSON texts, 1 byte..16 MiB); an epoch index
+	 * is written once (-EEXIST).  Context: any thread, blocking; called
+	 * from the worker pool.  Optional.
+	 */
+	int (*epoch_put)(void *inst, const struct engy_epoch_rec *e,
+			 const char *payload, const char *aggregates);
+
+	/**
+	 * epoch_get() - epoch @index (-ENOENT), or with @latest the highest
+	 * index stored.  *@payload and *@aggregates (each may be NULL) get
+	 * malloc'd copies.  Context: any thread, blocking; called from the
+	 * worker pool.  Optional.
+	 */
+	int (*epoch_get)(void *inst, int64_t index, int latest,
+			 struct engy_epoch_rec *out, char **payload,
+			 char **aggregates);
 };
 
 #ifdef __cplusplus

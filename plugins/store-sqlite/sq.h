@@ -18,7 +18,7 @@
 #include <engy/plugin.h>
 #include <engy/store.h>
 
-#define SQ_SCHEMA_VERSION	1
+#define SQ_SCHEMA_VERSION	2
 #define SQ_MAX_CONNS		64
 #define SQ_STMT_CACHE		96
 
@@ -138,5 +138,14 @@ int sq_log_append(void *inst, const struct engy_request_row *rows, size_t n);
 int sq_log_query(void *inst, const struct engy_log_query *q,
 		 struct engy_request_row **out, size_t *n);
 int sq_log_prune(void *inst, int64_t before_ms, uint64_t *n);
+
+/* sq_verdict.c */
+int sq_verdict_put(void *inst, const struct engy_verdict *v);
+int sq_verdict_list(void *inst, const struct engy_verdict_query *q,
+		    struct engy_verdict **out, size_t *n);
+int sq_epoch_put(void *inst, const struct engy_epoch_rec *e,
+		 const char *payload, const char *aggregates);
+int sq_epoch_get(void *inst, int64_t index, int latest,
+		 struct engy_epoch_rec *out, char **payload, char **aggregates);
 
 #endif /* ENGY_STORE_SQLITE_SQ_H */

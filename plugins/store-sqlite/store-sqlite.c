@@ -152,11 +152,15 @@ static const struct engy_store_ops ops = {
 	.log_append = sq_log_append,
 	.log_query = sq_log_query,
 	.log_prune = sq_log_prune,
+	.verdict_put = sq_verdict_put,
+	.verdict_list = sq_verdict_list,
+	.epoch_put = sq_epoch_put,
+	.epoch_get = sq_epoch_get,
 };
 
 ENGY_PLUGIN(.kind = ENGY_KIND_STORE, .name = "store-sqlite",
 	    .version = "1.0",
-	    .description = "accounts, keys, balances, models, miners and the request log in one SQLite file",
+	    .description = "accounts, keys, balances, models, miners, the request log, verdicts and epochs in one SQLite file",
 	    .opts = opts, .conf_size = sizeof(struct sq_conf),
 	    .create = sq_create, .start = sq_start, .destroy = sq_destroy,
 	    .ops = &ops);

@@ -91,8 +91,8 @@ START_TEST(test_descriptor_and_schema)
 	ck_assert_ptr_nonnull(t.ops->log_prune);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
-	ck_assert_int_eq(sql1("a.db", "SELECT MAX(version) FROM engy_schema"), 1);
-	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 1);
+	ck_assert_int_eq(sql1("a.db", "SELECT MAX(version) FROM engy_schema"), 2);
+	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 2);
 	/* WAL, and the file is its owner's only. */
 	ck_assert_int_eq(sql1("a.db", "SELECT journal_mode = 'wal' FROM"
 			      " pragma_journal_mode"), 1);
@@ -103,7 +103,7 @@ START_TEST(test_descriptor_and_schema)
 	st_open(&t, "a.db", fast);
 	ck_assert(!strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
-	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 1);
+	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 2);
 	st_dir_rm();
 }
 END_TEST
@@ -122,9 +122,9 @@ START_TEST(test_schema_refusals)
 	st_open_rc(&t, "new.db", fast);
 	ck_assert_int_eq(t.start_rc, -EPROTO);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema_newer") != NULL);
-	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=1"));
+	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=2"));
 	st_close(&t);
-	ck_assert_int_eq(sql1("new.db", "SELECT COUNT(*) FROM engy_schema"), 2);
+	ck_assert_int_eq(sql1("new.db", "SELECT COUNT(*) FROM engy_schema"), 3);
 	/* A file that is not a database: a clear error, not a crash. */
 	snprintf(path, sizeof(path), "%s/junk.db", st_dir);
 	fd = open(path, O_WRONLY | O_CREAT, 0600);
@@ -691,7 +691,8 @@ START_TEST(test_retention)
 		" WHERE s.type = 'table' AND upper(c.type) IN ('TEXT', '')"
 		" AND c.name NOT IN ('name', 'shown', 'label', 'model', 'quant',"
 		" 'arch', 'hotkey', 'key_shown', 'request_id', 'miner',"
-		" 'worker_name')"), 0);
+		" 'worker_name', 'scheme', 'reason', 'digest', 'payload',"
+		" 'aggregates')"), 0);
 	ck_assert_int_eq(sql1("z.db",
 		"SELECT COUNT(*) FROM sqlite_schema s, pragma_table_info(s.name) c"
 		" WHERE s.type = 'table' AND (c.name LIKE '%prompt%' OR"
