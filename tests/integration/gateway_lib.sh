@@ -59,9 +59,13 @@ gw_start() {
 	GWURL="ws://127.0.0.1:$WSPORT/gw"
 }
 
-# gw_stop: SIGTERM; the gateway must drain and exit 0.
+# gw_stop: SIGTERM; the gateway must drain and exit 0.  gw_wait: the
+# same after a SIGTERM the test sent itself.
 gw_stop() {
 	kill -TERM "$GWPID"
+	gw_wait
+}
+gw_wait() {
 	i=0
 	while kill -0 "$GWPID" 2>/dev/null; do
 		i=$((i + 1)); [ $i -le 400 ] || fail "gateway still running after SIGTERM"
