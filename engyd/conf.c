@@ -10,6 +10,7 @@
 
 #include "fsutil.h"
 #include "conf.h"
+#include "conf_scan.h"
 
 #define CONFIG_MAX (1u << 20)
 
@@ -68,7 +69,8 @@ static void on_cfg_error(cfg_t *cfg, const char *fmt, va_list ap)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (parse_errs)
 		engy_errs_add(parse_errs, "%s:%d: %s",
-			      cfg->filename ? cfg->filename : parse_path, cfg->line, msg);
+			      parse_path ? parse_path : cfg->filename ? cfg->filename : "?",
+			      cfg->line, msg);
 }
 
 static int parse_file(cfg_opt_t *opts, int flags, const char *path,
@@ -509,15 +511,6 @@ static int fill_one(const char *who, const char *path, int line,
 	return e->n > before ? -EINVAL : 0;
 }
 
-static const struct engy_opt *find_opt(const struct engy_opt *opts,
-				       const char *name)
-{
-	for (; opts && opts->name; opts++)
-		if (strcmp(opts->name, name) == 0)
-			return opts;
-	return NULL;
-}
-
 static cfg_opt_t make_opt(const char *name, uint32_t type)
 {
 	cfg_opt_t s = CFG_STR(name, NULL, CFGF_NODEFAULT);
@@ -535,102 +528,81 @@ static cfg_opt_t make_opt(const char *name, uint32_t type)
 	}
 }
 
-struct uopt {
-	char *name;
-	uint32_t type;
-};
-
-static int union_add(struct uopt **u, size_t *n, const char *name,
-		     uint32_t type, const char *who, struct engy_errs *e)
-{
-	struct uopt *nu;
-	size_t i;
-
-	for (i = 0; i < *n; i++)
-		if (strcmp((*u)[i].name, name) == 0) {
-			/* A string and a string list share a name (`listen` of
-			 * transport-http and transport-ws): parse it as a list,
-			 * which also takes one bare string; set_cfg() holds the
-			 * string option to one value. */
-			if (((*u)[i].type == ENGY_OPT_STR && type == ENGY_OPT_STR_LIST) ||
-			    ((*u)[i].type == ENGY_OPT_STR_LIST && type == ENGY_OPT_STR)) {
-				(*u)[i].type = ENGY_OPT_STR_LIST;
-				return 0;
-			}
-			if ((*u)[i].type != type)
-				engy_errs_add(e, "plugin \"%s\": option '%s' is a %s here but a %s in another loaded plugin; they cannot share one config file",
-					      who, name, engy_opt_type_name(type),
-					      engy_opt_type_name((*u)[i].type));
-			return 0;
-		}
-	nu = realloc(*u, (*n + 1) * sizeof(**u));
-	if (!nu)
-		return -ENOMEM;
-	*u = nu;
-	nu[*n].name = strdup(name);
-	nu[*n].type = type;
-	if (!nu[*n].name)
-		return -ENOMEM;
-	(*n)++;
-	return 0;
-}
-
-/* libconfuse options for one option table, secrets with their _file twin. */
-static int add_table(struct uopt **u, size_t *n_u, const struct engy_opt *opts,
-		     const char *who, struct engy_errs *e)
+/*
+ * libconfuse options for one option table, each secret with its NAME_file
+ * twin.  @names keeps the twins' names alive; free both with free_table().
+ */
+static cfg_opt_t *opt_table(const struct engy_opt *opts, char ***names)
 {
 	const struct engy_opt *o;
+	size_t n = 0, k = 0, f = 0;
+	cfg_opt_t *t;
 
+	for (o = opts; o && o->name; o++)
+		n += (o->flags & ENGY_OPT_SECRET) ? 2 : 1;
+	t = calloc(n + 1, sizeof(*t));
+	*names = calloc(n + 1, sizeof(**names));
+	if (!t || !*names) {
+		free(t);
+		free(*names);
+		*names = NULL;
+		return NULL;
+	}
 	for (o = opts; o && o->name; o++) {
-		char fname[128];
+		t[k++] = make_opt(o->name, o->type);
+		if (o->flags & ENGY_OPT_SECRET) {
+			size_t l = strlen(o->name) + 6;
 
-		if (union_add(u, n_u, o->name, o->type, who, e))
-			return -ENOMEM;
-		snprintf(fname, sizeof(fname), "%s_file", o->name);
-		if ((o->flags & ENGY_OPT_SECRET) &&
-		    union_add(u, n_u, fname, ENGY_OPT_STR, who, e))
-			return -ENOMEM;
+			(*names)[f] = malloc(l);
+			if (!(*names)[f])
+				goto oom;
+			snprintf((*names)[f], l, "%s_file", o->name);
+			t[k++] = make_opt((*names)[f++], ENGY_OPT_STR);
+		}
+	}
+	t[k] = (cfg_opt_t)CFG_END();
+	return t;
+oom:
+	while (f)
+		free((*names)[--f]);
+	free(*names);
+	*names = NULL;
+	free(t);
+	return NULL;
+}
+
+static void free_table(cfg_opt_t *t, char **names)
+{
+	size_t i;
+
+	for (i = 0; names && names[i]; i++)
+		free(names[i]);
+	free(names);
+	free(t);
+}
+
+/* Parse @text as if it were @c's file (errors name the file and line). */
+static int parse_text(cfg_opt_t *opts, const char *path, const char *text,
+		      struct engy_errs *e, cfg_t **out)
+{
+	cfg_t *cfg = cfg_init(opts, CFGF_NONE);
+	int rc;
+
+	*out = cfg;
+	if (!cfg)
+		return -ENOMEM;
+	cfg_set_error_function(cfg, on_cfg_error);
+	parse_errs = e;
+	parse_path = path;
+	rc = cfg_parse_buf(cfg, text);
+	parse_errs = NULL;
+	parse_path = NULL;
+	if (rc != CFG_SUCCESS) {
+		if (!e->n)
+			engy_errs_add(e, "%s: cannot parse config", path);
+		return -EINVAL;
 	}
 	return 0;
-}
-
-static cfg_opt_t *cfg_table(const struct uopt *u, size_t n_u)
-{
-	cfg_opt_t *t = calloc(n_u + 1, sizeof(*t));
-	size_t i;
-
-	if (!t)
-		return NULL;
-	for (i = 0; i < n_u; i++)
-		t[i] = make_opt(u[i].name, u[i].type);
-	t[n_u] = (cfg_opt_t)CFG_END();
-	return t;
-}
-
-static void free_uopts(struct uopt *u, size_t n_u)
-{
-	size_t i;
-
-	for (i = 0; i < n_u; i++)
-		free(u[i].name);
-	free(u);
-}
-
-/* Is @nm (set in a section) an option, or a secret's _file, of @opts? */
-static bool owns_opt(const struct engy_opt *opts, const char *nm)
-{
-	size_t l = strlen(nm);
-	const struct engy_opt *own = find_opt(opts, nm);
-	char base[128];
-
-	if (!own && l > 5 && !strcmp(nm + l - 5, "_file") && l - 5 < sizeof(base)) {
-		memcpy(base, nm, l - 5);
-		base[l - 5] = '\0';
-		own = find_opt(opts, base);
-		if (own && !(own->flags & ENGY_OPT_SECRET))
-			own = NULL;
-	}
-	return own != NULL;
 }
 
 /* The line where a role's `NAME {` section opens, or 1. */
@@ -657,73 +629,95 @@ static int role_line(const char *text, const char *name)
 	return 1;
 }
 
+/* Section @i's plugin options: its body parsed with its own table. */
+static int fill_plugin(const struct engy_config *c, size_t i,
+		       const struct engy_conf_body *bodies, size_t n_bodies,
+		       const struct engy_opt *opts, size_t conf_size,
+		       void **conf, struct engy_errs *e)
+{
+	const struct engy_conf_section *s = &c->secs[i];
+	const struct engy_conf_body *body = NULL;
+	char title[256], *text = NULL, **names = NULL;
+	cfg_opt_t *table = NULL;
+	cfg_t *cfg = NULL;
+	size_t j;
+	int rc;
+
+	snprintf(title, sizeof(title), "%s%s%s", s->plugin,
+		 strcmp(s->plugin, s->instance) ? ":" : "",
+		 strcmp(s->plugin, s->instance) ? s->instance : "");
+	for (j = 0; j < n_bodies && !body; j++)
+		if (strcmp(bodies[j].title, title) == 0)
+			body = &bodies[j];
+	table = opt_table(opts, &names);
+	text = body ? engy_conf_body_text(c->text, body) : strdup("");
+	if (!table || !text) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = parse_text(table, c->path, text, e, &cfg);
+	if (rc)
+		goto out;
+	if (conf_size) {
+		*conf = calloc(1, conf_size);
+		if (!*conf) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	rc = fill_one(s->instance, c->path, s->line, c->text, c->private_file,
+		      opts, *conf, cfg, NULL, NULL, e);
+out:
+	if (cfg)
+		cfg_free(cfg);
+	free_table(table, names);
+	free(text);
+	return rc;
+}
+
 int engy_config_fill(const struct engy_config *c,
 		     const struct engy_opt *const *opts,
 		     const size_t *conf_size, void **confs,
 		     struct engy_conf_role *role, struct engy_errs *e)
 {
-	struct uopt *u = NULL, *ru = NULL;
-	size_t n_u = 0, n_ru = 0, i, j, k;
-	cfg_opt_t *sec_opts = NULL, *role_opts = NULL, *root = NULL;
+	struct engy_conf_body *bodies = NULL;
+	size_t n_bodies = 0, i, k;
+	cfg_opt_t none[] = { CFG_END() };
 	cfg_opt_t core[] = { CORE_OPTS };
+	cfg_opt_t root[N_CORE_OPTS + 3], *role_opts = NULL;
+	char *top = NULL, **role_names = NULL;
 	cfg_t *cfg = NULL;
-	int rc = 0;
+	int rc;
 
-	for (i = 0; i < c->n_secs; i++) {
+	for (i = 0; i < c->n_secs; i++)
 		confs[i] = NULL;
-		if (add_table(&u, &n_u, opts[i], c->secs[i].plugin, e))
-			goto oom;
-	}
-	if (role) {
+	if (role)
 		role->conf = NULL;
-		if (add_table(&ru, &n_ru, role->opts, role->name, e))
-			goto oom;
-	}
-	if (e->n) {
-		rc = -EINVAL;
-		goto out;
-	}
-	sec_opts = cfg_table(u, n_u);
-	role_opts = role ? cfg_table(ru, n_ru) : NULL;
-	root = calloc(N_CORE_OPTS + 3, sizeof(*root));
-	if (!sec_opts || (role && !role_opts) || !root)
+	rc = engy_conf_scan(c->text, &bodies, &n_bodies);
+	if (rc)
+		goto oom;
+	/* The file with plugin bodies blanked, strictly: core and role. */
+	top = engy_conf_blank(c->text, bodies, n_bodies);
+	if (!top)
 		goto oom;
 	memcpy(root, core, sizeof(core));
 	k = N_CORE_OPTS;
-	if (role)
+	if (role) {
+		role_opts = opt_table(role->opts, &role_names);
+		if (!role_opts)
+			goto oom;
 		root[k++] = (cfg_opt_t)CFG_SEC(role->name, role_opts, CFGF_NONE);
-	root[k++] = (cfg_opt_t)CFG_SEC("plugin", sec_opts,
+	}
+	root[k++] = (cfg_opt_t)CFG_SEC("plugin", none,
 				       CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES);
 	root[k] = (cfg_opt_t)CFG_END();
-	rc = parse_file(root, CFGF_NONE, c->path, e, &cfg);
+	rc = parse_text(root, c->path, top, e, &cfg);
 	if (rc)
 		goto out;
-	for (i = 0; i < c->n_secs; i++) {
-		const struct engy_conf_section *s = &c->secs[i];
-		char title[256];
-		cfg_t *sec;
-
-		snprintf(title, sizeof(title), "%s%s%s", s->plugin,
-			 strcmp(s->plugin, s->instance) ? ":" : "",
-			 strcmp(s->plugin, s->instance) ? s->instance : "");
-		sec = cfg_gettsec(cfg, "plugin", title);
-		if (!sec)
-			continue;
-		/* Options another plugin declares are unknown to this one. */
-		for (j = 0; j < n_u; j++)
-			if (cfg_size(sec, u[j].name) && !owns_opt(opts[i], u[j].name))
-				engy_errs_add(e, "%s:%d: plugin \"%s\": unknown option '%s'",
-					      c->path, opt_line(c->text, s->line, u[j].name),
-					      s->plugin, u[j].name);
-		if (conf_size[i]) {
-			confs[i] = calloc(1, conf_size[i]);
-			if (!confs[i])
-				goto oom;
-		}
-		if (fill_one(s->instance, c->path, s->line, c->text, c->private_file,
-			     opts[i], confs[i], sec, NULL, NULL, e) == -ENOMEM)
+	for (i = 0; i < c->n_secs; i++)
+		if (fill_plugin(c, i, bodies, n_bodies, opts[i], conf_size[i],
+				&confs[i], e) == -ENOMEM)
 			goto oom;
-	}
 	if (role) {
 		cfg_t *sec = cfg_size(cfg, role->name) ? cfg_getsec(cfg, role->name) : NULL;
 
@@ -755,11 +749,9 @@ out:
 	}
 	if (cfg)
 		cfg_free(cfg);
-	free(sec_opts);
-	free(role_opts);
-	free(root);
-	free_uopts(u, n_u);
-	free_uopts(ru, n_ru);
+	free_table(role_opts, role_names);
+	free(top);
+	engy_conf_scan_free(bodies, n_bodies);
 	return rc;
 }
 
