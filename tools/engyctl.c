@@ -17,6 +17,7 @@ int engyctl_mkmodel(int argc, char **argv);
 int engyctl_ref(int argc, char **argv);
 int engyctl_validator(int argc, char **argv);
 int engyctl_admin(int argc, char **argv);
+int engyctl_verdicts(int argc, char **argv);
 
 static const struct engyctl_cmd cmds[] = {
 	{ "render-chat", "render an OpenAI chat body with the Qwen3 template", engyctl_render_chat },
@@ -28,6 +29,7 @@ static const struct engyctl_cmd cmds[] = {
 	{ "ref", "run the reference engine on a checkpoint", engyctl_ref },
 	{ "validator", "light validator health and state", engyctl_validator },
 	{ "admin", "accounts, keys, balances, models, miners, the request log", engyctl_admin },
+	{ "verdicts", "the auditor's verdicts from the store", engyctl_verdicts },
 	{ NULL, NULL, NULL },
 };
 

@@ -176,6 +176,7 @@ static const struct {
 	{ "miners", admin_miners },
 	{ "log", admin_log },
 	{ "reservations", admin_reservations },
+	{ "verdicts", admin_verdicts },
 	{ NULL, NULL },
 };
 

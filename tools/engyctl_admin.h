@@ -57,5 +57,7 @@ int admin_log(struct admin *a, int argc, char **argv);
 int admin_reservations(struct admin *a, int argc, char **argv);
 int admin_models(struct admin *a, int argc, char **argv);
 int admin_miners(struct admin *a, int argc, char **argv);
+/* tools/engyctl_verdicts.c */
+int admin_verdicts(struct admin *a, int argc, char **argv);
 
 #endif /* ENGY_ENGYCTL_ADMIN_H */
