@@ -23,6 +23,7 @@ gw_conf "  first_token_timeout_s = 2
   stale_s = 3
   ping_s = 1
   max_attempts = 2
+  key_max_inflight = 3
   affinity_min_chars = 100000"
 gw_start
 
@@ -67,6 +68,11 @@ buy 1
 want "silent stream" "status=inband class=APIError chunks=0"
 peer_wait silent "cancel corr="
 ok "frames for an unknown corr_id are ignored; no token in 2 s is a 504 (in-band once keep-alives started the stream); the miner gets cancel"
+buy 0 4
+[ "$(grep -c 'status=504 ' "$T/buy.out")" = 3 ] &&
+	[ "$(grep -c 'status=429 class=RateLimitError' "$T/buy.out")" = 1 ] ||
+	fail "key_max_inflight 3: $(cat "$T/buy.out")"
+ok "a 4th request in flight on one key is a 429 (RateLimitError) before any miner"
 bye silent
 
 # --- slow: within the deadline it streams; past max_request_s it is a 504 -------
