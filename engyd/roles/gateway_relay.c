@@ -525,6 +525,7 @@ void gw_relay_response(struct gw_worker *w, const char *corr_id,
 	}
 	if (engy_api_result_parse(cJSON_GetObjectItemCaseSensitive(frame, "output"),
 				  &res, why, sizeof(why)) < 0) {
+		engy_api_result_free(&res);
 		attempt_failed(r, 502, "the worker's output cannot be rendered", true);
 		return;
 	}
