@@ -1,0 +1,174 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The auditor end to end (specs/auditor.md) on a tiny generated model:
+# commitments made by the reference engine (an honest one on the canonical
+# checkpoint, a cheat one on its --quant int4 copy claiming the canonical
+# root, a malformed one, one with a root the model does not accept) are
+# served by a stand-in of the gateway's tee; the auditor recomputes and
+# verifies them (verdicts pass, cheat, unproven x2 in the store and in
+# `engyctl verdicts`), closes a 10 s epoch with no billed traffic (burn),
+# signs it, and serves it on the provider API: the payload verifies
+# against the master hotkey and `engyctl epoch score` on the published
+# aggregates gives back the published result_json byte for byte.
+. "$(dirname "$0")/lib.sh"
+
+command -v node >/dev/null || { echo "SKIP: no node"; exit 77; }
+make_plugin_dir "$T/plugins"
+export ENGY_PLUGIN_DIR="$T/plugins"
+ST="$T/state"
+mkdir -p "$ST"
+adm() { "$ENGYCTL" admin --state-dir "$ST" "$@"; }
+
+# --- checkpoints and commitments ------------------------------------------
+"$ENGYCTL" mkmodel --arch qwen3 --size tiny --seed 3 --out "$T/m" --quiet || fail mkmodel
+"$ENGYCTL" mkmodel --arch qwen3 --size tiny --seed 3 --quant int4 --out "$T/m4" --quiet ||
+	fail "mkmodel int4"
+HID=$(tr -d " \t\n" < "$T/m/config.json" | sed -n "s/.*\"hidden_size\":\([0-9]*\).*/\1/p")
+[ -n "$HID" ] || fail "no hidden_size"
+ROOT=$(printf 'devnet tiny seed 3' | sha256sum | cut -c1-64)
+OTHER=$(printf 'another root' | sha256sum | cut -c1-64)
+PROMPT="10 11 12 13 14 15 16 17 18 19 20 21"
+NP=12
+NGEN=64
+commit() {  # name checkpoint
+	"$ENGYCTL" ref --checkpoint "$2" --ids "$PROMPT" --generate $NGEN --ignore-eos \
+		--threads 1 --hidden "$T/$1.f32" > "$T/$1.ids" 2>/dev/null || fail "ref $1"
+	"$ENGYCTL" toploc prove --topk 128 --dbs 32 --hidden "$HID" --dtype f32 \
+		--prefill $((NP - 1)) "$T/$1.f32" > "$T/$1.proofs" || fail "prove $1"
+}
+commit honest "$T/m"
+commit cheat "$T/m4"
+ok "commitments: $NGEN tokens from the canonical and the INT4 checkpoint"
+
+"$ENGYCTL" keys new --out "$T/master" --seed-hex $(printf 'ee%.0s' $(seq 32)) > /dev/null
+"$ENGYCTL" keys new --out "$T/h1" --seed-hex $(printf '01%.0s' $(seq 32)) > /dev/null
+"$ENGYCTL" keys new --out "$T/h2" --seed-hex $(printf '02%.0s' $(seq 32)) > /dev/null
+ss58() { "$ENGYCTL" keys show "$1" | sed -n 's/^ss58Address: //p' | head -1; }
+MASTER=$(ss58 "$T/master"); H1=$(ss58 "$T/h1"); H2=$(ss58 "$T/h2")
+
+node - "$T" "$ROOT" "$OTHER" "$NP" "$H1" "$H2" > "$T/items.json" <<'JS'
+const fs = require('fs');
+const [T, root, other, np, h1, h2] = process.argv.slice(2);
+const prompt = [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21];
+function c(name, r) {
+	const out = fs.readFileSync(`${T}/${name}.ids`, 'utf8').trim().split(/\s+/).map(Number);
+	const proofs = fs.readFileSync(`${T}/${name}.proofs`, 'utf8').trim().split('\n');
+	return { model_root: r, output_token_ids: out,
+		 toploc: { proofs, topk: 128, decode_batching_size: 32, skip_prefill: true,
+			   n_tokens: out.length, prompt_ids: prompt } };
+}
+const it = (id, miner, commitment, probe) => ({ request_id: id, miner, model: 'tiny',
+	time_ms: Date.now(), is_probe: probe, commitment });
+console.log(JSON.stringify({ items: [
+	it('req-honest', h1, c('honest', root), false),
+	it('req-cheat', h2, c('cheat', root), false),
+	it('req-malformed', h1, { model_root: root, toploc: 'junk' }, true),
+	it('req-otherroot', h2, c('honest', other), true),
+], next: '4' }));
+JS
+
+# The tee stand-in: the items once (after=0), then nothing; the bearer
+# token is checked.
+cat > "$T/tee.js" <<'JS'
+const fs = require('fs'), http = require('http');
+const items = fs.readFileSync(process.argv[2]);
+http.createServer((q, s) => {
+	if (q.headers.authorization !== 'Bearer tee-secret') { s.writeHead(401); return s.end(); }
+	const after = new URL(q.url, 'http://x').searchParams.get('after');
+	s.writeHead(200, { 'content-type': 'application/json' });
+	s.end(after === '0' ? items : '{"items":[],"next":"4"}');
+}).listen(0, '127.0.0.1', function () { console.log('port=' + this.address().port); });
+JS
+node "$T/tee.js" "$T/items.json" > "$T/tee.out" &
+PIDS="$PIDS $!"
+wait_for "$T/tee.out" port= 10 || fail "tee stand-in"
+TEEPORT=$(sed -n 's/port=//p' "$T/tee.out")
+
+adm models put tiny --root "$ROOT" --max-input-tokens 4096 --max-output-tokens 512 \
+	--max-request-s 60 --toploc-v 0 --toploc-p 0.99 --score-rate 1000 \
+	--qual-ttft-p99-ms 60000 --qual-tpot-p99-ms 60000 > /dev/null || fail "models put"
+adm miners register "$H1" --label honest > /dev/null || fail "register h1"
+adm miners register "$H2" --label cheat > /dev/null || fail "register h2"
+
+cat > "$T/auditor.conf" <<C
+role = "auditor"
+state_dir = "$ST"
+log_level = "info"
+plugin "backend-ref" { checkpoint = "$T/m" threads = 1 name = "tiny" }
+plugin "verifier-toploc" { }
+plugin "scorer-sn53" { cheat_min_samples = 1 acceptance_min_samples = 1 }
+plugin "store-sqlite" { }
+plugin "transport-http" { listen = { "127.0.0.1:0" } }
+auditor {
+  tee_url = "http://127.0.0.1:$TEEPORT/internal/tee"
+  sample_ppm = 1000000
+  pull_s = 1
+  epoch_s = 10
+  hotkey_file = "$T/master"
+}
+C
+chmod 600 "$T/master"
+"$ENGYD" -t -c "$T/auditor.conf" > /dev/null 2>&1 || fail "engyd -t: $("$ENGYD" -t -c "$T/auditor.conf" 2>&1)"
+ENGY_TEE_TOKEN=tee-secret "$ENGYD" --no-dlclose -c "$T/auditor.conf" 2> "$T/aud.log" &
+APID=$!
+PIDS="$PIDS $APID"
+for r in req-honest req-cheat req-malformed req-otherroot; do
+	wait_for "$T/aud.log" "event=verdict request_id=$r " 120 ||
+		fail "no verdict for $r: $(tail -5 "$T/aud.log")"
+done
+vline() { grep "event=verdict request_id=$1 " "$T/aud.log"; }
+vline req-honest | grep -q "verdict=pass reason=ok .*exp_p99=0 exp_max=0" ||
+	fail "honest: $(vline req-honest)"
+ok "honest commitment: pass, 0 exponent mismatches in every chunk"
+vline req-cheat | grep -q "verdict=cheat" || fail "cheat: $(vline req-cheat)"
+ok "INT4 commitment claiming the canonical root: cheat ($(vline req-cheat | grep -o 'exp_p99=[0-9]* exp_max=[0-9]*'))"
+vline req-malformed | grep -q "verdict=unproven reason=bad_commitment" ||
+	fail "malformed: $(vline req-malformed)"
+vline req-otherroot | grep -q "verdict=unproven reason=root_unknown" ||
+	fail "root: $(vline req-otherroot)"
+ok "malformed commitment and unknown root: unproven"
+grep -q 'tee-secret' "$T/aud.log" && fail "the tee token reached the log"
+
+out=$("$ENGYCTL" verdicts --state-dir "$ST" --limit 10) || fail "engyctl verdicts"
+[ "$(echo "$out" | grep -c ' tiny ')" = 4 ] || fail "engyctl verdicts: $out"
+echo "$out" | grep req-cheat | grep -q ' cheat ' || fail "verdicts cheat row: $out"
+out=$("$ENGYCTL" verdicts --state-dir "$ST" --miner "$H1") || fail "verdicts --miner"
+[ "$(echo "$out" | grep -c ' tiny ')" = 2 ] || fail "--miner: $out"
+ok "engyctl verdicts: 4 rows, --miner filters"
+
+# The epoch in flight now holds the last verdict: wait for it to close.
+EV=$(( $(date +%s) / 10 ))
+wait_for "$T/aud.log" "event=epoch_closed epoch=$EV " 40 ||
+	fail "epoch $EV did not close: $(tail -5 "$T/aud.log")"
+APORT=$(sed -n 's/.*event=listen addr=127.0.0.1 port=\([0-9]*\).*/\1/p' "$T/aud.log" | head -1)
+API="http://127.0.0.1:$APORT/api/subnet/v1"
+curl -sf "$API/epoch/latest" > "$T/payload.json" || fail "GET epoch/latest"
+E=$(sed -n 's/^{"v":1,"netuid":53,"epoch_index":\([0-9]*\).*/\1/p' "$T/payload.json")
+[ "$E" = "$EV" ] || fail "latest is $E, not $EV"
+grep -q '\\"burn\\":true' "$T/payload.json" || fail "no burn: $(cat "$T/payload.json")"
+grep -q "\"weights\":\\[\\[\"$MASTER\",65535\\]\\]" "$T/payload.json" ||
+	fail "burn not to the owner: $(cat "$T/payload.json")"
+ok "epoch $E closed with no billed traffic: burn, 65535 to the owner"
+"$ENGYCTL" epoch verify --ss58 "$MASTER" --netuid 53 --payload "$T/payload.json" > /dev/null ||
+	fail "payload does not verify"
+curl -sf "$API/epoch/$E" | cmp -s - "$T/payload.json" || fail "epoch/$E differs from latest"
+ok "the provider payload verifies against the master hotkey; /epoch/$E is the same"
+curl -sf "$API/epoch/$E/aggregates" > "$T/agg.json" || fail "aggregates"
+"$ENGYCTL" epoch score --aggregates "$T/agg.json" --payload "$T/payload.json" > /dev/null ||
+	fail "engyctl epoch score disagrees"
+# The four verdicts were rendered in epoch E (or partly in E - 1).
+curl -sf "$API/epoch/$((E - 1))/aggregates" > "$T/agg0.json" || : > "$T/agg0.json"
+n=$(cat "$T/agg.json" "$T/agg0.json" | grep -o '"cheat":1' | wc -l)
+[ "$n" = 1 ] || fail "the cheat verdict is not in the aggregates: $(cat "$T/agg.json")"
+ok "engyctl epoch score on the published aggregates reproduces result_json; the verdicts are counted"
+curl -sf "$API/epoch/current" | grep -q '"state":"open"' || fail "epoch/current"
+code=$(curl -s -o /dev/null -w '%{http_code}' "$API/epoch/999")
+[ "$code" = 404 ] || fail "unknown epoch: $code"
+ok "epoch/current answers; an unknown epoch is 404"
+
+kill -TERM $APID
+i=0; while kill -0 $APID 2>/dev/null; do i=$((i + 1)); [ $i -lt 200 ] || fail "no exit"; sleep 0.05; done
+wait $APID || fail "engyd exit status"
+ok "SIGTERM: the auditor exits 0"
+grep -q 'ERROR: \(Leak\|Address\)Sanitizer' "$T/aud.log" && fail "sanitizer: $(cat "$T/aud.log")"
+exit 0
