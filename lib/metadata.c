@@ -529,12 +529,12 @@ int engy_meta_parse(const uint8_t *blob, size_t len, struct engy_metadata **out,
 	/* What follows (the runtime type, v15's apis, outer enums, custom
 	 * values) is not needed. */
 	if (rc) {
-		arena_free(ps.arena);
 		if (rc == -ENOMEM)
 			seterr(err, errlen, "out of memory");
 		else
 			seterr(err, errlen, "metadata v%u: malformed %s at byte %zu",
 			       md->version, ps.where, ps.r.pos);
+		arena_free(ps.arena);
 		return rc == -ENOMEM ? rc : -EINVAL;
 	}
 	md->arena = ps.arena;

@@ -235,7 +235,8 @@ static int params(struct sub_job *j, struct rpc *r, const struct sub_at *best,
 }
 
 static int build(struct sub_job *j, const struct engy_ext_params *p,
-		 uint8_t pallet, uint8_t call, struct engy_scale_buf *ext)
+		 uint8_t pallet, uint8_t call, struct engy_scale_buf *ext,
+		 size_t *payload_len)
 {
 	struct sub *s = j->s;
 	struct engy_scale_buf cbuf, pay;
@@ -254,6 +255,7 @@ static int build(struct sub_job *j, const struct engy_ext_params *p,
 		snprintf(j->error, sizeof(j->error), "cannot encode set_weights");
 		goto out;
 	}
+	*payload_len = pay.len;
 	msg = engy_ext_to_sign(pay.p, pay.len, hash, &mlen);
 	rc = j->signer.sign(j->signer.arg, msg, mlen, sig);
 	if (rc) {
@@ -279,6 +281,7 @@ void sub_do_set_weights(struct sub_job *j, struct rpc *r)
 	struct sub_at best;
 	const cJSON *res;
 	cJSON *root;
+	size_t payload_len = 0;
 	uint64_t cr;
 	char *arg;
 	int rc;
@@ -315,7 +318,7 @@ void sub_do_set_weights(struct sub_job *j, struct rpc *r)
 	}
 	rc = params(j, r, &best, &p);
 	if (!rc)
-		rc = build(j, &p, pallet, call, &ext);
+		rc = build(j, &p, pallet, call, &ext, &payload_len);
 	if (rc)
 		goto out;
 	arg = malloc(2 * ext.len + 8);
@@ -340,8 +343,9 @@ void sub_do_set_weights(struct sub_job *j, struct rpc *r)
 		goto out;
 	}
 	cJSON_Delete(root);
-	engy_info(s->h, "event=submitted netuid=%u uids=%zu nonce=%u era_block=%llu bytes=%zu",
-		  j->netuid, j->n, p.nonce, (unsigned long long)p.era_block, ext.len);
+	engy_info(s->h, "event=submitted netuid=%u uids=%zu nonce=%u era_block=%llu bytes=%zu payload_bytes=%zu signed=%s",
+		  j->netuid, j->n, p.nonce, (unsigned long long)p.era_block, ext.len,
+		  payload_len, payload_len > ENGY_EXT_HASH_OVER ? "blake2b-256" : "payload");
 	rc = wait_inclusion(j, r, best.number + 1, ext.p, ext.len);
 out:
 	j->submit.status = rc;

@@ -83,9 +83,13 @@ start() {  # name
   PID=$!
   PIDS="$PIDS $PID"
 }
-stop() {
+stop() {  # SIGTERM; engyd must exit 0 with nothing on stderr (sanitizers)
   kill -TERM "$PID" 2>/dev/null || true
-  wait "$PID" 2>/dev/null || true
+  wait "$PID" && rc=0 || rc=$?
+  [ "$rc" = 0 ] || fail "engyd exited $rc: $(tail -20 "$T"/*.stderr)"
+  if grep -l 'Sanitizer\|runtime error' "$T"/*.stderr 2>/dev/null; then
+    fail "sanitizer report: $(cat "$T"/*.stderr)"
+  fi
 }
 lines() { wc -l < "$1" 2>/dev/null || echo 0; }
 # after FILE MARK NEEDLE SECONDS: NEEDLE in FILE's lines after line MARK
