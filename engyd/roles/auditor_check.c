@@ -210,6 +210,8 @@ static void verify_fn(void *arg)
 		j->rc = a->st->verdict_put(a->sti, v);
 	}
 	cJSON_Delete(c);
+	if (a->n_pr)
+		aud_ack(a, j);
 }
 
 static void finish(struct aud_job *j)

@@ -59,6 +59,7 @@ struct aud_job {
 	char miner[64];
 	char model[128];
 	int64_t time_ms;
+	uint64_t seq;			/* the tee's entry number */
 	bool is_probe;
 	char *commitment;		/* the commitment JSON text */
 	/* parsed from the commitment */
@@ -127,6 +128,8 @@ struct aud {
 /* auditor_pull.c */
 void aud_pull_start(struct aud *a);
 void aud_job_free(struct aud_job *j);
+/* POST the verdict to the tee's ack (.../sample -> .../ack); pool only. */
+void aud_ack(struct aud *a, const struct aud_job *j);
 /* auditor_check.c */
 void aud_check_next(struct aud *a);
 /* auditor_epoch.c */

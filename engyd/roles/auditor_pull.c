@@ -73,6 +73,11 @@ static size_t on_body(char *p, size_t sz, size_t n, void *arg)
 	return add;
 }
 
+static size_t discard(char *p, size_t sz, size_t n, void *arg)
+{
+	return sz * n;
+}
+
 static bool sampled(const char *rid, int64_t ppm)
 {
 	uint8_t h[crypto_hash_sha256_BYTES];
@@ -110,6 +115,8 @@ static struct aud_job *parse_item(struct aud *a, const cJSON *it)
 	j->time_ms = cJSON_IsNumber(v) && v->valuedouble > 0 ? (int64_t)v->valuedouble
 							     : aud_now_ms();
 	j->is_probe = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "is_probe"));
+	v = cJSON_GetObjectItemCaseSensitive(it, "seq");
+	j->seq = cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
 	if (c && !cJSON_IsNull(c))
 		j->commitment = cJSON_PrintUnformatted(c);
 	return j;
@@ -152,9 +159,9 @@ static void pull_fn(void *arg)
 		return;
 	}
 	doc = cJSON_ParseWithLength(u->buf ? u->buf : "", u->len);
-	items = cJSON_GetObjectItemCaseSensitive(doc, "items");
+	items = cJSON_GetObjectItemCaseSensitive(doc, "entries");
 	if (!cJSON_IsArray(items)) {
-		snprintf(u->err, sizeof(u->err), "not a tee answer (no items)");
+		snprintf(u->err, sizeof(u->err), "not a tee answer (no entries)");
 		cJSON_Delete(doc);
 		return;
 	}
@@ -233,7 +240,7 @@ void aud_pull_start(struct aud *a)
 	if (!u)
 		return;
 	u->a = a;
-	snprintf(u->url, sizeof(u->url), "%s%safter=%s&limit=%d", base,
+	snprintf(u->url, sizeof(u->url), "%s%ssince=%s&n=%d", base,
 		 strchr(base, '?') ? "&" : "?", a->cursor[0] ? a->cursor : "0",
 		 PULL_LIMIT);
 	if (a->c->tee_token && *a->c->tee_token)
@@ -246,4 +253,45 @@ void aud_pull_start(struct aud *a)
 		a->pulling = false;
 		free(u);
 	}
+}
+
+/*
+ * The verdict back to the tee (specs/gateway.md): the entry is dropped
+ * there, and a probe's verdict feeds onboarding.  Best effort, on the
+ * pool; a tee without an ack endpoint just expires its entries.
+ */
+void aud_ack(struct aud *a, const struct aud_job *j)
+{
+	const char *base = a->c->tee_url, *v;
+	struct curl_slist *hs = NULL;
+	char url[1024], auth[600], body[128];
+	size_t n;
+	CURL *h;
+
+	if (!j->seq || !base || (n = strlen(base)) < 7 ||
+	    strcmp(base + n - 7, "/sample") || n >= sizeof(url) - 8)
+		return;
+	snprintf(url, sizeof(url), "%.*s/ack", (int)(n - 7), base);
+	v = j->v[0].verdict == ENGY_VERDICT_PASS ? "pass" :
+	    j->v[0].verdict == ENGY_VERDICT_CHEAT ? "cheat" : "unproven";
+	snprintf(body, sizeof(body), "{\"acks\":[{\"seq\":%llu,\"verdict\":\"%s\"}]}",
+		 (unsigned long long)j->seq, v);
+	h = curl_easy_init();
+	if (!h)
+		return;
+	hs = curl_slist_append(hs, "Content-Type: application/json");
+	if (a->c->tee_token && *a->c->tee_token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", a->c->tee_token);
+		hs = curl_slist_append(hs, auth);
+		sodium_memzero(auth, sizeof(auth));
+	}
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)a->c->fetch_timeout_s);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_perform(h);
+	curl_easy_cleanup(h);
+	curl_slist_free_all(hs);
 }

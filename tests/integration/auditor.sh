@@ -57,29 +57,35 @@ function c(name, r) {
 		 toploc: { proofs, topk: 128, decode_batching_size: 32, skip_prefill: true,
 			   n_tokens: out.length, prompt_ids: prompt } };
 }
-const it = (id, miner, commitment, probe) => ({ request_id: id, miner, model: 'tiny',
+let seq = 0;
+const it = (id, miner, commitment, probe) => ({ seq: ++seq, request_id: id, miner, model: 'tiny',
 	time_ms: Date.now(), is_probe: probe, commitment });
-console.log(JSON.stringify({ items: [
+console.log(JSON.stringify({ entries: [
 	it('req-honest', h1, c('honest', root), false),
 	it('req-cheat', h2, c('cheat', root), false),
 	it('req-malformed', h1, { model_root: root, toploc: 'junk' }, true),
 	it('req-otherroot', h2, c('honest', other), true),
-], next: '4' }));
+], next: 4 }));
 JS
 
-# The tee stand-in: the items once (after=0), then nothing; the bearer
-# token is checked.
+# The tee stand-in (the gateway's GET /internal/v1/tee/sample and POST
+# .../ack, specs/gateway.md): the entries once (since=0), then nothing;
+# the bearer token is checked; acks are written to a file.
 cat > "$T/tee.js" <<'JS'
 const fs = require('fs'), http = require('http');
 const items = fs.readFileSync(process.argv[2]);
 http.createServer((q, s) => {
 	if (q.headers.authorization !== 'Bearer tee-secret') { s.writeHead(401); return s.end(); }
-	const after = new URL(q.url, 'http://x').searchParams.get('after');
+	const u = new URL(q.url, 'http://x');
+	if (q.method === 'POST' && u.pathname === '/internal/v1/tee/ack') {
+		let b = ''; q.on('data', d => b += d);
+		return q.on('end', () => { fs.appendFileSync(process.argv[3], b + '\n'); s.end('{}'); });
+	}
 	s.writeHead(200, { 'content-type': 'application/json' });
-	s.end(after === '0' ? items : '{"items":[],"next":"4"}');
+	s.end(u.searchParams.get('since') === '0' ? items : '{"entries":[],"next":4}');
 }).listen(0, '127.0.0.1', function () { console.log('port=' + this.address().port); });
 JS
-node "$T/tee.js" "$T/items.json" > "$T/tee.out" &
+node "$T/tee.js" "$T/items.json" "$T/acks" > "$T/tee.out" &
 PIDS="$PIDS $!"
 wait_for "$T/tee.out" port= 10 || fail "tee stand-in"
 TEEPORT=$(sed -n 's/port=//p' "$T/tee.out")
@@ -100,7 +106,7 @@ plugin "scorer-sn53" { cheat_min_samples = 1 acceptance_min_samples = 1 }
 plugin "store-sqlite" { }
 plugin "transport-http" { listen = { "127.0.0.1:0" } }
 auditor {
-  tee_url = "http://127.0.0.1:$TEEPORT/internal/tee"
+  tee_url = "http://127.0.0.1:$TEEPORT/internal/v1/tee/sample"
   sample_ppm = 1000000
   pull_s = 1
   epoch_s = 10
@@ -128,6 +134,10 @@ vline req-otherroot | grep -q "verdict=unproven reason=root_unknown" ||
 	fail "root: $(vline req-otherroot)"
 ok "malformed commitment and unknown root: unproven"
 grep -q 'tee-secret' "$T/aud.log" && fail "the tee token reached the log"
+wait_for "$T/acks" '"seq":4' 10 || fail "acks: $(cat "$T/acks" 2>&1)"
+grep -q '"seq":1,"verdict":"pass"' "$T/acks" && grep -q '"seq":2,"verdict":"cheat"' "$T/acks" ||
+	fail "acks: $(cat "$T/acks")"
+ok "every verdict acknowledged to the tee (seq and verdict)"
 
 out=$("$ENGYCTL" verdicts --state-dir "$ST" --limit 10) || fail "engyctl verdicts"
 [ "$(echo "$out" | grep -c ' tiny ')" = 4 ] || fail "engyctl verdicts: $out"
