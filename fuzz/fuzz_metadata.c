@@ -18,8 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct engy_ext_layout l;
 	struct engy_meta_outcome o;
 	struct engy_scale_buf b;
-	const uint8_t key[2] = { 53, 0 }, *keys[2] = { key, key };
-	const size_t lens[2] = { 2, 2 };
+	const uint8_t key[2] = {53, 0}, *keys[2] = {key, key};
+	const size_t lens[2] = {2, 2};
 	char err[256];
 	uint8_t pi, ci;
 	uint32_t t;
@@ -29,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	engy_ext_layout_meta(&l, md, err, sizeof(err));
 	engy_meta_call(md, "SubtensorModule", "set_weights", &pi, &ci, NULL);
 	engy_scale_buf_init(&b);
-	engy_meta_storage_key(md, "SubtensorModule", "Keys", keys, lens, 2, true, &b);
+	engy_meta_storage_key(md, "SubtensorModule", "Keys", keys, lens, 2,
+			      true, &b);
 	engy_scale_buf_free(&b);
 	for (t = 0; t < md->n_types && t < 256; t++) {
 		struct engy_scale_rd r;
@@ -40,7 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		engy_meta_zero_size(md, t);
 	}
-	engy_meta_outcome(md, data + size / 2, size - size / 2, 1, &o, err, sizeof(err));
+	engy_meta_outcome(md, data + size / 2, size - size / 2, 1, &o, err,
+			  sizeof(err));
 	engy_meta_free(md);
 	return 0;
 }

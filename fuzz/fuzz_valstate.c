@@ -16,16 +16,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char *text;
 	size_t i;
 
-	if (engy_valstate_parse((const char *)data, size, &st, dropped, sizeof(dropped)))
+	if (engy_valstate_parse((const char *)data, size, &st, dropped,
+				sizeof(dropped)))
 		return 0;
 	text = engy_valstate_format(&st);
 	if (!text)
 		abort();
-	if (engy_valstate_parse(text, strlen(text), &back, dropped, sizeof(dropped)) ||
+	if (engy_valstate_parse(text, strlen(text), &back, dropped,
+				sizeof(dropped)) ||
 	    dropped[0] || back.last.has_applied != st.last.has_applied ||
-	    back.last.applied != st.last.applied || back.last.has_block != st.last.has_block ||
-	    back.last.block != st.last.block || back.last.has_ts != st.last.has_ts ||
-	    back.last.ts != st.last.ts || back.has_digest != st.has_digest ||
+	    back.last.applied != st.last.applied ||
+	    back.last.has_block != st.last.has_block ||
+	    back.last.block != st.last.block ||
+	    back.last.has_ts != st.last.has_ts || back.last.ts != st.last.ts ||
+	    back.has_digest != st.has_digest ||
 	    back.has_cache != st.has_cache || back.n_rows != st.n_rows)
 		abort();
 	for (i = 0; i < st.n_rows; i++)

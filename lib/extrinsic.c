@@ -15,22 +15,22 @@ static const struct {
 	const char *id;
 	uint8_t kind;
 } known[] = {
-	{ "CheckNonZeroSender", ENGY_EXT_EMPTY },
-	{ "CheckSpecVersion", ENGY_EXT_SPEC_VERSION },
-	{ "CheckTxVersion", ENGY_EXT_TX_VERSION },
-	{ "CheckGenesis", ENGY_EXT_GENESIS },
-	{ "CheckMortality", ENGY_EXT_MORTALITY },
-	{ "CheckEra", ENGY_EXT_MORTALITY },
-	{ "CheckNonce", ENGY_EXT_NONCE },
-	{ "CheckWeight", ENGY_EXT_EMPTY },
-	{ "ChargeTransactionPayment", ENGY_EXT_TIP },
-	{ "CheckMetadataHash", ENGY_EXT_METADATA_HASH },
+	{"CheckNonZeroSender", ENGY_EXT_EMPTY},
+	{"CheckSpecVersion", ENGY_EXT_SPEC_VERSION},
+	{"CheckTxVersion", ENGY_EXT_TX_VERSION},
+	{"CheckGenesis", ENGY_EXT_GENESIS},
+	{"CheckMortality", ENGY_EXT_MORTALITY},
+	{"CheckEra", ENGY_EXT_MORTALITY},
+	{"CheckNonce", ENGY_EXT_NONCE},
+	{"CheckWeight", ENGY_EXT_EMPTY},
+	{"ChargeTransactionPayment", ENGY_EXT_TIP},
+	{"CheckMetadataHash", ENGY_EXT_METADATA_HASH},
 	/* subtensor's own, all PhantomData (notes/bittensor.md §2.3) */
-	{ "SudoTransactionExtension", ENGY_EXT_EMPTY },
-	{ "CheckShieldedTxValidity", ENGY_EXT_EMPTY },
-	{ "SubtensorTransactionExtension", ENGY_EXT_EMPTY },
-	{ "SubtensorSignedExtension", ENGY_EXT_EMPTY },
-	{ "DrandPriority", ENGY_EXT_EMPTY },
+	{"SudoTransactionExtension", ENGY_EXT_EMPTY},
+	{"CheckShieldedTxValidity", ENGY_EXT_EMPTY},
+	{"SubtensorTransactionExtension", ENGY_EXT_EMPTY},
+	{"SubtensorSignedExtension", ENGY_EXT_EMPTY},
+	{"DrandPriority", ENGY_EXT_EMPTY},
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -61,14 +61,16 @@ int engy_ext_layout_names(struct engy_ext_layout *l, const char *const *ids,
 
 	memset(l, 0, sizeof(*l));
 	if (n > ENGY_EXT_MAX) {
-		seterr(err, errlen, "%zu signed extensions (at most %d)", n, ENGY_EXT_MAX);
+		seterr(err, errlen, "%zu signed extensions (at most %d)", n,
+		       ENGY_EXT_MAX);
 		return -ENOTSUP;
 	}
 	for (i = 0; i < n; i++) {
 		int k = known_kind(ids[i]);
 
 		if (k < 0) {
-			seterr(err, errlen, "unknown signed extension %s", ids[i]);
+			seterr(err, errlen, "unknown signed extension %s",
+			       ids[i]);
 			return -ENOTSUP;
 		}
 		l->kind[i] = (uint8_t)k;
@@ -80,7 +82,8 @@ int engy_ext_layout_names(struct engy_ext_layout *l, const char *const *ids,
 /* Whether @type, unwrapped, is a 32-byte array. */
 static bool is_hash(const struct engy_metadata *md, uint32_t type)
 {
-	const struct engy_meta_type *t = engy_meta_type(md, engy_meta_unwrap(md, type));
+	const struct engy_meta_type *t =
+		engy_meta_type(md, engy_meta_unwrap(md, type));
 
 	return t && t->def == ENGY_META_ARRAY && t->u.array.len == 32 &&
 	       engy_meta_is_prim(md, t->u.array.elem, ENGY_PRIM_U8);
@@ -88,21 +91,23 @@ static bool is_hash(const struct engy_metadata *md, uint32_t type)
 
 static bool is_compact(const struct engy_metadata *md, uint32_t type)
 {
-	const struct engy_meta_type *t = engy_meta_type(md, engy_meta_unwrap(md, type));
+	const struct engy_meta_type *t =
+		engy_meta_type(md, engy_meta_unwrap(md, type));
 
 	return t && t->def == ENGY_META_COMPACT;
 }
 
 static bool is_variant(const struct engy_metadata *md, uint32_t type)
 {
-	const struct engy_meta_type *t = engy_meta_type(md, engy_meta_unwrap(md, type));
+	const struct engy_meta_type *t =
+		engy_meta_type(md, engy_meta_unwrap(md, type));
 
 	return t && t->def == ENGY_META_VARIANT;
 }
 
 /* The types an extension must have for the bytes engy writes. */
-static bool types_agree(const struct engy_metadata *md, const struct engy_meta_ext *e,
-			int kind)
+static bool types_agree(const struct engy_metadata *md,
+			const struct engy_meta_ext *e, int kind)
 {
 	bool extra0 = engy_meta_zero_size(md, e->type);
 	bool impl0 = engy_meta_zero_size(md, e->implicit);
@@ -112,7 +117,8 @@ static bool types_agree(const struct engy_metadata *md, const struct engy_meta_e
 		return extra0 && impl0;
 	case ENGY_EXT_SPEC_VERSION:
 	case ENGY_EXT_TX_VERSION:
-		return extra0 && engy_meta_is_prim(md, e->implicit, ENGY_PRIM_U32);
+		return extra0 &&
+		       engy_meta_is_prim(md, e->implicit, ENGY_PRIM_U32);
 	case ENGY_EXT_GENESIS:
 		return extra0 && is_hash(md, e->implicit);
 	case ENGY_EXT_MORTALITY:
@@ -127,8 +133,9 @@ static bool types_agree(const struct engy_metadata *md, const struct engy_meta_e
 	return false;
 }
 
-int engy_ext_layout_meta(struct engy_ext_layout *l, const struct engy_metadata *md,
-			 char *err, size_t errlen)
+int engy_ext_layout_meta(struct engy_ext_layout *l,
+			 const struct engy_metadata *md, char *err,
+			 size_t errlen)
 {
 	uint32_t i;
 
@@ -139,8 +146,8 @@ int engy_ext_layout_meta(struct engy_ext_layout *l, const struct engy_metadata *
 		return -ENOTSUP;
 	}
 	if (md->n_exts > ENGY_EXT_MAX) {
-		seterr(err, errlen, "%u signed extensions (at most %d)", md->n_exts,
-		       ENGY_EXT_MAX);
+		seterr(err, errlen, "%u signed extensions (at most %d)",
+		       md->n_exts, ENGY_EXT_MAX);
 		return -ENOTSUP;
 	}
 	for (i = 0; i < md->n_exts; i++) {
@@ -151,12 +158,16 @@ int engy_ext_layout_meta(struct engy_ext_layout *l, const struct engy_metadata *
 		    engy_meta_zero_size(md, e->implicit))
 			k = ENGY_EXT_EMPTY;
 		if (k < 0) {
-			seterr(err, errlen, "signed extension %s carries bytes engy does not know how to fill",
+			seterr(err, errlen,
+			       "signed extension %s carries bytes engy does "
+			       "not know how to fill",
 			       e->identifier);
 			return -ENOTSUP;
 		}
 		if (!types_agree(md, e, k)) {
-			seterr(err, errlen, "signed extension %s has types other than the known ones",
+			seterr(err, errlen,
+			       "signed extension %s has types other than the "
+			       "known ones",
 			       e->identifier);
 			return -ENOTSUP;
 		}
@@ -190,8 +201,8 @@ size_t engy_era_encode(uint64_t period, uint64_t current, uint8_t out[2])
 	return 2;
 }
 
-static void extra(const struct engy_ext_layout *l, const struct engy_ext_params *p,
-		  struct engy_scale_buf *out)
+static void extra(const struct engy_ext_layout *l,
+		  const struct engy_ext_params *p, struct engy_scale_buf *out)
 {
 	uint8_t era[2];
 	size_t i;
@@ -199,8 +210,9 @@ static void extra(const struct engy_ext_layout *l, const struct engy_ext_params 
 	for (i = 0; i < l->n; i++) {
 		switch (l->kind[i]) {
 		case ENGY_EXT_MORTALITY:
-			engy_scale_put(out, era, engy_era_encode(p->era_period,
-								 p->era_block, era));
+			engy_scale_put(out, era,
+				       engy_era_encode(p->era_period,
+						       p->era_block, era));
 			break;
 		case ENGY_EXT_NONCE:
 			engy_scale_put_compact(out, p->nonce);
@@ -209,13 +221,14 @@ static void extra(const struct engy_ext_layout *l, const struct engy_ext_params 
 			engy_scale_put_compact(out, p->tip);
 			break;
 		case ENGY_EXT_METADATA_HASH:
-			engy_scale_put_u8(out, 0);	/* mode: Disabled */
+			engy_scale_put_u8(out, 0); /* mode: Disabled */
 			break;
 		}
 	}
 }
 
-static void implicit(const struct engy_ext_layout *l, const struct engy_ext_params *p,
+static void implicit(const struct engy_ext_layout *l,
+		     const struct engy_ext_params *p,
 		     struct engy_scale_buf *out)
 {
 	size_t i;
@@ -232,10 +245,12 @@ static void implicit(const struct engy_ext_layout *l, const struct engy_ext_para
 			engy_scale_put(out, p->genesis, 32);
 			break;
 		case ENGY_EXT_MORTALITY:
-			engy_scale_put(out, p->era_period ? p->era_hash : p->genesis, 32);
+			engy_scale_put(out,
+				       p->era_period ? p->era_hash : p->genesis,
+				       32);
 			break;
 		case ENGY_EXT_METADATA_HASH:
-			engy_scale_put_u8(out, 0);	/* None */
+			engy_scale_put_u8(out, 0); /* None */
 			break;
 		}
 	}
@@ -265,16 +280,16 @@ const uint8_t *engy_ext_to_sign(const uint8_t *payload, size_t len,
 
 int engy_ext_signed(const struct engy_ext_layout *l,
 		    const struct engy_ext_params *p, const uint8_t *call,
-		    size_t call_len, const uint8_t pub[32], const uint8_t sig[64],
-		    struct engy_scale_buf *out)
+		    size_t call_len, const uint8_t pub[32],
+		    const uint8_t sig[64], struct engy_scale_buf *out)
 {
 	struct engy_scale_buf body;
 
 	engy_scale_buf_init(&body);
-	engy_scale_put_u8(&body, 0x84);		/* signed, v4 */
-	engy_scale_put_u8(&body, 0x00);		/* MultiAddress::Id */
+	engy_scale_put_u8(&body, 0x84); /* signed, v4 */
+	engy_scale_put_u8(&body, 0x00); /* MultiAddress::Id */
 	engy_scale_put(&body, pub, 32);
-	engy_scale_put_u8(&body, 0x01);		/* MultiSignature::Sr25519 */
+	engy_scale_put_u8(&body, 0x01); /* MultiSignature::Sr25519 */
 	engy_scale_put(&body, sig, 64);
 	extra(l, p, &body);
 	engy_scale_put(&body, call, call_len);
@@ -300,7 +315,9 @@ int engy_call_check_set_weights(const struct engy_metadata *md,
 	    !engy_meta_is_seq_of(md, v->fields[1].type, ENGY_PRIM_U16) ||
 	    !engy_meta_is_seq_of(md, v->fields[2].type, ENGY_PRIM_U16) ||
 	    !engy_meta_is_prim(md, v->fields[3].type, ENGY_PRIM_U64)) {
-		seterr(err, errlen, "set_weights takes other arguments than (netuid u16, dests Vec<u16>, weights Vec<u16>, version_key u64)");
+		seterr(err, errlen,
+		       "set_weights takes other arguments than (netuid u16, "
+		       "dests Vec<u16>, weights Vec<u16>, version_key u64)");
 		return -EPROTO;
 	}
 	return 0;
@@ -308,15 +325,18 @@ int engy_call_check_set_weights(const struct engy_metadata *md,
 
 int engy_call_set_weights(const struct engy_metadata *md, uint8_t pallet,
 			  uint8_t call, uint16_t netuid, const uint16_t *uids,
-			  const uint16_t *weights, size_t n, uint64_t version_key,
-			  struct engy_scale_buf *out)
+			  const uint16_t *weights, size_t n,
+			  uint64_t version_key, struct engy_scale_buf *out)
 {
 	size_t i;
 
 	if (md) {
-		const struct engy_meta_pallet *p = engy_meta_pallet_by_index(md, pallet);
+		const struct engy_meta_pallet *p =
+			engy_meta_pallet_by_index(md, pallet);
 		const struct engy_meta_variant *v =
-			p && p->has_calls ? engy_meta_variant_at(md, p->calls, call) : NULL;
+			p && p->has_calls
+				? engy_meta_variant_at(md, p->calls, call)
+				: NULL;
 
 		if (!v || engy_call_check_set_weights(md, v, NULL, 0))
 			return -EPROTO;

@@ -22,18 +22,18 @@
 #include "metadata.h"
 #include "scale.h"
 
-#define ENGY_EXT_MAX		32	/* extensions in one runtime */
-#define ENGY_EXT_HASH_OVER	256	/* payloads longer are hashed */
+#define ENGY_EXT_MAX	   32  /* extensions in one runtime */
+#define ENGY_EXT_HASH_OVER 256 /* payloads longer are hashed */
 
 enum engy_ext_kind {
-	ENGY_EXT_EMPTY = 0,		/* no bytes either side */
-	ENGY_EXT_SPEC_VERSION,		/* implicit u32 */
-	ENGY_EXT_TX_VERSION,		/* implicit u32 */
-	ENGY_EXT_GENESIS,		/* implicit hash */
-	ENGY_EXT_MORTALITY,		/* extra era, implicit birth hash */
-	ENGY_EXT_NONCE,			/* extra compact nonce */
-	ENGY_EXT_TIP,			/* extra compact tip */
-	ENGY_EXT_METADATA_HASH,		/* extra mode 0, implicit None */
+	ENGY_EXT_EMPTY = 0,	/* no bytes either side */
+	ENGY_EXT_SPEC_VERSION,	/* implicit u32 */
+	ENGY_EXT_TX_VERSION,	/* implicit u32 */
+	ENGY_EXT_GENESIS,	/* implicit hash */
+	ENGY_EXT_MORTALITY,	/* extra era, implicit birth hash */
+	ENGY_EXT_NONCE,		/* extra compact nonce */
+	ENGY_EXT_TIP,		/* extra compact tip */
+	ENGY_EXT_METADATA_HASH, /* extra mode 0, implicit None */
 };
 
 struct engy_ext_layout {
@@ -50,8 +50,9 @@ struct engy_ext_layout {
  */
 int engy_ext_layout_names(struct engy_ext_layout *l, const char *const *ids,
 			  size_t n, char *err, size_t errlen);
-int engy_ext_layout_meta(struct engy_ext_layout *l, const struct engy_metadata *md,
-			 char *err, size_t errlen);
+int engy_ext_layout_meta(struct engy_ext_layout *l,
+			 const struct engy_metadata *md, char *err,
+			 size_t errlen);
 
 /*
  * Era (mortality).  @period is rounded up to a power of two in 4..65536;
@@ -65,8 +66,8 @@ struct engy_ext_params {
 	uint32_t spec_version;
 	uint32_t tx_version;
 	uint8_t genesis[32];
-	uint64_t era_period;		/* 0: immortal */
-	uint64_t era_block;		/* the block whose hash is signed */
+	uint64_t era_period; /* 0: immortal */
+	uint64_t era_block;  /* the block whose hash is signed */
 	uint8_t era_hash[32];
 	uint32_t nonce;
 	uint64_t tip;
@@ -87,8 +88,8 @@ const uint8_t *engy_ext_to_sign(const uint8_t *payload, size_t len,
  */
 int engy_ext_signed(const struct engy_ext_layout *l,
 		    const struct engy_ext_params *p, const uint8_t *call,
-		    size_t call_len, const uint8_t pub[32], const uint8_t sig[64],
-		    struct engy_scale_buf *out);
+		    size_t call_len, const uint8_t pub[32],
+		    const uint8_t sig[64], struct engy_scale_buf *out);
 
 /* The transaction hash: blake2b-256 of the whole extrinsic. */
 void engy_ext_hash(const uint8_t *ext, size_t len, uint8_t out[32]);
@@ -100,8 +101,8 @@ void engy_ext_hash(const uint8_t *ext, size_t len, uint8_t out[32]);
  */
 int engy_call_set_weights(const struct engy_metadata *md, uint8_t pallet,
 			  uint8_t call, uint16_t netuid, const uint16_t *uids,
-			  const uint16_t *weights, size_t n, uint64_t version_key,
-			  struct engy_scale_buf *out);
+			  const uint16_t *weights, size_t n,
+			  uint64_t version_key, struct engy_scale_buf *out);
 
 /* engy_call_check_set_weights() - 0 when @v (set_weights' variant) has the
  * argument types engy encodes; -EPROTO with the reason otherwise. */

@@ -23,7 +23,7 @@ struct parser {
 	struct chunk *arena;
 	char *err;
 	size_t errlen;
-	const char *where;		/* what was being read */
+	const char *where; /* what was being read */
 };
 
 static void *alloc(struct parser *ps, size_t n)
@@ -31,7 +31,8 @@ static void *alloc(struct parser *ps, size_t n)
 	struct chunk *c = ps->arena;
 	void *p;
 
-	n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+	n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) *
+	    sizeof(max_align_t);
 	if (!n)
 		n = sizeof(max_align_t);
 	if (!c || c->cap - c->used < n) {
@@ -151,8 +152,8 @@ static struct engy_meta_field *fields(struct parser *ps, uint32_t *n_out)
 		f[i].name = option(ps) ? str(ps) : NULL;
 		f[i].type = type_id(ps);
 		if (option(ps))
-			skip_str(ps);		/* type_name */
-		skip_strs(ps);			/* docs */
+			skip_str(ps); /* type_name */
+		skip_strs(ps);	      /* docs */
 	}
 	*n_out = n;
 	return f;
@@ -293,7 +294,8 @@ static int registry(struct parser *ps, struct engy_metadata *md)
 			break;
 		case ENGY_META_VARIANT:
 			for (j = 0; j < t->u.variants.n; j++) {
-				const struct engy_meta_variant *v = &t->u.variants.v[j];
+				const struct engy_meta_variant *v =
+					&t->u.variants.v[j];
 				uint32_t k;
 
 				for (k = 0; k < v->n_fields; k++)
@@ -427,7 +429,7 @@ static int extrinsic(struct parser *ps, struct engy_metadata *md)
 		engy_scale_u8(&ps->r, &md->extrinsic_version);
 	} else {
 		engy_scale_u8(&ps->r, &md->extrinsic_version);
-		for (i = 0; i < 4; i++)	/* address, call, signature, extra */
+		for (i = 0; i < 4; i++) /* address, call, signature, extra */
 			type_id(ps);
 	}
 	n = count(ps, 3);
@@ -454,16 +456,20 @@ static int check_refs(struct parser *ps, struct engy_metadata *md)
 	for (i = 0; i < md->n_pallets; i++) {
 		const struct engy_meta_pallet *p = &md->pallets[i];
 
-		if ((p->has_calls && (p->calls >= md->n_types ||
-				      md->types[p->calls].def != ENGY_META_VARIANT)) ||
-		    (p->has_events && (p->events >= md->n_types ||
-				       md->types[p->events].def != ENGY_META_VARIANT)) ||
-		    (p->has_errors && (p->errors >= md->n_types ||
-				       md->types[p->errors].def != ENGY_META_VARIANT)))
+		if ((p->has_calls &&
+		     (p->calls >= md->n_types ||
+		      md->types[p->calls].def != ENGY_META_VARIANT)) ||
+		    (p->has_events &&
+		     (p->events >= md->n_types ||
+		      md->types[p->events].def != ENGY_META_VARIANT)) ||
+		    (p->has_errors &&
+		     (p->errors >= md->n_types ||
+		      md->types[p->errors].def != ENGY_META_VARIANT)))
 			return engy_scale_fail(&ps->r, -EINVAL);
 		for (j = 0; j < p->n_entries; j++)
 			if (p->entries[j].value >= md->n_types ||
-			    (p->entries[j].is_map && p->entries[j].key >= md->n_types))
+			    (p->entries[j].is_map &&
+			     p->entries[j].key >= md->n_types))
 				return engy_scale_fail(&ps->r, -EINVAL);
 	}
 	return 0;
@@ -483,7 +489,7 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 int engy_meta_parse(const uint8_t *blob, size_t len, struct engy_metadata **out,
 		    char *err, size_t errlen)
 {
-	struct parser ps = { .err = err, .errlen = errlen, .where = "header" };
+	struct parser ps = {.err = err, .errlen = errlen, .where = "header"};
 	struct engy_metadata *md;
 	uint32_t magic;
 	int rc;
@@ -496,7 +502,8 @@ int engy_meta_parse(const uint8_t *blob, size_t len, struct engy_metadata **out,
 		size_t n;
 
 		engy_scale_skip(&ps.r, 1);
-		if (engy_scale_vec(&ps.r, &p, &n) == 0 && engy_scale_left(&ps.r) == 0)
+		if (engy_scale_vec(&ps.r, &p, &n) == 0 &&
+		    engy_scale_left(&ps.r) == 0)
 			engy_scale_rd_init(&ps.r, p, n);
 		else
 			engy_scale_rd_init(&ps.r, blob, len);
@@ -515,7 +522,8 @@ int engy_meta_parse(const uint8_t *blob, size_t len, struct engy_metadata **out,
 	}
 	if (md->version != 14 && md->version != 15) {
 		arena_free(ps.arena);
-		seterr(err, errlen, "metadata version %u (14 and 15 are understood)",
+		seterr(err, errlen,
+		       "metadata version %u (14 and 15 are understood)",
 		       md->version);
 		return -EPROTONOSUPPORT;
 	}
@@ -532,7 +540,8 @@ int engy_meta_parse(const uint8_t *blob, size_t len, struct engy_metadata **out,
 		if (rc == -ENOMEM)
 			seterr(err, errlen, "out of memory");
 		else
-			seterr(err, errlen, "metadata v%u: malformed %s at byte %zu",
+			seterr(err, errlen,
+			       "metadata v%u: malformed %s at byte %zu",
 			       md->version, ps.where, ps.r.pos);
 		arena_free(ps.arena);
 		return rc == -ENOMEM ? rc : -EINVAL;
@@ -545,5 +554,5 @@ int engy_meta_parse(const uint8_t *blob, size_t len, struct engy_metadata **out,
 void engy_meta_free(struct engy_metadata *md)
 {
 	if (md)
-		arena_free(md->arena);	/* md itself lives in the arena */
+		arena_free(md->arena); /* md itself lives in the arena */
 }

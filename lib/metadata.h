@@ -20,8 +20,8 @@
 
 #include "scale.h"
 
-#define ENGY_META_MAGIC		0x6174656du	/* "meta" as u32 LE */
-#define ENGY_META_MAX_DEPTH	64		/* nesting of a walked value */
+#define ENGY_META_MAGIC	    0x6174656du /* "meta" as u32 LE */
+#define ENGY_META_MAX_DEPTH 64		/* nesting of a walked value */
 
 enum engy_meta_def {
 	ENGY_META_COMPOSITE = 0,
@@ -36,11 +36,21 @@ enum engy_meta_def {
 
 /* scale-info's primitive codes. */
 enum engy_meta_prim {
-	ENGY_PRIM_BOOL = 0, ENGY_PRIM_CHAR, ENGY_PRIM_STR,
-	ENGY_PRIM_U8, ENGY_PRIM_U16, ENGY_PRIM_U32, ENGY_PRIM_U64,
-	ENGY_PRIM_U128, ENGY_PRIM_U256,
-	ENGY_PRIM_I8, ENGY_PRIM_I16, ENGY_PRIM_I32, ENGY_PRIM_I64,
-	ENGY_PRIM_I128, ENGY_PRIM_I256,
+	ENGY_PRIM_BOOL = 0,
+	ENGY_PRIM_CHAR,
+	ENGY_PRIM_STR,
+	ENGY_PRIM_U8,
+	ENGY_PRIM_U16,
+	ENGY_PRIM_U32,
+	ENGY_PRIM_U64,
+	ENGY_PRIM_U128,
+	ENGY_PRIM_U256,
+	ENGY_PRIM_I8,
+	ENGY_PRIM_I16,
+	ENGY_PRIM_I32,
+	ENGY_PRIM_I64,
+	ENGY_PRIM_I128,
+	ENGY_PRIM_I256,
 };
 
 /* Storage key hashers, in metadata's numbering. */
@@ -55,7 +65,7 @@ enum engy_hasher {
 };
 
 struct engy_meta_field {
-	const char *name;		/* NULL when unnamed */
+	const char *name; /* NULL when unnamed */
 	uint32_t type;
 };
 
@@ -67,42 +77,42 @@ struct engy_meta_variant {
 };
 
 struct engy_meta_type {
-	uint8_t def;			/* enum engy_meta_def */
-	const char *path;		/* "a::b::Name", "" when none */
+	uint8_t def;	  /* enum engy_meta_def */
+	const char *path; /* "a::b::Name", "" when none */
 	union {
 		struct {
 			uint32_t n;
 			struct engy_meta_field *v;
-		} fields;		/* COMPOSITE */
+		} fields; /* COMPOSITE */
 		struct {
 			uint32_t n;
 			struct engy_meta_variant *v;
-		} variants;		/* VARIANT */
-		uint32_t elem;		/* SEQUENCE, COMPACT */
+		} variants;    /* VARIANT */
+		uint32_t elem; /* SEQUENCE, COMPACT */
 		struct {
 			uint32_t len;
 			uint32_t elem;
-		} array;		/* ARRAY */
+		} array; /* ARRAY */
 		struct {
 			uint32_t n;
 			uint32_t *v;
-		} tuple;		/* TUPLE */
-		uint8_t prim;		/* PRIMITIVE */
+		} tuple;      /* TUPLE */
+		uint8_t prim; /* PRIMITIVE */
 		struct {
 			uint32_t store, order;
-		} bits;			/* BITSEQ */
+		} bits; /* BITSEQ */
 	} u;
 };
 
 struct engy_meta_entry {
 	const char *name;
-	uint8_t modifier;		/* 0 Optional, 1 Default */
+	uint8_t modifier; /* 0 Optional, 1 Default */
 	bool is_map;
 	uint32_t n_hashers;
-	uint8_t *hashers;		/* enum engy_hasher */
-	uint32_t key;			/* type of the key (a tuple for several) */
+	uint8_t *hashers; /* enum engy_hasher */
+	uint32_t key;	  /* type of the key (a tuple for several) */
 	uint32_t value;
-	const uint8_t *def;		/* the default value's bytes */
+	const uint8_t *def; /* the default value's bytes */
 	size_t def_len;
 };
 
@@ -110,7 +120,7 @@ struct engy_meta_pallet {
 	const char *name;
 	uint8_t index;
 	bool has_calls, has_events, has_errors, has_storage;
-	uint32_t calls, events, errors;	/* variant type ids */
+	uint32_t calls, events, errors; /* variant type ids */
 	const char *prefix;		/* storage prefix */
 	uint32_t n_entries;
 	struct engy_meta_entry *entries;
@@ -118,20 +128,20 @@ struct engy_meta_pallet {
 
 struct engy_meta_ext {
 	const char *identifier;
-	uint32_t type;			/* in the extrinsic ("extra") */
-	uint32_t implicit;		/* signed only ("additional_signed") */
+	uint32_t type;	   /* in the extrinsic ("extra") */
+	uint32_t implicit; /* signed only ("additional_signed") */
 };
 
 struct engy_metadata {
-	uint8_t version;		/* 14 or 15 */
+	uint8_t version; /* 14 or 15 */
 	uint32_t n_types;
-	struct engy_meta_type *types;	/* indexed by type id */
+	struct engy_meta_type *types; /* indexed by type id */
 	uint32_t n_pallets;
 	struct engy_meta_pallet *pallets;
 	uint8_t extrinsic_version;
 	uint32_t n_exts;
 	struct engy_meta_ext *exts;
-	void *arena;			/* everything above lives here */
+	void *arena; /* everything above lives here */
 };
 
 /*
@@ -155,9 +165,11 @@ const struct engy_meta_pallet *
 engy_meta_pallet_by_index(const struct engy_metadata *md, uint8_t index);
 /* A variant of the variant type @type, by name or by index; NULL if none. */
 const struct engy_meta_variant *
-engy_meta_variant(const struct engy_metadata *md, uint32_t type, const char *name);
+engy_meta_variant(const struct engy_metadata *md, uint32_t type,
+		  const char *name);
 const struct engy_meta_variant *
-engy_meta_variant_at(const struct engy_metadata *md, uint32_t type, uint8_t index);
+engy_meta_variant_at(const struct engy_metadata *md, uint32_t type,
+		     uint8_t index);
 const struct engy_meta_entry *engy_meta_entry(const struct engy_metadata *md,
 					      const char *pallet,
 					      const char *item);
@@ -221,7 +233,7 @@ bool engy_meta_is_seq_of(const struct engy_metadata *md, uint32_t type,
  * "Token.FundsUnavailable") otherwise.
  */
 struct engy_meta_outcome {
-	bool found;			/* an ExtrinsicSuccess/Failed for it */
+	bool found; /* an ExtrinsicSuccess/Failed for it */
 	bool success;
 	char error[128];
 };

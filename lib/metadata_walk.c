@@ -41,7 +41,8 @@ engy_meta_pallet_by_index(const struct engy_metadata *md, uint8_t index)
 }
 
 const struct engy_meta_variant *
-engy_meta_variant(const struct engy_metadata *md, uint32_t type, const char *name)
+engy_meta_variant(const struct engy_metadata *md, uint32_t type,
+		  const char *name)
 {
 	const struct engy_meta_type *t = engy_meta_type(md, type);
 	uint32_t i;
@@ -55,7 +56,8 @@ engy_meta_variant(const struct engy_metadata *md, uint32_t type, const char *nam
 }
 
 const struct engy_meta_variant *
-engy_meta_variant_at(const struct engy_metadata *md, uint32_t type, uint8_t index)
+engy_meta_variant_at(const struct engy_metadata *md, uint32_t type,
+		     uint8_t index)
 {
 	const struct engy_meta_type *t = engy_meta_type(md, type);
 	uint32_t i;
@@ -180,7 +182,8 @@ uint32_t engy_meta_unwrap(const struct engy_metadata *md, uint32_t type)
 bool engy_meta_is_prim(const struct engy_metadata *md, uint32_t type,
 		       uint8_t prim)
 {
-	const struct engy_meta_type *t = engy_meta_type(md, engy_meta_unwrap(md, type));
+	const struct engy_meta_type *t =
+		engy_meta_type(md, engy_meta_unwrap(md, type));
 
 	return t && t->def == ENGY_META_PRIMITIVE && t->u.prim == prim;
 }
@@ -188,9 +191,11 @@ bool engy_meta_is_prim(const struct engy_metadata *md, uint32_t type,
 bool engy_meta_is_seq_of(const struct engy_metadata *md, uint32_t type,
 			 uint8_t prim)
 {
-	const struct engy_meta_type *t = engy_meta_type(md, engy_meta_unwrap(md, type));
+	const struct engy_meta_type *t =
+		engy_meta_type(md, engy_meta_unwrap(md, type));
 
-	return t && t->def == ENGY_META_SEQUENCE && engy_meta_is_prim(md, t->u.elem, prim);
+	return t && t->def == ENGY_META_SEQUENCE &&
+	       engy_meta_is_prim(md, t->u.elem, prim);
 }
 
 static bool zero_size(const struct engy_metadata *md, uint32_t type, int depth)
@@ -212,7 +217,8 @@ static bool zero_size(const struct engy_metadata *md, uint32_t type, int depth)
 				return false;
 		return true;
 	case ENGY_META_ARRAY:
-		return t->u.array.len == 0 || zero_size(md, t->u.array.elem, depth + 1);
+		return t->u.array.len == 0 ||
+		       zero_size(md, t->u.array.elem, depth + 1);
 	default:
 		return false;
 	}
@@ -242,11 +248,11 @@ static int skip_compact(struct engy_scale_rd *r)
 }
 
 static const uint8_t prim_size[] = {
-	[ENGY_PRIM_BOOL] = 1, [ENGY_PRIM_CHAR] = 4, [ENGY_PRIM_STR] = 0,
-	[ENGY_PRIM_U8] = 1, [ENGY_PRIM_U16] = 2, [ENGY_PRIM_U32] = 4,
-	[ENGY_PRIM_U64] = 8, [ENGY_PRIM_U128] = 16, [ENGY_PRIM_U256] = 32,
-	[ENGY_PRIM_I8] = 1, [ENGY_PRIM_I16] = 2, [ENGY_PRIM_I32] = 4,
-	[ENGY_PRIM_I64] = 8, [ENGY_PRIM_I128] = 16, [ENGY_PRIM_I256] = 32,
+	[ENGY_PRIM_BOOL] = 1, [ENGY_PRIM_CHAR] = 4,  [ENGY_PRIM_STR] = 0,
+	[ENGY_PRIM_U8] = 1,   [ENGY_PRIM_U16] = 2,   [ENGY_PRIM_U32] = 4,
+	[ENGY_PRIM_U64] = 8,  [ENGY_PRIM_U128] = 16, [ENGY_PRIM_U256] = 32,
+	[ENGY_PRIM_I8] = 1,   [ENGY_PRIM_I16] = 2,   [ENGY_PRIM_I32] = 4,
+	[ENGY_PRIM_I64] = 8,  [ENGY_PRIM_I128] = 16, [ENGY_PRIM_I256] = 32,
 };
 
 static int skip(const struct engy_metadata *md, uint32_t type,
@@ -323,8 +329,8 @@ static int skip(const struct engy_metadata *md, uint32_t type,
 	case ENGY_META_COMPACT:
 		return skip_compact(r);
 	case ENGY_META_BITSEQ: {
-		const struct engy_meta_type *st =
-			engy_meta_type(md, engy_meta_unwrap(md, t->u.bits.store));
+		const struct engy_meta_type *st = engy_meta_type(
+			md, engy_meta_unwrap(md, t->u.bits.store));
 		uint64_t unit;
 
 		if (!st || st->def != ENGY_META_PRIMITIVE ||
@@ -363,7 +369,8 @@ static void seterr(char *err, size_t errlen, const char *fmt, ...)
 static int read_byte(const struct engy_metadata *md, uint32_t type,
 		     struct engy_scale_rd *r, uint8_t *b)
 {
-	const struct engy_meta_type *t = engy_meta_type(md, engy_meta_unwrap(md, type));
+	const struct engy_meta_type *t =
+		engy_meta_type(md, engy_meta_unwrap(md, type));
 
 	if (t && t->def == ENGY_META_PRIMITIVE && t->u.prim == ENGY_PRIM_U8)
 		return engy_scale_u8(r, b);
@@ -393,8 +400,8 @@ static int dispatch_error(const struct engy_metadata *md, uint32_t type,
 	if (v->n_fields != 1)
 		goto rest;
 	ft = engy_meta_type(md, engy_meta_unwrap(md, v->fields[0].type));
-	if (strcmp(v->name, "Module") == 0 && ft && ft->def == ENGY_META_COMPOSITE &&
-	    ft->u.fields.n >= 2) {
+	if (strcmp(v->name, "Module") == 0 && ft &&
+	    ft->def == ENGY_META_COMPOSITE && ft->u.fields.n >= 2) {
 		const struct engy_meta_pallet *p;
 		const struct engy_meta_variant *ev;
 		uint8_t pallet = 0, err = 0;
@@ -404,11 +411,14 @@ static int dispatch_error(const struct engy_metadata *md, uint32_t type,
 		for (i = 2; i < ft->u.fields.n; i++)
 			engy_meta_skip(md, ft->u.fields.v[i].type, r);
 		p = engy_meta_pallet_by_index(md, pallet);
-		ev = p && p->has_errors ? engy_meta_variant_at(md, p->errors, err) : NULL;
+		ev = p && p->has_errors
+			     ? engy_meta_variant_at(md, p->errors, err)
+			     : NULL;
 		if (ev)
 			snprintf(name, cap, "%s.%s", p->name, ev->name);
 		else
-			snprintf(name, cap, "Module(%u).Error(%u)", pallet, err);
+			snprintf(name, cap, "Module(%u).Error(%u)", pallet,
+				 err);
 		return r->err;
 	}
 	if (ft && ft->def == ENGY_META_VARIANT) {
@@ -417,7 +427,8 @@ static int dispatch_error(const struct engy_metadata *md, uint32_t type,
 
 		if (engy_scale_u8(r, &idx))
 			return r->err;
-		iv = engy_meta_variant_at(md, engy_meta_unwrap(md, v->fields[0].type), idx);
+		iv = engy_meta_variant_at(
+			md, engy_meta_unwrap(md, v->fields[0].type), idx);
 		if (!iv)
 			return engy_scale_fail(r, -EINVAL);
 		snprintf(name + n, cap - n, ".%s", iv->name);
@@ -432,7 +443,7 @@ rest:
 }
 
 struct rec {
-	bool apply;		/* phase ApplyExtrinsic */
+	bool apply; /* phase ApplyExtrinsic */
 	uint32_t index;
 };
 
@@ -448,7 +459,8 @@ static int phase(const struct engy_metadata *md, uint32_t type,
 	v = engy_meta_variant_at(md, type, idx);
 	if (!v)
 		return engy_scale_fail(r, -EINVAL);
-	rec->apply = strcmp(v->name, "ApplyExtrinsic") == 0 && v->n_fields == 1 &&
+	rec->apply = strcmp(v->name, "ApplyExtrinsic") == 0 &&
+		     v->n_fields == 1 &&
 		     engy_meta_is_prim(md, v->fields[0].type, ENGY_PRIM_U32);
 	if (rec->apply)
 		return engy_scale_u32(r, &rec->index);
@@ -477,11 +489,13 @@ static int event(const struct engy_metadata *md, uint32_t type,
 	if (!ev)
 		return engy_scale_fail(r, -EINVAL);
 	i = 0;
-	if (rec->apply && rec->index == want && strcmp(pv->name, "System") == 0) {
+	if (rec->apply && rec->index == want &&
+	    strcmp(pv->name, "System") == 0) {
 		if (strcmp(ev->name, "ExtrinsicSuccess") == 0) {
 			out->found = true;
 			out->success = true;
-		} else if (strcmp(ev->name, "ExtrinsicFailed") == 0 && ev->n_fields >= 1) {
+		} else if (strcmp(ev->name, "ExtrinsicFailed") == 0 &&
+			   ev->n_fields >= 1) {
 			out->found = true;
 			out->success = false;
 			dispatch_error(md, ev->fields[0].type, r, out->error,
@@ -498,23 +512,27 @@ int engy_meta_outcome(const struct engy_metadata *md, const uint8_t *events,
 		      size_t len, uint32_t index, struct engy_meta_outcome *out,
 		      char *err, size_t errlen)
 {
-	const struct engy_meta_entry *e = engy_meta_entry(md, "System", "Events");
+	const struct engy_meta_entry *e =
+		engy_meta_entry(md, "System", "Events");
 	const struct engy_meta_type *seq, *rt;
 	struct engy_scale_rd r;
 	uint64_t n, k;
 
 	memset(out, 0, sizeof(out[0]));
 	seq = e ? engy_meta_type(md, e->value) : NULL;
-	rt = seq && seq->def == ENGY_META_SEQUENCE ? engy_meta_type(md, seq->u.elem) : NULL;
+	rt = seq && seq->def == ENGY_META_SEQUENCE
+		     ? engy_meta_type(md, seq->u.elem)
+		     : NULL;
 	if (!rt || rt->def != ENGY_META_COMPOSITE) {
-		seterr(err, errlen, "the runtime has no System.Events of event records");
+		seterr(err, errlen,
+		       "the runtime has no System.Events of event records");
 		return -ENOENT;
 	}
 	engy_scale_rd_init(&r, events, len);
 	if (engy_scale_compact(&r, &n) == 0 && n > engy_scale_left(&r))
 		engy_scale_fail(&r, -EMSGSIZE);
 	for (k = 0; k < n && !r.err; k++) {
-		struct rec rec = { 0 };
+		struct rec rec = {0};
 		uint32_t i;
 
 		for (i = 0; i < rt->u.fields.n && !r.err; i++) {
@@ -531,7 +549,8 @@ int engy_meta_outcome(const struct engy_metadata *md, const uint8_t *events,
 	if (!r.err && engy_scale_left(&r))
 		engy_scale_fail(&r, -EINVAL);
 	if (r.err) {
-		seterr(err, errlen, "events do not decode with this metadata (byte %zu)",
+		seterr(err, errlen,
+		       "events do not decode with this metadata (byte %zu)",
 		       r.pos);
 		return -EINVAL;
 	}

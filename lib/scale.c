@@ -131,7 +131,7 @@ int engy_scale_compact(struct engy_scale_rd *r, uint64_t *v)
 		while (n > 8)
 			if (p[--n])
 				return engy_scale_fail(r, -ERANGE);
-		return engy_scale_fail(r, -EINVAL);	/* not minimal */
+		return engy_scale_fail(r, -EINVAL); /* not minimal */
 	}
 	p = take(r, n);
 	if (!p)

@@ -19,7 +19,7 @@ struct engy_scale_rd {
 	const uint8_t *p;
 	size_t len;
 	size_t pos;
-	int err;		/* first error, sticky: 0 or a negative errno */
+	int err; /* first error, sticky: 0 or a negative errno */
 };
 
 void engy_scale_rd_init(struct engy_scale_rd *r, const void *p, size_t len);
@@ -35,7 +35,7 @@ int engy_scale_u8(struct engy_scale_rd *r, uint8_t *v);
 int engy_scale_u16(struct engy_scale_rd *r, uint16_t *v);
 int engy_scale_u32(struct engy_scale_rd *r, uint32_t *v);
 int engy_scale_u64(struct engy_scale_rd *r, uint64_t *v);
-int engy_scale_bool(struct engy_scale_rd *r, bool *v);	/* only 0 or 1 */
+int engy_scale_bool(struct engy_scale_rd *r, bool *v); /* only 0 or 1 */
 int engy_scale_compact(struct engy_scale_rd *r, uint64_t *v);
 /* A compact that must fit 32 bits (lengths, type ids). */
 int engy_scale_compact32(struct engy_scale_rd *r, uint32_t *v);
@@ -51,7 +51,7 @@ struct engy_scale_buf {
 	uint8_t *p;
 	size_t len;
 	size_t cap;
-	int err;		/* -ENOMEM, sticky */
+	int err; /* -ENOMEM, sticky */
 };
 
 void engy_scale_buf_init(struct engy_scale_buf *b);

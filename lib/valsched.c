@@ -19,7 +19,8 @@ void engy_valsched_decide(const struct engy_valsched_last *last, uint64_t epoch,
 	memset(out, 0, sizeof(*out));
 	if (!last->has_applied || epoch > last->applied) {
 		out->verdict = ENGY_VALSCHED_NEW;
-		out->why = last->has_applied ? "new epoch" : "no epoch applied yet";
+		out->why = last->has_applied ? "new epoch"
+					     : "no epoch applied yet";
 		return;
 	}
 	if (epoch < last->applied) {
@@ -56,13 +57,14 @@ void engy_valsched_decide(const struct engy_valsched_last *last, uint64_t epoch,
 		out->verdict = ENGY_VALSCHED_NOT_YET;
 		out->why = "resubmit interval not passed by the clock";
 		out->wait_s = need_s - (now - last->ts);
-		out->wait_blocks = (uint64_t)((out->wait_s + block_s - 1) / block_s);
+		out->wait_blocks =
+			(uint64_t)((out->wait_s + block_s - 1) / block_s);
 	}
 }
 
-bool engy_valsched_pregate(const struct engy_valsched_last *last, uint64_t epoch,
-			   int64_t now, uint32_t interval, uint32_t block_s,
-			   int64_t *wait_s)
+bool engy_valsched_pregate(const struct engy_valsched_last *last,
+			   uint64_t epoch, int64_t now, uint32_t interval,
+			   uint32_t block_s, int64_t *wait_s)
 {
 	int64_t gate = (int64_t)interval * block_s * ENGY_VALSCHED_PREGATE_PCT;
 
@@ -152,7 +154,7 @@ int engy_valsched_resolve(const struct engy_valrow *rows, size_t n_rows,
 		out->weights[i] = (uint16_t)w;
 		given += w;
 		if (out->weights[i] > out->weights[top])
-			top = i;	/* ascending uids: ties keep the lower */
+			top = i; /* ascending uids: ties keep the lower */
 	}
 	out->weights[top] = (uint16_t)(out->weights[top] + (65535u - given));
 	out->n = n;
@@ -167,8 +169,9 @@ void engy_valresolved_free(struct engy_valresolved *r)
 	memset(r, 0, sizeof(*r));
 }
 
-int engy_valrows_from_json(const char *result_json, struct engy_valrow **rows_out,
-			   size_t *n_out, char *why, size_t whylen)
+int engy_valrows_from_json(const char *result_json,
+			   struct engy_valrow **rows_out, size_t *n_out,
+			   char *why, size_t whylen)
 {
 	cJSON *root = cJSON_Parse(result_json), *w, *it;
 	struct engy_valrow *rows = NULL;
@@ -195,18 +198,21 @@ int engy_valrows_from_json(const char *result_json, struct engy_valrow **rows_ou
 	}
 	n = 0;
 	cJSON_ArrayForEach(it, w) {
-		cJSON *hk = cJSON_GetArrayItem(it, 0), *v = cJSON_GetArrayItem(it, 1);
+		cJSON *hk = cJSON_GetArrayItem(it, 0),
+		      *v = cJSON_GetArrayItem(it, 1);
 		double d;
 
 		if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2 ||
 		    !cJSON_IsString(hk) || !cJSON_IsNumber(v) ||
 		    strlen(hk->valuestring) >= sizeof(rows[n].hotkey)) {
-			snprintf(why, whylen, "weight row %zu is not [hotkey, integer]", n);
+			snprintf(why, whylen,
+				 "weight row %zu is not [hotkey, integer]", n);
 			goto out;
 		}
 		d = v->valuedouble;
 		if (d < 0 || d > 65535 || d != (double)(uint16_t)d) {
-			snprintf(why, whylen, "weight row %zu is not 0..65535", n);
+			snprintf(why, whylen, "weight row %zu is not 0..65535",
+				 n);
 			goto out;
 		}
 		strcpy(rows[n].hotkey, hk->valuestring);

@@ -14,34 +14,34 @@
 
 #include "ss58.h"
 
-#define ENGY_VALSCHED_RESUBMIT_BLOCKS	120	/* SN53's rate limit is 100 */
-#define ENGY_VALSCHED_BLOCK_S		12	/* seconds a block, by the clock */
-#define ENGY_VALSCHED_PREGATE_PCT	80	/* of the interval, by the clock */
-#define ENGY_VALSCHED_MAX_ROWS		65536	/* rows of a weight vector */
+#define ENGY_VALSCHED_RESUBMIT_BLOCKS 120   /* SN53's rate limit is 100 */
+#define ENGY_VALSCHED_BLOCK_S	      12    /* seconds a block, by the clock */
+#define ENGY_VALSCHED_PREGATE_PCT     80    /* of the interval, by the clock */
+#define ENGY_VALSCHED_MAX_ROWS	      65536 /* rows of a weight vector */
 
 /* What is known of the last submission (each part may be missing). */
 struct engy_valsched_last {
 	bool has_applied;
-	uint64_t applied;		/* epoch index */
+	uint64_t applied; /* epoch index */
 	bool has_block;
-	uint64_t block;			/* block it was submitted at */
+	uint64_t block; /* block it was submitted at */
 	bool has_ts;
-	int64_t ts;			/* unix seconds */
+	int64_t ts; /* unix seconds */
 };
 
 enum engy_valsched_verdict {
-	ENGY_VALSCHED_NEW = 1,		/* a newer epoch: submit at once */
-	ENGY_VALSCHED_DUE,		/* same epoch, interval passed */
-	ENGY_VALSCHED_OLDER,		/* older epoch: never (replay guard) */
-	ENGY_VALSCHED_NOT_YET,		/* same epoch, interval not passed */
+	ENGY_VALSCHED_NEW = 1, /* a newer epoch: submit at once */
+	ENGY_VALSCHED_DUE,     /* same epoch, interval passed */
+	ENGY_VALSCHED_OLDER,   /* older epoch: never (replay guard) */
+	ENGY_VALSCHED_NOT_YET, /* same epoch, interval not passed */
 };
 
 struct engy_valsched_decision {
 	enum engy_valsched_verdict verdict;
-	const char *why;		/* a short phrase for the log */
-	bool by_block;			/* decided on block numbers */
-	uint64_t wait_blocks;		/* NOT_YET: blocks left (by_block) */
-	int64_t wait_s;			/* NOT_YET: seconds left, estimated */
+	const char *why;      /* a short phrase for the log */
+	bool by_block;	      /* decided on block numbers */
+	uint64_t wait_blocks; /* NOT_YET: blocks left (by_block) */
+	int64_t wait_s;	      /* NOT_YET: seconds left, estimated */
 };
 
 /*
@@ -62,9 +62,9 @@ void engy_valsched_decide(const struct engy_valsched_last *last, uint64_t epoch,
  * ENGY_VALSCHED_PREGATE_PCT of the interval has passed by the clock.
  * A new epoch, a missing timestamp or a clock that went back never skip.
  */
-bool engy_valsched_pregate(const struct engy_valsched_last *last, uint64_t epoch,
-			   int64_t now, uint32_t interval, uint32_t block_s,
-			   int64_t *wait_s);
+bool engy_valsched_pregate(const struct engy_valsched_last *last,
+			   uint64_t epoch, int64_t now, uint32_t interval,
+			   uint32_t block_s, int64_t *wait_s);
 
 /* One row of a weight vector: a hotkey (SS58) and its u16 weight. */
 struct engy_valrow {
@@ -81,9 +81,9 @@ struct engy_valstate {
 	struct engy_valsched_last last;
 	bool has_cache;
 	size_t n_rows;
-	struct engy_valrow *rows;	/* the cached vector (malloc'd) */
+	struct engy_valrow *rows; /* the cached vector (malloc'd) */
 	bool has_digest;
-	char digest[65];		/* the cached vector's epoch digest */
+	char digest[65]; /* the cached vector's epoch digest */
 };
 
 /*

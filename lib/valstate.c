@@ -21,8 +21,8 @@
 #include "fsutil.h"
 #include "valsched.h"
 
-#define MAX_STATE_FILE	(4u << 20)
-#define MAX_EXACT	9007199254740991.0	/* 2^53 - 1 */
+#define MAX_STATE_FILE (4u << 20)
+#define MAX_EXACT      9007199254740991.0 /* 2^53 - 1 */
 
 static void note(char *dropped, size_t cap, const char *field)
 {
@@ -51,14 +51,16 @@ static bool hex64(const char *s)
 	size_t i;
 
 	for (i = 0; i < 64; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'f')))
 			return false;
 	return s[64] == '\0';
 }
 
 static int parse_rows(const cJSON *o, struct engy_valstate *st)
 {
-	const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "cached_weights"), *it;
+	const cJSON *w = cJSON_GetObjectItemCaseSensitive(o, "cached_weights"),
+		    *it;
 	struct engy_valrow *rows;
 	size_t n = 0;
 	int size;
@@ -72,7 +74,8 @@ static int parse_rows(const cJSON *o, struct engy_valstate *st)
 	if (!rows)
 		return -ENOMEM;
 	cJSON_ArrayForEach(it, w) {
-		const cJSON *hk = cJSON_GetArrayItem(it, 0), *v = cJSON_GetArrayItem(it, 1);
+		const cJSON *hk = cJSON_GetArrayItem(it, 0),
+			    *v = cJSON_GetArrayItem(it, 1);
 		double d;
 
 		if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2 ||
@@ -185,7 +188,8 @@ char *engy_valstate_format(const struct engy_valstate *st)
 	if (st->last.has_applied)
 		p += sprintf(p, ",\"last_applied\":%" PRIu64, st->last.applied);
 	if (st->last.has_block)
-		p += sprintf(p, ",\"last_submit_block\":%" PRIu64, st->last.block);
+		p += sprintf(p, ",\"last_submit_block\":%" PRIu64,
+			     st->last.block);
 	if (st->last.has_ts && st->last.ts >= 0)
 		p += sprintf(p, ",\"last_submit_ts\":%" PRId64, st->last.ts);
 	if (st->has_digest)

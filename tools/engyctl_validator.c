@@ -21,8 +21,8 @@
 
 int engyctl_validator(int argc, char **argv);
 
-#define HB_NAME		"validator-heartbeat.json"
-#define STATE_NAME	"validator-state.json"
+#define HB_NAME	   "validator-heartbeat.json"
+#define STATE_NAME "validator-state.json"
 
 struct opts {
 	const char *state_dir;
@@ -32,25 +32,28 @@ struct opts {
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f,
-		"usage: engyctl validator health [--state-dir DIR | --heartbeat FILE] [--max-age S]\n"
-		"       engyctl validator state [--state-dir DIR | --state FILE]\n"
-		"\n"
-		"health exits 0 while the validator's heartbeat file is fresh: younger\n"
-		"than --max-age, by default the stall limit the validator wrote into it.\n"
-		"The default state directory is " ENGY_LOCALSTATEDIR ".\n");
+	fprintf(f, "usage: engyctl validator health [--state-dir DIR | "
+		   "--heartbeat FILE] [--max-age S]\n"
+		   "       engyctl validator state [--state-dir DIR | --state "
+		   "FILE]\n"
+		   "\n"
+		   "health exits 0 while the validator's heartbeat file is "
+		   "fresh: younger\n"
+		   "than --max-age, by default the stall limit the validator "
+		   "wrote into it.\n"
+		   "The default state directory is " ENGY_LOCALSTATEDIR ".\n");
 	return rc;
 }
 
 static int parse(int argc, char **argv, struct opts *o, const char *file_opt)
 {
 	static const struct option lo[] = {
-		{ "state-dir", required_argument, NULL, 'd' },
-		{ "heartbeat", required_argument, NULL, 'f' },
-		{ "state", required_argument, NULL, 'f' },
-		{ "max-age", required_argument, NULL, 'm' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+		{"state-dir", required_argument, NULL, 'd'},
+		{"heartbeat", required_argument, NULL, 'f'},
+		{"state", required_argument, NULL, 'f'},
+		{"max-age", required_argument, NULL, 'm'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	int c, idx;
 
@@ -117,7 +120,8 @@ static int health(int argc, char **argv)
 	if (!path)
 		return engyctl_fail("validator health: out of memory");
 	if (engy_read_file(path, 4096, &buf, &len)) {
-		rc = engyctl_fail("validator health: no heartbeat yet (%s)", path);
+		rc = engyctl_fail("validator health: no heartbeat yet (%s)",
+				  path);
 		free(path);
 		return rc;
 	}
@@ -127,19 +131,23 @@ static int health(int argc, char **argv)
 	lim = cJSON_GetObjectItemCaseSensitive(root, "stall_limit_s");
 	if (!cJSON_IsNumber(ts)) {
 		cJSON_Delete(root);
-		rc = engyctl_fail("validator health: %s is not a heartbeat", path);
+		rc = engyctl_fail("validator health: %s is not a heartbeat",
+				  path);
 		free(path);
 		return rc;
 	}
 	limit = o.max_age > 0 ? o.max_age
-		: cJSON_IsNumber(lim) && lim->valuedouble >= 1 ? (long)lim->valuedouble : 900;
+		: cJSON_IsNumber(lim) && lim->valuedouble >= 1
+			? (long)lim->valuedouble
+			: 900;
 	age = (double)time(NULL) - ts->valuedouble;
 	if (age < 0)
 		age = 0;
 	cJSON_Delete(root);
 	free(path);
 	if (age > (double)limit)
-		return engyctl_fail("validator health: stale heartbeat: last tick %.0fs ago (limit %lds)",
+		return engyctl_fail("validator health: stale heartbeat: last "
+				    "tick %.0fs ago (limit %lds)",
 				    age, limit);
 	printf("ok (last tick %.0fs ago, limit %lds)\n", age, limit);
 	return 0;
@@ -161,7 +169,8 @@ static int state(int argc, char **argv)
 		return engyctl_fail("validator state: out of memory");
 	rc = engy_valstate_load(path, &st, dropped, sizeof(dropped));
 	if (rc) {
-		rc = engyctl_fail("validator state: %s: %s", path, strerror(-rc));
+		rc = engyctl_fail("validator state: %s: %s", path,
+				  strerror(-rc));
 		free(path);
 		return rc;
 	}
@@ -177,7 +186,8 @@ static int state(int argc, char **argv)
 	if (st.has_cache) {
 		printf("cached_weights: %zu rows\n", st.n_rows);
 		for (i = 0; i < st.n_rows; i++)
-			printf("  %s %u\n", st.rows[i].hotkey, st.rows[i].weight);
+			printf("  %s %u\n", st.rows[i].hotkey,
+			       st.rows[i].weight);
 	}
 	if (dropped[0])
 		printf("dropped: %s\n", dropped);
@@ -188,12 +198,15 @@ static int state(int argc, char **argv)
 
 int engyctl_validator(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0)
 		return usage(argc < 2 ? stderr : stdout, argc < 2 ? 2 : 0);
 	if (strcmp(argv[1], "health") == 0)
 		return health(argc - 1, argv + 1);
 	if (strcmp(argv[1], "state") == 0)
 		return state(argc - 1, argv + 1);
-	fprintf(stderr, "engyctl: validator: unknown command '%s' (health, state)\n", argv[1]);
+	fprintf(stderr,
+		"engyctl: validator: unknown command '%s' (health, state)\n",
+		argv[1]);
 	return 2;
 }

@@ -28,47 +28,55 @@
 #define OFF(f) offsetof(struct val_conf, f)
 
 static const struct engy_opt val_opts[] = {
-	{ "wallet", ENGY_OPT_STR, 0, OFF(wallet), NULL, "ENGY_SN53_WALLET", 0, 0,
-	  "wallet name (btcli --wallet.name)" },
-	{ "hotkey", ENGY_OPT_STR, 0, OFF(hotkey), NULL, "ENGY_SN53_WALLET_HOTKEY",
-	  0, 0, "hotkey name (btcli --wallet.hotkey)" },
-	{ "wallet_path", ENGY_OPT_STR, 0, OFF(wallet_path), "~/.bittensor/wallets",
-	  "BT_WALLET_PATH", 0, 0, "where wallets live" },
-	{ "api", ENGY_OPT_STR, 0, OFF(api), NULL, "ENGY_SN53_API", 0, 0,
-	  "provider URL (default " VAL_DEFAULT_API "); set together with master_hotkey" },
-	{ "master_hotkey", ENGY_OPT_STR, 0, OFF(master_hotkey), NULL,
-	  "ENGY_SN53_MASTER_HOTKEY", 0, 0,
-	  "the pinned key epoch results are signed with; set together with api" },
-	{ "owner_hotkey", ENGY_OPT_STR, 0, OFF(owner_hotkey), NULL,
-	  "ENGY_SN53_OWNER_HOTKEY", 0, 0,
-	  "where a burn is expected to go (default: the master hotkey)" },
-	{ "netuid", ENGY_OPT_INT, 0, OFF(netuid), "53", "ENGY_SN53_NETUID", 0, 65535,
-	  "the subnet" },
-	{ "poll_s", ENGY_OPT_INT, 0, OFF(poll_s), "300", "ENGY_SN53_POLL_S", 1, 86400,
-	  "seconds between ticks" },
-	{ "resubmit_blocks", ENGY_OPT_INT, 0, OFF(resubmit_blocks), "120",
-	  "ENGY_SN53_RESUBMIT_BLOCKS", 1, 1000000,
-	  "blocks between resubmissions of one epoch's vector" },
-	{ "fetch_timeout_s", ENGY_OPT_INT, 0, OFF(fetch_timeout_s), "30", NULL, 1, 600,
-	  "seconds for one provider request" },
-	{ "block_s", ENGY_OPT_INT, 0, OFF(block_s), "12", NULL, 1, 600,
-	  "seconds a block, for the clock fallback and the pre-gate (subtensor: 12)" },
-	{ "watchdog_min_s", ENGY_OPT_INT, 0, OFF(watchdog_min_s), "900", NULL, 1, 86400,
-	  "the watchdog exits after max(3 x poll_s, this) without a completed tick" },
-	{ "state_file", ENGY_OPT_STR, 0, OFF(state_file), NULL, "ENGY_SN53_STATE_FILE",
-	  0, 0, "default: STATE_DIR/validator-state.json" },
-	{ "heartbeat_file", ENGY_OPT_STR, 0, OFF(heartbeat_file), NULL,
-	  "ENGY_SN53_HEARTBEAT_FILE", 0, 0, "default: STATE_DIR/validator-heartbeat.json" },
-	{ "provider_heartbeat", ENGY_OPT_BOOL, 0, OFF(provider_heartbeat), "true",
-	  NULL, 0, 0, "POST a signed heartbeat to the provider after each tick" },
-	ENGY_OPT_END
-};
+	{"wallet", ENGY_OPT_STR, 0, OFF(wallet), NULL, "ENGY_SN53_WALLET", 0, 0,
+	 "wallet name (btcli --wallet.name)"},
+	{"hotkey", ENGY_OPT_STR, 0, OFF(hotkey), NULL,
+	 "ENGY_SN53_WALLET_HOTKEY", 0, 0,
+	 "hotkey name (btcli --wallet.hotkey)"},
+	{"wallet_path", ENGY_OPT_STR, 0, OFF(wallet_path),
+	 "~/.bittensor/wallets", "BT_WALLET_PATH", 0, 0, "where wallets live"},
+	{"api", ENGY_OPT_STR, 0, OFF(api), NULL, "ENGY_SN53_API", 0, 0,
+	 "provider URL (default " VAL_DEFAULT_API
+	 "); set together with master_hotkey"},
+	{"master_hotkey", ENGY_OPT_STR, 0, OFF(master_hotkey), NULL,
+	 "ENGY_SN53_MASTER_HOTKEY", 0, 0,
+	 "the pinned key epoch results are signed with; set together with api"},
+	{"owner_hotkey", ENGY_OPT_STR, 0, OFF(owner_hotkey), NULL,
+	 "ENGY_SN53_OWNER_HOTKEY", 0, 0,
+	 "where a burn is expected to go (default: the master hotkey)"},
+	{"netuid", ENGY_OPT_INT, 0, OFF(netuid), "53", "ENGY_SN53_NETUID", 0,
+	 65535, "the subnet"},
+	{"poll_s", ENGY_OPT_INT, 0, OFF(poll_s), "300", "ENGY_SN53_POLL_S", 1,
+	 86400, "seconds between ticks"},
+	{"resubmit_blocks", ENGY_OPT_INT, 0, OFF(resubmit_blocks), "120",
+	 "ENGY_SN53_RESUBMIT_BLOCKS", 1, 1000000,
+	 "blocks between resubmissions of one epoch's vector"},
+	{"fetch_timeout_s", ENGY_OPT_INT, 0, OFF(fetch_timeout_s), "30", NULL,
+	 1, 600, "seconds for one provider request"},
+	{"block_s", ENGY_OPT_INT, 0, OFF(block_s), "12", NULL, 1, 600,
+	 "seconds a block, for the clock fallback and the pre-gate (subtensor: "
+	 "12)"},
+	{"watchdog_min_s", ENGY_OPT_INT, 0, OFF(watchdog_min_s), "900", NULL, 1,
+	 86400,
+	 "the watchdog exits after max(3 x poll_s, this) without a completed "
+	 "tick"},
+	{"state_file", ENGY_OPT_STR, 0, OFF(state_file), NULL,
+	 "ENGY_SN53_STATE_FILE", 0, 0,
+	 "default: STATE_DIR/validator-state.json"},
+	{"heartbeat_file", ENGY_OPT_STR, 0, OFF(heartbeat_file), NULL,
+	 "ENGY_SN53_HEARTBEAT_FILE", 0, 0,
+	 "default: STATE_DIR/validator-heartbeat.json"},
+	{"provider_heartbeat", ENGY_OPT_BOOL, 0, OFF(provider_heartbeat),
+	 "true", NULL, 0, 0,
+	 "POST a signed heartbeat to the provider after each tick"},
+	ENGY_OPT_END};
 
 static int sign_cb(void *arg, const uint8_t *msg, size_t len, uint8_t sig[64])
 {
 	struct val *v = arg;
 
-	return engy_sr25519_sign(&v->hk.kp, ENGY_SR25519_SUBSTRATE_CTX, msg, len, sig);
+	return engy_sr25519_sign(&v->hk.kp, ENGY_SR25519_SUBSTRATE_CTX, msg,
+				 len, sig);
 }
 
 static char *path_in(const char *dir, const char *name)
@@ -88,34 +96,39 @@ static int load_hotkey(struct val *v)
 	int rc;
 
 	if (strncmp(base, "~/", 2) == 0 && home)
-		rc = snprintf(path, sizeof(path), "%s/%s/%s/hotkeys/%s", home, base + 2,
-			      v->c->wallet, v->c->hotkey);
+		rc = snprintf(path, sizeof(path), "%s/%s/%s/hotkeys/%s", home,
+			      base + 2, v->c->wallet, v->c->hotkey);
 	else
-		rc = snprintf(path, sizeof(path), "%s/%s/hotkeys/%s", base, v->c->wallet,
-			      v->c->hotkey);
+		rc = snprintf(path, sizeof(path), "%s/%s/hotkeys/%s", base,
+			      v->c->wallet, v->c->hotkey);
 	if (rc < 0 || (size_t)rc >= sizeof(path))
 		return -ENAMETOOLONG;
 	if (strchr(v->c->wallet, '/') || strchr(v->c->hotkey, '/')) {
 		engy_log(ENGY_LOG_ERR, VAL_LOG,
-			 "event=bad_option option=wallet reason=\"wallet and hotkey are names, not paths\"");
+			 "event=bad_option option=wallet reason=\"wallet and "
+			 "hotkey are names, not paths\"");
 		return -EINVAL;
 	}
 	rc = engy_hotkey_load(&v->hk, path, err, sizeof(err));
 	if (rc) {
-		engy_log(ENGY_LOG_ERR, VAL_LOG, "event=hotkey_unusable error=\"%s\"", err);
+		engy_log(ENGY_LOG_ERR, VAL_LOG,
+			 "event=hotkey_unusable error=\"%s\"", err);
 		return rc;
 	}
 	if (v->hk.source == ENGY_HOTKEY_PUBLIC_ONLY) {
 		engy_log(ENGY_LOG_ERR, VAL_LOG,
-			 "event=hotkey_unusable error=\"%s holds no secret: it cannot sign\"", path);
+			 "event=hotkey_unusable error=\"%s holds no secret: it "
+			 "cannot sign\"",
+			 path);
 		return -EINVAL;
 	}
 	v->signer.size = sizeof(v->signer);
 	memcpy(v->signer.account, v->hk.kp.pub, 32);
 	v->signer.sign = sign_cb;
 	v->signer.arg = v;
-	engy_log(ENGY_LOG_NOTICE, VAL_LOG, "event=wallet wallet=%s hotkey=%s ss58=%s",
-		 v->c->wallet, v->c->hotkey, v->hk.ss58);
+	engy_log(ENGY_LOG_NOTICE, VAL_LOG,
+		 "event=wallet wallet=%s hotkey=%s ss58=%s", v->c->wallet,
+		 v->c->hotkey, v->hk.ss58);
 	return 0;
 }
 
@@ -127,9 +140,11 @@ static int pin_provider(struct val *v)
 	int rc;
 
 	if (!api != !master) {
-		engy_log(ENGY_LOG_ERR, VAL_LOG,
-			 "event=bad_option option=%s reason=\"api and master_hotkey are overridden together or not at all\"",
-			 api ? "master_hotkey" : "api");
+		engy_log(
+			ENGY_LOG_ERR, VAL_LOG,
+			"event=bad_option option=%s reason=\"api and "
+			"master_hotkey are overridden together or not at all\"",
+			api ? "master_hotkey" : "api");
 		return -EINVAL;
 	}
 	if (!api) {
@@ -139,10 +154,12 @@ static int pin_provider(struct val *v)
 	n = strlen(api);
 	while (n && api[n - 1] == '/')
 		n--;
-	if (!n || n >= sizeof(v->api) || (strncmp(api, "http://", 7) != 0 &&
-					  strncmp(api, "https://", 8) != 0)) {
+	if (!n || n >= sizeof(v->api) ||
+	    (strncmp(api, "http://", 7) != 0 &&
+	     strncmp(api, "https://", 8) != 0)) {
 		engy_log(ENGY_LOG_ERR, VAL_LOG,
-			 "event=bad_option option=api reason=\"an http:// or https:// URL\"");
+			 "event=bad_option option=api reason=\"an http:// or "
+			 "https:// URL\"");
 		return -EINVAL;
 	}
 	memcpy(v->api, api, n);
@@ -156,9 +173,11 @@ static int pin_provider(struct val *v)
 	}
 	strcpy(v->master, master);
 	master = v->c->owner_hotkey ? v->c->owner_hotkey : v->master;
-	if (engy_ss58_decode(master, NULL, NULL) || strlen(master) >= sizeof(v->owner)) {
+	if (engy_ss58_decode(master, NULL, NULL) ||
+	    strlen(master) >= sizeof(v->owner)) {
 		engy_log(ENGY_LOG_ERR, VAL_LOG,
-			 "event=bad_option option=owner_hotkey reason=\"not an SS58 address\"");
+			 "event=bad_option option=owner_hotkey reason=\"not an "
+			 "SS58 address\"");
 		return -EINVAL;
 	}
 	strcpy(v->owner, master);
@@ -181,7 +200,8 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
 	if (idle <= v->stall_limit_s || v->stopping)
 		return;
 	engy_log(ENGY_LOG_ERR, VAL_LOG,
-		 "event=watchdog_exit no_tick_s=%lld limit_s=%lld reason=\"no tick completed: exiting so the supervisor restarts engyd\"",
+		 "event=watchdog_exit no_tick_s=%lld limit_s=%lld reason=\"no "
+		 "tick completed: exiting so the supervisor restarts engyd\"",
 		 (long long)idle, (long long)v->stall_limit_s);
 	_exit(1);
 }
@@ -210,23 +230,29 @@ static int val_start(struct engyd *d)
 		return rc;
 	if (!c->wallet || !c->hotkey || !*c->wallet || !*c->hotkey) {
 		engy_log(ENGY_LOG_ERR, VAL_LOG,
-			 "event=idle reason=\"no wallet and hotkey named: set validator { wallet hotkey } or ENGY_SN53_WALLET and ENGY_SN53_WALLET_HOTKEY\" effect=\"nothing is fetched or submitted; health reports no heartbeat\"");
+			 "event=idle reason=\"no wallet and hotkey named: set "
+			 "validator { wallet hotkey } or ENGY_SN53_WALLET and "
+			 "ENGY_SN53_WALLET_HOTKEY\" effect=\"nothing is "
+			 "fetched or submitted; health reports no heartbeat\"");
 		return 0;
 	}
 	rc = load_hotkey(v);
 	if (rc)
 		return rc;
-	v->state_path = c->state_file ? strdup(c->state_file)
-				      : path_in(d->state_dir, "validator-state.json");
+	v->state_path = c->state_file
+				? strdup(c->state_file)
+				: path_in(d->state_dir, "validator-state.json");
 	v->hb_path = c->heartbeat_file ? strdup(c->heartbeat_file)
-				       : path_in(d->state_dir, "validator-heartbeat.json");
+				       : path_in(d->state_dir,
+						 "validator-heartbeat.json");
 	if (!v->state_path || !v->hb_path)
 		return -ENOMEM;
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return -ENOMEM;
 	v->configured = true;
-	v->stall_limit_s = 3 * c->poll_s > c->watchdog_min_s ? 3 * c->poll_s
-							     : c->watchdog_min_s;
+	v->stall_limit_s = 3 * c->poll_s > c->watchdog_min_s
+				   ? 3 * c->poll_s
+				   : c->watchdog_min_s;
 	v->tick_ev = evtimer_new(d->base, on_tick_timer, v);
 	v->dog_ev = event_new(d->base, -1, EV_PERSIST, on_watchdog, v);
 	if (!v->tick_ev || !v->dog_ev)
@@ -236,10 +262,12 @@ static int val_start(struct engyd *d)
 	dog.tv_usec = 0;
 	event_add(v->dog_ev, &dog);
 	engy_log(ENGY_LOG_NOTICE, VAL_LOG,
-		 "event=validator_start netuid=%lld api=%s master=%s owner=%s poll_s=%lld resubmit_blocks=%lld state_file=%s heartbeat_file=%s stall_limit_s=%lld",
-		 (long long)c->netuid, v->api, v->master, v->owner, (long long)c->poll_s,
-		 (long long)c->resubmit_blocks, v->state_path, v->hb_path,
-		 (long long)v->stall_limit_s);
+		 "event=validator_start netuid=%lld api=%s master=%s owner=%s "
+		 "poll_s=%lld resubmit_blocks=%lld state_file=%s "
+		 "heartbeat_file=%s stall_limit_s=%lld",
+		 (long long)c->netuid, v->api, v->master, v->owner,
+		 (long long)c->poll_s, (long long)c->resubmit_blocks,
+		 v->state_path, v->hb_path, (long long)v->stall_limit_s);
 	val_tick_start(v);
 	return 0;
 }
@@ -285,11 +313,14 @@ static void val_destroy(struct engyd *d)
 
 const struct engy_role engy_role_validator = {
 	.name = "validator",
-	.summary = "the light validator: fetch the signed epoch, verify, schedule, set weights",
-	.needs = {
-		{ ENGY_KIND_CHAIN, 1, 1, "weights to chain and metagraph reads" },
-		{ 0, 0, 0, NULL },
-	},
+	.summary = "the light validator: fetch the signed epoch, verify, "
+		   "schedule, set weights",
+	.needs =
+		{
+			{ENGY_KIND_CHAIN, 1, 1,
+			 "weights to chain and metagraph reads"},
+			{0, 0, 0, NULL},
+		},
 	.opts = val_opts,
 	.conf_size = sizeof(struct val_conf),
 	.start = val_start,

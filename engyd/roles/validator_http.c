@@ -71,7 +71,7 @@ static size_t on_header(char *d, size_t size, size_t n, void *arg)
 
 void val_fetch_run(struct val *v, struct val_fetch *f)
 {
-	struct sink s = { 0 };
+	struct sink s = {0};
 	char url[600];
 	long ms = (long)v->c->fetch_timeout_s * 1000;
 	CURLcode cc;
@@ -93,17 +93,20 @@ void val_fetch_run(struct val *v, struct val_fetch *f)
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "engy-validator/" PACKAGE_VERSION);
+	curl_easy_setopt(h, CURLOPT_USERAGENT,
+			 "engy-validator/" PACKAGE_VERSION);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "identity");
 	cc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &f->status);
 	curl_easy_cleanup(h);
 	if (s.too_big) {
 		f->rc = -EFBIG;
-		snprintf(f->error, sizeof(f->error), "payload over %u bytes", VAL_MAX_PAYLOAD);
+		snprintf(f->error, sizeof(f->error), "payload over %u bytes",
+			 VAL_MAX_PAYLOAD);
 	} else if (cc != CURLE_OK) {
 		f->rc = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
-		snprintf(f->error, sizeof(f->error), "%s", curl_easy_strerror(cc));
+		snprintf(f->error, sizeof(f->error), "%s",
+			 curl_easy_strerror(cc));
 	} else if (f->status != 200) {
 		f->rc = -EPROTO;
 		snprintf(f->error, sizeof(f->error), "HTTP %ld", f->status);
@@ -137,7 +140,7 @@ static void beat_run(void *arg)
 {
 	struct beat *b = arg;
 	struct curl_slist *hs = NULL;
-	struct sink s = { 0 };
+	struct sink s = {0};
 	char url[600];
 	CURLcode cc;
 	CURL *h = curl_easy_init();
@@ -158,11 +161,13 @@ static void beat_run(void *arg)
 	curl_easy_setopt(h, CURLOPT_POSTFIELDS, b->body);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "engy-validator/" PACKAGE_VERSION);
+	curl_easy_setopt(h, CURLOPT_USERAGENT,
+			 "engy-validator/" PACKAGE_VERSION);
 	cc = curl_easy_perform(h);
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &b->status);
 	if (cc != CURLE_OK)
-		snprintf(b->error, sizeof(b->error), "%s", curl_easy_strerror(cc));
+		snprintf(b->error, sizeof(b->error), "%s",
+			 curl_easy_strerror(cc));
 	curl_easy_cleanup(h);
 	curl_slist_free_all(hs);
 	free(s.p);
@@ -174,12 +179,15 @@ static void beat_done(void *arg, int rc)
 
 	b->v->inflight--;
 	if (rc == 0 && !b->error[0] && b->status >= 200 && b->status < 300)
-		engy_log(ENGY_LOG_DEBUG, VAL_LOG, "event=provider_heartbeat status=%ld",
-			 b->status);
+		engy_log(ENGY_LOG_DEBUG, VAL_LOG,
+			 "event=provider_heartbeat status=%ld", b->status);
 	else
 		engy_log(ENGY_LOG_INFO, VAL_LOG,
-			 "event=provider_heartbeat_failed error=\"%s\" effect=none",
-			 rc ? strerror(-rc) : b->error[0] ? b->error : "not accepted");
+			 "event=provider_heartbeat_failed error=\"%s\" "
+			 "effect=none",
+			 rc	       ? strerror(-rc)
+			 : b->error[0] ? b->error
+				       : "not accepted");
 	free(b);
 }
 
@@ -202,19 +210,25 @@ void val_provider_heartbeat(struct val *v, uint64_t synced, bool has_synced)
 	else
 		strcpy(synced_s, "null");
 	snprintf(b->body, sizeof(b->body),
-		 "{\"v\":1,\"version\":\"engy/%s\",\"synced_epoch\":%s,\"consensus\":{\"epoch_index\":%" PRIu64 ",\"digest\":\"%s\"}}",
+		 "{\"v\":1,\"version\":\"engy/"
+		 "%s\",\"synced_epoch\":%s,\"consensus\":{\"epoch_index\":"
+		 "%" PRIu64 ",\"digest\":\"%s\"}}",
 		 PACKAGE_VERSION, synced_s, v->cons_epoch, v->cons_digest);
 	crypto_hash_sha256(sum, (const uint8_t *)b->body, strlen(b->body));
 	for (i = 0; i < 32; i++)
 		sprintf(digest + 2 * i, "%02x", sum[i]);
 	snprintf(msg, sizeof(msg), "engy-sn53:api:v1:%lld:POST:%s:%lld:%s",
-		 (long long)v->c->netuid, VAL_HEARTBEAT_PATH, (long long)ts, digest);
-	if (engy_sr25519_sign(&v->hk.kp, ENGY_SR25519_SUBSTRATE_CTX, msg, strlen(msg), sig)) {
+		 (long long)v->c->netuid, VAL_HEARTBEAT_PATH, (long long)ts,
+		 digest);
+	if (engy_sr25519_sign(&v->hk.kp, ENGY_SR25519_SUBSTRATE_CTX, msg,
+			      strlen(msg), sig)) {
 		free(b);
 		return;
 	}
-	snprintf(b->hdr_key, sizeof(b->hdr_key), "X-Validator-Hotkey: %s", v->hk.ss58);
-	snprintf(b->hdr_ts, sizeof(b->hdr_ts), "X-Validator-Ts: %lld", (long long)ts);
+	snprintf(b->hdr_key, sizeof(b->hdr_key), "X-Validator-Hotkey: %s",
+		 v->hk.ss58);
+	snprintf(b->hdr_ts, sizeof(b->hdr_ts), "X-Validator-Ts: %lld",
+		 (long long)ts);
 	strcpy(b->hdr_sig, "X-Validator-Sig: ");
 	for (i = 0; i < 64; i++)
 		sprintf(b->hdr_sig + 17 + 2 * i, "%02x", sig[i]);

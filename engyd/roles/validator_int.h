@@ -14,13 +14,13 @@
 #include "valsched.h"
 
 /* Protocol constants (SETTLEMENT.md §5; the public light validator's). */
-#define VAL_DEFAULT_API		"https://provider.engy.ai"
-#define VAL_DEFAULT_MASTER	"5DXSBCCKH5ENuyHFNaAvtaMfbhEEWpjSJB4rzc4mJfsc1uvJ"
-#define VAL_EPOCH_PATH		"/api/subnet/v1/epoch/latest"
-#define VAL_HEARTBEAT_PATH	"/api/subnet/v1/validator/heartbeat"
-#define VAL_MAX_PAYLOAD		(1u << 20)	/* fetch cap: 1 MiB */
-#define VAL_WATCHDOG_FLOOR_S	900
-#define VAL_LOG			"validator"
+#define VAL_DEFAULT_API	     "https://provider.engy.ai"
+#define VAL_DEFAULT_MASTER   "5DXSBCCKH5ENuyHFNaAvtaMfbhEEWpjSJB4rzc4mJfsc1uvJ"
+#define VAL_EPOCH_PATH	     "/api/subnet/v1/epoch/latest"
+#define VAL_HEARTBEAT_PATH   "/api/subnet/v1/validator/heartbeat"
+#define VAL_MAX_PAYLOAD	     (1u << 20) /* fetch cap: 1 MiB */
+#define VAL_WATCHDOG_FLOOR_S 900
+#define VAL_LOG		     "validator"
 
 struct val_conf {
 	const char *wallet;
@@ -49,12 +49,12 @@ struct val {
 	const struct val_conf *c;
 	const struct engy_chain_ops *ch;
 	void *ci;
-	bool configured;		/* wallet and hotkey named */
+	bool configured; /* wallet and hotkey named */
 	bool stopping;
-	unsigned inflight;		/* chain ops and HTTP jobs out */
+	unsigned inflight; /* chain ops and HTTP jobs out */
 	struct engy_hotkey hk;
 	struct engy_chain_signer signer;
-	char api[512];			/* no trailing slash */
+	char api[512]; /* no trailing slash */
 	char master[ENGY_SS58_ADDR_SIZE];
 	uint8_t master_pub[32];
 	char owner[ENGY_SS58_ADDR_SIZE];
@@ -63,8 +63,8 @@ struct val {
 	int64_t stall_limit_s;
 	struct event *tick_ev;
 	struct event *dog_ev;
-	struct timespec last_done;	/* monotonic: last completed tick */
-	struct tick *t;			/* the tick in progress */
+	struct timespec last_done; /* monotonic: last completed tick */
+	struct tick *t;		   /* the tick in progress */
 	unsigned n_ticks;
 	/* the last verified payload, for the provider heartbeat */
 	bool have_consensus;
@@ -74,7 +74,7 @@ struct val {
 
 /* What a fetch brought back (validator_http.c). */
 struct val_fetch {
-	int rc;				/* 0: @body holds a 200 answer */
+	int rc; /* 0: @body holds a 200 answer */
 	long status;
 	char *body;
 	size_t len;
@@ -90,21 +90,22 @@ struct tick {
 	size_t n_rows;
 	uint64_t epoch;
 	char digest[ENGY_EPOCH_DIGEST_HEX + 1];
-	bool fresh;			/* verified this tick (not the cache) */
-	const char *source;		/* "payload", "cached", "burn" */
+	bool fresh;	    /* verified this tick (not the cache) */
+	const char *source; /* "payload", "cached", "burn" */
 	bool standby;
 	bool has_block;
 	uint64_t block;
 	struct val_fetch fetch;
 	struct engy_valresolved res;
-	char outcome[320];		/* the tick's one-line summary */
+	char outcome[320]; /* the tick's one-line summary */
 };
 
 /* validator_http.c: blocking work for the pool. */
 void val_fetch_run(struct val *v, struct val_fetch *f);
 void val_fetch_free(struct val_fetch *f);
 /* Queue the provider heartbeat (best effort, never waited for). */
-void val_provider_heartbeat(struct val *v, uint64_t synced_epoch, bool has_synced);
+void val_provider_heartbeat(struct val *v, uint64_t synced_epoch,
+			    bool has_synced);
 
 /* validator_tick.c */
 void val_tick_start(struct val *v);

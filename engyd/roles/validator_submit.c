@@ -20,15 +20,21 @@ static const char *hint(const char *error)
 	static const struct {
 		const char *needle, *hint;
 	} hints[] = {
-		{ "NoValidatorPermit", "no validator permit: the hotkey holds no validator permit on this subnet" },
-		{ "SettingWeightsTooFast", "rate limited: too soon after this hotkey's last weights" },
-		{ "RateLimitExceeded", "rate limited: too soon after this hotkey's last weights" },
-		{ "NotRegistered", "the hotkey is not registered on this subnet" },
-		{ "UidNotFound", "the hotkey is not registered on this subnet" },
-		{ "CommitRevealEnabled", "commit-reveal is enabled on this subnet" },
-		{ "IncorrectWeightVersionKey", "the subnet wants a higher weights version key" },
-		{ "NotEnoughStake", "not enough stake to set weights" },
-		{ "StakeAmountTooLow", "not enough stake to set weights" },
+		{"NoValidatorPermit", "no validator permit: the hotkey holds "
+				      "no validator permit on this subnet"},
+		{"SettingWeightsTooFast",
+		 "rate limited: too soon after this hotkey's last weights"},
+		{"RateLimitExceeded",
+		 "rate limited: too soon after this hotkey's last weights"},
+		{"NotRegistered",
+		 "the hotkey is not registered on this subnet"},
+		{"UidNotFound", "the hotkey is not registered on this subnet"},
+		{"CommitRevealEnabled",
+		 "commit-reveal is enabled on this subnet"},
+		{"IncorrectWeightVersionKey",
+		 "the subnet wants a higher weights version key"},
+		{"NotEnoughStake", "not enough stake to set weights"},
+		{"StakeAmountTooLow", "not enough stake to set weights"},
 	};
 	size_t i;
 
@@ -38,7 +44,8 @@ static const char *hint(const char *error)
 	return NULL;
 }
 
-static long find_account(const struct engy_chain_metagraph *m, const uint8_t acc[32])
+static long find_account(const struct engy_chain_metagraph *m,
+			 const uint8_t acc[32])
 {
 	size_t u;
 
@@ -63,14 +70,19 @@ static void log_dropped(struct tick *t, const struct engy_chain_metagraph *m,
 		    find_account(m, acc) >= 0)
 			continue;
 		engy_log(ENGY_LOG_INFO, VAL_LOG,
-			 "event=hotkey_unregistered vector=%s hotkey=%s weight=%u", what,
-			 rows[i].hotkey, rows[i].weight);
+			 "event=hotkey_unregistered vector=%s hotkey=%s "
+			 "weight=%u",
+			 what, rows[i].hotkey, rows[i].weight);
 		shown++;
 	}
 	engy_log(ENGY_LOG_WARNING, VAL_LOG,
-		 "event=hotkeys_dropped vector=%s count=%zu of=%zu weight_share_pct=%.1f reason=\"not registered on subnet %lld\"",
+		 "event=hotkeys_dropped vector=%s count=%zu of=%zu "
+		 "weight_share_pct=%.1f reason=\"not registered on subnet "
+		 "%lld\"",
 		 what, res->dropped, n,
-		 res->total ? 100.0 * (double)res->dropped_weight / (double)res->total : 0.0,
+		 res->total ? 100.0 * (double)res->dropped_weight /
+				      (double)res->total
+			    : 0.0,
 		 (long long)t->v->c->netuid);
 }
 
@@ -102,34 +114,49 @@ static void after_submit(void *arg, const struct engy_chain_submit *r)
 		if (!rc)
 			rc = engy_valstate_save(v->state_path, st);
 		if (rc)
-			engy_log(ENGY_LOG_ERR, VAL_LOG,
-				 "event=state_write_failed path=%s error=\"%s\" effect=\"the next tick resubmits\"",
-				 v->state_path, strerror(-rc));
+			engy_log(
+				ENGY_LOG_ERR, VAL_LOG,
+				"event=state_write_failed path=%s error=\"%s\" "
+				"effect=\"the next tick resubmits\"",
+				v->state_path, strerror(-rc));
 		if (had_block && r->block >= prev)
-			snprintf(since, sizeof(since), "%" PRIu64, r->block - prev);
+			snprintf(since, sizeof(since), "%" PRIu64,
+				 r->block - prev);
 		else
 			strcpy(since, "none");
 		val_tick_end(t, "submitted",
-			     "epoch=%" PRIu64 " source=%s standby=%s uids=%zu block=%" PRIu64 " blocks_since_last=%s",
-			     t->epoch, t->source, t->standby ? "yes" : "no", t->res.n, r->block,
-			     since);
+			     "epoch=%" PRIu64
+			     " source=%s standby=%s uids=%zu block=%" PRIu64
+			     " blocks_since_last=%s",
+			     t->epoch, t->source, t->standby ? "yes" : "no",
+			     t->res.n, r->block, since);
 		return;
 	}
 	if (r->status == 0 && r->included)
 		val_tick_end(t, "failed",
-			     "epoch=%" PRIu64 " source=%s block=%" PRIu64 " error=\"%s\"%s%s%s reason=\"set_weights was included but failed; nothing recorded\"",
-			     t->epoch, t->source, r->block, r->error ? r->error : "unknown",
+			     "epoch=%" PRIu64 " source=%s block=%" PRIu64
+			     " error=\"%s\"%s%s%s reason=\"set_weights was "
+			     "included but failed; nothing recorded\"",
+			     t->epoch, t->source, r->block,
+			     r->error ? r->error : "unknown",
 			     h ? " hint=\"" : "", h ? h : "", h ? "\"" : "");
 	else if (r->status == 0)
 		val_tick_end(t, "refused",
-			     "epoch=%" PRIu64 " source=%s error=\"%s\"%s%s%s reason=\"the node refused set_weights; nothing recorded\"",
-			     t->epoch, t->source, r->error ? r->error : "unknown",
+			     "epoch=%" PRIu64
+			     " source=%s error=\"%s\"%s%s%s reason=\"the node "
+			     "refused set_weights; nothing recorded\"",
+			     t->epoch, t->source,
+			     r->error ? r->error : "unknown",
 			     h ? " hint=\"" : "", h ? h : "", h ? "\"" : "");
 	else
-		val_tick_end(t, "failed",
-			     "epoch=%" PRIu64 " source=%s error=\"%s\"%s%s%s reason=\"set_weights did not complete; nothing recorded\"",
-			     t->epoch, t->source, r->error ? r->error : strerror(-r->status),
-			     h ? " hint=\"" : "", h ? h : "", h ? "\"" : "");
+		val_tick_end(
+			t, "failed",
+			"epoch=%" PRIu64
+			" source=%s error=\"%s\"%s%s%s reason=\"set_weights "
+			"did not complete; nothing recorded\"",
+			t->epoch, t->source,
+			r->error ? r->error : strerror(-r->status),
+			h ? " hint=\"" : "", h ? h : "", h ? "\"" : "");
 }
 
 /* Standby: the cache if it lands, else a burn to the owner if registered. */
@@ -141,14 +168,16 @@ static bool standby(struct tick *t, const struct engy_chain_metagraph *m)
 
 	engy_valresolved_free(&t->res);
 	if (t->fresh && t->st.has_cache &&
-	    engy_valsched_resolve(t->st.rows, t->st.n_rows, m->uids, m->n, &t->res) == 0 &&
+	    engy_valsched_resolve(t->st.rows, t->st.n_rows, m->uids, m->n,
+				  &t->res) == 0 &&
 	    t->res.n) {
 		log_dropped(t, m, t->st.rows, t->st.n_rows, &t->res, "cached");
 		t->source = "cached";
 		return true;
 	}
 	engy_valresolved_free(&t->res);
-	if (engy_ss58_decode(v->owner, owner, NULL) || (uid = find_account(m, owner)) < 0)
+	if (engy_ss58_decode(v->owner, owner, NULL) ||
+	    (uid = find_account(m, owner)) < 0)
 		return false;
 	t->res.uids = calloc(1, sizeof(uint16_t));
 	t->res.weights = calloc(1, sizeof(uint16_t));
@@ -167,7 +196,7 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
 {
 	struct tick *t = arg;
 	struct val *v = t->v;
-	struct engy_chain_weights w = { .size = sizeof(w) };
+	struct engy_chain_weights w = {.size = sizeof(w)};
 	const char *target;
 	long me;
 	int rc;
@@ -176,34 +205,48 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
 	if (val_stopped(t))
 		return;
 	if (m->status) {
-		val_tick_end(t, "failed", "epoch=%" PRIu64 " reason=\"metagraph: %s\"", t->epoch,
+		val_tick_end(t, "failed",
+			     "epoch=%" PRIu64 " reason=\"metagraph: %s\"",
+			     t->epoch,
 			     m->error ? m->error : strerror(-m->status));
 		return;
 	}
 	if (!m->exists) {
-		val_tick_end(t, "failed", "epoch=%" PRIu64 " reason=\"subnet %lld does not exist on this chain\"",
-			     t->epoch, (long long)v->c->netuid);
+		val_tick_end(
+			t, "failed",
+			"epoch=%" PRIu64
+			" reason=\"subnet %lld does not exist on this chain\"",
+			t->epoch, (long long)v->c->netuid);
 		return;
 	}
 	if (m->commit_reveal) {
 		val_tick_end(t, "refused",
-			     "epoch=%" PRIu64 " reason=\"commit-reveal is enabled on subnet %lld: the chain refuses set_weights there (CommitRevealEnabled) and engy does not submit commit/reveal yet; nothing submitted\"",
+			     "epoch=%" PRIu64
+			     " reason=\"commit-reveal is enabled on subnet "
+			     "%lld: the chain refuses set_weights there "
+			     "(CommitRevealEnabled) and engy does not submit "
+			     "commit/reveal yet; nothing submitted\"",
 			     t->epoch, (long long)v->c->netuid);
 		return;
 	}
 	me = find_account(m, v->hk.kp.pub);
 	if (me < 0)
 		engy_log(ENGY_LOG_WARNING, VAL_LOG,
-			 "event=not_registered hotkey=%s netuid=%lld effect=\"the chain will refuse these weights\"",
+			 "event=not_registered hotkey=%s netuid=%lld "
+			 "effect=\"the chain will refuse these weights\"",
 			 v->hk.ss58, (long long)v->c->netuid);
 	else if (!m->permit[me])
 		engy_log(ENGY_LOG_WARNING, VAL_LOG,
-			 "event=no_validator_permit hotkey=%s uid=%ld effect=\"the chain is likely to refuse these weights (no validator permit)\"",
+			 "event=no_validator_permit hotkey=%s uid=%ld "
+			 "effect=\"the chain is likely to refuse these weights "
+			 "(no validator permit)\"",
 			 v->hk.ss58, me);
 	target = engy_valrows_burn_target(t->rows, t->n_rows);
 	if (target && strcmp(target, v->owner) != 0)
 		engy_log(ENGY_LOG_WARNING, VAL_LOG,
-			 "event=burn_target_unexpected target=%s expected=%s effect=\"submitted as signed; report it to the provider\"",
+			 "event=burn_target_unexpected target=%s expected=%s "
+			 "effect=\"submitted as signed; report it to the "
+			 "provider\"",
 			 target, v->owner);
 	rc = engy_valsched_resolve(t->rows, t->n_rows, m->uids, m->n, &t->res);
 	if (rc) {
@@ -213,16 +256,23 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
 	log_dropped(t, m, t->rows, t->n_rows, &t->res, t->source);
 	if (!t->res.n) {
 		engy_log(ENGY_LOG_WARNING, VAL_LOG,
-			 "event=nothing_lands epoch=%" PRIu64 " source=%s reason=\"no hotkey of the vector has a uid with weight\" effect=standby",
+			 "event=nothing_lands epoch=%" PRIu64
+			 " source=%s reason=\"no hotkey of the vector has a "
+			 "uid with weight\" effect=standby",
 			 t->epoch, t->source);
 		if (!standby(t, m)) {
-			val_tick_end(t, "skipped",
-				     "epoch=%" PRIu64 " reason=\"standby: nothing lands, no cached vector lands and the owner hotkey %s is not registered; nothing submitted\"",
-				     t->epoch, v->owner);
+			val_tick_end(
+				t, "skipped",
+				"epoch=%" PRIu64
+				" reason=\"standby: nothing lands, no cached "
+				"vector lands and the owner hotkey %s is not "
+				"registered; nothing submitted\"",
+				t->epoch, v->owner);
 			return;
 		}
 		t->standby = true;
-		engy_log(ENGY_LOG_NOTICE, VAL_LOG, "event=standby epoch=%" PRIu64 " submits=%s uids=%zu",
+		engy_log(ENGY_LOG_NOTICE, VAL_LOG,
+			 "event=standby epoch=%" PRIu64 " submits=%s uids=%zu",
 			 t->epoch, t->source, t->res.n);
 	}
 	w.netuid = (uint16_t)v->c->netuid;
@@ -232,8 +282,9 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
 	w.version_key = m->version_key;
 	rc = v->ch->set_weights(v->ci, &w, &v->signer, after_submit, t);
 	if (rc) {
-		val_tick_end(t, "failed", "epoch=%" PRIu64 " reason=\"set_weights: %s\"", t->epoch,
-			     strerror(-rc));
+		val_tick_end(t, "failed",
+			     "epoch=%" PRIu64 " reason=\"set_weights: %s\"",
+			     t->epoch, strerror(-rc));
 		return;
 	}
 	v->inflight++;

@@ -39,7 +39,8 @@ void val_stamp(struct val *v, int64_t now, const char *outcome)
 	int n;
 
 	n = snprintf(buf, sizeof(buf),
-		     "{\"v\":1,\"ts\":%lld,\"pid\":%ld,\"poll_s\":%lld,\"stall_limit_s\":%lld,\"outcome\":\"%s\"}\n",
+		     "{\"v\":1,\"ts\":%lld,\"pid\":%ld,\"poll_s\":%lld,\"stall_"
+		     "limit_s\":%lld,\"outcome\":\"%s\"}\n",
 		     (long long)now, (long)getpid(), (long long)v->c->poll_s,
 		     (long long)v->stall_limit_s, outcome);
 	if (n < 0 || (size_t)n >= sizeof(buf) ||
@@ -52,20 +53,24 @@ void val_stamp(struct val *v, int64_t now, const char *outcome)
 void val_tick_end(struct tick *t, const char *outcome, const char *fmt, ...)
 {
 	struct val *v = t->v;
-	struct timeval tv = { (time_t)v->c->poll_s, 0 };
+	struct timeval tv = {(time_t)v->c->poll_s, 0};
 	char why[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	engy_log(strcmp(outcome, "failed") == 0 || strcmp(outcome, "refused") == 0
-		 ? ENGY_LOG_WARNING : ENGY_LOG_NOTICE, VAL_LOG,
-		 "event=tick n=%u outcome=%s %s", v->n_ticks, outcome, why);
+	engy_log(strcmp(outcome, "failed") == 0 ||
+				 strcmp(outcome, "refused") == 0
+			 ? ENGY_LOG_WARNING
+			 : ENGY_LOG_NOTICE,
+		 VAL_LOG, "event=tick n=%u outcome=%s %s", v->n_ticks, outcome,
+		 why);
 	val_stamp(v, t->now, outcome);
 	clock_gettime(CLOCK_MONOTONIC, &v->last_done);
 	if (!v->stopping) {
-		val_provider_heartbeat(v, t->st.last.applied, t->st.last.has_applied);
+		val_provider_heartbeat(v, t->st.last.applied,
+				       t->st.last.has_applied);
 		evtimer_add(v->tick_ev, &tv);
 	}
 	v->t = NULL;
@@ -97,7 +102,8 @@ static void go_chain(struct tick *t)
 
 	v->inflight++;
 	if (rc) {
-		struct engy_chain_block b = { .status = rc, .error = strerror(-rc) };
+		struct engy_chain_block b = {.status = rc,
+					     .error = strerror(-rc)};
 
 		after_block(t, &b);
 	}
@@ -113,8 +119,10 @@ static void choose(struct tick *t, const char *why_not)
 
 	if (!t->fresh) {
 		if (!st->has_cache || !st->last.has_applied) {
-			val_tick_end(t, "skipped", "reason=\"%s; no cached vector to fall back on\"",
-				 why_not);
+			val_tick_end(t, "skipped",
+				     "reason=\"%s; no cached vector to fall "
+				     "back on\"",
+				     why_not);
 			return;
 		}
 		free(t->rows);
@@ -126,19 +134,24 @@ static void choose(struct tick *t, const char *why_not)
 		memcpy(t->rows, st->rows, st->n_rows * sizeof(*t->rows));
 		t->n_rows = st->n_rows;
 		t->epoch = st->last.applied;
-		snprintf(t->digest, sizeof(t->digest), "%s", st->has_digest ? st->digest : "");
+		snprintf(t->digest, sizeof(t->digest), "%s",
+			 st->has_digest ? st->digest : "");
 		t->source = "cached";
 		engy_log(ENGY_LOG_NOTICE, VAL_LOG,
-			 "event=fallback_cached epoch=%" PRIu64 " rows=%zu reason=\"%s\"",
+			 "event=fallback_cached epoch=%" PRIu64
+			 " rows=%zu reason=\"%s\"",
 			 t->epoch, t->n_rows, why_not);
 	}
 	if (engy_valsched_pregate(&st->last, t->epoch, t->now,
-				  (uint32_t)v->c->resubmit_blocks, (uint32_t)v->c->block_s,
-				  &wait)) {
+				  (uint32_t)v->c->resubmit_blocks,
+				  (uint32_t)v->c->block_s, &wait)) {
 		val_fmt_wait(w, sizeof(w), wait);
 		val_tick_end(t, "skipped",
-			 "epoch=%" PRIu64 " source=%s reason=\"epoch %" PRIu64 " already submitted; next resubmit in %s (not contacting the chain yet)\"",
-			 t->epoch, t->source, t->epoch, w);
+			     "epoch=%" PRIu64
+			     " source=%s reason=\"epoch %" PRIu64
+			     " already submitted; next resubmit in %s (not "
+			     "contacting the chain yet)\"",
+			     t->epoch, t->source, t->epoch, w);
 		return;
 	}
 	go_chain(t);
@@ -147,28 +160,33 @@ static void choose(struct tick *t, const char *why_not)
 static void verify(struct tick *t)
 {
 	struct val *v = t->v;
-	struct engy_epoch_verified ok = { 0 };
+	struct engy_epoch_verified ok = {0};
 	enum engy_epoch_reject rj;
 	char why[256], note[400];
 
 	if (t->fetch.rc) {
-		engy_log(ENGY_LOG_WARNING, VAL_LOG, "event=fetch_failed url=%s%s error=\"%s\"",
-			 v->api, VAL_EPOCH_PATH, t->fetch.error);
-		snprintf(note, sizeof(note), "fetch failed: %s", t->fetch.error);
+		engy_log(ENGY_LOG_WARNING, VAL_LOG,
+			 "event=fetch_failed url=%s%s error=\"%s\"", v->api,
+			 VAL_EPOCH_PATH, t->fetch.error);
+		snprintf(note, sizeof(note), "fetch failed: %s",
+			 t->fetch.error);
 		choose(t, note);
 		return;
 	}
-	rj = engy_epoch_payload_check(t->fetch.body, t->fetch.len, (uint16_t)v->c->netuid,
-				      v->master_pub, &ok, why, sizeof(why));
+	rj = engy_epoch_payload_check(t->fetch.body, t->fetch.len,
+				      (uint16_t)v->c->netuid, v->master_pub,
+				      &ok, why, sizeof(why));
 	if (rj == ENGY_EPOCH_ACCEPT &&
-	    engy_valrows_from_json(ok.result_json, &t->rows, &t->n_rows, why, sizeof(why)))
+	    engy_valrows_from_json(ok.result_json, &t->rows, &t->n_rows, why,
+				   sizeof(why)))
 		rj = ENGY_EPOCH_REJECT_MALFORMED;
 	if (rj != ENGY_EPOCH_ACCEPT) {
 		engy_log(ENGY_LOG_WARNING, VAL_LOG,
 			 "event=payload_rejected reason=%s detail=\"%s\"",
 			 engy_epoch_reject_name(rj), why);
 		engy_epoch_verified_free(&ok);
-		snprintf(note, sizeof(note), "payload rejected: %s", engy_epoch_reject_name(rj));
+		snprintf(note, sizeof(note), "payload rejected: %s",
+			 engy_epoch_reject_name(rj));
 		choose(t, note);
 		return;
 	}
@@ -178,16 +196,22 @@ static void verify(struct tick *t)
 	v->have_consensus = true;
 	v->cons_epoch = t->epoch;
 	memcpy(v->cons_digest, t->digest, sizeof(v->cons_digest));
-	engy_log(ENGY_LOG_INFO, VAL_LOG, "event=payload_verified epoch=%" PRIu64 " digest=%s rows=%zu",
+	engy_log(ENGY_LOG_INFO, VAL_LOG,
+		 "event=payload_verified epoch=%" PRIu64 " digest=%s rows=%zu",
 		 t->epoch, t->digest, t->n_rows);
 	if (t->st.last.has_applied && t->epoch < t->st.last.applied) {
 		engy_log(ENGY_LOG_WARNING, VAL_LOG,
-			 "event=payload_older epoch=%" PRIu64 " last_applied=%" PRIu64 " reason=\"an older epoch is never submitted (replay guard)\"",
+			 "event=payload_older epoch=%" PRIu64
+			 " last_applied=%" PRIu64
+			 " reason=\"an older epoch is never submitted (replay "
+			 "guard)\"",
 			 t->epoch, t->st.last.applied);
 		free(t->rows);
 		t->rows = NULL;
 		t->n_rows = 0;
-		snprintf(note, sizeof(note), "payload epoch %" PRIu64 " older than applied %" PRIu64,
+		snprintf(note, sizeof(note),
+			 "payload epoch %" PRIu64
+			 " older than applied %" PRIu64,
 			 t->epoch, t->st.last.applied);
 		choose(t, note);
 		return;
@@ -211,7 +235,8 @@ static void fetch_done(void *arg, int rc)
 	t->v->inflight--;
 	if (rc && !t->fetch.rc) {
 		t->fetch.rc = rc;
-		snprintf(t->fetch.error, sizeof(t->fetch.error), "%s", strerror(-rc));
+		snprintf(t->fetch.error, sizeof(t->fetch.error), "%s",
+			 strerror(-rc));
 	}
 	if (val_stopped(t))
 		return;
@@ -233,19 +258,24 @@ void val_tick_start(struct val *v)
 	t->v = v;
 	t->now = (int64_t)time(NULL);
 	v->n_ticks++;
-	rc = engy_valstate_load(v->state_path, &t->st, dropped, sizeof(dropped));
+	rc = engy_valstate_load(v->state_path, &t->st, dropped,
+				sizeof(dropped));
 	if (rc) {
-		val_tick_end(t, "failed", "reason=\"state file %s: %s\"", v->state_path,
-			 strerror(-rc));
+		val_tick_end(t, "failed", "reason=\"state file %s: %s\"",
+			     v->state_path, strerror(-rc));
 		return;
 	}
 	if (dropped[0])
 		engy_log(ENGY_LOG_WARNING, VAL_LOG,
-			 "event=state_fields_dropped path=%s fields=%s effect=\"those fields are treated as unknown; nothing of them is submitted\"",
+			 "event=state_fields_dropped path=%s fields=%s "
+			 "effect=\"those fields are treated as unknown; "
+			 "nothing of them is submitted\"",
 			 v->state_path, dropped);
 	rc = engy_pool_submit(v->d->pool, fetch_fn, fetch_done, t);
 	if (rc) {
-		val_tick_end(t, "failed", "reason=\"cannot queue the fetch: %s\"", strerror(-rc));
+		val_tick_end(t, "failed",
+			     "reason=\"cannot queue the fetch: %s\"",
+			     strerror(-rc));
 		return;
 	}
 	v->inflight++;
@@ -267,32 +297,47 @@ static void after_block(void *arg, const struct engy_chain_block *b)
 		t->block = b->number;
 	} else {
 		engy_log(ENGY_LOG_WARNING, VAL_LOG,
-			 "event=block_unknown error=\"%s\" effect=\"schedule by the clock\"",
+			 "event=block_unknown error=\"%s\" effect=\"schedule "
+			 "by the clock\"",
 			 b->error ? b->error : strerror(-b->status));
 	}
-	engy_valsched_decide(&t->st.last, t->epoch, t->has_block, t->block, t->now,
-			     (uint32_t)v->c->resubmit_blocks, (uint32_t)v->c->block_s, &dec);
+	engy_valsched_decide(&t->st.last, t->epoch, t->has_block, t->block,
+			     t->now, (uint32_t)v->c->resubmit_blocks,
+			     (uint32_t)v->c->block_s, &dec);
 	if (dec.verdict == ENGY_VALSCHED_NOT_YET) {
 		val_fmt_wait(w, sizeof(w), dec.wait_s);
 		if (dec.by_block)
-			val_tick_end(t, "skipped",
-				 "epoch=%" PRIu64 " source=%s block=%" PRIu64 " reason=\"epoch %" PRIu64 " already submitted; next resubmit in %" PRIu64 " blocks (%s)\"",
-				 t->epoch, t->source, t->block, t->epoch, dec.wait_blocks, w);
+			val_tick_end(
+				t, "skipped",
+				"epoch=%" PRIu64 " source=%s block=%" PRIu64
+				" reason=\"epoch %" PRIu64
+				" already submitted; next resubmit in %" PRIu64
+				" blocks (%s)\"",
+				t->epoch, t->source, t->block, t->epoch,
+				dec.wait_blocks, w);
 		else
 			val_tick_end(t, "skipped",
-				 "epoch=%" PRIu64 " source=%s reason=\"epoch %" PRIu64 " already submitted; next resubmit in %s by the clock\"",
-				 t->epoch, t->source, t->epoch, w);
+				     "epoch=%" PRIu64
+				     " source=%s reason=\"epoch %" PRIu64
+				     " already submitted; next resubmit in %s "
+				     "by the clock\"",
+				     t->epoch, t->source, t->epoch, w);
 		return;
 	}
 	if (dec.verdict == ENGY_VALSCHED_OLDER) {
-		val_tick_end(t, "skipped", "epoch=%" PRIu64 " reason=\"%s\"", t->epoch, dec.why);
+		val_tick_end(t, "skipped", "epoch=%" PRIu64 " reason=\"%s\"",
+			     t->epoch, dec.why);
 		return;
 	}
-	engy_log(ENGY_LOG_INFO, VAL_LOG, "event=schedule epoch=%" PRIu64 " decision=%s why=\"%s\"",
-		 t->epoch, dec.verdict == ENGY_VALSCHED_NEW ? "new" : "due", dec.why);
-	rc = v->ch->metagraph(v->ci, (uint16_t)v->c->netuid, val_after_metagraph, t);
+	engy_log(ENGY_LOG_INFO, VAL_LOG,
+		 "event=schedule epoch=%" PRIu64 " decision=%s why=\"%s\"",
+		 t->epoch, dec.verdict == ENGY_VALSCHED_NEW ? "new" : "due",
+		 dec.why);
+	rc = v->ch->metagraph(v->ci, (uint16_t)v->c->netuid,
+			      val_after_metagraph, t);
 	if (rc) {
-		val_tick_end(t, "failed", "reason=\"metagraph: %s\"", strerror(-rc));
+		val_tick_end(t, "failed", "reason=\"metagraph: %s\"",
+			     strerror(-rc));
 		return;
 	}
 	v->inflight++;

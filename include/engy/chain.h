@@ -28,13 +28,13 @@
 extern "C" {
 #endif
 
-#define ENGY_CHAIN_ACCOUNT_BYTES	32
-#define ENGY_CHAIN_SIG_BYTES		64
+#define ENGY_CHAIN_ACCOUNT_BYTES 32
+#define ENGY_CHAIN_SIG_BYTES	 64
 
 /* The current best block. */
 struct engy_chain_block {
-	int status;			/* 0 or a negative errno */
-	const char *error;		/* one line when status != 0 */
+	int status;	   /* 0 or a negative errno */
+	const char *error; /* one line when status != 0 */
 	uint64_t number;
 	uint8_t hash[32];
 };
@@ -74,7 +74,7 @@ struct engy_chain_metagraph {
  *     callback; the signer must stay valid until the callback.
  */
 struct engy_chain_signer {
-	uint32_t size;			/* sizeof(struct engy_chain_signer) */
+	uint32_t size; /* sizeof(struct engy_chain_signer) */
 	uint8_t account[ENGY_CHAIN_ACCOUNT_BYTES];
 	int (*sign)(void *arg, const uint8_t *msg, size_t len,
 		    uint8_t sig[ENGY_CHAIN_SIG_BYTES]);
@@ -83,10 +83,10 @@ struct engy_chain_signer {
 
 /* One weight vector for one subnet (borrowed for the call). */
 struct engy_chain_weights {
-	uint32_t size;			/* sizeof(struct engy_chain_weights) */
+	uint32_t size; /* sizeof(struct engy_chain_weights) */
 	uint16_t netuid;
 	size_t n;
-	const uint16_t *uids;		/* ascending, distinct */
+	const uint16_t *uids; /* ascending, distinct */
 	const uint16_t *weights;
 	uint64_t version_key;
 };
@@ -115,7 +115,7 @@ struct engy_chain_submit {
 };
 
 struct engy_chain_ops {
-	uint32_t size;			/* sizeof(struct engy_chain_ops) */
+	uint32_t size; /* sizeof(struct engy_chain_ops) */
 
 	/* block() - the best block's number and hash.  Required. */
 	int (*block)(void *inst,

@@ -101,7 +101,8 @@ static const char *check(struct job *j, long *me)
 		return "SubtensorModule.HotKeyNotRegisteredInSubNet";
 	if (j->version_key < (uint64_t)d->c->version_key)
 		return "SubtensorModule.IncorrectWeightVersionKey";
-	if (d->last[*me] && j->block - d->last[*me] < (uint64_t)d->c->rate_limit)
+	if (d->last[*me] &&
+	    j->block - d->last[*me] < (uint64_t)d->c->rate_limit)
 		return "SubtensorModule.SettingWeightsTooFast";
 	if (!d->permit[*me] && !(j->n == 1 && j->uids[0] == *me))
 		return "SubtensorModule.NeuronNoValidatorPermit";
@@ -133,43 +134,55 @@ static void submit_run(struct job *j)
 
 		crypto_generichash_init(&hs, NULL, 0, 32);
 		crypto_generichash_update(&hs, (const uint8_t *)&j->netuid, 2);
-		crypto_generichash_update(&hs, (const uint8_t *)j->uids, j->n * 2);
-		crypto_generichash_update(&hs, (const uint8_t *)j->weights, j->n * 2);
+		crypto_generichash_update(&hs, (const uint8_t *)j->uids,
+					  j->n * 2);
+		crypto_generichash_update(&hs, (const uint8_t *)j->weights,
+					  j->n * 2);
 		crypto_generichash_final(&hs, digest, 32);
 	}
 	rc = j->signer.sign(j->signer.arg, digest, 32, sig);
 	if (!rc)
-		rc = engy_sr25519_verify(j->signer.account, ENGY_SR25519_SUBSTRATE_CTX,
-					 digest, 32, sig);
+		rc = engy_sr25519_verify(j->signer.account,
+					 ENGY_SR25519_SUBSTRATE_CTX, digest, 32,
+					 sig);
 	if (rc) {
 		/* The node would answer BadProof before any block. */
-		snprintf(j->error, sizeof(j->error), "Invalid Transaction: Transaction has a bad signature");
+		snprintf(
+			j->error, sizeof(j->error),
+			"Invalid Transaction: Transaction has a bad signature");
 		return;
 	}
 	err = check(j, &me);
-	engy_ss58_encode(ss58, sizeof(ss58), j->signer.account, ENGY_SS58_PREFIX_BITTENSOR);
+	engy_ss58_encode(ss58, sizeof(ss58), j->signer.account,
+			 ENGY_SS58_PREFIX_BITTENSOR);
 	cap = 256 + j->n * 16;
 	line = malloc(cap);
 	if (!line) {
 		j->res.status = -ENOMEM;
 		return;
 	}
-	i = (size_t)snprintf(line, cap,
-			     "{\"block\":%" PRIu64 ",\"netuid\":%u,\"hotkey\":\"%s\",\"uid\":%ld,\"ok\":%s",
-			     j->block, j->netuid, ss58, me, err ? "false" : "true");
+	i = (size_t)snprintf(
+		line, cap,
+		"{\"block\":%" PRIu64
+		",\"netuid\":%u,\"hotkey\":\"%s\",\"uid\":%ld,\"ok\":%s",
+		j->block, j->netuid, ss58, me, err ? "false" : "true");
 	if (err)
-		i += (size_t)snprintf(line + i, cap - i, ",\"error\":\"%s\"", err);
+		i += (size_t)snprintf(line + i, cap - i, ",\"error\":\"%s\"",
+				      err);
 	i += (size_t)snprintf(line + i, cap - i, ",\"uids\":[");
 	for (size_t k = 0; k < j->n; k++)
-		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "", j->uids[k]);
+		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "",
+				      j->uids[k]);
 	i += (size_t)snprintf(line + i, cap - i, "],\"weights\":[");
 	for (size_t k = 0; k < j->n; k++)
-		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "", j->weights[k]);
+		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "",
+				      j->weights[k]);
 	snprintf(line + i, cap - i, "]}\n");
 	f = fopen(d->c->file, "a");
 	if (!f || fputs(line, f) < 0 || fclose(f) != 0) {
 		j->res.status = -EIO;
-		snprintf(j->error, sizeof(j->error), "cannot append to %s", d->c->file);
+		snprintf(j->error, sizeof(j->error), "cannot append to %s",
+			 d->c->file);
 		free(line);
 		return;
 	}
@@ -197,14 +210,17 @@ static void job_done(void *arg, int rc)
 	struct dev *d = j->d;
 
 	if (j->op == 1) {
-		struct engy_chain_block b = { .status = rc, .number = dev_block(d) };
+		struct engy_chain_block b = {.status = rc,
+					     .number = dev_block(d)};
 
 		b.error = rc ? strerror(-rc) : NULL;
 		j->done_block(j->arg, &b);
 	} else if (j->op == 2) {
 		struct engy_chain_metagraph m = {
-			.status = rc, .error = rc ? strerror(-rc) : NULL,
-			.block = dev_block(d), .netuid = j->netuid,
+			.status = rc,
+			.error = rc ? strerror(-rc) : NULL,
+			.block = dev_block(d),
+			.netuid = j->netuid,
 			.exists = j->netuid == d->c->netuid,
 			.rate_limit = (uint64_t)d->c->rate_limit,
 			.version_key = (uint64_t)d->c->version_key,
@@ -213,7 +229,7 @@ static void job_done(void *arg, int rc)
 
 		if (m.exists) {
 			m.n = d->n;
-			m.uids = (const uint8_t (*)[32])d->acc;
+			m.uids = (const uint8_t(*)[32])d->acc;
 			m.permit = d->permit;
 			m.last_update = d->last;
 		}
@@ -243,7 +259,8 @@ static int queue(struct dev *d, struct job *j)
 	return rc;
 }
 
-static int op_block(void *inst, void (*done)(void *, const struct engy_chain_block *),
+static int op_block(void *inst,
+		    void (*done)(void *, const struct engy_chain_block *),
 		    void *arg)
 {
 	struct job *j = calloc(1, sizeof(*j));
@@ -257,7 +274,8 @@ static int op_block(void *inst, void (*done)(void *, const struct engy_chain_blo
 }
 
 static int op_metagraph(void *inst, uint16_t netuid,
-			void (*done)(void *, const struct engy_chain_metagraph *),
+			void (*done)(void *,
+				     const struct engy_chain_metagraph *),
 			void *arg)
 {
 	struct job *j = calloc(1, sizeof(*j));
@@ -273,12 +291,14 @@ static int op_metagraph(void *inst, uint16_t netuid,
 
 static int op_set_weights(void *inst, const struct engy_chain_weights *w,
 			  const struct engy_chain_signer *s,
-			  void (*done)(void *, const struct engy_chain_submit *),
+			  void (*done)(void *,
+				       const struct engy_chain_submit *),
 			  void *arg)
 {
 	struct job *j;
 
-	if (!w || w->size < sizeof(*w) || !s || s->size < sizeof(*s) || !s->sign)
+	if (!w || w->size < sizeof(*w) || !s || s->size < sizeof(*s) ||
+	    !s->sign)
 		return -EINVAL;
 	j = calloc(1, sizeof(*j));
 	if (!j)
@@ -324,10 +344,11 @@ static void read_back(struct dev *d)
 		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(o, "uid");
 		const cJSON *blk = cJSON_GetObjectItemCaseSensitive(o, "block");
 
-		if (cJSON_IsTrue(ok) && cJSON_IsNumber(uid) && cJSON_IsNumber(blk) &&
-		    uid->valuedouble >= 0 && uid->valuedouble < (double)d->n &&
-		    blk->valuedouble >= 0)
-			d->last[(size_t)uid->valuedouble] = (uint64_t)blk->valuedouble;
+		if (cJSON_IsTrue(ok) && cJSON_IsNumber(uid) &&
+		    cJSON_IsNumber(blk) && uid->valuedouble >= 0 &&
+		    uid->valuedouble < (double)d->n && blk->valuedouble >= 0)
+			d->last[(size_t)uid->valuedouble] =
+				(uint64_t)blk->valuedouble;
 		cJSON_Delete(o);
 	}
 	fclose(f);
@@ -369,7 +390,9 @@ static int dev_create(const struct engy_host *h, const void *conf, void **inst)
 		int rc = engy_ss58_decode(c->hotkeys.v[i], d->acc[i], NULL);
 
 		if (rc) {
-			engy_err(h, "event=bad_option option=hotkeys index=%zu reason=\"%s\"",
+			engy_err(h,
+				 "event=bad_option option=hotkeys index=%zu "
+				 "reason=\"%s\"",
 				 i, engy_ss58_strerror(rc));
 			dev_destroy(d);
 			return -EINVAL;
@@ -381,7 +404,9 @@ static int dev_create(const struct engy_host *h, const void *conf, void **inst)
 		unsigned long u = strtoul(c->permits.v[i], &end, 10);
 
 		if (*end || end == c->permits.v[i] || u >= d->n) {
-			engy_err(h, "event=bad_option option=permits value=%s reason=\"a uid of hotkeys\"",
+			engy_err(h,
+				 "event=bad_option option=permits value=%s "
+				 "reason=\"a uid of hotkeys\"",
 				 c->permits.v[i]);
 			dev_destroy(d);
 			return -EINVAL;
@@ -397,9 +422,12 @@ static int dev_start(void *inst)
 	struct dev *d = inst;
 
 	read_back(d);
-	engy_info(d->h, "event=started file=%s netuid=%lld uids=%zu block=%" PRIu64 " rate_limit=%lld commit_reveal=%s",
+	engy_info(d->h,
+		  "event=started file=%s netuid=%lld uids=%zu block=%" PRIu64
+		  " rate_limit=%lld commit_reveal=%s",
 		  d->c->file, (long long)d->c->netuid, d->n, dev_block(d),
-		  (long long)d->c->rate_limit, d->c->commit_reveal ? "true" : "false");
+		  (long long)d->c->rate_limit,
+		  d->c->commit_reveal ? "true" : "false");
 	return 0;
 }
 
@@ -411,25 +439,28 @@ static void dev_stop(void *inst)
 #define OFF(f) offsetof(struct dev_conf, f)
 
 static const struct engy_opt opts[] = {
-	{ "file", ENGY_OPT_STR, ENGY_OPT_REQUIRED, OFF(file), NULL, NULL, 0, 0,
-	  "weights are appended here, one JSON line per submission" },
-	{ "hotkeys", ENGY_OPT_STR_LIST, 0, OFF(hotkeys), NULL, NULL, 0, 0,
-	  "the subnet's hotkeys (SS58), uid = position" },
-	{ "permits", ENGY_OPT_STR_LIST, 0, OFF(permits), NULL, NULL, 0, 0,
-	  "uids holding a validator permit (default: all)" },
-	{ "netuid", ENGY_OPT_INT, 0, OFF(netuid), "53", NULL, 0, 65535, "the subnet" },
-	{ "rate_limit", ENGY_OPT_INT, 0, OFF(rate_limit), "100", NULL, 0, 1000000,
-	  "blocks between two weight settings of one hotkey" },
-	{ "block_ms", ENGY_OPT_INT, 0, OFF(block_ms), "12000", NULL, 1, 3600000,
-	  "milliseconds a block" },
-	{ "version_key", ENGY_OPT_INT, 0, OFF(version_key), "0", NULL, 0, 0,
-	  "the subnet's weights version key" },
-	{ "commit_reveal", ENGY_OPT_BOOL, 0, OFF(commit_reveal), "false", NULL, 0, 0,
-	  "refuse set_weights as a commit-reveal subnet does" },
+	{"file", ENGY_OPT_STR, ENGY_OPT_REQUIRED, OFF(file), NULL, NULL, 0, 0,
+	 "weights are appended here, one JSON line per submission"},
+	{"hotkeys", ENGY_OPT_STR_LIST, 0, OFF(hotkeys), NULL, NULL, 0, 0,
+	 "the subnet's hotkeys (SS58), uid = position"},
+	{"permits", ENGY_OPT_STR_LIST, 0, OFF(permits), NULL, NULL, 0, 0,
+	 "uids holding a validator permit (default: all)"},
+	{"netuid", ENGY_OPT_INT, 0, OFF(netuid), "53", NULL, 0, 65535,
+	 "the subnet"},
+	{"rate_limit", ENGY_OPT_INT, 0, OFF(rate_limit), "100", NULL, 0,
+	 1000000, "blocks between two weight settings of one hotkey"},
+	{"block_ms", ENGY_OPT_INT, 0, OFF(block_ms), "12000", NULL, 1, 3600000,
+	 "milliseconds a block"},
+	{"version_key", ENGY_OPT_INT, 0, OFF(version_key), "0", NULL, 0, 0,
+	 "the subnet's weights version key"},
+	{"commit_reveal", ENGY_OPT_BOOL, 0, OFF(commit_reveal), "false", NULL,
+	 0, 0, "refuse set_weights as a commit-reveal subnet does"},
 	ENGY_OPT_END,
 };
 
 ENGY_PLUGIN(.kind = ENGY_KIND_CHAIN, .name = "chain-dev", .version = "1.0",
-	    .description = "the devnet's chain: a configured subnet, weights to a local file",
-	    .opts = opts, .conf_size = sizeof(struct dev_conf), .create = dev_create,
-	    .start = dev_start, .stop = dev_stop, .destroy = dev_destroy, .ops = &ops);
+	    .description = "the devnet's chain: a configured subnet, weights "
+			   "to a local file",
+	    .opts = opts, .conf_size = sizeof(struct dev_conf),
+	    .create = dev_create, .start = dev_start, .stop = dev_stop,
+	    .destroy = dev_destroy, .ops = &ops);

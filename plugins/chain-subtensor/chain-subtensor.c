@@ -21,19 +21,22 @@
 #define OFF(f) offsetof(struct sub_conf, f)
 
 static const struct engy_opt opts[] = {
-	{ "endpoint", ENGY_OPT_STR, 0, OFF(endpoint),
-	  "wss://entrypoint-finney.opentensor.ai:443", "ENGY_SN53_CHAIN_ENDPOINT",
-	  0, 0, "the node's JSON-RPC URL (ws:// and wss:// are dialled as http:// and https://)" },
-	{ "timeout_s", ENGY_OPT_INT, 0, OFF(timeout_s), "30", NULL, 1, 600,
-	  "seconds for one JSON-RPC call" },
-	{ "inclusion_timeout_s", ENGY_OPT_INT, 0, OFF(inclusion_timeout_s), "120",
-	  NULL, 1, 3600, "seconds to wait for a submitted extrinsic to be in a block" },
-	{ "poll_ms", ENGY_OPT_INT, 0, OFF(poll_ms), "2000", NULL, 50, 60000,
-	  "how often new blocks are read while waiting" },
-	{ "era_period", ENGY_OPT_INT, 0, OFF(era_period), "64", NULL, 0, 65536,
-	  "blocks an extrinsic stays valid (0: immortal)" },
-	{ "max_response_mb", ENGY_OPT_INT, 0, OFF(max_response_mb), "32", NULL,
-	  1, 1024, "largest JSON-RPC response accepted (MiB)" },
+	{"endpoint", ENGY_OPT_STR, 0, OFF(endpoint),
+	 "wss://entrypoint-finney.opentensor.ai:443",
+	 "ENGY_SN53_CHAIN_ENDPOINT", 0, 0,
+	 "the node's JSON-RPC URL (ws:// and wss:// are dialled as http:// and "
+	 "https://)"},
+	{"timeout_s", ENGY_OPT_INT, 0, OFF(timeout_s), "30", NULL, 1, 600,
+	 "seconds for one JSON-RPC call"},
+	{"inclusion_timeout_s", ENGY_OPT_INT, 0, OFF(inclusion_timeout_s),
+	 "120", NULL, 1, 3600,
+	 "seconds to wait for a submitted extrinsic to be in a block"},
+	{"poll_ms", ENGY_OPT_INT, 0, OFF(poll_ms), "2000", NULL, 50, 60000,
+	 "how often new blocks are read while waiting"},
+	{"era_period", ENGY_OPT_INT, 0, OFF(era_period), "64", NULL, 0, 65536,
+	 "blocks an extrinsic stays valid (0: immortal)"},
+	{"max_response_mb", ENGY_OPT_INT, 0, OFF(max_response_mb), "32", NULL,
+	 1, 1024, "largest JSON-RPC response accepted (MiB)"},
 	ENGY_OPT_END,
 };
 
@@ -41,7 +44,7 @@ bool sub_nap(struct sub *s, long ms)
 {
 	while (ms > 0 && !atomic_load(&s->cancel)) {
 		long step = ms > 50 ? 50 : ms;
-		struct timespec ts = { 0, step * 1000000L };
+		struct timespec ts = {0, step * 1000000L};
 
 		nanosleep(&ts, NULL);
 		ms -= step;
@@ -120,7 +123,7 @@ static void job_done(void *arg, int rc)
 		if (rc)
 			j->mg.status = rc;
 		j->mg.error = j->mg.status ? j->error : NULL;
-		j->mg.uids = (const uint8_t (*)[32])j->mg_uids;
+		j->mg.uids = (const uint8_t(*)[32])j->mg_uids;
 		j->mg.permit = j->mg_permit;
 		j->mg.last_update = j->mg_last;
 		j->done.metagraph(j->arg, &j->mg);
@@ -153,7 +156,8 @@ static int queue(struct sub *s, struct sub_job *j)
 	return 0;
 }
 
-static int op_block(void *inst, void (*done)(void *, const struct engy_chain_block *),
+static int op_block(void *inst,
+		    void (*done)(void *, const struct engy_chain_block *),
 		    void *arg)
 {
 	struct sub_job *j = calloc(1, sizeof(*j));
@@ -167,7 +171,8 @@ static int op_block(void *inst, void (*done)(void *, const struct engy_chain_blo
 }
 
 static int op_metagraph(void *inst, uint16_t netuid,
-			void (*done)(void *, const struct engy_chain_metagraph *),
+			void (*done)(void *,
+				     const struct engy_chain_metagraph *),
 			void *arg)
 {
 	struct sub_job *j = calloc(1, sizeof(*j));
@@ -184,14 +189,18 @@ static int op_metagraph(void *inst, uint16_t netuid,
 
 static int op_set_weights(void *inst, const struct engy_chain_weights *w,
 			  const struct engy_chain_signer *sg,
-			  void (*done)(void *, const struct engy_chain_submit *),
+			  void (*done)(void *,
+				       const struct engy_chain_submit *),
 			  void *arg)
 {
 	struct sub_job *j;
 	size_t i;
 
-	if (!w || w->size < offsetof(struct engy_chain_weights, version_key) + 8 ||
-	    !sg || sg->size < offsetof(struct engy_chain_signer, arg) + sizeof(void *) ||
+	if (!w ||
+	    w->size < offsetof(struct engy_chain_weights, version_key) + 8 ||
+	    !sg ||
+	    sg->size <
+		    offsetof(struct engy_chain_signer, arg) + sizeof(void *) ||
 	    !sg->sign || w->n > 65535 || (w->n && (!w->uids || !w->weights)))
 		return -EINVAL;
 	for (i = 1; i < w->n; i++)
@@ -263,7 +272,9 @@ static int sub_start(void *inst)
 	const char *why;
 
 	if (engy_url_parse(&u, s->c->endpoint, &why) == 0) {
-		engy_info(s->h, "event=started endpoint=%s timeout_s=%lld inclusion_timeout_s=%lld era_period=%lld",
+		engy_info(s->h,
+			  "event=started endpoint=%s timeout_s=%lld "
+			  "inclusion_timeout_s=%lld era_period=%lld",
 			  u.safe, (long long)s->c->timeout_s,
 			  (long long)s->c->inclusion_timeout_s,
 			  (long long)s->c->era_period);
@@ -291,8 +302,10 @@ static void sub_destroy(void *inst)
 	curl_global_cleanup();
 }
 
-ENGY_PLUGIN(.kind = ENGY_KIND_CHAIN, .name = "chain-subtensor", .version = "1.0",
-	    .description = "subtensor over JSON-RPC: metagraph reads, signed set_weights, inclusion and outcome",
+ENGY_PLUGIN(.kind = ENGY_KIND_CHAIN, .name = "chain-subtensor",
+	    .version = "1.0",
+	    .description = "subtensor over JSON-RPC: metagraph reads, signed "
+			   "set_weights, inclusion and outcome",
 	    .opts = opts, .conf_size = sizeof(struct sub_conf),
 	    .create = sub_create, .start = sub_start, .stop = sub_stop,
 	    .destroy = sub_destroy, .ops = &ops);

@@ -93,7 +93,8 @@ static int transport_error(struct rpc *r, CURLcode cc, const struct body *b)
 		return -ECANCELED;
 	}
 	if (b->too_big) {
-		snprintf(r->err, sizeof(r->err), "response over %zu bytes", r->max_body);
+		snprintf(r->err, sizeof(r->err), "response over %zu bytes",
+			 r->max_body);
 		return -EFBIG;
 	}
 	snprintf(r->err, sizeof(r->err), "%s", curl_easy_strerror(cc));
@@ -112,7 +113,7 @@ static int transport_error(struct rpc *r, CURLcode cc, const struct body *b)
 int rpc_call(struct rpc *r, const char *method, const char *params,
 	     cJSON **root_out, const cJSON **result)
 {
-	struct body b = { .max = r->max_body };
+	struct body b = {.max = r->max_body};
 	struct curl_slist *h = NULL;
 	const cJSON *err, *res;
 	size_t need = strlen(method) + strlen(params) + 96;
@@ -128,7 +129,9 @@ int rpc_call(struct rpc *r, const char *method, const char *params,
 	r->err[0] = '\0';
 	if (!req)
 		return -ENOMEM;
-	snprintf(req, need, "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"%s\",\"params\":%s}",
+	snprintf(req, need,
+		 "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"%s\",\"params\":%"
+		 "s}",
 		 ++r->id, method, params);
 	h = curl_slist_append(h, "Content-Type: application/json");
 	curl_easy_setopt(r->curl, CURLOPT_URL, r->url);
@@ -146,7 +149,8 @@ int rpc_call(struct rpc *r, const char *method, const char *params,
 #if LIBCURL_VERSION_NUM >= 0x075500
 	curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 #else
-	curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+	curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS,
+			 (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
 #endif
 	cc = curl_easy_perform(r->curl);
 	curl_slist_free_all(h);
@@ -158,29 +162,38 @@ int rpc_call(struct rpc *r, const char *method, const char *params,
 	curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &status);
 	root = b.p ? cJSON_ParseWithLength(b.p, b.len) : NULL;
 	if (!cJSON_IsObject(root)) {
-		snprintf(r->err, sizeof(r->err), "HTTP %ld with no JSON-RPC answer", status);
+		snprintf(r->err, sizeof(r->err),
+			 "HTTP %ld with no JSON-RPC answer", status);
 		rc = -EPROTO;
 		goto out;
 	}
 	err = cJSON_GetObjectItemCaseSensitive(root, "error");
 	if (err && !cJSON_IsNull(err)) {
-		const cJSON *code = cJSON_GetObjectItemCaseSensitive(err, "code");
-		const cJSON *msg = cJSON_GetObjectItemCaseSensitive(err, "message");
-		const cJSON *data = cJSON_GetObjectItemCaseSensitive(err, "data");
-		char *dtext = data && !cJSON_IsString(data) ? cJSON_PrintUnformatted(data) : NULL;
+		const cJSON *code =
+			cJSON_GetObjectItemCaseSensitive(err, "code");
+		const cJSON *msg =
+			cJSON_GetObjectItemCaseSensitive(err, "message");
+		const cJSON *data =
+			cJSON_GetObjectItemCaseSensitive(err, "data");
+		char *dtext = data && !cJSON_IsString(data)
+				      ? cJSON_PrintUnformatted(data)
+				      : NULL;
 
 		r->code = cJSON_IsNumber(code) ? (long)code->valuedouble : 0;
 		snprintf(r->err, sizeof(r->err), "%s%s%s",
 			 cJSON_IsString(msg) ? msg->valuestring : "error",
 			 data ? ": " : "",
-			 cJSON_IsString(data) ? data->valuestring : dtext ? dtext : "");
+			 cJSON_IsString(data) ? data->valuestring
+			 : dtext	      ? dtext
+					      : "");
 		free(dtext);
 		rc = -EREMOTEIO;
 		goto out;
 	}
 	res = cJSON_GetObjectItemCaseSensitive(root, "result");
 	if (!res) {
-		snprintf(r->err, sizeof(r->err), "JSON-RPC answer without a result");
+		snprintf(r->err, sizeof(r->err),
+			 "JSON-RPC answer without a result");
 		rc = -EPROTO;
 		goto out;
 	}
@@ -204,7 +217,8 @@ int rpc_call_str(struct rpc *r, const char *method, const char *params,
 	if (rc)
 		return rc;
 	if (!cJSON_IsString(res) || strlen(res->valuestring) >= cap) {
-		snprintf(r->err, sizeof(r->err), "%s: not the expected string", method);
+		snprintf(r->err, sizeof(r->err), "%s: not the expected string",
+			 method);
 		cJSON_Delete(root);
 		return -EPROTO;
 	}

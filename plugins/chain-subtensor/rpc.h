@@ -13,14 +13,14 @@
 #include <cjson/cJSON.h>
 
 struct rpc {
-	void *curl;			/* CURL *, reused for keep-alive */
+	void *curl; /* CURL *, reused for keep-alive */
 	char *url;
 	long timeout_ms;
 	size_t max_body;
-	const atomic_int *cancel;	/* non-zero: abort transfers */
+	const atomic_int *cancel; /* non-zero: abort transfers */
 	unsigned id;
 	/* the last failure */
-	long code;			/* JSON-RPC error code, 0 if none */
+	long code; /* JSON-RPC error code, 0 if none */
 	char err[384];
 };
 

@@ -26,14 +26,14 @@ struct sub_conf {
 struct sub {
 	const struct engy_host *h;
 	const struct sub_conf *c;
-	atomic_int cancel;		/* set at stop(): jobs end -ECANCELED */
-	unsigned inflight;		/* jobs not yet completed (loop thread) */
+	atomic_int cancel; /* set at stop(): jobs end -ECANCELED */
+	unsigned inflight; /* jobs not yet completed (loop thread) */
 	/* Jobs run one at a time; this also guards the caches below. */
 	pthread_mutex_t lock;
 	bool have_genesis;
 	uint8_t genesis[32];
 	uint32_t spec_version, tx_version;
-	struct engy_metadata *md;	/* of spec_version */
+	struct engy_metadata *md; /* of spec_version */
 	struct engy_ext_layout layout;
 	int layout_rc;
 	char layout_err[256];
@@ -54,7 +54,8 @@ struct sub_job {
 	void *arg;
 	union {
 		void (*block)(void *arg, const struct engy_chain_block *b);
-		void (*metagraph)(void *arg, const struct engy_chain_metagraph *m);
+		void (*metagraph)(void *arg,
+				  const struct engy_chain_metagraph *m);
 		void (*submit)(void *arg, const struct engy_chain_submit *r);
 	} done;
 	/* inputs */
@@ -74,7 +75,8 @@ struct sub_job {
 };
 
 /* sub_read.c */
-int sub_best(struct sub *s, struct rpc *r, struct sub_at *at, char *err, size_t cap);
+int sub_best(struct sub *s, struct rpc *r, struct sub_at *at, char *err,
+	     size_t cap);
 int sub_runtime(struct sub *s, struct rpc *r, const struct sub_at *at,
 		char *err, size_t cap);
 /*
@@ -84,9 +86,10 @@ int sub_runtime(struct sub *s, struct rpc *r, const struct sub_at *at,
  * value.
  */
 int sub_storage(struct sub *s, struct rpc *r, const struct sub_at *at,
-		const char *pallet, const char *item, const uint8_t *const *keys,
-		const size_t *key_lens, size_t n_keys, uint8_t **val, size_t *len,
-		char *err, size_t cap);
+		const char *pallet, const char *item,
+		const uint8_t *const *keys, const size_t *key_lens,
+		size_t n_keys, uint8_t **val, size_t *len, char *err,
+		size_t cap);
 int sub_u64_item(struct sub *s, struct rpc *r, const struct sub_at *at,
 		 const char *item, uint16_t netuid, uint64_t def, uint64_t *v,
 		 char *err, size_t cap);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Reads: the best block, the runtime and its metadata, storage, the metagraph. */
+/* Reads: the best block, the runtime and its metadata, storage, the metagraph.
+ */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +9,7 @@
 
 #include "sub.h"
 
-#define KEYS_BATCH 256	/* keys per state_queryStorageAt */
+#define KEYS_BATCH 256 /* keys per state_queryStorageAt */
 
 static int fail(struct rpc *r, int rc, char *err, size_t cap, const char *what)
 {
@@ -21,14 +22,16 @@ static int hash32(const char *hex, uint8_t out[32])
 	return engy_hex_decode(out, 32, hex) == 32 ? 0 : -EPROTO;
 }
 
-int sub_best(struct sub *s, struct rpc *r, struct sub_at *at, char *err, size_t cap)
+int sub_best(struct sub *s, struct rpc *r, struct sub_at *at, char *err,
+	     size_t cap)
 {
 	const cJSON *res, *num;
 	char params[96];
 	cJSON *root;
 	int rc;
 
-	rc = rpc_call_str(r, "chain_getBlockHash", "[]", at->hex, sizeof(at->hex));
+	rc = rpc_call_str(r, "chain_getBlockHash", "[]", at->hex,
+			  sizeof(at->hex));
 	if (rc)
 		return fail(r, rc, err, cap, "chain_getBlockHash");
 	if (hash32(at->hex, at->hash)) {
@@ -64,9 +67,11 @@ static int load_metadata(struct sub *s, struct rpc *r, const struct sub_at *at,
 
 	/* v15 where the runtime offers it, else state_getMetadata (v14). */
 	snprintf(params, sizeof(params),
-		 "[\"Metadata_metadata_at_version\",\"0x0f000000\",\"%s\"]", at->hex);
+		 "[\"Metadata_metadata_at_version\",\"0x0f000000\",\"%s\"]",
+		 at->hex);
 	rc = rpc_call(r, "state_call", params, &root, &res);
-	if (rc == 0 && cJSON_IsString(res) && strcmp(res->valuestring, "0x00") != 0)
+	if (rc == 0 && cJSON_IsString(res) &&
+	    strcmp(res->valuestring, "0x00") != 0)
 		rc = engy_hex_decode_alloc(res->valuestring, &blob, &len);
 	else if (rc != -ECANCELED)
 		rc = -ENOENT;
@@ -80,8 +85,10 @@ static int load_metadata(struct sub *s, struct rpc *r, const struct sub_at *at,
 		rc = rpc_call(r, "state_getMetadata", params, &root, &res);
 		if (rc)
 			return fail(r, rc, err, cap, "state_getMetadata");
-		rc = cJSON_IsString(res) ? engy_hex_decode_alloc(res->valuestring, &blob, &len)
-					 : -EPROTO;
+		rc = cJSON_IsString(res)
+			     ? engy_hex_decode_alloc(res->valuestring, &blob,
+						     &len)
+			     : -EPROTO;
 		cJSON_Delete(root);
 		if (rc) {
 			snprintf(err, cap, "state_getMetadata: not hex bytes");
@@ -98,11 +105,15 @@ static int load_metadata(struct sub *s, struct rpc *r, const struct sub_at *at,
 	s->md = md;
 	s->layout_rc = engy_ext_layout_meta(&s->layout, md, s->layout_err,
 					    sizeof(s->layout_err));
-	engy_info(s->h, "event=metadata spec_version=%u metadata_version=%u pallets=%u types=%u signed_extensions=%u%s%s",
-		  s->spec_version, md->version, md->n_pallets, md->n_types, md->n_exts,
-		  s->layout_rc ? " cannot_sign=" : "", s->layout_rc ? "yes" : "");
+	engy_info(s->h,
+		  "event=metadata spec_version=%u metadata_version=%u "
+		  "pallets=%u types=%u signed_extensions=%u%s%s",
+		  s->spec_version, md->version, md->n_pallets, md->n_types,
+		  md->n_exts, s->layout_rc ? " cannot_sign=" : "",
+		  s->layout_rc ? "yes" : "");
 	if (s->layout_rc)
-		engy_warn(s->h, "event=cannot_sign reason=\"%s\"", s->layout_err);
+		engy_warn(s->h, "event=cannot_sign reason=\"%s\"",
+			  s->layout_err);
 	return 0;
 }
 
@@ -121,11 +132,13 @@ int sub_runtime(struct sub *s, struct rpc *r, const struct sub_at *at,
 		return fail(r, rc, err, cap, "state_getRuntimeVersion");
 	spec = cJSON_GetObjectItemCaseSensitive(res, "specVersion");
 	tx = cJSON_GetObjectItemCaseSensitive(res, "transactionVersion");
-	if (!cJSON_IsNumber(spec) || !cJSON_IsNumber(tx) || spec->valuedouble < 0 ||
-	    spec->valuedouble > UINT32_MAX || tx->valuedouble < 0 ||
-	    tx->valuedouble > UINT32_MAX) {
+	if (!cJSON_IsNumber(spec) || !cJSON_IsNumber(tx) ||
+	    spec->valuedouble < 0 || spec->valuedouble > UINT32_MAX ||
+	    tx->valuedouble < 0 || tx->valuedouble > UINT32_MAX) {
 		cJSON_Delete(root);
-		snprintf(err, cap, "state_getRuntimeVersion: no spec/transaction version");
+		snprintf(
+			err, cap,
+			"state_getRuntimeVersion: no spec/transaction version");
 		return -EPROTO;
 	}
 	sv = (uint32_t)spec->valuedouble;
@@ -138,9 +151,10 @@ int sub_runtime(struct sub *s, struct rpc *r, const struct sub_at *at,
 }
 
 int sub_storage(struct sub *s, struct rpc *r, const struct sub_at *at,
-		const char *pallet, const char *item, const uint8_t *const *keys,
-		const size_t *key_lens, size_t n_keys, uint8_t **val, size_t *len,
-		char *err, size_t cap)
+		const char *pallet, const char *item,
+		const uint8_t *const *keys, const size_t *key_lens,
+		size_t n_keys, uint8_t **val, size_t *len, char *err,
+		size_t cap)
 {
 	const struct engy_meta_entry *e = engy_meta_entry(s->md, pallet, item);
 	struct engy_scale_buf key;
@@ -172,7 +186,8 @@ int sub_storage(struct sub *s, struct rpc *r, const struct sub_at *at,
 	if (rc) {
 		char what[128];
 
-		snprintf(what, sizeof(what), "state_getStorage %s.%s", pallet, item);
+		snprintf(what, sizeof(what), "state_getStorage %s.%s", pallet,
+			 item);
 		return fail(r, rc, err, cap, what);
 	}
 	if (cJSON_IsString(res)) {
@@ -197,10 +212,11 @@ int sub_u64_item(struct sub *s, struct rpc *r, const struct sub_at *at,
 		 const char *item, uint16_t netuid, uint64_t def, uint64_t *v,
 		 char *err, size_t cap)
 {
-	const struct engy_meta_entry *e = engy_meta_entry(s->md, "SubtensorModule", item);
-	uint8_t key[2] = { (uint8_t)netuid, (uint8_t)(netuid >> 8) };
-	const uint8_t *keys[1] = { key };
-	size_t lens[1] = { 2 }, len;
+	const struct engy_meta_entry *e =
+		engy_meta_entry(s->md, "SubtensorModule", item);
+	uint8_t key[2] = {(uint8_t)netuid, (uint8_t)(netuid >> 8)};
+	const uint8_t *keys[1] = {key};
+	size_t lens[1] = {2}, len;
 	struct engy_scale_rd rd;
 	uint8_t *val;
 	int rc;
@@ -232,7 +248,8 @@ int sub_u64_item(struct sub *s, struct rpc *r, const struct sub_at *at,
 	}
 	free(val);
 	if (rd.err) {
-		snprintf(err, cap, "SubtensorModule.%s: unexpected type or value", item);
+		snprintf(err, cap,
+			 "SubtensorModule.%s: unexpected type or value", item);
 		return -EPROTO;
 	}
 	return 0;
@@ -242,9 +259,11 @@ int sub_u64_item(struct sub *s, struct rpc *r, const struct sub_at *at,
 static int put_key(struct sub_job *j, size_t u, const cJSON *v)
 {
 	if (cJSON_IsNull(v))
-		return 0;		/* ValueQuery: the zero account */
-	if (!cJSON_IsString(v) || engy_hex_decode(j->mg_uids[u], 32, v->valuestring) != 32) {
-		snprintf(j->error, sizeof(j->error), "SubtensorModule.Keys: not a 32-byte account");
+		return 0; /* ValueQuery: the zero account */
+	if (!cJSON_IsString(v) ||
+	    engy_hex_decode(j->mg_uids[u], 32, v->valuestring) != 32) {
+		snprintf(j->error, sizeof(j->error),
+			 "SubtensorModule.Keys: not a 32-byte account");
 		return -EPROTO;
 	}
 	return 0;
@@ -275,21 +294,22 @@ static int keys_batch(struct sub_job *j, struct rpc *r, const struct sub_at *at,
 	*p++ = '[';
 	*p++ = '[';
 	for (u = from; u < to && !rc; u++) {
-		uint8_t k1[2] = { (uint8_t)j->netuid, (uint8_t)(j->netuid >> 8) };
-		uint8_t k2[2] = { (uint8_t)u, (uint8_t)(u >> 8) };
-		const uint8_t *keys[2] = { k1, k2 };
-		size_t lens[2] = { 2, 2 };
+		uint8_t k1[2] = {(uint8_t)j->netuid, (uint8_t)(j->netuid >> 8)};
+		uint8_t k2[2] = {(uint8_t)u, (uint8_t)(u >> 8)};
+		const uint8_t *keys[2] = {k1, k2};
+		size_t lens[2] = {2, 2};
 		struct engy_scale_buf key;
 
 		engy_scale_buf_init(&key);
-		rc = engy_meta_storage_key(s->md, "SubtensorModule", "Keys", keys,
-					   lens, 2, false, &key);
+		rc = engy_meta_storage_key(s->md, "SubtensorModule", "Keys",
+					   keys, lens, 2, false, &key);
 		hex[u - from] = rc ? NULL : malloc(2 * key.len + 3);
 		if (!rc && !hex[u - from])
 			rc = -ENOMEM;
 		if (!rc) {
 			engy_hex_encode(hex[u - from], key.p, key.len);
-			p += sprintf(p, "%s\"%s\"", u > from ? "," : "", hex[u - from]);
+			p += sprintf(p, "%s\"%s\"", u > from ? "," : "",
+				     hex[u - from]);
 		}
 		engy_scale_buf_free(&key);
 	}
@@ -299,7 +319,8 @@ static int keys_batch(struct sub_job *j, struct rpc *r, const struct sub_at *at,
 	if (rc == -EREMOTEIO) {
 		rc = -ENOSYS;
 	} else if (!rc) {
-		ch = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(res, 0), "changes");
+		ch = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetArrayItem(res, 0), "changes");
 		if (!cJSON_IsArray(ch))
 			rc = -ENOSYS;
 		cJSON_ArrayForEach(it, ch) {
@@ -308,11 +329,13 @@ static int keys_batch(struct sub_job *j, struct rpc *r, const struct sub_at *at,
 			for (u = 0; u < n && !rc; u++)
 				if (cJSON_IsString(k) && hex[u] &&
 				    strcasecmp(k->valuestring, hex[u]) == 0)
-					rc = put_key(j, from + u, cJSON_GetArrayItem(it, 1));
+					rc = put_key(j, from + u,
+						     cJSON_GetArrayItem(it, 1));
 		}
 		cJSON_Delete(root);
 	} else {
-		snprintf(j->error, sizeof(j->error), "state_queryStorageAt: %s", r->err);
+		snprintf(j->error, sizeof(j->error), "state_queryStorageAt: %s",
+			 r->err);
 	}
 	for (u = 0; u < n; u++)
 		free(hex[u]);
@@ -332,24 +355,27 @@ static int read_keys(struct sub_job *j, struct rpc *r, const struct sub_at *at)
 	if (!j->mg_uids)
 		return -ENOMEM;
 	for (u = 0; u < n && !rc; u += KEYS_BATCH)
-		rc = keys_batch(j, r, at, u, u + KEYS_BATCH < n ? u + KEYS_BATCH : n);
+		rc = keys_batch(j, r, at, u,
+				u + KEYS_BATCH < n ? u + KEYS_BATCH : n);
 	if (rc != -ENOSYS)
 		return rc;
 	for (u = 0, rc = 0; u < n && !rc; u++) {
-		uint8_t k1[2] = { (uint8_t)j->netuid, (uint8_t)(j->netuid >> 8) };
-		uint8_t k2[2] = { (uint8_t)u, (uint8_t)(u >> 8) };
-		const uint8_t *keys[2] = { k1, k2 };
-		size_t lens[2] = { 2, 2 }, len;
+		uint8_t k1[2] = {(uint8_t)j->netuid, (uint8_t)(j->netuid >> 8)};
+		uint8_t k2[2] = {(uint8_t)u, (uint8_t)(u >> 8)};
+		const uint8_t *keys[2] = {k1, k2};
+		size_t lens[2] = {2, 2}, len;
 		uint8_t *val;
 
-		rc = sub_storage(s, r, at, "SubtensorModule", "Keys", keys, lens, 2,
-				 &val, &len, j->error, sizeof(j->error));
+		rc = sub_storage(s, r, at, "SubtensorModule", "Keys", keys,
+				 lens, 2, &val, &len, j->error,
+				 sizeof(j->error));
 		if (rc == -ENOENT) {
 			rc = 0;
 			continue;
 		}
 		if (!rc && len != 32) {
-			snprintf(j->error, sizeof(j->error), "SubtensorModule.Keys: not a 32-byte account");
+			snprintf(j->error, sizeof(j->error),
+				 "SubtensorModule.Keys: not a 32-byte account");
 			rc = -EPROTO;
 		}
 		if (!rc)
@@ -364,10 +390,11 @@ static int read_vec(struct sub_job *j, struct rpc *r, const struct sub_at *at,
 		    const char *item, bool is_bool)
 {
 	struct sub *s = j->s;
-	const struct engy_meta_entry *e = engy_meta_entry(s->md, "SubtensorModule", item);
-	uint8_t key[2] = { (uint8_t)j->netuid, (uint8_t)(j->netuid >> 8) };
-	const uint8_t *keys[1] = { key };
-	size_t lens[1] = { 2 }, len, n = j->mg.n ? j->mg.n : 1;
+	const struct engy_meta_entry *e =
+		engy_meta_entry(s->md, "SubtensorModule", item);
+	uint8_t key[2] = {(uint8_t)j->netuid, (uint8_t)(j->netuid >> 8)};
+	const uint8_t *keys[1] = {key};
+	size_t lens[1] = {2}, len, n = j->mg.n ? j->mg.n : 1;
 	struct engy_scale_rd rd;
 	uint64_t count, i;
 	uint8_t *val;
@@ -381,8 +408,10 @@ static int read_vec(struct sub_job *j, struct rpc *r, const struct sub_at *at,
 		return -ENOMEM;
 	if (!e)
 		return 0;
-	if (!engy_meta_is_seq_of(s->md, e->value, is_bool ? ENGY_PRIM_BOOL : ENGY_PRIM_U64)) {
-		snprintf(j->error, sizeof(j->error), "SubtensorModule.%s: unexpected type", item);
+	if (!engy_meta_is_seq_of(s->md, e->value,
+				 is_bool ? ENGY_PRIM_BOOL : ENGY_PRIM_U64)) {
+		snprintf(j->error, sizeof(j->error),
+			 "SubtensorModule.%s: unexpected type", item);
 		return -EPROTO;
 	}
 	rc = sub_storage(s, r, at, "SubtensorModule", item, keys, lens, 1, &val,
@@ -410,7 +439,8 @@ static int read_vec(struct sub_job *j, struct rpc *r, const struct sub_at *at,
 	}
 	free(val);
 	if (rd.err) {
-		snprintf(j->error, sizeof(j->error), "SubtensorModule.%s: does not decode", item);
+		snprintf(j->error, sizeof(j->error),
+			 "SubtensorModule.%s: does not decode", item);
 		return -EPROTO;
 	}
 	return 0;
@@ -433,15 +463,17 @@ void sub_do_metagraph(struct sub_job *j, struct rpc *r)
 	memcpy(m->block_hash, at.hash, 32);
 	if (!engy_meta_entry(s->md, "SubtensorModule", "Keys") ||
 	    !engy_meta_entry(s->md, "SubtensorModule", "SubnetworkN")) {
-		snprintf(j->error, sizeof(j->error), "the runtime has no SubtensorModule.Keys / SubnetworkN");
+		snprintf(j->error, sizeof(j->error),
+			 "the runtime has no SubtensorModule.Keys / "
+			 "SubnetworkN");
 		rc = -ENOTSUP;
 		goto out;
 	}
 	rc = sub_u64_item(s, r, &at, "SubnetworkN", j->netuid, 0, &n, j->error,
 			  sizeof(j->error));
 	if (!rc)
-		rc = sub_u64_item(s, r, &at, "NetworksAdded", j->netuid, n > 0, &added,
-				  j->error, sizeof(j->error));
+		rc = sub_u64_item(s, r, &at, "NetworksAdded", j->netuid, n > 0,
+				  &added, j->error, sizeof(j->error));
 	if (rc)
 		goto out;
 	m->exists = added != 0;
@@ -452,16 +484,18 @@ void sub_do_metagraph(struct sub_job *j, struct rpc *r)
 	if (!rc)
 		rc = read_vec(j, r, &at, "LastUpdate", false);
 	if (!rc)
-		rc = sub_u64_item(s, r, &at, "WeightsSetRateLimit", j->netuid, 0,
-				  &m->rate_limit, j->error, sizeof(j->error));
+		rc = sub_u64_item(s, r, &at, "WeightsSetRateLimit", j->netuid,
+				  0, &m->rate_limit, j->error,
+				  sizeof(j->error));
 	if (!rc)
 		rc = sub_u64_item(s, r, &at, "WeightsVersionKey", j->netuid, 0,
 				  &m->version_key, j->error, sizeof(j->error));
 	if (!rc) {
 		uint64_t cr;
 
-		rc = sub_u64_item(s, r, &at, "CommitRevealWeightsEnabled", j->netuid,
-				  0, &cr, j->error, sizeof(j->error));
+		rc = sub_u64_item(s, r, &at, "CommitRevealWeightsEnabled",
+				  j->netuid, 0, &cr, j->error,
+				  sizeof(j->error));
 		m->commit_reveal = cr != 0;
 	}
 out:

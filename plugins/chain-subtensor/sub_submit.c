@@ -14,15 +14,24 @@
 static const char *custom_name(long n)
 {
 	switch (n) {
-	case 1: return "StakeAmountTooLow";
-	case 3: return "SubnetNotExists";
-	case 6: return "RateLimitExceeded";
-	case 15: return "InvalidRevealRound";
-	case 16: return "CommitNotFound";
-	case 17: return "CommitBlockNotInRevealRange";
-	case 18: return "InputLengthsUnequal";
-	case 19: return "UidNotFound";
-	case 255: return "BadRequest";
+	case 1:
+		return "StakeAmountTooLow";
+	case 3:
+		return "SubnetNotExists";
+	case 6:
+		return "RateLimitExceeded";
+	case 15:
+		return "InvalidRevealRound";
+	case 16:
+		return "CommitNotFound";
+	case 17:
+		return "CommitBlockNotInRevealRange";
+	case 18:
+		return "InputLengthsUnequal";
+	case 19:
+		return "UidNotFound";
+	case 255:
+		return "BadRequest";
 	}
 	return NULL;
 }
@@ -33,7 +42,8 @@ static void pool_refusal(struct sub_job *j, struct rpc *r)
 	const char *name = c ? custom_name(strtol(c + 14, NULL, 10)) : NULL;
 
 	snprintf(j->error, sizeof(j->error), "%s%s%s%s", r->err,
-		 name ? " (subtensor: " : "", name ? name : "", name ? ")" : "");
+		 name ? " (subtensor: " : "", name ? name : "",
+		 name ? ")" : "");
 }
 
 static double now_s(void)
@@ -56,7 +66,8 @@ static int header_number(struct rpc *r, const char *hash_hex, uint64_t *n)
 	if (rc)
 		return rc;
 	num = cJSON_GetObjectItemCaseSensitive(res, "number");
-	rc = cJSON_IsString(num) && strlen(num->valuestring) <= 18 ? 0 : -EPROTO;
+	rc = cJSON_IsString(num) && strlen(num->valuestring) <= 18 ? 0
+								   : -EPROTO;
 	if (!rc)
 		*n = strtoull(num->valuestring, NULL, 16);
 	cJSON_Delete(root);
@@ -64,8 +75,9 @@ static int header_number(struct rpc *r, const char *hash_hex, uint64_t *n)
 }
 
 /* Is @ext among block @number's extrinsics?  *@index when found. */
-static int block_has(struct rpc *r, uint64_t number, const uint8_t *ext, size_t len,
-		     char hash_hex[67], bool *found, uint32_t *index)
+static int block_has(struct rpc *r, uint64_t number, const uint8_t *ext,
+		     size_t len, char hash_hex[67], bool *found,
+		     uint32_t *index)
 {
 	const cJSON *res, *list, *it;
 	char params[96];
@@ -112,23 +124,26 @@ static int outcome(struct sub_job *j, struct rpc *r, const char *hash_hex,
 {
 	struct sub *s = j->s;
 	struct engy_meta_outcome o;
-	struct sub_at at = { 0 };
+	struct sub_at at = {0};
 	uint8_t *ev;
 	size_t len;
 	int rc;
 
 	snprintf(at.hex, sizeof(at.hex), "%s", hash_hex);
-	rc = sub_storage(s, r, &at, "System", "Events", NULL, NULL, 0, &ev, &len,
-			 j->error, sizeof(j->error));
+	rc = sub_storage(s, r, &at, "System", "Events", NULL, NULL, 0, &ev,
+			 &len, j->error, sizeof(j->error));
 	if (rc)
 		return rc;
-	rc = engy_meta_outcome(s->md, ev, len, index, &o, j->error, sizeof(j->error));
+	rc = engy_meta_outcome(s->md, ev, len, index, &o, j->error,
+			       sizeof(j->error));
 	free(ev);
 	if (rc)
 		return rc;
 	if (!o.found) {
 		snprintf(j->error, sizeof(j->error),
-			 "no ExtrinsicSuccess/ExtrinsicFailed event for extrinsic %u", index);
+			 "no ExtrinsicSuccess/ExtrinsicFailed event for "
+			 "extrinsic %u",
+			 index);
 		return -EPROTO;
 	}
 	j->submit.success = o.success;
@@ -159,7 +174,8 @@ static int wait_inclusion(struct sub_job *j, struct rpc *r, uint64_t from,
 
 			rc = block_has(r, next, ext, len, hex, &found, &index);
 			if (rc) {
-				snprintf(j->error, sizeof(j->error), "reading block %llu: %s",
+				snprintf(j->error, sizeof(j->error),
+					 "reading block %llu: %s",
 					 (unsigned long long)next, r->err);
 				return rc;
 			}
@@ -172,13 +188,15 @@ static int wait_inclusion(struct sub_job *j, struct rpc *r, uint64_t from,
 		}
 		if (now_s() >= deadline) {
 			snprintf(j->error, sizeof(j->error),
-				 "not in a block within %llds (last block read %llu)",
+				 "not in a block within %llds (last block read "
+				 "%llu)",
 				 (long long)s->c->inclusion_timeout_s,
 				 (unsigned long long)(next - 1));
 			return -ETIMEDOUT;
 		}
 		if (!sub_nap(s, (long)s->c->poll_ms)) {
-			snprintf(j->error, sizeof(j->error), "cancelled while waiting for inclusion");
+			snprintf(j->error, sizeof(j->error),
+				 "cancelled while waiting for inclusion");
 			return -ECANCELED;
 		}
 	}
@@ -195,9 +213,11 @@ static int params(struct sub_job *j, struct rpc *r, const struct sub_at *best,
 	int rc;
 
 	if (!s->have_genesis) {
-		rc = rpc_call_str(r, "chain_getBlockHash", "[0]", hex, sizeof(hex));
+		rc = rpc_call_str(r, "chain_getBlockHash", "[0]", hex,
+				  sizeof(hex));
 		if (rc || engy_hex_decode(s->genesis, 32, hex) != 32) {
-			snprintf(j->error, sizeof(j->error), "genesis hash: %s", r->err);
+			snprintf(j->error, sizeof(j->error), "genesis hash: %s",
+				 r->err);
 			return rc ? rc : -EPROTO;
 		}
 		s->have_genesis = true;
@@ -208,7 +228,8 @@ static int params(struct sub_job *j, struct rpc *r, const struct sub_at *best,
 	p->era_period = (uint64_t)s->c->era_period;
 	if (p->era_period) {
 		/* Born at the finalized head: no reorg takes its hash away. */
-		rc = rpc_call_str(r, "chain_getFinalizedHead", "[]", hex, sizeof(hex));
+		rc = rpc_call_str(r, "chain_getFinalizedHead", "[]", hex,
+				  sizeof(hex));
 		if (!rc)
 			rc = header_number(r, hex, &p->era_block);
 		if (rc || engy_hex_decode(p->era_hash, 32, hex) != 32 ||
@@ -217,20 +238,25 @@ static int params(struct sub_job *j, struct rpc *r, const struct sub_at *best,
 			memcpy(p->era_hash, best->hash, 32);
 		}
 	}
-	engy_ss58_encode(ss58, sizeof(ss58), j->signer.account, ENGY_SS58_PREFIX_BITTENSOR);
+	engy_ss58_encode(ss58, sizeof(ss58), j->signer.account,
+			 ENGY_SS58_PREFIX_BITTENSOR);
 	snprintf(arg, sizeof(arg), "[\"%s\"]", ss58);
 	rc = rpc_call(r, "system_accountNextIndex", arg, &root, &res);
 	if (rc) {
-		snprintf(j->error, sizeof(j->error), "system_accountNextIndex: %s", r->err);
+		snprintf(j->error, sizeof(j->error),
+			 "system_accountNextIndex: %s", r->err);
 		return rc;
 	}
 	rc = cJSON_IsNumber(res) && res->valuedouble >= 0 &&
-	     res->valuedouble <= UINT32_MAX ? 0 : -EPROTO;
+			     res->valuedouble <= UINT32_MAX
+		     ? 0
+		     : -EPROTO;
 	if (!rc)
 		p->nonce = (uint32_t)res->valuedouble;
 	cJSON_Delete(root);
 	if (rc)
-		snprintf(j->error, sizeof(j->error), "system_accountNextIndex: not a nonce");
+		snprintf(j->error, sizeof(j->error),
+			 "system_accountNextIndex: not a nonce");
 	return rc;
 }
 
@@ -247,22 +273,25 @@ static int build(struct sub_job *j, const struct engy_ext_params *p,
 
 	engy_scale_buf_init(&cbuf);
 	engy_scale_buf_init(&pay);
-	rc = engy_call_set_weights(s->md, pallet, call, j->netuid, j->uids, j->weights,
-				   j->n, j->version_key, &cbuf);
+	rc = engy_call_set_weights(s->md, pallet, call, j->netuid, j->uids,
+				   j->weights, j->n, j->version_key, &cbuf);
 	if (!rc)
 		rc = engy_ext_payload(&s->layout, p, cbuf.p, cbuf.len, &pay);
 	if (rc) {
-		snprintf(j->error, sizeof(j->error), "cannot encode set_weights");
+		snprintf(j->error, sizeof(j->error),
+			 "cannot encode set_weights");
 		goto out;
 	}
 	*payload_len = pay.len;
 	msg = engy_ext_to_sign(pay.p, pay.len, hash, &mlen);
 	rc = j->signer.sign(j->signer.arg, msg, mlen, sig);
 	if (rc) {
-		snprintf(j->error, sizeof(j->error), "the signer failed: %s", strerror(-rc));
+		snprintf(j->error, sizeof(j->error), "the signer failed: %s",
+			 strerror(-rc));
 		goto out;
 	}
-	rc = engy_ext_signed(&s->layout, p, cbuf.p, cbuf.len, j->signer.account, sig, ext);
+	rc = engy_ext_signed(&s->layout, p, cbuf.p, cbuf.len, j->signer.account,
+			     sig, ext);
 	if (!rc)
 		engy_ext_hash(ext->p, ext->len, j->submit.tx_hash);
 out:
@@ -274,7 +303,7 @@ out:
 void sub_do_set_weights(struct sub_job *j, struct rpc *r)
 {
 	struct sub *s = j->s;
-	struct engy_ext_params p = { 0 };
+	struct engy_ext_params p = {0};
 	const struct engy_meta_variant *v;
 	struct engy_scale_buf ext;
 	uint8_t pallet, call;
@@ -292,26 +321,32 @@ void sub_do_set_weights(struct sub_job *j, struct rpc *r)
 		rc = sub_runtime(s, r, &best, j->error, sizeof(j->error));
 	if (rc)
 		goto out;
-	if (engy_meta_call(s->md, "SubtensorModule", "set_weights", &pallet, &call, &v) ||
+	if (engy_meta_call(s->md, "SubtensorModule", "set_weights", &pallet,
+			   &call, &v) ||
 	    engy_call_check_set_weights(s->md, v, j->error, sizeof(j->error))) {
 		if (!j->error[0])
-			snprintf(j->error, sizeof(j->error), "the runtime has no SubtensorModule.set_weights");
+			snprintf(j->error, sizeof(j->error),
+				 "the runtime has no "
+				 "SubtensorModule.set_weights");
 		rc = -ENOTSUP;
 		goto out;
 	}
 	if (s->layout_rc) {
-		snprintf(j->error, sizeof(j->error), "cannot sign for spec %u: %s",
-			 s->spec_version, s->layout_err);
+		snprintf(j->error, sizeof(j->error),
+			 "cannot sign for spec %u: %s", s->spec_version,
+			 s->layout_err);
 		rc = -ENOTSUP;
 		goto out;
 	}
-	rc = sub_u64_item(s, r, &best, "CommitRevealWeightsEnabled", j->netuid, 0, &cr,
-			  j->error, sizeof(j->error));
+	rc = sub_u64_item(s, r, &best, "CommitRevealWeightsEnabled", j->netuid,
+			  0, &cr, j->error, sizeof(j->error));
 	if (rc)
 		goto out;
 	if (cr) {
 		snprintf(j->error, sizeof(j->error),
-			 "commit-reveal is enabled on subnet %u: the chain refuses set_weights there (CommitRevealEnabled), and engy does not submit commit/reveal yet",
+			 "commit-reveal is enabled on subnet %u: the chain "
+			 "refuses set_weights there (CommitRevealEnabled), and "
+			 "engy does not submit commit/reveal yet",
 			 j->netuid);
 		rc = -ENOTSUP;
 		goto out;
@@ -339,13 +374,17 @@ void sub_do_set_weights(struct sub_job *j, struct rpc *r)
 		goto out;
 	}
 	if (rc) {
-		snprintf(j->error, sizeof(j->error), "author_submitExtrinsic: %s", r->err);
+		snprintf(j->error, sizeof(j->error),
+			 "author_submitExtrinsic: %s", r->err);
 		goto out;
 	}
 	cJSON_Delete(root);
-	engy_info(s->h, "event=submitted netuid=%u uids=%zu nonce=%u era_block=%llu bytes=%zu payload_bytes=%zu signed=%s",
-		  j->netuid, j->n, p.nonce, (unsigned long long)p.era_block, ext.len,
-		  payload_len, payload_len > ENGY_EXT_HASH_OVER ? "blake2b-256" : "payload");
+	engy_info(s->h,
+		  "event=submitted netuid=%u uids=%zu nonce=%u era_block=%llu "
+		  "bytes=%zu payload_bytes=%zu signed=%s",
+		  j->netuid, j->n, p.nonce, (unsigned long long)p.era_block,
+		  ext.len, payload_len,
+		  payload_len > ENGY_EXT_HASH_OVER ? "blake2b-256" : "payload");
 	rc = wait_inclusion(j, r, best.number + 1, ext.p, ext.len);
 out:
 	j->submit.status = rc;

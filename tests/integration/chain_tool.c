@@ -76,7 +76,7 @@ static int extrinsic(int argc, char **argv)
 	char idbuf[2048], err[256], *tok, *save;
 	struct engy_sr25519_keypair kp;
 	struct engy_ext_layout l;
-	struct engy_ext_params p = { 0 };
+	struct engy_ext_params p = {0};
 	struct engy_scale_buf call, pay, ext;
 	uint8_t mini[32], rng[32], sig[64], hash[32];
 	const uint8_t *msg;
@@ -98,8 +98,10 @@ static int extrinsic(int argc, char **argv)
 	for (tok = strtok_r(idbuf, ",", &save); tok && n_ids < ENGY_EXT_MAX;
 	     tok = strtok_r(NULL, ",", &save))
 		ids[n_ids++] = tok;
-	if (n != nw || engy_ext_layout_names(&l, ids, n_ids, err, sizeof(err))) {
-		fprintf(stderr, "chain_tool: %s\n", n != nw ? "uids and weights differ in length" : err);
+	if (n != nw ||
+	    engy_ext_layout_names(&l, ids, n_ids, err, sizeof(err))) {
+		fprintf(stderr, "chain_tool: %s\n",
+			n != nw ? "uids and weights differ in length" : err);
 		return 2;
 	}
 	engy_sr25519_keypair_from_mini(&kp, mini, ENGY_SR25519_EXPAND_ED25519);
@@ -112,7 +114,8 @@ static int extrinsic(int argc, char **argv)
 			      num(argc, argv, "version_key"), &call);
 	engy_ext_payload(&l, &p, call.p, call.len, &pay);
 	msg = engy_ext_to_sign(pay.p, pay.len, hash, &mlen);
-	engy_sr25519_sign_rng(&kp, ENGY_SR25519_SUBSTRATE_CTX, msg, mlen, rng, sig);
+	engy_sr25519_sign_rng(&kp, ENGY_SR25519_SUBSTRATE_CTX, msg, mlen, rng,
+			      sig);
 	engy_ext_signed(&l, &p, call.p, call.len, kp.pub, sig, &ext);
 	print("call", call.p, call.len);
 	print("payload", pay.p, pay.len);
@@ -143,7 +146,8 @@ static int meta(const char *path)
 	}
 	while (len && (text[len - 1] == '\n' || text[len - 1] == '"'))
 		text[--len] = '\0';
-	rc = engy_hex_decode_alloc((const char *)text + (text[0] == '"'), &blob, &n);
+	rc = engy_hex_decode_alloc((const char *)text + (text[0] == '"'), &blob,
+				   &n);
 	free(text);
 	if (rc) {
 		fprintf(stderr, "chain_tool: %s is not hex\n", path);
@@ -155,8 +159,10 @@ static int meta(const char *path)
 		printf("error %s\n", err);
 		return 1;
 	}
-	printf("version %u\ntypes %u\npallets %u\n", md->version, md->n_types, md->n_pallets);
-	if (engy_meta_call(md, "SubtensorModule", "set_weights", &pi, &ci, NULL) == 0)
+	printf("version %u\ntypes %u\npallets %u\n", md->version, md->n_types,
+	       md->n_pallets);
+	if (engy_meta_call(md, "SubtensorModule", "set_weights", &pi, &ci,
+			   NULL) == 0)
 		printf("set_weights %u %u\n", pi, ci);
 	printf("extensions");
 	for (i = 0; i < md->n_exts; i++)
@@ -176,6 +182,7 @@ int main(int argc, char **argv)
 		return extrinsic(argc, argv);
 	if (argc == 3 && strcmp(argv[1], "meta") == 0)
 		return meta(argv[2]);
-	fprintf(stderr, "usage: chain_tool extrinsic key=value... | chain_tool meta FILE\n");
+	fprintf(stderr, "usage: chain_tool extrinsic key=value... | chain_tool "
+			"meta FILE\n");
 	return 2;
 }

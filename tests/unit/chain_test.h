@@ -36,7 +36,8 @@ static inline void ck_bytes(const uint8_t *p, size_t n, const char *hex)
 
 	ck_assert_ptr_nonnull(got);
 	engy_hex_encode(got, p, n);
-	ck_assert_msg(m == n && memcmp(want, p, n) == 0, "got %s, want %s", got, hex);
+	ck_assert_msg(m == n && memcmp(want, p, n) == 0, "got %s, want %s", got,
+		      hex);
 	free(got);
 	free(want);
 }

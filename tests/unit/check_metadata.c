@@ -16,7 +16,8 @@
 #include "metadata.h"
 
 /* The Substrate dev phrase's public key. */
-#define DEV_PUB "46ebddef8cd9bb167dc30878d7113b7e168e6f0646beffd77d69d39bad76b47a"
+#define DEV_PUB                                                                \
+	"46ebddef8cd9bb167dc30878d7113b7e168e6f0646beffd77d69d39bad76b47a"
 
 static struct engy_metadata *parse_fixture(int version, uint8_t sub_index)
 {
@@ -26,7 +27,8 @@ static struct engy_metadata *parse_fixture(int version, uint8_t sub_index)
 
 	engy_scale_buf_init(&b);
 	mf_build(&b, version, sub_index, NULL, 0);
-	ck_assert_msg(engy_meta_parse(b.p, b.len, &md, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(engy_meta_parse(b.p, b.len, &md, err, sizeof(err)) == 0,
+		      "%s", err);
 	engy_scale_buf_free(&b);
 	return md;
 }
@@ -46,7 +48,9 @@ static void check_lookups(struct engy_metadata *md, uint8_t sub_index)
 	ck_assert_str_eq(p->prefix, "SubtensorModule");
 	ck_assert_ptr_eq(engy_meta_pallet_by_index(md, sub_index), p);
 	ck_assert_ptr_null(engy_meta_pallet(md, "Balances"));
-	ck_assert_int_eq(engy_meta_call(md, "SubtensorModule", "set_weights", &pi, &ci, &v), 0);
+	ck_assert_int_eq(engy_meta_call(md, "SubtensorModule", "set_weights",
+					&pi, &ci, &v),
+			 0);
 	ck_assert_uint_eq(pi, sub_index);
 	ck_assert_uint_eq(ci, 0);
 	ck_assert_uint_eq(v->n_fields, 4);
@@ -55,11 +59,18 @@ static void check_lookups(struct engy_metadata *md, uint8_t sub_index)
 	ck_assert(engy_meta_is_prim(md, v->fields[0].type, ENGY_PRIM_U16));
 	ck_assert_uint_eq(engy_meta_unwrap(md, T_NETUID), T_U16);
 	ck_assert(engy_meta_is_seq_of(md, v->fields[1].type, ENGY_PRIM_U16));
-	ck_assert_int_eq(engy_meta_call(md, "SubtensorModule", "commit_weights", &pi, &ci, NULL), 0);
+	ck_assert_int_eq(engy_meta_call(md, "SubtensorModule", "commit_weights",
+					&pi, &ci, NULL),
+			 0);
 	ck_assert_uint_eq(ci, 96);
-	ck_assert_int_eq(engy_meta_call(md, "SubtensorModule", "nope", &pi, &ci, NULL), -ENOENT);
-	ck_assert_int_eq(engy_meta_call(md, "Nope", "set_weights", &pi, &ci, NULL), -ENOENT);
-	ck_assert_str_eq(engy_meta_variant_at(md, p->errors, 15)->name, "NeuronNoValidatorPermit");
+	ck_assert_int_eq(
+		engy_meta_call(md, "SubtensorModule", "nope", &pi, &ci, NULL),
+		-ENOENT);
+	ck_assert_int_eq(
+		engy_meta_call(md, "Nope", "set_weights", &pi, &ci, NULL),
+		-ENOENT);
+	ck_assert_str_eq(engy_meta_variant_at(md, p->errors, 15)->name,
+			 "NeuronNoValidatorPermit");
 	ck_assert_ptr_null(engy_meta_variant_at(md, p->errors, 16));
 	ck_assert_uint_eq(md->n_exts, 13);
 	ck_assert_str_eq(md->exts[12].identifier, "CheckMetadataHash");
@@ -102,16 +113,22 @@ START_TEST(test_v15_and_opaque_wrapper)
 }
 END_TEST
 
-static void key_is(struct engy_metadata *md, const char *item, const uint8_t *k1,
-		   size_t n1, const uint8_t *k2, size_t n2, const char *hex)
+static void key_is(struct engy_metadata *md, const char *item,
+		   const uint8_t *k1, size_t n1, const uint8_t *k2, size_t n2,
+		   const char *hex)
 {
-	const uint8_t *keys[2] = { k1, k2 };
-	size_t lens[2] = { n1, n2 };
+	const uint8_t *keys[2] = {k1, k2};
+	size_t lens[2] = {n1, n2};
 	struct engy_scale_buf b;
 
 	engy_scale_buf_init(&b);
-	ck_assert_int_eq(engy_meta_storage_key(md, "SubtensorModule", item, keys, lens,
-					       k2 ? 2 : k1 ? 1 : 0, false, &b), 0);
+	ck_assert_int_eq(engy_meta_storage_key(md, "SubtensorModule", item,
+					       keys, lens,
+					       k2   ? 2
+					       : k1 ? 1
+						    : 0,
+					       false, &b),
+			 0);
 	ck_bytes(b.p, b.len, hex);
 	engy_scale_buf_free(&b);
 }
@@ -119,51 +136,63 @@ static void key_is(struct engy_metadata *md, const char *item, const uint8_t *k1
 START_TEST(test_storage_keys)
 {
 	struct engy_metadata *md = parse_fixture(14, 7);
-	static const uint8_t n53[2] = { 0x35, 0 }, u229[2] = { 0xe5, 0 };
+	static const uint8_t n53[2] = {0x35, 0}, u229[2] = {0xe5, 0};
 	const struct engy_meta_entry *e;
-	const uint8_t *keys[1] = { n53 };
-	size_t lens[1] = { 2 }, n;
+	const uint8_t *keys[1] = {n53};
+	size_t lens[1] = {2}, n;
 	struct engy_scale_buf b;
 	uint8_t *dev = unhex(DEV_PUB, &n);
 
 	key_is(md, "Keys", n53, 2, u229, 2,
-	       "658faa385070e074c85bf6b568cf0555 9f99a2ce711f3a31b2fc05604c93f179 3500 e500");
+	       "658faa385070e074c85bf6b568cf0555 "
+	       "9f99a2ce711f3a31b2fc05604c93f179 3500 e500");
 	key_is(md, "SubnetworkN", n53, 2, NULL, 0,
-	       "658faa385070e074c85bf6b568cf0555 a1048e9d244171852dfe8db314dc68ca 3500");
+	       "658faa385070e074c85bf6b568cf0555 "
+	       "a1048e9d244171852dfe8db314dc68ca 3500");
 	key_is(md, "Uids", n53, 2, dev, 32,
-	       "658faa385070e074c85bf6b568cf0555 aab1b4e78e1ea8305462ee53b3686dc8 3500 "
+	       "658faa385070e074c85bf6b568cf0555 "
+	       "aab1b4e78e1ea8305462ee53b3686dc8 3500 "
 	       "61f241703cdf949d6c16a7da8ed0c217 " DEV_PUB);
 	key_is(md, "RevealPeriodEpochs", n53, 2, NULL, 0,
-	       "658faa385070e074c85bf6b568cf0555 8f232bcbac768c1d6201850c60f161ed "
+	       "658faa385070e074c85bf6b568cf0555 "
+	       "8f232bcbac768c1d6201850c60f161ed "
 	       "cdfb1e1e76a20a87 3500");
 	key_is(md, "StakeThreshold", NULL, 0, NULL, 0,
-	       "658faa385070e074c85bf6b568cf0555 782d99ebaa64a1ba18b3e8cda1047327");
+	       "658faa385070e074c85bf6b568cf0555 "
+	       "782d99ebaa64a1ba18b3e8cda1047327");
 	engy_scale_buf_init(&b);
 	/* a double map with one key: only as a prefix */
-	ck_assert_int_eq(engy_meta_storage_key(md, "SubtensorModule", "Keys", keys, lens, 1,
-					       false, &b), -EINVAL);
-	ck_assert_int_eq(engy_meta_storage_key(md, "SubtensorModule", "Keys", keys, lens, 1,
-					       true, &b), 0);
-	ck_bytes(b.p, b.len, "658faa385070e074c85bf6b568cf0555 9f99a2ce711f3a31b2fc05604c93f179 3500");
-	ck_assert_int_eq(engy_meta_storage_key(md, "SubtensorModule", "Weights", keys, lens, 1,
-					       false, &b), -ENOENT);
+	ck_assert_int_eq(engy_meta_storage_key(md, "SubtensorModule", "Keys",
+					       keys, lens, 1, false, &b),
+			 -EINVAL);
+	ck_assert_int_eq(engy_meta_storage_key(md, "SubtensorModule", "Keys",
+					       keys, lens, 1, true, &b),
+			 0);
+	ck_bytes(b.p, b.len,
+		 "658faa385070e074c85bf6b568cf0555 "
+		 "9f99a2ce711f3a31b2fc05604c93f179 3500");
+	ck_assert_int_eq(engy_meta_storage_key(md, "SubtensorModule", "Weights",
+					       keys, lens, 1, false, &b),
+			 -ENOENT);
 	engy_scale_buf_free(&b);
 	/* defaults come from the metadata: rate limit 100, commit-reveal on */
 	e = engy_meta_entry(md, "SubtensorModule", "WeightsSetRateLimit");
 	ck_assert_ptr_nonnull(e);
 	ck_bytes(e->def, e->def_len, "6400000000000000");
-	e = engy_meta_entry(md, "SubtensorModule", "CommitRevealWeightsEnabled");
+	e = engy_meta_entry(md, "SubtensorModule",
+			    "CommitRevealWeightsEnabled");
 	ck_assert_uint_eq(e->modifier, 1);
 	ck_bytes(e->def, e->def_len, "01");
-	ck_assert_uint_eq(engy_meta_entry(md, "SubtensorModule", "Uids")->modifier, 0);
+	ck_assert_uint_eq(
+		engy_meta_entry(md, "SubtensorModule", "Uids")->modifier, 0);
 	free(dev);
 	engy_meta_free(md);
 }
 END_TEST
 
 /* An event record: phase, then pallet, variant and the fields' bytes. */
-static void record(struct engy_scale_buf *b, int apply, uint32_t index, uint8_t pallet,
-		   uint8_t variant, const char *fields_hex)
+static void record(struct engy_scale_buf *b, int apply, uint32_t index,
+		   uint8_t pallet, uint8_t variant, const char *fields_hex)
 {
 	size_t n;
 	uint8_t *f = unhex(fields_hex, &n);
@@ -172,17 +201,17 @@ static void record(struct engy_scale_buf *b, int apply, uint32_t index, uint8_t 
 		engy_scale_put_u8(b, 0);
 		engy_scale_put_u32(b, index);
 	} else {
-		engy_scale_put_u8(b, 1);	/* Finalization */
+		engy_scale_put_u8(b, 1); /* Finalization */
 	}
 	engy_scale_put_u8(b, pallet);
 	engy_scale_put_u8(b, variant);
 	engy_scale_put(b, f, n);
-	engy_scale_put_compact(b, 1);		/* one topic */
+	engy_scale_put_compact(b, 1); /* one topic */
 	engy_scale_put(b, "0123456789abcdef0123456789abcdef", 32);
 	free(f);
 }
 
-#define INFO "0b00204aa9d101 00 01"		/* compact weight, class, pays */
+#define INFO "0b00204aa9d101 00 01" /* compact weight, class, pays */
 
 static void events(struct engy_scale_buf *b)
 {
@@ -208,28 +237,38 @@ START_TEST(test_outcome)
 
 	engy_scale_buf_init(&b);
 	events(&b);
-	ck_assert_int_eq(engy_meta_outcome(md, b.p, b.len, 0, &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+		engy_meta_outcome(md, b.p, b.len, 0, &o, err, sizeof(err)), 0);
 	ck_assert(o.found && o.success);
-	ck_assert_int_eq(engy_meta_outcome(md, b.p, b.len, 1, &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+		engy_meta_outcome(md, b.p, b.len, 1, &o, err, sizeof(err)), 0);
 	ck_assert(o.found && !o.success);
 	ck_assert_str_eq(o.error, "SubtensorModule.NeuronNoValidatorPermit");
-	ck_assert_int_eq(engy_meta_outcome(md, b.p, b.len, 2, &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+		engy_meta_outcome(md, b.p, b.len, 2, &o, err, sizeof(err)), 0);
 	ck_assert_str_eq(o.error, "Token.FundsUnavailable");
-	ck_assert_int_eq(engy_meta_outcome(md, b.p, b.len, 3, &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+		engy_meta_outcome(md, b.p, b.len, 3, &o, err, sizeof(err)), 0);
 	ck_assert_str_eq(o.error, "BadOrigin");
-	ck_assert_int_eq(engy_meta_outcome(md, b.p, b.len, 9, &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+		engy_meta_outcome(md, b.p, b.len, 9, &o, err, sizeof(err)), 0);
 	ck_assert(!o.found);
 	/* every truncation, and one byte too many, are refused */
 	for (cut = 0; cut < b.len; cut++)
-		ck_assert_int_eq(engy_meta_outcome(md, b.p, cut, 1, &o, err, sizeof(err)), -EINVAL);
+		ck_assert_int_eq(engy_meta_outcome(md, b.p, cut, 1, &o, err,
+						   sizeof(err)),
+				 -EINVAL);
 	engy_scale_put_u8(&b, 0);
-	ck_assert_int_eq(engy_meta_outcome(md, b.p, b.len, 1, &o, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(
+		engy_meta_outcome(md, b.p, b.len, 1, &o, err, sizeof(err)),
+		-EINVAL);
 	engy_scale_buf_free(&b);
 	/* an unknown module error keeps its numbers */
 	engy_scale_buf_init(&b);
 	engy_scale_put_compact(&b, 1);
 	record(&b, 1, 0, 0, 1, "03 09 02000000 " INFO);
-	ck_assert_int_eq(engy_meta_outcome(md, b.p, b.len, 0, &o, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+		engy_meta_outcome(md, b.p, b.len, 0, &o, err, sizeof(err)), 0);
 	ck_assert_str_eq(o.error, "Module(9).Error(2)");
 	engy_scale_buf_free(&b);
 	engy_meta_free(md);
@@ -240,7 +279,7 @@ START_TEST(test_zero_size_and_skip)
 {
 	struct engy_metadata *md = parse_fixture(14, 7);
 	struct engy_scale_rd r;
-	static const uint8_t era[] = { 1, 7, 0xaa };
+	static const uint8_t era[] = {1, 7, 0xaa};
 
 	ck_assert(engy_meta_zero_size(md, T_UNIT));
 	ck_assert(engy_meta_zero_size(md, T_PHANTOM));
@@ -270,15 +309,20 @@ START_TEST(test_refusals)
 	mf_build(&b, 14, 7, NULL, 0);
 	/* every truncation before the runtime type id (which is not read) */
 	for (cut = 0; cut < b.len - 1; cut++)
-		ck_assert_int_eq(engy_meta_parse(b.p, cut, &md, err, sizeof(err)), -EINVAL);
-	ck_assert_int_eq(engy_meta_parse(b.p, b.len - 1, &md, err, sizeof(err)), 0);
+		ck_assert_int_eq(
+			engy_meta_parse(b.p, cut, &md, err, sizeof(err)),
+			-EINVAL);
+	ck_assert_int_eq(engy_meta_parse(b.p, b.len - 1, &md, err, sizeof(err)),
+			 0);
 	engy_meta_free(md);
 	b.p[4] = 13;
-	ck_assert_int_eq(engy_meta_parse(b.p, b.len, &md, err, sizeof(err)), -EPROTONOSUPPORT);
+	ck_assert_int_eq(engy_meta_parse(b.p, b.len, &md, err, sizeof(err)),
+			 -EPROTONOSUPPORT);
 	ck_assert_str_eq(err, "metadata version 13 (14 and 15 are understood)");
 	b.p[4] = 14;
 	b.p[0] = 'M';
-	ck_assert_int_eq(engy_meta_parse(b.p, b.len, &md, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(engy_meta_parse(b.p, b.len, &md, err, sizeof(err)),
+			 -EINVAL);
 	ck_assert_ptr_null(md);
 	engy_scale_buf_free(&b);
 
@@ -286,9 +330,10 @@ START_TEST(test_refusals)
 	engy_scale_buf_init(&b);
 	engy_scale_put(&b, "meta\x0e", 5);
 	engy_scale_put_compact(&b, 1);
-	mf_composite(&b, 0, "Dangling", MF_F({ "x", 7 }));
+	mf_composite(&b, 0, "Dangling", MF_F({"x", 7}));
 	engy_scale_put_compact(&b, 0);
-	ck_assert_int_eq(engy_meta_parse(b.p, b.len, &md, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(engy_meta_parse(b.p, b.len, &md, err, sizeof(err)),
+			 -EINVAL);
 	ck_assert_msg(strstr(err, "type reference") != NULL, "%s", err);
 	engy_scale_buf_free(&b);
 
@@ -297,7 +342,8 @@ START_TEST(test_refusals)
 	engy_scale_put(&b, "meta\x0e", 5);
 	engy_scale_put_compact(&b, 1);
 	mf_prim(&b, 3, 3);
-	ck_assert_int_eq(engy_meta_parse(b.p, b.len, &md, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(engy_meta_parse(b.p, b.len, &md, err, sizeof(err)),
+			 -EINVAL);
 	engy_scale_buf_free(&b);
 }
 END_TEST

@@ -84,8 +84,9 @@ END_TEST
 
 START_TEST(test_fixed_and_sticky)
 {
-	static const uint8_t in[] = { 0x35, 0x00, 0xff, 0xff, 0xff, 0x7f, 1, 2, 3,
-				      4, 5, 6, 7, 8, 0x02, 0x01 };
+	static const uint8_t in[] = {0x35, 0x00, 0xff, 0xff, 0xff, 0x7f,
+				     1,	   2,	 3,    4,    5,	   6,
+				     7,	   8,	 0x02, 0x01};
 	struct engy_scale_rd r;
 	uint16_t a;
 	uint32_t b;
@@ -100,7 +101,7 @@ START_TEST(test_fixed_and_sticky)
 	ck_assert_uint_eq(b, 0x7fffffff);
 	ck_assert_int_eq(engy_scale_u64(&r, &c), 0);
 	ck_assert_uint_eq(c, 0x0807060504030201ull);
-	ck_assert_int_eq(engy_scale_bool(&r, &e), -EINVAL);	/* 2 is no bool */
+	ck_assert_int_eq(engy_scale_bool(&r, &e), -EINVAL); /* 2 is no bool */
 	ck_assert(!e);
 	/* sticky: the next read fails the same way, output zeroed */
 	ck_assert_int_eq(engy_scale_u8(&r, &d), -EINVAL);
@@ -115,7 +116,7 @@ END_TEST
 
 START_TEST(test_vec_and_bytes)
 {
-	static const uint8_t in[] = { 0x0c, 'a', 'b', 'c', 0x10, 'x' };
+	static const uint8_t in[] = {0x0c, 'a', 'b', 'c', 0x10, 'x'};
 	struct engy_scale_buf b;
 	struct engy_scale_rd r;
 	const uint8_t *p;
@@ -148,7 +149,8 @@ START_TEST(test_hex)
 	ck_assert_uint_eq(out[1], 0xb1);
 	ck_assert_int_eq(engy_hex_decode(out, sizeof(out), "abc"), -EINVAL);
 	ck_assert_int_eq(engy_hex_decode(out, sizeof(out), "0xzz"), -EINVAL);
-	ck_assert_int_eq(engy_hex_decode(out, sizeof(out), "0011223344"), -ENOSPC);
+	ck_assert_int_eq(engy_hex_decode(out, sizeof(out), "0011223344"),
+			 -ENOSPC);
 	ck_assert_int_eq(engy_hex_decode(out, sizeof(out), "0x"), 0);
 	engy_hex_encode(txt, out, 2);
 	ck_assert_str_eq(txt, "0xa0b1");
@@ -172,11 +174,15 @@ START_TEST(test_xxhash)
 	engy_twox128(h, "Keys", 4);
 	ck_bytes(h, 16, "9f99a2ce711f3a31b2fc05604c93f179");
 	engy_twox256(h, "Keys", 4);
-	ck_bytes(h, 32, "9f99a2ce711f3a31b2fc05604c93f17925ddd9f73c582bba3b51e580865d8963");
+	ck_bytes(h, 32,
+		 "9f99a2ce711f3a31b2fc05604c93f17925ddd9f73c582bba3b51e580865d8"
+		 "963");
 	/* past the 32-byte stripes */
 	memset(x100, 'x', 100);
 	engy_twox256(h, x100, 100);
-	ck_bytes(h, 32, "94c0a3885adef092aebda23f10ec7aa27efc30b6591e9607d845d2bdbda21889");
+	ck_bytes(h, 32,
+		 "94c0a3885adef092aebda23f10ec7aa27efc30b6591e9607d845d2bdbda21"
+		 "889");
 	engy_blake2_128(h, "\x35\x00", 2);
 	ck_bytes(h, 16, "9218dd940c438b32313c4c0f1d3f4151");
 }

@@ -16,17 +16,19 @@
 #include "ss58.h"
 #include "valsched.h"
 
-static struct engy_valsched_last last(uint64_t applied, bool has_block, uint64_t block,
-				      bool has_ts, int64_t ts)
+static struct engy_valsched_last last(uint64_t applied, bool has_block,
+				      uint64_t block, bool has_ts, int64_t ts)
 {
-	struct engy_valsched_last l = { true, applied, has_block, block, has_ts, ts };
+	struct engy_valsched_last l = {true,  applied, has_block,
+				       block, has_ts,  ts};
 
 	return l;
 }
 
 START_TEST(test_decide)
 {
-	struct engy_valsched_last none = { 0 }, l = last(105, true, 1000, true, 50000);
+	struct engy_valsched_last none = {0},
+				  l = last(105, true, 1000, true, 50000);
 	struct engy_valsched_decision d;
 
 	engy_valsched_decide(&none, 1, false, 0, 0, 120, 12, &d);
@@ -74,13 +76,15 @@ END_TEST
 
 START_TEST(test_pregate)
 {
-	struct engy_valsched_last l = last(105, true, 1000, true, 50000), none = { 0 };
+	struct engy_valsched_last l = last(105, true, 1000, true, 50000),
+				  none = {0};
 	int64_t wait;
 
 	/* 80% of 120 blocks at 12 s = 1152 s */
 	ck_assert(engy_valsched_pregate(&l, 105, 50000 + 1151, 120, 12, &wait));
 	ck_assert_int_eq(wait, 1440 - 1151);
-	ck_assert(!engy_valsched_pregate(&l, 105, 50000 + 1152, 120, 12, &wait));
+	ck_assert(
+		!engy_valsched_pregate(&l, 105, 50000 + 1152, 120, 12, &wait));
 	ck_assert_int_eq(wait, 0);
 	ck_assert(!engy_valsched_pregate(&l, 106, 50001, 120, 12, &wait));
 	ck_assert(!engy_valsched_pregate(&l, 105, 49000, 120, 12, &wait));
@@ -105,7 +109,8 @@ static void row(struct engy_valrow *r, uint8_t seed, uint16_t w)
 	uint8_t acc[32];
 
 	account(acc, seed);
-	ck_assert_int_gt(engy_ss58_encode(r->hotkey, sizeof(r->hotkey), acc, 42), 0);
+	ck_assert_int_gt(
+		engy_ss58_encode(r->hotkey, sizeof(r->hotkey), acc, 42), 0);
 	r->weight = w;
 }
 
@@ -117,14 +122,16 @@ START_TEST(test_resolve)
 	size_t i;
 
 	for (i = 0; i < 6; i++)
-		account(mg[i], (uint8_t)(10 + i));	/* uid i <- seed 10+i */
-	row(&rows[0], 14, 100);		/* uid 4 */
-	row(&rows[1], 11, 100);		/* uid 1 */
-	row(&rows[2], 99, 300);		/* not registered */
-	row(&rows[3], 12, 50);		/* uid 2 */
+		account(mg[i], (uint8_t)(10 + i)); /* uid i <- seed 10+i */
+	row(&rows[0], 14, 100);			   /* uid 4 */
+	row(&rows[1], 11, 100);			   /* uid 1 */
+	row(&rows[2], 99, 300);			   /* not registered */
+	row(&rows[3], 12, 50);			   /* uid 2 */
 	strcpy(rows[4].hotkey, "not an address");
 	rows[4].weight = 7;
-	ck_assert_int_eq(engy_valsched_resolve(rows, 5, (const uint8_t (*)[32])mg, 6, &r), 0);
+	ck_assert_int_eq(
+		engy_valsched_resolve(rows, 5, (const uint8_t(*)[32])mg, 6, &r),
+		0);
 	ck_assert_uint_eq(r.n, 3);
 	ck_assert_uint_eq(r.dropped, 2);
 	ck_assert_uint_eq(r.dropped_weight, 307);
@@ -140,33 +147,41 @@ START_TEST(test_resolve)
 	engy_valresolved_free(&r);
 
 	/* a remainder goes to the top row, the lower uid on a tie */
-	row(&rows[0], 13, 1);		/* uid 3 */
-	row(&rows[1], 15, 1);		/* uid 5 */
-	row(&rows[2], 10, 1);		/* uid 0 */
-	ck_assert_int_eq(engy_valsched_resolve(rows, 3, (const uint8_t (*)[32])mg, 6, &r), 0);
+	row(&rows[0], 13, 1); /* uid 3 */
+	row(&rows[1], 15, 1); /* uid 5 */
+	row(&rows[2], 10, 1); /* uid 0 */
+	ck_assert_int_eq(
+		engy_valsched_resolve(rows, 3, (const uint8_t(*)[32])mg, 6, &r),
+		0);
 	ck_assert_uint_eq(r.n, 3);
 	ck_assert_uint_eq(r.uids[0], 0);
-	ck_assert_uint_eq(r.weights[0], 21845);	/* 65535/3 exactly */
+	ck_assert_uint_eq(r.weights[0], 21845); /* 65535/3 exactly */
 	engy_valresolved_free(&r);
-	row(&rows[0], 13, 2);		/* uid 3: 2 */
-	row(&rows[1], 15, 2);		/* uid 5: 2 */
-	row(&rows[2], 10, 1);		/* uid 0: 1 */
-	ck_assert_int_eq(engy_valsched_resolve(rows, 3, (const uint8_t (*)[32])mg, 6, &r), 0);
+	row(&rows[0], 13, 2); /* uid 3: 2 */
+	row(&rows[1], 15, 2); /* uid 5: 2 */
+	row(&rows[2], 10, 1); /* uid 0: 1 */
+	ck_assert_int_eq(
+		engy_valsched_resolve(rows, 3, (const uint8_t(*)[32])mg, 6, &r),
+		0);
 	/* 26214 + 26214 + 13107 = 65535 */
 	ck_assert_uint_eq(r.weights[0] + r.weights[1] + r.weights[2], 65535);
 	engy_valresolved_free(&r);
 	row(&rows[0], 13, 1);
 	row(&rows[1], 15, 1);
 	row(&rows[2], 10, 0);
-	row(&rows[3], 11, 1);		/* uid 1 */
-	ck_assert_int_eq(engy_valsched_resolve(rows, 4, (const uint8_t (*)[32])mg, 6, &r), 0);
+	row(&rows[3], 11, 1); /* uid 1 */
+	ck_assert_int_eq(
+		engy_valsched_resolve(rows, 4, (const uint8_t(*)[32])mg, 6, &r),
+		0);
 	/* 65535/3 = 21845 each, no remainder; uid 0 keeps weight 0 */
 	ck_assert_uint_eq(r.n, 4);
 	ck_assert_uint_eq(r.weights[0], 0);
 	engy_valresolved_free(&r);
-	row(&rows[0], 13, 1);		/* uid 3 */
-	row(&rows[1], 15, 1);		/* uid 5 */
-	ck_assert_int_eq(engy_valsched_resolve(rows, 2, (const uint8_t (*)[32])mg, 6, &r), 0);
+	row(&rows[0], 13, 1); /* uid 3 */
+	row(&rows[1], 15, 1); /* uid 5 */
+	ck_assert_int_eq(
+		engy_valsched_resolve(rows, 2, (const uint8_t(*)[32])mg, 6, &r),
+		0);
 	/* 32767 + 32767 = 65534: the 1 left goes to the lower uid */
 	ck_assert_uint_eq(r.uids[0], 3);
 	ck_assert_uint_eq(r.weights[0], 32768);
@@ -176,18 +191,24 @@ START_TEST(test_resolve)
 	row(&rows[0], 13, 1);
 	row(&rows[1], 13, 1);
 	row(&rows[2], 15, 1);
-	ck_assert_int_eq(engy_valsched_resolve(rows, 3, (const uint8_t (*)[32])mg, 6, &r), 0);
+	ck_assert_int_eq(
+		engy_valsched_resolve(rows, 3, (const uint8_t(*)[32])mg, 6, &r),
+		0);
 	ck_assert_uint_eq(r.n, 2);
 	ck_assert_uint_eq(r.weights[0], 43690);
 	ck_assert_uint_eq(r.weights[1], 21845);
 	engy_valresolved_free(&r);
 	/* nothing lands: none registered, or all zero */
 	row(&rows[0], 99, 5);
-	ck_assert_int_eq(engy_valsched_resolve(rows, 1, (const uint8_t (*)[32])mg, 6, &r), 0);
+	ck_assert_int_eq(
+		engy_valsched_resolve(rows, 1, (const uint8_t(*)[32])mg, 6, &r),
+		0);
 	ck_assert_uint_eq(r.n, 0);
 	ck_assert_ptr_null(r.uids);
 	row(&rows[0], 13, 0);
-	ck_assert_int_eq(engy_valsched_resolve(rows, 1, (const uint8_t (*)[32])mg, 6, &r), 0);
+	ck_assert_int_eq(
+		engy_valsched_resolve(rows, 1, (const uint8_t(*)[32])mg, 6, &r),
+		0);
 	ck_assert_uint_eq(r.n, 0);
 }
 END_TEST
@@ -198,9 +219,11 @@ START_TEST(test_rows_and_burn)
 	char why[128];
 	size_t n;
 
-	ck_assert_int_eq(engy_valrows_from_json(
-		"{\"epoch_index\":1,\"netuid\":53,\"weights\":[[\"a\",1],[\"b\",65535]]}",
-		&rows, &n, why, sizeof(why)), 0);
+	ck_assert_int_eq(
+		engy_valrows_from_json("{\"epoch_index\":1,\"netuid\":53,"
+				       "\"weights\":[[\"a\",1],[\"b\",65535]]}",
+				       &rows, &n, why, sizeof(why)),
+		0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(rows[1].hotkey, "b");
 	ck_assert_uint_eq(rows[1].weight, 65535);
@@ -208,42 +231,52 @@ START_TEST(test_rows_and_burn)
 	rows[0].weight = 0;
 	ck_assert_str_eq(engy_valrows_burn_target(rows, n), "b");
 	free(rows);
-	ck_assert_int_eq(engy_valrows_from_json("{\"weights\":[[\"a\",1.5]]}", &rows, &n,
-						why, sizeof(why)), -EINVAL);
-	ck_assert_int_eq(engy_valrows_from_json("{\"weights\":[[\"a\",65536]]}", &rows, &n,
-						why, sizeof(why)), -EINVAL);
-	ck_assert_int_eq(engy_valrows_from_json("{}", &rows, &n, why, sizeof(why)), -EINVAL);
+	ck_assert_int_eq(engy_valrows_from_json("{\"weights\":[[\"a\",1.5]]}",
+						&rows, &n, why, sizeof(why)),
+			 -EINVAL);
+	ck_assert_int_eq(engy_valrows_from_json("{\"weights\":[[\"a\",65536]]}",
+						&rows, &n, why, sizeof(why)),
+			 -EINVAL);
+	ck_assert_int_eq(
+		engy_valrows_from_json("{}", &rows, &n, why, sizeof(why)),
+		-EINVAL);
 }
 END_TEST
 
 #define HK "5DfhGyQdFobKM8NsWvEeAKk5EQQgYe9AydgJ7rMB6E1EqRzV"
-#define DIGEST "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+#define DIGEST                                                                 \
+	"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 
 static void parse(const char *text, struct engy_valstate *st, char *dropped)
 {
-	ck_assert_int_eq(engy_valstate_parse(text, strlen(text), st, dropped, 128), 0);
+	ck_assert_int_eq(
+		engy_valstate_parse(text, strlen(text), st, dropped, 128), 0);
 }
 
 START_TEST(test_state_round_trip)
 {
-	struct engy_valstate st = { 0 }, back;
-	struct engy_valrow rows[2] = { { HK, 65535 }, { "5\"odd\\", 1 } };
+	struct engy_valstate st = {0}, back;
+	struct engy_valrow rows[2] = {{HK, 65535}, {"5\"odd\\", 1}};
 	char dropped[128], path[] = "/tmp/engy-valstate-XXXXXX";
 	char *text;
 	int fd = mkstemp(path);
 
 	ck_assert_int_ge(fd, 0);
 	close(fd);
-	st.last = last(9007199254740991ull, true, 4294967295u, true, 1790000000);
+	st.last =
+		last(9007199254740991ull, true, 4294967295u, true, 1790000000);
 	st.has_digest = true;
 	strcpy(st.digest, DIGEST);
 	ck_assert_int_eq(engy_valstate_set_cache(&st, rows, 2), 0);
 	text = engy_valstate_format(&st);
 	ck_assert_ptr_nonnull(text);
-	ck_assert_msg(strstr(text, "\"last_applied\":9007199254740991,") != NULL, "%s", text);
+	ck_assert_msg(strstr(text, "\"last_applied\":9007199254740991,") !=
+			      NULL,
+		      "%s", text);
 	parse(text, &back, dropped);
 	ck_assert_str_eq(dropped, "");
-	ck_assert(back.last.has_applied && back.last.applied == 9007199254740991ull);
+	ck_assert(back.last.has_applied &&
+		  back.last.applied == 9007199254740991ull);
 	ck_assert(back.last.has_block && back.last.block == 4294967295u);
 	ck_assert(back.last.has_ts && back.last.ts == 1790000000);
 	ck_assert(back.has_digest);
@@ -254,12 +287,14 @@ START_TEST(test_state_round_trip)
 	free(text);
 	/* the file: written whole, read back, a missing one is empty */
 	ck_assert_int_eq(engy_valstate_save(path, &st), 0);
-	ck_assert_int_eq(engy_valstate_load(path, &back, dropped, sizeof(dropped)), 0);
+	ck_assert_int_eq(
+		engy_valstate_load(path, &back, dropped, sizeof(dropped)), 0);
 	ck_assert_uint_eq(back.n_rows, 2);
 	ck_assert_str_eq(dropped, "");
 	engy_valstate_free(&back);
 	unlink(path);
-	ck_assert_int_eq(engy_valstate_load(path, &back, dropped, sizeof(dropped)), 0);
+	ck_assert_int_eq(
+		engy_valstate_load(path, &back, dropped, sizeof(dropped)), 0);
 	ck_assert(!back.last.has_applied && !back.has_cache);
 	ck_assert_str_eq(dropped, "");
 	engy_valstate_free(&st);
@@ -272,24 +307,36 @@ START_TEST(test_state_corruption)
 	char dropped[128];
 
 	/* each field alone: the good ones survive */
-	parse("{\"last_applied\":-1,\"last_submit_block\":7,\"last_submit_ts\":\"x\","
-	      "\"cached_digest\":\"ABC\",\"cached_weights\":[[\"" HK "\",70000]]}", &st, dropped);
-	ck_assert_str_eq(dropped, "last_applied,last_submit_ts,cached_digest,cached_weights");
-	ck_assert(!st.last.has_applied && !st.last.has_ts && !st.has_digest && !st.has_cache);
+	parse("{\"last_applied\":-1,\"last_submit_block\":7,\"last_submit_ts\":"
+	      "\"x\","
+	      "\"cached_digest\":\"ABC\",\"cached_weights\":[[\"" HK
+	      "\",70000]]}",
+	      &st, dropped);
+	ck_assert_str_eq(
+		dropped,
+		"last_applied,last_submit_ts,cached_digest,cached_weights");
+	ck_assert(!st.last.has_applied && !st.last.has_ts && !st.has_digest &&
+		  !st.has_cache);
 	ck_assert(st.last.has_block && st.last.block == 7);
 	engy_valstate_free(&st);
 	parse("{\"last_applied\":1.5,\"last_submit_block\":true,"
-	      "\"cached_weights\":[[\"" HK "\",1],[\"" HK "\"]]}", &st, dropped);
-	ck_assert_str_eq(dropped, "last_applied,last_submit_block,cached_weights");
+	      "\"cached_weights\":[[\"" HK "\",1],[\"" HK "\"]]}",
+	      &st, dropped);
+	ck_assert_str_eq(dropped,
+			 "last_applied,last_submit_block,cached_weights");
 	ck_assert(!st.has_cache);
 	engy_valstate_free(&st);
 	parse("{\"last_applied\":9007199254740993,\"cached_weights\":[],"
-	      "\"last_submit_block\":4294967296}", &st, dropped);
-	ck_assert_str_eq(dropped, "last_applied,last_submit_block,cached_weights");
+	      "\"last_submit_block\":4294967296}",
+	      &st, dropped);
+	ck_assert_str_eq(dropped,
+			 "last_applied,last_submit_block,cached_weights");
 	engy_valstate_free(&st);
-	parse("{\"last_applied\":12,\"cached_digest\":\"" DIGEST "\"}", &st, dropped);
+	parse("{\"last_applied\":12,\"cached_digest\":\"" DIGEST "\"}", &st,
+	      dropped);
 	ck_assert_str_eq(dropped, "");
-	ck_assert(st.last.has_applied && st.last.applied == 12 && st.has_digest);
+	ck_assert(st.last.has_applied && st.last.applied == 12 &&
+		  st.has_digest);
 	engy_valstate_free(&st);
 	/* not an object at all */
 	parse("{\"last_applied\":12", &st, dropped);
