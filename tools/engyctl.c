@@ -18,6 +18,7 @@ int engyctl_ref(int argc, char **argv);
 int engyctl_validator(int argc, char **argv);
 int engyctl_admin(int argc, char **argv);
 int engyctl_verdicts(int argc, char **argv);
+int engyctl_workers(int argc, char **argv);
 
 static const struct engyctl_cmd cmds[] = {
 	{ "render-chat", "render an OpenAI chat body with the Qwen3 template", engyctl_render_chat },
@@ -30,6 +31,7 @@ static const struct engyctl_cmd cmds[] = {
 	{ "validator", "light validator health and state", engyctl_validator },
 	{ "admin", "accounts, keys, balances, models, miners, the request log", engyctl_admin },
 	{ "verdicts", "the auditor's verdicts from the store", engyctl_verdicts },
+	{ "workers", "a gateway's miner legs: state, load, p99s, breaker", engyctl_workers },
 	{ NULL, NULL, NULL },
 };
 

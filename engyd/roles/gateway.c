@@ -25,7 +25,7 @@
 #include "../metrics.h"
 #include "../role.h"
 #include "chat_template.h"
-#include "gateway_int.h"
+#include "gateway_mod.h"
 
 #define OFF(f) offsetof(struct gw_conf, f)
 
@@ -102,6 +102,7 @@ static const struct engy_opt gw_opts[] = {
 	  OFF(cancel_bytes_per_token), "4", NULL, 1, 64,
 	  "a cancelled stream without a tokenizer pays one token per this "
 	  "many bytes it received" },
+	GW_MOD_OPTS,
 	ENGY_OPT_END
 };
 
@@ -111,6 +112,10 @@ static const struct engy_opt gw_opts[] = {
  * init here (see gateway_int.h).
  */
 static int (*const gw_modules[])(struct gw *g) = {
+	gw_onboard_init,
+	gw_breaker_init,
+	gw_tee_init,
+	gw_admin_init,
 	NULL,
 };
 

@@ -52,6 +52,7 @@
 #include <engy/transport.h>
 
 #include "anth.h"
+#include "gateway_mod_conf.h"
 #include "oai.h"
 
 struct engyd;
@@ -98,6 +99,7 @@ struct gw_conf {
 	const char *chat_template;	/* qwen3.6 or qwen3 */
 	double reserve_margin_s;
 	int64_t cancel_bytes_per_token;	/* cancelled stream, no tokenizer */
+	struct gw_mod_conf mod;		/* onboarding, breaker, tee */
 };
 
 /* ---- the miner pool ------------------------------------------------- */

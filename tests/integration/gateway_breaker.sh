@@ -1,0 +1,171 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The circuit breaker end to end (specs/gateway.md, "Circuit breaker"),
+# with the window scaled down by options (10 s instead of 60): scripted
+# miners (probe_miner.mjs) qualify through onboarding, then turn bad while
+# buyer traffic flows.
+#  - One that starts failing is pulled within the window (while buyers
+#    still get 200s from the retries), gets no buyer request after, and
+#    must re-qualify: its probes fail while it is still bad, it is active
+#    again once it answers well.
+#  - One that hangs is pulled before its requests time out (open attempts
+#    without a first token count), and re-dialling does not cut its
+#    cooldown short.
+#  - One that turns slow (TTFT over the model's p99 ceiling) is pulled.
+#  - A 1st-party worker that fails is never pulled (always eligible).
+#  Every trip is logged and counted; `engyctl workers` shows the breakers.
+. "$top_srcdir/tests/integration/lib.sh"
+. "$top_srcdir/tests/integration/gateway_mod_lib.sh"
+
+store_init --qual-ttft-p99-ms 300 --qual-tpot-p99-ms 200
+K1=$(miner_key $HK_A --label fails)
+K2=$(miner_key $HK_B --label hangs)
+K3=$(miner_key $HK_C --label slows)
+KF=$(miner_key $HK_D --label fp --first-party)
+KG=$(miner_key $HK_E --label fp-bad --first-party)
+
+gw_conf a 'onboarding = true
+  first_token_timeout_s = 10
+  probe_count = 4
+  probe_max_tokens = 4
+  probe_verify = "none"
+  probe_retry_s = 1
+  breaker_window_s = 10
+  breaker_min_requests = 6
+  breaker_max_error_ratio = 0.2
+  breaker_max_slow_ratio = 0.5
+  breaker_consecutive = 4
+  breaker_stall_s = 2
+  breaker_cooldown_s = 4'
+gw_start a
+
+count() {  # NAME KIND
+	c=$(grep -c " $2 " "$T/pm-$1.out" 2> /dev/null) || true
+	echo "${c:-0}"
+}
+now() { date +%s.%N; }
+setmode() { printf '%s\n' "$2" > "$T/pm-$1.mode"; }
+# traffic N: N buyer requests one after the other, all must be 200.
+traffic() {
+	for i in $(seq 1 "$1"); do
+		s=$(chat "t$i")
+		[ "$s" = 200 ] || fail "buyer request $i: $s $(cat "$T/chat.out")"
+	done
+}
+# until_state NAME STATE SECONDS: buyer traffic until NAME is STATE.
+until_state() {
+	i=0
+	while [ "$(state "$1")" != "$2" ]; do
+		i=$((i + 1)); [ $i -le $(($3 * 10)) ] || return 1
+		chat "u$i" > /dev/null
+	done
+}
+
+pm fp "$KF"
+pm m1 "$K1"
+wait_state m1 active 10 || fail "m1 did not qualify: $(state m1)"
+traffic 6
+[ "$(count m1 buyer)" -ge 1 ] || fail "m1 got no buyer traffic"
+ok "an honest miner qualifies and shares the buyer traffic"
+
+# --- errors: pulled within the window, then re-qualifies -----------------------
+setmode m1 error
+t0=$(now)
+until_state m1 pulled 8 || fail "m1 not pulled: $(state m1) $(grep breaker "$T/a.log")"
+t1=$(now)
+took=$(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }")
+awk "BEGIN { exit !($took < 10) }" || fail "pulled after $took s (window 10 s)"
+grep -q 'event=breaker_trip worker=[0-9]* name=m1 .*reason=\(consecutive\|errors\) ' "$T/a.log" ||
+	fail "trip line: $(grep breaker_trip "$T/a.log")"
+n1=$(count m1 buyer)
+traffic 8
+[ "$(count m1 buyer)" = "$n1" ] || fail "a pulled worker got buyer traffic"
+ok "a miner that starts failing is pulled after $took s (window 10 s); buyers still got 200s and no more reach it"
+
+wait_for "$T/a.log" 'event=worker_state worker=[0-9]* name=m1 from=pulled to=probing why="onboarding round [0-9]* (re-qualify after a pull)"' 6 ||
+	fail "no re-qualification round: $(grep name=m1 "$T/a.log" | tail -3)"
+wait_for "$T/a.log" 'event=onboard_failed worker=[0-9]* name=m1 ' 6 ||
+	fail "its failing probes did not fail the round"
+[ "$(state m1)" = probing ] || fail "m1: $(state m1)"
+setmode m1 good
+wait_state m1 active 10 || fail "m1 did not re-qualify: $(state m1)"
+[ "$(count m1 buyer)" = "$n1" ] || fail "buyer traffic before the re-qualification"
+traffic 6
+[ "$(count m1 buyer)" -gt "$n1" ] || fail "no buyer traffic after the re-qualification"
+ok "it must re-qualify: probed after the cooldown, failed while bad, active again once good"
+
+# --- a hung worker goes before its requests time out ------------------------------
+pm m2 "$K2"
+wait_state m2 active 10 || fail "m2 did not qualify"
+setmode m2 hang
+HANG=""
+i=0
+# Buyers in the background until five of them hang at m2.
+while [ "$(count m2 buyer)" -lt 5 ]; do
+	i=$((i + 1)); [ $i -le 60 ] || fail "m2 got $(count m2 buyer) of 60 requests"
+	curl -s -o /dev/null -H "Authorization: Bearer $BKEY" -H 'Content-Type: application/json' \
+		--data "{\"model\":\"test-model\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"BUYER-h$i\"}]}" \
+		"http://127.0.0.1:$HPORT/v1/chat/completions" &
+	HANG="$HANG $!"
+	sleep 0.05
+done
+wait_for "$T/a.log" 'event=breaker_trip worker=[0-9]* name=m2 ' 8 ||
+	fail "m2 not pulled: $(grep -e breaker -e name=m2 "$T/a.log" | tail -3)"
+grep 'event=breaker_trip worker=[0-9]* name=m2 ' "$T/a.log" | grep -q 'reason=stalled .* stalled=[1-9]' ||
+	fail "not by stalled attempts: $(grep breaker_trip "$T/a.log")"
+grep -q 'status=504' "$T/a.log" && fail "a request timed out before the trip"
+ok "a hung miner is pulled by its stalled attempts ($(grep -o 'stalled=[0-9]*' "$T/a.log" | tail -1)) before any of them times out"
+
+# Re-dialling does not cut the cooldown short.
+kill "$PMPID"
+wait "$PMPID" 2> /dev/null || true
+rm -f "$T/pm-m2.mode"
+pm m2 "$K2"
+grep -q 'event=worker_state worker=[0-9]* name=m2 from=new to=probing why="re-dialled while waiting"' "$T/a.log" ||
+	fail "re-dial: $(grep name=m2 "$T/a.log" | tail -3)"
+[ "$(state m2)" != active ] || fail "active right after a re-dial"
+wait_state m2 active 12 || fail "m2 did not qualify after its cooldown: $(state m2)"
+ok "a pulled miner that re-dials waits out its cooldown, then qualifies again"
+
+# --- slow: TTFT over the ceiling ------------------------------------------------------
+pm m3 "$K3"
+wait_state m3 active 10 || fail "m3 did not qualify"
+setmode m3 slow
+until_state m3 pulled 15 || fail "m3 not pulled: $(grep -e breaker -e name=m3 "$T/a.log" | tail -3)"
+grep -q 'event=breaker_trip worker=[0-9]* name=m3 .*reason=slow ' "$T/a.log" ||
+	fail "m3 trip: $(grep breaker_trip "$T/a.log")"
+ok "a miner whose TTFT goes over the model's p99 ceiling is pulled (reason slow)"
+
+# --- 1st-party workers are always eligible --------------------------------------------
+pm fpbad "$KG" PM_MODE=error
+traffic 20
+[ "$(count fpbad buyer)" -ge 3 ] || fail "fpbad got $(count fpbad buyer)"
+[ "$(state fpbad)" = active ] || fail "fpbad: $(state fpbad)"
+grep -q 'event=breaker_trip worker=[0-9]* name=fpbad' "$T/a.log" && fail "a 1st-party worker was pulled"
+internal /internal/v1/workers > /dev/null
+[ "$(js "$T/int.out" "j.workers.find((w) => w.name === 'fpbad').breaker.status")" = exempt ] ||
+	fail "breaker status: $(cat "$T/int.out")"
+[ "$(js "$T/int.out" "j.workers.find((w) => w.name === 'fpbad').breaker.failed >= 3")" = true ] ||
+	fail "fpbad failures not counted"
+ok "a failing 1st-party worker stays eligible (breaker exempt, its failures counted)"
+
+# --- counted and shown ----------------------------------------------------------------
+t=$(grep -c 'event=breaker_trip' "$T/a.log")
+[ "$t" = 3 ] || fail "$t trips logged"
+s=0
+for r in errors slow consecutive stalled; do
+	v=$(metric "engy_gw_breaker_trips_total{reason=\"$r\"}")
+	s=$((s + ${v:-0}))
+done
+[ "$s" = 3 ] || fail "trip metrics add up to $s"
+"$ENGYCTL" workers --gateway "http://127.0.0.1:$HPORT" > "$T/workers.txt" 2>&1 ||
+	fail "engyctl workers: $(cat "$T/workers.txt")"
+grep -q '^[0-9]*  *m1 .* active .* closed/1 ' "$T/workers.txt" || fail "m1 row: $(cat "$T/workers.txt")"
+grep -q '^[0-9]*  *m3 .* pulled .* open/1 ' "$T/workers.txt" || fail "m3 row: $(cat "$T/workers.txt")"
+grep -q '^[0-9]*  *fpbad .* active  *yes .* exempt/0 ' "$T/workers.txt" || fail "fpbad row"
+ok "3 trips logged and counted by reason; engyctl workers shows each breaker and its trips"
+for p in $HANG; do
+	wait "$p" || true
+done
+gw_stop a
+echo "$N_OK passed, 0 failed"

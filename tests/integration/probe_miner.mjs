@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+// A scripted miner for the gateway's onboarding, breaker and tee tests,
+// written from PROTOCOL.md §2-3 on the npm `ws` package: one leg to the
+// gateway, a hello, heartbeats, and every `serve` answered (streamed
+// chunks, then the response with a commitment) the way the current mode
+// says.  The mode is re-read from MODE_FILE on every serve, so a test
+// can turn a good miner bad while it runs.
+//
+// usage: node probe_miner.mjs PEERS_DIR URL OUT_FILE
+// environment:
+//   PM_KEY, PM_MODEL, PM_NAME (worker_name), PM_ROOT (model_root hex)
+//   PM_MODE        good | error | flaky | slow | slowtpot | hang | norooted
+//   PM_MODE_FILE   a file holding the mode (overrides PM_MODE when present)
+//   PM_DELAY_MS    time to the first chunk when good (5)
+//   PM_SLOW_MS     time to the first chunk when slow (600)
+//   PM_TPOT_MS     gap between chunks when slowtpot (150)
+//   PM_TOKENS      completion tokens of an answer (4)
+//   PM_MARK_IDS    comma-separated ids put first in prompt_ids (a marker
+//                  the zero-retention checks look for)
+// Writes one line per event to OUT_FILE: "admitted", "denied REASON",
+// "serve CORR KIND MODE" (KIND buyer when the prompt holds BUYER-, else
+// probe), "cancel CORR", "closed CODE".  Exits on close.
+import { appendFileSync, existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const [peers, url, outFile] = process.argv.slice(2);
+if (!outFile) {
+	console.error('usage: node probe_miner.mjs PEERS_DIR URL OUT_FILE');
+	process.exit(2);
+}
+const { WebSocket } = await import(pathToFileURL(join(peers, 'ws', 'wrapper.mjs')).href);
+const env = process.env;
+const num = (v, d) => (v === undefined || v === '' ? d : Number(v));
+const out = (line) => appendFileSync(outFile, line + '\n');
+const key = env.PM_KEY, model = env.PM_MODEL || 'test-model';
+const name = env.PM_NAME || 'pm-0';
+const root = env.PM_ROOT || 'ab'.repeat(32);
+const tokens = num(env.PM_TOKENS, 4);
+const markIds = (env.PM_MARK_IDS || '').split(',').filter((s) => s).map(Number);
+const pending = new Map();	// corr_id -> timers
+let served = 0;
+
+function mode() {
+	const f = env.PM_MODE_FILE;
+	if (f && existsSync(f))
+		return readFileSync(f, 'utf8').trim();
+	return env.PM_MODE || 'good';
+}
+
+const ws = new WebSocket(url);
+const send = (o) => ws.send(JSON.stringify(o));
+const cap = { max_inflight: 8, max_inflight_total: 8, max_input_tokens: 4096,
+	max_output_tokens: 512, max_request_s: 60 };
+
+ws.on('open', () => {
+	send({ type: 'hello', miner_key: key, model, model_root: root,
+		hw: { host: 'probe-miner', cpus: 1, ram_gb: 1, gpu: 'none', gpu_count: 0,
+			gpu_mem_gb: 0, gpus: 'none', parallelism: 'none' },
+		versions: {}, capacity: cap, worker_name: name, instance_id: name,
+		worker_id: Math.random().toString(16).slice(2).padEnd(32, '0') });
+	setInterval(() => send({ type: 'heartbeat', inflight: pending.size,
+		idle_seconds: 0, capacity: cap }), 2000).unref();
+});
+
+function later(corr, ms, fn) {
+	const t = setTimeout(() => {
+		const list = pending.get(corr);
+		if (list)
+			list.splice(list.indexOf(t), 1);
+		fn();
+	}, ms);
+	if (!pending.has(corr))
+		pending.set(corr, []);
+	pending.get(corr).push(t);
+}
+
+function answer(corr, req, m) {
+	const n = Math.max(1, Math.min(tokens, req.max_tokens || tokens));
+	const ids = Array.from({ length: n }, (_, i) => 1000 + i);
+	const promptText = JSON.stringify(req.messages || []);
+	const promptIds = [...markIds, ...Array.from({ length: 8 }, (_, i) => 10 + i)];
+	const commitment = { model_root: m === 'norooted' ? 'cd'.repeat(32) : root,
+		output_token_ids: ids,
+		toploc: { proofs: ['AAAAAAAAAAA='], topk: 128, decode_batching_size: 32,
+			skip_prefill: true, n_tokens: n, prompt_ids: promptIds } };
+	const text = Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
+	send({ type: 'response', corr_id: corr, request_id: req.engy_request_id || corr,
+		commitment, output: {
+			choices: [{ index: 0, finish_reason: n >= (req.max_tokens || 1e9) ? 'length' : 'stop',
+				message: { role: 'assistant', content: text } }],
+			usage: { prompt_tokens: Math.max(1, Math.ceil(promptText.length / 4)),
+				completion_tokens: n,
+				total_tokens: Math.max(1, Math.ceil(promptText.length / 4)) + n } } });
+	pending.delete(corr);
+}
+
+function serve(f) {
+	const corr = f.corr_id, req = f.request || {};
+	const m = mode();
+	const kind = JSON.stringify(req.messages || []).includes('BUYER-') ? 'buyer' : 'probe';
+	served++;
+	out(`serve ${corr} ${kind} ${m}`);
+	const n = Math.max(1, Math.min(tokens, req.max_tokens || tokens));
+	switch (m) {
+	case 'hang':
+		return;
+	case 'error':
+		later(corr, num(env.PM_DELAY_MS, 5), () => {
+			send({ type: 'response', corr_id: corr, commitment: null, output: {},
+				error: 'scripted failure' });
+			pending.delete(corr);
+		});
+		return;
+	case 'flaky':
+		if (served % 3 === 0) {
+			later(corr, 1, () => {
+				send({ type: 'response', corr_id: corr, commitment: null, output: {},
+					error: 'scripted flake' });
+				pending.delete(corr);
+			});
+			return;
+		}
+		break;
+	default:
+		break;
+	}
+	const first = m === 'slow' ? num(env.PM_SLOW_MS, 600) : num(env.PM_DELAY_MS, 5);
+	const gap = m === 'slowtpot' ? num(env.PM_TPOT_MS, 150) : 1;
+	later(corr, first, () => {
+		send({ type: 'chunk', corr_id: corr, delta: { content: 'w0' } });
+		later(corr, gap * (n - 1) + 1, () => answer(corr, req, m));
+	});
+}
+
+ws.on('message', (data) => {
+	let f;
+	try {
+		f = JSON.parse(data.toString());
+	} catch {
+		return;
+	}
+	switch (f.type) {
+	case 'admit':
+		out('admitted');
+		break;
+	case 'deny':
+		out(`denied ${f.reason}`);
+		break;
+	case 'serve':
+		serve(f);
+		break;
+	case 'cancel':
+		out(`cancel ${f.corr_id}`);
+		for (const t of pending.get(f.corr_id) || [])
+			clearTimeout(t);
+		pending.delete(f.corr_id);
+		break;
+	case 'ping':
+		send({ type: 'heartbeat', inflight: pending.size, idle_seconds: 0, capacity: cap });
+		break;
+	case 'reconnect':
+		ws.close(1000, 'reconnect');
+		break;
+	default:
+		break;
+	}
+});
+ws.on('close', (code) => {
+	out(`closed ${code}`);
+	process.exit(0);
+});
+ws.on('error', (e) => {
+	out(`error ${e.message}`);
+	process.exit(1);
+});
