@@ -49,7 +49,7 @@ static long find_account(const struct engy_chain_metagraph *m,
 {
 	size_t u;
 
-	for (u = 0; u < m->n && u <= UINT16_MAX; u++)
+	for (u = 0; m->uids && u < m->n && u <= UINT16_MAX; u++)
 		if (memcmp(m->uids[u], acc, 32) == 0)
 			return (long)u;
 	return -1;
@@ -211,6 +211,13 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
 			     m->error ? m->error : strerror(-m->status));
 		return;
 	}
+	if (m->n && !m->uids) {
+		val_tick_end(t, "failed",
+			     "epoch=%" PRIu64 " reason=\"metagraph: %zu uids "
+			     "without accounts\"",
+			     t->epoch, m->n);
+		return;
+	}
 	if (!m->exists) {
 		val_tick_end(
 			t, "failed",
@@ -235,7 +242,7 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
 			 "event=not_registered hotkey=%s netuid=%lld "
 			 "effect=\"the chain will refuse these weights\"",
 			 v->hk.ss58, (long long)v->c->netuid);
-	else if (!m->permit[me])
+	else if (m->permit && !m->permit[me])
 		engy_log(ENGY_LOG_WARNING, VAL_LOG,
 			 "event=no_validator_permit hotkey=%s uid=%ld "
 			 "effect=\"the chain is likely to refuse these weights "
