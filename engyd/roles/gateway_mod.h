@@ -6,6 +6,8 @@
  *   gateway_onboard.c  NEW -> PROBING -> ACTIVE; PULLED -> PROBING:
  *                      probe rounds (gw_submit(), pinned, is_probe),
  *                      HTTP success, latency ceilings, TOPLOC verdicts
+ *   gateway_onboard_aux.c  the model's spec, penalties, prompts,
+ *                      option checks, metrics (gateway_onboard.h)
  *   gateway_probe.c    the gateway's own probe verifier: recompute on a
  *                      backend instance (prefill), verify with a proof
  *                      instance on the worker pool

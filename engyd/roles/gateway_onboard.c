@@ -35,171 +35,8 @@
 #include "../host.h"
 #include "../log.h"
 #include "../metrics.h"
-#include "fsutil.h"
-#include "gateway_mod.h"
+#include "gateway_onboard.h"
 #include "logfmt.h"
-
-enum ob_phase { OB_IDLE = 0, OB_SPEC, OB_PROBING, OB_BACKOFF, OB_COOLDOWN };
-enum ob_verify { OBV_NONE = 0, OBV_GATEWAY, OBV_AUDITOR };
-
-static const char *const phase_names[] = {
-	"idle", "spec", "probing", "backoff", "cooldown",
-};
-
-struct ob_w;
-
-struct ob_probe {			/* one probe in flight */
-	struct ob_probe *next, **pprev;
-	struct ob_w *rec;		/* NULL once its worker closed */
-};
-
-struct ob_w {				/* w->ext[ob->slot] */
-	struct gw_worker *w;
-	enum ob_phase phase;
-	uint32_t round;
-	struct timespec began, next_at;
-	/* the model's spec */
-	uint32_t ttft_ms, tpot_ms, toploc_v, toploc_p_ppm;
-	/* this round */
-	unsigned sent, inflight, ok, failed;
-	uint32_t *ttft, *tpot;
-	size_t n_ttft, n_tpot, cap_ttft, cap_tpot;
-	char (*ids)[40];		/* answered probes awaiting verdicts */
-	size_t n_ids, cap_ids;
-	unsigned v_sent, v_pass, v_cheat, v_unproven;
-	/* all rounds */
-	uint64_t rounds_passed, rounds_failed;
-	char last[200];
-	struct ob_probe *probes;
-};
-
-struct ob_penalty {			/* a wait that survives a re-dial */
-	struct ob_penalty *next;
-	uint64_t ident;
-	struct timespec until;
-	enum ob_phase phase;
-};
-
-struct ob {
-	struct gw *g;
-	const struct gw_mod_conf *c;
-	int slot;
-	enum ob_verify verify;
-	struct gw_pv *pv;
-	char **prompts;
-	size_t n_prompts;
-	uint64_t rng;
-	struct event *tick, *kick;
-	bool stopping;
-	struct ob_probe *orphans;
-	struct ob_penalty *penalties;
-	uint64_t passed, failed;
-	struct engy_metric *m_pass, *m_fail, *m_ok, *m_err, *m_v[4];
-};
-
-static const char *const builtin_prompts[] = {
-	"Explain in two sentences why the sky is blue.",
-	"Write a haiku about a lighthouse in winter.",
-	"List three prime numbers greater than 50 and say why each is prime.",
-	"Translate 'good morning, how are you?' into French and Spanish.",
-	"What is the capital of Australia? Answer in one sentence.",
-	"Summarize the plot of Romeo and Juliet in three sentences.",
-	"Write a short Python function that reverses a string.",
-	"Describe the water cycle to a ten-year-old.",
-	"Give two arguments for and two against working from home.",
-	"What is 17 times 23? Show the steps.",
-};
-
-static struct ob_w *rec_of(const struct ob *ob, const struct gw_worker *w)
-{
-	return ob && ob->slot >= 0 ? w->ext[ob->slot] : NULL;
-}
-
-static struct ob_w *rec_by_id(struct ob *ob, uint64_t worker_id)
-{
-	struct gw_worker *w;
-
-	for (w = ob->g->workers; w; w = w->next)
-		if (w->id == worker_id)
-			return rec_of(ob, w);
-	return NULL;
-}
-
-static void later(struct timespec *t, double s)
-{
-	clock_gettime(CLOCK_MONOTONIC, t);
-	t->tv_sec += (time_t)s;
-	t->tv_nsec += (long)((s - floor(s)) * 1e9);
-	if (t->tv_nsec >= 1000000000L) {
-		t->tv_sec++;
-		t->tv_nsec -= 1000000000L;
-	}
-}
-
-static bool due(const struct timespec *t)
-{
-	return gw_since(t) >= 0;
-}
-
-static const char *q(char *dst, size_t cap, const char *s)
-{
-	engy_logfmt_value(dst, cap, s ? s : "");
-	return dst;
-}
-
-static int push_u32(uint32_t **v, size_t *n, size_t *cap, uint32_t x)
-{
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 32;
-		uint32_t *p = realloc(*v, nc * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		*v = p;
-		*cap = nc;
-	}
-	(*v)[(*n)++] = x;
-	return 0;
-}
-
-/* ---- penalties -------------------------------------------------------- */
-
-static void penalty_set(struct ob *ob, const struct ob_w *rec)
-{
-	struct ob_penalty *p;
-
-	for (p = ob->penalties; p; p = p->next)
-		if (p->ident == rec->w->ident)
-			break;
-	if (!p) {
-		p = calloc(1, sizeof(*p));
-		if (!p)
-			return;
-		p->ident = rec->w->ident;
-		p->next = ob->penalties;
-		ob->penalties = p;
-	}
-	p->until = rec->next_at;
-	p->phase = rec->phase;
-}
-
-/* Drop lapsed penalties; the one of @ident (still running), or NULL. */
-static struct ob_penalty *penalty_get(struct ob *ob, uint64_t ident)
-{
-	struct ob_penalty **pp, *p, *hit = NULL;
-
-	for (pp = &ob->penalties; (p = *pp);) {
-		if (due(&p->until)) {
-			*pp = p->next;
-			free(p);
-			continue;
-		}
-		if (p->ident == ident)
-			hit = p;
-		pp = &p->next;
-	}
-	return hit;
-}
 
 /* ---- rounds ----------------------------------------------------------- */
 
@@ -209,12 +46,12 @@ static void kick(struct ob *ob)
 		event_active(ob->kick, 0, 0);
 }
 
-static unsigned verdicts_needed(const struct ob *ob)
+unsigned ob_verdicts_needed(const struct ob *ob)
 {
 	return ob->verify == OBV_NONE ? 0 : (unsigned)ob->c->probe_verdicts;
 }
 
-static void round_begin(struct ob *ob, struct ob_w *rec, const char *why)
+void ob_round_begin(struct ob *ob, struct ob_w *rec, const char *why)
 {
 	char msg[96];
 
@@ -236,8 +73,8 @@ static void round_failed(struct ob *ob, struct ob_w *rec, const char *why)
 	rec->phase = OB_BACKOFF;
 	rec->rounds_failed++;
 	ob->failed++;
-	later(&rec->next_at, ob->c->probe_retry_s);
-	penalty_set(ob, rec);
+	ob_later(&rec->next_at, ob->c->probe_retry_s);
+	ob_penalty_set(ob, rec);
 	snprintf(rec->last, sizeof(rec->last), "round %u failed: %s", rec->round, why);
 	if (ob->m_fail)
 		engy_metric_add(ob->m_fail, 1);
@@ -245,9 +82,9 @@ static void round_failed(struct ob *ob, struct ob_w *rec, const char *why)
 		 "event=onboard_failed worker=%llu name=%s miner=%s round=%u "
 		 "ok=%u failed=%u verdicts_pass=%u reason=%s retry_s=%.1f",
 		 (unsigned long long)rec->w->id,
-		 q(qn, sizeof(qn), rec->w->worker_name), rec->w->hotkey,
+		 ob_q(qn, sizeof(qn), rec->w->worker_name), rec->w->hotkey,
 		 rec->round, rec->ok, rec->failed, rec->v_pass,
-		 q(qw, sizeof(qw), why), ob->c->probe_retry_s);
+		 ob_q(qw, sizeof(qw), why), ob->c->probe_retry_s);
 }
 
 static void round_passed(struct ob *ob, struct ob_w *rec, uint32_t ttft,
@@ -268,7 +105,7 @@ static void round_passed(struct ob *ob, struct ob_w *rec, uint32_t ttft,
 		 "event=worker_qualified worker=%llu name=%s miner=%s round=%u "
 		 "ok=%u failed=%u ttft_p99_ms=%u tpot_p99_ms=%u verdicts_pass=%u",
 		 (unsigned long long)rec->w->id,
-		 q(qn, sizeof(qn), rec->w->worker_name), rec->w->hotkey,
+		 ob_q(qn, sizeof(qn), rec->w->worker_name), rec->w->hotkey,
 		 rec->round, rec->ok, rec->failed, ttft, tpot, rec->v_pass);
 	gw_worker_set_state(rec->w, GW_W_ACTIVE, "qualified");
 	gw_breaker_reset(ob->g, rec->w);
@@ -293,7 +130,7 @@ static uint32_t p99(const uint32_t *v, size_t n)
 static void evaluate(struct ob *ob, struct ob_w *rec)
 {
 	const struct gw_mod_conf *c = ob->c;
-	unsigned total = rec->ok + rec->failed, need = verdicts_needed(ob);
+	unsigned total = rec->ok + rec->failed, need = ob_verdicts_needed(ob);
 	unsigned have = rec->v_pass + rec->v_cheat + rec->v_unproven;
 	unsigned allowed = (unsigned)floor((1 - c->probe_min_success) *
 					   (double)c->probe_count + 1e-9);
@@ -361,20 +198,9 @@ static void probe_done(void *arg, const struct gw_outcome *o,
 
 static const struct gw_sink probe_sink = { .done = probe_done };
 
-static uint64_t rnd(struct ob *ob)
-{
-	ob->rng ^= ob->rng << 13;
-	ob->rng ^= ob->rng >> 7;
-	ob->rng ^= ob->rng << 17;
-	return ob->rng;
-}
-
 static cJSON *probe_body(struct ob *ob, const struct gw_worker *w)
 {
-	const char *p = ob->n_prompts
-		? ob->prompts[rnd(ob) % ob->n_prompts]
-		: builtin_prompts[rnd(ob) % (sizeof(builtin_prompts) /
-					      sizeof(builtin_prompts[0]))];
+	const char *p = ob_prompt(ob);
 	cJSON *b = cJSON_CreateObject(), *msgs, *m;
 
 	if (!b || !cJSON_AddStringToObject(b, "model", w->model) ||
@@ -393,7 +219,7 @@ static cJSON *probe_body(struct ob *ob, const struct gw_worker *w)
 
 static bool wants_more(const struct ob *ob, const struct ob_w *rec)
 {
-	unsigned need = verdicts_needed(ob);
+	unsigned need = ob_verdicts_needed(ob);
 
 	if (rec->sent < (unsigned)ob->c->probe_count)
 		return true;
@@ -459,7 +285,7 @@ static void probe_done(void *arg, const struct gw_outcome *o,
 	ob = gw_mod_find(rec->w->g, GW_MOD_ONBOARD);
 	rec->inflight--;
 	if (frame && o->status == 200 && rec->phase == OB_PROBING &&
-	    ob->verify == OBV_GATEWAY && rec->v_sent < verdicts_needed(ob)) {
+	    ob->verify == OBV_GATEWAY && rec->v_sent < ob_verdicts_needed(ob)) {
 		if (gw_pv_submit(ob->pv, frame, rec->w->model_root, rec->toploc_v,
 				 rec->toploc_p_ppm, rec->w->id, rec->round) == 0)
 			rec->v_sent++;
@@ -472,7 +298,7 @@ static void ob_finished(void *arg, struct gw_worker *w, const struct gw_req *r,
 			const struct gw_outcome *o)
 {
 	struct ob *ob = arg;
-	struct ob_w *rec = rec_of(ob, w);
+	struct ob_w *rec = ob_rec_of(ob, w);
 
 	if (r->sink != &probe_sink || !rec || rec->phase != OB_PROBING)
 		return;
@@ -480,9 +306,9 @@ static void ob_finished(void *arg, struct gw_worker *w, const struct gw_req *r,
 		rec->ok++;
 		if (ob->m_ok)
 			engy_metric_add(ob->m_ok, 1);
-		push_u32(&rec->ttft, &rec->n_ttft, &rec->cap_ttft, o->ttft_ms);
+		ob_push_u32(&rec->ttft, &rec->n_ttft, &rec->cap_ttft, o->ttft_ms);
 		if (o->completion_tokens > 1)
-			push_u32(&rec->tpot, &rec->n_tpot, &rec->cap_tpot,
+			ob_push_u32(&rec->tpot, &rec->n_tpot, &rec->cap_tpot,
 				 o->tpot_ms);
 		if (ob->verify == OBV_AUDITOR) {
 			if (rec->n_ids == rec->cap_ids) {
@@ -526,7 +352,7 @@ static void count_verdict(struct ob *ob, struct ob_w *rec, int verdict,
 		 "reason=%s", (unsigned long long)rec->w->id, rec->round, by,
 		 verdict == ENGY_VERDICT_PASS ? "pass" :
 		 verdict == ENGY_VERDICT_CHEAT ? "cheat" : "unproven",
-		 q(qr, sizeof(qr), reason));
+		 ob_q(qr, sizeof(qr), reason));
 	evaluate(ob, rec);
 }
 
@@ -534,7 +360,7 @@ static void pv_done(struct gw *g, uint64_t worker_id, uint32_t round,
 		    int verdict, const char *reason)
 {
 	struct ob *ob = gw_mod_find(g, GW_MOD_ONBOARD);
-	struct ob_w *rec = ob ? rec_by_id(ob, worker_id) : NULL;
+	struct ob_w *rec = ob ? ob_rec_by_id(ob, worker_id) : NULL;
 
 	if (rec && rec->round == round && rec->phase == OB_PROBING)
 		count_verdict(ob, rec, verdict, reason, "gateway");
@@ -544,7 +370,7 @@ void gw_onboard_verdict(struct gw *g, uint64_t worker_id,
 			const char *request_id, int verdict)
 {
 	struct ob *ob = gw_mod_find(g, GW_MOD_ONBOARD);
-	struct ob_w *rec = ob ? rec_by_id(ob, worker_id) : NULL;
+	struct ob_w *rec = ob ? ob_rec_by_id(ob, worker_id) : NULL;
 	size_t i;
 
 	if (!rec || rec->phase != OB_PROBING || ob->verify != OBV_AUDITOR)
@@ -558,67 +384,6 @@ void gw_onboard_verdict(struct gw *g, uint64_t worker_id,
 		count_verdict(ob, rec, verdict, "auditor", "auditor");
 		return;
 	}
-}
-
-/* ---- the model's spec ---------------------------------------------------- */
-
-struct spec_job {
-	struct ob *ob;
-	uint64_t worker_id;
-	char model[128];
-	struct engy_model m;
-	int rc;
-};
-
-static void spec_fn(void *arg)
-{
-	struct spec_job *j = arg;
-
-	j->rc = j->ob->g->st->model_get(j->ob->g->sti, j->model, &j->m);
-}
-
-static void spec_done(void *arg, int rc)
-{
-	struct spec_job *j = arg;
-	struct ob *ob = j->ob;
-	struct ob_w *rec = rec_by_id(ob, j->worker_id);
-
-	if (rec) {
-		if (rc == 0 && j->rc == 0) {
-			rec->ttft_ms = j->m.qual_ttft_p99_ms;
-			rec->tpot_ms = j->m.qual_tpot_p99_ms;
-			rec->toploc_v = j->m.toploc_v;
-			rec->toploc_p_ppm = j->m.toploc_p_ppm;
-		} else {
-			engy_log(ENGY_LOG_WARNING, "gateway",
-				 "event=onboard_spec_failed worker=%llu error=\"%s\"",
-				 (unsigned long long)j->worker_id,
-				 strerror(rc < 0 ? -rc : -j->rc));
-		}
-		if (!rec->ttft_ms)
-			rec->ttft_ms = (uint32_t)ob->c->ttft_p99_ms;
-		if (!rec->tpot_ms)
-			rec->tpot_ms = (uint32_t)ob->c->tpot_p99_ms;
-		if (rec->phase == OB_SPEC && !ob->stopping)
-			round_begin(ob, rec, "admitted");
-	}
-	free(j);
-}
-
-static void spec_fetch(struct ob *ob, struct ob_w *rec)
-{
-	const struct engy_host *h = &ob->g->st_in->host;
-	struct spec_job *j = calloc(1, sizeof(*j));
-
-	if (!j) {
-		spec_done(NULL, -ENOMEM);
-		return;
-	}
-	j->ob = ob;
-	j->worker_id = rec->w->id;
-	snprintf(j->model, sizeof(j->model), "%s", rec->w->model);
-	if (h->work(h, spec_fn, spec_done, j) < 0)
-		spec_done(j, -ECANCELED);
 }
 
 /* ---- observers and timers -------------------------------------------- */
@@ -636,7 +401,7 @@ static void ob_admitted(void *arg, struct gw_worker *w)
 	}
 	rec->w = w;
 	w->ext[ob->slot] = rec;
-	pen = w->first_party ? NULL : penalty_get(ob, w->ident);
+	pen = w->first_party ? NULL : ob_penalty_get(ob, w->ident);
 	if (pen) {
 		/* A re-dial does not cut a wait short. */
 		rec->phase = pen->phase;
@@ -648,7 +413,7 @@ static void ob_admitted(void *arg, struct gw_worker *w)
 	} else if (!w->first_party && ob->g->c->onboarding) {
 		rec->phase = OB_SPEC;
 	}
-	spec_fetch(ob, rec);
+	ob_spec_fetch(ob, rec);
 }
 
 static void rec_free(struct ob *ob, struct ob_w *rec)
@@ -675,7 +440,7 @@ static void rec_free(struct ob *ob, struct ob_w *rec)
 static void ob_closed(void *arg, struct gw_worker *w)
 {
 	struct ob *ob = arg;
-	struct ob_w *rec = rec_of(ob, w);
+	struct ob_w *rec = ob_rec_of(ob, w);
 
 	if (rec)
 		rec_free(ob, rec);
@@ -684,13 +449,13 @@ static void ob_closed(void *arg, struct gw_worker *w)
 void gw_onboard_pulled(struct gw *g, struct gw_worker *w)
 {
 	struct ob *ob = gw_mod_find(g, GW_MOD_ONBOARD);
-	struct ob_w *rec = rec_of(ob, w);
+	struct ob_w *rec = ob_rec_of(ob, w);
 
 	if (!rec)
 		return;
 	rec->phase = OB_COOLDOWN;
-	later(&rec->next_at, ob->c->breaker_cooldown_s);
-	penalty_set(ob, rec);
+	ob_later(&rec->next_at, ob->c->breaker_cooldown_s);
+	ob_penalty_set(ob, rec);
 	snprintf(rec->last, sizeof(rec->last), "pulled by the breaker");
 }
 
@@ -701,15 +466,15 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	struct ob_w *rec;
 
 	for (w = ob->g->workers; w && !ob->stopping; w = w->next) {
-		rec = rec_of(ob, w);
+		rec = ob_rec_of(ob, w);
 		if (!rec || !w->conn)
 			continue;
 		if (rec->phase == OB_PROBING) {
 			evaluate(ob, rec);
 		} else if ((rec->phase == OB_BACKOFF || rec->phase == OB_COOLDOWN) &&
-			   due(&rec->next_at) && !rec->inflight) {
+			   ob_due(&rec->next_at) && !rec->inflight) {
 			if (ob->g->c->onboarding) {
-				round_begin(ob, rec, rec->phase == OB_COOLDOWN
+				ob_round_begin(ob, rec, rec->phase == OB_COOLDOWN
 					    ? "re-qualify after a pull" : "retry");
 			} else {
 				rec->phase = OB_IDLE;
@@ -728,7 +493,7 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 	struct ob_w *rec;
 
 	for (w = ob->g->workers; w; w = w->next)
-		if ((rec = rec_of(ob, w)) && rec->phase == OB_PROBING)
+		if ((rec = ob_rec_of(ob, w)) && rec->phase == OB_PROBING)
 			fill(ob, rec);
 }
 
@@ -746,174 +511,23 @@ static void ob_destroy(void *arg)
 	struct ob *ob = arg;
 	struct gw_worker *w;
 	struct ob_probe *p;
-	struct ob_penalty *pen;
-	size_t i;
 
 	for (w = ob->g->workers; w; w = w->next)
-		if (rec_of(ob, w))
-			rec_free(ob, rec_of(ob, w));
+		if (ob_rec_of(ob, w))
+			rec_free(ob, ob_rec_of(ob, w));
 	/* The role frees what requests are left without their sinks. */
 	while ((p = ob->orphans)) {
 		ob->orphans = p->next;
 		free(p);
 	}
-	while ((pen = ob->penalties)) {
-		ob->penalties = pen->next;
-		free(pen);
-	}
+	ob_penalties_free(ob);
 	gw_pv_free(ob->pv);
-	for (i = 0; i < ob->n_prompts; i++)
-		free(ob->prompts[i]);
-	free(ob->prompts);
+	ob_prompts_free(ob);
 	if (ob->tick)
 		event_free(ob->tick);
 	if (ob->kick)
 		event_free(ob->kick);
 	free(ob);
-}
-
-/* ---- the admin view ------------------------------------------------------- */
-
-void gw_onboard_ceilings(struct gw *g, const struct gw_worker *w,
-			 uint32_t *ttft_ms, uint32_t *tpot_ms)
-{
-	struct ob *ob = gw_mod_find(g, GW_MOD_ONBOARD);
-	const struct ob_w *rec = rec_of(ob, w);
-
-	*ttft_ms = rec ? rec->ttft_ms : 0;
-	*tpot_ms = rec ? rec->tpot_ms : 0;
-}
-
-void gw_onboard_describe(struct gw *g, const struct gw_worker *w, cJSON *o)
-{
-	struct ob *ob = gw_mod_find(g, GW_MOD_ONBOARD);
-	const struct ob_w *rec = rec_of(ob, w);
-	cJSON *j = cJSON_AddObjectToObject(o, "onboarding");
-
-	if (!j || !rec)
-		return;
-	cJSON_AddStringToObject(j, "phase", phase_names[rec->phase]);
-	cJSON_AddNumberToObject(j, "round", rec->round);
-	cJSON_AddNumberToObject(j, "probes_inflight", rec->inflight);
-	cJSON_AddNumberToObject(j, "attempts_ok", rec->ok);
-	cJSON_AddNumberToObject(j, "attempts_failed", rec->failed);
-	cJSON_AddNumberToObject(j, "verdicts_pass", rec->v_pass);
-	cJSON_AddNumberToObject(j, "verdicts_cheat", rec->v_cheat);
-	cJSON_AddNumberToObject(j, "verdicts_unproven", rec->v_unproven);
-	cJSON_AddNumberToObject(j, "verdicts_needed", verdicts_needed(ob));
-	cJSON_AddNumberToObject(j, "rounds_passed", (double)rec->rounds_passed);
-	cJSON_AddNumberToObject(j, "rounds_failed", (double)rec->rounds_failed);
-	cJSON_AddNumberToObject(j, "ttft_ceiling_ms", rec->ttft_ms);
-	cJSON_AddNumberToObject(j, "tpot_ceiling_ms", rec->tpot_ms);
-	if (rec->phase == OB_BACKOFF || rec->phase == OB_COOLDOWN)
-		cJSON_AddNumberToObject(j, "next_in_s",
-					fmax(0, -gw_since(&rec->next_at)));
-	cJSON_AddStringToObject(j, "last", rec->last);
-}
-
-void gw_onboard_totals(struct gw *g, uint64_t *passed, uint64_t *failed)
-{
-	struct ob *ob = gw_mod_find(g, GW_MOD_ONBOARD);
-
-	*passed = ob ? ob->passed : 0;
-	*failed = ob ? ob->failed : 0;
-}
-
-/* ---- init ------------------------------------------------------------- */
-
-static int load_prompts(struct ob *ob, const char *path)
-{
-	uint8_t *buf = NULL;
-	size_t len = 0;
-	char *s, *line, *save = NULL;
-	int rc = engy_read_file(path, 16 << 20, &buf, &len);
-
-	if (rc < 0) {
-		engy_log(ENGY_LOG_ERR, "gateway", "event=config_invalid "
-			 "option=probe_prompts error=\"%s\"", strerror(-rc));
-		return rc;
-	}
-	s = (char *)buf;
-	for (line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		size_t n = strlen(line);
-		char **np;
-
-		while (n && (line[n - 1] == '\r' || line[n - 1] == ' '))
-			line[--n] = '\0';
-		if (!n || line[0] == '#')
-			continue;
-		np = realloc(ob->prompts, (ob->n_prompts + 1) * sizeof(*np));
-		if (!np || !(np[ob->n_prompts] = strdup(line))) {
-			if (np)
-				ob->prompts = np;
-			free(buf);
-			return -ENOMEM;
-		}
-		ob->prompts = np;
-		ob->n_prompts++;
-	}
-	free(buf);
-	if (!ob->n_prompts) {
-		engy_log(ENGY_LOG_ERR, "gateway", "event=config_invalid "
-			 "option=probe_prompts reason=\"no prompt in the file\"");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-static int bad(const char *opt, const char *why)
-{
-	engy_log(ENGY_LOG_ERR, "gateway",
-		 "event=config_invalid option=%s reason=\"%s\"", opt, why);
-	return -EINVAL;
-}
-
-static int check(const struct gw_mod_conf *c)
-{
-	if (!(c->probe_min_success >= 0 && c->probe_min_success <= 1))
-		return bad("probe_min_success", "must be 0..1");
-	if (!(c->probe_window_s > 0) || !(c->probe_retry_s >= 0) ||
-	    !(c->probe_verdict_timeout_s > 0))
-		return bad("probe_window_s", "probe_window_s and "
-			   "probe_verdict_timeout_s must be > 0, probe_retry_s >= 0");
-	if (!(c->breaker_window_s > 0) || !(c->breaker_cooldown_s >= 0))
-		return bad("breaker_window_s", "breaker_window_s must be > 0, "
-			   "breaker_cooldown_s >= 0");
-	if (!(c->breaker_max_error_ratio >= 0 && c->breaker_max_error_ratio <= 1) ||
-	    !(c->breaker_max_slow_ratio >= 0 && c->breaker_max_slow_ratio <= 1))
-		return bad("breaker_max_error_ratio", "ratios must be 0..1");
-	if (!(c->tee_sample_rate >= 0 && c->tee_sample_rate <= 1) ||
-	    !(c->tee_ttl_s > 0))
-		return bad("tee_sample_rate", "tee_sample_rate must be 0..1, "
-			   "tee_ttl_s > 0");
-	return 0;
-}
-
-static void metrics(struct ob *ob)
-{
-	static const char *const vn[] = { NULL, "pass", "cheat", "unproven" };
-	struct engy_metrics *r = ob->g->d->metrics;
-	char l[48];
-	int i;
-
-	engy_metrics_get(r, ENGY_METRIC_COUNTER, "engy_gw_onboard_rounds_total",
-			 "onboarding rounds decided", "result=\"pass\"", NULL, 0,
-			 &ob->m_pass);
-	engy_metrics_get(r, ENGY_METRIC_COUNTER, "engy_gw_onboard_rounds_total",
-			 "onboarding rounds decided", "result=\"fail\"", NULL, 0,
-			 &ob->m_fail);
-	engy_metrics_get(r, ENGY_METRIC_COUNTER, "engy_gw_probe_attempts_total",
-			 "probe attempts ended (is_probe, never billed)",
-			 "result=\"ok\"", NULL, 0, &ob->m_ok);
-	engy_metrics_get(r, ENGY_METRIC_COUNTER, "engy_gw_probe_attempts_total",
-			 "probe attempts ended (is_probe, never billed)",
-			 "result=\"failed\"", NULL, 0, &ob->m_err);
-	for (i = 1; i <= 3; i++) {
-		snprintf(l, sizeof(l), "verdict=\"%s\"", vn[i]);
-		engy_metrics_get(r, ENGY_METRIC_COUNTER,
-				 "engy_gw_probe_verdicts_total",
-				 "TOPLOC verdicts on probes", l, NULL, 0, &ob->m_v[i]);
-	}
 }
 
 int gw_onboard_init(struct gw *g)
@@ -929,7 +543,7 @@ int gw_onboard_init(struct gw *g)
 	};
 	struct timeval tv = { 0, 100000 };
 	struct ob *ob;
-	int rc = check(c);
+	int rc = ob_check_conf(c);
 
 	if (rc)
 		return rc;
@@ -946,8 +560,8 @@ int gw_onboard_init(struct gw *g)
 		return rc;
 	}
 	ob->rng = (uint64_t)gw_now_ms() * 0x9e3779b97f4a7c15ull | 1;
-	metrics(ob);
-	if (c->probe_prompts && (rc = load_prompts(ob, c->probe_prompts)) < 0)
+	ob_metrics(ob);
+	if (c->probe_prompts && (rc = ob_load_prompts(ob, c->probe_prompts)) < 0)
 		return rc;
 	rc = gw_pv_new(g, pv_done, &ob->pv);
 	if (rc < 0)
@@ -961,9 +575,9 @@ int gw_onboard_init(struct gw *g)
 	else if (!strcmp(c->probe_verify, "none"))
 		ob->verify = OBV_NONE;
 	else
-		return bad("probe_verify", "auto, gateway, auditor or none");
+		return ob_bad("probe_verify", "auto, gateway, auditor or none");
 	if (ob->verify == OBV_GATEWAY && !ob->pv)
-		return bad("probe_verify", "gateway needs a proof instance and "
+		return ob_bad("probe_verify", "gateway needs a proof instance and "
 			   "a backend instance with prefill in this config");
 	ob->tick = event_new(g->d->base, -1, EV_PERSIST, on_tick, ob);
 	ob->kick = event_new(g->d->base, -1, 0, on_kick, ob);
@@ -976,11 +590,11 @@ int gw_onboard_init(struct gw *g)
 		 ob->verify == OBV_GATEWAY ? "gateway" :
 		 ob->verify == OBV_AUDITOR ? "auditor" : "none",
 		 (long long)c->probe_count, (long long)c->probe_verdicts,
-		 ob->n_prompts ? ob->n_prompts
-		 : sizeof(builtin_prompts) / sizeof(builtin_prompts[0]));
+		 ob->n_prompts ? ob->n_prompts : ob_n_builtin());
 	if (ob->verify == OBV_NONE && g->c->onboarding)
 		engy_log(ENGY_LOG_WARNING, "gateway", "event=onboarding_unverified "
 			 "reason=\"probe_verify = none: workers qualify without "
 			 "a TOPLOC check\"");
 	return 0;
 }
+

@@ -357,7 +357,7 @@ static void sample(struct tee *t, struct engy_http_exchange *x,
 
 	if (qnum(hr->query, "n", 100, TEE_MAX_N, &n) < 0 ||
 	    qnum(hr->query, "since", 0, UINT64_MAX, &since) < 0 ||
-	    qnum(hr->query, "probe", 2, 1, &probe) < 0 || (pv && !pv[0])) {
+	    qnum(hr->query, "probe", 2, 1, &probe) < 0 || (pv && !pv[0]) || !n) {
 		gw_internal_reply(t->g, x, 400, NULL, "n (1..1000), since (a seq) "
 				  "and probe (0 or 1) are numbers");
 		return;
