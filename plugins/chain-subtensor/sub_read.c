@@ -78,9 +78,17 @@ static int load_metadata(struct sub *s, struct rpc *r, const struct sub_at *at,
 	cJSON_Delete(root);
 	if (rc == -ECANCELED)
 		return fail(r, rc, err, cap, "state_call");
-	if (rc || !blob) {
-		free(blob);
-		blob = NULL;
+	if (!rc && blob) {
+		rc = engy_meta_parse(blob, len, &md, why, sizeof(why));
+		if (rc)
+			engy_warn(s->h,
+				  "event=metadata_v15_unusable reason=\"%s\" "
+				  "effect=\"state_getMetadata (v14) instead\"",
+				  why);
+	}
+	free(blob);
+	blob = NULL;
+	if (!md) {
 		snprintf(params, sizeof(params), "[\"%s\"]", at->hex);
 		rc = rpc_call(r, "state_getMetadata", params, &root, &res);
 		if (rc)
@@ -94,12 +102,12 @@ static int load_metadata(struct sub *s, struct rpc *r, const struct sub_at *at,
 			snprintf(err, cap, "state_getMetadata: not hex bytes");
 			return -EPROTO;
 		}
-	}
-	rc = engy_meta_parse(blob, len, &md, why, sizeof(why));
-	free(blob);
-	if (rc) {
-		snprintf(err, cap, "runtime metadata: %s", why);
-		return -EPROTO;
+		rc = engy_meta_parse(blob, len, &md, why, sizeof(why));
+		free(blob);
+		if (rc) {
+			snprintf(err, cap, "runtime metadata: %s", why);
+			return -EPROTO;
+		}
 	}
 	engy_meta_free(s->md);
 	s->md = md;
