@@ -1,33 +1,319 @@
 #!/usr/bin/env bash
-# engy's main job on one machine: a local devnet on 127.0.0.1 (gateway, an
-# honest miner, an INT4-cheat miner and an auditor on the CPU reference
-# model, buyer traffic through the OpenAI API, verdicts and epoch weights).
+# engy's main job on one machine: a local devnet on 127.0.0.1.
 #
-# The devnet needs the gateway, miner, reference-engine and auditor roles,
-# which are being built; until they land this command builds engy, shows
-# which plugins of each role exist, and says what is still missing.
+#   ./scripts/devnet.sh          run until Ctrl-C (paste the printed curl)
+#   ./scripts/devnet.sh --once   exit after printing the table
+#
+# Starts a gateway (etc/devnet/gateway.conf), an honest miner
+# (miner-ref.conf: backend-ref on the canonical checkpoint), an INT4-cheat
+# miner (miner-int4.conf: the --quant int4 copy, claiming the canonical
+# root through the miner's model_root option) and an auditor
+# (auditor.conf); generates the models on first run; sends buyer traffic
+# through the OpenAI API; and prints each miner's P99 TOPLOC score and
+# verdict, the closed epoch's signed weights and a curl to chat with the
+# gateway.  Progress goes to stderr, the table to stdout.  Everything
+# lives under var/devnet/ (models and keys are kept across runs; the
+# store, logs and configs are made fresh); nothing is left running.
+#
+# Environment: ENGY_DEVNET_STATE (var/devnet), ENGY_DEVNET_BUILD (the
+# build dir: build-main, made with scripts/test.sh when missing),
+# ENGY_DEVNET_EPOCH_S (30), ENGY_DEVNET_REQUESTS (12), ENGY_DEVNET_SIZE
+# (tiny|small: the model), ENGY_PEERS (npm peers with openai; else curl).
+# Exit status: 0 done, 1 failed, 3 a role this tree lacks (not ready).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ ! -x build-main/engyd/engyd ]; then
-  echo "devnet: building engy first (scripts/test.sh installs dependencies)"
-  ENGY_TEST_QUICK=1 ./scripts/test.sh >/dev/null
-fi
-plugins=$(mktemp -d)
-trap 'rm -rf "$plugins"' EXIT
-for so in build-main/plugins/*/.libs/*.so; do
-  [ -f "$so" ] && ln -sf "$PWD/$so" "$plugins/"
+top=$(pwd)
+ONCE=0
+for a in "$@"; do
+	case $a in
+	--once) ONCE=1 ;;
+	-h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	*) echo "devnet: unknown argument $a (--once, --help)" >&2; exit 2 ;;
+	esac
 done
+
+STATE=${ENGY_DEVNET_STATE:-var/devnet}
+BUILD=${ENGY_DEVNET_BUILD:-build-main}
+EPOCH_S=${ENGY_DEVNET_EPOCH_S:-30}
+NREQ=${ENGY_DEVNET_REQUESTS:-12}
+SIZE=${ENGY_DEVNET_SIZE:-tiny}
+SEED=3
+MODEL=devnet-qwen3
+mkdir -p "$STATE"
+STATE=$(cd "$STATE" && pwd)
+case $BUILD in /*) ;; *) BUILD="$top/$BUILD" ;; esac
+PEERS=${ENGY_PEERS:-$top/tests/peers/node_modules}
+
+say() { printf 'devnet: %s\n' "$*" >&2; }
+die() { printf 'devnet: FAILED: %s\n' "$*" >&2; exit 1; }
+
+# --- build -------------------------------------------------------------------
+if [ ! -x "$BUILD/engyd/engyd" ] || [ ! -x "$BUILD/tools/engyctl" ]; then
+	[ "$BUILD" = "$top/build-main" ] || die "no engyd in $BUILD"
+	say "building engy first: ENGY_TEST_QUICK=1 scripts/test.sh (installs what is missing, builds, tests)"
+	ENGY_TEST_QUICK=1 ./scripts/test.sh >&2 || die "scripts/test.sh"
+fi
+ENGYD="$BUILD/engyd/engyd"
+ENGYCTL="$BUILD/tools/engyctl"
+command -v curl >/dev/null || die "curl is required"
+
+# --- processes: every one by PID, stopped on any exit ---------------------------
+PIDS=()
+NAMES=()
+stopping=0
+stop_all() {
+	[ $stopping = 0 ] || return 0
+	stopping=1
+	local i p n=0
+	for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
+		kill -TERM "${PIDS[i]}" 2>/dev/null || true
+	done
+	for p in "${PIDS[@]}"; do
+		while kill -0 "$p" 2>/dev/null && [ $n -lt 300 ]; do sleep 0.05; n=$((n + 1)); done
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	[ ${#PIDS[@]} = 0 ] || say "stopped ${NAMES[*]}"
+}
+trap 'stop_all' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+# start NAME [VAR=VALUE ...]: engyd -c $RUN/NAME.conf, stderr to $LOGS/NAME.log
+start() {
+	local n=$1
+	shift
+	: > "$LOGS/$n.log"
+	env "$@" ENGY_PLUGIN_DIR="$PLUG" "$ENGYD" -c "$RUN/$n.conf" 2>> "$LOGS/$n.log" &
+	PIDS+=($!)
+	NAMES+=("$n")
+}
+# wait_log NAME NEEDLE SECONDS
+wait_log() {
+	local i=0 pid=${PIDS[${#PIDS[@]} - 1]}
+	while ! grep -q -- "$2" "$LOGS/$1.log" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -le $(($3 * 10)) ] || die "$1: no '$2' after $3 s: $(tail -3 "$LOGS/$1.log")"
+		sleep 0.1
+	done
+}
+
+# --- state: models and keys kept, the rest made fresh -------------------------------
+RUN="$STATE/run"
+LOGS="$STATE/logs"
+PLUG="$STATE/plugins"
+rm -rf "$RUN" "$LOGS" "$PLUG" "$STATE/gateway" "$STATE/auditor" "$STATE/miner-honest" \
+	"$STATE/miner-int4"
+mkdir -p "$RUN" "$LOGS" "$PLUG" "$STATE/models" "$STATE/keys" "$STATE/gateway" \
+	"$STATE/auditor" "$STATE/miner-honest" "$STATE/miner-int4"
+for so in "$BUILD"/plugins/*/.libs/*.so; do
+	[ -f "$so" ] && ln -sf "$so" "$PLUG/"
+done
+
+# configs: etc/devnet's, with this state dir and port 0 (the ports are read
+# from the logs)
+for c in gateway miner-ref miner-int4 auditor; do
+	[ -f "etc/devnet/$c.conf" ] || die "etc/devnet/$c.conf is missing"
+	sed -e "s#\./var/devnet#$STATE#g" -e 's#127\.0\.0\.1:80[0-9][0-9]#127.0.0.1:0#g' \
+		"etc/devnet/$c.conf" > "$RUN/$c.conf"
+done
+mv "$RUN/miner-ref.conf" "$RUN/honest.conf"
+mv "$RUN/miner-int4.conf" "$RUN/int4-cheat.conf"
+# models, generated once
+mk() {  # dir [--quant int4]
+	[ -f "$STATE/models/$1/config.json" ] && return 0
+	say "generating the $1 checkpoint (qwen3 $SIZE, seed $SEED${2:+ $2 $3})"
+	rm -rf "$STATE/models/$1"
+	"$ENGYCTL" mkmodel --arch qwen3 --size "$SIZE" --seed "$SEED" "${@:2}" \
+		--out "$STATE/models/$1" --quiet || die "mkmodel $1"
+}
+if [ "$(cat "$STATE/models/made-with" 2>/dev/null)" != "qwen3 $SIZE $SEED" ]; then
+	rm -rf "$STATE/models/canonical" "$STATE/models/int4"
+fi
+mk canonical
+mk int4 --quant int4
+echo "qwen3 $SIZE $SEED" > "$STATE/models/made-with"
+# The canonical checkpoint's identity, as a miner computes it
+# (specs/miner.md): sha256(config.json ‖ each *.safetensors, sorted:
+# basename ‖ decimal size).
+ROOT=$(
+	cd "$STATE/models/canonical"
+	{ cat config.json; for f in $(LC_ALL=C ls -- *.safetensors); do
+		printf '%s%s' "$f" "$(stat -L -c %s "$f")"; done; } | sha256sum | cut -c1-64
+)
 ready=1
-for conf in etc/gateway.conf etc/miner.conf etc/auditor.conf; do
-  if out=$(ENGY_PLUGIN_DIR="$plugins" build-main/engyd/engyd -t -c "$conf" 2>&1); then
-    echo "devnet: $conf ready"
-  else
-    ready=0
-    echo "devnet: $conf not ready yet:"
-    echo "$out" | grep "not found" | sed 's/^/  /'
-  fi
+for c in gateway honest int4-cheat auditor; do
+	if ! out=$(ENGY_PLUGIN_DIR="$PLUG" "$ENGYD" -t -c "$RUN/$c.conf" 2>&1); then
+		ready=0
+		say "etc/devnet/$c.conf is not ready in this tree:"
+		echo "$out" | grep -v '^ *$' | head -5 | sed 's/^/  /' >&2
+	fi
 done
-if [ $ready = 0 ]; then
-  echo "devnet: the local devnet arrives with the gateway, miner, reference-engine and auditor work; nothing was started."
-  exit 0
+[ $ready = 1 ] || { say "nothing was started"; exit 3; }
+
+CKPT_DTYPE=$(tr -d ' \t\n' < "$STATE/models/canonical/config.json" |
+	sed -n 's/.*"torch_dtype":"\([a-z0-9]*\)".*/\1/p')
+CKPT_DTYPE=${CKPT_DTYPE:-bf16}
+[ "$CKPT_DTYPE" = bfloat16 ] && CKPT_DTYPE=bf16
+
+# keys: the auditor's master hotkey and the two miners' hotkeys, made once
+for k in master honest int4-cheat; do
+	[ -f "$STATE/keys/$k" ] || "$ENGYCTL" keys new --out "$STATE/keys/$k" > /dev/null ||
+		die "keys new $k"
+done
+ss58() { "$ENGYCTL" keys show "$STATE/keys/$1" | sed -n 's/^ss58Address: //p' | head -1; }
+MASTER=$(ss58 master)
+H_HONEST=$(ss58 honest)
+H_CHEAT=$(ss58 int4-cheat)
+
+# the store: the model (its devnet spec), a buyer with credit, the miners
+rnd() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
+export ENGY_KEY_PEPPER="devnet-$(rnd)"
+TEE_TOKEN="tee-$(rnd)"
+A() { ENGY_PLUGIN_DIR="$PLUG" "$ENGYCTL" admin --state-dir "$STATE/gateway" "$@"; }
+A models put "$MODEL" --spec etc/devnet/model-spec.json --root "$ROOT" --quant "$CKPT_DTYPE" \
+	> /dev/null || die "models put"
+A accounts create devnet-buyer > /dev/null || die "accounts create"
+A topup devnet-buyer 10 > /dev/null || die "topup"
+KEY=$(A keys create devnet-buyer 2>/dev/null) || die "keys create"
+MK_HONEST=$(A miners register "$H_HONEST" --label honest 2>/dev/null) || die "register honest"
+MK_CHEAT=$(A miners register "$H_CHEAT" --label int4-cheat 2>/dev/null) || die "register cheat"
+V=$(tr -d ' \t\n' < etc/devnet/model-spec.json | sed -n 's/.*"toploc_v":\([0-9]*\).*/\1/p')
+say "store: model $MODEL (root ${ROOT:0:16}…, TOPLOC v=$V of 128, p=0.99), a buyer with \$10, two miners"
+
+# --- the network ----------------------------------------------------------------
+start gateway ENGY_TEE_TOKEN="$TEE_TOKEN"
+wait_log gateway "event=ready" 30
+HPORT=$(sed -n 's/.*inst=transport-http event=listen addr=127.0.0.1 port=\([0-9]*\).*/\1/p' \
+	"$LOGS/gateway.log" | tail -1)
+WSPORT=$(sed -n 's/.*event=ws_listen addr=127.0.0.1:\([0-9]*\).*/\1/p' "$LOGS/gateway.log" | tail -1)
+[ -n "$HPORT" ] && [ -n "$WSPORT" ] || die "gateway ports: $(tail -5 "$LOGS/gateway.log")"
+BASE="http://127.0.0.1:$HPORT"
+say "gateway: buyers on $BASE, miners on ws://127.0.0.1:$WSPORT/gw"
+
+start auditor ENGY_TEE_TOKEN="$TEE_TOKEN" ENGY_EPOCH_S="$EPOCH_S" \
+	ENGY_AUDITOR_TEE_URL="$BASE/internal/v1/tee/sample" \
+	ENGY_MASTER_HOTKEY_FILE="$STATE/keys/master"
+wait_log auditor "event=ready" 30
+APORT=$(sed -n 's/.*event=listen addr=127.0.0.1 port=\([0-9]*\).*/\1/p' "$LOGS/auditor.log" | head -1)
+[ -n "$APORT" ] || die "auditor port: $(tail -5 "$LOGS/auditor.log")"
+API="http://127.0.0.1:$APORT/api/subnet/v1"
+say "auditor: ${EPOCH_S} s epochs, provider API on $API, master hotkey $MASTER"
+
+start honest GW="ws://127.0.0.1:$WSPORT/gw" MINER_KEY="$MK_HONEST"
+wait_log honest "event=admit" 60
+start int4-cheat GW="ws://127.0.0.1:$WSPORT/gw" MINER_KEY="$MK_CHEAT" ENGY_MODEL_ROOT="$ROOT"
+wait_log int4-cheat "event=admit" 60
+grep -q "event=miner_prepared .*model_root=$ROOT " "$LOGS/honest.log" ||
+	die "the honest miner's root is not $ROOT: $(grep miner_prepared "$LOGS/honest.log")"
+say "miners admitted: honest (canonical $CKPT_DTYPE), int4-cheat (INT4 weights claiming the canonical root)"
+
+# --- buyer traffic, inside one epoch ---------------------------------------------------
+# The requests and their verdicts must fall in the same epoch: start with
+# at least half an epoch left.
+now=$(date +%s)
+E=$((now / EPOCH_S))
+left=$(((E + 1) * EPOCH_S - now))
+if [ $left -lt $((EPOCH_S / 2)) ]; then
+	say "waiting ${left} s for a fresh epoch"
+	sleep $((left + 1))
+	E=$(($(date +%s) / EPOCH_S))
 fi
+say "epoch $E: $NREQ chat completions through the OpenAI API"
+if [ -d "$PEERS/openai" ] && command -v node > /dev/null; then
+	NODE_PATH="$PEERS" node - "$BASE/v1" "$KEY" "$MODEL" "$NREQ" > "$LOGS/buyer.out" 2>&1 <<'JS' ||
+const OpenAI = require('openai').default ?? require('openai');
+const [base, key, model, n] = process.argv.slice(2);
+const client = new OpenAI({ baseURL: base, apiKey: key, maxRetries: 0 });
+const topics = ['the sea', 'a lamp', 'rain', 'chess', 'a bridge', 'bees', 'snow', 'clocks'];
+(async () => {
+	let okc = 0;
+	for (let i = 0; i < +n; i++) {
+		const r = await client.chat.completions.create({ model, max_tokens: 24,
+			messages: [{ role: 'user', content: `Request ${i}: say something about ${topics[i % topics.length]}.` }] });
+		if (r.choices[0].message && r.usage.completion_tokens > 0) okc++;
+		process.stderr.write(`buyer: ${r.id} ${r.usage.prompt_tokens}+${r.usage.completion_tokens} tokens\n`);
+	}
+	console.log(`ok=${okc}`);
+})().catch(e => { console.log(`error ${e.status ?? ''} ${e.message}`); process.exit(1); });
+JS
+		die "buyer traffic: $(tail -3 "$LOGS/buyer.out")"
+	BUYER="openai SDK"
+else
+	okc=0
+	for i in $(seq 0 $((NREQ - 1))); do
+		curl -sf "$BASE/v1/chat/completions" -H "Authorization: Bearer $KEY" \
+			-H 'Content-Type: application/json' \
+			-d "{\"model\":\"$MODEL\",\"max_tokens\":24,\"messages\":[{\"role\":\"user\",\"content\":\"Request $i: say something.\"}]}" \
+			>> "$LOGS/buyer.out" || die "buyer request $i failed"
+		okc=$((okc + 1))
+	done
+	echo "ok=$okc" >> "$LOGS/buyer.out"
+	BUYER="curl"
+fi
+grep -q "^ok=$NREQ\$" "$LOGS/buyer.out" || die "buyer traffic: $(tail -3 "$LOGS/buyer.out")"
+say "$NREQ answers ($BUYER); the auditor pulls every commitment from the gateway's tee"
+
+# every response audited
+i=0
+while [ "$(grep -c 'event=verdict ' "$LOGS/auditor.log" || true)" -lt "$NREQ" ]; do
+	i=$((i + 1))
+	[ $i -le 1200 ] || die "verdicts: $(grep -c 'event=verdict ' "$LOGS/auditor.log" || true) of $NREQ"
+	sleep 0.1
+done
+late=$(( $(date +%s) / EPOCH_S ))
+[ "$late" = "$E" ] || say "warning: the verdicts ran into epoch $late"
+left=$(((E + 1) * EPOCH_S + 3 - $(date +%s)))
+say "$NREQ verdicts; epoch $E closes in ${left} s"
+wait_log auditor "event=epoch_closed epoch=$E " $((left + 60))
+curl -sf "$API/epoch/$E" > "$RUN/payload.json" || die "GET $API/epoch/$E"
+"$ENGYCTL" epoch verify --ss58 "$MASTER" --netuid 53 --payload "$RUN/payload.json" > /dev/null 2>&1 &&
+	VERIFIED="payload verifies" || VERIFIED="PAYLOAD DOES NOT VERIFY"
+
+# --- the table -----------------------------------------------------------------------
+A log tail -n 100000 > "$RUN/requests.txt"
+weight_of() {  # hotkey -> its weight in the signed result_json (0 when absent)
+	w=$(sed -n "s/.*\\\\\"weights\\\\\":\\[\\(.*\\)\\].*/\\1/p" "$RUN/payload.json" |
+		grep -o "\\\\\"$1\\\\\",[0-9]*" | sed 's/.*,//' | head -1)
+	echo "${w:-0}"
+}
+row() {  # name hotkey checkpoint
+	local req scores n r p99 cheats verd
+	req=$(grep -c " worker=$1 status=200 " "$RUN/requests.txt" || true)
+	grep "event=verdict .* miner=$2 " "$LOGS/auditor.log" > "$RUN/v-$1" || true
+	n=$(wc -l < "$RUN/v-$1")
+	scores=$(sed -n 's/.* p99_score=\([0-9.]*\).*/\1/p' "$RUN/v-$1" | sort -n)
+	r=$(((99 * n + 99) / 100))
+	p99=$(echo "$scores" | sed -n "${r}p")
+	[ -z "$p99" ] || p99=$(awk -v x="$p99" 'BEGIN { printf "%.3f", x }')
+	cheats=$(grep -c " verdict=cheat " "$RUN/v-$1" || true)
+	# the cheat gate (specs/scoring.md): cheat verdicts over 1% of those rendered
+	verd=pass
+	[ $((cheats * 100)) -gt "$n" ] && verd=cheat
+	[ "$n" = 0 ] && verd=unaudited
+	printf '%-14s %-11s %-9s %-8s %-17s %s\n' "$1" "$3" "$req" "$n" "${p99:--}" "$verd"
+	eval "VERDICT_${1//-/_}=$verd"
+}
+WH=$(weight_of "$H_HONEST")
+WC=$(weight_of "$H_CHEAT")
+{
+	echo
+	printf '%-14s %-11s %-9s %-8s %-17s %s\n' miner checkpoint requests audited "p99 toploc score" verdict
+	row honest "$H_HONEST" "$CKPT_DTYPE"
+	row int4-cheat "$H_CHEAT" int4
+	echo "epoch $E weights: honest $WH, int4-cheat $WC   (signed by $MASTER; $VERIFIED)"
+	echo "chat with the gateway:"
+	echo "  curl -s $BASE/v1/chat/completions -H 'Authorization: Bearer $KEY' -H 'Content-Type: application/json' -d '{\"model\":\"$MODEL\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'"
+	echo "provider API: curl -s $API/epoch/latest"
+} | tee "$RUN/table.txt"
+[ "$VERIFIED" = "payload verifies" ] || die "the epoch payload does not verify"
+
+if [ $ONCE = 1 ]; then
+	exit 0
+fi
+say "running: logs in $LOGS; Ctrl-C stops everything"
+while :; do
+	for p in "${PIDS[@]}"; do
+		kill -0 "$p" 2>/dev/null || die "a devnet process exited: see $LOGS"
+	done
+	sleep 1
+done

@@ -73,6 +73,11 @@ static const struct engy_opt miner_opts[] = {
 	  "ENGY_CHECKPOINT", 0, 0,
 	  "checkpoint directory: tokenizer, chat template, model_root "
 	  "(default: the backend's)" },
+	{ "model_root", ENGY_OPT_STR, 0, OFF(model_root), NULL,
+	  "ENGY_MODEL_ROOT", 0, 0,
+	  "64 hex digits sent as hello's and every commitment's model_root "
+	  "instead of the checkpoint's computed identity (the devnet's "
+	  "cheat switch: claim another checkpoint's root)" },
 	{ "chat_template", ENGY_OPT_STR, 0, OFF(chat_template), "auto",
 	  "ENGY_CHAT_TEMPLATE", 0, 0,
 	  "auto (from the checkpoint), qwen3.6 or qwen3" },
@@ -148,6 +153,10 @@ static int check_conf(const struct miner_conf *c)
 	if (strcmp(c->chat_template, "auto") != 0 &&
 	    engy_chat_variant_parse(c->chat_template) < 0)
 		return bad_conf("chat_template", "auto, qwen3.6 or qwen3");
+	if (c->model_root && c->model_root[0] &&
+	    (strlen(c->model_root) != 64 ||
+	     strspn(c->model_root, "0123456789abcdef") != 64))
+		return bad_conf("model_root", "64 lowercase hex digits");
 	if (c->max_inflight < 8)
 		engy_log(ENGY_LOG_WARNING, "miner",
 			 "event=config_warning option=max_inflight value=%lld "

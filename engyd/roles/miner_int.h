@@ -37,6 +37,7 @@ struct miner_conf {
 	const char *chat_template;
 	const char *parallelism;
 	const char *lock_file;
+	const char *model_root;	/* set: replaces the computed identity */
 	int64_t max_inflight;
 	int64_t max_input_tokens;
 	int64_t max_output_tokens;

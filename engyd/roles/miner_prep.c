@@ -201,6 +201,13 @@ static int apply(struct miner *m, struct mprep *p)
 	m->tok = p->tok;
 	p->tok = NULL;
 	memcpy(m->model_root, p->model_root, sizeof(m->model_root));
+	if (c->model_root && c->model_root[0]) {
+		engy_log(ENGY_LOG_WARNING, "miner",
+			 "event=model_root_override computed=%s claimed=%s",
+			 p->model_root, c->model_root);
+		snprintf(m->model_root, sizeof(m->model_root), "%s",
+			 c->model_root);
+	}
 	if (p->variant < 0) {
 		engy_log(ENGY_LOG_WARNING, "miner",
 			 "event=chat_template_unknown "
