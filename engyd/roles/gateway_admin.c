@@ -25,12 +25,20 @@
 #include "gateway_mod.h"
 
 #define N_STATES	(GW_W_CLOSED + 1)
+#define N_ATTEMPT_KEYS	32
+
+struct attempt_key {			/* engy_gw_attempts_total{kind,status} */
+	int kind, status;
+	struct engy_metric *m;
+};
 
 struct adm {
 	struct gw *g;
 	struct event *tick;
 	struct engy_metric *m_state[N_STATES], *m_res_open, *m_res_micro,
 		*m_tpot;
+	struct attempt_key keys[N_ATTEMPT_KEYS];	/* found once each */
+	size_t n_keys;
 };
 
 void *gw_mod_find(struct gw *g, const char *name)
@@ -139,15 +147,38 @@ static const struct engy_http_handler workers_handler = {
 
 /* ---- metrics ------------------------------------------------------------ */
 
+static void count_attempt(struct adm *a, int kind, int status)
+{
+	static const char *const kinds[] = { "buyer", "probe", "internal" };
+	struct engy_metric *m = NULL;
+	char l[64];
+	size_t i;
+
+	for (i = 0; i < a->n_keys; i++)
+		if (a->keys[i].kind == kind && a->keys[i].status == status) {
+			m = a->keys[i].m;
+			break;
+		}
+	if (!m) {
+		snprintf(l, sizeof(l), "kind=\"%s\",status=\"%d\"", kinds[kind],
+			 status);
+		if (engy_metrics_get(a->g->d->metrics, ENGY_METRIC_COUNTER,
+				     "engy_gw_attempts_total", "attempts ended "
+				     "on a worker, by kind and status", l, NULL, 0,
+				     &m) < 0)
+			return;
+		if (a->n_keys < N_ATTEMPT_KEYS)
+			a->keys[a->n_keys++] = (struct attempt_key){ kind, status, m };
+	}
+	engy_metric_add(m, 1);
+}
+
 static void adm_finished(void *arg, struct gw_worker *w, const struct gw_req *r,
 			 const struct gw_outcome *o)
 {
 	struct adm *a = arg;
-	char l[64];
 
-	snprintf(l, sizeof(l), "kind=\"%s\",status=\"%d\"", r->is_probe ? "probe"
-		 : r->internal ? "internal" : "buyer", o->status);
-	gw_count(a->g, "engy_gw_attempts_total", l);
+	count_attempt(a, r->is_probe ? 1 : r->internal ? 2 : 0, o->status);
 	if (o->status == 200 && !r->internal && o->completion_tokens > 1 &&
 	    a->m_tpot)
 		engy_metric_observe(a->m_tpot, o->tpot_ms / 1e3);

@@ -168,4 +168,5 @@ for p in $HANG; do
 	wait "$p" || true
 done
 gw_stop a
+no_sanitizer_reports
 echo "$N_OK passed, 0 failed"

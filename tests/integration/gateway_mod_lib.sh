@@ -157,3 +157,10 @@ wait_state() {
 metric() {
 	curl -s "http://127.0.0.1:$MPORT/metrics" | awk -v m="$1" 'index($0, m " ") == 1 { print $NF }'
 }
+
+# no_sanitizer_reports: every engyd run left a clean stderr (ASan, UBSan).
+no_sanitizer_reports() {
+	if grep -l 'Sanitizer\|runtime error' "$T"/*.stderr 2> /dev/null; then
+		fail "a sanitizer report: $(grep -h -A8 'Sanitizer\|runtime error' "$T"/*.stderr | head -20)"
+	fi
+}

@@ -226,4 +226,5 @@ for f in "$T"/state/* "$T"/a.log "$T"/a.stderr; do
 	grep -qa "BUYER-\|$MARK" "$f" && fail "prompt or token ids in $f"
 done
 ok "no prompt text and no committed token id in the state dir or the logs"
+no_sanitizer_reports
 echo "$N_OK passed, 0 failed"

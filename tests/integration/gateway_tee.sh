@@ -246,4 +246,5 @@ C
 	wait "$APID" || true
 	gw_stop d
 fi
+no_sanitizer_reports
 echo "$N_OK passed, 0 failed"

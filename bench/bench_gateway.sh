@@ -1,0 +1,53 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The gateway's overhead (specs/gateway.md, "Bench"): engyd as a gateway
+# (store-sqlite, an API key with credit: auth and billing on the path,
+# onboarding off, the tee at its default 5 %), bench_gateway_load with
+# instant fake miners and a direct endpoint answering the gateway's own
+# bytes, plain and streamed: added latency p50/p99 per request (gateway
+# minus direct, one connection) and requests per second under load, with
+# the ratio to the anchors (LiteLLM, the goal).
+# usage: bench/bench_gateway
+# environment: BENCH_LEGS, BENCH_SEQ, BENCH_CONNS, BENCH_SECONDS (see
+# bench_gateway_load.c), BENCH_LOG_LEVEL (info), BENCH_SYNC (normal: the
+# store's synchronous option), BENCH_TASKSET (e.g. "taskset -c 0,1").
+set -eu
+top_srcdir='%TOP_SRCDIR%'
+top_builddir='%TOP_BUILDDIR%'
+T=$(mktemp -d "${TMPDIR:-/tmp}/engy-bench-gw.XXXXXX")
+PIDS=""
+trap 'for p in $PIDS; do kill -9 $p 2>/dev/null || true; done; rm -rf "$T"' EXIT
+mkdir -p "$T/plug" "$T/state"
+for so in "$top_builddir"/plugins/*/.libs/*.so; do ln -s "$so" "$T/plug/"; done
+export ENGY_PLUGIN_DIR="$T/plug" ENGY_STATE_DIR="$T/state"
+export ENGY_KEY_PEPPER="bench-pepper-0123456789abcdef"
+A() { "$top_builddir/tools/engyctl" admin "$@"; }
+A accounts create bench > /dev/null
+A topup bench 1000000 > /dev/null
+KEY=$(A keys create bench 2> /dev/null)
+A models put bench-model --max-input-tokens 100000 --max-output-tokens 4096 \
+	--max-request-s 600 --price-input 0.15 --price-output 0.60 > /dev/null
+MK=$(A miners register 5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY 2> /dev/null)
+cat > "$T/gw.conf" <<C
+role = "gateway"
+plugin_dir = "$T/plug"
+state_dir = "$T/state"
+log_file = "$T/gw.log"
+log_level = "${BENCH_LOG_LEVEL:-info}"
+shutdown_timeout = 5
+gateway { key_max_inflight = 0 }
+plugin "transport-http" { listen = { "127.0.0.1:0" } }
+plugin "transport-ws" { listen = "127.0.0.1:0" }
+plugin "store-sqlite" { synchronous = "${BENCH_SYNC:-normal}" }
+C
+${BENCH_TASKSET:-} "$top_builddir/engyd/engyd" -c "$T/gw.conf" 2> "$T/gw.stderr" &
+PIDS="$PIDS $!"
+i=0
+until grep -q 'event=ready' "$T/gw.log" 2> /dev/null; do
+	i=$((i + 1)); [ $i -lt 200 ] || { cat "$T/gw.log" "$T/gw.stderr"; exit 1; }; sleep 0.05
+done
+HPORT=$(sed -n 's/.*inst=transport-http event=listen .*port=\([0-9]*\).*/\1/p' "$T/gw.log" | head -1)
+WPORT=$(sed -n 's/.*event=ws_listen addr=[0-9.]*:\([0-9]*\).*/\1/p' "$T/gw.log" | head -1)
+echo "bench_gateway: engyd gateway log_level=${BENCH_LOG_LEVEL:-info}, store-sqlite synchronous=${BENCH_SYNC:-normal}, $(nproc) CPUs${BENCH_TASKSET:+ ($BENCH_TASKSET)}"
+TMPDIR="$T" ${BENCH_TASKSET:-} "$top_builddir/bench/bench_gateway_load" "$HPORT" \
+	"ws://127.0.0.1:$WPORT/gw" "$MK" "$KEY" bench-model
