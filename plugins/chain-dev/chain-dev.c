@@ -15,6 +15,7 @@
  * restarts: the file's accepted lines are read back at start.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,8 @@ struct dev {
 	size_t n;
 	uint8_t (*acc)[32];
 	bool *permit;
-	uint64_t *last;
+	uint64_t *last; /* under lock: workers write it */
+	pthread_mutex_t lock;
 	bool stopping;
 };
 
@@ -116,6 +118,19 @@ static const char *check(struct job *j, long *me)
 	return NULL;
 }
 
+static int append(const char *path, const char *line)
+{
+	FILE *f = fopen(path, "a");
+	int rc;
+
+	if (!f)
+		return -errno;
+	rc = fputs(line, f) < 0 ? -EIO : 0;
+	if (fclose(f) != 0 && !rc)
+		rc = -EIO;
+	return rc;
+}
+
 static void submit_run(struct job *j)
 {
 	struct dev *d = j->d;
@@ -125,7 +140,6 @@ static void submit_run(struct job *j)
 	size_t i, cap;
 	long me = -1;
 	char ss58[ENGY_SS58_ADDR_SIZE];
-	FILE *f;
 	int rc;
 
 	j->block = dev_block(d);
@@ -152,7 +166,6 @@ static void submit_run(struct job *j)
 			"Invalid Transaction: Transaction has a bad signature");
 		return;
 	}
-	err = check(j, &me);
 	engy_ss58_encode(ss58, sizeof(ss58), j->signer.account,
 			 ENGY_SS58_PREFIX_BITTENSOR);
 	cap = 256 + j->n * 16;
@@ -161,6 +174,8 @@ static void submit_run(struct job *j)
 		j->res.status = -ENOMEM;
 		return;
 	}
+	pthread_mutex_lock(&d->lock);
+	err = check(j, &me);
 	i = (size_t)snprintf(
 		line, cap,
 		"{\"block\":%" PRIu64
@@ -178,22 +193,22 @@ static void submit_run(struct job *j)
 		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "",
 				      j->weights[k]);
 	snprintf(line + i, cap - i, "]}\n");
-	f = fopen(d->c->file, "a");
-	if (!f || fputs(line, f) < 0 || fclose(f) != 0) {
-		j->res.status = -EIO;
-		snprintf(j->error, sizeof(j->error), "cannot append to %s",
-			 d->c->file);
-		free(line);
+	rc = append(d->c->file, line);
+	if (!rc && !err)
+		d->last[me] = j->block;
+	pthread_mutex_unlock(&d->lock);
+	free(line);
+	if (rc) {
+		j->res.status = rc;
+		snprintf(j->error, sizeof(j->error), "cannot append to %s: %s",
+			 d->c->file, strerror(-rc));
 		return;
 	}
-	free(line);
 	j->res.included = true;
 	j->res.block = j->block;
 	j->res.success = !err;
 	if (err)
 		snprintf(j->error, sizeof(j->error), "%s", err);
-	else
-		d->last[me] = j->block;
 }
 
 static void job_run(void *arg)
@@ -208,6 +223,7 @@ static void job_done(void *arg, int rc)
 {
 	struct job *j = arg;
 	struct dev *d = j->d;
+	uint64_t *last = NULL;
 
 	if (j->op == 1) {
 		struct engy_chain_block b = {.status = rc,
@@ -231,9 +247,19 @@ static void job_done(void *arg, int rc)
 			m.n = d->n;
 			m.uids = (const uint8_t(*)[32])d->acc;
 			m.permit = d->permit;
-			m.last_update = d->last;
+			last = calloc(d->n ? d->n : 1, sizeof(*last));
+			if (last) {
+				pthread_mutex_lock(&d->lock);
+				memcpy(last, d->last, d->n * sizeof(*last));
+				pthread_mutex_unlock(&d->lock);
+			} else {
+				m.status = -ENOMEM;
+				m.error = strerror(ENOMEM);
+			}
+			m.last_update = last;
 		}
 		j->done_mg(j->arg, &m);
+		free(last);
 	} else {
 		if (rc)
 			j->res.status = rc;
@@ -363,6 +389,7 @@ static void dev_destroy(void *inst)
 	free(d->acc);
 	free(d->permit);
 	free(d->last);
+	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
 
@@ -382,6 +409,7 @@ static int dev_create(const struct engy_host *h, const void *conf, void **inst)
 	d->acc = calloc(d->n ? d->n : 1, 32);
 	d->permit = calloc(d->n ? d->n : 1, sizeof(bool));
 	d->last = calloc(d->n ? d->n : 1, sizeof(uint64_t));
+	pthread_mutex_init(&d->lock, NULL);
 	if (!d->acc || !d->permit || !d->last) {
 		dev_destroy(d);
 		return -ENOMEM;
