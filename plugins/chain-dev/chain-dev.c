@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * chain-dev: the devnet's chain.  A subnet held in the config (hotkeys by
- * uid, which uids hold a validator permit, the rate limit), blocks from
+ * uid, from `hotkeys` then `hotkeys_file`, which a devnet script can write;
+ * which uids hold a validator permit; the rate limit), blocks from
  * the wall clock (one per block_ms), and set_weights checked the way
  * subtensor checks it (commit-reveal, registration, permit, rate limit,
  * lengths) with the chain's error names, then appended as one JSON line to
@@ -27,12 +28,14 @@
 
 #include <engy/engy.h>
 
+#include "fsutil.h"
 #include "sr25519.h"
 #include "ss58.h"
 
 struct dev_conf {
 	const char *file;
 	struct engy_strv hotkeys;
+	const char *hotkeys_file;
 	struct engy_strv permits;
 	int64_t netuid;
 	int64_t rate_limit;
@@ -393,39 +396,91 @@ static void dev_destroy(void *inst)
 	free(d);
 }
 
+/* The config's hotkeys, then hotkeys_file's lines ('#' comments). */
+static int collect(const struct engy_host *h, const struct dev_conf *c,
+		   char **text, const char ***out, size_t *n_out)
+{
+	const char **v;
+	size_t n = c->hotkeys.n, cap = n + 1, i;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	char *line, *save;
+	int rc;
+
+	*text = NULL;
+	if (c->hotkeys_file) {
+		rc = engy_read_file(c->hotkeys_file, 1u << 20, &buf, &len);
+		if (rc) {
+			engy_err(h,
+				 "event=bad_option option=hotkeys_file path=%s "
+				 "error=\"%s\"",
+				 c->hotkeys_file, strerror(-rc));
+			return -EINVAL;
+		}
+		for (i = 0; i < len; i++)
+			cap += buf[i] == '\n';
+	}
+	v = calloc(cap + 1, sizeof(*v));
+	if (!v) {
+		free(buf);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		v[i] = c->hotkeys.v[i];
+	for (line = buf ? strtok_r((char *)buf, "\n", &save) : NULL; line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		line[strcspn(line, "# \t\r")] = '\0';
+		if (*line && n < cap)
+			v[n++] = line;
+	}
+	*text = (char *)buf;
+	*out = v;
+	*n_out = n;
+	return 0;
+}
+
 static int dev_create(const struct engy_host *h, const void *conf, void **inst)
 {
 	const struct dev_conf *c = conf;
+	const char **keys;
 	struct dev *d;
+	char *text;
 	size_t i;
+	int rc;
 
 	*inst = NULL;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
+	pthread_mutex_init(&d->lock, NULL);
 	d->h = h;
 	d->c = c;
-	d->n = c->hotkeys.n;
+	rc = collect(h, c, &text, &keys, &d->n);
+	if (rc) {
+		dev_destroy(d);
+		return rc;
+	}
 	d->acc = calloc(d->n ? d->n : 1, 32);
 	d->permit = calloc(d->n ? d->n : 1, sizeof(bool));
 	d->last = calloc(d->n ? d->n : 1, sizeof(uint64_t));
-	pthread_mutex_init(&d->lock, NULL);
-	if (!d->acc || !d->permit || !d->last) {
-		dev_destroy(d);
-		return -ENOMEM;
-	}
-	for (i = 0; i < d->n; i++) {
-		int rc = engy_ss58_decode(c->hotkeys.v[i], d->acc[i], NULL);
-
+	rc = d->acc && d->permit && d->last ? 0 : -ENOMEM;
+	for (i = 0; !rc && i < d->n; i++) {
+		rc = engy_ss58_decode(keys[i], d->acc[i], NULL);
 		if (rc) {
 			engy_err(h,
 				 "event=bad_option option=hotkeys index=%zu "
-				 "reason=\"%s\"",
-				 i, engy_ss58_strerror(rc));
-			dev_destroy(d);
-			return -EINVAL;
+				 "value=%s reason=\"%s\"",
+				 i, keys[i], engy_ss58_strerror(rc));
+			rc = -EINVAL;
 		}
-		d->permit[i] = c->permits.n == 0;
+		if (!rc)
+			d->permit[i] = c->permits.n == 0;
+	}
+	free(keys);
+	free(text);
+	if (rc) {
+		dev_destroy(d);
+		return rc;
 	}
 	for (i = 0; i < c->permits.n; i++) {
 		char *end;
@@ -471,6 +526,9 @@ static const struct engy_opt opts[] = {
 	 "weights are appended here, one JSON line per submission"},
 	{"hotkeys", ENGY_OPT_STR_LIST, 0, OFF(hotkeys), NULL, NULL, 0, 0,
 	 "the subnet's hotkeys (SS58), uid = position"},
+	{"hotkeys_file", ENGY_OPT_STR, 0, OFF(hotkeys_file), NULL,
+	 "ENGY_DEV_CHAIN_HOTKEYS", 0, 0,
+	 "more hotkeys, one SS58 a line, after those of hotkeys"},
 	{"permits", ENGY_OPT_STR_LIST, 0, OFF(permits), NULL, NULL, 0, 0,
 	 "uids holding a validator permit (default: all)"},
 	{"netuid", ENGY_OPT_INT, 0, OFF(netuid), "53", NULL, 0, 65535,

@@ -233,7 +233,10 @@ stop
 # --- the chain refuses: no validator permit, commit-reveal ---
 rm -f "$T/state/validator-state.json" "$T/weights.jsonl"
 provider good 10 "$VEC"
-conf noperm "" 'permits = { "1", "2" }'
+conf noperm "" 'permits = { "1", "2" }
+  hotkeys_file = "'"$T/hotkeys.txt"'"'
+printf '# the subnet, uid = line\n%s\n%s  # miner A\n\n%s\n%s\n' "$VAL" "$A" "$B" "$MASTER" > "$T/hotkeys.txt"
+sed -i '/^  hotkeys = /d' "$T/noperm.conf"
 start noperm
 wait_for "$T/noperm.log" "outcome=failed" 10 || fail "no failure: $(tail -5 "$T/noperm.log")"
 grep -q 'outcome=failed epoch=10 source=payload block=[0-9]* error="SubtensorModule.NeuronNoValidatorPermit" hint="no validator permit' "$T/noperm.log" ||
