@@ -11,6 +11,8 @@
 # environment: BENCH_LEGS, BENCH_SEQ, BENCH_CONNS, BENCH_SECONDS (see
 # bench_gateway_load.c), BENCH_LOG_LEVEL (info), BENCH_SYNC (normal: the
 # store's synchronous option), BENCH_TASKSET (e.g. "taskset -c 0,1").
+# The store lives under TMPDIR: on a disk its commits and WAL checkpoints
+# (fsync) make most of the tail; on tmpfs what is left is the gateway's own.
 set -eu
 top_srcdir='%TOP_SRCDIR%'
 top_builddir='%TOP_BUILDDIR%'
@@ -28,26 +30,54 @@ KEY=$(A keys create bench 2> /dev/null)
 A models put bench-model --max-input-tokens 100000 --max-output-tokens 4096 \
 	--max-request-s 600 --price-input 0.15 --price-output 0.60 > /dev/null
 MK=$(A miners register 5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY 2> /dev/null)
-cat > "$T/gw.conf" <<C
+# Ports chosen here (the listen lines are info, the log level may not be).
+start() {
+	HPORT=$1
+	WPORT=$(($1 + 1))
+	MPORT=$(($1 + 2))
+	cat > "$T/gw.conf" <<C
 role = "gateway"
 plugin_dir = "$T/plug"
 state_dir = "$T/state"
 log_file = "$T/gw.log"
 log_level = "${BENCH_LOG_LEVEL:-info}"
+metrics_listen = "127.0.0.1:$MPORT"
 shutdown_timeout = 5
 gateway { key_max_inflight = 0 }
-plugin "transport-http" { listen = { "127.0.0.1:0" } }
-plugin "transport-ws" { listen = "127.0.0.1:0" }
+plugin "transport-http" { listen = { "127.0.0.1:$HPORT" } }
+plugin "transport-ws" { listen = "127.0.0.1:$WPORT" }
 plugin "store-sqlite" { synchronous = "${BENCH_SYNC:-normal}" }
 C
-${BENCH_TASKSET:-} "$top_builddir/engyd/engyd" -c "$T/gw.conf" 2> "$T/gw.stderr" &
-PIDS="$PIDS $!"
-i=0
-until grep -q 'event=ready' "$T/gw.log" 2> /dev/null; do
-	i=$((i + 1)); [ $i -lt 200 ] || { cat "$T/gw.log" "$T/gw.stderr"; exit 1; }; sleep 0.05
+	: > "$T/gw.log"
+	${BENCH_TASKSET:-} "$top_builddir/engyd/engyd" -c "$T/gw.conf" 2> "$T/gw.stderr" &
+	GPID=$!
+	i=0
+	until grep -q 'event=ready' "$T/gw.log" 2> /dev/null; do
+		kill -0 $GPID 2> /dev/null || return 1
+		i=$((i + 1)); [ $i -lt 200 ] || return 1
+		sleep 0.05
+	done
+	PIDS="$PIDS $GPID"
+}
+n=0
+until start $((20000 + ($$ + n * 7919) % 40000)); do
+	n=$((n + 1))
+	[ $n -lt 5 ] || { cat "$T/gw.log" "$T/gw.stderr"; exit 1; }
 done
-HPORT=$(sed -n 's/.*inst=transport-http event=listen .*port=\([0-9]*\).*/\1/p' "$T/gw.log" | head -1)
-WPORT=$(sed -n 's/.*event=ws_listen addr=[0-9.]*:\([0-9]*\).*/\1/p' "$T/gw.log" | head -1)
-echo "bench_gateway: engyd gateway log_level=${BENCH_LOG_LEVEL:-info}, store-sqlite synchronous=${BENCH_SYNC:-normal}, $(nproc) CPUs${BENCH_TASKSET:+ ($BENCH_TASKSET)}"
+FS=$(df -PT "$T" 2> /dev/null | awk 'NR == 2 { print $2 }')
+echo "bench_gateway: engyd gateway log_level=${BENCH_LOG_LEVEL:-info}, store-sqlite synchronous=${BENCH_SYNC:-normal} on ${FS:-?} ($T), $(nproc) CPUs${BENCH_TASKSET:+ ($BENCH_TASKSET)}"
 TMPDIR="$T" ${BENCH_TASKSET:-} "$top_builddir/bench/bench_gateway_load" "$HPORT" \
 	"ws://127.0.0.1:$WPORT/gw" "$MK" "$KEY" bench-model
+# The gateway's own view: arrival to the serve frame sent (checks, reserve,
+# route), for every request above.
+curl -s "http://127.0.0.1:$MPORT/metrics" | awk '
+	/^engy_gw_overhead_seconds_bucket/ {
+		match($0, /le="[^"]*"/); le = substr($0, RSTART + 4, RLENGTH - 5)
+		n++; les[n] = le; c[n] = $NF }
+	/^engy_gw_overhead_seconds_count/ { total = $NF }
+	END { if (!total) exit
+	  printf "  gateway overhead before the miner (engy_gw_overhead_seconds, %d requests):", total
+	  for (i = 1; i <= n; i++) if (les[i] != "+Inf")
+		printf " <=%gms %.2f%%", les[i] * 1000, 100 * c[i] / total
+	  printf "\n" }'
+

@@ -25,12 +25,32 @@ K1=$(miner_key $HK_A --label tee)
 MARK1=918273645
 MARK2=564738291
 
+# --- configuration errors -------------------------------------------------------
+gw_conf bad 'onboarding = true
+  probe_verify = "gateway"'
+"$ENGYD" --no-dlclose -c "$T/bad.conf" 2> /dev/null && fail "probe_verify = gateway without a verifier"
+grep -q 'event=config_invalid option=probe_verify reason="gateway needs a proof instance' "$T/bad.log" ||
+	fail "probe_verify: $(grep config "$T/bad.log")"
+printf '# only comments\n\n' > "$T/empty.txt"
+gw_conf bad2 'probe_prompts = "'"$T/empty.txt"'"'
+"$ENGYD" --no-dlclose -c "$T/bad2.conf" 2> /dev/null && fail "an empty prompt set"
+grep -q 'event=config_invalid option=probe_prompts reason="no prompt in the file"' "$T/bad2.log" ||
+	fail "probe_prompts: $(grep config "$T/bad2.log")"
+gw_conf bad3 'tee_sample_rate = 1.5'
+"$ENGYD" --no-dlclose -c "$T/bad3.conf" 2> /dev/null && fail "tee_sample_rate 1.5"
+grep -q 'event=config_invalid option=tee_sample_rate' "$T/bad3.log" || fail "tee_sample_rate"
+ok "configuration errors stop engyd with the option named: a gateway verifier without instances, an empty prompt set, a rate over 1"
+
+printf '# the operator'"'"'s private set\nPROBE-SET-one: name a colour.\n\nPROBE-SET-two: count to three.\n' > "$T/prompts.txt"
 gw_conf a 'onboarding = true
   probe_count = 4
   probe_verify = "none"
+  probe_prompts = "'"$T/prompts.txt"'"
   tee_sample_rate = 0.5
   tee_ttl_s = 15'
 gw_start a
+grep -q 'event=onboarding_ready onboarding=on verify=none probe_count=4 probe_verdicts=3 prompts=2' "$T/a.log" ||
+	fail "prompt set: $(grep onboarding_ready "$T/a.log")"
 
 code() {  # PATH [curl options]: the status without the token
 	p=$1
@@ -55,6 +75,7 @@ ok "/internal/v1/ wants the bearer token: 401 (WWW-Authenticate: Bearer) without
 # --- traffic: probes always, buyers sampled ------------------------------------------
 pm m1 "$K1" PM_MARK_IDS=$MARK1,$MARK2
 wait_state m1 active 10 || fail "m1 did not qualify: $(state m1)"
+[ "$(grep -c ' probe good set=1$' "$T/pm-m1.out")" = 4 ] || fail "probes not from the set: $(cat "$T/pm-m1.out")"
 : > "$T/rids"
 for i in $(seq 1 40); do
 	st=$( [ $((i % 2)) = 0 ] && echo true || echo false )
@@ -89,7 +110,7 @@ for (const e of j.entries) {
 const seqs = j.entries.map((e) => e.seq);
 if (seqs.some((s, i) => i && s <= seqs[i - 1])) { console.log("not in order"); process.exit(1); }
 ' "$T/all.json" "$T/rids" "$HK_A" "$MARK1" || fail "entries"
-ok "probes always (4) and buyer answers at rate 0.5 ($NB of 40) are in the tee, in order, with their metadata and commitment"
+ok "probes (from the configured prompt set) always (4) and buyer answers at rate 0.5 ($NB of 40) are in the tee, in order, with their metadata and commitment"
 
 # --- paging, filters, ack -------------------------------------------------------------------
 internal '/internal/v1/tee/sample?n=5' > /dev/null
@@ -148,7 +169,7 @@ ok "entries expire after tee_ttl_s (15 s): the ring is empty, $((NP + NB - 3)) c
 # --- nothing on disk, nothing in a log --------------------------------------------------
 gw_stop a
 for f in "$T"/state/* "$T"/a.log "$T"/a.stderr; do
-	grep -qa "$MARK1\|$MARK2\|BUYER-tee\|$TOKEN" "$f" && fail "tee content or the token in $f"
+	grep -qa "$MARK1\|$MARK2\|BUYER-tee\|PROBE-SET-\|$TOKEN" "$f" && fail "tee content or the token in $f"
 done
 ok "no committed token id, prompt text or token in the state dir or the gateway's logs"
 

@@ -18,8 +18,9 @@
 //   PM_MARK_IDS    comma-separated ids put first in prompt_ids (a marker
 //                  the zero-retention checks look for)
 // Writes one line per event to OUT_FILE: "admitted", "denied REASON",
-// "serve CORR KIND MODE" (KIND buyer when the prompt holds BUYER-, else
-// probe), "cancel CORR", "closed CODE".  Exits on close.
+// "serve CORR KIND MODE set=S" (KIND buyer when the prompt holds BUYER-,
+// else probe; S 1 when it holds PROBE-SET-), "cancel CORR", "closed
+// CODE".  Exits on close.
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -98,9 +99,10 @@ function answer(corr, req, m) {
 function serve(f) {
 	const corr = f.corr_id, req = f.request || {};
 	const m = mode();
-	const kind = JSON.stringify(req.messages || []).includes('BUYER-') ? 'buyer' : 'probe';
+	const text = JSON.stringify(req.messages || []);
+	const kind = text.includes('BUYER-') ? 'buyer' : 'probe';
 	served++;
-	out(`serve ${corr} ${kind} ${m}`);
+	out(`serve ${corr} ${kind} ${m} set=${text.includes('PROBE-SET-') ? 1 : 0}`);
 	const n = Math.max(1, Math.min(tokens, req.max_tokens || tokens));
 	switch (m) {
 	case 'hang':
