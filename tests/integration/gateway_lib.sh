@@ -73,6 +73,8 @@ gw_wait() {
 	done
 	wait "$GWPID" && rc=0 || rc=$?
 	[ "$rc" = 0 ] || fail "gateway exit $rc: $(tail -5 "$T/gw.log") $(cat "$T/gw.stderr")"
+	# Sanitizer reports land here.
+	[ ! -s "$T/gw.stderr" ] || fail "gateway stderr: $(head -20 "$T/gw.stderr")"
 }
 
 # tiny_model: a generated Qwen3 checkpoint at $T/model.
