@@ -65,12 +65,16 @@ static int capacity(const cJSON *o, struct gw_capacity *c)
 		return 0;
 	if (!cJSON_IsObject(cap))
 		return -EINVAL;
-	c->max_inflight = (unsigned)num(cap, "max_inflight", 1, 1 << 20, 0, &ok);
-	c->has_total = cJSON_GetObjectItemCaseSensitive(cap, "max_inflight_total") != NULL;
-	c->max_inflight_total = (unsigned)num(cap, "max_inflight_total", 0,
-					      1 << 20, 0, &ok);
-	c->max_input_tokens = (uint64_t)num(cap, "max_input_tokens", 1, 1e12, 0, &ok);
-	c->max_output_tokens = (uint64_t)num(cap, "max_output_tokens", 1, 1e12, 0, &ok);
+	c->max_inflight =
+		(unsigned)num(cap, "max_inflight", 1, 1 << 20, 0, &ok);
+	c->has_total = cJSON_GetObjectItemCaseSensitive(
+			       cap, "max_inflight_total") != NULL;
+	c->max_inflight_total =
+		(unsigned)num(cap, "max_inflight_total", 0, 1 << 20, 0, &ok);
+	c->max_input_tokens =
+		(uint64_t)num(cap, "max_input_tokens", 1, 1e12, 0, &ok);
+	c->max_output_tokens =
+		(uint64_t)num(cap, "max_output_tokens", 1, 1e12, 0, &ok);
 	c->max_request_s = num(cap, "max_request_s", 0.001, 1e7, 0, &ok);
 	return ok ? 0 : -EINVAL;
 }
@@ -81,13 +85,15 @@ static int hello(struct gw_mframe *f, char *err, size_t errlen)
 
 	f->miner_key = str(o, "miner_key", 512);
 	if (!f->miner_key)
-		return bad(err, errlen, "hello.miner_key: a string of 1..512 bytes");
+		return bad(err, errlen,
+			   "hello.miner_key: a string of 1..512 bytes");
 	f->model = str(o, "model", 127);
 	if (!f->model || !printable(f->model))
-		return bad(err, errlen, "hello.model: a string of 1..127 bytes");
+		return bad(err, errlen,
+			   "hello.model: a string of 1..127 bytes");
 	f->model_root = str(o, "model_root", 128);
-	if (f->model_root && f->model_root[strspn(f->model_root,
-						   "0123456789abcdefABCDEF")])
+	if (f->model_root &&
+	    f->model_root[strspn(f->model_root, "0123456789abcdefABCDEF")])
 		return bad(err, errlen, "hello.model_root: hex digits");
 	f->worker_name = str(o, "worker_name", 127);
 	f->worker_id = str(o, "worker_id", 63);
@@ -95,17 +101,19 @@ static int hello(struct gw_mframe *f, char *err, size_t errlen)
 	if ((f->worker_name && !printable(f->worker_name)) ||
 	    (f->worker_id && !printable(f->worker_id)) ||
 	    (f->instance_id && !printable(f->instance_id)))
-		return bad(err, errlen, "hello: a worker name or id with "
+		return bad(err, errlen,
+			   "hello: a worker name or id with "
 			   "control characters");
 	if (capacity(o, &f->cap) < 0)
 		return bad(err, errlen, "hello.capacity: numbers out of range");
 	if (!f->cap.max_inflight)
-		return bad(err, errlen, "hello.capacity.max_inflight: required, >= 1");
+		return bad(err, errlen,
+			   "hello.capacity.max_inflight: required, >= 1");
 	return 0;
 }
 
-int gw_frame_parse(const char *data, size_t len, struct gw_mframe *f,
-		   char *err, size_t errlen)
+int gw_frame_parse(const char *data, size_t len, struct gw_mframe *f, char *err,
+		   size_t errlen)
 {
 	const cJSON *t;
 	bool ok = true;
@@ -124,9 +132,11 @@ int gw_frame_parse(const char *data, size_t len, struct gw_mframe *f,
 	}
 	if (strcmp(f->type_name, "heartbeat") == 0) {
 		f->type = GW_M_HEARTBEAT;
-		f->inflight = (unsigned)num(f->root, "inflight", 0, 1 << 20, 0, &ok);
+		f->inflight =
+			(unsigned)num(f->root, "inflight", 0, 1 << 20, 0, &ok);
 		if (capacity(f->root, &f->cap) < 0 || !ok)
-			return bad(err, errlen, "heartbeat: numbers out of range");
+			return bad(err, errlen,
+				   "heartbeat: numbers out of range");
 		return 0;
 	}
 	if (strcmp(f->type_name, "chunk") == 0 ||
@@ -136,9 +146,11 @@ int gw_frame_parse(const char *data, size_t len, struct gw_mframe *f,
 		if (!f->corr_id)
 			return bad(err, errlen, "no usable corr_id");
 		if (f->type == GW_M_CHUNK) {
-			f->delta = cJSON_GetObjectItemCaseSensitive(f->root, "delta");
+			f->delta = cJSON_GetObjectItemCaseSensitive(f->root,
+								    "delta");
 			if (!cJSON_IsObject(f->delta))
-				return bad(err, errlen, "chunk.delta: an object");
+				return bad(err, errlen,
+					   "chunk.delta: an object");
 		}
 		return 0;
 	}

@@ -51,8 +51,8 @@ static void reply_json(struct gw_req *r, int status, const char *body,
 	if (g->t->http_reply(g->ti, r->x, status, "application/json", h, body,
 			     len) < 0)
 		engy_log(ENGY_LOG_INFO, "gateway",
-			 "event=reply_failed request=%s status=%d", r->request_id,
-			 status);
+			 "event=reply_failed request=%s status=%d",
+			 r->request_id, status);
 	r->x = NULL;
 }
 
@@ -88,8 +88,8 @@ int gw_http_stream_begin(struct gw_req *r)
 		return rc;
 	r->stream_begun = true;
 	if (r->api == ENGY_API_ANTHROPIC)
-		engy_anth_stream_start(&r->as, r->prompt_exact ? r->prompt_bound : 0,
-				       &r->out);
+		engy_anth_stream_start(
+			&r->as, r->prompt_exact ? r->prompt_bound : 0, &r->out);
 	gw_http_flush(r);
 	return 0;
 }
@@ -145,7 +145,7 @@ void gw_http_count(struct gw_req *r)
  * a request so a buyer who leaves meanwhile is noticed (h_gone). */
 struct models_job {
 	struct gw_req *r;
-	char id[128];			/* "" for the list */
+	char id[128]; /* "" for the list */
 	struct engy_model *m;
 	size_t n;
 	int rc;
@@ -162,7 +162,7 @@ static void models_fn(void *arg)
 static void simple_error(struct gw *g, struct engy_http_exchange *x,
 			 enum engy_api api, int status, const char *msg)
 {
-	struct engy_apierr e = { .status = status, .message = msg };
+	struct engy_apierr e = {.status = status, .message = msg};
 	size_t len;
 	char *body = engy_apierr_body(api, &e, &len);
 
@@ -206,8 +206,9 @@ static void models_done(void *arg, int rc)
 		engy_api_models_json(&o, info, n);
 out:
 	if (status != 200)
-		gw_http_error(r, status, status == 404 ? "model: no such model"
-			      : "the model list is unavailable");
+		gw_http_error(r, status,
+			      status == 404 ? "model: no such model"
+					    : "the model list is unavailable");
 	else if (o.err)
 		gw_http_error(r, 500, "out of memory");
 	else {
@@ -251,13 +252,15 @@ static int h_request(void *arg, struct engy_http_exchange *x,
 	const char *p = hr->path, *key = NULL;
 	bool post = strcmp(hr->method, "POST") == 0;
 	enum engy_api api = hr->header(hr, "anthropic-version") ||
-			    strncmp(p, "/v1/messages", 12) == 0
-		? ENGY_API_ANTHROPIC : ENGY_API_OPENAI;
+					    strncmp(p, "/v1/messages", 12) == 0
+				    ? ENGY_API_ANTHROPIC
+				    : ENGY_API_OPENAI;
 	struct gw_req *r;
 	size_t len = 0;
 	int count = strcmp(p, "/v1/messages/count_tokens") == 0;
 
-	if (strcmp(p, "/v1/models") == 0 || strncmp(p, "/v1/models/", 11) == 0) {
+	if (strcmp(p, "/v1/models") == 0 ||
+	    strncmp(p, "/v1/models/", 11) == 0) {
 		if (strcmp(hr->method, "GET") && strcmp(hr->method, "HEAD"))
 			simple_error(g, x, api, 405, "use GET");
 		else
@@ -280,7 +283,7 @@ static int h_request(void *arg, struct engy_http_exchange *x,
 	}
 	r->x = x;
 	r->api = strcmp(p, "/v1/chat/completions") == 0 ? ENGY_API_OPENAI
-							 : ENGY_API_ANTHROPIC;
+							: ENGY_API_ANTHROPIC;
 	r->count_only = count;
 	if (g->stopping) {
 		gw_http_error(r, 503, "the gateway is shutting down; retry");
@@ -300,8 +303,10 @@ static int h_request(void *arg, struct engy_http_exchange *x,
 		return 0;
 	}
 	if (hr->body_len > (size_t)g->c->max_body_bytes) {
-		snprintf(r->err, sizeof(r->err), "the request body is over %lld "
-			 "bytes", (long long)g->c->max_body_bytes);
+		snprintf(r->err, sizeof(r->err),
+			 "the request body is over %lld "
+			 "bytes",
+			 (long long)g->c->max_body_bytes);
 		gw_http_error(r, 413, r->err);
 		return 0;
 	}
@@ -344,7 +349,9 @@ int gw_http_init(struct gw *g)
 	int rc = g->t->http_route(g->ti, "/v1", &v1_handler, g);
 
 	if (rc < 0)
-		engy_log(ENGY_LOG_ERR, "gateway", "event=route_failed path=/v1 "
-			 "error=\"%s\"", strerror(-rc));
+		engy_log(ENGY_LOG_ERR, "gateway",
+			 "event=route_failed path=/v1 "
+			 "error=\"%s\"",
+			 strerror(-rc));
 	return rc;
 }

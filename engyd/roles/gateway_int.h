@@ -7,6 +7,7 @@
  *   gateway_store.c   the store on the worker pool: the buyer checks
  *                     (parse, key, model, limits, prompt count), reserve,
  *                     settle with the metadata row, refusal rows, caches
+ *   gateway_hello.c   a miner's hello checked against the store
  *   gateway_http.c    the buyer endpoints: /v1/chat/completions,
  *                     /v1/messages(/count_tokens), /v1/models, errors
  *   gateway_relay.c   one routed request: serve, chunk -> SSE, response,
@@ -463,6 +464,11 @@ void gw_store_hello(struct gw_worker *w, const char *miner_key,
 				 const struct engy_miner *m,
 				 const struct engy_model *spec,
 				 const char *why));
+/* Run @fn on the store instance's worker pool, @done on the loop. */
+int gw_store_work(struct gw *g, void (*fn)(void *), void (*done)(void *, int),
+		  void *arg);
+/* Whether @t is less than @ttl seconds ago (CLOCK_MONOTONIC). */
+bool gw_fresh(const struct timespec *t, double ttl);
 /* The tokenizer configured for @model, or NULL. */
 const struct gw_tok *gw_store_tok(const struct gw *g, const char *model);
 int gw_store_init(struct gw *g);

@@ -29,7 +29,8 @@ static const char *const state_names[] = {
 const char *gw_wstate_name(enum gw_wstate s)
 {
 	return (unsigned)s < sizeof(state_names) / sizeof(state_names[0])
-		       ? state_names[s] : "?";
+		       ? state_names[s]
+		       : "?";
 }
 
 static const char *q(char *dst, size_t cap, const char *s)
@@ -49,8 +50,7 @@ static void gauge(struct gw *g)
 		engy_metric_set(g->m_workers, n);
 }
 
-void gw_worker_set_state(struct gw_worker *w, enum gw_wstate s,
-			 const char *why)
+void gw_worker_set_state(struct gw_worker *w, enum gw_wstate s, const char *why)
 {
 	char qn[300], qw[200];
 
@@ -106,7 +106,8 @@ void gw_worker_close(struct gw_worker *w, int code, const char *reason)
 	if (!c)
 		return;
 	engy_log(ENGY_LOG_INFO, "gateway",
-		 "event=worker_closing worker=%llu code=%d reason=%s inflight=%u",
+		 "event=worker_closing worker=%llu code=%d reason=%s "
+		 "inflight=%u",
 		 (unsigned long long)w->id, code, q(qr, sizeof(qr), reason),
 		 w->inflight);
 	w->conn = NULL;
@@ -185,7 +186,8 @@ static void deny(struct gw_worker *w, const char *reason)
 
 	engy_log(ENGY_LOG_NOTICE, "gateway",
 		 "event=worker_denied worker=%llu remote=%s reason=%s",
-		 (unsigned long long)w->id, w->remote, q(qr, sizeof(qr), reason));
+		 (unsigned long long)w->id, w->remote,
+		 q(qr, sizeof(qr), reason));
 	gw_count(w->g, "engy_gw_denied_total", NULL);
 	send_simple(w->g, w, "deny", reason);
 	gw_worker_close(w, ENGY_WS_CLOSE_POLICY, "denied");
@@ -201,7 +203,8 @@ static void supersede(struct gw_worker *nw)
 		    strcmp(w->worker_name, nw->worker_name) != 0)
 			continue;
 		engy_log(ENGY_LOG_INFO, "gateway",
-			 "event=worker_superseded worker=%llu by=%llu restart=%s",
+			 "event=worker_superseded worker=%llu by=%llu "
+			 "restart=%s",
 			 (unsigned long long)w->id, (unsigned long long)nw->id,
 			 strcmp(w->worker_id, nw->worker_id) ? "yes" : "no");
 		gw_worker_close(w, ENGY_WS_CLOSE_NORMAL, "superseded");
@@ -245,16 +248,19 @@ static void hello_done(struct gw_worker *w, int rc, const struct engy_miner *m,
 	if (w->max_inflight_total < (unsigned)g->c->min_inflight_total) {
 		snprintf(reason, sizeof(reason),
 			 "capacity.max_inflight_total %u is below %lld",
-			 w->max_inflight_total, (long long)g->c->min_inflight_total);
+			 w->max_inflight_total,
+			 (long long)g->c->min_inflight_total);
 		deny(w, reason);
 		return;
 	}
 	w->miner_id = m->id;
 	snprintf(w->hotkey, sizeof(w->hotkey), "%s", m->hotkey);
 	w->priority = m->priority;
-	w->first_party = m->first_party || listed(&g->c->first_party, w->worker_name);
+	w->first_party =
+		m->first_party || listed(&g->c->first_party, w->worker_name);
 	w->max_input_tokens = lim(spec->max_input_tokens, w->max_input_tokens);
-	w->max_output_tokens = lim(spec->max_output_tokens, w->max_output_tokens);
+	w->max_output_tokens =
+		lim(spec->max_output_tokens, w->max_output_tokens);
 	if (!(w->max_request_s > 0) || w->max_request_s > spec->max_request_s)
 		w->max_request_s = spec->max_request_s;
 	if (w->max_inflight > w->max_inflight_total)
@@ -262,7 +268,8 @@ static void hello_done(struct gw_worker *w, int rc, const struct engy_miner *m,
 	w->ident = ident_of(w);
 	supersede(w);
 	gw_worker_set_state(w, w->first_party ? GW_W_ACTIVE : GW_W_NEW,
-			    w->first_party ? "admitted, 1st-party" : "admitted");
+			    w->first_party ? "admitted, 1st-party"
+					   : "admitted");
 	send_simple(g, w, "admit", NULL);
 	engy_log(ENGY_LOG_NOTICE, "gateway",
 		 "event=worker_admitted worker=%llu miner=%s name=%s model=%s "
@@ -287,8 +294,9 @@ static void on_hello(struct gw_worker *w, const struct gw_mframe *f)
 	snprintf(w->model_root, sizeof(w->model_root), "%s",
 		 f->model_root ? f->model_root : "");
 	snprintf(w->worker_name, sizeof(w->worker_name), "%s",
-		 f->worker_name ? f->worker_name
-		 : f->instance_id ? f->instance_id : "default");
+		 f->worker_name	  ? f->worker_name
+		 : f->instance_id ? f->instance_id
+				  : "default");
 	snprintf(w->worker_id, sizeof(w->worker_id), "%s",
 		 f->worker_id ? f->worker_id : "");
 	snprintf(w->instance_id, sizeof(w->instance_id), "%s",
@@ -317,7 +325,8 @@ static void on_heartbeat(struct gw_worker *w, const struct gw_mframe *f)
 
 /* ---- the websocket handler ---------------------------------------- */
 
-static int h_open(void *arg, struct engy_ws_conn *c, const struct engy_ws_open *o)
+static int h_open(void *arg, struct engy_ws_conn *c,
+		  const struct engy_ws_open *o)
 {
 	struct gw *g = arg;
 	const char *base = g->c->ws_path, *tail;
@@ -332,9 +341,10 @@ static int h_open(void *arg, struct engy_ws_conn *c, const struct engy_ws_open *
 		if (*end || tail[1] < '0' || tail[1] > '9' ||
 		    idx != (unsigned long)g->c->worker_index) {
 			engy_log(ENGY_LOG_NOTICE, "gateway",
-				 "event=leg_refused remote=%s reason=\"wrong worker "
-				 "path\" worker_index=%lld", o->remote,
-				 (long long)g->c->worker_index);
+				 "event=leg_refused remote=%s reason=\"wrong "
+				 "worker "
+				 "path\" worker_index=%lld",
+				 o->remote, (long long)g->c->worker_index);
 			return -EINVAL;
 		}
 	}
@@ -357,7 +367,8 @@ static int h_open(void *arg, struct engy_ws_conn *c, const struct engy_ws_open *
 	g->workers = w;
 	g->n_workers++;
 	g->ws->ws_set_user(g->wsi, c, w);
-	engy_log(ENGY_LOG_INFO, "gateway", "event=leg_open worker=%llu remote=%s",
+	engy_log(ENGY_LOG_INFO, "gateway",
+		 "event=leg_open worker=%llu remote=%s",
 		 (unsigned long long)w->id, w->remote);
 	return 0;
 }
@@ -436,9 +447,9 @@ static void h_close(void *arg, struct engy_ws_conn *c, int code,
 	g->ws->ws_set_user(g->wsi, c, NULL);
 	engy_log(ENGY_LOG_INFO, "gateway",
 		 "event=leg_closed worker=%llu code=%d reason=%s served=%llu "
-		 "failed=%llu", (unsigned long long)w->id, code,
-		 q(qr, sizeof(qr), reason), (unsigned long long)w->served,
-		 (unsigned long long)w->failed);
+		 "failed=%llu",
+		 (unsigned long long)w->id, code, q(qr, sizeof(qr), reason),
+		 (unsigned long long)w->served, (unsigned long long)w->failed);
 	w->conn = NULL;
 	gw_relay_orphan(w);
 	if (w->state >= GW_W_NEW && w->state < GW_W_CLOSED)
@@ -484,8 +495,10 @@ int gw_pool_init(struct gw *g)
 
 	if (rc < 0)
 		engy_log(ENGY_LOG_ERR, "gateway",
-			 "event=ws_listen_failed path=%s error=\"%s\" hint=\"set "
-			 "transport-ws's listen\"", g->c->ws_path, strerror(-rc));
+			 "event=ws_listen_failed path=%s error=\"%s\" "
+			 "hint=\"set "
+			 "transport-ws's listen\"",
+			 g->c->ws_path, strerror(-rc));
 	return rc;
 }
 

@@ -150,15 +150,18 @@ void gw_req_finish(struct gw_req *r, int status, const char *reason)
 		r->sink->done(r->sink_arg, &r->out_come, NULL);
 	}
 	snprintf(labels, sizeof(labels), "api=\"%s\",status=\"%d\"",
-		 r->internal ? "internal" : r->api == ENGY_API_OPENAI ? "openai"
-		 : "anthropic", status);
+		 r->internal		     ? "internal"
+		 : r->api == ENGY_API_OPENAI ? "openai"
+					     : "anthropic",
+		 status);
 	gw_count(g, "engy_gw_requests_total", labels);
 	if (r->miner[0] && r->out_come.ttft_ms && g->m_ttft)
 		engy_metric_observe(g->m_ttft, r->out_come.ttft_ms / 1e3);
 	engy_log(ENGY_LOG_INFO, "gateway",
 		 "event=request_done request=%s status=%d api=%s stream=%d "
 		 "attempts=%u miner=%s ttft_ms=%u tpot_ms=%u total_ms=%.1f "
-		 "reason=%s", r->request_id, status,
+		 "reason=%s",
+		 r->request_id, status,
 		 r->api == ENGY_API_OPENAI ? "openai" : "anthropic",
 		 r->areq.stream, r->attempts, r->miner[0] ? r->miner : "-",
 		 r->out_come.ttft_ms, r->out_come.tpot_ms,
@@ -224,9 +227,10 @@ static void attempt_failed(struct gw_req *r, int status, const char *reason,
 		gw_relay_dispatch(r);
 		return;
 	}
-	gw_http_error(r, status, status == 504
-		      ? "the worker did not answer in time"
-		      : "the worker failed to complete the request");
+	gw_http_error(r, status,
+		      status == 504
+			      ? "the worker did not answer in time"
+			      : "the worker failed to complete the request");
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -234,8 +238,10 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	struct gw_req *r = arg;
 
 	send_cancel(r);
-	attempt_failed(r, 504, r->first_chunk ? "past max_request_s"
-		       : "no first token in time", false);
+	attempt_failed(r, 504,
+		       r->first_chunk ? "past max_request_s"
+				      : "no first token in time",
+		       false);
 }
 
 static void arm(struct gw_req *r, double s)
@@ -255,14 +261,15 @@ static void arm(struct gw_req *r, double s)
 static void on_keepalive(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_req *r = arg;
-	struct timeval tv = { 0, 0 };
+	struct timeval tv = {0, 0};
 
 	if (!r->x || r->content_sent || gw_http_stream_begin(r) < 0)
 		return;
 	engy_api_keepalive(&r->out, r->api);
 	gw_http_flush(r);
 	tv.tv_sec = (time_t)r->g->c->keepalive_s;
-	tv.tv_usec = (suseconds_t)((r->g->c->keepalive_s - (double)tv.tv_sec) * 1e6);
+	tv.tv_usec =
+		(suseconds_t)((r->g->c->keepalive_s - (double)tv.tv_sec) * 1e6);
 	evtimer_add(r->keepalive, &tv);
 }
 
@@ -288,7 +295,8 @@ static int first_dispatch(struct gw_req *r)
 	id = cJSON_CreateString(r->request_id);
 	if (!id || !cJSON_IsObject(r->areq.body))
 		goto fail;
-	cJSON_DeleteItemFromObjectCaseSensitive(r->areq.body, "engy_request_id");
+	cJSON_DeleteItemFromObjectCaseSensitive(r->areq.body,
+						"engy_request_id");
 	cJSON_AddItemToObject(r->areq.body, "engy_request_id", id);
 	if (r->internal || !r->areq.stream)
 		return 0;
@@ -324,10 +332,12 @@ void gw_relay_dispatch(struct gw_req *r)
 	w = gw_route_pick(g, r);
 	if (!w) {
 		if (r->attempts)
-			gw_http_error(r, r->status ? r->status : 502,
-				      "the worker failed to complete the request");
+			gw_http_error(
+				r, r->status ? r->status : 502,
+				"the worker failed to complete the request");
 		else
-			gw_http_error(r, 503, "every worker serving this model is "
+			gw_http_error(r, 503,
+				      "every worker serving this model is "
 				      "busy or ineligible; retry shortly");
 		return;
 	}
@@ -363,11 +373,14 @@ void gw_relay_dispatch(struct gw_req *r)
 		return;
 	}
 	arm(r, g->c->first_token_timeout_s < deadline - gw_since(&r->t0)
-	    ? g->c->first_token_timeout_s : deadline - gw_since(&r->t0));
+		       ? g->c->first_token_timeout_s
+		       : deadline - gw_since(&r->t0));
 	if (r->x && r->areq.stream && !r->content_sent) {
-		struct timeval tv = { (time_t)g->c->keepalive_s,
+		struct timeval tv = {
+			(time_t)g->c->keepalive_s,
 			(suseconds_t)((g->c->keepalive_s -
-				       (double)(time_t)g->c->keepalive_s) * 1e6) };
+				       (double)(time_t)g->c->keepalive_s) *
+				      1e6)};
 
 		if (!r->keepalive)
 			r->keepalive = evtimer_new(g->d->base, on_keepalive, r);
@@ -401,7 +414,7 @@ static void keep_text(struct gw_req *r, const char *s, size_t n)
 		if (!p) {
 			free(r->relayed);
 			r->relayed = NULL;
-			r->tok = NULL;	/* fall back to the byte estimate */
+			r->tok = NULL; /* fall back to the byte estimate */
 			return;
 		}
 		r->relayed = p;
@@ -469,8 +482,8 @@ static void clamp_usage(struct gw_req *r, struct engy_api_result *res)
 static int answer(struct gw_req *r, const struct engy_api_result *res)
 {
 	struct gw *g = r->g;
-	const char *h[6] = { "x-request-id", r->request_id, "request-id",
-			     r->request_id, NULL, NULL };
+	const char *h[6] = {"x-request-id", r->request_id, "request-id",
+			    r->request_id,  NULL,	   NULL};
 	int rc;
 
 	if (!r->x)
@@ -479,8 +492,10 @@ static int answer(struct gw_req *r, const struct engy_api_result *res)
 		rc = gw_http_stream_begin(r);
 		if (rc == 0)
 			rc = r->api == ENGY_API_OPENAI
-				? engy_oai_stream_finish(&r->os, res, &r->out)
-				: engy_anth_stream_finish(&r->as, res, &r->out);
+				     ? engy_oai_stream_finish(&r->os, res,
+							      &r->out)
+				     : engy_anth_stream_finish(&r->as, res,
+							       &r->out);
 		if (rc < 0)
 			return rc;
 		gw_http_flush(r);
@@ -491,9 +506,10 @@ static int answer(struct gw_req *r, const struct engy_api_result *res)
 	engy_api_new_id(r->completion_id, sizeof(r->completion_id),
 			r->api == ENGY_API_OPENAI ? "chatcmpl-" : "msg_");
 	rc = r->api == ENGY_API_OPENAI
-		? engy_oai_response(&r->out, &r->areq, r->completion_id,
-				    r->t0_ms / 1000, res)
-		: engy_anth_response(&r->out, &r->areq, r->completion_id, res);
+		     ? engy_oai_response(&r->out, &r->areq, r->completion_id,
+					 r->t0_ms / 1000, res)
+		     : engy_anth_response(&r->out, &r->areq, r->completion_id,
+					  res);
 	if (rc < 0 || r->out.err)
 		return rc < 0 ? rc : r->out.err;
 	g->t->http_reply(g->ti, r->x, 200, "application/json", h, r->out.buf,
@@ -520,13 +536,16 @@ void gw_relay_response(struct gw_worker *w, const char *corr_id,
 	}
 	if (cJSON_IsString(err) || (err && !cJSON_IsNull(err))) {
 		/* The miner's text is not relayed: it may quote the prompt. */
-		attempt_failed(r, 502, "the worker answered with an error", true);
+		attempt_failed(r, 502, "the worker answered with an error",
+			       true);
 		return;
 	}
-	if (engy_api_result_parse(cJSON_GetObjectItemCaseSensitive(frame, "output"),
-				  &res, why, sizeof(why)) < 0) {
+	if (engy_api_result_parse(
+		    cJSON_GetObjectItemCaseSensitive(frame, "output"), &res,
+		    why, sizeof(why)) < 0) {
 		engy_api_result_free(&res);
-		attempt_failed(r, 502, "the worker's output cannot be rendered", true);
+		attempt_failed(r, 502, "the worker's output cannot be rendered",
+			       true);
 		return;
 	}
 	clamp_usage(r, &res);
@@ -564,7 +583,7 @@ void gw_relay_gone(struct gw_req *r)
 	r->gone = true;
 	r->x = NULL;
 	if (r->state != GW_R_ROUTED)
-		return;		/* a pool job will see it, or it is settling */
+		return; /* a pool job will see it, or it is settling */
 	if (w) {
 		send_cancel(r);
 		outcome(r, 499, "buyer left", &o);

@@ -46,11 +46,12 @@ static uint64_t fnv(const void *p, size_t n, uint64_t h)
 	return h;
 }
 
-uint64_t gw_route_affinity(const struct gw *g, const char *prompt,
-			   size_t len, bool *use)
+uint64_t gw_route_affinity(const struct gw *g, const char *prompt, size_t len,
+			   bool *use)
 {
-	size_t n = len < (size_t)g->c->affinity_chars ? len
-						      : (size_t)g->c->affinity_chars;
+	size_t n = len < (size_t)g->c->affinity_chars
+			   ? len
+			   : (size_t)g->c->affinity_chars;
 
 	*use = len > 0 && len >= (size_t)g->c->affinity_min_chars;
 	return mix(fnv(prompt, n, 0xcbf29ce484222325ull));
@@ -154,7 +155,8 @@ struct gw_worker *gw_route_pick(struct gw *g, struct gw_req *r)
 
 		if (!candidate(g, r, w))
 			continue;
-		weight = (int64_t)(w->max_inflight - w->inflight) << (prio(w) + 8);
+		weight = (int64_t)(w->max_inflight - w->inflight)
+			 << (prio(w) + 8);
 		w->swrr += weight;
 		total += weight;
 		if (!best || w->swrr > best->swrr)

@@ -35,15 +35,15 @@
 #include "minerproto.h"
 #include "tokenizer.h"
 
-static int work(struct gw *g, void (*fn)(void *), void (*done)(void *, int),
-		void *arg)
+int gw_store_work(struct gw *g, void (*fn)(void *), void (*done)(void *, int),
+		  void *arg)
 {
 	const struct engy_host *h = &g->st_in->host;
 
 	return h->work(h, fn, done, arg);
 }
 
-static bool fresh(const struct timespec *t, double ttl)
+bool gw_fresh(const struct timespec *t, double ttl)
 {
 	return gw_since(t) < ttl;
 }
@@ -132,7 +132,9 @@ static void caches_trim(struct gw *g)
 
 	for (i = 0; i < 256; i++) {
 		for (pk = &g->keys[i]; (k = *pk);) {
-			if (!k->inflight && !fresh(&k->fetched, 6 * g->c->key_cache_s + 60)) {
+			if (!k->inflight &&
+			    !gw_fresh(&k->fetched,
+				      6 * g->c->key_cache_s + 60)) {
 				*pk = k->next;
 				free(k);
 			} else {
@@ -141,7 +143,7 @@ static void caches_trim(struct gw *g)
 		}
 	}
 	for (pm = &g->denied; (m = *pm);) {
-		if (!fresh(&m->fetched, g->c->miner_cache_s)) {
+		if (!gw_fresh(&m->fetched, g->c->miner_cache_s)) {
 			*pm = m->next;
 			free(m);
 		} else {
@@ -167,7 +169,7 @@ void gw_store_key_release(struct gw_req *r)
 static void count_prompt(struct gw_req *r)
 {
 	const struct gw_tok *t = r->tok;
-	struct engy_chat_opts o = { .enable_thinking = -1 };
+	struct engy_chat_opts o = {.enable_thinking = -1};
 	uint32_t *ids = NULL;
 	size_t len = 0, n = 0;
 	char *prompt = NULL;
@@ -209,14 +211,16 @@ static void check_fn(void *arg)
 			memset(&r->key_rec, 0, sizeof(r->key_rec));
 		} else if (rc < 0) {
 			r->job_status = 503;
-			snprintf(r->err, sizeof(r->err), "the key store is unavailable");
+			snprintf(r->err, sizeof(r->err),
+				 "the key store is unavailable");
 			return;
 		}
 	}
 	if (!r->key_rec.id || r->key_rec.status != ENGY_KEY_ACTIVE) {
 		r->job_status = 401;
-		snprintf(r->err, sizeof(r->err), "%s", r->key_rec.id
-			 ? "this API key has been revoked" : "invalid API key");
+		snprintf(r->err, sizeof(r->err), "%s",
+			 r->key_rec.id ? "this API key has been revoked"
+				       : "invalid API key");
 		return;
 	}
 	if (r->api == ENGY_API_OPENAI)
@@ -250,7 +254,8 @@ static void check_done(void *arg, int rc)
 	}
 	if (rc < 0 && !r->job_status) {
 		r->job_status = 503;
-		snprintf(r->err, sizeof(r->err), "the gateway is shutting down");
+		snprintf(r->err, sizeof(r->err),
+			 "the gateway is shutting down");
 	}
 	if (r->gone) {
 		gw_req_finish(r, 499, "buyer left");
@@ -268,7 +273,8 @@ static void check_done(void *arg, int rc)
 	e = key_find(g, r->key_hash);
 	if (g->c->key_max_inflight && e &&
 	    e->inflight >= (unsigned)g->c->key_max_inflight) {
-		gw_http_error(r, 429, "too many requests in flight for this API "
+		gw_http_error(r, 429,
+			      "too many requests in flight for this API "
 			      "key; retry when one has finished");
 		return;
 	}
@@ -287,14 +293,14 @@ void gw_store_check(struct gw_req *r)
 	struct gw *g = r->g;
 	struct gw_key_entry *e = key_find(g, r->key_hash);
 
-	if (e && fresh(&e->fetched, g->c->key_cache_s)) {
+	if (e && gw_fresh(&e->fetched, g->c->key_cache_s)) {
 		r->key_cached = true;
 		r->key_rec.id = e->key_id;
 		r->key_rec.account_id = e->account_id;
 		r->key_rec.status = e->status;
 	}
 	r->state = GW_R_CHECK;
-	if (work(g, check_fn, check_done, r) < 0)
+	if (gw_store_work(g, check_fn, check_done, r) < 0)
 		check_done(r, -ECANCELED);
 }
 
@@ -304,7 +310,7 @@ static void reserve_fn(void *arg)
 {
 	struct gw_req *r = arg;
 	struct gw *g = r->g;
-	struct engy_api_model am = { 0 };
+	struct engy_api_model am = {0};
 	int64_t amount = 0, expires;
 	int rc;
 
@@ -313,8 +319,9 @@ static void reserve_fn(void *arg)
 		r->job_rc = rc;
 		if (rc < 0) {
 			r->job_status = rc == -ENOENT ? 404 : 503;
-			snprintf(r->err, sizeof(r->err), "%s", rc == -ENOENT
-				 ? "model: no such model" : "the store is unavailable");
+			snprintf(r->err, sizeof(r->err), "%s",
+				 rc == -ENOENT ? "model: no such model"
+					       : "the store is unavailable");
 			return;
 		}
 	}
@@ -324,28 +331,32 @@ static void reserve_fn(void *arg)
 		return;
 	}
 	am.max_output_tokens = r->spec.max_output_tokens;
-	am.default_max_tokens = (uint64_t)g->c->default_max_tokens <
-				r->spec.max_output_tokens
-		? (uint64_t)g->c->default_max_tokens : r->spec.max_output_tokens;
+	am.default_max_tokens =
+		(uint64_t)g->c->default_max_tokens < r->spec.max_output_tokens
+			? (uint64_t)g->c->default_max_tokens
+			: r->spec.max_output_tokens;
 	rc = engy_api_req_apply(&r->areq, &am, r->err, sizeof(r->err));
 	if (rc < 0) {
 		r->job_status = engy_api_status(rc);
 		return;
 	}
 	if (r->internal)
-		return;		/* probes and bench: no money moves */
+		return; /* probes and bench: no money moves */
 	if (r->no_worker) {
 		r->job_status = 503;
-		snprintf(r->err, sizeof(r->err), "no worker is serving this "
+		snprintf(r->err, sizeof(r->err),
+			 "no worker is serving this "
 			 "model right now; retry shortly");
 		return;
 	}
 	if (r->prompt_bound > r->spec.max_input_tokens) {
 		r->job_status = 400;
-		snprintf(r->err, sizeof(r->err), "messages: the prompt is %llu "
+		snprintf(r->err, sizeof(r->err),
+			 "messages: the prompt is %llu "
 			 "%s, over the model's max_input_tokens %u",
-			 (unsigned long long)r->prompt_bound, r->prompt_exact
-			 ? "tokens" : "bytes (counted as tokens)",
+			 (unsigned long long)r->prompt_bound,
+			 r->prompt_exact ? "tokens"
+					 : "bytes (counted as tokens)",
 			 r->spec.max_input_tokens);
 		return;
 	}
@@ -353,23 +364,29 @@ static void reserve_fn(void *arg)
 				  r->areq.max_tokens, &amount);
 	if (rc < 0) {
 		r->job_status = 400;
-		snprintf(r->err, sizeof(r->err), "the request is too large to price");
+		snprintf(r->err, sizeof(r->err),
+			 "the request is too large to price");
 		return;
 	}
 	if (amount == 0)
-		return;		/* a free model holds nothing */
-	expires = gw_now_ms() + (int64_t)((r->spec.max_request_s +
-					   g->c->reserve_margin_s) * 1000);
+		return; /* a free model holds nothing */
+	expires = gw_now_ms() +
+		  (int64_t)((r->spec.max_request_s + g->c->reserve_margin_s) *
+			    1000);
 	rc = g->st->reserve(g->sti, r->account_id, r->key_id, amount, expires,
 			    &r->reservation_id);
 	if (rc == -EDQUOT) {
 		r->job_status = 402;
-		snprintf(r->err, sizeof(r->err), "insufficient credits: this "
-			 "request may cost up to $%lld.%06lld; top up the account",
-			 (long long)(amount / 1000000), (long long)(amount % 1000000));
+		snprintf(r->err, sizeof(r->err),
+			 "insufficient credits: this "
+			 "request may cost up to $%lld.%06lld; top up the "
+			 "account",
+			 (long long)(amount / 1000000),
+			 (long long)(amount % 1000000));
 	} else if (rc < 0) {
 		r->job_status = 503;
-		snprintf(r->err, sizeof(r->err), "the account store is unavailable");
+		snprintf(r->err, sizeof(r->err),
+			 "the account store is unavailable");
 	} else {
 		r->reserved_micro = amount;
 	}
@@ -384,7 +401,8 @@ static void reserve_done(void *arg, int rc)
 		model_put(g, r->areq.model, &r->spec, r->job_rc == 0);
 	if (rc < 0 && !r->job_status) {
 		r->job_status = 503;
-		snprintf(r->err, sizeof(r->err), "the gateway is shutting down");
+		snprintf(r->err, sizeof(r->err),
+			 "the gateway is shutting down");
 	}
 	if (r->gone) {
 		gw_req_finish(r, 499, "buyer left");
@@ -402,7 +420,7 @@ void gw_store_reserve(struct gw_req *r)
 	struct gw *g = r->g;
 	struct gw_model_entry *m = model_find(g, r->areq.model);
 
-	if (m && fresh(&m->fetched, g->c->model_cache_s)) {
+	if (m && gw_fresh(&m->fetched, g->c->model_cache_s)) {
 		if (!m->found || m->m.status != ENGY_MODEL_ENABLED) {
 			gw_http_error(r, 404, "model: no such model");
 			return;
@@ -410,13 +428,14 @@ void gw_store_reserve(struct gw_req *r)
 		r->model_cached = true;
 		r->spec = m->m;
 		if (r->no_worker) {
-			gw_http_error(r, 503, "no worker is serving this model "
+			gw_http_error(r, 503,
+				      "no worker is serving this model "
 				      "right now; retry shortly");
 			return;
 		}
 	}
 	r->state = GW_R_RESERVE;
-	if (work(g, reserve_fn, reserve_done, r) < 0)
+	if (gw_store_work(g, reserve_fn, reserve_done, r) < 0)
 		reserve_done(r, -ECANCELED);
 }
 
@@ -439,7 +458,8 @@ static void fill_row(const struct gw_req *r, struct engy_request_row *row)
 	snprintf(row->request_id, sizeof(row->request_id), "%s", r->request_id);
 	snprintf(row->model, sizeof(row->model), "%s", r->spec.name);
 	snprintf(row->miner, sizeof(row->miner), "%.63s", r->miner);
-	snprintf(row->worker_name, sizeof(row->worker_name), "%.63s", r->worker_name);
+	snprintf(row->worker_name, sizeof(row->worker_name), "%.63s",
+		 r->worker_name);
 }
 
 /* A stream the buyer left pays for what reached it (counted here, on
@@ -455,14 +475,17 @@ static void count_relayed(struct gw_req *r)
 				  &ids, &k) == 0)
 		n = k;
 	else
-		n = (r->relayed_bytes + (uint64_t)r->g->c->cancel_bytes_per_token - 1) /
+		n = (r->relayed_bytes +
+		     (uint64_t)r->g->c->cancel_bytes_per_token - 1) /
 		    (uint64_t)r->g->c->cancel_bytes_per_token;
 	free(ids);
 	if (n > r->areq.max_tokens)
 		n = r->areq.max_tokens;
 	r->completion_tokens = (uint32_t)(n > UINT32_MAX ? UINT32_MAX : n);
-	r->prompt_tokens = n ? (uint32_t)(r->prompt_est > UINT32_MAX ? UINT32_MAX
-					 : r->prompt_est) : 0;
+	r->prompt_tokens =
+		n ? (uint32_t)(r->prompt_est > UINT32_MAX ? UINT32_MAX
+							  : r->prompt_est)
+		  : 0;
 	r->cached_tokens = 0;
 }
 
@@ -478,14 +501,16 @@ static void settle_fn(void *arg)
 		count_relayed(r);
 	if ((r->status == 200 || r->status == 499) && !r->is_probe &&
 	    engy_billing_cost(&r->spec.price, r->prompt_tokens,
-			      r->cached_tokens, r->completion_tokens, &cost) < 0)
+			      r->cached_tokens, r->completion_tokens,
+			      &cost) < 0)
 		cost = r->reserved_micro;
 	if (cost > r->reserved_micro)
 		cost = r->reserved_micro;
 	r->cost_micro = cost;
 	fill_row(r, &row);
 	if (r->reservation_id) {
-		rc = g->st->settle(g->sti, r->reservation_id, cost, &row, &charged);
+		rc = g->st->settle(g->sti, r->reservation_id, cost, &row,
+				   &charged);
 		r->cost_micro = charged;
 	} else if (r->key_id || r->is_probe) {
 		row.cost_micro = 0;
@@ -499,11 +524,12 @@ static void settle_done(void *arg, int rc)
 	struct gw_req *r = arg;
 
 	if (rc < 0 || r->job_rc < 0)
-		engy_log(ENGY_LOG_ERR, "gateway",
-			 "event=settle_failed request=%s reservation=%lld "
-			 "error=\"%s\" effect=\"the hold lapses at its expiry\"",
-			 r->request_id, (long long)r->reservation_id,
-			 strerror(rc < 0 ? -rc : -r->job_rc));
+		engy_log(
+			ENGY_LOG_ERR, "gateway",
+			"event=settle_failed request=%s reservation=%lld "
+			"error=\"%s\" effect=\"the hold lapses at its expiry\"",
+			r->request_id, (long long)r->reservation_id,
+			strerror(rc < 0 ? -rc : -r->job_rc));
 	engy_log(ENGY_LOG_INFO, "gateway",
 		 "event=request_settled request=%s status=%d cost_micro=%lld "
 		 "prompt_tokens=%u completion_tokens=%u cached_tokens=%u",
@@ -519,157 +545,17 @@ void gw_store_settle(struct gw_req *r)
 	 * count_tokens, not what failed before the key was known. */
 	if (!r->reservation_id && !r->is_probe &&
 	    (!r->key_id || r->count_only || !r->spec.name[0])) {
-		engy_log(ENGY_LOG_INFO, "gateway", "event=request_settled "
-			 "request=%s status=%d row=none", r->request_id, r->status);
+		engy_log(ENGY_LOG_INFO, "gateway",
+			 "event=request_settled "
+			 "request=%s status=%d row=none",
+			 r->request_id, r->status);
 		gw_req_free(r);
 		return;
 	}
-	if (work(r->g, settle_fn, settle_done, r) < 0) {
-		settle_fn(r);	/* the pool is closing: settle here */
+	if (gw_store_work(r->g, settle_fn, settle_done, r) < 0) {
+		settle_fn(r); /* the pool is closing: settle here */
 		settle_done(r, 0);
 	}
-}
-
-/* ---- hello -------------------------------------------------------- */
-
-struct hello_job {
-	struct gw_worker *w;
-	void (*done)(struct gw_worker *w, int rc, const struct engy_miner *m,
-		     const struct engy_model *spec, const char *why);
-	uint8_t hash[GW_HASH_BYTES];
-	char model[128];
-	char root_hex[129];
-	struct engy_miner m;
-	struct engy_model spec;
-	int rc;
-	bool cache;			/* remember the refusal */
-	char why[96];
-};
-
-static int unhex(const char *s, uint8_t out[ENGY_STORE_HASH_BYTES])
-{
-	size_t i;
-
-	if (strlen(s) != 2 * ENGY_STORE_HASH_BYTES)
-		return -EINVAL;
-	for (i = 0; i < ENGY_STORE_HASH_BYTES; i++) {
-		unsigned v;
-
-		if (sscanf(s + 2 * i, "%2x", &v) != 1)
-			return -EINVAL;
-		out[i] = (uint8_t)v;
-	}
-	return 0;
-}
-
-static void hello_fn(void *arg)
-{
-	struct hello_job *j = arg;
-	struct gw *g = j->w->g;
-	struct engy_model_root *roots = NULL, root;
-	uint8_t raw[ENGY_STORE_HASH_BYTES];
-	size_t n = 0;
-	int rc;
-
-	rc = g->st->miner_lookup(g->sti, j->hash, &j->m);
-	if (rc < 0 || j->m.status != ENGY_MINER_ACTIVE) {
-		j->rc = rc < 0 && rc != -ENOENT ? rc : -EACCES;
-		j->cache = j->rc == -EACCES;
-		snprintf(j->why, sizeof(j->why), "%s", rc == -ENOENT
-			 ? "unknown miner key" : rc < 0 ? "the miner registry is "
-			 "unavailable" : "this miner is disabled");
-		return;
-	}
-	rc = g->st->model_get(g->sti, j->model, &j->spec);
-	if (rc < 0 || j->spec.status != ENGY_MODEL_ENABLED) {
-		j->rc = rc < 0 && rc != -ENOENT ? rc : -ENOENT;
-		snprintf(j->why, sizeof(j->why), "%s", rc < 0 && rc != -ENOENT
-			 ? "the model registry is unavailable"
-			 : "this model is not served here");
-		return;
-	}
-	/* A model that lists its accepted checkpoints admits only those. */
-	rc = g->st->model_root_list(g->sti, j->model, &roots, &n);
-	free(roots);
-	if (rc < 0) {
-		j->rc = rc;
-		snprintf(j->why, sizeof(j->why), "the model registry is unavailable");
-		return;
-	}
-	if (n && (unhex(j->root_hex, raw) < 0 ||
-		  g->st->model_root_get(g->sti, raw, &root) < 0 ||
-		  strcmp(root.model, j->model) != 0)) {
-		j->rc = -EPERM;
-		snprintf(j->why, sizeof(j->why), "model_root is not an accepted "
-			 "checkpoint of this model");
-	}
-}
-
-static void hello_done(void *arg, int rc)
-{
-	struct hello_job *j = arg;
-	struct gw_worker *w = j->w;
-	struct gw *g = w->g;
-
-	w->in_job = false;
-	if (w->state == GW_W_CLOSED) {
-		free(w);	/* its leg closed while the store was asked */
-		free(j);
-		return;
-	}
-	if (rc < 0 && !j->rc) {
-		j->rc = rc;
-		snprintf(j->why, sizeof(j->why), "the gateway is shutting down");
-	}
-	if (j->cache) {
-		struct gw_miner_entry *e = calloc(1, sizeof(*e));
-
-		if (e) {
-			memcpy(e->hash, j->hash, GW_HASH_BYTES);
-			snprintf(e->reason, sizeof(e->reason), "%s", j->why);
-			clock_gettime(CLOCK_MONOTONIC, &e->fetched);
-			e->next = g->denied;
-			g->denied = e;
-		}
-	}
-	j->done(w, j->rc, &j->m, &j->spec, j->why);
-	free(j);
-}
-
-void gw_store_hello(struct gw_worker *w, const char *miner_key,
-		    void (*done)(struct gw_worker *w, int rc,
-				 const struct engy_miner *m,
-				 const struct engy_model *spec,
-				 const char *why))
-{
-	struct gw *g = w->g;
-	struct gw_miner_entry *e;
-	struct hello_job *j = calloc(1, sizeof(*j));
-
-	if (!j || g->st->key_hash(g->sti, miner_key, strlen(miner_key), j->hash) < 0) {
-		free(j);
-		done(w, -EINVAL, NULL, NULL, "the miner key cannot be checked");
-		return;
-	}
-	memcpy(w->key_hash, j->hash, GW_HASH_BYTES);
-	for (e = g->denied; e; e = e->next) {
-		if (memcmp(e->hash, j->hash, GW_HASH_BYTES) == 0 &&
-		    fresh(&e->fetched, g->c->miner_cache_s)) {
-			char why[96];
-
-			snprintf(why, sizeof(why), "%s", e->reason);
-			free(j);
-			done(w, -EACCES, NULL, NULL, why);
-			return;
-		}
-	}
-	j->w = w;
-	j->done = done;
-	snprintf(j->model, sizeof(j->model), "%s", w->model);
-	snprintf(j->root_hex, sizeof(j->root_hex), "%s", w->model_root);
-	w->in_job = true;
-	if (work(g, hello_fn, hello_done, j) < 0)
-		hello_done(j, -ECANCELED);
 }
 
 /* ---- life --------------------------------------------------------- */
@@ -693,7 +579,7 @@ static void release_done(void *arg, int rc)
 void gw_store_release_expired(struct gw *g)
 {
 	caches_trim(g);
-	work(g, release_fn, release_done, g);
+	gw_store_work(g, release_fn, release_done, g);
 }
 
 static int load_tok(struct gw *g, const char *spec)
@@ -703,9 +589,11 @@ static int load_tok(struct gw *g, const char *spec)
 	char err[256];
 	int rc;
 
-	if (!eq || eq == spec || !eq[1] || (size_t)(eq - spec) >= sizeof(t->model) ||
+	if (!eq || eq == spec || !eq[1] ||
+	    (size_t)(eq - spec) >= sizeof(t->model) ||
 	    strlen(eq + 1) >= sizeof(t->dir)) {
-		engy_log(ENGY_LOG_ERR, "gateway", "event=config_invalid "
+		engy_log(ENGY_LOG_ERR, "gateway",
+			 "event=config_invalid "
 			 "option=tokenizers reason=\"want MODEL=DIR\"");
 		return -EINVAL;
 	}
@@ -716,16 +604,19 @@ static int load_tok(struct gw *g, const char *spec)
 	snprintf(t->dir, sizeof(t->dir), "%s", eq + 1);
 	rc = engy_tokenizer_load(t->dir, &t->tok, err, sizeof(err));
 	if (rc < 0) {
-		engy_log(ENGY_LOG_ERR, "gateway", "event=tokenizer_failed model=%s "
-			 "error=\"%s\"", t->model, err);
+		engy_log(ENGY_LOG_ERR, "gateway",
+			 "event=tokenizer_failed model=%s "
+			 "error=\"%s\"",
+			 t->model, err);
 		return rc;
 	}
 	t->variant = engy_ckpt_chat_variant(t->dir);
 	if (t->variant < 0)
 		t->variant = g->variant;
 	g->n_toks++;
-	engy_log(ENGY_LOG_INFO, "gateway", "event=tokenizer_loaded model=%s vocab=%zu",
-		 t->model, engy_tokenizer_vocab_size(t->tok));
+	engy_log(ENGY_LOG_INFO, "gateway",
+		 "event=tokenizer_loaded model=%s vocab=%zu", t->model,
+		 engy_tokenizer_vocab_size(t->tok));
 	return 0;
 }
 
@@ -736,7 +627,8 @@ int gw_store_init(struct gw *g)
 
 	if (!g->st->key_lookup || !g->st->reserve || !g->st->settle ||
 	    !g->st->miner_lookup || !g->st->model_get || !g->st->log_append) {
-		engy_log(ENGY_LOG_ERR, "gateway", "event=gateway_unwired "
+		engy_log(ENGY_LOG_ERR, "gateway",
+			 "event=gateway_unwired "
 			 "reason=\"the store lacks the gateway's ops\"");
 		return -EINVAL;
 	}
