@@ -45,6 +45,20 @@ bye() {  # bye NAME: stop a peer
 	sleep 0.3
 }
 
+# --- legs on another worker's path are refused --------------------------------
+MINER_KEY="$MK" MODEL=bad node "$PEER" "$PEERS" "$GWURL/5" good > "$T/peer-w5.out" 2>&1 &
+PIDS="$PIDS $!"
+wait_for "$T/peer-w5.out" "closed code=1008" 10 || fail "/gw/5: $(cat "$T/peer-w5.out")"
+grep -q admit "$T/peer-w5.out" && fail "/gw/5 admitted"
+grep -q 'event=leg_refused .*reason="wrong worker path" worker_index=0' "$T/gw.log" ||
+	fail "no leg_refused line"
+MINER_KEY="$MK" MODEL=bad WORKER_NAME=w0 node "$PEER" "$PEERS" "$GWURL/0" good > "$T/peer-w0.out" 2>&1 &
+W0=$!
+PIDS="$PIDS $W0"
+wait_for "$T/peer-w0.out" "admit" 10 || fail "/gw/0: $(cat "$T/peer-w0.out")"
+kill "$W0"
+ok "worker 0 admits legs on /gw and /gw/0 and refuses /gw/5 (1008)"
+
 # --- garbage, binary: the leg is closed; no other worker: 502 at once ------------
 for mode in garbage binary; do
 	peer $mode $mode MINER_KEY="$MK" MODEL=bad WORKER_NAME=$mode

@@ -152,6 +152,9 @@ const weather = [{ type: 'function', function: { name: 'get_weather', descriptio
 		(e) => assert.equal(e.param, 'max_tokens'));
 	await rejects(oai.chat.completions.create({ model: 'tiny', messages: [] }),
 		OpenAI.BadRequestError, 'openai: no messages is BadRequestError (400)');
+	await rejects(oai.chat.completions.create({ model: 'tiny', messages: user('x'.repeat(5000)) }),
+		OpenAI.BadRequestError, 'openai: a prompt over max_input_tokens is BadRequestError (400)',
+		(e) => assert.match(e.message, /over the model's max_input_tokens 4096/));
 }
 
 // ------------------------------------------------------------- Anthropic

@@ -87,6 +87,29 @@ for tag in aff1 aff2 aff3; do
 done
 ok "prefix affinity: each long prefix stayed on one worker ($seen )"
 
+# Priority is a bias: mA back with priority 2 weighs 8 x 4 against mB's 16.
+kill -TERM "$PID_mA"
+wait "$PID_mA" || fail "miner mA exit $?"
+A miners set 5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY --priority 2 >/dev/null ||
+	fail "miners set --priority"
+miner mA2 "$KA" mA 8
+grep -q "event=worker_admitted .* name=mA .*priority=2 " "$T/gw.log" || fail "priority not read"
+: > "$T/prio.ids"
+for i in $(seq 1 30); do
+	curl -s -D - -o /dev/null "$BASE/v1/chat/completions" -H "Authorization: Bearer $KEY" \
+		-d '{"model":"tiny","max_tokens":2,"messages":[{"role":"user","content":"p '"$i"'"}]}' |
+		sed -n 's/^x-request-id: \(req_[0-9a-f]*\).*/\1/p' >> "$T/prio.ids"
+done
+wait_settled
+A log tail -n 100000 > "$T/log.txt"
+: > "$T/route-prio"
+for id in $(cat "$T/prio.ids"); do worker_of "$id" >> "$T/route-prio"; done
+a=$(grep -c '^mA$' "$T/route-prio" || true)
+b=$(grep -c '^mB$' "$T/route-prio" || true)
+[ "$((a + b))" = 30 ] && [ "$a" -ge 19 ] && [ "$a" -le 21 ] ||
+	fail "priority 2: mA=$a mB=$b, want about 20 and 10"
+ok "priority 2 doubles twice: mA (8 slots) now takes $a of 30 against mB's $b (16 slots)"
+
 # --- money --------------------------------------------------------------------
 money acme
 [ "$SPENT" -gt 0 ] || fail "nothing spent"
