@@ -9,11 +9,15 @@
 # miner (miner-int4.conf: the --quant int4 copy, claiming the canonical
 # root through the miner's model_root option) and an auditor
 # (auditor.conf); generates the models on first run; sends buyer traffic
-# through the OpenAI API; and prints each miner's P99 TOPLOC score and
-# verdict, the closed epoch's signed weights and a curl to chat with the
-# gateway.  Progress goes to stderr, the table to stdout.  Everything
-# lives under var/devnet/ (models and keys are kept across runs; the
-# store, logs and configs are made fresh); nothing is left running.
+# through the OpenAI API; once the auditor has closed the epoch, starts
+# the light validator (validator.conf) on chain-dev, the dev chain, which
+# fetches the signed epoch from the auditor's provider API and sets the
+# weights; and prints each miner's P99 TOPLOC score and verdict, the closed
+# epoch's signed weights, the weights as they landed on the dev chain and
+# a curl to chat with the gateway.  Progress goes to stderr, the table to
+# stdout.  Everything lives under var/devnet/ (models and keys are kept
+# across runs; the store, the chain, logs and configs are made fresh);
+# nothing is left running.
 #
 # Environment: ENGY_DEVNET_STATE (var/devnet), ENGY_DEVNET_BUILD (the
 # build dir: build-main, made with scripts/test.sh when missing),
@@ -27,7 +31,7 @@ ONCE=0
 for a in "$@"; do
 	case $a in
 	--once) ONCE=1 ;;
-	-h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "devnet: unknown argument $a (--once, --help)" >&2; exit 2 ;;
 	esac
 done
@@ -102,16 +106,17 @@ RUN="$STATE/run"
 LOGS="$STATE/logs"
 PLUG="$STATE/plugins"
 rm -rf "$RUN" "$LOGS" "$PLUG" "$STATE/gateway" "$STATE/auditor" "$STATE/miner-honest" \
-	"$STATE/miner-int4"
+	"$STATE/miner-int4" "$STATE/validator" "$STATE/chain"
 mkdir -p "$RUN" "$LOGS" "$PLUG" "$STATE/models" "$STATE/keys" "$STATE/gateway" \
-	"$STATE/auditor" "$STATE/miner-honest" "$STATE/miner-int4"
+	"$STATE/auditor" "$STATE/miner-honest" "$STATE/miner-int4" "$STATE/validator" \
+	"$STATE/chain" "$STATE/wallets/devnet/hotkeys"
 for so in "$BUILD"/plugins/*/.libs/*.so; do
 	[ -f "$so" ] && ln -sf "$so" "$PLUG/"
 done
 
 # configs: etc/devnet's, with this state dir and port 0 (the ports are read
 # from the logs)
-for c in gateway miner-ref miner-int4 auditor; do
+for c in gateway miner-ref miner-int4 auditor validator; do
 	[ -f "etc/devnet/$c.conf" ] || die "etc/devnet/$c.conf is missing"
 	sed -e "s#\./var/devnet#$STATE#g" -e 's#127\.0\.0\.1:80[0-9][0-9]#127.0.0.1:0#g' \
 		"etc/devnet/$c.conf" > "$RUN/$c.conf"
@@ -140,8 +145,26 @@ ROOT=$(
 	{ cat config.json; for f in $(LC_ALL=C ls -- *.safetensors); do
 		printf '%s%s' "$f" "$(stat -L -c %s "$f")"; done; } | sha256sum | cut -c1-64
 )
+# keys, made once: the auditor's master hotkey, the two miners' hotkeys and
+# the validator's (a wallet hotkey: wallets/devnet/hotkeys/validator)
+VKEY="$STATE/wallets/devnet/hotkeys/validator"
+for k in master honest int4-cheat "$VKEY"; do
+	case $k in /*) f=$k ;; *) f="$STATE/keys/$k" ;; esac
+	[ -f "$f" ] || "$ENGYCTL" keys new --out "$f" > /dev/null || die "keys new $k"
+done
+ss58() { "$ENGYCTL" keys show "$1" | sed -n 's/^ss58Address: //p' | head -1; }
+MASTER=$(ss58 "$STATE/keys/master")
+H_HONEST=$(ss58 "$STATE/keys/honest")
+H_CHEAT=$(ss58 "$STATE/keys/int4-cheat")
+H_VAL=$(ss58 "$VKEY")
+[ -n "$MASTER" ] && [ -n "$H_HONEST" ] && [ -n "$H_CHEAT" ] && [ -n "$H_VAL" ] || die "keys show"
+# the dev chain's subnet, uid = line: the owner (the auditor burns to the
+# master hotkey), the validator, then the miners as the auditor names them
+printf '%s  # owner\n%s  # validator\n%s  # honest\n%s  # int4-cheat\n' \
+	"$MASTER" "$H_VAL" "$H_HONEST" "$H_CHEAT" > "$STATE/chain/hotkeys.txt"
+UIDNAMES=(owner validator honest int4-cheat)
 ready=1
-for c in gateway honest int4-cheat auditor; do
+for c in gateway honest int4-cheat auditor validator; do
 	if ! out=$(ENGY_PLUGIN_DIR="$PLUG" "$ENGYD" -t -c "$RUN/$c.conf" 2>&1); then
 		ready=0
 		say "etc/devnet/$c.conf is not ready in this tree:"
@@ -155,15 +178,6 @@ CKPT_DTYPE=$(tr -d ' \t\n' < "$STATE/models/canonical/config.json" |
 CKPT_DTYPE=${CKPT_DTYPE:-bf16}
 [ "$CKPT_DTYPE" = bfloat16 ] && CKPT_DTYPE=bf16
 
-# keys: the auditor's master hotkey and the two miners' hotkeys, made once
-for k in master honest int4-cheat; do
-	[ -f "$STATE/keys/$k" ] || "$ENGYCTL" keys new --out "$STATE/keys/$k" > /dev/null ||
-		die "keys new $k"
-done
-ss58() { "$ENGYCTL" keys show "$STATE/keys/$1" | sed -n 's/^ss58Address: //p' | head -1; }
-MASTER=$(ss58 master)
-H_HONEST=$(ss58 honest)
-H_CHEAT=$(ss58 int4-cheat)
 
 # the store: the model (its devnet spec), a buyer with credit, the miners
 rnd() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
@@ -269,6 +283,38 @@ curl -sf "$API/epoch/$E" > "$RUN/payload.json" || die "GET $API/epoch/$E"
 "$ENGYCTL" epoch verify --ss58 "$MASTER" --netuid 53 --payload "$RUN/payload.json" > /dev/null 2>&1 &&
 	VERIFIED="payload verifies" || VERIFIED="PAYLOAD DOES NOT VERIFY"
 
+# --- the light validator: the signed epoch onto the dev chain --------------------------
+CHAIN="$STATE/chain/weights.jsonl"
+start validator ENGY_SN53_API="http://127.0.0.1:$APORT" ENGY_SN53_MASTER_HOTKEY="$MASTER" \
+	ENGY_DEV_CHAIN_HOTKEYS="$STATE/chain/hotkeys.txt"
+say "validator: $H_VAL on chain-dev (uids: owner 0, validator 1, honest 2, int4-cheat 3), provider $API"
+i=0
+while ! grep -q 'outcome=submitted ' "$LOGS/validator.log"; do
+	i=$((i + 1))
+	[ $i -le 600 ] || die "validator: nothing submitted after 60 s: $(grep 'outcome=' "$LOGS/validator.log" | tail -2)"
+	grep -q 'outcome=failed\|outcome=refused\|event=payload_rejected' "$LOGS/validator.log" &&
+		die "validator: $(grep 'outcome=\|event=payload_rejected' "$LOGS/validator.log" | head -2)"
+	kill -0 "${PIDS[${#PIDS[@]} - 1]}" 2>/dev/null || die "validator exited: $(tail -3 "$LOGS/validator.log")"
+	sleep 0.1
+done
+grep -q "outcome=submitted epoch=$E source=payload " "$LOGS/validator.log" ||
+	die "validator: not epoch $E's payload: $(grep 'outcome=submitted ' "$LOGS/validator.log" | head -1)"
+# chain-dev's line: {"block":N,"netuid":53,"hotkey":"5…","uid":U,"ok":true,"uids":[…],"weights":[…]}
+LANDED=$(grep -F "\"hotkey\":\"$H_VAL\"" "$CHAIN" 2>/dev/null | grep -F '"ok":true' | head -1)
+[ -n "$LANDED" ] || die "no accepted set_weights in $CHAIN"
+BLOCK=$(echo "$LANDED" | sed -n 's/.*"block":\([0-9]*\).*/\1/p')
+CUIDS=($(echo "$LANDED" | sed -n 's/.*"uids":\[\([0-9,]*\)\].*/\1/p' | tr ',' ' '))
+CWS=($(echo "$LANDED" | sed -n 's/.*"weights":\[\([0-9,]*\)\].*/\1/p' | tr ',' ' '))
+[ ${#CUIDS[@]} = ${#CWS[@]} ] && [ ${#CUIDS[@]} -gt 0 ] || die "the chain's line: $LANDED"
+CH_honest=0 CH_int4_cheat=0 OTHERS=""
+for ((i = 0; i < ${#CUIDS[@]}; i++)); do
+	n=${UIDNAMES[${CUIDS[i]}]:-uid${CUIDS[i]}}
+	case $n in
+	honest | int4-cheat) eval "CH_${n//-/_}=${CWS[i]}" ;;
+	*) OTHERS="$OTHERS, $n (uid ${CUIDS[i]}) ${CWS[i]}" ;;
+	esac
+done
+
 # --- the table -----------------------------------------------------------------------
 A log tail -n 100000 > "$RUN/requests.txt"
 weight_of() {  # hotkey -> its weight in the signed result_json (0 when absent)
@@ -295,22 +341,29 @@ row() {  # name hotkey checkpoint
 }
 WH=$(weight_of "$H_HONEST")
 WC=$(weight_of "$H_CHEAT")
+if [ "$CH_honest" = "$WH" ] && [ "$CH_int4_cheat" = "$WC" ] && [ -z "$OTHERS" ]; then
+	MATCH="matches the signed epoch"
+else
+	MATCH="DIFFERS FROM THE SIGNED EPOCH"
+fi
 {
 	echo
 	printf '%-14s %-11s %-9s %-8s %-17s %s\n' miner checkpoint requests audited "p99 toploc score" verdict
 	row honest "$H_HONEST" "$CKPT_DTYPE"
 	row int4-cheat "$H_CHEAT" int4
 	echo "epoch $E weights: honest $WH, int4-cheat $WC   (signed by $MASTER; $VERIFIED)"
+	echo "dev chain: set_weights by $H_VAL at block $BLOCK: honest (uid 2) $CH_honest, int4-cheat (uid 3) $CH_int4_cheat$OTHERS   ($MATCH)"
 	echo "chat with the gateway:"
 	echo "  curl -s $BASE/v1/chat/completions -H 'Authorization: Bearer $KEY' -H 'Content-Type: application/json' -d '{\"model\":\"$MODEL\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'"
 	echo "provider API: curl -s $API/epoch/latest"
 } | tee "$RUN/table.txt"
 [ "$VERIFIED" = "payload verifies" ] || die "the epoch payload does not verify"
+[ "$MATCH" = "matches the signed epoch" ] || die "the dev chain's weights are not the signed epoch's"
 
 if [ $ONCE = 1 ]; then
 	exit 0
 fi
-say "running: logs in $LOGS; Ctrl-C stops everything"
+say "running: logs in $LOGS, the dev chain's set_weights in $CHAIN; Ctrl-C stops everything"
 while :; do
 	for p in "${PIDS[@]}"; do
 		kill -0 "$p" 2>/dev/null || die "a devnet process exited: see $LOGS"
