@@ -24,6 +24,7 @@ gw_conf "  first_token_timeout_s = 2
   ping_s = 1
   max_attempts = 2
   key_max_inflight = 3
+  first_party = { \"good\" }
   affinity_min_chars = 100000"
 gw_start
 
@@ -115,7 +116,9 @@ want "dropmid then good" "status=200" "finish=stop"
 peer_wait drop2 "serve corr="
 peer_wait good "done corr="
 grep -q "event=attempt_retry request=.* attempt=1 status=502" "$T/gw.log" || fail "no retry logged"
-ok "a leg dropped mid-stream: in-band 502 once content went out; before the first byte the request moves to another worker"
+grep -q "event=worker_state worker=.* name=good from=checking to=active why=\"admitted, 1st-party\"" "$T/gw.log" ||
+	fail "first_party from the config: $(grep 'name=good' "$T/gw.log" | head -3)"
+ok "a leg dropped mid-stream: in-band 502 once content went out; before the first byte the request moves to another worker (a 1st-party one named in the config, active at once)"
 bye drop2
 
 # --- an error response: retried elsewhere; alone: 502 -----------------------------
