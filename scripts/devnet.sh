@@ -31,7 +31,7 @@ ONCE=0
 for a in "$@"; do
 	case $a in
 	--once) ONCE=1 ;;
-	-h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "devnet: unknown argument $a (--once, --help)" >&2; exit 2 ;;
 	esac
 done
