@@ -80,7 +80,7 @@ static const struct engy_opt gw_opts[] = {
 	{ "model_cache_s", ENGY_OPT_FLOAT, 0, OFF(model_cache_s), "10", NULL,
 	  0, 0, "model specs and price cards are cached this long" },
 	{ "miner_cache_s", ENGY_OPT_FLOAT, 0, OFF(miner_cache_s), "10", NULL,
-	  0, 0, "a refused miner key is refused without the store this long" },
+	  0, 0, "a disabled miner's key is refused without the store this long" },
 	{ "affinity_chars", ENGY_OPT_INT, 0, OFF(affinity_chars), "512", NULL,
 	  1, 1 << 20, "leading bytes of the rendered prompt hashed for "
 	  "prefix affinity" },

@@ -4,9 +4,9 @@
  * (gateway_pool.c decides): the key is hashed on the loop thread, then
  * miner_lookup() (registered and enabled), model_get() (enabled), and,
  * when the model lists accepted checkpoints, model_root_get() (the
- * hello's root is one of them).  Refusals of a key (unknown, disabled)
- * are remembered for miner_cache_s, so a miner re-dialing every half
- * second does not keep the store busy.
+ * hello's root is one of them).  The refusals of a disabled miner are
+ * remembered for miner_cache_s, so one re-dialing every half second does
+ * not keep the store busy.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -57,7 +57,9 @@ static void hello_fn(void *arg)
 	rc = g->st->miner_lookup(g->sti, j->hash, &j->m);
 	if (rc < 0 || j->m.status != ENGY_MINER_ACTIVE) {
 		j->rc = rc < 0 && rc != -ENOENT ? rc : -EACCES;
-		j->cache = j->rc == -EACCES;
+		/* A disabled miner re-dialing is remembered; made-up keys are
+		 * not (they would only grow the list). */
+		j->cache = rc == 0;
 		snprintf(j->why, sizeof(j->why), "%s",
 			 rc == -ENOENT ? "unknown miner key"
 			 : rc < 0      ? "the miner registry is "

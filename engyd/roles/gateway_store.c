@@ -246,7 +246,9 @@ static void check_done(void *arg, int rc)
 	struct gw *g = r->g;
 	struct gw_key_entry *e;
 
-	if (!r->key_cached && r->job_status != 503)
+	/* Unknown keys are not cached: a flood of made-up keys would grow
+	 * the table; each costs one indexed read on the pool instead. */
+	if (!r->key_cached && r->job_status != 503 && r->key_rec.id)
 		key_put(g, r->key_hash, &r->key_rec);
 	if (r->key_rec.id) {
 		r->key_id = r->key_rec.id;
