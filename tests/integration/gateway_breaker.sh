@@ -36,7 +36,7 @@ gw_conf a 'onboarding = true
   breaker_max_slow_ratio = 0.5
   breaker_consecutive = 4
   breaker_stall_s = 2
-  breaker_cooldown_s = 4'
+  breaker_cooldown_s = 6'
 gw_start a
 
 count() {  # NAME KIND
@@ -82,7 +82,7 @@ traffic 8
 [ "$(count m1 buyer)" = "$n1" ] || fail "a pulled worker got buyer traffic"
 ok "a miner that starts failing is pulled after $took s (window 10 s); buyers still got 200s and no more reach it"
 
-wait_for "$T/a.log" 'event=worker_state worker=[0-9]* name=m1 from=pulled to=probing why="onboarding round [0-9]* (re-qualify after a pull)"' 6 ||
+wait_for "$T/a.log" 'event=worker_state worker=[0-9]* name=m1 from=pulled to=probing why="onboarding round [0-9]* (re-qualify after a pull)"' 12 ||
 	fail "no re-qualification round: $(grep name=m1 "$T/a.log" | tail -3)"
 wait_for "$T/a.log" 'event=onboard_failed worker=[0-9]* name=m1 ' 6 ||
 	fail "its failing probes did not fail the round"
@@ -124,7 +124,7 @@ pm m2 "$K2"
 grep -q 'event=worker_state worker=[0-9]* name=m2 from=new to=probing why="re-dialled while waiting"' "$T/a.log" ||
 	fail "re-dial: $(grep name=m2 "$T/a.log" | tail -3)"
 [ "$(state m2)" != active ] || fail "active right after a re-dial"
-wait_state m2 active 12 || fail "m2 did not qualify after its cooldown: $(state m2)"
+wait_state m2 active 15 || fail "m2 did not qualify after its cooldown: $(state m2)"
 ok "a pulled miner that re-dials waits out its cooldown, then qualifies again"
 
 # --- slow: TTFT over the ceiling ------------------------------------------------------
