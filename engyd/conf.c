@@ -11,6 +11,7 @@
 #include "fsutil.h"
 #include "conf.h"
 #include "conf_scan.h"
+#include "conf_value.h"
 
 #define CONFIG_MAX (1u << 20)
 
@@ -258,188 +259,6 @@ out:
 	return rc;
 }
 
-static char *trim_dup(const char *s, size_t n)
-{
-	while (n && (*s == ' ' || *s == '\t')) {
-		s++;
-		n--;
-	}
-	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' ||
-		     s[n - 1] == '\r'))
-		n--;
-	return strndup(s, n);
-}
-
-static void free_strv(struct engy_strv *sv)
-{
-	size_t i;
-
-	for (i = 0; i < sv->n; i++)
-		free((char *)sv->v[i]);
-	free((void *)sv->v);
-	sv->v = NULL;
-	sv->n = 0;
-}
-
-/* Set @o in @conf from config text (env, default, file). */
-static int set_text(const char *who, const char *where,
-		    const struct engy_opt *o, void *conf, const char *text,
-		    struct engy_errs *e)
-{
-	char *slot = (char *)conf + o->offset, *end;
-	long long ll;
-	double d;
-
-	switch (o->type) {
-	case ENGY_OPT_STR: {
-		char *s = strdup(text);
-
-		if (!s)
-			return -ENOMEM;
-		free(*(char **)slot);
-		*(char **)slot = s;
-		return 0;
-	}
-	case ENGY_OPT_INT:
-		errno = 0;
-		ll = strtoll(text, &end, 0);
-		if (errno || end == text || *end) {
-			engy_errs_add(e, "%s: plugin \"%s\": option '%s' wants an integer, got '%s'",
-				      where, who, o->name, text);
-			return -EINVAL;
-		}
-		*(int64_t *)slot = ll;
-		return 0;
-	case ENGY_OPT_BOOL:
-		if (!strcmp(text, "true") || !strcmp(text, "yes") ||
-		    !strcmp(text, "on") || !strcmp(text, "1"))
-			*(bool *)slot = true;
-		else if (!strcmp(text, "false") || !strcmp(text, "no") ||
-			 !strcmp(text, "off") || !strcmp(text, "0"))
-			*(bool *)slot = false;
-		else {
-			engy_errs_add(e, "%s: plugin \"%s\": option '%s' wants true or false, got '%s'",
-				      where, who, o->name, text);
-			return -EINVAL;
-		}
-		return 0;
-	case ENGY_OPT_FLOAT:
-		errno = 0;
-		d = strtod(text, &end);
-		if (errno || end == text || *end) {
-			engy_errs_add(e, "%s: plugin \"%s\": option '%s' wants a number, got '%s'",
-				      where, who, o->name, text);
-			return -EINVAL;
-		}
-		*(double *)slot = d;
-		return 0;
-	case ENGY_OPT_STR_LIST: {
-		struct engy_strv *sv = (struct engy_strv *)slot;
-		const char *p = text, *comma;
-		char **v = NULL, **nv;
-		size_t n = 0;
-
-		free_strv(sv);
-		while (*p) {
-			comma = strchr(p, ',');
-			if (!comma)
-				comma = p + strlen(p);
-			nv = realloc(v, (n + 1) * sizeof(*v));
-			if (!nv)
-				goto oom;
-			v = nv;
-			v[n] = trim_dup(p, (size_t)(comma - p));
-			if (!v[n])
-				goto oom;
-			if (*v[n])
-				n++;
-			else
-				free(v[n]);
-			p = *comma ? comma + 1 : comma;
-		}
-		sv->v = (const char *const *)v;
-		sv->n = n;
-		return 0;
-oom:
-		while (n)
-			free(v[--n]);
-		free(v);
-		return -ENOMEM;
-	}
-	}
-	return -EINVAL;
-}
-
-static int set_cfg(const char *who, const char *where,
-		   const struct engy_opt *o, void *conf, cfg_t *sec,
-		   struct engy_errs *e)
-{
-	char *slot = (char *)conf + o->offset;
-	unsigned i, n;
-
-	switch (o->type) {
-	case ENGY_OPT_STR:
-		if (cfg_size(sec, o->name) > 1) {
-			engy_errs_add(e, "%s: plugin \"%s\": option '%s' takes one value",
-				      where, who, o->name);
-			return -EINVAL;
-		}
-		return set_text(who, where, o, conf, cfg_getstr(sec, o->name), e);
-	case ENGY_OPT_INT:
-		*(int64_t *)slot = cfg_getint(sec, o->name);
-		return 0;
-	case ENGY_OPT_BOOL:
-		*(bool *)slot = cfg_getbool(sec, o->name) == cfg_true;
-		return 0;
-	case ENGY_OPT_FLOAT:
-		*(double *)slot = cfg_getfloat(sec, o->name);
-		return 0;
-	case ENGY_OPT_STR_LIST: {
-		struct engy_strv *sv = (struct engy_strv *)slot;
-		char **v;
-
-		free_strv(sv);
-		n = cfg_size(sec, o->name);
-		v = calloc(n ? n : 1, sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		for (i = 0; i < n; i++) {
-			v[i] = strdup(cfg_getnstr(sec, o->name, i));
-			if (!v[i]) {
-				while (i)
-					free(v[--i]);
-				free(v);
-				return -ENOMEM;
-			}
-		}
-		sv->v = (const char *const *)v;
-		sv->n = n;
-		return 0;
-	}
-	}
-	return -EINVAL;
-}
-
-/* First line of a secret file, without its newline. */
-static char *read_secret(const char *path, struct engy_errs *e,
-			 const char *who, const char *name)
-{
-	uint8_t *buf;
-	size_t len;
-	char *nl;
-	int rc = engy_read_file(path, 65536, &buf, &len);
-
-	if (rc) {
-		engy_errs_add(e, "plugin \"%s\": %s_file %s: %s", who, name, path,
-			      strerror(-rc));
-		return NULL;
-	}
-	nl = strpbrk((char *)buf, "\r\n");
-	if (nl)
-		*nl = '\0';
-	return (char *)buf;
-}
-
 /*
  * Resolve every option of one instance in priority order: environment
  * twin, config value, <name>_file for secrets, default.  @sec may be NULL
@@ -477,18 +296,18 @@ static int fill_one(const char *who, const char *path, int line,
 			continue;
 		}
 		if (env && *env) {
-			rc = set_text(who, o->env, o, conf, env, e);
+			rc = engy_conf_set_text(who, o->env, o, conf, env, e);
 		} else if (in_cfg) {
-			rc = sec ? set_cfg(who, where, o, conf, sec, e)
-				 : set_text(who, where, o, conf, get(arg, o->name), e);
+			rc = sec ? engy_conf_set_cfg(who, where, o, conf, sec, e)
+				 : engy_conf_set_text(who, where, o, conf, get(arg, o->name), e);
 		} else if (file) {
-			char *s = read_secret(file, e, who, o->name);
+			char *s = engy_conf_read_secret(file, e, who, o->name);
 
 			if (s)
-				rc = set_text(who, where, o, conf, s, e);
+				rc = engy_conf_set_text(who, where, o, conf, s, e);
 			free(s);
 		} else if (o->def) {
-			rc = set_text(who, "default", o, conf, o->def, e);
+			rc = engy_conf_set_text(who, "default", o, conf, o->def, e);
 		} else if (o->flags & ENGY_OPT_REQUIRED) {
 			engy_errs_add(e, "%s:%d: plugin \"%s\": option '%s' is required%s%s%s",
 				      path, line, who, o->name,
@@ -785,7 +604,7 @@ void engy_conf_free(const struct engy_opt *opts, void *conf)
 		if (o->type == ENGY_OPT_STR)
 			free(*(char **)slot);
 		else if (o->type == ENGY_OPT_STR_LIST)
-			free_strv((struct engy_strv *)slot);
+			engy_conf_free_strv((struct engy_strv *)slot);
 	}
 	free(conf);
 }
