@@ -138,7 +138,7 @@ ok "a miner whose TTFT goes over the model's p99 ceiling is pulled (reason slow)
 
 # --- 1st-party workers are always eligible --------------------------------------------
 pm fpbad "$KG" PM_MODE=error
-traffic 20
+traffic 60
 [ "$(count fpbad buyer)" -ge 3 ] || fail "fpbad got $(count fpbad buyer)"
 [ "$(state fpbad)" = active ] || fail "fpbad: $(state fpbad)"
 grep -q 'event=breaker_trip worker=[0-9]* name=fpbad' "$T/a.log" && fail "a 1st-party worker was pulled"
