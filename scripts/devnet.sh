@@ -20,7 +20,7 @@
 # nothing is left running.
 #
 # Environment: ENGY_DEVNET_STATE (var/devnet), ENGY_DEVNET_BUILD (the
-# build dir: build-main, made with scripts/test.sh when missing),
+# build dir: build-main, built by scripts/test.sh when missing),
 # ENGY_DEVNET_EPOCH_S (30), ENGY_DEVNET_REQUESTS (12), ENGY_DEVNET_SIZE
 # (tiny|small: the model), ENGY_PEERS (npm peers with openai; else curl).
 # Exit status: 0 done, 1 failed, 3 a role this tree lacks (not ready).
@@ -54,8 +54,8 @@ die() { printf 'devnet: FAILED: %s\n' "$*" >&2; exit 1; }
 # --- build -------------------------------------------------------------------
 if [ ! -x "$BUILD/engyd/engyd" ] || [ ! -x "$BUILD/tools/engyctl" ]; then
 	[ "$BUILD" = "$top/build-main" ] || die "no engyd in $BUILD"
-	say "building engy first: ENGY_TEST_QUICK=1 scripts/test.sh (installs what is missing, builds, tests)"
-	ENGY_TEST_QUICK=1 ./scripts/test.sh >&2 || die "scripts/test.sh"
+	say "building engy first: ENGY_BUILD_ONLY=1 scripts/test.sh (installs what is missing, builds)"
+	ENGY_BUILD_ONLY=1 ./scripts/test.sh >&2 || die "scripts/test.sh (build)"
 fi
 ENGYD="$BUILD/engyd/engyd"
 ENGYCTL="$BUILD/tools/engyctl"

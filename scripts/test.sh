@@ -6,6 +6,7 @@
 #
 #   scripts/test.sh            everything
 #   ENGY_TEST_QUICK=1 ...      skip the sanitizer pass and distcheck
+#   ENGY_BUILD_ONLY=1 ...      install what is missing and build build-main/
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -66,6 +67,13 @@ run_suite() {  # name, configure flags...
 
 log "bootstrap"
 ./autogen.sh >/dev/null 2>&1 || ./autogen.sh
+if [ -n "${ENGY_BUILD_ONLY:-}" ]; then
+  log "main: configure and build (no tests)"
+  mkdir -p build-main
+  (cd build-main && ../configure -q --enable-werror)
+  make -C build-main -j"$jobs" >/dev/null
+  exit 0
+fi
 run_suite main
 if [ -z "${ENGY_TEST_QUICK:-}" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
