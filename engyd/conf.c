@@ -74,8 +74,9 @@ static void on_cfg_error(cfg_t *cfg, const char *fmt, va_list ap)
 			      cfg->line, msg);
 }
 
-static int parse_file(cfg_opt_t *opts, int flags, const char *path,
-		      struct engy_errs *e, cfg_t **out)
+/* Parse @text (all or part of the file at @path: errors name it and the line). */
+static int parse_text(cfg_opt_t *opts, int flags, const char *path,
+		      const char *text, struct engy_errs *e, cfg_t **out)
 {
 	cfg_t *cfg = cfg_init(opts, flags);
 	int rc;
@@ -86,7 +87,7 @@ static int parse_file(cfg_opt_t *opts, int flags, const char *path,
 	cfg_set_error_function(cfg, on_cfg_error);
 	parse_errs = e;
 	parse_path = path;
-	rc = cfg_parse(cfg, path);
+	rc = cfg_parse_buf(cfg, text);
 	parse_errs = NULL;
 	parse_path = NULL;
 	if (rc != CFG_SUCCESS) {
@@ -216,7 +217,7 @@ int engy_config_load(const char *path, const char *const *role_sections,
 		goto out;
 	}
 	c->private_file = stat(path, &st) == 0 && !(st.st_mode & 077);
-	rc = parse_file(opts, CFGF_IGNORE_UNKNOWN, path, e, &cfg);
+	rc = parse_text(opts, CFGF_IGNORE_UNKNOWN, path, c->text, e, &cfg);
 	if (rc)
 		goto out;
 	c->role = dup_or_null(cfg_getstr(cfg, "role"));
@@ -400,30 +401,6 @@ static void free_table(cfg_opt_t *t, char **names)
 	free(t);
 }
 
-/* Parse @text as if it were @c's file (errors name the file and line). */
-static int parse_text(cfg_opt_t *opts, const char *path, const char *text,
-		      struct engy_errs *e, cfg_t **out)
-{
-	cfg_t *cfg = cfg_init(opts, CFGF_NONE);
-	int rc;
-
-	*out = cfg;
-	if (!cfg)
-		return -ENOMEM;
-	cfg_set_error_function(cfg, on_cfg_error);
-	parse_errs = e;
-	parse_path = path;
-	rc = cfg_parse_buf(cfg, text);
-	parse_errs = NULL;
-	parse_path = NULL;
-	if (rc != CFG_SUCCESS) {
-		if (!e->n)
-			engy_errs_add(e, "%s: cannot parse config", path);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 /* The line where a role's `NAME {` section opens, or 1. */
 static int role_line(const char *text, const char *name)
 {
@@ -474,7 +451,7 @@ static int fill_plugin(const struct engy_config *c, size_t i,
 		rc = -ENOMEM;
 		goto out;
 	}
-	rc = parse_text(table, c->path, text, e, &cfg);
+	rc = parse_text(table, CFGF_NONE, c->path, text, e, &cfg);
 	if (rc)
 		goto out;
 	if (conf_size) {
@@ -530,7 +507,7 @@ int engy_config_fill(const struct engy_config *c,
 	root[k++] = (cfg_opt_t)CFG_SEC("plugin", none,
 				       CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES);
 	root[k] = (cfg_opt_t)CFG_END();
-	rc = parse_text(root, c->path, top, e, &cfg);
+	rc = parse_text(root, CFGF_NONE, c->path, top, e, &cfg);
 	if (rc)
 		goto out;
 	for (i = 0; i < c->n_secs; i++)
