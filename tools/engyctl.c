@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* engyctl: operator and admin commands, one table of command groups. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <config.h>
@@ -34,6 +36,21 @@ static const struct engyctl_cmd cmds[] = {
 	{ "workers", "a gateway's miner legs: state, load, p99s, breaker", engyctl_workers },
 	{ NULL, NULL, NULL },
 };
+
+int engyctl_parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
 
 int engyctl_fail(const char *fmt, ...)
 {

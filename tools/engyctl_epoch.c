@@ -57,21 +57,6 @@ struct opts {
 	const char *file;
 };
 
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 /* Options shared by the subcommands; 0, -1 after --help, or exit status 2. */
 static int parse(int argc, char **argv, struct opts *o)
 {
@@ -104,11 +89,11 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->sig = optarg;
 			break;
 		case 'n':
-			bad = parse_u64(optarg, 65535, &o->netuid) < 0;
+			bad = engyctl_parse_u64(optarg, 65535, &o->netuid) < 0;
 			o->have_netuid = 1;
 			break;
 		case 'e':
-			bad = parse_u64(optarg, ENGY_EPOCH_MAX_INDEX, &o->epoch) < 0;
+			bad = engyctl_parse_u64(optarg, ENGY_EPOCH_MAX_INDEX, &o->epoch) < 0;
 			o->have_epoch = 1;
 			break;
 		case 'p':

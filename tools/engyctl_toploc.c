@@ -66,21 +66,6 @@ static int usage(FILE *f, int rc)
 	return rc;
 }
 
-static int parse_u64(const char *s, uint64_t max, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 static int parse_double(const char *s, double *out)
 {
 	char *end;
@@ -128,19 +113,19 @@ static int parse(int argc, char **argv, int verify, struct opts *o)
 
 		switch (c) {
 		case 'k':
-			bad = parse_u64(optarg, ENGY_TOPLOC_MAX_TOPK, &v) ||
+			bad = engyctl_parse_u64(optarg, ENGY_TOPLOC_MAX_TOPK, &v) ||
 			      v == 0;
 			o->p.topk = (uint32_t)v;
 			o->have_topk = 1;
 			break;
 		case 'b':
-			bad = parse_u64(optarg, ENGY_TOPLOC_MAX_DBS, &v) ||
+			bad = engyctl_parse_u64(optarg, ENGY_TOPLOC_MAX_DBS, &v) ||
 			      v == 0;
 			o->p.dbs = (uint32_t)v;
 			o->have_dbs = 1;
 			break;
 		case 'H':
-			bad = parse_u64(optarg, UINT32_MAX, &o->hidden) ||
+			bad = engyctl_parse_u64(optarg, UINT32_MAX, &o->hidden) ||
 			      o->hidden == 0;
 			break;
 		case 'd':
@@ -152,7 +137,7 @@ static int parse(int argc, char **argv, int verify, struct opts *o)
 				bad = 1;
 			break;
 		case 'n':
-			bad = parse_u64(optarg, UINT32_MAX, &o->prefill) != 0;
+			bad = engyctl_parse_u64(optarg, UINT32_MAX, &o->prefill) != 0;
 			break;
 		case 'S':
 			o->p.skip_prefill = false;
@@ -162,7 +147,7 @@ static int parse(int argc, char **argv, int verify, struct opts *o)
 			o->verify_only = 1;
 			break;
 		case 'V':
-			bad = parse_u64(optarg, ENGY_TOPLOC_MAX_TOPK, &v) != 0;
+			bad = engyctl_parse_u64(optarg, ENGY_TOPLOC_MAX_TOPK, &v) != 0;
 			o->lim.max_exp_mismatches = (uint32_t)v;
 			o->have_v = 1;
 			o->verify_only = 1;
