@@ -565,19 +565,12 @@ int engy_anth_parse(const char *json, size_t len,
 	req->body = cJSON_CreateObject();
 	if (!req->body)
 		goto out;
-	j = engy_api_get(in, "model");
-	if (!j) {
-		rc = FAIL("model: missing");
+	rc = engy_api_take_model(in, req, err, errlen);
+	if (rc)
 		goto out;
-	}
-	if (!cJSON_IsString(j) || !j->valuestring[0] ||
-	    strlen(j->valuestring) > ENGY_API_MAX_NAME) {
-		rc = FAIL("model: expected a model name");
-		goto out;
-	}
-	req->model = strdup(j->valuestring);
+	rc = -ENOMEM;
 	p.out = cJSON_AddArrayToObject(req->body, "messages");
-	if (!req->model || !p.out)
+	if (!p.out)
 		goto out;
 	j = engy_api_get(in, "messages");
 	rc = -EINVAL;

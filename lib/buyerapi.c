@@ -553,3 +553,18 @@ int engy_api_model_json(struct engy_sse_out *o,
 	model_obj(o, m);
 	return o->err;
 }
+
+int engy_api_take_model(const cJSON *in, struct engy_api_req *req, char *err,
+			size_t errlen)
+{
+	const cJSON *j = engy_api_get(in, "model");
+
+	if (!j)
+		return engy_api_fail(err, errlen, -EINVAL, "model: missing");
+	if (!cJSON_IsString(j) || !j->valuestring[0] ||
+	    strlen(j->valuestring) > ENGY_API_MAX_NAME)
+		return engy_api_fail(err, errlen, -EINVAL,
+				     "model: expected a model name");
+	req->model = strdup(j->valuestring);
+	return req->model ? 0 : -ENOMEM;
+}

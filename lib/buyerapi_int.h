@@ -19,6 +19,12 @@ int engy_api_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 
 /* A member of @obj, NULL when absent or JSON null. */
 const cJSON *engy_api_get(const cJSON *obj, const char *key);
+/*
+ * engy_api_take_model() - the request's "model" into req->model: 0,
+ * -EINVAL (missing or not a model name; @err says which), or -ENOMEM.
+ */
+int engy_api_take_model(const cJSON *in, struct engy_api_req *req, char *err,
+			size_t errlen);
 
 /* @j is a number with an integral value in [lo, hi]. */
 bool engy_api_int(const cJSON *j, double lo, double hi);

@@ -547,18 +547,8 @@ int engy_oai_parse(const char *json, size_t len,
 	req->body = cJSON_CreateObject();
 	if (!req->body)
 		goto out;
-	j = engy_api_get(in, "model");
-	if (!j) {
-		rc = FAIL("model: missing");
-		goto out;
-	}
-	if (!cJSON_IsString(j) || !j->valuestring[0] ||
-	    strlen(j->valuestring) > ENGY_API_MAX_NAME) {
-		rc = FAIL("model: expected a model name");
-		goto out;
-	}
-	req->model = strdup(j->valuestring);
-	if (!req->model)
+	rc = engy_api_take_model(in, req, err, errlen);
+	if (rc)
 		goto out;
 	rc = copy_messages(&p, engy_api_get(in, "messages"), lim, req->body,
 			   &req->n_messages);
