@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,8 @@
 #include <engy/plugin.h>
 
 #include "fake_host.h"
+
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
 
 struct fake {
 	struct engy_host h;
@@ -25,14 +28,17 @@ static void fake_vlog(const struct engy_host *h, int level, const char *fmt,
 	if (n < 0)
 		return;
 	fprintf(stderr, "level=%d inst=%s %s\n", level, h->instance, line);
+	/* Plugins log from their own threads too. */
+	pthread_mutex_lock(&log_mu);
 	p = realloc(f->log, f->len + strlen(line) + 2);
-	if (!p)
-		return;
-	f->log = p;
-	memcpy(f->log + f->len, line, strlen(line));
-	f->len += strlen(line);
-	f->log[f->len++] = '\n';
-	f->log[f->len] = '\0';
+	if (p) {
+		f->log = p;
+		memcpy(f->log + f->len, line, strlen(line));
+		f->len += strlen(line);
+		f->log[f->len++] = '\n';
+		f->log[f->len] = '\0';
+	}
+	pthread_mutex_unlock(&log_mu);
 }
 
 static void fake_log(const struct engy_host *h, int level, const char *fmt, ...)

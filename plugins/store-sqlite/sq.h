@@ -21,6 +21,7 @@
 #define SQ_SCHEMA_VERSION	2
 #define SQ_MAX_CONNS		64
 #define SQ_STMT_CACHE		96
+#define SQ_CKPT_INLINE		8	/* x checkpoint_pages: in line */
 
 struct sq_conf {
 	const char *path;
@@ -29,6 +30,7 @@ struct sq_conf {
 	const char *synchronous;
 	const char *pepper;
 	int64_t max_query_rows;
+	int64_t checkpoint_pages;
 };
 
 struct sq_conn {
@@ -56,6 +58,16 @@ struct sq {
 	size_t n_conns;
 	struct sq_conn conns[SQ_MAX_CONNS];
 	pthread_mutex_t wmu;		/* one writer of this instance at a time */
+
+	/* sq_ckpt.c: the checkpoint thread, woken by the WAL hook. */
+	int ckpt_pages;			/* 0: SQLite's in-line autocheckpoint */
+	pthread_mutex_t ckpt_mu;
+	pthread_cond_t ckpt_cv;		/* the thread: ckpt_want or ckpt_stop */
+	pthread_cond_t ckpt_idle;	/* ckpt_busy went false */
+	bool ckpt_want, ckpt_stop, ckpt_running;
+	bool ckpt_busy;			/* a checkpoint is running */
+	pthread_t ckpt_thread;
+	struct engy_metric *m_ckpt, *m_ckpt_inline;
 };
 
 /* sq_db.c: the pool, statements, transactions, errors, schema. */
@@ -66,6 +78,10 @@ void sq_release(struct sq *s, struct sq_conn *c);
 /* A cached statement for @sql (a static string), reset and unbound. */
 int sq_prep(struct sq *s, struct sq_conn *c, const char *sql,
 	    sqlite3_stmt **out);
+/* sq_ckpt.c: the WAL hook on a pool connection, the thread's life. */
+int sq_ckpt_attach(struct sq *s, sqlite3 *db);
+int sq_ckpt_start(struct sq *s);
+void sq_ckpt_stop(struct sq *s);
 /* Map a result code to a negative errno, logging what is not routine. */
 int sq_err(struct sq *s, struct sq_conn *c, int rc, const char *what);
 /* Step a statement that returns no rows; 0 or a negative errno. */

@@ -236,6 +236,8 @@ static int open_conn(struct sq *s, struct sq_conn *c)
 		 "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
 		 " PRAGMA foreign_keys=ON;", s->synchronous);
 	rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		rc = sq_ckpt_attach(s, c->db);
 	if (rc != SQLITE_OK)
 		goto fail;
 	return 0;

@@ -36,6 +36,9 @@ static const struct engy_opt opts[] = {
 	{ "max_query_rows", ENGY_OPT_INT, 0,
 	  offsetof(struct sq_conf, max_query_rows), "10000", NULL, 1, 1000000,
 	  "most request-log rows one query returns" },
+	{ "checkpoint_pages", ENGY_OPT_INT, 0,
+	  offsetof(struct sq_conf, checkpoint_pages), "1000", NULL, 0, 1000000,
+	  "WAL pages that wake the checkpoint thread (off the request path); 0: checkpoint in the committing request, as SQLite does by default" },
 	ENGY_OPT_END,
 };
 
@@ -83,7 +86,19 @@ static int sq_create(const struct engy_host *h, const void *conf_, void **out)
 	s->busy_timeout_ms = (int)conf->busy_timeout_ms;
 	s->max_query_rows = (uint32_t)conf->max_query_rows;
 	s->n_conns = (size_t)conf->connections;
+	s->ckpt_pages = (int)conf->checkpoint_pages;
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->ckpt_mu, NULL);
+	pthread_cond_init(&s->ckpt_cv, NULL);
+	pthread_cond_init(&s->ckpt_idle, NULL);
+	if (s->ckpt_pages) {
+		h->metric(h, ENGY_METRIC_COUNTER, "engy_store_checkpoints_total",
+			  "WAL checkpoints by where they ran", "where=\"thread\"",
+			  NULL, 0, &s->m_ckpt);
+		h->metric(h, ENGY_METRIC_COUNTER, "engy_store_checkpoints_total",
+			  "WAL checkpoints by where they ran", "where=\"inline\"",
+			  NULL, 0, &s->m_ckpt_inline);
+	}
 	pthread_cond_init(&s->cv, NULL);
 	pthread_mutex_init(&s->wmu, NULL);
 	*out = s;
@@ -100,12 +115,14 @@ static int sq_start(void *inst)
 		return -ENOTSUP;
 	}
 	rc = sq_open_pool(s);
+	if (!rc && (rc = sq_ckpt_start(s)))
+		sq_close_pool(s);
 	if (rc)
 		return rc;
 	s->started = true;
-	engy_info(s->h, "event=store_open path=%s sqlite=%s schema=%d connections=%zu synchronous=%s",
+	engy_info(s->h, "event=store_open path=%s sqlite=%s schema=%d connections=%zu synchronous=%s checkpoint_pages=%d",
 		  s->path, sqlite3_libversion(), SQ_SCHEMA_VERSION, s->n_conns,
-		  s->synchronous);
+		  s->synchronous, s->ckpt_pages);
 	return 0;
 }
 
@@ -115,8 +132,12 @@ static void sq_destroy(void *inst)
 
 	if (!s)
 		return;
+	sq_ckpt_stop(s);
 	sq_close_pool(s);
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->ckpt_mu);
+	pthread_cond_destroy(&s->ckpt_cv);
+	pthread_cond_destroy(&s->ckpt_idle);
 	pthread_cond_destroy(&s->cv);
 	pthread_mutex_destroy(&s->wmu);
 	sodium_free(s->pepper);

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store-sqlite's WAL checkpoints (plugins/store-sqlite/sq_ckpt.c), on a
+ * real database file:
+ *   - writes with pauses: the checkpoint thread runs them (never the
+ *     committing request) and the WAL file stays near checkpoint_pages;
+ *   - writes that never pause: the WAL is still bounded, at
+ *     SQ_CKPT_INLINE x checkpoint_pages, by in-line checkpoints;
+ *   - checkpoint_pages = 0: SQLite's own autocheckpoint, in line;
+ *   - every write is in the database after a reopen.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "store_sqlite_test.h"
+
+#define PAGE 4096		/* SQLite's default page size */
+#define INLINE 8		/* SQ_CKPT_INLINE */
+
+static long long wal_bytes(const char *file)
+{
+	char p[160];
+	struct stat sb;
+
+	snprintf(p, sizeof(p), "%s/%s-wal", st_dir, file);
+	return stat(p, &sb) == 0 ? (long long)sb.st_size : 0;
+}
+
+static size_t count(const char *log, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = log; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+/* @n top-ups of 1 µUSD; the largest WAL file seen along the way. */
+static long long topups(struct st *t, int64_t id, int n, int pause_every)
+{
+	const struct timespec pause = { 0, 20 * 1000 * 1000 };
+	long long most = 0, w;
+
+	for (int i = 0; i < n; i++) {
+		ck_assert_int_eq(t->ops->topup(t->inst, id, 1, NULL), 0);
+		if ((w = wal_bytes("wal.db")) > most)
+			most = w;
+		if (pause_every && (i + 1) % pause_every == 0)
+			nanosleep(&pause, NULL);
+	}
+	return most;
+}
+
+/* Close the instance, keep its log (the thread has stopped). */
+static char *close_keep_log(struct st *t)
+{
+	char *log;
+
+	t->plug->destroy(t->inst);
+	t->inst = NULL;
+	log = strdup(fake_host_log(t->h));
+	ck_assert_ptr_nonnull(log);
+	return log;
+}
+
+static void finish(struct st *t)
+{
+	st_free_conf(t);
+	fake_host_free(t->h);
+	if (!getenv("ENGY_NO_DLCLOSE"))
+		dlclose(t->dl);
+}
+
+static int64_t balance_after_reopen(int64_t id)
+{
+	struct st t;
+	struct engy_account a;
+
+	st_open(&t, "wal.db", NULL);
+	ck_assert_int_eq(t.ops->account_get(t.inst, id, &a), 0);
+	st_close(&t);
+	return a.balance_micro;
+}
+
+START_TEST(test_thread_checkpoints)
+{
+	static const char *const o[] = { "synchronous=normal",
+					 "checkpoint_pages=16", NULL };
+	struct st t;
+	struct engy_account a;
+	long long most;
+	char *log;
+
+	st_dir_new();
+	st_open(&t, "wal.db", o);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "w", &a), 0);
+	most = topups(&t, a.id, 600, 5);
+	log = close_keep_log(&t);
+	ck_assert_msg(strstr(log, "checkpoint_pages=16"), "store_open line: %s", log);
+	ck_assert_uint_gt(count(log, "event=store_checkpoint wal_frames="), 0);
+	ck_assert_uint_gt(count(log, "inline=0"), 0);
+	ck_assert_uint_eq(count(log, "inline=1"), 0);
+	ck_assert_uint_eq(count(log, "store_checkpoint_failed"), 0);
+	/* 600 top-ups write thousands of pages; checkpointed, the WAL is
+	 * started again and stays within a few times checkpoint_pages. */
+	ck_assert_msg(most <= (long long)16 * INLINE * PAGE,
+		      "WAL grew to %lld bytes", most);
+	free(log);
+	finish(&t);
+	ck_assert_int_eq(balance_after_reopen(a.id), 600);
+	st_dir_rm();
+}
+END_TEST
+
+START_TEST(test_bounded_without_pauses)
+{
+	static const char *const o[] = { "synchronous=normal",
+					 "checkpoint_pages=4", NULL };
+	struct st t;
+	struct engy_account a;
+	long long most;
+	char *log;
+
+	st_dir_new();
+	st_open(&t, "wal.db", o);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "w", &a), 0);
+	most = topups(&t, a.id, 3000, 0);
+	log = close_keep_log(&t);
+	ck_assert_uint_gt(count(log, "event=store_checkpoint wal_frames="), 0);
+	/* In line only when the WAL reached 8 x 4 pages, and then it is
+	 * started again: one transaction's pages above the bound at most. */
+	ck_assert_msg(most <= (long long)(4 * INLINE + 16) * PAGE,
+		      "WAL grew to %lld bytes", most);
+	free(log);
+	finish(&t);
+	ck_assert_int_eq(balance_after_reopen(a.id), 3000);
+	st_dir_rm();
+}
+END_TEST
+
+START_TEST(test_sqlite_autocheckpoint)
+{
+	static const char *const o[] = { "synchronous=normal",
+					 "checkpoint_pages=0", NULL };
+	struct st t;
+	struct engy_account a;
+	long long most;
+	char *log;
+
+	st_dir_new();
+	st_open(&t, "wal.db", o);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "w", &a), 0);
+	most = topups(&t, a.id, 1500, 0);
+	log = close_keep_log(&t);
+	ck_assert_uint_eq(count(log, "event=store_checkpoint"), 0);
+	/* SQLite's default: a checkpoint in the commit past 1,000 pages. */
+	ck_assert_msg(most > 16 * INLINE * PAGE && most <= 1100LL * PAGE,
+		      "WAL at %lld bytes", most);
+	free(log);
+	finish(&t);
+	ck_assert_int_eq(balance_after_reopen(a.id), 1500);
+	st_dir_rm();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("store_sqlite_wal");
+	TCase *tc = tcase_create("wal");
+	SRunner *sr;
+	int failed;
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_thread_checkpoints);
+	tcase_add_test(tc, test_bounded_without_pauses);
+	tcase_add_test(tc, test_sqlite_autocheckpoint);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
