@@ -227,7 +227,9 @@ struct gw_req {
 	const struct gw_tok *tok;	/* the model's tokenizer, or NULL */
 	int64_t reservation_id;
 	int64_t reserved_micro;
-	struct gw_worker *pin;		/* internal: only this worker */
+	uint64_t pin;			/* internal: only the worker with this
+					 * id (0: routed); an id, not a pointer:
+					 * the worker may go while it waits */
 	/* routing */
 	struct gw_worker *w;		/* the current attempt's worker */
 	unsigned attempts;

@@ -613,7 +613,7 @@ int gw_submit(struct gw *g, const char *model, cJSON *body_take,
 	}
 	r->internal = true;
 	r->is_probe = is_probe;
-	r->pin = pin;
+	r->pin = pin ? pin->id : 0;
 	r->sink = s;
 	r->sink_arg = arg;
 	r->areq.body = body_take;

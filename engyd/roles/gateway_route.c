@@ -103,7 +103,7 @@ static bool candidate(const struct gw *g, const struct gw_req *r,
 		      const struct gw_worker *w)
 {
 	if (r->pin)
-		return w == r->pin && w->conn && !w->reconnect_sent &&
+		return w->id == r->pin && w->conn && !w->reconnect_sent &&
 		       w->state >= GW_W_NEW && w->state < GW_W_CLOSED &&
 		       w->inflight < w->max_inflight;
 	return gw_worker_eligible(g, w) && w->inflight < w->max_inflight &&
