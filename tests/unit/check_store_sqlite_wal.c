@@ -54,115 +54,80 @@ static long long topups(struct st *t, int64_t id, int n, int pause_every)
 	return most;
 }
 
-/* Close the instance, keep its log (the thread has stopped). */
-static char *close_keep_log(struct st *t)
+/*
+ * A fresh database with checkpoint_pages=@pages, one account, @n top-ups
+ * (a pause every @pause_every); *@most gets the largest WAL seen, the
+ * result is the instance's log (after its thread stopped).  The balance is
+ * checked after a reopen: every write is in the database.
+ */
+static char *run(const char *pages, int n, int pause_every, long long *most)
 {
-	char *log;
-
-	t->plug->destroy(t->inst);
-	t->inst = NULL;
-	log = strdup(fake_host_log(t->h));
-	ck_assert_ptr_nonnull(log);
-	return log;
-}
-
-static void finish(struct st *t)
-{
-	st_free_conf(t);
-	fake_host_free(t->h);
-	if (!getenv("ENGY_NO_DLCLOSE"))
-		dlclose(t->dl);
-}
-
-static int64_t balance_after_reopen(int64_t id)
-{
-	struct st t;
+	const char *o[] = { "synchronous=normal", pages, NULL };
+	struct st t, t2;
 	struct engy_account a;
-
-	st_open(&t, "wal.db", NULL);
-	ck_assert_int_eq(t.ops->account_get(t.inst, id, &a), 0);
-	st_close(&t);
-	return a.balance_micro;
-}
-
-START_TEST(test_thread_checkpoints)
-{
-	static const char *const o[] = { "synchronous=normal",
-					 "checkpoint_pages=16", NULL };
-	struct st t;
-	struct engy_account a;
-	long long most;
 	char *log;
 
 	st_dir_new();
 	st_open(&t, "wal.db", o);
 	ck_assert_int_eq(t.ops->account_create(t.inst, "w", &a), 0);
-	most = topups(&t, a.id, 600, 5);
-	log = close_keep_log(&t);
-	ck_assert_msg(strstr(log, "checkpoint_pages=16"), "store_open line: %s", log);
+	*most = topups(&t, a.id, n, pause_every);
+	t.plug->destroy(t.inst);
+	log = strdup(fake_host_log(t.h));
+	ck_assert_ptr_nonnull(log);
+	st_free_conf(&t);
+	fake_host_free(t.h);
+	if (!getenv("ENGY_NO_DLCLOSE"))
+		dlclose(t.dl);
+	ck_assert_msg(strstr(log, pages), "store_open line: %s", log);
+	ck_assert_uint_eq(count(log, "store_checkpoint_failed"), 0);
+	st_open(&t2, "wal.db", NULL);
+	ck_assert_int_eq(t2.ops->account_get(t2.inst, a.id, &a), 0);
+	ck_assert_int_eq(a.balance_micro, n);
+	st_close(&t2);
+	st_dir_rm();
+	return log;
+}
+
+START_TEST(test_thread_checkpoints)
+{
+	long long most;
+	char *log = run("checkpoint_pages=16", 600, 5, &most);
+
 	ck_assert_uint_gt(count(log, "event=store_checkpoint wal_frames="), 0);
 	ck_assert_uint_gt(count(log, "inline=0"), 0);
 	ck_assert_uint_eq(count(log, "inline=1"), 0);
-	ck_assert_uint_eq(count(log, "store_checkpoint_failed"), 0);
 	/* 600 top-ups write thousands of pages; checkpointed, the WAL is
 	 * started again and stays within a few times checkpoint_pages. */
 	ck_assert_msg(most <= (long long)16 * INLINE * PAGE,
 		      "WAL grew to %lld bytes", most);
 	free(log);
-	finish(&t);
-	ck_assert_int_eq(balance_after_reopen(a.id), 600);
-	st_dir_rm();
 }
 END_TEST
 
 START_TEST(test_bounded_without_pauses)
 {
-	static const char *const o[] = { "synchronous=normal",
-					 "checkpoint_pages=4", NULL };
-	struct st t;
-	struct engy_account a;
 	long long most;
-	char *log;
+	char *log = run("checkpoint_pages=4", 3000, 0, &most);
 
-	st_dir_new();
-	st_open(&t, "wal.db", o);
-	ck_assert_int_eq(t.ops->account_create(t.inst, "w", &a), 0);
-	most = topups(&t, a.id, 3000, 0);
-	log = close_keep_log(&t);
 	ck_assert_uint_gt(count(log, "event=store_checkpoint wal_frames="), 0);
 	/* In line only when the WAL reached 8 x 4 pages, and then it is
 	 * started again: one transaction's pages above the bound at most. */
 	ck_assert_msg(most <= (long long)(4 * INLINE + 16) * PAGE,
 		      "WAL grew to %lld bytes", most);
 	free(log);
-	finish(&t);
-	ck_assert_int_eq(balance_after_reopen(a.id), 3000);
-	st_dir_rm();
 }
 END_TEST
 
 START_TEST(test_sqlite_autocheckpoint)
 {
-	static const char *const o[] = { "synchronous=normal",
-					 "checkpoint_pages=0", NULL };
-	struct st t;
-	struct engy_account a;
 	long long most;
-	char *log;
+	char *log = run("checkpoint_pages=0", 1500, 0, &most);
 
-	st_dir_new();
-	st_open(&t, "wal.db", o);
-	ck_assert_int_eq(t.ops->account_create(t.inst, "w", &a), 0);
-	most = topups(&t, a.id, 1500, 0);
-	log = close_keep_log(&t);
 	ck_assert_uint_eq(count(log, "event=store_checkpoint"), 0);
 	/* SQLite's default: a checkpoint in the commit past 1,000 pages. */
 	ck_assert_msg(most > 16 * INLINE * PAGE && most <= 1100LL * PAGE,
 		      "WAL at %lld bytes", most);
 	free(log);
-	finish(&t);
-	ck_assert_int_eq(balance_after_reopen(a.id), 1500);
-	st_dir_rm();
 }
 END_TEST
 
