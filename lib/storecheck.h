@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The store kind's input rules (specs/store.md), engine-neutral: every
+ * store plugin refuses the same inputs with -EINVAL, naming the same
+ * field.  Each *_bad() returns the name of the first bad field, or NULL
+ * when the input is acceptable.
+ */
+#ifndef ENGY_STORECHECK_H
+#define ENGY_STORECHECK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <engy/store.h>
+
+/* The largest rate (price card, score rate): $1,000,000 per unit. */
+#define ENGY_STORE_RATE_MAX	1000000000000ll
+/* The largest epoch document (payload, aggregates). */
+#define ENGY_STORE_DOC_MAX	(16u << 20)
+
+/* @min..@max printable bytes (no control characters); NULL is bad. */
+bool engy_store_text_ok(const char *s, size_t min, size_t max);
+/* A fixed char[@cap] field: NUL-terminated inside it, printable. */
+bool engy_store_fixed_ok(const char *s, size_t cap);
+/* A model name: 1..@max of [A-Za-z0-9._:/-]. */
+bool engy_store_name_ok(const char *s, size_t max);
+
+const char *engy_store_model_bad(const struct engy_model *m);
+const char *engy_store_root_bad(const struct engy_model_root *r);
+const char *engy_store_miner_bad(const struct engy_miner *m);
+const char *engy_store_row_bad(const struct engy_request_row *r);
+const char *engy_store_verdict_bad(const struct engy_verdict *v);
+const char *engy_store_epoch_bad(const struct engy_epoch_rec *e,
+				 const char *payload, const char *aggregates);
+
+#endif /* ENGY_STORECHECK_H */

@@ -1,0 +1,1122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The store conformance cases (store_conformance.h): every op and its
+ * errors (unknown and revoked keys, bad amounts, bad names), the money
+ * invariants after each step, zero data retention (the content of the
+ * test's traffic and the key texts never reach the database), and money
+ * under concurrency: the spend race, churn with a concurrent reader, and
+ * a process killed with open reservations.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apikey.h"
+#include "store_conformance.h"
+
+#define ALICE "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY"
+#define BOB "5FHneW46xGXgs5mUiveU4sbTyGBzmstUspZC92UhjJM694ty"
+#define FAR ST_FAR
+
+const struct store_engine *st_engine;
+
+/* --- the harness ------------------------------------------------------------ */
+
+void st_open_rc(struct st *t, const char *db, const char *const *over)
+{
+	const char *all[32];
+	char dbopt[256];
+	size_t i = 0;
+
+	/* The test's own first, then the database, then the engine's. */
+	for (; over && *over && i < 16; over++)
+		all[i++] = *over;
+	st_engine->db_opt(db, dbopt, sizeof(dbopt));
+	all[i++] = dbopt;
+	for (over = st_engine->defaults; over && *over && i < 31; over++)
+		all[i++] = *over;
+	all[i] = NULL;
+	st_load(t, st_engine->so, st_engine->name, all);
+}
+
+void st_open(struct st *t, const char *db, const char *const *over)
+{
+	st_open_rc(t, db, over);
+	ck_assert_int_eq(t->start_rc, 0);
+}
+
+void st_close(struct st *t)
+{
+	st_unload(t);
+}
+
+static void account_ok(const struct engy_account *a)
+{
+	ck_assert_int_ge(a->balance_micro, 0);
+	ck_assert_int_ge(a->reserved_micro, 0);
+	ck_assert_int_le(a->reserved_micro, a->balance_micro);
+	ck_assert_int_eq(a->balance_micro, a->credited_micro - a->spent_micro);
+}
+
+struct engy_account st_acct(struct st *t, int64_t id)
+{
+	struct engy_account a;
+
+	ck_assert_int_eq(t->ops->account_get(t->inst, id, &a), 0);
+	account_ok(&a);
+	return a;
+}
+
+/* --- the ops ------------------------------------------------------------------ */
+
+START_TEST(test_accounts_and_topup)
+{
+	struct engy_account a, b, *list;
+	char long_name[80];
+	struct st t;
+	size_t n;
+
+	st_engine->setup();
+	st_open(&t, "a.db", NULL);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "acme", &a), 0);
+	ck_assert_int_gt(a.id, 0);
+	ck_assert_str_eq(a.name, "acme");
+	ck_assert_int_eq(a.balance_micro, 0);
+	ck_assert_int_gt(a.created_ms, 1700000000000ll);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "acme", NULL), -EEXIST);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "", NULL), -EINVAL);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "a\nb", NULL), -EINVAL);
+	ck_assert(strstr(fake_host_log(t.h),
+			 "event=store_bad_input op=account_create field=name"));
+	memset(long_name, 'x', 64);
+	long_name[64] = '\0';
+	ck_assert_int_eq(t.ops->account_create(t.inst, long_name, NULL), -EINVAL);
+	long_name[63] = '\0';
+	ck_assert_int_eq(t.ops->account_create(t.inst, long_name, &b), 0);
+	ck_assert_int_eq(t.ops->account_by_name(t.inst, "acme", &b), 0);
+	ck_assert_int_eq(b.id, a.id);
+	ck_assert_int_eq(t.ops->account_by_name(t.inst, "nobody", &b), -ENOENT);
+	ck_assert_int_eq(t.ops->account_get(t.inst, 999, &b), -ENOENT);
+	ck_assert_int_eq(t.ops->account_list(t.inst, &list, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(list[0].name, "acme");
+	ck_assert_int_lt(list[0].id, list[1].id);
+	free(list);
+
+	/* Top-ups: bad amounts, an unknown account, the cap. */
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 0, NULL), -EINVAL);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, -5, NULL), -EINVAL);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, ENGY_STORE_MONEY_MAX + 1, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(t.ops->topup(t.inst, 999, 10, NULL), -ENOENT);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 12500000, &b), 0);
+	ck_assert_int_eq(b.balance_micro, 12500000);
+	ck_assert_int_eq(b.credited_micro, 12500000);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 1, &b), 0);
+	ck_assert_int_eq(b.balance_micro, 12500001);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, ENGY_STORE_MONEY_MAX - 12500001,
+				       &b), 0);
+	ck_assert_int_eq(b.balance_micro, ENGY_STORE_MONEY_MAX);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 1, NULL), -ERANGE);
+	account_ok(&b);
+	st_close(&t);
+	ck_assert_int_eq(st_engine->sql1("a.db", "SELECT COUNT(*) FROM topups"), 3);
+	st_engine->teardown();
+}
+END_TEST
+
+START_TEST(test_keys)
+{
+	const char *const peppered[] = {
+		"pepper=0123456789abcdef0123456789abcdef", NULL };
+	struct engy_api_key k, k2, *list;
+	uint8_t h[32], h2[32];
+	struct engy_account a;
+	char *key = NULL, *key2 = NULL;
+	struct st t;
+	size_t n;
+
+	st_engine->setup();
+	st_open(&t, "k.db", peppered);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "acme", &a), 0);
+	ck_assert_int_eq(t.ops->key_create(t.inst, a.id, "ci", &key, &k), 0);
+	ck_assert(engy_apikey_well_formed(ENGY_APIKEY_PREFIX, key, strlen(key)));
+	ck_assert(strncmp(key, k.shown, 12) == 0);
+	ck_assert_uint_eq(strlen(k.shown), 12);
+	ck_assert_str_eq(k.label, "ci");
+	ck_assert_int_eq(k.account_id, a.id);
+	ck_assert_uint_eq(k.status, ENGY_KEY_ACTIVE);
+	ck_assert_int_eq(k.revoked_ms, 0);
+	/* The stored hash is HMAC-SHA-256 under the pepper (lib/apikey). */
+	ck_assert_int_eq(t.ops->key_hash(t.inst, key, strlen(key), h), 0);
+	ck_assert_int_eq(engy_apikey_hash((const uint8_t *)"0123456789abcdef0123456789abcdef",
+					  32, key, strlen(key), h2), 0);
+	ck_assert(engy_apikey_hash_eq(h, h2));
+	ck_assert_int_eq(t.ops->key_lookup(t.inst, h, &k2), 0);
+	ck_assert_int_eq(k2.id, k.id);
+	ck_assert_int_eq(k2.account_id, a.id);
+	ck_assert_uint_eq(k2.status, ENGY_KEY_ACTIVE);
+	/* Unknown keys; the key text is refused where it is not a hash. */
+	ck_assert_int_eq(t.ops->key_hash(t.inst, "sk-engy-nope", 12, h2), 0);
+	ck_assert_int_eq(t.ops->key_lookup(t.inst, h2, &k2), -ENOENT);
+	ck_assert_int_eq(t.ops->key_hash(t.inst, "", 0, h2), -EINVAL);
+	ck_assert_int_eq(t.ops->key_create(t.inst, 999, NULL, &key2, NULL), -ENOENT);
+	ck_assert_ptr_null(key2);
+	ck_assert_int_eq(t.ops->key_create(t.inst, a.id, "bad\tlabel", &key2, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(t.ops->key_create(t.inst, a.id, NULL, &key2, NULL), 0);
+	ck_assert_str_ne(key, key2);
+	ck_assert_int_eq(t.ops->key_list(t.inst, a.id, &list, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(list[0].id, k.id);
+	ck_assert_str_eq(list[1].label, "");
+	free(list);
+	ck_assert_int_eq(t.ops->key_list(t.inst, 999, &list, &n), -ENOENT);
+	/* Revoked: still found, marked, for good; twice is fine. */
+	ck_assert_int_eq(t.ops->key_revoke(t.inst, k.id), 0);
+	ck_assert_int_eq(t.ops->key_lookup(t.inst, h, &k2), 0);
+	ck_assert_uint_eq(k2.status, ENGY_KEY_REVOKED);
+	ck_assert_int_gt(k2.revoked_ms, 0);
+	ck_assert_int_eq(t.ops->key_revoke(t.inst, k.id), 0);
+	ck_assert_int_eq(t.ops->key_revoke(t.inst, 999), -ENOENT);
+	st_close(&t);
+	/* Without the pepper the same key is unknown. */
+	st_open(&t, "k.db", NULL);
+	ck_assert_int_eq(t.ops->key_hash(t.inst, key2, strlen(key2), h2), 0);
+	ck_assert_int_eq(t.ops->key_lookup(t.inst, h2, &k2), -ENOENT);
+	st_close(&t);
+	free(key);
+	free(key2);
+	st_engine->teardown();
+}
+END_TEST
+
+START_TEST(test_reserve_settle)
+{
+	struct engy_request_row row, *rows;
+	struct engy_log_query q = { .size = sizeof(q) };
+	struct engy_account a, b;
+	int64_t r1, r2, r3, ch;
+	struct st t;
+	size_t n;
+
+	st_engine->setup();
+	st_open(&t, "m.db", NULL);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "acme", &a), 0);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "other", &b), 0);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 1, FAR, &r1), -EDQUOT);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 1000, NULL), 0);
+	/* Bad amounts and an unknown account. */
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 0, FAR, &r1), -EINVAL);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, -3, FAR, &r1), -EINVAL);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, ENGY_STORE_MONEY_MAX + 1,
+					 FAR, &r1), -EINVAL);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 5, 0, &r1), -EINVAL);
+	ck_assert_int_eq(t.ops->reserve(t.inst, 999, 1, 5, FAR, &r1), -ENOENT);
+	/* 600 of 1000, then 500 does not fit, 400 does, 1 more does not. */
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 600, FAR, &r1), 0);
+	ck_assert_int_eq(st_acct(&t, a.id).reserved_micro, 600);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 500, FAR, &r2), -EDQUOT);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 400, FAR, &r2), 0);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 1, FAR, &r3), -EDQUOT);
+	ck_assert_int_eq(st_acct(&t, a.id).reserved_micro, 1000);
+	/* Another account's money is its own. */
+	ck_assert_int_eq(t.ops->reserve(t.inst, b.id, 7, 1, FAR, &r3), -EDQUOT);
+	/* Settle 250 of 600: the rest is available again. */
+	ck_assert_int_eq(t.ops->settle(t.inst, r1, -1, NULL, &ch), -EINVAL);
+	ck_assert_int_eq(t.ops->settle(t.inst, r1, 250, NULL, &ch), 0);
+	ck_assert_int_eq(ch, 250);
+	b = st_acct(&t, a.id);
+	ck_assert_int_eq(b.balance_micro, 750);
+	ck_assert_int_eq(b.reserved_micro, 400);
+	ck_assert_int_eq(b.spent_micro, 250);
+	ck_assert_int_eq(t.ops->settle(t.inst, r1, 250, NULL, &ch), -ENOENT);
+	ck_assert_int_eq(t.ops->settle(t.inst, 12345, 1, NULL, &ch), -ENOENT);
+	/* Cost 0 releases it all (a stream cancelled before a token). */
+	ck_assert_int_eq(t.ops->settle(t.inst, r2, 0, NULL, &ch), 0);
+	ck_assert_int_eq(ch, 0);
+	b = st_acct(&t, a.id);
+	ck_assert_int_eq(b.balance_micro, 750);
+	ck_assert_int_eq(b.reserved_micro, 0);
+	/* A cost above the hold is charged while the available covers it... */
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 100, FAR, &r1), 0);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 300, FAR, &r2), 0);
+	ck_assert_int_eq(t.ops->settle(t.inst, r1, 150, NULL, &ch), 0);
+	ck_assert_int_eq(ch, 150);
+	/* ...but never into money another hold counts on: 600 left, 300 held. */
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 100, FAR, &r1), 0);
+	ck_assert_int_eq(t.ops->settle(t.inst, r1, 5000, NULL, &ch), 0);
+	ck_assert_int_eq(ch, 100 + (600 - 400));
+	ck_assert(strstr(fake_host_log(t.h), "event=store_charge_capped"));
+	b = st_acct(&t, a.id);
+	ck_assert_int_eq(b.balance_micro, 300);
+	ck_assert_int_eq(b.reserved_micro, 300);
+	/* Settling with a row logs it in the same step, with the charge. */
+	memset(&row, 0, sizeof(row));
+	row.time_ms = 1767225600000ll;
+	row.status = 200;
+	row.prompt_tokens = 40;
+	row.cached_tokens = 10;
+	row.completion_tokens = 8;
+	row.ttft_ms = 120;
+	row.tpot_ms = 15;
+	row.cost_micro = 999999;	/* replaced by the charge */
+	row.account_id = 4242;		/* replaced by the reservation's */
+	strcpy(row.request_id, "req-1");
+	strcpy(row.model, "qwen3.6-35b-a3b");
+	strcpy(row.miner, ALICE);
+	strcpy(row.worker_name, "ins-0123456789ab");
+	row.cached_tokens = 41;
+	ck_assert_int_eq(t.ops->settle(t.inst, r2, 280, &row, &ch), -EINVAL);
+	row.cached_tokens = 10;
+	ck_assert_int_eq(t.ops->settle(t.inst, r2, 280, &row, &ch), 0);
+	ck_assert_int_eq(ch, 280);
+	ck_assert_int_eq(t.ops->log_query(t.inst, &q, &rows, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(rows[0].cost_micro, 280);
+	ck_assert_int_eq(rows[0].account_id, a.id);
+	ck_assert_int_eq(rows[0].key_id, 7);
+	ck_assert_str_eq(rows[0].miner, ALICE);
+	ck_assert_uint_eq(rows[0].cached_tokens, 10);
+	ck_assert_uint_eq(rows[0].tpot_ms, 15);
+	free(rows);
+	b = st_acct(&t, a.id);
+	ck_assert_int_eq(b.balance_micro, 20);
+	ck_assert_int_eq(b.spent_micro, 980);
+	ck_assert_int_eq(b.reserved_micro, 0);
+	st_close(&t);
+	ck_assert_int_eq(st_engine->sql1("m.db", "SELECT COUNT(*) FROM reservations"),
+			 0);
+	st_engine->teardown();
+}
+END_TEST
+
+static struct engy_model model(const char *name)
+{
+	struct engy_model m;
+
+	memset(&m, 0, sizeof(m));
+	snprintf(m.name, sizeof(m.name), "%s", name);
+	m.max_input_tokens = 229376;
+	m.max_output_tokens = 32768;
+	m.max_request_s = 1800;
+	m.toploc_topk = 128;
+	m.toploc_v = 40;
+	m.toploc_p_ppm = 990000;
+	m.qual_ttft_p99_ms = 5000;
+	m.qual_tpot_p99_ms = 100;
+	m.score_rate = 500;
+	m.price = (struct engy_price_card){ 150000, 75000, 600000 };
+	return m;
+}
+
+START_TEST(test_models_and_roots)
+{
+	struct engy_model m = model("qwen3.6-35b-a3b"), g, *ml, bad;
+	struct engy_model_root r, r2, *rl;
+	struct st t;
+	size_t n;
+
+	st_engine->setup();
+	st_open(&t, "c.db", NULL);
+	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
+	ck_assert_int_eq(t.ops->model_get(t.inst, m.name, &g), 0);
+	ck_assert_uint_eq(g.status, ENGY_MODEL_ENABLED);
+	ck_assert_uint_eq(g.max_input_tokens, 229376);
+	ck_assert_uint_eq(g.toploc_p_ppm, 990000);
+	ck_assert_int_eq(g.price.cached_input, 75000);
+	ck_assert_int_gt(g.updated_ms, 0);
+	m.price.output = 700000;
+	m.status = ENGY_MODEL_DISABLED;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
+	ck_assert_int_eq(t.ops->model_get(t.inst, m.name, &g), 0);
+	ck_assert_int_eq(g.price.output, 700000);
+	ck_assert_uint_eq(g.status, ENGY_MODEL_DISABLED);
+	ck_assert_int_eq(t.ops->model_get(t.inst, "nope", &g), -ENOENT);
+	bad = model("bad name");
+	ck_assert_int_eq(t.ops->model_put(t.inst, &bad), -EINVAL);
+	bad = model("x");
+	bad.max_output_tokens = 0;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &bad), -EINVAL);
+	bad = model("x");
+	bad.toploc_v = 129;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &bad), -EINVAL);
+	bad = model("x");
+	bad.toploc_p_ppm = 1000001;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &bad), -EINVAL);
+	bad = model("x");
+	bad.price.input = -1;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &bad), -EINVAL);
+	bad = model("x");
+	bad.status = 7;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &bad), -EINVAL);
+	bad = model("glm-5.2");
+	ck_assert_int_eq(t.ops->model_put(t.inst, &bad), 0);
+	bad = model("Z-upper");		/* byte order: before the lower case */
+	ck_assert_int_eq(t.ops->model_put(t.inst, &bad), 0);
+	ck_assert_int_eq(t.ops->model_list(t.inst, &ml, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_str_eq(ml[0].name, "Z-upper");
+	ck_assert_str_eq(ml[1].name, "glm-5.2");
+	free(ml);
+
+	memset(&r, 0, sizeof(r));
+	ck_assert_int_eq(t.ops->model_root_put(t.inst, &r), -EINVAL);
+	memset(r.root, 0xab, 32);
+	memset(r.spec_root, 0x15, 32);
+	strcpy(r.model, "unknown");
+	ck_assert_int_eq(t.ops->model_root_put(t.inst, &r), -ENOENT);
+	strcpy(r.model, m.name);
+	strcpy(r.quant, "fp8");
+	strcpy(r.arch, "qwen3_5_moe_v0");
+	ck_assert_int_eq(t.ops->model_root_put(t.inst, &r), 0);
+	ck_assert_int_eq(t.ops->model_root_get(t.inst, r.root, &r2), 0);
+	ck_assert_str_eq(r2.model, m.name);
+	ck_assert_str_eq(r2.quant, "fp8");
+	ck_assert_str_eq(r2.arch, "qwen3_5_moe_v0");
+	ck_assert_int_eq(memcmp(r2.root, r.root, 32), 0);
+	ck_assert_int_eq(memcmp(r2.spec_root, r.spec_root, 32), 0);
+	/* One model per root; the same model may re-describe it. */
+	strcpy(r2.model, "glm-5.2");
+	ck_assert_int_eq(t.ops->model_root_put(t.inst, &r2), -EEXIST);
+	strcpy(r.quant, "fp8-v2");
+	ck_assert_int_eq(t.ops->model_root_put(t.inst, &r), 0);
+	memset(r.root, 0xcd, 32);
+	strcpy(r.quant, "int4");
+	ck_assert_int_eq(t.ops->model_root_put(t.inst, &r), 0);
+	ck_assert_int_eq(t.ops->model_root_list(t.inst, m.name, &rl, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert(strcmp(rl[0].quant, "fp8-v2") == 0 || strcmp(rl[1].quant, "fp8-v2") == 0);
+	free(rl);
+	ck_assert_int_eq(t.ops->model_root_list(t.inst, "glm-5.2", &rl, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_ptr_null(rl);
+	ck_assert_int_eq(t.ops->model_root_del(t.inst, r.root), 0);
+	ck_assert_int_eq(t.ops->model_root_del(t.inst, r.root), -ENOENT);
+	ck_assert_int_eq(t.ops->model_root_get(t.inst, r.root, &r2), -ENOENT);
+	ck_assert_int_eq(t.ops->model_root_list(t.inst, NULL, &rl, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	free(rl);
+	st_close(&t);
+	st_engine->teardown();
+}
+END_TEST
+
+START_TEST(test_miners)
+{
+	struct engy_miner m, out, *ml;
+	char *key = NULL, *key2 = NULL;
+	uint8_t h[32], h2[32];
+	struct st t;
+	size_t n;
+
+	st_engine->setup();
+	st_open(&t, "mi.db", NULL);
+	memset(&m, 0, sizeof(m));
+	strcpy(m.hotkey, "5NotAnAddress");
+	ck_assert_int_eq(t.ops->miner_put(t.inst, &m, &key, NULL), -EINVAL);
+	strcpy(m.hotkey, ALICE);
+	strcpy(m.label, "alice-4090s");
+	/* A new miner needs a key. */
+	ck_assert_int_eq(t.ops->miner_put(t.inst, &m, NULL, NULL), -EINVAL);
+	ck_assert_int_eq(t.ops->miner_put(t.inst, &m, &key, &out), 0);
+	ck_assert(engy_apikey_well_formed(ENGY_MINERKEY_PREFIX, key, strlen(key)));
+	ck_assert_str_eq(out.hotkey, ALICE);
+	ck_assert_uint_eq(out.status, ENGY_MINER_ACTIVE);
+	ck_assert(strncmp(out.key_shown, key, 12) == 0);
+	ck_assert_int_eq(t.ops->key_hash(t.inst, key, strlen(key), h), 0);
+	ck_assert_int_eq(t.ops->miner_lookup(t.inst, h, &out), 0);
+	ck_assert_str_eq(out.label, "alice-4090s");
+	/* Update without a key keeps it. */
+	m.priority = -5;
+	m.first_party = 1;
+	m.status = ENGY_MINER_DISABLED;
+	ck_assert_int_eq(t.ops->miner_put(t.inst, &m, NULL, NULL), 0);
+	ck_assert_int_eq(t.ops->miner_lookup(t.inst, h, &out), 0);
+	ck_assert_int_eq(out.priority, -5);
+	ck_assert_uint_eq(out.first_party, 1);
+	ck_assert_uint_eq(out.status, ENGY_MINER_DISABLED);
+	/* A new key retires the old one. */
+	ck_assert_int_eq(t.ops->miner_put(t.inst, &m, &key2, NULL), 0);
+	ck_assert_int_eq(t.ops->miner_lookup(t.inst, h, &out), -ENOENT);
+	ck_assert_int_eq(t.ops->key_hash(t.inst, key2, strlen(key2), h2), 0);
+	ck_assert_int_eq(t.ops->miner_lookup(t.inst, h2, &out), 0);
+	m.status = 9;
+	ck_assert_int_eq(t.ops->miner_put(t.inst, &m, NULL, NULL), -EINVAL);
+	memset(&m, 0, sizeof(m));
+	strcpy(m.hotkey, BOB);
+	free(key);
+	ck_assert_int_eq(t.ops->miner_put(t.inst, &m, &key, NULL), 0);
+	ck_assert_int_eq(t.ops->miner_list(t.inst, &ml, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(ml[0].hotkey, ALICE);
+	ck_assert_str_eq(ml[1].hotkey, BOB);
+	free(ml);
+	st_close(&t);
+	free(key);
+	free(key2);
+	st_engine->teardown();
+}
+END_TEST
+
+static struct engy_request_row logrow(int64_t time_ms, int64_t account)
+{
+	struct engy_request_row r;
+
+	memset(&r, 0, sizeof(r));
+	r.time_ms = time_ms;
+	r.account_id = account;
+	r.status = 200;
+	r.prompt_tokens = 10;
+	r.completion_tokens = 5;
+	r.cost_micro = 3;
+	snprintf(r.request_id, sizeof(r.request_id), "req-%lld", (long long)time_ms);
+	strcpy(r.model, "m");
+	return r;
+}
+
+START_TEST(test_log)
+{
+	const char *const capped[] = { "max_query_rows=5", NULL };
+	struct engy_log_query q = { .size = sizeof(q) };
+	struct engy_request_row rows[12], *out;
+	uint64_t pruned = 0;
+	struct st t;
+	size_t n, i;
+
+	st_engine->setup();
+	st_open(&t, "l.db", capped);
+	for (i = 0; i < 12; i++)
+		rows[i] = logrow(1000 + (int64_t)i * 10, i % 3 ? 1 : 2);
+	/* One bad row refuses the batch: all or nothing. */
+	rows[11].cached_tokens = 11;
+	ck_assert_int_eq(t.ops->log_append(t.inst, rows, 12), -EINVAL);
+	rows[11].cached_tokens = 0;
+	rows[11].status = 0;
+	ck_assert_int_eq(t.ops->log_append(t.inst, rows, 12), -EINVAL);
+	rows[11].status = 499;
+	memset(rows[11].worker_name, 'w', sizeof(rows[11].worker_name));
+	ck_assert_int_eq(t.ops->log_append(t.inst, rows, 12), -EINVAL);
+	rows[11].worker_name[63] = '\0';
+	ck_assert_int_eq(t.ops->log_append(t.inst, NULL, 0), 0);
+	ck_assert_int_eq(t.ops->log_query(t.inst, &q, &out, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(t.ops->log_append(t.inst, rows, 12), 0);
+	/* The cap: 5 rows at most, in id order, then paged by after_id. */
+	ck_assert_int_eq(t.ops->log_query(t.inst, &q, &out, &n), 0);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_int_eq(out[0].time_ms, 1000);
+	ck_assert_int_eq(out[4].time_ms, 1040);
+	q.after_id = out[4].id;
+	free(out);
+	ck_assert_int_eq(t.ops->log_query(t.inst, &q, &out, &n), 0);
+	ck_assert_int_eq(out[0].time_ms, 1050);
+	free(out);
+	/* A time window [1020, 1060). */
+	q.after_id = 0;
+	q.since_ms = 1020;
+	q.until_ms = 1060;
+	ck_assert_int_eq(t.ops->log_query(t.inst, &q, &out, &n), 0);
+	ck_assert_uint_eq(n, 4);
+	ck_assert_int_eq(out[3].time_ms, 1050);
+	free(out);
+	/* The tail of one account, newest first. */
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.account_id = 2;
+	q.limit = 2;
+	q.newest_first = 1;
+	ck_assert_int_eq(t.ops->log_query(t.inst, &q, &out, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(out[0].time_ms, 1090);
+	ck_assert_int_eq(out[1].time_ms, 1060);
+	ck_assert_int_eq(out[0].account_id, 2);
+	ck_assert_str_eq(out[0].request_id, "req-1090");
+	ck_assert_uint_eq(out[0].completion_tokens, 5);
+	free(out);
+	q.size = 2;
+	ck_assert_int_eq(t.ops->log_query(t.inst, &q, &out, &n), -EINVAL);
+	/* Retention. */
+	ck_assert_int_eq(t.ops->log_prune(t.inst, 1100, &pruned), 0);
+	ck_assert_uint_eq(pruned, 10);
+	ck_assert_int_eq(t.ops->log_prune(t.inst, 1100, &pruned), 0);
+	ck_assert_uint_eq(pruned, 0);
+	st_close(&t);
+	ck_assert_int_eq(st_engine->sql1("l.db", "SELECT COUNT(*) FROM request_log"),
+			 2);
+	st_engine->teardown();
+}
+END_TEST
+
+static struct engy_verdict verdict(int64_t time_ms, const char *miner,
+				   uint32_t kind)
+{
+	struct engy_verdict v;
+
+	memset(&v, 0, sizeof(v));
+	v.time_ms = time_ms;
+	v.request_time_ms = time_ms - 500;
+	v.verdict = kind;
+	v.chunks = 10;
+	v.passed = kind == ENGY_VERDICT_PASS ? 10 : 3;
+	v.topk = 128;
+	v.exp_p99 = 7;
+	v.exp_max = 9;
+	v.limit_v = 40;
+	v.limit_p_ppm = 990000;
+	v.mant_mean_max_milli = 1250;
+	v.mant_median_max_milli = 1000;
+	strcpy(v.scheme, "toploc");
+	strcpy(v.reason, kind == ENGY_VERDICT_PASS ? "ok" : "exp_mismatch");
+	snprintf(v.request_id, sizeof(v.request_id), "req-%lld", (long long)time_ms);
+	snprintf(v.miner, sizeof(v.miner), "%s", miner);
+	strcpy(v.model, "qwen3.6-35b-a3b");
+	return v;
+}
+
+START_TEST(test_verdicts_and_epochs)
+{
+	struct engy_verdict_query q = { .size = sizeof(q) };
+	struct engy_verdict v, *vs;
+	struct engy_epoch_rec e, got;
+	char *payload = NULL, *agg = NULL;
+	struct st t;
+	size_t n;
+
+	st_engine->setup();
+	st_open(&t, "v.db", NULL);
+	ck_assert_ptr_nonnull(t.ops->verdict_put);
+	v = verdict(2000, ALICE, ENGY_VERDICT_PASS);
+	ck_assert_int_eq(t.ops->verdict_put(t.inst, &v), 0);
+	v = verdict(3000, BOB, ENGY_VERDICT_CHEAT);
+	ck_assert_int_eq(t.ops->verdict_put(t.inst, &v), 0);
+	v = verdict(4000, ALICE, ENGY_VERDICT_UNPROVEN);
+	ck_assert_int_eq(t.ops->verdict_put(t.inst, &v), 0);
+	v.passed = 11;
+	ck_assert_int_eq(t.ops->verdict_put(t.inst, &v), -EINVAL);
+	v = verdict(4000, ALICE, 9);
+	ck_assert_int_eq(t.ops->verdict_put(t.inst, &v), -EINVAL);
+	ck_assert_int_eq(t.ops->verdict_list(t.inst, &q, &vs, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_lt(vs[0].id, vs[1].id);
+	ck_assert_str_eq(vs[1].miner, BOB);
+	ck_assert_uint_eq(vs[1].verdict, ENGY_VERDICT_CHEAT);
+	ck_assert_uint_eq(vs[1].passed, 3);
+	ck_assert_uint_eq(vs[1].mant_mean_max_milli, 1250);
+	ck_assert_str_eq(vs[1].reason, "exp_mismatch");
+	ck_assert_int_eq(vs[1].request_time_ms, 2500);
+	free(vs);
+	strcpy(q.miner, ALICE);
+	q.newest_first = 1;
+	ck_assert_int_eq(t.ops->verdict_list(t.inst, &q, &vs, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(vs[0].time_ms, 4000);
+	free(vs);
+	q.miner[0] = '\0';
+	q.newest_first = 0;
+	q.since_ms = 2500;
+	q.until_ms = 4000;
+	ck_assert_int_eq(t.ops->verdict_list(t.inst, &q, &vs, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(vs[0].time_ms, 3000);
+	free(vs);
+
+	memset(&e, 0, sizeof(e));
+	e.epoch_index = 7;
+	e.start_ms = 1000;
+	e.end_ms = 5000;
+	e.burn = 1;
+	e.n_weights = 2;
+	memset(e.digest, 'a', 64);
+	ck_assert_int_eq(t.ops->epoch_get(t.inst, 0, 1, &got, &payload, &agg),
+			 -ENOENT);
+	ck_assert_int_eq(t.ops->epoch_put(t.inst, &e, "", "{}"), -EINVAL);
+	ck_assert_int_eq(t.ops->epoch_put(t.inst, &e, "{\"p\":7}", "{\"a\":7}"), 0);
+	ck_assert_int_eq(t.ops->epoch_put(t.inst, &e, "{\"p\":7}", "{\"a\":7}"),
+			 -EEXIST);
+	e.epoch_index = 5;
+	e.burn = 0;
+	ck_assert_int_eq(t.ops->epoch_put(t.inst, &e, "{\"p\":5}", "{\"a\":5}"), 0);
+	ck_assert_int_eq(t.ops->epoch_get(t.inst, 0, 1, &got, &payload, &agg), 0);
+	ck_assert_int_eq(got.epoch_index, 7);
+	ck_assert_uint_eq(got.burn, 1);
+	ck_assert_uint_eq(got.n_weights, 2);
+	ck_assert_int_gt(got.closed_ms, 0);
+	ck_assert_uint_eq(strlen(got.digest), 64);
+	ck_assert_str_eq(payload, "{\"p\":7}");
+	ck_assert_str_eq(agg, "{\"a\":7}");
+	free(payload);
+	free(agg);
+	ck_assert_int_eq(t.ops->epoch_get(t.inst, 5, 0, &got, &payload, NULL), 0);
+	ck_assert_int_eq(got.end_ms, 5000);
+	ck_assert_str_eq(payload, "{\"p\":5}");
+	free(payload);
+	ck_assert_int_eq(t.ops->epoch_get(t.inst, 6, 0, &got, NULL, NULL), -ENOENT);
+	st_close(&t);
+	st_engine->teardown();
+}
+END_TEST
+
+START_TEST(test_retention_traffic)
+{
+	static const char marker[] = "ZDR-MARKER-7f3a9c-do-not-store";
+	char body[512], *key = NULL;
+	struct engy_request_row row;
+	struct engy_account a;
+	int64_t res;
+	struct st t;
+	int i;
+
+	st_engine->setup();
+	st_open(&t, "z.db", NULL);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "buyer", &a), 0);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 1000000, NULL), 0);
+	ck_assert_int_eq(t.ops->key_create(t.inst, a.id, "k", &key, NULL), 0);
+	/* Traffic as a gateway makes it: the buyer's body holds the marker;
+	 * only counts and identifiers reach the store. */
+	for (i = 0; i < 50; i++) {
+		int len = snprintf(body, sizeof(body),
+				   "{\"messages\":[{\"role\":\"user\",\"content\":\"%s %d\"}]}",
+				   marker, i);
+
+		ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 100, FAR, &res), 0);
+		memset(&row, 0, sizeof(row));
+		row.time_ms = 1767225600000ll + i;
+		row.status = 200;
+		row.prompt_tokens = (uint32_t)len;
+		row.completion_tokens = 7;
+		snprintf(row.request_id, sizeof(row.request_id), "req-%d", i);
+		strcpy(row.model, "qwen3.6-35b-a3b");
+		strcpy(row.miner, ALICE);
+		ck_assert_int_eq(t.ops->settle(t.inst, res, 5, &row, NULL), 0);
+	}
+	ck_assert(!st_engine->db_has("z.db", marker));
+	ck_assert(!st_engine->db_has("z.db", key));
+	/* The identifiers did arrive (the search does find what is there). */
+	ck_assert(st_engine->db_has("z.db", "req-49"));
+	ck_assert(!strstr(fake_host_log(t.h), key));
+	st_close(&t);
+	ck_assert(!st_engine->db_has("z.db", marker));
+	ck_assert(!st_engine->db_has("z.db", key));
+	ck_assert_int_eq(st_engine->sql1("z.db", "SELECT COUNT(*) FROM request_log"),
+			 50);
+	free(key);
+	st_engine->teardown();
+}
+END_TEST
+
+void store_conformance_ops(TCase *tc)
+{
+	tcase_add_test(tc, test_accounts_and_topup);
+	tcase_add_test(tc, test_keys);
+	tcase_add_test(tc, test_reserve_settle);
+	tcase_add_test(tc, test_models_and_roots);
+	tcase_add_test(tc, test_miners);
+	tcase_add_test(tc, test_log);
+	tcase_add_test(tc, test_verdicts_and_epochs);
+	tcase_add_test(tc, test_retention_traffic);
+}
+
+/* --- concurrency ---------------------------------------------------------------- */
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+enum { RACERS = 32, AFFORD = 10, HOLD = 1000 };
+
+struct racer {
+	struct st *t;
+	int64_t account;
+	int idx;
+	int rc;
+	int64_t res;
+	int64_t charged;
+	pthread_barrier_t *go;
+};
+
+static void *race_reserve(void *arg)
+{
+	struct racer *r = arg;
+
+	pthread_barrier_wait(r->go);
+	r->rc = r->t->ops->reserve(r->t->inst, r->account, r->idx, HOLD, FAR,
+				   &r->res);
+	return NULL;
+}
+
+static void *race_settle(void *arg)
+{
+	struct racer *r = arg;
+
+	pthread_barrier_wait(r->go);
+	r->rc = r->t->ops->settle(r->t->inst, r->res, 10 * r->idx + 7, NULL,
+				  &r->charged);
+	return NULL;
+}
+
+/* N threads on two instances (as two processes would be) reserve at once
+ * against a balance that covers K < N: exactly K win, the rest get
+ * -EDQUOT, and the concurrent settles leave exact totals. */
+START_TEST(test_spend_race)
+{
+	const int64_t initial = AFFORD * HOLD + HOLD - 1;
+	const char *const wide[] = { "connections=16", NULL };
+	struct racer rs[RACERS];
+	pthread_t th[RACERS];
+	pthread_barrier_t go;
+	struct engy_account a;
+	struct st t1, t2;
+	int i, won = 0, refused = 0, settled = 0;
+	int64_t charged = 0;
+
+	st_engine->setup();
+	st_open(&t1, "race.db", wide);
+	st_open(&t2, "race.db", wide);
+	ck_assert_int_eq(t1.ops->account_create(t1.inst, "racer", &a), 0);
+	ck_assert_int_eq(t1.ops->topup(t1.inst, a.id, initial, NULL), 0);
+	ck_assert_int_eq(pthread_barrier_init(&go, NULL, RACERS), 0);
+	for (i = 0; i < RACERS; i++) {
+		rs[i] = (struct racer){ i % 2 ? &t1 : &t2, a.id, i, 1, 0, 0, &go };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, race_reserve, &rs[i]), 0);
+	}
+	for (i = 0; i < RACERS; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < RACERS; i++) {
+		ck_assert_msg(rs[i].rc == 0 || rs[i].rc == -EDQUOT,
+			      "racer %d: %d", i, rs[i].rc);
+		won += rs[i].rc == 0;
+		refused += rs[i].rc == -EDQUOT;
+	}
+	ck_assert_int_eq(won, AFFORD);
+	ck_assert_int_eq(refused, RACERS - AFFORD);
+	a = st_acct(&t1, a.id);
+	ck_assert_int_eq(a.reserved_micro, AFFORD * HOLD);
+	ck_assert_int_eq(a.balance_micro, initial);
+
+	/* The winners settle at once, each for its own cost. */
+	pthread_barrier_destroy(&go);
+	ck_assert_int_eq(pthread_barrier_init(&go, NULL, AFFORD), 0);
+	for (i = 0; i < RACERS; i++) {
+		if (rs[i].rc)
+			continue;
+		rs[i].go = &go;
+		ck_assert_int_eq(pthread_create(&th[i], NULL, race_settle, &rs[i]), 0);
+	}
+	for (i = 0; i < RACERS; i++) {
+		if (rs[i].rc == -EDQUOT)
+			continue;
+		pthread_join(th[i], NULL);
+		ck_assert_int_eq(rs[i].rc, 0);
+		ck_assert_int_eq(rs[i].charged, 10 * i + 7);
+		charged += rs[i].charged;
+		settled++;
+	}
+	ck_assert_int_eq(settled, AFFORD);
+	a = st_acct(&t2, a.id);
+	ck_assert_int_eq(a.reserved_micro, 0);
+	ck_assert_int_eq(a.spent_micro, charged);
+	ck_assert_int_eq(a.balance_micro, initial - charged);
+	pthread_barrier_destroy(&go);
+	st_close(&t1);
+	st_close(&t2);
+	st_engine->teardown();
+}
+END_TEST
+
+enum { CHURNERS = 6, ROUNDS = 120, BIG_HOLD = 300000 };
+
+struct churn {
+	struct st *t;
+	int64_t account;
+	unsigned seed;
+	atomic_llong *charged;
+	atomic_int *refused;
+	atomic_int *bad;
+};
+
+static void *churn_run(void *arg)
+{
+	struct churn *c = arg;
+	int i;
+
+	for (i = 0; i < ROUNDS; i++) {
+		int64_t res, ch = -1, cost = rand_r(&c->seed) % 101;
+		int rc = c->t->ops->reserve(c->t->inst, c->account, 1, BIG_HOLD,
+					    FAR, &res);
+
+		if (rc == -EDQUOT) {
+			atomic_fetch_add(c->refused, 1);
+			continue;
+		}
+		if (rc || c->t->ops->settle(c->t->inst, res, cost, NULL, &ch) ||
+		    ch != cost) {
+			atomic_fetch_add(c->bad, 1);
+			continue;
+		}
+		atomic_fetch_add(c->charged, ch);
+	}
+	return NULL;
+}
+
+struct watch {
+	struct st *t;
+	int64_t account;
+	atomic_int *stop;
+	int reads;
+	int violations;
+};
+
+static void *watch_run(void *arg)
+{
+	struct watch *w = arg;
+	struct engy_account a;
+
+	while (!atomic_load(w->stop)) {
+		if (w->t->ops->account_get(w->t->inst, w->account, &a) == 0) {
+			w->reads++;
+			if (a.balance_micro < 0 || a.reserved_micro < 0 ||
+			    a.reserved_micro > a.balance_micro ||
+			    a.balance_micro != a.credited_micro - a.spent_micro)
+				w->violations++;
+		}
+	}
+	return NULL;
+}
+
+/* Threads reserve and settle in a loop while another reads the account:
+ * the balance never goes negative, the holds never exceed it, and the
+ * final figures equal the sum of the charges. */
+START_TEST(test_churn)
+{
+	const int64_t initial = 1000000;	/* room for 3 holds at a time */
+	atomic_llong charged = 0;
+	atomic_int refused = 0, bad = 0, stop = 0;
+	struct churn cs[CHURNERS];
+	pthread_t th[CHURNERS], wt;
+	struct engy_account a;
+	struct watch w;
+	struct st t;
+	int i;
+
+	st_engine->setup();
+	st_open(&t, "churn.db", NULL);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "churn", &a), 0);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, initial, NULL), 0);
+	w = (struct watch){ &t, a.id, &stop, 0, 0 };
+	ck_assert_int_eq(pthread_create(&wt, NULL, watch_run, &w), 0);
+	for (i = 0; i < CHURNERS; i++) {
+		cs[i] = (struct churn){ &t, a.id, 53u + (unsigned)i, &charged,
+					&refused, &bad };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, churn_run, &cs[i]), 0);
+	}
+	for (i = 0; i < CHURNERS; i++)
+		pthread_join(th[i], NULL);
+	atomic_store(&stop, 1);
+	pthread_join(wt, NULL);
+	ck_assert_int_eq(atomic_load(&bad), 0);
+	ck_assert_int_eq(w.violations, 0);
+	ck_assert_int_gt(w.reads, 0);
+	a = st_acct(&t, a.id);
+	ck_assert_int_eq(a.reserved_micro, 0);
+	ck_assert_int_eq(a.spent_micro, atomic_load(&charged));
+	ck_assert_int_eq(a.balance_micro, initial - atomic_load(&charged));
+	fprintf(stderr, "%s churn: %d threads x %d rounds, %d refused (402), %lld µUSD charged, %d concurrent reads\n",
+		st_engine->name, CHURNERS, ROUNDS, atomic_load(&refused),
+		(long long)atomic_load(&charged), w.reads);
+	st_close(&t);
+	st_engine->teardown();
+}
+END_TEST
+
+/* A process killed with open reservations leaves them held until they
+ * expire; release_expired() then returns them. */
+START_TEST(test_crash_recovery)
+{
+	struct engy_account a;
+	int fds[2], status;
+	uint64_t n = 9;
+	int64_t micro = 9, ch;
+	char ready;
+	pid_t pid;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "crash.db", NULL);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "crashy", &a), 0);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 10000, NULL), 0);
+	st_close(&t);
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		/* A gateway that takes three holds, then dies hard. */
+		struct st c;
+		int64_t r, exp = now_ms() + 60000;
+
+		st_open(&c, "crash.db", NULL);
+		if (c.ops->reserve(c.inst, a.id, 1, 1000, exp, &r) ||
+		    c.ops->reserve(c.inst, a.id, 1, 2000, exp, &r) ||
+		    c.ops->reserve(c.inst, a.id, 1, 3000, exp + 60000, &r))
+			_exit(2);
+		if (write(fds[1], "r", 1) != 1)
+			_exit(3);
+		pause();
+		_exit(4);
+	}
+	ck_assert_int_eq(read(fds[0], &ready, 1), 1);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status));
+	close(fds[0]);
+	close(fds[1]);
+
+	st_open(&t, "crash.db", NULL);
+	a = st_acct(&t, a.id);
+	ck_assert_int_eq(a.reserved_micro, 6000);
+	ck_assert_int_eq(a.balance_micro, 10000);
+	/* Not yet expired: a live gateway's holds are left alone. */
+	ck_assert_int_eq(t.ops->release_expired(t.inst, now_ms(), &n, &micro), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(micro, 0);
+	ck_assert_int_eq(t.ops->release_expired(t.inst, now_ms() + 61000, &n, &micro),
+			 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(micro, 3000);
+	ck_assert(strstr(fake_host_log(t.h),
+			 "event=store_released_expired reservations=2 micro=3000"));
+	a = st_acct(&t, a.id);
+	ck_assert_int_eq(a.reserved_micro, 3000);
+	ck_assert_int_eq(t.ops->release_expired(t.inst, now_ms() + 200000, &n, &micro),
+			 0);
+	ck_assert_uint_eq(n, 1);
+	a = st_acct(&t, a.id);
+	ck_assert_int_eq(a.reserved_micro, 0);
+	ck_assert_int_eq(a.balance_micro, 10000);
+	ck_assert_int_eq(a.spent_micro, 0);
+	/* What was released cannot be settled any more. */
+	ck_assert_int_eq(t.ops->settle(t.inst, 1, 10, NULL, &ch), -ENOENT);
+	st_close(&t);
+	st_engine->teardown();
+}
+END_TEST
+
+void store_conformance_race(TCase *tc)
+{
+	tcase_add_test(tc, test_spend_race);
+	tcase_add_test(tc, test_churn);
+	tcase_add_test(tc, test_crash_recovery);
+}
+
+/* --- throughput ------------------------------------------------------------------ */
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct pairs {
+	struct st *t;
+	int64_t account;
+	double until;
+	int done;
+};
+
+static void *pairs_run(void *arg)
+{
+	struct pairs *p = arg;
+	int64_t res, ch;
+
+	while (mono() < p->until && p->done < 100000) {
+		ck_assert_int_eq(p->t->ops->reserve(p->t->inst, p->account, 1, 10,
+						    FAR, &res), 0);
+		ck_assert_int_eq(p->t->ops->settle(p->t->inst, res, 3, NULL, &ch), 0);
+		p->done++;
+	}
+	return NULL;
+}
+
+double st_pairs_rate(const char *db, const char *const *over, int threads)
+{
+	struct pairs ps[8];
+	pthread_t th[8];
+	struct engy_account a;
+	double t0, secs;
+	int i, total = 0;
+	struct st t;
+
+	ck_assert_int_le(threads, 8);
+	st_open(&t, db, over);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "bench", &a), 0);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 100000000, NULL), 0);
+	t0 = mono();
+	for (i = 0; i < threads; i++) {
+		ps[i] = (struct pairs){ &t, a.id, t0 + 1.0, 0 };
+		ck_assert_int_eq(pthread_create(&th[i], NULL, pairs_run, &ps[i]), 0);
+	}
+	for (i = 0; i < threads; i++) {
+		pthread_join(th[i], NULL);
+		total += ps[i].done;
+	}
+	secs = mono() - t0;
+	a = st_acct(&t, a.id);
+	ck_assert_int_eq(a.spent_micro, 3ll * total);
+	st_close(&t);
+	fprintf(stderr, "%s reserve+settle: %s, %d thread(s): %d pairs in %.2f s = %.0f pairs/s\n",
+		st_engine->name, over && over[0] ? over[0] : "defaults", threads,
+		total, secs, total / secs);
+	return total / secs;
+}
+
+/* The gateway's cache miss (key_lookup) and batched log appends. */
+void st_lookup_log_rates(const char *db, const char *const *over)
+{
+	struct engy_request_row rows[100];
+	struct engy_api_key k;
+	struct engy_account a;
+	uint8_t h[32];
+	char *key;
+	double t0;
+	int n = 0, i;
+	struct st t;
+
+	st_open(&t, db, over);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "l", &a), 0);
+	ck_assert_int_eq(t.ops->key_create(t.inst, a.id, NULL, &key, NULL), 0);
+	t0 = mono();
+	while (mono() < t0 + 0.5) {
+		ck_assert_int_eq(t.ops->key_hash(t.inst, key, strlen(key), h), 0);
+		ck_assert_int_eq(t.ops->key_lookup(t.inst, h, &k), 0);
+		n++;
+	}
+	fprintf(stderr, "%s key_hash+key_lookup: %.0f/s\n", st_engine->name,
+		n / (mono() - t0));
+	memset(rows, 0, sizeof(rows));
+	for (i = 0; i < 100; i++) {
+		rows[i].time_ms = 1767225600000ll + i;
+		rows[i].status = 200;
+		strcpy(rows[i].model, "m");
+	}
+	t0 = mono();
+	for (n = 0; mono() < t0 + 0.5; n += 100)
+		ck_assert_int_eq(t.ops->log_append(t.inst, rows, 100), 0);
+	fprintf(stderr, "%s log_append, 100-row batches, %s: %.0f rows/s\n",
+		st_engine->name, over && over[0] ? over[0] : "defaults",
+		n / (mono() - t0));
+	free(key);
+	st_close(&t);
+}
