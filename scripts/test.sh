@@ -17,6 +17,7 @@ log() { printf '\n== %s\n' "$*"; }
 APT_PKGS="build-essential autoconf automake autoconf-archive libtool pkg-config
   libevent-dev libconfuse-dev check libcurl4-openssl-dev libssl-dev
   libcjson-dev libsodium-dev libpcre2-dev libutf8proc-dev libsqlite3-dev
+  postgresql libpq-dev
   curl ca-certificates
   python3-numpy"
 command -v node >/dev/null 2>&1 || APT_PKGS="$APT_PKGS nodejs npm"
