@@ -20,13 +20,28 @@ unset GW MINER_KEY MODEL MAX_INFLIGHT MAX_INPUT_TOKENS MAX_OUTPUT_TOKENS \
 	ENGY_HEARTBEAT_S ENGY_CHECKPOINT ENGY_GW_ONBOARDING
 
 make_plugin_dir "$T/plug"
-for p in transport-http transport-ws store-sqlite; do
+# ENGY_TEST_STORE=store-postgres: the same tests on a throwaway server.
+STORE=${ENGY_TEST_STORE:-store-sqlite}
+STORE_CONF=""
+if [ "$STORE" = store-postgres ]; then
+	[ -f "$T/plug/$STORE.so" ] || { echo "SKIP: store-postgres is not built"; exit 77; }
+	. "$top_srcdir/tests/integration/pg_lib.sh"
+	pg_start
+	STORE_CONF="conninfo = \"$ENGY_TEST_PG\""
+fi
+for p in transport-http transport-ws "$STORE"; do
 	[ -f "$T/plug/$p.so" ] || fail "$p.so not built"
 done
 export ENGY_PLUGIN_DIR="$T/plug" ENGY_STATE_DIR="$T/gw"
 export ENGY_KEY_PEPPER="gateway-test-pepper-0123456789"
 mkdir -p "$T/gw"
-A() { "$ENGYCTL" admin "$@"; }
+A() {
+	if [ "$STORE" = store-postgres ]; then
+		"$ENGYCTL" admin --store "$STORE" -o conninfo="$ENGY_TEST_PG" "$@"
+	else
+		"$ENGYCTL" admin "$@"
+	fi
+}
 
 # gw_conf [gateway-section-lines]: $T/gw.conf.
 gw_conf() {
@@ -41,7 +56,7 @@ $1
 }
 plugin "transport-http" { listen = { "127.0.0.1:0" } timeout_s = 10 }
 plugin "transport-ws" { listen = "127.0.0.1:0" }
-plugin "store-sqlite" { }
+plugin "$STORE" { $STORE_CONF }
 C
 }
 
