@@ -5,10 +5,11 @@
  * a schema of its own; and what only store-postgres has: migrations and
  * a newer schema refused, options (schema names, a conninfo that does
  * not parse, a password never logged, a server that is not there), a
- * connection the server drops mid-life reset and the op retried, the
- * live schema read back (bounded text columns, BIGINT money, invariants
- * the database itself refuses to break), concurrent release_expired
- * runs over many accounts, and throughput.
+ * connection the server drops mid-life reset and the op retried, a row
+ * lock held past the busy timeout (-EBUSY), the live schema read back
+ * (bounded text columns, BIGINT money, invariants the database itself
+ * refuses to break), concurrent release_expired runs over many
+ * accounts, and throughput.
  *
  * ENGY_TEST_PG is the server's conninfo (tests/integration/
  * store_postgres.sh starts a cluster and sets it); without it the
@@ -307,6 +308,40 @@ START_TEST(test_pg_reconnect)
 }
 END_TEST
 
+/* A row another session holds locked past busy_timeout_ms: -EBUSY, one
+ * line; the op goes through once the lock is gone. */
+START_TEST(test_pg_busy)
+{
+	const char *quick[] = { "busy_timeout_ms=200", NULL };
+	struct engy_account a;
+	int64_t res;
+	PGconn *other;
+	PGresult *r;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "busy", quick);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "acme", &a), 0);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 1000, NULL), 0);
+	other = connect_to("busy");
+	r = PQexec(other, "BEGIN; SELECT 1 FROM accounts FOR UPDATE");
+	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
+	PQclear(r);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 10, ST_FAR, &res), -EBUSY);
+	ck_assert(strstr(fake_host_log(t.h), "event=store_busy what=reserve code=55P03"));
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 10, NULL), -EBUSY);
+	/* Reads do not wait on row locks. */
+	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 1000);
+	r = PQexec(other, "ROLLBACK");
+	PQclear(r);
+	PQfinish(other);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 10, ST_FAR, &res), 0);
+	ck_assert_int_eq(st_acct(&t, a.id).reserved_micro, 10);
+	st_close(&t);
+	st_engine->teardown();
+}
+END_TEST
+
 START_TEST(test_pg_schema_read_back)
 {
 	struct engy_account a;
@@ -467,6 +502,7 @@ int main(void)
 	tcase_add_test(tc, test_pg_schema);
 	tcase_add_test(tc, test_pg_options);
 	tcase_add_test(tc, test_pg_reconnect);
+	tcase_add_test(tc, test_pg_busy);
 	store_conformance_ops(tc);
 	tcase_add_test(tc, test_pg_schema_read_back);
 	suite_add_tcase(s, tc);
