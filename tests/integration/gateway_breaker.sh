@@ -52,13 +52,31 @@ traffic() {
 		[ "$s" = 200 ] || fail "buyer request $i: $s $(cat "$T/chat.out")"
 	done
 }
-# until_state NAME STATE SECONDS: buyer traffic until NAME is STATE.
+# until_state NAME STATE ROUNDS [BURST]: buyer traffic until NAME is
+# STATE; each round BURST (1) requests at once, then the state is read.
 until_state() {
 	i=0
 	while [ "$(state "$1")" != "$2" ]; do
-		i=$((i + 1)); [ $i -le $(($3 * 10)) ] || return 1
-		chat "u$i" > /dev/null
+		i=$((i + 1)); [ $i -le "$3" ] || return 1
+		if [ "${4:-1}" = 1 ]; then
+			chat "u$i" > /dev/null
+			continue
+		fi
+		bp=""
+		for j in $(seq 1 "$4"); do
+			curl -s -o /dev/null -H "Authorization: Bearer $BKEY" \
+				-H 'Content-Type: application/json' --data \
+				"{\"model\":\"test-model\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"BUYER-u$i-$j\"}]}" \
+				"http://127.0.0.1:$HPORT/v1/chat/completions" &
+			bp="$bp $!"
+		done
+		for p in $bp; do wait "$p" || true; done
 	done
+}
+# errs NAME: the buyer requests NAME got while in error mode.
+errs() {
+	c=$(grep -c ' buyer error ' "$T/pm-$1.out" 2> /dev/null) || true
+	echo "${c:-0}"
 }
 
 pm fp "$KF"
@@ -69,18 +87,23 @@ traffic 6
 ok "an honest miner qualifies and shares the buyer traffic"
 
 # --- errors: pulled within the window, then re-qualifies -----------------------
+# Requests one after the other: each failed one is retried elsewhere (the
+# buyer still gets a 200), and the breaker judges each failure as it ends,
+# so m1 sees at most breaker_consecutive (4) buyer requests while failing,
+# however long they take on this machine.
 setmode m1 error
 t0=$(now)
-until_state m1 pulled 8 || fail "m1 not pulled: $(state m1) $(grep breaker "$T/a.log")"
+until_state m1 pulled 80 || fail "m1 not pulled: $(state m1) $(grep breaker "$T/a.log")"
 t1=$(now)
 took=$(awk "BEGIN { printf \"%.1f\", $t1 - $t0 }")
-awk "BEGIN { exit !($took < 10) }" || fail "pulled after $took s (window 10 s)"
 grep -q 'event=breaker_trip worker=[0-9]* name=m1 .*reason=\(consecutive\|errors\) ' "$T/a.log" ||
 	fail "trip line: $(grep breaker_trip "$T/a.log")"
+e1=$(errs m1)
+[ "$e1" -ge 1 ] && [ "$e1" -le 4 ] || fail "m1 was pulled after $e1 failed buyer requests (at most 4)"
 n1=$(count m1 buyer)
 traffic 8
 [ "$(count m1 buyer)" = "$n1" ] || fail "a pulled worker got buyer traffic"
-ok "a miner that starts failing is pulled after $took s (window 10 s); buyers still got 200s and no more reach it"
+ok "a miner that starts failing is pulled after $e1 failed requests ($took s); buyers still got 200s and no more reach it"
 
 wait_for "$T/a.log" 'event=worker_state worker=[0-9]* name=m1 from=pulled to=probing why="onboarding round [0-9]* (re-qualify after a pull)"' 12 ||
 	fail "no re-qualification round: $(grep name=m1 "$T/a.log" | tail -3)"
@@ -100,8 +123,11 @@ wait_state m2 active 10 || fail "m2 did not qualify"
 setmode m2 hang
 HANG=""
 i=0
-# Buyers in the background until five of them hang at m2.
-while [ "$(count m2 buyer)" -lt 5 ]; do
+# Buyers in the background until five of them hang at m2, or fewer once
+# m2 is pulled: on a slow machine four may stall past breaker_stall_s
+# before the fifth gets there.
+while [ "$(count m2 buyer)" -lt 5 ] &&
+	! grep -q 'event=breaker_trip worker=[0-9]* name=m2 ' "$T/a.log"; do
 	i=$((i + 1)); [ $i -le 60 ] || fail "m2 got $(count m2 buyer) of 60 requests"
 	curl -s -o /dev/null -H "Authorization: Bearer $BKEY" -H 'Content-Type: application/json' \
 		--data "{\"model\":\"test-model\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"BUYER-h$i\"}]}" \
@@ -113,7 +139,8 @@ wait_for "$T/a.log" 'event=breaker_trip worker=[0-9]* name=m2 ' 8 ||
 	fail "m2 not pulled: $(grep -e breaker -e name=m2 "$T/a.log" | tail -3)"
 grep 'event=breaker_trip worker=[0-9]* name=m2 ' "$T/a.log" | grep -q 'reason=stalled .* stalled=[1-9]' ||
 	fail "not by stalled attempts: $(grep breaker_trip "$T/a.log")"
-grep -q 'status=504' "$T/a.log" && fail "a request timed out before the trip"
+sed -n '1,/event=breaker_trip worker=[0-9]* name=m2 /p' "$T/a.log" | grep -q 'status=504' &&
+	fail "a request timed out before the trip"
 ok "a hung miner is pulled by its stalled attempts ($(grep -o 'stalled=[0-9]*' "$T/a.log" | tail -1)) before any of them times out"
 
 # Re-dialling does not cut the cooldown short.
@@ -130,8 +157,11 @@ ok "a pulled miner that re-dials waits out its cooldown, then qualifies again"
 # --- slow: TTFT over the ceiling ------------------------------------------------------
 pm m3 "$K3"
 wait_state m3 active 10 || fail "m3 did not qualify"
+# The slow ratio needs breaker_min_requests (6) answers from m3 inside the
+# 10 s window: requests go in bursts of 8, so a slow machine still gets
+# them there in time.
 setmode m3 slow
-until_state m3 pulled 15 || fail "m3 not pulled: $(grep -e breaker -e name=m3 "$T/a.log" | tail -3)"
+until_state m3 pulled 40 8 || fail "m3 not pulled: $(grep -e breaker -e name=m3 "$T/a.log" | tail -3)"
 grep -q 'event=breaker_trip worker=[0-9]* name=m3 .*reason=slow ' "$T/a.log" ||
 	fail "m3 trip: $(grep breaker_trip "$T/a.log")"
 ok "a miner whose TTFT goes over the model's p99 ceiling is pulled (reason slow)"
@@ -161,7 +191,10 @@ done
 "$ENGYCTL" workers --gateway "http://127.0.0.1:$HPORT" > "$T/workers.txt" 2>&1 ||
 	fail "engyctl workers: $(cat "$T/workers.txt")"
 grep -q '^[0-9]*  *m1 .* active .* closed/1 ' "$T/workers.txt" || fail "m1 row: $(cat "$T/workers.txt")"
-grep -q '^[0-9]*  *m3 .* pulled .* open/1 ' "$T/workers.txt" || fail "m3 row: $(cat "$T/workers.txt")"
+# m3 is still slow: pulled, or (its 6 s cooldown over on a slow machine)
+# failing its re-qualification.
+grep -q '^[0-9]*  *m3 .* \(pulled .* open/1\|probing .* idle/1\) ' "$T/workers.txt" ||
+	fail "m3 row: $(cat "$T/workers.txt")"
 grep -q '^[0-9]*  *fpbad .* active  *yes .* exempt/0 ' "$T/workers.txt" || fail "fpbad row"
 ok "3 trips logged and counted by reason; engyctl workers shows each breaker and its trips"
 for p in $HANG; do
