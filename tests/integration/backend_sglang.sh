@@ -108,7 +108,9 @@ ok "without a rid: engy-<32 hex> (fixed length, so prefix-free)"
 drive $OPTS stream=true stream_flush_s=0.05 -- gen 5,6,7 6 rid=m_slowev-s1
 same_as "streamed" "$(expect 5,6,7 6)"
 get calls; C=$g
-[ "$C" -ge 3 ] && [ "$C" -le 6 ] || fail "streamed: $C on_tokens calls for 6 tokens 80 ms apart"
+# 80 ms apart, each event is a call of its own unless the loop was held up
+# past two of them (a loaded machine); never more than one per token.
+[ "$C" -ge 2 ] && [ "$C" -le 6 ] || fail "streamed: $C on_tokens calls for 6 tokens 80 ms apart"
 drive $OPTS stream=true stream_flush_s=1 -- gen 5,6,7 6 rid=m_slowev-s2
 same_as "coalesced" "$(expect 5,6,7 6)"
 is "coalesced" calls 1
@@ -192,11 +194,14 @@ ok "several serves: four requests at once go two and two (least in flight)"
 drive serve_urls=http://127.0.0.1:1 connect_timeout_s=2 -- gen 5,6,7 4
 is "serve down" status -111; is "serve down" finish 4
 has "serve down" error "serve unreachable"
-T0=$(date +%s)
+# The fake answers m_slow after 3 s: the request ends on the timer, after
+# max_request_s and before that answer (sgl_drive's ms: generate() to
+# on_done on its loop, not counting its own start).
 drive serve_urls=$A connect_timeout_s=0.5 max_request_s=0.5 -- gen 5,6,7 4 rid=m_slow-t1
 is "slow serve" status -110; has "slow serve" error "timed out"
-[ $(($(date +%s) - T0)) -le 2 ] || fail "slow serve: the timeout took too long"
-ok "serve down: -ECONNREFUSED; slow serve: -ETIMEDOUT at max_request_s (plus connect)"
+get ms
+[ "$g" -ge 500 ] && [ "$g" -lt 3000 ] || fail "slow serve: timed out after $g ms (max_request_s 0.5 s, the serve answers at 3 s)"
+ok "serve down: -ECONNREFUSED; slow serve: -ETIMEDOUT at max_request_s ($g ms)"
 
 drive $OPTS -- gen 5,6,7 4 rid=m_garbage-g1 ";" gen 5,6,7 4 rid=m_http500-g2 \
 	";" gen 5,6,7 4 rid=m_streamerr-g3 ";" gen 5,6,7 6 rid=m_cut-g4

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <engy/backend.h>
 #include <engy/plugin.h>
@@ -253,6 +254,8 @@ struct req {
 	bool cancelled, done, want_hidden, want_lp;
 	struct engy_gen_result res;
 	char error[512];
+	struct timespec t0;	/* generate() */
+	double ms;		/* generate() to on_done, on the loop's clock */
 	int prefill_rc;
 	bool is_prefill;
 	uint32_t n_prefill;
@@ -307,6 +310,15 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 	}
 }
 
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) * 1e3 +
+	       (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
 static void on_done(void *arg, const struct engy_gen_result *res)
 {
 	struct req *r = arg;
@@ -317,6 +329,7 @@ static void on_done(void *arg, const struct engy_gen_result *res)
 		die("cancelled, finished with %d", res->finish);
 	r->done = true;
 	r->res = *res;
+	r->ms = ms_since(&r->t0);
 	snprintf(r->error, sizeof(r->error), "%s",
 		 res->error ? res->error : "");
 	n_open--;
@@ -418,10 +431,11 @@ static void print_req(struct req *r)
 	printf(",\"finish\":%d,\"matched\":%d,\"prompt\":%u,\"completion\":%u,"
 	       "\"cached\":%u,\"calls\":%zu,\"fold\":%zu,\"rows\":%zu,"
 	       "\"hidden\":%u,\"rowhash\":\"%016llx\",\"lphash\":\"%016llx\","
-	       "\"ids\":[", r->res.finish, r->res.matched_stop,
+	       "\"ms\":%.0f,\"ids\":[", r->res.finish, r->res.matched_stop,
 	       r->res.prompt_tokens, r->res.completion_tokens,
 	       r->res.cached_tokens, r->calls, r->folds, r->rows, r->hidden,
-	       (unsigned long long)r->rowhash, (unsigned long long)r->lphash);
+	       (unsigned long long)r->rowhash, (unsigned long long)r->lphash,
+	       r->ms);
 	for (i = 0; i < r->n; i++)
 		printf("%s%u", i ? "," : "", r->ids[i]);
 	printf("]}\n");
@@ -464,6 +478,7 @@ static int start_gen(struct req *r, char **a, int n, const uint32_t *in,
 		p.stop_ids = stop;
 	}
 	r->cancel_after = (v = kv(a, n, "cancel_after")) ? atoi(v) : 0;
+	clock_gettime(CLOCK_MONOTONIC, &r->t0);
 	rc = ops->generate(inst, &p, &gen_cb, r, &r->g);
 	if (rc)
 		return rc;
