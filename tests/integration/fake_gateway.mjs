@@ -310,11 +310,27 @@ function onFrame(conn, data, binary) {
 		check(r.conn === conn, `${m.type} on the leg the serve came on`);
 		check(!r.cancelled, `${m.type} for ${m.corr_id} after its cancel`);
 		check(!r.done, `${m.type} for ${m.corr_id} after its response`);
+		if (r.cancelling) {
+			// sent before the miner read the cancel (cancel() below): on
+			// its way, not an answer anyone waits for
+			if (m.type === 'response')
+				r.done = true;
+			conn.frames++;
+			return;
+		}
 		if (m.type === 'chunk') {
 			checkChunk(m, r);
 		} else {
 			checkResponse(m, r);
 			r.done = true;
+			r.ms = Date.now() - r.t0;
+			if (r.syncFor) {
+				// the miner has handled the cancel sent before this
+				r.syncFor.cancelled = true;
+				r.syncFor.cancelling = false;
+				conn.frames++;
+				return;
+			}
 		}
 		break;
 	}
@@ -408,15 +424,50 @@ function serve(conn, text, o = {}) {
 		thinking: !!o.thinking, maxTokens: o.expectMax || o.maxTokens,
 		prompt: o.messages ? null : (o.thinking ? renderOn(text) : renderOff(text)),
 		requestId: request.engy_request_id,
-		temperature: request.temperature ?? 1, seed: request.seed };
+		temperature: request.temperature ?? 1, seed: request.seed, t0: Date.now() };
 	reqs.set(corr, r);
 	send(conn, { type: 'serve', corr_id: corr, request, stream: !!o.stream });
 	return r;
 }
 
+// A cancel crosses frames the miner already sent for @r: those may still
+// come, until the answer to a serve sent right after the cancel (a bad one,
+// answered at once with an error).  The miner handles a leg's frames in
+// order, so from that answer on, any frame for @r is a fault.
+let nsync = 0;
 function cancel(r) {
-	r.cancelled = true;
+	if (!r.done)
+		r.cancelling = true;
+	else
+		r.cancelled = true;
 	send(r.conn, { type: 'cancel', corr_id: r.corr });
+	const corr = `sync-${++nsync}`;
+	reqs.set(corr, { corr, conn: r.conn, stream: false, chunks: [], done: false,
+		cancelled: false, syncFor: r, t0: Date.now() });
+	send(r.conn, { type: 'serve', corr_id: corr, request: 'sync after a cancel' });
+}
+
+// Every cancel sent so far has been handled by the miner.
+async function cancelsHandled(ms = 20000) {
+	const t = Date.now();
+	while ([...reqs.values()].some((r) => r.cancelling)) {
+		check(Date.now() - t < ms, `cancels not handled after ${ms} ms`);
+		await sleep(20);
+	}
+}
+
+// Ping @conn until its heartbeat says nothing is in flight.
+async function idle(conn, what, ms = 30000) {
+	const t = Date.now();
+	for (;;) {
+		drainHeartbeats();
+		send(conn, { type: 'ping' });
+		const hb = await heartbeatOn(conn);
+		if (hb.inflight === 0)
+			return;
+		check(Date.now() - t < ms, `${what}: ${hb.inflight} in flight after ${ms} ms`);
+		await sleep(100);
+	}
 }
 
 // The response to @r; its chunks (checked as they came) leave the inbox.
@@ -429,7 +480,7 @@ async function response(r, ms = 10000) {
 	return f.m;
 }
 
-async function heartbeatOn(conn, ms = 3000) {
+async function heartbeatOn(conn, ms = 15000) {
 	return (await next((f) => f.conn === conn && f.m.type === 'heartbeat', ms,
 		`heartbeat on ${conn.path}`)).m;
 }
@@ -467,8 +518,8 @@ if (scenario === 'single') {
 	ok('a request completes on the single leg');
 	// SIGTERM with a request in flight: it still completes; new ones
 	// are refused meanwhile
-	const a = serve(c, 'A long one.', { maxTokens: 60, stream: true });
-	await next((f) => f.m.type === 'chunk' && f.m.corr_id === a.corr, 5000, 'a first chunk');
+	const a = serve(c, 'A long one.', { maxTokens: 150, stream: true });
+	await next((f) => f.m.type === 'chunk' && f.m.corr_id === a.corr, 15000, 'a first chunk');
 	console.log('term-now');
 	for (let i = 0; i < 100 && !existsSync(join(outDir, 'termed')); i++)
 		await sleep(20);
@@ -477,7 +528,7 @@ if (scenario === 'single') {
 	const mb = await response(b);
 	check(/shutting down/.test(mb.error || ''), `after SIGTERM: ${mb.error}`);
 	const ma = await response(a);
-	check(!('error' in ma) && ma.commitment.output_token_ids.length === 60,
+	check(!('error' in ma) && ma.commitment.output_token_ids.length === 150,
 		`in flight at SIGTERM: ${ma.error}`);
 	ok('SIGTERM: the request in flight completes, a new one is refused');
 	process.exit(0);
@@ -582,6 +633,7 @@ if (scenario === 'sglang') {
 	r = serve(c, 'Abort me.', { maxTokens: 400, stream: true, corr: 'c-abort' });
 	await sleep(600);
 	cancel(r);
+	await cancelsHandled();
 	await quiet(500);
 	ok('cancel mid-stream through backend-sglang: nothing more is sent');
 	console.log('kill-serve');
@@ -620,8 +672,11 @@ ok('non-streaming: commitment, rendered prompt, test-lm output, finish length, r
 r = serve(l1, 'Count for me.', { maxTokens: 25, stream: true });
 m = await response(r);
 check(!('error' in m), `stream: ${m.error}`);
-check(r.chunks.length >= 2 && r.chunks.length <= 13,
-	`25 tokens over ${r.chunks.length} coalesced chunks`);
+// test-lm takes at least 250 ms for 25 tokens; chunks go out at most every
+// stream_flush_s (50 ms) plus the last one, in the time between the serve
+// and its response (longer on a loaded machine, so more chunks may fit).
+check(r.chunks.length >= 2 && r.chunks.length <= 2 + Math.floor(r.ms / 50),
+	`25 tokens over ${r.chunks.length} coalesced chunks in ${r.ms} ms`);
 check(!/^[0-9a-f]{32}$/.test(r.corr) && /^[0-9a-f]{32}$/.test(m.request_id),
 	'a fresh request_id without engy_request_id');
 save('resp-2.json', m);
@@ -671,12 +726,13 @@ ok('max_tokens: MAX_TOKENS when absent, capped at MAX_OUTPUT_TOKENS');
 // ping -> heartbeat; periodic heartbeats; unknown and malformed frames
 drainHeartbeats();
 send(l1, { type: 'ping' });
-let hb = await heartbeatOn(l1, 1500);
+let hb = await heartbeatOn(l1);
 check(hb.inflight === 0, 'idle heartbeat');
 ok('ping is answered with a heartbeat (inflight, idle_seconds, capacity)');
 drainHeartbeats();
-await heartbeatOn(l0, 2500);
-await heartbeatOn(l1, 2500);
+// ENGY_HEARTBEAT_S=1 (the default is 30 s): within 10 s, however loaded
+await heartbeatOn(l0, 10000);
+await heartbeatOn(l1, 10000);
 ok('heartbeats every heartbeat_s on each leg, unasked');
 send(l0, { type: 'future_frame', x: 1 });
 send(l0, 'this is not JSON');
@@ -685,7 +741,7 @@ send(l0, { type: 'serve', request: { messages: user('no corr_id') } });
 send(l0, { type: 'cancel', corr_id: 'never-served' });
 drainHeartbeats();
 send(l0, { type: 'ping' });
-await heartbeatOn(l0, 1500);
+await heartbeatOn(l0);
 await quiet(200);
 check(!l0.closed, 'the leg stays open');
 ok('unknown types, non-JSON, binary, serve without corr_id, unknown cancel: ignored, leg open');
@@ -724,13 +780,15 @@ l0.ws._socket.cork();
 r = serve(l0, 'Never mind.', { maxTokens: 50, stream: true, corr: 'c-early' });
 cancel(r);
 process.nextTick(() => l0.ws._socket.uncork());
+await cancelsHandled();
 await quiet(600);
 ok('cancel before the work started: nothing is sent for it');
 
 // cancel mid-stream: after the first chunk
 r = serve(l1, 'Go on and on.', { maxTokens: 200, stream: true });
-await next((f) => f.m.type === 'chunk' && f.m.corr_id === r.corr, 5000, 'a first chunk');
+await next((f) => f.m.type === 'chunk' && f.m.corr_id === r.corr, 15000, 'a first chunk');
 cancel(r);
+await cancelsHandled();
 await quiet(600);
 ok('cancel mid-stream: no frame after the cancel');
 
@@ -738,7 +796,7 @@ ok('cancel mid-stream: no frame after the cancel');
 {
 	const total = Number(env.EXP_TOTAL), rs = [];
 	for (let i = 0; i < total; i++)
-		rs.push(serve(i % 2 ? l1 : l0, `busy ${i}`, { maxTokens: 150 }));
+		rs.push(serve(i % 2 ? l1 : l0, `busy ${i}`, { maxTokens: 200 }));
 	// frames of one leg are handled in order: after a heartbeat on each
 	// leg, every request sent before it is in flight
 	drainHeartbeats();
@@ -750,15 +808,14 @@ ok('cancel mid-stream: no frame after the cancel');
 	hb = await heartbeatOn(l0);
 	check(hb.inflight === total, `heartbeat says ${hb.inflight} in flight`);
 	const extra = serve(l0, 'one too many', { maxTokens: 5 });
-	const em = await response(extra, 3000);
+	const em = await response(extra);
 	check(/capacity/.test(em.error || ''), `over capacity: ${em.error}`);
 	for (const x of rs)
 		cancel(x);
+	await cancelsHandled();
 	await quiet(500);
-	drainHeartbeats();
-	send(l0, { type: 'ping' });
-	hb = await heartbeatOn(l0);
-	check(hb.inflight === 0, `all cancelled: ${hb.inflight} in flight`);
+	// the slots come free as the backend and the pool let go of the work
+	await idle(l0, 'after the cancels');
 	ok(`max_inflight_total ${total}: the next is refused with an error response; cancels free the slots`);
 }
 
@@ -772,9 +829,9 @@ console.log('denied');
 {
 	const before = conns.length;
 	send(l0, { type: 'reconnect' });
-	await next((f) => f.conn === l0 && f.m.type === '_close', 3000, 'the leg to close');
+	await next((f) => f.conn === l0 && f.m.type === '_close', 15000, 'the leg to close');
 	check(l0.closed.code === 1000, `reconnect closes with 1000 (${l0.closed.code})`);
-	[l0] = await hellos(1, before, 5000);
+	[l0] = await hellos(1, before, 20000);
 	check(l0.path === '/gw/0', `re-dialed the same worker: ${l0.path}`);
 	r = serve(l0, 'Still there?', { maxTokens: 4 });
 	m = await response(r);
@@ -784,23 +841,20 @@ console.log('denied');
 
 // a request whose leg dies is dropped; then the whole gateway restarts
 r = serve(l1, 'Lost leg.', { maxTokens: 200, stream: true });
-await next((f) => f.m.type === 'chunk' && f.m.corr_id === r.corr, 5000, 'a first chunk');
+await next((f) => f.m.type === 'chunk' && f.m.corr_id === r.corr, 15000, 'a first chunk');
 r.cancelled = true;		// from here any frame for it is an error
 {
 	const before = conns.length;
 	await stopServer();
 	await sleep(300);
 	await listen();
-	const legs = await hellos(2, before, 10000);
+	const legs = await hellos(2, before, 20000);
 	check(legs.map((c) => c.path).sort().join() === '/gw/0,/gw/1', 'both legs re-dialed');
 	[l0, l1] = legs[0].worker === 0 ? legs : [legs[1], legs[0]];
 	r = serve(l1, 'After the restart.', { maxTokens: 6, stream: true });
 	m = await response(r);
 	check(!('error' in m), 'served after the restart');
-	drainHeartbeats();
-	send(l1, { type: 'ping' });
-	hb = await heartbeatOn(l1);
-	check(hb.inflight === 0, `the orphaned request was dropped: ${hb.inflight} in flight`);
+	await idle(l1, 'the orphaned request was not dropped');
 	ok('gateway restart: both legs re-dial and say hello; the orphaned request ends silently');
 }
 await quiet(300);

@@ -151,9 +151,12 @@ rm -f "$T/main.log"
 ok "a missing MINER_KEY or a GW that is not ws(s):// stops engyd with the reason"
 
 # --- main: two gateway workers, the whole protocol ---
-export GW_META=2 EXP_TOTAL=8 EXP_LEGS=2 EXP_SHARE=4 EXP_MAX_INPUT=300 EXP_MAX_OUTPUT=80 EXP_MAX_TOKENS=12
+# MAX_OUTPUT_TOKENS 200: the requests the gateway cancels (at capacity,
+# mid-stream, at a SIGTERM) last 2 s at test-lm's 10 ms a token, long
+# past the frames that check them on a loaded machine.
+export GW_META=2 EXP_TOTAL=8 EXP_LEGS=2 EXP_SHARE=4 EXP_MAX_INPUT=300 EXP_MAX_OUTPUT=200 EXP_MAX_TOKENS=12
 gw main
-MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=80 MAX_TOKENS=12 \
+MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=200 MAX_TOKENS=12 \
 	ENGY_HEARTBEAT_S=1 miner main
 MAIN_PID=$MPID
 # One miner per node: a second one on the same state_dir refuses to start.
@@ -208,7 +211,7 @@ ok "SIGTERM drains and exits 0"
 export GW_META=404 EXP_TOTAL=8 EXP_LEGS=1 EXP_SHARE=8
 conf single "$LM"
 gw single
-MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=80 miner single
+MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=200 miner single
 wait_for "$T/gw-single.out" "term-now" 20 || fail "single: $(cat "$T/gw-single.out")"
 kill -TERM "$MPID"
 touch "$T/out-single/termed"
@@ -220,7 +223,7 @@ grep -q 'event=drained' "$T/single.log" || fail "single: no drain"
 export GW_META=2 EXP_TOTAL=2 EXP_LEGS=2 EXP_SHARE=1 EXP_WORKER_NAME=box-7
 conf subset "$LM"
 gw subset
-MODEL=test-model MAX_INFLIGHT=2 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=80 ENGY_GW_WORKERS=4 \
+MODEL=test-model MAX_INFLIGHT=2 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=200 ENGY_GW_WORKERS=4 \
 	ENGY_WORKER_NAME=box-7 miner subset
 gw_wait subset 30
 grep -q 'event=config_warning option=max_inflight value=2' "$T/subset.log" || fail "no warning for a total under 8"
