@@ -10,7 +10,9 @@
 # usage: bench/bench_gateway
 # environment: BENCH_LEGS, BENCH_SEQ, BENCH_CONNS, BENCH_SECONDS (see
 # bench_gateway_load.c), BENCH_LOG_LEVEL (info), BENCH_SYNC (normal: the
-# store's synchronous option), BENCH_TASKSET (e.g. "taskset -c 0,1").
+# store's synchronous option), BENCH_CKPT (1000: the store's
+# checkpoint_pages; 0 = SQLite's checkpoints in the committing request),
+# BENCH_TASKSET (e.g. "taskset -c 0,1").
 # The store lives under TMPDIR: on a disk its commits and WAL checkpoints
 # (fsync) make most of the tail; on tmpfs what is left is the gateway's own.
 set -eu
@@ -46,18 +48,26 @@ shutdown_timeout = 5
 gateway { key_max_inflight = 0 }
 plugin "transport-http" { listen = { "127.0.0.1:$HPORT" } }
 plugin "transport-ws" { listen = "127.0.0.1:$WPORT" }
-plugin "store-sqlite" { synchronous = "${BENCH_SYNC:-normal}" }
+plugin "store-sqlite" {
+  synchronous = "${BENCH_SYNC:-normal}"
+  checkpoint_pages = ${BENCH_CKPT:-1000}
+}
 C
 	: > "$T/gw.log"
 	${BENCH_TASKSET:-} "$top_builddir/engyd/engyd" -c "$T/gw.conf" 2> "$T/gw.stderr" &
 	GPID=$!
+	PIDS="$PIDS $GPID"
+	# Ready when the metrics endpoint answers (it is opened after the
+	# listeners; the log's event=ready line is info, below some levels).
 	i=0
-	until grep -q 'event=ready' "$T/gw.log" 2> /dev/null; do
-		kill -0 $GPID 2> /dev/null || return 1
-		i=$((i + 1)); [ $i -lt 200 ] || return 1
+	until curl -sf -o /dev/null "http://127.0.0.1:$MPORT/metrics"; do
+		if ! kill -0 $GPID 2> /dev/null || [ $i -ge 200 ]; then
+			kill -9 $GPID 2> /dev/null || true
+			return 1
+		fi
+		i=$((i + 1))
 		sleep 0.05
 	done
-	PIDS="$PIDS $GPID"
 }
 n=0
 until start $((20000 + ($$ + n * 7919) % 40000)); do
@@ -65,7 +75,7 @@ until start $((20000 + ($$ + n * 7919) % 40000)); do
 	[ $n -lt 5 ] || { cat "$T/gw.log" "$T/gw.stderr"; exit 1; }
 done
 FS=$(df -PT "$T" 2> /dev/null | awk 'NR == 2 { print $2 }')
-echo "bench_gateway: engyd gateway log_level=${BENCH_LOG_LEVEL:-info}, store-sqlite synchronous=${BENCH_SYNC:-normal} on ${FS:-?} ($T), $(nproc) CPUs${BENCH_TASKSET:+ ($BENCH_TASKSET)}"
+echo "bench_gateway: engyd gateway log_level=${BENCH_LOG_LEVEL:-info}, store-sqlite synchronous=${BENCH_SYNC:-normal} checkpoint_pages=${BENCH_CKPT:-1000} on ${FS:-?} ($T), $(nproc) CPUs${BENCH_TASKSET:+ ($BENCH_TASKSET)}"
 TMPDIR="$T" ${BENCH_TASKSET:-} "$top_builddir/bench/bench_gateway_load" "$HPORT" \
 	"ws://127.0.0.1:$WPORT/gw" "$MK" "$KEY" bench-model
 # The gateway's own view: arrival to the serve frame sent (checks, reserve,

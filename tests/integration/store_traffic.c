@@ -52,6 +52,19 @@ static const char *h_state_dir(const struct engy_host *h)
 	return ".";
 }
 
+/* The host's metrics: registered, not kept (nothing serves them here). */
+static int h_metric(const struct engy_host *h, int type, const char *name,
+		    const char *help, const char *labels, const double *buckets,
+		    size_t n_buckets, struct engy_metric **out)
+{
+	*out = NULL;
+	return 0;
+}
+
+static void h_metric_op(struct engy_metric *m, double v)
+{
+}
+
 static int64_t now_ms(void)
 {
 	struct timespec ts;
@@ -88,7 +101,10 @@ int main(int argc, char **argv)
 {
 	struct engy_host host = { .size = sizeof(host), .instance = "store",
 				  .log = h_log, .vlog = h_vlog,
-				  .state_dir = h_state_dir };
+				  .state_dir = h_state_dir, .metric = h_metric,
+				  .metric_add = h_metric_op,
+				  .metric_set = h_metric_op,
+				  .metric_observe = h_metric_op };
 	const struct engy_store_ops *ops;
 	const struct engy_plugin *p;
 	struct engy_api_key key;
