@@ -12,7 +12,8 @@
 # bench_gateway_load.c), BENCH_LOG_LEVEL (info), BENCH_SYNC (normal: the
 # store's synchronous option), BENCH_CKPT (1000: the store's
 # checkpoint_pages; 0 = SQLite's checkpoints in the committing request),
-# BENCH_TASKSET (e.g. "taskset -c 0,1").
+# BENCH_TASKSET (e.g. "taskset -c 0,1"), BENCH_STORE (sqlite, or postgres:
+# a throwaway PostgreSQL server, see below).
 # The store lives under TMPDIR: on a disk its commits and WAL checkpoints
 # (fsync) make most of the tail; on tmpfs what is left is the gateway's own.
 set -eu
@@ -20,12 +21,35 @@ top_srcdir='%TOP_SRCDIR%'
 top_builddir='%TOP_BUILDDIR%'
 T=$(mktemp -d "${TMPDIR:-/tmp}/engy-bench-gw.XXXXXX")
 PIDS=""
-trap 'for p in $PIDS; do kill -9 $p 2>/dev/null || true; done; rm -rf "$T"' EXIT
+cleanup() {
+	for p in $PIDS; do kill -9 $p 2>/dev/null || true; done
+	rm -rf "$T"
+}
+fail() { echo "bench_gateway: $*" >&2; exit 1; }
+trap cleanup EXIT
 mkdir -p "$T/plug" "$T/state"
 for so in "$top_builddir"/plugins/*/.libs/*.so; do ln -s "$so" "$T/plug/"; done
 export ENGY_PLUGIN_DIR="$T/plug" ENGY_STATE_DIR="$T/state"
 export ENGY_KEY_PEPPER="bench-pepper-0123456789abcdef"
-A() { "$top_builddir/tools/engyctl" admin "$@"; }
+# BENCH_STORE=postgres: store-postgres on a throwaway server under $T (the
+# tests' pg_lib.sh), fsync on, synchronous_commit off: like SQLite's
+# synchronous=normal, a crash may lose the last commits, never corrupts.
+if [ "${BENCH_STORE:-sqlite}" = postgres ]; then
+	[ -f "$T/plug/store-postgres.so" ] || fail "store-postgres is not built (libpq-dev)"
+	. "$top_srcdir/tests/integration/pg_lib.sh"
+	PG_SERVER_OPTS="-c synchronous_commit=off -c shared_buffers=128MB" pg_start
+	STORE_NAME=store-postgres
+	STORE_CONF="conninfo = \"$ENGY_TEST_PG\""
+	STORE_DESC="store-postgres synchronous_commit=off (unix socket)"
+	A() { "$top_builddir/tools/engyctl" admin --store store-postgres \
+		-o conninfo="$ENGY_TEST_PG" "$@"; }
+else
+	STORE_NAME=store-sqlite
+	STORE_CONF="synchronous = \"${BENCH_SYNC:-normal}\"
+  checkpoint_pages = ${BENCH_CKPT:-1000}"
+	STORE_DESC="store-sqlite synchronous=${BENCH_SYNC:-normal} checkpoint_pages=${BENCH_CKPT:-1000}"
+	A() { "$top_builddir/tools/engyctl" admin "$@"; }
+fi
 A accounts create bench > /dev/null
 A topup bench 1000000 > /dev/null
 KEY=$(A keys create bench 2> /dev/null)
@@ -48,9 +72,8 @@ shutdown_timeout = 5
 gateway { key_max_inflight = 0 }
 plugin "transport-http" { listen = { "127.0.0.1:$HPORT" } }
 plugin "transport-ws" { listen = "127.0.0.1:$WPORT" }
-plugin "store-sqlite" {
-  synchronous = "${BENCH_SYNC:-normal}"
-  checkpoint_pages = ${BENCH_CKPT:-1000}
+plugin "$STORE_NAME" {
+  $STORE_CONF
 }
 C
 	: > "$T/gw.log"
@@ -75,7 +98,7 @@ until start $((20000 + ($$ + n * 7919) % 40000)); do
 	[ $n -lt 5 ] || { cat "$T/gw.log" "$T/gw.stderr"; exit 1; }
 done
 FS=$(df -PT "$T" 2> /dev/null | awk 'NR == 2 { print $2 }')
-echo "bench_gateway: engyd gateway log_level=${BENCH_LOG_LEVEL:-info}, store-sqlite synchronous=${BENCH_SYNC:-normal} checkpoint_pages=${BENCH_CKPT:-1000} on ${FS:-?} ($T), $(nproc) CPUs${BENCH_TASKSET:+ ($BENCH_TASKSET)}"
+echo "bench_gateway: engyd gateway log_level=${BENCH_LOG_LEVEL:-info}, $STORE_DESC on ${FS:-?} ($T), $(nproc) CPUs${BENCH_TASKSET:+ ($BENCH_TASKSET)}"
 TMPDIR="$T" ${BENCH_TASKSET:-} "$top_builddir/bench/bench_gateway_load" "$HPORT" \
 	"ws://127.0.0.1:$WPORT/gw" "$MK" "$KEY" bench-model
 # The gateway's own view: arrival to the serve frame sent (checks, reserve,

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,33 @@ static const char *const level_names[] = {
 	[ENGY_LOG_DEBUG] = "debug",
 };
 
+/*
+ * Lines to a file are written by a thread of the log's own: a write() to a
+ * file can wait on the filesystem's journal for milliseconds (another
+ * process's fsync on the same disk), and the loop thread that logged a
+ * request must not.  Callers append to a ring under log_lock and wake the
+ * writer; it takes what is there, and writes it holding fd_lock (taken
+ * before log_lock is released, so lines stay in order).  Lines of notice
+ * and above are written by the caller, after what the ring holds: an error
+ * is on disk before the call returns, and a crash loses at most some
+ * info/debug lines.  A full ring makes callers wait (nothing is dropped).
+ * stderr is written directly, as before.
+ */
+#define RING_CAP	(1u << 20)
+#define CHUNK_CAP	(64u << 10)
+
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_fd = STDERR_FILENO;
 static char *log_path;
+
+static struct {
+	char *buf;			/* RING_CAP bytes, or NULL: direct */
+	size_t head, len;		/* oldest byte, bytes held */
+	bool stop;
+	pthread_t thread;
+	pthread_cond_t more, room;
+} ring = { .more = PTHREAD_COND_INITIALIZER, .room = PTHREAD_COND_INITIALIZER };
 static atomic_int log_level = ENGY_LOG_INFO;
 static atomic_uint_fast64_t log_counts[ENGY_LOG_DEBUG + 1];
 
@@ -53,6 +78,134 @@ static int open_path(const char *path)
 	return fd < 0 ? -errno : fd;
 }
 
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;		/* nowhere left to report it */
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* Up to @cap bytes off the ring into @out.  Context: log_lock held. */
+static size_t ring_take(char *out, size_t cap)
+{
+	size_t n = ring.len < cap ? ring.len : cap;
+	size_t first = RING_CAP - ring.head;
+
+	if (first > n)
+		first = n;
+	memcpy(out, ring.buf + ring.head, first);
+	memcpy(out + first, ring.buf, n - first);
+	ring.head = (ring.head + n) % RING_CAP;
+	ring.len -= n;
+	if (n)
+		pthread_cond_broadcast(&ring.room);
+	return n;
+}
+
+/* Write out all the ring holds.  Context: log_lock and fd_lock held. */
+static void ring_flush(void)
+{
+	size_t first;
+
+	while (ring.len) {
+		first = RING_CAP - ring.head;
+		if (first > ring.len)
+			first = ring.len;
+		write_all(log_fd, ring.buf + ring.head, first);
+		ring.head = (ring.head + first) % RING_CAP;
+		ring.len -= first;
+	}
+	pthread_cond_broadcast(&ring.room);
+}
+
+static void *writer_main(void *arg)
+{
+	static char chunk[CHUNK_CAP];
+	size_t n;
+
+	(void)arg;
+	pthread_mutex_lock(&log_lock);
+	for (;;) {
+		while (!ring.len && !ring.stop)
+			pthread_cond_wait(&ring.more, &log_lock);
+		if (!ring.len)
+			break;
+		n = ring_take(chunk, sizeof(chunk));
+		pthread_mutex_lock(&fd_lock);
+		pthread_mutex_unlock(&log_lock);
+		write_all(log_fd, chunk, n);
+		pthread_mutex_unlock(&fd_lock);
+		pthread_mutex_lock(&log_lock);
+	}
+	pthread_mutex_unlock(&log_lock);
+	return NULL;
+}
+
+/* Stop the writer after it wrote everything.  Context: no lock held. */
+static void writer_stop(void)
+{
+	pthread_mutex_lock(&log_lock);
+	if (!ring.buf) {
+		pthread_mutex_unlock(&log_lock);
+		return;
+	}
+	ring.stop = true;
+	pthread_cond_signal(&ring.more);
+	pthread_mutex_unlock(&log_lock);
+	pthread_join(ring.thread, NULL);
+	pthread_mutex_lock(&log_lock);
+	free(ring.buf);
+	ring.buf = NULL;
+	ring.head = ring.len = 0;
+	ring.stop = false;
+	pthread_cond_broadcast(&ring.room);
+	pthread_mutex_unlock(&log_lock);
+}
+
+void engy_log_flush(void)
+{
+	pthread_mutex_lock(&log_lock);
+	pthread_mutex_lock(&fd_lock);
+	if (ring.buf)
+		ring_flush();
+	pthread_mutex_unlock(&fd_lock);
+	pthread_mutex_unlock(&log_lock);
+}
+
+/* exit() without engy_log_close(): what the ring holds still gets out. */
+static void flush_at_exit(void)
+{
+	engy_log_flush();
+}
+
+/* Start the writer; without one (no memory, no thread) lines go direct. */
+static void writer_start(void)
+{
+	static bool registered;
+	char *buf = malloc(RING_CAP);
+
+	if (!buf)
+		return;
+	if (!registered && atexit(flush_at_exit) == 0)
+		registered = true;
+	pthread_mutex_lock(&log_lock);
+	ring.buf = buf;
+	ring.head = ring.len = 0;
+	ring.stop = false;
+	if (pthread_create(&ring.thread, NULL, writer_main, NULL) != 0) {
+		ring.buf = NULL;
+		free(buf);
+	}
+	pthread_mutex_unlock(&log_lock);
+}
+
 int engy_log_open(const char *path, int level)
 {
 	int fd = STDERR_FILENO;
@@ -68,13 +221,18 @@ int engy_log_open(const char *path, int level)
 			return -ENOMEM;
 		}
 	}
+	writer_stop();
 	pthread_mutex_lock(&log_lock);
+	pthread_mutex_lock(&fd_lock);
 	if (log_fd != STDERR_FILENO)
 		close(log_fd);
 	free(log_path);
 	log_fd = fd;
 	log_path = copy;
+	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&log_lock);
+	if (path)
+		writer_start();
 	engy_log_set_level(level);
 	return 0;
 }
@@ -89,8 +247,14 @@ int engy_log_reopen(void)
 		if (fd < 0) {
 			rc = fd;
 		} else {
+			/* What was logged before the signal goes to the
+			 * old file (being rotated), the rest to the new. */
+			pthread_mutex_lock(&fd_lock);
+			if (ring.buf)
+				ring_flush();
 			close(log_fd);
 			log_fd = fd;
+			pthread_mutex_unlock(&fd_lock);
 		}
 	}
 	pthread_mutex_unlock(&log_lock);
@@ -99,12 +263,15 @@ int engy_log_reopen(void)
 
 void engy_log_close(void)
 {
+	writer_stop();
 	pthread_mutex_lock(&log_lock);
+	pthread_mutex_lock(&fd_lock);
 	if (log_fd != STDERR_FILENO)
 		close(log_fd);
 	log_fd = STDERR_FILENO;
 	free(log_path);
 	log_path = NULL;
+	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&log_lock);
 }
 
@@ -154,9 +321,31 @@ void engy_vlog(int level, const char *inst, const char *fmt, va_list ap)
 			line[i] = ' ';
 	line[n++] = '\n';
 	pthread_mutex_lock(&log_lock);
-	if (write(log_fd, line, n) < 0) {
-		/* Nowhere left to report it. */
+	if (ring.buf && level >= ENGY_LOG_INFO) {
+		size_t tail;
+
+		while (RING_CAP - ring.len < n && ring.buf)
+			pthread_cond_wait(&ring.room, &log_lock);
+		if (ring.buf) {
+			tail = (ring.head + ring.len) % RING_CAP;
+			if (tail + n <= RING_CAP) {
+				memcpy(ring.buf + tail, line, n);
+			} else {
+				memcpy(ring.buf + tail, line, RING_CAP - tail);
+				memcpy(ring.buf, line + (RING_CAP - tail),
+				       n - (RING_CAP - tail));
+			}
+			ring.len += n;
+			pthread_cond_signal(&ring.more);
+			pthread_mutex_unlock(&log_lock);
+			return;
+		}
 	}
+	pthread_mutex_lock(&fd_lock);
+	if (ring.buf)
+		ring_flush();
+	write_all(log_fd, line, n);
+	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&log_lock);
 }
 

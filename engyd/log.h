@@ -17,6 +17,11 @@ int engy_log_open(const char *path, int level);
 /* Reopen the file (SIGHUP, after rotation); a no-op for stderr. */
 int engy_log_reopen(void);
 void engy_log_close(void);
+/* Info and debug lines to a file are written by a thread of the log's own
+ * (a write() can wait on the disk); notice and above are written before
+ * the call returns, after every line logged before them.  flush() returns
+ * when every line logged so far is written. */
+void engy_log_flush(void);
 void engy_log_set_level(int level);
 int engy_log_get_level(void);
 

@@ -5,7 +5,8 @@
 # exports ENGY_TEST_PG (a conninfo for database engytest, user engy) and
 # ENGY_TEST_PG_DATA; the EXIT trap stops it.  PostgreSQL refuses to run
 # as root: as root the server runs as the postgres user (else nobody).
-# Anything missing is a skip (77) that says what.
+# Anything missing is a skip (77) that says what.  PG_SERVER_OPTS replaces
+# the server's settings (default: -F, no fsync, 16 MB of shared buffers).
 pg_skip() { echo "SKIP: $*"; exit 77; }
 
 pg_find() {
@@ -67,7 +68,7 @@ pg_start() {
 		cat "$PG_DIR/hba" > "$PG_DATA/pg_hba.conf"
 	fi
 	pg_as "$PG_BIN/pg_ctl" -D "$PG_DATA" -l "$PG_DIR/server.log" -w -t 60 \
-		-o "-k $PG_DIR -c listen_addresses='' -F -c shared_buffers=16MB" \
+		-o "-k $PG_DIR -c listen_addresses='' ${PG_SERVER_OPTS:--F -c shared_buffers=16MB}" \
 		start > "$PG_DIR/pg_ctl.log" 2>&1 ||
 		fail "pg_ctl start: $(cat "$PG_DIR/pg_ctl.log"; tail -5 "$PG_DIR/server.log")"
 	"$PG_CLIENT/createdb" -h "$PG_DIR" -U engy engytest ||

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The event log: logfmt values, levels, one line per event, reopen. */
+/* The event log: logfmt values, levels, one line per event, reopen, the
+ * writer thread. */
 #include <check.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +65,8 @@ START_TEST(test_file_and_reopen)
 	ck_assert_int_eq(engy_log_open(path, ENGY_LOG_INFO), 0);
 	engy_log(ENGY_LOG_INFO, "p1", "event=one n=%d", 1);
 	engy_log(ENGY_LOG_DEBUG, "p1", "event=hidden");
+	/* A warning is on disk when the call returns, after the info line
+	 * before it (which the writer thread may not have written yet). */
 	engy_log(ENGY_LOG_WARNING, "my inst", "event=two\nforged=line");
 	text = slurp(path);
 	ck_assert_ptr_nonnull(text);
@@ -70,10 +74,15 @@ START_TEST(test_file_and_reopen)
 	ck_assert_ptr_null(strstr(text, "hidden"));
 	/* A newline inside a message cannot forge a second event line. */
 	ck_assert_ptr_nonnull(strstr(text, "inst=\"my inst\" event=two forged=line\n"));
+	ck_assert(strstr(text, "event=one") < strstr(text, "event=two"));
 	ck_assert_uint_eq(engy_log_count(ENGY_LOG_INFO), before + 1);
+	engy_log(ENGY_LOG_INFO, NULL, "event=before_rotate");
 	ck_assert_int_eq(rename(path, rotated), 0);
 	ck_assert_int_eq(engy_log_reopen(), 0);
 	engy_log(ENGY_LOG_INFO, NULL, "event=after_rotate");
+	engy_log_flush();
+	/* What was logged before the reopen is in the rotated file. */
+	ck_assert_ptr_nonnull(strstr(slurp(rotated), "event=before_rotate"));
 	text = slurp(path);
 	ck_assert_ptr_nonnull(text);
 	ck_assert_ptr_nonnull(strstr(text, "inst=engyd event=after_rotate"));
@@ -81,6 +90,65 @@ START_TEST(test_file_and_reopen)
 	engy_log_close();
 	unlink(path);
 	unlink(rotated);
+	rmdir(dir);
+}
+END_TEST
+
+/*
+ * Threads logging at once through the writer thread, far more than its
+ * ring holds (callers wait for room): after close every line is in the
+ * file, whole, each thread's in its order; a warning from any thread is
+ * written after every line logged before it.
+ */
+#define THREADS 4
+#define LINES 20000
+
+static void *spam(void *arg)
+{
+	long t = (long)arg;
+
+	for (int i = 0; i < LINES; i++) {
+		if (i == LINES / 2)
+			engy_log(ENGY_LOG_WARNING, "t", "event=half t=%ld i=%d", t, i);
+		else
+			engy_log(ENGY_LOG_INFO, "t", "event=spam t=%ld i=%d pad=%0100d",
+				 t, i, 0);
+	}
+	return NULL;
+}
+
+START_TEST(test_writer_thread)
+{
+	char dir[] = "/tmp/engy-log-XXXXXX", path[128], line[512];
+	int next[THREADS] = { 0 }, n = 0;
+	pthread_t th[THREADS];
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/engyd.log", dir);
+	ck_assert_int_eq(engy_log_open(path, ENGY_LOG_INFO), 0);
+	for (long t = 0; t < THREADS; t++)
+		ck_assert_int_eq(pthread_create(&th[t], NULL, spam, (void *)t), 0);
+	for (int t = 0; t < THREADS; t++)
+		pthread_join(th[t], NULL);
+	engy_log_close();
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		long t;
+		int i;
+		const char *e = strstr(line, " event=");
+
+		ck_assert_msg(e && line[strlen(line) - 1] == '\n', "torn line: %s", line);
+		ck_assert_int_eq(sscanf(strstr(e, " t=") + 3, "%ld i=%d", &t, &i), 2);
+		ck_assert(t >= 0 && t < THREADS);
+		ck_assert_msg(i == next[t], "thread %ld: line %d after %d", t, i, next[t]);
+		next[t]++;
+		n++;
+	}
+	fclose(f);
+	ck_assert_int_eq(n, THREADS * LINES);
+	unlink(path);
 	rmdir(dir);
 }
 END_TEST
@@ -95,6 +163,7 @@ int main(void)
 	tcase_add_test(tc, test_logfmt_values);
 	tcase_add_test(tc, test_levels);
 	tcase_add_test(tc, test_file_and_reopen);
+	tcase_add_test(tc, test_writer_thread);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -283,6 +283,7 @@ static void setup(void)
 	route_rc[1] = ops->http_route(in.inst, "nope", &hd_tag, "x");
 	route_rc[2] = ops->http_route(in.inst, "/x", NULL, "x");
 	/* The bound port, from the `event=listen` line. */
+	engy_log_flush();
 	f = fopen(log_path, "r");
 	ck_assert_ptr_nonnull(f);
 	while (fgets(line, sizeof(line), f))
