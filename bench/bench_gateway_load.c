@@ -552,7 +552,7 @@ int main(int argc, char **argv)
 	run(gw_port, sse, conns, 0, secs, &gsl);
 	run(direct_port, sse, conns, 0, secs, &dsl);
 	printf("bench_gateway: instant fake miners (%d legs), API key + reserve/settle on "
-	       "store-sqlite on the path, the reply of the direct endpoint = the gateway's "
+	       "the store on the path, the reply of the direct endpoint = the gateway's "
 	       "bytes (%zu plain, %zu SSE)\n", n_legs, direct_plain_len, direct_sse_len);
 	show("plain, sequential", &gs, &ds);
 	show("streamed, sequential", &gss, &dss);
