@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The store kind's input rules, shared by every store plugin. */
+#include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "ss58.h"
@@ -165,4 +167,40 @@ const char *engy_store_epoch_bad(const struct engy_epoch_rec *e,
 	if (!doc_ok(aggregates))
 		return "aggregates";
 	return NULL;
+}
+
+static uint32_t limit_in(uint32_t limit, uint32_t max_rows)
+{
+	if (limit == 0)
+		limit = 100;
+	return limit > max_rows ? max_rows : limit;
+}
+
+int engy_store_log_query_in(const struct engy_log_query *in,
+			    uint32_t max_rows, struct engy_log_query *q)
+{
+	if (!in || in->size < offsetof(struct engy_log_query, account_id))
+		return -EINVAL;
+	memset(q, 0, sizeof(*q));
+	memcpy(q, in, in->size < sizeof(*q) ? in->size : sizeof(*q));
+	q->limit = limit_in(q->limit, max_rows);
+	if (!q->until_ms)
+		q->until_ms = INT64_MAX;
+	return 0;
+}
+
+int engy_store_verdict_query_in(const struct engy_verdict_query *in,
+				uint32_t max_rows,
+				struct engy_verdict_query *q)
+{
+	if (!in || in->size < offsetof(struct engy_verdict_query, miner) +
+			      sizeof(in->miner))
+		return -EINVAL;
+	memcpy(q, in, sizeof(*q));
+	if (!memchr(q->miner, '\0', sizeof(q->miner)))
+		return -EINVAL;
+	q->limit = limit_in(q->limit, max_rows);
+	if (!q->until_ms)
+		q->until_ms = INT64_MAX;
+	return 0;
 }

@@ -33,4 +33,16 @@ const char *engy_store_verdict_bad(const struct engy_verdict *v);
 const char *engy_store_epoch_bad(const struct engy_epoch_rec *e,
 				 const char *payload, const char *aggregates);
 
+/*
+ * A query as a plugin runs it: *@in copied into *@q (a shorter, older
+ * struct zero-extended), limit 0 made 100 and capped at @max_rows, an
+ * until_ms of 0 made "no end" (INT64_MAX).  0, or -EINVAL when @in is
+ * NULL or too short (a verdict query: or its miner is not terminated).
+ */
+int engy_store_log_query_in(const struct engy_log_query *in,
+			    uint32_t max_rows, struct engy_log_query *q);
+int engy_store_verdict_query_in(const struct engy_verdict_query *in,
+				uint32_t max_rows,
+				struct engy_verdict_query *q);
+
 #endif /* ENGY_STORECHECK_H */

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* store-postgres: the metadata request log (no content, ever). */
 #include <errno.h>
-#include <stddef.h>
 #include <string.h>
 
 #include "pg.h"
@@ -124,23 +123,19 @@ int pg_log_query(void *inst, const struct engy_log_query *in,
 	struct engy_log_query q;
 	struct pg_args a = { 0 };
 	const char *sql;
+	int rc;
 
 	*out = NULL;
 	*n = 0;
-	if (!in || in->size < offsetof(struct engy_log_query, account_id))
-		return -EINVAL;
-	memset(&q, 0, sizeof(q));
-	memcpy(&q, in, in->size < sizeof(q) ? in->size : sizeof(q));
-	if (q.limit == 0)
-		q.limit = 100;
-	if (q.limit > s->max_query_rows)
-		q.limit = s->max_query_rows;
+	rc = engy_store_log_query_in(in, s->max_query_rows, &q);
+	if (rc)
+		return rc;
 	if (q.account_id)
 		sql = q.newest_first ? sql_acct_desc : sql_acct_asc;
 	else
 		sql = q.newest_first ? sql_desc : sql_asc;
 	pg_arg_i64(&a, q.since_ms);
-	pg_arg_i64(&a, q.until_ms ? q.until_ms : INT64_MAX);
+	pg_arg_i64(&a, q.until_ms);
 	pg_arg_i64(&a, q.after_id);
 	pg_arg_i64(&a, q.limit);
 	if (q.account_id)

@@ -4,7 +4,6 @@
  * and its closed epochs (the signed payload and the public aggregates).
  */
 #include <errno.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,21 +112,15 @@ int pg_verdict_list(void *inst, const struct engy_verdict_query *in,
 	struct pg *s = inst;
 	struct engy_verdict_query q;
 	struct pg_args a = { 0 };
+	int rc;
 
 	*out = NULL;
 	*n = 0;
-	if (!in || in->size < offsetof(struct engy_verdict_query, miner) +
-			      sizeof(in->miner))
-		return -EINVAL;
-	memcpy(&q, in, sizeof(q));
-	if (!memchr(q.miner, '\0', sizeof(q.miner)))
-		return -EINVAL;
-	if (q.limit == 0)
-		q.limit = 100;
-	if (q.limit > s->max_query_rows)
-		q.limit = s->max_query_rows;
+	rc = engy_store_verdict_query_in(in, s->max_query_rows, &q);
+	if (rc)
+		return rc;
 	pg_arg_i64(&a, q.since_ms);
-	pg_arg_i64(&a, q.until_ms ? q.until_ms : INT64_MAX);
+	pg_arg_i64(&a, q.until_ms);
 	pg_arg_i64(&a, q.after_id);
 	pg_arg_text(&a, q.miner);
 	pg_arg_i64(&a, q.limit);

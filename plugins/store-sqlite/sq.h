@@ -93,10 +93,8 @@ int sq_begin(struct sq *s, struct sq_conn *c);
 int sq_end(struct sq *s, struct sq_conn *c, int rc);
 int64_t sq_now_ms(void);
 
-/* Input checks shared by the ops. */
-bool sq_text_ok(const char *s, size_t min, size_t max);
-bool sq_fixed_ok(const char *s, size_t cap);
-bool sq_name_ok(const char *s, size_t max);
+/* Log a refused input (specs/store.md: the op and the field); -EINVAL. */
+int sq_bad(struct sq *s, const char *op, const char *field);
 /* Copy a column's text into a fixed array (truncating, NUL-terminated). */
 void sq_col_text(sqlite3_stmt *st, int col, char *out, size_t cap);
 void sq_col_blob32(sqlite3_stmt *st, int col, uint8_t out[32]);

@@ -8,10 +8,7 @@
 
 #include "apikey.h"
 #include "sq.h"
-#include "ss58.h"
-
-/* The largest rate (price card, score rate): $1,000,000 per unit. */
-#define SQ_RATE_MAX 1000000000000ll
+#include "storecheck.h"
 
 #define MODEL_COLS "name, status, max_input_tokens, max_output_tokens," \
 	" max_request_s, toploc_topk, toploc_v, toploc_p_ppm, qual_ttft_p99_ms," \
@@ -63,35 +60,6 @@ static const char sql_miner_update[] =
 	"UPDATE miners SET label = ?4, status = ?5, first_party = ?6,"
 	" priority = ?7, updated_ms = ?8, key_hash = COALESCE(?2, key_hash),"
 	" key_shown = COALESCE(?3, key_shown) WHERE hotkey = ?1";
-
-static int bad(struct sq *s, const char *op, const char *field)
-{
-	engy_warn(s->h, "event=store_bad_input op=%s field=%s", op, field);
-	return -EINVAL;
-}
-
-static const char *model_bad(const struct engy_model *m)
-{
-	const struct engy_price_card *p = &m->price;
-
-	if (!sq_fixed_ok(m->name, sizeof(m->name)) || !sq_name_ok(m->name, 127))
-		return "name";
-	if (m->status > ENGY_MODEL_DISABLED)
-		return "status";
-	if (!m->max_input_tokens || !m->max_output_tokens || !m->max_request_s)
-		return "limits";
-	if (!m->toploc_topk || m->toploc_v > m->toploc_topk)
-		return "toploc";
-	if (m->toploc_p_ppm > 1000000)
-		return "toploc_p_ppm";
-	if (m->score_rate < 0 || m->score_rate > SQ_RATE_MAX)
-		return "score_rate";
-	if (p->input < 0 || p->input > SQ_RATE_MAX || p->output < 0 ||
-	    p->output > SQ_RATE_MAX || p->cached_input < 0 ||
-	    p->cached_input > SQ_RATE_MAX)
-		return "price";
-	return NULL;
-}
 
 /* A write of one statement in its own transaction; @bind fills it. */
 static int write_one(struct sq *s, const char *sql, const char *what,
@@ -219,10 +187,10 @@ static void rd_model(sqlite3_stmt *st, void *elem)
 int sq_model_put(void *inst, const struct engy_model *m)
 {
 	struct sq *s = inst;
-	const char *why = m ? model_bad(m) : "model";
+	const char *why = engy_store_model_bad(m);
 
 	if (why)
-		return bad(s, "model_put", why);
+		return sq_bad(s, "model_put", why);
 	return write_one(s, sql_model_put, "model_put", bind_model, m, NULL);
 }
 
@@ -230,7 +198,7 @@ int sq_model_get(void *inst, const char *name, struct engy_model *out)
 {
 	struct sq *s = inst;
 
-	if (!sq_name_ok(name, 127))
+	if (!engy_store_name_ok(name, 127))
 		return -ENOENT;
 	return read_one(s, sql_model_get, "model_get", bind_text1, name,
 			sizeof(*out), rd_model, out);
@@ -266,28 +234,14 @@ static void rd_root(sqlite3_stmt *st, void *elem)
 	r->added_ms = sqlite3_column_int64(st, 5);
 }
 
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
 int sq_model_root_put(void *inst, const struct engy_model_root *r)
 {
 	struct sq *s = inst;
+	const char *why = engy_store_root_bad(r);
 	int changes = 0, rc;
 
-	if (!r || all_zero(r->root, sizeof(r->root)))
-		return bad(s, "model_root_put", "root");
-	if (!sq_fixed_ok(r->model, sizeof(r->model)) || !sq_name_ok(r->model, 127))
-		return bad(s, "model_root_put", "model");
-	if (!sq_fixed_ok(r->quant, sizeof(r->quant)) ||
-	    !sq_fixed_ok(r->arch, sizeof(r->arch)))
-		return bad(s, "model_root_put", "quant");
+	if (why)
+		return sq_bad(s, "model_root_put", why);
 	rc = write_one(s, sql_root_put, "model_root_put", bind_root, r, &changes);
 	/* The upsert skipped: the root is another model's. */
 	return !rc && !changes ? -EEXIST : rc;
@@ -377,7 +331,7 @@ static int miner_write(struct sq *s, const struct miner_bind *b, bool have_key)
 	}
 	if (!rc && sqlite3_changes(c->db) == 0) {
 		if (!have_key)
-			rc = bad(s, "miner_put", "key");	/* new: needs one */
+			rc = sq_bad(s, "miner_put", "key");	/* new: needs one */
 		else
 			rc = sq_prep(s, c, sql_miner_insert, &st);
 		if (!rc) {
@@ -397,16 +351,12 @@ int sq_miner_put(void *inst, const struct engy_miner *m, char **key,
 	struct sq *s = inst;
 	char text[ENGY_APIKEY_SIZE], shown[ENGY_APIKEY_SHOWN + 1];
 	struct miner_bind b = { m, NULL, shown, sq_now_ms() };
+	const char *why = engy_store_miner_bad(m);
 	uint8_t hash[32];
 	int rc;
 
-	if (!m || !sq_fixed_ok(m->hotkey, sizeof(m->hotkey)) ||
-	    engy_ss58_decode(m->hotkey, NULL, NULL) != 0)
-		return bad(s, "miner_put", "hotkey");
-	if (!sq_fixed_ok(m->label, sizeof(m->label)))
-		return bad(s, "miner_put", "label");
-	if (m->status > ENGY_MINER_DISABLED || m->first_party > 1)
-		return bad(s, "miner_put", "status");
+	if (why)
+		return sq_bad(s, "miner_put", why);
 	if (key) {
 		*key = NULL;
 		rc = engy_apikey_generate(ENGY_MINERKEY_PREFIX, text, sizeof(text));

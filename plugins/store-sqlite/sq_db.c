@@ -456,36 +456,10 @@ int sq_end(struct sq *s, struct sq_conn *c, int rc)
 	return rc;
 }
 
-bool sq_text_ok(const char *str, size_t min, size_t max)
+int sq_bad(struct sq *s, const char *op, const char *field)
 {
-	size_t n;
-
-	if (!str)
-		return false;
-	for (n = 0; str[n]; n++)
-		if ((unsigned char)str[n] < 0x20 || str[n] == 0x7f || n >= max)
-			return false;
-	return n >= min;
-}
-
-bool sq_fixed_ok(const char *str, size_t cap)
-{
-	return memchr(str, '\0', cap) && sq_text_ok(str, 0, cap - 1);
-}
-
-bool sq_name_ok(const char *str, size_t max)
-{
-	size_t n;
-
-	if (!str || !*str)
-		return false;
-	for (n = 0; str[n]; n++)
-		if (n >= max || !(strchr("._:/-", str[n]) ||
-				  (str[n] >= '0' && str[n] <= '9') ||
-				  (str[n] >= 'a' && str[n] <= 'z') ||
-				  (str[n] >= 'A' && str[n] <= 'Z')))
-			return false;
-	return true;
+	engy_warn(s->h, "event=store_bad_input op=%s field=%s", op, field);
+	return -EINVAL;
 }
 
 void sq_col_text(sqlite3_stmt *st, int col, char *out, size_t cap)

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* store-sqlite: the metadata request log (no content, ever). */
 #include <errno.h>
-#include <stddef.h>
 #include <string.h>
 
 #include "sq.h"
+#include "storecheck.h"
 
 #define LOG_COLS "id, time_ms, request_id, key_id, account_id, model, miner," \
 	" worker_name, status, prompt_tokens, completion_tokens, cached_tokens," \
@@ -32,32 +32,9 @@ static const char sql_prune[] = "DELETE FROM request_log WHERE time_ms < ?1";
 
 int sq_log_check(struct sq *s, const struct engy_request_row *r)
 {
-	const char *bad = NULL;
+	const char *bad = engy_store_row_bad(r);
 
-	if (r->time_ms <= 0)
-		bad = "time_ms";
-	else if (r->status < 100 || r->status > 599)
-		bad = "status";
-	else if (r->cached_tokens > r->prompt_tokens)
-		bad = "cached_tokens";
-	else if (r->cost_micro < 0 || r->cost_micro > ENGY_STORE_MONEY_MAX)
-		bad = "cost_micro";
-	else if (r->is_probe > 1)
-		bad = "is_probe";
-	else if (r->key_id < 0 || r->account_id < 0)
-		bad = "key_id";
-	else if (!sq_fixed_ok(r->request_id, sizeof(r->request_id)))
-		bad = "request_id";
-	else if (!sq_fixed_ok(r->model, sizeof(r->model)))
-		bad = "model";
-	else if (!sq_fixed_ok(r->miner, sizeof(r->miner)))
-		bad = "miner";
-	else if (!sq_fixed_ok(r->worker_name, sizeof(r->worker_name)))
-		bad = "worker_name";
-	if (!bad)
-		return 0;
-	engy_warn(s->h, "event=store_bad_input op=log field=%s", bad);
-	return -EINVAL;
+	return bad ? sq_bad(s, "log", bad) : 0;
 }
 
 int sq_log_insert(struct sq *s, struct sq_conn *c,
@@ -147,14 +124,9 @@ int sq_log_query(void *inst, const struct engy_log_query *in,
 
 	*out = NULL;
 	*n = 0;
-	if (!in || in->size < offsetof(struct engy_log_query, account_id))
-		return -EINVAL;
-	memset(&q, 0, sizeof(q));
-	memcpy(&q, in, in->size < sizeof(q) ? in->size : sizeof(q));
-	if (q.limit == 0)
-		q.limit = 100;
-	if (q.limit > s->max_query_rows)
-		q.limit = s->max_query_rows;
+	rc = engy_store_log_query_in(in, s->max_query_rows, &q);
+	if (rc)
+		return rc;
 	if (q.account_id)
 		sql = q.newest_first ? sql_acct_desc : sql_acct_asc;
 	else
@@ -165,7 +137,7 @@ int sq_log_query(void *inst, const struct engy_log_query *in,
 	rc = sq_prep(s, c, sql, &st);
 	if (!rc) {
 		sqlite3_bind_int64(st, 1, q.since_ms);
-		sqlite3_bind_int64(st, 2, q.until_ms ? q.until_ms : INT64_MAX);
+		sqlite3_bind_int64(st, 2, q.until_ms);
 		sqlite3_bind_int64(st, 3, q.after_id);
 		if (q.account_id)
 			sqlite3_bind_int64(st, 4, q.account_id);

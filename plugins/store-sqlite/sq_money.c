@@ -8,6 +8,7 @@
 
 #include "apikey.h"
 #include "sq.h"
+#include "storecheck.h"
 
 #define ACCOUNT_COLS "id, name, balance_micro, reserved_micro, credited_micro," \
 	" spent_micro, created_ms"
@@ -105,10 +106,8 @@ int sq_account_create(void *inst, const char *name, struct engy_account *out)
 	int64_t now = sq_now_ms();
 	int rc;
 
-	if (!sq_text_ok(name, 1, 63)) {
-		engy_warn(s->h, "event=store_bad_input op=account_create field=name");
-		return -EINVAL;
-	}
+	if (!engy_store_text_ok(name, 1, 63))
+		return sq_bad(s, "account_create", "name");
 	rc = sq_acquire(s, &c);
 	if (rc)
 		return rc;
@@ -149,7 +148,7 @@ int sq_account_by_name(void *inst, const char *name, struct engy_account *out)
 	sqlite3_stmt *st;
 	int rc;
 
-	if (!sq_text_ok(name, 1, 63))
+	if (!engy_store_text_ok(name, 1, 63))
 		return -ENOENT;
 	rc = sq_acquire(s, &c);
 	if (rc)
@@ -274,10 +273,8 @@ int sq_key_create(void *inst, int64_t account_id, const char *label,
 
 	if (!label)
 		label = "";
-	if (!key || !sq_text_ok(label, 0, 63)) {
-		engy_warn(s->h, "event=store_bad_input op=key_create field=label");
-		return -EINVAL;
-	}
+	if (!key || !engy_store_text_ok(label, 0, 63))
+		return sq_bad(s, "key_create", "label");
 	*key = NULL;
 	rc = engy_apikey_generate(ENGY_APIKEY_PREFIX, text, sizeof(text));
 	if (!rc)

@@ -5,13 +5,11 @@
  * hotkeys, counts and weights, published anyway).
  */
 #include <errno.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sq.h"
-
-#define SQ_DOC_MAX	(16u << 20)
+#include "storecheck.h"
 
 #define V_COLS "id, time_ms, request_time_ms, verdict, is_probe, chunks," \
 	" passed, topk, exp_p99, exp_max, limit_v, limit_p_ppm," \
@@ -42,51 +40,16 @@ static const char sql_e_get[] =
 static const char sql_e_latest[] =
 	"SELECT " E_COLS " FROM epochs ORDER BY epoch_index DESC LIMIT 1";
 
-static int v_check(struct sq *s, const struct engy_verdict *v)
-{
-	const char *bad = NULL;
-
-	if (v->time_ms <= 0)
-		bad = "time_ms";
-	else if (v->request_time_ms < 0)
-		bad = "request_time_ms";
-	else if (v->verdict < ENGY_VERDICT_PASS ||
-		 v->verdict > ENGY_VERDICT_UNPROVEN)
-		bad = "verdict";
-	else if (v->is_probe > 1)
-		bad = "is_probe";
-	else if (v->passed > v->chunks)
-		bad = "passed";
-	else if (v->limit_p_ppm > 1000000)
-		bad = "limit_p_ppm";
-	else if (!sq_fixed_ok(v->scheme, sizeof(v->scheme)) || !v->scheme[0])
-		bad = "scheme";
-	else if (!sq_fixed_ok(v->reason, sizeof(v->reason)))
-		bad = "reason";
-	else if (!sq_fixed_ok(v->request_id, sizeof(v->request_id)))
-		bad = "request_id";
-	else if (!sq_fixed_ok(v->miner, sizeof(v->miner)))
-		bad = "miner";
-	else if (!sq_fixed_ok(v->model, sizeof(v->model)))
-		bad = "model";
-	if (!bad)
-		return 0;
-	engy_warn(s->h, "event=store_bad_input op=verdict_put field=%s", bad);
-	return -EINVAL;
-}
-
 int sq_verdict_put(void *inst, const struct engy_verdict *v)
 {
 	struct sq *s = inst;
 	struct sq_conn *c;
 	sqlite3_stmt *st;
+	const char *bad = engy_store_verdict_bad(v);
 	int rc;
 
-	if (!v)
-		return -EINVAL;
-	rc = v_check(s, v);
-	if (rc)
-		return rc;
+	if (bad)
+		return v ? sq_bad(s, "verdict_put", bad) : -EINVAL;
 	rc = sq_acquire(s, &c);
 	if (rc)
 		return rc;
@@ -157,23 +120,16 @@ int sq_verdict_list(void *inst, const struct engy_verdict_query *in,
 
 	*out = NULL;
 	*n = 0;
-	if (!in || in->size < offsetof(struct engy_verdict_query, miner) +
-			      sizeof(in->miner))
-		return -EINVAL;
-	memcpy(&q, in, sizeof(q));
-	if (!memchr(q.miner, '\0', sizeof(q.miner)))
-		return -EINVAL;
-	if (q.limit == 0)
-		q.limit = 100;
-	if (q.limit > s->max_query_rows)
-		q.limit = s->max_query_rows;
+	rc = engy_store_verdict_query_in(in, s->max_query_rows, &q);
+	if (rc)
+		return rc;
 	rc = sq_acquire(s, &c);
 	if (rc)
 		return rc;
 	rc = sq_prep(s, c, q.newest_first ? sql_v_desc : sql_v_asc, &st);
 	if (!rc) {
 		sqlite3_bind_int64(st, 1, q.since_ms);
-		sqlite3_bind_int64(st, 2, q.until_ms ? q.until_ms : INT64_MAX);
+		sqlite3_bind_int64(st, 2, q.until_ms);
 		sqlite3_bind_int64(st, 3, q.after_id);
 		sqlite3_bind_text(st, 4, q.miner, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 5, q.limit);
@@ -184,35 +140,17 @@ int sq_verdict_list(void *inst, const struct engy_verdict_query *in,
 	return rc;
 }
 
-static bool doc_ok(const char *d)
-{
-	return d && *d && strnlen(d, SQ_DOC_MAX + 1) <= SQ_DOC_MAX;
-}
-
 int sq_epoch_put(void *inst, const struct engy_epoch_rec *e,
 		 const char *payload, const char *aggregates)
 {
 	struct sq *s = inst;
 	struct sq_conn *c;
 	sqlite3_stmt *st;
-	const char *bad = NULL;
+	const char *bad = engy_store_epoch_bad(e, payload, aggregates);
 	int rc;
 
-	if (!e || e->epoch_index < 0)
-		bad = "epoch_index";
-	else if (e->end_ms < e->start_ms)
-		bad = "end_ms";
-	else if (strnlen(e->digest, sizeof(e->digest)) != 64)
-		bad = "digest";
-	else if (!doc_ok(payload))
-		bad = "payload";
-	else if (!doc_ok(aggregates))
-		bad = "aggregates";
-	if (bad) {
-		engy_warn(s->h, "event=store_bad_input op=epoch_put field=%s",
-			  bad);
-		return -EINVAL;
-	}
+	if (bad)
+		return sq_bad(s, "epoch_put", bad);
 	rc = sq_acquire(s, &c);
 	if (rc)
 		return rc;
