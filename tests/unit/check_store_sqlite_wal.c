@@ -10,12 +10,13 @@
  *   - every write is in the database after a reopen.
  */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
-#include "store_sqlite_test.h"
+#include "store_sqlite_engine.h"
 
 #define PAGE 4096		/* SQLite's default page size */
 #define INLINE 8		/* SQ_CKPT_INLINE */
@@ -67,7 +68,7 @@ static char *run(const char *pages, int n, int pause_every, long long *most)
 	struct engy_account a;
 	char *log;
 
-	st_dir_new();
+	st_engine->setup();
 	st_open(&t, "wal.db", o);
 	ck_assert_int_eq(t.ops->account_create(t.inst, "w", &a), 0);
 	*most = topups(&t, a.id, n, pause_every);
@@ -84,7 +85,7 @@ static char *run(const char *pages, int n, int pause_every, long long *most)
 	ck_assert_int_eq(t2.ops->account_get(t2.inst, a.id, &a), 0);
 	ck_assert_int_eq(a.balance_micro, n);
 	st_close(&t2);
-	st_dir_rm();
+	st_engine->teardown();
 	return log;
 }
 
@@ -138,6 +139,7 @@ int main(void)
 	SRunner *sr;
 	int failed;
 
+	st_engine = &store_sqlite_engine;
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_thread_checkpoints);
 	tcase_add_test(tc, test_bounded_without_pauses);

@@ -3,8 +3,7 @@
  * A store plugin as the host sees it, for the store tests: dlopen() the
  * built module, fill its conf from the option table (defaults, env
  * twins, the test's options, as the host does), create and start an
- * instance.  Header-only: store_conformance.c and store_sqlite_test.h
- * build on it.
+ * instance.  Header-only: store_conformance.c builds on it.
  */
 #ifndef ENGY_STORE_HARNESS_H
 #define ENGY_STORE_HARNESS_H

@@ -2,6 +2,8 @@
 /*
  * store-sqlite as a conformance engine (store_conformance.h): each test's
  * databases are files in a fresh directory, read back with libsqlite3.
+ * store-sqlite's own tests (check_store_sqlite_wal) open theirs with it
+ * too: setup(), st_open(), teardown().
  */
 #ifndef ENGY_STORE_SQLITE_ENGINE_H
 #define ENGY_STORE_SQLITE_ENGINE_H
