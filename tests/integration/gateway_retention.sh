@@ -5,8 +5,9 @@
 # log level: both APIs, plain and streamed, tool calls, a hang-up
 # mid-stream, refusals (400, 401, 402, 404, 413) and a miner fault; then
 # the marker is nowhere in the gateway's state directory (the SQLite
-# database and its WAL), its log, the engy miners' logs and state, while
-# the request log does hold the metadata rows.
+# database and its WAL; with ENGY_TEST_STORE=store-postgres, the whole
+# PostgreSQL data directory), its log, the engy miners' logs and state,
+# while the request log does hold the metadata rows.
 . "$top_srcdir/tests/integration/gateway_lib.sh"
 
 tiny_model
@@ -72,6 +73,22 @@ for f in "$T"/gw/* "$T/gw.log" "$T/gw.stderr" "$T"/m1.log "$T"/m1.stderr "$T"/st
 	! grep -qa -- "$P" "$f" || fail "the prompt's marker is in $f"
 	! grep -qa -- "$C" "$f" || fail "the completion's marker is in $f"
 done
-ls "$T"/gw/engy.db* >/dev/null || fail "no database files"
-ok "no prompt or completion text in the database (and WAL), the gateway's log (debug), the miner's log and state"
+# A request id from the log: what the search below reads holds the rows.
+RID=$(sed -n 's/.*request=\(req_[^ ]*\).*/\1/p' "$T/log.txt" | head -1)
+[ -n "$RID" ] || fail "no request id in the log: $(head -3 "$T/log.txt")"
+if [ "$STORE" = store-postgres ]; then
+	# The whole data directory (tables, indexes, the WAL) and the
+	# server's log; a checkpoint first writes every page to its table.
+	pg_sql "CHECKPOINT" || fail "CHECKPOINT"
+	DB="the PostgreSQL data directory (tables and WAL)"
+	set -- "$ENGY_TEST_PG_DATA" "$T/pg/server.log"
+else
+	ls "$T"/gw/engy.db* >/dev/null || fail "no database files"
+	DB="the database (and WAL)"
+	set -- "$T"/gw/engy.db*
+fi
+grep -rqa -- "$RID" "$@" || fail "request $RID is not in $DB"
+! grep -rqa -- "$P" "$@" || fail "the prompt's marker is in $DB"
+! grep -rqa -- "$C" "$@" || fail "the completion's marker is in $DB"
+ok "no prompt or completion text in $DB, the gateway's log (debug), the miner's log and state"
 echo "$N_OK passed, 0 failed"
