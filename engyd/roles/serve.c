@@ -13,7 +13,11 @@
  *
  * Requests run at most max_running at a time (ENGY_SERVE_MAX_RUNNING);
  * up to max_queued (ENGY_SERVE_MAX_QUEUED) more wait in a FIFO; beyond
- * that the answer is sglang's 503 "The request queue is full.".  `text` prompts are encoded
+ * that the answer is sglang's 503 "The request queue is full.".  A
+ * streamed event repeats every hidden row so far, as sglang does (a miner
+ * can then stream tokens as their rows arrive), while that is at most
+ * stream_hidden_max floats; past it only the final event has them.
+ * `text` prompts are encoded
  * with the tokenizer of the backend's checkpoint directory (no chat
  * template, like sglang); without one, send input_ids.
  * The log carries rids, counts and timings, never prompt or output.
@@ -231,6 +235,7 @@ static const struct {
 struct serve_conf {
 	int64_t max_running;
 	int64_t max_queued;
+	int64_t stream_hidden_max;
 };
 
 static const struct engy_opt serve_opts[] = {
@@ -240,6 +245,10 @@ static const struct engy_opt serve_opts[] = {
 	{ "max_queued", ENGY_OPT_INT, 0, offsetof(struct serve_conf, max_queued),
 	  "1024", "ENGY_SERVE_MAX_QUEUED", 1, 1000000,
 	  "requests waiting for a running slot; beyond: 503" },
+	{ "stream_hidden_max", ENGY_OPT_INT, 0,
+	  offsetof(struct serve_conf, stream_hidden_max), "1048576",
+	  "ENGY_SERVE_STREAM_HIDDEN_MAX", 0, 1073741824,
+	  "floats of hidden states a streamed event repeats (all so far, as sglang does); past it only the final event has them; 0: final only" },
 	ENGY_OPT_END,
 };
 
@@ -280,6 +289,8 @@ static int serve_start(struct engyd *d)
 	s->b_name = be->name;
 	s->max_running = (unsigned)((const struct serve_conf *)d->role_conf)->max_running;
 	s->max_queued = (unsigned)((const struct serve_conf *)d->role_conf)->max_queued;
+	s->stream_hidden_max =
+		(size_t)((const struct serve_conf *)d->role_conf)->stream_hidden_max;
 	engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE, "engy_serve_running",
 			 "serve requests at the backend", NULL, NULL, 0, &s->m_running);
 	engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE, "engy_serve_queued",

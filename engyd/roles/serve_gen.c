@@ -223,10 +223,14 @@ static char *render(struct serve *s, struct sreq *r, int finish, bool sse,
 	o.logprob_v = r->lp_missing ? NULL : r->lp;
 	o.token_text = r->n_tok_text == r->n_ids ? r->tok_text : NULL;
 	o.last_prompt_id = r->p.input_ids[r->p.n_input - 1];
-	/* Hidden states go in the final object only.  sglang repeats the
-	 * whole list in every event, O(n^2) bytes (gigabytes for a long
-	 * stream); its clients read the last event's, which is the same. */
-	o.hidden = r->p.return_hidden_states && finish != ENGY_SGL_RUNNING;
+	/* sglang repeats the whole list in every event: O(n^2) bytes, so a
+	 * running event has them only while they are at most
+	 * stream_hidden_max floats (a miner pairs each token with its row
+	 * and streams what has both); the final object always has them. */
+	o.hidden = r->p.return_hidden_states &&
+		   (finish != ENGY_SGL_RUNNING ||
+		    (r->n_rows > 0 &&
+		     r->n_rows * (size_t)r->hidden <= r->s->stream_hidden_max));
 	o.rows = r->rows;
 	o.n_rows = r->n_rows;
 	o.prefill_empty = r->prefill_empty;

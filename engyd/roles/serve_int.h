@@ -72,6 +72,7 @@ struct serve {
 	struct sreq *qhead, **qtail;
 	unsigned n_open, n_running, n_queued;
 	unsigned max_running, max_queued;
+	size_t stream_hidden_max;	/* floats in a running event */
 	bool stopping, pumping;
 	struct engy_metric *m_running, *m_queued, *m_tokens;
 };

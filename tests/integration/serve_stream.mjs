@@ -145,7 +145,23 @@ async function stream(url, body) {
   if (buf !== '') fail(`stream: trailing bytes ${JSON.stringify(buf)}`);
   if (!done) fail('stream: no [DONE]');
   const last = events.at(-1);
+  // Running events with hidden states: each repeats every row so far (as
+  // sglang does), one per output id, the same rows as the final event's.
+  const fin = last?.obj?.meta_info?.hidden_states;
+  let hiddenRunning = 0, hiddenMaxRows = 0, hiddenBad = '';
+  for (const e of events) {
+    const mi = e.obj.meta_info;
+    if (!mi || mi.finish_reason !== null || !('hidden_states' in mi)) continue;
+    const hs = mi.hidden_states;
+    hiddenRunning++;
+    hiddenMaxRows = Math.max(hiddenMaxRows, hs.length);
+    if (hs.length !== e.obj.output_ids.length)
+      hiddenBad ||= `an event with ${e.obj.output_ids.length} ids has ${hs.length} rows`;
+    else if (!fin || JSON.stringify(hs) !== JSON.stringify(fin.slice(0, hs.length)))
+      hiddenBad ||= `the ${hs.length} rows of a running event are not the final event's`;
+  }
   console.log(JSON.stringify({
+    hidden_running: hiddenRunning, hidden_max_rows: hiddenMaxRows, hidden_bad: hiddenBad,
     events: events.length,
     reads,
     running: events.filter((e) => e.obj.meta_info?.finish_reason === null).length,
