@@ -599,6 +599,24 @@ START_TEST(test_gone)
 }
 END_TEST
 
+/* Until the loop has @n connections open (the gauge), up to 20 s. */
+static void wait_conns(int n)
+{
+	char want[96];
+	bool seen = false;
+
+	snprintf(want, sizeof(want), "engy_http_connections{instance=\"web\"} %d\n", n);
+	for (int i = 0; i < 2000 && !seen; i++) {
+		char *m = engy_metrics_render(d.metrics);
+
+		seen = m && strstr(m, want);
+		free(m);
+		if (!seen)
+			usleep(10000);
+	}
+	ck_assert_msg(seen, "never saw %s", want);
+}
+
 START_TEST(test_max_connections_and_stop)
 {
 	int fds[8], fd, i;
@@ -606,14 +624,14 @@ START_TEST(test_max_connections_and_stop)
 
 	for (i = 0; i < 8; i++)
 		fds[i] = http_raw_dial(port);
-	usleep(100000);		/* let the loop accept them */
+	wait_conns(8);		/* the loop accepted them */
 	fd = http_raw_dial(port);
 	http_raw_read(fd, &R, false);
 	ck_assert_int_eq(R.status, 503);
 	close(fd);
 	for (i = 0; i < 8; i++)
 		close(fds[i]);
-	usleep(100000);
+	wait_conns(0);		/* the loop saw them go */
 	one("GET /a HTTP/1.1\r\nHost: t\r\n\r\n", false);
 	ck_assert_int_eq(R.status, 200);
 	/* stop(): listeners close, new connections are refused. */
