@@ -16,21 +16,8 @@
 #include <cjson/cJSON.h>
 #include <sodium.h>
 
+#include "errbuf.h"
 #include "epoch_sign.h"
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static void hexenc(char *out, const uint8_t *in, size_t n)
 {
@@ -138,14 +125,14 @@ static int check_weights(const cJSON *w, char *why, size_t whylen)
 	int i = 0;
 
 	if (!cJSON_IsArray(w)) {
-		seterr(why, whylen, "result_json: weights is not a list");
+		engy_seterr(why, whylen, "result_json: weights is not a list");
 		return -EINVAL;
 	}
 	cJSON_ArrayForEach(row, w) {
 		if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != 2 ||
 		    !cJSON_IsString(cJSON_GetArrayItem(row, 0)) ||
 		    !json_uint(cJSON_GetArrayItem(row, 1), 65535, &v)) {
-			seterr(why, whylen, "result_json: weights[%d] is not a [hotkey, 0..65535] pair", i);
+			engy_seterr(why, whylen, "result_json: weights[%d] is not a [hotkey, 0..65535] pair", i);
 			return -EINVAL;
 		}
 		i++;
@@ -159,25 +146,25 @@ static int check_result(const cJSON *rj, uint16_t netuid, uint64_t epoch,
 	uint64_t v;
 
 	if (!cJSON_IsObject(rj)) {
-		seterr(why, whylen, "result_json is not a JSON object");
+		engy_seterr(why, whylen, "result_json is not a JSON object");
 		return -EINVAL;
 	}
 	if (!json_uint(cJSON_GetObjectItemCaseSensitive(rj, "epoch_index"),
 		       ENGY_EPOCH_MAX_INDEX, &v)) {
-		seterr(why, whylen, "result_json: epoch_index missing or not an integer");
+		engy_seterr(why, whylen, "result_json: epoch_index missing or not an integer");
 		return -EINVAL;
 	}
 	if (v != epoch) {
-		seterr(why, whylen, "result_json: epoch_index %" PRIu64 ", expected %" PRIu64,
+		engy_seterr(why, whylen, "result_json: epoch_index %" PRIu64 ", expected %" PRIu64,
 		       v, epoch);
 		return -EINVAL;
 	}
 	if (!json_uint(cJSON_GetObjectItemCaseSensitive(rj, "netuid"), 65535, &v)) {
-		seterr(why, whylen, "result_json: netuid missing or not an integer");
+		engy_seterr(why, whylen, "result_json: netuid missing or not an integer");
 		return -EINVAL;
 	}
 	if (v != netuid) {
-		seterr(why, whylen, "result_json: netuid %" PRIu64 ", expected %u", v,
+		engy_seterr(why, whylen, "result_json: netuid %" PRIu64 ", expected %u", v,
 		       (unsigned)netuid);
 		return -EINVAL;
 	}
@@ -192,7 +179,7 @@ int engy_epoch_result_check(const char *result_json, size_t len,
 	int rc;
 
 	if (!rj) {
-		seterr(why, whylen, "result_json is not valid JSON");
+		engy_seterr(why, whylen, "result_json is not valid JSON");
 		return -EINVAL;
 	}
 	rc = check_result(rj, netuid, epoch, why, whylen);
@@ -298,33 +285,33 @@ engy_epoch_payload_check(const char *payload, size_t len, uint16_t netuid,
 
 	memset(out, 0, sizeof(*out));
 	if (sodium_init() < 0) {
-		seterr(why, whylen, "libsodium failed to initialise");
+		engy_seterr(why, whylen, "libsodium failed to initialise");
 		return r;
 	}
 	p = cJSON_ParseWithLength(payload, len);
 	if (!p || !cJSON_IsObject(p)) {
-		seterr(why, whylen, "the payload is not a JSON object");
+		engy_seterr(why, whylen, "the payload is not a JSON object");
 		goto out;
 	}
 	if (!json_uint(cJSON_GetObjectItemCaseSensitive(p, "v"), 1000, &v) || v != 1) {
-		seterr(why, whylen, "payload version is not 1");
+		engy_seterr(why, whylen, "payload version is not 1");
 		r = ENGY_EPOCH_REJECT_VERSION;
 		goto out;
 	}
 	if (!json_uint(cJSON_GetObjectItemCaseSensitive(p, "netuid"), 65535, &v) ||
 	    v != netuid) {
-		seterr(why, whylen, "payload netuid is not %u", (unsigned)netuid);
+		engy_seterr(why, whylen, "payload netuid is not %u", (unsigned)netuid);
 		r = ENGY_EPOCH_REJECT_NETUID;
 		goto out;
 	}
 	rjs = cJSON_GetObjectItemCaseSensitive(p, "result_json");
 	if (!cJSON_IsString(rjs) || !rjs->valuestring) {
-		seterr(why, whylen, "result_json is not a string");
+		engy_seterr(why, whylen, "result_json is not a string");
 		goto out;
 	}
 	if (!json_uint(cJSON_GetObjectItemCaseSensitive(p, "epoch_index"),
 		       ENGY_EPOCH_MAX_INDEX, &epoch)) {
-		seterr(why, whylen, "epoch_index missing or not an integer");
+		engy_seterr(why, whylen, "epoch_index missing or not an integer");
 		goto out;
 	}
 	rlen = strlen(rjs->valuestring);
@@ -332,32 +319,32 @@ engy_epoch_payload_check(const char *payload, size_t len, uint16_t netuid,
 	d = cJSON_GetObjectItemCaseSensitive(p, "digest");
 	if (!cJSON_IsString(d) || !d->valuestring ||
 	    strcasecmp(d->valuestring, digest) != 0) {
-		seterr(why, whylen, "digest is not the SHA-256 of result_json");
+		engy_seterr(why, whylen, "digest is not the SHA-256 of result_json");
 		r = ENGY_EPOCH_REJECT_DIGEST;
 		goto out;
 	}
 	s = cJSON_GetObjectItemCaseSensitive(p, "signature");
 	if (!cJSON_IsString(s) || !s->valuestring || !sig_from_hex(sig, s->valuestring)) {
-		seterr(why, whylen, "signature is not 128 hex digits");
+		engy_seterr(why, whylen, "signature is not 128 hex digits");
 		r = ENGY_EPOCH_REJECT_SIGNATURE;
 		goto out;
 	}
 	rc = engy_epoch_verify(master_pub, netuid, epoch, rjs->valuestring, rlen, sig);
 	if (rc < 0) {
-		seterr(why, whylen, "the signature does not verify against the master hotkey");
+		engy_seterr(why, whylen, "the signature does not verify against the master hotkey");
 		r = ENGY_EPOCH_REJECT_SIGNATURE;
 		goto out;
 	}
 	rj = cJSON_Parse(rjs->valuestring);
 	if (!rj) {
-		seterr(why, whylen, "result_json is not valid JSON");
+		engy_seterr(why, whylen, "result_json is not valid JSON");
 		goto out;
 	}
 	if (check_result(rj, netuid, epoch, why, whylen) < 0)
 		goto out;
 	out->result_json = malloc(rlen + 1);
 	if (!out->result_json) {
-		seterr(why, whylen, "out of memory");
+		engy_seterr(why, whylen, "out of memory");
 		goto out;
 	}
 	memcpy(out->result_json, rjs->valuestring, rlen + 1);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "extrinsic.h"
 #include "xxhash.h"
 
@@ -33,17 +34,6 @@ static const struct {
 	{"DrandPriority", ENGY_EXT_EMPTY},
 };
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static int known_kind(const char *id)
 {
 	size_t i;
@@ -61,7 +51,7 @@ int engy_ext_layout_names(struct engy_ext_layout *l, const char *const *ids,
 
 	memset(l, 0, sizeof(*l));
 	if (n > ENGY_EXT_MAX) {
-		seterr(err, errlen, "%zu signed extensions (at most %d)", n,
+		engy_seterr(err, errlen, "%zu signed extensions (at most %d)", n,
 		       ENGY_EXT_MAX);
 		return -ENOTSUP;
 	}
@@ -69,7 +59,7 @@ int engy_ext_layout_names(struct engy_ext_layout *l, const char *const *ids,
 		int k = known_kind(ids[i]);
 
 		if (k < 0) {
-			seterr(err, errlen, "unknown signed extension %s",
+			engy_seterr(err, errlen, "unknown signed extension %s",
 			       ids[i]);
 			return -ENOTSUP;
 		}
@@ -141,12 +131,12 @@ int engy_ext_layout_meta(struct engy_ext_layout *l,
 
 	memset(l, 0, sizeof(*l));
 	if (md->extrinsic_version != 4) {
-		seterr(err, errlen, "extrinsic format v%u (engy signs v4)",
+		engy_seterr(err, errlen, "extrinsic format v%u (engy signs v4)",
 		       md->extrinsic_version);
 		return -ENOTSUP;
 	}
 	if (md->n_exts > ENGY_EXT_MAX) {
-		seterr(err, errlen, "%u signed extensions (at most %d)",
+		engy_seterr(err, errlen, "%u signed extensions (at most %d)",
 		       md->n_exts, ENGY_EXT_MAX);
 		return -ENOTSUP;
 	}
@@ -158,14 +148,14 @@ int engy_ext_layout_meta(struct engy_ext_layout *l,
 		    engy_meta_zero_size(md, e->implicit))
 			k = ENGY_EXT_EMPTY;
 		if (k < 0) {
-			seterr(err, errlen,
+			engy_seterr(err, errlen,
 			       "signed extension %s carries bytes engy does "
 			       "not know how to fill",
 			       e->identifier);
 			return -ENOTSUP;
 		}
 		if (!types_agree(md, e, k)) {
-			seterr(err, errlen,
+			engy_seterr(err, errlen,
 			       "signed extension %s has types other than the "
 			       "known ones",
 			       e->identifier);
@@ -315,7 +305,7 @@ int engy_call_check_set_weights(const struct engy_metadata *md,
 	    !engy_meta_is_seq_of(md, v->fields[1].type, ENGY_PRIM_U16) ||
 	    !engy_meta_is_seq_of(md, v->fields[2].type, ENGY_PRIM_U16) ||
 	    !engy_meta_is_prim(md, v->fields[3].type, ENGY_PRIM_U64)) {
-		seterr(err, errlen,
+		engy_seterr(err, errlen,
 		       "set_weights takes other arguments than (netuid u16, "
 		       "dests Vec<u16>, weights Vec<u16>, version_key u64)");
 		return -EPROTO;

@@ -16,25 +16,12 @@
 #include <cjson/cJSON.h>
 #include <sodium.h>
 
+#include "errbuf.h"
 #include "bip39.h"
 #include "fsutil.h"
 #include "hotkey.h"
 
 #define CRYPTO_SR25519	1
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 static int hexval(char c)
 {
@@ -127,17 +114,17 @@ static int phrase_error(int rc, size_t bad, char *err, size_t errlen)
 {
 	switch (rc) {
 	case -ENOENT:
-		seterr(err, errlen, "secretPhrase: word %zu is not in the BIP-39 English list",
+		engy_seterr(err, errlen, "secretPhrase: word %zu is not in the BIP-39 English list",
 		       bad + 1);
 		return -EINVAL;
 	case -EBADMSG:
-		seterr(err, errlen, "secretPhrase: BIP-39 checksum mismatch");
+		engy_seterr(err, errlen, "secretPhrase: BIP-39 checksum mismatch");
 		return -EINVAL;
 	case -EINVAL:
-		seterr(err, errlen, "secretPhrase: not 12, 15, 18, 21 or 24 words");
+		engy_seterr(err, errlen, "secretPhrase: not 12, 15, 18, 21 or 24 words");
 		return -EINVAL;
 	default:
-		seterr(err, errlen, "secretPhrase: cannot derive the key (%s)", strerror(-rc));
+		engy_seterr(err, errlen, "secretPhrase: cannot derive the key (%s)", strerror(-rc));
 		return rc;
 	}
 }
@@ -204,21 +191,21 @@ static int read_public(const cJSON *obj, struct pubfields *pf, char *err,
 
 		rc = get_str(obj, name, &s);
 		if (rc < 0) {
-			seterr(err, errlen, "%s: not a string", name);
+			engy_seterr(err, errlen, "%s: not a string", name);
 			return -EINVAL;
 		}
 		if (rc == 0)
 			continue;
 		if (i < 2 && hexdec(v, 32, s) < 0) {
-			seterr(err, errlen, "%s: not 0x followed by 64 hex digits", name);
+			engy_seterr(err, errlen, "%s: not 0x followed by 64 hex digits", name);
 			return -EINVAL;
 		}
 		if (i == 2 && (rc = engy_ss58_decode(s, v, NULL)) < 0) {
-			seterr(err, errlen, "ss58Address: %s", engy_ss58_strerror(rc));
+			engy_seterr(err, errlen, "ss58Address: %s", engy_ss58_strerror(rc));
 			return -EINVAL;
 		}
 		if (pf->have && memcmp(pf->pub, v, 32) != 0) {
-			seterr(err, errlen, "%s does not match %s", name, pf->from);
+			engy_seterr(err, errlen, "%s does not match %s", name, pf->from);
 			return -EINVAL;
 		}
 		memcpy(pf->pub, v, 32);
@@ -235,11 +222,11 @@ static int check_type(const cJSON *obj, char *err, size_t errlen)
 	if (!t || cJSON_IsNull(t))
 		return 0;
 	if (!cJSON_IsNumber(t)) {
-		seterr(err, errlen, "cryptoType: not a number");
+		engy_seterr(err, errlen, "cryptoType: not a number");
 		return -EINVAL;
 	}
 	if (t->valuedouble != CRYPTO_SR25519) {
-		seterr(err, errlen, "cryptoType %g is not sr25519 (1); engy signs with sr25519 hotkeys only",
+		engy_seterr(err, errlen, "cryptoType %g is not sr25519 (1); engy signs with sr25519 hotkeys only",
 		       t->valuedouble);
 		return -ENOTSUP;
 	}
@@ -259,7 +246,7 @@ static int read_secret(cJSON *obj, struct engy_hotkey *hk,
 	if (get_str(obj, "secretPhrase", &phrase) < 0 ||
 	    get_str(obj, "secretSeed", &seed) < 0 ||
 	    get_str(obj, "privateKey", &priv) < 0) {
-		seterr(err, errlen, "a secret field (secretPhrase, secretSeed, privateKey) is not a string");
+		engy_seterr(err, errlen, "a secret field (secretPhrase, secretSeed, privateKey) is not a string");
 		return -EINVAL;
 	}
 	hk->source = ENGY_HOTKEY_PUBLIC_ONLY;
@@ -274,12 +261,12 @@ static int read_secret(cJSON *obj, struct engy_hotkey *hk,
 	}
 	if (seed) {
 		if (hexdec(m2, 32, seed) < 0) {
-			seterr(err, errlen, "secretSeed: not 0x followed by 64 hex digits");
+			engy_seterr(err, errlen, "secretSeed: not 0x followed by 64 hex digits");
 			rc = -EINVAL;
 			goto out;
 		}
 		if (mini_from && sodium_memcmp(m2, mini, 32) != 0) {
-			seterr(err, errlen, "secretSeed does not match secretPhrase");
+			engy_seterr(err, errlen, "secretSeed does not match secretPhrase");
 			rc = -EINVAL;
 			goto out;
 		}
@@ -292,27 +279,27 @@ static int read_secret(cJSON *obj, struct engy_hotkey *hk,
 	if (mini_from) {
 		rc = engy_sr25519_keypair_from_mini(&hk->kp, mini, ENGY_SR25519_EXPAND_ED25519);
 		if (rc < 0) {
-			seterr(err, errlen, "%s: cannot derive the key", mini_from);
+			engy_seterr(err, errlen, "%s: cannot derive the key", mini_from);
 			goto out;
 		}
 	}
 	if (priv) {
 		if (hexdec(sk, 64, priv) < 0) {
-			seterr(err, errlen, "privateKey: not 0x followed by 128 hex digits");
+			engy_seterr(err, errlen, "privateKey: not 0x followed by 128 hex digits");
 			rc = -EINVAL;
 			goto out;
 		}
 		if (mini_from && !private_matches(&hk->kp, sk)) {
-			seterr(err, errlen, "privateKey does not match %s", mini_from);
+			engy_seterr(err, errlen, "privateKey does not match %s", mini_from);
 			rc = -EINVAL;
 			goto out;
 		}
 		if (!mini_from) {
 			if (from_private(&hk->kp, sk, pf->have ? pf->pub : NULL) < 0) {
 				if (pf->have)
-					seterr(err, errlen, "privateKey does not match %s", pf->from);
+					engy_seterr(err, errlen, "privateKey does not match %s", pf->from);
 				else
-					seterr(err, errlen, "privateKey: not an sr25519 secret key");
+					engy_seterr(err, errlen, "privateKey: not an sr25519 secret key");
 				rc = -EINVAL;
 				goto out;
 			}
@@ -322,7 +309,7 @@ static int read_secret(cJSON *obj, struct engy_hotkey *hk,
 	}
 	rc = 0;
 	if (mini_from && pf->have && memcmp(pf->pub, hk->kp.pub, 32) != 0) {
-		seterr(err, errlen, "%s does not match %s", pf->from, mini_from);
+		engy_seterr(err, errlen, "%s does not match %s", pf->from, mini_from);
 		rc = -EINVAL;
 	}
 out:
@@ -342,18 +329,18 @@ int engy_hotkey_parse(struct engy_hotkey *hk, const char *text, size_t len,
 
 	memset(hk, 0, sizeof(*hk));
 	if (sodium_init() < 0) {
-		seterr(err, errlen, "libsodium failed to initialise");
+		engy_seterr(err, errlen, "libsodium failed to initialise");
 		return -EIO;
 	}
 	kind = encrypted_kind(text, len);
 	if (kind) {
-		seterr(err, errlen, "encrypted keyfile (%s); engy reads only unencrypted hotkeys",
+		engy_seterr(err, errlen, "encrypted keyfile (%s); engy reads only unencrypted hotkeys",
 		       kind);
 		return -EKEYREJECTED;
 	}
 	obj = cJSON_ParseWithLength(text, len);
 	if (!obj || !cJSON_IsObject(obj)) {
-		seterr(err, errlen, "not a bittensor keyfile (not a JSON object)");
+		engy_seterr(err, errlen, "not a bittensor keyfile (not a JSON object)");
 		rc = -EINVAL;
 		goto out;
 	}
@@ -368,12 +355,12 @@ int engy_hotkey_parse(struct engy_hotkey *hk, const char *text, size_t len,
 		goto out;
 	if (hk->source == ENGY_HOTKEY_PUBLIC_ONLY) {
 		if (!pf.have) {
-			seterr(err, errlen, "no key in the keyfile (no secretPhrase, secretSeed, privateKey, publicKey, accountId or ss58Address)");
+			engy_seterr(err, errlen, "no key in the keyfile (no secretPhrase, secretSeed, privateKey, publicKey, accountId or ss58Address)");
 			rc = -EINVAL;
 			goto out;
 		}
 		if (!engy_sr25519_valid_public(pf.pub)) {
-			seterr(err, errlen, "%s: not a valid sr25519 public key", pf.from);
+			engy_seterr(err, errlen, "%s: not a valid sr25519 public key", pf.from);
 			rc = -EINVAL;
 			goto out;
 		}
@@ -382,7 +369,7 @@ int engy_hotkey_parse(struct engy_hotkey *hk, const char *text, size_t len,
 	rc = engy_ss58_encode(hk->ss58, sizeof(hk->ss58), hk->kp.pub,
 			      ENGY_SS58_PREFIX_BITTENSOR);
 	if (rc < 0) {
-		seterr(err, errlen, "cannot encode the SS58 address");
+		engy_seterr(err, errlen, "cannot encode the SS58 address");
 		goto out;
 	}
 	rc = 0;
@@ -409,17 +396,17 @@ int engy_hotkey_load(struct engy_hotkey *hk, const char *path, char *err,
 	memset(hk, 0, sizeof(*hk));
 	rc = engy_read_file(path, ENGY_HOTKEY_MAX_FILE, &buf, &len);
 	if (rc == -EFBIG) {
-		seterr(err, errlen, "%s: over %d bytes, not a hotkey file", path,
+		engy_seterr(err, errlen, "%s: over %d bytes, not a hotkey file", path,
 		       ENGY_HOTKEY_MAX_FILE);
 		return -EINVAL;
 	}
 	if (rc < 0) {
-		seterr(err, errlen, "%s: %s", path, strerror(-rc));
+		engy_seterr(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
 	rc = engy_hotkey_parse(hk, (const char *)buf, len, why, sizeof(why));
 	if (rc < 0)
-		seterr(err, errlen, "%s: %s", path, why);
+		engy_seterr(err, errlen, "%s: %s", path, why);
 	sodium_memzero(buf, len);
 	free(buf);
 	return rc;
@@ -488,18 +475,18 @@ int engy_hotkey_write(const char *path, const uint8_t mini[32],
 	int rc;
 
 	if (lstat(path, &st) == 0) {
-		seterr(err, errlen, "%s: exists; engy never overwrites a key", path);
+		engy_seterr(err, errlen, "%s: exists; engy never overwrites a key", path);
 		return -EEXIST;
 	}
 	rc = engy_hotkey_format(mini, phrase, &text);
 	if (rc < 0) {
-		seterr(err, errlen, "%s: cannot build the keyfile (%s)", path,
+		engy_seterr(err, errlen, "%s: cannot build the keyfile (%s)", path,
 		       rc == -EINVAL ? "the phrase does not give this seed" : strerror(-rc));
 		return rc;
 	}
 	rc = engy_write_file_atomic(path, text, strlen(text), 0600);
 	if (rc < 0)
-		seterr(err, errlen, "%s: %s", path, strerror(-rc));
+		engy_seterr(err, errlen, "%s: %s", path, strerror(-rc));
 	engy_hotkey_free_text(text);
 	return rc;
 }

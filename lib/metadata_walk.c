@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "metadata.h"
 #include "xxhash.h"
 
@@ -354,17 +355,6 @@ int engy_meta_skip(const struct engy_metadata *md, uint32_t type,
 	return skip(md, type, r, 0);
 }
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* A field's type, unwrapped, as a u8 or the first byte of a [u8; N]. */
 static int read_byte(const struct engy_metadata *md, uint32_t type,
 		     struct engy_scale_rd *r, uint8_t *b)
@@ -524,7 +514,7 @@ int engy_meta_outcome(const struct engy_metadata *md, const uint8_t *events,
 		     ? engy_meta_type(md, seq->u.elem)
 		     : NULL;
 	if (!rt || rt->def != ENGY_META_COMPOSITE) {
-		seterr(err, errlen,
+		engy_seterr(err, errlen,
 		       "the runtime has no System.Events of event records");
 		return -ENOENT;
 	}
@@ -549,7 +539,7 @@ int engy_meta_outcome(const struct engy_metadata *md, const uint8_t *events,
 	if (!r.err && engy_scale_left(&r))
 		engy_scale_fail(&r, -EINVAL);
 	if (r.err) {
-		seterr(err, errlen,
+		engy_seterr(err, errlen,
 		       "events do not decode with this metadata (byte %zu)",
 		       r.pos);
 		return -EINVAL;
