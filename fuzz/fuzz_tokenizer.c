@@ -32,7 +32,7 @@ static const char mini_json[] =
 /* Writes @len bytes to a fresh temporary file and loads it. */
 static int load_bytes(const char *data, size_t len, struct engy_tokenizer **t)
 {
-	char path[64], err[256];
+	char path[64], err[256] = "write failed";
 	int fd, rc = -EIO;
 
 	snprintf(path, sizeof(path), "/tmp/engy-fuzz-tok-XXXXXX");

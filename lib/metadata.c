@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errbuf.h"
 #include "metadata.h"
 
 struct chunk {
@@ -475,17 +476,6 @@ static int check_refs(struct parser *ps, struct engy_metadata *md)
 	return 0;
 }
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 int engy_meta_parse(const uint8_t *blob, size_t len, struct engy_metadata **out,
 		    char *err, size_t errlen)
 {
@@ -510,21 +500,22 @@ int engy_meta_parse(const uint8_t *blob, size_t len, struct engy_metadata **out,
 	}
 	md = alloc(&ps, sizeof(*md));
 	if (!md) {
-		seterr(err, errlen, "out of memory");
+		engy_seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	engy_scale_u32(&ps.r, &magic);
 	engy_scale_u8(&ps.r, &md->version);
 	if (ps.r.err || magic != ENGY_META_MAGIC) {
 		arena_free(ps.arena);
-		seterr(err, errlen, "not runtime metadata (no \"meta\" magic)");
+		engy_seterr(err, errlen, "not runtime metadata (no \"meta\" magic)");
 		return -EINVAL;
 	}
 	if (md->version != 14 && md->version != 15) {
-		arena_free(ps.arena);
-		seterr(err, errlen,
+		/* md lives in the arena: the message first. */
+		engy_seterr(err, errlen,
 		       "metadata version %u (14 and 15 are understood)",
 		       md->version);
+		arena_free(ps.arena);
 		return -EPROTONOSUPPORT;
 	}
 	rc = registry(&ps, md);
@@ -538,9 +529,9 @@ int engy_meta_parse(const uint8_t *blob, size_t len, struct engy_metadata **out,
 	 * values) is not needed. */
 	if (rc) {
 		if (rc == -ENOMEM)
-			seterr(err, errlen, "out of memory");
+			engy_seterr(err, errlen, "out of memory");
 		else
-			seterr(err, errlen,
+			engy_seterr(err, errlen,
 			       "metadata v%u: malformed %s at byte %zu",
 			       md->version, ps.where, ps.r.pos);
 		arena_free(ps.arena);

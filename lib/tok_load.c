@@ -589,10 +589,16 @@ static int load_paths(const char *json_path, const char *cfg_path,
 out:
 	cJSON_Delete(root);
 	cJSON_Delete(cfg);
-	if (rc)
+	if (rc) {
+		/* The reason may quote the file (a name, a token): one line,
+		 * no control characters, whatever the file holds. */
+		for (char *c = err; c && *c; c++)
+			if ((unsigned char)*c < 0x20 || *c == 0x7f)
+				*c = '?';
 		engy_tokenizer_free(t);
-	else
+	} else {
 		*out = t;
+	}
 	return rc;
 }
 
