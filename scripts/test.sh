@@ -2,10 +2,11 @@
 # The project's one test command (README, .ci/run): installs what is
 # missing (idempotent), bootstraps, configures, builds, runs every test,
 # runs the whole suite again under ASan+UBSan (leaks reported), and checks
-# that the release tarball builds and passes (make distcheck).
+# that the release tarball builds and passes (make distcheck), and fuzzes
+# every fuzz target briefly under libFuzzer (clang).
 #
 #   scripts/test.sh            everything
-#   ENGY_TEST_QUICK=1 ...      skip the sanitizer pass and distcheck
+#   ENGY_TEST_QUICK=1 ...      skip the sanitizer pass, distcheck and libFuzzer
 #   ENGY_BUILD_ONLY=1 ...      install what is missing and build build-main/
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,7 @@ APT_PKGS="build-essential autoconf automake autoconf-archive libtool pkg-config
   libevent-dev libconfuse-dev check libcurl4-openssl-dev libssl-dev
   libcjson-dev libsodium-dev libpcre2-dev libutf8proc-dev libsqlite3-dev
   postgresql libpq-dev
+  clang libclang-rt-14-dev
   curl ca-certificates
   python3-numpy"
 command -v node >/dev/null 2>&1 || APT_PKGS="$APT_PKGS nodejs npm"
@@ -90,6 +92,18 @@ if [ -z "${ENGY_TEST_QUICK:-}" ]; then
     { tail -60 build-main/distcheck.log; echo "distcheck: 0 passed, 1 failed"; exit 1; }
   grep -E 'archives ready|^=+$' build-main/distcheck.log | head -3
   summary+=("distcheck: 1 passed, 0 failed")
+  # The fuzz targets under libFuzzer (clang, coverage-guided, ASan/UBSan):
+  # each for ENGY_FUZZ_SECONDS (5) from its seed corpus.
+  log "libfuzzer: build the fuzz targets with clang, fuzz each ${ENGY_FUZZ_SECONDS:-5} s"
+  mkdir -p build-fuzz
+  (cd build-fuzz && ../configure -q CC=clang --enable-libfuzzer --enable-sanitizers)
+  make -C build-fuzz -j"$jobs" fuzz FUZZ_SECONDS="${ENGY_FUZZ_SECONDS:-5}" \
+    >build-fuzz/fuzz.log 2>&1 ||
+    { tail -60 build-fuzz/fuzz.log; echo "libfuzzer: 0 passed, 1 failed"; exit 1; }
+  fuzz_n=$(grep -c '^== fuzz/' build-fuzz/fuzz.log)
+  fuzz_runs=$(sed -n 's/^stat::number_of_executed_units: *//p' build-fuzz/fuzz.log |
+    awk '{ s += $1 } END { print s + 0 }')
+  summary+=("libfuzzer: $fuzz_n targets, $fuzz_runs inputs, 0 crashes")
 fi
 log "summary"
 printf '%s\n' "${summary[@]}"
