@@ -20,17 +20,6 @@ struct aparse {
 	cJSON *out; /* the messages array being built */
 };
 
-static int add_part(cJSON *parts, const char *text)
-{
-	cJSON *p = cJSON_CreateObject();
-
-	if (!p || !cJSON_AddItemToArray(parts, p) ||
-	    !cJSON_AddStringToObject(p, "type", "text") ||
-	    !cJSON_AddStringToObject(p, "text", text))
-		return -ENOMEM;
-	return 0;
-}
-
 /* Text blocks only (system, tool_result content): appended to @parts. */
 static int text_blocks(struct aparse *p, const char *where, const cJSON *blocks,
 		       cJSON *parts)
@@ -54,7 +43,7 @@ static int text_blocks(struct aparse *p, const char *where, const cJSON *blocks,
 		if (!cJSON_IsString(text))
 			return FAIL("%s[%zu].text: expected a string", where,
 				    j);
-		if (add_part(parts, text->valuestring))
+		if (engy_api_add_text_part(parts, text->valuestring))
 			return -ENOMEM;
 		j++;
 	}
@@ -133,8 +122,6 @@ static int tool_use_call(struct aparse *p, size_t i, size_t j, const cJSON *b,
 	char *err = p->err;
 	size_t errlen = p->errlen;
 	const cJSON *id, *name, *input;
-	cJSON *c, *fn;
-	char *args;
 
 	id = cJSON_GetObjectItemCaseSensitive(b, "id");
 	name = cJSON_GetObjectItemCaseSensitive(b, "name");
@@ -151,21 +138,8 @@ static int tool_use_call(struct aparse *p, size_t i, size_t j, const cJSON *b,
 		return FAIL("messages[%zu].content[%zu].input: expected an "
 			    "object",
 			    i, j);
-	c = cJSON_CreateObject();
-	if (!c || !cJSON_AddItemToArray(calls, c) ||
-	    !cJSON_AddStringToObject(c, "id", id->valuestring) ||
-	    !cJSON_AddStringToObject(c, "type", "function"))
-		return -ENOMEM;
-	fn = cJSON_AddObjectToObject(c, "function");
-	args = cJSON_PrintUnformatted(input);
-	if (!fn || !args ||
-	    !cJSON_AddStringToObject(fn, "name", name->valuestring) ||
-	    !cJSON_AddStringToObject(fn, "arguments", args)) {
-		free(args);
-		return -ENOMEM;
-	}
-	free(args);
-	return 0;
+	return engy_api_add_call(calls, id->valuestring, name->valuestring,
+				 input);
 }
 
 static int unsupported(struct aparse *p, size_t i, size_t j, const char *t)
@@ -212,7 +186,7 @@ static int add_assistant(struct aparse *p, size_t i, const cJSON *blocks,
 				     i, j);
 				goto out;
 			}
-			rc = add_part(parts, text->valuestring);
+			rc = engy_api_add_text_part(parts, text->valuestring);
 		} else if (strcmp(type->valuestring, "thinking") == 0) {
 			text = cJSON_GetObjectItemCaseSensitive(b, "thinking");
 			if (!cJSON_IsString(text)) {
@@ -282,7 +256,8 @@ static int add_user(struct aparse *p, size_t i, const cJSON *blocks)
 					  "expected a string",
 					  i, j);
 			else
-				rc = add_part(parts, text->valuestring);
+				rc = engy_api_add_text_part(parts,
+							    text->valuestring);
 		} else if (strcmp(type->valuestring, "tool_result") == 0) {
 			rc = add_tool_result(p, i, j, b);
 		} else {
@@ -353,19 +328,12 @@ static int add_tools(struct aparse *p, const cJSON *tools,
 	char *err = p->err;
 	size_t errlen = p->errlen, i = 0;
 	const cJSON *t, *name, *type, *desc, *schema;
-	cJSON *arr, *nt, *fn;
+	cJSON *arr, *nt;
+	int rc;
 
-	if (!cJSON_IsArray(tools))
-		return FAIL("tools: expected an array");
-	*n = (size_t)cJSON_GetArraySize(tools);
-	if (!*n)
-		return 0;
-	if (lim && lim->max_tools && *n > lim->max_tools)
-		return FAIL("tools: %zu tools is above the limit of %zu", *n,
-			    lim->max_tools);
-	arr = cJSON_AddArrayToObject(body, "tools");
-	if (!arr)
-		return -ENOMEM;
+	rc = engy_api_tools_begin(tools, lim, body, n, &arr, err, errlen);
+	if (rc || !arr)
+		return rc;
 	cJSON_ArrayForEach(t, tools)
 	{
 		if (!cJSON_IsObject(t))
@@ -397,17 +365,8 @@ static int add_tools(struct aparse *p, const cJSON *tools,
 				    i);
 		nt = cJSON_CreateObject();
 		if (!nt || !cJSON_AddItemToArray(arr, nt) ||
-		    !cJSON_AddStringToObject(nt, "type", "function"))
-			return -ENOMEM;
-		fn = cJSON_AddObjectToObject(nt, "function");
-		if (!fn ||
-		    !cJSON_AddStringToObject(fn, "name", name->valuestring))
-			return -ENOMEM;
-		if (desc && !cJSON_AddStringToObject(fn, "description",
-						     desc->valuestring))
-			return -ENOMEM;
-		if (!cJSON_AddItemToObject(fn, "parameters",
-					   cJSON_Duplicate(schema, true)))
+		    !cJSON_AddStringToObject(nt, "type", "function") ||
+		    engy_api_add_function(nt, name->valuestring, desc, schema))
 			return -ENOMEM;
 		i++;
 	}
@@ -419,7 +378,6 @@ static int add_tool_choice(struct aparse *p, const cJSON *c, cJSON *body)
 	char *err = p->err;
 	size_t errlen = p->errlen;
 	const cJSON *type, *name, *dp;
-	cJSON *nc, *fn;
 
 	if (!c)
 		return 0;
@@ -455,12 +413,7 @@ static int add_tool_choice(struct aparse *p, const cJSON *c, cJSON *body)
 	if (!engy_api_has_tool(cJSON_GetObjectItemCaseSensitive(body, "tools"),
 			       name->valuestring))
 		return FAIL("tool_choice.name: not one of tools");
-	nc = cJSON_AddObjectToObject(body, "tool_choice");
-	fn = nc ? cJSON_AddObjectToObject(nc, "function") : NULL;
-	if (!fn || !cJSON_AddStringToObject(nc, "type", "function") ||
-	    !cJSON_AddStringToObject(fn, "name", name->valuestring))
-		return -ENOMEM;
-	return 0;
+	return engy_api_choose_tool(body, name->valuestring);
 }
 
 /* max_tokens, thinking, sampling, stop_sequences, stream. */
@@ -470,20 +423,14 @@ static int add_options(struct aparse *p, const cJSON *in, unsigned flags,
 	char *err = p->err;
 	size_t errlen = p->errlen;
 	const cJSON *j, *t, *b;
-	int think = 0;
+	int think = 0, rc;
 
 	j = engy_api_get(in, "max_tokens");
 	if (!j && !(flags & ENGY_ANTH_COUNT_TOKENS))
 		return FAIL("max_tokens: missing (required)");
-	if (j) {
-		if (!engy_api_int(j, 1, 4294967295.0))
-			return FAIL("max_tokens: expected an integer >= 1");
-		req->max_tokens = (uint64_t)j->valuedouble;
-		req->has_max_tokens = true;
-		if (!cJSON_AddNumberToObject(req->body, "max_tokens",
-					     j->valuedouble))
-			return -ENOMEM;
-	}
+	rc = engy_api_take_max_tokens(j, "max_tokens", req, err, errlen);
+	if (rc)
+		return rc;
 	j = engy_api_get(in, "thinking");
 	if (j) {
 		t = cJSON_GetObjectItemCaseSensitive(j, "type");
@@ -516,19 +463,18 @@ static int add_options(struct aparse *p, const cJSON *in, unsigned flags,
 	if (j &&
 	    (!cJSON_IsNumber(j) || j->valuedouble < 0 || j->valuedouble > 1))
 		return FAIL("temperature: expected a number in 0..1");
-	if (j &&
-	    !cJSON_AddNumberToObject(req->body, "temperature", j->valuedouble))
+	if (engy_api_copy_number(j, "temperature", req->body))
 		return -ENOMEM;
 	j = engy_api_get(in, "top_p");
 	if (j &&
 	    (!cJSON_IsNumber(j) || !(j->valuedouble > 0) || j->valuedouble > 1))
 		return FAIL("top_p: expected a number in (0, 1]");
-	if (j && !cJSON_AddNumberToObject(req->body, "top_p", j->valuedouble))
+	if (engy_api_copy_number(j, "top_p", req->body))
 		return -ENOMEM;
 	j = engy_api_get(in, "top_k");
 	if (j && !engy_api_int(j, 0, 1 << 30))
 		return FAIL("top_k: expected an integer >= 0");
-	if (j && !cJSON_AddNumberToObject(req->body, "top_k", j->valuedouble))
+	if (engy_api_copy_number(j, "top_k", req->body))
 		return -ENOMEM;
 	j = engy_api_get(in, "stop_sequences");
 	if (j && !cJSON_IsArray(j))
@@ -555,19 +501,10 @@ int engy_anth_parse(const char *json, size_t len,
 	size_t i = 0;
 	int rc;
 
-	memset(req, 0, sizeof(*req));
-	req->api = ENGY_API_ANTHROPIC;
-	req->max_tokens_field = "max_tokens";
-	rc = engy_api_parse_root(json, len, lim, &in, err, errlen);
+	rc = engy_api_parse_begin(json, len, lim, ENGY_API_ANTHROPIC, req, &in,
+				  err, errlen);
 	if (rc)
 		return rc;
-	rc = -ENOMEM;
-	req->body = cJSON_CreateObject();
-	if (!req->body)
-		goto out;
-	rc = engy_api_take_model(in, req, err, errlen);
-	if (rc)
-		goto out;
 	rc = -ENOMEM;
 	p.out = cJSON_AddArrayToObject(req->body, "messages");
 	if (!p.out)
@@ -605,12 +542,7 @@ int engy_anth_parse(const char *json, size_t len,
 	if (!rc)
 		rc = add_options(&p, in, flags, req);
 out:
-	cJSON_Delete(in);
-	if (rc == -ENOMEM)
-		engy_api_fail(err, errlen, rc, "out of memory");
-	if (rc)
-		engy_api_req_free(req);
-	return rc;
+	return engy_api_parse_end(in, req, rc, err, errlen);
 }
 
 int engy_anth_check_version(const char *v, char *err, size_t errlen)

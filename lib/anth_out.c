@@ -251,25 +251,11 @@ int engy_anth_stream_text(struct engy_anth_stream *s, const char *content,
 int engy_anth_stream_delta(struct engy_anth_stream *s, const cJSON *delta,
 			   struct engy_sse_out *o)
 {
-	const cJSON *c = cJSON_GetObjectItemCaseSensitive(delta, "content");
-	const cJSON *r =
-		cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content");
+	struct engy_api_text t;
 
-	if (!cJSON_IsString(r))
-		r = cJSON_GetObjectItemCaseSensitive(delta, "reasoning");
-	return engy_anth_stream_text(
-		s, cJSON_IsString(c) ? c->valuestring : NULL,
-		cJSON_IsString(c) ? strlen(c->valuestring) : 0,
-		cJSON_IsString(r) ? r->valuestring : NULL,
-		cJSON_IsString(r) ? strlen(r->valuestring) : 0, o);
-}
-
-static size_t rest_of(const char *full, size_t len, size_t sent, uint64_t hash)
-{
-	if (!full || len <= sent ||
-	    engy_api_fnv(FNV_OFFSET, full, sent) != hash)
-		return 0;
-	return len - sent;
+	engy_api_delta_text(delta, &t);
+	return engy_anth_stream_text(s, t.content, t.content_len, t.reasoning,
+				     t.reasoning_len, o);
 }
 
 static int tool_block(struct engy_anth_stream *s, struct engy_sse_out *o,
@@ -318,22 +304,17 @@ int engy_anth_stream_finish(struct engy_anth_stream *s,
 			    const struct engy_api_result *r,
 			    struct engy_sse_out *o)
 {
-	size_t n, i;
+	struct engy_api_text t;
+	size_t i;
 	int rc;
 
 	if (s->finished)
 		return -EINVAL;
 	engy_anth_stream_start(s, 0, o);
-	n = rest_of(r->reasoning, r->reasoning_len, s->reasoning_sent,
-		    s->reasoning_hash);
-	if (n)
-		engy_anth_stream_text(
-			s, NULL, 0, r->reasoning + r->reasoning_len - n, n, o);
-	n = rest_of(r->content, r->content_len, s->content_sent,
-		    s->content_hash);
-	if (n)
-		engy_anth_stream_text(s, r->content + r->content_len - n, n,
-				      NULL, 0, o);
+	engy_api_text_rest(r, s->content_sent, s->content_hash,
+			   s->reasoning_sent, s->reasoning_hash, &t);
+	engy_anth_stream_text(s, t.content, t.content_len, t.reasoning,
+			      t.reasoning_len, o);
 	/* Nothing at all to show: one empty text block, as a Message has. */
 	if (!s->index && !r->n_calls)
 		block_open(s, o, BLK_TEXT, "{\"type\":\"text\",\"text\":\"\"}");

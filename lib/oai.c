@@ -26,7 +26,7 @@ static int copy_content(struct oparse *p, size_t i, const cJSON *c,
 	char *err = p->err;
 	size_t errlen = p->errlen, j = 0;
 	const cJSON *part, *type, *text;
-	cJSON *arr, *np;
+	cJSON *arr;
 
 	if (!c) {
 		if (may_be_null)
@@ -65,10 +65,7 @@ static int copy_content(struct oparse *p, size_t i, const cJSON *c,
 			return FAIL("messages[%zu].content[%zu].text: expected "
 				    "a string",
 				    i, j);
-		np = cJSON_CreateObject();
-		if (!np || !cJSON_AddItemToArray(arr, np) ||
-		    !cJSON_AddStringToObject(np, "type", "text") ||
-		    !cJSON_AddStringToObject(np, "text", text->valuestring))
+		if (engy_api_add_text_part(arr, text->valuestring))
 			return -ENOMEM;
 		j++;
 	}
@@ -81,8 +78,7 @@ static int copy_calls(struct oparse *p, size_t i, const cJSON *calls,
 	char *err = p->err;
 	size_t errlen = p->errlen, j = 0;
 	const cJSON *call, *fn, *name, *args, *id, *type;
-	cJSON *arr, *nc, *nf;
-	char *printed;
+	cJSON *arr;
 
 	if (!cJSON_IsArray(calls))
 		return FAIL("messages[%zu].tool_calls: expected an array", i);
@@ -128,28 +124,8 @@ static int copy_calls(struct oparse *p, size_t i, const cJSON *calls,
 			return FAIL("messages[%zu].tool_calls[%zu].function."
 				    "arguments: not the JSON text of an object",
 				    i, j);
-		nc = cJSON_CreateObject();
-		if (!nc || !cJSON_AddItemToArray(arr, nc))
-			return -ENOMEM;
-		if (id && !cJSON_AddStringToObject(nc, "id", id->valuestring))
-			return -ENOMEM;
-		nf = cJSON_CreateObject();
-		if (!cJSON_AddStringToObject(nc, "type", "function") || !nf ||
-		    !cJSON_AddItemToObject(nc, "function", nf) ||
-		    !cJSON_AddStringToObject(nf, "name", name->valuestring))
-			return -ENOMEM;
-		if (cJSON_IsObject(args)) {
-			printed = cJSON_PrintUnformatted(args);
-			if (!printed)
-				return -ENOMEM;
-			nc = cJSON_AddStringToObject(nf, "arguments", printed);
-			free(printed);
-		} else {
-			nc = cJSON_AddStringToObject(nf, "arguments",
-						     args ? args->valuestring
-							  : "{}");
-		}
-		if (!nc)
+		if (engy_api_add_call(arr, id ? id->valuestring : NULL,
+				      name->valuestring, args))
 			return -ENOMEM;
 		j++;
 	}
@@ -257,19 +233,12 @@ static int copy_tools(struct oparse *p, const cJSON *tools,
 	char *err = p->err;
 	size_t errlen = p->errlen, i = 0;
 	const cJSON *t, *fn, *name, *type, *desc, *params;
-	cJSON *arr, *nt, *nf;
+	cJSON *arr, *nt;
+	int rc;
 
-	if (!cJSON_IsArray(tools))
-		return FAIL("tools: expected an array");
-	*n = (size_t)cJSON_GetArraySize(tools);
-	if (!*n)
-		return 0;
-	if (lim && lim->max_tools && *n > lim->max_tools)
-		return FAIL("tools: %zu tools is above the limit of %zu", *n,
-			    lim->max_tools);
-	arr = cJSON_AddArrayToObject(body, "tools");
-	if (!arr)
-		return -ENOMEM;
+	rc = engy_api_tools_begin(tools, lim, body, n, &arr, err, errlen);
+	if (rc || !arr)
+		return rc;
 	p->tools = arr;
 	cJSON_ArrayForEach(t, tools)
 	{
@@ -311,18 +280,10 @@ static int copy_tools(struct oparse *p, const cJSON *tools,
 				"JSON Schema object",
 				i);
 		nt = cJSON_CreateObject();
-		if (!nt || !cJSON_AddItemToArray(arr, nt))
-			return -ENOMEM;
-		nf = cJSON_AddObjectToObject(nt, "function");
-		if (!nf || !cJSON_AddStringToObject(nt, "type", "function") ||
-		    !cJSON_AddStringToObject(nf, "name", name->valuestring))
-			return -ENOMEM;
-		if (desc && !cJSON_AddStringToObject(nf, "description",
-						     desc->valuestring))
-			return -ENOMEM;
-		if (params &&
-		    !cJSON_AddItemToObject(nf, "parameters",
-					   cJSON_Duplicate(params, true)))
+		if (!nt || !cJSON_AddItemToArray(arr, nt) ||
+		    engy_api_add_function(nt, name->valuestring, desc,
+					  params) ||
+		    !cJSON_AddStringToObject(nt, "type", "function"))
 			return -ENOMEM;
 		i++;
 	}
@@ -334,7 +295,6 @@ static int copy_tool_choice(struct oparse *p, const cJSON *c, cJSON *body)
 	char *err = p->err;
 	size_t errlen = p->errlen;
 	const cJSON *fn, *name, *type;
-	cJSON *nc, *nf;
 
 	if (!c)
 		return 0;
@@ -364,12 +324,7 @@ static int copy_tool_choice(struct oparse *p, const cJSON *c, cJSON *body)
 	if (!engy_api_has_tool(p->tools, name->valuestring))
 		return FAIL("tool_choice: names a function that is not in "
 			    "tools");
-	nc = cJSON_AddObjectToObject(body, "tool_choice");
-	nf = nc ? cJSON_AddObjectToObject(nc, "function") : NULL;
-	if (!nf || !cJSON_AddStringToObject(nc, "type", "function") ||
-	    !cJSON_AddStringToObject(nf, "name", name->valuestring))
-		return -ENOMEM;
-	return 0;
+	return engy_api_choose_tool(body, name->valuestring);
 }
 
 static int get_bool(struct oparse *p, const cJSON *obj, const char *key,
@@ -396,6 +351,7 @@ static int copy_sampling(struct oparse *p, const cJSON *in, cJSON *body,
 	size_t errlen = p->errlen;
 	const char *mt = "max_completion_tokens";
 	const cJSON *j;
+	int rc;
 
 	j = engy_api_get(in, "n");
 	if (j && !engy_api_int(j, 1, 1))
@@ -404,46 +360,31 @@ static int copy_sampling(struct oparse *p, const cJSON *in, cJSON *body,
 	if (!j)
 		j = engy_api_get(in, mt = "max_tokens");
 	req->max_tokens_field = mt;
-	if (j) {
-		if (!engy_api_int(j, 1, 4294967295.0))
-			return FAIL("%s: expected an integer >= 1", mt);
-		req->max_tokens = (uint64_t)j->valuedouble;
-		req->has_max_tokens = true;
-		if (!cJSON_AddNumberToObject(body, "max_tokens",
-					     j->valuedouble))
-			return -ENOMEM;
-	}
+	rc = engy_api_take_max_tokens(j, mt, req, err, errlen);
+	if (rc)
+		return rc;
 	j = engy_api_get(in, "temperature");
-	if (j) {
-		if (!cJSON_IsNumber(j) ||
-		    !(j->valuedouble >= 0 && j->valuedouble <= 2))
-			return FAIL("temperature: expected a number in 0..2");
-		if (!cJSON_AddNumberToObject(body, "temperature",
-					     j->valuedouble))
-			return -ENOMEM;
-	}
+	if (j && (!cJSON_IsNumber(j) ||
+		  !(j->valuedouble >= 0 && j->valuedouble <= 2)))
+		return FAIL("temperature: expected a number in 0..2");
+	if (engy_api_copy_number(j, "temperature", body))
+		return -ENOMEM;
 	j = engy_api_get(in, "top_p");
-	if (j) {
-		if (!cJSON_IsNumber(j) ||
-		    !(j->valuedouble > 0 && j->valuedouble <= 1))
-			return FAIL("top_p: expected a number in (0, 1]");
-		if (!cJSON_AddNumberToObject(body, "top_p", j->valuedouble))
-			return -ENOMEM;
-	}
+	if (j && (!cJSON_IsNumber(j) ||
+		  !(j->valuedouble > 0 && j->valuedouble <= 1)))
+		return FAIL("top_p: expected a number in (0, 1]");
+	if (engy_api_copy_number(j, "top_p", body))
+		return -ENOMEM;
 	j = engy_api_get(in, "top_k");
-	if (j) {
-		if (!engy_api_int(j, -1, 1 << 30))
-			return FAIL("top_k: expected an integer >= -1");
-		if (!cJSON_AddNumberToObject(body, "top_k", j->valuedouble))
-			return -ENOMEM;
-	}
+	if (j && !engy_api_int(j, -1, 1 << 30))
+		return FAIL("top_k: expected an integer >= -1");
+	if (engy_api_copy_number(j, "top_k", body))
+		return -ENOMEM;
 	j = engy_api_get(in, "seed");
-	if (j) {
-		if (!engy_api_int(j, -9007199254740991.0, 9007199254740991.0))
-			return FAIL("seed: expected an integer");
-		if (!cJSON_AddNumberToObject(body, "seed", j->valuedouble))
-			return -ENOMEM;
-	}
+	if (j && !engy_api_int(j, -9007199254740991.0, 9007199254740991.0))
+		return FAIL("seed: expected an integer");
+	if (engy_api_copy_number(j, "seed", body))
+		return -ENOMEM;
 	j = engy_api_get(in, "presence_penalty");
 	if (j &&
 	    (!cJSON_IsNumber(j) || j->valuedouble < -2 || j->valuedouble > 2))
@@ -536,20 +477,10 @@ int engy_oai_parse(const char *json, size_t len,
 	cJSON *in = NULL;
 	int rc;
 
-	memset(req, 0, sizeof(*req));
-	req->api = ENGY_API_OPENAI;
-	req->show_reasoning = true;
-	req->max_tokens_field = "max_tokens";
-	rc = engy_api_parse_root(json, len, lim, &in, err, errlen);
+	rc = engy_api_parse_begin(json, len, lim, ENGY_API_OPENAI, req, &in,
+				  err, errlen);
 	if (rc)
 		return rc;
-	rc = -ENOMEM;
-	req->body = cJSON_CreateObject();
-	if (!req->body)
-		goto out;
-	rc = engy_api_take_model(in, req, err, errlen);
-	if (rc)
-		goto out;
 	rc = copy_messages(&p, engy_api_get(in, "messages"), lim, req->body,
 			   &req->n_messages);
 	if (!rc)
@@ -563,11 +494,5 @@ int engy_oai_parse(const char *json, size_t len,
 		rc = read_options(&p, in, req);
 	if (!rc)
 		rc = copy_thinking(&p, in, req->body);
-out:
-	cJSON_Delete(in);
-	if (rc == -ENOMEM)
-		engy_api_fail(err, errlen, rc, "out of memory");
-	if (rc)
-		engy_api_req_free(req);
-	return rc;
+	return engy_api_parse_end(in, req, rc, err, errlen);
 }

@@ -166,26 +166,11 @@ int engy_oai_stream_text(struct engy_oai_stream *s, const char *content,
 int engy_oai_stream_delta(struct engy_oai_stream *s, const cJSON *delta,
 			  struct engy_sse_out *o)
 {
-	const cJSON *c = cJSON_GetObjectItemCaseSensitive(delta, "content");
-	const cJSON *r =
-		cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content");
+	struct engy_api_text t;
 
-	if (!cJSON_IsString(r))
-		r = cJSON_GetObjectItemCaseSensitive(delta, "reasoning");
-	return engy_oai_stream_text(
-		s, cJSON_IsString(c) ? c->valuestring : NULL,
-		cJSON_IsString(c) ? strlen(c->valuestring) : 0,
-		cJSON_IsString(r) ? r->valuestring : NULL,
-		cJSON_IsString(r) ? strlen(r->valuestring) : 0, o);
-}
-
-/* What of @full the chunks did not carry, when they carried a prefix. */
-static size_t rest_of(const char *full, size_t len, size_t sent, uint64_t hash)
-{
-	if (!full || len <= sent ||
-	    engy_api_fnv(FNV_OFFSET, full, sent) != hash)
-		return 0;
-	return len - sent;
+	engy_api_delta_text(delta, &t);
+	return engy_oai_stream_text(s, t.content, t.content_len, t.reasoning,
+				    t.reasoning_len, o);
 }
 
 static void tool_call_chunks(struct engy_oai_stream *s, struct engy_sse_out *o,
@@ -220,21 +205,16 @@ int engy_oai_stream_finish(struct engy_oai_stream *s,
 			   const struct engy_api_result *r,
 			   struct engy_sse_out *o)
 {
-	size_t n, i;
+	struct engy_api_text t;
+	size_t i;
 
 	if (s->finished)
 		return -EINVAL;
 	engy_oai_stream_start(s, o);
-	n = rest_of(r->reasoning, r->reasoning_len, s->reasoning_sent,
-		    s->reasoning_hash);
-	if (n)
-		engy_oai_stream_text(s, NULL, 0,
-				     r->reasoning + r->reasoning_len - n, n, o);
-	n = rest_of(r->content, r->content_len, s->content_sent,
-		    s->content_hash);
-	if (n)
-		engy_oai_stream_text(s, r->content + r->content_len - n, n,
-				     NULL, 0, o);
+	engy_api_text_rest(r, s->content_sent, s->content_hash,
+			   s->reasoning_sent, s->reasoning_hash, &t);
+	engy_oai_stream_text(s, t.content, t.content_len, t.reasoning,
+			     t.reasoning_len, o);
 	for (i = 0; i < r->n_calls; i++)
 		tool_call_chunks(s, o, i, &r->calls[i]);
 	chunk_begin(s, o);
