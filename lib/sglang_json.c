@@ -249,6 +249,9 @@ static int id_list(const cJSON *a, const char *what, size_t max,
 	if (cnt > max)
 		return fail(err, errlen, "%s has %zu entries (at most %zu)", what,
 			    cnt, max);
+	/* A key given twice: the last one counts, the first is freed. */
+	free(*out);
+	*n = 0;
 	*out = calloc(cnt ? cnt : 1, sizeof(**out));
 	if (!*out)
 		return -ENOMEM;
