@@ -83,7 +83,14 @@ pm fp "$KF"
 pm m1 "$K1"
 wait_state m1 active 10 || fail "m1 did not qualify: $(state m1)"
 traffic 6
-[ "$(count m1 buyer)" -ge 1 ] || fail "m1 got no buyer traffic"
+# Rendezvous hashing over this run's fresh keys: m1 misses all 6 in 1.6%
+# of runs, so more requests (up to 40) until it has one.
+n=6
+while [ "$(count m1 buyer)" -lt 1 ] && [ $n -lt 40 ]; do
+	n=$((n + 1))
+	[ "$(chat "t$n")" = 200 ] || fail "buyer request $n: $(cat "$T/chat.out")"
+done
+[ "$(count m1 buyer)" -ge 1 ] || fail "m1 got no buyer traffic in $n requests"
 ok "an honest miner qualifies and shares the buyer traffic"
 
 # --- errors: pulled within the window, then re-qualifies -----------------------
