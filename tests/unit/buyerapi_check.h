@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Helpers of the buyer API's unit tests (check_oai, check_anth,
- * check_apierr): JSON paths and a strict reader of the SSE we write.
+ * check_apierr): JSON paths, a strict reader of the SSE we write, and
+ * the miner's acceptance of a translated request.
  */
 #ifndef ENGY_BUYERAPI_CHECK_H
 #define ENGY_BUYERAPI_CHECK_H
@@ -12,6 +13,10 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
+
+#include "chat_template.h"
+#include "minerproto.h"
+#include "oai.h"
 
 static inline cJSON *jparse(const char *s)
 {
@@ -140,6 +145,24 @@ static inline void evs_free(struct evs *v)
 		cJSON_Delete(v->e[i].json);
 	}
 	v->n = 0;
+}
+
+/* The miner's side accepts what we send: the template renders the body,
+ * the sampling fields parse. */
+static inline void miner_accepts(const struct engy_api_req *req)
+{
+	struct engy_chat_opts opts = {.variant = ENGY_CHAT_QWEN36,
+				      .enable_thinking = -1};
+	struct engy_chat_params cp;
+	char e[256] = "", *prompt = NULL;
+	size_t len = 0;
+
+	ck_assert_msg(engy_chat_render(req->body, &opts, &prompt, &len, NULL, e,
+				       sizeof(e)) == 0,
+		      "template refused: %s", e);
+	free(prompt);
+	ck_assert_msg(engy_chat_params_parse(req->body, &cp, e, sizeof(e)) == 0,
+		      "miner params refused: %s", e);
 }
 
 #endif /* ENGY_BUYERAPI_CHECK_H */

@@ -26,24 +26,6 @@ static int parse(const char *json, struct engy_api_req *req)
 	return engy_oai_parse(json, strlen(json), NULL, req, err, sizeof(err));
 }
 
-/* The miner's side accepts what we send: the template renders the body,
- * the sampling fields parse. */
-static void miner_accepts(const struct engy_api_req *req)
-{
-	struct engy_chat_opts opts = {.variant = ENGY_CHAT_QWEN36,
-				      .enable_thinking = -1};
-	struct engy_chat_params cp;
-	char e[256] = "", *prompt = NULL;
-	size_t len = 0;
-
-	ck_assert_msg(engy_chat_render(req->body, &opts, &prompt, &len, NULL, e,
-				       sizeof(e)) == 0,
-		      "template refused: %s", e);
-	free(prompt);
-	ck_assert_msg(engy_chat_params_parse(req->body, &cp, e, sizeof(e)) == 0,
-		      "miner params refused: %s", e);
-}
-
 START_TEST(test_parse_minimal)
 {
 	struct engy_api_req req;
