@@ -39,6 +39,7 @@
 #include "../pool.h"
 #include "bf16.h"
 #include "chat_template.h"
+#include "grow.h"
 #include "logfmt.h"
 #include "miner_req.h"
 #include "tokenizer.h"
@@ -136,23 +137,6 @@ void mreq_fail(struct mreq *r, const char *fmt, ...)
 
 /* ---- the backend's callbacks ---- */
 
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t c = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return true;
-	while (c < need)
-		c *= 2;
-	q = realloc(*p, c * elem);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = c;
-	return true;
-}
-
 static void add_rows(struct mreq *r, const struct engy_rows *rows, size_t n)
 {
 	size_t skip = rows->n_prefill, take, i, k, cap;
@@ -168,7 +152,7 @@ static void add_rows(struct mreq *r, const struct engy_rows *rows, size_t n)
 	}
 	r->hidden = rows->hidden;
 	cap = r->cap_rows * r->hidden;
-	if (!grow((void **)&r->rows, &cap, (r->n_rows + take) * r->hidden,
+	if (!engy_grow((void **)&r->rows, &cap, (r->n_rows + take) * r->hidden,
 		  sizeof(*r->rows))) {
 		r->rows_bad = true;
 		return;
@@ -202,7 +186,7 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 		if (r->m->m_ttft)
 			engy_metric_observe(r->m->m_ttft, r->ttft_s);
 	}
-	if (!grow((void **)&r->out, &r->cap_out, r->n_out + n,
+	if (!engy_grow((void **)&r->out, &r->cap_out, r->n_out + n,
 		  sizeof(*r->out))) {
 		r->rows_bad = true;
 		return;

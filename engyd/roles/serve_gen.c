@@ -23,6 +23,7 @@
 #include "../log.h"
 #include "../metrics.h"
 #include "bf16.h"
+#include "grow.h"
 #include "logfmt.h"
 #include "serve_int.h"
 #include "tokenizer.h"
@@ -313,23 +314,6 @@ static void leave(struct sreq *r)
 		finish_req(r);
 }
 
-static bool grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t c = *cap ? *cap : 64;
-	void *q;
-
-	if (need <= *cap)
-		return true;
-	while (c < need)
-		c *= 2;
-	q = realloc(*p, c * elem);
-	if (!q)
-		return false;
-	*p = q;
-	*cap = c;
-	return true;
-}
-
 static void add_rows(struct sreq *r, const struct engy_rows *rows, size_t n)
 {
 	size_t skip = rows->n_prefill, take, i, j, cap;
@@ -344,7 +328,7 @@ static void add_rows(struct sreq *r, const struct engy_rows *rows, size_t n)
 	if (take > n)
 		take = n;
 	cap = r->cap_rows * r->hidden;
-	if (!grow((void **)&r->rows, &cap, (r->n_rows + take) * r->hidden, sizeof(float)))
+	if (!engy_grow((void **)&r->rows, &cap, (r->n_rows + take) * r->hidden, sizeof(float)))
 		return;
 	r->cap_rows = cap / r->hidden;
 	for (i = 0; i < take; i++) {
@@ -384,8 +368,8 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 
 	if (!n || r->done)
 		return;
-	if (!grow((void **)&r->ids, &r->cap_ids, r->n_ids + n, sizeof(*r->ids)) ||
-	    !grow((void **)&r->lp, &cap_lp, r->n_ids + n, sizeof(*r->lp)))
+	if (!engy_grow((void **)&r->ids, &r->cap_ids, r->n_ids + n, sizeof(*r->ids)) ||
+	    !engy_grow((void **)&r->lp, &cap_lp, r->n_ids + n, sizeof(*r->lp)))
 		return;		/* out of memory: the tokens are dropped */
 	if (cap_lp != r->cap_ids) {
 		float *lp = realloc(r->lp, r->cap_ids * sizeof(*lp));
