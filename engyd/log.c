@@ -179,12 +179,6 @@ void engy_log_flush(void)
 	pthread_mutex_unlock(&log_lock);
 }
 
-/* exit() without engy_log_close(): what the ring holds still gets out. */
-static void flush_at_exit(void)
-{
-	engy_log_flush();
-}
-
 /* Start the writer; without one (no memory, no thread) lines go direct. */
 static void writer_start(void)
 {
@@ -193,7 +187,8 @@ static void writer_start(void)
 
 	if (!buf)
 		return;
-	if (!registered && atexit(flush_at_exit) == 0)
+	/* exit() without engy_log_close(): the ring still gets out. */
+	if (!registered && atexit(engy_log_flush) == 0)
 		registered = true;
 	pthread_mutex_lock(&log_lock);
 	ring.buf = buf;

@@ -254,6 +254,7 @@ static const struct engy_opt serve_opts[] = {
 
 static int serve_start(struct engyd *d)
 {
+	const struct serve_conf *sc = d->role_conf;
 	struct engy_instance *tr = NULL, *be;
 	struct serve *s;
 	size_t i;
@@ -287,10 +288,9 @@ static int serve_start(struct engyd *d)
 	s->b = be->lp.ops;
 	s->bi = be->inst;
 	s->b_name = be->name;
-	s->max_running = (unsigned)((const struct serve_conf *)d->role_conf)->max_running;
-	s->max_queued = (unsigned)((const struct serve_conf *)d->role_conf)->max_queued;
-	s->stream_hidden_max =
-		(size_t)((const struct serve_conf *)d->role_conf)->stream_hidden_max;
+	s->max_running = (unsigned)sc->max_running;
+	s->max_queued = (unsigned)sc->max_queued;
+	s->stream_hidden_max = (size_t)sc->stream_hidden_max;
 	engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE, "engy_serve_running",
 			 "serve requests at the backend", NULL, NULL, 0, &s->m_running);
 	engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE, "engy_serve_queued",

@@ -492,18 +492,16 @@ async function quiet(ms) {
 	check(extra.length === 0, `unexpected frames: ${extra.map((f) => f.m.type)}`);
 }
 
-// Frames of @r waiting in the inbox (chunks sent before its cancel).
-function forget(r) {
+// Drop the inbox's frames that @pred picks.
+function dropFrames(pred) {
 	for (let i = inbox.length - 1; i >= 0; i--)
-		if (inbox[i].m.corr_id === r.corr)
+		if (pred(inbox[i].m))
 			inbox.splice(i, 1);
 }
 
-function drainHeartbeats() {
-	for (let i = inbox.length - 1; i >= 0; i--)
-		if (inbox[i].m.type === 'heartbeat')
-			inbox.splice(i, 1);
-}
+// Frames of @r waiting in the inbox (chunks sent before its cancel).
+function forget(r) { dropFrames((m) => m.corr_id === r.corr); }
+function drainHeartbeats() { dropFrames((m) => m.type === 'heartbeat'); }
 
 function save(name, obj) {
 	writeFileSync(join(outDir, name), JSON.stringify(obj));
