@@ -194,9 +194,25 @@ int engy_config_load(const char *path, const char *const *role_sections,
 	struct stat st;
 	size_t len, i, n_roles = 0, k;
 	cfg_t *cfg = NULL;
+	char **found = NULL;
+	size_t n_found = 0;
 	int rc;
 
 	memset(c, 0, sizeof(*c));
+	c->path = strdup(path);
+	rc = engy_read_file(path, CONFIG_MAX, (uint8_t **)&c->text, &len);
+	if (rc) {
+		engy_errs_add(e, "%s: cannot read config: %s", path, strerror(-rc));
+		return -EINVAL;
+	}
+	/* Without a list, any top-level section may be the role's: pass 2
+	 * parses strictly with the role's own table. */
+	if (!role_sections) {
+		rc = engy_conf_top_sections(c->text, &found, &n_found);
+		if (rc)
+			return rc;
+		role_sections = (const char *const *)found;
+	}
 	while (role_sections && role_sections[n_roles])
 		n_roles++;
 	opts = calloc(N_CORE_OPTS + n_roles + 2, sizeof(*opts));
@@ -209,13 +225,6 @@ int engy_config_load(const char *path, const char *const *role_sections,
 	opts[k++] = (cfg_opt_t)CFG_SEC("plugin", none,
 				       CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES);
 	opts[k] = (cfg_opt_t)CFG_END();
-	c->path = strdup(path);
-	rc = engy_read_file(path, CONFIG_MAX, (uint8_t **)&c->text, &len);
-	if (rc) {
-		engy_errs_add(e, "%s: cannot read config: %s", path, strerror(-rc));
-		rc = -EINVAL;
-		goto out;
-	}
 	c->private_file = stat(path, &st) == 0 && !(st.st_mode & 077);
 	rc = parse_text(opts, CFGF_IGNORE_UNKNOWN, path, c->text, e, &cfg);
 	if (rc)
@@ -229,7 +238,7 @@ int engy_config_load(const char *path, const char *const *role_sections,
 	c->workers = cfg_getint(cfg, "workers");
 	c->shutdown_timeout = cfg_getint(cfg, "shutdown_timeout");
 	if (!c->role)
-		engy_errs_add(e, "%s: no role (role = \"miner\" | \"gateway\" | \"auditor\" | \"validator\")", path);
+		engy_errs_add(e, "%s: no role (role = \"NAME\" loads role-NAME.so: miner, gateway, auditor, validator, serve ...)", path);
 	if (c->workers < 0 || c->workers > 1024)
 		engy_errs_add(e, "%s: workers = %ld is out of range 0..1024", path, c->workers);
 	if (c->shutdown_timeout < 0 || c->shutdown_timeout > 3600)
@@ -257,6 +266,9 @@ out:
 	if (cfg)
 		cfg_free(cfg);
 	free(opts);
+	for (i = 0; i < n_found; i++)
+		free(found[i]);
+	free(found);
 	return rc;
 }
 

@@ -7,6 +7,7 @@
  * libconfuse's does about comments and strings, nothing more.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -172,4 +173,60 @@ void engy_conf_scan_free(struct engy_conf_body *b, size_t n)
 	for (i = 0; i < n; i++)
 		free(b[i].title);
 	free(b);
+}
+
+static bool ident_char(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+int engy_conf_top_sections(const char *text, char ***out, size_t *n)
+{
+	const char *p = text;
+	char **v = NULL, **nv;
+	int depth = 0;
+
+	*out = NULL;
+	*n = 0;
+	while (*(p = skip_space(p))) {
+		const char *s = p, *after;
+
+		if (*p == '"' || *p == '\'') {
+			p = skip_string(p);
+			if (!p)
+				break;
+			continue;
+		}
+		if (*p == '{' || *p == '}') {
+			depth += *p == '{' ? 1 : -(depth > 0);
+			p++;
+			continue;
+		}
+		if (!ident_char(*p)) {
+			p++;
+			continue;
+		}
+		while (ident_char(*p))
+			p++;
+		after = skip_space(p);
+		if (depth || *after != '{' ||
+		    ((size_t)(p - s) == 6 && strncmp(s, "plugin", 6) == 0))
+			continue;
+		nv = realloc(v, (*n + 2) * sizeof(*v));
+		if (!nv)
+			goto oom;
+		v = nv;
+		v[*n] = strndup(s, (size_t)(p - s));
+		if (!v[*n])
+			goto oom;
+		v[++*n] = NULL;
+	}
+	*out = v;
+	return 0;
+oom:
+	while (*n)
+		free(v[--*n]);
+	free(v);
+	return -ENOMEM;
 }

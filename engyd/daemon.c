@@ -9,6 +9,8 @@
 
 #include <event2/event.h>
 
+#include <engy/role.h>
+
 #include "conf.h"
 #include "daemon.h"
 #include "kind.h"
@@ -63,13 +65,13 @@ static int create_instances(struct engyd *d, struct engy_errs *e)
 		opts[i] = d->insts[i].lp.desc.opts;
 		sizes[i] = d->insts[i].lp.desc.conf_size;
 	}
-	role.name = d->role->name;
-	role.opts = d->role->opts;
-	role.conf_size = d->role->conf_size;
+	role.name = d->role_in.name;
+	role.opts = d->role_in.lp.desc.opts;
+	role.conf_size = d->role_in.lp.desc.conf_size;
 	rc = engy_config_fill(&d->cfg, opts, sizes, confs, &role, e);
 	if (rc)
 		goto out;
-	d->role_conf = role.conf;
+	d->role_in.conf = role.conf;
 	for (i = 0; i < d->n_insts; i++) {
 		struct engy_instance *in = &d->insts[i];
 		int crc;
@@ -86,6 +88,21 @@ static int create_instances(struct engyd *d, struct engy_errs *e)
 		}
 		in->created = true;
 	}
+	if (rc == 0 && !e->n) {
+		struct engy_instance *in = &d->role_in;
+		int crc;
+
+		/* The role last: its create() may look at its peers. */
+		engy_host_bind(in);
+		crc = in->lp.desc.create(&in->host, in->conf, &in->inst);
+		if (crc < 0) {
+			engy_errs_add(e, "%s: role %s: create failed: %s",
+				      d->cfg.path, in->name, strerror(-crc));
+			rc = -EINVAL;
+		} else {
+			in->created = true;
+		}
+	}
 out:
 	free(opts);
 	free(sizes);
@@ -100,13 +117,9 @@ int engyd_setup(struct engyd *d, const char *path, struct engy_errs *e)
 
 	memset(d, 0, sizeof(*d));
 	d->unload = true;
-	rc = engy_config_load(path, engy_role_list(), &d->cfg, e);
+	rc = engy_config_load(path, NULL, &d->cfg, e);
 	if (rc && !d->cfg.role)
 		return rc;
-	d->role = engy_role_find(d->cfg.role);
-	if (d->cfg.role && !d->role)
-		engy_errs_add(e, "%s: unknown role '%s' (roles: %s)", path,
-			      d->cfg.role, engy_role_names());
 	if (d->cfg.log_level && engy_log_parse_level(d->cfg.log_level) < 0)
 		engy_errs_add(e, "%s: unknown log_level '%s' (err, warning, notice, info, debug)",
 			      path, d->cfg.log_level);
@@ -115,11 +128,17 @@ int engyd_setup(struct engyd *d, const char *path, struct engy_errs *e)
 	d->base = event_base_new();
 	if (!d->base || engy_metrics_new(&d->metrics) < 0)
 		return -ENOMEM;
+	if (d->cfg.role) {
+		rc = engy_role_load(d, d->cfg.role, e);
+		if (rc == -ENOMEM)
+			return rc;
+		d->has_role = rc == 0;
+	}
 	rc = load_plugins(d, e);
 	if (rc == -ENOMEM)
 		return rc;
-	if (d->role)
-		engy_role_check(d->role, d, e);
+	if (d->has_role)
+		engy_role_check(d, e);
 	if (e->n)
 		return -EINVAL;
 	d->state_dir = strdup(d->cfg.state_dir ? d->cfg.state_dir : ENGY_LOCALSTATEDIR);
@@ -169,10 +188,16 @@ static void refresh_metrics(void *arg)
 	}
 }
 
+static const struct engy_role_ops *role_ops(const struct engyd *d)
+{
+	return d->role_in.created ? d->role_in.lp.ops : NULL;
+}
+
 static unsigned inflight(struct engyd *d)
 {
 	return engy_pool_inflight(d->pool) +
-	       (d->role && d->role->inflight ? d->role->inflight(d) : 0);
+	       (role_ops(d) && role_ops(d)->inflight ?
+			role_ops(d)->inflight(d->role_in.inst) : 0);
 }
 
 static void on_drain(evutil_socket_t fd, short what, void *arg)
@@ -209,8 +234,8 @@ void engyd_shutdown(struct engyd *d)
 	}
 	d->stopping = true;
 	engy_log(ENGY_LOG_INFO, NULL, "event=shutdown_begin inflight=%u", inflight(d));
-	if (d->role && d->role->stop)
-		d->role->stop(d);
+	if (d->role_in.started && d->role_in.lp.desc.stop)
+		d->role_in.lp.desc.stop(d->role_in.inst);
 	for (i = d->n_insts; i-- > 0;) {
 		struct engy_instance *in = &d->insts[i];
 
@@ -310,16 +335,27 @@ int engyd_run(struct engyd *d)
 		}
 		in->started = true;
 	}
-	if (!d->stopping && d->role->start && (rc = d->role->start(d)) < 0) {
-		engy_log(ENGY_LOG_ERR, NULL, "event=role_start_failed role=%s error=\"%s\"",
-			 d->role->name, strerror(-rc));
-		d->exit_code = 1;
-		engyd_shutdown(d);
+	if (!d->stopping) {
+		struct engy_instance *ri = &d->role_in;
+
+		engy_role_log_wired(d);
+		/* Marked first: a role that fails half-way through start, or
+		 * asks for shutdown from it, still gets stop() to unwind. */
+		ri->started = true;
+		rc = ri->lp.desc.start ? ri->lp.desc.start(ri->inst) : 0;
+		if (rc < 0) {
+			engy_log(ENGY_LOG_ERR, NULL,
+				 "event=role_start_failed role=%s error=\"%s\"",
+				 ri->name, strerror(-rc));
+			if (!d->exit_code)
+				d->exit_code = 1;
+			engyd_shutdown(d);
+		}
 	}
 	if (!d->stopping)
 		engy_log(ENGY_LOG_NOTICE, NULL,
 			 "event=ready role=%s instances=%zu workers=%ld pid=%ld",
-			 d->role->name, d->n_insts, d->cfg.workers, (long)getpid());
+			 d->role_in.name, d->n_insts, d->cfg.workers, (long)getpid());
 	event_base_dispatch(d->base);
 	engy_log(ENGY_LOG_INFO, NULL, "event=stopped exit=%d", d->exit_code);
 	return d->exit_code;
@@ -331,8 +367,9 @@ void engyd_free(struct engyd *d)
 
 	if (d->pool)
 		engy_pool_close(d->pool);
-	if (d->role && d->role->destroy)
-		d->role->destroy(d);
+	if (d->role_in.created)
+		d->role_in.lp.desc.destroy(d->role_in.inst);
+	engy_host_release_timers(&d->role_in);
 	for (i = d->n_insts; i-- > 0;) {
 		struct engy_instance *in = &d->insts[i];
 
@@ -344,8 +381,11 @@ void engyd_free(struct engyd *d)
 		free(in->name);
 	}
 	free(d->insts);
-	if (d->role)
-		engy_conf_free(d->role->opts, d->role_conf);
+	if (d->role_in.lp.dl) {
+		engy_conf_free(d->role_in.lp.desc.opts, d->role_in.conf);
+		engy_loader_close(&d->role_in.lp, d->unload);
+	}
+	free(d->role_in.name);
 	engy_pool_free(d->pool);
 	for (i = 0; i < sizeof(d->sigs) / sizeof(d->sigs[0]); i++)
 		if (d->sigs[i])

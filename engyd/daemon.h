@@ -16,8 +16,6 @@
 int engyd_setup(struct engyd *d, const char *path, struct engy_errs *e);
 /* Start everything and run the loop until a signal ends it. */
 int engyd_run(struct engyd *d);
-/* Ask the loop to shut down as SIGTERM would (tests). */
-void engyd_shutdown(struct engyd *d);
 void engyd_free(struct engyd *d);
 
 #endif /* ENGY_CORE_DAEMON_H */

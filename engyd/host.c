@@ -167,6 +167,43 @@ static int h_peer(const struct engy_host *h, uint32_t kind,
 	return 0;
 }
 
+static int h_peer_at(const struct engy_host *h, size_t i,
+		     struct engy_peer_info *out)
+{
+	struct engyd *d = inst_of(h)->d;
+	struct engy_peer_info pi;
+	size_t k;
+
+	if (!out || out->size < offsetof(struct engy_peer_info, inst) + sizeof(void *))
+		return -EINVAL;
+	for (k = 0; k < d->n_insts; k++) {
+		struct engy_instance *in = &d->insts[k];
+
+		if (!in->created || i--)
+			continue;
+		memset(&pi, 0, sizeof(pi));
+		pi.size = out->size < sizeof(pi) ? out->size : (uint32_t)sizeof(pi);
+		pi.kind = in->lp.desc.kind;
+		pi.instance = in->name;
+		pi.plugin = in->lp.desc.name;
+		pi.version = in->lp.desc.version ? in->lp.desc.version : "";
+		pi.ops = in->lp.ops;
+		pi.inst = in->inst;
+		memcpy(out, &pi, pi.size);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static void h_shutdown(const struct engy_host *h, int exit_code)
+{
+	struct engyd *d = inst_of(h)->d;
+
+	if (exit_code && !d->exit_code)
+		d->exit_code = exit_code;
+	engyd_shutdown(d);
+}
+
 static const char *h_state_dir(const struct engy_host *h)
 {
 	return inst_of(h)->d->state_dir;
@@ -194,4 +231,6 @@ void engy_host_bind(struct engy_instance *in)
 	h->peer = h_peer;
 	h->state_dir = h_state_dir;
 	h->priv = in;
+	h->peer_at = h_peer_at;
+	h->shutdown = h_shutdown;
 }

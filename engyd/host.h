@@ -12,7 +12,6 @@
 #include "loader.h"
 
 struct engyd;
-struct engy_role;
 
 struct engy_instance {
 	struct engyd *d;
@@ -27,9 +26,8 @@ struct engy_instance {
 
 struct engyd {
 	struct engy_config cfg;
-	const struct engy_role *role;
-	void *role_state;
-	void *role_conf;		/* the role's options, host-owned */
+	struct engy_instance role_in;	/* role-NAME.so; name = NAME */
+	bool has_role;			/* role_in loaded */
 	const char *plugin_dir;
 	char *state_dir;
 	struct event_base *base;
@@ -48,6 +46,8 @@ struct engyd {
 
 /* Fill @in->host with the services bound to @in. */
 void engy_host_bind(struct engy_instance *in);
+/* Stop as SIGTERM would (daemon.c). */
+void engyd_shutdown(struct engyd *d);
 /* Free the timers an instance left armed. */
 void engy_host_release_timers(struct engy_instance *in);
 /* Find an instance by kind (and name when not NULL). */

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include <engy/engy.h>
+#include <engy/role.h>
 
 #include "kind.h"
 
@@ -64,6 +65,9 @@ static const struct engy_kind_info kinds[] = {
 	    REQ(struct engy_store_ops, log_append),
 	    REQ(struct engy_store_ops, log_query),
 	    REQ(struct engy_store_ops, log_prune), { NULL, 0 } } },
+	{ ENGY_KIND_ROLE, "role", sizeof(struct engy_role_ops),
+	  OPS_MIN(struct engy_role_ops, needs),
+	  { REQ(struct engy_role_ops, needs), { NULL, 0 } } },
 };
 
 const struct engy_kind_info *engy_kind_info(uint32_t kind)

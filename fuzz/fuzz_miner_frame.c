@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz what the gateway reads from a miner (engyd/roles/gateway_frames.c):
+ * Fuzz what the gateway reads from a miner (plugins/role-gateway/gateway_frames.c):
  * every input is a frame.  It either fails with a reason or gives a type
  * whose fields hold their invariants: a hello has a key and a model of
  * bounded size and a share of at least 1, a chunk a corr_id and a delta
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engyd/roles/gateway_int.h"
+#include "../plugins/role-gateway/gateway_int.h"
 #include "fuzz.h"
 #include "minerproto.h"
 

@@ -30,6 +30,9 @@ struct engy_model_info {
 	uint32_t vocab_size;
 	uint32_t max_context;		/* prompt + output tokens */
 	uint32_t eos_ids[4];		/* 0-terminated unless all 4 set */
+	/* appended in 1.1: the serves behind the backend, "," between
+	 * them ("" for an in-process engine); check @size. */
+	char serve_urls[1024];
 };
 
 enum engy_finish {
@@ -82,7 +85,7 @@ struct engy_gen_result {
  *     exception: after a full prefix-cache hit a serve has no row for
  *     output token 0; it then comes alone with @rows NULL even though
  *     rows were asked for, and the caller folds that id into the prompt
- *     it proves (PROTOCOL.md §4).
+ *     it proves (specs/protocol.md §4).
  * @on_done: exactly once, last; the handle is dead after it returns.
  */
 struct engy_gen_cb {
@@ -94,7 +97,11 @@ struct engy_gen_cb {
 struct engy_backend_ops {
 	uint32_t size;			/* sizeof(struct engy_backend_ops) */
 
-	/* info() - the served model.  Required. */
+	/*
+	 * info() - the served model.  Required.  -EAGAIN: not known yet
+	 * (a serve that has not answered); @out->serve_urls (1.1) is
+	 * filled all the same when @out->size covers it.
+	 */
 	int (*info)(void *inst, struct engy_model_info *out);
 
 	/**

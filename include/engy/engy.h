@@ -12,5 +12,6 @@
 #include <engy/scorer.h>
 #include <engy/chain.h>
 #include <engy/store.h>
+#include <engy/role.h>
 
 #endif /* ENGY_ENGY_H */

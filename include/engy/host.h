@@ -35,6 +35,17 @@ enum engy_metric_type {
 	ENGY_METRIC_HISTOGRAM = 3,
 };
 
+/* One instance, as peer_at() describes it (appended in 1.1). */
+struct engy_peer_info {
+	uint32_t size;			/* set by the caller: sizeof(*out) */
+	uint32_t kind;			/* enum engy_kind */
+	const char *instance;		/* the instance's name */
+	const char *plugin;		/* the plugin's name (file stem) */
+	const char *version;		/* the plugin's own version */
+	const void *ops;		/* zero-extended copy of its ops */
+	void *inst;
+};
+
 #if defined(__GNUC__)
 #define ENGY_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
@@ -111,6 +122,22 @@ struct engy_host {
 	const char *(*state_dir)(const struct engy_host *h);
 
 	void *priv;			/* host-owned; plugins don't touch */
+
+	/* --- appended in 1.1: check `size` before use ------------------- */
+	/**
+	 * peer_at() - the @i-th created instance of the config (0-based, in
+	 * config order; the role itself is not among them).  Returns
+	 * -ENOENT past the last.  Strings and @out->ops stay valid for the
+	 * life of the process.  Context: loop thread, after create().
+	 */
+	int (*peer_at)(const struct engy_host *h, size_t i,
+		       struct engy_peer_info *out);
+	/**
+	 * shutdown() - ask the host to stop as on SIGTERM (roles first, then
+	 * the drain) and exit with @exit_code (the first non-zero code
+	 * given wins).  Context: loop thread.
+	 */
+	void (*shutdown)(const struct engy_host *h, int exit_code);
 };
 
 #ifdef __cplusplus

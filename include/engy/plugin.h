@@ -53,7 +53,7 @@ extern "C" {
 
 #define ENGY_PLUGIN_MAGIC	0x454e4731u	/* "ENG1" */
 #define ENGY_ABI_MAJOR		1
-#define ENGY_ABI_MINOR		0
+#define ENGY_ABI_MINOR		1
 #define ENGY_PLUGIN_SYMBOL	"engy_plugin"
 
 #if defined(__GNUC__)
@@ -70,8 +70,9 @@ enum engy_kind {
 	ENGY_KIND_SCORER = 4,
 	ENGY_KIND_CHAIN = 5,
 	ENGY_KIND_STORE = 6,
+	ENGY_KIND_ROLE = 7,	/* appended in 1.1 */
 };
-#define ENGY_KIND_MAX 6
+#define ENGY_KIND_MAX 7
 
 /* Option types; the host stores each at `offset` in the plugin's conf. */
 enum engy_opt_type {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Proof kind: one proof scheme, both sides (VERIFICATION.md).  The miner's
+ * Proof kind: one scheme, both sides (specs/verification.md).  The miner's
  * flow calls prove() on the rows of a finished request; the auditor's flow
  * calls verify() with the rows its own backend recomputed.  Both are pure
  * CPU work: the flows run them on the worker pool.

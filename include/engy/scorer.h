@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Scorer kind: settles a closed epoch (SETTLEMENT.md §2-§4,
+ * Scorer kind: settles a closed epoch (specs/settlement.md §2-§4,
  * specs/scoring.md).  The auditor's flow reduces the epoch's slice of the
  * request log and its verdicts to one aggregate row per (miner, model),
  * hands them to settle() and signs the result_json it gets back; it

@@ -97,8 +97,8 @@ struct engy_api_key {
 };
 
 /**
- * struct engy_model - a buyer-facing model: its spec (PROTOCOL.md §6,
- * SETTLEMENT.md §2) and its price card.
+ * struct engy_model - a buyer-facing model: its spec (specs/protocol.md §6,
+ * specs/settlement.md §2) and its price card.
  * @max_input_tokens/@max_output_tokens/@max_request_s: request limits
  *     every miner of the model gets (a miner can only lower them).
  * @toploc_topk/@toploc_v: TOPLOC top-k and per-chunk mismatch threshold.
@@ -159,7 +159,7 @@ struct engy_miner {
 
 /**
  * struct engy_request_row - one served (or refused) request, metadata
- * only: what SETTLEMENT.md §2 scores from, and what a buyer's bill shows.
+ * only: what specs/settlement.md §2 scores from, and what a buyer's bill shows.
  * @id: assigned by the store (ignored on the way in).
  * @time_ms: when the request arrived.
  * @key_id/@account_id: 0 when none (probe or internal traffic).
@@ -263,7 +263,7 @@ struct engy_verdict_query {
 
 /**
  * struct engy_epoch_rec - a closed, signed epoch.  Its documents (the
- * signed payload of SETTLEMENT.md §4 and the public aggregates of
+ * signed payload of specs/settlement.md §4 and the public aggregates of
  * specs/scoring.md §5) travel beside it as malloc'd texts.
  * @start_ms/@end_ms: the slice of the request log it settled.
  */

@@ -234,6 +234,16 @@ struct engy_transport_ops {
 	/* A pointer of the caller's own per connection (NULL at first). */
 	void (*ws_set_user)(void *inst, struct engy_ws_conn *c, void *user);
 	void *(*ws_user)(void *inst, struct engy_ws_conn *c);
+
+	/* --- appended in 1.1 ---------------------------------------------- */
+	/**
+	 * client_tls() - the trust settings of this instance's client legs:
+	 * *@ca_file (borrowed for the instance's life; NULL = the system
+	 * roots) and *@insecure (non-zero: certificates not verified), so a
+	 * role's own HTTPS requests to the same peer trust what its legs
+	 * trust.  Optional.
+	 */
+	int (*client_tls)(void *inst, const char **ca_file, int *insecure);
 };
 
 #ifdef __cplusplus

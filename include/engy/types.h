@@ -46,7 +46,7 @@ struct engy_rows {
 	uint32_t n_prefill;
 };
 
-/* A verdict on one served request (SETTLEMENT.md §1). */
+/* A verdict on one served request (specs/settlement.md §1). */
 enum engy_verdict_kind {
 	ENGY_VERDICT_PASS = 1,
 	ENGY_VERDICT_CHEAT = 2,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * backend-sglang: the miner's (and an auditor's) client of local sglang
- * serves, as PROTOCOL.md §4 drives them: /generate with input_ids, an
+ * serves, as specs/protocol.md §4 drives them: /generate with input_ids, an
  * explicit rid, hidden states and logprobs; generations longer than
  * gen_chunk cut into calls with the one-token overlap; streamed events
  * coalesced for stream_flush_s before on_tokens; cancel as
@@ -78,6 +78,15 @@ static int check_conf(const struct engy_host *host, const struct sgl_conf *c)
 		    strlen(c->serve_urls.v[i]) > 900)
 			return bad(host, "serve_urls",
 				   "each must be an http:// or https:// URL");
+	{
+		size_t joined = 0;
+
+		for (i = 0; i < c->serve_urls.n; i++)
+			joined += strlen(c->serve_urls.v[i]) + (i > 0);
+		if (joined >= sizeof(((struct engy_model_info *)0)->serve_urls))
+			return bad(host, "serve_urls",
+				   "at most 1023 characters in all (info() reports them)");
+	}
 	if (c->gen_chunk < 1 || c->gen_chunk > (1 << 20))
 		return bad(host, "gen_chunk", "must be 1..1048576");
 	if (!(c->stream_flush_s >= 0 && c->stream_flush_s <= 10))
@@ -126,12 +135,17 @@ static int sgl_create(const struct engy_host *host, const void *conf,
 	s->connect_s = c->connect_timeout_s;
 	s->max_inflight = (unsigned)c->max_inflight;
 	s->serves = calloc(c->serve_urls.n, sizeof(*s->serves));
-	if (!s->serves)
+	s->serve_urls = calloc(c->serve_urls.n, sizeof(*s->serve_urls));
+	if (!s->serves || !s->serve_urls)
 		goto oom;
 	for (i = 0; i < c->serve_urls.n; i++) {
 		s->serves[i].url = strdup(c->serve_urls.v[i]);
-		if (!s->serves[i].url)
+		s->serve_urls[i] = strdup(c->serve_urls.v[i]);
+		if (!s->serves[i].url || !s->serve_urls[i]) {
+			free(s->serve_urls[i]);
+			free(s->serves[i].url);
 			goto oom;
+		}
 		s->n_serves++;
 		n = strlen(s->serves[i].url);
 		while (n > 8 && s->serves[i].url[n - 1] == '/')
@@ -212,9 +226,12 @@ static void sgl_destroy(void *inst)
 	if (s->info_timer)
 		event_free(s->info_timer);
 	sgl_http_free(s->http);
-	for (i = 0; i < s->n_serves; i++)
+	for (i = 0; i < s->n_serves; i++) {
 		free(s->serves[i].url);
+		free(s->serve_urls[i]);
+	}
 	free(s->serves);
+	free(s->serve_urls);
 	if (s->api_key)
 		explicit_bzero(s->api_key, strlen(s->api_key));
 	free(s->api_key);
@@ -226,14 +243,34 @@ static int sgl_info(void *inst, struct engy_model_info *out)
 {
 	struct sgl *s = inst;
 	uint32_t size = out->size;
+	size_t i, len = 0;
 
-	if (!s->info_ckpt && !s->info_serve)
-		return -EAGAIN;	/* no checkpoint, no serve answer yet */
 	if (!size || size > sizeof(*out))
 		size = sizeof(*out);
-	memcpy(out, &s->info, size);
-	out->size = size;
-	return 0;
+	if (!s->info_ckpt && !s->info_serve) {
+		/* no checkpoint, no serve answer yet: only the serves */
+		memset(out, 0, size);
+		out->size = size;
+	} else {
+		memcpy(out, &s->info, size);
+		out->size = size;
+	}
+	if (size >= offsetof(struct engy_model_info, serve_urls) +
+			    sizeof(out->serve_urls)) {
+		out->serve_urls[0] = '\0';
+		for (i = 0; i < s->n_serves; i++) {
+			int n = snprintf(out->serve_urls + len,
+					 sizeof(out->serve_urls) - len, "%s%s",
+					 i ? "," : "", s->serve_urls[i]);
+
+			if (n < 0 || (size_t)n >= sizeof(out->serve_urls) - len) {
+				out->serve_urls[len] = '\0';
+				break;
+			}
+			len += (size_t)n;
+		}
+	}
+	return s->info_ckpt || s->info_serve ? 0 : -EAGAIN;
 }
 
 static int sgl_op_generate(void *inst, const struct engy_gen_params *p,

@@ -42,6 +42,7 @@ struct sgl {
 	struct sgl_http *http;
 	struct sgl_serve *serves;
 	size_t n_serves;
+	char **serve_urls;	/* as configured, for info() */
 	size_t rr;		/* tie-break between equally idle serves */
 	char *checkpoint;
 	char *api_key;

@@ -11,7 +11,7 @@
  * the decode row that made token k.  A call that drops its first token
  * (the overlap) never converts element 0.  When a full radix-cache hit
  * leaves chunk 0's prefill block empty, output token 0 has no row: it is
- * folded into the prompt (PROTOCOL.md §4), which on_tokens says by
+ * folded into the prompt (specs/protocol.md §4), which on_tokens says by
  * handing it over alone with rows == NULL.
  *
  * Callbacks to the caller never run inside libcurl: kept tokens are

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The pure rules of driving an sglang serve (PROTOCOL.md §4), apart from
+ * The pure rules of driving an sglang serve (specs/protocol.md §4), apart from
  * any I/O so the unit tests can pin them: /generate bodies, how a long
  * generation is cut into calls with the one-token overlap, how a call's
  * cumulative (or incremental) lists and hidden-state elements line up

@@ -251,6 +251,17 @@ static void *op_user(void *inst, struct engy_ws_conn *c)
 	return c ? ((struct ws_conn *)c)->user : NULL;
 }
 
+static int op_client_tls(void *inst, const char **ca_file, int *insecure)
+{
+	struct ws_inst *in = inst;
+
+	if (ca_file)
+		*ca_file = in->conf.ca_file;
+	if (insecure)
+		*insecure = in->conf.insecure;
+	return 0;
+}
+
 static const struct engy_transport_ops ws_ops = {
 	.size = sizeof(struct engy_transport_ops),
 	.proto = "ws",
@@ -261,6 +272,7 @@ static const struct engy_transport_ops ws_ops = {
 	.ws_close = op_close,
 	.ws_set_user = op_set_user,
 	.ws_user = op_user,
+	.client_tls = op_client_tls,
 };
 
 ENGY_PLUGIN(.kind = ENGY_KIND_TRANSPORT,

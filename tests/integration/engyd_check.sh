@@ -1,8 +1,12 @@
 #!/bin/sh
 # engyd -t, --plugin-info, --version: every refusal names what is wrong.
 . "$top_srcdir/tests/integration/lib.sh"
+# Roles are plugins (role-NAME.so) found in the plugin directory: one
+# directory with the test plugins and the built ones.
+make_plugin_dir "$T/plug"
+TEST_PLUGINS="$T/plug"
 
-expect_ok "--version" "plugin ABI 1.0" "$ENGYD" --version
+expect_ok "--version" "plugin ABI 1.1" "$ENGYD" --version
 expect_ok "--help" "engyd -t -c FILE" "$ENGYD" --help
 expect_fail "no arguments is a usage error" "usage:" "$ENGYD"
 
@@ -55,7 +59,7 @@ conf unknown_role <<C
 role = "minre"
 plugin_dir = "$TEST_PLUGINS"
 C
-expect_fail "unknown role is named" "unknown role 'minre' (roles: miner, gateway, auditor, validator, serve)" "$ENGYD" -t -c "$T/unknown_role.conf"
+expect_fail "unknown role is named" "unknown role 'minre' (roles: auditor, gateway, miner, serve, validator)" "$ENGYD" -t -c "$T/unknown_role.conf"
 
 conf miner_missing <<C
 role = "miner"
@@ -98,8 +102,8 @@ case "$out" in *"must be in 0..1"*) ok "and the plugin says why";; *) fail "plug
 
 # Every broken plugin is refused with its own reason.
 for pair in "bad-magic|bad magic 0xdeadbeef" \
-            "bad-major|built for plugin ABI 2.0" \
-            "newer-minor|built for plugin ABI 1.1, newer than this engyd's 1.0: upgrade engyd" \
+            "bad-major|built for plugin ABI 2.1" \
+            "newer-minor|built for plugin ABI 1.2, newer than this engyd's 1.1: upgrade engyd" \
             "short-size|descriptor of 24 bytes" \
             "bad-kind|unknown kind 99" \
             "missing-op|missing required proof op 'verify'" \

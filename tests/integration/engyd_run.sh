@@ -3,6 +3,10 @@
 # are served, SIGHUP reopens the log, SIGTERM drains in-flight work, runs
 # stop() then destroy(), and exits 0 leaving nothing behind.
 . "$top_srcdir/tests/integration/lib.sh"
+# Roles are plugins (role-NAME.so) found in the plugin directory: one
+# directory with the test plugins and the built ones.
+make_plugin_dir "$T/plug"
+TEST_PLUGINS="$T/plug"
 command -v curl >/dev/null || fail "curl is required"
 
 run_conf() {  # name, extra plugin options, top-level extras

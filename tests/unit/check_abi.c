@@ -42,7 +42,21 @@ PIN(offsetof(struct engy_host, log), 16);
 PIN(offsetof(struct engy_host, work), 56);
 PIN(offsetof(struct engy_host, peer), 96);
 PIN(offsetof(struct engy_host, state_dir), 104);
-PIN(sizeof(struct engy_host), 120);
+PIN(offsetof(struct engy_host, priv), 112);
+/* Host services 1.1 (appended). */
+PIN(offsetof(struct engy_host, peer_at), 120);
+PIN(offsetof(struct engy_host, shutdown), 128);
+PIN(sizeof(struct engy_host), 136);
+PIN(offsetof(struct engy_peer_info, kind), 4);
+PIN(offsetof(struct engy_peer_info, instance), 8);
+PIN(offsetof(struct engy_peer_info, inst), 40);
+PIN(sizeof(struct engy_peer_info), 48);
+/* The role kind (1.1). */
+PIN(ENGY_KIND_ROLE, 7);
+PIN(offsetof(struct engy_role_ops, needs), 8);
+PIN(offsetof(struct engy_role_ops, inflight), 16);
+PIN(sizeof(struct engy_role_ops), 24);
+PIN(sizeof(struct engy_role_need), 24);
 /* Kind ops 1.0. */
 PIN(offsetof(struct engy_proof_ops, scheme), 8);
 PIN(offsetof(struct engy_proof_ops, prove), 16);
@@ -61,7 +75,8 @@ PIN(offsetof(struct engy_transport_ops, ws_send), 80);
 PIN(offsetof(struct engy_transport_ops, ws_close), 88);
 PIN(offsetof(struct engy_transport_ops, ws_set_user), 96);
 PIN(offsetof(struct engy_transport_ops, ws_user), 104);
-PIN(sizeof(struct engy_transport_ops), 112);
+PIN(sizeof(struct engy_transport_ops), 120);
+PIN(offsetof(struct engy_transport_ops, client_tls), 112);
 PIN(offsetof(struct engy_ws_open, header), 24);
 PIN(offsetof(struct engy_ws_open, opens), 40);
 PIN(sizeof(struct engy_ws_open), 56);
@@ -76,7 +91,8 @@ PIN(offsetof(struct engy_backend_ops, prefill), 32);
 PIN(sizeof(struct engy_backend_ops), 40);
 PIN(sizeof(struct engy_gen_params), 96);
 PIN(sizeof(struct engy_gen_result), 40);
-PIN(sizeof(struct engy_model_info), 672);
+PIN(offsetof(struct engy_model_info, serve_urls), 672);
+PIN(sizeof(struct engy_model_info), 1696);
 PIN(sizeof(struct engy_proof_result), 80);
 PIN(offsetof(struct engy_chain_ops, block), 8);
 PIN(offsetof(struct engy_chain_ops, metagraph), 16);
@@ -161,7 +177,7 @@ PIN(ENGY_WS_CLOSE_TOO_BIG, 1009);
 START_TEST(test_versions)
 {
 	ck_assert_int_eq(ENGY_ABI_MAJOR, 1);
-	ck_assert_int_eq(ENGY_ABI_MINOR, 0);
+	ck_assert_int_eq(ENGY_ABI_MINOR, 1);
 }
 END_TEST
 

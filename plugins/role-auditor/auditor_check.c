@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One sampled request (specs/auditor.md §2), one at a time:
+ *   1. pool: parse the commitment (model_root, prompt_ids, output ids),
+ *      read the model spec (thresholds) and check the root is one the
+ *      model accepts;
+ *   2. loop: the backend's prefill(prompt ‖ output[:-1]); its rows from
+ *      the last prompt position on are the ones the miner proved
+ *      (specs/checkpoints.md §5), copied;
+ *   3. pool: every proof plugin's verify() with the model's limits, one
+ *      verdict row each (statistics only), written to the store.
+ * Anything that makes the proof unusable is `unproven`, never `cheat`.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "auditor_int.h"
+
+#define MAX_IDS (1u << 20)
+
+static int hex32(const char *s, uint8_t out[32])
+{
+	size_t i;
+
+	if (!s || strlen(s) != 64)
+		return -EINVAL;
+	for (i = 0; i < 32; i++) {
+		unsigned v;
+
+		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+			return -EINVAL;
+		out[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+static int ids_of(const cJSON *arr, uint32_t *out, size_t *n)
+{
+	const cJSON *e;
+
+	*n = 0;
+	cJSON_ArrayForEach(e, arr) {
+		if (!cJSON_IsNumber(e) || e->valuedouble < 0 ||
+		    e->valuedouble > 4294967295.0 ||
+		    e->valuedouble != floor(e->valuedouble))
+			return -EINVAL;
+		if (out)
+			out[*n] = (uint32_t)e->valuedouble;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* Step 1, on the pool. */
+static void prep_fn(void *arg)
+{
+	struct aud_job *j = arg;
+	struct aud *a = j->a;
+	struct engy_model_root root;
+	const cJSON *t, *pid, *oid, *mr;
+	uint8_t rb[32];
+	size_t np = 0, no = 0;
+	cJSON *c;
+
+	j->model_rc = a->st->model_get(a->sti, j->model, &j->spec);
+	if (j->model_rc) {
+		j->why = "model_unknown";
+		return;
+	}
+	c = j->commitment ? cJSON_Parse(j->commitment) : NULL;
+	t = cJSON_GetObjectItemCaseSensitive(c, "toploc");
+	pid = cJSON_GetObjectItemCaseSensitive(t, "prompt_ids");
+	oid = cJSON_GetObjectItemCaseSensitive(c, "output_token_ids");
+	mr = cJSON_GetObjectItemCaseSensitive(c, "model_root");
+	if (!c || !cJSON_IsArray(pid) || !cJSON_IsArray(oid) ||
+	    !cJSON_IsString(mr) || ids_of(pid, NULL, &np) ||
+	    ids_of(oid, NULL, &no) || !np || np + no > MAX_IDS) {
+		j->why = "bad_commitment";
+		goto out;
+	}
+	if (!no) {
+		j->why = "no_chunks";
+		goto out;
+	}
+	snprintf(j->root_hex, sizeof(j->root_hex), "%s", mr->valuestring);
+	if (hex32(mr->valuestring, rb) ||
+	    a->st->model_root_get(a->sti, rb, &root) ||
+	    strcmp(root.model, j->model)) {
+		j->why = "root_unknown";
+		goto out;
+	}
+	j->ids = malloc((np + no) * sizeof(*j->ids));
+	if (!j->ids) {
+		j->why = "recompute_failed";
+		goto out;
+	}
+	ids_of(pid, j->ids, &np);
+	ids_of(oid, j->ids + np, &no);
+	j->n_prompt = np;
+	j->n_out = no;
+out:
+	cJSON_Delete(c);
+}
+
+static void verify_done(void *arg, int prc);
+
+static void fill_stats(struct engy_verdict *v, const char *detail)
+{
+	cJSON *d = detail ? cJSON_Parse(detail) : NULL;
+	const cJSON *e, *arr;
+	uint32_t *xs = NULL;
+	size_t n = 0, i, k;
+	double mm = 0, md = 0;
+
+	v->chunks = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(d, "chunks")) ;
+	e = cJSON_GetObjectItemCaseSensitive(d, "passed");
+	v->passed = cJSON_IsNumber(e) ? (uint32_t)e->valuedouble : 0;
+	if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(d, "chunks")))
+		v->chunks = 0;
+	if (v->passed > v->chunks)
+		v->passed = v->chunks;
+	arr = cJSON_GetObjectItemCaseSensitive(d, "exp_mismatches");
+	n = (size_t)cJSON_GetArraySize(arr);
+	xs = n ? calloc(n, sizeof(*xs)) : NULL;
+	i = 0;
+	if (xs)
+		cJSON_ArrayForEach(e, arr)
+			xs[i++] = cJSON_IsNumber(e) ? (uint32_t)e->valuedouble : 0;
+	/* nearest-rank p99 over the chunks, and the maximum */
+	for (i = 1; xs && i < n; i++)
+		for (k = i; k > 0 && xs[k - 1] > xs[k]; k--) {
+			uint32_t t = xs[k];
+
+			xs[k] = xs[k - 1];
+			xs[k - 1] = t;
+		}
+	if (xs && n) {
+		v->exp_p99 = xs[(99 * n + 99) / 100 - 1];
+		v->exp_max = xs[n - 1];
+	}
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d, "mant_mean"))
+		if (cJSON_IsNumber(e) && e->valuedouble > mm)
+			mm = e->valuedouble;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d, "mant_median"))
+		if (cJSON_IsNumber(e) && e->valuedouble > md)
+			md = e->valuedouble;
+	v->mant_mean_max_milli = mm > 4e6 ? 4000000000u : (uint32_t)(mm * 1000);
+	v->mant_median_max_milli = md > 4e6 ? 4000000000u : (uint32_t)(md * 1000);
+	free(xs);
+	cJSON_Delete(d);
+}
+
+/* Step 3, on the pool: every scheme, one verdict each, stored. */
+static void verify_fn(void *arg)
+{
+	struct aud_job *j = arg;
+	struct aud *a = j->a;
+	struct engy_rows rows = { j->rows, j->dtype, j->n_rows, j->hidden, 0 };
+	struct engy_proof_limits lim = {
+		.size = sizeof(lim),
+		.max_exp_mismatches = j->spec.toploc_v,
+		.min_pass_ratio = j->spec.toploc_p_ppm / 1e6,
+	};
+	cJSON *c = j->commitment ? cJSON_Parse(j->commitment) : NULL;
+	unsigned i;
+
+	for (i = 0; i < a->n_pr; i++) {
+		struct engy_verdict *v = &j->v[i];
+		struct engy_proof_result res = { 0 };
+		const cJSON *m;
+		char *mj = NULL;
+
+		v->time_ms = aud_now_ms();
+		v->request_time_ms = j->time_ms;
+		v->is_probe = j->is_probe;
+		v->topk = j->spec.toploc_topk;
+		v->limit_v = j->spec.toploc_v;
+		v->limit_p_ppm = j->spec.toploc_p_ppm;
+		snprintf(v->scheme, sizeof(v->scheme), "%s", a->pr[i].ops->scheme);
+		snprintf(v->request_id, sizeof(v->request_id), "%s", j->request_id);
+		snprintf(v->miner, sizeof(v->miner), "%s", j->miner);
+		snprintf(v->model, sizeof(v->model), "%s", j->model);
+		v->verdict = ENGY_VERDICT_UNPROVEN;
+		if (j->why) {
+			snprintf(v->reason, sizeof(v->reason), "%s", j->why);
+		} else if (!(m = cJSON_GetObjectItemCaseSensitive(c, v->scheme)) ||
+			   !(mj = cJSON_PrintUnformatted(m))) {
+			snprintf(v->reason, sizeof(v->reason), "no_proof");
+		} else if (a->pr[i].ops->verify(a->pr[i].inst, &rows, mj,
+						strlen(mj), &lim, &res) < 0) {
+			snprintf(v->reason, sizeof(v->reason), "verify_failed");
+		} else {
+			v->verdict = (uint32_t)res.verdict;
+			snprintf(v->reason, sizeof(v->reason), "%s", res.reason);
+			fill_stats(v, res.detail);
+		}
+		free(res.detail);
+		free(mj);
+		if (v->verdict < ENGY_VERDICT_PASS ||
+		    v->verdict > ENGY_VERDICT_UNPROVEN)
+			v->verdict = ENGY_VERDICT_UNPROVEN;
+		j->rc = a->st->verdict_put(a->sti, v);
+	}
+	cJSON_Delete(c);
+	if (a->n_pr)
+		aud_ack(a, j);
+}
+
+static void finish(struct aud_job *j)
+{
+	struct aud *a = j->a;
+
+	a->inflight++;
+	if (a->h->work(a->h, verify_fn, verify_done, j) < 0) {
+		a->inflight--;
+		verify_done(j, -ESHUTDOWN);
+	}
+}
+
+static void on_rows(void *arg, int rc, const struct engy_rows *rows)
+{
+	struct aud_job *j = arg;
+	size_t es, first;
+
+	j->gen = NULL;
+	j->a->be[j->be].busy = false;
+	first = j->n_prompt - 1;
+	if (rc < 0 || !rows || rows->n_rows < first + j->n_out ||
+	    (rows->dtype != ENGY_DTYPE_F32 && rows->dtype != ENGY_DTYPE_BF16)) {
+		j->why = "recompute_failed";
+		finish(j);
+		return;
+	}
+	es = rows->dtype == ENGY_DTYPE_F32 ? 4 : 2;
+	j->rows = malloc(j->n_out * rows->hidden * es);
+	if (!j->rows) {
+		j->why = "recompute_failed";
+		finish(j);
+		return;
+	}
+	memcpy(j->rows, (const uint8_t *)rows->data + first * rows->hidden * es,
+	       j->n_out * rows->hidden * es);
+	j->n_rows = (uint32_t)j->n_out;
+	j->hidden = rows->hidden;
+	j->dtype = rows->dtype;
+	finish(j);
+}
+
+static int pick_backend(struct aud *a, const char *model)
+{
+	unsigned i;
+
+	for (i = 0; i < a->n_be; i++)
+		if (!strcmp(a->be[i].name, model))
+			return (int)i;
+	return a->n_be == 1 ? 0 : -1;
+}
+
+static void prep_done(void *arg, int prc)
+{
+	struct aud_job *j = arg;
+	struct aud *a = j->a;
+	int rc;
+
+	a->inflight--;
+	if (prc < 0 || a->stopping) {
+		verify_done(j, -ESHUTDOWN);
+		return;
+	}
+	if (j->why) {
+		finish(j);
+		return;
+	}
+	j->be = pick_backend(a, j->model);
+	if (j->be < 0) {
+		j->why = "no_checkpoint";
+		finish(j);
+		return;
+	}
+	a->be[j->be].busy = true;
+	rc = a->be[j->be].ops->prefill(a->be[j->be].inst, j->ids,
+				       j->n_prompt + j->n_out - 1, on_rows, j,
+				       &j->gen);
+	if (rc < 0) {
+		a->be[j->be].busy = false;
+		j->why = "recompute_failed";
+		finish(j);
+	}
+}
+
+static const char *vname(uint32_t v)
+{
+	return v == ENGY_VERDICT_PASS ? "pass" : v == ENGY_VERDICT_CHEAT ? "cheat"
+									 : "unproven";
+}
+
+static void verify_done(void *arg, int prc)
+{
+	struct aud_job *j = arg;
+	struct aud *a = j->a;
+	unsigned i;
+
+	if (prc != -ESHUTDOWN)
+		a->inflight--;
+	for (i = 0; prc >= 0 && i < a->n_pr; i++) {
+		const struct engy_verdict *v = &j->v[i];
+
+		aud_log(a, ENGY_LOG_NOTICE,
+			 "event=verdict request_id=%s miner=%s model=%s probe=%u scheme=%s verdict=%s reason=%s chunks=%u passed=%u exp_p99=%u exp_max=%u topk=%u p99_score=%.4f mant_mean_max=%.3f limit_v=%u stored=%s",
+			 v->request_id, v->miner, v->model, v->is_probe, v->scheme,
+			 vname(v->verdict), v->reason, v->chunks, v->passed,
+			 v->exp_p99, v->exp_max, v->topk,
+			 v->topk ? (double)v->exp_p99 / v->topk : 0.0,
+			 v->mant_mean_max_milli / 1000.0, v->limit_v,
+			 j->rc ? "no" : "yes");
+	}
+	a->n_done++;
+	a->checking = false;
+	aud_job_free(j);
+	aud_check_next(a);
+}
+
+void aud_check_next(struct aud *a)
+{
+	struct aud_job *j = a->q_head;
+
+	if (a->checking || a->stopping || !j)
+		return;
+	a->q_head = j->next;
+	if (!a->q_head)
+		a->q_tail = NULL;
+	a->q_len--;
+	j->next = NULL;
+	a->checking = true;
+	a->inflight++;
+	if (a->h->work(a->h, prep_fn, prep_done, j) < 0) {
+		a->inflight--;
+		a->checking = false;
+		aud_job_free(j);
+	}
+}

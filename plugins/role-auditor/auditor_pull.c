@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pulling from the gateway's proof tee (specs/auditor.md §2): every
+ * pull_s, one GET on the pool (libcurl, bounded body, timeout), the items
+ * parsed there; on the loop thread the sampled ones join a bounded queue
+ * (past queue_max they are dropped and counted: the auditor falls behind,
+ * serving never does).  A buyer request is sampled when the first four
+ * bytes of SHA-256(request_id) read below sample_ppm / 10^6 of 2^32, so a
+ * miner cannot tell which of its requests are audited and a restart
+ * samples the same ones; a probe always is.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <sodium.h>
+
+#include <config.h>
+
+#include "auditor_int.h"
+
+#define PULL_MAX_BYTES (64u << 20)
+#define PULL_LIMIT 64
+
+struct pull {
+	struct aud *a;
+	char url[1024];
+	char auth[600];
+	long status;
+	char err[160];
+	char *buf;
+	size_t len;
+	struct aud_job *jobs;		/* parsed, in order */
+	char next[64];
+	unsigned n_items, n_sampled;
+};
+
+void aud_job_free(struct aud_job *j)
+{
+	if (!j)
+		return;
+	if (j->commitment)
+		sodium_memzero(j->commitment, strlen(j->commitment));
+	free(j->commitment);
+	if (j->ids)
+		sodium_memzero(j->ids, (j->n_prompt + j->n_out) * sizeof(*j->ids));
+	free(j->ids);
+	free(j->rows);
+	free(j);
+}
+
+static size_t on_body(char *p, size_t sz, size_t n, void *arg)
+{
+	struct pull *u = arg;
+	size_t add = sz * n;
+	char *b;
+
+	if (u->len + add > PULL_MAX_BYTES)
+		return 0;
+	b = realloc(u->buf, u->len + add + 1);
+	if (!b)
+		return 0;
+	memcpy(b + u->len, p, add);
+	u->buf = b;
+	u->len += add;
+	b[u->len] = '\0';
+	return add;
+}
+
+static size_t discard(char *p, size_t sz, size_t n, void *arg)
+{
+	return sz * n;
+}
+
+static bool sampled(const char *rid, int64_t ppm)
+{
+	uint8_t h[crypto_hash_sha256_BYTES];
+	uint64_t x;
+
+	if (ppm >= 1000000)
+		return true;
+	crypto_hash_sha256(h, (const uint8_t *)rid, strlen(rid));
+	x = (uint64_t)h[0] << 24 | (uint64_t)h[1] << 16 | (uint64_t)h[2] << 8 | h[3];
+	return x * 1000000 < (uint64_t)ppm << 32;
+}
+
+static void copy_str(char *dst, size_t cap, const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	dst[0] = '\0';
+	if (cJSON_IsString(v) && strlen(v->valuestring) < cap)
+		strcpy(dst, v->valuestring);
+}
+
+static struct aud_job *parse_item(struct aud *a, const cJSON *it)
+{
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(it, "commitment");
+	const cJSON *v;
+	struct aud_job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	j->a = a;
+	copy_str(j->request_id, sizeof(j->request_id), it, "request_id");
+	copy_str(j->miner, sizeof(j->miner), it, "miner");
+	copy_str(j->model, sizeof(j->model), it, "model");
+	v = cJSON_GetObjectItemCaseSensitive(it, "time_ms");
+	j->time_ms = cJSON_IsNumber(v) && v->valuedouble > 0 ? (int64_t)v->valuedouble
+							     : aud_now_ms();
+	j->is_probe = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "is_probe"));
+	v = cJSON_GetObjectItemCaseSensitive(it, "seq");
+	j->seq = cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
+	if (c && !cJSON_IsNull(c))
+		j->commitment = cJSON_PrintUnformatted(c);
+	return j;
+}
+
+static void pull_fn(void *arg)
+{
+	struct pull *u = arg;
+	struct aud *a = u->a;
+	struct curl_slist *hs = NULL;
+	struct aud_job **tail = &u->jobs;
+	const cJSON *items, *it, *nx;
+	cJSON *doc;
+	CURLcode cc;
+	CURL *h = curl_easy_init();
+
+	if (!h) {
+		snprintf(u->err, sizeof(u->err), "out of memory");
+		return;
+	}
+	if (u->auth[0])
+		hs = curl_slist_append(hs, u->auth);
+	curl_easy_setopt(h, CURLOPT_URL, u->url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)a->c->fetch_timeout_s);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, u);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "engy-auditor/" PACKAGE_VERSION);
+	cc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &u->status);
+	curl_easy_cleanup(h);
+	curl_slist_free_all(hs);
+	if (cc != CURLE_OK) {
+		snprintf(u->err, sizeof(u->err), "%s", curl_easy_strerror(cc));
+		return;
+	}
+	if (u->status != 200) {
+		snprintf(u->err, sizeof(u->err), "HTTP %ld", u->status);
+		return;
+	}
+	doc = cJSON_ParseWithLength(u->buf ? u->buf : "", u->len);
+	items = cJSON_GetObjectItemCaseSensitive(doc, "entries");
+	if (!cJSON_IsArray(items)) {
+		snprintf(u->err, sizeof(u->err), "not a tee answer (no entries)");
+		cJSON_Delete(doc);
+		return;
+	}
+	cJSON_ArrayForEach(it, items) {
+		struct aud_job *j;
+		char rid[64];
+
+		u->n_items++;
+		copy_str(rid, sizeof(rid), it, "request_id");
+		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "is_probe")) &&
+		    !sampled(rid, a->c->sample_ppm))
+			continue;
+		j = parse_item(a, it);
+		if (!j)
+			break;
+		u->n_sampled++;
+		*tail = j;
+		tail = &j->next;
+	}
+	nx = cJSON_GetObjectItemCaseSensitive(doc, "next");
+	if (cJSON_IsString(nx) && strlen(nx->valuestring) < sizeof(u->next))
+		strcpy(u->next, nx->valuestring);
+	else if (cJSON_IsNumber(nx))
+		snprintf(u->next, sizeof(u->next), "%.0f", nx->valuedouble);
+	cJSON_Delete(doc);
+}
+
+static void pull_done(void *arg, int prc)
+{
+	struct pull *u = arg;
+	struct aud *a = u->a;
+	struct aud_job *j;
+	unsigned dropped = 0;
+
+	a->inflight--;
+	a->pulling = false;
+	if (u->err[0])
+		aud_log(a, ENGY_LOG_WARNING,
+			 "event=tee_pull_failed error=\"%s\" retry_s=%lld", u->err,
+			 (long long)a->c->pull_s);
+	if (u->next[0])
+		memcpy(a->cursor, u->next, sizeof(a->cursor));
+	while ((j = u->jobs)) {
+		u->jobs = j->next;
+		j->next = NULL;
+		if (prc < 0 || a->stopping || a->q_len >= (unsigned)a->c->queue_max) {
+			dropped += prc >= 0 && !a->stopping;
+			aud_job_free(j);
+			continue;
+		}
+		if (a->q_tail)
+			a->q_tail->next = j;
+		else
+			a->q_head = j;
+		a->q_tail = j;
+		a->q_len++;
+	}
+	a->n_dropped += dropped;
+	if (u->n_items)
+		aud_log(a, ENGY_LOG_INFO,
+			 "event=tee_pull items=%u sampled=%u dropped=%u queued=%u",
+			 u->n_items, u->n_sampled, dropped, a->q_len);
+	free(u->buf);
+	free(u);
+	aud_check_next(a);
+}
+
+void aud_pull_start(struct aud *a)
+{
+	const char *base = a->c->tee_url;
+	struct pull *u;
+
+	if (a->pulling || a->stopping || !base || !*base)
+		return;
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return;
+	u->a = a;
+	snprintf(u->url, sizeof(u->url), "%s%ssince=%s&n=%d", base,
+		 strchr(base, '?') ? "&" : "?", a->cursor[0] ? a->cursor : "0",
+		 PULL_LIMIT);
+	if (a->c->tee_token && *a->c->tee_token)
+		snprintf(u->auth, sizeof(u->auth), "Authorization: Bearer %s",
+			 a->c->tee_token);
+	a->pulling = true;
+	a->inflight++;
+	if (a->h->work(a->h, pull_fn, pull_done, u) < 0) {
+		a->inflight--;
+		a->pulling = false;
+		free(u);
+	}
+}
+
+/*
+ * The verdict back to the tee (specs/gateway.md): the entry is dropped
+ * there, and a probe's verdict feeds onboarding.  Best effort, on the
+ * pool; a tee without an ack endpoint just expires its entries.
+ */
+void aud_ack(struct aud *a, const struct aud_job *j)
+{
+	const char *base = a->c->tee_url, *v;
+	struct curl_slist *hs = NULL;
+	char url[1024], auth[600], body[128];
+	size_t n;
+	CURL *h;
+
+	if (!j->seq || !base || (n = strlen(base)) < 7 ||
+	    strcmp(base + n - 7, "/sample") || n >= sizeof(url) - 8)
+		return;
+	snprintf(url, sizeof(url), "%.*s/ack", (int)(n - 7), base);
+	v = j->v[0].verdict == ENGY_VERDICT_PASS ? "pass" :
+	    j->v[0].verdict == ENGY_VERDICT_CHEAT ? "cheat" : "unproven";
+	snprintf(body, sizeof(body), "{\"acks\":[{\"seq\":%llu,\"verdict\":\"%s\"}]}",
+		 (unsigned long long)j->seq, v);
+	h = curl_easy_init();
+	if (!h)
+		return;
+	hs = curl_slist_append(hs, "Content-Type: application/json");
+	if (a->c->tee_token && *a->c->tee_token) {
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", a->c->tee_token);
+		hs = curl_slist_append(hs, auth);
+		sodium_memzero(auth, sizeof(auth));
+	}
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)a->c->fetch_timeout_s);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
+	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_perform(h);
+	curl_easy_cleanup(h);
+	curl_slist_free_all(hs);
+}

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The buyer endpoints on transport-http (specs/buyer-api.md,
+ * specs/gateway.md):
+ *
+ *   POST /v1/chat/completions      OpenAI, plain or SSE
+ *   POST /v1/messages              Anthropic (anthropic-version required)
+ *   POST /v1/messages/count_tokens Anthropic, the prompt's count
+ *   GET  /v1/models[/ID]           both SDKs' shapes in one list
+ *
+ * A request is taken here (key from Authorization: Bearer or x-api-key,
+ * hashed at once; the body copied), checked and reserved on the pool
+ * (gateway_store.c), routed and relayed (gateway_relay.c).  Every reply
+ * carries x-request-id and request-id; errors come in the API's own shape
+ * with retry-after on 429 and 503 and x-should-retry: false on a 402.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway_int.h"
+
+static void headers(struct gw_req *r, int status, const char *h[12])
+{
+	size_t n = 0;
+
+	h[n++] = "x-request-id";
+	h[n++] = r->request_id;
+	h[n++] = "request-id";
+	h[n++] = r->request_id;
+	if (status == 429 || status == 503) {
+		h[n++] = "retry-after";
+		h[n++] = "1";
+	} else if (status == 402) {
+		h[n++] = "x-should-retry";
+		h[n++] = "false";
+	}
+	h[n] = NULL;
+}
+
+static void reply_json(struct gw_req *r, int status, const char *body,
+		       size_t len)
+{
+	struct gw *g = r->g;
+	const char *h[12];
+
+	headers(r, status, h);
+	if (g->t->http_reply(g->ti, r->x, status, "application/json", h, body,
+			     len) < 0)
+		GW_LOG(g, ENGY_LOG_INFO,
+		       "event=reply_failed request=%s status=%d",
+		       r->request_id, status);
+	r->x = NULL;
+}
+
+void gw_http_flush(struct gw_req *r)
+{
+	struct gw *g = r->g;
+
+	if (!r->out.len)
+		return;
+	if (r->x && r->stream_begun)
+		g->t->http_stream_write(g->ti, r->x, r->out.buf, r->out.len);
+	engy_sse_out_reset(&r->out);
+}
+
+int gw_http_stream_begin(struct gw_req *r)
+{
+	struct gw *g = r->g;
+	const char *h[16];
+	int rc;
+
+	if (r->stream_begun)
+		return 0;
+	if (!r->x)
+		return -EPIPE;
+	headers(r, 200, h);
+	h[4] = "Cache-Control";
+	h[5] = "no-cache";
+	h[6] = "X-Accel-Buffering";
+	h[7] = "no";
+	h[8] = NULL;
+	rc = g->t->http_stream_begin(g->ti, r->x, 200, "text/event-stream", h);
+	if (rc < 0)
+		return rc;
+	r->stream_begun = true;
+	if (r->api == ENGY_API_ANTHROPIC)
+		engy_anth_stream_start(
+			&r->as, r->prompt_exact ? r->prompt_bound : 0, &r->out);
+	gw_http_flush(r);
+	return 0;
+}
+
+void gw_http_error(struct gw_req *r, int status, const char *msg)
+{
+	struct engy_apierr e = {
+		.status = status,
+		.message = msg,
+		.request_id = r->request_id,
+	};
+	char param[96];
+	size_t len;
+	char *body;
+
+	engy_apierr_param_of(msg, param, sizeof(param));
+	e.param = param[0] ? param : NULL;
+	if (r->x && r->stream_begun) {
+		engy_apierr_sse(&r->out, r->api, &e);
+		gw_http_flush(r);
+		r->g->t->http_stream_end(r->g->ti, r->x);
+		r->x = NULL;
+	} else if (r->x) {
+		body = engy_apierr_body(r->api, &e, &len);
+		if (body)
+			reply_json(r, status, body, len);
+		else
+			reply_json(r, 500, NULL, 0);
+		free(body);
+	}
+	gw_req_finish(r, status, msg);
+}
+
+void gw_http_count(struct gw_req *r)
+{
+	struct engy_sse_out o;
+
+	engy_sse_out_init(&o);
+	if (engy_anth_count_json(&o, r->prompt_bound) < 0) {
+		engy_sse_out_free(&o);
+		gw_http_error(r, 500, "out of memory");
+		return;
+	}
+	reply_json(r, 200, o.buf, o.len);
+	engy_sse_out_free(&o);
+	r->status = 200;
+	gw_req_finish(r, 200, "count_tokens");
+}
+
+/* ---- /v1/models ----------------------------------------------------- */
+
+/* The list comes from the store on the pool; the exchange is tracked as
+ * a request so a buyer who leaves meanwhile is noticed (h_gone). */
+struct models_job {
+	struct gw_req *r;
+	char id[128]; /* "" for the list */
+	struct engy_model *m;
+	size_t n;
+	int rc;
+};
+
+static void models_fn(void *arg)
+{
+	struct models_job *j = arg;
+	struct gw *g = j->r->g;
+
+	j->rc = g->st->model_list(g->sti, &j->m, &j->n);
+}
+
+static void simple_error(struct gw *g, struct engy_http_exchange *x,
+			 enum engy_api api, int status, const char *msg)
+{
+	struct engy_apierr e = {.status = status, .message = msg};
+	size_t len;
+	char *body = engy_apierr_body(api, &e, &len);
+
+	g->t->http_reply(g->ti, x, status, "application/json", NULL, body,
+			 body ? len : 0);
+	free(body);
+}
+
+static void models_done(void *arg, int rc)
+{
+	struct models_job *j = arg;
+	struct gw_req *r = j->r;
+	struct engy_api_model_info *info = NULL;
+	struct engy_sse_out o;
+	size_t i, n = 0;
+	int status = 200;
+
+	engy_sse_out_init(&o);
+	if (rc < 0 || j->rc < 0) {
+		status = 503;
+		goto out;
+	}
+	info = calloc(j->n + 1, sizeof(*info));
+	for (i = 0; info && i < j->n; i++) {
+		if (j->m[i].status != ENGY_MODEL_ENABLED ||
+		    (j->id[0] && strcmp(j->m[i].name, j->id) != 0))
+			continue;
+		info[n].id = j->m[i].name;
+		info[n].created = j->m[i].updated_ms / 1000;
+		info[n].context_length = j->m[i].max_input_tokens;
+		info[n].max_output_tokens = j->m[i].max_output_tokens;
+		n++;
+	}
+	if (!info)
+		status = 500;
+	else if (j->id[0] && !n)
+		status = 404;
+	else if (j->id[0])
+		engy_api_model_json(&o, &info[0]);
+	else
+		engy_api_models_json(&o, info, n);
+out:
+	if (status != 200)
+		gw_http_error(r, status,
+			      status == 404 ? "model: no such model"
+					    : "the model list is unavailable");
+	else if (o.err)
+		gw_http_error(r, 500, "out of memory");
+	else {
+		if (r->x)
+			reply_json(r, 200, o.buf, o.len);
+		gw_req_finish(r, 200, "models");
+	}
+	engy_sse_out_free(&o);
+	free(info);
+	free(j->m);
+	free(j);
+}
+
+static void models(struct gw *g, struct engy_http_exchange *x,
+		   const struct engy_http_request *hr, enum engy_api api)
+{
+	const struct engy_host *h = g->h;
+	struct models_job *j = calloc(1, sizeof(*j));
+	struct gw_req *r = j ? gw_req_new(g) : NULL;
+
+	if (!r) {
+		free(j);
+		simple_error(g, x, api, 500, "out of memory");
+		return;
+	}
+	r->x = x;
+	r->api = api;
+	j->r = r;
+	if (hr->path[10] == '/')
+		snprintf(j->id, sizeof(j->id), "%s", hr->path + 11);
+	if (h->work(h, models_fn, models_done, j) < 0)
+		models_done(j, -ECANCELED);
+}
+
+/* ---- the route ------------------------------------------------------ */
+
+static int h_request(void *arg, struct engy_http_exchange *x,
+		     const struct engy_http_request *hr)
+{
+	struct gw *g = arg;
+	const char *p = hr->path, *key = NULL;
+	bool post = strcmp(hr->method, "POST") == 0;
+	enum engy_api api = hr->header(hr, "anthropic-version") ||
+					    strncmp(p, "/v1/messages", 12) == 0
+				    ? ENGY_API_ANTHROPIC
+				    : ENGY_API_OPENAI;
+	struct gw_req *r;
+	size_t len = 0;
+	int count = strcmp(p, "/v1/messages/count_tokens") == 0;
+
+	if (strcmp(p, "/v1/models") == 0 ||
+	    strncmp(p, "/v1/models/", 11) == 0) {
+		if (strcmp(hr->method, "GET") && strcmp(hr->method, "HEAD"))
+			simple_error(g, x, api, 405, "use GET");
+		else
+			models(g, x, hr, api);
+		return 0;
+	}
+	if (strcmp(p, "/v1/chat/completions") && strcmp(p, "/v1/messages") &&
+	    !count) {
+		simple_error(g, x, api, 404, "no such route");
+		return 0;
+	}
+	if (!post) {
+		simple_error(g, x, api, 405, "use POST");
+		return 0;
+	}
+	r = gw_req_new(g);
+	if (!r) {
+		simple_error(g, x, api, 500, "out of memory");
+		return 0;
+	}
+	r->x = x;
+	r->api = strcmp(p, "/v1/chat/completions") == 0 ? ENGY_API_OPENAI
+							: ENGY_API_ANTHROPIC;
+	r->count_only = count;
+	if (g->stopping) {
+		gw_http_error(r, 503, "the gateway is shutting down; retry");
+		return 0;
+	}
+	if (engy_api_key(hr->header(hr, "Authorization"),
+			 hr->header(hr, "x-api-key"), &key, &len, r->err,
+			 sizeof(r->err)) < 0 ||
+	    g->st->key_hash(g->sti, key, len, r->key_hash) < 0) {
+		gw_http_error(r, 401, key ? "invalid API key" : r->err);
+		return 0;
+	}
+	if (r->api == ENGY_API_ANTHROPIC &&
+	    engy_anth_check_version(hr->header(hr, "anthropic-version"), r->err,
+				    sizeof(r->err)) < 0) {
+		gw_http_error(r, 400, r->err);
+		return 0;
+	}
+	if (hr->body_len > (size_t)g->c->max_body_bytes) {
+		snprintf(r->err, sizeof(r->err),
+			 "the request body is over %lld "
+			 "bytes",
+			 (long long)g->c->max_body_bytes);
+		gw_http_error(r, 413, r->err);
+		return 0;
+	}
+	/* The transport's body lives while the exchange does; the pool
+	 * job needs its own. */
+	r->body = malloc(hr->body_len + 1);
+	if (!r->body) {
+		gw_http_error(r, 500, "out of memory");
+		return 0;
+	}
+	memcpy(r->body, hr->body, hr->body_len);
+	r->body[hr->body_len] = '\0';
+	r->body_len = hr->body_len;
+	gw_store_check(r);
+	return 0;
+}
+
+static void h_gone(void *arg, struct engy_http_exchange *x)
+{
+	struct gw *g = arg;
+	struct gw_req *r;
+
+	for (r = g->reqs; r; r = r->next)
+		if (r->x == x)
+			break;
+	if (r) {
+		r->x = NULL;
+		gw_relay_gone(r);
+	}
+}
+
+static const struct engy_http_handler v1_handler = {
+	.size = sizeof(v1_handler),
+	.on_request = h_request,
+	.on_gone = h_gone,
+};
+
+int gw_http_init(struct gw *g)
+{
+	int rc = g->t->http_route(g->ti, "/v1", &v1_handler, g);
+
+	if (rc < 0)
+		GW_LOG(g, ENGY_LOG_ERR,
+		       "event=route_failed path=/v1 "
+		       "error=\"%s\"",
+		       strerror(-rc));
+	return rc;
+}

@@ -1,0 +1,547 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The gateway role's shared state (specs/gateway.md).  Files:
+ *
+ *   gateway.c         options, wiring, start/stop/drain, the timers, the
+ *                     module table (gw_modules[]) and the observers
+ *   gateway_store.c   the store on the worker pool: the buyer checks
+ *                     (parse, key, model, limits, prompt count), reserve,
+ *                     settle with the metadata row, refusal rows, caches
+ *   gateway_hello.c   a miner's hello checked against the store
+ *   gateway_http.c    the buyer endpoints: /v1/chat/completions,
+ *                     /v1/messages(/count_tokens), /v1/models, errors
+ *   gateway_relay.c   one routed request: serve, chunk -> SSE, response,
+ *                     retry before the first byte, timeouts, keep-alive,
+ *                     cancel, the end (settle, observers)
+ *   gateway_pool.c    the miner legs on transport-ws: /gw/meta, hello
+ *                     validation, admit/deny, supersede, heartbeat, ping,
+ *                     stale, reconnect on drain
+ *   gateway_frames.c  parsing what miners send
+ *   gateway_route.c   picking a worker: eligibility, rendezvous-hash
+ *                     prefix affinity, weighted round-robin by free
+ *                     capacity, priority
+ *
+ * Everything here runs on the loop thread except the gw_job bodies
+ * (gateway_store.c), which touch only their job.
+ *
+ * Extending the role (onboarding/probes, circuit breaker, proof tee,
+ * bench): add a file with an init function `int gw_X_init(struct gw *g)`
+ * and append it to gw_modules[] in gateway.c.  From there a module
+ *   - registers a struct gw_observer (gw_observe()) to hear of admitted
+ *     and closed workers, every finished attempt (status, TTFT, TPOT,
+ *     tokens: the breaker's input) and every successful response frame
+ *     (commitment included: the tee's input);
+ *   - moves workers between states with gw_worker_set_state() (NEW ->
+ *     PROBING -> ACTIVE, ACTIVE -> PULLED ...); only gw_worker_eligible()
+ *     workers get buyer traffic;
+ *   - keeps per-worker state in w->ext[its slot] (gw_ext_slot());
+ *   - sends its own requests (probes, bench) with gw_submit(), to one
+ *     worker or routed, recorded with is_probe;
+ *   - adds HTTP routes on g->t / g->ti (the buyer listener) or timers on
+ *     g->h->evbase(g->h).
+ */
+#ifndef ENGY_ROLE_GATEWAY_INT_H
+#define ENGY_ROLE_GATEWAY_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cjson/cJSON.h>
+
+#include <engy/host.h>
+#include <engy/store.h>
+#include <engy/transport.h>
+
+#include "anth.h"
+#include "gateway_mod_conf.h"
+#include "oai.h"
+
+struct event;
+struct engy_metric;
+struct engy_tokenizer;
+struct gw;
+struct gw_req;
+struct gw_worker;
+
+#define GW_HASH_BYTES		32
+#define GW_MAX_ATTEMPTS		4	/* workers one request may try */
+#define GW_MAX_OBSERVERS	8
+#define GW_EXT_SLOTS		4	/* per-worker state of modules */
+#define GW_MAX_TOKENIZERS	16
+
+/* The role's options: the `gateway { }` section and its env twins. */
+struct gw_conf {
+	int64_t workers;		/* gateway processes (GET /gw/meta) */
+	int64_t worker_index;		/* which of them this one is */
+	const char *ws_path;		/* "/gw" */
+	bool onboarding;		/* false: new workers serve at once */
+	struct engy_strv first_party;	/* worker names always eligible */
+	int64_t min_inflight_total;	/* hello's max_inflight_total >= */
+	double hello_timeout_s;
+	double stale_s;			/* silence before a leg is dropped */
+	double ping_s;			/* silence before a ping */
+	double first_token_timeout_s;
+	double keepalive_s;		/* SSE keep-alive while waiting */
+	int64_t max_attempts;		/* workers tried before the 1st byte */
+	int64_t max_body_bytes;
+	int64_t max_messages;
+	int64_t max_tools;
+	int64_t default_max_tokens;
+	int64_t key_max_inflight;	/* 429 above, per API key */
+	double key_cache_s;
+	double model_cache_s;
+	double miner_cache_s;		/* deny verdicts per miner key */
+	int64_t affinity_chars;		/* prompt prefix hashed */
+	int64_t affinity_min_chars;	/* shorter prompts: no affinity */
+	double affinity_slack;		/* load above the least loaded */
+	struct engy_strv tokenizers;	/* "MODEL=DIR" */
+	const char *chat_template;	/* qwen3.6 or qwen3 */
+	double reserve_margin_s;
+	int64_t cancel_bytes_per_token;	/* cancelled stream, no tokenizer */
+	struct gw_mod_conf mod;		/* onboarding, breaker, tee */
+};
+
+/* ---- the miner pool ------------------------------------------------- */
+
+enum gw_wstate {
+	GW_W_HELLO = 0,	/* connected, waiting for hello */
+	GW_W_CHECKING,	/* hello under validation (store) */
+	GW_W_NEW,	/* admitted, not proven: onboarding's input */
+	GW_W_PROBING,	/* onboarding at work: probes only */
+	GW_W_ACTIVE,	/* serves buyers */
+	GW_W_PULLED,	/* taken out (breaker, control plane): re-prove */
+	GW_W_CLOSED,	/* the leg is gone */
+};
+
+/* One leg: a miner's connection to this gateway worker. */
+struct gw_worker {
+	struct gw *g;
+	struct gw_worker *next, **pprev;
+	struct engy_ws_conn *conn;	/* NULL once closing */
+	uint64_t id;			/* this process's number, for logs */
+	enum gw_wstate state;
+	bool first_party;		/* always eligible */
+	bool reconnect_sent;		/* draining: reconnect went out */
+	bool in_job;			/* a pool job holds it: free later */
+	int32_t priority;		/* routing bias, 0 none */
+	/* who */
+	int64_t miner_id;
+	uint8_t key_hash[GW_HASH_BYTES];
+	char hotkey[64];
+	char worker_name[128];
+	char worker_id[64];
+	char instance_id[64];
+	char remote[64];
+	char model[128];
+	char model_root[129];
+	/* capacity and limits: min(model spec, hello) */
+	unsigned max_inflight;		/* this leg's share */
+	unsigned max_inflight_total;
+	uint64_t max_input_tokens;
+	uint64_t max_output_tokens;
+	double max_request_s;
+	/* load */
+	unsigned inflight;		/* attempts routed here, open */
+	unsigned miner_inflight;	/* its last heartbeat */
+	struct gw_req *reqs;		/* those attempts */
+	int64_t swrr;			/* smooth weighted round-robin */
+	uint64_t ident;			/* hash of (key, worker_name) */
+	/* timing (CLOCK_MONOTONIC) */
+	struct timespec opened, last_seen, last_ping;
+	uint64_t served, failed, bad_frames;
+	void *ext[GW_EXT_SLOTS];	/* modules' per-worker state */
+};
+
+/* ---- requests ------------------------------------------------------- */
+
+enum gw_rstate {
+	GW_R_CHECK = 0,	/* parse, key, model, count (pool) */
+	GW_R_RESERVE,	/* reserve (pool) */
+	GW_R_ROUTED,	/* an attempt is at a worker */
+	GW_R_SETTLE,	/* settle and log (pool) */
+};
+
+/*
+ * How one request (or one attempt, for observers) ended.  Statuses are
+ * the buyer's: 200, 499 (the buyer left), 502 (the worker failed), 504
+ * (the worker ran out of time), or a refusal (4xx, 503) before any
+ * worker was picked.
+ */
+struct gw_outcome {
+	int status;
+	bool miner_fault;		/* 502/504: counts against the worker */
+	uint32_t prompt_tokens;
+	uint32_t completion_tokens;
+	uint32_t cached_tokens;
+	uint32_t ttft_ms;		/* 0 when no token came */
+	uint32_t tpot_ms;
+	double total_s;
+	int64_t cost_micro;		/* what settle was asked to charge */
+	bool is_probe;
+	const char *reason;		/* short, never content */
+};
+
+/*
+ * Who gets an internal request's result (gw_submit()): @done runs once,
+ * on the loop thread, with the miner's response frame when there was one
+ * (borrowed: copy what you keep).
+ */
+struct gw_sink {
+	void (*done)(void *arg, const struct gw_outcome *o, const cJSON *frame);
+};
+
+struct gw_model_entry;
+
+struct gw_req {
+	struct gw *g;
+	struct gw_req *next, **pprev;	/* g->reqs */
+	struct gw_req *wnext, **wprev;	/* w->reqs while routed */
+	enum gw_rstate state;
+	/* the buyer (NULL for internal requests, or once gone) */
+	struct engy_http_exchange *x;
+	const struct gw_sink *sink;
+	void *sink_arg;
+	bool gone;			/* the buyer hung up */
+	bool internal;			/* gw_submit(): no buyer, no money */
+	bool no_worker;			/* none eligible at CHECK: 503/404 */
+	bool sink_called;
+	bool is_probe;
+	bool count_only;		/* /v1/messages/count_tokens */
+	enum engy_api api;
+	struct engy_api_req areq;
+	char request_id[40];		/* x-request-id, engy_request_id */
+	char completion_id[48];		/* chatcmpl-... / msg_... */
+	char corr_id[48];		/* the current attempt */
+	/* what the checks found */
+	int64_t key_id, account_id;
+	uint8_t key_hash[GW_HASH_BYTES];
+	bool key_counted;		/* holds one of the key's inflight */
+	struct engy_model spec;
+	uint64_t prompt_bound;		/* tokens: exact, or a byte bound */
+	bool prompt_exact;
+	uint64_t prompt_est;		/* exact, or bytes / cancel_bytes_per_token */
+	uint64_t affinity;		/* hash of the prompt's prefix */
+	bool has_affinity;
+	const struct gw_tok *tok;	/* the model's tokenizer, or NULL */
+	int64_t reservation_id;
+	int64_t reserved_micro;
+	uint64_t pin;			/* internal: only the worker with this
+					 * id (0: routed); an id, not a pointer:
+					 * the worker may go while it waits */
+	/* routing */
+	struct gw_worker *w;		/* the current attempt's worker */
+	unsigned attempts;
+	uint64_t tried[GW_MAX_ATTEMPTS];
+	char miner[64];			/* last worker's hotkey and name */
+	char worker_name[128];
+	double deadline_s;		/* min(model, worker) max_request_s */
+	/* relay */
+	bool stream_begun;		/* buyer: status line and headers out */
+	bool content_sent;		/* buyer: a content byte out */
+	bool first_chunk;		/* this attempt had a chunk */
+	struct engy_oai_stream os;
+	struct engy_anth_stream as;
+	struct engy_sse_out out;
+	size_t relayed_bytes;		/* content + reasoning to the buyer */
+	char *relayed;			/* that text, kept only to count it
+					 * with the tokenizer (RAM only) */
+	size_t relayed_cap;
+	struct event *timer;		/* first token / deadline */
+	struct event *keepalive;
+	struct timespec t0, t_sent, t_first, t_last;
+	int64_t t0_ms;			/* arrival, Unix ms (the row's time) */
+	/* the end */
+	struct gw_outcome out_come;
+	uint32_t prompt_tokens, completion_tokens, cached_tokens;
+	int status;
+	int64_t cost_micro;
+	/* the pool job's scratch (gateway_store.c) */
+	uint8_t *body;
+	size_t body_len;
+	int job_rc;
+	int job_status;
+	char err[256];
+	bool key_cached, model_cached;
+	struct engy_api_key key_rec;
+	struct gw_model_entry *model_hit;
+};
+
+/* A model's tokenizer and chat template, for exact prompt counts. */
+struct gw_tok {
+	char model[128];
+	char dir[512];
+	struct engy_tokenizer *tok;
+	int variant;			/* enum engy_chat_variant */
+};
+
+/* Cached reads of the store (loop thread; refreshed on the pool). */
+struct gw_key_entry {
+	struct gw_key_entry *next;
+	uint8_t hash[GW_HASH_BYTES];
+	int64_t key_id, account_id;
+	uint32_t status;		/* 0: no such key */
+	unsigned inflight;		/* this key's open requests */
+	struct timespec fetched;
+};
+
+struct gw_model_entry {
+	struct gw_model_entry *next;
+	struct engy_model m;
+	bool found;
+	struct timespec fetched;
+};
+
+struct gw_miner_entry {			/* refused miner keys, briefly */
+	struct gw_miner_entry *next;
+	uint8_t hash[GW_HASH_BYTES];
+	char reason[96];
+	struct timespec fetched;
+};
+
+/* ---- observers: how modules hear of what happens ---------------------- */
+
+struct gw_observer {
+	const char *name;
+	/* @w was admitted: state NEW (or ACTIVE when 1st-party). */
+	void (*admitted)(void *arg, struct gw_worker *w);
+	/* @w's leg closed; its requests were failed over already.  @w is
+	 * freed when the observers return. */
+	void (*closed)(void *arg, struct gw_worker *w);
+	/* One attempt on @w ended (the breaker's input).  @r->is_probe
+	 * tells probes from buyer traffic. */
+	void (*finished)(void *arg, struct gw_worker *w, const struct gw_req *r,
+			 const struct gw_outcome *o);
+	/* A successful `response` frame from @w (the tee's input: the
+	 * commitment rides it).  Borrowed; copy what you keep, in RAM. */
+	void (*response)(void *arg, struct gw_worker *w, const struct gw_req *r,
+			 const cJSON *frame);
+	/* The role is stopping (SIGTERM): stop sending probes. */
+	void (*stop)(void *arg);
+	/* Free the module's state (after the loop ended). */
+	void (*destroy)(void *arg);
+	void *arg;
+};
+
+/* ---- the role ---------------------------------------------------------- */
+
+struct gw {
+	const struct engy_host *h;	/* the role instance's host services */
+	const struct gw_conf *c;
+	/* the buyer listener (transport-http) */
+	const struct engy_transport_ops *t;
+	void *ti;
+	/* the miner listener (transport-ws) */
+	const struct engy_transport_ops *ws;
+	void *wsi;
+	/* the store (called on the host's worker pool) */
+	const struct engy_store_ops *st;
+	void *sti;
+	/* miners */
+	struct gw_worker *workers;
+	unsigned n_workers;
+	uint64_t next_worker_id;
+	/* requests */
+	struct gw_req *reqs;
+	unsigned n_reqs;
+	/* caches */
+	struct gw_key_entry *keys[256];	/* by the hash's first byte */
+	struct gw_model_entry *models;
+	struct gw_miner_entry *denied;
+	struct gw_tok toks[GW_MAX_TOKENIZERS];
+	size_t n_toks;
+	int variant;			/* default chat template */
+	/* modules */
+	struct gw_observer obs[GW_MAX_OBSERVERS];
+	size_t n_obs;
+	unsigned n_ext;
+	/* life */
+	struct event *tick;		/* stale, ping, hello timeouts */
+	struct event *release_ev;	/* release_expired */
+	bool stopping;
+	uint64_t served, refused;
+	struct engy_metric *m_workers, *m_inflight, *m_ttft, *m_overhead,
+		*m_attempts;
+};
+
+/* Log one event line under the role's instance name ("gateway"). */
+#define GW_LOG(g, lvl, ...) (g)->h->log((g)->h, (lvl), __VA_ARGS__)
+
+/* Metric updates through the host; a NULL metric (registration failed)
+ * is skipped. */
+static inline void gw_madd(const struct gw *g, struct engy_metric *m, double v)
+{
+	if (m)
+		g->h->metric_add(m, v);
+}
+
+static inline void gw_mset(const struct gw *g, struct engy_metric *m, double v)
+{
+	if (m)
+		g->h->metric_set(m, v);
+}
+
+static inline void gw_mobserve(const struct gw *g, struct engy_metric *m,
+			       double v)
+{
+	if (m)
+		g->h->metric_observe(m, v);
+}
+
+/* gateway.c */
+double gw_since(const struct timespec *t0);
+int64_t gw_now_ms(void);
+bool gw_loop_over(const struct gw *g);
+/* Register @o (copied); 0 or -ENOSPC. */
+int gw_observe(struct gw *g, const struct gw_observer *o);
+/* A free slot of w->ext for one module; -ENOSPC. */
+int gw_ext_slot(struct gw *g);
+void gw_count(struct gw *g, const char *name, const char *labels);
+/* Observers, in registration order. */
+void gw_notify_admitted(struct gw *g, struct gw_worker *w);
+void gw_notify_closed(struct gw *g, struct gw_worker *w);
+void gw_notify_finished(struct gw *g, struct gw_worker *w,
+			const struct gw_req *r, const struct gw_outcome *o);
+void gw_notify_response(struct gw *g, struct gw_worker *w,
+			const struct gw_req *r, const cJSON *frame);
+
+/* gateway_pool.c */
+int gw_pool_init(struct gw *g);
+/* Drain: reconnect to every leg once it is idle. */
+void gw_pool_drain(struct gw *g);
+/* Once a second: stale legs, pings, hello timeouts, drain. */
+void gw_pool_tick(struct gw *g);
+void gw_pool_free(struct gw *g);
+/* Send one frame (@text is consumed); logs a failure. */
+int gw_send(struct gw *g, struct gw_worker *w, char *text, size_t len);
+/* Close a leg with a reason (its requests fail over). */
+void gw_worker_close(struct gw_worker *w, int code, const char *reason);
+/* Move @w to @s (logged, observers are not told: the caller is one). */
+void gw_worker_set_state(struct gw_worker *w, enum gw_wstate s,
+			 const char *why);
+const char *gw_wstate_name(enum gw_wstate s);
+/* An attempt on @w ended: inflight bookkeeping, drain. */
+void gw_worker_release(struct gw_worker *w);
+
+/* gateway_route.c */
+/* Whether @w may get buyer traffic (state, 1st-party, onboarding). */
+bool gw_worker_eligible(const struct gw *g, const struct gw_worker *w);
+/* Whether any eligible worker serves @model (the quick 503). */
+bool gw_route_any(const struct gw *g, const char *model);
+/* The worker for @r's next attempt, or NULL. */
+struct gw_worker *gw_route_pick(struct gw *g, struct gw_req *r);
+/* The prefix hash of a rendered prompt (affinity_chars of it). */
+uint64_t gw_route_affinity(const struct gw *g, const char *prompt,
+			   size_t len, bool *use);
+
+/* gateway_http.c */
+int gw_http_init(struct gw *g);
+/* Answer @r's buyer with an error in its API's shape (or in-band). */
+void gw_http_error(struct gw_req *r, int status, const char *msg);
+/* Answer a count_tokens request. */
+void gw_http_count(struct gw_req *r);
+/* Start @r's SSE reply (status line, headers; message_start for
+ * Anthropic); 0 or -errno. */
+int gw_http_stream_begin(struct gw_req *r);
+/* Write what the renderers left in r->out to the buyer. */
+void gw_http_flush(struct gw_req *r);
+
+/* gateway_relay.c */
+/* Route and send @r's next attempt (answers 503/502 when it cannot). */
+void gw_relay_dispatch(struct gw_req *r);
+/* Frames of @w's attempts. */
+void gw_relay_chunk(struct gw_worker *w, const char *corr_id,
+		    const cJSON *delta);
+void gw_relay_response(struct gw_worker *w, const char *corr_id,
+		       const cJSON *frame);
+/* @w's leg is gone: fail its attempts over. */
+void gw_relay_orphan(struct gw_worker *w);
+/* The buyer left (transport on_gone). */
+void gw_relay_gone(struct gw_req *r);
+/* End @r with @status (the settle job follows). */
+void gw_req_finish(struct gw_req *r, int status, const char *reason);
+struct gw_req *gw_req_new(struct gw *g);
+void gw_req_free(struct gw_req *r);
+
+/*
+ * gw_submit() - an internal request (probe, bench): @body (an OpenAI
+ * chat body, taken) for @model, sent to @pin (NULL: routed like a buyer
+ * request, among eligible workers).  No money moves; a probe's row has
+ * is_probe = 1.  @s->done gets the outcome.  Returns 0 or -errno.
+ */
+int gw_submit(struct gw *g, const char *model, cJSON *body_take,
+	      struct gw_worker *pin, bool is_probe, const struct gw_sink *s,
+	      void *arg);
+
+/* gateway_store.c */
+/* The buyer checks on the pool, then reserve, then dispatch. */
+void gw_store_check(struct gw_req *r);
+/* The model and the reservation (internal requests: the model only). */
+void gw_store_reserve(struct gw_req *r);
+/* Give back @r's place in its key's inflight count. */
+void gw_store_key_release(struct gw_req *r);
+/* Settle (or log) @r, then free it. */
+void gw_store_settle(struct gw_req *r);
+/* Hello validation on the pool; @done on the loop. */
+void gw_store_hello(struct gw_worker *w, const char *miner_key,
+		    void (*done)(struct gw_worker *w, int rc,
+				 const struct engy_miner *m,
+				 const struct engy_model *spec,
+				 const char *why));
+/* Run @fn on the store instance's worker pool, @done on the loop. */
+int gw_store_work(struct gw *g, void (*fn)(void *), void (*done)(void *, int),
+		  void *arg);
+/* Whether @t is less than @ttl seconds ago (CLOCK_MONOTONIC). */
+bool gw_fresh(const struct timespec *t, double ttl);
+/* The tokenizer configured for @model, or NULL. */
+const struct gw_tok *gw_store_tok(const struct gw *g, const char *model);
+int gw_store_init(struct gw *g);
+void gw_store_free(struct gw *g);
+void gw_store_release_expired(struct gw *g);
+
+/* gateway_frames.c: what a miner sends (specs/protocol.md §2). */
+enum gw_mtype {
+	GW_M_UNKNOWN = 0,	/* ignored */
+	GW_M_HELLO,
+	GW_M_HEARTBEAT,
+	GW_M_CHUNK,
+	GW_M_RESPONSE,
+};
+
+struct gw_capacity {
+	bool has_total;
+	unsigned max_inflight;
+	unsigned max_inflight_total;
+	uint64_t max_input_tokens;	/* 0: not sent */
+	uint64_t max_output_tokens;
+	double max_request_s;
+};
+
+struct gw_mframe {
+	int type;			/* enum gw_mtype */
+	const char *type_name;
+	cJSON *root;
+	const char *corr_id;		/* chunk, response */
+	const cJSON *delta;		/* chunk */
+	/* hello */
+	const char *miner_key;
+	const char *model;
+	const char *model_root;
+	const char *worker_name;
+	const char *worker_id;
+	const char *instance_id;
+	struct gw_capacity cap;		/* hello, heartbeat */
+	unsigned inflight;		/* heartbeat */
+};
+
+/*
+ * gw_frame_parse() - one text message from a miner.  -EINVAL with a
+ * reason for what is not a JSON object with a string "type", a hello
+ * without its required fields, a chunk or response without a corr_id;
+ * unknown types parse as GW_M_UNKNOWN.  Free with gw_frame_free().
+ */
+int gw_frame_parse(const char *data, size_t len, struct gw_mframe *f,
+		   char *err, size_t errlen);
+void gw_frame_free(struct gw_mframe *f);
+
+#endif /* ENGY_ROLE_GATEWAY_INT_H */

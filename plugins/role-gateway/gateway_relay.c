@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One routed request, from `serve` to its end (specs/gateway.md,
+ * "Relay"):
+ *
+ *  - dispatch: pick a worker (gateway_route.c), send `serve` with a fresh
+ *    corr_id and engy_request_id, always streamed from the miner (the
+ *    first chunk gives the TTFT, also of a buyer's plain request);
+ *  - chunk: relayed at once as SSE when the buyer streams (the first one
+ *    starts the reply); while none came, a keep-alive every keepalive_s
+ *    (the reply starts then, without content);
+ *  - response: the usage clamped to what the request allowed (a miner
+ *    cannot bill past max_tokens or the prompt's count), the final SSE
+ *    events or the whole JSON reply, the proof tee hears of it;
+ *  - failure of an attempt (an error response, output that cannot be
+ *    rendered, the leg lost, the send refused): another worker is tried
+ *    while no content byte has reached the buyer and attempts and time
+ *    remain, else 502 (in-band once the stream is under way);
+ *  - no token within first_token_timeout_s, or the request past its
+ *    max_request_s: `cancel` to the miner, 504;
+ *  - the buyer leaves: `cancel` to the miner, 499, and the buyer pays
+ *    for the tokens that reached it.
+ * The end settles on the pool (gateway_store.c) and frees the request.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+
+#include "gateway_int.h"
+#include "logfmt.h"
+
+static uint32_t u32(uint64_t v)
+{
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+static uint32_t ms_between(const struct timespec *a, const struct timespec *b)
+{
+	double ms = (double)(b->tv_sec - a->tv_sec) * 1e3 +
+		    (double)(b->tv_nsec - a->tv_nsec) / 1e6;
+
+	return ms <= 0 ? 0 : ms > 4e9 ? UINT32_MAX : (uint32_t)(ms + 0.5);
+}
+
+struct gw_req *gw_req_new(struct gw *g)
+{
+	struct gw_req *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->g = g;
+	engy_api_new_id(r->request_id, sizeof(r->request_id), "req_");
+	clock_gettime(CLOCK_MONOTONIC, &r->t0);
+	r->t0_ms = gw_now_ms();
+	engy_sse_out_init(&r->out);
+	r->next = g->reqs;
+	if (r->next)
+		r->next->pprev = &r->next;
+	r->pprev = &g->reqs;
+	g->reqs = r;
+	g->n_reqs++;
+	return r;
+}
+
+static void detach(struct gw_req *r)
+{
+	struct gw_worker *w = r->w;
+
+	if (!w)
+		return;
+	*r->wprev = r->wnext;
+	if (r->wnext)
+		r->wnext->wprev = r->wprev;
+	r->w = NULL;
+	r->wnext = NULL;
+	r->wprev = NULL;
+	gw_worker_release(w);
+}
+
+static void timers_off(struct gw_req *r)
+{
+	if (r->timer)
+		evtimer_del(r->timer);
+	if (r->keepalive)
+		evtimer_del(r->keepalive);
+}
+
+void gw_req_free(struct gw_req *r)
+{
+	struct gw *g = r->g;
+
+	detach(r);
+	gw_store_key_release(r);
+	*r->pprev = r->next;
+	if (r->next)
+		r->next->pprev = r->pprev;
+	g->n_reqs--;
+	if (r->timer)
+		event_free(r->timer);
+	if (r->keepalive)
+		event_free(r->keepalive);
+	engy_api_req_free(&r->areq);
+	engy_oai_stream_free(&r->os);
+	engy_anth_stream_free(&r->as);
+	engy_sse_out_free(&r->out);
+	free(r->relayed);
+	free(r->body);
+	free(r);
+}
+
+static void outcome(struct gw_req *r, int status, const char *reason,
+		    struct gw_outcome *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->status = status;
+	o->miner_fault = status == 502 || status == 504;
+	o->prompt_tokens = r->prompt_tokens;
+	o->completion_tokens = r->completion_tokens;
+	o->cached_tokens = r->cached_tokens;
+	if (r->first_chunk) {
+		o->ttft_ms = ms_between(&r->t_sent, &r->t_first);
+		if (r->completion_tokens > 1)
+			o->tpot_ms = ms_between(&r->t_first, &r->t_last) /
+				     (r->completion_tokens - 1);
+	}
+	o->total_s = gw_since(&r->t0);
+	o->is_probe = r->is_probe;
+	o->reason = reason;
+}
+
+void gw_req_finish(struct gw_req *r, int status, const char *reason)
+{
+	struct gw *g = r->g;
+	char labels[64], qr[200];
+
+	detach(r);
+	timers_off(r);
+	r->status = status;
+	outcome(r, status, reason, &r->out_come);
+	gw_store_key_release(r);
+	if (r->sink && !r->sink_called) {
+		r->sink_called = true;
+		r->sink->done(r->sink_arg, &r->out_come, NULL);
+	}
+	snprintf(labels, sizeof(labels), "api=\"%s\",status=\"%d\"",
+		 r->internal		     ? "internal"
+		 : r->api == ENGY_API_OPENAI ? "openai"
+					     : "anthropic",
+		 status);
+	gw_count(g, "engy_gw_requests_total", labels);
+	if (r->miner[0] && r->out_come.ttft_ms && g->m_ttft)
+		gw_mobserve(g, g->m_ttft, r->out_come.ttft_ms / 1e3);
+	GW_LOG(g, ENGY_LOG_INFO,
+	       "event=request_done request=%s status=%d api=%s stream=%d "
+	       "attempts=%u miner=%s ttft_ms=%u tpot_ms=%u total_ms=%.1f "
+	       "reason=%s",
+	       r->request_id, status,
+	       r->api == ENGY_API_OPENAI ? "openai" : "anthropic",
+	       r->areq.stream, r->attempts, r->miner[0] ? r->miner : "-",
+	       r->out_come.ttft_ms, r->out_come.tpot_ms,
+	       r->out_come.total_s * 1e3,
+	       (engy_logfmt_value(qr, sizeof(qr), reason ? reason : ""), qr));
+	gw_store_settle(r);
+}
+
+static struct gw_req *find(struct gw_worker *w, const char *corr_id)
+{
+	struct gw_req *r;
+
+	for (r = w->reqs; r; r = r->wnext)
+		if (strcmp(r->corr_id, corr_id) == 0)
+			return r;
+	gw_count(w->g, "engy_gw_frames_ignored_total",
+		 "reason=\"unknown corr_id\"");
+	return NULL;
+}
+
+static void send_cancel(struct gw_req *r)
+{
+	cJSON *o;
+	char *s;
+
+	if (!r->w || !r->w->conn)
+		return;
+	o = cJSON_CreateObject();
+	if (o && cJSON_AddStringToObject(o, "type", "cancel") &&
+	    cJSON_AddStringToObject(o, "corr_id", r->corr_id)) {
+		s = cJSON_PrintUnformatted(o);
+		gw_send(r->g, r->w, s, s ? strlen(s) : 0);
+	}
+	cJSON_Delete(o);
+}
+
+/* An attempt ended without a result: tell the observers, then try
+ * another worker or give the buyer @status. */
+static void attempt_failed(struct gw_req *r, int status, const char *reason,
+			   bool retry)
+{
+	struct gw *g = r->g;
+	struct gw_worker *w = r->w;
+	struct gw_outcome o;
+	double left = r->deadline_s - gw_since(&r->t0);
+
+	timers_off(r);
+	if (w) {
+		w->failed++;
+		outcome(r, status, reason, &o);
+		detach(r);
+		gw_notify_finished(g, w, r, &o);
+	}
+	r->first_chunk = false;
+	r->status = status;
+	if (retry && !r->content_sent && !r->gone && !g->stopping &&
+	    r->attempts < (unsigned)g->c->max_attempts && left > 1) {
+		if (g->m_attempts)
+			gw_madd(g, g->m_attempts, 1);
+		GW_LOG(g, ENGY_LOG_INFO,
+		       "event=attempt_retry request=%s attempt=%u status=%d",
+		       r->request_id, r->attempts, status);
+		gw_relay_dispatch(r);
+		return;
+	}
+	gw_http_error(r, status,
+		      status == 504
+			      ? "the worker did not answer in time"
+			      : "the worker failed to complete the request");
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_req *r = arg;
+
+	send_cancel(r);
+	attempt_failed(r, 504,
+		       r->first_chunk ? "past max_request_s"
+				      : "no first token in time",
+		       false);
+}
+
+static void arm(struct gw_req *r, double s)
+{
+	struct timeval tv;
+
+	if (s < 0.001)
+		s = 0.001;
+	tv.tv_sec = (time_t)s;
+	tv.tv_usec = (suseconds_t)((s - (double)tv.tv_sec) * 1e6);
+	if (!r->timer)
+		r->timer = evtimer_new(r->g->h->evbase(r->g->h), on_timer, r);
+	if (r->timer)
+		evtimer_add(r->timer, &tv);
+}
+
+static void on_keepalive(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_req *r = arg;
+	struct timeval tv = {0, 0};
+
+	if (!r->x || r->content_sent || gw_http_stream_begin(r) < 0)
+		return;
+	engy_api_keepalive(&r->out, r->api);
+	gw_http_flush(r);
+	tv.tv_sec = (time_t)r->g->c->keepalive_s;
+	tv.tv_usec =
+		(suseconds_t)((r->g->c->keepalive_s - (double)tv.tv_sec) * 1e6);
+	evtimer_add(r->keepalive, &tv);
+}
+
+static char *serve_frame(struct gw_req *r, size_t *len)
+{
+	cJSON *o = cJSON_CreateObject();
+	char *s = NULL;
+
+	if (o && cJSON_AddStringToObject(o, "type", "serve") &&
+	    cJSON_AddStringToObject(o, "corr_id", r->corr_id) &&
+	    cJSON_AddItemReferenceToObject(o, "request", r->areq.body) &&
+	    cJSON_AddBoolToObject(o, "stream", 1))
+		s = cJSON_PrintUnformatted(o);
+	cJSON_Delete(o);
+	*len = s ? strlen(s) : 0;
+	return s;
+}
+
+static int first_dispatch(struct gw_req *r)
+{
+	cJSON *id;
+
+	id = cJSON_CreateString(r->request_id);
+	if (!id || !cJSON_IsObject(r->areq.body))
+		goto fail;
+	cJSON_DeleteItemFromObjectCaseSensitive(r->areq.body,
+						"engy_request_id");
+	cJSON_AddItemToObject(r->areq.body, "engy_request_id", id);
+	if (r->internal || !r->areq.stream)
+		return 0;
+	engy_api_new_id(r->completion_id, sizeof(r->completion_id),
+			r->api == ENGY_API_OPENAI ? "chatcmpl-" : "msg_");
+	if (r->api == ENGY_API_OPENAI)
+		return engy_oai_stream_init(&r->os, &r->areq, r->completion_id,
+					    r->t0_ms / 1000);
+	return engy_anth_stream_init(&r->as, &r->areq, r->completion_id);
+fail:
+	cJSON_Delete(id);
+	return -ENOMEM;
+}
+
+void gw_relay_dispatch(struct gw_req *r)
+{
+	struct gw *g = r->g;
+	struct gw_worker *w;
+	double deadline;
+	size_t len;
+	char *s;
+	int rc;
+
+	if (r->gone) {
+		gw_req_finish(r, 499, "buyer left");
+		return;
+	}
+	if (!r->attempts && first_dispatch(r) < 0) {
+		gw_http_error(r, 500, "out of memory");
+		return;
+	}
+	r->state = GW_R_ROUTED;
+	w = gw_route_pick(g, r);
+	if (!w) {
+		if (r->attempts)
+			gw_http_error(
+				r, r->status ? r->status : 502,
+				"the worker failed to complete the request");
+		else
+			gw_http_error(r, 503,
+				      "every worker serving this model is "
+				      "busy or ineligible; retry shortly");
+		return;
+	}
+	snprintf(r->corr_id, sizeof(r->corr_id), "%s.%u", r->request_id,
+		 r->attempts);
+	r->tried[r->attempts++] = w->id;
+	snprintf(r->miner, sizeof(r->miner), "%s", w->hotkey);
+	snprintf(r->worker_name, sizeof(r->worker_name), "%s", w->worker_name);
+	r->w = w;
+	r->wnext = w->reqs;
+	if (r->wnext)
+		r->wnext->wprev = &r->wnext;
+	r->wprev = &w->reqs;
+	w->reqs = r;
+	w->inflight++;
+	r->first_chunk = false;
+	deadline = r->spec.max_request_s;
+	if (w->max_request_s > 0 && w->max_request_s < deadline)
+		deadline = w->max_request_s;
+	r->deadline_s = deadline;
+	clock_gettime(CLOCK_MONOTONIC, &r->t_sent);
+	if (r->attempts == 1 && g->m_overhead)
+		gw_mobserve(g, g->m_overhead, gw_since(&r->t0));
+	s = serve_frame(r, &len);
+	rc = gw_send(g, w, s, len);
+	if (rc < 0) {
+		/* A stuck or closing leg is dropped; that fails @r over
+		 * with the leg's other requests. */
+		if (rc == -ENOBUFS || rc == -ENOTCONN)
+			gw_worker_close(w, ENGY_WS_CLOSE_POLICY, "send failed");
+		else
+			attempt_failed(r, 502, "serve not sent", true);
+		return;
+	}
+	arm(r, g->c->first_token_timeout_s < deadline - gw_since(&r->t0)
+		       ? g->c->first_token_timeout_s
+		       : deadline - gw_since(&r->t0));
+	if (r->x && r->areq.stream && !r->content_sent) {
+		struct timeval tv = {
+			(time_t)g->c->keepalive_s,
+			(suseconds_t)((g->c->keepalive_s -
+				       (double)(time_t)g->c->keepalive_s) *
+				      1e6)};
+
+		if (!r->keepalive)
+			r->keepalive = evtimer_new(g->h->evbase(g->h), on_keepalive, r);
+		if (r->keepalive && !evtimer_pending(r->keepalive, NULL))
+			evtimer_add(r->keepalive, &tv);
+	}
+}
+
+static const char *dstr(const cJSON *delta, const char *name, size_t *len)
+{
+	const cJSON *j = cJSON_GetObjectItemCaseSensitive(delta, name);
+
+	if (!cJSON_IsString(j) || !j->valuestring)
+		return NULL;
+	*len = strlen(j->valuestring);
+	return *len ? j->valuestring : NULL;
+}
+
+static void keep_text(struct gw_req *r, const char *s, size_t n)
+{
+	size_t cap = r->relayed_cap ? r->relayed_cap : 256;
+	char *p;
+
+	r->relayed_bytes += n;
+	if (!r->tok)
+		return;
+	while (cap < r->relayed_bytes + 1)
+		cap *= 2;
+	if (cap != r->relayed_cap) {
+		p = realloc(r->relayed, cap);
+		if (!p) {
+			free(r->relayed);
+			r->relayed = NULL;
+			r->tok = NULL; /* fall back to the byte estimate */
+			return;
+		}
+		r->relayed = p;
+		r->relayed_cap = cap;
+	}
+	memcpy(r->relayed + r->relayed_bytes - n, s, n);
+	r->relayed[r->relayed_bytes] = '\0';
+}
+
+void gw_relay_chunk(struct gw_worker *w, const char *corr_id,
+		    const cJSON *delta)
+{
+	struct gw_req *r = find(w, corr_id);
+	const char *content, *reasoning;
+	size_t clen = 0, rlen = 0;
+
+	if (!r)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &r->t_last);
+	if (!r->first_chunk) {
+		r->first_chunk = true;
+		r->t_first = r->t_last;
+		arm(r, r->deadline_s - gw_since(&r->t0));
+	}
+	if (!r->x || !r->areq.stream)
+		return;
+	content = dstr(delta, "content", &clen);
+	reasoning = dstr(delta, "reasoning_content", &rlen);
+	if (!reasoning)
+		reasoning = dstr(delta, "reasoning", &rlen);
+	if (!content && !reasoning)
+		return;
+	if (gw_http_stream_begin(r) < 0)
+		return;
+	if (r->api == ENGY_API_OPENAI)
+		engy_oai_stream_delta(&r->os, delta, &r->out);
+	else
+		engy_anth_stream_delta(&r->as, delta, &r->out);
+	if (r->out.len)
+		r->content_sent = true;
+	gw_http_flush(r);
+	if (reasoning)
+		keep_text(r, reasoning, rlen);
+	if (content)
+		keep_text(r, content, clen);
+}
+
+/* The miner's usage, held to what the request allowed. */
+static void clamp_usage(struct gw_req *r, struct engy_api_result *res)
+{
+	uint64_t prompt = res->prompt_tokens;
+
+	if (prompt > r->prompt_bound)
+		prompt = r->prompt_bound;
+	if (res->completion_tokens > r->areq.max_tokens)
+		res->completion_tokens = r->areq.max_tokens;
+	if (res->cached_tokens > prompt)
+		res->cached_tokens = prompt;
+	res->prompt_tokens = prompt;
+	r->prompt_tokens = u32(prompt);
+	r->completion_tokens = u32(res->completion_tokens);
+	r->cached_tokens = u32(res->cached_tokens);
+}
+
+static int answer(struct gw_req *r, const struct engy_api_result *res)
+{
+	struct gw *g = r->g;
+	const char *h[6] = {"x-request-id", r->request_id, "request-id",
+			    r->request_id,  NULL,	   NULL};
+	int rc;
+
+	if (!r->x)
+		return 0;
+	if (r->areq.stream) {
+		rc = gw_http_stream_begin(r);
+		if (rc == 0)
+			rc = r->api == ENGY_API_OPENAI
+				     ? engy_oai_stream_finish(&r->os, res,
+							      &r->out)
+				     : engy_anth_stream_finish(&r->as, res,
+							       &r->out);
+		if (rc < 0)
+			return rc;
+		gw_http_flush(r);
+		g->t->http_stream_end(g->ti, r->x);
+		r->x = NULL;
+		return 0;
+	}
+	engy_api_new_id(r->completion_id, sizeof(r->completion_id),
+			r->api == ENGY_API_OPENAI ? "chatcmpl-" : "msg_");
+	rc = r->api == ENGY_API_OPENAI
+		     ? engy_oai_response(&r->out, &r->areq, r->completion_id,
+					 r->t0_ms / 1000, res)
+		     : engy_anth_response(&r->out, &r->areq, r->completion_id,
+					  res);
+	if (rc < 0 || r->out.err)
+		return rc < 0 ? rc : r->out.err;
+	g->t->http_reply(g->ti, r->x, 200, "application/json", h, r->out.buf,
+			 r->out.len);
+	r->x = NULL;
+	return 0;
+}
+
+void gw_relay_response(struct gw_worker *w, const char *corr_id,
+		       const cJSON *frame)
+{
+	struct gw_req *r = find(w, corr_id);
+	const cJSON *err = cJSON_GetObjectItemCaseSensitive(frame, "error");
+	struct engy_api_result res;
+	struct gw_outcome o;
+	char why[256];
+
+	if (!r)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &r->t_last);
+	if (!r->first_chunk) {
+		r->first_chunk = true;
+		r->t_first = r->t_last;
+	}
+	if (cJSON_IsString(err) || (err && !cJSON_IsNull(err))) {
+		/* The miner's text is not relayed: it may quote the prompt. */
+		attempt_failed(r, 502, "the worker answered with an error",
+			       true);
+		return;
+	}
+	if (engy_api_result_parse(
+		    cJSON_GetObjectItemCaseSensitive(frame, "output"), &res,
+		    why, sizeof(why)) < 0) {
+		engy_api_result_free(&res);
+		attempt_failed(r, 502, "the worker's output cannot be rendered",
+			       true);
+		return;
+	}
+	clamp_usage(r, &res);
+	if (answer(r, &res) < 0) {
+		engy_api_result_free(&res);
+		attempt_failed(r, 502, "the worker's output cannot be rendered",
+			       !r->content_sent);
+		return;
+	}
+	engy_api_result_free(&res);
+	w->served++;
+	timers_off(r);
+	outcome(r, 200, NULL, &o);
+	if (r->sink && !r->sink_called) {
+		r->sink_called = true;
+		r->sink->done(r->sink_arg, &o, frame);
+	}
+	gw_notify_response(r->g, w, r, frame);
+	detach(r);
+	gw_notify_finished(r->g, w, r, &o);
+	gw_req_finish(r, 200, NULL);
+}
+
+void gw_relay_orphan(struct gw_worker *w)
+{
+	while (w->reqs)
+		attempt_failed(w->reqs, 502, "the worker's leg closed", true);
+}
+
+void gw_relay_gone(struct gw_req *r)
+{
+	struct gw_worker *w = r->w;
+	struct gw_outcome o;
+
+	r->gone = true;
+	r->x = NULL;
+	if (r->state != GW_R_ROUTED)
+		return; /* a pool job will see it, or it is settling */
+	if (w) {
+		send_cancel(r);
+		outcome(r, 499, "buyer left", &o);
+		detach(r);
+		gw_notify_finished(r->g, w, r, &o);
+	}
+	gw_req_finish(r, 499, "buyer left");
+}
+
+int gw_submit(struct gw *g, const char *model, cJSON *body_take,
+	      struct gw_worker *pin, bool is_probe, const struct gw_sink *s,
+	      void *arg)
+{
+	const cJSON *mt;
+	struct gw_req *r;
+
+	if (!cJSON_IsObject(body_take) || !model || !s || !s->done) {
+		cJSON_Delete(body_take);
+		return -EINVAL;
+	}
+	r = gw_req_new(g);
+	if (!r || !(r->areq.model = strdup(model))) {
+		cJSON_Delete(body_take);
+		if (r)
+			gw_req_free(r);
+		return -ENOMEM;
+	}
+	r->internal = true;
+	r->is_probe = is_probe;
+	r->pin = pin ? pin->id : 0;
+	r->sink = s;
+	r->sink_arg = arg;
+	r->areq.body = body_take;
+	r->areq.stream = true;
+	mt = cJSON_GetObjectItemCaseSensitive(body_take, "max_tokens");
+	if (cJSON_IsNumber(mt) && mt->valuedouble >= 1) {
+		r->areq.has_max_tokens = true;
+		r->areq.max_tokens = (uint64_t)mt->valuedouble;
+	}
+	snprintf(r->spec.name, sizeof(r->spec.name), "%s", model);
+	gw_store_reserve(r);
+	return 0;
+}

@@ -1,0 +1,599 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The proof tee (specs/gateway.md, "Proof tee"): off the response path,
+ * the commitment of every successful response frame (probes always,
+ * buyer responses at tee_sample_rate) is kept with its metadata in an
+ * in-RAM ring, in arrival order, each entry numbered (seq) and forgotten
+ * tee_ttl_s after it came, or earlier when the ring is over tee_max_bytes
+ * (the oldest go first) or an auditor acknowledged it.  Commitments carry
+ * buyer token ids: they never reach a disk or a log, and their bytes are
+ * wiped when an entry goes.  Auditors pull on the buyer listener:
+ *
+ *   GET  /internal/v1/tee                      the ring's figures
+ *   GET  /internal/v1/tee/sample?n=&since=&probe=
+ *        up to n (100, at most 1000) entries with seq > since, oldest
+ *        first; probe=1 only probes, probe=0 only buyer responses;
+ *        "next" is the cursor for the next call
+ *   POST /internal/v1/tee/ack  {"acks":[{"seq":N,"verdict":"pass"}]}
+ *        the entries are dropped; a verdict on a probe feeds onboarding
+ *
+ * every one behind `Authorization: Bearer <tee_token>` (gw_internal_auth,
+ * shared with /internal/v1/workers).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/event.h>
+
+#include "gateway_mod.h"
+
+#define TEE_MAX_N	1000
+
+struct tee_ent {
+	uint64_t seq;
+	int64_t time_ms, expires_ms;	/* Unix ms */
+	uint64_t worker_id;
+	bool is_probe;
+	uint32_t prompt_tokens, completion_tokens;
+	size_t bytes;			/* what it counts against the cap */
+	char request_id[40];
+	char miner[64];
+	char worker_name[128];
+	char model[128];
+	char model_root[129];
+	char *commitment;		/* JSON text; NULL: none came */
+	size_t clen;
+};
+
+struct tee {
+	struct gw *g;
+	const struct gw_mod_conf *c;
+	struct tee_ent **ring;		/* seq & (cap - 1) */
+	size_t cap;
+	uint64_t head, next;		/* live seqs are [head, next) */
+	size_t bytes, count;
+	uint64_t rng;
+	struct event *tick;
+	struct engy_metric *m_entries, *m_bytes, *m_kept[2], *m_drop[3],
+		*m_verdict[4];
+};
+
+enum { DROP_EXPIRED, DROP_CAP, DROP_ACKED };
+static const char *const drop_names[] = { "expired", "cap", "acked" };
+static const char *const verdict_names[] = { NULL, "pass", "cheat", "unproven" };
+
+/* ---- the ring -------------------------------------------------------- */
+
+static void ent_free(struct tee_ent *e)
+{
+	if (e->commitment) {
+		explicit_bzero(e->commitment, e->clen);
+		free(e->commitment);
+	}
+	explicit_bzero(e, sizeof(*e));
+	free(e);
+}
+
+static struct tee_ent **slot(struct tee *t, uint64_t seq)
+{
+	return &t->ring[seq & (t->cap - 1)];
+}
+
+static void gauges(struct tee *t)
+{
+	if (t->m_entries)
+		gw_mset(t->g, t->m_entries, (double)t->count);
+	if (t->m_bytes)
+		gw_mset(t->g, t->m_bytes, (double)t->bytes);
+}
+
+static void drop(struct tee *t, uint64_t seq, int why)
+{
+	struct tee_ent **p = slot(t, seq), *e = *p;
+
+	if (!e || e->seq != seq)
+		return;
+	*p = NULL;
+	t->bytes -= e->bytes;
+	t->count--;
+	if (t->m_drop[why])
+		gw_madd(t->g, t->m_drop[why], 1);
+	ent_free(e);
+	while (t->head < t->next && !*slot(t, t->head))
+		t->head++;
+}
+
+static void expire(struct tee *t)
+{
+	int64_t now = gw_now_ms();
+	struct tee_ent *e;
+
+	while (t->head < t->next) {
+		e = *slot(t, t->head);
+		if (e && e->expires_ms > now)
+			break;
+		if (e)
+			drop(t, t->head, DROP_EXPIRED);
+		else
+			t->head++;
+	}
+	gauges(t);
+}
+
+static int grow(struct tee *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 1024;
+	struct tee_ent **r = calloc(cap, sizeof(*r));
+	uint64_t s;
+
+	if (!r)
+		return -ENOMEM;
+	for (s = t->head; t->cap && s < t->next; s++)
+		r[s & (cap - 1)] = *slot(t, s);
+	free(t->ring);
+	t->ring = r;
+	t->cap = cap;
+	return 0;
+}
+
+static int push(struct tee *t, struct tee_ent *e)
+{
+	while (t->head < t->next &&
+	       t->bytes + e->bytes > (size_t)t->c->tee_max_bytes)
+		drop(t, t->head, DROP_CAP);
+	if (t->next - t->head == t->cap && grow(t) < 0)
+		return -ENOMEM;
+	e->seq = t->next++;
+	*slot(t, e->seq) = e;
+	t->bytes += e->bytes;
+	t->count++;
+	gauges(t);
+	return 0;
+}
+
+static bool keep(struct tee *t, const struct gw_req *r)
+{
+	double u;
+
+	if (r->is_probe || t->c->tee_sample_rate >= 1)
+		return true;
+	if (t->c->tee_sample_rate <= 0)
+		return false;
+	t->rng ^= t->rng << 13;
+	t->rng ^= t->rng >> 7;
+	t->rng ^= t->rng << 17;
+	u = (double)(t->rng >> 11) / 9007199254740992.0;
+	return u < t->c->tee_sample_rate;
+}
+
+static void tee_response(void *arg, struct gw_worker *w, const struct gw_req *r,
+			 const cJSON *frame)
+{
+	struct tee *t = arg;
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(frame, "commitment");
+	struct tee_ent *e;
+
+	if (!keep(t, r))
+		return;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return;
+	if (c && !cJSON_IsNull(c)) {
+		e->commitment = cJSON_PrintUnformatted(c);
+		if (!e->commitment) {
+			free(e);
+			return;
+		}
+		e->clen = strlen(e->commitment);
+	}
+	e->bytes = sizeof(*e) + e->clen;
+	if (e->bytes > (size_t)t->c->tee_max_bytes) {
+		if (t->m_drop[DROP_CAP])
+			gw_madd(t->g, t->m_drop[DROP_CAP], 1);
+		ent_free(e);
+		return;
+	}
+	e->time_ms = gw_now_ms();
+	e->expires_ms = e->time_ms + (int64_t)(t->c->tee_ttl_s * 1000);
+	e->worker_id = w->id;
+	e->is_probe = r->is_probe;
+	e->prompt_tokens = r->prompt_tokens;
+	e->completion_tokens = r->completion_tokens;
+	snprintf(e->request_id, sizeof(e->request_id), "%s", r->request_id);
+	snprintf(e->miner, sizeof(e->miner), "%s", w->hotkey);
+	snprintf(e->worker_name, sizeof(e->worker_name), "%s", w->worker_name);
+	snprintf(e->model, sizeof(e->model), "%s", w->model);
+	snprintf(e->model_root, sizeof(e->model_root), "%s", w->model_root);
+	if (push(t, e) < 0) {
+		ent_free(e);
+		return;
+	}
+	if (t->m_kept[e->is_probe])
+		gw_madd(t->g, t->m_kept[e->is_probe], 1);
+}
+
+/* ---- the internal API: auth and replies --------------------------------- */
+
+void gw_internal_reply(struct gw *g, struct engy_http_exchange *x,
+		       int status, cJSON *body, const char *error)
+{
+	static const char *const h401[] = { "WWW-Authenticate", "Bearer", NULL };
+	static const char *const hdr[] = { "Cache-Control", "no-store", NULL };
+	char *s;
+
+	if (!body) {
+		body = cJSON_CreateObject();
+		if (body)
+			cJSON_AddStringToObject(body, "error", error ? error : "error");
+	}
+	s = body ? cJSON_PrintUnformatted(body) : NULL;
+	cJSON_Delete(body);
+	if (!s) {
+		g->t->http_reply(g->ti, x, 500, "application/json", NULL,
+				 "{\"error\":\"out of memory\"}", 25);
+		return;
+	}
+	g->t->http_reply(g->ti, x, status, "application/json",
+			 status == 401 ? h401 : hdr, s, strlen(s));
+	free(s);
+}
+
+bool gw_internal_auth(struct gw *g, struct engy_http_exchange *x,
+		      const struct engy_http_request *hr)
+{
+	const char *tok = g->c->mod.tee_token;
+	const char *h = hr->header(hr, "Authorization");
+	size_t tl, gl, i;
+	unsigned char diff = 0;
+
+	if (!tok || !tok[0]) {
+		gw_internal_reply(g, x, 404, NULL, "the internal API is off: "
+				  "set tee_token (ENGY_TEE_TOKEN)");
+		return false;
+	}
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
+		gw_internal_reply(g, x, 401, NULL, "a bearer token is required");
+		return false;
+	}
+	h += 7;
+	while (*h == ' ')
+		h++;
+	tl = strlen(tok);
+	gl = strlen(h);
+	/* Constant time in the token's length. */
+	for (i = 0; i < tl; i++)
+		diff |= (unsigned char)tok[i] ^ (unsigned char)(i < gl ? h[i] : 0);
+	if (diff || gl != tl) {
+		GW_LOG(g, ENGY_LOG_NOTICE, "event=internal_auth_failed "
+		       "remote=%s path=%s", hr->remote ? hr->remote : "-",
+		       hr->path);
+		gw_internal_reply(g, x, 401, NULL, "invalid bearer token");
+		return false;
+	}
+	return true;
+}
+
+/* The value of @name in a query string, or NULL. */
+static const char *qparam(const char *query, const char *name, char *buf,
+			  size_t cap)
+{
+	size_t nl = strlen(name), vl;
+	const char *p = query, *end;
+
+	while (p && *p) {
+		end = strchr(p, '&');
+		if (!end)
+			end = p + strlen(p);
+		if ((size_t)(end - p) > nl && !strncmp(p, name, nl) && p[nl] == '=') {
+			vl = (size_t)(end - p) - nl - 1;
+			if (vl >= cap)
+				return NULL;
+			memcpy(buf, p + nl + 1, vl);
+			buf[vl] = '\0';
+			return buf;
+		}
+		p = *end ? end + 1 : end;
+	}
+	return NULL;
+}
+
+static int qnum(const char *query, const char *name, uint64_t def,
+		uint64_t max, uint64_t *out)
+{
+	char buf[32], *end;
+	const char *v = qparam(query, name, buf, sizeof(buf));
+	unsigned long long n;
+
+	*out = def;
+	if (!v)
+		return 0;
+	n = strtoull(v, &end, 10);
+	if (!*v || *end || v[0] == '-' || n > max)
+		return -EINVAL;
+	*out = n;
+	return 0;
+}
+
+/* ---- the routes ------------------------------------------------------- */
+
+static cJSON *ent_json(const struct tee_ent *e)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	if (!o)
+		return NULL;
+	cJSON_AddNumberToObject(o, "seq", (double)e->seq);
+	cJSON_AddStringToObject(o, "request_id", e->request_id);
+	cJSON_AddNumberToObject(o, "time_ms", (double)e->time_ms);
+	cJSON_AddNumberToObject(o, "expires_ms", (double)e->expires_ms);
+	cJSON_AddBoolToObject(o, "is_probe", e->is_probe);
+	cJSON_AddStringToObject(o, "miner", e->miner);
+	cJSON_AddStringToObject(o, "worker_name", e->worker_name);
+	cJSON_AddNumberToObject(o, "worker", (double)e->worker_id);
+	cJSON_AddStringToObject(o, "model", e->model);
+	cJSON_AddStringToObject(o, "model_root", e->model_root);
+	cJSON_AddNumberToObject(o, "prompt_tokens", e->prompt_tokens);
+	cJSON_AddNumberToObject(o, "completion_tokens", e->completion_tokens);
+	if (e->commitment)
+		cJSON_AddRawToObject(o, "commitment", e->commitment);
+	else
+		cJSON_AddNullToObject(o, "commitment");
+	return o;
+}
+
+static void sample(struct tee *t, struct engy_http_exchange *x,
+		   const struct engy_http_request *hr)
+{
+	uint64_t n, since, probe, s, last;
+	cJSON *o, *arr;
+	char pb[8];
+	const char *pv = qparam(hr->query, "probe", pb, sizeof(pb));
+
+	if (qnum(hr->query, "n", 100, TEE_MAX_N, &n) < 0 ||
+	    qnum(hr->query, "since", 0, UINT64_MAX, &since) < 0 ||
+	    qnum(hr->query, "probe", 2, 1, &probe) < 0 || (pv && !pv[0]) || !n) {
+		gw_internal_reply(t->g, x, 400, NULL, "n (1..1000), since (a seq) "
+				  "and probe (0 or 1) are numbers");
+		return;
+	}
+	expire(t);
+	o = cJSON_CreateObject();
+	arr = o ? cJSON_AddArrayToObject(o, "entries") : NULL;
+	if (!arr) {
+		cJSON_Delete(o);
+		gw_internal_reply(t->g, x, 500, NULL, "out of memory");
+		return;
+	}
+	last = since;
+	s = since + 1 > t->head ? since + 1 : t->head;
+	for (; s < t->next && (uint64_t)cJSON_GetArraySize(arr) < n; s++) {
+		const struct tee_ent *e = *slot(t, s);
+
+		last = s;
+		if (!e || (probe != 2 && e->is_probe != (probe == 1)))
+			continue;
+		cJSON_AddItemToArray(arr, ent_json(e));
+	}
+	if (s >= t->next && t->next && t->next - 1 > last)
+		last = t->next - 1;
+	cJSON_AddNumberToObject(o, "next", (double)last);
+	cJSON_AddNumberToObject(o, "head", (double)t->head);
+	GW_LOG(t->g, ENGY_LOG_INFO, "event=tee_sample remote=%s since=%llu "
+	       "entries=%d next=%llu", hr->remote ? hr->remote : "-",
+	       (unsigned long long)since, cJSON_GetArraySize(arr),
+	       (unsigned long long)last);
+	gw_internal_reply(t->g, x, 200, o, NULL);
+}
+
+static int verdict_of(const char *s)
+{
+	int i;
+
+	for (i = 1; i <= 3; i++)
+		if (!strcmp(s, verdict_names[i]))
+			return i;
+	return 0;
+}
+
+static void ack(struct tee *t, struct engy_http_exchange *x,
+		const struct engy_http_request *hr)
+{
+	cJSON *in = cJSON_ParseWithLength((const char *)hr->body, hr->body_len);
+	const cJSON *acks = cJSON_GetObjectItemCaseSensitive(in, "acks"), *a;
+	unsigned acked = 0, unknown = 0, verdicts = 0;
+	cJSON *o;
+
+	if (!cJSON_IsArray(acks) || cJSON_GetArraySize(acks) > 100000) {
+		cJSON_Delete(in);
+		gw_internal_reply(t->g, x, 400, NULL, "want {\"acks\": [{\"seq\": N, "
+				  "\"verdict\": \"pass|cheat|unproven\"}, ...]}");
+		return;
+	}
+	cJSON_ArrayForEach(a, acks) {
+		const cJSON *seq = cJSON_GetObjectItemCaseSensitive(a, "seq");
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, "verdict");
+		struct tee_ent *e = NULL;
+		uint64_t s;
+		int vk = 0;
+
+		if (!cJSON_IsNumber(seq) || seq->valuedouble < 0 ||
+		    (v && !(cJSON_IsString(v) && (vk = verdict_of(v->valuestring))))) {
+			cJSON_Delete(in);
+			gw_internal_reply(t->g, x, 400, NULL, "an ack needs a seq; "
+					  "a verdict is pass, cheat or unproven");
+			return;
+		}
+		s = (uint64_t)seq->valuedouble;
+		if (s >= t->head && s < t->next)
+			e = *slot(t, s);
+		if (!e || e->seq != s) {
+			unknown++;
+			continue;
+		}
+		if (vk) {
+			verdicts++;
+			if (t->m_verdict[vk])
+				gw_madd(t->g, t->m_verdict[vk], 1);
+			if (e->is_probe)
+				gw_onboard_verdict(t->g, e->worker_id, e->request_id, vk);
+		}
+		drop(t, s, DROP_ACKED);
+		acked++;
+	}
+	cJSON_Delete(in);
+	gauges(t);
+	o = cJSON_CreateObject();
+	if (o) {
+		cJSON_AddNumberToObject(o, "acked", acked);
+		cJSON_AddNumberToObject(o, "unknown", unknown);
+		cJSON_AddNumberToObject(o, "verdicts", verdicts);
+	}
+	GW_LOG(t->g, ENGY_LOG_INFO, "event=tee_ack remote=%s acked=%u "
+	       "unknown=%u verdicts=%u", hr->remote ? hr->remote : "-", acked,
+	       unknown, verdicts);
+	gw_internal_reply(t->g, x, 200, o, NULL);
+}
+
+static void stats(struct tee *t, struct engy_http_exchange *x)
+{
+	cJSON *o = cJSON_CreateObject();
+
+	expire(t);
+	if (o) {
+		cJSON_AddNumberToObject(o, "entries", (double)t->count);
+		cJSON_AddNumberToObject(o, "bytes", (double)t->bytes);
+		cJSON_AddNumberToObject(o, "max_bytes", (double)t->c->tee_max_bytes);
+		cJSON_AddNumberToObject(o, "head", (double)t->head);
+		cJSON_AddNumberToObject(o, "next", (double)t->next);
+		cJSON_AddNumberToObject(o, "ttl_s", t->c->tee_ttl_s);
+		cJSON_AddNumberToObject(o, "sample_rate", t->c->tee_sample_rate);
+	}
+	gw_internal_reply(t->g, x, 200, o, NULL);
+}
+
+static int h_tee(void *arg, struct engy_http_exchange *x,
+		 const struct engy_http_request *hr)
+{
+	struct tee *t = arg;
+	const char *p = hr->path + strlen("/internal/v1/tee");
+	bool get = !strcmp(hr->method, "GET");
+
+	if (!gw_internal_auth(t->g, x, hr))
+		return 0;
+	if (!*p && get)
+		stats(t, x);
+	else if (!strcmp(p, "/sample") && get)
+		sample(t, x, hr);
+	else if (!strcmp(p, "/ack") && !strcmp(hr->method, "POST"))
+		ack(t, x, hr);
+	else if (!*p || !strcmp(p, "/sample") || !strcmp(p, "/ack"))
+		gw_internal_reply(t->g, x, 405, NULL, "GET the ring and sample, "
+				  "POST ack");
+	else
+		gw_internal_reply(t->g, x, 404, NULL, "no such route");
+	return 0;
+}
+
+static const struct engy_http_handler tee_handler = {
+	.size = sizeof(tee_handler),
+	.on_request = h_tee,
+};
+
+/* ---- life ------------------------------------------------------------- */
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	expire(arg);
+}
+
+static void tee_destroy(void *arg)
+{
+	struct tee *t = arg;
+	uint64_t s;
+
+	for (s = t->head; t->cap && s < t->next; s++) {
+		struct tee_ent **p = slot(t, s);
+
+		if (*p)
+			ent_free(*p);
+		*p = NULL;
+	}
+	free(t->ring);
+	if (t->tick)
+		event_free(t->tick);
+	free(t);
+}
+
+static void metrics(struct tee *t)
+{
+	const struct engy_host *r = t->g->h;
+	char l[48];
+	int i;
+
+	r->metric(r, ENGY_METRIC_GAUGE, "engy_gw_tee_entries",
+		  "commitments held in RAM", NULL, NULL, 0, &t->m_entries);
+	r->metric(r, ENGY_METRIC_GAUGE, "engy_gw_tee_bytes",
+		  "bytes the tee holds (counted against tee_max_bytes)",
+		  NULL, NULL, 0, &t->m_bytes);
+	r->metric(r, ENGY_METRIC_COUNTER, "engy_gw_tee_kept_total",
+		  "commitments taken into the tee", "kind=\"buyer\"", NULL,
+		  0, &t->m_kept[0]);
+	r->metric(r, ENGY_METRIC_COUNTER, "engy_gw_tee_kept_total",
+		  "commitments taken into the tee", "kind=\"probe\"", NULL,
+		  0, &t->m_kept[1]);
+	for (i = 0; i < 3; i++) {
+		snprintf(l, sizeof(l), "reason=\"%s\"", drop_names[i]);
+		r->metric(r, ENGY_METRIC_COUNTER, "engy_gw_tee_dropped_total",
+			  "tee entries forgotten", l, NULL, 0, &t->m_drop[i]);
+	}
+	for (i = 1; i <= 3; i++) {
+		snprintf(l, sizeof(l), "verdict=\"%s\"", verdict_names[i]);
+		r->metric(r, ENGY_METRIC_COUNTER, "engy_gw_tee_verdicts_total",
+			  "verdicts auditors acknowledged", l, NULL, 0,
+			  &t->m_verdict[i]);
+	}
+}
+
+int gw_tee_init(struct gw *g)
+{
+	struct gw_observer o = {
+		.name = GW_MOD_TEE,
+		.response = tee_response,
+		.destroy = tee_destroy,
+	};
+	struct timeval one = { 1, 0 };
+	struct tee *t = calloc(1, sizeof(*t));
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	t->g = g;
+	t->c = &g->c->mod;
+	t->head = t->next = 1;
+	t->rng = (uint64_t)gw_now_ms() * 0xbf58476d1ce4e5b9ull | 1;
+	o.arg = t;
+	rc = grow(t);
+	if (rc == 0)
+		rc = gw_observe(g, &o);
+	if (rc) {
+		free(t->ring);
+		free(t);
+		return rc;
+	}
+	metrics(t);
+	t->tick = event_new(g->h->evbase(g->h), -1, EV_PERSIST, on_tick, t);
+	if (!t->tick || event_add(t->tick, &one) < 0)
+		return -ENOMEM;
+	rc = g->t->http_route(g->ti, "/internal/v1/tee", &tee_handler, t);
+	if (rc < 0)
+		GW_LOG(g, ENGY_LOG_ERR, "event=route_failed "
+		       "path=/internal/v1/tee error=\"%s\"", strerror(-rc));
+	GW_LOG(g, ENGY_LOG_INFO, "event=tee_ready sample_rate=%g "
+	       "ttl_s=%g max_bytes=%lld internal_api=%s", t->c->tee_sample_rate,
+	       t->c->tee_ttl_s, (long long)t->c->tee_max_bytes,
+	       t->c->tee_token && t->c->tee_token[0] ? "on" : "off");
+	return rc;
+}

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * PROVE: on the worker pool, every proof plugin over the request's rows,
+ * the whole generation parsed (reasoning, tool calls, finish_reason), and
+ * the `response` frame built with its commitment; the loop only sends it.
+ * A cancel that came meanwhile drops the result.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "genparse.h"
+#include "miner_req.h"
+#include "tokenizer.h"
+
+static uint32_t *prompt_with_fold(const struct mreq *r)
+{
+	uint32_t *ids = malloc((r->n_prompt + r->n_fold + 1) * sizeof(*ids));
+
+	if (!ids)
+		return NULL;
+	memcpy(ids, r->prompt, r->n_prompt * sizeof(*ids));
+	memcpy(ids + r->n_prompt, r->out, r->n_fold * sizeof(*ids));
+	return ids;
+}
+
+/* Pool thread: reads the request, which nothing else touches meanwhile. */
+static void prove_fn(void *arg)
+{
+	struct mreq *r = arg;
+	struct miner *m = r->m;
+	struct engy_rows rows = { r->rows, ENGY_DTYPE_BF16, (uint32_t)r->n_rows,
+				  r->hidden, 0 };
+	struct engy_genparse_opts po = { .think_open = r->ci.think_open,
+					 .tools = r->ci.tools };
+	struct engy_gen_msg msg = { 0 };
+	const char *schemes[MINER_MAX_PROOFS];
+	char *proofs[MINER_MAX_PROOFS] = { NULL }, *text = NULL;
+	uint32_t *prompt = NULL;
+	struct timespec t0;
+	size_t i, len = 0;
+	int rc = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (i = 0; !rc && i < m->n_proofs; i++) {
+		schemes[i] = m->proofs[i].ops->scheme;
+		rc = m->proofs[i].ops->prove(m->proofs[i].inst, &rows,
+					     &proofs[i]);
+		if (rc)
+			snprintf(r->err, sizeof(r->err), "proof %s failed: %s",
+				 m->proofs[i].name,
+				 strerror(rc < 0 ? -rc : EINVAL));
+	}
+	if (!rc && r->stop_hit) {
+		text = strndup(r->text, r->stop_at);
+		len = r->stop_at;
+		if (!text)
+			rc = -ENOMEM;
+	} else if (!rc &&
+		   engy_tokenizer_decode(m->tok, r->out, mreq_text_ids(r), true,
+					 &text, &len) < 0) {
+		rc = -EINVAL;
+		snprintf(r->err, sizeof(r->err),
+			 "the output could not be decoded");
+	}
+	if (!rc && engy_genparse(text ? text : "", len, &po, &msg) < 0) {
+		rc = -ENOMEM;
+		snprintf(r->err, sizeof(r->err),
+			 "the output could not be parsed");
+	}
+	if (!rc && !(prompt = prompt_with_fold(r)))
+		rc = -ENOMEM;
+	if (!rc) {
+		struct engy_miner_result res = {
+			.corr_id = r->corr_id,
+			.request_id = r->request_id,
+			.model_root = m->model_root,
+			.prompt_ids = prompt,
+			.n_prompt_ids = r->n_prompt + r->n_fold,
+			.output_ids = r->out + r->n_fold,
+			.n_output_ids = r->n_out - r->n_fold,
+			.schemes = schemes,
+			.proofs = (const char *const *)proofs,
+			.n_schemes = m->n_proofs,
+			.msg = &msg,
+			.finish_reason = engy_gen_finish_reason(
+				r->res.finish == ENGY_FINISH_LENGTH,
+				msg.n_calls),
+			.prompt_tokens = (uint32_t)r->n_prompt,
+			.completion_tokens = (uint32_t)r->n_out,
+			.cached_tokens = r->res.cached_tokens,
+		};
+
+		r->frame = engy_miner_response_json(&res, &r->frame_len, &rc);
+		if (!r->frame)
+			snprintf(r->err, sizeof(r->err),
+				 "the response could not be "
+				 "built: %s",
+				 strerror(-rc));
+	} else if (!r->err[0]) {
+		snprintf(r->err, sizeof(r->err), "out of memory");
+	}
+	for (i = 0; i < m->n_proofs; i++)
+		free(proofs[i]);
+	engy_gen_msg_free(&msg);
+	free(text);
+	free(prompt);
+	r->prove_s = miner_since(&t0);
+}
+
+static void prove_done(void *arg, int rc)
+{
+	struct mreq *r = arg;
+	struct miner *m = r->m;
+
+	if (r->cancelled || rc < 0 || miner_loop_over(m)) {
+		mreq_end(r, r->cancelled ? r->outcome : "shutdown");
+		return;
+	}
+	if (m->m_prove)
+		m->h->metric_observe(m->m_prove, r->prove_s);
+	if (!r->frame) {
+		mreq_fail(r, "%s", r->err);
+		return;
+	}
+	miner_send(m, r->conn, r->frame, r->frame_len);
+	r->frame = NULL;
+	mreq_end(r, "ok");
+}
+
+void mreq_prove(struct mreq *r)
+{
+	r->state = MR_PROVE;
+	if (r->m->h->work(r->m->h, prove_fn, prove_done, r) < 0)
+		mreq_fail(r, "the miner is shutting down");
+}
