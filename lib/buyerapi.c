@@ -470,7 +470,7 @@ int engy_api_result_parse(const cJSON *output, struct engy_api_result *r,
 		}
 	}
 	/* tool_calls only when calls came back and the model stopped on its
-	 * own (PROTOCOL.md §5); a cut by max_tokens stays "length". */
+	 * own (specs/protocol.md §5); a cut by max_tokens stays "length". */
 	if (r->n_calls && strcmp(r->finish_reason, "stop") == 0)
 		r->finish_reason = "tool_calls";
 	else if (!r->n_calls && strcmp(r->finish_reason, "tool_calls") == 0)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The signed epoch result (SETTLEMENT.md §4, specs/signing.md): the master
+ * The signed epoch (specs/settlement.md §4, specs/signing.md): the master
  * validator signs, with sr25519 in the "substrate" context, the ASCII
  * message
  *
@@ -54,7 +54,7 @@ int engy_epoch_verify(const uint8_t pub[ENGY_SR25519_PUBLIC_BYTES],
 
 /*
  * engy_epoch_result_check() - the result_json rules of the light validator
- * (SETTLEMENT.md §5.2): a JSON object whose epoch_index and netuid equal
+ * (specs/settlement.md §5.2): a JSON object whose epoch_index and netuid equal
  * @epoch and @netuid and whose "weights" is a list of [string, integer]
  * pairs with 0 <= integer <= 65535 (booleans refused).  Returns 0 or
  * -EINVAL with the reason in @why.
@@ -97,7 +97,7 @@ struct engy_epoch_verified {
 
 /*
  * engy_epoch_payload_check() - the light validator's verification of a
- * fetched payload (SETTLEMENT.md §5.2, in that order) against the expected
+ * fetched payload (specs/settlement.md §5.2, in order) against the expected
  * @netuid and the pinned master key @master_pub; never the payload's own
  * signed_hotkey.  On ENGY_EPOCH_ACCEPT, @out holds the verified
  * result_json (free with engy_epoch_verified_free()); otherwise @why

@@ -26,7 +26,7 @@ static const struct {
 	{"CheckWeight", ENGY_EXT_EMPTY},
 	{"ChargeTransactionPayment", ENGY_EXT_TIP},
 	{"CheckMetadataHash", ENGY_EXT_METADATA_HASH},
-	/* subtensor's own, all PhantomData (notes/bittensor.md §2.3) */
+	/* subtensor's own, all PhantomData (specs/validator.md §6) */
 	{"SudoTransactionExtension", ENGY_EXT_EMPTY},
 	{"CheckShieldedTxValidity", ENGY_EXT_EMPTY},
 	{"SubtensorTransactionExtension", ENGY_EXT_EMPTY},

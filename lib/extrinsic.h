@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Signed extrinsics, format v4, as Substrate's UncheckedExtrinsic encodes
- * them (notes/bittensor.md §2):
+ * them (specs/validator.md §6):
  *
  *   compact(len) || 0x84 || 0x00 pubkey[32] || 0x01 sig[64] || extra || call
  *   payload = call || extra || implicit

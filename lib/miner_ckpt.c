@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What a miner reads from its checkpoint directory: the cheap identity it
- * sends as `model_root` (PROTOCOL.md §3) and the chat template variant
+ * sends as `model_root` (specs/protocol.md §3) and the chat template variant
  * (specs/chat.md).  Files are read whole with limits; nothing is kept.
  */
 #include <dirent.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The miner link's pure code: leg plan, gateway URLs, worker name, and
- * the frames both ways (PROTOCOL.md §1-2).  Numbers that Python writes as
+ * the frames both ways (specs/protocol.md §1-2).  Numbers that Python writes as
  * floats (capacity.max_request_s, hw.ram_gb, ...) are written as Python
  * would ("1800.0"), so a frame reads the same as the public client's.
  */

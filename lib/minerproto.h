@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The miner link (PROTOCOL.md §1-3), the pure part: the leg plan and the
+ * The miner link (specs/protocol.md §1-3), the pure part: the leg plan and the
  * gateway URLs, the frames a miner sends (hello, heartbeat, chunk,
  * response) and parses (admit, deny, serve, cancel, ping, reconnect), the
  * sampling fields of a routed OpenAI request, the default worker name and
  * the cheap checkpoint identity.  No I/O but reading a checkpoint
  * directory; a gateway built on engy can use the same code from the other
- * side.  engyd/roles/miner*.c puts it on a transport and a backend.
+ * side.  plugins/role-miner/miner*.c puts it on a transport and a backend.
  */
 #ifndef ENGY_MINERPROTO_H
 #define ENGY_MINERPROTO_H

@@ -2,7 +2,7 @@
 /*
  * The buyer API, OpenAI side (specs/buyer-api.md): POST
  * /v1/chat/completions parsed and checked into the request the miner
- * protocol carries (an OpenAI chat body, PROTOCOL.md §2 `serve`), and the
+ * protocol carries (an OpenAI chat body, specs/protocol.md §2 `serve`), and the
  * miner's output (`chunk` deltas, the `response` frame's output) rendered
  * back as a chat.completion or a chat.completion.chunk stream.  Also the
  * types both buyer APIs share: the internal request, the model's limits,
@@ -108,7 +108,7 @@ int engy_oai_parse(const char *json, size_t len,
 		   const struct engy_api_limits *lim, struct engy_api_req *req,
 		   char *err, size_t errlen);
 
-/* ---- The miner's output (PROTOCOL.md §2 `response`) ---- */
+/* ---- The miner's output (specs/protocol.md §2 `response`) ---- */
 
 struct engy_api_call {
 	char *id;

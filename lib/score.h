@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Epoch scoring (SETTLEMENT.md §2-§4, specs/scoring.md): integer-only
+ * Epoch scoring (specs/settlement.md §2-§4, specs/scoring.md): integer-only
  * settlement of per-(miner, model) aggregates into per-row scores, the
  * on-chain weight vector and the canonical result_json; the public
  * aggregates document both ways.  No floating point anywhere.

@@ -3,7 +3,7 @@
  * sglang's native HTTP API, the pure part (no I/O): parse the bodies of
  * POST /generate and POST /abort_request, and write the JSON sglang
  * answers with (one object per reply or per SSE event).  The serve role
- * (engyd/roles/serve.c) puts it on a transport and a backend; the shapes
+ * (plugins/role-serve/serve.c) puts it on a transport and a backend; the shapes
  * follow sglang's GenerateReqInput, SamplingParams and tokenizer_manager.
  */
 #ifndef ENGY_SGLANG_JSON_H

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * TOPLOC commitment member (PROTOCOL.md §3) to and from JSON, and the
+ * TOPLOC commitment member (specs/protocol.md §3) to and from JSON, and the
  * verdict's detail JSON.  The member arrives from a miner: every field is
  * checked, and anything unexpected makes the request UNPROVEN.
  */

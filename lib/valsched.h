@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The light validator's pure parts (SETTLEMENT.md §5): when to submit,
+ * The light validator's pure parts (specs/settlement.md §5): when to submit,
  * how a hotkey vector becomes uids and u16 weights, and the state file.
  * Nothing here reads a clock or touches the network: times and blocks are
  * arguments.

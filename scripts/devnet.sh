@@ -255,7 +255,9 @@ JS
 else
 	okc=0
 	for i in $(seq 0 $((NREQ - 1))); do
-		curl -sf "$BASE/v1/chat/completions" -H "Authorization: Bearer $KEY" \
+		# -w: each answer on a line of its own (curl adds no newline),
+		# so the count below starts a line.
+		curl -sf -w '\n' "$BASE/v1/chat/completions" -H "Authorization: Bearer $KEY" \
 			-H 'Content-Type: application/json' \
 			-d "{\"model\":\"$MODEL\",\"max_tokens\":24,\"messages\":[{\"role\":\"user\",\"content\":\"Request $i: say something.\"}]}" \
 			>> "$LOGS/buyer.out" || die "buyer request $i failed"

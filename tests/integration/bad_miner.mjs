@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A scripted miner peer for the gateway tests, on the npm `ws` package and
-// written from PROTOCOL.md alone: it dials GW, says hello, and answers
+// written from specs/protocol.md alone: it dials GW, says hello, and answers
 // every `serve` the way its MODE says.  Well-behaved modes stand in for a
 // miner whose output the test must know exactly (tool calls, reasoning,
 // cached tokens); the others misbehave.

@@ -2,7 +2,7 @@
 // A stand-in for the engy provider API, for the validator tests: serves
 // GET /api/subnet/v1/epoch/latest as a payload signed with @scure/sr25519
 // by the master key (mini secret MASTER_SEED, hex), in the shape
-// SETTLEMENT.md §4 fixes, and checks the validators' signed heartbeats
+// specs/settlement.md §4 fixes, and checks the validators' signed heartbeats
 // (POST /api/subnet/v1/validator/heartbeat) with @scure/sr25519 as well.
 //
 // What it serves comes from a JSON file re-read on every request:

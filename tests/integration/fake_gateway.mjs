@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-// A gateway for engy's miner role, written independently from PROTOCOL.md
-// on the npm `ws` package: it serves the websocket legs at /gw and
-// /gw/<i>, `GET /gw/meta` over plain http on the same port, admits every
-// hello, drives a scenario (serve, cancel, ping, reconnect, deny, unknown
-// and malformed frames, a restart), and checks EVERY frame the miner sends
-// against PROTOCOL.md §2-3: hello and heartbeat fields, chunk and response
-// shapes, the commitment, nothing after a response or a cancel.  With the
-// scripted backend test-lm it also predicts every output token and the
-// rendered prompt's bytes.
+// A gateway for engy's miner role, written independently from
+// specs/protocol.md on the npm `ws` package: it serves the websocket legs at
+// /gw and /gw/<i>, `GET /gw/meta` over plain http on the same port, admits
+// every hello, drives a scenario (serve, cancel, ping, reconnect, deny,
+// unknown and malformed frames, a restart), and checks EVERY frame the miner
+// sends against specs/protocol.md §2-3: hello and heartbeat fields, chunk
+// and response shapes, the commitment, nothing after a response or a
+// cancel.  With the scripted backend test-lm it also predicts every output
+// token and the rendered prompt's bytes.
 //
 // usage: node fake_gateway.mjs PEERS_DIR SCENARIO OUT_DIR
 //   SCENARIO: main | single | subset | proof | sglang | fold | nohidden |
@@ -101,7 +101,7 @@ const isStr = (v) => typeof v === 'string';
 const isObj = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
 const keysOnly = (o, allowed) => Object.keys(o).every((k) => allowed.includes(k));
 
-// ---- what the miner must say about itself (PROTOCOL.md §2-3) ----
+// ---- what the miner must say about itself (specs/protocol.md §2-3) ----
 function modelRoot(dir) {
 	const h = createHash('sha256');
 	h.update(readFileSync(join(dir, 'config.json')));

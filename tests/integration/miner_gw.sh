@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The miner role end to end on 127.0.0.1, against a gateway written
 # independently on the npm `ws` package (tests/integration/fake_gateway.mjs,
-# which checks every frame against PROTOCOL.md): engyd -c with
+# which checks every frame against specs/protocol.md): engyd -c with
 # transport-ws, the scripted backend test-lm and verifier-toploc.  The leg
 # plan from /meta (two workers, a failing /meta, ENGY_GW_WORKERS with a
 # total below it), hello and heartbeat, streaming and not, cancel before

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A scripted miner for the gateway's onboarding, breaker and tee tests,
-// written from PROTOCOL.md §2-3 on the npm `ws` package: one leg to the
+// written from specs/protocol.md §2-3 on the npm `ws` package: one leg to the
 // gateway, a hello, heartbeats, and every `serve` answered (streamed
 // chunks, then the response with a commitment) the way the current mode
 // says.  The mode is re-read from MODE_FILE on every serve, so a test

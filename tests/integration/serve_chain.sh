@@ -3,7 +3,7 @@
 # engy's serve as the project's own sglang client sees it: serve A puts
 # backend-ref on sglang's API; serve B answers the same API through
 # backend-sglang, which drives A exactly as it drives a real sglang serve
-# (written independently, from the sglang notes).  Whatever B answers
+# (written independently, against sglang's API).  Whatever B answers
 # must equal A's own answer, hidden states byte for byte, and cancelling
 # at B must stop the work at A.
 . "$top_srcdir/tests/integration/lib.sh"

@@ -53,7 +53,7 @@ START_TEST(test_body_generate)
 	char *b = sgl_body_generate(&c, &len);
 	cJSON *j, *s;
 
-	/* PROTOCOL.md §4's body, field for field. */
+	/* specs/protocol.md §4's body, field for field. */
 	ck_assert_str_eq(b, "{\"input_ids\":[151644,872,198],"
 			 "\"sampling_params\":{\"max_new_tokens\":16,"
 			 "\"temperature\":0},\"rid\":\"engy-ab\","

@@ -248,7 +248,7 @@ END_TEST
 
 START_TEST(q3_recorded)
 {
-	/* Renders of the reference Jinja recorded in the project notes. */
+	/* Renders recorded from the reference Jinja template. */
 	expect("{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"},"
 	       "{\"role\":\"assistant\",\"content\":\"<think>\\nhmm\\n</"
 	       "think>\\n\\nHello!\"},"

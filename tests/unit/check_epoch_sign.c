@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The signed epoch: the exact message (SETTLEMENT.md §4), signatures over
+ * The signed epoch: the exact message (specs/settlement.md §4), signatures over
  * it, the result_json rules, and the payload check's named reasons in the
  * light validator's order (§5.2).
  */

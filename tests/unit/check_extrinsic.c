@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Signed extrinsics: the golden vector of notes/bittensor.md §2.6 (call,
+ * Signed extrinsics: a golden vector (call,
  * signing payload, signature with a fixed rng, whole extrinsic; the
  * current mainnet extension layout, which @polkadot/types and
  * @scure/sr25519 produced), era encodings, the >256-byte hash rule, the

@@ -65,7 +65,7 @@ START_TEST(test_bip39_vectors)
 					    "winner thank yellow", e, NULL), 16);
 	ck_assert_hex_eq(e, 16, "7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f");
 
-	/* The Substrate dev phrase (settlement notes §3.6), blanks tolerated. */
+	/* The Substrate dev phrase (specs/signing.md §7), blanks tolerated. */
 	ck_assert_int_eq(engy_bip39_entropy(dev_phrase, e, NULL), 16);
 	ck_assert_hex_eq(e, 16, "1a486a5fbe53639984cb64b070755f7b");
 	ck_assert_int_eq(engy_bip39_mini_secret(dev_phrase, NULL, mini, NULL), 0);

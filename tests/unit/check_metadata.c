@@ -2,8 +2,8 @@
 /*
  * Runtime metadata v14 and v15: lookups by name (pallet and call indices
  * are read, never assumed), newtype unwrapping, storage keys with every
- * hasher against the values in notes/bittensor.md (computed there with
- * polkadot-js), walking event records to an extrinsic's outcome with its
+ * hasher against values computed with
+ * polkadot-js, walking event records to an extrinsic's outcome with its
  * dispatch error named, and refusals: bad magic, other versions, dangling
  * type references, every truncation.
  */

@@ -2,7 +2,7 @@
 /*
  * The miner link's pure code (lib/minerproto.c, lib/miner_ckpt.c): the leg
  * plan, the gateway URLs and /meta, the worker name, every frame both
- * ways against PROTOCOL.md §2, the request's sampling fields, model_root
+ * ways against specs/protocol.md §2, the request's sampling fields, model_root
  * and the chat variant of a checkpoint directory.
  */
 #include <check.h>

@@ -42,7 +42,7 @@ END_TEST
 
 START_TEST(test_full)
 {
-	/* The request of PROTOCOL §4 and the sglang notes' example. */
+	/* The request of specs/protocol.md §4 and a fuller sglang body. */
 	static const char body[] =
 		"{\"input_ids\": [151644, 872, 198], \"rid\": \"job-17\",\n"
 		" \"sampling_params\": {\"temperature\": 0, \"max_new_tokens\": 256,"

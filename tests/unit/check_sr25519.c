@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sr25519: key derivation and signatures against published known answers
- * (Substrate's dev seed, the settlement notes' golden extrinsic vector,
+ * (Substrate's dev seed, check_extrinsic's golden extrinsic vector,
  * curve25519-voi's zero-seed expansions), verification's refusals, and
  * random round trips.  The peer test compares with @scure/sr25519 and
  * @polkadot/util-crypto on many more inputs.
@@ -82,7 +82,7 @@ START_TEST(test_zero_seed_expansions)
 }
 END_TEST
 
-/* Settlement notes §3.3: dev key, "hello bittensor", nonce-rng 07 x 32. */
+/* specs/signing.md §7: dev key, "hello bittensor", nonce-rng 07 x 32. */
 START_TEST(test_known_signature)
 {
 	struct engy_sr25519_keypair kp;
@@ -98,7 +98,7 @@ START_TEST(test_known_signature)
 }
 END_TEST
 
-/* Settlement notes §2.6: the set_weights signing payload of the golden vector. */
+/* The set_weights signing payload of check_extrinsic's golden vector. */
 START_TEST(test_golden_extrinsic_signature)
 {
 	static const char payload_hex[] =

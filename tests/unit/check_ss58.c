@@ -68,7 +68,7 @@ START_TEST(test_base58_errors)
 }
 END_TEST
 
-/* Dev key (settlement notes §3.6) and //Alice on three networks. */
+/* Dev key (specs/signing.md §7) and //Alice on three networks. */
 START_TEST(test_known_addresses)
 {
 	static const struct {
