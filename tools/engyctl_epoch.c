@@ -28,7 +28,7 @@
 int engyctl_epoch(int argc, char **argv);
 int engyctl_epoch_score(int argc, char **argv);	/* engyctl_epoch_score.c */
 
-/* The light validator's payload cap (SETTLEMENT.md §5.1). */
+/* The light validator's payload cap (specs/settlement.md §5.1). */
 #define EPOCH_MAX_INPUT	(1u << 20)
 
 static const char usage_text[] =
