@@ -2,7 +2,7 @@
 /*
  * bench_toploc: proving and verifying one TOPLOC chunk (32 bf16 rows,
  * k = 128) at the Qwen3.6 (hidden 2048) and GLM-5.2 (hidden 6144) shapes,
- * against the straightforward baseline (lib/toploc_ref.c: full sort for
+ * against the straightforward baseline (lib/toploc/toploc_ref.c: full sort for
  * top-k, extended-Euclid inverse at every interpolation step) measured in
  * the same run on the same rows.
  *

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz what a miner reads from the gateway (lib/minerproto.c): every input
+ * Fuzz what a miner reads from the gateway (lib/proto/minerproto.c): every input
  * is a frame, a /meta body and, when it parses as a serve frame, a
  * request's sampling fields.  A frame either fails with a reason or gives
  * a type whose fields hold their invariants; the corr_id of an accepted

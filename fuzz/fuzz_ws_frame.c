@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Fuzz target for the websocket frame parser (lib/ws_frame.c), both sides.
+ * Fuzz target for the websocket frame parser (lib/ws/ws_frame.c), both sides.
  * Input: one mode byte (bit 0: server side; bits 1-3: how the stream is
  * cut into pieces), then the byte stream.  Checks:
  *   - every event obeys the protocol's limits (message size, UTF-8 text,

@@ -3,7 +3,7 @@
  * A hand-driven websocket peer on plain sockets for transport tests: it
  * writes exactly the bytes a test wants (bad frames included) and reads
  * what the transport sends, running the event loop while it waits.  Its
- * frame reader and writer are written apart from lib/ws_frame.c.
+ * frame reader and writer are written apart from lib/ws/ws_frame.c.
  */
 #ifndef ENGY_TEST_WS_RAW_H
 #define ENGY_TEST_WS_RAW_H

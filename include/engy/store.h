@@ -57,7 +57,7 @@ enum engy_model_status {
 	ENGY_MODEL_DISABLED = 2,	/* known, not served */
 };
 
-/* Rates in µUSD per 1,000,000 tokens (lib/billing.h does the sums). */
+/* Rates in µUSD per 1,000,000 tokens (lib/money/billing.h does the sums). */
 struct engy_price_card {
 	int64_t input;			/* uncached prompt tokens */
 	int64_t cached_input;		/* prompt tokens served from cache */
@@ -282,7 +282,7 @@ struct engy_store_ops {
 
 	/**
 	 * key_hash() - the stored form of a key text (@len bytes, 1..512):
-	 * HMAC-SHA-256 under the instance's pepper (lib/apikey.h), for
+	 * HMAC-SHA-256 under the instance's pepper (lib/money/apikey.h), for
 	 * key_lookup() and miner_lookup() and a caller's own cache.
 	 * Context: any thread, non-blocking (CPU only).  Required.
 	 */

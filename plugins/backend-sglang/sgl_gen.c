@@ -2,7 +2,7 @@
 /*
  * One request on the serve: the /generate calls of a generation (chunked
  * with the one-token overlap, sgl_request.c), their responses parsed as
- * they arrive (SSE events or one JSON body, lib/sse.c + lib/jsonfloat.c),
+ * they arrive (SSE events or one JSON body, lib/sglang/sse.c + lib/sglang/jsonfloat.c),
  * kept tokens coalesced before on_tokens, cancel as /abort_request.
  *
  * Hidden rows go straight from the parser into g->rows at the slot of the

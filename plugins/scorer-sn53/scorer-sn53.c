@@ -3,7 +3,7 @@
  * scorer-sn53: SN53's epoch settlement (specs/settlement.md §2-§3,
  * specs/scoring.md), rule set "engy-sn53-v1".  The options are the gates'
  * thresholds and minimum samples; an input that carries its own params
- * (a recomputation) uses those instead.  All the logic is in lib/score*.c,
+ * (a recomputation) uses those instead.  All the logic is in lib/score/score*.c,
  * integers only.
  */
 #include <errno.h>

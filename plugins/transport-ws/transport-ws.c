@@ -3,7 +3,7 @@
  * transport-ws: RFC 6455 websockets on libevent bufferevents, OpenSSL for
  * wss://.  Client legs for miners (ws_dial: re-dial with backoff, ping
  * keepalive) and a routed server for the gateway (ws_listen), sharing the
- * frame codec of lib/ws_frame.c.  This file holds the descriptor, the
+ * frame codec of lib/ws/ws_frame.c.  This file holds the descriptor, the
  * options, the instance's life and the ops table.
  */
 #include <errno.h>

@@ -7,7 +7,7 @@
  * rows an auditor's backend recomputed and renders pass / cheat /
  * unproven.  Both are pure CPU work on borrowed data with no shared
  * mutable state: the flows call them from the worker pool, concurrently.
- * All the scheme's logic is in lib/toploc*.c.
+ * All the scheme's logic is in lib/toploc/toploc*.c.
  */
 #include <errno.h>
 #include <stdbool.h>

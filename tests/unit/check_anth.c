@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The Anthropic side of the buyer API (lib/anth.c, lib/anth_out.c): a
+ * The Anthropic side of the buyer API (lib/buyerapi/anth.c, lib/buyerapi/anth_out.c): a
  * Messages body translated into the miner's OpenAI chat body (system,
  * text blocks, tool_use/tool_result, thinking, tools, tool_choice,
  * stop_sequences), which the chat template then renders; every refusal

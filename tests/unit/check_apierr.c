@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Buyer API errors (lib/apierr.c): the error type and code for every
+ * Buyer API errors (lib/buyerapi/apierr.c): the error type and code for every
  * status the gateway answers, in each API's shape, the in-band forms for
  * a stream already under way, status line texts, the retry rule, the
  * keep-alives, and the field a validation message names; and what both

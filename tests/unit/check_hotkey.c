@@ -109,7 +109,7 @@ START_TEST(test_bip39_errors)
 }
 END_TEST
 
-/* A fixture's own field, parsed independently of lib/hotkey.c. */
+/* A fixture's own field, parsed independently of lib/sign/hotkey.c. */
 static char *field(const char *name, const char *key)
 {
 	char path[1024];

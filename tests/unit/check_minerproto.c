@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The miner link's pure code (lib/minerproto.c, lib/miner_ckpt.c): the leg
+ * The miner link's pure code (lib/proto/minerproto.c, lib/proto/miner_ckpt.c): the leg
  * plan, the gateway URLs and /meta, the worker name, every frame both
  * ways against specs/protocol.md §2, the request's sampling fields, model_root
  * and the chat variant of a checkpoint directory.

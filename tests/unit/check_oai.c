@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The OpenAI side of the buyer API (lib/oai.c, lib/oai_out.c,
- * lib/buyerapi.c, lib/sse_out.c): requests parsed into the miner's chat
+ * The OpenAI side of the buyer API (lib/buyerapi/oai.c, lib/buyerapi/oai_out.c,
+ * lib/buyerapi/buyerapi.c, lib/buyerapi/sse_out.c): requests parsed into the miner's chat
  * body (which the chat template and the miner's own field parser then
  * accept), every refusal naming its field, the model's limits, the
  * miner's output read back, chat.completion and the chunk stream

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * TOPLOC: known answers (specs/verification.md §1.4, the reference README), the
- * straightforward reference port (lib/toploc_ref.c) as the independent
+ * straightforward reference port (lib/toploc/toploc_ref.c) as the independent
  * peer, and the properties the scheme promises: same rows give zero
  * mismatches, ~1% noise passes, another model fails, every malformed
  * proof is UNPROVEN.
