@@ -67,8 +67,8 @@ struct run {
 /* Prefill @np tokens in chunks, then greedy-decode @nd. */
 static struct run measure(struct q3_model *m, size_t np, size_t nd)
 {
-	const struct q3_config *c = q3_model_config(m);
-	struct q3_seq *s = q3_seq_new(m, (uint32_t)(np + nd + 1));
+	const struct q3_config *c = engy_q3_model_config(m);
+	struct q3_seq *s = engy_q3_seq_new(m, (uint32_t)(np + nd + 1));
 	float *h = malloc(CHUNK * c->hidden * sizeof(float));
 	float *lg = malloc(c->vocab * sizeof(float));
 	struct q3_row rows[CHUNK];
@@ -82,20 +82,20 @@ static struct run measure(struct q3_model *m, size_t np, size_t nd)
 		cnt = np - off < CHUNK ? np - off : CHUNK;
 		for (k = 0; k < cnt; k++)
 			rows[k] = (struct q3_row){ s, (uint32_t)((off + k) * 97 % 5000) };
-		q3_forward(m, rows, cnt, h);
+		engy_q3_forward(m, rows, cnt, h);
 	}
-	q3_logits(m, h + (cnt - 1) * c->hidden, 1, lg);
+	engy_q3_logits(m, h + (cnt - 1) * c->hidden, 1, lg);
 	r.prefill_tps = np / (now() - t);
 	tok = argmax(lg, c->vocab);
 	t = now();
 	for (k = 0; k < nd; k++) {
 		rows[0] = (struct q3_row){ s, tok };
-		q3_forward(m, rows, 1, h);
-		q3_logits(m, h, 1, lg);
+		engy_q3_forward(m, rows, 1, h);
+		engy_q3_logits(m, h, 1, lg);
 		tok = argmax(lg, c->vocab);
 	}
 	r.decode_tps = nd / (now() - t);
-	q3_seq_free(s);
+	engy_q3_seq_free(s);
 	free(h);
 	free(lg);
 	return r;
@@ -118,7 +118,7 @@ static double macs_per_token(const struct q3_config *c)
 
 static double kernel_gflops(unsigned threads)
 {
-	struct mm_pool *p = mm_pool_new(threads);
+	struct mm_pool *p = engy_mm_pool_new(threads);
 	size_t n = 128, in = 1536, out = 1536, i;
 	float *x = malloc(n * in * 4), *w = malloc(out * in * 4), *y = malloc(n * out * 4);
 	double t, best = 0;
@@ -130,12 +130,12 @@ static double kernel_gflops(unsigned threads)
 		w[i] = (float)(i % 5) * 0.1f;
 	for (rep = 0; rep < 5; rep++) {
 		t = now();
-		mm_matmul(p, x, n, w, in, out, y);
+		engy_mm_matmul(p, x, n, w, in, out, y);
 		t = now() - t;
 		if (2.0 * n * in * out / t / 1e9 > best)
 			best = 2.0 * n * in * out / t / 1e9;
 	}
-	mm_pool_free(p);
+	engy_mm_pool_free(p);
 	free(x);
 	free(w);
 	free(y);
@@ -155,7 +155,7 @@ static double read_bandwidth_gbs(void)
 		a[i] = 1.0f;
 	for (rep = 0; rep < 3; rep++) {
 		t = now();
-		s += mm_dot(a, a + n / 2, n / 2);	/* reads all n floats once */
+		s += engy_mm_dot(a, a + n / 2, n / 2);	/* reads all n floats once */
 		t = now() - t;
 		if (n * 4.0 / t / 1e9 > best)
 			best = n * 4.0 / t / 1e9;
@@ -189,7 +189,7 @@ static double theoretical(unsigned cores, char *what, size_t len)
 	}
 	if (f)
 		fclose(f);
-	if (!strcmp(mm_kernel_name(), "generic") && lanes > 4)
+	if (!strcmp(engy_mm_kernel_name(), "generic") && lanes > 4)
 		lanes = 4;	/* the kernel in use does not use AVX */
 	snprintf(what, len, "%u cores x %.2f GHz x %d FLOP/cycle (%s, 2 FMA pipes)%s",
 		 cores, mhz / 1e3, 4 * (lanes > 8 ? 8 : lanes),
@@ -224,23 +224,23 @@ static int bench_model(const char *dir, unsigned threads, double theo,
 
 	rss0 = rss_mb();
 	t = now();
-	if (q3_model_load(dir, &fast, &m, err, sizeof(err))) {
+	if (engy_q3_model_load(dir, &fast, &m, err, sizeof(err))) {
 		fprintf(stderr, "bench_backend_ref: load: %s\n", err);
 		return 1;
 	}
 	t = now() - t;
 	rss1 = rss_mb();
-	c = q3_model_config(m);
+	c = engy_q3_model_config(m);
 	macs = macs_per_token(c);
 	printf("%s small: hidden %u, %u layers, vocab %u%s; %.1fM MACs/token; %s\n",
 	       c->moe ? "qwen3-moe" : "qwen3", c->hidden, c->n_layers, c->vocab,
-	       c->moe ? ", experts 16 top-4" : "", macs / 1e6, q3_model_device(m));
+	       c->moe ? ", experts 16 top-4" : "", macs / 1e6, engy_q3_model_device(m));
 	printf("  load %.2f s; weights %.1f MB in memory (%s matrices); RSS +%.1f MB per loaded model\n",
-	       t, q3_model_bytes(m) / 1e6, q3_model_matrix_bytes(m) == 2 ? "bf16" : "float32",
+	       t, engy_q3_model_bytes(m) / 1e6, engy_q3_model_matrix_bytes(m) == 2 ? "bf16" : "float32",
 	       rss1 - rss0);
 	measure(m, 16, 4);	/* warm up: page in the weights, spin up threads */
 	r = measure(m, PREFILL, DECODE);
-	if (q3_model_load(dir, &slow, &b, err, sizeof(err))) {
+	if (engy_q3_model_load(dir, &slow, &b, err, sizeof(err))) {
 		fprintf(stderr, "bench_backend_ref: load: %s\n", err);
 		return 1;
 	}
@@ -252,9 +252,9 @@ static int bench_model(const char *dir, unsigned threads, double theo,
 	printf("  decode %d tokens (greedy, KV cache): %8.1f tok/s  baseline %6.1f tok/s  ratio %5.1fx"
 	       "  (memory-bound limit %.0f tok/s at %.1f GB/s)\n", DECODE, r.decode_tps,
 	       base.decode_tps, r.decode_tps / base.decode_tps,
-	       bw * 1e9 / (macs * q3_model_matrix_bytes(m)), bw);
-	q3_model_free(m);
-	q3_model_free(b);
+	       bw * 1e9 / (macs * engy_q3_model_matrix_bytes(m)), bw);
+	engy_q3_model_free(m);
+	engy_q3_model_free(b);
 	return 0;
 }
 
@@ -296,7 +296,7 @@ int main(void)
 	peak = kernel_gflops(threads);
 	theo = theoretical(threads, what, sizeof(what));
 	bw = read_bandwidth_gbs();
-	printf("bench_backend_ref: kernel %s, %u threads\n", mm_kernel_name(), threads);
+	printf("bench_backend_ref: kernel %s, %u threads\n", engy_mm_kernel_name(), threads);
 	printf("  matmul kernel peak (128x1536x1536): %.1f GFLOP/s on %u threads, %.1f on 1"
 	       "; theoretical %.0f GFLOP/s = %s; kernel at %.0f%% of it\n",
 	       peak, threads, peak1, theo, what, 100 * peak / theo);

@@ -58,7 +58,7 @@ static struct engy_tokenizer *mini(void)
 		abort();
 	o += sprintf(o, "%s", mini_json);
 	for (b = 0; b < 256; b++) {
-		uint32_t cp = tok_byte_to_cp((uint8_t)b);
+		uint32_t cp = engy_tok_byte_to_cp((uint8_t)b);
 
 		*o++ = '"';
 		if (b == '"' || b == '\\')
@@ -107,7 +107,7 @@ static const struct engy_tokenizer *tokenizer(void)
 static void fuzz_encode(const struct engy_tokenizer *t, const uint8_t *p,
 			size_t n)
 {
-	bool valid = tok_utf8_valid(p, n);
+	bool valid = engy_tok_utf8_valid(p, n);
 	uint32_t *ids;
 	size_t k, len;
 	char *text;
@@ -124,7 +124,7 @@ static void fuzz_encode(const struct engy_tokenizer *t, const uint8_t *p,
 	if (engy_tokenizer_decode(t, ids, k, false, &text, &len) != 0)
 		abort();
 	/* Without anything NFC could change, decoding gives the text back. */
-	if (tok_nfc_quick(p, n) && (len != n || memcmp(text, p, n) != 0))
+	if (engy_tok_nfc_quick(p, n) && (len != n || memcmp(text, p, n) != 0))
 		abort();
 	free(text);
 	free(ids);
@@ -153,7 +153,7 @@ static void fuzz_decode(const struct engy_tokenizer *t, const uint8_t *p,
 		if (unknown ? rc != -ERANGE || text : rc != 0)
 			abort();
 		if (!unknown &&
-		    (!tok_utf8_valid((const uint8_t *)text, len) || text[len]))
+		    (!engy_tok_utf8_valid((const uint8_t *)text, len) || text[len]))
 			abort();
 		free(text);
 		if (skip)

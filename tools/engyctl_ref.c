@@ -160,10 +160,10 @@ static bool is_eos(const struct q3_config *c, uint32_t id)
 static int run(const struct ref_args *a, struct q3_model *m,
 	       struct engy_tokenizer *tok, FILE *fh, FILE *fl)
 {
-	const struct q3_config *c = q3_model_config(m);
+	const struct q3_config *c = engy_q3_model_config(m);
 	uint32_t *ids = NULL, *out = NULL, i, n_out = 0;
 	size_t n = 0, off, step;
-	struct q3_sampler *smp = q3_sampler_new(c->vocab);
+	struct q3_sampler *smp = engy_q3_sampler_new(c->vocab);
 	float *hid = NULL, *lg = NULL;
 	struct q3_row *rows = NULL;
 	struct q3_seq *seq = NULL;
@@ -171,11 +171,11 @@ static int run(const struct ref_args *a, struct q3_model *m,
 	double t0, t_pre, t_dec = 0;
 	int rc = 1;
 
-	q3_rng_seed(&rng, a->seed);
+	engy_q3_rng_seed(&rng, a->seed);
 	if (prompt_ids(a, tok, &ids, &n))
 		goto out;
 	step = a->step ? 1 : a->chunk;
-	seq = q3_seq_new(m, (uint32_t)n + a->gen + 1);
+	seq = engy_q3_seq_new(m, (uint32_t)n + a->gen + 1);
 	hid = malloc(step * c->hidden * sizeof(float));
 	lg = malloc(step * c->vocab * sizeof(float));
 	out = malloc((a->gen + 1) * sizeof(*out));
@@ -190,13 +190,13 @@ static int run(const struct ref_args *a, struct q3_model *m,
 
 		for (k = 0; k < cnt; k++)
 			rows[k] = (struct q3_row){ seq, ids[off + k] };
-		rc = q3_forward(m, rows, cnt, hid);
+		rc = engy_q3_forward(m, rows, cnt, hid);
 		if (rc) {
 			rc = engyctl_fail("ref: forward: %s (an id past vocab_size %u?)",
 					  strerror(-rc), c->vocab);
 			goto out;
 		}
-		q3_logits(m, hid, cnt, lg);
+		engy_q3_logits(m, hid, cnt, lg);
 		rc = dump(fh, hid, cnt * c->hidden, a->hidden) ||
 		     dump(fl, lg, cnt * c->vocab, a->logits);
 		if (rc)
@@ -208,18 +208,18 @@ static int run(const struct ref_args *a, struct q3_model *m,
 	for (i = 0; i < a->gen; i++) {
 		struct q3_row row;
 
-		out[n_out++] = q3_sample(smp, lg + off, &a->sp, &rng, NULL);
+		out[n_out++] = engy_q3_sample(smp, lg + off, &a->sp, &rng, NULL);
 		if ((!a->ignore_eos && is_eos(c, out[n_out - 1])) ||
 		    i + 1 == a->gen)
 			break;
 		t0 = now();
 		row = (struct q3_row){ seq, out[n_out - 1] };
-		rc = q3_forward(m, &row, 1, hid);
+		rc = engy_q3_forward(m, &row, 1, hid);
 		if (rc) {
 			rc = engyctl_fail("ref: forward: %s", strerror(-rc));
 			goto out;
 		}
-		q3_logits(m, hid, 1, lg);
+		engy_q3_logits(m, hid, 1, lg);
 		t_dec += now() - t0;
 		off = 0;
 		rc = dump(fh, hid, c->hidden, a->hidden) ||
@@ -245,11 +245,11 @@ static int run(const struct ref_args *a, struct q3_model *m,
 	fprintf(stderr, "ref: %zu prompt tokens in %.3f s (%.1f tok/s), %u generated, "
 		"decode %.1f tok/s, %s\n", n, t_pre, n / (t_pre > 0 ? t_pre : 1e-9),
 		n_out, n_out > 1 ? (n_out - 1) / (t_dec > 0 ? t_dec : 1e-9) : 0.0,
-		q3_model_device(m));
+		engy_q3_model_device(m));
 	rc = 0;
 out:
-	q3_sampler_free(smp);
-	q3_seq_free(seq);
+	engy_q3_sampler_free(smp);
+	engy_q3_seq_free(seq);
 	free(hid);
 	free(lg);
 	free(ids);
@@ -354,13 +354,13 @@ int engyctl_ref(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (q3_sampling_check(&a.sp, &why))
+	if (engy_q3_sampling_check(&a.sp, &why))
 		return engyctl_fail("ref: %s", why);
 	lo.threads = a.threads;
 	if (a.device && strcmp(a.device, "cpu") && strcmp(a.device, "cuda"))
 		return engyctl_fail("ref: --device '%s': cpu or cuda", a.device);
 	lo.device = a.device && !strcmp(a.device, "cuda") ? Q3_DEVICE_CUDA : Q3_DEVICE_CPU;
-	rc = q3_model_load(a.dir, &lo, &m, err, sizeof(err));
+	rc = engy_q3_model_load(a.dir, &lo, &m, err, sizeof(err));
 	if (rc)
 		return engyctl_fail("ref: %s", err[0] ? err : strerror(-rc));
 	if ((a.text || a.chat || a.decode) &&
@@ -388,6 +388,6 @@ out:
 	if (fl)
 		fclose(fl);
 	engy_tokenizer_free(tok);
-	q3_model_free(m);
+	engy_q3_model_free(m);
 	return rc;
 }

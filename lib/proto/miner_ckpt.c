@@ -15,6 +15,7 @@
 
 #include "chat_template.h"
 #include "fsutil.h"
+#include "miner_ckpt.h"
 #include "minerproto.h"
 
 #define CONFIG_MAX   (16u << 20)

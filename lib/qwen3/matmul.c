@@ -116,7 +116,7 @@ static void *worker(void *a)
 	}
 }
 
-struct mm_pool *mm_pool_new(unsigned threads)
+struct mm_pool *engy_mm_pool_new(unsigned threads)
 {
 	struct mm_pool *p = calloc(1, sizeof(*p));
 	unsigned i;
@@ -146,14 +146,14 @@ struct mm_pool *mm_pool_new(unsigned threads)
 	return p;
 fail_threads:
 	p->n = i;	/* the threads that exist */
-	mm_pool_free(p);
+	engy_mm_pool_free(p);
 	return NULL;
 fail:
 	free(p);
 	return NULL;
 }
 
-void mm_pool_free(struct mm_pool *p)
+void engy_mm_pool_free(struct mm_pool *p)
 {
 	unsigned i;
 
@@ -171,12 +171,12 @@ void mm_pool_free(struct mm_pool *p)
 	free(p);
 }
 
-unsigned mm_pool_threads(const struct mm_pool *p)
+unsigned engy_mm_pool_threads(const struct mm_pool *p)
 {
 	return p->n;
 }
 
-void mm_pool_run(struct mm_pool *p, task_fn fn, void *arg, size_t n_tasks)
+void engy_mm_pool_run(struct mm_pool *p, task_fn fn, void *arg, size_t n_tasks)
 {
 	uint32_t g;
 	struct slot *s;
@@ -413,12 +413,12 @@ static block_fn kernel(void)
 	return f;
 }
 
-const char *mm_kernel_name(void)
+const char *engy_mm_kernel_name(void)
 {
 	return kernel() == gen_dispatch ? "generic" : "avx2+fma";
 }
 
-float mm_dot(const float *a, const float *b, size_t n)
+float engy_mm_dot(const float *a, const float *b, size_t n)
 {
 	float y;
 
@@ -466,7 +466,7 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 	}
 }
 
-void mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
+void engy_mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
 		     size_t n_parts)
 {
 	struct mm_job j;
@@ -474,7 +474,7 @@ void mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
 
 	j.k = kernel();
 	while (n_parts > MAX_PARTS) {
-		mm_matmul_batch(p, parts, MAX_PARTS);
+		engy_mm_matmul_batch(p, parts, MAX_PARTS);
 		parts += MAX_PARTS;
 		n_parts -= MAX_PARTS;
 	}
@@ -498,24 +498,24 @@ void mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
 		j.n_parts = k;
 		j.first[k] = tasks;
 		if (tasks)
-			mm_pool_run(p, mm_task, &j, tasks);
+			engy_mm_pool_run(p, mm_task, &j, tasks);
 		return;
 	}
 	j.n_parts = k;
 	j.first[k] = tasks;
 	if (tasks)
-		mm_pool_run(p, mm_task, &j, tasks);
+		engy_mm_pool_run(p, mm_task, &j, tasks);
 }
 
-void mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
+void engy_mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
 	       size_t in, size_t out, float *y)
 {
 	struct mm_part part = { x, w, y, n, in, out, MM_F32 };
 
-	mm_matmul_batch(p, &part, 1);
+	engy_mm_matmul_batch(p, &part, 1);
 }
 
-void mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
+void engy_mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
 		     size_t in, size_t out, float *y)
 {
 	const uint16_t *wb = w;

@@ -17,22 +17,22 @@
 struct mm_pool;
 
 /* @threads >= 1; 1 runs everything on the caller. */
-struct mm_pool *mm_pool_new(unsigned threads);
-void mm_pool_free(struct mm_pool *p);
-unsigned mm_pool_threads(const struct mm_pool *p);
+struct mm_pool *engy_mm_pool_new(unsigned threads);
+void engy_mm_pool_free(struct mm_pool *p);
+unsigned engy_mm_pool_threads(const struct mm_pool *p);
 
 /*
- * mm_pool_run() - fn(arg, task, thread) for every task in [0, n_tasks),
+ * engy_mm_pool_run() - fn(arg, task, thread) for every task in [0, n_tasks),
  * spread over the pool; returns when all are done.  @thread is in
  * [0, threads) and unique among concurrently running tasks (for scratch).
  * Calls on one pool must not overlap.
  */
-void mm_pool_run(struct mm_pool *p, void (*fn)(void *arg, size_t task,
+void engy_mm_pool_run(struct mm_pool *p, void (*fn)(void *arg, size_t task,
 					       unsigned thread),
 		 void *arg, size_t n_tasks);
 
-/* mm_matmul() - Y [n, out] = X [n, in] . W [out, in]^T (float32 W). */
-void mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
+/* engy_mm_matmul() - Y [n, out] = X [n, in] . W [out, in]^T (float32 W). */
+void engy_mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
 	       size_t in, size_t out, float *y);
 
 /* Weight element types: float32, or bfloat16 bits widened on the fly. */
@@ -51,21 +51,21 @@ struct mm_part {
 };
 
 /*
- * mm_matmul_batch() - several independent products as one pool job (one
+ * engy_mm_matmul_batch() - several independent products as one pool job (one
  * wake-up and one wait instead of one per product: decode issues many
- * small ones).  Each element comes out exactly as mm_matmul() makes it.
+ * small ones).  Each element comes out exactly as engy_mm_matmul() makes it.
  */
-void mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
+void engy_mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
 		     size_t n_parts);
 
-/* mm_dot() - the same dot product as one element of mm_matmul(). */
-float mm_dot(const float *a, const float *b, size_t n);
+/* engy_mm_dot() - the same dot product as one element of engy_mm_matmul(). */
+float engy_mm_dot(const float *a, const float *b, size_t n);
 
-/* mm_matmul_naive() - the textbook triple loop, one thread (baseline). */
-void mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
+/* engy_mm_matmul_naive() - the textbook triple loop, one thread (baseline). */
+void engy_mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
 		     size_t in, size_t out, float *y);
 
 /* The kernel in use: "avx2+fma" or "generic". */
-const char *mm_kernel_name(void);
+const char *engy_mm_kernel_name(void);
 
 #endif /* Q3_MATMUL_H */

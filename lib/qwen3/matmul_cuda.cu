@@ -32,10 +32,10 @@ struct q3_cuda {
 };
 
 extern "C" {
-int q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
+int engy_q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
 		 char *err, size_t errlen);
-void q3_cuda_close(struct q3_cuda *c);
-int q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
+void engy_q3_cuda_close(struct q3_cuda *c);
+int engy_q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
 		   const void *w, int wt, size_t in, size_t out, float *y);
 }
 
@@ -130,7 +130,7 @@ static int reserve(float **p, size_t *cap, size_t n)
 	return 0;
 }
 
-int q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
+int engy_q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
 		 char *err, size_t errlen)
 {
 	struct cudaDeviceProp prop;
@@ -165,7 +165,7 @@ int q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
 	return 0;
 }
 
-void q3_cuda_close(struct q3_cuda *c)
+void engy_q3_cuda_close(struct q3_cuda *c)
 {
 	size_t i;
 
@@ -181,7 +181,7 @@ void q3_cuda_close(struct q3_cuda *c)
 	free(c);
 }
 
-int q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
+int engy_q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
 		   const void *w, int wt, size_t in, size_t out, float *y)
 {
 	const float one = 1.0f, zero = 0.0f;

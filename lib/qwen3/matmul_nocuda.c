@@ -5,7 +5,7 @@
 
 #include "qwen3_int.h"
 
-int q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
+int engy_q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
 		 char *err, size_t errlen)
 {
 	*out = NULL;
@@ -14,11 +14,11 @@ int q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
 	return -ENOTSUP;
 }
 
-void q3_cuda_close(struct q3_cuda *c)
+void engy_q3_cuda_close(struct q3_cuda *c)
 {
 }
 
-int q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
+int engy_q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
 		   const void *w, int wt, size_t in, size_t out, float *y)
 {
 	return -ENOTSUP;

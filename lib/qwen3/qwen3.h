@@ -14,7 +14,7 @@
  * the KV cache and batched decode give bit-identical hidden states.
  *
  * Threading: a model is immutable after load except for its hook;
- * q3_forward() calls on one model serialize on the model's compute pool.
+ * engy_q3_forward() calls on one model serialize on the model's compute pool.
  * A sequence (KV cache) belongs to one caller at a time.
  */
 #ifndef Q3_QWEN3_H
@@ -69,7 +69,7 @@ struct q3_load_opts {
  * "shared_expert.gate_proj" ..., "shared_expert_gate", "lm_head"), the
  * input rows [rows, in] and output rows [rows, out] (borrowed for the
  * call).  For experts, rows are the tokens routed to that expert.  It
- * runs on the thread that called q3_forward()/q3_logits().
+ * runs on the thread that called engy_q3_forward()/engy_q3_logits().
  */
 typedef void (*q3_hook_fn)(void *arg, int layer, const char *name,
 			   const float *in, size_t rows, size_t in_dim,
@@ -79,35 +79,35 @@ struct q3_model;
 struct q3_seq;
 
 /*
- * q3_config_load() - read and check DIR/config.json (and the EOS ids of
+ * engy_q3_config_load() - read and check DIR/config.json (and the EOS ids of
  * generation_config.json when present).  Cheap: no weights are touched.
  * Returns 0 or a negative errno with a one-line reason in @err.
  */
-int q3_config_load(const char *dir, struct q3_config *c, char *err,
+int engy_q3_config_load(const char *dir, struct q3_config *c, char *err,
 		   size_t errlen);
 
 /*
- * q3_model_load() - config plus weights (model.safetensors, or the shards
+ * engy_q3_model_load() - config plus weights (model.safetensors, or the shards
  * model.safetensors.index.json names).  Every tensor's presence, dtype and
  * shape is checked; the reason for a refusal names the tensor.
  */
-int q3_model_load(const char *dir, const struct q3_load_opts *o,
+int engy_q3_model_load(const char *dir, const struct q3_load_opts *o,
 		  struct q3_model **out, char *err, size_t errlen);
-void q3_model_free(struct q3_model *m);
-const struct q3_config *q3_model_config(const struct q3_model *m);
+void engy_q3_model_free(struct q3_model *m);
+const struct q3_config *engy_q3_model_config(const struct q3_model *m);
 /* Bytes of weights held in memory. */
-size_t q3_model_bytes(const struct q3_model *m);
+size_t engy_q3_model_bytes(const struct q3_model *m);
 /* Bytes per matrix element held: 2 (bf16) or 4 (float32). */
-unsigned q3_model_matrix_bytes(const struct q3_model *m);
-unsigned q3_model_threads(const struct q3_model *m);
-void q3_model_set_hook(struct q3_model *m, q3_hook_fn fn, void *arg);
+unsigned engy_q3_model_matrix_bytes(const struct q3_model *m);
+unsigned engy_q3_model_threads(const struct q3_model *m);
+void engy_q3_model_set_hook(struct q3_model *m, q3_hook_fn fn, void *arg);
 
 /* A sequence: its KV cache grows on demand up to @max_ctx positions. */
-struct q3_seq *q3_seq_new(const struct q3_model *m, uint32_t max_ctx);
-void q3_seq_free(struct q3_seq *s);
-uint32_t q3_seq_len(const struct q3_seq *s);
+struct q3_seq *engy_q3_seq_new(const struct q3_model *m, uint32_t max_ctx);
+void engy_q3_seq_free(struct q3_seq *s);
+uint32_t engy_q3_seq_len(const struct q3_seq *s);
 /* Forget positions from @len on (to recompute or branch). */
-void q3_seq_truncate(struct q3_seq *s, uint32_t len);
+void engy_q3_seq_truncate(struct q3_seq *s, uint32_t len);
 
 /* One token fed: it takes its sequence's next position. */
 struct q3_row {
@@ -116,20 +116,20 @@ struct q3_row {
 };
 
 /*
- * q3_forward() - feed @n rows (rows of one sequence in order; sequences
+ * engy_q3_forward() - feed @n rows (rows of one sequence in order; sequences
  * may be mixed) and write the final hidden states (after the final norm,
  * the input of lm_head) into @hidden [n, hidden].  -ERANGE for an id out
  * of the vocabulary, -E2BIG when a sequence would pass its max_ctx,
  * -ENOMEM; nothing is changed then.
  */
-int q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
+int engy_q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
 	       float *hidden);
 
-/* q3_logits() - lm_head of @n hidden rows into @logits [n, vocab]. */
-int q3_logits(struct q3_model *m, const float *hidden, size_t n,
+/* engy_q3_logits() - lm_head of @n hidden rows into @logits [n, vocab]. */
+int engy_q3_logits(struct q3_model *m, const float *hidden, size_t n,
 	      float *logits);
 
 /* Where matmuls run: "cpu avx2+fma x2 threads", "cuda". */
-const char *q3_model_device(const struct q3_model *m);
+const char *engy_q3_model_device(const struct q3_model *m);
 
 #endif /* Q3_QWEN3_H */

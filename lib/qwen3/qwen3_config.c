@@ -314,7 +314,7 @@ static cJSON *read_json(const char *path, char *err, size_t errlen, int *rc)
 	return j;
 }
 
-int q3_config_load(const char *dir, struct q3_config *c, char *err,
+int engy_q3_config_load(const char *dir, struct q3_config *c, char *err,
 		   size_t errlen)
 {
 	char path[4096];

@@ -20,7 +20,7 @@
 
 /* ---- KV cache ---- */
 
-struct q3_seq *q3_seq_new(const struct q3_model *m, uint32_t max_ctx)
+struct q3_seq *engy_q3_seq_new(const struct q3_model *m, uint32_t max_ctx)
 {
 	struct q3_seq *s = calloc(1, sizeof(*s));
 
@@ -31,13 +31,13 @@ struct q3_seq *q3_seq_new(const struct q3_model *m, uint32_t max_ctx)
 	s->k = calloc(m->cfg.n_layers, sizeof(*s->k));
 	s->v = calloc(m->cfg.n_layers, sizeof(*s->v));
 	if (!s->k || !s->v) {
-		q3_seq_free(s);
+		engy_q3_seq_free(s);
 		return NULL;
 	}
 	return s;
 }
 
-void q3_seq_free(struct q3_seq *s)
+void engy_q3_seq_free(struct q3_seq *s)
 {
 	uint32_t l;
 
@@ -52,12 +52,12 @@ void q3_seq_free(struct q3_seq *s)
 	free(s);
 }
 
-uint32_t q3_seq_len(const struct q3_seq *s)
+uint32_t engy_q3_seq_len(const struct q3_seq *s)
 {
 	return s->len;
 }
 
-void q3_seq_truncate(struct q3_seq *s, uint32_t len)
+void engy_q3_seq_truncate(struct q3_seq *s, uint32_t len)
 {
 	if (len < s->len)
 		s->len = len;
@@ -92,23 +92,23 @@ static int seq_reserve(struct q3_seq *s, uint32_t need)
 
 /* ---- Building blocks ---- */
 
-void q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
+void engy_q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
 		 const struct mm_part *pt, size_t n)
 {
 	size_t i;
 
 	if (m->naive) {
 		for (i = 0; i < n; i++)
-			mm_matmul_naive(pt[i].x, pt[i].n, pt[i].w, pt[i].wt,
+			engy_mm_matmul_naive(pt[i].x, pt[i].n, pt[i].w, pt[i].wt,
 					pt[i].in, pt[i].out, pt[i].y);
 	} else if (m->cuda) {
 		/* A device error falls back to the CPU: results must be right. */
 		for (i = 0; i < n; i++)
-			if (q3_cuda_matmul(m->cuda, pt[i].x, pt[i].n, pt[i].w,
+			if (engy_q3_cuda_matmul(m->cuda, pt[i].x, pt[i].n, pt[i].w,
 					   pt[i].wt, pt[i].in, pt[i].out, pt[i].y))
-				mm_matmul_batch(m->pool, &pt[i], 1);
+				engy_mm_matmul_batch(m->pool, &pt[i], 1);
 	} else {
-		mm_matmul_batch(m->pool, pt, n);
+		engy_mm_matmul_batch(m->pool, pt, n);
 	}
 	if (m->hook)
 		for (i = 0; i < n; i++)
@@ -117,12 +117,12 @@ void q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
 					pt[i].n, pt[i].in, pt[i].y, pt[i].out);
 }
 
-void q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
+void engy_q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
 	   size_t n, const void *w, size_t in, size_t out, float *y)
 {
 	struct mm_part part = { x, w, y, n, in, out, m->wt };
 
-	q3_mm_batch(m, layer, &name, &part, 1);
+	engy_q3_mm_batch(m, layer, &name, &part, 1);
 }
 
 /* weight * (x / sqrt(mean(x^2) + eps)), as transformers' Qwen3RMSNorm. */
@@ -140,14 +140,14 @@ static void rmsnorm(float *out, const float *x, const float *w, size_t d,
 		out[i] = w[i] * (x[i] * inv);
 }
 
-float q3_silu(float x)
+float engy_q3_silu(float x)
 {
 	return x / (1.0f + expf(-x));
 }
 
-#define silu q3_silu
+#define silu engy_q3_silu
 
-void q3_mlp_run(struct q3_model *m, int layer, const char *pre,
+void engy_q3_mlp_run(struct q3_model *m, int layer, const char *pre,
 		const struct q3_mlp *mlp, const float *x, size_t n, float *g,
 		float *u, float *y)
 {
@@ -160,10 +160,10 @@ void q3_mlp_run(struct q3_model *m, int layer, const char *pre,
 	snprintf(gname, sizeof(gname), "%sgate_proj", pre);
 	snprintf(uname, sizeof(uname), "%sup_proj", pre);
 	snprintf(dname, sizeof(dname), "%sdown_proj", pre);
-	q3_mm_batch(m, layer, names, gu, 2);
+	engy_q3_mm_batch(m, layer, names, gu, 2);
 	for (i = 0; i < ni; i++)
 		g[i] = silu(g[i]) * u[i];
-	q3_mm(m, layer, dname, g, n, mlp->down, mlp->inter, h, y);
+	engy_q3_mm(m, layer, dname, g, n, mlp->down, mlp->inter, h, y);
 }
 
 /* ---- Attention ---- */
@@ -243,7 +243,7 @@ static void attn_task(void *arg, size_t task, unsigned thread)
 	double sum = 0;
 
 	for (j = 0; j <= p; j++) {
-		sc[j] = mm_dot(q, K + j * kvd, hd) * scale;
+		sc[j] = engy_mm_dot(q, K + j * kvd, hd) * scale;
 		mx = fmaxf(mx, sc[j]);
 	}
 	for (j = 0; j <= p; j++) {
@@ -278,21 +278,21 @@ static int layer_forward(struct fwd *f)
 			{ f->xn, l->wk, f->k, f->n, h, kvd, m->wt },
 			{ f->xn, l->wv, f->v, f->n, h, kvd, m->wt } };
 
-		q3_mm_batch(m, L, names, qkv, 3);
+		engy_q3_mm_batch(m, L, names, qkv, 3);
 	}
 	qk_prepare(f);
-	mm_pool_run(m->pool, attn_task, f, f->n * c->n_heads);
-	q3_mm(m, L, "o_proj", f->att, f->n, l->wo, qd, h, f->tmp);
+	engy_mm_pool_run(m->pool, attn_task, f, f->n * c->n_heads);
+	engy_q3_mm(m, L, "o_proj", f->att, f->n, l->wo, qd, h, f->tmp);
 	for (i = 0; i < f->n * h; i++)
 		f->x[i] += f->tmp[i];
 	for (r = 0; r < f->n; r++)
 		rmsnorm(f->xn + r * h, f->x + r * h, l->post_norm, h, c->eps);
 	if (c->sparse[L]) {
-		rc = q3_moe(m, L, f->xn, f->n, f->tmp);
+		rc = engy_q3_moe(m, L, f->xn, f->n, f->tmp);
 		if (rc)
 			return rc;
 	} else {
-		q3_mlp_run(m, L, "", &l->mlp, f->xn, f->n, f->g, f->u, f->tmp);
+		engy_q3_mlp_run(m, L, "", &l->mlp, f->xn, f->n, f->g, f->u, f->tmp);
 	}
 	for (i = 0; i < f->n * h; i++)
 		f->x[i] += f->tmp[i];
@@ -348,7 +348,7 @@ static int place_rows(struct q3_model *m, const struct q3_row *rows, size_t n,
 	return 0;
 }
 
-int q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
+int engy_q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
 	       float *hidden)
 {
 	const struct q3_config *c = &m->cfg;
@@ -378,7 +378,7 @@ int q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
 	f.g = malloc((n * inter + 1) * sizeof(float));
 	f.u = malloc((n * inter + 1) * sizeof(float));
 	f.cs = malloc(c->head_dim * sizeof(float));
-	f.scores = malloc((size_t)mm_pool_threads(m->pool) * max_pos *
+	f.scores = malloc((size_t)engy_mm_pool_threads(m->pool) * max_pos *
 			  sizeof(float));
 	rc = -ENOMEM;
 	if (!f.x || !f.xn || !f.tmp || !f.q || !f.att || !f.k || !f.v ||
@@ -417,11 +417,11 @@ out_pos:
 	return rc;
 }
 
-int q3_logits(struct q3_model *m, const float *hidden, size_t n,
+int engy_q3_logits(struct q3_model *m, const float *hidden, size_t n,
 	      float *logits)
 {
 	pthread_mutex_lock(&m->mu);
-	q3_mm(m, -1, "lm_head", hidden, n, m->lm_head, m->cfg.hidden,
+	engy_q3_mm(m, -1, "lm_head", hidden, n, m->lm_head, m->cfg.hidden,
 	      m->cfg.vocab, logits);
 	pthread_mutex_unlock(&m->mu);
 	return 0;

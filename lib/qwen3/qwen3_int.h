@@ -48,41 +48,41 @@ struct q3_model {
 struct q3_seq {
 	const struct q3_model *m;
 	uint32_t len, cap, max_ctx;
-	uint32_t next;			/* scratch of q3_forward() */
+	uint32_t next;			/* scratch of engy_q3_forward() */
 	float **k, **v;			/* per layer: [cap, n_kv * head_dim] */
 };
 
 /* Y = X W^T (W one of the model's matrices) on its device, then the hook. */
-void q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
+void engy_q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
 	   size_t n, const void *w, size_t in, size_t out, float *y);
 
 /* Independent products as one job, then the hook for each, in order. */
-void q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
+void engy_q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
 		 const struct mm_part *parts, size_t n);
 
 /*
- * q3_moe() - the sparse MLP of @layer for @n normed rows @xn into @y
+ * engy_q3_moe() - the sparse MLP of @layer for @n normed rows @xn into @y
  * [n, H] (overwritten).  Returns 0 or -ENOMEM.
  */
-int q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
+int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 	   float *y);
 
 /*
- * q3_mlp_run() - SwiGLU down(silu(gate(x)) * up(x)) for @n rows; @g and @u
+ * engy_q3_mlp_run() - SwiGLU down(silu(gate(x)) * up(x)) for @n rows; @g and @u
  * are scratch [n, inter].  @name_prefix names the matmuls for the hook
  * ("" for the dense MLP, "experts.3." ...).
  */
-void q3_mlp_run(struct q3_model *m, int layer, const char *name_prefix,
+void engy_q3_mlp_run(struct q3_model *m, int layer, const char *name_prefix,
 		const struct q3_mlp *mlp, const float *x, size_t n, float *g,
 		float *u, float *y);
 
-float q3_silu(float x);
+float engy_q3_silu(float x);
 
 /* CUDA (matmul_cuda.cu); stubs refuse when built without it. */
-int q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
+int engy_q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
 		 char *err, size_t errlen);
-void q3_cuda_close(struct q3_cuda *c);
-int q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
+void engy_q3_cuda_close(struct q3_cuda *c);
+int engy_q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
 		   const void *w, int wt, size_t in, size_t out, float *y);
 
 #endif /* Q3_QWEN3_INT_H */

@@ -422,7 +422,7 @@ static int load_weights(struct loader *ld)
 	return rc;
 }
 
-int q3_model_load(const char *dir, const struct q3_load_opts *o,
+int engy_q3_model_load(const char *dir, const struct q3_load_opts *o,
 		  struct q3_model **out, char *err, size_t errlen)
 {
 	struct loader ld = { .err = err, .errlen = errlen };
@@ -438,7 +438,7 @@ int q3_model_load(const char *dir, const struct q3_load_opts *o,
 		return -ENOMEM;
 	pthread_mutex_init(&m->mu, NULL);
 	ld.m = m;
-	rc = q3_config_load(dir, &m->cfg, err, errlen);
+	rc = engy_q3_config_load(dir, &m->cfg, err, errlen);
 	if (!rc)
 		rc = open_shards(&ld, dir);
 	if (!rc)
@@ -449,7 +449,7 @@ int q3_model_load(const char *dir, const struct q3_load_opts *o,
 		engy_st_close(ld.st[i]);
 	free(ld.st);
 	if (!rc && o && o->device == Q3_DEVICE_CUDA)
-		rc = q3_cuda_open(&m->cuda, m->device, sizeof(m->device), err,
+		rc = engy_q3_cuda_open(&m->cuda, m->device, sizeof(m->device), err,
 				  errlen);
 	if (!rc) {
 		if (!threads) {
@@ -457,31 +457,31 @@ int q3_model_load(const char *dir, const struct q3_load_opts *o,
 			threads = ncpu > 0 ? (unsigned)ncpu : 1;
 		}
 		m->naive = o && o->naive;
-		m->pool = mm_pool_new(m->naive ? 1 : threads);
+		m->pool = engy_mm_pool_new(m->naive ? 1 : threads);
 		if (!m->pool)
 			rc = -ENOMEM;
 		else if (m->naive)
 			snprintf(m->device, sizeof(m->device), "cpu naive x1");
 		else if (!m->cuda)
 			snprintf(m->device, sizeof(m->device), "cpu %s x%u",
-				 mm_kernel_name(), threads);
+				 engy_mm_kernel_name(), threads);
 	}
 	if (rc) {
-		q3_model_free(m);
+		engy_q3_model_free(m);
 		return rc;
 	}
 	*out = m;
 	return 0;
 }
 
-void q3_model_free(struct q3_model *m)
+void engy_q3_model_free(struct q3_model *m)
 {
 	size_t i;
 
 	if (!m)
 		return;
-	mm_pool_free(m->pool);
-	q3_cuda_close(m->cuda);
+	engy_mm_pool_free(m->pool);
+	engy_q3_cuda_close(m->cuda);
 	for (i = 0; i < m->n_bufs; i++)
 		free(m->bufs[i]);
 	if (m->layers)
@@ -494,33 +494,33 @@ void q3_model_free(struct q3_model *m)
 	free(m);
 }
 
-const struct q3_config *q3_model_config(const struct q3_model *m)
+const struct q3_config *engy_q3_model_config(const struct q3_model *m)
 {
 	return &m->cfg;
 }
 
-size_t q3_model_bytes(const struct q3_model *m)
+size_t engy_q3_model_bytes(const struct q3_model *m)
 {
 	return m->bytes;
 }
 
-unsigned q3_model_matrix_bytes(const struct q3_model *m)
+unsigned engy_q3_model_matrix_bytes(const struct q3_model *m)
 {
 	return m->wt == MM_BF16 ? 2 : 4;
 }
 
-unsigned q3_model_threads(const struct q3_model *m)
+unsigned engy_q3_model_threads(const struct q3_model *m)
 {
-	return mm_pool_threads(m->pool);
+	return engy_mm_pool_threads(m->pool);
 }
 
-void q3_model_set_hook(struct q3_model *m, q3_hook_fn fn, void *arg)
+void engy_q3_model_set_hook(struct q3_model *m, q3_hook_fn fn, void *arg)
 {
 	m->hook = fn;
 	m->hook_arg = arg;
 }
 
-const char *q3_model_device(const struct q3_model *m)
+const char *engy_q3_model_device(const struct q3_model *m)
 {
 	return m->device;
 }

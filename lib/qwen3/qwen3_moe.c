@@ -75,8 +75,8 @@ static int shared_expert(struct q3_model *m, int layer, const float *xn,
 
 	if (!g || !u || !o || !gate)
 		goto out;
-	q3_mlp_run(m, layer, "shared_expert.", &l->shared, xn, n, g, u, o);
-	q3_mm(m, layer, "shared_expert_gate", xn, n, l->shared_gate, h, 1, gate);
+	engy_q3_mlp_run(m, layer, "shared_expert.", &l->shared, xn, n, g, u, o);
+	engy_q3_mm(m, layer, "shared_expert_gate", xn, n, l->shared_gate, h, 1, gate);
 	for (r = 0; r < n; r++) {
 		float s = 1.0f / (1.0f + expf(-gate[r]));
 
@@ -97,7 +97,7 @@ out:
  * block, so all active experts' gate and up products run as one pool job,
  * and all their down products as another.
  */
-int q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float *y)
+int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float *y)
 {
 	const struct q3_config *c = &m->cfg;
 	const struct q3_layer *l = &m->layers[layer];
@@ -119,7 +119,7 @@ int q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float *y)
 	if (!logit || !prob || !sel || !off || !fill || !xe || !ge || !ue ||
 	    !ye || !parts || !nm || !names)
 		goto out;
-	q3_mm(m, layer, "router", xn, n, l->router, h, E, logit);
+	engy_q3_mm(m, layer, "router", xn, n, l->router, h, E, logit);
 	for (r = 0; r < n; r++)
 		route_row(logit + r * E, E, K, c->norm_topk, prob, sel + r * K);
 	/* Offsets of each expert's block, then rows gathered into them. */
@@ -149,9 +149,9 @@ int q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float *y)
 	}
 	for (r = 0; r < na; r++)
 		names[r] = nm[r];
-	q3_mm_batch(m, layer, names, parts, na);
+	engy_q3_mm_batch(m, layer, names, parts, na);
 	for (r = 0; r < nk * I; r++)
-		ge[r] = q3_silu(ge[r]) * ue[r];
+		ge[r] = engy_q3_silu(ge[r]) * ue[r];
 	for (e = 0, na = 0; e < E; e++) {
 		size_t cnt = off[e + 1] - off[e];
 
@@ -163,7 +163,7 @@ int q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float *y)
 		names[na] = nm[na];
 		na++;
 	}
-	q3_mm_batch(m, layer, names, parts, na);
+	engy_q3_mm_batch(m, layer, names, parts, na);
 	/* A row's experts are summed in ascending expert order. */
 	for (r = 0; r < n; r++) {
 		float *yr = y + r * h;

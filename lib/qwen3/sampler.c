@@ -22,7 +22,7 @@ static uint64_t splitmix64(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-void q3_rng_seed(struct q3_rng *r, uint64_t seed)
+void engy_q3_rng_seed(struct q3_rng *r, uint64_t seed)
 {
 	int i;
 
@@ -35,7 +35,7 @@ static uint64_t rotl(uint64_t x, int k)
 	return (x << k) | (x >> (64 - k));
 }
 
-uint64_t q3_rng_next(struct q3_rng *r)
+uint64_t engy_q3_rng_next(struct q3_rng *r)
 {
 	uint64_t *s = r->s, res = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
 
@@ -48,12 +48,12 @@ uint64_t q3_rng_next(struct q3_rng *r)
 	return res;
 }
 
-double q3_rng_uniform(struct q3_rng *r)
+double engy_q3_rng_uniform(struct q3_rng *r)
 {
-	return (double)(q3_rng_next(r) >> 11) * 0x1p-53;
+	return (double)(engy_q3_rng_next(r) >> 11) * 0x1p-53;
 }
 
-int q3_sampling_check(const struct q3_sampling *p, const char **why)
+int engy_q3_sampling_check(const struct q3_sampling *p, const char **why)
 {
 	if (!(p->temperature >= 0) || !isfinite(p->temperature)) {
 		*why = "temperature must be >= 0";
@@ -81,7 +81,7 @@ struct q3_sampler {
 	double *p;
 };
 
-struct q3_sampler *q3_sampler_new(uint32_t vocab)
+struct q3_sampler *engy_q3_sampler_new(uint32_t vocab)
 {
 	struct q3_sampler *s = calloc(1, sizeof(*s));
 
@@ -91,13 +91,13 @@ struct q3_sampler *q3_sampler_new(uint32_t vocab)
 	s->c = malloc(vocab * sizeof(*s->c));
 	s->p = malloc(vocab * sizeof(*s->p));
 	if (!s->c || !s->p) {
-		q3_sampler_free(s);
+		engy_q3_sampler_free(s);
 		return NULL;
 	}
 	return s;
 }
 
-void q3_sampler_free(struct q3_sampler *s)
+void engy_q3_sampler_free(struct q3_sampler *s)
 {
 	if (!s)
 		return;
@@ -157,7 +157,7 @@ static uint32_t top_candidates(struct q3_sampler *s, const float *logits,
 	return n;
 }
 
-uint32_t q3_sample(struct q3_sampler *s, const float *logits,
+uint32_t engy_q3_sample(struct q3_sampler *s, const float *logits,
 		   const struct q3_sampling *p, struct q3_rng *rng,
 		   float *logprob)
 {
@@ -189,7 +189,7 @@ uint32_t q3_sample(struct q3_sampler *s, const float *logits,
 		for (sum = 0, i = 0; i < keep; i++)
 			sum += s->p[i];
 	}
-	u = q3_rng_uniform(rng) * sum;
+	u = engy_q3_rng_uniform(rng) * sum;
 	best = s->c[keep - 1].id;
 	for (acc = 0, i = 0; i < keep; i++) {
 		acc += s->p[i];

@@ -14,10 +14,10 @@ struct q3_rng {
 	uint64_t s[4];
 };
 
-void q3_rng_seed(struct q3_rng *r, uint64_t seed);
-uint64_t q3_rng_next(struct q3_rng *r);
+void engy_q3_rng_seed(struct q3_rng *r, uint64_t seed);
+uint64_t engy_q3_rng_next(struct q3_rng *r);
 /* Uniform in [0, 1) with 53 random bits. */
-double q3_rng_uniform(struct q3_rng *r);
+double engy_q3_rng_uniform(struct q3_rng *r);
 
 struct q3_sampling {
 	double temperature;	/* 0: greedy */
@@ -26,19 +26,19 @@ struct q3_sampling {
 };
 
 /* 0, or -EINVAL naming the field in @why. */
-int q3_sampling_check(const struct q3_sampling *p, const char **why);
+int engy_q3_sampling_check(const struct q3_sampling *p, const char **why);
 
 struct q3_sampler;
 
-struct q3_sampler *q3_sampler_new(uint32_t vocab);
-void q3_sampler_free(struct q3_sampler *s);
+struct q3_sampler *engy_q3_sampler_new(uint32_t vocab);
+void engy_q3_sampler_free(struct q3_sampler *s);
 
 /*
- * q3_sample() - choose a token from @logits [vocab].  Greedy takes the
+ * engy_q3_sample() - choose a token from @logits [vocab].  Greedy takes the
  * first maximum.  *@logprob (may be NULL) gets the token's log-probability
  * under the unmodified distribution (softmax of the raw logits).
  */
-uint32_t q3_sample(struct q3_sampler *s, const float *logits,
+uint32_t engy_q3_sample(struct q3_sampler *s, const float *logits,
 		   const struct q3_sampling *p, struct q3_rng *rng,
 		   float *logprob);
 

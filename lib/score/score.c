@@ -117,8 +117,8 @@ static uint32_t row_gates(const struct engy_epoch_row *r,
 			  struct engy_epoch_row_result *rr)
 {
 	uint64_t n = r->n_2xx + r->n_502 + r->n_504;	/* < 2^55 */
-	uint64_t nt = score_hist_total(r->ttft, r->n_ttft);
-	uint64_t np = score_hist_total(r->tpot, r->n_tpot);
+	uint64_t nt = engy_score_hist_total(r->ttft, r->n_ttft);
+	uint64_t np = engy_score_hist_total(r->tpot, r->n_tpot);
 	uint64_t bp = ENGY_SCORE_BP;
 	int acc_fail;
 
@@ -168,7 +168,7 @@ static int miner_cheats(const struct engy_epoch_input *in,
 		cheat += r->v_cheat;
 		rendered += r->v_pass + r->v_cheat;
 		if (rendered > ENGY_SCORE_MAX_INT)
-			return score_fail(why, wl, -ERANGE,
+			return engy_score_fail(why, wl, -ERANGE,
 					  "rows[%zu].verdicts: hotkey %s has over 2^53-1 verdicts",
 					  order[i], r->hotkey);
 	}
@@ -201,19 +201,19 @@ static int score_miner(const struct engy_epoch_input *in,
 		const struct engy_epoch_model *md;
 		uint64_t s;
 
-		md = score_model_of(in, r->model);
+		md = engy_score_model_of(in, r->model);
 		rr->gate = row_gates(r, md, p, cheats, rr);
 		if (rr->gate != ENGY_GATE_OK)
 			continue;
 		if (engy_score_muldiv(r->tokens, md->score_rate, 1000, &s) ||
 		    s > ENGY_SCORE_MAX_INT)
-			return score_fail(out->error, sizeof(out->error), -ERANGE,
+			return engy_score_fail(out->error, sizeof(out->error), -ERANGE,
 					  "rows[%zu]: score tokens * score_rate / 1000 is over 2^53-1",
 					  order[i]);
 		rr->score = s;
 		m->score += s;
 		if (m->score > ENGY_SCORE_MAX_INT)
-			return score_fail(out->error, sizeof(out->error), -ERANGE,
+			return engy_score_fail(out->error, sizeof(out->error), -ERANGE,
 					  "rows[%zu]: hotkey %s scores over 2^53-1 in all",
 					  order[i], r->hotkey);
 	}
@@ -281,7 +281,7 @@ static int settle(const struct engy_epoch_input *in,
 			break;
 		out->total_score += mn[n++].score;
 		if (out->total_score > ENGY_SCORE_MAX_INT)
-			rc = score_fail(out->error, sizeof(out->error), -ERANGE,
+			rc = engy_score_fail(out->error, sizeof(out->error), -ERANGE,
 					"rows: the total score is over 2^53-1");
 	}
 	if (!rc)
@@ -302,8 +302,8 @@ int engy_score_settle(const struct engy_epoch_input *in,
 	rc = engy_score_check(in, p, out->error, sizeof(out->error));
 	if (rc)
 		return rc;
-	p = score_params(in, p, &def);
-	order = score_row_order(in);
+	p = engy_score_params(in, p, &def);
+	order = engy_score_row_order(in);
 	out->rows = calloc(in->n_rows ? in->n_rows : 1, sizeof(*out->rows));
 	if (!order || !out->rows) {
 		rc = -ENOMEM;
@@ -312,7 +312,7 @@ int engy_score_settle(const struct engy_epoch_input *in,
 	out->n_rows = in->n_rows;
 	rc = settle(in, p, order, out);
 	if (!rc)
-		rc = score_render_result(in, order, out);
+		rc = engy_score_render_result(in, order, out);
 	if (rc)
 		goto fail;
 	free(order);

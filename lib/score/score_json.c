@@ -331,7 +331,7 @@ static void sj_clear(struct sj *j)
 	free(j->s);
 }
 
-void sj_free(struct sj *j)
+void engy_sj_free(struct sj *j)
 {
 	if (!j)
 		return;
@@ -339,7 +339,7 @@ void sj_free(struct sj *j)
 	free(j);
 }
 
-int sj_parse(const char *text, size_t len, struct sj **out, char *why,
+int engy_sj_parse(const char *text, size_t len, struct sj **out, char *why,
 	     size_t whylen)
 {
 	struct rd r = { text, len, 0, 0, why, whylen };
@@ -356,14 +356,14 @@ int sj_parse(const char *text, size_t len, struct sj **out, char *why,
 			rc = bad(&r, "trailing bytes after the document");
 	}
 	if (rc) {
-		sj_free(j);
+		engy_sj_free(j);
 		return rc;
 	}
 	*out = j;
 	return 0;
 }
 
-const struct sj *sj_get(const struct sj *obj, const char *key)
+const struct sj *engy_sj_get(const struct sj *obj, const char *key)
 {
 	size_t i;
 
@@ -375,7 +375,7 @@ const struct sj *sj_get(const struct sj *obj, const char *key)
 	return NULL;
 }
 
-const char *sj_type_name(const struct sj *j)
+const char *engy_sj_type_name(const struct sj *j)
 {
 	switch (j->type) {
 	case SJ_NULL:

@@ -38,19 +38,19 @@ struct sj {
 };
 
 /*
- * sj_parse() - parse @len bytes holding one JSON value.  Returns 0 with
- * the tree in *@out (sj_free()), -EINVAL with "byte N: what" in @why, or
+ * engy_sj_parse() - parse @len bytes holding one JSON value.  Returns 0 with
+ * the tree in *@out (engy_sj_free()), -EINVAL with "byte N: what" in @why, or
  * -ENOMEM.
  */
-int sj_parse(const char *text, size_t len, struct sj **out, char *why,
+int engy_sj_parse(const char *text, size_t len, struct sj **out, char *why,
 	     size_t whylen);
 
-void sj_free(struct sj *j);
+void engy_sj_free(struct sj *j);
 
 /* The member @key of an object, or NULL. */
-const struct sj *sj_get(const struct sj *obj, const char *key);
+const struct sj *engy_sj_get(const struct sj *obj, const char *key);
 
 /* "null", "a boolean", "a number", "a string", "an array", "an object". */
-const char *sj_type_name(const struct sj *j);
+const char *engy_sj_type_name(const struct sj *j);
 
 #endif /* ENGY_SCORE_JSON_H */

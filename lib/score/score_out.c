@@ -29,7 +29,7 @@ static void sbuf_grow(struct sbuf *b, size_t more)
 	b->cap = cap;
 }
 
-void sbuf_put(struct sbuf *b, const char *s)
+void engy_score_sbuf_put(struct sbuf *b, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -40,7 +40,7 @@ void sbuf_put(struct sbuf *b, const char *s)
 	b->len += n;
 }
 
-void sbuf_putu(struct sbuf *b, uint64_t v)
+void engy_score_sbuf_putu(struct sbuf *b, uint64_t v)
 {
 	char d[24], *e = d + sizeof(d) - 1;
 
@@ -49,75 +49,75 @@ void sbuf_putu(struct sbuf *b, uint64_t v)
 		*--e = (char)('0' + v % 10);
 		v /= 10;
 	} while (v);
-	sbuf_put(b, e);
+	engy_score_sbuf_put(b, e);
 }
 
-void sbuf_putq(struct sbuf *b, const char *s)
+void engy_score_sbuf_putq(struct sbuf *b, const char *s)
 {
-	sbuf_put(b, "\"");
-	sbuf_put(b, s);
-	sbuf_put(b, "\"");
+	engy_score_sbuf_put(b, "\"");
+	engy_score_sbuf_put(b, s);
+	engy_score_sbuf_put(b, "\"");
 }
 
 /* ,"key": then the caller's value (no comma before the first member). */
 static void key(struct sbuf *b, const char *k, int first)
 {
-	sbuf_put(b, first ? "\"" : ",\"");
-	sbuf_put(b, k);
-	sbuf_put(b, "\":");
+	engy_score_sbuf_put(b, first ? "\"" : ",\"");
+	engy_score_sbuf_put(b, k);
+	engy_score_sbuf_put(b, "\":");
 }
 
 static void ukey(struct sbuf *b, const char *k, uint64_t v)
 {
 	key(b, k, 0);
-	sbuf_putu(b, v);
+	engy_score_sbuf_putu(b, v);
 }
 
-int score_render_result(const struct engy_epoch_input *in,
+int engy_score_render_result(const struct engy_epoch_input *in,
 			const size_t *order, struct engy_epoch_result *out)
 {
 	struct sbuf b = { 0 };
 	size_t i;
 
-	sbuf_put(&b, "{");
+	engy_score_sbuf_put(&b, "{");
 	key(&b, "epoch_index", 1);
-	sbuf_putu(&b, in->epoch_index);
+	engy_score_sbuf_putu(&b, in->epoch_index);
 	ukey(&b, "netuid", in->netuid);
 	key(&b, "weights", 0);
-	sbuf_put(&b, "[");
+	engy_score_sbuf_put(&b, "[");
 	for (i = 0; i < out->n_weights; i++) {
-		sbuf_put(&b, i ? ",[" : "[");
-		sbuf_putq(&b, out->weights[i].hotkey);
-		sbuf_put(&b, ",");
-		sbuf_putu(&b, out->weights[i].weight);
-		sbuf_put(&b, "]");
+		engy_score_sbuf_put(&b, i ? ",[" : "[");
+		engy_score_sbuf_putq(&b, out->weights[i].hotkey);
+		engy_score_sbuf_put(&b, ",");
+		engy_score_sbuf_putu(&b, out->weights[i].weight);
+		engy_score_sbuf_put(&b, "]");
 	}
-	sbuf_put(&b, "]");
+	engy_score_sbuf_put(&b, "]");
 	key(&b, "rules", 0);
-	sbuf_putq(&b, ENGY_SCORE_RULES);
+	engy_score_sbuf_putq(&b, ENGY_SCORE_RULES);
 	key(&b, "burn", 0);
-	sbuf_put(&b, out->burn ? "true" : "false");
+	engy_score_sbuf_put(&b, out->burn ? "true" : "false");
 	ukey(&b, "total_score", out->total_score);
 	key(&b, "rows", 0);
-	sbuf_put(&b, "[");
+	engy_score_sbuf_put(&b, "[");
 	for (i = 0; i < in->n_rows; i++) {
 		const struct engy_epoch_row *r = &in->rows[order[i]];
 		const struct engy_epoch_row_result *rr = &out->rows[order[i]];
 
-		sbuf_put(&b, i ? ",{" : "{");
+		engy_score_sbuf_put(&b, i ? ",{" : "{");
 		key(&b, "hotkey", 1);
-		sbuf_putq(&b, r->hotkey);
+		engy_score_sbuf_putq(&b, r->hotkey);
 		ukey(&b, "uid", r->uid);
 		key(&b, "model", 0);
-		sbuf_putq(&b, r->model);
+		engy_score_sbuf_putq(&b, r->model);
 		ukey(&b, "counted", r->counted);
 		ukey(&b, "tokens", r->tokens);
 		ukey(&b, "score", rr->score);
 		key(&b, "gate_reason", 0);
-		sbuf_putq(&b, engy_gate_name(rr->gate));
-		sbuf_put(&b, "}");
+		engy_score_sbuf_putq(&b, engy_gate_name(rr->gate));
+		engy_score_sbuf_put(&b, "}");
 	}
-	sbuf_put(&b, "]}");
+	engy_score_sbuf_put(&b, "]}");
 	if (b.err) {
 		free(b.p);
 		return b.err;
@@ -133,44 +133,44 @@ static void hist(struct sbuf *b, const char *k,
 	size_t j;
 
 	key(b, k, 0);
-	sbuf_put(b, "[");
+	engy_score_sbuf_put(b, "[");
 	for (j = 0; j < n; j++) {
-		sbuf_put(b, j ? ",[" : "[");
-		sbuf_putu(b, h[j].ms);
-		sbuf_put(b, ",");
-		sbuf_putu(b, h[j].count);
-		sbuf_put(b, "]");
+		engy_score_sbuf_put(b, j ? ",[" : "[");
+		engy_score_sbuf_putu(b, h[j].ms);
+		engy_score_sbuf_put(b, ",");
+		engy_score_sbuf_putu(b, h[j].count);
+		engy_score_sbuf_put(b, "]");
 	}
-	sbuf_put(b, "]");
+	engy_score_sbuf_put(b, "]");
 }
 
 static void agg_row(struct sbuf *b, const struct engy_epoch_row *r)
 {
-	sbuf_put(b, "{");
+	engy_score_sbuf_put(b, "{");
 	key(b, "hotkey", 1);
-	sbuf_putq(b, r->hotkey);
+	engy_score_sbuf_putq(b, r->hotkey);
 	ukey(b, "uid", r->uid);
 	key(b, "model", 0);
-	sbuf_putq(b, r->model);
+	engy_score_sbuf_putq(b, r->model);
 	ukey(b, "counted", r->counted);
 	ukey(b, "tokens", r->tokens);
 	key(b, "status", 0);
-	sbuf_put(b, "{");
+	engy_score_sbuf_put(b, "{");
 	key(b, "2xx", 1);
-	sbuf_putu(b, r->n_2xx);
+	engy_score_sbuf_putu(b, r->n_2xx);
 	ukey(b, "499", r->n_499);
 	ukey(b, "502", r->n_502);
 	ukey(b, "504", r->n_504);
-	sbuf_put(b, "}");
+	engy_score_sbuf_put(b, "}");
 	hist(b, "ttft_ms", r->ttft, r->n_ttft);
 	hist(b, "tpot_ms", r->tpot, r->n_tpot);
 	key(b, "verdicts", 0);
-	sbuf_put(b, "{");
+	engy_score_sbuf_put(b, "{");
 	key(b, "pass", 1);
-	sbuf_putu(b, r->v_pass);
+	engy_score_sbuf_putu(b, r->v_pass);
 	ukey(b, "cheat", r->v_cheat);
 	ukey(b, "unproven", r->v_unproven);
-	sbuf_put(b, "}}");
+	engy_score_sbuf_put(b, "}}");
 }
 
 static int cmp_model(const void *a, const void *b)
@@ -194,8 +194,8 @@ int engy_score_aggregates_json(const struct engy_epoch_input *in,
 	rc = engy_score_check(in, p, why, whylen);
 	if (rc)
 		return rc;
-	p = score_params(in, p, &def);
-	order = score_row_order(in);
+	p = engy_score_params(in, p, &def);
+	order = engy_score_row_order(in);
 	m = malloc((in->n_models ? in->n_models : 1) * sizeof(*m));
 	if (!order || !m) {
 		rc = -ENOMEM;
@@ -205,43 +205,43 @@ int engy_score_aggregates_json(const struct engy_epoch_input *in,
 		m[i] = &in->models[i];
 	qsort(m, in->n_models, sizeof(*m), cmp_model);
 
-	sbuf_put(&b, "{");
+	engy_score_sbuf_put(&b, "{");
 	key(&b, "v", 1);
-	sbuf_put(&b, "1");
+	engy_score_sbuf_put(&b, "1");
 	ukey(&b, "netuid", in->netuid);
 	ukey(&b, "epoch_index", in->epoch_index);
 	key(&b, "owner_hotkey", 0);
-	sbuf_putq(&b, in->owner_hotkey);
+	engy_score_sbuf_putq(&b, in->owner_hotkey);
 	key(&b, "params", 0);
-	sbuf_put(&b, "{");
+	engy_score_sbuf_put(&b, "{");
 	key(&b, "acceptance_min_bp", 1);
-	sbuf_putu(&b, p->acceptance_min_bp);
+	engy_score_sbuf_putu(&b, p->acceptance_min_bp);
 	ukey(&b, "acceptance_min_samples", p->acceptance_min_samples);
 	ukey(&b, "ttft_min_samples", p->ttft_min_samples);
 	ukey(&b, "tpot_min_samples", p->tpot_min_samples);
 	ukey(&b, "cheat_max_bp", p->cheat_max_bp);
 	ukey(&b, "cheat_min_samples", p->cheat_min_samples);
-	sbuf_put(&b, "}");
+	engy_score_sbuf_put(&b, "}");
 	key(&b, "models", 0);
-	sbuf_put(&b, "[");
+	engy_score_sbuf_put(&b, "[");
 	for (i = 0; i < in->n_models; i++) {
-		sbuf_put(&b, i ? ",{" : "{");
+		engy_score_sbuf_put(&b, i ? ",{" : "{");
 		key(&b, "model", 1);
-		sbuf_putq(&b, m[i]->model);
+		engy_score_sbuf_putq(&b, m[i]->model);
 		ukey(&b, "score_rate", m[i]->score_rate);
 		ukey(&b, "qual_ttft_p99_ms", m[i]->qual_ttft_p99_ms);
 		ukey(&b, "qual_tpot_p99_ms", m[i]->qual_tpot_p99_ms);
-		sbuf_put(&b, "}");
+		engy_score_sbuf_put(&b, "}");
 	}
-	sbuf_put(&b, "]");
+	engy_score_sbuf_put(&b, "]");
 	key(&b, "rows", 0);
-	sbuf_put(&b, "[");
+	engy_score_sbuf_put(&b, "[");
 	for (i = 0; i < in->n_rows; i++) {
 		if (i)
-			sbuf_put(&b, ",");
+			engy_score_sbuf_put(&b, ",");
 		agg_row(&b, &in->rows[order[i]]);
 	}
-	sbuf_put(&b, "]}");
+	engy_score_sbuf_put(&b, "]}");
 	rc = b.err;
 	if (!rc)
 		*json = b.p;

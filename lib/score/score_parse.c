@@ -26,7 +26,7 @@ struct ctx {
 
 static int fail(struct ctx *c, const char *path, const char *what)
 {
-	return score_fail(c->why, c->wl, -EINVAL, "%s: %s", path, what);
+	return engy_score_fail(c->why, c->wl, -EINVAL, "%s: %s", path, what);
 }
 
 /* Unknown keys are refused: a misspelt field must not read as absent. */
@@ -54,7 +54,7 @@ static int known(struct ctx *c, const struct sj *o, const char *path,
 static int get_uint(struct ctx *c, const struct sj *o, const char *path,
 		    const char *key, uint64_t max, int req, uint64_t *out)
 {
-	const struct sj *v = sj_get(o, key);
+	const struct sj *v = engy_sj_get(o, key);
 	char p[160], what[64];
 
 	snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "", key);
@@ -74,7 +74,7 @@ static int get_uint(struct ctx *c, const struct sj *o, const char *path,
 static int get_str(struct ctx *c, const struct sj *o, const char *path,
 		   const char *key, int req, const char **out)
 {
-	const struct sj *v = sj_get(o, key);
+	const struct sj *v = engy_sj_get(o, key);
 	char p[160];
 
 	snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "", key);
@@ -89,7 +89,7 @@ static int get_str(struct ctx *c, const struct sj *o, const char *path,
 static const struct sj *get_arr(struct ctx *c, const struct sj *o,
 				const char *path, const char *key, int *rc)
 {
-	const struct sj *v = sj_get(o, key);
+	const struct sj *v = engy_sj_get(o, key);
 	char p[160];
 
 	snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "", key);
@@ -109,7 +109,7 @@ static int parse_params(struct ctx *c, const struct sj *top,
 		"ttft_min_samples", "tpot_min_samples", "cheat_max_bp",
 		"cheat_min_samples", NULL
 	};
-	const struct sj *o = sj_get(top, "params");
+	const struct sj *o = engy_sj_get(top, "params");
 	uint64_t v;
 	int rc;
 
@@ -224,7 +224,7 @@ static int parse_counts(struct ctx *c, const struct sj *row, const char *path,
 			const char *key, const char *const *keys,
 			uint64_t *const *dst)
 {
-	const struct sj *o = sj_get(row, key);
+	const struct sj *o = engy_sj_get(row, key);
 	char p[160];
 	size_t k;
 	int rc;
@@ -374,9 +374,9 @@ int engy_score_parse(const char *text, size_t len, struct engy_score_doc **out,
 	d->priv = pv;
 	d->in.size = sizeof(d->in);
 	d->in.params = &d->params;
-	rc = sj_parse(text, len, &pv->dom, jwhy, sizeof(jwhy));
+	rc = engy_sj_parse(text, len, &pv->dom, jwhy, sizeof(jwhy));
 	if (rc == -EINVAL)
-		score_fail(why, whylen, rc, "aggregates: not JSON (%s)", jwhy);
+		engy_score_fail(why, whylen, rc, "aggregates: not JSON (%s)", jwhy);
 	if (!rc)
 		rc = pv->dom->type == SJ_OBJ ?
 		     parse_top(&c, pv->dom, d, pv) :
@@ -403,7 +403,7 @@ void engy_score_doc_free(struct engy_score_doc *d)
 	}
 	free(pv->rows);
 	free(pv->models);
-	sj_free(pv->dom);
+	engy_sj_free(pv->dom);
 	free(pv);
 	free(d);
 }

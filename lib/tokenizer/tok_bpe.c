@@ -14,7 +14,7 @@
 
 #define BPE_SMALL 64
 
-int tok_merges_init(struct engy_tokenizer *t, size_t n)
+int engy_tok_merges_init(struct engy_tokenizer *t, size_t n)
 {
 	size_t size = 16, i;
 
@@ -33,7 +33,7 @@ int tok_merges_init(struct engy_tokenizer *t, size_t n)
 	return 0;
 }
 
-void tok_merges_put(struct engy_tokenizer *t, uint32_t a, uint32_t b,
+void engy_tok_merges_put(struct engy_tokenizer *t, uint32_t a, uint32_t b,
 		    uint32_t rank, uint32_t id)
 {
 	uint64_t key = (uint64_t)a << 32 | b;
@@ -48,7 +48,7 @@ void tok_merges_put(struct engy_tokenizer *t, uint32_t a, uint32_t b,
 	t->mtab[i].id = id;
 }
 
-bool tok_merges_get(const struct engy_tokenizer *t, uint32_t a, uint32_t b,
+bool engy_tok_merges_get(const struct engy_tokenizer *t, uint32_t a, uint32_t b,
 		    uint32_t *rank, uint32_t *id)
 {
 	uint64_t key = (uint64_t)a << 32 | b;
@@ -68,7 +68,7 @@ bool tok_merges_get(const struct engy_tokenizer *t, uint32_t a, uint32_t b,
 	}
 }
 
-size_t tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym,
+size_t engy_tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym,
 			   size_t n)
 {
 	uint32_t rank[BPE_SMALL], nid[BPE_SMALL], best;
@@ -77,7 +77,7 @@ size_t tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym,
 	if (n < 2 || n > BPE_SMALL)
 		return n;
 	for (i = 0; i + 1 < n; i++)
-		if (!tok_merges_get(t, sym[i], sym[i + 1], &rank[i], &nid[i]))
+		if (!engy_tok_merges_get(t, sym[i], sym[i + 1], &rank[i], &nid[i]))
 			rank[i] = TOK_NONE;
 	for (;;) {
 		best = TOK_NONE;
@@ -99,10 +99,10 @@ size_t tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym,
 			memmove(nid + bi + 1, nid + bi + 2,
 				(n - bi - 2) * sizeof(*nid));
 		}
-		if (bi > 0 && !tok_merges_get(t, sym[bi - 1], sym[bi],
+		if (bi > 0 && !engy_tok_merges_get(t, sym[bi - 1], sym[bi],
 					      &rank[bi - 1], &nid[bi - 1]))
 			rank[bi - 1] = TOK_NONE;
-		if (bi + 1 < n && !tok_merges_get(t, sym[bi], sym[bi + 1],
+		if (bi + 1 < n && !engy_tok_merges_get(t, sym[bi], sym[bi + 1],
 						  &rank[bi], &nid[bi]))
 			rank[bi] = TOK_NONE;
 	}
@@ -150,7 +150,7 @@ static uint64_t heap_pop(struct heap *h)
 	return top;
 }
 
-int tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n,
+int engy_tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n,
 		       size_t *out_n)
 {
 	uint32_t *next = NULL, *prev = NULL, rank, id, p, q;
@@ -180,7 +180,7 @@ int tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n,
 		prev[i] = i ? (uint32_t)i - 1 : TOK_NONE;
 		next[i] = i + 1 < n ? (uint32_t)i + 1 : TOK_NONE;
 		if (i + 1 < n &&
-		    tok_merges_get(t, sym[i], sym[i + 1], &rank, &id))
+		    engy_tok_merges_get(t, sym[i], sym[i + 1], &rank, &id))
 			heap_push(&h, (uint64_t)rank << 32 | i);
 	}
 	while (h.n) {
@@ -191,7 +191,7 @@ int tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n,
 			continue;
 		q = next[p];
 		/* Stale entry: the pair at p changed since it was pushed. */
-		if (!tok_merges_get(t, sym[p], sym[q], &rank, &id) ||
+		if (!engy_tok_merges_get(t, sym[p], sym[q], &rank, &id) ||
 		    rank != (uint32_t)(top >> 32))
 			continue;
 		sym[p] = id;
@@ -200,10 +200,10 @@ int tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n,
 		if (next[q] != TOK_NONE)
 			prev[next[q]] = p;
 		if (prev[p] != TOK_NONE &&
-		    tok_merges_get(t, sym[prev[p]], sym[p], &rank, &id))
+		    engy_tok_merges_get(t, sym[prev[p]], sym[p], &rank, &id))
 			heap_push(&h, (uint64_t)rank << 32 | prev[p]);
 		if (next[p] != TOK_NONE &&
-		    tok_merges_get(t, sym[p], sym[next[p]], &rank, &id))
+		    engy_tok_merges_get(t, sym[p], sym[next[p]], &rank, &id))
 			heap_push(&h, (uint64_t)rank << 32 | p);
 	}
 	k = 0;
@@ -218,7 +218,7 @@ out:
 	return rc;
 }
 
-int tok_ids_push(struct tok_ids *o, uint32_t id)
+int engy_tok_ids_push(struct tok_ids *o, uint32_t id)
 {
 	uint32_t *v;
 	size_t cap;
@@ -293,7 +293,7 @@ static void cache_reset(struct tok_tls *tls)
 	tls->count = 0;
 }
 
-struct tok_tls *tok_tls_get(const struct engy_tokenizer *t)
+struct tok_tls *engy_tok_tls_get(const struct engy_tokenizer *t)
 {
 	struct tok_tls *tls = tls_cur;
 
@@ -335,12 +335,12 @@ struct tok_tls *tok_tls_get(const struct engy_tokenizer *t)
 	return tls;
 }
 
-pcre2_match_data *tok_tls_match_data(struct tok_tls *tls)
+pcre2_match_data *engy_tok_tls_match_data(struct tok_tls *tls)
 {
 	return tls->md;
 }
 
-pcre2_match_context *tok_tls_match_context(struct tok_tls *tls)
+pcre2_match_context *engy_tok_tls_match_context(struct tok_tls *tls)
 {
 	return tls->mctx;
 }
@@ -402,7 +402,7 @@ static uint32_t whole_piece_id(const struct engy_tokenizer *t, const uint8_t *s,
 	if (n > 256)
 		return TOK_NONE;
 	for (i = 0; i < n; i++) {
-		cp = tok_byte_to_cp(s[i]);
+		cp = engy_tok_byte_to_cp(s[i]);
 		if (cp < 0x80) {
 			buf[k++] = (char)cp;
 		} else {
@@ -410,10 +410,10 @@ static uint32_t whole_piece_id(const struct engy_tokenizer *t, const uint8_t *s,
 			buf[k++] = (char)(0x80 | (cp & 0x3F));
 		}
 	}
-	return tok_strtab_find(t, &t->vocab_tab, false, buf, k);
+	return engy_tok_strtab_find(t, &t->vocab_tab, false, buf, k);
 }
 
-int tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls,
+int engy_tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls,
 		  const uint8_t *s, size_t n, struct tok_ids *o)
 {
 	uint32_t small[BPE_SMALL], *sym = small, id;
@@ -426,7 +426,7 @@ int tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls,
 	if (!n)
 		return 0;
 	if (t->ignore_merges && (id = whole_piece_id(t, s, n)) != TOK_NONE)
-		return tok_ids_push(o, id);
+		return engy_tok_ids_push(o, id);
 	if (n <= CACHE_MAX_KEY) {
 		h = tok_hash(s, n);
 		c = cache_find(tls, h, s, n);
@@ -436,7 +436,7 @@ int tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls,
 
 			for (i = 0; i < c->nids; i++) {
 				memcpy(&id, v + 4 * i, 4);
-				rc = tok_ids_push(o, id);
+				rc = engy_tok_ids_push(o, id);
 				if (rc)
 					return rc;
 			}
@@ -464,14 +464,14 @@ int tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls,
 		}
 	}
 	if (k <= BPE_SMALL) {
-		nsym = tok_bpe_merge_small(t, sym, k);
+		nsym = engy_tok_bpe_merge_small(t, sym, k);
 	} else {
-		rc = tok_bpe_merge_heap(t, sym, k, &nsym);
+		rc = engy_tok_bpe_merge_heap(t, sym, k, &nsym);
 		if (rc)
 			goto out;
 	}
 	for (i = 0; i < nsym && !rc; i++)
-		rc = tok_ids_push(o, sym[i]);
+		rc = engy_tok_ids_push(o, sym[i]);
 	if (!rc && n <= CACHE_MAX_KEY)
 		cache_put(tls, h, s, n, sym, nsym);
 out:

@@ -142,20 +142,20 @@ static inline uint64_t tok_hash_pair(uint32_t a, uint32_t b)
 }
 
 /* tok_text.c: UTF-8, Unicode classes, NFC, added-token matching. */
-bool tok_utf8_valid(const uint8_t *s, size_t n);
+bool engy_tok_utf8_valid(const uint8_t *s, size_t n);
 /* Decode the code point at s[*i] of valid UTF-8 and advance *i. */
-uint32_t tok_utf8_next(const uint8_t *s, size_t n, size_t *i);
+uint32_t engy_tok_utf8_next(const uint8_t *s, size_t n, size_t *i);
 /*
  * Writes @n bytes with U+FFFD for ill-formed parts (maximal subparts); @out
  * holds 3 * n.
  */
-size_t tok_utf8_lossy(const uint8_t *in, size_t n, uint8_t *out);
-bool tok_is_white_space(uint32_t cp);
-bool tok_is_word_char(uint32_t cp);
+size_t engy_tok_utf8_lossy(const uint8_t *in, size_t n, uint8_t *out);
+bool engy_tok_is_white_space(uint32_t cp);
+bool engy_tok_is_word_char(uint32_t cp);
 /* NFC quick check: true when @s (valid UTF-8) is certainly already NFC. */
-bool tok_nfc_quick(const uint8_t *s, size_t n);
+bool engy_tok_nfc_quick(const uint8_t *s, size_t n);
 /* NFC of valid UTF-8: *out is NULL when @s is already NFC, else malloc'd. */
-int tok_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *outlen);
+int engy_tok_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *outlen);
 
 struct tok_piece {
 	size_t start, end;
@@ -165,37 +165,37 @@ struct tok_piece {
 typedef int (*tok_piece_fn)(void *ctx, const uint8_t *s,
 			    const struct tok_piece *p);
 
-int tok_matcher_build(struct tok_matcher *m, const struct tok_added *added,
+int engy_tok_matcher_build(struct tok_matcher *m, const struct tok_added *added,
 		      size_t n_added, bool normalized);
-void tok_matcher_free(struct tok_matcher *m);
+void engy_tok_matcher_free(struct tok_matcher *m);
 /*
  * Split @s into added tokens and text between them as the reference does
  * (lstrip/rstrip/single_word honoured; special ones skipped when
  * @skip_special), calling @fn on each piece in order.
  */
-int tok_split_added(const struct engy_tokenizer *t, const struct tok_matcher *m,
+int engy_tok_split_added(const struct engy_tokenizer *t, const struct tok_matcher *m,
 		    const uint8_t *s, size_t n, tok_piece_fn fn, void *ctx);
 
 /* tok_pretok.c: pre-tokenizer stages. */
 /* Rewrites an Oniguruma pattern for PCRE2 (\s and \S as White_Space). */
-char *tok_regex_translate(const char *pat, size_t len);
-int tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len,
+char *engy_tok_regex_translate(const char *pat, size_t len);
+int engy_tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len,
 			bool literal, char *err, size_t errlen);
-int tok_stage_add_prefix_space(struct engy_tokenizer *t, char *err,
+int engy_tok_stage_add_prefix_space(struct engy_tokenizer *t, char *err,
 			       size_t errlen);
-void tok_stages_free(struct engy_tokenizer *t);
+void engy_tok_stages_free(struct engy_tokenizer *t);
 
 /* tok_bpe.c: merges and the BPE model. */
-int tok_merges_init(struct engy_tokenizer *t, size_t n);
+int engy_tok_merges_init(struct engy_tokenizer *t, size_t n);
 /* Adds or (as the reference's map does) replaces a merge. */
-void tok_merges_put(struct engy_tokenizer *t, uint32_t a, uint32_t b,
+void engy_tok_merges_put(struct engy_tokenizer *t, uint32_t a, uint32_t b,
 		    uint32_t rank, uint32_t id);
-bool tok_merges_get(const struct engy_tokenizer *t, uint32_t a, uint32_t b,
+bool engy_tok_merges_get(const struct engy_tokenizer *t, uint32_t a, uint32_t b,
 		    uint32_t *rank, uint32_t *id);
 /* Merge the symbols @sym[0..n) in place; returns the new count. */
-size_t tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym,
+size_t engy_tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym,
 			   size_t n);
-int tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n,
+int engy_tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n,
 		       size_t *out_n);
 
 struct tok_ids {
@@ -203,32 +203,32 @@ struct tok_ids {
 	size_t n, cap;
 };
 
-int tok_ids_push(struct tok_ids *o, uint32_t id);
+int engy_tok_ids_push(struct tok_ids *o, uint32_t id);
 /* BPE one pre-token (raw bytes) and append its ids, through the thread's cache.
  */
 struct tok_tls;
-int tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls,
+int engy_tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls,
 		  const uint8_t *s, size_t n, struct tok_ids *o);
 
 /* Per-thread scratch: PCRE2 match data and the piece cache (NULL: no memory).
  */
-struct tok_tls *tok_tls_get(const struct engy_tokenizer *t);
-pcre2_match_data *tok_tls_match_data(struct tok_tls *tls);
-pcre2_match_context *tok_tls_match_context(struct tok_tls *tls);
+struct tok_tls *engy_tok_tls_get(const struct engy_tokenizer *t);
+pcre2_match_data *engy_tok_tls_match_data(struct tok_tls *tls);
+pcre2_match_context *engy_tok_tls_match_context(struct tok_tls *tls);
 
 /* tok_pretok.c: run the stages from @stage on one piece, BPE-ing the leaves. */
-int tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls,
+int engy_tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls,
 		    size_t stage, const uint8_t *s, size_t n,
 		    struct tok_ids *o);
 
 /* tok_strtab helpers (tok_load.c). */
-uint32_t tok_strtab_find(const struct engy_tokenizer *t,
+uint32_t engy_tok_strtab_find(const struct engy_tokenizer *t,
 			 const struct tok_strtab *tab, bool added,
 			 const void *key, size_t len);
 
 /* Byte-level alphabet (GPT-2 bytes_to_unicode). */
-uint32_t tok_byte_to_cp(uint8_t b);
+uint32_t engy_tok_byte_to_cp(uint8_t b);
 /* Byte for a code point of the alphabet, or -1. */
-int tok_cp_to_byte(uint32_t cp);
+int engy_tok_cp_to_byte(uint32_t cp);
 
 #endif /* ENGY_TOK_INTERNAL_H */

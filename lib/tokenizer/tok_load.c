@@ -22,7 +22,7 @@
  * GPT-2 bytes_to_unicode: printable Latin-1 maps to itself, the rest to
  * U+0100... in order.
  */
-uint32_t tok_byte_to_cp(uint8_t b)
+uint32_t engy_tok_byte_to_cp(uint8_t b)
 {
 	if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)
 		return b;
@@ -33,7 +33,7 @@ uint32_t tok_byte_to_cp(uint8_t b)
 	return 0x143; /* 0xAD */
 }
 
-int tok_cp_to_byte(uint32_t cp)
+int engy_tok_cp_to_byte(uint32_t cp)
 {
 	if ((cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) ||
 	    (cp >= 0xAE && cp <= 0xFF))
@@ -76,7 +76,7 @@ static int tab_init(struct tok_strtab *tab, size_t n)
 	return 0;
 }
 
-uint32_t tok_strtab_find(const struct engy_tokenizer *t,
+uint32_t engy_tok_strtab_find(const struct engy_tokenizer *t,
 			 const struct tok_strtab *tab, bool added,
 			 const void *key, size_t len)
 {
@@ -126,7 +126,7 @@ static size_t bytelevel_decode(const uint8_t *s, size_t n, uint8_t *out)
 	int b;
 
 	while (i < n) {
-		b = tok_cp_to_byte(tok_utf8_next(s, n, &i));
+		b = engy_tok_cp_to_byte(engy_tok_utf8_next(s, n, &i));
 		if (b < 0) {
 			memcpy(out, s, n);
 			return n;
@@ -176,7 +176,7 @@ static int load_vocab(struct tok_loader *ld, const cJSON *vocab)
 			TOK_FAIL(ld, -EINVAL,
 				 "model.vocab: id %u is given twice", id);
 		len = strlen(e->string);
-		if (!tok_utf8_valid((const uint8_t *)e->string, len))
+		if (!engy_tok_utf8_valid((const uint8_t *)e->string, len))
 			TOK_FAIL(ld, -EINVAL,
 				 "model.vocab: token of id %u is not valid "
 				 "UTF-8",
@@ -198,7 +198,7 @@ static int load_vocab(struct tok_loader *ld, const cJSON *vocab)
 				 "model.vocab: token of id %u is listed twice",
 				 id);
 	for (b = 0; b < 256; b++) {
-		uint32_t cp = tok_byte_to_cp((uint8_t)b);
+		uint32_t cp = engy_tok_byte_to_cp((uint8_t)b);
 
 		len = 0;
 		if (cp < 0x80) {
@@ -208,7 +208,7 @@ static int load_vocab(struct tok_loader *ld, const cJSON *vocab)
 			key[len++] = (char)(0x80 | (cp & 0x3F));
 		}
 		t->byte_id[b] =
-			tok_strtab_find(t, &t->vocab_tab, false, key, len);
+			engy_tok_strtab_find(t, &t->vocab_tab, false, key, len);
 	}
 	return 0;
 }
@@ -216,7 +216,7 @@ static int load_vocab(struct tok_loader *ld, const cJSON *vocab)
 static int merge_part(struct tok_loader *ld, size_t rank, const char *s,
 		      size_t len, uint32_t *id)
 {
-	*id = tok_strtab_find(ld->t, &ld->t->vocab_tab, false, s, len);
+	*id = engy_tok_strtab_find(ld->t, &ld->t->vocab_tab, false, s, len);
 	if (*id == TOK_NONE)
 		TOK_FAIL(ld, -EINVAL,
 			 "model.merges[%zu]: '%.*s' is not in the vocab", rank,
@@ -235,7 +235,7 @@ static int load_merges(struct tok_loader *ld, const cJSON *merges)
 
 	if (!cat)
 		return -ENOMEM;
-	rc = tok_merges_init(ld->t, (size_t)cJSON_GetArraySize(merges));
+	rc = engy_tok_merges_init(ld->t, (size_t)cJSON_GetArraySize(merges));
 	if (rc)
 		goto out;
 	cJSON_ArrayForEach(e, merges)
@@ -287,7 +287,7 @@ static int load_merges(struct tok_loader *ld, const cJSON *merges)
 		}
 		memcpy(cat, a, la);
 		memcpy(cat + la, b, lb);
-		in = tok_strtab_find(ld->t, &ld->t->vocab_tab, false, cat,
+		in = engy_tok_strtab_find(ld->t, &ld->t->vocab_tab, false, cat,
 				     la + lb);
 		if (in == TOK_NONE) {
 			snprintf(
@@ -297,7 +297,7 @@ static int load_merges(struct tok_loader *ld, const cJSON *merges)
 			rc = -EINVAL;
 			goto out;
 		}
-		tok_merges_put(ld->t, ia, ib, (uint32_t)rank, in);
+		engy_tok_merges_put(ld->t, ia, ib, (uint32_t)rank, in);
 		rank++;
 	}
 out:
@@ -333,7 +333,7 @@ static int load_added(struct tok_loader *ld, const cJSON *arr,
 				 n);
 		len = strlen(c->valuestring);
 		if (!len ||
-		    !tok_utf8_valid((const uint8_t *)c->valuestring, len))
+		    !engy_tok_utf8_valid((const uint8_t *)c->valuestring, len))
 			TOK_FAIL(ld, -EINVAL,
 				 "added_tokens[%zu]: content is empty or not "
 				 "valid UTF-8",
@@ -343,18 +343,18 @@ static int load_added(struct tok_loader *ld, const cJSON *arr,
 				 "added_tokens[%zu]: id %u is given twice", n,
 				 id);
 		a->id = id;
-		a->special = tok_json_true(e, "special", false);
-		a->normalized = tok_json_true(e, "normalized", !a->special);
-		a->lstrip = tok_json_true(e, "lstrip", false);
-		a->rstrip = tok_json_true(e, "rstrip", false);
-		a->single_word = tok_json_true(e, "single_word", false);
+		a->special = engy_tok_json_true(e, "special", false);
+		a->normalized = engy_tok_json_true(e, "normalized", !a->special);
+		a->lstrip = engy_tok_json_true(e, "lstrip", false);
+		a->rstrip = engy_tok_json_true(e, "rstrip", false);
+		a->single_word = engy_tok_json_true(e, "single_word", false);
 		t->flags[id] |= TOK_F_ADDED | (a->special ? TOK_F_SPECIAL : 0);
 		set_dec(ld, id, (const uint8_t *)c->valuestring, len);
 		/* Normalized tokens are looked for in normalized text. */
 		norm = NULL;
 		nlen = len;
 		if (a->normalized && t->nfc) {
-			rc = tok_nfc((const uint8_t *)c->valuestring, len,
+			rc = engy_tok_nfc((const uint8_t *)c->valuestring, len,
 				     &norm, &nlen);
 			if (rc)
 				return rc;
@@ -373,7 +373,7 @@ static int load_added(struct tok_loader *ld, const cJSON *arr,
 	 */
 	for (i = 0; i < n_extra; i++) {
 		len = strlen(extra[i]);
-		id = tok_strtab_find(t, &t->vocab_tab, false, extra[i], len);
+		id = engy_tok_strtab_find(t, &t->vocab_tab, false, extra[i], len);
 		if (id == TOK_NONE || (t->flags[id] & TOK_F_ADDED))
 			continue;
 		t->added[n] = (struct tok_added){
@@ -395,7 +395,7 @@ static int load_added(struct tok_loader *ld, const cJSON *arr,
 							    : t->added[i].len),
 				 (const char *)t->added[i].content);
 	for (i = 0; i < n_extra; i++) {
-		uint32_t k = tok_strtab_find(t, &t->added_tab, true, extra[i],
+		uint32_t k = engy_tok_strtab_find(t, &t->added_tab, true, extra[i],
 					     strlen(extra[i]));
 
 		if (k != TOK_NONE) {
@@ -403,9 +403,9 @@ static int load_added(struct tok_loader *ld, const cJSON *arr,
 			t->flags[t->added[k].id] |= TOK_F_SPECIAL;
 		}
 	}
-	rc = tok_matcher_build(&t->match_raw, t->added, n, false);
+	rc = engy_tok_matcher_build(&t->match_raw, t->added, n, false);
 	if (!rc)
-		rc = tok_matcher_build(&t->match_norm, t->added, n, true);
+		rc = engy_tok_matcher_build(&t->match_norm, t->added, n, true);
 	return rc;
 }
 
@@ -510,13 +510,13 @@ static int load_json(struct tok_loader *ld, const cJSON *root, const cJSON *cfg)
 			 "model needs a vocab object and a merges array");
 	if (added && !cJSON_IsNull(added) && !cJSON_IsArray(added))
 		TOK_FAIL(ld, -EINVAL, "added_tokens is not an array");
-	rc = tok_check_decoder(
+	rc = engy_tok_check_decoder(
 		ld, cJSON_GetObjectItemCaseSensitive(root, "decoder"));
 	if (!rc)
-		rc = tok_load_normalizer(ld, cJSON_GetObjectItemCaseSensitive(
+		rc = engy_tok_load_normalizer(ld, cJSON_GetObjectItemCaseSensitive(
 						     root, "normalizer"));
 	if (!rc)
-		rc = tok_load_pretok(
+		rc = engy_tok_load_pretok(
 			ld,
 			cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"),
 			&bytelevel);
@@ -526,8 +526,8 @@ static int load_json(struct tok_loader *ld, const cJSON *root, const cJSON *cfg)
 			 "BPE)");
 	if (!rc && cfg) {
 		ld->t->split_special =
-			tok_json_true(cfg, "split_special_tokens", false);
-		rc = tok_config_specials(cfg, &extra, &n_extra);
+			engy_tok_json_true(cfg, "split_special_tokens", false);
+		rc = engy_tok_config_specials(cfg, &extra, &n_extra);
 	}
 	if (!rc)
 		rc = alloc_tables(ld, vocab, added, extra, n_extra);
@@ -538,7 +538,7 @@ static int load_json(struct tok_loader *ld, const cJSON *root, const cJSON *cfg)
 	if (!rc)
 		rc = load_added(ld, added, extra, n_extra);
 	if (!rc)
-		rc = tok_load_model(ld, model);
+		rc = engy_tok_load_model(ld, model);
 	free(extra);
 	return rc;
 }
@@ -643,8 +643,8 @@ void engy_tokenizer_free(struct engy_tokenizer *t)
 	free(t->mtab);
 	free(t->added);
 	free(t->added_arena);
-	tok_matcher_free(&t->match_raw);
-	tok_matcher_free(&t->match_norm);
-	tok_stages_free(t);
+	engy_tok_matcher_free(&t->match_raw);
+	engy_tok_matcher_free(&t->match_norm);
+	engy_tok_stages_free(t);
 	free(t);
 }

@@ -24,19 +24,19 @@ struct tok_loader {
 		return (rc);                                                   \
 	} while (0)
 
-bool tok_json_true(const cJSON *o, const char *name, bool dflt);
+bool engy_tok_json_true(const cJSON *o, const char *name, bool dflt);
 /* The "type" string of a tokenizer.json component, or NULL. */
-const char *tok_json_type(const cJSON *o);
+const char *engy_tok_json_type(const cJSON *o);
 
 /* tok_pipeline.c: the parts of tokenizer.json around the model. */
-int tok_load_normalizer(struct tok_loader *ld, const cJSON *n);
-int tok_load_pretok(struct tok_loader *ld, const cJSON *p, int *bytelevel);
-int tok_load_model(struct tok_loader *ld, const cJSON *m);
-int tok_check_decoder(struct tok_loader *ld, const cJSON *d);
+int engy_tok_load_normalizer(struct tok_loader *ld, const cJSON *n);
+int engy_tok_load_pretok(struct tok_loader *ld, const cJSON *p, int *bytelevel);
+int engy_tok_load_model(struct tok_loader *ld, const cJSON *m);
+int engy_tok_check_decoder(struct tok_loader *ld, const cJSON *d);
 /*
  * Special-token names in tokenizer_config.json; *out (malloc'd) points into
  * @cfg.
  */
-int tok_config_specials(const cJSON *cfg, const char ***out, size_t *n);
+int engy_tok_config_specials(const cJSON *cfg, const char ***out, size_t *n);
 
 #endif /* ENGY_TOK_LOAD_H */

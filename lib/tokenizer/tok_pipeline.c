@@ -10,7 +10,7 @@
 
 #include "tok_load.h"
 
-bool tok_json_true(const cJSON *o, const char *name, bool dflt)
+bool engy_tok_json_true(const cJSON *o, const char *name, bool dflt)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
 
@@ -19,21 +19,21 @@ bool tok_json_true(const cJSON *o, const char *name, bool dflt)
 	return dflt;
 }
 
-const char *tok_json_type(const cJSON *o)
+const char *engy_tok_json_type(const cJSON *o)
 {
 	const cJSON *ty = cJSON_GetObjectItemCaseSensitive(o, "type");
 
 	return cJSON_IsString(ty) ? ty->valuestring : NULL;
 }
 
-int tok_load_normalizer(struct tok_loader *ld, const cJSON *n)
+int engy_tok_load_normalizer(struct tok_loader *ld, const cJSON *n)
 {
 	const char *ty;
 	const cJSON *e;
 
 	if (!n || cJSON_IsNull(n))
 		return 0;
-	ty = tok_json_type(n);
+	ty = engy_tok_json_type(n);
 	if (ty && strcmp(ty, "NFC") == 0) {
 		ld->t->nfc = true;
 		return 0;
@@ -42,7 +42,7 @@ int tok_load_normalizer(struct tok_loader *ld, const cJSON *n)
 		cJSON_ArrayForEach(
 			e, cJSON_GetObjectItemCaseSensitive(n, "normalizers"))
 		{
-			int rc = tok_load_normalizer(ld, e);
+			int rc = engy_tok_load_normalizer(ld, e);
 
 			if (rc)
 				return rc;
@@ -61,7 +61,7 @@ static const char gpt2_pattern[] =
 	"'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| "
 	"?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-int tok_load_pretok(struct tok_loader *ld, const cJSON *p, int *bytelevel)
+int engy_tok_load_pretok(struct tok_loader *ld, const cJSON *p, int *bytelevel)
 {
 	struct engy_tokenizer *t = ld->t;
 	const cJSON *e, *pat, *s;
@@ -70,12 +70,12 @@ int tok_load_pretok(struct tok_loader *ld, const cJSON *p, int *bytelevel)
 
 	if (!p || cJSON_IsNull(p))
 		return 0;
-	ty = tok_json_type(p);
+	ty = engy_tok_json_type(p);
 	if (ty && strcmp(ty, "Sequence") == 0) {
 		cJSON_ArrayForEach(
 			e, cJSON_GetObjectItemCaseSensitive(p, "pretokenizers"))
 		{
-			rc = tok_load_pretok(ld, e, bytelevel);
+			rc = engy_tok_load_pretok(ld, e, bytelevel);
 			if (rc)
 				return rc;
 		}
@@ -89,19 +89,19 @@ int tok_load_pretok(struct tok_loader *ld, const cJSON *p, int *bytelevel)
 		beh = cJSON_GetStringValue(
 			cJSON_GetObjectItemCaseSensitive(p, "behavior"));
 		if (!beh || strcmp(beh, "Isolated") != 0 ||
-		    tok_json_true(p, "invert", false))
+		    engy_tok_json_true(p, "invert", false))
 			TOK_FAIL(ld, -ENOTSUP,
 				 "pre_tokenizer Split: only behavior Isolated "
 				 "without invert is supported");
 		pat = cJSON_GetObjectItemCaseSensitive(p, "pattern");
 		if ((s = cJSON_GetObjectItemCaseSensitive(pat, "Regex")) &&
 		    cJSON_IsString(s))
-			return tok_stage_add_regex(t, s->valuestring,
+			return engy_tok_stage_add_regex(t, s->valuestring,
 						   strlen(s->valuestring),
 						   false, ld->err, ld->errlen);
 		if ((s = cJSON_GetObjectItemCaseSensitive(pat, "String")) &&
 		    cJSON_IsString(s) && s->valuestring[0])
-			return tok_stage_add_regex(t, s->valuestring,
+			return engy_tok_stage_add_regex(t, s->valuestring,
 						   strlen(s->valuestring), true,
 						   ld->err, ld->errlen);
 		TOK_FAIL(ld, -EINVAL,
@@ -113,13 +113,13 @@ int tok_load_pretok(struct tok_loader *ld, const cJSON *p, int *bytelevel)
 			TOK_FAIL(ld, -ENOTSUP,
 				 "pre_tokenizer: more than one ByteLevel step");
 		/* The reference's defaults for missing fields are true. */
-		if (tok_json_true(p, "add_prefix_space", true)) {
-			rc = tok_stage_add_prefix_space(t, ld->err, ld->errlen);
+		if (engy_tok_json_true(p, "add_prefix_space", true)) {
+			rc = engy_tok_stage_add_prefix_space(t, ld->err, ld->errlen);
 			if (rc)
 				return rc;
 		}
-		if (tok_json_true(p, "use_regex", true))
-			return tok_stage_add_regex(t, gpt2_pattern,
+		if (engy_tok_json_true(p, "use_regex", true))
+			return engy_tok_stage_add_regex(t, gpt2_pattern,
 						   sizeof(gpt2_pattern) - 1,
 						   false, ld->err, ld->errlen);
 		return 0;
@@ -130,10 +130,10 @@ int tok_load_pretok(struct tok_loader *ld, const cJSON *p, int *bytelevel)
 		 ty ? ty : "?");
 }
 
-int tok_load_model(struct tok_loader *ld, const cJSON *m)
+int engy_tok_load_model(struct tok_loader *ld, const cJSON *m)
 {
 	struct engy_tokenizer *t = ld->t;
-	const char *ty = tok_json_type(m), *s;
+	const char *ty = engy_tok_json_type(m), *s;
 	const cJSON *v;
 
 	if (ty && strcmp(ty, "BPE") != 0)
@@ -145,7 +145,7 @@ int tok_load_model(struct tok_loader *ld, const cJSON *m)
 		TOK_FAIL(ld, -ENOTSUP,
 			 "model.dropout is not supported (encoding must be "
 			 "deterministic)");
-	if (tok_json_true(m, "byte_fallback", false))
+	if (engy_tok_json_true(m, "byte_fallback", false))
 		TOK_FAIL(ld, -ENOTSUP, "model.byte_fallback is not supported");
 	s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
 		m, "continuing_subword_prefix"));
@@ -157,14 +157,14 @@ int tok_load_model(struct tok_loader *ld, const cJSON *m)
 	if (s && *s)
 		TOK_FAIL(ld, -ENOTSUP,
 			 "model.end_of_word_suffix is not supported");
-	t->ignore_merges = tok_json_true(m, "ignore_merges", false);
-	t->fuse_unk = tok_json_true(m, "fuse_unk", false);
+	t->ignore_merges = engy_tok_json_true(m, "ignore_merges", false);
+	t->fuse_unk = engy_tok_json_true(m, "fuse_unk", false);
 	t->unk_id = TOK_NONE;
 	s = cJSON_GetStringValue(
 		cJSON_GetObjectItemCaseSensitive(m, "unk_token"));
 	if (s) {
 		t->unk_id =
-			tok_strtab_find(t, &t->vocab_tab, false, s, strlen(s));
+			engy_tok_strtab_find(t, &t->vocab_tab, false, s, strlen(s));
 		if (t->unk_id == TOK_NONE)
 			TOK_FAIL(ld, -EINVAL,
 				 "model.unk_token '%.40s' is not in the vocab",
@@ -173,9 +173,9 @@ int tok_load_model(struct tok_loader *ld, const cJSON *m)
 	return 0;
 }
 
-int tok_check_decoder(struct tok_loader *ld, const cJSON *d)
+int engy_tok_check_decoder(struct tok_loader *ld, const cJSON *d)
 {
-	const char *ty = d ? tok_json_type(d) : NULL;
+	const char *ty = d ? engy_tok_json_type(d) : NULL;
 
 	if (ty && strcmp(ty, "ByteLevel") == 0)
 		return 0;
@@ -193,7 +193,7 @@ static const char *config_token(const cJSON *v)
 		cJSON_GetObjectItemCaseSensitive(v, "content"));
 }
 
-int tok_config_specials(const cJSON *cfg, const char ***out, size_t *n)
+int engy_tok_config_specials(const cJSON *cfg, const char ***out, size_t *n)
 {
 	static const char *const names[] = {
 		"bos_token", "eos_token", "unk_token", "sep_token",

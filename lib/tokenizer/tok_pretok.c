@@ -19,7 +19,7 @@
  * U+180E, JavaScript's adds U+FEFF and drops U+0085; the property form
  * means the same inside and outside a character class.
  */
-char *tok_regex_translate(const char *pat, size_t len)
+char *engy_tok_regex_translate(const char *pat, size_t len)
 {
 	size_t i = 0, o = 0;
 	char *out = malloc(len * 8 + 1);
@@ -48,7 +48,7 @@ char *tok_regex_translate(const char *pat, size_t len)
 	return out;
 }
 
-int tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len,
+int engy_tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len,
 			bool literal, char *err, size_t errlen)
 {
 	struct tok_stage *st;
@@ -62,7 +62,7 @@ int tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len,
 			 TOK_MAX_STAGES);
 		return -E2BIG;
 	}
-	src = literal ? strndup(pat, len) : tok_regex_translate(pat, len);
+	src = literal ? strndup(pat, len) : engy_tok_regex_translate(pat, len);
 	if (!src)
 		return -ENOMEM;
 	st = &t->stages[t->n_stages];
@@ -84,7 +84,7 @@ int tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len,
 	return 0;
 }
 
-int tok_stage_add_prefix_space(struct engy_tokenizer *t, char *err,
+int engy_tok_stage_add_prefix_space(struct engy_tokenizer *t, char *err,
 			       size_t errlen)
 {
 	if (t->n_stages == TOK_MAX_STAGES) {
@@ -98,7 +98,7 @@ int tok_stage_add_prefix_space(struct engy_tokenizer *t, char *err,
 	return 0;
 }
 
-void tok_stages_free(struct engy_tokenizer *t)
+void engy_tok_stages_free(struct engy_tokenizer *t)
 {
 	size_t i;
 
@@ -115,7 +115,7 @@ static int prefix_space(const struct engy_tokenizer *t, struct tok_tls *tls,
 	int rc;
 
 	if (n && s[0] == ' ')
-		return tok_pretokenize(t, tls, stage + 1, s, n, o);
+		return engy_tok_pretokenize(t, tls, stage + 1, s, n, o);
 	if (n + 1 > sizeof(small)) {
 		buf = malloc(n + 1);
 		if (!buf)
@@ -123,24 +123,24 @@ static int prefix_space(const struct engy_tokenizer *t, struct tok_tls *tls,
 	}
 	buf[0] = ' ';
 	memcpy(buf + 1, s, n);
-	rc = tok_pretokenize(t, tls, stage + 1, buf, n + 1, o);
+	rc = engy_tok_pretokenize(t, tls, stage + 1, buf, n + 1, o);
 	if (buf != small)
 		free(buf);
 	return rc;
 }
 
-int tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls,
+int engy_tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls,
 		    size_t stage, const uint8_t *s, size_t n, struct tok_ids *o)
 {
-	pcre2_match_data *md = tok_tls_match_data(tls);
-	pcre2_match_context *mctx = tok_tls_match_context(tls);
+	pcre2_match_data *md = engy_tok_tls_match_data(tls);
+	pcre2_match_context *mctx = engy_tok_tls_match_context(tls);
 	const struct tok_stage *st;
 	size_t off = 0, prev = 0, ms, me;
 	PCRE2_SIZE *ov;
 	int rc;
 
 	if (stage == t->n_stages)
-		return tok_bpe_piece(t, tls, s, n, o);
+		return engy_tok_bpe_piece(t, tls, s, n, o);
 	st = &t->stages[stage];
 	if (st->kind == TOK_STAGE_PREFIX_SPACE)
 		return prefix_space(t, tls, stage, s, n, o);
@@ -168,18 +168,18 @@ int tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls,
 			continue;
 		}
 		if (ms > prev) {
-			rc = tok_pretokenize(t, tls, stage + 1, s + prev,
+			rc = engy_tok_pretokenize(t, tls, stage + 1, s + prev,
 					     ms - prev, o);
 			if (rc)
 				return rc;
 		}
-		rc = tok_pretokenize(t, tls, stage + 1, s + ms, me - ms, o);
+		rc = engy_tok_pretokenize(t, tls, stage + 1, s + ms, me - ms, o);
 		if (rc)
 			return rc;
 		prev = off = me;
 	}
 	if (prev < n)
-		return tok_pretokenize(t, tls, stage + 1, s + prev, n - prev,
+		return engy_tok_pretokenize(t, tls, stage + 1, s + prev, n - prev,
 				       o);
 	return 0;
 }

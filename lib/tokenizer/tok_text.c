@@ -71,7 +71,7 @@ static long utf8_seq(const uint8_t *s, size_t n)
 	return (long)len;
 }
 
-bool tok_utf8_valid(const uint8_t *s, size_t n)
+bool engy_tok_utf8_valid(const uint8_t *s, size_t n)
 {
 	size_t i = 0;
 	uint64_t w;
@@ -97,7 +97,7 @@ bool tok_utf8_valid(const uint8_t *s, size_t n)
 	return true;
 }
 
-uint32_t tok_utf8_next(const uint8_t *s, size_t n, size_t *i)
+uint32_t engy_tok_utf8_next(const uint8_t *s, size_t n, size_t *i)
 {
 	uint8_t b = s[*i];
 	uint32_t cp;
@@ -114,7 +114,7 @@ uint32_t tok_utf8_next(const uint8_t *s, size_t n, size_t *i)
 	return cp;
 }
 
-size_t tok_utf8_lossy(const uint8_t *in, size_t n, uint8_t *out)
+size_t engy_tok_utf8_lossy(const uint8_t *in, size_t n, uint8_t *out)
 {
 	size_t i = 0, o = 0;
 	long r;
@@ -145,7 +145,7 @@ size_t tok_utf8_lossy(const uint8_t *in, size_t n, uint8_t *out)
 
 /* The White_Space property (Rust char::is_whitespace, Oniguruma's Unicode \s).
  */
-bool tok_is_white_space(uint32_t cp)
+bool engy_tok_is_white_space(uint32_t cp)
 {
 	utf8proc_category_t c;
 
@@ -163,7 +163,7 @@ bool tok_is_white_space(uint32_t cp)
  * digits, connector punctuation, joiners.  Letter numbers stand in for the
  * rest of Alphabetic.
  */
-bool tok_is_word_char(uint32_t cp)
+bool engy_tok_is_word_char(uint32_t cp)
 {
 	utf8proc_category_t c;
 
@@ -247,7 +247,7 @@ static bool nfc_is_unsafe(uint32_t cp)
 	return cp < TOK_CP_LIMIT && (nfc_unsafe[cp >> 3] >> (cp & 7) & 1);
 }
 
-bool tok_nfc_quick(const uint8_t *s, size_t n)
+bool engy_tok_nfc_quick(const uint8_t *s, size_t n)
 {
 	size_t i = 0;
 
@@ -257,7 +257,7 @@ bool tok_nfc_quick(const uint8_t *s, size_t n)
 			continue;
 		}
 		pthread_once(&nfc_once, nfc_init);
-		if (nfc_is_unsafe(tok_utf8_next(s, n, &i)))
+		if (nfc_is_unsafe(engy_tok_utf8_next(s, n, &i)))
 			return false;
 	}
 	return true;
@@ -285,7 +285,7 @@ static int nfc_chunk(const uint8_t *s, size_t n, uint8_t *o, size_t *olen)
  * chunks from a safe code point up to the next one that hold an unsafe code
  * point go through utf8proc; the rest is copied.
  */
-int tok_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *outlen)
+int engy_tok_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *outlen)
 {
 	size_t i = 0, chunk = 0, copied = 0, o = 0, at;
 	bool dirty = false;
@@ -295,7 +295,7 @@ int tok_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *outlen)
 
 	*out = NULL;
 	*outlen = n;
-	if (tok_nfc_quick(s, n))
+	if (engy_tok_nfc_quick(s, n))
 		return 0;
 	/* NFC grows UTF-8 at most threefold. */
 	buf = malloc(3 * n + 1);
@@ -303,7 +303,7 @@ int tok_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *outlen)
 		return -ENOMEM;
 	while (i <= n) {
 		at = i;
-		cp = i < n ? (s[i] < 0x80 ? s[i++] : tok_utf8_next(s, n, &i))
+		cp = i < n ? (s[i] < 0x80 ? s[i++] : engy_tok_utf8_next(s, n, &i))
 			   : 0;
 		if (at < n && nfc_is_unsafe(cp)) {
 			dirty = true;
@@ -341,7 +341,7 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-int tok_matcher_build(struct tok_matcher *m, const struct tok_added *added,
+int engy_tok_matcher_build(struct tok_matcher *m, const struct tok_added *added,
 		      size_t n_added, bool normalized)
 {
 	uint64_t *key;
@@ -353,7 +353,7 @@ int tok_matcher_build(struct tok_matcher *m, const struct tok_added *added,
 	key = malloc((n_added ? n_added : 1) * sizeof(*key));
 	if (!m->order || !key) {
 		free(key);
-		tok_matcher_free(m);
+		engy_tok_matcher_free(m);
 		return -ENOMEM;
 	}
 	/* Sort by first byte, then longest first (content is under 2^24 bytes).
@@ -378,7 +378,7 @@ int tok_matcher_build(struct tok_matcher *m, const struct tok_added *added,
 	return 0;
 }
 
-void tok_matcher_free(struct tok_matcher *m)
+void engy_tok_matcher_free(struct tok_matcher *m)
 {
 	free(m->order);
 	m->order = NULL;
@@ -420,10 +420,10 @@ static uint32_t cp_before(const uint8_t *s, size_t end, size_t *start)
 		i--;
 	j = i;
 	*start = i;
-	return tok_utf8_next(s, end, &j);
+	return engy_tok_utf8_next(s, end, &j);
 }
 
-int tok_split_added(const struct engy_tokenizer *t, const struct tok_matcher *m,
+int engy_tok_split_added(const struct engy_tokenizer *t, const struct tok_matcher *m,
 		    const uint8_t *s, size_t n, tok_piece_fn fn, void *ctx)
 {
 	struct tok_piece p;
@@ -443,12 +443,12 @@ int tok_split_added(const struct engy_tokenizer *t, const struct tok_matcher *m,
 			bool left_ok = true, right_ok = true;
 
 			if (start > 0)
-				left_ok = !tok_is_word_char(
+				left_ok = !engy_tok_is_word_char(
 					cp_before(s, start, &c0));
 			if (stop < n) {
 				j = stop;
-				right_ok = !tok_is_word_char(
-					tok_utf8_next(s, n, &j));
+				right_ok = !engy_tok_is_word_char(
+					engy_tok_utf8_next(s, n, &j));
 			}
 			if (!left_ok || !right_ok)
 				continue;
@@ -459,13 +459,13 @@ int tok_split_added(const struct engy_tokenizer *t, const struct tok_matcher *m,
 			 * took.
 			 */
 			while (start > done &&
-			       tok_is_white_space(cp_before(s, start, &c0)))
+			       engy_tok_is_white_space(cp_before(s, start, &c0)))
 				start = c0;
 		}
 		if (a->rstrip) {
 			j = stop;
 			while (j < n &&
-			       tok_is_white_space(tok_utf8_next(s, n, &j)))
+			       engy_tok_is_white_space(engy_tok_utf8_next(s, n, &j)))
 				stop = j;
 			pos = stop;
 		}

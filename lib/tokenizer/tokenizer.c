@@ -24,8 +24,8 @@ static int on_normalized_piece(void *ctx, const uint8_t *s,
 	struct enc_ctx *c = ctx;
 
 	if (p->id != TOK_NONE)
-		return tok_ids_push(c->o, p->id);
-	return tok_pretokenize(c->t, c->tls, 0, s + p->start, p->end - p->start,
+		return engy_tok_ids_push(c->o, p->id);
+	return engy_tok_pretokenize(c->t, c->tls, 0, s + p->start, p->end - p->start,
 			       c->o);
 }
 
@@ -38,19 +38,19 @@ static int on_raw_piece(void *ctx, const uint8_t *s, const struct tok_piece *p)
 	int rc;
 
 	if (p->id != TOK_NONE)
-		return tok_ids_push(c->o, p->id);
+		return engy_tok_ids_push(c->o, p->id);
 	if (c->t->nfc) {
-		rc = tok_nfc(seg, n, &norm, &n);
+		rc = engy_tok_nfc(seg, n, &norm, &n);
 		if (rc)
 			return rc;
 		if (norm)
 			seg = norm;
 	}
 	if (c->t->match_norm.n)
-		rc = tok_split_added(c->t, &c->t->match_norm, seg, n,
+		rc = engy_tok_split_added(c->t, &c->t->match_norm, seg, n,
 				     on_normalized_piece, c);
 	else
-		rc = tok_pretokenize(c->t, c->tls, 0, seg, n, c->o);
+		rc = engy_tok_pretokenize(c->t, c->tls, 0, seg, n, c->o);
 	free(norm);
 	return rc;
 }
@@ -66,20 +66,20 @@ int engy_tokenizer_encode(const struct engy_tokenizer *t, const char *text,
 	*n = 0;
 	if (!t || (!text && len))
 		return -EINVAL;
-	if (!tok_utf8_valid((const uint8_t *)text, len))
+	if (!engy_tok_utf8_valid((const uint8_t *)text, len))
 		return -EILSEQ;
 	if (!len)
 		return 0;
 	c.t = t;
 	c.o = &o;
-	c.tls = tok_tls_get(t);
+	c.tls = engy_tok_tls_get(t);
 	if (!c.tls)
 		return -ENOMEM;
 	o.cap = len / 3 + 16;
 	o.v = malloc(o.cap * sizeof(*o.v));
 	if (!o.v)
 		return -ENOMEM;
-	rc = tok_split_added(t, &t->match_raw, (const uint8_t *)text, len,
+	rc = engy_tok_split_added(t, &t->match_raw, (const uint8_t *)text, len,
 			     on_raw_piece, &c);
 	if (rc || !o.n) {
 		free(o.v);
@@ -117,13 +117,13 @@ int engy_tokenizer_decode(const struct engy_tokenizer *t, const uint32_t *ids,
 		memcpy(raw + k, t->dec_arena + d->off, d->len);
 		k += d->len;
 	}
-	if (!tok_utf8_valid(raw, k)) {
+	if (!engy_tok_utf8_valid(raw, k)) {
 		fixed = malloc(3 * k + 1);
 		if (!fixed) {
 			free(raw);
 			return -ENOMEM;
 		}
-		k = tok_utf8_lossy(raw, k, fixed);
+		k = engy_tok_utf8_lossy(raw, k, fixed);
 		free(raw);
 		raw = fixed;
 	}
@@ -141,10 +141,10 @@ int engy_tokenizer_token_id(const struct engy_tokenizer *t, const char *token)
 	if (!t || !token)
 		return -EINVAL;
 	len = strlen(token);
-	k = tok_strtab_find(t, &t->added_tab, true, token, len);
+	k = engy_tok_strtab_find(t, &t->added_tab, true, token, len);
 	if (k != TOK_NONE)
 		return (int)t->added[k].id;
-	k = tok_strtab_find(t, &t->vocab_tab, false, token, len);
+	k = engy_tok_strtab_find(t, &t->vocab_tab, false, token, len);
 	return k != TOK_NONE ? (int)k : -ENOENT;
 }
 

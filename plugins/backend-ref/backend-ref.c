@@ -87,7 +87,7 @@ static int ref_create(const struct engy_host *host, const void *conf,
 		return -ENOMEM;
 	r->host = host;
 	snprintf(r->dir, sizeof(r->dir), "%s", c->checkpoint);
-	rc = q3_config_load(r->dir, &r->cfg, err, sizeof(err));
+	rc = engy_q3_config_load(r->dir, &r->cfg, err, sizeof(err));
 	if (rc) {
 		engy_err(host, "event=config_invalid option=checkpoint reason=\"%s\"",
 			 err);
@@ -130,7 +130,7 @@ static void load_run(void *arg)
 	struct timespec a, b;
 
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	l->rc = q3_model_load(l->r->dir, &l->r->lo, &l->m, l->err, sizeof(l->err));
+	l->rc = engy_q3_model_load(l->r->dir, &l->r->lo, &l->m, l->err, sizeof(l->err));
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	l->secs = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
 }
@@ -143,12 +143,12 @@ static void load_done(void *arg, int rc)
 	if (!rc)
 		rc = l->rc;
 	if (!rc) {
-		r->smp = q3_sampler_new(r->cfg.vocab);
+		r->smp = engy_q3_sampler_new(r->cfg.vocab);
 		if (!r->smp)
 			rc = -ENOMEM;
 	}
 	if (rc) {
-		q3_model_free(l->m);
+		engy_q3_model_free(l->m);
 		snprintf(r->load_err, sizeof(r->load_err), "%s",
 			 l->err[0] ? l->err : strerror(-rc));
 		r->state = REF_FAILED;
@@ -163,7 +163,7 @@ static void load_done(void *arg, int rc)
 	engy_info(r->host, "event=model_loaded model=%s layers=%u hidden=%u vocab=%u "
 		  "moe=%d weights_mb=%.1f device=\"%s\" load_s=%.3f",
 		  r->name, r->cfg.n_layers, r->cfg.hidden, r->cfg.vocab,
-		  r->cfg.moe, q3_model_bytes(r->m) / 1e6, q3_model_device(r->m),
+		  r->cfg.moe, engy_q3_model_bytes(r->m) / 1e6, engy_q3_model_device(r->m),
 		  l->secs);
 	free(l);
 	ref_kick(r);
@@ -211,8 +211,8 @@ static void ref_destroy(void *inst)
 		r->queue = g->next;
 		ref_req_free(g);
 	}
-	q3_sampler_free(r->smp);
-	q3_model_free(r->m);
+	engy_q3_sampler_free(r->smp);
+	engy_q3_model_free(r->m);
 	free(r);
 }
 
@@ -300,7 +300,7 @@ static int ref_generate(void *inst, const struct engy_gen_params *p,
 	{
 		struct q3_sampling sp = { q.temperature, q.top_p, q.top_k };
 
-		if (q3_sampling_check(&sp, &why)) {
+		if (engy_q3_sampling_check(&sp, &why)) {
 			engy_dbg(r->host, "event=generate_refused reason=\"%s\"", why);
 			return -EINVAL;
 		}
@@ -314,7 +314,7 @@ static int ref_generate(void *inst, const struct engy_gen_params *p,
 	g->max_new = q.max_new_tokens;
 	g->sp = (struct q3_sampling){ q.temperature, q.top_p, q.top_k };
 	/* No seed: a fresh one, so unseeded requests differ. */
-	q3_rng_seed(&g->rng, q.has_seed ? q.seed :
+	engy_q3_rng_seed(&g->rng, q.has_seed ? q.seed :
 		    (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)g);
 	g->want_hidden = q.return_hidden;
 	g->want_logprobs = q.return_logprobs;

@@ -29,7 +29,7 @@ void ref_req_free(struct engy_gen *g)
 {
 	if (!g)
 		return;
-	q3_seq_free(g->seq);
+	engy_q3_seq_free(g->seq);
 	free(g->ids);
 	free(g->stop);
 	free(g->hidden);
@@ -110,7 +110,7 @@ static void step_run(void *arg)
 
 	if (!s->n_rows)
 		return;
-	s->rc = q3_forward(r->m, s->rows, s->n_rows, s->hidden);
+	s->rc = engy_q3_forward(r->m, s->rows, s->n_rows, s->hidden);
 	if (s->rc)
 		return;
 	for (k = 0; k < s->n_reqs; k++) {
@@ -124,14 +124,14 @@ static void step_run(void *arg)
 			memcpy(s->last + j++ * H, h, H * sizeof(float));
 	}
 	if (j)
-		q3_logits(r->m, s->last, j, s->logits);
+		engy_q3_logits(r->m, s->last, j, s->logits);
 	for (k = 0, j = 0; k < s->n_reqs; k++) {
 		struct engy_gen *g = s->reqs[k];
 
 		if (!g->step_samples)
 			continue;
 		memcpy(g->hidden, s->last + j * H, H * sizeof(float));
-		g->step_tok = q3_sample(r->smp, s->logits + j * V, &g->sp,
+		g->step_tok = engy_q3_sample(r->smp, s->logits + j * V, &g->sp,
 					&g->rng, g->want_logprobs ? &g->step_lp : NULL);
 		j++;
 	}
@@ -298,7 +298,7 @@ void ref_admit(struct ref *r)
 		r->queue = g->next;
 		r->n_queued--;
 		g->next = NULL;
-		g->seq = q3_seq_new(r->m, r->max_ctx);
+		g->seq = engy_q3_seq_new(r->m, r->max_ctx);
 		if (!g->seq) {
 			finish(r, g, -ENOMEM, "out of memory", ENGY_FINISH_ERROR, -1);
 			continue;

@@ -10,7 +10,7 @@
 #include <engy/backend.h>
 #include <engy/plugin.h>
 
-#include "jsonfloat.h"
+#include "sgl_resp.h"
 #include "sse.h"
 #include "sgl_request.h"
 
@@ -111,7 +111,7 @@ struct sgl_gen {
 	bool c_hidden_seen;		/* an event had hidden_states */
 	int c_finish;
 	int64_t c_matched;
-	char c_msg[ENGY_JF_MSG_MAX];
+	char c_msg[ENGY_SGLRESP_MSG_MAX];
 	int64_t cached;			/* chunk 0's cached_tokens */
 	char *errbody;
 	size_t errlen;

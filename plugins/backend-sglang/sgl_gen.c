@@ -2,7 +2,7 @@
 /*
  * One request on the serve: the /generate calls of a generation (chunked
  * with the one-token overlap, sgl_request.c), their responses parsed as
- * they arrive (SSE events or one JSON body, lib/sglang/sse.c + lib/sglang/jsonfloat.c),
+ * they arrive (SSE events or one JSON body, lib/sglang/sse.c + lib/sglang/sgl_resp.c),
  * kept tokens coalesced before on_tokens, cancel as /abort_request.
  *
  * Hidden rows go straight from the parser into g->rows at the slot of the
@@ -63,7 +63,7 @@ static void gen_free(struct sgl_gen *g)
 		event_free(g->flush_ev);
 	if (g->done_ev)
 		event_free(g->done_ev);
-	engy_jf_free(g->jf);
+	engy_sglresp_free(g->jf);
 	free(g->input);
 	free(g->stop);
 	free(g->out);
@@ -231,12 +231,12 @@ static void chunk_end(struct sgl_gen *g)
 	}
 	if (sgl_ingest(g, true))
 		goto out;
-	if (g->c_finish == ENGY_JF_FINISH_ABORT) {
+	if (g->c_finish == ENGY_SGLRESP_FINISH_ABORT) {
 		sgl_gen_fail(g, -ECONNABORTED, "serve aborted the request: "
 			     "%s", g->c_msg[0] ? g->c_msg : "no reason given");
 		goto out;
 	}
-	if (g->c_finish == ENGY_JF_FINISH_LENGTH)
+	if (g->c_finish == ENGY_SGLRESP_FINISH_LENGTH)
 		finish = ENGY_FINISH_LENGTH;
 	else if (g->c_matched >= 0 && g->c_matched <= INT32_MAX)
 		matched = (int32_t)g->c_matched;
@@ -434,7 +434,7 @@ static void random_rid(char *rid, size_t cap)
 static struct sgl_gen *gen_new(struct sgl *s, const uint32_t *ids, size_t n)
 {
 	struct sgl_gen *g = calloc(1, sizeof(*g));
-	struct engy_jf_opts o = { 0 };
+	struct engy_sglresp_opts o = { 0 };
 
 	if (!g)
 		return NULL;
@@ -444,7 +444,7 @@ static struct sgl_gen *gen_new(struct sgl *s, const uint32_t *ids, size_t n)
 	g->flush_ev = evtimer_new(s->base, on_flush, g);
 	g->done_ev = evtimer_new(s->base, on_cancelled, g);
 	if (!g->input || !g->flush_ev || !g->done_ev ||
-	    engy_jf_new(&o, &g->jf)) {
+	    engy_sglresp_new(&o, &g->jf)) {
 		gen_free(g);
 		return NULL;
 	}

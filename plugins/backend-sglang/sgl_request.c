@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonfloat.h"
+#include "sgl_resp.h"
 #include "sgl_request.h"
 
 struct sbuf {
@@ -179,7 +179,7 @@ int sgl_plan_chunk(size_t n_out, uint32_t max_new, uint32_t gen_chunk,
 bool sgl_chunk_more(int finish, size_t got, uint32_t ask, size_t n_out,
 		    uint32_t max_new)
 {
-	return finish == ENGY_JF_FINISH_LENGTH && got >= ask && n_out < max_new;
+	return finish == ENGY_SGLRESP_FINISH_LENGTH && got >= ask && n_out < max_new;
 }
 
 long sgl_list_new_from(size_t have, size_t n, int64_t total)

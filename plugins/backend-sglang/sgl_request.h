@@ -73,7 +73,7 @@ int sgl_plan_chunk(size_t n_out, uint32_t max_new, uint32_t gen_chunk,
 
 /*
  * sgl_chunk_more() - whether another call follows one that returned @got
- * tokens of @ask and ended with finish_reason @finish (ENGY_JF_FINISH_*),
+ * tokens of @ask and ended with finish_reason @finish (ENGY_SGLRESP_FINISH_*),
  * with @n_out of @max_new kept: only a call cut by length that returned
  * all it was asked for, while the budget lasts.
  */

@@ -181,8 +181,8 @@ static int append_list(struct sgl_gen *g, size_t *have, const uint32_t *ids,
 /* One complete response object (an SSE event, or the whole body). */
 static int take_event(struct sgl_gen *g)
 {
-	const struct engy_jf_resp *r = engy_jf_resp(g->jf);
-	char msg[ENGY_JF_MSG_MAX + 64];
+	const struct engy_sglresp_resp *r = engy_sglresp_resp(g->jf);
+	char msg[ENGY_SGLRESP_MSG_MAX + 64];
 	int rc;
 
 	if (r->has_error || (!r->has_meta && r->error[0])) {
@@ -224,7 +224,7 @@ static int take_event(struct sgl_gen *g)
 	}
 	if (g->chunk == 0 && r->cached_tokens >= 0)
 		g->cached = r->cached_tokens;
-	if (r->finish != ENGY_JF_FINISH_NONE) {
+	if (r->finish != ENGY_SGLRESP_FINISH_NONE) {
 		g->have_final = true;
 		g->c_finish = r->finish;
 		g->c_matched = r->matched;
@@ -238,9 +238,9 @@ static int take_event(struct sgl_gen *g)
 	return rc;
 }
 
-static struct engy_jf_opts jf_opts(struct sgl_gen *g)
+static struct engy_sglresp_opts jf_opts(struct sgl_gen *g)
 {
-	struct engy_jf_opts o = {
+	struct engy_sglresp_opts o = {
 		.skip_elems = (uint32_t)g->c_rows,
 		.all_block_rows = g->prefill,
 		.max_ids = (size_t)g->plan.ask + 16,
@@ -256,15 +256,15 @@ static int jf_failed(struct sgl_gen *g, int rc)
 	if (!g->err)
 		sgl_gen_fail(g, rc == -ENOMEM ? -ENOMEM : -EBADMSG,
 			     "serve sent a malformed response: %s at byte %zu",
-			     engy_jf_error(g->jf), engy_jf_offset(g->jf));
+			     engy_sglresp_error(g->jf), engy_sglresp_offset(g->jf));
 	return rc;
 }
 
 static int json_start(struct sgl_gen *g)
 {
-	struct engy_jf_opts o = jf_opts(g);
+	struct engy_sglresp_opts o = jf_opts(g);
 
-	engy_jf_reset(g->jf, &o);
+	engy_sglresp_reset(g->jf, &o);
 	g->ev_json = true;
 	return 0;
 }
@@ -286,13 +286,13 @@ static int sse_data(void *arg, const char *p, size_t n)
 		if (k == n && memcmp(g->pfx, done, g->pfx_n) == 0)
 			return 0;	/* it may still be [DONE] */
 		json_start(g);
-		rc = engy_jf_feed(g->jf, g->pfx, g->pfx_n);
+		rc = engy_sglresp_feed(g->jf, g->pfx, g->pfx_n);
 		if (rc)
 			return jf_failed(g, rc);
 		p += k;
 		n -= k;
 	}
-	rc = n ? engy_jf_feed(g->jf, p, n) : 0;
+	rc = n ? engy_sglresp_feed(g->jf, p, n) : 0;
 	return rc ? jf_failed(g, rc) : 0;
 }
 
@@ -307,13 +307,13 @@ static int sse_event(void *arg)
 			return 0;
 		}
 		json_start(g);
-		rc = engy_jf_feed(g->jf, g->pfx, g->pfx_n);
+		rc = engy_sglresp_feed(g->jf, g->pfx, g->pfx_n);
 		if (rc)
 			return jf_failed(g, rc);
 	}
 	g->ev_json = false;
 	g->pfx_n = 0;
-	rc = engy_jf_finish(g->jf);
+	rc = engy_sglresp_finish(g->jf);
 	if (rc)
 		return jf_failed(g, rc);
 	return take_event(g);
@@ -351,7 +351,7 @@ int sgl_resp_data(void *arg, const char *p, size_t n)
 	}
 	if (g->sse_mode)
 		return engy_sse_feed(&g->sse, p, n) ? 1 : 0;
-	rc = engy_jf_feed(g->jf, p, n);
+	rc = engy_sglresp_feed(g->jf, p, n);
 	if (rc)
 		jf_failed(g, rc);
 	return rc ? 1 : 0;
@@ -361,9 +361,9 @@ int sgl_resp_data(void *arg, const char *p, size_t n)
 void sgl_resp_failed(struct sgl_gen *g, int code, long status)
 {
 	struct sgl *s = g->s;
-	char msg[ENGY_JF_MSG_MAX + 64];
+	char msg[ENGY_SGLRESP_MSG_MAX + 64];
 	const char *serve_msg = "";
-	struct engy_jf_opts plain = { 0 };
+	struct engy_sglresp_opts plain = { 0 };
 
 	if (code && sgl_http_timed_out(code)) {
 		sgl_gen_fail(g, -ETIMEDOUT, "serve timed out "
@@ -380,10 +380,10 @@ void sgl_resp_failed(struct sgl_gen *g, int code, long status)
 			     sgl_http_strerror(code));
 	} else {
 		/* The serve's own words, when it sent JSON with them. */
-		engy_jf_reset(g->jf, &plain);
-		if (g->errbody && !engy_jf_feed(g->jf, g->errbody, g->errlen) &&
-		    !engy_jf_finish(g->jf))
-			serve_msg = engy_jf_resp(g->jf)->error;
+		engy_sglresp_reset(g->jf, &plain);
+		if (g->errbody && !engy_sglresp_feed(g->jf, g->errbody, g->errlen) &&
+		    !engy_sglresp_finish(g->jf))
+			serve_msg = engy_sglresp_resp(g->jf)->error;
 		sgl_error_text(status, serve_msg, msg, sizeof(msg));
 		sgl_gen_fail(g, status >= 500 ? -EIO : -EINVAL, "%s", msg);
 	}
@@ -394,7 +394,7 @@ void sgl_resp_begin(struct sgl_gen *g)
 	g->c_nids = g->c_nlp = g->c_taken = 0;
 	g->c_rows = g->plan.drop;
 	g->c_lp_seen = g->have_final = g->c_hidden_seen = false;
-	g->c_finish = ENGY_JF_FINISH_NONE;
+	g->c_finish = ENGY_SGLRESP_FINISH_NONE;
 	g->c_matched = -1;
 	g->c_msg[0] = '\0';
 	g->errlen = 0;
@@ -415,7 +415,7 @@ void sgl_resp_end(struct sgl_gen *g)
 	}
 	if (!g->ev_json)
 		json_start(g);	/* no body at all */
-	if (engy_jf_finish(g->jf))
+	if (engy_sglresp_finish(g->jf))
 		jf_failed(g, -EBADMSG);
 	else if (!take_event(g) && !g->have_final)
 		sgl_gen_fail(g, -EPROTO, "serve response has no finish_reason");

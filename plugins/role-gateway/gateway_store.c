@@ -30,6 +30,7 @@
 #include "billing.h"
 #include "chat_template.h"
 #include "gateway_int.h"
+#include "miner_ckpt.h"
 #include "minerproto.h"
 #include "tokenizer.h"
 

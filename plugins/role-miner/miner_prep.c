@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "chat_template.h"
+#include "miner_ckpt.h"
 #include "miner_int.h"
 #include "miner_prep.h"
 #include "tokenizer.h"

@@ -399,23 +399,23 @@ static void stream_and_audit(bool moe)
 	for (i = 0; i < 16; i++)
 		ck_assert(c.lp[i] <= 0 && isfinite(c.lp[i]));
 	/* The engine directly: argmax after each row. */
-	ck_assert_int_eq(q3_model_load(dir, NULL, &m, NULL, 0), 0);
-	s = q3_seq_new(m, 64);
+	ck_assert_int_eq(engy_q3_model_load(dir, NULL, &m, NULL, 0), 0);
+	s = engy_q3_seq_new(m, 64);
 	lg = malloc(512 * 4);
 	for (i = 0; i < NPROMPT; i++)
 		rows[i] = (struct q3_row){ s, prompt[i] };
-	ck_assert_int_eq(q3_forward(m, rows, NPROMPT, h), 0);
+	ck_assert_int_eq(engy_q3_forward(m, rows, NPROMPT, h), 0);
 	memmove(h, h + (NPROMPT - 1) * H, H * 4);
 	for (i = 0; i < 16; i++) {
 		uint32_t best = 0;
 
-		q3_logits(m, h, 1, lg);
+		engy_q3_logits(m, h, 1, lg);
 		for (k = 1; k < 512; k++)
 			best = lg[k] > lg[best] ? (uint32_t)k : best;
 		ck_assert_uint_eq(c.ids[i], best);
 		ck_assert(memcmp(c.rows[i], h, H * 4) == 0);
 		rows[0] = (struct q3_row){ s, best };
-		ck_assert_int_eq(q3_forward(m, rows, 1, h), 0);
+		ck_assert_int_eq(engy_q3_forward(m, rows, 1, h), 0);
 	}
 	/* The auditor: prefill(prompt + output minus the last token). */
 	memcpy(all, prompt, sizeof(prompt));
@@ -430,8 +430,8 @@ static void stream_and_audit(bool moe)
 		ck_assert(memcmp(pre.rows + (NPROMPT - 1 + i) * H, c.rows[i], H * 4) == 0);
 	free(pre.rows);
 	free(lg);
-	q3_seq_free(s);
-	q3_model_free(m);
+	engy_q3_seq_free(s);
+	engy_q3_model_free(m);
 	finish(&in);
 	rm_model(dir);
 }
@@ -584,17 +584,17 @@ START_TEST(test_stop_eos_context)
 	ck_assert_int_eq(b.res.matched_stop, (int32_t)stop);
 	ck_assert_uint_eq(b.n, first + 1);
 	/* EOS: a token whose greedy successor is <|im_end|> or <|endoftext|>. */
-	ck_assert_int_eq(q3_model_load(dir, NULL, &m, NULL, 0), 0);
+	ck_assert_int_eq(engy_q3_model_load(dir, NULL, &m, NULL, 0), 0);
 	for (t = 0; t < 486 && start_tok == 512; t++) {
-		s = q3_seq_new(m, 4);
+		s = engy_q3_seq_new(m, 4);
 		row = (struct q3_row){ s, t };
-		ck_assert_int_eq(q3_forward(m, &row, 1, h), 0);
-		q3_logits(m, h, 1, lg);
+		ck_assert_int_eq(engy_q3_forward(m, &row, 1, h), 0);
+		engy_q3_logits(m, h, 1, lg);
 		for (k = 1, stop = 0; k < 512; k++)
 			stop = lg[k] > lg[stop] ? k : stop;
 		if (stop == 486 || stop == 488)
 			start_tok = t;
-		q3_seq_free(s);
+		engy_q3_seq_free(s);
 	}
 	ck_assert_msg(start_tok < 512, "no token leads to EOS in this model");
 	p = params(&start_tok, 1, 5);
@@ -607,7 +607,7 @@ START_TEST(test_stop_eos_context)
 	gen(&in, &p, &b);
 	ck_assert_int_eq(b.res.finish, ENGY_FINISH_LENGTH);
 	ck_assert_uint_eq(b.n, 0);
-	q3_model_free(m);
+	engy_q3_model_free(m);
 	finish(&in);
 	rm_model(dir);
 }

@@ -39,9 +39,9 @@ START_TEST(test_matmul)
 	size_t k, i;
 
 	for (t = 1; t <= 3; t += 2) {
-		struct mm_pool *p = mm_pool_new(t);
+		struct mm_pool *p = engy_mm_pool_new(t);
 
-		ck_assert_uint_eq(mm_pool_threads(p), t);
+		ck_assert_uint_eq(engy_mm_pool_threads(p), t);
 		for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
 			size_t n = shapes[k][0], in = shapes[k][1], out = shapes[k][2];
 			float *x = malloc(n * in * 4), *w = malloc(out * in * 4);
@@ -62,12 +62,12 @@ START_TEST(test_matmul)
 				u &= 0xFFFF0000u;
 				memcpy(&w[i], &u, 4);
 			}
-			mm_matmul(p, x, n, w, in, out, y);
-			mm_matmul_naive(x, n, w, MM_F32, in, out, yn);
+			engy_mm_matmul(p, x, n, w, in, out, y);
+			engy_mm_matmul_naive(x, n, w, MM_F32, in, out, yn);
 			/* bf16 storage widens exactly: the same bits. */
-			mm_matmul_batch(p, &part, 1);
+			engy_mm_matmul_batch(p, &part, 1);
 			ck_assert(memcmp(y, yb, n * out * 4) == 0);
-			mm_matmul_naive(x, n, wb, MM_BF16, in, out, yb);
+			engy_mm_matmul_naive(x, n, wb, MM_BF16, in, out, yb);
 			ck_assert(memcmp(yn, yb, n * out * 4) == 0);
 			for (i = 0; i < n * out; i++)
 				ck_assert_msg(fabsf(y[i] - yn[i]) <= 1e-5f * (float)in,
@@ -75,10 +75,10 @@ START_TEST(test_matmul)
 					      i, y[i], yn[i]);
 			/* A row alone gives the very same bits as in the batch. */
 			for (i = 0; i < n; i++) {
-				mm_matmul(p, x + i * in, 1, w, in, out, y1);
+				engy_mm_matmul(p, x + i * in, 1, w, in, out, y1);
 				ck_assert(memcmp(y1, y + i * out, out * 4) == 0);
 			}
-			ck_assert(mm_dot(x, w, in) == y[0]);
+			ck_assert(engy_mm_dot(x, w, in) == y[0]);
 			free(x);
 			free(w);
 			free(y);
@@ -87,10 +87,10 @@ START_TEST(test_matmul)
 			free(yb);
 			free(wb);
 		}
-		mm_pool_free(p);
+		engy_mm_pool_free(p);
 	}
-	ck_assert(strcmp(mm_kernel_name(), "avx2+fma") == 0 ||
-		  strcmp(mm_kernel_name(), "generic") == 0);
+	ck_assert(strcmp(engy_mm_kernel_name(), "avx2+fma") == 0 ||
+		  strcmp(engy_mm_kernel_name(), "generic") == 0);
 }
 END_TEST
 
@@ -105,20 +105,20 @@ static void count_task(void *arg, size_t task, unsigned thread)
 START_TEST(test_pool)
 {
 	unsigned threads = 4;
-	struct mm_pool *p = mm_pool_new(threads);
+	struct mm_pool *p = engy_mm_pool_new(threads);
 	size_t job, n, i;
 
 	for (job = 0; job < 300; job++) {
 		n = (job * 7) % 128;
 		for (i = 0; i < 128; i++)
 			atomic_store(&counts[i], 0);
-		mm_pool_run(p, count_task, &threads, n);
+		engy_mm_pool_run(p, count_task, &threads, n);
 		for (i = 0; i < 128; i++)
 			ck_assert_int_eq(atomic_load(&counts[i]), i < n ? 1 : 0);
 		if (job % 50 == 0)
 			usleep(2000);	/* let workers fall asleep sometimes */
 	}
-	mm_pool_free(p);
+	engy_mm_pool_free(p);
 }
 END_TEST
 
@@ -128,51 +128,51 @@ START_TEST(test_sampler)
 	struct q3_sampling greedy = { 0, 1, 0 }, top1 = { 5.0, 1, 1 };
 	struct q3_sampling hot = { 1.0, 1, 0 }, topk2 = { 3.0, 1, 2 };
 	struct q3_sampling topp = { 1.0, 1e-6, 0 }, bad = { -1, 1, 0 };
-	struct q3_sampler *s = q3_sampler_new(6);
+	struct q3_sampler *s = engy_q3_sampler_new(6);
 	struct q3_rng a, b;
 	double two[2] = { log(0.7), log(0.3) }, sum = 0;
 	uint32_t hits = 0, i, t1, t2;
 	const char *why;
 
-	ck_assert_uint_eq(q3_sample(s, lg, &greedy, &a, &lp), 1);	/* first max */
+	ck_assert_uint_eq(engy_q3_sample(s, lg, &greedy, &a, &lp), 1);	/* first max */
 	for (i = 0; i < 6; i++)
 		sum += exp(lg[i]);
 	ck_assert_double_eq_tol(lp, 2.0 - log(sum), 1e-6);
-	q3_rng_seed(&a, 9);
+	engy_q3_rng_seed(&a, 9);
 	for (i = 0; i < 50; i++) {
-		ck_assert_uint_eq(q3_sample(s, lg, &top1, &a, NULL), 1);
-		ck_assert_uint_eq(q3_sample(s, lg, &topp, &a, NULL), 1);
-		t1 = q3_sample(s, lg, &topk2, &a, NULL);
+		ck_assert_uint_eq(engy_q3_sample(s, lg, &top1, &a, NULL), 1);
+		ck_assert_uint_eq(engy_q3_sample(s, lg, &topp, &a, NULL), 1);
+		t1 = engy_q3_sample(s, lg, &topk2, &a, NULL);
 		ck_assert(t1 == 1 || t1 == 3);
 	}
 	/* Same seed, same draws; another seed, another sequence. */
-	q3_rng_seed(&a, 123);
-	q3_rng_seed(&b, 123);
+	engy_q3_rng_seed(&a, 123);
+	engy_q3_rng_seed(&b, 123);
 	for (i = 0; i < 20; i++)
-		ck_assert_uint_eq(q3_sample(s, lg, &hot, &a, NULL),
-				  q3_sample(s, lg, &hot, &b, NULL));
-	q3_rng_seed(&b, 124);
+		ck_assert_uint_eq(engy_q3_sample(s, lg, &hot, &a, NULL),
+				  engy_q3_sample(s, lg, &hot, &b, NULL));
+	engy_q3_rng_seed(&b, 124);
 	for (i = 0, hits = 0; i < 20; i++) {
-		t1 = q3_sample(s, lg, &hot, &a, NULL);
-		t2 = q3_sample(s, lg, &hot, &b, NULL);
+		t1 = engy_q3_sample(s, lg, &hot, &a, NULL);
+		t2 = engy_q3_sample(s, lg, &hot, &b, NULL);
 		hits += t1 == t2;
 	}
 	ck_assert_uint_lt(hits, 20);
-	q3_sampler_free(s);
+	engy_q3_sampler_free(s);
 	/* Frequencies follow softmax(logits / T). */
-	s = q3_sampler_new(2);
+	s = engy_q3_sampler_new(2);
 	lg[0] = (float)two[0];
 	lg[1] = (float)two[1];
 	for (i = 0, hits = 0; i < 20000; i++)
-		hits += q3_sample(s, lg, &hot, &a, NULL) == 0;
+		hits += engy_q3_sample(s, lg, &hot, &a, NULL) == 0;
 	ck_assert_double_eq_tol(hits / 20000.0, 0.7, 0.02);
-	q3_sampler_free(s);
-	ck_assert_int_eq(q3_sampling_check(&bad, &why), -EINVAL);
+	engy_q3_sampler_free(s);
+	ck_assert_int_eq(engy_q3_sampling_check(&bad, &why), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(why, "temperature"));
 	bad = (struct q3_sampling){ 1, 0, 0 };
-	ck_assert_int_eq(q3_sampling_check(&bad, &why), -EINVAL);
+	ck_assert_int_eq(engy_q3_sampling_check(&bad, &why), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(why, "top_p"));
-	ck_assert_int_eq(q3_sampling_check(&hot, &why), 0);
+	ck_assert_int_eq(engy_q3_sampling_check(&hot, &why), 0);
 }
 END_TEST
 
@@ -182,8 +182,8 @@ END_TEST
 static float *feed(struct q3_model *m, const uint32_t *ids, size_t n,
 		   size_t chunk)
 {
-	const struct q3_config *c = q3_model_config(m);
-	struct q3_seq *s = q3_seq_new(m, 1024);
+	const struct q3_config *c = engy_q3_model_config(m);
+	struct q3_seq *s = engy_q3_seq_new(m, 1024);
 	float *h = malloc(n * c->hidden * sizeof(float));
 	struct q3_row *rows = malloc(n * sizeof(*rows));
 	size_t off, k, cnt;
@@ -193,10 +193,10 @@ static float *feed(struct q3_model *m, const uint32_t *ids, size_t n,
 		cnt = n - off < chunk ? n - off : chunk;
 		for (k = 0; k < cnt; k++)
 			rows[k] = (struct q3_row){ s, ids[off + k] };
-		ck_assert_int_eq(q3_forward(m, rows, cnt, h + off * c->hidden), 0);
+		ck_assert_int_eq(engy_q3_forward(m, rows, cnt, h + off * c->hidden), 0);
 	}
-	ck_assert_uint_eq(q3_seq_len(s), n);
-	q3_seq_free(s);
+	ck_assert_uint_eq(engy_q3_seq_len(s), n);
+	engy_q3_seq_free(s);
 	free(rows);
 	return h;
 }
@@ -213,8 +213,8 @@ static void paths_identical(bool moe)
 	struct q3_row rows[2];
 	size_t i, H;
 
-	ck_assert_msg(q3_model_load(dir, &lo, &m, err, sizeof(err)) == 0, "%s", err);
-	c = q3_model_config(m);
+	ck_assert_msg(engy_q3_model_load(dir, &lo, &m, err, sizeof(err)) == 0, "%s", err);
+	c = engy_q3_model_config(m);
 	H = c->hidden;
 	ck_assert_uint_eq(c->moe, moe);
 	for (i = 0; i < NP; i++) {
@@ -227,40 +227,40 @@ static void paths_identical(bool moe)
 	ck_assert(memcmp(all, step, NP * H * 4) == 0);
 	ck_assert(memcmp(all, chunks, NP * H * 4) == 0);
 	/* Batched with another sequence, one row of each per call. */
-	a = q3_seq_new(m, 64);
-	b = q3_seq_new(m, 64);
+	a = engy_q3_seq_new(m, 64);
+	b = engy_q3_seq_new(m, 64);
 	hb = malloc(2 * H * 4);
 	for (i = 0; i < NP; i++) {
 		rows[0] = (struct q3_row){ b, other[i] };
 		rows[1] = (struct q3_row){ a, ids[i] };
-		ck_assert_int_eq(q3_forward(m, rows, 2, hb), 0);
+		ck_assert_int_eq(engy_q3_forward(m, rows, 2, hb), 0);
 		ck_assert(memcmp(hb + H, all + i * H, H * 4) == 0);
 	}
 	/* Rows are not all alike: the model says different things. */
 	ck_assert(memcmp(all, all + H, H * 4) != 0);
 	/* Truncate and recompute the tail: same rows again. */
-	q3_seq_truncate(a, 30);
-	ck_assert_uint_eq(q3_seq_len(a), 30);
+	engy_q3_seq_truncate(a, 30);
+	ck_assert_uint_eq(engy_q3_seq_len(a), 30);
 	rows[0] = (struct q3_row){ a, ids[30] };
-	ck_assert_int_eq(q3_forward(m, rows, 1, hb), 0);
+	ck_assert_int_eq(engy_q3_forward(m, rows, 1, hb), 0);
 	ck_assert(memcmp(hb, all + 30 * H, H * 4) == 0);
 	/* Logits of many rows at once equal row by row. */
 	lgn = malloc(NP * c->vocab * 4);
 	lg1 = malloc(c->vocab * 4);
-	q3_logits(m, all, NP, lgn);
+	engy_q3_logits(m, all, NP, lgn);
 	for (i = 0; i < NP; i += 9) {
-		q3_logits(m, all + i * H, 1, lg1);
+		engy_q3_logits(m, all + i * H, 1, lg1);
 		ck_assert(memcmp(lg1, lgn + i * c->vocab, c->vocab * 4) == 0);
 	}
-	q3_seq_free(a);
-	q3_seq_free(b);
+	engy_q3_seq_free(a);
+	engy_q3_seq_free(b);
 	free(all);
 	free(step);
 	free(chunks);
 	free(hb);
 	free(lg1);
 	free(lgn);
-	q3_model_free(m);
+	engy_q3_model_free(m);
 	rm_model(dir);
 }
 
@@ -328,9 +328,9 @@ START_TEST(test_hook)
 	float *hid, *lg;
 	int k;
 
-	ck_assert_int_eq(q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
-	h.c = q3_model_config(m);
-	q3_model_set_hook(m, hook, &h);
+	ck_assert_int_eq(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
+	h.c = engy_q3_model_config(m);
+	engy_q3_model_set_hook(m, hook, &h);
 	hid = feed(m, ids, 6, 0);
 	/* Layer 0 is sparse, layer 1 dense (mlp_only_layers = [1]). */
 	for (k = 0; k < 4; k++) {
@@ -344,11 +344,11 @@ START_TEST(test_hook)
 	ck_assert_int_eq(h.calls[2][4] + h.calls[2][5] + h.calls[2][6], 3);
 	ck_assert_int_eq(h.calls[0][8], 0);
 	lg = malloc(6 * h.c->vocab * 4);
-	q3_logits(m, hid, 6, lg);
+	engy_q3_logits(m, hid, 6, lg);
 	ck_assert_int_eq(h.calls[0][8], 1);
 	free(lg);
 	free(hid);
-	q3_model_free(m);
+	engy_q3_model_free(m);
 	rm_model(dir);
 }
 END_TEST
@@ -361,21 +361,21 @@ START_TEST(test_forward_errors)
 	struct q3_row rows[3];
 	float h[3 * 64];
 
-	ck_assert_int_eq(q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
-	s = q3_seq_new(m, 3);
+	ck_assert_int_eq(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
+	s = engy_q3_seq_new(m, 3);
 	rows[0] = (struct q3_row){ s, 1 };
-	rows[1] = (struct q3_row){ s, q3_model_config(m)->vocab };
-	ck_assert_int_eq(q3_forward(m, rows, 2, h), -ERANGE);
-	ck_assert_uint_eq(q3_seq_len(s), 0);
+	rows[1] = (struct q3_row){ s, engy_q3_model_config(m)->vocab };
+	ck_assert_int_eq(engy_q3_forward(m, rows, 2, h), -ERANGE);
+	ck_assert_uint_eq(engy_q3_seq_len(s), 0);
 	rows[1].id = 2;
 	rows[2] = (struct q3_row){ s, 3 };
-	ck_assert_int_eq(q3_forward(m, rows, 3, h), 0);
-	ck_assert_uint_eq(q3_seq_len(s), 3);
-	ck_assert_int_eq(q3_forward(m, rows, 1, h), -E2BIG);
-	ck_assert_uint_eq(q3_seq_len(s), 3);
-	ck_assert_int_eq(q3_forward(m, rows, 0, h), 0);
-	q3_seq_free(s);
-	q3_model_free(m);
+	ck_assert_int_eq(engy_q3_forward(m, rows, 3, h), 0);
+	ck_assert_uint_eq(engy_q3_seq_len(s), 3);
+	ck_assert_int_eq(engy_q3_forward(m, rows, 1, h), -E2BIG);
+	ck_assert_uint_eq(engy_q3_seq_len(s), 3);
+	ck_assert_int_eq(engy_q3_forward(m, rows, 0, h), 0);
+	engy_q3_seq_free(s);
+	engy_q3_model_free(m);
 	rm_model(dir);
 }
 END_TEST
@@ -400,7 +400,7 @@ static void refused(const char *dir, const char *needle)
 	struct q3_model *m = NULL;
 
 	err[0] = '\0';
-	ck_assert_int_lt(q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
+	ck_assert_int_lt(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
 	ck_assert_ptr_null(m);
 	ck_assert_msg(strstr(err, needle), "'%s' lacks '%s'", err, needle);
 }
@@ -463,12 +463,12 @@ START_TEST(test_quantized)
 	uint32_t ids[12] = { 5, 80, 200, 3, 9, 100, 44, 7, 301, 12, 13, 14 };
 	float *h0, *h4, *h8, d4, d8;
 
-	ck_assert_int_eq(q3_model_load(base, NULL, &m0, err, sizeof(err)), 0);
-	ck_assert_msg(q3_model_load(q4, NULL, &m4, err, sizeof(err)) == 0, "%s", err);
-	ck_assert_msg(q3_model_load(f8, NULL, &m8, err, sizeof(err)) == 0, "%s", err);
-	ck_assert_int_eq(q3_model_config(m4)->quant, Q3_QUANT_INT4);
-	ck_assert_uint_eq(q3_model_config(m4)->quant_block, 128);
-	ck_assert_int_eq(q3_model_config(m8)->quant, Q3_QUANT_FP8);
+	ck_assert_int_eq(engy_q3_model_load(base, NULL, &m0, err, sizeof(err)), 0);
+	ck_assert_msg(engy_q3_model_load(q4, NULL, &m4, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(engy_q3_model_load(f8, NULL, &m8, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(engy_q3_model_config(m4)->quant, Q3_QUANT_INT4);
+	ck_assert_uint_eq(engy_q3_model_config(m4)->quant_block, 128);
+	ck_assert_int_eq(engy_q3_model_config(m8)->quant, Q3_QUANT_FP8);
 	h0 = feed(m0, ids, 12, 0);
 	h4 = feed(m4, ids, 12, 4);
 	h8 = feed(m8, ids, 12, 1);
@@ -480,9 +480,9 @@ START_TEST(test_quantized)
 	free(h0);
 	free(h4);
 	free(h8);
-	q3_model_free(m0);
-	q3_model_free(m4);
-	q3_model_free(m8);
+	engy_q3_model_free(m0);
+	engy_q3_model_free(m4);
+	engy_q3_model_free(m8);
 	rm_model(base);
 	rm_model(q4);
 	rm_model(f8);
@@ -534,16 +534,16 @@ START_TEST(test_shards)
 	uint32_t ids[9] = { 1, 50, 2, 60, 3, 70, 4, 80, 5 };
 	float *h1, *h2;
 
-	ck_assert_int_eq(q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
+	ck_assert_int_eq(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
 	h1 = feed(m, ids, 9, 0);
-	q3_model_free(m);
+	engy_q3_model_free(m);
 	shard(dir);
 	snprintf(path, sizeof(path), "%s/model.safetensors", dir);
 	ck_assert_int_eq(unlink(path), 0);
-	ck_assert_msg(q3_model_load(dir, NULL, &m, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)) == 0, "%s", err);
 	h2 = feed(m, ids, 9, 3);
 	ck_assert(memcmp(h1, h2, 9 * 64 * 4) == 0);
-	q3_model_free(m);
+	engy_q3_model_free(m);
 	put_file(dir, "model.safetensors.index.json",
 		 "{\"weight_map\": {\"model.norm.weight\": \"../elsewhere.safetensors\"}}");
 	refused(dir, "not a .safetensors file beside it");

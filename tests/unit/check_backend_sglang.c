@@ -21,7 +21,7 @@
 #include <engy/plugin.h>
 
 #include "fake_host.h"
-#include "jsonfloat.h"
+#include "sgl_resp.h"
 #include "sgl_model.h"
 #include "sgl_request.h"
 
@@ -162,11 +162,11 @@ END_TEST
 START_TEST(test_chunk_more)
 {
 	/* Only a call cut by length that got all it asked for, in budget. */
-	ck_assert(sgl_chunk_more(ENGY_JF_FINISH_LENGTH, 8, 8, 14, 30));
-	ck_assert(!sgl_chunk_more(ENGY_JF_FINISH_STOP, 8, 8, 14, 30));
-	ck_assert(!sgl_chunk_more(ENGY_JF_FINISH_ABORT, 8, 8, 14, 30));
-	ck_assert(!sgl_chunk_more(ENGY_JF_FINISH_LENGTH, 5, 8, 14, 30));
-	ck_assert(!sgl_chunk_more(ENGY_JF_FINISH_LENGTH, 8, 8, 30, 30));
+	ck_assert(sgl_chunk_more(ENGY_SGLRESP_FINISH_LENGTH, 8, 8, 14, 30));
+	ck_assert(!sgl_chunk_more(ENGY_SGLRESP_FINISH_STOP, 8, 8, 14, 30));
+	ck_assert(!sgl_chunk_more(ENGY_SGLRESP_FINISH_ABORT, 8, 8, 14, 30));
+	ck_assert(!sgl_chunk_more(ENGY_SGLRESP_FINISH_LENGTH, 5, 8, 14, 30));
+	ck_assert(!sgl_chunk_more(ENGY_SGLRESP_FINISH_LENGTH, 8, 8, 30, 30));
 }
 END_TEST
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "chat_template.h"
+#include "miner_ckpt.h"
 #include "minerproto.h"
 
 static cJSON *parse(const char *s)

@@ -21,14 +21,14 @@ START_TEST(test_byte_alphabet)
 	int b;
 
 	for (b = 0; b < 256; b++) {
-		ck_assert_uint_eq(tok_byte_to_cp((uint8_t)b), gpt2_cp(b));
-		ck_assert_int_eq(tok_cp_to_byte(gpt2_cp(b)), b);
+		ck_assert_uint_eq(engy_tok_byte_to_cp((uint8_t)b), gpt2_cp(b));
+		ck_assert_int_eq(engy_tok_cp_to_byte(gpt2_cp(b)), b);
 	}
-	ck_assert_uint_eq(tok_byte_to_cp(' '), 0x120);	/* Ġ */
-	ck_assert_uint_eq(tok_byte_to_cp('\n'), 0x10A); /* Ċ */
-	ck_assert_int_eq(tok_cp_to_byte(0x144), -1);
-	ck_assert_int_eq(tok_cp_to_byte(0x20), -1);
-	ck_assert_int_eq(tok_cp_to_byte(0xAD), -1);
+	ck_assert_uint_eq(engy_tok_byte_to_cp(' '), 0x120);	/* Ġ */
+	ck_assert_uint_eq(engy_tok_byte_to_cp('\n'), 0x10A); /* Ċ */
+	ck_assert_int_eq(engy_tok_cp_to_byte(0x144), -1);
+	ck_assert_int_eq(engy_tok_cp_to_byte(0x20), -1);
+	ck_assert_int_eq(engy_tok_cp_to_byte(0xAD), -1);
 }
 END_TEST
 
@@ -136,8 +136,8 @@ START_TEST(test_bpe_paths_agree)
 		n = 2 + (size_t)(rand_r(&seed) % 63);
 		for (i = 0; i < n; i++)
 			a[i] = b[i] = c[i] = "abc"[rand_r(&seed) % 3];
-		na = tok_bpe_merge_small(t, a, n);
-		ck_assert_int_eq(tok_bpe_merge_heap(t, b, n, &nb), 0);
+		na = engy_tok_bpe_merge_small(t, a, n);
+		ck_assert_int_eq(engy_tok_bpe_merge_heap(t, b, n, &nb), 0);
 		nc = ref_bpe(m, sizeof(m) / sizeof(m[0]), c, n);
 		ck_assert_uint_eq(na, nc);
 		ck_assert_uint_eq(nb, nc);
@@ -184,7 +184,7 @@ START_TEST(test_white_space_class)
 			    "258",
 		   .merges = "[[\"x\",\"\xc3\x82\"],[\"x\",\"\xc3\xaf\"],["
 			     "\"x\",\"\xc3\xa1\"]]");
-	char *tr = tok_regex_translate("[^\\s\\p{L}]\\S\\\\s", 16);
+	char *tr = engy_tok_regex_translate("[^\\s\\p{L}]\\S\\\\s", 16);
 
 	EXPECT(t, "x\xc2\x85", 'x', 0xC2, 0x85);     /* U+0085 */
 	EXPECT(t, "x\xc2\xa0", 'x', 0xC2, 0xA0);     /* U+00A0 */
@@ -192,10 +192,10 @@ START_TEST(test_white_space_class)
 	EXPECT(t, "x\xe1\xa0\x8e", 258, 0xA0, 0x8E); /* U+180E */
 	ck_assert_str_eq(tr, "[^\\p{White_Space}\\p{L}]\\P{White_Space}\\\\s");
 	free(tr);
-	ck_assert(tok_is_white_space(0x85) && tok_is_white_space(0x3000) &&
-		  tok_is_white_space(0x2028) && tok_is_white_space('\v'));
-	ck_assert(!tok_is_white_space(0xFEFF) && !tok_is_white_space(0x180E) &&
-		  !tok_is_white_space(0x200B));
+	ck_assert(engy_tok_is_white_space(0x85) && engy_tok_is_white_space(0x3000) &&
+		  engy_tok_is_white_space(0x2028) && engy_tok_is_white_space('\v'));
+	ck_assert(!engy_tok_is_white_space(0xFEFF) && !engy_tok_is_white_space(0x180E) &&
+		  !engy_tok_is_white_space(0x200B));
 	engy_tokenizer_free(t);
 }
 END_TEST
@@ -260,7 +260,7 @@ START_TEST(test_nfc_quick_check)
 		s[n++] = 'A';
 		n += (size_t)utf8proc_encode_char((utf8proc_int32_t)cp, s + n);
 		n += (size_t)utf8proc_encode_char((utf8proc_int32_t)cp2, s + n);
-		if (!tok_nfc_quick(s, n))
+		if (!engy_tok_nfc_quick(s, n))
 			continue;
 		quick++;
 		r = utf8proc_map(s, (utf8proc_ssize_t)n, &out,
@@ -272,10 +272,10 @@ START_TEST(test_nfc_quick_check)
 		free(out);
 	}
 	ck_assert_uint_gt(quick, 100000);
-	ck_assert(!tok_nfc_quick((const uint8_t *)"e\xcc\x81", 3));
-	ck_assert(!tok_nfc_quick((const uint8_t *)"\xea\xb0\x80\xe1\x86\xa8",
+	ck_assert(!engy_tok_nfc_quick((const uint8_t *)"e\xcc\x81", 3));
+	ck_assert(!engy_tok_nfc_quick((const uint8_t *)"\xea\xb0\x80\xe1\x86\xa8",
 				 6)); /* LV + T */
-	ck_assert(tok_nfc_quick((const uint8_t *)"\xea\xb0\x80 plain", 9));
+	ck_assert(engy_tok_nfc_quick((const uint8_t *)"\xea\xb0\x80 plain", 9));
 }
 END_TEST
 
@@ -304,7 +304,7 @@ START_TEST(test_nfc_chunks)
 		r = utf8proc_map(s, (utf8proc_ssize_t)n, &whole,
 				 UTF8PROC_STABLE | UTF8PROC_COMPOSE);
 		ck_assert_int_gt(r, 0);
-		ck_assert_int_eq(tok_nfc(s, n, &out, &len), 0);
+		ck_assert_int_eq(engy_tok_nfc(s, n, &out, &len), 0);
 		ck_assert_uint_eq(len, (size_t)r);
 		ck_assert_mem_eq(out ? out : s, whole, len);
 		free(out);

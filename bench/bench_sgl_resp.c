@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_jsonfloat: hidden-state ingestion from an sglang /generate
+ * bench_sgl_resp: hidden-state ingestion from an sglang /generate
  * response of 4,096 tokens x 2,048 floats (bf16 values in shortest decimal
  * form, as the serve prints them; element 0 a one-row prefill block), by
  * the streaming parser (fed 64 KB at a time, as the network delivers it)
@@ -17,7 +17,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "jsonfloat.h"
+#include "sgl_resp.h"
 
 #define TOKENS		4096
 #define HIDDEN		2048
@@ -149,22 +149,22 @@ static int on_row(void *arg, uint32_t elem, uint32_t row, const float *v,
 static int run_jf(const struct text *t, float *out)
 {
 	struct sink s = { out, 0 };
-	struct engy_jf_opts o = { .on_row = on_row, .arg = &s };
+	struct engy_sglresp_opts o = { .on_row = on_row, .arg = &s };
 	struct engy_jf *j;
 	size_t at, k;
 	int rc = 0;
 
-	if (engy_jf_new(&o, &j))
+	if (engy_sglresp_new(&o, &j))
 		return -1;
 	for (at = 0; at < t->n && !rc; at += k) {
 		k = t->n - at < FEED ? t->n - at : FEED;
-		rc = engy_jf_feed(j, t->p + at, k);
+		rc = engy_sglresp_feed(j, t->p + at, k);
 	}
 	if (!rc)
-		rc = engy_jf_finish(j);
-	if (!rc && (s.rows != TOKENS || engy_jf_resp(j)->n_ids != TOKENS))
+		rc = engy_sglresp_finish(j);
+	if (!rc && (s.rows != TOKENS || engy_sglresp_resp(j)->n_ids != TOKENS))
 		rc = -1;
-	engy_jf_free(j);
+	engy_sglresp_free(j);
 	return rc;
 }
 
@@ -218,7 +218,7 @@ int main(void)
 	for (i = 0; i < 3; i++) {
 		t0 = now();
 		if (run_jf(&t, a)) {
-			fprintf(stderr, "bench_jsonfloat: parse failed\n");
+			fprintf(stderr, "bench_sgl_resp: parse failed\n");
 			return 1;
 		}
 		t0 = now() - t0;
@@ -231,7 +231,7 @@ int main(void)
 	for (i = 0; i < 2; i++) {
 		t0 = now();
 		if (run_cjson(&t, b)) {
-			fprintf(stderr, "bench_jsonfloat: cJSON failed\n");
+			fprintf(stderr, "bench_sgl_resp: cJSON failed\n");
 			return 1;
 		}
 		t0 = now() - t0;
@@ -241,7 +241,7 @@ int main(void)
 	rss_cj = maxrss_mb() - rss0;
 	same = memcmp(a, b, nf * sizeof(float)) == 0;
 
-	printf("bench_jsonfloat: /generate response, %d tokens x %d floats, "
+	printf("bench_sgl_resp: /generate response, %d tokens x %d floats, "
 	       "%.1f MB of JSON\n", TOKENS, HIDDEN, mb);
 	printf("  engy_jf (64 KB feeds)  %8.1f MB/s  %6.3f s   RSS growth "
 	       "%7.1f MB\n", mb / best_jf, best_jf, rss_jf);
@@ -249,7 +249,7 @@ int main(void)
 	       "%7.1f MB\n", mb / best_cj, best_cj, rss_cj);
 	printf("  speed ratio %.1fx (target >= %.0fx), rows identical: %s\n",
 	       best_cj / best_jf, TARGET_RATIO, same ? "yes" : "NO");
-	printf("bench_jsonfloat: target %s\n",
+	printf("bench_sgl_resp: target %s\n",
 	       same && best_cj / best_jf >= TARGET_RATIO ? "met" : "NOT met");
 	free(t.p);
 	free(a);

@@ -21,27 +21,27 @@
  * NaN, Infinity, -Infinity and null (NaN) are accepted, as Python's json
  * and orjson write non-finite values.
  */
-#ifndef ENGY_JSONFLOAT_H
-#define ENGY_JSONFLOAT_H
+#ifndef ENGY_SGL_RESP_H
+#define ENGY_SGL_RESP_H
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENGY_JF_NUM_MAX		800	/* longest number accepted */
-#define ENGY_JF_MSG_MAX		256	/* messages are cut to this */
-#define ENGY_JF_MAX_DEPTH	32
+#define ENGY_SGLRESP_NUM_MAX		800	/* longest number accepted */
+#define ENGY_SGLRESP_MSG_MAX		256	/* messages are cut to this */
+#define ENGY_SGLRESP_MAX_DEPTH	32
 
-enum engy_jf_finish {
-	ENGY_JF_FINISH_NONE = 0,	/* absent or null: still running */
-	ENGY_JF_FINISH_STOP = 1,
-	ENGY_JF_FINISH_LENGTH = 2,
-	ENGY_JF_FINISH_ABORT = 3,
-	ENGY_JF_FINISH_OTHER = 4,
+enum engy_sglresp_finish {
+	ENGY_SGLRESP_FINISH_NONE = 0,	/* absent or null: still running */
+	ENGY_SGLRESP_FINISH_STOP = 1,
+	ENGY_SGLRESP_FINISH_LENGTH = 2,
+	ENGY_SGLRESP_FINISH_ABORT = 3,
+	ENGY_SGLRESP_FINISH_OTHER = 4,
 };
 
-struct engy_jf_opts {
+struct engy_sglresp_opts {
 	uint32_t skip_elems;	/* hidden_states elements not converted */
 	bool all_block_rows;	/* every row of a 2-D element, not its last */
 	uint32_t max_width;	/* floats per row at most (0: 1 << 20) */
@@ -52,7 +52,7 @@ struct engy_jf_opts {
 	void *arg;
 };
 
-struct engy_jf_resp {
+struct engy_sglresp_resp {
 	bool has_meta;
 	bool has_output_ids;
 	bool has_logprobs;
@@ -66,10 +66,10 @@ struct engy_jf_resp {
 	int64_t prompt_tokens;	/* -1 when absent */
 	int64_t completion_tokens;
 	int64_t cached_tokens;
-	int finish;		/* enum engy_jf_finish */
+	int finish;		/* enum engy_sglresp_finish */
 	int64_t matched;	/* the stop token id; -1: none, or a string */
-	char finish_msg[ENGY_JF_MSG_MAX];
-	char error[ENGY_JF_MSG_MAX];	/* error message, "" when none */
+	char finish_msg[ENGY_SGLRESP_MSG_MAX];
+	char error[ENGY_SGLRESP_MSG_MAX];	/* error message, "" when none */
 	uint32_t n_elems;	/* hidden_states elements, skipped ones too */
 	bool elem0_block;	/* element 0 was 2-D (or empty) */
 	uint32_t elem0_rows;	/* its rows (0: an empty prefill block) */
@@ -78,34 +78,34 @@ struct engy_jf_resp {
 
 struct engy_jf;
 
-/* engy_jf_new() - a parser ready for a document; @o is copied. */
-int engy_jf_new(const struct engy_jf_opts *o, struct engy_jf **out);
-void engy_jf_free(struct engy_jf *j);
+/* engy_sglresp_new() - a parser ready for a document; @o is copied. */
+int engy_sglresp_new(const struct engy_sglresp_opts *o, struct engy_jf **out);
+void engy_sglresp_free(struct engy_jf *j);
 
-/* engy_jf_reset() - start a new document (keeps buffers); @o may change. */
-void engy_jf_reset(struct engy_jf *j, const struct engy_jf_opts *o);
+/* engy_sglresp_reset() - start a new document (keeps buffers); @o may change. */
+void engy_sglresp_reset(struct engy_jf *j, const struct engy_sglresp_opts *o);
 
 /*
- * engy_jf_feed() - parse @n more bytes.  Returns 0, -EBADMSG (not JSON,
+ * engy_sglresp_feed() - parse @n more bytes.  Returns 0, -EBADMSG (not JSON,
  * or not shaped like a /generate response), -E2BIG (a limit), -ENOMEM, or
  * what on_row returned; errors are sticky.
  */
-int engy_jf_feed(struct engy_jf *j, const char *p, size_t n);
+int engy_sglresp_feed(struct engy_jf *j, const char *p, size_t n);
 
-/* engy_jf_finish() - the input ended: 0 when one whole object was read. */
-int engy_jf_finish(struct engy_jf *j);
+/* engy_sglresp_finish() - the input ended: 0 when one whole object was read. */
+int engy_sglresp_finish(struct engy_jf *j);
 
 /* The fields read so far (complete after a successful finish). */
-const struct engy_jf_resp *engy_jf_resp(const struct engy_jf *j);
+const struct engy_sglresp_resp *engy_sglresp_resp(const struct engy_jf *j);
 
 /* Why feed or finish failed ("" when they did not), and where. */
-const char *engy_jf_error(const struct engy_jf *j);
-size_t engy_jf_offset(const struct engy_jf *j);
+const char *engy_sglresp_error(const struct engy_jf *j);
+size_t engy_sglresp_offset(const struct engy_jf *j);
 
 /*
- * engy_jf_parse_float() - the whole of @s (@len bytes) as one JSON number,
+ * engy_sglresp_parse_float() - the whole of @s (@len bytes) as one JSON number,
  * correctly rounded to float.  Returns 0, -EINVAL or -E2BIG.
  */
-int engy_jf_parse_float(const char *s, size_t len, float *out);
+int engy_sglresp_parse_float(const char *s, size_t len, float *out);
 
-#endif /* ENGY_JSONFLOAT_H */
+#endif /* ENGY_SGL_RESP_H */

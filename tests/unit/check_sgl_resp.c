@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonfloat.h"
+#include "sgl_resp.h"
 
 /* ---- exact numbers ------------------------------------------------------ */
 
@@ -27,7 +27,7 @@ static void same_as_strtof(const char *s)
 {
 	float got = 0, want = strtof(s, NULL);
 
-	ck_assert_msg(engy_jf_parse_float(s, strlen(s), &got) == 0,
+	ck_assert_msg(engy_sglresp_parse_float(s, strlen(s), &got) == 0,
 		      "refused %s", s);
 	ck_assert_msg(bits(got) == bits(want) || (isnan(got) && isnan(want)),
 		      "%s: got %a want %a", s, (double)got, (double)want);
@@ -81,13 +81,13 @@ START_TEST(test_negative_zero)
 {
 	float f = 1;
 
-	ck_assert_int_eq(engy_jf_parse_float("-0.0", 4, &f), 0);
+	ck_assert_int_eq(engy_sglresp_parse_float("-0.0", 4, &f), 0);
 	ck_assert(f == 0 && signbit(f));
-	ck_assert_int_eq(engy_jf_parse_float("-0e-7", 5, &f), 0);
+	ck_assert_int_eq(engy_sglresp_parse_float("-0e-7", 5, &f), 0);
 	ck_assert(f == 0 && signbit(f));
-	ck_assert_int_eq(engy_jf_parse_float("0", 1, &f), 0);
+	ck_assert_int_eq(engy_sglresp_parse_float("0", 1, &f), 0);
 	ck_assert(f == 0 && !signbit(f));
-	ck_assert_int_eq(engy_jf_parse_float("-1e-60", 6, &f), 0);
+	ck_assert_int_eq(engy_sglresp_parse_float("-1e-60", 6, &f), 0);
 	ck_assert(f == 0 && signbit(f));
 }
 END_TEST
@@ -151,17 +151,17 @@ START_TEST(test_float_invalid)
 		"0x10", "1.5x", "NaN", "Infinity", "1 ", " 1", "1,", "--1",
 		"1.2.3", "1e5e5", "e5",
 	};
-	char big[ENGY_JF_NUM_MAX + 2];
+	char big[ENGY_SGLRESP_NUM_MAX + 2];
 	size_t i;
 	float f;
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		ck_assert_msg(engy_jf_parse_float(bad[i], strlen(bad[i]),
+		ck_assert_msg(engy_sglresp_parse_float(bad[i], strlen(bad[i]),
 						  &f) == -EINVAL, "%s", bad[i]);
 	memset(big, '1', sizeof(big));
-	ck_assert_int_eq(engy_jf_parse_float(big, ENGY_JF_NUM_MAX + 1, &f),
+	ck_assert_int_eq(engy_sglresp_parse_float(big, ENGY_SGLRESP_NUM_MAX + 1, &f),
 			 -E2BIG);
-	ck_assert_int_eq(engy_jf_parse_float(big, ENGY_JF_NUM_MAX, &f), 0);
+	ck_assert_int_eq(engy_sglresp_parse_float(big, ENGY_SGLRESP_NUM_MAX, &f), 0);
 	ck_assert(isinf(f));
 }
 END_TEST
@@ -192,7 +192,7 @@ static int on_row(void *arg, uint32_t elem, uint32_t row, const float *v,
 }
 
 static int parse_cut(const char *s, size_t len, const size_t *cuts,
-		     size_t ncuts, struct engy_jf_opts *o, struct rows *r,
+		     size_t ncuts, struct engy_sglresp_opts *o, struct rows *r,
 		     struct engy_jf **out)
 {
 	struct engy_jf *j;
@@ -202,20 +202,20 @@ static int parse_cut(const char *s, size_t len, const size_t *cuts,
 	memset(r, 0, sizeof(*r));
 	o->on_row = on_row;
 	o->arg = r;
-	ck_assert_int_eq(engy_jf_new(o, &j), 0);
+	ck_assert_int_eq(engy_sglresp_new(o, &j), 0);
 	for (i = 0; i <= ncuts && !rc; i++) {
 		size_t to = i < ncuts ? cuts[i] : len;
 
-		rc = engy_jf_feed(j, s + at, to - at);
+		rc = engy_sglresp_feed(j, s + at, to - at);
 		at = to;
 	}
 	if (!rc)
-		rc = engy_jf_finish(j);
+		rc = engy_sglresp_finish(j);
 	*out = j;
 	return rc;
 }
 
-static int parse(const char *s, struct engy_jf_opts *o, struct rows *r,
+static int parse(const char *s, struct engy_sglresp_opts *o, struct rows *r,
 		 struct engy_jf **out)
 {
 	return parse_cut(s, strlen(s), NULL, 0, o, r, out);
@@ -236,7 +236,7 @@ static const char resp[] =
 
 static void check_resp(const struct engy_jf *j, const struct rows *r)
 {
-	const struct engy_jf_resp *p = engy_jf_resp(j);
+	const struct engy_sglresp_resp *p = engy_sglresp_resp(j);
 
 	ck_assert(p->has_meta && p->has_output_ids && p->has_logprobs &&
 		  p->has_hidden && !p->has_error);
@@ -248,7 +248,7 @@ static void check_resp(const struct engy_jf *j, const struct rows *r)
 	ck_assert_int_eq(p->prompt_tokens, 3);
 	ck_assert_int_eq(p->completion_tokens, 3);
 	ck_assert_int_eq(p->cached_tokens, 1);
-	ck_assert_int_eq(p->finish, ENGY_JF_FINISH_STOP);
+	ck_assert_int_eq(p->finish, ENGY_SGLRESP_FINISH_STOP);
 	ck_assert_int_eq(p->matched, 151645);
 	ck_assert_uint_eq(p->n_elems, 3);
 	ck_assert(p->elem0_block);
@@ -270,21 +270,21 @@ static void check_resp(const struct engy_jf *j, const struct rows *r)
 
 START_TEST(test_response_fields)
 {
-	struct engy_jf_opts o = { 0 };
+	struct engy_sglresp_opts o = { 0 };
 	struct engy_jf *j;
 	struct rows r;
 
 	ck_assert_int_eq(parse(resp, &o, &r, &j), 0);
 	check_resp(j, &r);
-	ck_assert_str_eq(engy_jf_error(j), "");
-	engy_jf_free(j);
+	ck_assert_str_eq(engy_sglresp_error(j), "");
+	engy_sglresp_free(j);
 }
 END_TEST
 
 START_TEST(test_every_split)
 {
 	size_t len = strlen(resp), i, k, cuts[2];
-	struct engy_jf_opts o = { 0 };
+	struct engy_sglresp_opts o = { 0 };
 	struct engy_jf *j;
 	struct rows r;
 
@@ -292,7 +292,7 @@ START_TEST(test_every_split)
 		cuts[0] = i;
 		ck_assert_int_eq(parse_cut(resp, len, cuts, 1, &o, &r, &j), 0);
 		check_resp(j, &r);
-		engy_jf_free(j);
+		engy_sglresp_free(j);
 	}
 	/* Two cuts around each number and name of the tail. */
 	for (i = len - 120; i <= len; i++)
@@ -302,14 +302,14 @@ START_TEST(test_every_split)
 			ck_assert_int_eq(parse_cut(resp, len, cuts, 2, &o, &r,
 						   &j), 0);
 			check_resp(j, &r);
-			engy_jf_free(j);
+			engy_sglresp_free(j);
 		}
 }
 END_TEST
 
 START_TEST(test_all_block_rows_and_skip)
 {
-	struct engy_jf_opts o = { .all_block_rows = true };
+	struct engy_sglresp_opts o = { .all_block_rows = true };
 	struct engy_jf *j;
 	struct rows r;
 
@@ -319,7 +319,7 @@ START_TEST(test_all_block_rows_and_skip)
 	ck_assert(r.elem[1] == 0 && r.row[1] == 1 && r.v[1][0] == 5);
 	ck_assert(r.elem[2] == 0 && r.row[2] == 2 && r.v[2][0] == 0.5f);
 	ck_assert(r.elem[3] == 1 && r.elem[4] == 2);
-	engy_jf_free(j);
+	engy_sglresp_free(j);
 
 	/* Elements already taken are passed over, and still counted. */
 	memset(&o, 0, sizeof(o));
@@ -327,60 +327,60 @@ START_TEST(test_all_block_rows_and_skip)
 	ck_assert_int_eq(parse(resp, &o, &r, &j), 0);
 	ck_assert_uint_eq(r.n, 1);
 	ck_assert_uint_eq(r.elem[0], 2);
-	ck_assert_uint_eq(engy_jf_resp(j)->n_elems, 3);
-	ck_assert_uint_eq(engy_jf_resp(j)->n_ids, 3);
-	engy_jf_free(j);
+	ck_assert_uint_eq(engy_sglresp_resp(j)->n_elems, 3);
+	ck_assert_uint_eq(engy_sglresp_resp(j)->n_ids, 3);
+	engy_sglresp_free(j);
 }
 END_TEST
 
 START_TEST(test_empty_prefill_and_shapes)
 {
-	struct engy_jf_opts o = { 0 };
-	const struct engy_jf_resp *p;
+	struct engy_sglresp_opts o = { 0 };
+	const struct engy_sglresp_resp *p;
 	struct engy_jf *j;
 	struct rows r;
 
 	/* A full radix-cache hit: element 0 is an empty block. */
 	ck_assert_int_eq(parse("{\"meta_info\":{\"hidden_states\":[[],[1,2],"
 			       "[3,4]]}}", &o, &r, &j), 0);
-	p = engy_jf_resp(j);
+	p = engy_sglresp_resp(j);
 	ck_assert(p->has_hidden && p->elem0_block);
 	ck_assert_uint_eq(p->elem0_rows, 0);
 	ck_assert_uint_eq(p->n_elems, 3);
 	ck_assert_uint_eq(r.n, 2);
 	ck_assert_uint_eq(r.elem[0], 1);
-	engy_jf_free(j);
+	engy_sglresp_free(j);
 
 	/* No hidden states at all, null, and an empty list. */
 	ck_assert_int_eq(parse("{\"meta_info\":{\"cached_tokens\":0}}", &o, &r,
 			       &j), 0);
-	ck_assert(!engy_jf_resp(j)->has_hidden);
-	ck_assert_int_eq(engy_jf_resp(j)->completion_tokens, -1);
-	engy_jf_free(j);
+	ck_assert(!engy_sglresp_resp(j)->has_hidden);
+	ck_assert_int_eq(engy_sglresp_resp(j)->completion_tokens, -1);
+	engy_sglresp_free(j);
 	ck_assert_int_eq(parse("{\"meta_info\":{\"hidden_states\":null}}", &o,
 			       &r, &j), 0);
-	ck_assert(!engy_jf_resp(j)->has_hidden);
-	engy_jf_free(j);
+	ck_assert(!engy_sglresp_resp(j)->has_hidden);
+	engy_sglresp_free(j);
 	ck_assert_int_eq(parse("{\"meta_info\":{\"hidden_states\":[]}}", &o, &r,
 			       &j), 0);
-	ck_assert(engy_jf_resp(j)->has_hidden);
-	ck_assert_uint_eq(engy_jf_resp(j)->n_elems, 0);
-	engy_jf_free(j);
+	ck_assert(engy_sglresp_resp(j)->has_hidden);
+	ck_assert_uint_eq(engy_sglresp_resp(j)->n_elems, 0);
+	engy_sglresp_free(j);
 
 	/* Non-finite values as Python and orjson write them. */
 	ck_assert_int_eq(parse("{\"meta_info\":{\"hidden_states\":[[NaN,"
 			       "Infinity,-Infinity,null]]}}", &o, &r, &j), 0);
 	ck_assert(isnan(r.v[0][0]) && isinf(r.v[0][1]) && r.v[0][1] > 0 &&
 		  isinf(r.v[0][2]) && r.v[0][2] < 0 && isnan(r.v[0][3]));
-	ck_assert(!engy_jf_resp(j)->elem0_block);
-	engy_jf_free(j);
+	ck_assert(!engy_sglresp_resp(j)->elem0_block);
+	engy_sglresp_free(j);
 }
 END_TEST
 
 START_TEST(test_finish_and_errors)
 {
-	struct engy_jf_opts o = { 0 };
-	const struct engy_jf_resp *p;
+	struct engy_sglresp_opts o = { 0 };
+	const struct engy_sglresp_resp *p;
 	struct engy_jf *j;
 	struct rows r;
 
@@ -388,49 +388,49 @@ START_TEST(test_finish_and_errors)
 			       "\"abort\",\"message\":\"Abort in waiting "
 			       "queue\",\"status_code\":null}}}", &o, &r, &j),
 			 0);
-	p = engy_jf_resp(j);
-	ck_assert_int_eq(p->finish, ENGY_JF_FINISH_ABORT);
+	p = engy_sglresp_resp(j);
+	ck_assert_int_eq(p->finish, ENGY_SGLRESP_FINISH_ABORT);
 	ck_assert_str_eq(p->finish_msg, "Abort in waiting queue");
-	engy_jf_free(j);
+	engy_sglresp_free(j);
 
 	ck_assert_int_eq(parse("{\"meta_info\":{\"finish_reason\":{\"type\":"
 			       "\"stop\",\"matched\":\"</s>\"}}}", &o, &r, &j),
 			 0);
-	ck_assert_int_eq(engy_jf_resp(j)->finish, ENGY_JF_FINISH_STOP);
-	ck_assert_int_eq(engy_jf_resp(j)->matched, -1);
-	engy_jf_free(j);
+	ck_assert_int_eq(engy_sglresp_resp(j)->finish, ENGY_SGLRESP_FINISH_STOP);
+	ck_assert_int_eq(engy_sglresp_resp(j)->matched, -1);
+	engy_sglresp_free(j);
 
 	ck_assert_int_eq(parse("{\"meta_info\":{\"finish_reason\":{\"type\":"
 			       "\"length\",\"length\":16}}}", &o, &r, &j), 0);
-	ck_assert_int_eq(engy_jf_resp(j)->finish, ENGY_JF_FINISH_LENGTH);
-	engy_jf_free(j);
+	ck_assert_int_eq(engy_sglresp_resp(j)->finish, ENGY_SGLRESP_FINISH_LENGTH);
+	engy_sglresp_free(j);
 
 	ck_assert_int_eq(parse("{\"meta_info\":{\"finish_reason\":null}}", &o,
 			       &r, &j), 0);
-	ck_assert_int_eq(engy_jf_resp(j)->finish, ENGY_JF_FINISH_NONE);
-	engy_jf_free(j);
+	ck_assert_int_eq(engy_sglresp_resp(j)->finish, ENGY_SGLRESP_FINISH_NONE);
+	engy_sglresp_free(j);
 
 	ck_assert_int_eq(parse("{\"error\":{\"message\":\"boom \\\"x\\\"\"}}",
 			       &o, &r, &j), 0);
-	ck_assert(engy_jf_resp(j)->has_error);
-	ck_assert_str_eq(engy_jf_resp(j)->error, "boom \"x\"");
-	engy_jf_free(j);
+	ck_assert(engy_sglresp_resp(j)->has_error);
+	ck_assert_str_eq(engy_sglresp_resp(j)->error, "boom \"x\"");
+	engy_sglresp_free(j);
 
 	ck_assert_int_eq(parse("{\"object\":\"error\",\"message\":\"bad\","
 			       "\"code\":400}", &o, &r, &j), 0);
-	ck_assert_str_eq(engy_jf_resp(j)->error, "bad");
-	engy_jf_free(j);
+	ck_assert_str_eq(engy_sglresp_resp(j)->error, "bad");
+	engy_sglresp_free(j);
 
 	ck_assert_int_eq(parse("{\"detail\":\"Not Found\"}", &o, &r, &j), 0);
-	ck_assert_str_eq(engy_jf_resp(j)->error, "Not Found");
-	engy_jf_free(j);
+	ck_assert_str_eq(engy_sglresp_resp(j)->error, "Not Found");
+	engy_sglresp_free(j);
 }
 END_TEST
 
 /* A long message is cut, never overflows. */
 START_TEST(test_long_message)
 {
-	struct engy_jf_opts o = { 0 };
+	struct engy_sglresp_opts o = { 0 };
 	char *s = malloc(10000);
 	struct engy_jf *j;
 	struct rows r;
@@ -440,8 +440,8 @@ START_TEST(test_long_message)
 	memset(s + 10, 'm', 9000);
 	strcpy(s + 9010, "\"}");
 	ck_assert_int_eq(parse(s, &o, &r, &j), 0);
-	ck_assert_uint_eq(strlen(engy_jf_resp(j)->error), ENGY_JF_MSG_MAX - 1);
-	engy_jf_free(j);
+	ck_assert_uint_eq(strlen(engy_sglresp_resp(j)->error), ENGY_SGLRESP_MSG_MAX - 1);
+	engy_sglresp_free(j);
 	free(s);
 }
 END_TEST
@@ -470,7 +470,7 @@ START_TEST(test_huge_arrays)
 	struct big b = { .rows = 3000, .width = 700 };
 	size_t cap = (size_t)b.rows * b.width * 20 + 1000, at = 0, i, n;
 	char *s = malloc(cap);
-	struct engy_jf_opts o = { .on_row = on_big, .arg = &b };
+	struct engy_sglresp_opts o = { .on_row = on_big, .arg = &b };
 	struct engy_jf *j;
 
 	b.want = malloc((size_t)b.rows * b.width * sizeof(float));
@@ -489,15 +489,15 @@ START_TEST(test_huge_arrays)
 		at += (size_t)sprintf(s + at, "%.9g", (double)f);
 	}
 	at += (size_t)sprintf(s + at, "]]}}");
-	ck_assert_int_eq(engy_jf_new(&o, &j), 0);
+	ck_assert_int_eq(engy_sglresp_new(&o, &j), 0);
 	for (i = 0; i < at; i += n) {
 		n = at - i < 1024 ? at - i : 1024;
-		ck_assert_int_eq(engy_jf_feed(j, s + i, n), 0);
+		ck_assert_int_eq(engy_sglresp_feed(j, s + i, n), 0);
 	}
-	ck_assert_int_eq(engy_jf_finish(j), 0);
+	ck_assert_int_eq(engy_sglresp_finish(j), 0);
 	ck_assert_uint_eq(b.seen, b.rows);
-	ck_assert_uint_eq(engy_jf_resp(j)->n_elems, b.rows);
-	engy_jf_free(j);
+	ck_assert_uint_eq(engy_sglresp_resp(j)->n_elems, b.rows);
+	engy_sglresp_free(j);
 	free(b.want);
 	free(s);
 }
@@ -558,7 +558,7 @@ START_TEST(test_malformed)
 		{ "{\"meta_info\":{\"hidden_states\":{}}}", -EBADMSG },
 		{ "{\"meta_info\":{\"hidden_states\":[[1e99999999999]]}}", 0 },
 	};
-	struct engy_jf_opts o = { 0 };
+	struct engy_sglresp_opts o = { 0 };
 	char deep[200];
 	struct engy_jf *j;
 	struct rows r;
@@ -569,9 +569,9 @@ START_TEST(test_malformed)
 		rc = parse(bad[i].in, &o, &r, &j);
 		ck_assert_msg(rc == bad[i].err, "%s: %d", bad[i].in, rc);
 		if (rc)
-			ck_assert_msg(engy_jf_error(j)[0] != '\0', "%s",
+			ck_assert_msg(engy_sglresp_error(j)[0] != '\0', "%s",
 				      bad[i].in);
-		engy_jf_free(j);
+		engy_sglresp_free(j);
 	}
 	/* 40 levels deep: refused, no recursion anywhere. */
 	memset(deep, '[', 40);
@@ -582,32 +582,32 @@ START_TEST(test_malformed)
 	memcpy(deep, "{\"x\":", 5);
 	strcat(deep, "}");
 	ck_assert_int_eq(parse(deep, &o, &r, &j), -EBADMSG);
-	ck_assert_str_eq(engy_jf_error(j), "nested too deep");
-	engy_jf_free(j);
+	ck_assert_str_eq(engy_sglresp_error(j), "nested too deep");
+	engy_sglresp_free(j);
 }
 END_TEST
 
 START_TEST(test_limits_and_callback)
 {
-	struct engy_jf_opts o = { .max_width = 3 };
+	struct engy_sglresp_opts o = { .max_width = 3 };
 	struct engy_jf *j;
 	struct rows r;
-	char num[ENGY_JF_NUM_MAX + 60];
+	char num[ENGY_SGLRESP_NUM_MAX + 60];
 
 	ck_assert_int_eq(parse("{\"meta_info\":{\"hidden_states\":"
 			       "[[1,2,3,4]]}}", &o, &r, &j), -E2BIG);
-	engy_jf_free(j);
+	engy_sglresp_free(j);
 	memset(&o, 0, sizeof(o));
 	o.max_ids = 2;
 	ck_assert_int_eq(parse("{\"output_ids\":[1,2,3]}", &o, &r, &j), -E2BIG);
-	engy_jf_free(j);
+	engy_sglresp_free(j);
 
 	memset(&o, 0, sizeof(o));
 	strcpy(num, "{\"a\":");
-	memset(num + 5, '1', ENGY_JF_NUM_MAX + 1);
-	strcpy(num + 6 + ENGY_JF_NUM_MAX, "}");
+	memset(num + 5, '1', ENGY_SGLRESP_NUM_MAX + 1);
+	strcpy(num + 6 + ENGY_SGLRESP_NUM_MAX, "}");
 	ck_assert_int_eq(parse(num, &o, &r, &j), -E2BIG);
-	engy_jf_free(j);
+	engy_sglresp_free(j);
 
 	/* What the row callback returns stops the parse, sticky. */
 	memset(&o, 0, sizeof(o));
@@ -615,18 +615,18 @@ START_TEST(test_limits_and_callback)
 	o.on_row = on_row;
 	o.arg = &r;
 	r.fail_with = -ENOSPC;
-	ck_assert_int_eq(engy_jf_new(&o, &j), 0);
-	ck_assert_int_eq(engy_jf_feed(j, resp, strlen(resp)), -ENOSPC);
-	ck_assert_int_eq(engy_jf_finish(j), -ENOSPC);
-	ck_assert_uint_gt(engy_jf_offset(j), 0);
-	engy_jf_free(j);
+	ck_assert_int_eq(engy_sglresp_new(&o, &j), 0);
+	ck_assert_int_eq(engy_sglresp_feed(j, resp, strlen(resp)), -ENOSPC);
+	ck_assert_int_eq(engy_sglresp_finish(j), -ENOSPC);
+	ck_assert_uint_gt(engy_sglresp_offset(j), 0);
+	engy_sglresp_free(j);
 }
 END_TEST
 
 /* One parser, many documents (what a stream of events does). */
 START_TEST(test_reset_reuse)
 {
-	struct engy_jf_opts o = { 0 };
+	struct engy_sglresp_opts o = { 0 };
 	struct engy_jf *j;
 	struct rows r;
 	int k;
@@ -634,27 +634,27 @@ START_TEST(test_reset_reuse)
 	memset(&r, 0, sizeof(r));
 	o.on_row = on_row;
 	o.arg = &r;
-	ck_assert_int_eq(engy_jf_new(&o, &j), 0);
-	ck_assert_int_eq(engy_jf_feed(j, "{\"x\":", 5), 0);
+	ck_assert_int_eq(engy_sglresp_new(&o, &j), 0);
+	ck_assert_int_eq(engy_sglresp_feed(j, "{\"x\":", 5), 0);
 	for (k = 0; k < 3; k++) {
 		r.n = 0;
-		engy_jf_reset(j, NULL);
-		ck_assert_int_eq(engy_jf_feed(j, resp, strlen(resp)), 0);
-		ck_assert_int_eq(engy_jf_finish(j), 0);
+		engy_sglresp_reset(j, NULL);
+		ck_assert_int_eq(engy_sglresp_feed(j, resp, strlen(resp)), 0);
+		ck_assert_int_eq(engy_sglresp_finish(j), 0);
 		check_resp(j, &r);
 	}
-	engy_jf_reset(j, NULL);
-	ck_assert_int_eq(engy_jf_feed(j, "{\"output_ids\":[]}", 17), 0);
-	ck_assert_int_eq(engy_jf_finish(j), 0);
-	ck_assert_uint_eq(engy_jf_resp(j)->n_ids, 0);
-	ck_assert(!engy_jf_resp(j)->has_hidden);
-	engy_jf_free(j);
+	engy_sglresp_reset(j, NULL);
+	ck_assert_int_eq(engy_sglresp_feed(j, "{\"output_ids\":[]}", 17), 0);
+	ck_assert_int_eq(engy_sglresp_finish(j), 0);
+	ck_assert_uint_eq(engy_sglresp_resp(j)->n_ids, 0);
+	ck_assert(!engy_sglresp_resp(j)->has_hidden);
+	engy_sglresp_free(j);
 }
 END_TEST
 
 static Suite *jf_suite(void)
 {
-	Suite *s = suite_create("jsonfloat");
+	Suite *s = suite_create("sgl_resp");
 	TCase *tc = tcase_create("core");
 
 	tcase_set_timeout(tc, 60);

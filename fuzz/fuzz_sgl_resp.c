@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "jsonfloat.h"
+#include "sgl_resp.h"
 
 struct acc {
 	uint64_t h;
@@ -42,7 +42,7 @@ static int on_row(void *arg, uint32_t elem, uint32_t row, const float *v,
 	return 0;
 }
 
-static void resp_hash(struct acc *a, const struct engy_jf_resp *r)
+static void resp_hash(struct acc *a, const struct engy_sglresp_resp *r)
 {
 	mix(a, &r->n_ids, sizeof(r->n_ids));
 	mix(a, r->ids, r->n_ids * sizeof(*r->ids));
@@ -64,7 +64,7 @@ static void resp_hash(struct acc *a, const struct engy_jf_resp *r)
 static int run(const uint8_t *p, size_t n, size_t piece, uint8_t opt,
 	       struct acc *a)
 {
-	struct engy_jf_opts o = {
+	struct engy_sglresp_opts o = {
 		.skip_elems = opt & 3,
 		.all_block_rows = (opt & 4) != 0,
 		.max_width = 4096,
@@ -78,19 +78,19 @@ static int run(const uint8_t *p, size_t n, size_t piece, uint8_t opt,
 
 	a->h = 0xcbf29ce484222325ull;
 	a->rows = 0;
-	if (engy_jf_new(&o, &j))
+	if (engy_sglresp_new(&o, &j))
 		abort();
 	for (at = 0; at < n && !rc; at += k) {
 		k = n - at < piece ? n - at : piece;
-		rc = engy_jf_feed(j, (const char *)p + at, k);
+		rc = engy_sglresp_feed(j, (const char *)p + at, k);
 	}
 	if (!rc)
-		rc = engy_jf_finish(j);
-	if (rc && !engy_jf_error(j)[0])
+		rc = engy_sglresp_finish(j);
+	if (rc && !engy_sglresp_error(j)[0])
 		abort();	/* every failure says why */
 	if (!rc)
-		resp_hash(a, engy_jf_resp(j));
-	engy_jf_free(j);
+		resp_hash(a, engy_sglresp_resp(j));
+	engy_sglresp_free(j);
 	return rc;
 }
 
@@ -103,11 +103,11 @@ static void number_vs_strtof(const uint8_t *p, size_t n)
 		return;
 	memcpy(s, p, n);
 	s[n] = '\0';
-	if (strlen(s) != n || engy_jf_parse_float(s, n, &f))
+	if (strlen(s) != n || engy_sglresp_parse_float(s, n, &f))
 		return;
 	want = strtof(s, NULL);
 	if (memcmp(&f, &want, sizeof(f)) != 0 && !(isnan(f) && isnan(want))) {
-		fprintf(stderr, "fuzz_jsonfloat: %s: %a != %a\n", s, (double)f,
+		fprintf(stderr, "fuzz_sgl_resp: %s: %a != %a\n", s, (double)f,
 			(double)want);
 		abort();
 	}
@@ -126,7 +126,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	a = run(data + 1, size - 1, size, data[0], &whole);
 	b = run(data + 1, size - 1, piece, data[0], &cut);
 	if (!a != !b || (!a && (whole.h != cut.h || whole.rows != cut.rows))) {
-		fprintf(stderr, "fuzz_jsonfloat: pieces of %zu differ "
+		fprintf(stderr, "fuzz_sgl_resp: pieces of %zu differ "
 			"(%d, %d)\n", piece, a, b);
 		abort();
 	}

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal to lib/jsonfloat*.c: the parser's state, shared by the lexer
- * (jsonfloat.c) and the part that knows the response (jsonfloat_resp.c),
+ * Internal to lib/sglang/sgl_resp*.c: the parser's state, shared by the lexer
+ * (sgl_resp.c) and the part that knows the response (sgl_resp_fields.c),
  * and the number scanner, inline because it is the hot loop.
  */
-#ifndef ENGY_JSONFLOAT_INT_H
-#define ENGY_JSONFLOAT_INT_H
+#ifndef ENGY_SGL_RESP_INT_H
+#define ENGY_SGL_RESP_INT_H
 
 #include <float.h>
 #include <stdbool.h>
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "jsonfloat.h"
+#include "sgl_resp.h"
 
 /*
  * A scanned JSON number: value = (-1)^neg * m * 10^e10 when !trunc.
@@ -133,10 +133,10 @@ done:
 }
 
 
-extern const double jf_pow10[23];
+extern const double engy_sglresp_pow10[23];
 
 /* The correctly rounded float of a number the fast path cannot do. */
-float jf_num_float_slow(const struct jf_num *n, const char *text, size_t len);
+float engy_sglresp_num_float_slow(const struct jf_num *n, const char *text, size_t len);
 
 /* jf_num_float() - @n (scanned from the @len bytes at @text) as the
  * correctly rounded float (round to nearest, ties to even). */
@@ -151,9 +151,9 @@ static inline float jf_num_float(const struct jf_num *n, const char *text,
 	    n->e10 <= 22) {
 		d = (double)n->m;
 		if (n->e10 >= 0)
-			d *= jf_pow10[n->e10];
+			d *= engy_sglresp_pow10[n->e10];
 		else
-			d /= jf_pow10[-n->e10];
+			d /= engy_sglresp_pow10[-n->e10];
 		memcpy(&bits, &d, sizeof(bits));
 		/* A float midpoint may hide a second rounding; subnormal
 		 * floats have other midpoints: both go the slow way. */
@@ -161,11 +161,11 @@ static inline float jf_num_float(const struct jf_num *n, const char *text,
 			return n->neg ? -(float)d : (float)d;
 	}
 #endif
-	return jf_num_float_slow(n, text, len);
+	return engy_sglresp_num_float_slow(n, text, len);
 }
 
-/* jf_num_int() - @n as an integer when it is one that fits, else -1. */
-int jf_num_int(const struct jf_num *n, int64_t *out);
+/* engy_sglresp_num_int() - @n as an integer when it is one that fits, else -1. */
+int engy_sglresp_num_int(const struct jf_num *n, int64_t *out);
 
 enum ctx {
 	C_SKIP, C_TOP, C_META, C_FINISH, C_ERROR, C_IDS, C_LPS, C_LPE,
@@ -194,13 +194,13 @@ struct frame {
 };
 
 struct engy_jf {
-	struct engy_jf_opts o;
-	struct engy_jf_resp r;
+	struct engy_sglresp_opts o;
+	struct engy_sglresp_resp r;
 	size_t ids_cap, lp_cap;
 	int st;
 	bool first;		/* a container just opened: it may close */
 	int depth;
-	struct frame stk[ENGY_JF_MAX_DEPTH];
+	struct frame stk[ENGY_SGLRESP_MAX_DEPTH];
 	int slot;		/* of the string or token being read */
 	/* strings */
 	bool esc;
@@ -212,7 +212,7 @@ struct engy_jf {
 	size_t keylen;
 	char ftype[16];
 	/* a number or literal cut by the end of a feed */
-	char tok[ENGY_JF_NUM_MAX + 1];
+	char tok[ENGY_SGLRESP_NUM_MAX + 1];
 	size_t toklen;
 	uint32_t raw_depth;
 	/* the row being filled, and the last full row of a 2-D element */
@@ -224,22 +224,22 @@ struct engy_jf {
 	size_t off;		/* where the error is */
 };
 
-int jf_fail(struct engy_jf *j, int err, const char *why);
-int jf_push(struct engy_jf *j, int ctx, bool obj);
-void jf_value_done(struct engy_jf *j);
-int jf_row_grow(struct engy_jf *j);
-void jf_capture_to(struct engy_jf *j, char *dst, size_t max);
+int engy_sglresp_fail(struct engy_jf *j, int err, const char *why);
+int engy_sglresp_push(struct engy_jf *j, int ctx, bool obj);
+void engy_sglresp_value_done(struct engy_jf *j);
+int engy_sglresp_row_grow(struct engy_jf *j);
+void engy_sglresp_capture_to(struct engy_jf *j, char *dst, size_t max);
 
-/* jsonfloat_resp.c: what each value means in a /generate response. */
-int jf_value_slot(const struct engy_jf *j);
-int jf_open_array(struct engy_jf *j, int slot);
-int jf_open_object(struct engy_jf *j, int slot);
-int jf_open_string(struct engy_jf *j, int slot);
-void jf_string_done(struct engy_jf *j);
-int jf_close(struct engy_jf *j, char c);
-int jf_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
+/* sgl_resp_fields.c: what each value means in a /generate response. */
+int engy_sglresp_value_slot(const struct engy_jf *j);
+int engy_sglresp_open_array(struct engy_jf *j, int slot);
+int engy_sglresp_open_object(struct engy_jf *j, int slot);
+int engy_sglresp_open_string(struct engy_jf *j, int slot);
+void engy_sglresp_string_done(struct engy_jf *j);
+int engy_sglresp_close(struct engy_jf *j, char c);
+int engy_sglresp_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
 		    const char *text, size_t len);
-int jf_token_value(struct engy_jf *j);
+int engy_sglresp_token_value(struct engy_jf *j);
 
 static inline struct frame *jf_top(struct engy_jf *j)
 {
@@ -248,10 +248,10 @@ static inline struct frame *jf_top(struct engy_jf *j)
 
 static inline int jf_row_push(struct engy_jf *j, float v)
 {
-	if (j->rown == j->rowcap && jf_row_grow(j))
+	if (j->rown == j->rowcap && engy_sglresp_row_grow(j))
 		return j->err;
 	j->row[j->rown++] = v;
 	return 0;
 }
 
-#endif /* ENGY_JSONFLOAT_INT_H */
+#endif /* ENGY_SGL_RESP_INT_H */

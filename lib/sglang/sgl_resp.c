@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Streaming /generate response parser (see jsonfloat.h).
+ * Streaming /generate response parser (see sgl_resp.h).
  *
  * A push lexer with an explicit stack: each open container carries a
  * context saying what it is in the response (meta_info, hidden_states, a
@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonfloat.h"
-#include "jsonfloat_int.h"
+#include "sgl_resp.h"
+#include "sgl_resp_int.h"
 
-int jf_fail(struct engy_jf *j, int err, const char *why)
+int engy_sglresp_fail(struct engy_jf *j, int err, const char *why)
 {
 	if (!j->err) {
 		j->err = err;
@@ -26,19 +26,19 @@ int jf_fail(struct engy_jf *j, int err, const char *why)
 	return j->err;
 }
 
-int engy_jf_new(const struct engy_jf_opts *o, struct engy_jf **out)
+int engy_sglresp_new(const struct engy_sglresp_opts *o, struct engy_jf **out)
 {
 	struct engy_jf *j = calloc(1, sizeof(*j));
 
 	*out = NULL;
 	if (!j)
 		return -ENOMEM;
-	engy_jf_reset(j, o);
+	engy_sglresp_reset(j, o);
 	*out = j;
 	return 0;
 }
 
-void engy_jf_free(struct engy_jf *j)
+void engy_sglresp_free(struct engy_jf *j)
 {
 	if (!j)
 		return;
@@ -50,7 +50,7 @@ void engy_jf_free(struct engy_jf *j)
 	free(j);
 }
 
-void engy_jf_reset(struct engy_jf *j, const struct engy_jf_opts *o)
+void engy_sglresp_reset(struct engy_jf *j, const struct engy_sglresp_opts *o)
 {
 	uint32_t *ids = j->r.ids, *lp_ids = j->r.lp_ids;
 	float *lp = j->r.lp;
@@ -82,27 +82,27 @@ void engy_jf_reset(struct engy_jf *j, const struct engy_jf_opts *o)
 	j->off = 0;
 }
 
-const struct engy_jf_resp *engy_jf_resp(const struct engy_jf *j)
+const struct engy_sglresp_resp *engy_sglresp_resp(const struct engy_jf *j)
 {
 	return &j->r;
 }
 
-const char *engy_jf_error(const struct engy_jf *j)
+const char *engy_sglresp_error(const struct engy_jf *j)
 {
 	return j->why;
 }
 
-size_t engy_jf_offset(const struct engy_jf *j)
+size_t engy_sglresp_offset(const struct engy_jf *j)
 {
 	return j->off;
 }
 
-int jf_push(struct engy_jf *j, int ctx, bool obj)
+int engy_sglresp_push(struct engy_jf *j, int ctx, bool obj)
 {
 	struct frame *f;
 
-	if (j->depth == ENGY_JF_MAX_DEPTH)
-		return jf_fail(j, -EBADMSG, "nested too deep");
+	if (j->depth == ENGY_SGLRESP_MAX_DEPTH)
+		return engy_sglresp_fail(j, -EBADMSG, "nested too deep");
 	f = &j->stk[j->depth++];
 	memset(f, 0, sizeof(*f));
 	f->ctx = (uint8_t)ctx;
@@ -113,7 +113,7 @@ int jf_push(struct engy_jf *j, int ctx, bool obj)
 }
 
 /* A value is complete: count it in its container. */
-void jf_value_done(struct engy_jf *j)
+void engy_sglresp_value_done(struct engy_jf *j)
 {
 	if (j->depth == 0) {
 		j->st = ST_DONE;
@@ -124,28 +124,28 @@ void jf_value_done(struct engy_jf *j)
 }
 
 /* The row is full: double it (and its twin), up to max_width. */
-int jf_row_grow(struct engy_jf *j)
+int engy_sglresp_row_grow(struct engy_jf *j)
 {
 	uint32_t cap = j->rowcap ? j->rowcap * 2 : 256;
 	float *a, *b;
 
 	if (j->rowcap >= j->o.max_width)
-		return jf_fail(j, -E2BIG, "hidden-state row too long");
+		return engy_sglresp_fail(j, -E2BIG, "hidden-state row too long");
 	if (cap > j->o.max_width)
 		cap = j->o.max_width;
 	a = realloc(j->row, cap * sizeof(float));
 	if (!a)
-		return jf_fail(j, -ENOMEM, "out of memory");
+		return engy_sglresp_fail(j, -ENOMEM, "out of memory");
 	j->row = a;
 	b = realloc(j->last, cap * sizeof(float));
 	if (!b)
-		return jf_fail(j, -ENOMEM, "out of memory");
+		return engy_sglresp_fail(j, -ENOMEM, "out of memory");
 	j->last = b;
 	j->rowcap = cap;
 	return 0;
 }
 
-void jf_capture_to(struct engy_jf *j, char *dst, size_t max)
+void engy_sglresp_capture_to(struct engy_jf *j, char *dst, size_t max)
 {
 	j->cap = dst;
 	j->capn = 0;
@@ -191,7 +191,7 @@ static const char *string_bytes(struct engy_jf *j, const char *p,
 	while (p < end && !j->err) {
 		if (j->uhex) {
 			if (!is_hex(*p++))
-				return jf_fail(j, -EBADMSG, "bad \\u escape"),
+				return engy_sglresp_fail(j, -EBADMSG, "bad \\u escape"),
 				       p;
 			if (--j->uhex == 0)
 				capture(j, "?", 1);
@@ -206,7 +206,7 @@ static const char *string_bytes(struct engy_jf *j, const char *p,
 			}
 			e = strchr(unesc, *p);
 			if (!*p || !e || (e - unesc) % 2)
-				return jf_fail(j, -EBADMSG, "bad escape"), p;
+				return engy_sglresp_fail(j, -EBADMSG, "bad escape"), p;
 			capture(j, e + 1, 1);
 			p++;
 			continue;
@@ -220,7 +220,7 @@ static const char *string_bytes(struct engy_jf *j, const char *p,
 			break;
 		if (*p == '"') {
 			p++;
-			jf_string_done(j);
+			engy_sglresp_string_done(j);
 			break;
 		}
 		if (*p == '\\') {
@@ -228,7 +228,7 @@ static const char *string_bytes(struct engy_jf *j, const char *p,
 			p++;
 			continue;
 		}
-		jf_fail(j, -EBADMSG, "control character in a string");
+		engy_sglresp_fail(j, -EBADMSG, "control character in a string");
 	}
 	return p;
 }
@@ -257,8 +257,8 @@ static const char *row_fast(struct engy_jf *j, const char *p, const char *end)
 		if (k <= 0)
 			return p;	/* cut by the feed, or let the slow
 					 * path say what is wrong */
-		if (k > ENGY_JF_NUM_MAX) {
-			jf_fail(j, -E2BIG, "number too long");
+		if (k > ENGY_SGLRESP_NUM_MAX) {
+			engy_sglresp_fail(j, -E2BIG, "number too long");
 			return p;
 		}
 		j->first = false;
@@ -278,35 +278,35 @@ static const char *row_fast(struct engy_jf *j, const char *p, const char *end)
 static const char *begin_value(struct engy_jf *j, const char *p,
 			       const char *end)
 {
-	int slot = jf_value_slot(j);
+	int slot = engy_sglresp_value_slot(j);
 	struct jf_num n;
 	char c = *p;
 	long k;
 
 	j->first = false;
 	if (c == '{') {
-		jf_open_object(j, slot);
+		engy_sglresp_open_object(j, slot);
 		return p + 1;
 	}
 	if (c == '[') {
-		jf_open_array(j, slot);
+		engy_sglresp_open_array(j, slot);
 		return p + 1;
 	}
 	if (c == '"') {
 		j->is_key = false;
-		jf_open_string(j, slot);
+		engy_sglresp_open_string(j, slot);
 		return p + 1;
 	}
 	if (c == '-' || (c >= '0' && c <= '9')) {
 		k = jf_scan_number(p, end, false, &n);
 		if (k > 0) {
-			if (!jf_number_value(j, slot, &n, p, (size_t)k))
-				jf_value_done(j);
+			if (!engy_sglresp_number_value(j, slot, &n, p, (size_t)k))
+				engy_sglresp_value_done(j);
 			return p + k;
 		}
 	}
 	if (!is_tokchar(c)) {
-		jf_fail(j, -EBADMSG, "unexpected character");
+		engy_sglresp_fail(j, -EBADMSG, "unexpected character");
 		return p;
 	}
 	j->slot = slot;
@@ -319,24 +319,24 @@ static const char *raw_skip(struct engy_jf *j, const char *p, const char *end)
 {
 	for (; p < end; p++) {
 		if (*p == '[') {
-			if (++j->raw_depth > ENGY_JF_MAX_DEPTH) {
-				jf_fail(j, -EBADMSG, "nested too deep");
+			if (++j->raw_depth > ENGY_SGLRESP_MAX_DEPTH) {
+				engy_sglresp_fail(j, -EBADMSG, "nested too deep");
 				return p;
 			}
 		} else if (*p == ']') {
 			if (--j->raw_depth == 0) {
-				jf_value_done(j);
+				engy_sglresp_value_done(j);
 				return p + 1;
 			}
 		} else if (*p == '"' || *p == '{' || *p == '}') {
-			jf_fail(j, -EBADMSG, "hidden states hold a non-number");
+			engy_sglresp_fail(j, -EBADMSG, "hidden states hold a non-number");
 			return p;
 		}
 	}
 	return p;
 }
 
-int engy_jf_feed(struct engy_jf *j, const char *p, size_t len)
+int engy_sglresp_feed(struct engy_jf *j, const char *p, size_t len)
 {
 	const char *start = p, *end = p + len;
 	char c;
@@ -354,15 +354,15 @@ int engy_jf_feed(struct engy_jf *j, const char *p, size_t len)
 		}
 		if (j->st == ST_TOKEN) {
 			if (is_tokchar(*p)) {
-				if (j->toklen == ENGY_JF_NUM_MAX) {
-					jf_fail(j, -E2BIG, "number too long");
+				if (j->toklen == ENGY_SGLRESP_NUM_MAX) {
+					engy_sglresp_fail(j, -E2BIG, "number too long");
 					break;
 				}
 				j->tok[j->toklen++] = *p++;
 				continue;
 			}
-			if (!jf_token_value(j))
-				jf_value_done(j);
+			if (!engy_sglresp_token_value(j))
+				engy_sglresp_value_done(j);
 			continue;
 		}
 		if (j->st == ST_VALUE && j->depth && jf_top(j)->ctx == C_ROW) {
@@ -378,7 +378,7 @@ int engy_jf_feed(struct engy_jf *j, const char *p, size_t len)
 		switch (j->st) {
 		case ST_VALUE:
 			if (c == ']' && j->first && !jf_top(j)->obj) {
-				jf_close(j, c);
+				engy_sglresp_close(j, c);
 				p++;
 			} else {
 				p = begin_value(j, p, end);
@@ -386,21 +386,21 @@ int engy_jf_feed(struct engy_jf *j, const char *p, size_t len)
 			break;
 		case ST_KEY:
 			if (c == '}' && j->first) {
-				jf_close(j, c);
+				engy_sglresp_close(j, c);
 			} else if (c == '"') {
 				j->first = false;
 				j->is_key = true;
-				jf_capture_to(j, j->key, sizeof(j->key));
+				engy_sglresp_capture_to(j, j->key, sizeof(j->key));
 				j->st = ST_STRING;
 			} else {
-				jf_fail(j, -EBADMSG, "expected a member name");
+				engy_sglresp_fail(j, -EBADMSG, "expected a member name");
 				break;
 			}
 			p++;
 			break;
 		case ST_COLON:
 			if (c != ':') {
-				jf_fail(j, -EBADMSG, "expected ':'");
+				engy_sglresp_fail(j, -EBADMSG, "expected ':'");
 				break;
 			}
 			/* A name of 31 bytes or more matches no field. */
@@ -415,14 +415,14 @@ int engy_jf_feed(struct engy_jf *j, const char *p, size_t len)
 				j->st = jf_top(j)->obj ? ST_KEY : ST_VALUE;
 				p++;
 			} else if (c == ']' || c == '}') {
-				jf_close(j, c);
+				engy_sglresp_close(j, c);
 				p++;
 			} else {
-				jf_fail(j, -EBADMSG, "expected ',' or a close");
+				engy_sglresp_fail(j, -EBADMSG, "expected ',' or a close");
 			}
 			break;
 		case ST_DONE:
-			jf_fail(j, -EBADMSG, "bytes after the response object");
+			engy_sglresp_fail(j, -EBADMSG, "bytes after the response object");
 			break;
 		}
 	}
@@ -432,16 +432,16 @@ int engy_jf_feed(struct engy_jf *j, const char *p, size_t len)
 	return j->err;
 }
 
-int engy_jf_finish(struct engy_jf *j)
+int engy_sglresp_finish(struct engy_jf *j)
 {
 	if (j->err)
 		return j->err;
 	if (j->st == ST_TOKEN && j->depth == 0)
-		return jf_fail(j, -EBADMSG,
+		return engy_sglresp_fail(j, -EBADMSG,
 			       "the response is not a JSON object");
 	if (j->st != ST_DONE) {
 		j->off = j->base;
-		return jf_fail(j, -EBADMSG, j->base ?
+		return engy_sglresp_fail(j, -EBADMSG, j->base ?
 			       "the response ends early" : "empty response");
 	}
 	return 0;

@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonfloat.h"
-#include "jsonfloat_int.h"
+#include "sgl_resp.h"
+#include "sgl_resp_int.h"
 
-const double jf_pow10[23] = {
+const double engy_sglresp_pow10[23] = {
 	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 };
@@ -38,10 +38,10 @@ static void c_locale_init(void)
 
 static float slow_float(const char *text, size_t len)
 {
-	char buf[ENGY_JF_NUM_MAX + 1];
+	char buf[ENGY_SGLRESP_NUM_MAX + 1];
 
-	if (len > ENGY_JF_NUM_MAX)	/* callers refuse these first */
-		len = ENGY_JF_NUM_MAX;
+	if (len > ENGY_SGLRESP_NUM_MAX)	/* callers refuse these first */
+		len = ENGY_SGLRESP_NUM_MAX;
 	memcpy(buf, text, len);
 	buf[len] = '\0';
 	pthread_once(&c_once, c_locale_init);
@@ -50,7 +50,7 @@ static float slow_float(const char *text, size_t len)
 	return strtof(buf, NULL);
 }
 
-float jf_num_float_slow(const struct jf_num *n, const char *text, size_t len)
+float engy_sglresp_num_float_slow(const struct jf_num *n, const char *text, size_t len)
 {
 	if (n->m == 0)
 		return n->neg ? -0.0f : 0.0f;
@@ -63,7 +63,7 @@ float jf_num_float_slow(const struct jf_num *n, const char *text, size_t len)
 	return slow_float(text, len);
 }
 
-int jf_num_int(const struct jf_num *n, int64_t *out)
+int engy_sglresp_num_int(const struct jf_num *n, int64_t *out)
 {
 	if (!n->is_int || n->trunc || n->e10 != 0 || n->m > INT64_MAX)
 		return -1;
@@ -71,12 +71,12 @@ int jf_num_int(const struct jf_num *n, int64_t *out)
 	return 0;
 }
 
-int engy_jf_parse_float(const char *s, size_t len, float *out)
+int engy_sglresp_parse_float(const char *s, size_t len, float *out)
 {
 	struct jf_num n;
 	long k;
 
-	if (len > ENGY_JF_NUM_MAX)
+	if (len > ENGY_SGLRESP_NUM_MAX)
 		return -E2BIG;
 	k = jf_scan_number(s, s + len, true, &n);
 	if (k < 0 || (size_t)k != len)

@@ -1,22 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What each value of a /generate response means (see jsonfloat.h): the
- * lexer (jsonfloat.c) asks at a value's first byte where it goes, and
+ * What each value of a /generate response means (see sgl_resp.h): the
+ * lexer (sgl_resp.c) asks at a value's first byte where it goes, and
  * calls back here when a container closes or a scalar is complete.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonfloat.h"
-#include "jsonfloat_int.h"
+#include "sgl_resp.h"
+#include "sgl_resp_int.h"
 
 static bool key_is(const struct engy_jf *j, const char *k)
 {
 	return j->keylen < sizeof(j->key) && strcmp(j->key, k) == 0;
 }
 
-int jf_value_slot(const struct engy_jf *j)
+int engy_sglresp_value_slot(const struct engy_jf *j)
 {
 	const struct frame *f;
 
@@ -83,13 +83,13 @@ static int emit(struct engy_jf *j, uint32_t elem, uint32_t row,
 	int rc;
 
 	if (j->r.width && j->r.width != n)
-		return jf_fail(j, -EBADMSG,
+		return engy_sglresp_fail(j, -EBADMSG,
 			       "hidden-state rows differ in width");
 	j->r.width = n;
 	if (!j->o.on_row)
 		return 0;
 	rc = j->o.on_row(j->o.arg, elem, row, v, n);
-	return rc ? jf_fail(j, rc, "row callback failed") : 0;
+	return rc ? engy_sglresp_fail(j, rc, "row callback failed") : 0;
 }
 
 static int grow(struct engy_jf *j, void **p, size_t *cap, size_t need,
@@ -99,14 +99,14 @@ static int grow(struct engy_jf *j, void **p, size_t *cap, size_t need,
 	void *q;
 
 	if (need > j->o.max_ids)
-		return jf_fail(j, -E2BIG, "too many output tokens");
+		return engy_sglresp_fail(j, -E2BIG, "too many output tokens");
 	if (need <= *cap)
 		return 0;
 	while (n < need)
 		n *= 2;
 	q = realloc(*p, n * size);
 	if (!q)
-		return jf_fail(j, -ENOMEM, "out of memory");
+		return engy_sglresp_fail(j, -ENOMEM, "out of memory");
 	*p = q;
 	*cap = n;
 	return 0;
@@ -127,7 +127,7 @@ static int lp_append(struct engy_jf *j)
 	return 0;
 }
 
-int jf_open_array(struct engy_jf *j, int slot)
+int engy_sglresp_open_array(struct engy_jf *j, int slot)
 {
 	struct frame *f;
 
@@ -135,18 +135,18 @@ int jf_open_array(struct engy_jf *j, int slot)
 	case V_IDS:
 		j->r.has_output_ids = true;
 		j->r.n_ids = 0;
-		return jf_push(j, C_IDS, false);
+		return engy_sglresp_push(j, C_IDS, false);
 	case V_LPS:
 		j->r.has_logprobs = true;
 		j->r.n_lp = 0;
-		return jf_push(j, C_LPS, false);
+		return engy_sglresp_push(j, C_LPS, false);
 	case V_HS:
 		j->r.has_hidden = true;
-		return jf_push(j, C_HS, false);
+		return engy_sglresp_push(j, C_HS, false);
 	case V_LPE:
 		if (lp_append(j))
 			return j->err;
-		return jf_push(j, C_LPE, false);
+		return engy_sglresp_push(j, C_LPE, false);
 	case V_HSE:
 		f = jf_top(j);
 		j->r.n_elems = f->n + 1;
@@ -155,7 +155,7 @@ int jf_open_array(struct engy_jf *j, int slot)
 			j->raw_depth = 1;
 			return 0;
 		}
-		if (jf_push(j, C_HSE, false))
+		if (engy_sglresp_push(j, C_HSE, false))
 			return j->err;
 		jf_top(j)->elem = f->n;
 		return 0;
@@ -164,7 +164,7 @@ int jf_open_array(struct engy_jf *j, int slot)
 		/* fall through */
 	case V_BROW:
 		f = jf_top(j);
-		if (jf_push(j, C_ROW, false))
+		if (engy_sglresp_push(j, C_ROW, false))
 			return j->err;
 		jf_top(j)->in_block = true;
 		jf_top(j)->elem = f->elem;
@@ -174,54 +174,54 @@ int jf_open_array(struct engy_jf *j, int slot)
 	case V_MSG:
 	case V_ERROR:
 	case V_FMATCHED:
-		return jf_push(j, C_SKIP, false);
+		return engy_sglresp_push(j, C_SKIP, false);
 	default:
-		return jf_fail(j, -EBADMSG,
+		return engy_sglresp_fail(j, -EBADMSG,
 			       "a list where the response has none");
 	}
 }
 
-int jf_open_object(struct engy_jf *j, int slot)
+int engy_sglresp_open_object(struct engy_jf *j, int slot)
 {
 	switch (slot) {
 	case V_TOPOBJ:
-		return jf_push(j, C_TOP, true);
+		return engy_sglresp_push(j, C_TOP, true);
 	case V_META:
 		j->r.has_meta = true;
-		return jf_push(j, C_META, true);
+		return engy_sglresp_push(j, C_META, true);
 	case V_FINISH:
-		return jf_push(j, C_FINISH, true);
+		return engy_sglresp_push(j, C_FINISH, true);
 	case V_ERROR:
 		j->r.has_error = true;
-		return jf_push(j, C_ERROR, true);
+		return engy_sglresp_push(j, C_ERROR, true);
 	case V_SKIP:
 	case V_MSG:
 	case V_FMATCHED:
-		return jf_push(j, C_SKIP, true);
+		return engy_sglresp_push(j, C_SKIP, true);
 	default:
-		return jf_fail(j, -EBADMSG, j->depth ?
+		return engy_sglresp_fail(j, -EBADMSG, j->depth ?
 			       "an object where the response has none" :
 			       "the response is not a JSON object");
 	}
 }
 
-int jf_close(struct engy_jf *j, char c)
+int engy_sglresp_close(struct engy_jf *j, char c)
 {
 	struct frame *f = jf_top(j), *parent;
 
 	if (f->obj != (c == '}'))
-		return jf_fail(j, -EBADMSG, "mismatched bracket");
+		return engy_sglresp_fail(j, -EBADMSG, "mismatched bracket");
 	switch (f->ctx) {
 	case C_HSE:	/* [] : an empty prefill block */
 		if (f->elem != 0)
-			return jf_fail(j, -EBADMSG,
+			return engy_sglresp_fail(j, -EBADMSG,
 				       "empty hidden-state element");
 		j->r.elem0_block = true;
 		j->r.elem0_rows = 0;
 		break;
 	case C_ROW:
 		if (j->rown == 0)
-			return jf_fail(j, -EBADMSG, "empty hidden-state row");
+			return engy_sglresp_fail(j, -EBADMSG, "empty hidden-state row");
 		if (!f->in_block) {
 			if (f->elem == 0) {
 				j->r.elem0_block = false;
@@ -240,7 +240,7 @@ int jf_close(struct engy_jf *j, char c)
 			float *t = j->last;
 
 			if (j->r.width && j->r.width != j->rown)
-				return jf_fail(j, -EBADMSG, "hidden-state "
+				return engy_sglresp_fail(j, -EBADMSG, "hidden-state "
 					       "rows differ in width");
 			j->r.width = j->rown;
 			j->last = j->row;
@@ -258,14 +258,14 @@ int jf_close(struct engy_jf *j, char c)
 		break;
 	case C_LPE:
 		if (f->n < 2)
-			return jf_fail(j, -EBADMSG,
+			return engy_sglresp_fail(j, -EBADMSG,
 				       "short output_token_logprobs entry");
 		break;
 	default:
 		break;
 	}
 	j->depth--;
-	jf_value_done(j);
+	engy_sglresp_value_done(j);
 	return 0;
 }
 
@@ -273,19 +273,19 @@ static int count_value(struct engy_jf *j, int64_t *dst, const struct jf_num *n)
 {
 	int64_t v;
 
-	if (jf_num_int(n, &v) || v < 0)
-		return jf_fail(j, -EBADMSG, "a token count is not a count");
+	if (engy_sglresp_num_int(n, &v) || v < 0)
+		return engy_sglresp_fail(j, -EBADMSG, "a token count is not a count");
 	*dst = v;
 	return 0;
 }
 
-int jf_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
+int engy_sglresp_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
 			const char *text, size_t len)
 {
 	int64_t v;
 
-	if (len > ENGY_JF_NUM_MAX)
-		return jf_fail(j, -E2BIG, "number too long");
+	if (len > ENGY_SGLRESP_NUM_MAX)
+		return engy_sglresp_fail(j, -E2BIG, "number too long");
 	switch (slot) {
 	case V_HSFIRST:
 		jf_top(j)->ctx = C_ROW;	/* the element is a 1-D row */
@@ -294,8 +294,8 @@ int jf_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
 	case V_ROWV:
 		return jf_row_push(j, jf_num_float(n, text, len));
 	case V_ID:
-		if (jf_num_int(n, &v) || v < 0 || v > UINT32_MAX)
-			return jf_fail(j, -EBADMSG,
+		if (engy_sglresp_num_int(n, &v) || v < 0 || v > UINT32_MAX)
+			return engy_sglresp_fail(j, -EBADMSG,
 				       "output id is not a token id");
 		if (grow(j, (void **)&j->r.ids, &j->ids_cap, j->r.n_ids + 1,
 			 sizeof(uint32_t)))
@@ -306,8 +306,8 @@ int jf_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
 		j->r.lp[j->r.n_lp - 1] = jf_num_float(n, text, len);
 		return 0;
 	case V_LPID:
-		if (jf_num_int(n, &v) || v < 0 || v > UINT32_MAX)
-			return jf_fail(j, -EBADMSG,
+		if (engy_sglresp_num_int(n, &v) || v < 0 || v > UINT32_MAX)
+			return engy_sglresp_fail(j, -EBADMSG,
 				       "logprob id is not a token id");
 		j->r.lp_ids[j->r.n_lp - 1] = (uint32_t)v;
 		return 0;
@@ -318,7 +318,7 @@ int jf_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
 	case V_CACHED:
 		return count_value(j, &j->r.cached_tokens, n);
 	case V_FMATCHED:
-		if (jf_num_int(n, &v))
+		if (engy_sglresp_num_int(n, &v))
 			v = -1;
 		j->r.matched = v;
 		return 0;
@@ -329,13 +329,13 @@ int jf_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
 	case V_ERROR:
 		return 0;
 	default:
-		return jf_fail(j, -EBADMSG,
+		return engy_sglresp_fail(j, -EBADMSG,
 			       "a number where the response has none");
 	}
 }
 
 /* A literal (or a number cut by a feed boundary) is complete. */
-int jf_token_value(struct engy_jf *j)
+int engy_sglresp_token_value(struct engy_jf *j)
 {
 	const char *t = j->tok;
 	int slot = j->slot;
@@ -352,7 +352,7 @@ int jf_token_value(struct engy_jf *j)
 		switch (slot) {
 		case V_ID: case V_LPID: case V_LPE: case V_HSE: case V_BROW:
 		case V_TOPOBJ:
-			return jf_fail(j, -EBADMSG,
+			return engy_sglresp_fail(j, -EBADMSG,
 				       "null where a value is needed");
 		case V_ROWV: case V_HSFIRST:
 			v = NAN;
@@ -362,7 +362,7 @@ int jf_token_value(struct engy_jf *j)
 		}
 	}
 	if (strcmp(t, "true") == 0 || strcmp(t, "false") == 0)
-		return lenient ? 0 : jf_fail(j, -EBADMSG, "unexpected boolean");
+		return lenient ? 0 : engy_sglresp_fail(j, -EBADMSG, "unexpected boolean");
 	if (strcmp(t, "NaN") == 0 || strcmp(t, "Infinity") == 0 ||
 	    strcmp(t, "-Infinity") == 0) {
 		v = t[0] == 'N' ? NAN : t[0] == '-' ? -INFINITY : INFINITY;
@@ -372,13 +372,13 @@ int jf_token_value(struct engy_jf *j)
 		}
 		if (row)
 			goto row_value;
-		return lenient ? 0 : jf_fail(j, -EBADMSG,
+		return lenient ? 0 : engy_sglresp_fail(j, -EBADMSG,
 					     "unexpected non-finite");
 	}
 	k = jf_scan_number(t, t + j->toklen, true, &n);
 	if (k < 0 || (size_t)k != j->toklen)
-		return jf_fail(j, -EBADMSG, "invalid literal or number");
-	return jf_number_value(j, slot, &n, t, j->toklen);
+		return engy_sglresp_fail(j, -EBADMSG, "invalid literal or number");
+	return engy_sglresp_number_value(j, slot, &n, t, j->toklen);
 row_value:
 	if (slot == V_HSFIRST) {
 		jf_top(j)->ctx = C_ROW;
@@ -387,7 +387,7 @@ row_value:
 	return jf_row_push(j, v);
 }
 
-int jf_open_string(struct engy_jf *j, int slot)
+int engy_sglresp_open_string(struct engy_jf *j, int slot)
 {
 	j->cap = NULL;
 	j->slot = slot;
@@ -397,13 +397,13 @@ int jf_open_string(struct engy_jf *j, int slot)
 		/* fall through */
 	case V_MSG:
 	case V_EMSG:
-		jf_capture_to(j, j->r.error, sizeof(j->r.error));
+		engy_sglresp_capture_to(j, j->r.error, sizeof(j->r.error));
 		break;
 	case V_FTYPE:
-		jf_capture_to(j, j->ftype, sizeof(j->ftype));
+		engy_sglresp_capture_to(j, j->ftype, sizeof(j->ftype));
 		break;
 	case V_FMSG:
-		jf_capture_to(j, j->r.finish_msg, sizeof(j->r.finish_msg));
+		engy_sglresp_capture_to(j, j->r.finish_msg, sizeof(j->r.finish_msg));
 		break;
 	case V_FMATCHED:	/* a stop string: no token id */
 		j->r.matched = -1;
@@ -411,14 +411,14 @@ int jf_open_string(struct engy_jf *j, int slot)
 	case V_SKIP:
 		break;
 	default:
-		return jf_fail(j, -EBADMSG,
+		return engy_sglresp_fail(j, -EBADMSG,
 			       "a string where the response has none");
 	}
 	j->st = ST_STRING;
 	return 0;
 }
 
-void jf_string_done(struct engy_jf *j)
+void engy_sglresp_string_done(struct engy_jf *j)
 {
 	if (j->is_key) {
 		j->is_key = false;
@@ -427,8 +427,8 @@ void jf_string_done(struct engy_jf *j)
 	}
 	if (j->slot == V_FTYPE)
 		j->r.finish = strcmp(j->ftype, "stop") == 0 ?
-			ENGY_JF_FINISH_STOP : strcmp(j->ftype, "length") == 0 ?
-			ENGY_JF_FINISH_LENGTH : strcmp(j->ftype, "abort") == 0 ?
-			ENGY_JF_FINISH_ABORT : ENGY_JF_FINISH_OTHER;
-	jf_value_done(j);
+			ENGY_SGLRESP_FINISH_STOP : strcmp(j->ftype, "length") == 0 ?
+			ENGY_SGLRESP_FINISH_LENGTH : strcmp(j->ftype, "abort") == 0 ?
+			ENGY_SGLRESP_FINISH_ABORT : ENGY_SGLRESP_FINISH_OTHER;
+	engy_sglresp_value_done(j);
 }
