@@ -191,7 +191,18 @@ for rid in $(sed -n 's/.*event=request_cancel .* rid=\([^ ]*\) state=prep .*/\1/
 	! grep -q "inst=test-lm event=generate rid=$rid " "$L" || fail "$rid was cancelled in prep but generated"
 done
 grep -q 'event=request_cancel .* state=gen why=orphaned' "$L" || fail "no orphaned request"
-ok "cancels reach the backend ($g in generation, $n at test-lm); a cancel in prep never generates; orphans are dropped"
+# Every other cancel test-lm saw is the miner's own at a stop string: a
+# request that still ends ok.
+s=0
+for rid in $(sed -n 's/.*inst=test-lm event=cancel rid=\([^ ]*\) .*/\1/p' "$L"); do
+	grep -q "event=request_cancel .* rid=$rid " "$L" && continue
+	grep -q "event=request_done corr_id=[^ ]* rid=$rid outcome=ok " "$L" ||
+		fail "test-lm saw a cancel of $rid that the miner neither logged nor ended ok: $(grep "rid=$rid " "$L")"
+	s=$((s + 1))
+done
+[ "$s" -ge 1 ] || fail "no cancel at a stop string reached test-lm"
+[ "$n" = $((g + s)) ] || fail "$n cancels at test-lm, want $g in generation + $s at a stop string"
+ok "cancels reach the backend ($g in generation + $s at a stop string = $n at test-lm); a cancel in prep never generates; orphans are dropped"
 ok_n=$(metric 'engy_miner_requests_total{outcome="ok"}')
 [ "${ok_n:-0}" -ge 9 ] || fail "ok requests: $ok_n"
 for o in cancelled error refused orphaned; do
