@@ -14,12 +14,10 @@
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 SPEC=${ENGY_SUBTENSOR_SPEC:-$top_srcdir/../shared/fixtures/subtensor/raw_spec_testfinney.json}
 if [ ! -f "$SPEC" ]; then
-  echo "SKIP: no subtensor chain spec at $SPEC (the shared fixtures are not beside the checkout)"
-  exit 77
+  skip_or_fail "no subtensor chain spec at $SPEC (the shared fixtures are not beside the checkout)"
 fi
 if [ ! -x "$PEERS/.bin/chopsticks" ] || [ ! -d "$PEERS/@scure/sr25519" ]; then
-  echo "SKIP: no chopsticks in the test peers at $PEERS (npm ci --prefix tests/peers)"
-  exit 77
+  skip_or_fail "no chopsticks in the test peers at $PEERS (npm ci --prefix tests/peers)"
 fi
 command -v node >/dev/null || fail "node is required with the test peers"
 make_plugin_dir "$T/plugins"

@@ -16,8 +16,7 @@
 
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 if [ ! -d "$PEERS/ws" ]; then
-	echo "skip: no ws peer module at $PEERS (run npm ci --prefix tests/peers)"
-	exit 77
+	skip_or_fail "no ws peer module at $PEERS (run npm ci --prefix tests/peers)"
 fi
 command -v node >/dev/null || fail "node is required for the gateway peer"
 command -v curl >/dev/null || fail "curl is required"
@@ -321,6 +320,7 @@ if [ -f "$T/plug/backend-sglang.so" ]; then
 	ok "backend-sglang: the default worker name hashes its serve URL; a cancel aborts at the serve"
 else
 	kill -TERM "$SPID"
+	skip_part "backend-sglang in the miner: backend-sglang.so not built"
 fi
 
 # --- an sglang stand-in (fake_sglang.mjs): a full cache hit, no hidden
@@ -371,6 +371,8 @@ if [ -f "$T/plug/backend-sglang.so" ]; then
 	unset EXP_SERVE_URLS
 	export EXP_TESTLM=1
 	ok "the serve gets input_ids (never text) with the tools rendered, a rid and hidden states"
+else
+	skip_part "the serve's input_ids and hidden states: backend-sglang.so not built"
 fi
 
 # --- backend-ref: a real (generated) Qwen3 checkpoint, in process ---
@@ -404,6 +406,8 @@ if [ -f "$T/plug/backend-ref.so" ]; then
 		[ "$(echo $got)" = "$(echo $want)" ] || fail "ref $i: ids differ: $got / $want"
 	done
 	ok "backend-ref in the miner: greedy ids match engyctl ref; proofs pass on its recomputed rows"
+else
+	skip_part "backend-ref in the miner: backend-ref.so not built"
 fi
 
 # Every engyd run here, refused ones included, left no sanitizer report.

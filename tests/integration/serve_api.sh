@@ -9,8 +9,7 @@
 . "$top_srcdir/tests/integration/lib.sh"
 command -v curl >/dev/null || fail "curl is required"
 if ! command -v node >/dev/null; then
-	echo "SKIP: node is required for the streaming client"
-	exit 77
+	skip_or_fail "node is required for the streaming client"
 fi
 MJS="$top_srcdir/tests/integration/serve_stream.mjs"
 

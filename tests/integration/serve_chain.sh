@@ -14,13 +14,11 @@
 command -v curl >/dev/null || fail "curl is required"
 for p in backend-ref backend-sglang transport-http; do
 	if [ ! -f "$top_builddir/plugins/$p/.libs/$p.so" ]; then
-		echo "SKIP: $p not built"
-		exit 77
+		skip_or_fail "$p not built"
 	fi
 done
 if ! command -v node >/dev/null; then
-	echo "SKIP: node is required"
-	exit 77
+	skip_or_fail "node is required"
 fi
 MJS="$top_srcdir/tests/integration/serve_stream.mjs"
 "$ENGYCTL" mkmodel --arch qwen3 --size tiny --seed 5 --out "$T/model" --quiet || fail "mkmodel"
