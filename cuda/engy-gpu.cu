@@ -2,7 +2,10 @@
 // engy-gpu: list CUDA devices and check that cuBLAS and a kernel of ours
 // compute what the CPU computes (SGEMM, and fp32 -> bf16 round-to-nearest-
 // even as torch casts hidden states).  Exit 0 when every device passes,
-// 1 on a wrong result or a CUDA error, 3 when there is no device.
+// 1 on a wrong result or a CUDA error, 3 when there is no device
+// (cudaErrorNoDevice, or none counted) and only then: a driver that is
+// missing or too old, or any other error of the runtime, is 1, with the
+// error's name and text.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -125,10 +128,22 @@ int main(void)
 	int n = 0, rc = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 
-	if (e != cudaSuccess || n == 0) {
-		std::printf("engy-gpu: no CUDA device (%s)\n",
-			    e != cudaSuccess ? cudaGetErrorString(e) : "count 0");
+	if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0)) {
+		std::printf("engy-gpu: no GPU (%s)\n",
+			    e != cudaSuccess ? cudaGetErrorString(e)
+					     : "cudaGetDeviceCount: 0 devices");
 		return 3;
+	}
+	if (e != cudaSuccess) {
+		int drv = 0, rt = 0;
+
+		cudaDriverGetVersion(&drv);
+		cudaRuntimeGetVersion(&rt);
+		std::fprintf(stderr, "engy-gpu: cudaGetDeviceCount: %s: %s "
+			     "(driver API version %d%s, runtime %d)\n",
+			     cudaGetErrorName(e), cudaGetErrorString(e), drv,
+			     drv ? "" : ": no CUDA driver installed", rt);
+		return 1;
 	}
 	for (int d = 0; d < n; d++) {
 		cudaDeviceProp p;

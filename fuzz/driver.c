@@ -4,7 +4,9 @@
  * replays every file of the seed corpus directories given on the command
  * line (or $FUZZ_CORPUS), then runs a bounded number of deterministic
  * mutations of them (FUZZ_ITERS, default 20000).  A crash or sanitizer
- * report fails the test; the driver itself never judges output.
+ * report fails the test; the driver itself never judges output.  A
+ * corpus directory that cannot be read, a seed that cannot be read, or
+ * no seed at all fails too (exit 1): mutating nothing is not a pass.
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -43,9 +45,15 @@ static void load_file(const char *path)
 	uint8_t buf[1 << 16];
 	size_t n;
 
-	if (!f)
-		return;
+	if (!f) {
+		fprintf(stderr, "fuzz: cannot read seed %s\n", path);
+		exit(1);
+	}
 	n = fread(buf, 1, sizeof(buf), f);
+	if (ferror(f)) {
+		fprintf(stderr, "fuzz: cannot read seed %s\n", path);
+		exit(1);
+	}
 	fclose(f);
 	add_seed(buf, n);
 	LLVMFuzzerTestOneInput(buf, n);
@@ -60,7 +68,7 @@ static void load_dir(const char *dir)
 
 	if (!d) {
 		fprintf(stderr, "fuzz: no corpus at %s\n", dir);
-		return;
+		exit(1);
 	}
 	while ((e = readdir(d))) {
 		if (e->d_name[0] == '.')
@@ -158,7 +166,15 @@ int main(int argc, char **argv)
 		else if (top) {
 			snprintf(dir, sizeof(dir), "%s/fuzz/corpus/%s", top, base);
 			load_dir(dir);
+		} else {
+			fprintf(stderr, "fuzz: no corpus: give its directories, "
+				"or set FUZZ_CORPUS or top_srcdir\n");
+			return 1;
 		}
+	}
+	if (n_seeds == 0) {
+		fprintf(stderr, "fuzz: the corpus holds no seed\n");
+		return 1;
 	}
 	LLVMFuzzerTestOneInput((const uint8_t *)"", 0);
 	for (i = 0; i < iters; i++)

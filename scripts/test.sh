@@ -42,6 +42,17 @@ if [ -f tests/peers/package-lock.json ]; then
   npm ci --prefix tests/peers --no-audit --no-fund --loglevel=error
 fi
 export ENGY_PEERS="$top/tests/peers/node_modules"
+# The shared fixtures CI lays beside the checkout, named absolutely so the
+# distcheck tree (elsewhere) finds them too.
+spec="$top/../shared/fixtures/subtensor/raw_spec_testfinney.json"
+[ -f "$spec" ] && export ENGY_SUBTENSOR_SPEC="${ENGY_SUBTENSOR_SPEC:-$(cd "$(dirname "$spec")" && pwd)/$(basename "$spec")}"
+# In CI, whatever a test needs is this command's to install, build, start
+# or lay out (the peers above, node, PostgreSQL, numpy, every plugin, the
+# shared fixtures): a test that would skip for want of one fails instead
+# (tests/integration/lib.sh, skip_or_fail).  Only the no-GPU skip stays.
+if [ "${CI:-}" = true ]; then
+  export ENGY_REQUIRE_PEERS=1
+fi
 
 # --- 3. build and test -------------------------------------------------------
 summary=()

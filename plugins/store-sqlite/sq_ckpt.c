@@ -10,7 +10,12 @@
  * writers).  A writer that finds the WAL fully checkpointed starts it
  * again from the top, so the file stays near checkpoint_pages; should
  * the WAL reach SQ_CKPT_INLINE times that (writes that never pause), the
- * committing request checkpoints after all.
+ * committing request checkpoints after all.  That in-line checkpoint is
+ * what bounds the WAL, so it is not given up on a busy: another
+ * connection's checkpoint (another process's, as engyctl admin's) holds
+ * the checkpoint lock, and it is tried again until that ends, up to
+ * busy_timeout_ms as a write waits for a lock; past that it is reported
+ * (event=store_checkpoint_busy) and the next commit tries again.
  * checkpoint_pages = 0 keeps SQLite's in-line autocheckpoint.
  */
 #include <errno.h>
@@ -67,15 +72,29 @@ int sq_ckpt_attach(struct sq *s, sqlite3 *db)
 
 static void checkpoint(struct sq *s, sqlite3 *db, bool in_line)
 {
-	int rc, log_frames = -1, done_frames = -1;
+	int rc, log_frames = -1, done_frames = -1, waited_ms = 0;
 
-	rc = sqlite3_wal_checkpoint_v2(db, "main", SQLITE_CHECKPOINT_PASSIVE,
-				       &log_frames, &done_frames);
+	for (;;) {
+		rc = sqlite3_wal_checkpoint_v2(db, "main",
+					       SQLITE_CHECKPOINT_PASSIVE,
+					       &log_frames, &done_frames);
+		/* BUSY: another checkpoint is running.  The thread leaves it
+		 * (the next wake tries again); in line, the bound waits on it. */
+		if (rc != SQLITE_BUSY || !in_line ||
+		    waited_ms >= s->busy_timeout_ms)
+			break;
+		sqlite3_sleep(1);	/* at least 1 ms: at most busy_timeout_ms tries */
+		waited_ms++;
+	}
 	if (rc == SQLITE_OK) {
-		engy_dbg(s->h, "event=store_checkpoint wal_frames=%d checkpointed=%d inline=%d",
-			 log_frames, done_frames, in_line);
+		engy_dbg(s->h, "event=store_checkpoint wal_frames=%d checkpointed=%d inline=%d waited_ms=%d",
+			 log_frames, done_frames, in_line, waited_ms);
 		s->h->metric_add(in_line ? s->m_ckpt_inline : s->m_ckpt, 1);
-	} else if (rc != SQLITE_BUSY) {	/* BUSY: another one is running */
+	} else if (rc == SQLITE_BUSY && in_line) {
+		engy_warn(s->h, "event=store_checkpoint_busy path=%s inline=1 waited_ms=%d "
+			  "effect=\"the WAL stays over the in-line bound until a checkpoint completes; the next commit tries again\"",
+			  s->path, waited_ms);
+	} else if (rc != SQLITE_BUSY) {
 		engy_warn(s->h, "event=store_checkpoint_failed path=%s code=%d error=\"%s\"",
 			  s->path, rc, sqlite3_errmsg(db));
 	}

@@ -12,7 +12,7 @@
 # aggregates gives back the published result_json byte for byte.
 . "$(dirname "$0")/lib.sh"
 
-command -v node >/dev/null || { echo "SKIP: no node"; exit 77; }
+command -v node >/dev/null || skip_or_fail "no node"
 make_plugin_dir "$T/plugins"
 export ENGY_PLUGIN_DIR="$T/plugins"
 ST="$T/state"

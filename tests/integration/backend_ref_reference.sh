@@ -11,8 +11,7 @@
 
 PY=/usr/bin/python3
 if ! "$PY" -c 'import numpy' 2>/dev/null; then
-  echo "skip: $PY has no numpy (apt-get install python3-numpy)"
-  exit 77
+  skip_or_fail "$PY has no numpy (apt-get install python3-numpy)"
 fi
 REF="$top_srcdir/tests/ref/qwen3_ref.py"
 TOL=1e-5

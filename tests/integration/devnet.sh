@@ -11,17 +11,16 @@
 # are the signed epoch's, the cheat's 0; and nothing is left running.
 . "$(dirname "$0")/lib.sh"
 
-command -v node >/dev/null || { echo "SKIP: no node"; exit 77; }
+command -v node >/dev/null || skip_or_fail "no node"
 [ -x "$top_srcdir/scripts/devnet.sh" ] && [ -f "$top_srcdir/etc/devnet/auditor.conf" ] ||
-	{ echo "SKIP: no scripts/devnet.sh or etc/devnet (not in this tree)"; exit 77; }
+	skip_or_fail "no scripts/devnet.sh or etc/devnet (not in this tree)"
 B=$(cd "$top_builddir" && pwd)
 rc=0
 ENGY_DEVNET_BUILD="$B" ENGY_DEVNET_STATE="$T/devnet" ENGY_DEVNET_EPOCH_S=12 \
 	ENGY_DEVNET_REQUESTS=8 timeout 110 "$top_srcdir/scripts/devnet.sh" --once \
 	> "$T/out" 2> "$T/err" || rc=$?
 if [ $rc = 3 ]; then
-	echo "SKIP: a devnet role is missing here: $(cat "$T/err")"
-	exit 77
+	skip_or_fail "a devnet role is missing here: $(cat "$T/err")"
 fi
 cat "$T/out"
 [ $rc = 0 ] || fail "devnet.sh exit $rc: $(tail -15 "$T/err")"

@@ -98,12 +98,13 @@ grep -q 'event=shutdown_deadline inflight=1 timeout_s=1' "$T/deadline.log" || fa
 ok "shutdown deadline is logged, and the run still ends"
 
 # --- a start failure: the metrics port is taken ---
+# The holder listens on an ephemeral port (start sets PORT to it); the
+# second run is configured for that same port.
+run_conf holder "" ""
+start holder
 run_conf taken "" ""
 sed -i "s/127.0.0.1:0/127.0.0.1:$PORT/" "$T/taken.conf"
-run_conf holder "" ""
-sed -i "s/127.0.0.1:0/127.0.0.1:0/" "$T/holder.conf"
-start holder
-sed -i "s/127.0.0.1:[0-9]*/127.0.0.1:$PORT/" "$T/taken.conf"
+grep -q "^metrics_listen = \"127.0.0.1:$PORT\"\$" "$T/taken.conf" || fail "taken.conf: not on port $PORT"
 if "$ENGYD" -c "$T/taken.conf" 2>/dev/null; then fail "started on a taken port"; fi
 grep -q "event=metrics_listen_failed addr=127.0.0.1:$PORT" "$T/taken.log" || fail "no listen failure line"
 ok "a taken metrics port stops startup with a clear line"

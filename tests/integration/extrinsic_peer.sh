@@ -6,8 +6,7 @@
 . "$top_srcdir/tests/integration/lib.sh"
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 if [ ! -d "$PEERS/@polkadot/types" ] || [ ! -d "$PEERS/@scure/sr25519" ]; then
-  echo "SKIP: no @polkadot/types in the test peers at $PEERS (npm ci --prefix tests/peers)"
-  exit 77
+  skip_or_fail "no @polkadot/types in the test peers at $PEERS (npm ci --prefix tests/peers)"
 fi
 command -v node >/dev/null || fail "node is required with the test peers"
 TOOL="$top_builddir/tests/integration/chain_tool"

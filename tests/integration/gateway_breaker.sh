@@ -70,7 +70,7 @@ until_state() {
 				"http://127.0.0.1:$HPORT/v1/chat/completions" &
 			bp="$bp $!"
 		done
-		for p in $bp; do wait "$p" || true; done
+		for p in $bp; do wait "$p" || fail "a buyer request got no HTTP answer (curl exit $?)"; done
 	done
 }
 # errs NAME: the buyer requests NAME got while in error mode.
@@ -136,9 +136,9 @@ i=0
 while [ "$(count m2 buyer)" -lt 5 ] &&
 	! grep -q 'event=breaker_trip worker=[0-9]* name=m2 ' "$T/a.log"; do
 	i=$((i + 1)); [ $i -le 60 ] || fail "m2 got $(count m2 buyer) of 60 requests"
-	curl -s -o /dev/null -H "Authorization: Bearer $BKEY" -H 'Content-Type: application/json' \
+	curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $BKEY" -H 'Content-Type: application/json' \
 		--data "{\"model\":\"test-model\",\"max_tokens\":4,\"messages\":[{\"role\":\"user\",\"content\":\"BUYER-h$i\"}]}" \
-		"http://127.0.0.1:$HPORT/v1/chat/completions" &
+		"http://127.0.0.1:$HPORT/v1/chat/completions" > "$T/hang-$i.code" &
 	HANG="$HANG $!"
 	sleep 0.05
 done
@@ -205,8 +205,12 @@ grep -q '^[0-9]*  *m3 .* \(pulled .* open/1\|probing .* idle/1\) ' "$T/workers.t
 grep -q '^[0-9]*  *fpbad .* active  *yes .* exempt/0 ' "$T/workers.txt" || fail "fpbad row"
 ok "3 trips logged and counted by reason; engyctl workers shows each breaker and its trips"
 for p in $HANG; do
-	wait "$p" || true
+	wait "$p" || fail "a request that hung at m2 got no HTTP answer (curl exit $?)"
 done
+for f in "$T"/hang-*.code; do
+	[ "$(cat "$f")" = 200 ] || fail "a request that hung at m2 was answered $(cat "$f"), not 200 by another worker"
+done
+ok "the requests that hung at m2 were all served (200) by another worker once it was pulled"
 gw_stop a
 no_sanitizer_reports
 echo "$N_OK passed, 0 failed"

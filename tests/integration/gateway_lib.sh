@@ -6,8 +6,7 @@
 
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 if [ ! -d "$PEERS" ]; then
-	echo "skip: no peer modules at $PEERS (run npm ci --prefix tests/peers)"
-	exit 77
+	skip_or_fail "no peer modules at $PEERS (run npm ci --prefix tests/peers)"
 fi
 for m in ws openai @anthropic-ai/sdk; do
 	[ -d "$PEERS/$m" ] || fail "no $m module in $PEERS (run npm ci --prefix tests/peers)"
@@ -24,7 +23,7 @@ make_plugin_dir "$T/plug"
 STORE=${ENGY_TEST_STORE:-store-sqlite}
 STORE_CONF=""
 if [ "$STORE" = store-postgres ]; then
-	[ -f "$T/plug/$STORE.so" ] || { echo "SKIP: store-postgres is not built"; exit 77; }
+	[ -f "$T/plug/$STORE.so" ] || skip_or_fail "store-postgres is not built"
 	. "$top_srcdir/tests/integration/pg_lib.sh"
 	pg_start
 	STORE_CONF="conninfo = \"$ENGY_TEST_PG\""

@@ -41,9 +41,22 @@ want() {  # want WHAT NEEDLE...: every needle is in $RES
 		case "$RES" in *"$n"*) ;; *) fail "$w: no '$n' in: $RES";; esac
 	done
 }
-bye() {  # bye NAME: stop a peer
-	eval "kill \$PID_$1" 2>/dev/null || true
-	sleep 0.3
+bye() {  # bye NAME: stop a peer; when its leg was still open, wait until the gateway closed it
+	eval "bp=\$PID_$1"
+	open=1
+	grep -q "closed code=" "$T/peer-$1.out" && open=0
+	before=$(grep -c "event=leg_closed " "$T/gw.log" || true)
+	if [ $open = 0 ]; then
+		# Closed by the gateway: node may have exited on its own already.
+		kill "$bp" 2>/dev/null || :
+		return 0
+	fi
+	kill "$bp" 2>/dev/null || fail "peer $1 (pid $bp) with an open leg is not running"
+	i=0
+	while [ "$(grep -c "event=leg_closed " "$T/gw.log" || true)" -le "$before" ]; do
+		i=$((i + 1)); [ $i -le 200 ] || fail "peer $1 stopped but the gateway logged no leg_closed"
+		sleep 0.05
+	done
 }
 
 # --- legs on another worker's path are refused --------------------------------
@@ -140,7 +153,15 @@ peer alive good MINER_KEY="$MK" MODEL=bad WORKER_NAME=alive
 peer_wait mute "ping"
 peer_wait mute "closed code=1001"
 grep -q "event=worker_closing worker=.* code=1001 reason=stale" "$T/gw.log" || fail "stale not logged"
-sleep 1
+# Positive evidence that the alive leg outlived the stale deadline: it
+# was pinged twice more than the mute one, which was dropped after its
+# pings went unanswered.
+m=$(grep -c '^ping' "$T/peer-mute.out" || true)
+i=0
+while [ "$(grep -c '^ping' "$T/peer-alive.out" || true)" -lt $((m + 2)) ]; do
+	i=$((i + 1)); [ $i -le 200 ] || fail "alive: not pinged $((m + 2)) times: $(cat "$T/peer-alive.out")"
+	sleep 0.05
+done
 grep -q "closed" "$T/peer-alive.out" && fail "a leg answering pings was dropped: $(cat "$T/peer-alive.out")"
 ok "a leg silent for stale_s (3 s) after pings is dropped; one answering pings stays"
 bye mute

@@ -10,8 +10,7 @@ if [ -n "${ENGY_TEST_KEEP:-}" ]; then
 fi
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 if [ ! -d "$PEERS/ws" ]; then
-	echo "skip: no ws peer module at $PEERS (run npm ci --prefix tests/peers)"
-	exit 77
+	skip_or_fail "no ws peer module at $PEERS (run npm ci --prefix tests/peers)"
 fi
 command -v node >/dev/null || fail "node is required for the miner peers"
 command -v curl >/dev/null || fail "curl is required"

@@ -118,11 +118,27 @@ money broke
 [ "$SPENT" = 0 ] || fail "the broke account paid"
 grep -q "status=402 .*cost=0.000000" "$T/log.txt" || fail "no 402 row"
 ok "books balance: nothing reserved, balance = credited - spent, the log's costs = spent ($ACME micro-USD)"
-# Each 200 row of the scripted model costs its usage on the price card:
-# 20 prompt tokens, 5 of them cached, 12 completion: 15 + 2.5 + 24 -> 42.
-grep "model=scripted .*status=200 prompt=20 cached=5 completion=12 " "$T/log.txt" |
-	grep -v "cost=0.000042\$" && fail "a scripted row priced wrong"
-ok "settled at the price card on the miner's (clamped) usage"
+# Each 200 row of the scripted model costs its usage on the price card
+# (input 1, cached input 0.5, output 2 USD per million tokens, rounded up
+# to the micro-dollar): 11 prompt + 3 completion -> 17; the clamped usage
+# (20 prompt tokens, 5 of them cached, 12 completion): 15 + 2.5 + 24 -> 42.
+grep "model=scripted .*status=200 " "$T/log.txt" > "$T/scripted.rows" || fail "no scripted 200 rows in the log"
+grep -q "model=scripted .*status=200 prompt=20 cached=5 completion=12 .*cost=0.000042\$" "$T/scripted.rows" ||
+	fail "no row settled on the clamped usage at 0.000042: $(cat "$T/scripted.rows")"
+awk '{ p = c = k = cost = -1
+	for (i = 1; i <= NF; i++) {
+		split($i, kv, "=")
+		if (kv[1] == "prompt") p = kv[2]; else if (kv[1] == "cached") c = kv[2]
+		else if (kv[1] == "completion") k = kv[2]; else if (kv[1] == "cost") cost = kv[2]
+	}
+	if (p < 0 || c < 0 || k < 0 || cost < 0) { print "unparsed: " $0; bad = 1; next }
+	half = 2 * (p - c) + c + 4 * k	# half micro-dollars
+	want = k == 0 ? 0 : int((half + 1) / 2)
+	if (sprintf("%.6f", want / 1000000) != cost) { print "want " want " micro-USD: " $0; bad = 1 }
+	n++ }
+	END { if (bad) exit 1; print n }' "$T/scripted.rows" > "$T/scripted.check" ||
+	fail "scripted rows priced wrong: $(cat "$T/scripted.check")"
+ok "settled at the price card on the miner's (clamped) usage: $(cat "$T/scripted.check") scripted rows"
 
 gw_stop
 grep -q "event=drained" "$T/gw.log" || fail "no drain"

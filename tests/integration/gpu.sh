@@ -1,11 +1,16 @@
 #!/bin/sh
 # The CUDA self-check: cuBLAS SGEMM and our bf16 cast kernel against the
-# CPU.  Skips (exit 77) with the reason when the machine has no device.
+# CPU.  Skips (exit 77) when the machine has no GPU, and only then: a
+# driver that is missing or too old or another CUDA error fails with
+# engy-gpu's own message (the error's name and text).
 . "$top_srcdir/tests/integration/lib.sh"
 out=$("$top_builddir/cuda/engy-gpu" 2>&1) && rc=0 || rc=$?
 echo "$out"
-if [ $rc = 3 ]; then echo "SKIP: no CUDA device on this machine"; exit 77; fi
-[ $rc = 0 ] || fail "engy-gpu failed (exit $rc)"
+if [ $rc = 3 ]; then
+	echo "SKIP: no GPU: $(echo "$out" | sed -n 's/^engy-gpu: no GPU (\(.*\))$/\1/p')"
+	exit 77
+fi
+[ $rc = 0 ] || fail "engy-gpu failed (exit $rc): $(echo "$out" | grep '^engy-gpu: ' | tail -3)"
 echo "$out" | grep -q 'bf16_cast_mismatches=0/' || fail "bf16 cast"
 ok "cuBLAS SGEMM and the bf16 cast kernel match the CPU"
 echo "$N_OK passed, 0 failed"

@@ -105,6 +105,6 @@ if [ -d "$PEERS/@huggingface/jinja" ] && command -v node >/dev/null; then
   [ "$n" -ge 20 ] || fail "only $n conversations rendered"
   ok "the generated template renders $n conversations as engy's Qwen3 renderer"
 else
-  echo "note: no @huggingface/jinja peer at $PEERS; template rendering not compared"
+  skip_part "no @huggingface/jinja peer at $PEERS or no node: template rendering not compared"
 fi
 echo "$N_OK passed, 0 failed"

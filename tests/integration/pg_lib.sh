@@ -5,9 +5,10 @@
 # exports ENGY_TEST_PG (a conninfo for database engytest, user engy) and
 # ENGY_TEST_PG_DATA; the EXIT trap stops it.  PostgreSQL refuses to run
 # as root: as root the server runs as the postgres user (else nobody).
-# Anything missing is a skip (77) that says what.  PG_SERVER_OPTS replaces
+# Anything missing is a skip (77) that says what (lib.sh's skip_or_fail:
+# a failure under ENGY_REQUIRE_PEERS=1).  PG_SERVER_OPTS replaces
 # the server's settings (default: -F, no fsync, 16 MB of shared buffers).
-pg_skip() { echo "SKIP: $*"; exit 77; }
+pg_skip() { skip_or_fail "$*"; }
 
 pg_find() {
 	PG_BIN=""

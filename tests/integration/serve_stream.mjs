@@ -8,7 +8,8 @@
 //       check one /generate object against the model's prediction
 //   node serve_stream.mjs stream URL BODY_JSON
 //       stream a /generate with SSE and read it as it arrives; prints a
-//       JSON summary (events, timings, the final object)
+//       JSON summary (events, timings, the final object); with
+//       STREAM_PROGRESS=FILE, a line "event N" per event as it arrives
 //   node serve_stream.mjs get PATH < json      print a field (a.b.0.c)
 //   node serve_stream.mjs model INPUT_CSV N [SEED]   print predicted ids
 //   node serve_stream.mjs peer PEERS MODEL_DIR decode < response
@@ -140,6 +141,10 @@ async function stream(url, body) {
       }
       prev = obj;
       events.push({ at: Date.now() - t0, obj });
+      // STREAM_PROGRESS=FILE: one line per event as it arrives, for a
+      // test that waits for the stream to be under way.
+      if (process.env.STREAM_PROGRESS)
+        (await import('node:fs')).appendFileSync(process.env.STREAM_PROGRESS, `event ${events.length}\n`);
     }
   }
   if (buf !== '') fail(`stream: trailing bytes ${JSON.stringify(buf)}`);

@@ -77,8 +77,7 @@ N_CLI=$N_OK
 
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 if [ ! -d "$PEERS" ]; then
-  echo "SKIP: no test peers at $PEERS (npm ci --prefix tests/peers)"
-  exit 77
+  skip_or_fail "no test peers at $PEERS (npm ci --prefix tests/peers)"
 fi
 command -v node >/dev/null || fail "node is required for the peer test"
 node "$top_srcdir/tests/integration/sr25519_peer.mjs" "$top_builddir/tests/integration/sr25519_tool" \

@@ -52,9 +52,15 @@ pg_sql "CREATE ROLE engy_pw LOGIN PASSWORD '$PW'; GRANT ALL ON DATABASE engytest
 PWC="host=$PG_DIR dbname=engytest user=engy_pw"
 P() { "$ENGYCTL" admin --store store-postgres -o conninfo="$PWC" -o schema=pw "$@"; }
 expect_fail "no password: refused by the server" "could not open the store" P accounts list
-grep -q "$PW" "$T/err" 2>/dev/null && fail "password printed"
 printf '%s\n' "$PW" > "$T/pwfile"
 chmod 600 "$T/pwfile"
+# A refusal while the password is known (right password, no such
+# database): its output does not hold the password.
+out=$("$ENGYCTL" admin --store store-postgres -o conninfo="host=$PG_DIR dbname=engy_nosuch user=engy_pw" \
+	-o schema=pw -o password_file="$T/pwfile" accounts list 2>&1) && fail "no such database: accepted: $out"
+case "$out" in *"could not open the store"*) ;; *) fail "no such database: no refusal: $out";; esac
+case "$out" in *"$PW"*) fail "password printed in a refusal: $out";; esac
+ok "a refusal with the password in hand does not print it"
 out=$(P -o password_file="$T/pwfile" accounts create viafile 2>&1) || fail "password_file: $out"
 ok "password_file"
 out=$(ENGY_PG_PASSWORD="$PW" P accounts list 2>&1) || fail "ENGY_PG_PASSWORD: $out"

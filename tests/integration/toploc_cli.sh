@@ -3,14 +3,13 @@
 # engyctl toploc: prove and verify from files and stdin, the verdicts and
 # their exit codes (0 pass, 3 cheat, 4 unproven), and every error path
 # (1 bad input, 2 usage), each with a one-line message.
-set -u
+. "$top_srcdir/tests/integration/lib.sh"
+set +e	# the checks below count their failures themselves
 
-ENGYCTL="${top_builddir:?}/tools/engyctl"
-command -v perl >/dev/null 2>&1 || { echo "skip: perl not found"; exit 77; }
-command -v base64 >/dev/null 2>&1 || { echo "skip: base64 not found"; exit 77; }
+command -v perl >/dev/null 2>&1 || skip_or_fail "perl not found"
+command -v base64 >/dev/null 2>&1 || skip_or_fail "base64 not found"
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+tmp=$T	# lib.sh removes it on exit
 n_fail=0
 n_pass=0
 

@@ -9,8 +9,7 @@
 
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 if [ ! -d "$PEERS" ]; then
-  echo "skip: no peer modules at $PEERS (run npm ci --prefix tests/peers)"
-  exit 77
+  skip_or_fail "no peer modules at $PEERS (run npm ci --prefix tests/peers)"
 fi
 [ -d "$PEERS/ws" ] || fail "no ws module in $PEERS (run npm ci --prefix tests/peers)"
 command -v node >/dev/null || fail "node is required for the peer test"

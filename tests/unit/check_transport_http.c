@@ -42,7 +42,7 @@ static int cmd_pipe[2];
 static struct event *cmd_ev;
 static char log_path[64];
 static int port;
-static atomic_int n_gone, n_requests;
+static atomic_int n_gone, n_requests, n_slow, n_streams;
 static atomic_int route_rc[3];
 
 /* --- handlers (loop thread) ---------------------------------------------- */
@@ -119,6 +119,7 @@ static int h_stream(void *arg, struct engy_http_exchange *x,
 
 	l->x = x;
 	cur_stream = l;
+	n_streams++;
 	rc = ops->http_stream_begin(in.inst, x, 200, "text/event-stream", hdrs);
 	ck_assert_int_eq(rc, 0);
 	/* A whole reply on a streamed exchange is refused. */
@@ -140,6 +141,7 @@ static void stream_gone(void *arg, struct engy_http_exchange *x)
 static int h_slow(void *arg, struct engy_http_exchange *x,
 		  const struct engy_http_request *r)
 {
+	n_slow++;
 	return 0;
 }
 
@@ -295,6 +297,8 @@ static void setup(void)
 	cmd_ev = event_new(d.base, cmd_pipe[0], EV_READ | EV_PERSIST, on_cmd, NULL);
 	event_add(cmd_ev, NULL);
 	n_gone = 0;
+	n_slow = 0;
+	n_streams = 0;
 	n_requests = 0;
 	destroy_in_loop = false;
 	ck_assert_int_eq(pthread_create(&loop_thr, NULL, loop_main, NULL), 0);
@@ -579,7 +583,11 @@ START_TEST(test_gone)
 	int fd = http_raw_dial(port), i;
 
 	http_raw_put(fd, "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
-	usleep(100000);
+	/* The handler has the exchange, and it is not gone while the
+	 * client is still there. */
+	for (i = 0; i < 500 && n_slow == 0; i++)
+		usleep(10000);
+	ck_assert_int_eq(n_slow, 1);
 	ck_assert_int_eq(n_gone, 0);
 	close(fd);
 	for (i = 0; i < 100 && n_gone == 0; i++)
@@ -588,7 +596,9 @@ START_TEST(test_gone)
 	/* A client that leaves mid-stream is gone too. */
 	fd = http_raw_dial(port);
 	http_raw_put(fd, "GET /stream HTTP/1.1\r\nHost: t\r\n\r\n");
-	usleep(30000);
+	for (i = 0; i < 500 && n_streams == 0; i++)
+		usleep(10000);
+	ck_assert_int_eq(n_streams, 1);
 	close(fd);
 	for (i = 0; i < 100 && n_gone == 1; i++)
 		usleep(10000);
