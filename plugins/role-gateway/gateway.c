@@ -3,8 +3,8 @@
  * The gateway role: the buyer API (OpenAI and Anthropic) on
  * transport-http, API keys and prepaid money on the store, the miner pool
  * on transport-ws, routing, SSE relay (specs/gateway.md).  This file holds
- * the options, the wiring, the module table, the observers, the timers and
- * the life of the role; gateway_int.h maps the rest.
+ * the options, the wiring, the module table, the timers and the life of
+ * the role: the top of the layers gateway_int.h draws.
  *
  * Shutdown (SIGTERM): new buyer requests get 503, every idle leg gets
  * `reconnect` at once and a busy one when its last request ends, and the
@@ -115,90 +115,6 @@ static int (*const gw_modules[])(struct gw *g) = {
 	gw_admin_init,
 	NULL,
 };
-
-double gw_since(const struct timespec *t0)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t0->tv_sec) +
-	       (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
-}
-
-int64_t gw_now_ms(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
-}
-
-bool gw_loop_over(const struct gw *g)
-{
-	struct event_base *base = g->h->evbase(g->h);
-
-	return event_base_got_exit(base) || event_base_got_break(base);
-}
-
-int gw_observe(struct gw *g, const struct gw_observer *o)
-{
-	if (g->n_obs == GW_MAX_OBSERVERS)
-		return -ENOSPC;
-	g->obs[g->n_obs++] = *o;
-	return 0;
-}
-
-int gw_ext_slot(struct gw *g)
-{
-	return g->n_ext < GW_EXT_SLOTS ? (int)g->n_ext++ : -ENOSPC;
-}
-
-void gw_count(struct gw *g, const char *name, const char *labels)
-{
-	struct engy_metric *m;
-
-	if (!g->h->metric(g->h, ENGY_METRIC_COUNTER, name, "gateway events",
-			  labels, NULL, 0, &m))
-		gw_madd(g, m, 1);
-}
-
-void gw_notify_admitted(struct gw *g, struct gw_worker *w)
-{
-	size_t i;
-
-	for (i = 0; i < g->n_obs; i++)
-		if (g->obs[i].admitted)
-			g->obs[i].admitted(g->obs[i].arg, w);
-}
-
-void gw_notify_closed(struct gw *g, struct gw_worker *w)
-{
-	size_t i;
-
-	for (i = 0; i < g->n_obs; i++)
-		if (g->obs[i].closed)
-			g->obs[i].closed(g->obs[i].arg, w);
-}
-
-void gw_notify_finished(struct gw *g, struct gw_worker *w,
-			const struct gw_req *r, const struct gw_outcome *o)
-{
-	size_t i;
-
-	for (i = 0; i < g->n_obs; i++)
-		if (g->obs[i].finished)
-			g->obs[i].finished(g->obs[i].arg, w, r, o);
-}
-
-void gw_notify_response(struct gw *g, struct gw_worker *w,
-			const struct gw_req *r, const cJSON *frame)
-{
-	size_t i;
-
-	for (i = 0; i < g->n_obs; i++)
-		if (g->obs[i].response)
-			g->obs[i].response(g->obs[i].arg, w, r, frame);
-}
 
 static int bad_conf(const struct gw *g, const char *opt, const char *why)
 {
@@ -341,6 +257,8 @@ static int gw_start(void *inst)
 	if (rc)
 		return rc;
 	metrics_init(g);
+	gw_req_init(g);
+	gw_relay_init(g);
 	rc = gw_store_init(g);
 	if (rc == 0)
 		rc = gw_pool_init(g);

@@ -10,7 +10,7 @@
  * and the modules' metrics on engyd's metrics_listen: the worker states
  * gauge, attempts by kind and status, the TPOT histogram, balance
  * reservations held, onboarding rounds, breaker trips, the tee (the last
- * three from their own modules).  Also the helpers the modules share.
+ * three from their own modules).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -37,36 +37,6 @@ struct adm {
 	struct attempt_key keys[N_ATTEMPT_KEYS];	/* found once each */
 	size_t n_keys;
 };
-
-void *gw_mod_find(struct gw *g, const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < g->n_obs; i++)
-		if (g->obs[i].name && !strcmp(g->obs[i].name, name))
-			return g->obs[i].arg;
-	return NULL;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-uint32_t gw_mod_quantile(uint32_t *v, size_t n, double p)
-{
-	size_t k;
-
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_u32);
-	k = (size_t)((double)n * p + 0.999999999);	/* ceil(n p), nearest rank */
-	if (k < 1)
-		k = 1;
-	return v[(k > n ? n : k) - 1];
-}
 
 /* ---- GET /internal/v1/workers --------------------------------------- */
 

@@ -18,7 +18,9 @@
  *
  * Every trip is logged (event=breaker_trip) and counted
  * (engy_gw_breaker_trips_total{reason}); the worker goes through
- * onboarding again after breaker_cooldown_s (gw_onboard_pulled()).
+ * onboarding again after breaker_cooldown_s (onboarding hears of the
+ * state PULLED).  A worker that enters ACTIVE or NEW (qualified, or back
+ * after its cooldown) starts with an empty window.
  * 1st-party workers are watched but never pulled.  Probes are
  * onboarding's business and never enter the window.
  */
@@ -156,7 +158,6 @@ static void trip(struct bk *bk, struct gw_worker *w, struct bk_w *rec,
 	       (engy_logfmt_value(qw, sizeof(qw), why), qw));
 	clear(rec);
 	gw_worker_set_state(w, GW_W_PULLED, why);
-	gw_onboard_pulled(bk->g, w);
 }
 
 static void judge(struct bk *bk, struct gw_worker *w, struct bk_w *rec)
@@ -269,11 +270,12 @@ static void bk_destroy(void *arg)
 	free(bk);
 }
 
-void gw_breaker_reset(struct gw *g, struct gw_worker *w)
+/* Qualified, or back after a pull: a fresh window. */
+static void bk_state(void *arg, struct gw_worker *w, enum gw_wstate from)
 {
-	struct bk_w *rec = rec_of(gw_mod_find(g, GW_MOD_BREAKER), w);
+	struct bk_w *rec = rec_of(arg, w);
 
-	if (rec)
+	if (rec && (w->state == GW_W_ACTIVE || w->state == GW_W_NEW))
 		clear(rec);
 }
 
@@ -326,6 +328,7 @@ int gw_breaker_init(struct gw *g)
 	struct gw_observer o = {
 		.name = GW_MOD_BREAKER,
 		.admitted = bk_admitted,
+		.state = bk_state,
 		.closed = bk_closed,
 		.finished = bk_finished,
 		.destroy = bk_destroy,

@@ -9,10 +9,9 @@
  *   GET  /v1/models[/ID]           both SDKs' shapes in one list
  *
  * A request is taken here (key from Authorization: Bearer or x-api-key,
- * hashed at once; the body copied), checked and reserved on the pool
- * (gateway_store.c), routed and relayed (gateway_relay.c).  Every reply
- * carries x-request-id and request-id; errors come in the API's own shape
- * with retry-after on 429 and 503 and x-should-retry: false on a 402.
+ * hashed at once; the body copied) and handed to the request driver
+ * (gateway_req.c): checked and reserved on the pool, routed, relayed.
+ * What goes back to the buyer is written by gateway_reply.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,122 +19,6 @@
 #include <string.h>
 
 #include "gateway_int.h"
-
-static void headers(struct gw_req *r, int status, const char *h[12])
-{
-	size_t n = 0;
-
-	h[n++] = "x-request-id";
-	h[n++] = r->request_id;
-	h[n++] = "request-id";
-	h[n++] = r->request_id;
-	if (status == 429 || status == 503) {
-		h[n++] = "retry-after";
-		h[n++] = "1";
-	} else if (status == 402) {
-		h[n++] = "x-should-retry";
-		h[n++] = "false";
-	}
-	h[n] = NULL;
-}
-
-static void reply_json(struct gw_req *r, int status, const char *body,
-		       size_t len)
-{
-	struct gw *g = r->g;
-	const char *h[12];
-
-	headers(r, status, h);
-	if (g->t->http_reply(g->ti, r->x, status, "application/json", h, body,
-			     len) < 0)
-		GW_LOG(g, ENGY_LOG_INFO,
-		       "event=reply_failed request=%s status=%d",
-		       r->request_id, status);
-	r->x = NULL;
-}
-
-void gw_http_flush(struct gw_req *r)
-{
-	struct gw *g = r->g;
-
-	if (!r->out.len)
-		return;
-	if (r->x && r->stream_begun)
-		g->t->http_stream_write(g->ti, r->x, r->out.buf, r->out.len);
-	engy_sse_out_reset(&r->out);
-}
-
-int gw_http_stream_begin(struct gw_req *r)
-{
-	struct gw *g = r->g;
-	const char *h[16];
-	int rc;
-
-	if (r->stream_begun)
-		return 0;
-	if (!r->x)
-		return -EPIPE;
-	headers(r, 200, h);
-	h[4] = "Cache-Control";
-	h[5] = "no-cache";
-	h[6] = "X-Accel-Buffering";
-	h[7] = "no";
-	h[8] = NULL;
-	rc = g->t->http_stream_begin(g->ti, r->x, 200, "text/event-stream", h);
-	if (rc < 0)
-		return rc;
-	r->stream_begun = true;
-	if (r->api == ENGY_API_ANTHROPIC)
-		engy_anth_stream_start(
-			&r->as, r->prompt_exact ? r->prompt_bound : 0, &r->out);
-	gw_http_flush(r);
-	return 0;
-}
-
-void gw_http_error(struct gw_req *r, int status, const char *msg)
-{
-	struct engy_apierr e = {
-		.status = status,
-		.message = msg,
-		.request_id = r->request_id,
-	};
-	char param[96];
-	size_t len;
-	char *body;
-
-	engy_apierr_param_of(msg, param, sizeof(param));
-	e.param = param[0] ? param : NULL;
-	if (r->x && r->stream_begun) {
-		engy_apierr_sse(&r->out, r->api, &e);
-		gw_http_flush(r);
-		r->g->t->http_stream_end(r->g->ti, r->x);
-		r->x = NULL;
-	} else if (r->x) {
-		body = engy_apierr_body(r->api, &e, &len);
-		if (body)
-			reply_json(r, status, body, len);
-		else
-			reply_json(r, 500, NULL, 0);
-		free(body);
-	}
-	gw_req_finish(r, status, msg);
-}
-
-void gw_http_count(struct gw_req *r)
-{
-	struct engy_sse_out o;
-
-	engy_sse_out_init(&o);
-	if (engy_anth_count_json(&o, r->prompt_bound) < 0) {
-		engy_sse_out_free(&o);
-		gw_http_error(r, 500, "out of memory");
-		return;
-	}
-	reply_json(r, 200, o.buf, o.len);
-	engy_sse_out_free(&o);
-	r->status = 200;
-	gw_req_finish(r, 200, "count_tokens");
-}
 
 /* ---- /v1/models ----------------------------------------------------- */
 
@@ -204,14 +87,14 @@ static void models_done(void *arg, int rc)
 		engy_api_models_json(&o, info, n);
 out:
 	if (status != 200)
-		gw_http_error(r, status,
+		gw_req_error(r, status,
 			      status == 404 ? "model: no such model"
 					    : "the model list is unavailable");
 	else if (o.err)
-		gw_http_error(r, 500, "out of memory");
+		gw_req_error(r, 500, "out of memory");
 	else {
 		if (r->x)
-			reply_json(r, 200, o.buf, o.len);
+			gw_reply_json(r, 200, o.buf, o.len);
 		gw_req_finish(r, 200, "models");
 	}
 	engy_sse_out_free(&o);
@@ -284,20 +167,20 @@ static int h_request(void *arg, struct engy_http_exchange *x,
 							: ENGY_API_ANTHROPIC;
 	r->count_only = count;
 	if (g->stopping) {
-		gw_http_error(r, 503, "the gateway is shutting down; retry");
+		gw_req_error(r, 503, "the gateway is shutting down; retry");
 		return 0;
 	}
 	if (engy_api_key(hr->header(hr, "Authorization"),
 			 hr->header(hr, "x-api-key"), &key, &len, r->err,
 			 sizeof(r->err)) < 0 ||
 	    g->st->key_hash(g->sti, key, len, r->key_hash) < 0) {
-		gw_http_error(r, 401, key ? "invalid API key" : r->err);
+		gw_req_error(r, 401, key ? "invalid API key" : r->err);
 		return 0;
 	}
 	if (r->api == ENGY_API_ANTHROPIC &&
 	    engy_anth_check_version(hr->header(hr, "anthropic-version"), r->err,
 				    sizeof(r->err)) < 0) {
-		gw_http_error(r, 400, r->err);
+		gw_req_error(r, 400, r->err);
 		return 0;
 	}
 	if (hr->body_len > (size_t)g->c->max_body_bytes) {
@@ -305,20 +188,20 @@ static int h_request(void *arg, struct engy_http_exchange *x,
 			 "the request body is over %lld "
 			 "bytes",
 			 (long long)g->c->max_body_bytes);
-		gw_http_error(r, 413, r->err);
+		gw_req_error(r, 413, r->err);
 		return 0;
 	}
 	/* The transport's body lives while the exchange does; the pool
 	 * job needs its own. */
 	r->body = malloc(hr->body_len + 1);
 	if (!r->body) {
-		gw_http_error(r, 500, "out of memory");
+		gw_req_error(r, 500, "out of memory");
 		return 0;
 	}
 	memcpy(r->body, hr->body, hr->body_len);
 	r->body[hr->body_len] = '\0';
 	r->body_len = hr->body_len;
-	gw_store_check(r);
+	gw_req_start(r);
 	return 0;
 }
 
@@ -332,7 +215,7 @@ static void h_gone(void *arg, struct engy_http_exchange *x)
 			break;
 	if (r) {
 		r->x = NULL;
-		gw_relay_gone(r);
+		gw_req_gone(r);
 	}
 }
 

@@ -1,36 +1,48 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The gateway role's shared state (specs/gateway.md).  Files:
+ * The gateway role's shared state (specs/gateway.md).  Its files are
+ * layers: a file calls only files below it, never one above it nor one
+ * that calls it back (scripts/callgraph.sh checks plugins/role-gateway/
+ * layers under make check).  What must go up goes through a function
+ * pointer the upper layer installed: the observers (struct gw_observer),
+ * the pool's frames (struct gw_pool_sink), an attempt's end (struct
+ * gw_relay_sink), a store trip's continuation.
  *
- *   gateway.c         options, wiring, start/stop/drain, the timers, the
- *                     module table (gw_modules[]) and the observers
- *   gateway_store.c   the store on the worker pool: the buyer checks
- *                     (parse, key, model, limits, prompt count), reserve,
- *                     settle with the metadata row, refusal rows, caches
- *   gateway_hello.c   a miner's hello checked against the store
- *   gateway_http.c    the buyer endpoints: /v1/chat/completions,
- *                     /v1/messages(/count_tokens), /v1/models, errors
- *   gateway_relay.c   one routed request: serve, chunk -> SSE, response,
- *                     retry before the first byte, timeouts, keep-alive,
- *                     cancel, the end (settle, observers)
- *   gateway_pool.c    the miner legs on transport-ws: /gw/meta, hello
- *                     validation, admit/deny, supersede, heartbeat, ping,
- *                     stale, reconnect on drain
- *   gateway_frames.c  parsing what miners send
- *   gateway_route.c   picking a worker: eligibility, rendezvous-hash
- *                     prefix affinity, weighted round-robin by free
- *                     capacity, priority
+ *   gateway.c           options, wiring, start/stop/drain, the timers,
+ *                       the module table (gw_modules[])
+ *   -- modules (gateway_mod.h): observers on the core --
+ *   gateway_admin.c ... gateway_probe.c
+ *   -- the core --
+ *   gateway_http.c      the buyer endpoints: /v1/chat/completions,
+ *                       /v1/messages(/count_tokens), /v1/models
+ *   gateway_req.c       the request driver: check, reserve, dispatch,
+ *                       retry, finish, settle; gw_submit()
+ *   gateway_store.c     the store on the worker pool: the buyer checks
+ *                       (parse, key, model, limits, prompt count), reserve,
+ *                       settle with the metadata row, refusal rows, caches
+ *   gateway_relay.c     one attempt on a worker: serve, chunk -> SSE,
+ *                       response, timeouts, keep-alive, cancel
+ *   gateway_route.c     picking a worker: eligibility, rendezvous-hash
+ *                       prefix affinity, weighted round-robin by free
+ *                       capacity, priority
+ *   gateway_pool.c      the miner legs on transport-ws: /gw/meta, hello,
+ *                       admit/deny, supersede, heartbeat, ping, stale,
+ *                       reconnect on drain
+ *   gateway_hello.c     a miner's hello checked against the store
+ *   gateway_frames.c    parsing what miners send
+ *   gateway_reply.c     what goes out to a buyer: JSON, SSE, errors
+ *   gateway_bus.c       clocks, counters, the worker pool, the observers
  *
  * Everything here runs on the loop thread except the gw_job bodies
- * (gateway_store.c), which touch only their job.
+ * (gateway_store.c, gateway_hello.c), which touch only their job.
  *
  * Extending the role (onboarding/probes, circuit breaker, proof tee,
  * bench): add a file with an init function `int gw_X_init(struct gw *g)`
  * and append it to gw_modules[] in gateway.c.  From there a module
  *   - registers a struct gw_observer (gw_observe()) to hear of admitted
- *     and closed workers, every finished attempt (status, TTFT, TPOT,
- *     tokens: the breaker's input) and every successful response frame
- *     (commitment included: the tee's input);
+ *     and closed workers, their changes of state, every finished attempt
+ *     (status, TTFT, TPOT, tokens: the breaker's input) and every
+ *     successful response frame (commitment included: the tee's input);
  *   - moves workers between states with gw_worker_set_state() (NEW ->
  *     PROBING -> ACTIVE, ACTIVE -> PULLED ...); only gw_worker_eligible()
  *     workers get buyer traffic;
@@ -257,6 +269,7 @@ struct gw_req {
 	int status;
 	int64_t cost_micro;
 	/* the pool job's scratch (gateway_store.c) */
+	void (*job_done)(struct gw_req *r);	/* the trip's continuation */
 	uint8_t *body;
 	size_t body_len;
 	int job_rc;
@@ -305,6 +318,10 @@ struct gw_observer {
 	const char *name;
 	/* @w was admitted: state NEW (or ACTIVE when 1st-party). */
 	void (*admitted)(void *arg, struct gw_worker *w);
+	/* @w moved from @from to w->state (gw_worker_set_state(), whoever
+	 * called it; logged already).  Admission's own moves come before
+	 * `admitted`: the module has no record of @w yet. */
+	void (*state)(void *arg, struct gw_worker *w, enum gw_wstate from);
 	/* @w's leg closed; its requests were failed over already.  @w is
 	 * freed when the observers return. */
 	void (*closed)(void *arg, struct gw_worker *w);
@@ -321,6 +338,28 @@ struct gw_observer {
 	/* Free the module's state (after the loop ended). */
 	void (*destroy)(void *arg);
 	void *arg;
+};
+
+/* ---- hooks: how a lower layer hands events up -------------------------- */
+
+/* The pool's frames for an attempt (set by gw_relay_init()). */
+struct gw_pool_sink {
+	void (*chunk)(struct gw_worker *w, const char *corr_id,
+		      const cJSON *delta);
+	void (*response)(struct gw_worker *w, const char *corr_id,
+			 const cJSON *frame);
+	/* @w's leg is gone: fail its attempts over. */
+	void (*orphan)(struct gw_worker *w);
+};
+
+/* The end of an attempt (set by gw_req_init()).  The observers were
+ * told already and r->w is detached. */
+struct gw_relay_sink {
+	/* No result (r->status = @status); @retry: another worker may be
+	 * tried while nothing reached the buyer. */
+	void (*failed)(struct gw_req *r, int status, bool retry);
+	/* The answer went out to the buyer (or the sink). */
+	void (*answered)(struct gw_req *r);
 };
 
 /* ---- the role ---------------------------------------------------------- */
@@ -351,6 +390,9 @@ struct gw {
 	struct gw_tok toks[GW_MAX_TOKENIZERS];
 	size_t n_toks;
 	int variant;			/* default chat template */
+	/* hooks */
+	const struct gw_pool_sink *pool_sink;
+	const struct gw_relay_sink *relay_sink;
 	/* modules */
 	struct gw_observer obs[GW_MAX_OBSERVERS];
 	size_t n_obs;
@@ -388,40 +430,67 @@ static inline void gw_mobserve(const struct gw *g, struct engy_metric *m,
 		g->h->metric_observe(m, v);
 }
 
-/* gateway.c */
-double gw_since(const struct timespec *t0);
-int64_t gw_now_ms(void);
-bool gw_loop_over(const struct gw *g);
-/* Register @o (copied); 0 or -ENOSPC. */
-int gw_observe(struct gw *g, const struct gw_observer *o);
-/* A free slot of w->ext for one module; -ENOSPC. */
-int gw_ext_slot(struct gw *g);
-void gw_count(struct gw *g, const char *name, const char *labels);
-/* Observers, in registration order. */
-void gw_notify_admitted(struct gw *g, struct gw_worker *w);
-void gw_notify_closed(struct gw *g, struct gw_worker *w);
-void gw_notify_finished(struct gw *g, struct gw_worker *w,
-			const struct gw_req *r, const struct gw_outcome *o);
-void gw_notify_response(struct gw *g, struct gw_worker *w,
-			const struct gw_req *r, const cJSON *frame);
+/* Layer by layer, top down. */
 
-/* gateway_pool.c */
-int gw_pool_init(struct gw *g);
-/* Drain: reconnect to every leg once it is idle. */
-void gw_pool_drain(struct gw *g);
-/* Once a second: stale legs, pings, hello timeouts, drain. */
-void gw_pool_tick(struct gw *g);
-void gw_pool_free(struct gw *g);
-/* Send one frame (@text is consumed); logs a failure. */
-int gw_send(struct gw *g, struct gw_worker *w, char *text, size_t len);
-/* Close a leg with a reason (its requests fail over). */
-void gw_worker_close(struct gw_worker *w, int code, const char *reason);
-/* Move @w to @s (logged, observers are not told: the caller is one). */
-void gw_worker_set_state(struct gw_worker *w, enum gw_wstate s,
-			 const char *why);
-const char *gw_wstate_name(enum gw_wstate s);
-/* An attempt on @w ended: inflight bookkeeping, drain. */
-void gw_worker_release(struct gw_worker *w);
+/* gateway_http.c */
+int gw_http_init(struct gw *g);
+
+/* gateway_req.c */
+void gw_req_init(struct gw *g);
+struct gw_req *gw_req_new(struct gw *g);
+void gw_req_free(struct gw_req *r);
+/* A buyer request taken by gateway_http.c: check, reserve, route. */
+void gw_req_start(struct gw_req *r);
+/* The buyer left (transport on_gone). */
+void gw_req_gone(struct gw_req *r);
+/* End @r with @status (the settle job follows, then the free). */
+void gw_req_finish(struct gw_req *r, int status, const char *reason);
+/* Answer @r's buyer with an error (gw_reply_error()), then end @r. */
+void gw_req_error(struct gw_req *r, int status, const char *msg);
+/*
+ * gw_submit() - an internal request (probe, bench): @body (an OpenAI
+ * chat body, taken) for @model, sent to @pin (NULL: routed like a buyer
+ * request, among eligible workers).  No money moves; a probe's row has
+ * is_probe = 1.  @s->done gets the outcome.  Returns 0 or -errno.
+ */
+int gw_submit(struct gw *g, const char *model, cJSON *body_take,
+	      struct gw_worker *pin, bool is_probe, const struct gw_sink *s,
+	      void *arg);
+
+/* gateway_store.c: each trip ends in @done on the loop thread, with a
+ * refusal in r->job_status and r->err. */
+/* The buyer checks on the pool. */
+void gw_store_check(struct gw_req *r, void (*done)(struct gw_req *r));
+/* Hold one of the key's inflight places; -EBUSY at key_max_inflight. */
+int gw_store_key_hold(struct gw_req *r);
+/* Give back @r's place in its key's inflight count. */
+void gw_store_key_release(struct gw_req *r);
+/* The model and the reservation (internal requests: the model only);
+ * a refusal from the caches calls @done at once. */
+void gw_store_reserve(struct gw_req *r, void (*done)(struct gw_req *r));
+/* Settle (or log) @r; @done frees it. */
+void gw_store_settle(struct gw_req *r, void (*done)(struct gw_req *r));
+/* The tokenizer configured for @model, or NULL. */
+const struct gw_tok *gw_store_tok(const struct gw *g, const char *model);
+int gw_store_init(struct gw *g);
+void gw_store_free(struct gw *g);
+void gw_store_release_expired(struct gw *g);
+
+/* gateway_relay.c: one attempt. */
+void gw_relay_init(struct gw *g);
+/* Before @r's first attempt: engy_request_id, the buyer's stream. */
+int gw_relay_prepare(struct gw_req *r);
+/* Send @r's next attempt to @w (picked by the driver). */
+void gw_relay_start(struct gw_req *r, struct gw_worker *w);
+/* The buyer left a routed @r: `cancel` to its worker, the observers. */
+void gw_relay_cancel(struct gw_req *r);
+/* The observers' outcome of @r (or of its attempt) ending in @status. */
+void gw_relay_outcome(const struct gw_req *r, int status, const char *reason,
+		      struct gw_outcome *o);
+/* @r ends: off its worker, timers stopped. */
+void gw_relay_end(struct gw_req *r);
+/* @r is freed: off its worker, timers freed. */
+void gw_relay_drop(struct gw_req *r);
 
 /* gateway_route.c */
 /* Whether @w may get buyer traffic (state, 1st-party, onboarding). */
@@ -434,70 +503,66 @@ struct gw_worker *gw_route_pick(struct gw *g, struct gw_req *r);
 uint64_t gw_route_affinity(const struct gw *g, const char *prompt,
 			   size_t len, bool *use);
 
-/* gateway_http.c */
-int gw_http_init(struct gw *g);
-/* Answer @r's buyer with an error in its API's shape (or in-band). */
-void gw_http_error(struct gw_req *r, int status, const char *msg);
-/* Answer a count_tokens request. */
-void gw_http_count(struct gw_req *r);
-/* Start @r's SSE reply (status line, headers; message_start for
- * Anthropic); 0 or -errno. */
-int gw_http_stream_begin(struct gw_req *r);
-/* Write what the renderers left in r->out to the buyer. */
-void gw_http_flush(struct gw_req *r);
+/* gateway_pool.c */
+int gw_pool_init(struct gw *g);
+/* Drain: reconnect to every leg once it is idle. */
+void gw_pool_drain(struct gw *g);
+/* Once a second: stale legs, pings, hello timeouts, drain. */
+void gw_pool_tick(struct gw *g);
+void gw_pool_free(struct gw *g);
+/* Send one frame (@text is consumed); logs a failure. */
+int gw_send(struct gw *g, struct gw_worker *w, char *text, size_t len);
+/* Close a leg with a reason (its requests fail over). */
+void gw_worker_close(struct gw_worker *w, int code, const char *reason);
+/* Move @w to @s (logged; the observers hear of it). */
+void gw_worker_set_state(struct gw_worker *w, enum gw_wstate s,
+			 const char *why);
+const char *gw_wstate_name(enum gw_wstate s);
+/* An attempt on @w ended: inflight bookkeeping, drain. */
+void gw_worker_release(struct gw_worker *w);
 
-/* gateway_relay.c */
-/* Route and send @r's next attempt (answers 503/502 when it cannot). */
-void gw_relay_dispatch(struct gw_req *r);
-/* Frames of @w's attempts. */
-void gw_relay_chunk(struct gw_worker *w, const char *corr_id,
-		    const cJSON *delta);
-void gw_relay_response(struct gw_worker *w, const char *corr_id,
-		       const cJSON *frame);
-/* @w's leg is gone: fail its attempts over. */
-void gw_relay_orphan(struct gw_worker *w);
-/* The buyer left (transport on_gone). */
-void gw_relay_gone(struct gw_req *r);
-/* End @r with @status (the settle job follows). */
-void gw_req_finish(struct gw_req *r, int status, const char *reason);
-struct gw_req *gw_req_new(struct gw *g);
-void gw_req_free(struct gw_req *r);
-
-/*
- * gw_submit() - an internal request (probe, bench): @body (an OpenAI
- * chat body, taken) for @model, sent to @pin (NULL: routed like a buyer
- * request, among eligible workers).  No money moves; a probe's row has
- * is_probe = 1.  @s->done gets the outcome.  Returns 0 or -errno.
- */
-int gw_submit(struct gw *g, const char *model, cJSON *body_take,
-	      struct gw_worker *pin, bool is_probe, const struct gw_sink *s,
-	      void *arg);
-
-/* gateway_store.c */
-/* The buyer checks on the pool, then reserve, then dispatch. */
-void gw_store_check(struct gw_req *r);
-/* The model and the reservation (internal requests: the model only). */
-void gw_store_reserve(struct gw_req *r);
-/* Give back @r's place in its key's inflight count. */
-void gw_store_key_release(struct gw_req *r);
-/* Settle (or log) @r, then free it. */
-void gw_store_settle(struct gw_req *r);
-/* Hello validation on the pool; @done on the loop. */
+/* gateway_hello.c: hello validation on the pool; @done on the loop. */
 void gw_store_hello(struct gw_worker *w, const char *miner_key,
 		    void (*done)(struct gw_worker *w, int rc,
 				 const struct engy_miner *m,
 				 const struct engy_model *spec,
 				 const char *why));
-/* Run @fn on the store instance's worker pool, @done on the loop. */
-int gw_store_work(struct gw *g, void (*fn)(void *), void (*done)(void *, int),
-		  void *arg);
+
+/* gateway_reply.c: what goes out to @r's buyer (nothing when gone). */
+/* A whole JSON reply. */
+void gw_reply_json(struct gw_req *r, int status, const char *body,
+		   size_t len);
+/* An error in the API's shape (in-band once the stream is under way). */
+void gw_reply_error(struct gw_req *r, int status, const char *msg);
+/* A count_tokens answer; -ENOMEM. */
+int gw_reply_count(struct gw_req *r);
+/* Start @r's SSE reply (status line, headers; message_start for
+ * Anthropic); 0 or -errno. */
+int gw_reply_stream_begin(struct gw_req *r);
+/* Write what the renderers left in r->out to the buyer. */
+void gw_reply_flush(struct gw_req *r);
+
+/* gateway_bus.c */
+double gw_since(const struct timespec *t0);
+int64_t gw_now_ms(void);
 /* Whether @t is less than @ttl seconds ago (CLOCK_MONOTONIC). */
 bool gw_fresh(const struct timespec *t, double ttl);
-/* The tokenizer configured for @model, or NULL. */
-const struct gw_tok *gw_store_tok(const struct gw *g, const char *model);
-int gw_store_init(struct gw *g);
-void gw_store_free(struct gw *g);
-void gw_store_release_expired(struct gw *g);
+void gw_count(struct gw *g, const char *name, const char *labels);
+/* Run @fn on the host's worker pool, @done on the loop. */
+int gw_store_work(struct gw *g, void (*fn)(void *), void (*done)(void *, int),
+		  void *arg);
+/* Register @o (copied); 0 or -ENOSPC. */
+int gw_observe(struct gw *g, const struct gw_observer *o);
+/* A free slot of w->ext for one module; -ENOSPC. */
+int gw_ext_slot(struct gw *g);
+/* Observers, in registration order. */
+void gw_notify_admitted(struct gw *g, struct gw_worker *w);
+void gw_notify_state(struct gw *g, struct gw_worker *w, enum gw_wstate from);
+void gw_notify_closed(struct gw *g, struct gw_worker *w);
+void gw_notify_finished(struct gw *g, struct gw_worker *w,
+			const struct gw_req *r, const struct gw_outcome *o);
+void gw_notify_response(struct gw *g, struct gw_worker *w,
+			const struct gw_req *r, const cJSON *frame);
 
 /* gateway_frames.c: what a miner sends (specs/protocol.md §2). */
 enum gw_mtype {

@@ -3,23 +3,29 @@
  * The gateway's SLA modules on top of the core (gateway_int.h's
  * extension points), specs/gateway.md "Onboarding" onwards:
  *
- *   gateway_onboard.c  NEW -> PROBING -> ACTIVE; PULLED -> PROBING:
- *                      probe rounds (gw_submit(), pinned, is_probe),
- *                      HTTP success, latency ceilings, TOPLOC verdicts
- *   gateway_onboard_aux.c  the model's spec, penalties, prompts,
- *                      option checks, metrics (gateway_onboard.h)
- *   gateway_probe.c    the gateway's own probe verifier: recompute on a
- *                      backend instance (prefill), verify with a proof
- *                      instance on the worker pool
- *   gateway_breaker.c  ACTIVE -> PULLED over a sliding window
+ *   gateway_admin.c    GET /internal/v1/workers, the modules' metrics
  *   gateway_tee.c      successful responses' commitments in expiring RAM,
  *                      GET /internal/v1/tee/sample, POST .../tee/ack, and
  *                      the bearer check of /internal/v1/
- *   gateway_admin.c    GET /internal/v1/workers, the modules' metrics
+ *   gateway_onboard.c  NEW -> PROBING -> ACTIVE; PULLED -> PROBING:
+ *                      the model's spec, probe rounds (gw_submit(),
+ *                      pinned, is_probe), HTTP success, latency ceilings,
+ *                      TOPLOC verdicts
+ *   gateway_breaker.c  ACTIVE -> PULLED over a sliding window
+ *   gateway_onboard_aux.c  penalties, prompts, option checks, metrics,
+ *                      latency ceilings (gateway_onboard.h)
+ *   gateway_probe.c    the gateway's own probe verifier: recompute on a
+ *                      backend instance (prefill), verify with a proof
+ *                      instance on the worker pool
  *
- * Each module registers one named observer; its state is that
- * observer's arg (gw_mod_find()).  All of it runs on the loop thread but
- * the probe verifier's verify step.
+ * in layer order: a file calls only those below it (admin reads every
+ * module, the tee hands onboarding its verdicts, the breaker reads
+ * onboarding's ceilings), and all of them call into the core.  Onboarding
+ * and the breaker never call each other: each hears of the other's
+ * doing as a change of state (struct gw_observer's state).  Each module
+ * registers one named observer; its state is that observer's arg
+ * (gw_mod_find()).  All of it runs on the loop thread but the probe
+ * verifier's verify step.
  */
 #ifndef ENGY_ROLE_GATEWAY_MOD_H
 #define ENGY_ROLE_GATEWAY_MOD_H
@@ -39,15 +45,14 @@ struct engy_http_request;
 #define GW_MOD_TEE	"tee"
 #define GW_MOD_ADMIN	"admin"
 
-/* The state of the module whose observer is named @name, or NULL. */
+/* gateway_bus.c: the state of the module whose observer is named
+ * @name, or NULL. */
 void *gw_mod_find(struct gw *g, const char *name);
 /* Nearest-rank p-quantile (0 < p <= 1) of @v[0..n) (sorted in place). */
 uint32_t gw_mod_quantile(uint32_t *v, size_t n, double p);
 
 /* ---- gateway_onboard.c ---------------------------------------------- */
 int gw_onboard_init(struct gw *g);
-/* The breaker pulled @w (state PULLED): re-qualify after the cooldown. */
-void gw_onboard_pulled(struct gw *g, struct gw_worker *w);
 /* A TOPLOC verdict (enum engy_verdict_kind) on probe @request_id of
  * worker @worker_id, from an auditor (tee ack). */
 void gw_onboard_verdict(struct gw *g, uint64_t worker_id,
@@ -82,8 +87,6 @@ unsigned gw_pv_pending(const struct gw_pv *pv);
 
 /* ---- gateway_breaker.c ---------------------------------------------- */
 int gw_breaker_init(struct gw *g);
-/* Forget @w's window (it was just qualified). */
-void gw_breaker_reset(struct gw *g, struct gw_worker *w);
 /* @w's breaker and latency as "breaker", "ttft_p99_ms", "tpot_p99_ms"
  * members of @o. */
 void gw_breaker_describe(struct gw *g, const struct gw_worker *w, cJSON *o);

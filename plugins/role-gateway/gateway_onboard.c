@@ -18,8 +18,8 @@
  * and the worker becomes ACTIVE.  A failed round (too many errors, too
  * slow, a verdict short of pass, the window or the verdict timeout
  * passed) leaves it PROBING without probes for probe_retry_s, then a new
- * round begins.  The breaker's PULLED workers re-qualify the same way
- * after breaker_cooldown_s.  A worker that re-dials keeps its penalty:
+ * round begins.  PULLED workers (the breaker's; this file hears of it as
+ * a change of state) re-qualify the same way after breaker_cooldown_s.  A worker that re-dials keeps its penalty:
  * the wait is remembered by (miner key, worker_name).  With onboarding
  * off, admitted workers serve at once and a pulled one returns (NEW)
  * after the cooldown.  1st-party workers are never probed.
@@ -43,12 +43,8 @@ static void kick(struct ob *ob)
 		event_active(ob->kick, 0, 0);
 }
 
-unsigned ob_verdicts_needed(const struct ob *ob)
-{
-	return ob->verify == OBV_NONE ? 0 : (unsigned)ob->c->probe_verdicts;
-}
-
-void ob_round_begin(struct ob *ob, struct ob_w *rec, const char *why)
+/* Start the next round of @rec (state PROBING). */
+static void round_begin(struct ob *ob, struct ob_w *rec, const char *why)
 {
 	char msg[96];
 
@@ -105,7 +101,6 @@ static void round_passed(struct ob *ob, struct ob_w *rec, uint32_t ttft,
 	       ob_q(qn, sizeof(qn), rec->w->worker_name), rec->w->hotkey,
 	       rec->round, rec->ok, rec->failed, ttft, tpot, rec->v_pass);
 	gw_worker_set_state(rec->w, GW_W_ACTIVE, "qualified");
-	gw_breaker_reset(ob->g, rec->w);
 }
 
 static uint32_t p99(const uint32_t *v, size_t n)
@@ -383,6 +378,75 @@ void gw_onboard_verdict(struct gw *g, uint64_t worker_id,
 	}
 }
 
+/* ---- the model's spec ---------------------------------------------------- */
+
+struct spec_job {
+	struct ob *ob;
+	uint64_t worker_id;
+	char model[128];
+	struct engy_model m;
+	int rc;
+};
+
+static void spec_fn(void *arg)
+{
+	struct spec_job *j = arg;
+
+	j->rc = j->ob->g->st->model_get(j->ob->g->sti, j->model, &j->m);
+}
+
+/* @rec's spec is in (@m), or not (@err, -errno): the role's ceilings
+ * stand in for what it lacks; a round waiting for it begins. */
+static void spec_in(struct ob *ob, struct ob_w *rec, const struct engy_model *m,
+		    int err)
+{
+	if (m) {
+		rec->ttft_ms = m->qual_ttft_p99_ms;
+		rec->tpot_ms = m->qual_tpot_p99_ms;
+		rec->toploc_v = m->toploc_v;
+		rec->toploc_p_ppm = m->toploc_p_ppm;
+	} else {
+		GW_LOG(ob->g, ENGY_LOG_WARNING,
+		       "event=onboard_spec_failed worker=%llu error=\"%s\"",
+		       (unsigned long long)rec->w->id, strerror(-err));
+	}
+	if (!rec->ttft_ms)
+		rec->ttft_ms = (uint32_t)ob->c->ttft_p99_ms;
+	if (!rec->tpot_ms)
+		rec->tpot_ms = (uint32_t)ob->c->tpot_p99_ms;
+	if (rec->phase == OB_SPEC && !ob->stopping)
+		round_begin(ob, rec, "admitted");
+}
+
+static void spec_done(void *arg, int rc)
+{
+	struct spec_job *j = arg;
+	struct ob_w *rec = ob_rec_by_id(j->ob, j->worker_id);
+
+	if (rec)
+		spec_in(j->ob, rec, rc == 0 && j->rc == 0 ? &j->m : NULL,
+			rc < 0 ? rc : j->rc);
+	free(j);
+}
+
+/* The model's spec from the store (pool); a round in phase SPEC begins
+ * once it is in. */
+static void spec_fetch(struct ob *ob, struct ob_w *rec)
+{
+	const struct engy_host *h = ob->g->h;
+	struct spec_job *j = calloc(1, sizeof(*j));
+
+	if (!j) {
+		spec_in(ob, rec, NULL, -ENOMEM);
+		return;
+	}
+	j->ob = ob;
+	j->worker_id = rec->w->id;
+	snprintf(j->model, sizeof(j->model), "%s", rec->w->model);
+	if (h->work(h, spec_fn, spec_done, j) < 0)
+		spec_done(j, -ECANCELED);
+}
+
 /* ---- observers and timers -------------------------------------------- */
 
 static void ob_admitted(void *arg, struct gw_worker *w)
@@ -410,7 +474,7 @@ static void ob_admitted(void *arg, struct gw_worker *w)
 	} else if (!w->first_party && ob->g->c->onboarding) {
 		rec->phase = OB_SPEC;
 	}
-	ob_spec_fetch(ob, rec);
+	spec_fetch(ob, rec);
 }
 
 static void rec_free(struct ob *ob, struct ob_w *rec)
@@ -443,12 +507,16 @@ static void ob_closed(void *arg, struct gw_worker *w)
 		rec_free(ob, rec);
 }
 
-void gw_onboard_pulled(struct gw *g, struct gw_worker *w)
+/* @w was pulled (the breaker): re-qualify after the cooldown.  One
+ * already waiting (re-dialled during a wait: ob_admitted()) keeps its
+ * wait. */
+static void ob_state(void *arg, struct gw_worker *w, enum gw_wstate from)
 {
-	struct ob *ob = gw_mod_find(g, GW_MOD_ONBOARD);
+	struct ob *ob = arg;
 	struct ob_w *rec = ob_rec_of(ob, w);
 
-	if (!rec)
+	if (!rec || w->state != GW_W_PULLED || rec->phase == OB_COOLDOWN ||
+	    rec->phase == OB_BACKOFF)
 		return;
 	rec->phase = OB_COOLDOWN;
 	ob_later(&rec->next_at, ob->c->breaker_cooldown_s);
@@ -471,12 +539,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		} else if ((rec->phase == OB_BACKOFF || rec->phase == OB_COOLDOWN) &&
 			   ob_due(&rec->next_at) && !rec->inflight) {
 			if (ob->g->c->onboarding) {
-				ob_round_begin(ob, rec, rec->phase == OB_COOLDOWN
+				round_begin(ob, rec, rec->phase == OB_COOLDOWN
 					    ? "re-qualify after a pull" : "retry");
 			} else {
 				rec->phase = OB_IDLE;
 				gw_worker_set_state(w, GW_W_NEW, "breaker cooldown over");
-				gw_breaker_reset(ob->g, w);
 			}
 		}
 	}
@@ -533,6 +600,7 @@ int gw_onboard_init(struct gw *g)
 	struct gw_observer o = {
 		.name = GW_MOD_ONBOARD,
 		.admitted = ob_admitted,
+		.state = ob_state,
 		.closed = ob_closed,
 		.finished = ob_finished,
 		.stop = ob_stop,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Onboarding's own state, shared by gateway_onboard.c (rounds, probes,
- * verdicts, the observers) and gateway_onboard_aux.c (the model's spec,
- * penalties, the prompt set, options, metrics, the admin view).
+ * Onboarding's own state, shared by gateway_onboard.c (the model's spec,
+ * rounds, probes, verdicts, the observers) and gateway_onboard_aux.c
+ * below it (penalties, the prompt set, options, metrics, the admin
+ * view).
  */
 #ifndef ENGY_ROLE_GATEWAY_ONBOARD_H
 #define ENGY_ROLE_GATEWAY_ONBOARD_H
@@ -70,10 +71,10 @@ struct ob {
 	struct engy_metric *m_pass, *m_fail, *m_ok, *m_err, *m_v[4];
 };
 
-/* gateway_onboard.c */
-unsigned ob_verdicts_needed(const struct ob *ob);
-/* Start the next round of @rec (state PROBING). */
-void ob_round_begin(struct ob *ob, struct ob_w *rec, const char *why);
+static inline unsigned ob_verdicts_needed(const struct ob *ob)
+{
+	return ob->verify == OBV_NONE ? 0 : (unsigned)ob->c->probe_verdicts;
+}
 
 /* gateway_onboard_aux.c */
 struct ob_w *ob_rec_of(const struct ob *ob, const struct gw_worker *w);
@@ -88,9 +89,6 @@ void ob_penalty_set(struct ob *ob, const struct ob_w *rec);
 /* The running wait of @ident, or NULL (lapsed ones are dropped). */
 struct ob_penalty *ob_penalty_get(struct ob *ob, uint64_t ident);
 void ob_penalties_free(struct ob *ob);
-/* The model's spec from the store (pool); a round in phase SPEC begins
- * once it is in. */
-void ob_spec_fetch(struct ob *ob, struct ob_w *rec);
 /* A probe prompt: the configured set's, else a built-in one. */
 const char *ob_prompt(struct ob *ob);
 int ob_load_prompts(struct ob *ob, const char *path);

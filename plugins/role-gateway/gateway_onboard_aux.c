@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Onboarding's supporting parts (specs/gateway.md, "Onboarding"): the
- * model's spec from the store (latency ceilings, TOPLOC thresholds), the
  * penalties that survive a re-dial, the probe prompt set (a file, or a
- * built-in one), the modules' option checks, onboarding's metrics and its
- * part of GET /internal/v1/workers.
+ * built-in one), the modules' option checks, onboarding's metrics, the
+ * model's latency ceilings (the breaker's too) and onboarding's part of
+ * GET /internal/v1/workers.  Below gateway_onboard.c: it calls nothing
+ * there.
  */
 #include <errno.h>
 #include <math.h>
@@ -122,67 +123,6 @@ struct ob_penalty *ob_penalty_get(struct ob *ob, uint64_t ident)
 		pp = &p->next;
 	}
 	return hit;
-}
-
-/* ---- the model's spec ---------------------------------------------------- */
-
-struct spec_job {
-	struct ob *ob;
-	uint64_t worker_id;
-	char model[128];
-	struct engy_model m;
-	int rc;
-};
-
-static void spec_fn(void *arg)
-{
-	struct spec_job *j = arg;
-
-	j->rc = j->ob->g->st->model_get(j->ob->g->sti, j->model, &j->m);
-}
-
-static void spec_done(void *arg, int rc)
-{
-	struct spec_job *j = arg;
-	struct ob *ob = j->ob;
-	struct ob_w *rec = ob_rec_by_id(ob, j->worker_id);
-
-	if (rec) {
-		if (rc == 0 && j->rc == 0) {
-			rec->ttft_ms = j->m.qual_ttft_p99_ms;
-			rec->tpot_ms = j->m.qual_tpot_p99_ms;
-			rec->toploc_v = j->m.toploc_v;
-			rec->toploc_p_ppm = j->m.toploc_p_ppm;
-		} else {
-			GW_LOG(ob->g, ENGY_LOG_WARNING,
-			       "event=onboard_spec_failed worker=%llu error=\"%s\"",
-			       (unsigned long long)j->worker_id,
-			       strerror(rc < 0 ? -rc : -j->rc));
-		}
-		if (!rec->ttft_ms)
-			rec->ttft_ms = (uint32_t)ob->c->ttft_p99_ms;
-		if (!rec->tpot_ms)
-			rec->tpot_ms = (uint32_t)ob->c->tpot_p99_ms;
-		if (rec->phase == OB_SPEC && !ob->stopping)
-			ob_round_begin(ob, rec, "admitted");
-	}
-	free(j);
-}
-
-void ob_spec_fetch(struct ob *ob, struct ob_w *rec)
-{
-	const struct engy_host *h = ob->g->h;
-	struct spec_job *j = calloc(1, sizeof(*j));
-
-	if (!j) {
-		spec_done(NULL, -ENOMEM);
-		return;
-	}
-	j->ob = ob;
-	j->worker_id = rec->w->id;
-	snprintf(j->model, sizeof(j->model), "%s", rec->w->model);
-	if (h->work(h, spec_fn, spec_done, j) < 0)
-		spec_done(j, -ECANCELED);
 }
 
 /* ---- the admin view ------------------------------------------------------- */

@@ -11,6 +11,9 @@
  * `reconnect` to every leg when the gateway drains (to a busy one when
  * its last request ends).  A leg that sends what is not a frame at all
  * is closed: its requests fail over to other workers.
+ *
+ * An attempt's frames (chunk, response) and a lost leg go up to the relay
+ * through g->pool_sink; a change of state goes to the observers.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -50,6 +53,7 @@ static void gauge(struct gw *g)
 
 void gw_worker_set_state(struct gw_worker *w, enum gw_wstate s, const char *why)
 {
+	enum gw_wstate from = w->state;
 	char qn[300], qw[200];
 
 	if (w->state == s)
@@ -61,6 +65,7 @@ void gw_worker_set_state(struct gw_worker *w, enum gw_wstate s, const char *why)
 	       q(qw, sizeof(qw), why));
 	w->state = s;
 	gauge(w->g);
+	gw_notify_state(w->g, w, from);
 }
 
 int gw_send(struct gw *g, struct gw_worker *w, char *text, size_t len)
@@ -111,7 +116,7 @@ void gw_worker_close(struct gw_worker *w, int code, const char *reason)
 	w->conn = NULL;
 	g->ws->ws_close(g->wsi, c, code, reason);
 	/* Its requests move on now, not when the close handshake ends. */
-	gw_relay_orphan(w);
+	g->pool_sink->orphan(w);
 	gauge(g);
 }
 
@@ -422,9 +427,9 @@ static void h_message(void *arg, struct engy_ws_conn *c, int type,
 	} else if (f.type == GW_M_HEARTBEAT) {
 		on_heartbeat(w, &f);
 	} else if (f.type == GW_M_CHUNK) {
-		gw_relay_chunk(w, f.corr_id, f.delta);
+		g->pool_sink->chunk(w, f.corr_id, f.delta);
 	} else if (f.type == GW_M_RESPONSE) {
-		gw_relay_response(w, f.corr_id, f.root);
+		g->pool_sink->response(w, f.corr_id, f.root);
 	} else {
 		gw_count(g, "engy_gw_frames_ignored_total",
 			 f.type == GW_M_HELLO ? "reason=\"repeat hello\""
@@ -449,7 +454,7 @@ static void h_close(void *arg, struct engy_ws_conn *c, int code,
 	       (unsigned long long)w->id, code, q(qr, sizeof(qr), reason),
 	       (unsigned long long)w->served, (unsigned long long)w->failed);
 	w->conn = NULL;
-	gw_relay_orphan(w);
+	g->pool_sink->orphan(w);
 	if (w->state >= GW_W_NEW && w->state < GW_W_CLOSED)
 		gw_notify_closed(g, w);
 	w->state = GW_W_CLOSED;

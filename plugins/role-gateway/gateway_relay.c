@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One routed request, from `serve` to its end (specs/gateway.md,
- * "Relay"):
+ * One attempt of a routed request on a worker's leg, from `serve` to its
+ * end (specs/gateway.md, "Relay"):
  *
- *  - dispatch: pick a worker (gateway_route.c), send `serve` with a fresh
- *    corr_id and engy_request_id, always streamed from the miner (the
- *    first chunk gives the TTFT, also of a buyer's plain request);
+ *  - start: the request driver (gateway_req.c) picked the worker; send
+ *    `serve` with a fresh corr_id and engy_request_id, always streamed
+ *    from the miner (the first chunk gives the TTFT, also of a buyer's
+ *    plain request);
  *  - chunk: relayed at once as SSE when the buyer streams (the first one
  *    starts the reply); while none came, a keep-alive every keepalive_s
  *    (the reply starts then, without content);
@@ -13,14 +14,17 @@
  *    cannot bill past max_tokens or the prompt's count), the final SSE
  *    events or the whole JSON reply, the proof tee hears of it;
  *  - failure of an attempt (an error response, output that cannot be
- *    rendered, the leg lost, the send refused): another worker is tried
- *    while no content byte has reached the buyer and attempts and time
- *    remain, else 502 (in-band once the stream is under way);
+ *    rendered, the leg lost, the send refused): the driver tries another
+ *    worker while no content byte has reached the buyer and attempts and
+ *    time remain, else 502 (in-band once the stream is under way);
  *  - no token within first_token_timeout_s, or the request past its
  *    max_request_s: `cancel` to the miner, 504;
- *  - the buyer leaves: `cancel` to the miner, 499, and the buyer pays
- *    for the tokens that reached it.
- * The end settles on the pool (gateway_store.c) and frees the request.
+ *  - the buyer leaves: `cancel` to the miner (gw_relay_cancel()), 499,
+ *    and the buyer pays for the tokens that reached it.
+ *
+ * The pool hands this file a leg's frames through struct gw_pool_sink;
+ * this file hands the end of an attempt to the driver through struct
+ * gw_relay_sink (both set at start): calls go down only.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,7 +35,6 @@
 #include <event2/event.h>
 
 #include "gateway_int.h"
-#include "logfmt.h"
 
 static uint32_t u32(uint64_t v)
 {
@@ -44,26 +47,6 @@ static uint32_t ms_between(const struct timespec *a, const struct timespec *b)
 		    (double)(b->tv_nsec - a->tv_nsec) / 1e6;
 
 	return ms <= 0 ? 0 : ms > 4e9 ? UINT32_MAX : (uint32_t)(ms + 0.5);
-}
-
-struct gw_req *gw_req_new(struct gw *g)
-{
-	struct gw_req *r = calloc(1, sizeof(*r));
-
-	if (!r)
-		return NULL;
-	r->g = g;
-	engy_api_new_id(r->request_id, sizeof(r->request_id), "req_");
-	clock_gettime(CLOCK_MONOTONIC, &r->t0);
-	r->t0_ms = gw_now_ms();
-	engy_sse_out_init(&r->out);
-	r->next = g->reqs;
-	if (r->next)
-		r->next->pprev = &r->next;
-	r->pprev = &g->reqs;
-	g->reqs = r;
-	g->n_reqs++;
-	return r;
 }
 
 static void detach(struct gw_req *r)
@@ -89,31 +72,24 @@ static void timers_off(struct gw_req *r)
 		evtimer_del(r->keepalive);
 }
 
-void gw_req_free(struct gw_req *r)
+void gw_relay_end(struct gw_req *r)
 {
-	struct gw *g = r->g;
-
 	detach(r);
-	gw_store_key_release(r);
-	*r->pprev = r->next;
-	if (r->next)
-		r->next->pprev = r->pprev;
-	g->n_reqs--;
+	timers_off(r);
+}
+
+void gw_relay_drop(struct gw_req *r)
+{
+	detach(r);
 	if (r->timer)
 		event_free(r->timer);
 	if (r->keepalive)
 		event_free(r->keepalive);
-	engy_api_req_free(&r->areq);
-	engy_oai_stream_free(&r->os);
-	engy_anth_stream_free(&r->as);
-	engy_sse_out_free(&r->out);
-	free(r->relayed);
-	free(r->body);
-	free(r);
+	r->timer = r->keepalive = NULL;
 }
 
-static void outcome(struct gw_req *r, int status, const char *reason,
-		    struct gw_outcome *o)
+void gw_relay_outcome(const struct gw_req *r, int status, const char *reason,
+		      struct gw_outcome *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->status = status;
@@ -130,41 +106,6 @@ static void outcome(struct gw_req *r, int status, const char *reason,
 	o->total_s = gw_since(&r->t0);
 	o->is_probe = r->is_probe;
 	o->reason = reason;
-}
-
-void gw_req_finish(struct gw_req *r, int status, const char *reason)
-{
-	struct gw *g = r->g;
-	char labels[64], qr[200];
-
-	detach(r);
-	timers_off(r);
-	r->status = status;
-	outcome(r, status, reason, &r->out_come);
-	gw_store_key_release(r);
-	if (r->sink && !r->sink_called) {
-		r->sink_called = true;
-		r->sink->done(r->sink_arg, &r->out_come, NULL);
-	}
-	snprintf(labels, sizeof(labels), "api=\"%s\",status=\"%d\"",
-		 r->internal		     ? "internal"
-		 : r->api == ENGY_API_OPENAI ? "openai"
-					     : "anthropic",
-		 status);
-	gw_count(g, "engy_gw_requests_total", labels);
-	if (r->miner[0] && r->out_come.ttft_ms && g->m_ttft)
-		gw_mobserve(g, g->m_ttft, r->out_come.ttft_ms / 1e3);
-	GW_LOG(g, ENGY_LOG_INFO,
-	       "event=request_done request=%s status=%d api=%s stream=%d "
-	       "attempts=%u miner=%s ttft_ms=%u tpot_ms=%u total_ms=%.1f "
-	       "reason=%s",
-	       r->request_id, status,
-	       r->api == ENGY_API_OPENAI ? "openai" : "anthropic",
-	       r->areq.stream, r->attempts, r->miner[0] ? r->miner : "-",
-	       r->out_come.ttft_ms, r->out_come.tpot_ms,
-	       r->out_come.total_s * 1e3,
-	       (engy_logfmt_value(qr, sizeof(qr), reason ? reason : ""), qr));
-	gw_store_settle(r);
 }
 
 static struct gw_req *find(struct gw_worker *w, const char *corr_id)
@@ -195,39 +136,25 @@ static void send_cancel(struct gw_req *r)
 	cJSON_Delete(o);
 }
 
-/* An attempt ended without a result: tell the observers, then try
- * another worker or give the buyer @status. */
+/* An attempt ended without a result: tell the observers, then the
+ * driver (another worker, or the buyer gets @status). */
 static void attempt_failed(struct gw_req *r, int status, const char *reason,
 			   bool retry)
 {
 	struct gw *g = r->g;
 	struct gw_worker *w = r->w;
 	struct gw_outcome o;
-	double left = r->deadline_s - gw_since(&r->t0);
 
 	timers_off(r);
 	if (w) {
 		w->failed++;
-		outcome(r, status, reason, &o);
+		gw_relay_outcome(r, status, reason, &o);
 		detach(r);
 		gw_notify_finished(g, w, r, &o);
 	}
 	r->first_chunk = false;
 	r->status = status;
-	if (retry && !r->content_sent && !r->gone && !g->stopping &&
-	    r->attempts < (unsigned)g->c->max_attempts && left > 1) {
-		if (g->m_attempts)
-			gw_madd(g, g->m_attempts, 1);
-		GW_LOG(g, ENGY_LOG_INFO,
-		       "event=attempt_retry request=%s attempt=%u status=%d",
-		       r->request_id, r->attempts, status);
-		gw_relay_dispatch(r);
-		return;
-	}
-	gw_http_error(r, status,
-		      status == 504
-			      ? "the worker did not answer in time"
-			      : "the worker failed to complete the request");
+	g->relay_sink->failed(r, status, retry);
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -260,10 +187,10 @@ static void on_keepalive(evutil_socket_t fd, short what, void *arg)
 	struct gw_req *r = arg;
 	struct timeval tv = {0, 0};
 
-	if (!r->x || r->content_sent || gw_http_stream_begin(r) < 0)
+	if (!r->x || r->content_sent || gw_reply_stream_begin(r) < 0)
 		return;
 	engy_api_keepalive(&r->out, r->api);
-	gw_http_flush(r);
+	gw_reply_flush(r);
 	tv.tv_sec = (time_t)r->g->c->keepalive_s;
 	tv.tv_usec =
 		(suseconds_t)((r->g->c->keepalive_s - (double)tv.tv_sec) * 1e6);
@@ -285,7 +212,7 @@ static char *serve_frame(struct gw_req *r, size_t *len)
 	return s;
 }
 
-static int first_dispatch(struct gw_req *r)
+int gw_relay_prepare(struct gw_req *r)
 {
 	cJSON *id;
 
@@ -308,36 +235,14 @@ fail:
 	return -ENOMEM;
 }
 
-void gw_relay_dispatch(struct gw_req *r)
+void gw_relay_start(struct gw_req *r, struct gw_worker *w)
 {
 	struct gw *g = r->g;
-	struct gw_worker *w;
 	double deadline;
 	size_t len;
 	char *s;
 	int rc;
 
-	if (r->gone) {
-		gw_req_finish(r, 499, "buyer left");
-		return;
-	}
-	if (!r->attempts && first_dispatch(r) < 0) {
-		gw_http_error(r, 500, "out of memory");
-		return;
-	}
-	r->state = GW_R_ROUTED;
-	w = gw_route_pick(g, r);
-	if (!w) {
-		if (r->attempts)
-			gw_http_error(
-				r, r->status ? r->status : 502,
-				"the worker failed to complete the request");
-		else
-			gw_http_error(r, 503,
-				      "every worker serving this model is "
-				      "busy or ineligible; retry shortly");
-		return;
-	}
 	snprintf(r->corr_id, sizeof(r->corr_id), "%s.%u", r->request_id,
 		 r->attempts);
 	r->tried[r->attempts++] = w->id;
@@ -421,8 +326,8 @@ static void keep_text(struct gw_req *r, const char *s, size_t n)
 	r->relayed[r->relayed_bytes] = '\0';
 }
 
-void gw_relay_chunk(struct gw_worker *w, const char *corr_id,
-		    const cJSON *delta)
+static void on_chunk(struct gw_worker *w, const char *corr_id,
+		     const cJSON *delta)
 {
 	struct gw_req *r = find(w, corr_id);
 	const char *content, *reasoning;
@@ -444,7 +349,7 @@ void gw_relay_chunk(struct gw_worker *w, const char *corr_id,
 		reasoning = dstr(delta, "reasoning", &rlen);
 	if (!content && !reasoning)
 		return;
-	if (gw_http_stream_begin(r) < 0)
+	if (gw_reply_stream_begin(r) < 0)
 		return;
 	if (r->api == ENGY_API_OPENAI)
 		engy_oai_stream_delta(&r->os, delta, &r->out);
@@ -452,7 +357,7 @@ void gw_relay_chunk(struct gw_worker *w, const char *corr_id,
 		engy_anth_stream_delta(&r->as, delta, &r->out);
 	if (r->out.len)
 		r->content_sent = true;
-	gw_http_flush(r);
+	gw_reply_flush(r);
 	if (reasoning)
 		keep_text(r, reasoning, rlen);
 	if (content)
@@ -486,7 +391,7 @@ static int answer(struct gw_req *r, const struct engy_api_result *res)
 	if (!r->x)
 		return 0;
 	if (r->areq.stream) {
-		rc = gw_http_stream_begin(r);
+		rc = gw_reply_stream_begin(r);
 		if (rc == 0)
 			rc = r->api == ENGY_API_OPENAI
 				     ? engy_oai_stream_finish(&r->os, res,
@@ -495,7 +400,7 @@ static int answer(struct gw_req *r, const struct engy_api_result *res)
 							       &r->out);
 		if (rc < 0)
 			return rc;
-		gw_http_flush(r);
+		gw_reply_flush(r);
 		g->t->http_stream_end(g->ti, r->x);
 		r->x = NULL;
 		return 0;
@@ -515,8 +420,8 @@ static int answer(struct gw_req *r, const struct engy_api_result *res)
 	return 0;
 }
 
-void gw_relay_response(struct gw_worker *w, const char *corr_id,
-		       const cJSON *frame)
+static void on_response(struct gw_worker *w, const char *corr_id,
+			const cJSON *frame)
 {
 	struct gw_req *r = find(w, corr_id);
 	const cJSON *err = cJSON_GetObjectItemCaseSensitive(frame, "error");
@@ -555,7 +460,7 @@ void gw_relay_response(struct gw_worker *w, const char *corr_id,
 	engy_api_result_free(&res);
 	w->served++;
 	timers_off(r);
-	outcome(r, 200, NULL, &o);
+	gw_relay_outcome(r, 200, NULL, &o);
 	if (r->sink && !r->sink_called) {
 		r->sink_called = true;
 		r->sink->done(r->sink_arg, &o, frame);
@@ -563,64 +468,35 @@ void gw_relay_response(struct gw_worker *w, const char *corr_id,
 	gw_notify_response(r->g, w, r, frame);
 	detach(r);
 	gw_notify_finished(r->g, w, r, &o);
-	gw_req_finish(r, 200, NULL);
+	r->g->relay_sink->answered(r);
 }
 
-void gw_relay_orphan(struct gw_worker *w)
+static void on_orphan(struct gw_worker *w)
 {
 	while (w->reqs)
 		attempt_failed(w->reqs, 502, "the worker's leg closed", true);
 }
 
-void gw_relay_gone(struct gw_req *r)
+void gw_relay_cancel(struct gw_req *r)
 {
 	struct gw_worker *w = r->w;
 	struct gw_outcome o;
 
-	r->gone = true;
-	r->x = NULL;
-	if (r->state != GW_R_ROUTED)
-		return; /* a pool job will see it, or it is settling */
-	if (w) {
-		send_cancel(r);
-		outcome(r, 499, "buyer left", &o);
-		detach(r);
-		gw_notify_finished(r->g, w, r, &o);
-	}
-	gw_req_finish(r, 499, "buyer left");
+	if (!w)
+		return;
+	send_cancel(r);
+	gw_relay_outcome(r, 499, "buyer left", &o);
+	detach(r);
+	gw_notify_finished(r->g, w, r, &o);
 }
 
-int gw_submit(struct gw *g, const char *model, cJSON *body_take,
-	      struct gw_worker *pin, bool is_probe, const struct gw_sink *s,
-	      void *arg)
-{
-	const cJSON *mt;
-	struct gw_req *r;
+static const struct gw_pool_sink pool_sink = {
+	.chunk = on_chunk,
+	.response = on_response,
+	.orphan = on_orphan,
+};
 
-	if (!cJSON_IsObject(body_take) || !model || !s || !s->done) {
-		cJSON_Delete(body_take);
-		return -EINVAL;
-	}
-	r = gw_req_new(g);
-	if (!r || !(r->areq.model = strdup(model))) {
-		cJSON_Delete(body_take);
-		if (r)
-			gw_req_free(r);
-		return -ENOMEM;
-	}
-	r->internal = true;
-	r->is_probe = is_probe;
-	r->pin = pin ? pin->id : 0;
-	r->sink = s;
-	r->sink_arg = arg;
-	r->areq.body = body_take;
-	r->areq.stream = true;
-	mt = cJSON_GetObjectItemCaseSensitive(body_take, "max_tokens");
-	if (cJSON_IsNumber(mt) && mt->valuedouble >= 1) {
-		r->areq.has_max_tokens = true;
-		r->areq.max_tokens = (uint64_t)mt->valuedouble;
-	}
-	snprintf(r->spec.name, sizeof(r->spec.name), "%s", model);
-	gw_store_reserve(r);
-	return 0;
+void gw_relay_init(struct gw *g)
+{
+	g->pool_sink = &pool_sink;
 }

@@ -11,15 +11,19 @@
  *           template rendered for the prompt count (exact with the
  *           model's tokenizer, else one token per byte: a byte-level BPE
  *           never makes more tokens than bytes), the affinity hash;
- *   (loop)  401, 404 for an unknown API route's model, 429 per key,
- *           503 when no worker serves the model;
+ *   (loop)  401, 404 for an unknown API route's model, 429 per key
+ *           (gw_store_key_hold()), 503 when no worker serves the model;
  *   RESERVE (pool) the model (unless cached), its limits applied,
  *           reserve() sized from the prompt bound and max_tokens on the
  *           price card: 402 when the balance cannot cover it;
- * then gateway_relay.c routes it.  At the end SETTLE (pool) charges what
+ * then it is routed.  At the end SETTLE (pool) charges what
  * was produced (never above the reservation) and appends the metadata
  * row in the same transaction; a refusal after the key is known gets a
  * row of its own.  Nothing of a prompt or completion reaches the store.
+ *
+ * Each trip ends in the caller's continuation on the loop thread (the
+ * request driver, gateway_req.c, decides what follows): a refusal is left
+ * in r->job_status and r->err, never answered here.
  */
 #include <errno.h>
 #include <limits.h>
@@ -33,17 +37,6 @@
 #include "miner_ckpt.h"
 #include "minerproto.h"
 #include "tokenizer.h"
-
-int gw_store_work(struct gw *g, void (*fn)(void *), void (*done)(void *, int),
-		  void *arg)
-{
-	return g->h->work(g->h, fn, done, arg);
-}
-
-bool gw_fresh(const struct timespec *t, double ttl)
-{
-	return gw_since(t) < ttl;
-}
 
 const struct gw_tok *gw_store_tok(const struct gw *g, const char *model)
 {
@@ -149,6 +142,21 @@ static void caches_trim(struct gw *g)
 	}
 }
 
+int gw_store_key_hold(struct gw_req *r)
+{
+	struct gw *g = r->g;
+	struct gw_key_entry *e = key_find(g, r->key_hash);
+
+	if (g->c->key_max_inflight && e &&
+	    e->inflight >= (unsigned)g->c->key_max_inflight)
+		return -EBUSY;
+	if (e) {
+		e->inflight++;
+		r->key_counted = true;
+	}
+	return 0;
+}
+
 void gw_store_key_release(struct gw_req *r)
 {
 	struct gw_key_entry *e;
@@ -241,7 +249,6 @@ static void check_done(void *arg, int rc)
 {
 	struct gw_req *r = arg;
 	struct gw *g = r->g;
-	struct gw_key_entry *e;
 
 	/* Unknown keys are not cached: a flood of made-up keys would grow
 	 * the table; each costs one indexed read on the pool instead. */
@@ -256,38 +263,10 @@ static void check_done(void *arg, int rc)
 		snprintf(r->err, sizeof(r->err),
 			 "the gateway is shutting down");
 	}
-	if (r->gone) {
-		gw_req_finish(r, 499, "buyer left");
-		return;
-	}
-	if (r->job_status) {
-		gw_http_error(r, r->job_status, r->err);
-		return;
-	}
-	snprintf(r->spec.name, sizeof(r->spec.name), "%s", r->areq.model);
-	if (r->count_only) {
-		gw_http_count(r);
-		return;
-	}
-	e = key_find(g, r->key_hash);
-	if (g->c->key_max_inflight && e &&
-	    e->inflight >= (unsigned)g->c->key_max_inflight) {
-		gw_http_error(r, 429,
-			      "too many requests in flight for this API "
-			      "key; retry when one has finished");
-		return;
-	}
-	if (e) {
-		e->inflight++;
-		r->key_counted = true;
-	}
-	/* No worker: 503 at once, or 404 once the model is known not to
-	 * exist (the reserve job looks it up, and reserves nothing). */
-	r->no_worker = !gw_route_any(g, r->areq.model);
-	gw_store_reserve(r);
+	r->job_done(r);
 }
 
-void gw_store_check(struct gw_req *r)
+void gw_store_check(struct gw_req *r, void (*done)(struct gw_req *r))
 {
 	struct gw *g = r->g;
 	struct gw_key_entry *e = key_find(g, r->key_hash);
@@ -299,6 +278,7 @@ void gw_store_check(struct gw_req *r)
 		r->key_rec.status = e->status;
 	}
 	r->state = GW_R_CHECK;
+	r->job_done = done;
 	if (gw_store_work(g, check_fn, check_done, r) < 0)
 		check_done(r, -ECANCELED);
 }
@@ -403,33 +383,31 @@ static void reserve_done(void *arg, int rc)
 		snprintf(r->err, sizeof(r->err),
 			 "the gateway is shutting down");
 	}
-	if (r->gone) {
-		gw_req_finish(r, 499, "buyer left");
-		return;
-	}
-	if (r->job_status) {
-		gw_http_error(r, r->job_status, r->err);
-		return;
-	}
-	gw_relay_dispatch(r);
+	r->job_done(r);
 }
 
-void gw_store_reserve(struct gw_req *r)
+void gw_store_reserve(struct gw_req *r, void (*done)(struct gw_req *r))
 {
 	struct gw *g = r->g;
 	struct gw_model_entry *m = model_find(g, r->areq.model);
 
+	r->job_done = done;
 	if (m && gw_fresh(&m->fetched, g->c->model_cache_s)) {
+		/* Refused from the cache, without a trip to the pool. */
 		if (!m->found || m->m.status != ENGY_MODEL_ENABLED) {
-			gw_http_error(r, 404, "model: no such model");
+			r->job_status = 404;
+			snprintf(r->err, sizeof(r->err), "model: no such model");
+			done(r);
 			return;
 		}
 		r->model_cached = true;
 		r->spec = m->m;
 		if (r->no_worker) {
-			gw_http_error(r, 503,
-				      "no worker is serving this model "
-				      "right now; retry shortly");
+			r->job_status = 503;
+			snprintf(r->err, sizeof(r->err),
+				 "no worker is serving this model "
+				 "right now; retry shortly");
+			done(r);
 			return;
 		}
 	}
@@ -533,12 +511,13 @@ static void settle_done(void *arg, int rc)
 	       "prompt_tokens=%u completion_tokens=%u cached_tokens=%u",
 	       r->request_id, r->status, (long long)r->cost_micro,
 	       r->prompt_tokens, r->completion_tokens, r->cached_tokens);
-	gw_req_free(r);
+	r->job_done(r);
 }
 
-void gw_store_settle(struct gw_req *r)
+void gw_store_settle(struct gw_req *r, void (*done)(struct gw_req *r))
 {
 	r->state = GW_R_SETTLE;
+	r->job_done = done;
 	/* Rows are requests that went for a model: not /v1/models nor
 	 * count_tokens, not what failed before the key was known. */
 	if (!r->reservation_id && !r->is_probe &&
@@ -547,7 +526,7 @@ void gw_store_settle(struct gw_req *r)
 		       "event=request_settled "
 		       "request=%s status=%d row=none",
 		       r->request_id, r->status);
-		gw_req_free(r);
+		done(r);
 		return;
 	}
 	if (gw_store_work(r->g, settle_fn, settle_done, r) < 0) {
