@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Pulling from the gateway's proof tee (specs/auditor.md §2): every
- * pull_s, one GET on the pool (libcurl, bounded body, timeout), the items
+ * pull_s, one GET on the pool (lib/httpc, bounded body, timeout), the items
  * parsed there; on the loop thread the sampled ones join a bounded queue
  * (past queue_max they are dropped and counted: the auditor falls behind,
  * serving never does).  A buyer request is sampled when the first four
