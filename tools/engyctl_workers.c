@@ -13,19 +13,14 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 
 #include "engyctl.h"
 #include "fsutil.h"
+#include "httpc.h"
 
 int engyctl_workers(int argc, char **argv);
 
 #define MAX_BODY (32u << 20)
-
-struct buf {
-	char *p;
-	size_t len;
-};
 
 static int usage(FILE *f, int rc)
 {
@@ -40,24 +35,6 @@ static int usage(FILE *f, int rc)
 		"the gateway's tee_token, from ENGY_TEE_TOKEN or --token-file.\n"
 		"--json prints the API's answer as it came.  Exit 0, 1 on failure.\n");
 	return rc;
-}
-
-static size_t on_body(char *p, size_t sz, size_t n, void *arg)
-{
-	struct buf *b = arg;
-	size_t add = sz * n;
-	char *np;
-
-	if (b->len + add > MAX_BODY)
-		return 0;
-	np = realloc(b->p, b->len + add + 1);
-	if (!np)
-		return 0;
-	memcpy(np + b->len, p, add);
-	b->p = np;
-	b->len += add;
-	np[b->len] = '\0';
-	return add;
 }
 
 static const char *str(const cJSON *o, const char *k)
@@ -100,37 +77,21 @@ static void row(const cJSON *w)
 	       brk, onb);
 }
 
-static int fetch(const char *url, const char *token, struct buf *b, long *status)
+static int fetch(const char *url, const char *token,
+		 struct engy_httpc_resp *rs)
 {
-	struct curl_slist *hs = NULL;
-	char *auth = NULL;
-	CURLcode cc;
-	CURL *h;
+	const struct engy_httpc_req rq = {
+		.url = url,
+		.timeout_ms = 10000,
+		.max_body = MAX_BODY,
+		.bearer = token,
+	};
+	int rc = engy_httpc_do(NULL, &rq, rs);
 
-	if (asprintf(&auth, "Authorization: Bearer %s", token) < 0)
+	if (rc == -ENOMEM)
 		return engyctl_fail("out of memory");
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	h = curl_easy_init();
-	if (!h) {
-		free(auth);
-		return engyctl_fail("out of memory");
-	}
-	hs = curl_slist_append(hs, auth);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
-	cc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
-	curl_easy_cleanup(h);
-	curl_slist_free_all(hs);
-	memset(auth, 0, strlen(auth));
-	free(auth);
-	curl_global_cleanup();
-	if (cc != CURLE_OK)
-		return engyctl_fail("workers: %s: %s", url, curl_easy_strerror(cc));
+	if (rc < 0)
+		return engyctl_fail("workers: %s: %s", url, rs->err);
 	return 0;
 }
 
@@ -144,12 +105,11 @@ int engyctl_workers(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *gw = NULL, *tfile = NULL, *env = getenv("ENGY_TEE_TOKEN");
-	struct buf b = { NULL, 0 };
+	struct engy_httpc_resp b = { 0 };
 	char *token = NULL, *url = NULL;
 	const cJSON *ws, *w;
 	uint8_t *tb = NULL;
 	size_t tl = 0;
-	long status = 0;
 	cJSON *doc = NULL;
 	int c, rc = 1, json = 0;
 
@@ -192,13 +152,13 @@ int engyctl_workers(int argc, char **argv)
 		tl--;
 	if (asprintf(&url, "%.*s/internal/v1/workers", (int)tl, gw) < 0)
 		goto out;
-	if (fetch(url, token, &b, &status))
+	if (fetch(url, token, &b))
 		goto out;
-	doc = cJSON_ParseWithLength(b.p ? b.p : "", b.len);
-	if (status != 200) {
+	doc = cJSON_ParseWithLength(b.body ? b.body : "", b.len);
+	if (b.status != 200) {
 		const cJSON *e = cJSON_GetObjectItemCaseSensitive(doc, "error");
 
-		engyctl_fail("workers: HTTP %ld%s%s", status,
+		engyctl_fail("workers: HTTP %ld%s%s", b.status,
 			     cJSON_IsString(e) ? ": " : "",
 			     cJSON_IsString(e) ? e->valuestring : "");
 		goto out;
@@ -209,7 +169,7 @@ int engyctl_workers(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		fwrite(b.p, 1, b.len, stdout);
+		fwrite(b.body, 1, b.len, stdout);
 		putchar('\n');
 	} else {
 		printf("%-5s %-24s %-12s %-16s %-8s %-3s %-9s %8s %8s  %-12s %s\n",
@@ -224,7 +184,7 @@ out:
 		memset(token, 0, strlen(token));
 	free(token);
 	free(url);
-	free(b.p);
+	engy_httpc_resp_free(&b);
 	cJSON_Delete(doc);
 	return rc;
 }

@@ -5,16 +5,16 @@
  * declares, signs set_weights with the caller's signer against the
  * runtime's own call indices and signed extensions, submits it, and
  * follows new blocks until it is in one, then reads its outcome from the
- * block's events.  Each op is one job on the worker pool (blocking libcurl
- * there); jobs of an instance run one at a time.
+ * block's events.  Each op is one job on the worker pool (blocking
+ * lib/http/httpc there); jobs of an instance run one at a time.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include <curl/curl.h>
-
+#include "httpc.h"
 #include "sub.h"
 #include "url.h"
 
@@ -248,15 +248,13 @@ static int sub_create(const struct engy_host *h, const void *conf, void **inst)
 		return -EINVAL;
 	}
 	engy_url_free(&u);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+	if (engy_httpc_global_init() < 0) {
 		engy_err(h, "event=curl_init_failed");
 		return -ENOMEM;
 	}
 	s = calloc(1, sizeof(*s));
-	if (!s) {
-		curl_global_cleanup();
+	if (!s)
 		return -ENOMEM;
-	}
 	s->h = h;
 	s->c = c;
 	atomic_init(&s->cancel, 0);
@@ -299,7 +297,6 @@ static void sub_destroy(void *inst)
 	engy_meta_free(s->md);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
-	curl_global_cleanup();
 }
 
 ENGY_PLUGIN(.kind = ENGY_KIND_CHAIN, .name = "chain-subtensor",

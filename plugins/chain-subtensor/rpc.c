@@ -4,50 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-
+#include "httpc.h"
 #include "rpc.h"
-
-struct body {
-	char *p;
-	size_t len, cap, max;
-	int too_big;
-};
-
-static size_t on_data(char *p, size_t size, size_t n, void *arg)
-{
-	struct body *b = arg;
-	size_t len = size * n;
-
-	if (len > b->max - b->len) {
-		b->too_big = 1;
-		return 0;
-	}
-	if (b->len + len + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *q;
-
-		while (cap < b->len + len + 1)
-			cap *= 2;
-		q = realloc(b->p, cap);
-		if (!q)
-			return 0;
-		b->p = q;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, p, len);
-	b->len += len;
-	b->p[b->len] = '\0';
-	return len;
-}
-
-static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut,
-		       curl_off_t un)
-{
-	const atomic_int *cancel = arg;
-
-	return cancel && atomic_load(cancel) ? 1 : 0;
-}
 
 int rpc_init(struct rpc *r, const char *endpoint, long timeout_ms,
 	     size_t max_body, const atomic_int *cancel)
@@ -65,8 +23,8 @@ int rpc_init(struct rpc *r, const char *endpoint, long timeout_ms,
 		scheme = "";
 	}
 	r->url = malloc(strlen(scheme) + strlen(rest) + 1);
-	r->curl = curl_easy_init();
-	if (!r->url || !r->curl) {
+	r->http = engy_httpc_new();
+	if (!r->url || !r->http) {
 		rpc_free(r);
 		return -ENOMEM;
 	}
@@ -80,47 +38,31 @@ int rpc_init(struct rpc *r, const char *endpoint, long timeout_ms,
 
 void rpc_free(struct rpc *r)
 {
-	if (r->curl)
-		curl_easy_cleanup(r->curl);
+	engy_httpc_free(r->http);
 	free(r->url);
 	memset(r, 0, sizeof(*r));
-}
-
-static int transport_error(struct rpc *r, CURLcode cc, const struct body *b)
-{
-	if (r->cancel && atomic_load(r->cancel)) {
-		snprintf(r->err, sizeof(r->err), "cancelled");
-		return -ECANCELED;
-	}
-	if (b->too_big) {
-		snprintf(r->err, sizeof(r->err), "response over %zu bytes",
-			 r->max_body);
-		return -EFBIG;
-	}
-	snprintf(r->err, sizeof(r->err), "%s", curl_easy_strerror(cc));
-	switch (cc) {
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	case CURLE_COULDNT_RESOLVE_HOST:
-		return -EHOSTUNREACH;
-	default:
-		return -EIO;
-	}
 }
 
 int rpc_call(struct rpc *r, const char *method, const char *params,
 	     cJSON **root_out, const cJSON **result)
 {
-	struct body b = {.max = r->max_body};
-	struct curl_slist *h = NULL;
+	static const char *const hdrs[] = { "Content-Type: application/json",
+					    NULL };
 	const cJSON *err, *res;
 	size_t need = strlen(method) + strlen(params) + 96;
 	char *req = malloc(need);
+	struct engy_httpc_req rq = {
+		.method = "POST",
+		.url = r->url,
+		.headers = hdrs,
+		.body = req,
+		.timeout_ms = r->timeout_ms,
+		.connect_timeout_ms = r->timeout_ms,
+		.max_body = r->max_body,
+		.cancel = r->cancel,
+	};
+	struct engy_httpc_resp b = { 0 };
 	cJSON *root = NULL;
-	long status = 0;
-	CURLcode cc;
 	int rc;
 
 	*root_out = NULL;
@@ -133,37 +75,17 @@ int rpc_call(struct rpc *r, const char *method, const char *params,
 		 "{\"jsonrpc\":\"2.0\",\"id\":%u,\"method\":\"%s\",\"params\":%"
 		 "s}",
 		 ++r->id, method, params);
-	h = curl_slist_append(h, "Content-Type: application/json");
-	curl_easy_setopt(r->curl, CURLOPT_URL, r->url);
-	curl_easy_setopt(r->curl, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(r->curl, CURLOPT_POSTFIELDS, req);
-	curl_easy_setopt(r->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(req));
-	curl_easy_setopt(r->curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(r->curl, CURLOPT_WRITEDATA, &b);
-	curl_easy_setopt(r->curl, CURLOPT_TIMEOUT_MS, r->timeout_ms);
-	curl_easy_setopt(r->curl, CURLOPT_CONNECTTIMEOUT_MS, r->timeout_ms);
-	curl_easy_setopt(r->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(r->curl, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(r->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(r->curl, CURLOPT_XFERINFODATA, (void *)r->cancel);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-#else
-	curl_easy_setopt(r->curl, CURLOPT_PROTOCOLS,
-			 (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
-#endif
-	cc = curl_easy_perform(r->curl);
-	curl_slist_free_all(h);
+	rq.body_len = strlen(req);
+	rc = engy_httpc_do(r->http, &rq, &b);
 	free(req);
-	if (cc != CURLE_OK) {
-		rc = transport_error(r, cc, &b);
+	if (rc < 0) {
+		snprintf(r->err, sizeof(r->err), "%s", b.err);
 		goto out;
 	}
-	curl_easy_getinfo(r->curl, CURLINFO_RESPONSE_CODE, &status);
-	root = b.p ? cJSON_ParseWithLength(b.p, b.len) : NULL;
+	root = b.body ? cJSON_ParseWithLength(b.body, b.len) : NULL;
 	if (!cJSON_IsObject(root)) {
 		snprintf(r->err, sizeof(r->err),
-			 "HTTP %ld with no JSON-RPC answer", status);
+			 "HTTP %ld with no JSON-RPC answer", b.status);
 		rc = -EPROTO;
 		goto out;
 	}
@@ -203,7 +125,7 @@ int rpc_call(struct rpc *r, const char *method, const char *params,
 	rc = 0;
 out:
 	cJSON_Delete(root);
-	free(b.p);
+	engy_httpc_resp_free(&b);
 	return rc;
 }
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Blocking JSON-RPC 2.0 over HTTP POST (libcurl), for worker threads.
+ * Blocking JSON-RPC 2.0 over HTTP POST (lib/http/httpc), for worker threads.
  * Substrate nodes (and chopsticks) answer HTTP and WebSocket on one port;
  * a ws:// or wss:// endpoint is dialled as http:// or https://.
  */
@@ -12,8 +12,10 @@
 
 #include <cjson/cJSON.h>
 
+struct engy_httpc;
+
 struct rpc {
-	void *curl; /* CURL *, reused for keep-alive */
+	struct engy_httpc *http; /* kept for keep-alive */
 	char *url;
 	long timeout_ms;
 	size_t max_body;

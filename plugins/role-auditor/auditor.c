@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <curl/curl.h>
 #include <event2/event.h>
 
 #include <engy/host.h>
@@ -23,6 +22,7 @@
 
 #include "config.h"
 #include "auditor_int.h"
+#include "httpc.h"
 #include "ss58.h"
 
 #define OFF(f) offsetof(struct aud_conf, f)
@@ -195,7 +195,7 @@ static int aud_start(void *inst)
 	}
 	if (owner)
 		strcpy(a->owner, owner);
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+	if (engy_httpc_global_init() < 0)
 		return -ENOMEM;
 	a->pull_ev = event_new(a->h->evbase(a->h), -1, EV_PERSIST, on_pull, a);
 	a->epoch_ev = event_new(a->h->evbase(a->h), -1, EV_PERSIST, on_epoch, a);
@@ -261,10 +261,8 @@ static void aud_destroy(void *inst)
 	}
 	if (a->pull_ev)
 		event_free(a->pull_ev);
-	if (a->epoch_ev) {
+	if (a->epoch_ev)
 		event_free(a->epoch_ev);
-		curl_global_cleanup();
-	}
 	engy_hotkey_wipe(&a->hk);
 	free(a);
 }

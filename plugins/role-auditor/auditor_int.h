@@ -4,7 +4,7 @@
  *
  *   auditor.c        options, wiring, the timers, start/stop
  *   auditor_pull.c   pulling sampled commitments from the gateway's tee
- *                    (libcurl on the pool) into a bounded queue
+ *                    (lib/http/httpc on the pool) into a bounded queue
  *   auditor_check.c  one job: model and thresholds from the store, the
  *                    backend's prefill of prompt + output, every proof
  *                    plugin's verify() on the pool, the verdict row

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Pulling from the gateway's proof tee (specs/auditor.md §2): every
- * pull_s, one GET on the pool (libcurl, bounded body, timeout), the items
+ * pull_s, one GET on the pool (lib/http/httpc, bounded body, timeout), the items
  * parsed there; on the loop thread the sampled ones join a bounded queue
  * (past queue_max they are dropped and counted: the auditor falls behind,
  * serving never does).  A buyer request is sampled when the first four
@@ -15,24 +15,21 @@
 #include <string.h>
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 #include <sodium.h>
 
 #include <config.h>
 
 #include "auditor_int.h"
+#include "httpc.h"
 
 #define PULL_MAX_BYTES (64u << 20)
 #define PULL_LIMIT 64
+#define ACK_MAX_BYTES (64u << 10)
 
 struct pull {
 	struct aud *a;
 	char url[1024];
-	char auth[600];
-	long status;
 	char err[160];
-	char *buf;
-	size_t len;
 	struct aud_job *jobs;		/* parsed, in order */
 	char next[64];
 	unsigned n_items, n_sampled;
@@ -50,29 +47,6 @@ void aud_job_free(struct aud_job *j)
 	free(j->ids);
 	free(j->rows);
 	free(j);
-}
-
-static size_t on_body(char *p, size_t sz, size_t n, void *arg)
-{
-	struct pull *u = arg;
-	size_t add = sz * n;
-	char *b;
-
-	if (u->len + add > PULL_MAX_BYTES)
-		return 0;
-	b = realloc(u->buf, u->len + add + 1);
-	if (!b)
-		return 0;
-	memcpy(b + u->len, p, add);
-	u->buf = b;
-	u->len += add;
-	b[u->len] = '\0';
-	return add;
-}
-
-static size_t discard(char *p, size_t sz, size_t n, void *arg)
-{
-	return sz * n;
 }
 
 static bool sampled(const char *rid, int64_t ppm)
@@ -123,44 +97,33 @@ static void pull_fn(void *arg)
 {
 	struct pull *u = arg;
 	struct aud *a = u->a;
-	struct curl_slist *hs = NULL;
 	struct aud_job **tail = &u->jobs;
 	const cJSON *items, *it, *nx;
+	const struct engy_httpc_req rq = {
+		.url = u->url,
+		.timeout_ms = a->c->fetch_timeout_s * 1000,
+		.max_body = PULL_MAX_BYTES,
+		.bearer = a->c->tee_token && *a->c->tee_token ? a->c->tee_token
+							      : NULL,
+		.user_agent = "engy-auditor/" PACKAGE_VERSION,
+	};
+	struct engy_httpc_resp rs;
 	cJSON *doc;
-	CURLcode cc;
-	CURL *h = curl_easy_init();
 
-	if (!h) {
-		snprintf(u->err, sizeof(u->err), "out of memory");
-		return;
+	if (engy_httpc_do(NULL, &rq, &rs) < 0) {
+		snprintf(u->err, sizeof(u->err), "%s", rs.err);
+		goto out;
 	}
-	if (u->auth[0])
-		hs = curl_slist_append(hs, u->auth);
-	curl_easy_setopt(h, CURLOPT_URL, u->url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)a->c->fetch_timeout_s);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, u);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "engy-auditor/" PACKAGE_VERSION);
-	cc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &u->status);
-	curl_easy_cleanup(h);
-	curl_slist_free_all(hs);
-	if (cc != CURLE_OK) {
-		snprintf(u->err, sizeof(u->err), "%s", curl_easy_strerror(cc));
-		return;
+	if (rs.status != 200) {
+		snprintf(u->err, sizeof(u->err), "HTTP %ld", rs.status);
+		goto out;
 	}
-	if (u->status != 200) {
-		snprintf(u->err, sizeof(u->err), "HTTP %ld", u->status);
-		return;
-	}
-	doc = cJSON_ParseWithLength(u->buf ? u->buf : "", u->len);
+	doc = cJSON_ParseWithLength(rs.body ? rs.body : "", rs.len);
 	items = cJSON_GetObjectItemCaseSensitive(doc, "entries");
 	if (!cJSON_IsArray(items)) {
 		snprintf(u->err, sizeof(u->err), "not a tee answer (no entries)");
 		cJSON_Delete(doc);
-		return;
+		goto out;
 	}
 	cJSON_ArrayForEach(it, items) {
 		struct aud_job *j;
@@ -184,6 +147,8 @@ static void pull_fn(void *arg)
 	else if (cJSON_IsNumber(nx))
 		snprintf(u->next, sizeof(u->next), "%.0f", nx->valuedouble);
 	cJSON_Delete(doc);
+out:
+	engy_httpc_resp_free(&rs);
 }
 
 static void pull_done(void *arg, int prc)
@@ -221,7 +186,6 @@ static void pull_done(void *arg, int prc)
 		aud_log(a, ENGY_LOG_INFO,
 			 "event=tee_pull items=%u sampled=%u dropped=%u queued=%u",
 			 u->n_items, u->n_sampled, dropped, a->q_len);
-	free(u->buf);
 	free(u);
 	aud_check_next(a);
 }
@@ -240,9 +204,6 @@ void aud_pull_start(struct aud *a)
 	snprintf(u->url, sizeof(u->url), "%s%ssince=%s&n=%d", base,
 		 strchr(base, '?') ? "&" : "?", a->cursor[0] ? a->cursor : "0",
 		 PULL_LIMIT);
-	if (a->c->tee_token && *a->c->tee_token)
-		snprintf(u->auth, sizeof(u->auth), "Authorization: Bearer %s",
-			 a->c->tee_token);
 	a->pulling = true;
 	a->inflight++;
 	if (a->h->work(a->h, pull_fn, pull_done, u) < 0) {
@@ -259,11 +220,22 @@ void aud_pull_start(struct aud *a)
  */
 void aud_ack(struct aud *a, const struct aud_job *j)
 {
+	static const char *const hdrs[] = { "Content-Type: application/json",
+					    NULL };
 	const char *base = a->c->tee_url, *v;
-	struct curl_slist *hs = NULL;
-	char url[1024], auth[600], body[128];
+	char url[1024], body[128];
+	struct engy_httpc_req rq = {
+		.method = "POST",
+		.url = url,
+		.headers = hdrs,
+		.body = body,
+		.timeout_ms = a->c->fetch_timeout_s * 1000,
+		.max_body = ACK_MAX_BYTES,
+		.bearer = a->c->tee_token && *a->c->tee_token ? a->c->tee_token
+							      : NULL,
+	};
+	struct engy_httpc_resp rs;
 	size_t n;
-	CURL *h;
 
 	if (!j->seq || !base || (n = strlen(base)) < 7 ||
 	    strcmp(base + n - 7, "/sample") || n >= sizeof(url) - 8)
@@ -273,22 +245,8 @@ void aud_ack(struct aud *a, const struct aud_job *j)
 	    j->v[0].verdict == ENGY_VERDICT_CHEAT ? "cheat" : "unproven";
 	snprintf(body, sizeof(body), "{\"acks\":[{\"seq\":%llu,\"verdict\":\"%s\"}]}",
 		 (unsigned long long)j->seq, v);
-	h = curl_easy_init();
-	if (!h)
-		return;
-	hs = curl_slist_append(hs, "Content-Type: application/json");
-	if (a->c->tee_token && *a->c->tee_token) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", a->c->tee_token);
-		hs = curl_slist_append(hs, auth);
-		sodium_memzero(auth, sizeof(auth));
-	}
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, (long)a->c->fetch_timeout_s);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
-	curl_easy_perform(h);
-	curl_easy_cleanup(h);
-	curl_slist_free_all(hs);
+	/* Best effort: the answer is dropped (a tee may not ack at all). */
+	rq.body_len = strlen(body);
+	engy_httpc_do(NULL, &rq, &rs);
+	engy_httpc_resp_free(&rs);
 }

@@ -8,7 +8,6 @@
  * for its workers, miner_legs.c runs the legs, miner_serve.c the
  * requests (with miner_stream.c and miner_prove.c).
  */
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -26,6 +25,7 @@
 #include "config.h"
 #include "miner_int.h"
 #include "chat_template.h"
+#include "httpc.h"
 #include "miner_prep.h"
 #include "tokenizer.h"
 
@@ -388,9 +388,8 @@ static int miner_start(void *inst)
 		rc = take_lock(m);
 	if (rc)
 		return rc;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+	if (engy_httpc_global_init() < 0)
 		return -ENOMEM;
-	m->curl_init = true;
 	engy_hex_id(m->worker_id, 16);
 	metrics_init(m);
 	MLOG(m, ENGY_LOG_INFO,
@@ -437,8 +436,6 @@ static void miner_destroy(void *inst)
 	free(m->serve_urls);
 	if (m->lock_fd >= 0)
 		close(m->lock_fd);
-	if (m->curl_init)
-		curl_global_cleanup();
 	free(m);
 }
 

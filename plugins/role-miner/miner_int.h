@@ -130,7 +130,7 @@ struct miner {
 	struct event *hb_ev, *info_ev;
 	int lock_fd;
 	unsigned info_tries;
-	bool stopping, ready, curl_init;
+	bool stopping, ready;
 	struct engy_metric *m_inflight, *m_legs, *m_ttft, *m_tokens, *m_prompt,
 		*m_prove;
 };

@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Before the first leg dials: everything a hello carries and a request
- * needs, read once.  The blocking part (files, nvidia-smi, GET /meta over
- * libcurl) runs on the worker pool; the loop only takes the result.
+ * needs, read once.  The blocking part (files, nvidia-smi, GET /meta with
+ * lib/http/httpc) runs on the worker pool; the loop only takes the result.
  */
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +15,13 @@
 
 #include "config.h"
 #include "chat_template.h"
+#include "httpc.h"
 #include "miner_ckpt.h"
 #include "miner_int.h"
 #include "miner_prep.h"
 #include "tokenizer.h"
 
-#define META_MAX 65536
+#define META_MAX 65536 /* a /meta answer is under 64 KiB */
 
 static double round1(double v)
 {
@@ -89,65 +89,35 @@ static void probe_hw(struct mprep *p)
 		probe_gpus(p);
 }
 
-struct body {
-	char buf[META_MAX];
-	size_t len;
-};
-
-static size_t on_body(char *d, size_t size, size_t n, void *arg)
-{
-	struct body *b = arg;
-
-	n *= size;
-	if (b->len + n >= sizeof(b->buf))
-		return 0; /* too big: not a /meta answer */
-	memcpy(b->buf + b->len, d, n);
-	b->len += n;
-	return n;
-}
-
 /* GET <GW>/meta; any failure plans for one worker, as the public client. */
 static void fetch_meta(struct mprep *p)
 {
-	struct body *b = calloc(1, sizeof(*b));
-	long status = 0;
-	CURLcode cc = CURLE_OUT_OF_MEMORY;
-	CURL *h = curl_easy_init();
 	long ms = (long)(p->meta_timeout_s * 1000);
+	const struct engy_httpc_req rq = {
+		.url = p->meta_url,
+		.timeout_ms = ms > 0 ? ms : 1,
+		.connect_timeout_ms = ms > 0 ? ms : 1,
+		.max_body = META_MAX - 1,
+		.user_agent = "engy-miner/" PACKAGE_VERSION,
+		.ca_file = p->ca_file,
+		.insecure = p->insecure,
+	};
+	struct engy_httpc_resp rs;
 
 	p->n_workers = 1;
-	if (h && b) {
-		curl_easy_setopt(h, CURLOPT_URL, p->meta_url);
-		curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
-		curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
-		curl_easy_setopt(h, CURLOPT_USERAGENT,
-				 "engy-miner/" PACKAGE_VERSION);
-		if (p->ca_file)
-			curl_easy_setopt(h, CURLOPT_CAINFO, p->ca_file);
-		if (p->insecure) {
-			curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-			curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
-		}
-		cc = curl_easy_perform(h);
-		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	}
-	if (cc != CURLE_OK)
+	if (engy_httpc_do(NULL, &rq, &rs) < 0)
 		snprintf(p->meta_note, sizeof(p->meta_note),
-			 "GET /meta failed: %s", curl_easy_strerror(cc));
-	else if (status != 200)
+			 "GET /meta failed: %s", rs.err);
+	else if (rs.status != 200)
 		snprintf(p->meta_note, sizeof(p->meta_note),
-			 "GET /meta: HTTP %ld", status);
-	else if (engy_gw_meta_parse(b->buf, b->len, &p->n_workers) < 0)
+			 "GET /meta: HTTP %ld", rs.status);
+	else if (engy_gw_meta_parse(rs.body ? rs.body : "", rs.len,
+				    &p->n_workers) < 0)
 		snprintf(p->meta_note, sizeof(p->meta_note),
 			 "GET /meta: not {\"workers\": N}");
 	else
 		snprintf(p->meta_note, sizeof(p->meta_note), "meta");
-	if (h)
-		curl_easy_cleanup(h);
-	free(b);
+	engy_httpc_resp_free(&rs);
 }
 
 /* Pool thread: touches nothing but m->prep. */

@@ -17,7 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <event2/event.h>
 
 #include <engy/host.h>
@@ -25,6 +24,7 @@
 #include <engy/role.h>
 
 #include "config.h"
+#include "httpc.h"
 #include "validator_int.h"
 
 #define OFF(f) offsetof(struct val_conf, f)
@@ -255,9 +255,8 @@ static int val_start(void *inst)
 						 "validator-heartbeat.json");
 	if (!v->state_path || !v->hb_path)
 		return -ENOMEM;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+	if (engy_httpc_global_init() < 0)
 		return -ENOMEM;
-	v->configured = true;
 	v->stall_limit_s = 3 * c->poll_s > c->watchdog_min_s
 				   ? 3 * c->poll_s
 				   : c->watchdog_min_s;
@@ -313,8 +312,6 @@ static void val_destroy(void *inst)
 	engy_hotkey_wipe(&v->hk);
 	free(v->state_path);
 	free(v->hb_path);
-	if (v->configured)
-		curl_global_cleanup();
 	free(v);
 }
 

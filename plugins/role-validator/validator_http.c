@@ -2,121 +2,62 @@
 /*
  * The validator's HTTP: the epoch fetch (capped at 1 MiB by
  * Content-Length and by the running total) and the signed provider
- * heartbeat.  Both run blocking libcurl on the worker pool.
+ * heartbeat.  Both run lib/http/httpc (blocking) on the worker pool.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
-#include <curl/curl.h>
 #include <sodium.h>
 
 #include <config.h>
 
+#include "httpc.h"
 #include "validator_int.h"
-
-struct sink {
-	char *p;
-	size_t len, cap;
-	bool too_big;
-};
-
-static size_t on_body(char *d, size_t size, size_t n, void *arg)
-{
-	struct sink *s = arg;
-
-	n *= size;
-	if (n > VAL_MAX_PAYLOAD - s->len) {
-		s->too_big = true;
-		return 0;
-	}
-	if (s->len + n + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 8192;
-		char *q;
-
-		while (cap < s->len + n + 1)
-			cap *= 2;
-		q = realloc(s->p, cap);
-		if (!q)
-			return 0;
-		s->p = q;
-		s->cap = cap;
-	}
-	memcpy(s->p + s->len, d, n);
-	s->len += n;
-	s->p[s->len] = '\0';
-	return n;
-}
-
-/* Refuse a declared length over the cap before reading the body. */
-static size_t on_header(char *d, size_t size, size_t n, void *arg)
-{
-	struct sink *s = arg;
-	size_t len = size * n;
-
-	if (len > 15 && strncasecmp(d, "content-length:", 15) == 0 &&
-	    strtoull(d + 15, NULL, 10) > VAL_MAX_PAYLOAD) {
-		s->too_big = true;
-		return 0;
-	}
-	return len;
-}
 
 void val_fetch_run(struct val *v, struct val_fetch *f)
 {
-	struct sink s = {0};
+	static const char *const hdrs[] = { "Accept-Encoding: identity", NULL };
 	char url[600];
 	long ms = (long)v->c->fetch_timeout_s * 1000;
-	CURLcode cc;
-	CURL *h;
+	const struct engy_httpc_req rq = {
+		.url = url,
+		.headers = hdrs,
+		.timeout_ms = ms,
+		.connect_timeout_ms = ms,
+		.max_body = VAL_MAX_PAYLOAD,
+		.user_agent = "engy-validator/" PACKAGE_VERSION,
+	};
+	struct engy_httpc_resp rs;
+	int rc;
 
 	memset(f, 0, sizeof(*f));
 	snprintf(url, sizeof(url), "%s%s", v->api, VAL_EPOCH_PATH);
-	h = curl_easy_init();
-	if (!h) {
-		f->rc = -ENOMEM;
-		snprintf(f->error, sizeof(f->error), "out of memory");
-		return;
-	}
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(h, CURLOPT_HEADERDATA, &s);
-	curl_easy_setopt(h, CURLOPT_USERAGENT,
-			 "engy-validator/" PACKAGE_VERSION);
-	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "identity");
-	cc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &f->status);
-	curl_easy_cleanup(h);
-	if (s.too_big) {
+	rc = engy_httpc_do(NULL, &rq, &rs);
+	f->status = rs.status;
+	if (rc == -EFBIG) {
 		f->rc = -EFBIG;
 		snprintf(f->error, sizeof(f->error), "payload over %u bytes",
 			 VAL_MAX_PAYLOAD);
-	} else if (cc != CURLE_OK) {
-		f->rc = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
-		snprintf(f->error, sizeof(f->error), "%s",
-			 curl_easy_strerror(cc));
+	} else if (rc < 0) {
+		f->rc = rc == -ETIMEDOUT || rc == -ENOMEM ? rc : -EIO;
+		snprintf(f->error, sizeof(f->error), "%s", rs.err);
 	} else if (f->status != 200) {
 		f->rc = -EPROTO;
 		snprintf(f->error, sizeof(f->error), "HTTP %ld", f->status);
 	} else {
-		f->body = s.p;
-		f->len = s.len;
-		s.p = NULL;
+		f->body = rs.body;
+		f->len = rs.len;
+		rs.body = NULL;
 		if (!f->body) {
 			f->rc = -EPROTO;
 			snprintf(f->error, sizeof(f->error), "empty answer");
 		}
 	}
-	free(s.p);
+	engy_httpc_resp_free(&rs);
 }
 
 void val_fetch_free(struct val_fetch *f)
@@ -136,38 +77,26 @@ struct beat {
 static void beat_run(void *arg)
 {
 	struct beat *b = arg;
-	struct curl_slist *hs = NULL;
-	struct sink s = {0};
+	const char *const hdrs[] = { "Content-Type: application/json",
+				     b->hdr_key, b->hdr_ts, b->hdr_sig, NULL };
 	char url[600];
-	CURLcode cc;
-	CURL *h = curl_easy_init();
+	const struct engy_httpc_req rq = {
+		.method = "POST",
+		.url = url,
+		.headers = hdrs,
+		.body = b->body,
+		.body_len = strlen(b->body),
+		.timeout_ms = 10000,
+		.max_body = VAL_MAX_PAYLOAD,
+		.user_agent = "engy-validator/" PACKAGE_VERSION,
+	};
+	struct engy_httpc_resp rs;
 
-	if (!h) {
-		snprintf(b->error, sizeof(b->error), "out of memory");
-		return;
-	}
 	snprintf(url, sizeof(url), "%s%s", b->v->api, VAL_HEARTBEAT_PATH);
-	hs = curl_slist_append(hs, "Content-Type: application/json");
-	hs = curl_slist_append(hs, b->hdr_key);
-	hs = curl_slist_append(hs, b->hdr_ts);
-	hs = curl_slist_append(hs, b->hdr_sig);
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 10000L);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, b->body);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(h, CURLOPT_USERAGENT,
-			 "engy-validator/" PACKAGE_VERSION);
-	cc = curl_easy_perform(h);
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &b->status);
-	if (cc != CURLE_OK)
-		snprintf(b->error, sizeof(b->error), "%s",
-			 curl_easy_strerror(cc));
-	curl_easy_cleanup(h);
-	curl_slist_free_all(hs);
-	free(s.p);
+	if (engy_httpc_do(NULL, &rq, &rs) < 0)
+		snprintf(b->error, sizeof(b->error), "%s", rs.err);
+	b->status = rs.status;
+	engy_httpc_resp_free(&rs);
 }
 
 static void beat_done(void *arg, int rc)

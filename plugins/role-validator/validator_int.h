@@ -50,7 +50,6 @@ struct val {
 	const struct val_conf *c;
 	const struct engy_chain_ops *ch;
 	void *ci;
-	bool configured; /* wallet and hotkey named */
 	bool stopping;
 	unsigned inflight; /* chain ops and HTTP jobs out */
 	struct engy_hotkey hk;
