@@ -7,7 +7,7 @@
 
 #include <config.h>
 
-#include "check.h"
+#include "targets.h"
 #include "conf.h"
 #include "daemon.h"
 #include "kind.h"

@@ -5,8 +5,8 @@
  * doctor` then tries once each.  Read from the instances' filled options
  * (environment twins applied), never from a running role; no network I/O.
  */
-#ifndef ENGY_CORE_CHECK_H
-#define ENGY_CORE_CHECK_H
+#ifndef ENGY_CORE_TARGETS_H
+#define ENGY_CORE_TARGETS_H
 
 #include <stddef.h>
 
@@ -39,4 +39,4 @@ struct engy_check {
  */
 int engyd_checks(const struct engyd *d, struct engy_check **out, size_t *n);
 
-#endif /* ENGY_CORE_CHECK_H */
+#endif /* ENGY_CORE_TARGETS_H */

@@ -16,7 +16,7 @@
 #include <engy/plugin.h>
 
 #include "chain_network.h"
-#include "check.h"
+#include "targets.h"
 #include "hotkey.h"
 #include "minerproto.h"
 
