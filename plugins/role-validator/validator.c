@@ -141,6 +141,13 @@ static int pin_provider(struct val *v)
 	size_t n;
 	int rc;
 
+	/* The public .env.validator names the default provider with an
+	 * empty master hotkey: that is the built-in pair, not an override. */
+	if (api && !master && strncmp(api, VAL_DEFAULT_API,
+				      strlen(VAL_DEFAULT_API)) == 0 &&
+	    strspn(api + strlen(VAL_DEFAULT_API), "/") ==
+		    strlen(api + strlen(VAL_DEFAULT_API)))
+		master = VAL_DEFAULT_MASTER;
 	if (!api != !master) {
 		val_log(
 			v, ENGY_LOG_ERR,
