@@ -175,7 +175,10 @@ static void miner_checks(const struct engyd *d, struct list *l)
 			SET(c->target, "set");
 		} else {
 			SET(c->target, "not set");
+			SET(c->source, "MINER_KEY unset");
+			/* engyd -t passes: the key may come at start. */
 			SET(c->problem, "no miner key");
+			c->warn_only = 1;
 			SET(c->fix, "set MINER_KEY to the key from "
 			    "provider.engy.ai (or miner_key_file, a file only "
 			    "this user can read)");
