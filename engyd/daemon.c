@@ -16,6 +16,7 @@
 #include "kind.h"
 #include "log.h"
 #include "metrics.h"
+#include "notify.h"
 #include "pool.h"
 #include "role.h"
 
@@ -233,6 +234,7 @@ void engyd_shutdown(struct engyd *d)
 		return;
 	}
 	d->stopping = true;
+	engy_notify("STOPPING=1");
 	engy_log(ENGY_LOG_INFO, NULL, "event=shutdown_begin inflight=%u", inflight(d));
 	if (d->role_in.started && d->role_in.lp.desc.stop)
 		d->role_in.lp.desc.stop(d->role_in.inst);
@@ -352,10 +354,17 @@ int engyd_run(struct engyd *d)
 			engyd_shutdown(d);
 		}
 	}
-	if (!d->stopping)
+	if (!d->stopping) {
 		engy_log(ENGY_LOG_NOTICE, NULL,
 			 "event=ready role=%s instances=%zu workers=%ld pid=%ld",
 			 d->role_in.name, d->n_insts, d->cfg.workers, (long)getpid());
+		/* The role started: a Type=notify unit is up now. */
+		rc = engy_notify("READY=1");
+		if (rc < 0)
+			engy_log(ENGY_LOG_WARNING, NULL,
+				 "event=notify_failed state=READY error=\"%s\"",
+				 strerror(-rc));
+	}
 	event_base_dispatch(d->base);
 	engy_log(ENGY_LOG_INFO, NULL, "event=stopped exit=%d", d->exit_code);
 	return d->exit_code;

@@ -8,6 +8,7 @@
 #include <engy/plugin.h>
 
 #include "host.h"
+#include "notify.h"
 #include "log.h"
 #include "metrics.h"
 #include "pool.h"
@@ -204,6 +205,12 @@ static void h_shutdown(const struct engy_host *h, int exit_code)
 	engyd_shutdown(d);
 }
 
+static int h_notify(const struct engy_host *h, const char *state)
+{
+	(void)h;
+	return state ? engy_notify(state) : -EINVAL;
+}
+
 static const char *h_state_dir(const struct engy_host *h)
 {
 	return inst_of(h)->d->state_dir;
@@ -233,4 +240,5 @@ void engy_host_bind(struct engy_instance *in)
 	h->priv = in;
 	h->peer_at = h_peer_at;
 	h->shutdown = h_shutdown;
+	h->notify = h_notify;
 }

@@ -7,6 +7,7 @@
 
 #include <config.h>
 
+#include "targets.h"
 #include "conf.h"
 #include "daemon.h"
 #include "kind.h"
@@ -39,6 +40,35 @@ static void print_opt_default(const struct engy_opt *o)
 		printf("  default=%s", o->def);
 	if (o->flags & ENGY_OPT_REQUIRED)
 		printf("  required");
+}
+
+/* engyd -t: what the role would connect to, and what it could not find. */
+static int print_checks(const struct engyd *d, const char *conf)
+{
+	struct engy_check *v;
+	size_t n, i;
+	int bad = 0;
+
+	if (engyd_checks(d, &v, &n) < 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		const struct engy_check *c = &v[i];
+
+		if (!c->problem[0]) {
+			printf("engyd: %s: %s: %s (%s)\n", conf, c->what,
+			       c->target, c->source);
+			continue;
+		}
+		printf("engyd: %s: %s: %s (%s): %s: %s\n", conf, c->what,
+		       c->target, c->source,
+		       c->warn_only ? "warning" : "could not find it",
+		       c->problem);
+		printf("engyd: %s: %s: fix: %s\n", conf, c->what, c->fix);
+		if (!c->warn_only)
+			bad = 1;
+	}
+	free(v);
+	return bad;
 }
 
 static int plugin_info(const char *path)
@@ -127,6 +157,9 @@ int main(int argc, char **argv)
 		no_dlclose = true;
 	rc = engyd_setup(&d, conf, &e);
 	d.unload = !no_dlclose;
+	if (test && print_checks(&d, conf) && !rc && !e.n)
+		engy_errs_add(&e, "%s: the role could not find what it needs "
+			      "(see above)", conf);
 	if (rc || e.n) {
 		for (i = 0; i < e.n; i++)
 			fprintf(stderr, "engyd: %s\n", e.v[i]);

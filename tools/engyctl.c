@@ -21,6 +21,7 @@ int engyctl_validator(int argc, char **argv);
 int engyctl_admin(int argc, char **argv);
 int engyctl_verdicts(int argc, char **argv);
 int engyctl_workers(int argc, char **argv);
+int engyctl_doctor(int argc, char **argv);
 
 static const struct engyctl_cmd cmds[] = {
 	{ "render-chat", "render an OpenAI chat body with the Qwen3 template", engyctl_render_chat },
@@ -34,6 +35,7 @@ static const struct engyctl_cmd cmds[] = {
 	{ "admin", "accounts, keys, balances, models, miners, the request log", engyctl_admin },
 	{ "verdicts", "the auditor's verdicts from the store", engyctl_verdicts },
 	{ "workers", "a gateway's miner legs: state, load, p99s, breaker", engyctl_workers },
+	{ "doctor", "try a role config's connections once and say what to fix", engyctl_doctor },
 	{ NULL, NULL, NULL },
 };
 

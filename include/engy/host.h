@@ -138,6 +138,14 @@ struct engy_host {
 	 * given wins).  Context: loop thread.
 	 */
 	void (*shutdown)(const struct engy_host *h, int exit_code);
+	/**
+	 * notify() - tell the service manager @state, as sd_notify() does
+	 * ("WATCHDOG=1" from a role whose loop proves it is alive; the host
+	 * itself sends READY=1 and STOPPING=1).  Returns > 0 when sent, 0
+	 * when no manager listens, or a negative errno.  Any thread.
+	 * (Appended in 1.1 after shutdown: check `size` before use.)
+	 */
+	int (*notify)(const struct engy_host *h, const char *state);
 };
 
 #ifdef __cplusplus

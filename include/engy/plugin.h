@@ -37,6 +37,9 @@
  *                    worker pool, metrics, peers, state dir), ops tables for
  *                    the six kinds.  Until 1.0 is tagged, ops of kinds
  *                    still being built may be appended without a bump.
+ *   1.1  2026-12-03  The role kind (7); host services peer_at(),
+ *                    shutdown() and notify() (sd_notify READY/WATCHDOG);
+ *                    engy_model_info.serve_urls.
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H

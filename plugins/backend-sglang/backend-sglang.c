@@ -25,10 +25,13 @@
 
 static const struct engy_opt sgl_opts[] = {
 	{ "serve_urls", ENGY_OPT_STR_LIST, 0, OFF(serve_urls),
-	  "http://127.0.0.1:8000", NULL, 0, 0,
-	  "sglang serves (the public miner's --serve-url), least-in-flight" },
-	{ "checkpoint", ENGY_OPT_STR, 0, OFF(checkpoint), NULL, NULL, 0, 0,
-	  "checkpoint directory: config.json gives the model's sizes" },
+	  "http://127.0.0.1:8000", "SERVE_URL", 0, 0,
+	  "sglang serves (the public miner's --serve-url; comma-separated in "
+	  "SERVE_URL), least-in-flight" },
+	{ "checkpoint", ENGY_OPT_STR, 0, OFF(checkpoint), NULL, "CHECKPOINT",
+	  0, 0,
+	  "checkpoint directory (the public miner's --checkpoint): "
+	  "config.json gives the model's sizes" },
 	{ "api_key", ENGY_OPT_STR, ENGY_OPT_SECRET, OFF(api_key), NULL,
 	  "ENGY_SERVE_API_KEY", 0, 0,
 	  "bearer key of a serve started with --api-key" },

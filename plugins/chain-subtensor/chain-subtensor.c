@@ -14,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "chain_network.h"
 #include "httpc.h"
 #include "sub.h"
 #include "url.h"
@@ -21,11 +22,14 @@
 #define OFF(f) offsetof(struct sub_conf, f)
 
 static const struct engy_opt opts[] = {
-	{"endpoint", ENGY_OPT_STR, 0, OFF(endpoint),
-	 "wss://entrypoint-finney.opentensor.ai:443",
+	{"endpoint", ENGY_OPT_STR, 0, OFF(endpoint), NULL,
 	 "ENGY_SN53_CHAIN_ENDPOINT", 0, 0,
 	 "the node's JSON-RPC URL (ws:// and wss:// are dialled as http:// and "
-	 "https://)"},
+	 "https://); wins over network"},
+	{"network", ENGY_OPT_STR, 0, OFF(network), "finney",
+	 "ENGY_SN53_NETWORK", 0, 0,
+	 "finney, test, local, archive or a URL (the public validator's "
+	 "network), used when no endpoint is given"},
 	{"timeout_s", ENGY_OPT_INT, 0, OFF(timeout_s), "30", NULL, 1, 600,
 	 "seconds for one JSON-RPC call"},
 	{"inclusion_timeout_s", ENGY_OPT_INT, 0, OFF(inclusion_timeout_s),
@@ -72,7 +76,7 @@ static void job_run(void *arg)
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	rc = rpc_init(&r, s->c->endpoint, (long)s->c->timeout_s * 1000,
+	rc = rpc_init(&r, s->endpoint, (long)s->c->timeout_s * 1000,
 		      (size_t)s->c->max_response_mb << 20, &s->cancel);
 	if (rc) {
 		j->block.status = j->mg.status = j->submit.status = rc;
@@ -238,11 +242,17 @@ static int sub_create(const struct engy_host *h, const void *conf, void **inst)
 {
 	const struct sub_conf *c = conf;
 	struct engy_url u;
-	const char *why = NULL;
+	const char *why = NULL, *endpoint;
 	struct sub *s;
 
 	*inst = NULL;
-	if (!c->endpoint || engy_url_parse(&u, c->endpoint, &why) < 0) {
+	endpoint = engy_chain_endpoint_pick(c->endpoint, c->network);
+	if (!endpoint) {
+		engy_err(h, "event=bad_option option=network reason=\"unknown "
+			 "network: " ENGY_CHAIN_NETWORKS "\"");
+		return -EINVAL;
+	}
+	if (engy_url_parse(&u, endpoint, &why) < 0) {
 		engy_err(h, "event=bad_option option=endpoint reason=\"%s\"",
 			 why ? why : "not set");
 		return -EINVAL;
@@ -257,6 +267,7 @@ static int sub_create(const struct engy_host *h, const void *conf, void **inst)
 		return -ENOMEM;
 	s->h = h;
 	s->c = c;
+	s->endpoint = endpoint;
 	atomic_init(&s->cancel, 0);
 	pthread_mutex_init(&s->lock, NULL);
 	*inst = s;
@@ -269,7 +280,7 @@ static int sub_start(void *inst)
 	struct engy_url u;
 	const char *why;
 
-	if (engy_url_parse(&u, s->c->endpoint, &why) == 0) {
+	if (engy_url_parse(&u, s->endpoint, &why) == 0) {
 		engy_info(s->h,
 			  "event=started endpoint=%s timeout_s=%lld "
 			  "inclusion_timeout_s=%lld era_period=%lld",

@@ -16,6 +16,7 @@
 
 struct sub_conf {
 	const char *endpoint;
+	const char *network;
 	int64_t timeout_s;
 	int64_t inclusion_timeout_s;
 	int64_t poll_ms;
@@ -26,6 +27,7 @@ struct sub_conf {
 struct sub {
 	const struct engy_host *h;
 	const struct sub_conf *c;
+	const char *endpoint; /* picked from endpoint and network */
 	atomic_int cancel; /* set at stop(): jobs end -ECANCELED */
 	unsigned inflight; /* jobs not yet completed (loop thread) */
 	/* Jobs run one at a time; this also guards the caches below. */

@@ -58,8 +58,11 @@ static const struct engy_opt miner_opts[] = {
 	  "streamed text is coalesced this long per chunk" },
 	{ "worker_name", ENGY_OPT_STR, 0, OFF(worker_name), NULL,
 	  "ENGY_WORKER_NAME", 0, 0,
-	  "this machine's name under its key (default: ins-<hash of host, "
-	  "model, serve URLs>)" },
+	  "this machine's name under its key (default: instance_id)" },
+	{ "instance_id", ENGY_OPT_STR, 0, OFF(instance_id), NULL,
+	  "ENGY_INSTANCE_ID", 0, 0,
+	  "hello's instance_id, and the worker name when worker_name is "
+	  "unset (default: ins-<hash of host, model, serve URLs>)" },
 	{ "gw_workers", ENGY_OPT_INT, 0, OFF(gw_workers), "0",
 	  "ENGY_GW_WORKERS", 0, ENGY_GW_MAX_WORKERS,
 	  "gateway workers to dial (0: ask GET <GW>/meta)" },
@@ -156,6 +159,13 @@ static int check_conf(const struct miner *m)
 	    (strlen(c->model_root) != 64 ||
 	     strspn(c->model_root, "0123456789abcdef") != 64))
 		return bad_conf(m, "model_root", "64 lowercase hex digits");
+	if (c->instance_id && c->instance_id[0] &&
+	    (strlen(c->instance_id) > 127 ||
+	     strspn(c->instance_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "abcdefghijklmnopqrstuvwxyz"
+				    "0123456789._:-") != strlen(c->instance_id)))
+		return bad_conf(m, "instance_id",
+				"1..127 of A-Z a-z 0-9 . _ : -");
 	if (c->max_inflight < 8)
 		MLOG(m, ENGY_LOG_WARNING,
 		     "event=config_warning option=max_inflight value=%lld "

@@ -35,6 +35,7 @@ struct miner_conf {
 	const char *miner_key;
 	const char *model;
 	const char *worker_name;
+	const char *instance_id;	/* set: replaces the computed id */
 	const char *checkpoint;
 	const char *chat_template;
 	const char *parallelism;
@@ -113,7 +114,7 @@ struct miner {
 	char model[128];
 	char model_root[65];
 	char worker_name[128];
-	char instance_id[17];
+	char instance_id[128];
 	char worker_id[33];
 	char *serve_urls;	 /* the backend's, joined by "," */
 	const char *versions[8]; /* name, value, ..., NULL */

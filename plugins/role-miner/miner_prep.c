@@ -187,9 +187,11 @@ static int apply(struct miner *m, struct mprep *p)
 		 c->model && c->model[0] ? c->model : m->info.name);
 	/* instance_id names the machine; worker_name may be chosen. */
 	engy_worker_name(p->host, m->model, m->serve_urls, def);
-	memcpy(m->instance_id, def, sizeof(def));
+	snprintf(m->instance_id, sizeof(m->instance_id), "%s",
+		 c->instance_id && c->instance_id[0] ? c->instance_id : def);
 	snprintf(m->worker_name, sizeof(m->worker_name), "%s",
-		 c->worker_name && c->worker_name[0] ? c->worker_name : def);
+		 c->worker_name && c->worker_name[0] ? c->worker_name
+						     : m->instance_id);
 	add_stop(m, "<|im_end|>");
 	add_stop(m, "<|endoftext|>");
 	m->hwbuf = *p;

@@ -141,6 +141,13 @@ static int pin_provider(struct val *v)
 	size_t n;
 	int rc;
 
+	/* The public .env.validator names the default provider with an
+	 * empty master hotkey: that is the built-in pair, not an override. */
+	if (api && !master && strncmp(api, VAL_DEFAULT_API,
+				      strlen(VAL_DEFAULT_API)) == 0 &&
+	    strspn(api + strlen(VAL_DEFAULT_API), "/") ==
+		    strlen(api + strlen(VAL_DEFAULT_API)))
+		master = VAL_DEFAULT_MASTER;
 	if (!api != !master) {
 		val_log(
 			v, ENGY_LOG_ERR,
@@ -265,6 +272,16 @@ static int val_start(void *inst)
 	if (!v->tick_ev || !v->dog_ev)
 		return -ENOMEM;
 	clock_gettime(CLOCK_MONOTONIC, &v->last_done);
+	/* Under a service manager's watchdog, its limit becomes ours. */
+	if (getenv("WATCHDOG_USEC") &&
+	    v->h->size >= offsetof(struct engy_host, notify) + sizeof(void *) &&
+	    v->h->notify) {
+		char w[64];
+
+		snprintf(w, sizeof(w), "WATCHDOG_USEC=%lld",
+			 (long long)v->stall_limit_s * 1000000LL);
+		v->h->notify(v->h, w);
+	}
 	dog.tv_sec = v->stall_limit_s / 3 > 30 ? 30 : v->stall_limit_s / 3 + 1;
 	dog.tv_usec = 0;
 	event_add(v->dog_ev, &dog);

@@ -65,6 +65,11 @@ void val_tick_end(struct tick *t, const char *outcome, const char *fmt, ...)
 		 why);
 	val_stamp(v, t->now, outcome);
 	clock_gettime(CLOCK_MONOTONIC, &v->last_done);
+	/* A supervisor's watchdog (systemd WatchdogSec=) is fed per tick,
+	 * whatever its outcome, like the heartbeat file. */
+	if (v->h->size >= offsetof(struct engy_host, notify) + sizeof(void *) &&
+	    v->h->notify)
+		v->h->notify(v->h, "WATCHDOG=1");
 	if (!v->stopping) {
 		val_provider_heartbeat(v, t->st.last.applied,
 				       t->st.last.has_applied);

@@ -46,7 +46,8 @@ PIN(offsetof(struct engy_host, priv), 112);
 /* Host services 1.1 (appended). */
 PIN(offsetof(struct engy_host, peer_at), 120);
 PIN(offsetof(struct engy_host, shutdown), 128);
-PIN(sizeof(struct engy_host), 136);
+PIN(offsetof(struct engy_host, notify), 136);
+PIN(sizeof(struct engy_host), 144);
 PIN(offsetof(struct engy_peer_info, kind), 4);
 PIN(offsetof(struct engy_peer_info, instance), 8);
 PIN(offsetof(struct engy_peer_info, inst), 40);

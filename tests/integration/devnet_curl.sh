@@ -1,0 +1,32 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# scripts/devnet.sh --once without the npm test peers: the buyer traffic
+# goes through its curl fallback (each answer on a line of its own, then
+# ok=N), and the devnet still ends with the honest miner passing, the
+# cheat caught and the cheat's weight 0 on the dev chain.  About 20 s.
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$top_srcdir/scripts/devnet.sh" ] && [ -f "$top_srcdir/etc/devnet/auditor.conf" ] ||
+	{ echo "SKIP: no scripts/devnet.sh or etc/devnet (not in this tree)"; exit 77; }
+command -v curl >/dev/null || fail "curl is required"
+B=$(cd "$top_builddir" && pwd)
+mkdir -p "$T/no-peers"
+rc=0
+ENGY_PEERS="$T/no-peers" ENGY_DEVNET_BUILD="$B" ENGY_DEVNET_STATE="$T/devnet" \
+	ENGY_DEVNET_EPOCH_S=12 ENGY_DEVNET_REQUESTS=8 timeout 110 \
+	"$top_srcdir/scripts/devnet.sh" --once > "$T/out" 2> "$T/err" || rc=$?
+if [ $rc = 3 ]; then
+	echo "SKIP: a devnet role is missing here: $(cat "$T/err")"
+	exit 77
+fi
+cat "$T/out"
+[ $rc = 0 ] || fail "devnet.sh without peers exit $rc: $(tail -15 "$T/err")"
+grep -q '^devnet: 8 answers (curl);' "$T/err" || fail "the buyer was not curl: $(grep answers "$T/err")"
+grep -qx 'ok=8' "$T/devnet/logs/buyer.out" || fail "buyer.out: $(tail -3 "$T/devnet/logs/buyer.out")"
+ok "devnet.sh --once without the npm peers: 8 answers through curl, ok=8 on a line of its own"
+grep -Eq '^honest +bf16 +[1-9][0-9]* +[1-9][0-9]* +0\.000 +pass$' "$T/out" || fail "honest row: $(cat "$T/out")"
+grep -Eq '^int4-cheat +int4 +[1-9][0-9]* +[1-9][0-9]* +0\.[0-9]+ +cheat$' "$T/out" || fail "cheat row: $(cat "$T/out")"
+grep -Eq '^dev chain: set_weights .*int4-cheat \(uid 3\) 0 +\(matches the signed epoch\)$' "$T/out" ||
+	fail "dev chain: $(grep '^dev chain' "$T/out")"
+ok "the honest miner passes, the cheat is caught, the dev chain's weights match the signed epoch"
+echo "1..$N_OK"
