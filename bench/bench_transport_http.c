@@ -201,19 +201,33 @@ int main(void)
 	    engy_conf_from_text("transport-http", in.lp.desc.opts, in.lp.desc.conf_size,
 				conf_get, NULL, &in.conf, &e)) {
 		fprintf(stderr, "bench_transport_http: %s\n", err);
+		unlink(path);
 		return 1;
 	}
 	engy_host_bind(&in);
-	if (in.lp.desc.create(&in.host, in.conf, &in.inst) || in.lp.desc.start(in.inst))
+	if (in.lp.desc.create(&in.host, in.conf, &in.inst) || in.lp.desc.start(in.inst)) {
+		fprintf(stderr, "bench_transport_http: transport-http did not start\n");
+		unlink(path);
 		return 1;
+	}
 	ops = in.lp.ops;
 	ops->http_route(in.inst, "/echo", &hd_echo, NULL);
+	/* The port is in the "event=listen" line, which the log's writer
+	 * thread may not have written yet: flush first.  The file is not
+	 * needed after that (the log keeps writing to the unlinked file). */
+	engy_log_flush();
 	f = fopen(path, "r");
 	while (f && fgets(line, sizeof(line), f))
-		if (strstr(line, "event=listen "))
+		if (strstr(line, "event=listen ") && strstr(line, "port="))
 			sscanf(strstr(line, "port=") + 5, "%d", &port);
 	if (f)
 		fclose(f);
+	unlink(path);
+	if (port <= 0 || port > 65535) {
+		fprintf(stderr, "bench_transport_http: no listening port in %s\n",
+			path);
+		return 1;
+	}
 	eh = evhttp_new(d.base);
 	evhttp_set_gencb(eh, evhttp_echo, NULL);
 	bs = evhttp_bind_socket_with_handle(eh, "127.0.0.1", 0);
@@ -247,6 +261,5 @@ int main(void)
 	free(d.state_dir);
 	free(in.name);
 	engy_log_close();
-	unlink(path);
 	return 0;
 }

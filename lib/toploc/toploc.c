@@ -9,6 +9,10 @@
  * monomials in nested (Horner) order, one multiply-add per coefficient, half
  * the work of the reference's rolling-factor expansion.  Every product of
  * two residues plus a residue fits in 32 bits (65496^2 + 65496 < 2^32).
+ * This is the portable path; engy_toploc_interpolate() takes the vector one
+ * (lib/toploc/toploc_simd.c, same output) where the CPU has it.  The modulus
+ * search leaves its residues for the interpolation, each computed with two
+ * multiplies instead of a division.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,6 +20,7 @@
 #include <string.h>
 
 #include "toploc.h"
+#include "toploc_int.h"
 
 #define P ENGY_TOPLOC_PRIME
 
@@ -33,7 +38,7 @@ static void inv_init(void)
 		inv_tab[i] = (uint16_t)((P - (P / i) * inv_tab[P % i] % P) % P);
 }
 
-static const uint16_t *inv_table(void)
+const uint16_t *engy_toploc_inv_table(void)
 {
 	pthread_once(&inv_once, inv_init);
 	return inv_tab;
@@ -71,15 +76,42 @@ int engy_toploc_params_check(const struct engy_toploc_params *p)
 	return 0;
 }
 
-/* @v mod @m, with a 32-bit division when every index fits in 32 bits. */
-static inline uint32_t res(uint64_t v, uint32_t m, uint64_t max)
+/* A divisor with what its fast remainder needs. */
+struct divisor {
+	uint32_t m;
+	uint64_t magic;	/* ceil(2^64 / m) */
+	bool wide;	/* some index needs 64 bits: plain division */
+};
+
+static struct divisor divisor_of(uint32_t m, uint64_t max)
 {
-	return max >> 32 ? (uint32_t)(v % m) : (uint32_t)v % m;
+	struct divisor d = { m, UINT64_MAX / m + 1, max >> 32 != 0 };
+
+	return d;
 }
 
-uint32_t engy_toploc_modulus(const uint64_t *idx, size_t k)
+/*
+ * @v mod @d.m.  Indices under 2^32 take Lemire's direct remainder
+ * ((ceil(2^64/m) * v mod 2^64) * m) >> 64, exact for 32-bit v and m: two
+ * multiplies instead of a division, as every modulus tried is a variable.
+ */
+static inline uint32_t res(uint64_t v, const struct divisor *d)
 {
-	/* One bit per residue; cleared again after each try. */
+#ifdef __SIZEOF_INT128__
+	if (!d->wide)
+		return (uint32_t)(((unsigned __int128)(d->magic * v) * d->m) >>
+				  64);
+#endif
+	return (uint32_t)(v % d->m);
+}
+
+/*
+ * The modulus search; with @x, the residues of the modulus found are left
+ * there (k entries) so that no caller divides again.
+ */
+static uint32_t modulus_res(const uint64_t *idx, size_t k, uint32_t *x)
+{
+	/* One bit per residue; cleared again after each failed try. */
 	uint64_t seen[(P + 63) / 64];
 	uint64_t max = 0;
 	size_t i, j;
@@ -92,39 +124,56 @@ uint32_t engy_toploc_modulus(const uint64_t *idx, size_t k)
 			max = idx[i];
 	memset(seen, 0, sizeof(seen));
 	for (m = P; m >= k; m--) {
+		struct divisor d = divisor_of(m, max);
+
 		for (i = 0; i < k; i++) {
-			uint32_t r = res(idx[i], m, max);
+			uint32_t r = res(idx[i], &d);
 			uint64_t bit = 1ull << (r & 63);
 
 			if (seen[r >> 6] & bit)
 				break;
 			seen[r >> 6] |= bit;
-		}
-		for (j = 0; j < i; j++) {
-			uint32_t r = res(idx[j], m, max);
-
-			seen[r >> 6] &= ~(1ull << (r & 63));
+			if (x)
+				x[i] = r;
 		}
 		if (i == k)
 			return m;
+		for (j = 0; j < i; j++) {
+			uint32_t r = x ? x[j] : res(idx[j], &d);
+
+			seen[r >> 6] &= ~(1ull << (r & 63));
+		}
 	}
 	return 0;
 }
 
-int engy_toploc_interpolate(const uint32_t *x, const uint16_t *y, size_t k,
-			    uint16_t *coeffs, uint32_t *work)
+uint32_t engy_toploc_modulus(const uint64_t *idx, size_t k)
 {
-	const uint16_t *inv = inv_table();
-	uint32_t *dd = work, *c = work + k;
-	size_t i, j;
+	return modulus_res(idx, k, NULL);
+}
+
+static int interp_check(const uint32_t *x, size_t k)
+{
+	size_t i;
 
 	if (k == 0)
 		return -EINVAL;
-	for (i = 0; i < k; i++) {
+	for (i = 0; i < k; i++)
 		if (x[i] >= P)
 			return -EINVAL;
+	return 0;
+}
+
+/* The portable path for checked input. */
+static void interp_scalar(const uint32_t *x, const uint16_t *y, size_t k,
+			  uint16_t *coeffs, uint32_t *work)
+{
+	const uint16_t *inv = engy_toploc_inv_table();
+	uint32_t *dd = work, *c = work + k;
+	size_t i, j;
+
+	for (i = 0; i < k; i++)
 		dd[i] = y[i] % P;
-	}
 	/* Divided differences in place: after level j, dd[i] (i >= j) is
 	 * f[x_{i-j}..x_i]; descending i reads dd[i-1] before it changes. */
 	for (j = 1; j < k; j++) {
@@ -150,7 +199,38 @@ int engy_toploc_interpolate(const uint32_t *x, const uint16_t *y, size_t k,
 	}
 	for (i = 0; i < k; i++)
 		coeffs[i] = (uint16_t)c[i];
+}
+
+int engy_toploc_interpolate_scalar(const uint32_t *x, const uint16_t *y,
+				   size_t k, uint16_t *coeffs, uint32_t *work)
+{
+	int rc = interp_check(x, k);
+
+	if (!rc)
+		interp_scalar(x, y, k, coeffs, work);
+	return rc;
+}
+
+int engy_toploc_interpolate_isa(const uint32_t *x, const uint16_t *y,
+				size_t k, uint16_t *coeffs, uint32_t *work,
+				int isa)
+{
+	int rc = interp_check(x, k);
+
+	if (rc)
+		return rc;
+	if (isa == ENGY_TOPLOC_ISA_AVX2 &&
+	    engy_toploc_interp_avx2(x, y, k, coeffs) == 0)
+		return 0;
+	interp_scalar(x, y, k, coeffs, work);
 	return 0;
+}
+
+int engy_toploc_interpolate(const uint32_t *x, const uint16_t *y, size_t k,
+			    uint16_t *coeffs, uint32_t *work)
+{
+	return engy_toploc_interpolate_isa(x, y, k, coeffs, work,
+					   engy_toploc_isa_default());
 }
 
 uint32_t engy_toploc_eval(const uint16_t *coeffs, size_t k, uint32_t x)
@@ -164,14 +244,21 @@ uint32_t engy_toploc_eval(const uint16_t *coeffs, size_t k, uint32_t x)
 	return r;
 }
 
+int engy_toploc_from_points(const uint64_t *idx, const uint16_t *y, size_t k,
+			    uint8_t *proof)
+{
+	return engy_toploc_from_points_isa(idx, y, k, proof,
+					   engy_toploc_isa_default());
+}
+
 static void put_be16(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)(v >> 8);
 	p[1] = (uint8_t)v;
 }
 
-int engy_toploc_from_points(const uint64_t *idx, const uint16_t *y, size_t k,
-			    uint8_t *proof)
+int engy_toploc_from_points_isa(const uint64_t *idx, const uint16_t *y,
+				size_t k, uint8_t *proof, int isa)
 {
 	uint32_t stack_x[256], stack_w[512], *x = stack_x, *w = stack_w;
 	uint16_t stack_c[256], *c = stack_c;
@@ -182,9 +269,6 @@ int engy_toploc_from_points(const uint64_t *idx, const uint16_t *y, size_t k,
 	if (k == 0 || k > ENGY_TOPLOC_MAX_TOPK)
 		return -EINVAL;
 	memset(proof, 0, engy_toploc_proof_len((uint32_t)k));
-	m = engy_toploc_modulus(idx, k);
-	if (!m)
-		return -ERANGE;	/* the reference's null proof */
 	if (k > 256) {
 		x = malloc(k * (3 * sizeof(uint32_t) + sizeof(uint16_t)));
 		if (!x)
@@ -192,9 +276,12 @@ int engy_toploc_from_points(const uint64_t *idx, const uint16_t *y, size_t k,
 		w = x + k;
 		c = (uint16_t *)(w + 2 * k);
 	}
-	for (i = 0; i < k; i++)
-		x[i] = (uint32_t)(idx[i] % m);
-	rc = engy_toploc_interpolate(x, y, k, c, w);
+	m = modulus_res(idx, k, x);	/* x[i] = idx[i] mod m */
+	if (!m) {
+		rc = -ERANGE;	/* the reference's null proof */
+		goto out;
+	}
+	rc = engy_toploc_interpolate_isa(x, y, k, c, w, isa);
 	if (rc)
 		goto out;
 	put_be16(proof, m);

@@ -90,6 +90,21 @@ uint32_t engy_toploc_modulus(const uint64_t *idx, size_t k);
 int engy_toploc_interpolate(const uint32_t *x, const uint16_t *y, size_t k,
 			    uint16_t *coeffs, uint32_t *work);
 
+/*
+ * engy_toploc_interpolate_scalar() - the same on the portable path, which
+ * every CPU runs; engy_toploc_interpolate() and the chunk functions use
+ * the fastest path the CPU has (engy_toploc_simd()), with the same output.
+ */
+int engy_toploc_interpolate_scalar(const uint32_t *x, const uint16_t *y,
+				   size_t k, uint16_t *coeffs, uint32_t *work);
+
+/*
+ * engy_toploc_simd() - the path chosen for this process: "avx2" (x86-64
+ * CPUs with AVX2) or "scalar".  ENGY_TOPLOC_SIMD=scalar in the environment
+ * forces the portable path.
+ */
+const char *engy_toploc_simd(void);
+
 /* engy_toploc_eval() - sum c_i x^i mod 65497; coefficients < 65497. */
 uint32_t engy_toploc_eval(const uint16_t *coeffs, size_t k, uint32_t x);
 
@@ -116,6 +131,9 @@ int engy_toploc_proof_decode(const uint8_t *proof, size_t len, uint32_t topk,
 struct engy_toploc_ws;
 struct engy_toploc_ws *engy_toploc_ws_new(uint32_t topk);
 void engy_toploc_ws_free(struct engy_toploc_ws *ws);
+
+/* engy_toploc_ws_force_scalar() - @ws takes the portable path (tests). */
+void engy_toploc_ws_force_scalar(struct engy_toploc_ws *ws);
 
 /*
  * engy_toploc_topk() - indices of the workspace's topk largest |v| (bf16

@@ -21,6 +21,7 @@
 
 #include "bf16.h"
 #include "toploc.h"
+#include "toploc_int.h"
 
 #define P ENGY_TOPLOC_PRIME
 
@@ -28,6 +29,7 @@
 
 struct engy_toploc_ws {
 	uint32_t topk;
+	int isa;		/* enum engy_toploc_isa */
 	size_t cap;		/* candidate capacity */
 	uint16_t *cv;		/* candidate values */
 	uint64_t *ci;		/* candidate indices, ascending */
@@ -35,6 +37,9 @@ struct engy_toploc_ws {
 	uint32_t *x;		/* [topk] evaluation points */
 	uint32_t *r;		/* [topk] polynomial values */
 	uint16_t *coeffs;	/* [topk] */
+	uint16_t *l2;		/* [8 topk] tile maxima (vector top-k) */
+	uint16_t *l1;		/* block maxima (vector top-k), grown */
+	size_t l1_cap;
 };
 
 struct engy_toploc_ws *engy_toploc_ws_new(uint32_t topk)
@@ -47,15 +52,17 @@ struct engy_toploc_ws *engy_toploc_ws_new(uint32_t topk)
 	if (!ws)
 		return NULL;
 	ws->topk = topk;
+	ws->isa = engy_toploc_isa_default();
 	ws->cap = 64 * (size_t)topk + 8192;
-	ws->cv = malloc(ws->cap * sizeof(*ws->cv));
+	ws->cv = malloc((ws->cap + 16) * sizeof(*ws->cv));
+	ws->l2 = malloc(8 * (size_t)topk * sizeof(*ws->l2));
 	ws->ci = malloc(ws->cap * sizeof(*ws->ci));
 	ws->idx = malloc(topk * sizeof(*ws->idx));
 	ws->x = malloc(topk * sizeof(*ws->x));
 	ws->r = malloc(topk * sizeof(*ws->r));
 	ws->coeffs = malloc(topk * sizeof(*ws->coeffs));
 	if (!ws->cv || !ws->ci || !ws->idx || !ws->x || !ws->r ||
-	    !ws->coeffs) {
+	    !ws->coeffs || !ws->l2) {
 		engy_toploc_ws_free(ws);
 		return NULL;
 	}
@@ -72,7 +79,14 @@ void engy_toploc_ws_free(struct engy_toploc_ws *ws)
 	free(ws->x);
 	free(ws->r);
 	free(ws->coeffs);
+	free(ws->l1);
+	free(ws->l2);
 	free(ws);
+}
+
+void engy_toploc_ws_force_scalar(struct engy_toploc_ws *ws)
+{
+	ws->isa = ENGY_TOPLOC_ISA_SCALAR;
 }
 
 /*
@@ -191,6 +205,21 @@ static size_t filter(const uint16_t *v, size_t n, unsigned thr, uint16_t *cv,
 	return c;
 }
 
+/* Room for @n block maxima in @ws; false without memory. */
+static bool l1_fit(struct engy_toploc_ws *ws, size_t n)
+{
+	uint16_t *p;
+
+	if (n <= ws->l1_cap)
+		return true;
+	p = realloc(ws->l1, n * sizeof(*p));
+	if (!p)
+		return false;
+	ws->l1 = p;
+	ws->l1_cap = n;
+	return true;
+}
+
 int engy_toploc_topk(struct engy_toploc_ws *ws, const uint16_t *v, size_t n,
 		     uint64_t *idx)
 {
@@ -199,6 +228,17 @@ int engy_toploc_topk(struct engy_toploc_ws *ws, const uint16_t *v, size_t n,
 
 	if (n < k)
 		return -EINVAL;
+	if (ws->isa == ENGY_TOPLOC_ISA_AVX2 && l1_fit(ws, n / 8 + 16)) {
+		int r = engy_toploc_topk_avx2(v, n, k, ws->l1, ws->l2, ws->cv,
+					      ws->ci, ws->cap, idx);
+
+		if (r == 0)
+			return 0;
+		if (r == 2) {	/* too many at the threshold */
+			select_exact(v, NULL, n, k, idx);
+			return 0;
+		}
+	}
 	if (n >= 2 * SAMPLE_TARGET && n >= 16 * k) {
 		thr = guess_threshold(v, n, k);
 		if (thr) {
@@ -225,7 +265,8 @@ int engy_toploc_prove_chunk(struct engy_toploc_ws *ws, const uint16_t *v,
 		return rc;
 	for (i = 0; i < ws->topk; i++)
 		y[i] = v[ws->idx[i]];
-	return engy_toploc_from_points(ws->idx, y, ws->topk, proof);
+	return engy_toploc_from_points_isa(ws->idx, y, ws->topk, proof,
+					   ws->isa);
 }
 
 /* Horner at every point at once: the inner loop has no carried chain. */

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "base64.h"
 #include "bf16.h"
@@ -612,13 +614,208 @@ START_TEST(test_threads)
 }
 END_TEST
 
-int main(void)
+/* ---- the vector path against the portable one ---- */
+
+/* What engy_toploc_simd() says in a fresh process, with @env set. */
+static void simd_in_child(const char *env, char *out, size_t len)
 {
-	Suite *s = suite_create("toploc");
+	int fd[2], st;
+	ssize_t n;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(fd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(fd[1], STDOUT_FILENO);
+		if (env)
+			setenv("ENGY_TOPLOC_SIMD", env, 1);
+		else
+			unsetenv("ENGY_TOPLOC_SIMD");
+		execl("/proc/self/exe", "check_toploc", "--simd", (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	n = read(fd[0], out, len - 1);
+	close(fd[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	out[n > 0 ? n : 0] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+}
+
+/* The vector path is the one taken where the CPU has it (so the tests
+ * below compare two different paths), and the variable forces the
+ * portable one. */
+START_TEST(test_simd_dispatch)
+{
+	char got[32];
+	const char *want = "scalar";
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		want = "avx2";
+#endif
+	simd_in_child(NULL, got, sizeof(got));
+	ck_assert_str_eq(got, want);
+	simd_in_child("scalar", got, sizeof(got));
+	ck_assert_str_eq(got, "scalar");
+	simd_in_child("0", got, sizeof(got));
+	ck_assert_str_eq(got, "scalar");
+	simd_in_child("avx2", got, sizeof(got));
+	ck_assert_str_eq(got, want);
+	printf("toploc path on this CPU: %s\n", want);
+}
+END_TEST
+
+/* Random points, distinct or not (duplicates give meaningless but still
+ * identical coefficients), every k up to 300 and a few up to 4096. */
+START_TEST(test_simd_interpolate_matches_scalar)
+{
+	uint32_t *x = malloc(4096 * sizeof(*x)), *w = malloc(8192 * sizeof(*w));
+	uint16_t *y = malloc(4096 * sizeof(*y)), *a = malloc(4096 * 2),
+		 *b = malloc(4096 * 2);
+	size_t t, i, k;
+
+	ck_assert(x && w && y && a && b);
+	seed(31);
+	for (t = 0; t < 1500; t++) {
+		k = t < 300 ? t + 1 : t < 1490 ? 1 + rnd() % 300 :
+						 1 + rnd() % 4096;
+		for (i = 0; i < k; i++) {
+			x[i] = (uint32_t)(rnd() % P);
+			y[i] = (uint16_t)rnd();
+		}
+		if (t % 3 == 0)	/* distinct: a random stride from a start */
+			for (i = 0; i < k; i++)
+				x[i] = (uint32_t)((x[0] + i * (1 + x[1] % 15)) %
+						  P);
+		if (t % 7 == 0 && k > 2)	/* a duplicate */
+			x[rnd() % k] = x[rnd() % k];
+		if (t % 11 == 0)	/* extremes */
+			for (i = 0; i < k; i++) {
+				x[i] = (uint32_t)(i % 2 ? P - 1 - i : i);
+				y[i] = (uint16_t)(i % 3 ? 0xFFFF - i : 0);
+			}
+		ck_assert_int_eq(engy_toploc_interpolate(x, y, k, a, w), 0);
+		ck_assert_int_eq(engy_toploc_interpolate_scalar(x, y, k, b, w),
+				 0);
+		ck_assert_msg(memcmp(a, b, k * sizeof(*a)) == 0,
+			      "case %zu, k %zu", t, k);
+	}
+	x[3] = P;
+	ck_assert_int_eq(engy_toploc_interpolate(x, y, 4, a, w), -EINVAL);
+	ck_assert_int_eq(engy_toploc_interpolate_scalar(x, y, 4, a, w),
+			 -EINVAL);
+	free(x);
+	free(w);
+	free(y);
+	free(a);
+	free(b);
+}
+END_TEST
+
+/* A chunk of @n values drawn by pattern @kind. */
+static void fill_chunk(uint16_t *v, size_t n, unsigned kind)
+{
+	size_t i, step = 1 + rnd() % 5000;
+	uint16_t base = (uint16_t)(0x3000 + rnd() % 0x1000);
+
+	for (i = 0; i < n; i++) {
+		switch (kind) {
+		case 0:	/* hidden-state like, outlier channels */
+			v[i] = engy_bf16_from_f32((float)(gauss() *
+					((i % 2048) % 97 == 0 ? 8 : 1)));
+			break;
+		case 1:	/* any bits: NaNs, infinities, both signs */
+			v[i] = (uint16_t)rnd();
+			break;
+		case 2:	/* few magnitudes: ties at the boundary */
+			v[i] = (uint16_t)((rnd() & 0x8000) | (base + rnd() % 3));
+			break;
+		case 3:	/* constant */
+			v[i] = base;
+			break;
+		case 4:	/* large values in one place only */
+			v[i] = i % step == 0 ? (uint16_t)(base + 0x800) :
+					       (uint16_t)(base + i % 50);
+			break;
+		default: /* many just above the rest: candidates overflow */
+			v[i] = (uint16_t)(i % 2 ? base + 0x100 + i % 5 : base);
+			break;
+		}
+	}
+}
+
+START_TEST(test_simd_chunk_matches_scalar)
+{
+	static const uint32_t ks[] = { 1, 4, 32, 128, 128, 128, 300, 1000 };
+	size_t cap = 300000, t, i;
+	uint16_t *v = malloc(cap * sizeof(*v)), *nz = malloc(cap * sizeof(*v));
+	uint64_t *ia = malloc(1000 * sizeof(*ia)), *ib = malloc(1000 * 8);
+	uint8_t *pa = malloc(2 + 2 * 1000), *pb = malloc(2 + 2 * 1000);
+
+	ck_assert(v && nz && ia && ib && pa && pb);
+	seed(32);
+	for (t = 0; t < 120; t++) {
+		uint32_t k = ks[t % 8];
+		size_t n = t % 5 == 0 ? 32 * 2048 : t % 5 == 1 ? 32 * 6144 :
+			   k + rnd() % (cap - k);
+		struct engy_toploc_ws *wa = engy_toploc_ws_new(k);
+		struct engy_toploc_ws *wb = engy_toploc_ws_new(k);
+		struct engy_toploc_stats sa, sb;
+		int ra, rb;
+
+		ck_assert(wa && wb);
+		engy_toploc_ws_force_scalar(wb);
+		fill_chunk(v, n, (unsigned)(t / 8) % 6);
+		for (i = 0; i < n; i++)	/* the verifier's: ~1% off */
+			nz[i] = engy_bf16_from_f32(engy_bf16_to_f32(v[i]) *
+						   (float)(1 + 0.01 * gauss()));
+		ck_assert_int_eq(engy_toploc_topk(wa, v, n, ia), 0);
+		ck_assert_int_eq(engy_toploc_topk(wb, v, n, ib), 0);
+		ck_assert_msg(memcmp(ia, ib, k * sizeof(*ia)) == 0,
+			      "top-k differs: case %zu, n %zu, k %u", t, n, k);
+		ra = engy_toploc_prove_chunk(wa, v, n, pa);
+		rb = engy_toploc_prove_chunk(wb, v, n, pb);
+		ck_assert_int_eq(ra, rb);
+		ck_assert(memcmp(pa, pb, engy_toploc_proof_len(k)) == 0);
+		ck_assert_int_eq(engy_toploc_verify_chunk(wa, nz, n, pa,
+			engy_toploc_proof_len(k), &sa),
+			ra ? ENGY_TOPLOC_NULL_PROOF : ENGY_TOPLOC_OK);
+		ck_assert_int_eq(engy_toploc_verify_chunk(wb, nz, n, pa,
+			engy_toploc_proof_len(k), &sb),
+			ra ? ENGY_TOPLOC_NULL_PROOF : ENGY_TOPLOC_OK);
+		if (!ra) {
+			ck_assert_uint_eq(sa.exp_mismatches, sb.exp_mismatches);
+			ck_assert(sa.mant_mean == sb.mant_mean);
+			ck_assert(sa.mant_median == sb.mant_median);
+		}
+		engy_toploc_ws_free(wa);
+		engy_toploc_ws_free(wb);
+	}
+	free(v);
+	free(nz);
+	free(ia);
+	free(ib);
+	free(pa);
+	free(pb);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	Suite *s;
 	TCase *tc = tcase_create("core");
 	SRunner *sr;
 	int failed;
 
+	if (argc > 1 && strcmp(argv[1], "--simd") == 0) {	/* for the test */
+		puts(engy_toploc_simd());
+		return 0;
+	}
+	s = suite_create("toploc");
 	/* The first test runs the threads: the inverse table is cold. */
 	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_bf16_cast);
@@ -633,6 +830,9 @@ int main(void)
 	tcase_add_test(tc, test_verify_statistics);
 	tcase_add_test(tc, test_verify_reduces_mod_m);
 	tcase_add_test(tc, test_malformed_proofs);
+	tcase_add_test(tc, test_simd_dispatch);
+	tcase_add_test(tc, test_simd_interpolate_matches_scalar);
+	tcase_add_test(tc, test_simd_chunk_matches_scalar);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

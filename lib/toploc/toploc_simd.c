@@ -1,0 +1,402 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * TOPLOC kernels for x86-64 with AVX2, chosen at run time (cpuid through
+ * __builtin_cpu_supports), and the choice itself.  Each gives exactly the
+ * portable path's output (tests/unit/check_toploc.c compares them on random
+ * input; ENGY_TOPLOC_SIMD=scalar forces the portable path).
+ *
+ * Interpolation is the portable path's algorithm (Newton divided
+ * differences, then the nested expansion) with sixteen field elements per
+ * vector, one per 16-bit lane.  Products use Montgomery reduction with
+ * R = 2^16: for a, b < p, a*b = hi*R + lo, t = lo * p^-1 mod R, and
+ * (a*b - t*p) / R = hi - mulhi(t, p) lies in (-p, p) and is a*b/R mod p.
+ * A factor stored premultiplied by R (the inverse table below, each
+ * expansion root) therefore gives the plain product; a factor shared by
+ * all lanes also comes with t's multiplier premultiplied, saving one
+ * multiply.  Every value stays canonical in [0, p), so the coefficients
+ * are the portable path's bit for bit, duplicate x included (inv(0) = 0
+ * in both).  The divided differences still need one inverse per pair of
+ * points: those are table loads, gathered with scalar loads (vpgatherdd
+ * was slower on the CPU measured) for a group of levels at a time.
+ *
+ * Top-k (engy_toploc_topk_avx2) finds its candidates from lane-wise maxima
+ * instead of a sample; see there.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "toploc.h"
+#include "toploc_int.h"
+
+#define P ENGY_TOPLOC_PRIME
+
+static int isa_default;
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TOPLOC_X86 1
+#include <immintrin.h>
+#endif
+
+static int env_forces_scalar(void)
+{
+	const char *e = getenv("ENGY_TOPLOC_SIMD");
+
+	return e && (!strcmp(e, "0") || !strcasecmp(e, "off") ||
+		     !strcasecmp(e, "scalar"));
+}
+
+static void isa_init(void)
+{
+	isa_default = ENGY_TOPLOC_ISA_SCALAR;
+	if (env_forces_scalar())
+		return;
+#ifdef TOPLOC_X86
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx2"))
+		isa_default = ENGY_TOPLOC_ISA_AVX2;
+#endif
+}
+
+int engy_toploc_isa_default(void)
+{
+	pthread_once(&isa_once, isa_init);
+	return isa_default;
+}
+
+const char *engy_toploc_simd(void)
+{
+	return engy_toploc_isa_default() == ENGY_TOPLOC_ISA_AVX2 ? "avx2" :
+								  "scalar";
+}
+
+#ifdef TOPLOC_X86
+
+#define AVX2 __attribute__((target("avx2")))
+#define INL static inline __attribute__((always_inline)) AVX2
+
+#define R_MOD_P	39u	/* 2^16 mod p */
+#define P_INV	36969u	/* p^-1 mod 2^16 */
+
+/* inv(d) * R mod p for every d (0 for 0), built once on first use. */
+static uint16_t invr_tab[P + 1];
+static pthread_once_t invr_once = PTHREAD_ONCE_INIT;
+
+static void invr_init(void)
+{
+	const uint16_t *inv = engy_toploc_inv_table();
+	uint32_t d;
+
+	for (d = 0; d < P; d++)
+		invr_tab[d] = (uint16_t)(inv[d] * R_MOD_P % P);
+}
+
+/* (a - b) mod p for a in [0, p), b in [0, p]. */
+INL __m256i sub_mod(__m256i a, __m256i b, __m256i p)
+{
+	__m256i d = _mm256_sub_epi16(a, b);
+	__m256i ge = _mm256_cmpeq_epi16(_mm256_max_epu16(a, b), a);
+
+	return _mm256_add_epi16(d, _mm256_andnot_si256(ge, p));
+}
+
+/* (a + b) mod p for a, b in [0, p). */
+INL __m256i add_mod(__m256i a, __m256i b, __m256i p)
+{
+	return sub_mod(a, _mm256_sub_epi16(p, b), p);
+}
+
+/* a * b / R mod p for a, b in [0, p). */
+INL __m256i mont_mul(__m256i a, __m256i b, __m256i p, __m256i pinv)
+{
+	__m256i lo = _mm256_mullo_epi16(a, b);
+	__m256i hi = _mm256_mulhi_epu16(a, b);
+	__m256i t = _mm256_mullo_epi16(lo, pinv);
+
+	return sub_mod(hi, _mm256_mulhi_epu16(t, p), p);
+}
+
+/* The same with b's twin bt = b * p^-1 mod R given (b shared by lanes). */
+INL __m256i mont_mul_tw(__m256i a, __m256i b, __m256i bt, __m256i p)
+{
+	__m256i hi = _mm256_mulhi_epu16(a, b);
+	__m256i t = _mm256_mullo_epi16(a, bt);
+
+	return sub_mod(hi, _mm256_mulhi_epu16(t, p), p);
+}
+
+#define IB_CAP 8192	/* inverses gathered at once (16 KiB) */
+
+#define LD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define ST(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
+
+/*
+ * Buffers of k + 16 entries: a block of 16 lanes starting below k may run
+ * into the padding, whose lanes are computed and never used.
+ */
+AVX2 int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y,
+				 size_t k, uint16_t *coeffs)
+{
+	enum { STACK_K = 256, NBUF = 5 };
+	uint16_t stack[NBUF * (STACK_K + 32)], *mem = stack;
+	uint16_t ibuf[IB_CAP];
+	uint16_t *xs, *a, *b, *t, *nc, *c;
+	const __m256i p = _mm256_set1_epi16((short)P);
+	const __m256i pinv = _mm256_set1_epi16((short)P_INV);
+	size_t len = (k + 32) & ~(size_t)15, i, j, j0, j1, n, o;
+
+	pthread_once(&invr_once, invr_init);
+	if (k + 15 > IB_CAP)	/* a level must fit the inverse buffer */
+		return -ENOMEM;
+	if (k > STACK_K) {
+		mem = malloc(NBUF * len * sizeof(*mem));
+		if (!mem)
+			return -ENOMEM;
+	}
+	memset(mem, 0, NBUF * len * sizeof(*mem));
+	xs = mem;
+	a = xs + len;
+	b = a + len;
+	nc = b + len;
+	c = nc + len + 16;	/* c[-1] is the constant term's addend */
+	for (i = 0; i < k; i++) {
+		xs[i] = (uint16_t)x[i];
+		a[i] = (uint16_t)(y[i] >= P ? y[i] - P : y[i]);
+	}
+
+	/* Divided differences, level j: a holds level j - 1, b gets level j
+	 * for i >= j; the first entry of each level is a Newton coefficient.
+	 * The inverses come first for a group of levels, so that the table
+	 * loads run as one long loop (four per 64-bit word). */
+	nc[0] = a[0];
+	for (j0 = 1; j0 < k; j0 = j1) {
+		for (j1 = j0, n = 0; j1 < k; j1++) {
+			size_t cnt = (k - j1 + 15) & ~(size_t)15;
+
+			if (n + cnt > IB_CAP)
+				break;
+			for (i = j1; i < j1 + cnt; i += 16, n += 16)
+				ST(ibuf + n, sub_mod(LD(xs + i),
+						     LD(xs + i - j1), p));
+		}
+		for (i = 0; i < n; i += 4) {
+			uint64_t d, r;
+
+			memcpy(&d, ibuf + i, 8);
+			r = (uint64_t)invr_tab[d & 0xFFFF] |
+			    (uint64_t)invr_tab[(d >> 16) & 0xFFFF] << 16 |
+			    (uint64_t)invr_tab[(d >> 32) & 0xFFFF] << 32 |
+			    (uint64_t)invr_tab[d >> 48] << 48;
+			memcpy(ibuf + i, &r, 8);
+		}
+		for (j = j0, o = 0; j < j1; j++) {
+			size_t end = j + ((k - j + 15) & ~(size_t)15);
+
+			for (i = j; i < end; i += 16, o += 16) {
+				__m256i num = sub_mod(LD(a + i), LD(a + i - 1),
+						      p);
+
+				ST(b + i, mont_mul(num, LD(ibuf + o), p, pinv));
+			}
+			nc[j] = b[j];
+			t = a;
+			a = b;
+			b = t;
+		}
+	}
+
+	/* Nested expansion c <- c * (X - x_i) + nc[i], i = k-2 .. 0, as
+	 * c[t] <- c[t] * (p - x_i) + c[t - 1] over t = 0 .. deg + 1 with
+	 * c[-1] = nc[i]; blocks run downwards so each reads the old c[t-1]. */
+	c[0] = nc[k - 1];
+	for (i = k - 1; i-- > 0;) {
+		size_t top = (k - 1 - i) & ~(size_t)15;	/* block of deg + 1 */
+		uint16_t nr = (uint16_t)((P - x[i]) * R_MOD_P % P);
+		__m256i vn = _mm256_set1_epi16((short)nr);
+		__m256i vt = _mm256_set1_epi16((short)(uint16_t)(nr * P_INV));
+
+		c[-1] = nc[i];
+		for (j = top + 16; j > 0;) {
+			j -= 16;
+			ST(c + j, add_mod(mont_mul_tw(LD(c + j), vn, vt, p),
+					  LD(c + j - 1), p));
+		}
+	}
+	memcpy(coeffs, c, k * sizeof(*coeffs));
+	if (mem != stack)
+		free(mem);
+	return 0;
+}
+
+/* How many of the keys of @v[0..n) (n a multiple of 16) are >= @t. */
+INL size_t count_ge(const uint16_t *v, size_t n, unsigned t)
+{
+	const __m256i keys = _mm256_set1_epi16(0x7FFF);
+	const __m256i below = _mm256_set1_epi16((short)(t - 1));
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256i sum = _mm256_setzero_si256();
+	__m128i s;
+	size_t i, j;
+
+	/* Each 16-bit lane counts at most 2048 before widening. */
+	for (i = 0; i < n; i = j) {
+		__m256i acc = _mm256_setzero_si256();
+
+		for (j = i; j < n && j < i + 16 * 2048; j += 16)
+			acc = _mm256_sub_epi16(acc, _mm256_cmpgt_epi16(
+				_mm256_and_si256(LD(v + j), keys), below));
+		sum = _mm256_add_epi32(sum, _mm256_madd_epi16(acc, ones));
+	}
+	s = _mm_add_epi32(_mm256_castsi256_si128(sum),
+			  _mm256_extracti128_si256(sum, 1));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+	s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+	return (size_t)_mm_cvtsi128_si32(s);
+}
+
+/*
+ * The @k-th largest key of @v[0..n) (n a multiple of 16, 1 <= k <= n) by
+ * bisection over the 15-bit keys, and in *@above how many keys exceed it.
+ */
+INL unsigned kth_key(const uint16_t *v, size_t n, size_t k, size_t *above)
+{
+	unsigned lo = 0, hi = 0x8000, mid;	/* count(lo) >= k > count(hi) */
+	size_t c_hi = 0, c;
+
+	while (hi - lo > 1) {
+		mid = (lo + hi) / 2;
+		c = count_ge(v, n, mid);
+		if (c >= k) {
+			lo = mid;
+		} else {
+			hi = mid;
+			c_hi = c;
+		}
+	}
+	*above = c_hi;
+	return lo;
+}
+
+/*
+ * Top-k for chunks of at least 32 k values: the lowest-index @k values of
+ * the largest keys of @v[0..n), as ascending indices into @idx.
+ *
+ * The chunk is cut into tiles of V vectors (16 V values, V a multiple of
+ * 8); lane l of a tile is a group of V values.  One pass takes lane-wise
+ * maxima of keys, keeping them per block of 8 vectors (@l1, n / 8
+ * entries) and per tile (@l2, at most 8 k entries).  At least k values
+ * have a key >= the k-th largest of the 16 * tiles group maxima, so every
+ * top-k key is at or above that threshold; with about 4k groups few more
+ * than k values are, on hidden states.  Only the blocks whose maximum
+ * reaches it are read again, then any values after the last tile: the
+ * candidates (@cv, @ci, @cap entries plus 16 of padding) are every value
+ * at or above the threshold, in index order, and the top k of those by
+ * key, ties to the lower index, are the chunk's.
+ *
+ * Returns 0, 1 when the chunk is too small for tiles, 2 when the
+ * candidates do not fit (then @idx is to be ignored).
+ */
+AVX2 int engy_toploc_topk_avx2(const uint16_t *v, size_t n, size_t k,
+			       uint16_t *l1, uint16_t *l2, uint16_t *cv,
+			       uint64_t *ci, size_t cap, uint64_t *idx)
+{
+	const __m256i keys = _mm256_set1_epi16(0x7FFF);
+	size_t V = (n / (4 * k)) & ~(size_t)7, tiles, t, q, g, r, c = 0;
+	size_t i, o, above, ties;
+	__m256i below;
+	unsigned thr;
+
+	if (V < 8)
+		return 1;
+	tiles = n / (16 * V);
+	if (16 * tiles < 2 * k)
+		return 1;
+	for (t = 0, g = 0; t < tiles; t++) {
+		__m256i m2 = _mm256_setzero_si256();
+
+		for (q = 0; q < V / 8; q++, g++) {
+			const uint16_t *p = v + 128 * g;
+			__m256i m0 = _mm256_and_si256(LD(p), keys);
+			__m256i m1 = _mm256_and_si256(LD(p + 16), keys);
+
+			for (r = 2; r < 8; r += 2) {
+				m0 = _mm256_max_epu16(m0, _mm256_and_si256(
+						LD(p + 16 * r), keys));
+				m1 = _mm256_max_epu16(m1, _mm256_and_si256(
+						LD(p + 16 * r + 16), keys));
+			}
+			m0 = _mm256_max_epu16(m0, m1);
+			ST(l1 + 16 * g, m0);
+			m2 = _mm256_max_epu16(m2, m0);
+		}
+		ST(l2 + 16 * t, m2);
+	}
+	thr = kth_key(l2, 16 * tiles, k, &above);
+
+	/* key >= thr as a signed compare: keys and thr - 1 are < 2^15. */
+	below = _mm256_set1_epi16((short)(thr - 1));
+	for (q = 0; q < g; q++) {
+		if (_mm256_testz_si256(_mm256_cmpgt_epi16(LD(l1 + 16 * q),
+							  below),
+				       _mm256_set1_epi16(-1)))
+			continue;
+		for (r = 0; r < 8; r += 2) {
+			const uint16_t *p = v + 128 * q + 16 * r;
+			uint64_t bits = (uint64_t)(uint32_t)_mm256_movemask_epi8(
+				_mm256_cmpgt_epi16(_mm256_and_si256(
+					LD(p + 16), keys), below)) << 32 |
+				(uint32_t)_mm256_movemask_epi8(
+				_mm256_cmpgt_epi16(_mm256_and_si256(
+					LD(p), keys), below));
+
+			/* Two mask bits per lane; keep the low one of each. */
+			for (bits &= 0x5555555555555555ull; bits;
+			     bits &= bits - 1) {
+				size_t l = (size_t)__builtin_ctzll(bits) / 2;
+
+				if (c == cap)
+					return 2;
+				cv[c] = p[l];
+				ci[c++] = 128 * q + 16 * r + l;
+			}
+		}
+	}
+	for (i = 128 * g; i < n; i++) {
+		if ((v[i] & 0x7FFFu) < thr)
+			continue;
+		if (c == cap)
+			return 2;
+		cv[c] = v[i];
+		ci[c++] = i;
+	}
+
+	/* The k-th largest candidate key, and how many ties at it to take. */
+	memset(cv + c, 0, 16 * sizeof(*cv));	/* keys 0: never counted */
+	thr = kth_key(cv, (c + 15) & ~(size_t)15, k, &above);
+	ties = k - above;
+	for (i = 0, o = 0; o < k && i < c; i++) {
+		unsigned key = cv[i] & 0x7FFFu;
+
+		if (key > thr || (key == thr && ties > 0)) {
+			if (key == thr)
+				ties--;
+			idx[o++] = ci[i];
+		}
+	}
+	return o == k ? 0 : 2;	/* never 2: at least k are >= thr */
+}
+
+#else /* !TOPLOC_X86: never chosen */
+
+int engy_toploc_topk_avx2(const uint16_t *v, size_t n, size_t k,
+			  uint16_t *l1, uint16_t *l2, uint16_t *cv,
+			  uint64_t *ci, size_t cap, uint64_t *idx)
+{
+	return 1;
+}
+
+#endif
