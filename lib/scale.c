@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "hex.h"
 #include "scale.h"
 
@@ -201,24 +202,9 @@ void engy_scale_put(struct engy_scale_buf *b, const void *p, size_t n)
 {
 	if (b->err || !n)
 		return;
-	if (n > b->cap - b->len) {
-		size_t cap = b->cap ? b->cap : 64;
-		uint8_t *q;
-
-		while (cap - b->len < n) {
-			if (cap > SIZE_MAX / 2) {
-				b->err = -ENOMEM;
-				return;
-			}
-			cap *= 2;
-		}
-		q = realloc(b->p, cap);
-		if (!q) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = q;
-		b->cap = cap;
+	if (!engy_grow_by(&b->p, &b->cap, b->len, n, 1)) {
+		b->err = -ENOMEM;
+		return;
 	}
 	memcpy(b->p + b->len, p, n);
 	b->len += n;

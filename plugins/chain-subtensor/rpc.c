@@ -6,6 +6,7 @@
 
 #include <curl/curl.h>
 
+#include "grow.h"
 #include "rpc.h"
 
 struct body {
@@ -23,18 +24,8 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
 		b->too_big = 1;
 		return 0;
 	}
-	if (b->len + len + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 4096;
-		char *q;
-
-		while (cap < b->len + len + 1)
-			cap *= 2;
-		q = realloc(b->p, cap);
-		if (!q)
-			return 0;
-		b->p = q;
-		b->cap = cap;
-	}
+	if (!engy_grow_by(&b->p, &b->cap, b->len + 1, len, 1))
+		return 0;
 	memcpy(b->p + b->len, p, len);
 	b->len += len;
 	b->p[b->len] = '\0';

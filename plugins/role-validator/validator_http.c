@@ -17,6 +17,7 @@
 
 #include <config.h>
 
+#include "grow.h"
 #include "validator_int.h"
 
 struct sink {
@@ -34,18 +35,8 @@ static size_t on_body(char *d, size_t size, size_t n, void *arg)
 		s->too_big = true;
 		return 0;
 	}
-	if (s->len + n + 1 > s->cap) {
-		size_t cap = s->cap ? s->cap : 8192;
-		char *q;
-
-		while (cap < s->len + n + 1)
-			cap *= 2;
-		q = realloc(s->p, cap);
-		if (!q)
-			return 0;
-		s->p = q;
-		s->cap = cap;
-	}
+	if (!engy_grow_by(&s->p, &s->cap, s->len + 1, n, 1))
+		return 0;
 	memcpy(s->p + s->len, d, n);
 	s->len += n;
 	s->p[s->len] = '\0';

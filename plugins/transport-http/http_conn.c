@@ -29,6 +29,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "grow.h"
 #include "http_int.h"
 
 enum {
@@ -191,18 +192,8 @@ static int body_add(struct th_conn *c, struct evbuffer *in, size_t n)
 
 	if (x->body_len + n > (uint64_t)c->ti->conf.max_body)
 		return 413;
-	if (x->body_len + n + 1 > x->body_cap) {
-		size_t cap = x->body_cap ? x->body_cap : 4096;
-		uint8_t *p;
-
-		while (cap < x->body_len + n + 1)
-			cap *= 2;
-		p = realloc(x->body, cap);
-		if (!p)
-			return 500;
-		x->body = p;
-		x->body_cap = cap;
-	}
+	if (!engy_grow_by(&x->body, &x->body_cap, x->body_len + 1, n, 1))
+		return 500;
 	evbuffer_remove(in, x->body + x->body_len, n);
 	x->body_len += n;
 	x->body[x->body_len] = 0;	/* handlers may treat it as a string */
