@@ -7,6 +7,7 @@
 
 #include <engy/role.h>
 
+#include "grow.h"
 #include "host.h"
 #include "kind.h"
 #include "log.h"
@@ -28,7 +29,6 @@ char *engy_role_names(const char *dir)
 
 	while (dh && (de = readdir(dh))) {
 		size_t l = strlen(de->d_name);
-		char **nv;
 
 		if (strncmp(de->d_name, ROLE_PREFIX, strlen(ROLE_PREFIX)) ||
 		    l <= strlen(ROLE_PREFIX) + 3 || strcmp(de->d_name + l - 3, ".so"))
@@ -39,14 +39,9 @@ char *engy_role_names(const char *dir)
 			free(name);
 			continue;
 		}
-		if (n == cap) {
-			cap = cap ? cap * 2 : 8;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(name);
-				break;
-			}
-			v = nv;
+		if (!ENGY_GROW(v, cap, n + 1)) {
+			free(name);
+			break;
 		}
 		v[n++] = name;
 		len += l + 2;

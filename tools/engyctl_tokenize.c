@@ -15,6 +15,7 @@
 
 #include "engyctl.h"
 #include "fsutil.h"
+#include "grow.h"
 #include "tokenizer.h"
 
 #define STDIN_MAX ((size_t)1 << 30)
@@ -63,7 +64,7 @@ static bool is_sep(uint8_t c)
 static int parse_ids(const uint8_t *in, size_t len, uint32_t **out,
 		     size_t *nout, size_t *bad)
 {
-	uint32_t *ids = NULL, *tmp;
+	uint32_t *ids = NULL;
 	size_t n = 0, cap = 0, i = 0;
 	uint64_t v;
 
@@ -82,14 +83,9 @@ static int parse_ids(const uint8_t *in, size_t len, uint32_t **out,
 			*bad = n + 1;
 			return -EINVAL;
 		}
-		if (n == cap) {
-			cap = cap ? 2 * cap : 256;
-			tmp = realloc(ids, cap * sizeof(*ids));
-			if (!tmp) {
-				free(ids);
-				return -ENOMEM;
-			}
-			ids = tmp;
+		if (!ENGY_GROW(ids, cap, n + 1)) {
+			free(ids);
+			return -ENOMEM;
 		}
 		ids[n++] = (uint32_t)v;
 	}

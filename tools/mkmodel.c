@@ -23,6 +23,7 @@
 #include <cjson/cJSON.h>
 
 #include "fsutil.h"
+#include "grow.h"
 #include "halfconv.h"
 #include "mkmodel.h"
 #include "safetensors.h"
@@ -102,16 +103,9 @@ static int push(struct gen *g, const char *name, int dtype, uint64_t rows,
 
 	if (!data)
 		return -ENOMEM;
-	if (g->n == g->cap) {
-		size_t cap = g->cap ? 2 * g->cap : 128;
-
-		t = realloc(g->t, cap * sizeof(*t));
-		if (!t) {
-			free(data);
-			return -ENOMEM;
-		}
-		g->t = t;
-		g->cap = cap;
+	if (!ENGY_GROW(g->t, g->cap, g->n + 1)) {
+		free(data);
+		return -ENOMEM;
 	}
 	t = &g->t[g->n++];
 	snprintf(t->name, sizeof(t->name), "%s", name);

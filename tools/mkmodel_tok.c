@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "fsutil.h"
+#include "grow.h"
 #include "mkmodel.h"
 
 const char *const mkmodel_specials[MKMODEL_N_SPECIAL] = {
@@ -112,15 +113,8 @@ static int add_piece(struct corpus *c, const char *s, uint64_t freq)
 	size_t len = strlen(s), i;
 	struct piece *p;
 
-	if (c->n == c->cap) {
-		size_t cap = c->cap ? 2 * c->cap : 1024;
-
-		p = realloc(c->p, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		c->p = p;
-		c->cap = cap;
-	}
+	if (!ENGY_GROW(c->p, c->cap, c->n + 1))
+		return -ENOMEM;
 	p = &c->p[c->n];
 	p->sym = malloc((len + 1) * sizeof(*p->sym));
 	if (!p->sym)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "sse_out.h"
 
 void engy_sse_out_init(struct engy_sse_out *o)
@@ -45,27 +46,11 @@ char *engy_sse_out_take(struct engy_sse_out *o, size_t *len)
 
 static int grow(struct engy_sse_out *o, size_t n)
 {
-	size_t c = o->cap ? o->cap : 256;
-	char *p;
-
 	if (o->err)
 		return o->err;
-	if (n > SIZE_MAX / 2 - o->len) {
+	if (!engy_grow_by(&o->buf, &o->cap, o->len + 1, n, 1))
 		o->err = -ENOMEM;
-		return o->err;
-	}
-	while (c < o->len + n + 1)
-		c *= 2;
-	if (c == o->cap)
-		return 0;
-	p = realloc(o->buf, c);
-	if (!p) {
-		o->err = -ENOMEM;
-		return o->err;
-	}
-	o->buf = p;
-	o->cap = c;
-	return 0;
+	return o->err;
 }
 
 int engy_sse_out_add(struct engy_sse_out *o, const char *p, size_t n)

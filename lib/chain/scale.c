@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+#include "hex.h"
 #include "scale.h"
 
 void engy_scale_rd_init(struct engy_scale_rd *r, const void *p, size_t len)
@@ -200,24 +202,9 @@ void engy_scale_put(struct engy_scale_buf *b, const void *p, size_t n)
 {
 	if (b->err || !n)
 		return;
-	if (n > b->cap - b->len) {
-		size_t cap = b->cap ? b->cap : 64;
-		uint8_t *q;
-
-		while (cap - b->len < n) {
-			if (cap > SIZE_MAX / 2) {
-				b->err = -ENOMEM;
-				return;
-			}
-			cap *= 2;
-		}
-		q = realloc(b->p, cap);
-		if (!q) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = q;
-		b->cap = cap;
+	if (!engy_grow_by(&b->p, &b->cap, b->len, n, 1)) {
+		b->err = -ENOMEM;
+		return;
 	}
 	memcpy(b->p + b->len, p, n);
 	b->len += n;
@@ -294,17 +281,6 @@ void engy_scale_put_vec(struct engy_scale_buf *b, const void *p, size_t n)
 	engy_scale_put(b, p, n);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static const char *hex_body(const char *hex, size_t *n)
 {
 	if (hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X'))
@@ -318,7 +294,8 @@ static int hex_fill(uint8_t *out, const char *h, size_t n)
 	size_t i;
 
 	for (i = 0; i < n / 2; i++) {
-		int a = hexval(h[2 * i]), b = hexval(h[2 * i + 1]);
+		int a = engy_hexval((unsigned char)h[2 * i]),
+		    b = engy_hexval((unsigned char)h[2 * i + 1]);
 
 		if (a < 0 || b < 0)
 			return -EINVAL;

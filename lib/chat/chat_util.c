@@ -9,30 +9,15 @@
 #include <string.h>
 
 #include "chat_util.h"
+#include "grow.h"
 
 void engy_chat_buf_add(struct engy_chat_buf *b, const char *s, size_t n)
 {
-	size_t need, cap;
-	char *p;
-
 	if (b->err)
 		return;
-	if (n > SIZE_MAX - b->len - 1) {
+	if (!engy_grow_by(&b->p, &b->cap, b->len + 1, n, 1)) {
 		b->err = -ENOMEM;
 		return;
-	}
-	need = b->len + n + 1;
-	if (need > b->cap) {
-		cap = b->cap ? b->cap : 64;
-		while (cap < need)
-			cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-		p = realloc(b->p, cap);
-		if (!p) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
 	}
 	if (n)
 		memcpy(b->p + b->len, s, n);

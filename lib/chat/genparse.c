@@ -18,6 +18,7 @@
 
 #include "genparse.h"
 #include "genparse_int.h"
+#include "grow.h"
 
 void engy_gen_trim(const char **p, size_t *n)
 {
@@ -339,15 +340,8 @@ static int add_call(struct batch *b, const char *name, size_t nlen, char *args)
 	struct engy_gen_call *c;
 	char id[64];
 
-	if (b->m->n_calls == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 4;
-
-		c = realloc(b->m->calls, cap * sizeof(*c));
-		if (!c)
-			return -ENOMEM;
-		b->m->calls = c;
-		b->cap = cap;
-	}
+	if (!ENGY_GROW(b->m->calls, b->cap, b->m->n_calls + 1))
+		return -ENOMEM;
 	engy_gen_call_id(b->o->id_prefix, b->m->n_calls, id, sizeof(id));
 	c = &b->m->calls[b->m->n_calls];
 	c->id = strdup(id);

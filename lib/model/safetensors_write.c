@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "safetensors.h"
 
 struct wt {
@@ -68,16 +69,9 @@ int engy_st_writer_add_take(struct engy_st_writer *w, const char *name,
 	for (i = 0; i < w->n; i++)
 		if (strcmp(w->t[i].name, name) == 0)
 			goto inval;
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 64;
-
-		t = realloc(w->t, cap * sizeof(*t));
-		if (!t) {
-			free(data);
-			return -ENOMEM;
-		}
-		w->t = t;
-		w->cap = cap;
+	if (!ENGY_GROW(w->t, w->cap, w->n + 1)) {
+		free(data);
+		return -ENOMEM;
 	}
 	t = &w->t[w->n];
 	memset(t, 0, sizeof(*t));

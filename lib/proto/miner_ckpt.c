@@ -15,6 +15,7 @@
 
 #include "chat_template.h"
 #include "fsutil.h"
+#include "grow.h"
 #include "miner_ckpt.h"
 #include "minerproto.h"
 
@@ -39,7 +40,7 @@ static int list_shards(const char *dir, char ***out, size_t *n)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
-	char **v = NULL, **nv;
+	char **v = NULL;
 	size_t cap = 0;
 	int rc = 0;
 
@@ -49,15 +50,9 @@ static int list_shards(const char *dir, char ***out, size_t *n)
 	while ((e = readdir(d))) {
 		if (!is_shard(e->d_name))
 			continue;
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			nv = cap <= MAX_SHARDS ? realloc(v, cap * sizeof(*v))
-					       : NULL;
-			if (!nv) {
-				rc = cap > MAX_SHARDS ? -E2BIG : -ENOMEM;
-				break;
-			}
-			v = nv;
+		if (*n == MAX_SHARDS || !ENGY_GROW(v, cap, *n + 1)) {
+			rc = *n == MAX_SHARDS ? -E2BIG : -ENOMEM;
+			break;
 		}
 		if (!(v[*n] = strdup(e->d_name))) {
 			rc = -ENOMEM;

@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "fsutil.h"
+#include "grow.h"
 #include "qwen3_int.h"
 #include "safetensors.h"
 
@@ -46,19 +47,12 @@ static const struct engy_st_tensor *find(const struct loader *ld,
 /* @n elements of @size bytes, 64-byte aligned, freed with the model. */
 static void *alloc_buf(struct q3_model *m, uint64_t n, size_t size)
 {
-	void **b, *p;
+	void *p;
 
 	if (n > ((uint64_t)1 << 40) / size)
 		return NULL;
-	if (m->n_bufs == m->cap_bufs) {
-		size_t cap = m->cap_bufs ? 2 * m->cap_bufs : 256;
-
-		b = realloc(m->bufs, cap * sizeof(*b));
-		if (!b)
-			return NULL;
-		m->bufs = b;
-		m->cap_bufs = cap;
-	}
+	if (!ENGY_GROW(m->bufs, m->cap_bufs, m->n_bufs + 1))
+		return NULL;
 	p = aligned_alloc(64, ((n * size + 63) / 64) * 64 + 64);
 	if (!p)
 		return NULL;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
 #include "score_json.h"
 
 #define MAX_UINT	9007199254740991ULL	/* 2^53 - 1 */
@@ -45,17 +46,6 @@ static int literal(struct rd *r, const char *word)
 	return 0;
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 static int escape(struct rd *r, char *c)
 {
 	static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
@@ -74,7 +64,7 @@ static int escape(struct rd *r, char *c)
 		return bad(r, "bad escape in a string");
 	for (i = 1; i <= 4; i++) {
 		h = r->at + i < r->len ?
-		    hexval((unsigned char)r->p[r->at + i]) : -1;
+		    engy_hexval((unsigned char)r->p[r->at + i]) : -1;
 		if (h < 0)
 			return bad(r, "bad \\u escape");
 		v = v * 16 + h;

@@ -8,25 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "score_int.h"
 
 static void sbuf_grow(struct sbuf *b, size_t more)
 {
-	size_t cap;
-	char *p;
-
-	if (b->err || b->len + more < b->cap)
-		return;
-	cap = b->cap ? b->cap : 256;
-	while (cap <= b->len + more)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p) {
+	if (!b->err && !engy_grow_by(&b->p, &b->cap, b->len + 1, more, 1))
 		b->err = -ENOMEM;
-		return;
-	}
-	b->p = p;
-	b->cap = cap;
 }
 
 void engy_score_sbuf_put(struct sbuf *b, const char *s)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hex.h"
 #include "sgl_resp.h"
 #include "sgl_resp_int.h"
 
@@ -177,8 +178,7 @@ static bool is_tokchar(char c)
 
 static bool is_hex(char c)
 {
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') ||
-	       (c >= 'A' && c <= 'F');
+	return engy_hexval((unsigned char)c) >= 0;
 }
 
 /* Inside a string: returns where it stopped. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "sgl_resp.h"
 #include "sgl_resp_int.h"
 
@@ -95,20 +96,10 @@ static int emit(struct engy_jf *j, uint32_t elem, uint32_t row,
 static int grow(struct engy_jf *j, void **p, size_t *cap, size_t need,
 		size_t size)
 {
-	size_t n = *cap ? *cap * 2 : 64;
-	void *q;
-
 	if (need > j->o.max_ids)
 		return engy_sglresp_fail(j, -E2BIG, "too many output tokens");
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
+	if (!engy_grow(p, cap, need, size))
 		return engy_sglresp_fail(j, -ENOMEM, "out of memory");
-	*p = q;
-	*cap = n;
 	return 0;
 }
 

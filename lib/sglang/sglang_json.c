@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "sglang_json.h"
 
 /* --- a string builder ---------------------------------------------------- */
@@ -25,24 +26,11 @@ struct sb {
 
 static bool sb_grow(struct sb *b, size_t more)
 {
-	size_t cap;
-	char *p;
-
 	if (b->oom)
 		return false;
-	if (b->len + more + 1 <= b->cap)
-		return true;
-	cap = b->cap ? b->cap : 256;
-	while (cap < b->len + more + 1)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p) {
+	if (!engy_grow_by(&b->p, &b->cap, b->len + 1, more, 1))
 		b->oom = true;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
+	return !b->oom;
 }
 
 static void sb_put(struct sb *b, const char *s, size_t n)

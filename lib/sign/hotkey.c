@@ -19,20 +19,10 @@
 #include "errbuf.h"
 #include "bip39.h"
 #include "fsutil.h"
+#include "hex.h"
 #include "hotkey.h"
 
 #define CRYPTO_SR25519	1
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Exactly @n bytes of hex, with or without a leading "0x". */
 static int hexdec(uint8_t *out, size_t n, const char *s)
@@ -45,8 +35,8 @@ static int hexdec(uint8_t *out, size_t n, const char *s)
 	if (strlen(s) != 2 * n)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		hi = hexval(s[2 * i]);
-		lo = hexval(s[2 * i + 1]);
+		hi = engy_hexval((unsigned char)s[2 * i]);
+		lo = engy_hexval((unsigned char)s[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return -EINVAL;
 		out[i] = (uint8_t)(hi << 4 | lo);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "tok_internal.h"
 
 #define BPE_SMALL 64
@@ -220,17 +221,8 @@ out:
 
 int engy_tok_ids_push(struct tok_ids *o, uint32_t id)
 {
-	uint32_t *v;
-	size_t cap;
-
-	if (o->n == o->cap) {
-		cap = o->cap ? 2 * o->cap : 64;
-		v = realloc(o->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		o->v = v;
-		o->cap = cap;
-	}
+	if (!ENGY_GROW(o->v, o->cap, o->n + 1))
+		return -ENOMEM;
 	o->v[o->n++] = id;
 	return 0;
 }

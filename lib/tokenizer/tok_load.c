@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fsutil.h"
+#include "grow.h"
 #include "tok_load.h"
 
 #define TOK_MAX_FILE ((size_t)256 << 20)
@@ -228,7 +229,7 @@ static int load_merges(struct tok_loader *ld, const cJSON *merges)
 {
 	const char *a, *b, *sp;
 	size_t la, lb, rank = 0, cap = 256;
-	char *cat = malloc(cap), *c;
+	char *cat = malloc(cap);
 	uint32_t ia, ib, in;
 	const cJSON *e;
 	int rc;
@@ -276,14 +277,9 @@ static int load_merges(struct tok_loader *ld, const cJSON *merges)
 			rc = merge_part(ld, rank, b, lb, &ib);
 		if (rc)
 			goto out;
-		if (la + lb > cap) {
-			cap = 2 * (la + lb);
-			c = realloc(cat, cap);
-			if (!c) {
-				rc = -ENOMEM;
-				goto out;
-			}
-			cat = c;
+		if (!engy_grow_by(&cat, &cap, la, lb, 1)) {
+			rc = -ENOMEM;
+			goto out;
 		}
 		memcpy(cat, a, la);
 		memcpy(cat + la, b, lb);

@@ -14,6 +14,7 @@
 
 #include "base64.h"
 #include "bf16.h"
+#include "grow.h"
 #include "toploc.h"
 
 struct chunk {
@@ -73,20 +74,14 @@ static const uint16_t *chunk_bf16(const struct engy_rows *rows,
 {
 	size_t n = c.n_rows * rows->hidden, i;
 	const float *f;
-	uint16_t *b;
 	static const uint16_t none[1];
 
 	if (rows->dtype == ENGY_DTYPE_BF16)
 		return (const uint16_t *)rows->data + c.first * rows->hidden;
 	if (n == 0)
 		return none;	/* an empty prefill chunk: no buffer needed */
-	if (n > *cap) {
-		b = realloc(*buf, n * sizeof(*b));
-		if (!b)
-			return NULL;
-		*buf = b;
-		*cap = n;
-	}
+	if (!engy_grow(buf, cap, n, sizeof(**buf)))
+		return NULL;
 	f = (const float *)rows->data + c.first * rows->hidden;
 	for (i = 0; i < n; i++)
 		(*buf)[i] = engy_bf16_from_f32(f[i]);

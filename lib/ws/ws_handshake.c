@@ -11,235 +11,6 @@
 #include "base64.h"
 #include "ws_handshake.h"
 
-static bool tchar(int c)
-{
-	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	    (c >= '0' && c <= '9'))
-		return true;
-	return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static bool token(const char *s)
-{
-	if (!*s)
-		return false;
-	for (; *s; s++)
-		if (!tchar((unsigned char)*s))
-			return false;
-	return true;
-}
-
-/* Field values: visible characters, spaces and tabs; no CTLs. */
-static bool field_value_ok(const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c < 0x20 && c != '\t') || c == 0x7f)
-			return false;
-	}
-	return true;
-}
-
-static char *trim(char *s)
-{
-	char *e;
-
-	while (*s == ' ' || *s == '\t')
-		s++;
-	e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-		*--e = '\0';
-	return s;
-}
-
-/* "HTTP/1.x": stores x; false for anything else. */
-static bool http_version(const char *s, int *minor)
-{
-	if (strncmp(s, "HTTP/1.", 7) != 0 || s[7] < '0' || s[7] > '9' ||
-	    s[8] != '\0')
-		return false;
-	*minor = s[7] - '0';
-	return true;
-}
-
-static int start_line(struct engy_http_head *h, char *line, bool request,
-		      const char **why)
-{
-	char *a = line, *b, *c;
-
-	b = strchr(a, ' ');
-	if (!b)
-		goto bad;
-	*b++ = '\0';
-	if (request) {
-		c = strchr(b, ' ');
-		if (!c)
-			goto bad;
-		*c++ = '\0';
-		if (!token(a)) {
-			*why = "malformed method";
-			return -EINVAL;
-		}
-		if (b[0] != '/') {
-			*why = "request target must be a path";
-			return -EINVAL;
-		}
-		if (!http_version(c, &h->http_minor)) {
-			*why = "not an HTTP/1.x request";
-			return -EINVAL;
-		}
-		h->method = a;
-		h->target = b;
-		return 0;
-	}
-	if (!http_version(a, &h->http_minor)) {
-		*why = "not an HTTP/1.x reply";
-		return -EINVAL;
-	}
-	if (b[0] < '1' || b[0] > '5' || b[1] < '0' || b[1] > '9' ||
-	    b[2] < '0' || b[2] > '9' || (b[3] != ' ' && b[3] != '\0')) {
-		*why = "malformed status code";
-		return -EINVAL;
-	}
-	h->status = (b[0] - '0') * 100 + (b[1] - '0') * 10 + (b[2] - '0');
-	h->reason_phrase = b[3] ? b + 4 : "";
-	return 0;
-bad:
-	*why = request ? "malformed request line" : "malformed status line";
-	return -EINVAL;
-}
-
-int engy_http_head_parse(struct engy_http_head *h, const char *p, size_t len,
-			 bool request, const char **why)
-{
-	char *line, *next, *colon, *name;
-	bool first = true;
-	int rc;
-
-	memset(h, 0, sizeof(*h));
-	*why = NULL;
-	if (memchr(p, '\0', len)) {
-		*why = "NUL byte in the head";
-		return -EINVAL;
-	}
-	h->buf = malloc(len + 1);
-	if (!h->buf) {
-		*why = "out of memory";
-		return -ENOMEM;
-	}
-	memcpy(h->buf, p, len);
-	h->buf[len] = '\0';
-	for (line = h->buf; line && *line; line = next) {
-		next = strchr(line, '\n');
-		if (next)
-			*next++ = '\0';
-		if (*line && line[strlen(line) - 1] == '\r')
-			line[strlen(line) - 1] = '\0';
-		if (first) {
-			rc = start_line(h, line, request, why);
-			if (rc < 0)
-				goto fail;
-			first = false;
-			continue;
-		}
-		if (!*line)
-			break;		/* the empty line ends the head */
-		if (*line == ' ' || *line == '\t') {
-			*why = "folded header line";
-			rc = -EINVAL;
-			goto fail;
-		}
-		colon = strchr(line, ':');
-		if (!colon) {
-			*why = "header line without a colon";
-			rc = -EINVAL;
-			goto fail;
-		}
-		*colon = '\0';
-		name = line;
-		if (!token(name)) {
-			*why = "malformed header name";
-			rc = -EINVAL;
-			goto fail;
-		}
-		if (!field_value_ok(colon + 1)) {
-			*why = "control character in a header value";
-			rc = -EINVAL;
-			goto fail;
-		}
-		if (h->n_fields == ENGY_HTTP_HEADERS_MAX) {
-			*why = "too many header fields";
-			rc = -E2BIG;
-			goto fail;
-		}
-		h->fields[h->n_fields].name = name;
-		h->fields[h->n_fields].value = trim(colon + 1);
-		h->n_fields++;
-	}
-	if (first) {
-		*why = "empty head";
-		rc = -EINVAL;
-		goto fail;
-	}
-	return 0;
-fail:
-	engy_http_head_free(h);
-	return rc;
-}
-
-void engy_http_head_free(struct engy_http_head *h)
-{
-	free(h->buf);
-	memset(h, 0, sizeof(*h));
-}
-
-const char *engy_http_head_get(const struct engy_http_head *h,
-			       const char *name)
-{
-	size_t i;
-
-	for (i = 0; i < h->n_fields; i++)
-		if (strcasecmp(h->fields[i].name, name) == 0)
-			return h->fields[i].value;
-	return NULL;
-}
-
-static bool list_has(const char *list, const char *tok)
-{
-	size_t n = strlen(tok);
-	const char *p = list, *e;
-
-	while (*p) {
-		while (*p == ' ' || *p == '\t' || *p == ',')
-			p++;
-		e = p;
-		while (*e && *e != ',')
-			e++;
-		/* trim the element's trailing whitespace */
-		while (e > p && (e[-1] == ' ' || e[-1] == '\t'))
-			e--;
-		if ((size_t)(e - p) == n && strncasecmp(p, tok, n) == 0)
-			return true;
-		p = e;
-		while (*p && *p != ',')
-			p++;
-	}
-	return false;
-}
-
-bool engy_http_head_has_token(const struct engy_http_head *h,
-			      const char *name, const char *tok)
-{
-	size_t i;
-
-	for (i = 0; i < h->n_fields; i++)
-		if (strcasecmp(h->fields[i].name, name) == 0 &&
-		    list_has(h->fields[i].value, tok))
-			return true;
-	return false;
-}
-
 void engy_ws_key(char out[ENGY_WS_KEY_LEN + 1], const uint8_t nonce[16])
 {
 	engy_base64_encode(out, nonce, 16);
@@ -288,11 +59,11 @@ int engy_ws_request(char **out, const char *host, const char *target,
 			*why = "header without a value";
 			return -EINVAL;
 		}
-		if (!token(headers[i])) {
+		if (!engy_http_token(headers[i])) {
 			*why = "malformed header name";
 			return -EINVAL;
 		}
-		if (!field_value_ok(headers[i + 1])) {
+		if (!engy_http_value_ok(headers[i + 1])) {
 			*why = "control character in a header value";
 			return -EINVAL;
 		}
@@ -303,7 +74,7 @@ int engy_ws_request(char **out, const char *host, const char *target,
 			}
 		len += strlen(headers[i]) + strlen(headers[i + 1]) + 4;
 	}
-	if (!field_value_ok(host) || !field_value_ok(target) ||
+	if (!engy_http_value_ok(host) || !engy_http_value_ok(target) ||
 	    strchr(target, ' ')) {
 		*why = "control character or space in the host or path";
 		return -EINVAL;

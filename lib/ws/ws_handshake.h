@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The RFC 6455 opening handshake, both sides: an HTTP/1.1 head parser,
- * Sec-WebSocket-Key / Sec-WebSocket-Accept, the client's request and the
- * server's checks and replies.  No extensions and no subprotocols are ever
- * negotiated.  Pure code: the transport does the I/O.
+ * The RFC 6455 opening handshake, both sides: Sec-WebSocket-Key /
+ * Sec-WebSocket-Accept, the client's request and the server's checks and
+ * replies, on the heads http_head.h parses.  No extensions and no
+ * subprotocols are ever negotiated.  Pure code: the transport does the I/O.
  */
 #ifndef ENGY_WS_HANDSHAKE_H
 #define ENGY_WS_HANDSHAKE_H
@@ -12,49 +12,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "http_head.h"
+
 #define ENGY_WS_GUID		"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define ENGY_WS_KEY_LEN		24	/* base64 of 16 bytes */
 #define ENGY_WS_ACCEPT_LEN	28	/* base64 of a SHA-1 */
-#define ENGY_HTTP_HEADERS_MAX	64
-
-struct engy_http_field {
-	const char *name;
-	const char *value;	/* surrounding whitespace removed */
-};
-
-/*
- * A parsed request or status head.  Strings point into a private copy of
- * the head; they live until engy_http_head_free().
- */
-struct engy_http_head {
-	char *buf;
-	/* request */
-	const char *method;
-	const char *target;	/* origin-form: path and query */
-	/* response */
-	int status;
-	const char *reason_phrase;
-	int http_minor;		/* HTTP/1.x */
-	size_t n_fields;
-	struct engy_http_field fields[ENGY_HTTP_HEADERS_MAX];
-};
-
-/*
- * engy_http_head_parse() - parse a head of @len bytes that ends with (or
- * just before) the empty line; a request when @request, else a status
- * line.  Returns 0, -EINVAL for a malformed head, -E2BIG for more than
- * ENGY_HTTP_HEADERS_MAX fields, -ENOMEM; *@why then names the problem.
- */
-int engy_http_head_parse(struct engy_http_head *h, const char *p, size_t len,
-			 bool request, const char **why);
-void engy_http_head_free(struct engy_http_head *h);
-
-/* The first value of field @name (case-insensitive), or NULL. */
-const char *engy_http_head_get(const struct engy_http_head *h,
-			       const char *name);
-/* Does any @name field list @token (comma-separated, case-insensitive)? */
-bool engy_http_head_has_token(const struct engy_http_head *h,
-			      const char *name, const char *token);
 
 /* engy_ws_key() - the Sec-WebSocket-Key for a 16-byte random @nonce. */
 void engy_ws_key(char out[ENGY_WS_KEY_LEN + 1], const uint8_t nonce[16]);

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "sgl_resp.h"
 #include "sgl_request.h"
 
@@ -17,22 +18,11 @@ struct sbuf {
 
 static void put(struct sbuf *b, const char *s, size_t n)
 {
-	char *q;
-
 	if (b->oom)
 		return;
-	if (b->n + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-
-		while (cap < b->n + n + 1)
-			cap *= 2;
-		q = realloc(b->p, cap);
-		if (!q) {
-			b->oom = true;
-			return;
-		}
-		b->p = q;
-		b->cap = cap;
+	if (!engy_grow_by(&b->p, &b->cap, b->n + 1, n, 1)) {
+		b->oom = true;
+		return;
 	}
 	memcpy(b->p + b->n, s, n);
 	b->n += n;

@@ -16,6 +16,7 @@
 
 #include "auditor_int.h"
 #include "epoch_sign.h"
+#include "grow.h"
 
 #define CLOSE_GRACE_MS 3000	/* rows the gateway is still settling */
 
@@ -59,15 +60,8 @@ int64_t aud_now_ms(void)
 
 static int vec_push(struct vec *v, uint64_t x)
 {
-	if (v->n == v->cap) {
-		size_t cap = v->cap ? 2 * v->cap : 16;
-		uint64_t *p = realloc(v->v, cap * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		v->v = p;
-		v->cap = cap;
-	}
+	if (!ENGY_GROW(v->v, v->cap, v->n + 1))
+		return -ENOMEM;
 	v->v[v->n++] = x;
 	return 0;
 }
@@ -137,15 +131,8 @@ static struct erow *row_of(struct eclose *e, const char *hotkey,
 			uid = e->miners[i].id;
 	if (uid < 0 || uid > 65535)
 		return NULL;
-	if (e->n_rows == e->cap_rows) {
-		size_t cap = e->cap_rows ? 2 * e->cap_rows : 8;
-
-		r = realloc(e->rows, cap * sizeof(*r));
-		if (!r)
-			return NULL;
-		e->rows = r;
-		e->cap_rows = cap;
-	}
+	if (!ENGY_GROW(e->rows, e->cap_rows, e->n_rows + 1))
+		return NULL;
 	r = &e->rows[e->n_rows++];
 	memset(r, 0, sizeof(*r));
 	snprintf(r->hotkey, sizeof(r->hotkey), "%s", hotkey);

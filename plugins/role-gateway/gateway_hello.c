@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gateway_int.h"
+#include "hex.h"
 
 struct hello_job {
 	struct gw_worker *w;
@@ -36,11 +37,12 @@ static int unhex(const char *s, uint8_t out[ENGY_STORE_HASH_BYTES])
 	if (strlen(s) != 2 * ENGY_STORE_HASH_BYTES)
 		return -EINVAL;
 	for (i = 0; i < ENGY_STORE_HASH_BYTES; i++) {
-		unsigned v;
+		int hi = engy_hexval((unsigned char)s[2 * i]);
+		int lo = engy_hexval((unsigned char)s[2 * i + 1]);
 
-		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+		if (hi < 0 || lo < 0)
 			return -EINVAL;
-		out[i] = (uint8_t)v;
+		out[i] = (uint8_t)(hi << 4 | lo);
 	}
 	return 0;
 }

@@ -33,6 +33,7 @@
 #include <event2/event.h>
 
 #include "gateway_onboard.h"
+#include "grow.h"
 #include "logfmt.h"
 
 /* ---- rounds ----------------------------------------------------------- */
@@ -303,15 +304,8 @@ static void ob_finished(void *arg, struct gw_worker *w, const struct gw_req *r,
 			ob_push_u32(&rec->tpot, &rec->n_tpot, &rec->cap_tpot,
 				 o->tpot_ms);
 		if (ob->verify == OBV_AUDITOR) {
-			if (rec->n_ids == rec->cap_ids) {
-				size_t nc = rec->cap_ids ? 2 * rec->cap_ids : 16;
-				void *np = realloc(rec->ids, nc * sizeof(*rec->ids));
-
-				if (!np)
-					goto eval;
-				rec->ids = np;
-				rec->cap_ids = nc;
-			}
+			if (!ENGY_GROW(rec->ids, rec->cap_ids, rec->n_ids + 1))
+				goto eval;
 			snprintf(rec->ids[rec->n_ids++], sizeof(rec->ids[0]),
 				 "%s", r->request_id);
 		}

@@ -15,6 +15,7 @@
 
 #include "fsutil.h"
 #include "gateway_onboard.h"
+#include "grow.h"
 #include "logfmt.h"
 
 static const char *const phase_names[] = {
@@ -73,15 +74,8 @@ const char *ob_q(char *dst, size_t cap, const char *s)
 
 int ob_push_u32(uint32_t **v, size_t *n, size_t *cap, uint32_t x)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 32;
-		uint32_t *p = realloc(*v, nc * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		*v = p;
-		*cap = nc;
-	}
+	if (!engy_grow(v, cap, *n + 1, sizeof(**v)))
+		return -ENOMEM;
 	(*v)[(*n)++] = x;
 	return 0;
 }

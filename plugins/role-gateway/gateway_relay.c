@@ -35,6 +35,8 @@
 #include <event2/event.h>
 
 #include "gateway_int.h"
+#include "grow.h"
+#include "logfmt.h"
 
 static uint32_t u32(uint64_t v)
 {
@@ -303,24 +305,14 @@ static const char *dstr(const cJSON *delta, const char *name, size_t *len)
 
 static void keep_text(struct gw_req *r, const char *s, size_t n)
 {
-	size_t cap = r->relayed_cap ? r->relayed_cap : 256;
-	char *p;
-
 	r->relayed_bytes += n;
 	if (!r->tok)
 		return;
-	while (cap < r->relayed_bytes + 1)
-		cap *= 2;
-	if (cap != r->relayed_cap) {
-		p = realloc(r->relayed, cap);
-		if (!p) {
-			free(r->relayed);
-			r->relayed = NULL;
-			r->tok = NULL; /* fall back to the byte estimate */
-			return;
-		}
-		r->relayed = p;
-		r->relayed_cap = cap;
+	if (!engy_grow(&r->relayed, &r->relayed_cap, r->relayed_bytes + 1, 1)) {
+		free(r->relayed);
+		r->relayed = NULL;
+		r->tok = NULL; /* fall back to the byte estimate */
+		return;
 	}
 	memcpy(r->relayed + r->relayed_bytes - n, s, n);
 	r->relayed[r->relayed_bytes] = '\0';

@@ -13,6 +13,7 @@
 #include <event2/event.h>
 
 #include "genparse.h"
+#include "grow.h"
 #include "miner_req.h"
 #include "tokenizer.h"
 
@@ -23,18 +24,8 @@
 static bool append(char **buf, size_t *len, size_t *cap, const char *p,
 		   size_t n)
 {
-	size_t c = *cap ? *cap : 256;
-	char *q;
-
-	while (c < *len + n + 1)
-		c *= 2;
-	if (c != *cap) {
-		q = realloc(*buf, c);
-		if (!q)
-			return false;
-		*buf = q;
-		*cap = c;
-	}
+	if (!engy_grow_by(buf, cap, *len + 1, n, 1))
+		return false;
 	memcpy(*buf + *len, p, n);
 	*len += n;
 	(*buf)[*len] = '\0';

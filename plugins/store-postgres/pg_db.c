@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hex.h"
 #include "pg.h"
 
 /* A transaction that loses a serialization or deadlock check is retried. */
@@ -191,15 +192,6 @@ void pg_text(const PGresult *r, int row, int col, char *out, size_t cap)
 	out[n] = '\0';
 }
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	return -1;
-}
-
 void pg_blob32(const PGresult *r, int row, int col, uint8_t out[32])
 {
 	const char *t = PQgetvalue(r, row, col);
@@ -209,8 +201,8 @@ void pg_blob32(const PGresult *r, int row, int col, uint8_t out[32])
 	if (PQgetlength(r, row, col) != 2 + 64 || t[0] != '\\' || t[1] != 'x')
 		return;
 	for (i = 0; i < 32; i++) {
-		hi = hexval(t[2 + 2 * i]);
-		lo = hexval(t[3 + 2 * i]);
+		hi = engy_hexval((unsigned char)t[2 + 2 * i]);
+		lo = engy_hexval((unsigned char)t[3 + 2 * i]);
 		if (hi < 0 || lo < 0) {
 			memset(out, 0, 32);
 			return;

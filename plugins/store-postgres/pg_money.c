@@ -9,39 +9,25 @@
 #include "apikey.h"
 #include "pg.h"
 #include "storecheck.h"
-
-#define ACCOUNT_COLS "id, name, balance_micro, reserved_micro, credited_micro," \
-	" spent_micro, created_ms"
-#define KEY_COLS "id, account_id, hash, shown, label, status, created_ms, revoked_ms"
+#include "storesql.h"
 
 static const char sql_account_insert[] =
-	"INSERT INTO accounts (name, created_ms) VALUES ($1, $2)"
-	" RETURNING " ACCOUNT_COLS;
-static const char sql_account_by_id[] =
-	"SELECT " ACCOUNT_COLS " FROM accounts WHERE id = $1";
+	STORESQL_ACCOUNT_INSERT(POSTGRES) " RETURNING " STORESQL_ACCOUNT_COLS;
+static const char sql_account_by_id[] = STORESQL_ACCOUNT_BY_ID(POSTGRES);
 static const char sql_account_lock[] =
-	"SELECT " ACCOUNT_COLS " FROM accounts WHERE id = $1 FOR UPDATE";
-static const char sql_account_by_name[] =
-	"SELECT " ACCOUNT_COLS " FROM accounts WHERE name = $1";
-static const char sql_account_list[] =
-	"SELECT " ACCOUNT_COLS " FROM accounts ORDER BY id";
+	"SELECT " STORESQL_ACCOUNT_COLS " FROM accounts WHERE id = $1 FOR UPDATE";
+static const char sql_account_by_name[] = STORESQL_ACCOUNT_BY_NAME(POSTGRES);
+static const char sql_account_list[] = STORESQL_ACCOUNT_LIST(POSTGRES);
 static const char sql_topup_update[] =
-	"UPDATE accounts SET balance_micro = balance_micro + $2,"
-	" credited_micro = credited_micro + $2 WHERE id = $1"
-	" RETURNING " ACCOUNT_COLS;
-static const char sql_topup_insert[] =
-	"INSERT INTO topups (account_id, amount_micro, time_ms) VALUES ($1, $2, $3)";
+	STORESQL_TOPUP_UPDATE(POSTGRES) " RETURNING " STORESQL_ACCOUNT_COLS;
+static const char sql_topup_insert[] = STORESQL_TOPUP_INSERT(POSTGRES);
 static const char sql_key_insert[] =
-	"INSERT INTO api_keys (account_id, hash, shown, label, status, created_ms)"
-	" VALUES ($1, $2, $3, $4, 1, $5) RETURNING " KEY_COLS;
-static const char sql_key_by_hash[] =
-	"SELECT " KEY_COLS " FROM api_keys WHERE hash = $1";
-static const char sql_key_revoke[] =
-	"UPDATE api_keys SET status = 2, revoked_ms = $2 WHERE id = $1 AND status = 1";
+	STORESQL_KEY_INSERT(POSTGRES) " RETURNING " STORESQL_KEY_COLS;
+static const char sql_key_by_hash[] = STORESQL_KEY_BY_HASH(POSTGRES);
+static const char sql_key_revoke[] = STORESQL_KEY_REVOKE(POSTGRES);
 static const char sql_key_exists[] = "SELECT 1 FROM api_keys WHERE id = $1";
-static const char sql_account_exists[] = "SELECT 1 FROM accounts WHERE id = $1";
-static const char sql_key_list[] =
-	"SELECT " KEY_COLS " FROM api_keys WHERE account_id = $1 ORDER BY id";
+static const char sql_account_exists[] = STORESQL_ACCOUNT_EXISTS(POSTGRES);
+static const char sql_key_list[] = STORESQL_KEY_LIST(POSTGRES);
 
 int pg_key_hash(void *inst, const char *key, size_t len, uint8_t hash[32])
 {

@@ -12,25 +12,19 @@
 #include <string.h>
 
 #include "pg.h"
+#include "storesql.h"
 
-static const char sql_hold[] =
-	"UPDATE accounts SET reserved_micro = reserved_micro + $2"
-	" WHERE id = $1 AND balance_micro - reserved_micro >= $2";
-static const char sql_account_exists[] =
-	"SELECT 1 FROM accounts WHERE id = $1";
+static const char sql_hold[] = STORESQL_HOLD(POSTGRES);
+static const char sql_account_exists[] = STORESQL_ACCOUNT_EXISTS(POSTGRES);
 static const char sql_res_insert[] =
-	"INSERT INTO reservations (account_id, key_id, amount_micro, created_ms,"
-	" expires_ms) VALUES ($1, $2, $3, $4, $5) RETURNING id";
+	STORESQL_RES_INSERT(POSTGRES) " RETURNING id";
 static const char sql_res_take[] =
 	"DELETE FROM reservations WHERE id = $1"
 	" RETURNING account_id, key_id, amount_micro";
 static const char sql_account_lock[] =
 	"SELECT balance_micro, reserved_micro FROM accounts WHERE id = $1"
 	" FOR UPDATE";
-static const char sql_charge[] =
-	"UPDATE accounts SET balance_micro = balance_micro - $2,"
-	" spent_micro = spent_micro + $2, reserved_micro = reserved_micro - $3"
-	" WHERE id = $1";
+static const char sql_charge[] = STORESQL_CHARGE(POSTGRES);
 /* Per account, in id order (so two runs lock accounts in one order). */
 static const char sql_expired[] =
 	"WITH gone AS (DELETE FROM reservations WHERE expires_ms <= $1"

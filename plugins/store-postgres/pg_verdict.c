@@ -9,35 +9,15 @@
 
 #include "pg.h"
 #include "storecheck.h"
+#include "storesql.h"
 
-#define V_COLS "id, time_ms, request_time_ms, verdict, is_probe, chunks," \
-	" passed, topk, exp_p99, exp_max, limit_v, limit_p_ppm," \
-	" mant_mean_max_milli, mant_median_max_milli, scheme, reason," \
-	" request_id, miner, model"
-#define E_COLS "epoch_index, start_ms, end_ms, closed_ms, burn, n_weights," \
-	" digest, payload, aggregates"
-
-static const char sql_v_insert[] =
-	"INSERT INTO verdicts (time_ms, request_time_ms, verdict, is_probe,"
-	" chunks, passed, topk, exp_p99, exp_max, limit_v, limit_p_ppm,"
-	" mant_mean_max_milli, mant_median_max_milli, scheme, reason,"
-	" request_id, miner, model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
-	" $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)";
+static const char sql_v_insert[] = STORESQL_V_INSERT(POSTGRES);
 /* $1 since, $2 until, $3 after, $4 miner ("" = any), $5 limit */
-static const char sql_v_asc[] =
-	"SELECT " V_COLS " FROM verdicts WHERE time_ms >= $1 AND time_ms < $2"
-	" AND id > $3 AND ($4::text = '' OR miner = $4::text) ORDER BY id LIMIT $5";
-static const char sql_v_desc[] =
-	"SELECT " V_COLS " FROM verdicts WHERE time_ms >= $1 AND time_ms < $2"
-	" AND id > $3 AND ($4::text = '' OR miner = $4::text)"
-	" ORDER BY id DESC LIMIT $5";
-static const char sql_e_insert[] =
-	"INSERT INTO epochs (" E_COLS ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8,"
-	" $9)";
-static const char sql_e_get[] =
-	"SELECT " E_COLS " FROM epochs WHERE epoch_index = $1";
-static const char sql_e_latest[] =
-	"SELECT " E_COLS " FROM epochs ORDER BY epoch_index DESC LIMIT 1";
+static const char sql_v_asc[] = STORESQL_V_ASC(POSTGRES);
+static const char sql_v_desc[] = STORESQL_V_DESC(POSTGRES);
+static const char sql_e_insert[] = STORESQL_E_INSERT(POSTGRES);
+static const char sql_e_get[] = STORESQL_E_GET(POSTGRES);
+static const char sql_e_latest[] = STORESQL_E_LATEST(POSTGRES);
 
 struct put_args {
 	const char *sql;

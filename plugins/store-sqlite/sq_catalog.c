@@ -9,57 +9,21 @@
 #include "apikey.h"
 #include "sq.h"
 #include "storecheck.h"
+#include "storesql.h"
 
-#define MODEL_COLS "name, status, max_input_tokens, max_output_tokens," \
-	" max_request_s, toploc_topk, toploc_v, toploc_p_ppm, qual_ttft_p99_ms," \
-	" qual_tpot_p99_ms, score_rate, price_input, price_cached_input," \
-	" price_output, updated_ms"
-#define ROOT_COLS "root, spec_root, model, quant, arch, added_ms"
-#define MINER_COLS "id, hotkey, key_hash, key_shown, label, status," \
-	" first_party, priority, created_ms, updated_ms"
-
-static const char sql_model_put[] =
-	"INSERT INTO models (" MODEL_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7,"
-	" ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) ON CONFLICT (name) DO UPDATE SET"
-	" status = excluded.status, max_input_tokens = excluded.max_input_tokens,"
-	" max_output_tokens = excluded.max_output_tokens,"
-	" max_request_s = excluded.max_request_s, toploc_topk = excluded.toploc_topk,"
-	" toploc_v = excluded.toploc_v, toploc_p_ppm = excluded.toploc_p_ppm,"
-	" qual_ttft_p99_ms = excluded.qual_ttft_p99_ms,"
-	" qual_tpot_p99_ms = excluded.qual_tpot_p99_ms,"
-	" score_rate = excluded.score_rate, price_input = excluded.price_input,"
-	" price_cached_input = excluded.price_cached_input,"
-	" price_output = excluded.price_output, updated_ms = excluded.updated_ms";
-static const char sql_model_get[] =
-	"SELECT " MODEL_COLS " FROM models WHERE name = ?1";
-static const char sql_model_list[] =
-	"SELECT " MODEL_COLS " FROM models ORDER BY name";
-static const char sql_root_put[] =
-	"INSERT INTO model_roots (" ROOT_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
-	" ON CONFLICT (root) DO UPDATE SET spec_root = excluded.spec_root,"
-	" quant = excluded.quant, arch = excluded.arch"
-	" WHERE model_roots.model = excluded.model";
-static const char sql_root_get[] =
-	"SELECT " ROOT_COLS " FROM model_roots WHERE root = ?1";
-static const char sql_root_list[] =
-	"SELECT " ROOT_COLS " FROM model_roots WHERE model = ?1 ORDER BY added_ms, root";
-static const char sql_root_list_all[] =
-	"SELECT " ROOT_COLS " FROM model_roots ORDER BY model, added_ms, root";
-static const char sql_root_del[] = "DELETE FROM model_roots WHERE root = ?1";
-static const char sql_miner_by_hotkey[] =
-	"SELECT " MINER_COLS " FROM miners WHERE hotkey = ?1";
-static const char sql_miner_by_hash[] =
-	"SELECT " MINER_COLS " FROM miners WHERE key_hash = ?1";
-static const char sql_miner_list[] =
-	"SELECT " MINER_COLS " FROM miners ORDER BY id";
-static const char sql_miner_insert[] =
-	"INSERT INTO miners (hotkey, key_hash, key_shown, label, status,"
-	" first_party, priority, created_ms, updated_ms)"
-	" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)";
-static const char sql_miner_update[] =
-	"UPDATE miners SET label = ?4, status = ?5, first_party = ?6,"
-	" priority = ?7, updated_ms = ?8, key_hash = COALESCE(?2, key_hash),"
-	" key_shown = COALESCE(?3, key_shown) WHERE hotkey = ?1";
+static const char sql_model_put[] = STORESQL_MODEL_PUT(SQLITE);
+static const char sql_model_get[] = STORESQL_MODEL_GET(SQLITE);
+static const char sql_model_list[] = STORESQL_MODEL_LIST(SQLITE);
+static const char sql_root_put[] = STORESQL_ROOT_PUT(SQLITE);
+static const char sql_root_get[] = STORESQL_ROOT_GET(SQLITE);
+static const char sql_root_list[] = STORESQL_ROOT_LIST(SQLITE);
+static const char sql_root_list_all[] = STORESQL_ROOT_LIST_ALL(SQLITE);
+static const char sql_root_del[] = STORESQL_ROOT_DEL(SQLITE);
+static const char sql_miner_by_hotkey[] = STORESQL_MINER_BY_HOTKEY(SQLITE);
+static const char sql_miner_by_hash[] = STORESQL_MINER_BY_HASH(SQLITE);
+static const char sql_miner_list[] = STORESQL_MINER_LIST(SQLITE);
+static const char sql_miner_insert[] = STORESQL_MINER_INSERT(SQLITE);
+static const char sql_miner_update[] = STORESQL_MINER_UPDATE(SQLITE);
 
 /* A write of one statement in its own transaction; @bind fills it. */
 static int write_one(struct sq *s, const char *sql, const char *what,

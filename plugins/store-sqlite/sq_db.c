@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grow.h"
 #include "sq.h"
 
 /*
@@ -488,19 +489,14 @@ int sq_collect(struct sq *s, struct sq_conn *c, sqlite3_stmt *st,
 	       void **out, size_t *n, const char *what)
 {
 	size_t cnt = 0, cap = 0;
-	char *arr = NULL, *p;
+	char *arr = NULL;
 	int rc;
 
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			cap = cap ? cap * 2 : 16;
-			p = realloc(arr, cap * elem);
-			if (!p) {
-				free(arr);
-				sqlite3_reset(st);
-				return -ENOMEM;
-			}
-			arr = p;
+		if (!engy_grow(&arr, &cap, cnt + 1, elem)) {
+			free(arr);
+			sqlite3_reset(st);
+			return -ENOMEM;
 		}
 		memset(arr + cnt * elem, 0, elem);
 		rd(st, arr + cnt * elem);

@@ -5,30 +5,16 @@
 
 #include "sq.h"
 #include "storecheck.h"
+#include "storesql.h"
 
-#define LOG_COLS "id, time_ms, request_id, key_id, account_id, model, miner," \
-	" worker_name, status, prompt_tokens, completion_tokens, cached_tokens," \
-	" ttft_ms, tpot_ms, cost_micro, is_probe"
-
-static const char sql_insert[] =
-	"INSERT INTO request_log (time_ms, request_id, key_id, account_id, model,"
-	" miner, worker_name, status, prompt_tokens, completion_tokens,"
-	" cached_tokens, ttft_ms, tpot_ms, cost_micro, is_probe) VALUES"
-	" (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)";
-/* Four shapes, so each can use its index: ?1 since, ?2 until, ?3 after. */
-static const char sql_asc[] =
-	"SELECT " LOG_COLS " FROM request_log WHERE time_ms >= ?1"
-	" AND time_ms < ?2 AND id > ?3 ORDER BY id LIMIT ?5";
-static const char sql_desc[] =
-	"SELECT " LOG_COLS " FROM request_log WHERE time_ms >= ?1"
-	" AND time_ms < ?2 AND id > ?3 ORDER BY id DESC LIMIT ?5";
-static const char sql_acct_asc[] =
-	"SELECT " LOG_COLS " FROM request_log WHERE account_id = ?4"
-	" AND time_ms >= ?1 AND time_ms < ?2 AND id > ?3 ORDER BY id LIMIT ?5";
-static const char sql_acct_desc[] =
-	"SELECT " LOG_COLS " FROM request_log WHERE account_id = ?4"
-	" AND time_ms >= ?1 AND time_ms < ?2 AND id > ?3 ORDER BY id DESC LIMIT ?5";
-static const char sql_prune[] = "DELETE FROM request_log WHERE time_ms < ?1";
+static const char sql_insert[] = STORESQL_LOG_INSERT(SQLITE);
+/* Four shapes, so each can use its index: ?1 since, ?2 until, ?3 after,
+ * ?4 limit, ?5 account. */
+static const char sql_asc[] = STORESQL_LOG_ASC(SQLITE);
+static const char sql_desc[] = STORESQL_LOG_DESC(SQLITE);
+static const char sql_acct_asc[] = STORESQL_LOG_ACCT_ASC(SQLITE);
+static const char sql_acct_desc[] = STORESQL_LOG_ACCT_DESC(SQLITE);
+static const char sql_prune[] = STORESQL_LOG_PRUNE(SQLITE);
 
 int sq_log_check(struct sq *s, const struct engy_request_row *r)
 {
@@ -140,8 +126,8 @@ int sq_log_query(void *inst, const struct engy_log_query *in,
 		sqlite3_bind_int64(st, 2, q.until_ms);
 		sqlite3_bind_int64(st, 3, q.after_id);
 		if (q.account_id)
-			sqlite3_bind_int64(st, 4, q.account_id);
-		sqlite3_bind_int64(st, 5, q.limit);
+			sqlite3_bind_int64(st, 5, q.account_id);
+		sqlite3_bind_int64(st, 4, q.limit);
 		rc = sq_collect(s, c, st, sizeof(**out), rd_row, (void **)out,
 				n, "log_query");
 	}

@@ -11,23 +11,16 @@
 #include <string.h>
 
 #include "sq.h"
+#include "storesql.h"
 
-static const char sql_hold[] =
-	"UPDATE accounts SET reserved_micro = reserved_micro + ?2"
-	" WHERE id = ?1 AND balance_micro - reserved_micro >= ?2";
-static const char sql_account_exists[] =
-	"SELECT 1 FROM accounts WHERE id = ?1";
-static const char sql_res_insert[] =
-	"INSERT INTO reservations (account_id, key_id, amount_micro, created_ms,"
-	" expires_ms) VALUES (?1, ?2, ?3, ?4, ?5)";
+static const char sql_hold[] = STORESQL_HOLD(SQLITE);
+static const char sql_account_exists[] = STORESQL_ACCOUNT_EXISTS(SQLITE);
+static const char sql_res_insert[] = STORESQL_RES_INSERT(SQLITE);
 static const char sql_res_get[] =
 	"SELECT r.account_id, r.key_id, r.amount_micro, a.balance_micro,"
 	" a.reserved_micro FROM reservations r JOIN accounts a"
 	" ON a.id = r.account_id WHERE r.id = ?1";
-static const char sql_charge[] =
-	"UPDATE accounts SET balance_micro = balance_micro - ?2,"
-	" spent_micro = spent_micro + ?2, reserved_micro = reserved_micro - ?3"
-	" WHERE id = ?1";
+static const char sql_charge[] = STORESQL_CHARGE(SQLITE);
 static const char sql_res_delete[] = "DELETE FROM reservations WHERE id = ?1";
 static const char sql_expired_sum[] =
 	"SELECT COUNT(*), COALESCE(SUM(amount_micro), 0) FROM reservations"

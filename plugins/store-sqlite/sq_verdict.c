@@ -10,35 +10,15 @@
 
 #include "sq.h"
 #include "storecheck.h"
+#include "storesql.h"
 
-#define V_COLS "id, time_ms, request_time_ms, verdict, is_probe, chunks," \
-	" passed, topk, exp_p99, exp_max, limit_v, limit_p_ppm," \
-	" mant_mean_max_milli, mant_median_max_milli, scheme, reason," \
-	" request_id, miner, model"
-
-static const char sql_v_insert[] =
-	"INSERT INTO verdicts (time_ms, request_time_ms, verdict, is_probe,"
-	" chunks, passed, topk, exp_p99, exp_max, limit_v, limit_p_ppm,"
-	" mant_mean_max_milli, mant_median_max_milli, scheme, reason,"
-	" request_id, miner, model) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8,"
-	" ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
+static const char sql_v_insert[] = STORESQL_V_INSERT(SQLITE);
 /* ?1 since, ?2 until, ?3 after, ?4 miner ("" = any), ?5 limit */
-static const char sql_v_asc[] =
-	"SELECT " V_COLS " FROM verdicts WHERE time_ms >= ?1 AND time_ms < ?2"
-	" AND id > ?3 AND (?4 = '' OR miner = ?4) ORDER BY id LIMIT ?5";
-static const char sql_v_desc[] =
-	"SELECT " V_COLS " FROM verdicts WHERE time_ms >= ?1 AND time_ms < ?2"
-	" AND id > ?3 AND (?4 = '' OR miner = ?4) ORDER BY id DESC LIMIT ?5";
-static const char sql_e_insert[] =
-	"INSERT INTO epochs (epoch_index, start_ms, end_ms, closed_ms, burn,"
-	" n_weights, digest, payload, aggregates) VALUES (?1, ?2, ?3, ?4, ?5,"
-	" ?6, ?7, ?8, ?9)";
-#define E_COLS "epoch_index, start_ms, end_ms, closed_ms, burn, n_weights," \
-	" digest, payload, aggregates"
-static const char sql_e_get[] =
-	"SELECT " E_COLS " FROM epochs WHERE epoch_index = ?1";
-static const char sql_e_latest[] =
-	"SELECT " E_COLS " FROM epochs ORDER BY epoch_index DESC LIMIT 1";
+static const char sql_v_asc[] = STORESQL_V_ASC(SQLITE);
+static const char sql_v_desc[] = STORESQL_V_DESC(SQLITE);
+static const char sql_e_insert[] = STORESQL_E_INSERT(SQLITE);
+static const char sql_e_get[] = STORESQL_E_GET(SQLITE);
+static const char sql_e_latest[] = STORESQL_E_LATEST(SQLITE);
 
 int sq_verdict_put(void *inst, const struct engy_verdict *v)
 {

@@ -29,6 +29,7 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 
+#include "grow.h"
 #include "http_int.h"
 
 enum {
@@ -66,7 +67,7 @@ static void exchange_free(struct engy_http_exchange *x)
 {
 	if (!x)
 		return;
-	free(x->head_buf);
+	engy_http_head_free(&x->head);
 	free(x->path);
 	free(x->body);
 	free(x);
@@ -141,75 +142,44 @@ static void ready(struct th_conn *c)
 	th_dispatch(c->ti, x);
 }
 
-/* Frame the body from the head's headers; 0, or a status to fail with. */
+/*
+ * Frame the body from the head's headers (whose framing the parser has
+ * checked already: one length, not both); 0, or a status to fail with.
+ */
 static int setup_body(struct th_conn *c, struct engy_http_exchange *x,
 		      const char **why)
 {
-	const struct th_head *h = &x->head;
-	const char *cl = NULL, *te = th_header_get(h, "Transfer-Encoding");
-	const char *conn = th_header_get(h, "Connection");
-	const char *expect = th_header_get(h, "Expect");
-	uint64_t len = 0;
-	size_t i, n_te = 0, n_host = 0;
+	const struct engy_http_head *h = &x->head;
+	const char *te = engy_http_head_get(h, "Transfer-Encoding");
+	const char *expect = engy_http_head_get(h, "Expect");
 
-	for (i = 0; i < h->n_hdr; i++) {
-		n_te += strcasecmp(h->hdr[i].name, "Transfer-Encoding") == 0;
-		n_host += strcasecmp(h->hdr[i].name, "Host") == 0;
-		if (strcasecmp(h->hdr[i].name, "Content-Length") != 0)
-			continue;
-		if (cl && strcmp(cl, h->hdr[i].value) != 0) {
-			*why = "conflicting Content-Length headers";
-			return 400;
-		}
-		cl = h->hdr[i].value;
-	}
-	if ((h->minor == 1 && !n_host) || n_host > 1) {
-		*why = n_host ? "more than one Host" : "HTTP/1.1 request without Host";
+	if (h->http_minor == 1 && !engy_http_head_get(h, "Host")) {
+		*why = "HTTP/1.1 request without Host";
 		return 400;
 	}
-	if (n_te > 1) {		/* where a proxy and we could disagree */
-		*why = "more than one Transfer-Encoding";
-		return 400;
-	}
-	x->keepalive = h->minor == 1 ? !(conn && th_token_in_list(conn, "close"))
-				     : conn && th_token_in_list(conn, "keep-alive");
-	if (te && cl) {
-		*why = "both Transfer-Encoding and Content-Length";
-		return 400;
-	}
+	x->keepalive = h->http_minor == 1 ?
+		!engy_http_head_has_token(h, "Connection", "close") :
+		engy_http_head_has_token(h, "Connection", "keep-alive");
 	if (te) {
-		if (h->minor == 0 || strcasecmp(te, "chunked") != 0) {
+		if (h->http_minor == 0 || strcasecmp(te, "chunked") != 0) {
 			*why = "unsupported Transfer-Encoding";
-			return h->minor == 0 ? 400 : 501;
+			return h->http_minor == 0 ? 400 : 501;
 		}
 		c->state = ST_CHUNK_SIZE;
-	} else if (cl) {
-		const char *p;
-
-		if (!*cl || strlen(cl) > 15) {
-			*why = "bad Content-Length";
-			return 400;
-		}
-		for (p = cl; *p; p++) {
-			if (*p < '0' || *p > '9') {
-				*why = "bad Content-Length";
-				return 400;
-			}
-			len = len * 10 + (uint64_t)(*p - '0');
-		}
-		if (len > (uint64_t)c->ti->conf.max_body) {
+	} else if (h->content_length >= 0) {
+		if (h->content_length > c->ti->conf.max_body) {
 			*why = "request body too large";
 			return 413;
 		}
-		c->need = len;
-		c->state = len ? ST_BODY : ST_HEAD;
+		c->need = (uint64_t)h->content_length;
+		c->state = c->need ? ST_BODY : ST_HEAD;
 	}
 	if (expect) {
 		if (strcasecmp(expect, "100-continue") != 0) {
 			*why = "unsupported Expect";
 			return 417;
 		}
-		if (h->minor == 1 && c->state != ST_HEAD &&
+		if (h->http_minor == 1 && c->state != ST_HEAD &&
 		    !evbuffer_get_length(bufferevent_get_input(c->bev)))
 			bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
 	}
@@ -222,18 +192,8 @@ static int body_add(struct th_conn *c, struct evbuffer *in, size_t n)
 
 	if (x->body_len + n > (uint64_t)c->ti->conf.max_body)
 		return 413;
-	if (x->body_len + n + 1 > x->body_cap) {
-		size_t cap = x->body_cap ? x->body_cap : 4096;
-		uint8_t *p;
-
-		while (cap < x->body_len + n + 1)
-			cap *= 2;
-		p = realloc(x->body, cap);
-		if (!p)
-			return 500;
-		x->body = p;
-		x->body_cap = cap;
-	}
+	if (!engy_grow_by(&x->body, &x->body_cap, x->body_len + 1, n, 1))
+		return 500;
 	evbuffer_remove(in, x->body + x->body_len, n);
 	x->body_len += n;
 	x->body[x->body_len] = 0;	/* handlers may treat it as a string */
@@ -243,7 +203,13 @@ static int body_add(struct th_conn *c, struct evbuffer *in, size_t n)
 /* Read the request head; 1 when one was parsed, 0 to wait, or a status. */
 static int read_head(struct th_conn *c, struct evbuffer *in, const char **why)
 {
+	static const struct engy_http_limits limits = {
+		.head = TH_MAX_HEAD, .fields = TH_MAX_HEADERS,
+		.target = TH_MAX_TARGET,
+	};
 	struct evbuffer_ptr a, b, end;
+	const unsigned char *head;
+	const char *perr;
 	struct engy_http_exchange *x;
 	size_t len, head_len;
 	int rc;
@@ -276,21 +242,41 @@ static int read_head(struct th_conn *c, struct evbuffer *in, const char **why)
 		return 431;
 	}
 	x = calloc(1, sizeof(*x));
-	if (!x || !(x->head_buf = malloc(head_len + 1))) {
-		free(x);
+	if (!x) {
 		*why = "out of memory";
 		return 500;
 	}
-	evbuffer_remove(in, x->head_buf, head_len);
-	x->head_buf[head_len] = '\0';
 	x->c = c;
 	c->x = x;
-	rc = th_parse_head(x->head_buf, head_len, &x->head);
-	if (rc) {
-		*why = rc == 505 ? "HTTP version not supported" :
-		       rc == 414 ? "request target too long" :
-		       rc == 431 ? "too many header fields" : "malformed request";
-		return rc;
+	head = evbuffer_pullup(in, (ev_ssize_t)head_len);
+	rc = head ? engy_http_head_parse_ex(&x->head, (const char *)head,
+					    head_len, true, &limits, &perr)
+		  : -ENOMEM;
+	evbuffer_drain(in, head_len);
+	switch (rc) {
+	case 0:
+		break;
+	case -EPROTONOSUPPORT:
+		*why = "HTTP version not supported";
+		return 505;
+	case -ENAMETOOLONG:
+		*why = "request target too long";
+		return 414;
+	case -E2BIG:
+		*why = "too many header fields";
+		return 431;
+	case -EMSGSIZE:
+		*why = "request head too large";
+		return 431;
+	case -EBADMSG:		/* ambiguous framing: the parser says how */
+		*why = perr;
+		return 400;
+	case -ENOMEM:
+		*why = "out of memory";
+		return 500;
+	default:
+		*why = "malformed request";
+		return 400;
 	}
 	c->state = ST_HEAD;
 	c->need = 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * transport-http internals: the instance, its connections and exchanges,
- * and the pure request-head parser (http_parse.c).
+ * transport-http internals: the instance, its connections and exchanges.
+ * Request heads are parsed by lib/ws/http_head.c.
  */
 #ifndef ENGY_TRANSPORT_HTTP_INT_H
 #define ENGY_TRANSPORT_HTTP_INT_H
@@ -13,45 +13,14 @@
 #include <engy/plugin.h>
 #include <engy/transport.h>
 
+#include "http_head.h"
+
 #define TH_MAX_HEAD	(16 * 1024)	/* request line + headers */
 #define TH_MAX_HEADERS	100
 #define TH_MAX_TARGET	8192
 #define TH_MAX_CHUNK_LINE 1024
 #define TH_LINGER_MS	2000		/* drain after a closing reply */
 #define TH_FLUSH_MS	2000		/* destroy: finish writing queued replies */
-
-/* --- the head parser (pure) --------------------------------------------- */
-
-struct th_header {
-	char *name;
-	char *value;
-};
-
-struct th_head {
-	char *method;
-	char *target;		/* as sent; NUL-terminated */
-	int minor;		/* HTTP/1.<minor> */
-	struct th_header hdr[TH_MAX_HEADERS];
-	size_t n_hdr;
-};
-
-/*
- * th_parse_head() - split the request head @buf (@len bytes, the request
- * line through the empty line, NUL-terminated by the caller; modified in
- * place) into @out.  Returns 0, or the HTTP status to answer: 400
- * malformed, 414 target too long, 431 too many or too long headers, 505
- * a version other than HTTP/1.0 or 1.1.
- */
-int th_parse_head(char *buf, size_t len, struct th_head *out);
-
-/* th_header_get() - the first header named @name (any case), or NULL. */
-const char *th_header_get(const struct th_head *h, const char *name);
-
-/* th_token_in_list() - does the comma list @list hold @tok (any case)? */
-bool th_token_in_list(const char *list, const char *tok);
-
-/* th_reason() - the reason phrase of @status ("Unknown" if none). */
-const char *th_reason(int status);
 
 /* --- the instance ------------------------------------------------------- */
 
@@ -99,8 +68,7 @@ struct th_inst {
 struct engy_http_exchange {
 	struct th_conn *c;
 	struct engy_http_request r;
-	struct th_head head;
-	char *head_buf;			/* owns the strings of @head */
+	struct engy_http_head head;
 	char *path;			/* target up to '?' */
 	uint8_t *body;
 	size_t body_len, body_cap;
@@ -136,6 +104,8 @@ void th_conn_end(struct engy_http_exchange *x);
 /* transport-http.c: dispatch and accounting the connection code calls. */
 void th_dispatch(struct th_inst *ti, struct engy_http_exchange *x);
 void th_count_status(struct th_inst *ti, int status);
+/* th_reason() - the reason phrase of @status ("Unknown" if none). */
+const char *th_reason(int status);
 void th_exchange_gone(struct th_inst *ti, struct engy_http_exchange *x);
 /* A reply the transport writes itself (errors); ends @x. */
 void th_error_reply(struct engy_http_exchange *x, int status,

@@ -4,8 +4,8 @@
  * sglang API, the buyer and provider APIs).  Routes by longest path
  * prefix; a handler answers at once or later with a whole reply or a
  * streamed one (chunked), and hears on_gone() when its client leaves
- * first.  Connection handling is in http_conn.c, the head parser in
- * http_parse.c.  No request or reply content is ever logged.
+ * first.  Connection handling is in http_conn.c, the head parser is
+ * lib/ws/http_head.c.  No request or reply content is ever logged.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -290,7 +290,7 @@ static const char *req_header(const struct engy_http_request *r,
 {
 	const struct engy_http_exchange *x = r->priv;
 
-	return name ? th_header_get(&x->head, name) : NULL;
+	return name ? engy_http_head_get(&x->head, name) : NULL;
 }
 
 static bool header_ok(const char *name, const char *value)
@@ -341,7 +341,7 @@ static int write_head(struct engy_http_exchange *x, int status,
 		x->keepalive = false;
 	if (len < 0) {
 		x->streaming = true;
-		x->chunked = x->head.minor == 1;
+		x->chunked = x->head.http_minor == 1;
 		if (!x->chunked)
 			x->keepalive = false;
 	}
@@ -358,6 +358,38 @@ static int write_head(struct engy_http_exchange *x, int status,
 			    x->keepalive ? "keep-alive" : "close");
 	th_count_status(ti, status);
 	return 0;
+}
+
+const char *th_reason(int status)
+{
+	static const struct {
+		int code;
+		const char *text;
+	} r[] = {
+		{ 100, "Continue" }, { 200, "OK" }, { 201, "Created" },
+		{ 202, "Accepted" }, { 204, "No Content" },
+		{ 301, "Moved Permanently" }, { 302, "Found" },
+		{ 304, "Not Modified" }, { 400, "Bad Request" },
+		{ 401, "Unauthorized" }, { 403, "Forbidden" },
+		{ 404, "Not Found" }, { 405, "Method Not Allowed" },
+		{ 408, "Request Timeout" }, { 409, "Conflict" },
+		{ 411, "Length Required" }, { 413, "Content Too Large" },
+		{ 414, "URI Too Long" }, { 415, "Unsupported Media Type" },
+		{ 417, "Expectation Failed" }, { 422, "Unprocessable Content" },
+		{ 429, "Too Many Requests" },
+		{ 431, "Request Header Fields Too Large" },
+		{ 499, "Client Closed Request" },
+		{ 500, "Internal Server Error" }, { 501, "Not Implemented" },
+		{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },
+		{ 504, "Gateway Timeout" },
+		{ 505, "HTTP Version Not Supported" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(r) / sizeof(r[0]); i++)
+		if (r[i].code == status)
+			return r[i].text;
+	return "Unknown";
 }
 
 void th_dispatch(struct th_inst *ti, struct engy_http_exchange *x)
