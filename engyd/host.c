@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,6 +212,65 @@ static int h_notify(const struct engy_host *h, const char *state)
 	return state ? engy_notify(state) : -EINVAL;
 }
 
+/*
+ * Where an option's value came from: its environment twin, the default
+ * (the value equals the table's default), or the config file.  A list
+ * compares as its values joined with ",".
+ */
+static int h_opt_source(const struct engy_host *h, const char *name,
+			char *buf, size_t len)
+{
+	const struct engy_instance *in = inst_of(h);
+	const struct engy_opt *o;
+	const void *slot;
+	const char *e;
+	bool is_def = false;
+
+	if (!name || !buf || !len)
+		return -EINVAL;
+	for (o = in->lp.desc.opts; o && o->name; o++)
+		if (strcmp(o->name, name) == 0)
+			break;
+	if (!o || !o->name) {
+		snprintf(buf, len, "?");
+		return -ENOENT;
+	}
+	if (!in->conf) {
+		snprintf(buf, len, "?");
+		return -EINVAL;
+	}
+	slot = (const char *)in->conf + o->offset;
+	e = o->env ? getenv(o->env) : NULL;
+	if (o->def && o->type == ENGY_OPT_STR) {
+		const char *v = *(const char *const *)slot;
+
+		is_def = v && strcmp(v, o->def) == 0;
+	} else if (o->def && o->type == ENGY_OPT_STR_LIST) {
+		const struct engy_strv *sv = slot;
+		size_t i, k = 0, dl = strlen(o->def);
+
+		is_def = true;
+		for (i = 0; i < sv->n && is_def; i++) {
+			size_t l = strlen(sv->v[i]);
+
+			if (i && (k >= dl || o->def[k++] != ','))
+				is_def = false;
+			else if (k + l > dl || memcmp(o->def + k, sv->v[i], l))
+				is_def = false;
+			else
+				k += l;
+		}
+		is_def = is_def && k == dl;
+	}
+	if (e && *e)
+		snprintf(buf, len, "$%s", o->env);
+	else if (is_def)
+		snprintf(buf, len, "default");
+	else
+		snprintf(buf, len, "config %s %s", in->name, name);
+	return 0;
+}
+
 static const char *h_state_dir(const struct engy_host *h)
 {
 	return inst_of(h)->d->state_dir;
@@ -241,4 +301,5 @@ void engy_host_bind(struct engy_instance *in)
 	h->peer_at = h_peer_at;
 	h->shutdown = h_shutdown;
 	h->notify = h_notify;
+	h->opt_source = h_opt_source;
 }

@@ -7,7 +7,7 @@
 
 #include <config.h>
 
-#include "targets.h"
+#include "checks.h"
 #include "conf.h"
 #include "daemon.h"
 #include "kind.h"
@@ -43,16 +43,16 @@ static void print_opt_default(const struct engy_opt *o)
 }
 
 /* engyd -t: what the role would connect to, and what it could not find. */
-static int print_checks(const struct engyd *d, const char *conf)
+static int print_checks(struct engyd *d, const char *conf)
 {
-	struct engy_check *v;
+	struct engyd_check *v;
 	size_t n, i;
 	int bad = 0;
 
 	if (engyd_checks(d, &v, &n) < 0)
 		return 0;
 	for (i = 0; i < n; i++) {
-		const struct engy_check *c = &v[i];
+		const struct engyd_check *c = &v[i];
 
 		if (!c->problem[0]) {
 			printf("engyd: %s: %s: %s (%s)\n", conf, c->what,
@@ -67,7 +67,7 @@ static int print_checks(const struct engyd *d, const char *conf)
 		if (!c->warn_only)
 			bad = 1;
 	}
-	free(v);
+	engyd_checks_free(v, n);
 	return bad;
 }
 

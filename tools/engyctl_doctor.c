@@ -19,7 +19,7 @@
 
 #include <config.h>
 
-#include "../engyd/targets.h"
+#include "../engyd/checks.h"
 #include "../engyd/conf.h"
 #include "../engyd/daemon.h"
 #include "../engyd/log.h"
@@ -203,13 +203,16 @@ out:
 	free(b.p);
 }
 
-static void probe_serve(const struct engy_check *c, struct verdict *v)
+static void probe_serve(const struct engyd_check *c, struct verdict *v)
 {
-	char list[sizeof(c->target)], *save = NULL, *u;
+	char *list = strdup(c->target), *save = NULL, *u;
 	struct verdict one;
 	size_t k = 0;
 
-	snprintf(list, sizeof(list), "%s", c->target);
+	if (!list) {
+		SAY(problem, "out of memory");
+		return;
+	}
 	for (u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
 		memset(&one, 0, sizeof(one));
 		probe_serve_one(u, c->secret, &one);
@@ -222,9 +225,10 @@ static void probe_serve(const struct engy_check *c, struct verdict *v)
 					      k < sizeof(v->note) ? sizeof(v->note) - k : 0,
 					      "%s%s", k ? "; " : "", one.note);
 	}
+	free(list);
 }
 
-static void probe_meta(const struct engy_check *c, struct verdict *v)
+static void probe_meta(const struct engyd_check *c, struct verdict *v)
 {
 	char err[256], *url = NULL;
 	const char *why = NULL;
@@ -259,7 +263,7 @@ static void probe_meta(const struct engy_check *c, struct verdict *v)
 	free(url);
 }
 
-static void probe_provider(const struct engy_check *c, struct verdict *v)
+static void probe_provider(const struct engyd_check *c, struct verdict *v)
 {
 	char url[1200], err[256];
 	struct body b;
@@ -286,7 +290,7 @@ static void probe_provider(const struct engy_check *c, struct verdict *v)
 	free(b.p);
 }
 
-static void probe_chain(const struct engy_check *c, struct verdict *v)
+static void probe_chain(const struct engyd_check *c, struct verdict *v)
 {
 	char url[1100], err[256];
 	const char *t = c->target;
@@ -341,7 +345,7 @@ static void check_model_path(struct verdict *v)
 	    "the checkpoint the serve loaded");
 }
 
-static void report(const char *tag, const struct engy_check *c,
+static void report(const char *tag, const struct engyd_check *c,
 		   const char *what, const char *fix)
 {
 	printf("%-5s %s: %s (%s)%s%s\n", tag, c->what, c->target, c->source,
@@ -354,7 +358,8 @@ int engyctl_doctor(int argc, char **argv);
 int engyctl_doctor(int argc, char **argv)
 {
 	struct engy_errs e = { 0 };
-	struct engy_check *cs = NULL;
+	struct engyd_check *cs = NULL;
+	struct verdict *vs = NULL;
 	struct engyd d;
 	size_t n = 0, i;
 	int bad = 0, warn = 0, rc;
@@ -383,60 +388,73 @@ int engyctl_doctor(int argc, char **argv)
 		bad++;
 	}
 	engy_errs_free(&e);
-	if (engyd_checks(&d, &cs, &n) < 0) {
+	if (engyd_checks(&d, &cs, &n) < 0 ||
+	    !(vs = calloc(n ? n : 1, sizeof(*vs)))) {
+		engyd_checks_free(cs, n);
 		engyd_free(&d);
 		return engyctl_fail("out of memory");
 	}
+	/*
+	 * Probe first, in the order reported; the serve's model_path is
+	 * known only once a serve answered, so that check comes last.  Then
+	 * print in the order reported.
+	 */
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	for (i = 0; i < n; i++) {
-		const struct engy_check *c = &cs[i];
-		struct verdict v;
+		const struct engyd_check *c = &cs[i];
+		struct verdict *v = &vs[i];
 
-		memset(&v, 0, sizeof(v));
 		/* engyd -t lets an idle validator start; a doctor does not. */
-		if (c->problem[0]) {
-			report("FAIL", c, c->problem, c->fix);
-			bad++;
+		if (c->problem[0])
 			continue;
-		}
-		if (strcmp(c->what, "checkpoint") == 0 &&
-		    c->probe == ENGY_PROBE_NONE && serve_model_path[0] &&
-		    strncmp(c->target, "the serve", 9) == 0)
-			check_model_path(&v);
 		switch (c->probe) {
 		case ENGY_PROBE_SERVE:
-			probe_serve(c, &v);
+			probe_serve(c, v);
 			break;
 		case ENGY_PROBE_GW_META:
-			probe_meta(c, &v);
+			probe_meta(c, v);
 			break;
 		case ENGY_PROBE_PROVIDER:
-			probe_provider(c, &v);
+			probe_provider(c, v);
 			break;
 		case ENGY_PROBE_CHAIN:
-			probe_chain(c, &v);
+			probe_chain(c, v);
 			break;
 		default:
 			break;
 		}
-		if (v.problem[0]) {
-			report(v.warn_only ? "warn" : "FAIL", c, v.problem, v.fix);
-			if (v.warn_only)
+	}
+	for (i = 0; i < n; i++)
+		if (!cs[i].problem[0] && cs[i].probe == ENGY_PROBE_MODEL_PATH &&
+		    serve_model_path[0])
+			check_model_path(&vs[i]);
+	curl_global_cleanup();
+	for (i = 0; i < n; i++) {
+		const struct engyd_check *c = &cs[i];
+		const struct verdict *v = &vs[i];
+
+		if (c->problem[0]) {
+			report("FAIL", c, c->problem, c->fix);
+			bad++;
+		} else if (v->problem[0]) {
+			report(v->warn_only ? "warn" : "FAIL", c, v->problem,
+			       v->fix);
+			if (v->warn_only)
 				warn++;
 			else
 				bad++;
 		} else {
-			report("ok", c, v.note, NULL);
+			report("ok", c, v->note, NULL);
 		}
 	}
-	curl_global_cleanup();
 	if (!n && !bad)
 		printf("ok    %s: the config loads; doctor has no connection "
 		       "checks for role %s\n", argv[1],
 		       d.cfg.role ? d.cfg.role : "?");
 	printf("engyctl doctor: %s: %d problem%s, %d warning%s\n", argv[1],
 	       bad, bad == 1 ? "" : "s", warn, warn == 1 ? "" : "s");
-	free(cs);
+	free(vs);
+	engyd_checks_free(cs, n);
 	engyd_free(&d);
 	return bad ? 1 : 0;
 }

@@ -6,6 +6,7 @@
 #include <engy/types.h>
 #include <engy/host.h>
 #include <engy/plugin.h>
+#include <engy/check.h>
 #include <engy/transport.h>
 #include <engy/backend.h>
 #include <engy/proof.h>

@@ -146,6 +146,16 @@ struct engy_host {
 	 * (Appended in 1.1 after shutdown: check `size` before use.)
 	 */
 	int (*notify)(const struct engy_host *h, const char *state);
+	/**
+	 * opt_source() - where this instance's own option @name got its
+	 * value, as one line into @buf: "$ENV" (its environment twin),
+	 * "default" (the table's default), or "config INSTANCE NAME".
+	 * Returns 0, -ENOENT when the option table has no @name, -EINVAL
+	 * when the options were not filled.  Context: loop thread.
+	 * (Appended in 1.1 after notify: check `size` before use.)
+	 */
+	int (*opt_source)(const struct engy_host *h, const char *name,
+			  char *buf, size_t len);
 };
 
 #ifdef __cplusplus

@@ -39,7 +39,9 @@
  *                    still being built may be appended without a bump.
  *   1.1  2026-12-03  The role kind (7); host services peer_at(),
  *                    shutdown() and notify() (sd_notify READY/WATCHDOG);
- *                    engy_model_info.serve_urls.
+ *                    engy_model_info.serve_urls; the descriptor's
+ *                    optional check op (engy/check.h) and the host
+ *                    service opt_source().
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H
@@ -49,6 +51,7 @@
 
 #include <engy/types.h>
 #include <engy/host.h>
+#include <engy/check.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -151,6 +154,22 @@ struct engy_plugin {
 	void (*destroy)(void *inst);
 
 	const void *ops;		/* struct engy_<kind>_ops * */
+
+	/* --- appended in 1.1 (an older plugin's reads as NULL) ----------- */
+	/**
+	 * check() - optional: report what this instance would connect to or
+	 * read, and what it could not find, one @sink->add() per target
+	 * (engyd -t prints them, engyctl doctor probes them).  @host and
+	 * @conf are create()'s; @inst is NULL when create() failed or was
+	 * not reached, so a check reads its conf, not a running instance.
+	 * No network I/O (stat() and access() of local files are fine); a
+	 * peer's state only through that kind's ops (host->peer()).  The
+	 * host calls it after setup, the role's first, then the instances'
+	 * in config order, and only when the role has a check op.
+	 * Returns 0 or a negative errno.  Context: loop thread.
+	 */
+	int (*check)(const struct engy_host *host, const void *conf,
+		     void *inst, const struct engy_check_sink *sink);
 };
 
 /* The size of the 1.0 descriptor: the least the host accepts. */

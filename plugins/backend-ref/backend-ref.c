@@ -20,6 +20,7 @@
 #include <engy/backend.h>
 #include <engy/plugin.h>
 
+#include "checkfmt.h"
 #include "config.h"
 #include "ref.h"
 
@@ -378,6 +379,31 @@ static int ref_prefill(void *inst, const uint32_t *ids, size_t n,
 	return 0;
 }
 
+/*
+ * The check op (engyd -t, engyctl doctor): the engine runs in process;
+ * its checkpoint directory must be here.  Reads the conf.
+ */
+static int ref_check(const struct engy_host *h, const void *conf, void *inst,
+		     const struct engy_check_sink *sink)
+{
+	const struct ref_conf *c = conf;
+	struct engy_check_buf b;
+	int rc;
+
+	(void)inst;
+	engy_check_begin(&b, "serve", ENGY_PROBE_NONE);
+	ENGY_CHECK_SET(&b, target, "in-process engine (backend-ref)");
+	ENGY_CHECK_SET(&b, source, "config");
+	if ((rc = engy_check_add(sink, &b)) < 0 || !c->checkpoint ||
+	    !*c->checkpoint)
+		return rc;
+	engy_check_begin(&b, "checkpoint", ENGY_PROBE_NONE);
+	ENGY_CHECK_SET(&b, target, "%s", c->checkpoint);
+	engy_check_source(h, "checkpoint", &b);
+	engy_check_checkpoint(&b, c->checkpoint);
+	return engy_check_add(sink, &b);
+}
+
 static const struct engy_backend_ops ref_ops = {
 	.size = sizeof(struct engy_backend_ops),
 	.info = ref_info,
@@ -396,4 +422,5 @@ ENGY_PLUGIN(.kind = ENGY_KIND_BACKEND,
 	    .start = ref_start,
 	    .stop = ref_stop,
 	    .destroy = ref_destroy,
-	    .ops = &ref_ops);
+	    .ops = &ref_ops,
+	    .check = ref_check);

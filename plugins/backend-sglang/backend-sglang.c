@@ -17,6 +17,7 @@
 #include <engy/backend.h>
 #include <engy/plugin.h>
 
+#include "checkfmt.h"
 #include "config.h"
 #include "sgl.h"
 #include "sgl_http.h"
@@ -297,6 +298,42 @@ static int sgl_op_prefill(void *inst, const uint32_t *ids, size_t n,
 	return sgl_prefill(inst, ids, n, done, arg, (struct sgl_gen **)out);
 }
 
+/*
+ * The check op (engyd -t, engyctl doctor): the serves, probed with the
+ * api_key, and the checkpoint directory when one is set.  Reads the conf.
+ */
+static int sgl_check(const struct engy_host *h, const void *conf, void *inst,
+		     const struct engy_check_sink *sink)
+{
+	const struct sgl_conf *c = conf;
+	struct engy_check_buf b;
+	size_t i, k = 0;
+	int rc;
+
+	(void)inst;
+	engy_check_begin(&b, "serve", ENGY_PROBE_SERVE);
+	for (i = 0; i < c->serve_urls.n; i++)
+		k += (size_t)snprintf(b.target + k,
+				      k < sizeof(b.target) ? sizeof(b.target) - k
+							   : 0,
+				      "%s%s", i ? "," : "", c->serve_urls.v[i]);
+	engy_check_source(h, "serve_urls", &b);
+	b.c.secret = c->api_key;
+	if (!c->serve_urls.n) {
+		ENGY_CHECK_SET(&b, problem, "no serve");
+		ENGY_CHECK_SET(&b, fix, "set SERVE_URL (or --serve-url) to the "
+			       "sglang serve, e.g. http://127.0.0.1:8000");
+	}
+	if ((rc = engy_check_add(sink, &b)) < 0 || !c->checkpoint ||
+	    !*c->checkpoint)
+		return rc;
+	engy_check_begin(&b, "checkpoint", ENGY_PROBE_NONE);
+	ENGY_CHECK_SET(&b, target, "%s", c->checkpoint);
+	engy_check_source(h, "checkpoint", &b);
+	engy_check_checkpoint(&b, c->checkpoint);
+	return engy_check_add(sink, &b);
+}
+
 static const struct engy_backend_ops sgl_ops = {
 	.size = sizeof(struct engy_backend_ops),
 	.info = sgl_info,
@@ -318,4 +355,5 @@ ENGY_PLUGIN(
 	.stop = sgl_stop,
 	.destroy = sgl_destroy,
 	.ops = &sgl_ops,
+	.check = sgl_check,
 );

@@ -28,6 +28,7 @@
 
 #include <engy/engy.h>
 
+#include "checkfmt.h"
 #include "fsutil.h"
 #include "sr25519.h"
 #include "ss58.h"
@@ -544,9 +545,24 @@ static const struct engy_opt opts[] = {
 	ENGY_OPT_END,
 };
 
+/* The check op (engyd -t): the file its weights go to. */
+static int dev_check(const struct engy_host *h, const void *conf, void *inst,
+		     const struct engy_check_sink *sink)
+{
+	const struct dev_conf *c = conf;
+	struct engy_check_buf b;
+
+	(void)h;
+	(void)inst;
+	engy_check_begin(&b, "chain", ENGY_PROBE_NONE);
+	ENGY_CHECK_SET(&b, target, "chain-dev file %s", c->file ? c->file : "");
+	ENGY_CHECK_SET(&b, source, "config");
+	return engy_check_add(sink, &b);
+}
+
 ENGY_PLUGIN(.kind = ENGY_KIND_CHAIN, .name = "chain-dev", .version = "1.0",
 	    .description = "the devnet's chain: a configured subnet, weights "
 			   "to a local file",
 	    .opts = opts, .conf_size = sizeof(struct dev_conf),
 	    .create = dev_create, .start = dev_start, .stop = dev_stop,
-	    .destroy = dev_destroy, .ops = &ops);
+	    .destroy = dev_destroy, .ops = &ops, .check = dev_check);

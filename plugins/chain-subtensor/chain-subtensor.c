@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "chain_network.h"
+#include "checkfmt.h"
 #include "httpc.h"
 #include "sub.h"
 #include "url.h"
@@ -310,10 +311,50 @@ static void sub_destroy(void *inst)
 	free(s);
 }
 
+/*
+ * The check op (engyd -t, engyctl doctor): the node it would call, and
+ * where that came from: the endpoint's twin, the network's twin, the
+ * config's endpoint, else the network.  Reads the conf.
+ */
+static int sub_check(const struct engy_host *h, const void *conf, void *inst,
+		     const struct engy_check_sink *sink)
+{
+	const struct sub_conf *c = conf;
+	const char *pick = engy_chain_endpoint_pick(c->endpoint, c->network);
+	struct engy_check_buf b;
+	char ep_src[96] = "", net_src[96] = "";
+
+	(void)inst;
+	engy_check_begin(&b, "chain", ENGY_PROBE_CHAIN);
+	ENGY_CHECK_SET(&b, target, "%s",
+		       pick ? pick : (c->network ? c->network : ""));
+	engy_check_source(h, "endpoint", &b);
+	memcpy(ep_src, b.source, sizeof(ep_src));
+	engy_check_source(h, "network", &b);
+	memcpy(net_src, b.source, sizeof(net_src));
+	if (ep_src[0] == '$')
+		ENGY_CHECK_SET(&b, source, "%s", ep_src);
+	else if (net_src[0] == '$')
+		ENGY_CHECK_SET(&b, source, "%s=%s", net_src,
+			       c->network ? c->network : "");
+	else if (c->endpoint && *c->endpoint)
+		ENGY_CHECK_SET(&b, source, "%s", ep_src);
+	else
+		ENGY_CHECK_SET(&b, source, "network %s",
+			       c->network ? c->network : "finney");
+	if (!pick) {
+		ENGY_CHECK_SET(&b, problem, "unknown network");
+		ENGY_CHECK_SET(&b, fix, "set ENGY_SN53_NETWORK to "
+			       ENGY_CHAIN_NETWORKS ", or "
+			       "ENGY_SN53_CHAIN_ENDPOINT to a node's URL");
+	}
+	return engy_check_add(sink, &b);
+}
+
 ENGY_PLUGIN(.kind = ENGY_KIND_CHAIN, .name = "chain-subtensor",
 	    .version = "1.0",
 	    .description = "subtensor over JSON-RPC: metagraph reads, signed "
 			   "set_weights, inclusion and outcome",
 	    .opts = opts, .conf_size = sizeof(struct sub_conf),
 	    .create = sub_create, .start = sub_start, .stop = sub_stop,
-	    .destroy = sub_destroy, .ops = &ops);
+	    .destroy = sub_destroy, .ops = &ops, .check = sub_check);

@@ -470,4 +470,5 @@ ENGY_PLUGIN(.kind = ENGY_KIND_ROLE, .name = "role-miner",
 			   "inference serve, prove, answer",
 	    .opts = miner_opts, .conf_size = sizeof(struct miner_conf),
 	    .create = miner_create, .start = miner_start, .stop = miner_stop,
-	    .destroy = miner_destroy, .ops = &miner_role_ops);
+	    .destroy = miner_destroy, .ops = &miner_role_ops,
+	    .check = miner_check);

@@ -161,4 +161,9 @@ void miner_reply_error(struct miner *m, struct engy_ws_conn *conn,
 		       const char *corr_id, const char *request_id,
 		       const char *error);
 
+/* The descriptor's check op (miner_check.c). */
+struct engy_check_sink;
+int miner_check(const struct engy_host *h, const void *conf, void *inst,
+		const struct engy_check_sink *sink);
+
 #endif /* ENGY_ROLE_MINER_INT_H */

@@ -349,4 +349,5 @@ ENGY_PLUGIN(.kind = ENGY_KIND_ROLE, .name = "role-validator",
 			   "verify, schedule, set weights",
 	    .opts = val_opts, .conf_size = sizeof(struct val_conf),
 	    .create = val_create, .start = val_start, .stop = val_stop,
-	    .destroy = val_destroy, .ops = &val_role_ops);
+	    .destroy = val_destroy, .ops = &val_role_ops,
+	    .check = val_check);

@@ -121,4 +121,8 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m);
 /* Stamp the heartbeat file (atomically). */
 void val_stamp(struct val *v, int64_t now, const char *outcome);
 
+/* The descriptor's check op (validator_check.c). */
+int val_check(const struct engy_host *h, const void *conf, void *inst,
+	      const struct engy_check_sink *sink);
+
 #endif /* ENGY_ROLE_VALIDATOR_INT_H */

@@ -36,6 +36,13 @@ static __attribute__((unused)) int br_verify(void *inst, const struct engy_rows 
 	return -ENOTSUP;
 }
 
+static __attribute__((unused)) int br_check(const struct engy_host *h,
+					    const void *conf, void *inst,
+					    const struct engy_check_sink *s)
+{
+	return -EIO;
+}
+
 static const struct engy_proof_ops ops = {
 	.size = sizeof(ops),
 	.scheme = "broken",
@@ -70,6 +77,9 @@ ENGY_EXPORT const struct engy_plugin SYMBOL = {
 #endif
 #ifdef BROKEN_SHORT_SIZE
 	.size = 24,
+#elif defined(BROKEN_SIZE_1_0)
+	/* A 1.0 descriptor: what follows ops is not the plugin's. */
+	.size = ENGY_PLUGIN_SIZE_1_0,
 #else
 	.size = sizeof(struct engy_plugin),
 #endif
@@ -85,4 +95,7 @@ ENGY_EXPORT const struct engy_plugin SYMBOL = {
 	.destroy = br_destroy,
 #endif
 	.ops = &ops,
+#ifdef BROKEN_SIZE_1_0
+	.check = br_check,
+#endif
 };

@@ -142,6 +142,25 @@ START_TEST(test_good_loads_and_zero_extends)
 }
 END_TEST
 
+START_TEST(test_1_0_descriptor_has_no_check)
+{
+	struct engy_loaded l;
+
+	/* A 1.0 descriptor loads; the 1.1 check op past its size reads
+	 * NULL even though the bytes there are not. */
+	ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR, "size-1-0",
+						&l, err, sizeof(err)), 0);
+	ck_assert_uint_eq(l.desc.size, ENGY_PLUGIN_SIZE_1_0);
+	ck_assert_ptr_null(l.desc.check);
+	engy_loader_close(&l, true);
+	ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR, "test-proof",
+						&l, err, sizeof(err)), 0);
+	ck_assert_uint_eq(l.desc.size, sizeof(struct engy_plugin));
+	ck_assert_ptr_null(l.desc.check);
+	engy_loader_close(&l, true);
+}
+END_TEST
+
 START_TEST(test_each_kind_loads_as_itself)
 {
 	static const struct { const char *name; uint32_t kind; } k[] = {
@@ -199,6 +218,7 @@ int main(void)
 	tcase_add_test(tc, test_bad_major);
 	tcase_add_test(tc, test_newer_minor);
 	tcase_add_test(tc, test_short_size);
+	tcase_add_test(tc, test_1_0_descriptor_has_no_check);
 	tcase_add_test(tc, test_bad_kind);
 	tcase_add_test(tc, test_missing_op);
 	tcase_add_test(tc, test_no_destroy);
