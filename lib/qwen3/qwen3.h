@@ -2,7 +2,7 @@
 /*
  * The reference engine for Qwen3-family checkpoints (Qwen3 dense and
  * Qwen3-MoE; Hugging Face layout: config.json + safetensors).  It is a
- * library of its own (libqwen3) so that the backend-ref plugin, engyctl
+ * library of its own (lib/qwen3) so that the backend-ref plugin, engyctl
  * ref, the bench and the tests drive the same code, and so that a GEMM
  * audit can hook every matmul.
  *

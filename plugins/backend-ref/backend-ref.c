@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * backend-ref: the reference engine (libqwen3) behind backend.h's ops, in
+ * backend-ref: the reference engine (lib/qwen3) behind backend.h's ops, in
  * process.  create() reads only config.json; start() loads the weights on
  * the worker pool; requests run as pool steps (ref.h, ref_sched.c).
  *

@@ -4,7 +4,7 @@
  * conf from the option table, and drive it through backend.h's ops with
  * a fake host whose work() queues jobs (run on a thread, done on the
  * "loop", here the test) or, in one test, runs them inline.  Results are
- * checked against libqwen3 driven directly.
+ * checked against lib/qwen3 driven directly.
  */
 #include <check.h>
 #include <dlfcn.h>
@@ -370,7 +370,7 @@ static void on_prefill(void *arg, int rc, const struct engy_rows *rows)
 	memcpy(p->rows, rows->data, (size_t)rows->n_rows * H * 4);
 }
 
-/* Greedy through the plugin == greedy through libqwen3, and the auditor's
+/* Greedy through the plugin == greedy through lib/qwen3, and the auditor's
  * prefill of prompt + output reproduces the streamed rows bit for bit. */
 static void stream_and_audit(bool moe)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libqwen3, the engine under backend-ref: the matmul kernels against the
+ * lib/qwen3, the engine under backend-ref: the matmul kernels against the
  * textbook loop, the thread pool, the sampler, the promise that a row's
  * result does not depend on how it is fed (one call, one token at a time,
  * chunks, batched with another sequence), the matmul hook, errors, and
