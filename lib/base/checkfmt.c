@@ -74,3 +74,18 @@ void engy_check_checkpoint(struct engy_check_buf *b, const char *dir)
 			       "the model's checkpoint directory on this "
 			       "machine, the one the serve loaded");
 }
+
+int engy_check_add_checkpoint(const struct engy_host *h,
+			      const struct engy_check_sink *sink,
+			      const char *opt, const char *dir)
+{
+	struct engy_check_buf b;
+
+	if (!dir || !*dir)
+		return 0;
+	engy_check_begin(&b, "checkpoint", ENGY_PROBE_NONE);
+	ENGY_CHECK_SET(&b, target, "%s", dir);
+	engy_check_source(h, opt, &b);
+	engy_check_checkpoint(&b, dir);
+	return engy_check_add(sink, &b);
+}

@@ -45,5 +45,13 @@ bool engy_readable_in(const char *dir, const char *file);
  * when not.
  */
 void engy_check_checkpoint(struct engy_check_buf *b, const char *dir);
+/*
+ * engy_check_add_checkpoint() - report the calling instance's own
+ * checkpoint option @opt (value @dir) as a "checkpoint" line, checked as
+ * above; nothing when @dir is NULL or empty.  Returns engy_check_add()'s.
+ */
+int engy_check_add_checkpoint(const struct engy_host *h,
+			      const struct engy_check_sink *sink,
+			      const char *opt, const char *dir);
 
 #endif /* ENGY_CHECKFMT_H */

@@ -324,14 +324,9 @@ static int sgl_check(const struct engy_host *h, const void *conf, void *inst,
 		ENGY_CHECK_SET(&b, fix, "set SERVE_URL (or --serve-url) to the "
 			       "sglang serve, e.g. http://127.0.0.1:8000");
 	}
-	if ((rc = engy_check_add(sink, &b)) < 0 || !c->checkpoint ||
-	    !*c->checkpoint)
+	if ((rc = engy_check_add(sink, &b)) < 0)
 		return rc;
-	engy_check_begin(&b, "checkpoint", ENGY_PROBE_NONE);
-	ENGY_CHECK_SET(&b, target, "%s", c->checkpoint);
-	engy_check_source(h, "checkpoint", &b);
-	engy_check_checkpoint(&b, c->checkpoint);
-	return engy_check_add(sink, &b);
+	return engy_check_add_checkpoint(h, sink, "checkpoint", c->checkpoint);
 }
 
 static const struct engy_backend_ops sgl_ops = {

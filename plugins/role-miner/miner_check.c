@@ -95,18 +95,13 @@ int miner_check(const struct engy_host *h, const void *conf, void *inst,
 	if ((rc = engy_check_add(sink, &b)) < 0)
 		return rc;
 
-	engy_check_begin(&b, "checkpoint", ENGY_PROBE_NONE);
-	if (c->checkpoint && *c->checkpoint) {
-		ENGY_CHECK_SET(&b, target, "%s", c->checkpoint);
-		engy_check_source(h, "checkpoint", &b);
-		engy_check_checkpoint(&b, c->checkpoint);
-	} else if (backend_has_path(h) != 0) {
+	if (c->checkpoint && *c->checkpoint)
+		return engy_check_add_checkpoint(h, sink, "checkpoint",
+						 c->checkpoint);
+	if (backend_has_path(h) != 0)
 		return 0;
-	} else {
-		b.c.probe = ENGY_PROBE_MODEL_PATH;
-		ENGY_CHECK_SET(&b, target,
-			       "the serve's model_path (asked at start)");
-		ENGY_CHECK_SET(&b, source, "default");
-	}
+	engy_check_begin(&b, "checkpoint", ENGY_PROBE_MODEL_PATH);
+	ENGY_CHECK_SET(&b, target, "the serve's model_path (asked at start)");
+	ENGY_CHECK_SET(&b, source, "default");
 	return engy_check_add(sink, &b);
 }
