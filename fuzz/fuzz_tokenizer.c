@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "fuzz.h"
-#include "tok_internal.h"
+#include "tok_int.h"
 #include "tokenizer.h"
 
 static const char mini_json[] =

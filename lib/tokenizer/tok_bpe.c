@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "grow.h"
-#include "tok_internal.h"
+#include "tok_int.h"
 
 #define BPE_SMALL 64
 

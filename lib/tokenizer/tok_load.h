@@ -9,7 +9,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "tok_internal.h"
+#include "tok_int.h"
 
 struct tok_loader {
 	struct engy_tokenizer *t;

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok_internal.h"
+#include "tok_int.h"
 
 #define WS_CLASS     "\\p{White_Space}"
 #define NOT_WS_CLASS "\\P{White_Space}"

@@ -12,7 +12,7 @@
 
 #include <utf8proc.h>
 
-#include "tok_internal.h"
+#include "tok_int.h"
 
 /* Bytes 0x80..0xFF: sequence length, 0 for a byte that cannot lead. */
 static uint8_t utf8_len(uint8_t b)

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tok_internal.h"
+#include "tok_int.h"
 
 struct enc_ctx {
 	const struct engy_tokenizer *t;

@@ -14,7 +14,7 @@
 #include <utf8proc.h>
 
 #include "tok_fixture.h"
-#include "tok_internal.h"
+#include "tok_int.h"
 
 START_TEST(test_byte_alphabet)
 {

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "tok_fixture.h"
-#include "tok_internal.h"
+#include "tok_int.h"
 
 static const char *qwen_dir(void)
 {
