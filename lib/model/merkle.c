@@ -243,12 +243,20 @@ void engy_mc_leaf(struct engy_mh *h, const uint8_t tid[32], uint64_t i,
 		  const void *row, uint64_t row_len, const void *aux,
 		  uint64_t aux_len, uint8_t out[32])
 {
-	engy_mh_begin(h, ENGY_MC_TAG_ROW);
-	engy_mh_put(h, tid, 32);
-	engy_mh_u64(h, i);
-	engy_mh_u64(h, row_len);
+	/* tag, tid, i, len: exactly one 64-byte SHA-256 block, one update. */
+	uint8_t hd[64] = ENGY_MC_TAG_ROW, tl[8];
+	unsigned k;
+
+	memcpy(hd + 16, tid, 32);
+	for (k = 0; k < 8; k++) {
+		hd[48 + k] = (uint8_t)(i >> (8 * k));
+		hd[56 + k] = (uint8_t)(row_len >> (8 * k));
+		tl[k] = (uint8_t)(aux_len >> (8 * k));
+	}
+	start(h);
+	engy_mh_put(h, hd, sizeof(hd));
 	engy_mh_put(h, row, row_len);
-	engy_mh_u64(h, aux_len);
+	engy_mh_put(h, tl, sizeof(tl));
 	engy_mh_put(h, aux, aux_len);
 	engy_mh_end(h, out);
 }
