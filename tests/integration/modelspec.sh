@@ -6,7 +6,8 @@
 # on the checkpoint and names the tampered tensor on a copy with one byte
 # changed; row openings (plain, FP8 with its block scale row, INT4 with
 # its group scales) verify against the root alone in C and in Python, and
-# a forged row, a moved row index or another root is refused.
+# a forged row, a moved row index or another root is refused; on a
+# terminal a progress line goes to stderr.
 . "$top_srcdir/tests/integration/lib.sh"
 
 PY=/usr/bin/python3
@@ -56,6 +57,18 @@ ok "FP8 and INT4 openings carry their scale rows"
 "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if d["expert_roots_by_layer"]["0"].get("shared") and len(d["expert_roots_by_layer"]["0"]["experts"]) == d["config"]["n_experts"] else 1)' "$T/moe.json" ||
   fail "MoE: no shared root or not one root per expert"
 ok "MoE: router, shared and one root per expert"
+
+# On a terminal, a progress line goes to stderr (and the spec to stdout).
+if command -v script >/dev/null 2>&1; then
+  script -qec "$MS build $T/dense >$T/tty.json" /dev/null >"$T/tty.out" 2>&1 ||
+    fail "build under a terminal failed: $(cat "$T/tty.out")"
+  grep -q 'model-spec: [0-9]* / [0-9]* MB hashed' "$T/tty.out" ||
+    fail "no progress line on a terminal: $(cat "$T/tty.out")"
+  cmp -s "$T/tty.json" "$T/dense.json" || fail "the spec differs under a terminal"
+  ok "a progress line on a terminal, the same spec"
+else
+  skip_part "no script(1): the terminal progress line is not checked"
+fi
 
 # Each quantization is its own root.
 r1=$(root_of "$T/dense.json"); r2=$(root_of "$T/fp8.json")
