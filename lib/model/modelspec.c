@@ -629,12 +629,11 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-static const struct engy_ms *sort_m;
-
-static int size_desc(const void *a, const void *b)
+static int size_desc(const void *a, const void *b, void *arg)
 {
-	const struct mtensor *x = &sort_m->mt[*(const size_t *)a],
-			     *y = &sort_m->mt[*(const size_t *)b];
+	const struct engy_ms *m = arg;
+	const struct mtensor *x = &m->mt[*(const size_t *)a],
+			     *y = &m->mt[*(const size_t *)b];
 	uint64_t sx = x->n_rows * (x->row_bytes + x->aux_bytes),
 		 sy = y->n_rows * (y->row_bytes + y->aux_bytes);
 
@@ -782,8 +781,7 @@ int engy_ms_build(struct engy_ms *m, unsigned threads,
 	}
 	for (i = 0; i < m->n; i++)
 		j.order[i] = i;
-	sort_m = m;
-	qsort(j.order, m->n, sizeof(size_t), size_desc);
+	qsort_r(j.order, m->n, sizeof(size_t), size_desc, m);
 	pthread_mutex_lock(&j.mu);
 	for (i = 0; i < threads; i++) {
 		if (pthread_create(&tid[i], NULL, worker, &j))
@@ -882,6 +880,15 @@ char *engy_ms_spec_json(const struct engy_ms *m)
 	}
 	memcpy(r + n, "\n", 2);
 	return r;
+}
+
+/* Names are shown to an operator: no control characters. */
+static bool plain(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			return false;
+	return true;
 }
 
 static bool is_hex64(const cJSON *v)
@@ -1043,9 +1050,10 @@ static int spec_valid(const cJSON *o, char *err, size_t errlen)
 	}
 	cJSON_ArrayForEach(e, v) {
 		if (++n > ENGY_MS_MAX_TENSORS || !e->string[0] || !is_hex64(e) ||
+		    !plain(e->string) ||
 		    (prev && strcmp(prev->string, e->string) >= 0)) {
-			seterr(err, errlen, "tensor_roots: '%.200s' is empty, not after the name before it, or its root is not 64 hex digits",
-			       e->string);
+			seterr(err, errlen, "tensor_roots: entry %zu's name is empty, has a control character or is not after the one before it, or its root is not 64 hex digits",
+			       n);
 			return -EINVAL;
 		}
 		prev = e;
@@ -1336,7 +1344,8 @@ static int shape_of(const cJSON *v, uint64_t *s, uint32_t max, uint32_t *n)
 
 static char *dup_str(const cJSON *v)
 {
-	return cJSON_IsString(v) ? strdup(v->valuestring) : NULL;
+	return cJSON_IsString(v) && plain(v->valuestring) ?
+	       strdup(v->valuestring) : NULL;
 }
 
 int engy_mc_opening_parse(const char *buf, size_t len,

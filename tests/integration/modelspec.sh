@@ -109,6 +109,8 @@ elif how == "short":
     o["row_path"] = o["row_path"][:-1]
 elif how == "name":
     o["tensor"]["name"] = o["tensor"]["name"].replace("o_proj", "q_proj")
+elif how == "ctl":
+    o["tensor"]["name"] = "x\x1b[2Jy"
 json.dump(o, open(sys.argv[2], "w"))
 PYEOF
 }
@@ -122,6 +124,9 @@ done
 forge fp8 aux
 $MS verify-opening "$T/forged" "$r2" >/dev/null 2>&1 && fail "a swapped FP8 scale row was accepted"
 ok "an FP8 opening with another scale row is refused"
+forge dense ctl
+expect_fail "a name with a control character is refused at parse" "tensor is missing or malformed" \
+  $MS verify-opening "$T/forged" "$r1"
 expect_fail "an opening against another model's root" "not the one given" \
   $MS verify-opening "$T/dense.open" "$r2"
 expect_fail "a row past the end" "has 64 rows" $MS open "$T/dense" model.layers.1.self_attn.o_proj.weight 64
