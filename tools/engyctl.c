@@ -22,6 +22,7 @@ int engyctl_admin(int argc, char **argv);
 int engyctl_verdicts(int argc, char **argv);
 int engyctl_workers(int argc, char **argv);
 int engyctl_doctor(int argc, char **argv);
+int engyctl_modelspec(int argc, char **argv);
 
 static const struct engyctl_cmd cmds[] = {
 	{ "render-chat", "render an OpenAI chat body with the Qwen3 template", engyctl_render_chat },
@@ -31,6 +32,7 @@ static const struct engyctl_cmd cmds[] = {
 	{ "epoch", "score, sign and verify epoch results", engyctl_epoch },
 	{ "mkmodel", "write a generated Qwen3 / Qwen3-MoE checkpoint", engyctl_mkmodel },
 	{ "ref", "run the reference engine on a checkpoint", engyctl_ref },
+	{ "model-spec", "build, verify and open a checkpoint's Merkle commitment", engyctl_modelspec },
 	{ "validator", "light validator health and state", engyctl_validator },
 	{ "admin", "accounts, keys, balances, models, miners, the request log", engyctl_admin },
 	{ "verdicts", "the auditor's verdicts from the store", engyctl_verdicts },
