@@ -6,9 +6,10 @@
  *    "last_submit_ts":1790000000,"cached_digest":"<64 hex>",
  *    "cached_weights":[["5F...",65535]]}
  *
- * Integers are written as their digits; a field that is missing, of the
- * wrong type, out of range, or (for the vector) has any bad row is
- * dropped on its own.
+ * Integers are written as their digits (last_submit_ts is also read with a
+ * fraction, as the public light validator writes it, truncated to the
+ * second); a field that is missing, of the wrong type, out of range, or
+ * (for the vector) has any bad row is dropped on its own.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,6 +42,24 @@ static bool uint_field(const cJSON *o, const char *name, uint64_t *v)
 		return false;
 	d = it->valuedouble;
 	if (!(d >= 0 && d <= MAX_EXACT) || d != (double)(uint64_t)d)
+		return false;
+	*v = (uint64_t)d;
+	return true;
+}
+
+/*
+ * A non-negative time in whole seconds: the public light validator writes
+ * time.time() (a fraction), engy writes integers; the fraction is dropped.
+ */
+static bool ts_field(const cJSON *o, const char *name, uint64_t *v)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
+	double d;
+
+	if (!cJSON_IsNumber(it))
+		return false;
+	d = it->valuedouble;
+	if (!(d >= 0 && d <= MAX_EXACT))
 		return false;
 	*v = (uint64_t)d;
 	return true;
@@ -128,7 +147,7 @@ int engy_valstate_parse(const char *text, size_t len, struct engy_valstate *st,
 	} else if (cJSON_GetObjectItemCaseSensitive(o, "last_submit_block")) {
 		note(dropped, cap, "last_submit_block");
 	}
-	if (uint_field(o, "last_submit_ts", &v) && v <= INT64_MAX) {
+	if (ts_field(o, "last_submit_ts", &v)) {
 		st->last.has_ts = true;
 		st->last.ts = (int64_t)v;
 	} else if (cJSON_GetObjectItemCaseSensitive(o, "last_submit_ts")) {

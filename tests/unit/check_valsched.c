@@ -349,6 +349,32 @@ START_TEST(test_state_corruption)
 }
 END_TEST
 
+/* The public light validator writes last_submit_ts as time.time(). */
+START_TEST(test_state_fractional_ts)
+{
+	struct engy_valstate st;
+	char dropped[128];
+
+	parse("{\"last_applied\":12,\"last_submit_ts\":1790000000.734}", &st,
+	      dropped);
+	ck_assert_str_eq(dropped, "");
+	ck_assert(st.last.has_ts && st.last.ts == 1790000000);
+	engy_valstate_free(&st);
+	parse("{\"last_submit_ts\":0.5}", &st, dropped);
+	ck_assert_str_eq(dropped, "");
+	ck_assert(st.last.has_ts && st.last.ts == 0);
+	engy_valstate_free(&st);
+	/* still dropped: negative, past 2^53, not a number */
+	parse("{\"last_submit_ts\":-0.5}", &st, dropped);
+	ck_assert_str_eq(dropped, "last_submit_ts");
+	ck_assert(!st.last.has_ts);
+	parse("{\"last_submit_ts\":9007199254740993.0}", &st, dropped);
+	ck_assert_str_eq(dropped, "last_submit_ts");
+	parse("{\"last_submit_ts\":\"1790000000.5\"}", &st, dropped);
+	ck_assert_str_eq(dropped, "last_submit_ts");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("valsched");
@@ -362,6 +388,7 @@ int main(void)
 	tcase_add_test(tc, test_rows_and_burn);
 	tcase_add_test(tc, test_state_round_trip);
 	tcase_add_test(tc, test_state_corruption);
+	tcase_add_test(tc, test_state_fractional_ts);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
