@@ -112,7 +112,10 @@ int engy_valstate_set_cache(struct engy_valstate *st,
  * largest weight, the lower uid on a tie).  @dropped counts rows whose
  * hotkey has no uid (or is not an SS58 address), @dropped_weight their
  * summed weight and @total the vector's; a hotkey listed twice has its
- * weights summed.  @n is 0 when nothing lands (no uid, or all zero).
+ * weights summed, and @duplicates counts the rows that repeat a uid
+ * (@first_duplicate is the index of the first such row) so that the
+ * caller can say so: the chain itself refuses duplicate uids.  @n is 0
+ * when nothing lands (no uid, or all zero).
  */
 struct engy_valresolved {
 	size_t n;
@@ -121,6 +124,8 @@ struct engy_valresolved {
 	size_t dropped;
 	uint64_t dropped_weight;
 	uint64_t total;
+	size_t duplicates;
+	size_t first_duplicate;
 };
 
 /*

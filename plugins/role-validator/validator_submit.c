@@ -84,6 +84,19 @@ static void log_dropped(struct tick *t, const struct engy_chain_metagraph *m,
 		 (long long)t->v->c->netuid);
 }
 
+/* A hotkey listed twice is summed into its uid: say so. */
+static void log_duplicates(struct tick *t, const struct engy_valrow *rows,
+			   const struct engy_valresolved *res, const char *what)
+{
+	if (!res->duplicates)
+		return;
+	val_log(t->v, ENGY_LOG_WARNING,
+		 "event=hotkeys_duplicate vector=%s count=%zu first=%s "
+		 "effect=\"each repeated hotkey's weights are summed into its "
+		 "one uid (the chain refuses duplicate uids)\"",
+		 what, res->duplicates, rows[res->first_duplicate].hotkey);
+}
+
 static void after_submit(void *arg, const struct engy_chain_submit *r)
 {
 	struct tick *t = arg;
@@ -170,6 +183,7 @@ static bool standby(struct tick *t, const struct engy_chain_metagraph *m)
 				  &t->res) == 0 &&
 	    t->res.n) {
 		log_dropped(t, m, t->st.rows, t->st.n_rows, &t->res, "cached");
+		log_duplicates(t, t->st.rows, &t->res, "cached");
 		t->source = "cached";
 		return true;
 	}
@@ -259,6 +273,7 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
 		return;
 	}
 	log_dropped(t, m, t->rows, t->n_rows, &t->res, t->source);
+	log_duplicates(t, t->rows, &t->res, t->source);
 	if (!t->res.n) {
 		val_log(v, ENGY_LOG_WARNING,
 			 "event=nothing_lands epoch=%" PRIu64

@@ -171,12 +171,14 @@ mark=$(lines "$T/run.log")
 provider good 4 "$VEC"
 after "$T/run.log" "$mark" "event=payload_older epoch=4 last_applied=5" 10 || fail "epoch 4 not refused"
 mark=$(lines "$T/run.log")
-provider good 6 "[[\"$B\",1],[\"$A\",3]]"
+provider good 6 "[[\"$B\",1],[\"$A\",2],[\"$A\",1]]"
 after "$T/run.log" "$mark" "outcome=submitted epoch=6 source=payload" 10 || fail "epoch 6 not submitted"
+grep -q "event=hotkeys_duplicate vector=payload count=1 first=$A " "$T/run.log" ||
+  fail "a hotkey listed twice was summed silently: $(grep -c duplicate "$T/run.log")"
 grep -q '"epoch":4\|epoch=4 source' "$T/run.log" && fail "epoch 4 was submitted"
 tail -1 "$T/weights.jsonl" | grep -q '"uids":\[1,2\],"weights":\[49152,16383\]' ||
   fail "epoch 6 vector: $(tail -1 "$T/weights.jsonl")"
-ok "an older epoch is never submitted; a newer one goes at once"
+ok "an older epoch is never submitted; a newer one goes at once (a hotkey listed twice: summed, and said)"
 stop
 
 # --- the monotonic guard across a restart ---

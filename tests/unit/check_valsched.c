@@ -197,6 +197,29 @@ START_TEST(test_resolve)
 	ck_assert_uint_eq(r.n, 2);
 	ck_assert_uint_eq(r.weights[0], 43690);
 	ck_assert_uint_eq(r.weights[1], 21845);
+	/* ... and counted, with the first repeated row named */
+	ck_assert_uint_eq(r.duplicates, 1);
+	ck_assert_uint_eq(r.first_duplicate, 1);
+	engy_valresolved_free(&r);
+	row(&rows[0], 15, 1);
+	row(&rows[1], 13, 1);
+	row(&rows[2], 99, 1); /* unregistered: not a duplicate */
+	row(&rows[3], 99, 1);
+	row(&rows[4], 13, 1);
+	row(&rows[5], 13, 0); /* a zero weight repeats the uid all the same */
+	ck_assert_int_eq(
+		engy_valsched_resolve(rows, 6, (const uint8_t(*)[32])mg, 6, &r),
+		0);
+	ck_assert_uint_eq(r.n, 2);
+	ck_assert_uint_eq(r.duplicates, 2);
+	ck_assert_uint_eq(r.first_duplicate, 4);
+	engy_valresolved_free(&r);
+	row(&rows[0], 13, 1);
+	row(&rows[1], 15, 1);
+	ck_assert_int_eq(
+		engy_valsched_resolve(rows, 2, (const uint8_t(*)[32])mg, 6, &r),
+		0);
+	ck_assert_uint_eq(r.duplicates, 0);
 	engy_valresolved_free(&r);
 	/* nothing lands: none registered, or all zero */
 	row(&rows[0], 99, 5);
