@@ -3,8 +3,8 @@
  * The light validator's state file:
  *
  *   {"v":1,"last_applied":105,"last_submit_block":4521337,
- *    "last_submit_ts":1790000000,"cached_digest":"<64 hex>",
- *    "cached_weights":[["5F...",65535]]}
+ *    "last_submit_ts":1790000000,"cached_epoch":105,
+ *    "cached_digest":"<64 hex>","cached_weights":[["5F...",65535]]}
  *
  * Integers are written as their digits (last_submit_ts is also read with a
  * fraction, as the public light validator writes it, truncated to the
@@ -153,6 +153,12 @@ int engy_valstate_parse(const char *text, size_t len, struct engy_valstate *st,
 	} else if (cJSON_GetObjectItemCaseSensitive(o, "last_submit_ts")) {
 		note(dropped, cap, "last_submit_ts");
 	}
+	if (uint_field(o, "cached_epoch", &v)) {
+		st->has_cached_epoch = true;
+		st->cached_epoch = v;
+	} else if (cJSON_GetObjectItemCaseSensitive(o, "cached_epoch")) {
+		note(dropped, cap, "cached_epoch");
+	}
 	d = cJSON_GetObjectItemCaseSensitive(o, "cached_digest");
 	if (cJSON_IsString(d) && hex64(d->valuestring)) {
 		st->has_digest = true;
@@ -192,10 +198,16 @@ static char *json_str(char *p, const char *s)
 	return p;
 }
 
+bool engy_valstate_claim(const struct engy_valstate *st)
+{
+	return st->last.has_applied && st->has_digest &&
+	       (!st->has_cached_epoch || st->cached_epoch == st->last.applied);
+}
+
 char *engy_valstate_format(const struct engy_valstate *st)
 {
 	char *buf, *p;
-	size_t cap = 256 + st->n_rows * (6 * ENGY_SS58_ADDR_SIZE + 16), i;
+	size_t cap = 320 + st->n_rows * (6 * ENGY_SS58_ADDR_SIZE + 16), i;
 
 	if (st->n_rows > ENGY_VALSCHED_MAX_ROWS)
 		return NULL;
@@ -211,6 +223,8 @@ char *engy_valstate_format(const struct engy_valstate *st)
 			     st->last.block);
 	if (st->last.has_ts && st->last.ts >= 0)
 		p += sprintf(p, ",\"last_submit_ts\":%" PRId64, st->last.ts);
+	if (st->has_cached_epoch)
+		p += sprintf(p, ",\"cached_epoch\":%" PRIu64, st->cached_epoch);
 	if (st->has_digest)
 		p += sprintf(p, ",\"cached_digest\":\"%.64s\"", st->digest);
 	if (st->has_cache && st->n_rows) {

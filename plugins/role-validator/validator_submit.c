@@ -121,9 +121,14 @@ static void after_submit(void *arg, const struct engy_chain_submit *r)
 			rc = engy_valstate_set_cache(st, t->rows, t->n_rows);
 			st->has_digest = t->digest[0] != '\0';
 			memcpy(st->digest, t->digest, sizeof(st->digest));
+			st->has_cached_epoch = true;
+			st->cached_epoch = t->epoch;
 		}
+		t->st_on_disk = false;
 		if (!rc)
 			rc = engy_valstate_save(v->state_path, st);
+		if (!rc)
+			t->st_on_disk = true;
 		if (rc)
 			val_log(
 				v, ENGY_LOG_ERR,

@@ -71,8 +71,7 @@ void val_tick_end(struct tick *t, const char *outcome, const char *fmt, ...)
 	    v->h->notify)
 		v->h->notify(v->h, "WATCHDOG=1");
 	if (!v->stopping) {
-		val_provider_heartbeat(v, t->st.last.applied,
-				       t->st.last.has_applied);
+		val_provider_heartbeat(v, t->st_on_disk ? &t->st : NULL);
 		evtimer_add(v->tick_ev, &tv);
 	}
 	v->t = NULL;
@@ -195,9 +194,6 @@ static void verify(struct tick *t)
 	t->epoch = ok.epoch_index;
 	memcpy(t->digest, ok.digest, sizeof(t->digest));
 	engy_epoch_verified_free(&ok);
-	v->have_consensus = true;
-	v->cons_epoch = t->epoch;
-	memcpy(v->cons_digest, t->digest, sizeof(v->cons_digest));
 	val_log(v, ENGY_LOG_INFO,
 		 "event=payload_verified epoch=%" PRIu64 " digest=%s rows=%zu",
 		 t->epoch, t->digest, t->n_rows);
@@ -267,6 +263,7 @@ void val_tick_start(struct val *v)
 			     v->state_path, strerror(-rc));
 		return;
 	}
+	t->st_on_disk = true;
 	if (dropped[0])
 		val_log(v, ENGY_LOG_WARNING,
 			 "event=state_fields_dropped path=%s fields=%s "

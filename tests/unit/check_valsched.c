@@ -373,6 +373,48 @@ START_TEST(test_state_corruption)
 END_TEST
 
 /* The public light validator writes last_submit_ts as time.time(). */
+/*
+ * What the heartbeat may claim: the digest only when the state file says
+ * it is the digest of the epoch last submitted.
+ */
+START_TEST(test_state_claim)
+{
+	struct engy_valstate st;
+	char dropped[128], *text;
+
+	/* engy's own file: the cached vector's epoch names the digest's */
+	parse("{\"last_applied\":12,\"cached_epoch\":12,\"cached_digest\":\"" DIGEST
+	      "\"}",
+	      &st, dropped);
+	ck_assert_str_eq(dropped, "");
+	ck_assert(st.has_cached_epoch && st.cached_epoch == 12);
+	ck_assert(engy_valstate_claim(&st));
+	text = engy_valstate_format(&st);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "\"cached_epoch\":12,") != NULL, "%s", text);
+	free(text);
+	/* standby: epoch 13 was submitted with epoch 12's vector (or a burn) */
+	st.last.applied = 13;
+	ck_assert(!engy_valstate_claim(&st));
+	engy_valstate_free(&st);
+	/* a file of the public light validator: no cached_epoch, the pair
+	 * is its claim */
+	parse("{\"last_applied\":12,\"cached_digest\":\"" DIGEST "\"}", &st,
+	      dropped);
+	ck_assert(engy_valstate_claim(&st));
+	/* no digest or no epoch: nothing to claim */
+	parse("{\"last_applied\":12}", &st, dropped);
+	ck_assert(!engy_valstate_claim(&st));
+	parse("{\"cached_digest\":\"" DIGEST "\"}", &st, dropped);
+	ck_assert(!engy_valstate_claim(&st));
+	parse("{\"last_applied\":12,\"cached_epoch\":-1,\"cached_digest\":\"" DIGEST
+	      "\"}",
+	      &st, dropped);
+	ck_assert_str_eq(dropped, "cached_epoch");
+	ck_assert(!st.has_cached_epoch);
+}
+END_TEST
+
 START_TEST(test_state_fractional_ts)
 {
 	struct engy_valstate st;
@@ -412,6 +454,7 @@ int main(void)
 	tcase_add_test(tc, test_state_round_trip);
 	tcase_add_test(tc, test_state_corruption);
 	tcase_add_test(tc, test_state_fractional_ts);
+	tcase_add_test(tc, test_state_claim);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
