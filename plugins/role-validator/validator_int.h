@@ -66,6 +66,9 @@ struct val {
 	struct timespec last_done; /* monotonic: last completed tick */
 	struct tick *t;		   /* the tick in progress */
 	unsigned n_ticks;
+	/* the state this process last recorded (the replay guard's floor) */
+	bool has_recorded;
+	struct engy_valstate recorded;
 };
 
 /* What a fetch brought back (validator_http.c). */
@@ -114,6 +117,8 @@ void val_tick_end(struct tick *t, const char *outcome, const char *fmt, ...)
 /* True (and the tick ended) when engyd is stopping. */
 bool val_stopped(struct tick *t);
 void val_fmt_wait(char *buf, size_t cap, int64_t s);
+/* Remember @st as what this process last recorded (after a submission). */
+void val_record(struct val *v, const struct engy_valstate *st);
 
 /* validator_submit.c: from the metagraph to the state file. */
 void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m);

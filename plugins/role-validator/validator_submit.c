@@ -133,8 +133,10 @@ static void after_submit(void *arg, const struct engy_chain_submit *r)
 			val_log(
 				v, ENGY_LOG_ERR,
 				"event=state_write_failed path=%s error=\"%s\" "
-				"effect=\"the next tick resubmits\"",
+				"effect=\"the next tick rewrites it first and "
+				"submits nothing until it can\"",
 				v->state_path, strerror(-rc));
+		val_record(v, st);
 		if (had_block && r->block >= prev)
 			snprintf(since, sizeof(since), "%" PRIu64,
 				 r->block - prev);

@@ -294,6 +294,35 @@ grep -q 'reason="commit-reveal is enabled on subnet 53' "$T/cr.log" || fail "com
 stop
 ok "commit-reveal on the subnet is said plainly, and nothing is submitted"
 
+# --- a state file in a directory that does not exist; a state file lost ---
+provider good 11 "$VEC"
+conf sdir "state_file = \"$T/sdir/a/validator-state.json\"" ""
+sed -i 's/resubmit_blocks = 3/resubmit_blocks = 1000/' "$T/sdir.conf"
+start sdir
+wait_for "$T/sdir.log" "outcome=submitted epoch=11 source=payload" 15 ||
+  fail "epoch 11: $(tail -5 "$T/sdir.log")"
+grep -q state_write_failed "$T/sdir.log" && fail "state not written: $(grep state_write_failed "$T/sdir.log")"
+"$ENGYCTL" validator state --state "$T/sdir/a/validator-state.json" | grep -q "last_applied: 11" ||
+  fail "no state file in the new directory"
+ok "the state file's directory is created"
+n=$(lines "$T/weights.jsonl")
+mark=$(lines "$T/sdir.log")
+rm -rf "$T/sdir"
+provider good 10 "$VEC"
+after "$T/sdir.log" "$mark" "outcome=failed reason=\"state file $T/sdir/a/validator-state.json does not hold epoch 11, submitted by this process, and cannot be rewritten: No such file or directory; the replay guard does not run without it: nothing submitted\"" 10 ||
+  fail "a lost state file not refused: $(tail -5 "$T/sdir.log")"
+[ "$(lines "$T/weights.jsonl")" = "$n" ] || fail "submitted without the state file: $(tail -1 "$T/weights.jsonl")"
+ok "without its state file the validator submits nothing (no replay guard, no submission)"
+mark=$(lines "$T/sdir.log")
+mkdir -p "$T/sdir/a"
+after "$T/sdir.log" "$mark" "event=state_rewritten path=$T/sdir/a/validator-state.json last_applied=11" 10 ||
+  fail "the state file was not rewritten: $(tail -5 "$T/sdir.log")"
+after "$T/sdir.log" "$mark" "event=payload_older epoch=10 last_applied=11" 10 ||
+  fail "the replay guard after the rewrite: $(tail -5 "$T/sdir.log")"
+stop
+[ "$(lines "$T/weights.jsonl")" = "$n" ] || fail "epoch 10 submitted: $(tail -1 "$T/weights.jsonl")"
+ok "once it can, the state file is rewritten from memory and the older epoch refused"
+
 # --- liveness: the watchdog, then health goes stale ---
 provider hang 10 "$VEC"
 conf dog "watchdog_min_s = 2
