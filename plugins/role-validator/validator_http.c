@@ -122,20 +122,22 @@ static void beat_done(void *arg, int rc)
  * epoch last submitted, then (only when the state says that epoch carried
  * it) the digest the provider reconciles.
  */
-static void beat_body(char *out, size_t cap, const struct engy_valstate *st)
+static int beat_body(char *out, size_t cap, const struct engy_valstate *st)
 {
-	int n = snprintf(out, cap, "{\"v\":1,\"version\":\"engy/%s\"",
-			 PACKAGE_VERSION);
+	char synced[40] = "", claim[128] = "";
+	int n;
 
 	if (st && st->last.has_applied)
-		n += snprintf(out + n, cap - (size_t)n,
-			      ",\"synced_epoch\":%" PRIu64, st->last.applied);
+		snprintf(synced, sizeof(synced), ",\"synced_epoch\":%" PRIu64,
+			 st->last.applied);
 	if (st && engy_valstate_claim(st))
-		n += snprintf(out + n, cap - (size_t)n,
-			      ",\"consensus\":{\"epoch_index\":%" PRIu64
-			      ",\"digest\":\"%.64s\"}",
-			      st->last.applied, st->digest);
-	snprintf(out + n, cap - (size_t)n, "}");
+		snprintf(claim, sizeof(claim),
+			 ",\"consensus\":{\"epoch_index\":%" PRIu64
+			 ",\"digest\":\"%.64s\"}",
+			 st->last.applied, st->digest);
+	n = snprintf(out, cap, "{\"v\":1,\"version\":\"engy/%s\"%s%s}",
+		     PACKAGE_VERSION, synced, claim);
+	return n < 0 || (size_t)n >= cap ? -ENOSPC : 0;
 }
 
 void val_provider_heartbeat(struct val *v, const struct engy_valstate *st)
@@ -152,7 +154,10 @@ void val_provider_heartbeat(struct val *v, const struct engy_valstate *st)
 	if (!b)
 		return;
 	b->v = v;
-	beat_body(b->body, sizeof(b->body), st);
+	if (beat_body(b->body, sizeof(b->body), st)) {
+		free(b);
+		return;
+	}
 	crypto_hash_sha256(sum, (const uint8_t *)b->body, strlen(b->body));
 	for (i = 0; i < 32; i++)
 		sprintf(digest + 2 * i, "%02x", sum[i]);
