@@ -29,6 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    back.last.has_block != st.last.has_block ||
 	    back.last.block != st.last.block ||
 	    back.last.has_ts != st.last.has_ts || back.last.ts != st.last.ts ||
+	    back.has_cached_epoch != st.has_cached_epoch ||
+	    back.cached_epoch != st.cached_epoch ||
 	    back.has_digest != st.has_digest ||
 	    back.has_cache != st.has_cache || back.n_rows != st.n_rows)
 		abort();

@@ -82,105 +82,83 @@ static int parse_double(const char *s, double *out)
 }
 
 /* Parses the shared and per-command options; 0, or an exit status. */
-static int parse(int argc, char **argv, int verify, struct opts *o)
+/* The options only verify takes. */
+static int take_verify_option(int c, const char *arg, struct opts *o)
 {
-	static const struct option lo[] = {
-		{ "topk", required_argument, NULL, 'k' },
-		{ "dbs", required_argument, NULL, 'b' },
-		{ "hidden", required_argument, NULL, 'H' },
-		{ "dtype", required_argument, NULL, 'd' },
-		{ "prefill", required_argument, NULL, 'n' },
-		{ "no-skip-prefill", no_argument, NULL, 'S' },
-		{ "proofs", required_argument, NULL, 'p' },
-		{ "max-mismatches", required_argument, NULL, 'V' },
-		{ "min-pass", required_argument, NULL, 'P' },
-		{ "max-mant-mean", required_argument, NULL, 'M' },
-		{ "max-mant-median", required_argument, NULL, 'D' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 }
-	};
 	uint64_t v;
-	int c, li;
+	int bad = 0;
 
-	memset(o, 0, sizeof(*o));
-	o->p.skip_prefill = true;
-	o->dtype = ENGY_DTYPE_BF16;
-	o->lim.size = sizeof(o->lim);
-	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
-		int bad = 0;
-
-		switch (c) {
-		case 'k':
-			bad = engyctl_parse_u64(optarg, ENGY_TOPLOC_MAX_TOPK, &v) ||
-			      v == 0;
-			o->p.topk = (uint32_t)v;
-			o->have_topk = 1;
-			break;
-		case 'b':
-			bad = engyctl_parse_u64(optarg, ENGY_TOPLOC_MAX_DBS, &v) ||
-			      v == 0;
-			o->p.dbs = (uint32_t)v;
-			o->have_dbs = 1;
-			break;
-		case 'H':
-			bad = engyctl_parse_u64(optarg, UINT32_MAX, &o->hidden) ||
-			      o->hidden == 0;
-			break;
-		case 'd':
-			if (strcmp(optarg, "bf16") == 0)
-				o->dtype = ENGY_DTYPE_BF16;
-			else if (strcmp(optarg, "f32") == 0)
-				o->dtype = ENGY_DTYPE_F32;
-			else
-				bad = 1;
-			break;
-		case 'n':
-			bad = engyctl_parse_u64(optarg, UINT32_MAX, &o->prefill) != 0;
-			break;
-		case 'S':
-			o->p.skip_prefill = false;
-			break;
-		case 'p':
-			o->proofs = optarg;
-			o->verify_only = 1;
-			break;
-		case 'V':
-			bad = engyctl_parse_u64(optarg, ENGY_TOPLOC_MAX_TOPK, &v) != 0;
-			o->lim.max_exp_mismatches = (uint32_t)v;
-			o->have_v = 1;
-			o->verify_only = 1;
-			break;
-		case 'P':
-			bad = parse_double(optarg, &o->lim.min_pass_ratio) ||
-			      o->lim.min_pass_ratio > 1;
-			o->have_p = 1;
-			o->verify_only = 1;
-			break;
-		case 'M':
-			bad = parse_double(optarg, &o->lim.max_mant_mean) != 0;
-			o->verify_only = 1;
-			break;
-		case 'D':
-			bad = parse_double(optarg, &o->lim.max_mant_median);
-			o->verify_only = 1;
-			break;
-		case 'h':
-			usage(stdout, 0);
-			return PARSE_HELP;
-		default:
-			fprintf(stderr, "engyctl: toploc %s: unknown option or "
-				"missing value: '%s' (--help)\n", argv[0],
-				argv[optind - 1]);
-			return 2;
-		}
-		if (bad) {
-			fprintf(stderr, "engyctl: toploc %s: bad value '%s' "
-				"for --%s\n", argv[0], optarg, lo[li].name);
-			return 2;
-		}
+	switch (c) {
+	case 'p':
+		o->proofs = arg;
+		break;
+	case 'V':
+		bad = engyctl_parse_u64(arg, ENGY_TOPLOC_MAX_TOPK, &v) != 0;
+		o->lim.max_exp_mismatches = (uint32_t)v;
+		o->have_v = 1;
+		break;
+	case 'P':
+		bad = parse_double(arg, &o->lim.min_pass_ratio) ||
+		      o->lim.min_pass_ratio > 1;
+		o->have_p = 1;
+		break;
+	case 'M':
+		bad = parse_double(arg, &o->lim.max_mant_mean) != 0;
+		break;
+	case 'D':
+		bad = parse_double(arg, &o->lim.max_mant_median) != 0;
+		break;
+	default:
+		return -1;
 	}
+	o->verify_only = 1;
+	return bad;
+}
+
+/* One option's value into @o: 0, 1 when bad, -1 when not an option. */
+static int take_option(int c, const char *arg, struct opts *o)
+{
+	uint64_t v;
+	int bad = 0;
+
+	switch (c) {
+	case 'k':
+		bad = engyctl_parse_u64(arg, ENGY_TOPLOC_MAX_TOPK, &v) || v == 0;
+		o->p.topk = (uint32_t)v;
+		o->have_topk = 1;
+		break;
+	case 'b':
+		bad = engyctl_parse_u64(arg, ENGY_TOPLOC_MAX_DBS, &v) || v == 0;
+		o->p.dbs = (uint32_t)v;
+		o->have_dbs = 1;
+		break;
+	case 'H':
+		bad = engyctl_parse_u64(arg, UINT32_MAX, &o->hidden) ||
+		      o->hidden == 0;
+		break;
+	case 'd':
+		if (strcmp(arg, "bf16") == 0)
+			o->dtype = ENGY_DTYPE_BF16;
+		else if (strcmp(arg, "f32") == 0)
+			o->dtype = ENGY_DTYPE_F32;
+		else
+			bad = 1;
+		break;
+	case 'n':
+		bad = engyctl_parse_u64(arg, UINT32_MAX, &o->prefill) != 0;
+		break;
+	case 'S':
+		o->p.skip_prefill = false;
+		break;
+	default:
+		return take_verify_option(c, arg, o);
+	}
+	return bad;
+}
+
+/* What must be given, and what must not, once all options are read. */
+static int check_options(int argc, char **argv, int verify, struct opts *o)
+{
 	if (!o->have_topk || !o->have_dbs || !o->hidden) {
 		fprintf(stderr, "engyctl: toploc %s: --topk, --dbs and "
 			"--hidden are required\n", argv[0]);
@@ -201,6 +179,54 @@ static int parse(int argc, char **argv, int verify, struct opts *o)
 			argv[0]);
 		return 2;
 	}
+	return 0;
+}
+
+static int parse(int argc, char **argv, int verify, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "topk", required_argument, NULL, 'k' },
+		{ "dbs", required_argument, NULL, 'b' },
+		{ "hidden", required_argument, NULL, 'H' },
+		{ "dtype", required_argument, NULL, 'd' },
+		{ "prefill", required_argument, NULL, 'n' },
+		{ "no-skip-prefill", no_argument, NULL, 'S' },
+		{ "proofs", required_argument, NULL, 'p' },
+		{ "max-mismatches", required_argument, NULL, 'V' },
+		{ "min-pass", required_argument, NULL, 'P' },
+		{ "max-mant-mean", required_argument, NULL, 'M' },
+		{ "max-mant-median", required_argument, NULL, 'D' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c, li, bad;
+
+	memset(o, 0, sizeof(*o));
+	o->p.skip_prefill = true;
+	o->dtype = ENGY_DTYPE_BF16;
+	o->lim.size = sizeof(o->lim);
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", lo, &li)) != -1) {
+		if (c == 'h') {
+			usage(stdout, 0);
+			return PARSE_HELP;
+		}
+		bad = take_option(c, optarg, o);
+		if (bad < 0) {
+			fprintf(stderr, "engyctl: toploc %s: unknown option or "
+				"missing value: '%s' (--help)\n", argv[0],
+				argv[optind - 1]);
+			return 2;
+		}
+		if (bad) {
+			fprintf(stderr, "engyctl: toploc %s: bad value '%s' "
+				"for --%s\n", argv[0], optarg, lo[li].name);
+			return 2;
+		}
+	}
+	if (check_options(argc, argv, verify, o))
+		return 2;
 	o->rows = optind < argc ? argv[optind] : "-";
 	return 0;
 }

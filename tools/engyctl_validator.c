@@ -181,6 +181,8 @@ static int state(int argc, char **argv)
 		printf("last_submit_block: %" PRIu64 "\n", st.last.block);
 	if (st.last.has_ts)
 		printf("last_submit_ts: %" PRId64 "\n", st.last.ts);
+	if (st.has_cached_epoch)
+		printf("cached_epoch: %" PRIu64 "\n", st.cached_epoch);
 	if (st.has_digest)
 		printf("cached_digest: %s\n", st.digest);
 	if (st.has_cache) {

@@ -53,89 +53,104 @@ static int parse_port(const char *s, size_t n, uint16_t *port)
 	return 0;
 }
 
-int engy_url_parse(struct engy_url *u, const char *url, const char **why)
+/* The scheme's index in schemes[], or -1; *@rest is past "://". */
+static int find_scheme(const char *url, const char **rest, const char **why)
 {
-	const char *p, *auth, *auth_end, *h, *h_end, *port_s = NULL;
-	size_t i, cap, n_scheme, n_host, n_auth;
-	char *w;
+	const char *p = strstr(url, "://");
+	size_t i, n;
 	int si = -1;
 
-	memset(u, 0, sizeof(*u));
-	*why = NULL;
-	p = strstr(url, "://");
 	if (!p) {
 		*why = "not a URL (scheme:// missing)";
-		return -EINVAL;
+		return -1;
 	}
-	n_scheme = (size_t)(p - url);
+	n = (size_t)(p - url);
 	for (i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-		if (strlen(schemes[i].name) == n_scheme &&
-		    strncasecmp(url, schemes[i].name, n_scheme) == 0)
+		if (strlen(schemes[i].name) == n &&
+		    strncasecmp(url, schemes[i].name, n) == 0)
 			si = (int)i;
-	if (si < 0) {
+	if (si < 0)
 		*why = "unsupported scheme (ws, wss, http or https)";
-		return -EINVAL;
-	}
-	auth = p + 3;
-	auth_end = auth + strcspn(auth, "/?#");
-	if (*auth_end == '#' || strchr(auth_end, '#')) {
-		*why = "a fragment (#) is not allowed";
-		return -EINVAL;
-	}
-	if (memchr(auth, '@', (size_t)(auth_end - auth))) {
-		*why = "user info in the URL is not supported";
-		return -EINVAL;
-	}
-	if (!target_ok(auth_end)) {
-		*why = "space, control or non-ASCII character in the path";
-		return -EINVAL;
-	}
-	u->port = schemes[si].port;
-	u->tls = schemes[si].tls;
+	*rest = p + 3;
+	return si;
+}
+
+/* What may not follow or sit in the authority [@auth, @auth_end). */
+static const char *check_rest(const char *auth, const char *auth_end)
+{
+	if (*auth_end == '#' || strchr(auth_end, '#'))
+		return "a fragment (#) is not allowed";
+	if (memchr(auth, '@', (size_t)(auth_end - auth)))
+		return "user info in the URL is not supported";
+	if (!target_ok(auth_end))
+		return "space, control or non-ASCII character in the path";
+	return NULL;
+}
+
+/*
+ * The host in [@auth, @auth_end): [*@h, *@h_end), and where what follows
+ * it (a port, or nothing) starts; NULL and @why when malformed.
+ */
+static const char *parse_host(struct engy_url *u, const char *auth,
+			      const char *auth_end, const char **h,
+			      const char **h_end, const char **why)
+{
+	const char *p;
+
 	if (*auth == '[') {
-		h = auth + 1;
-		h_end = memchr(h, ']', (size_t)(auth_end - h));
-		if (!h_end || h_end == h) {
+		*h = auth + 1;
+		*h_end = memchr(*h, ']', (size_t)(auth_end - *h));
+		if (!*h_end || *h_end == *h) {
 			*why = "malformed [IPv6] host";
-			return -EINVAL;
+			return NULL;
 		}
-		for (p = h; p < h_end; p++)
+		for (p = *h; p < *h_end; p++)
 			if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.') {
 				*why = "malformed [IPv6] host";
-				return -EINVAL;
+				return NULL;
 			}
 		u->ipv6 = true;
-		p = h_end + 1;
+		p = *h_end + 1;
 	} else {
-		h = auth;
-		h_end = auth + strcspn(auth, ":/?");
-		if (h_end > auth_end)
-			h_end = auth_end;
-		for (p = h; p < h_end; p++)
+		*h = auth;
+		*h_end = auth + strcspn(auth, ":/?");
+		if (*h_end > auth_end)
+			*h_end = auth_end;
+		for (p = *h; p < *h_end; p++)
 			if (!host_char((unsigned char)*p)) {
 				*why = "invalid character in the host";
-				return -EINVAL;
+				return NULL;
 			}
-		p = h_end;
+		p = *h_end;
 	}
-	if (h_end == h) {
+	if (*h_end == *h) {
 		*why = "no host";
-		return -EINVAL;
+		return NULL;
 	}
-	if (p < auth_end) {
-		if (*p != ':') {
-			*why = "malformed authority";
-			return -EINVAL;
-		}
-		port_s = p + 1;
-		if (parse_port(port_s, (size_t)(auth_end - port_s), &u->port) < 0) {
-			*why = "port must be 1-65535";
-			return -EINVAL;
-		}
-	}
-	n_host = (size_t)(h_end - h);
-	n_auth = (size_t)(auth_end - auth);
-	cap = 5 * strlen(url) + 32;
+	return p;
+}
+
+/* The port after the host at @p, if any, up to @auth_end. */
+static const char *parse_authority_port(struct engy_url *u, const char *p,
+					const char *auth_end)
+{
+	if (p >= auth_end)
+		return NULL;
+	if (*p != ':')
+		return "malformed authority";
+	if (parse_port(p + 1, (size_t)(auth_end - p - 1), &u->port) < 0)
+		return "port must be 1-65535";
+	return NULL;
+}
+
+/* The parts, lower-cased where case does not matter, into one buffer. */
+static int fill(struct engy_url *u, const char *url, int si, const char *h,
+		size_t n_host, const char *auth, size_t n_auth,
+		const char *auth_end)
+{
+	size_t i, cap = 5 * strlen(url) + 32;
+	char *w;
+
 	u->buf = malloc(cap);
 	if (!u->buf)
 		return -ENOMEM;
@@ -164,6 +179,32 @@ int engy_url_parse(struct engy_url *u, const char *url, const char **why)
 	u->safe = w;
 	sprintf(w, "%s://%s%s", u->scheme, u->authority, u->path);
 	return 0;
+}
+
+int engy_url_parse(struct engy_url *u, const char *url, const char **why)
+{
+	const char *p, *auth, *auth_end, *h, *h_end;
+	int si;
+
+	memset(u, 0, sizeof(*u));
+	*why = NULL;
+	si = find_scheme(url, &auth, why);
+	if (si < 0)
+		return -EINVAL;
+	auth_end = auth + strcspn(auth, "/?#");
+	*why = check_rest(auth, auth_end);
+	if (*why)
+		return -EINVAL;
+	u->port = schemes[si].port;
+	u->tls = schemes[si].tls;
+	p = parse_host(u, auth, auth_end, &h, &h_end, why);
+	if (!p)
+		return -EINVAL;
+	*why = parse_authority_port(u, p, auth_end);
+	if (*why)
+		return -EINVAL;
+	return fill(u, url, si, h, (size_t)(h_end - h), auth,
+		    (size_t)(auth_end - auth), auth_end);
 }
 
 void engy_url_free(struct engy_url *u)

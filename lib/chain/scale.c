@@ -281,6 +281,24 @@ void engy_scale_put_vec(struct engy_scale_buf *b, const void *p, size_t n)
 	engy_scale_put(b, p, n);
 }
 
+int engy_hex_quantity(const char *s, uint64_t *v)
+{
+	uint64_t acc = 0;
+	size_t i;
+
+	if (s[0] != '0' || s[1] != 'x' || !s[2])
+		return -EINVAL;
+	for (i = 2; s[i]; i++) {
+		int d = engy_hexval((unsigned char)s[i]);
+
+		if (d < 0 || acc > UINT64_MAX >> 4)
+			return -EINVAL;
+		acc = acc << 4 | (uint64_t)d;
+	}
+	*v = acc;
+	return 0;
+}
+
 static const char *hex_body(const char *hex, size_t *n)
 {
 	if (hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X'))

@@ -80,5 +80,11 @@ long engy_hex_decode(uint8_t *out, size_t cap, const char *hex);
 /* The same into a malloc'd buffer (free()); 0 or -EINVAL / -ENOMEM. */
 int engy_hex_decode_alloc(const char *hex, uint8_t **out, size_t *n);
 void engy_hex_encode(char *out, const uint8_t *p, size_t n);
+/*
+ * engy_hex_quantity() - a JSON-RPC quantity ("0x" and at least one hex
+ * digit, nothing else, at most 2^64 - 1), such as a header's block
+ * number.  Returns 0, or -EINVAL (and leaves *@v alone).
+ */
+int engy_hex_quantity(const char *s, uint64_t *v);
 
 #endif /* ENGY_SCALE_H */

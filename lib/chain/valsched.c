@@ -130,6 +130,8 @@ int engy_valsched_resolve(const struct engy_valrow *rows, size_t n_rows,
 			;
 		if (k == n)
 			hits[n++].uid = (uint16_t)uid;
+		else if (!out->duplicates++)
+			out->first_duplicate = i;
 		hits[k].weight += rows[i].weight;
 	}
 	for (i = 0; i < n; i++)

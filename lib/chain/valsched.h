@@ -84,6 +84,8 @@ struct engy_valstate {
 	struct engy_valrow *rows; /* the cached vector (malloc'd) */
 	bool has_digest;
 	char digest[65]; /* the cached vector's epoch digest */
+	bool has_cached_epoch;
+	uint64_t cached_epoch; /* the epoch the cached vector is of */
 };
 
 /*
@@ -94,6 +96,14 @@ struct engy_valstate {
  */
 int engy_valstate_parse(const char *text, size_t len, struct engy_valstate *st,
 			char *dropped, size_t cap);
+/*
+ * engy_valstate_claim() - whether the state says the epoch last submitted
+ * (last_applied) carried the cached digest, so that it may be reported as
+ * that epoch's consensus digest.  Not after a standby submission (a burn,
+ * or an older epoch's cached vector: cached_epoch is older).  A file with
+ * no cached_epoch (the public light validator's) is taken at its word.
+ */
+bool engy_valstate_claim(const struct engy_valstate *st);
 /* engy_valstate_format() - the file's text (malloc'd), or NULL. */
 char *engy_valstate_format(const struct engy_valstate *st);
 /* Read @path (a missing file is an empty state, dropped ""). */
@@ -112,7 +122,10 @@ int engy_valstate_set_cache(struct engy_valstate *st,
  * largest weight, the lower uid on a tie).  @dropped counts rows whose
  * hotkey has no uid (or is not an SS58 address), @dropped_weight their
  * summed weight and @total the vector's; a hotkey listed twice has its
- * weights summed.  @n is 0 when nothing lands (no uid, or all zero).
+ * weights summed, and @duplicates counts the rows that repeat a uid
+ * (@first_duplicate is the index of the first such row) so that the
+ * caller can say so: the chain itself refuses duplicate uids.  @n is 0
+ * when nothing lands (no uid, or all zero).
  */
 struct engy_valresolved {
 	size_t n;
@@ -121,6 +134,8 @@ struct engy_valresolved {
 	size_t dropped;
 	uint64_t dropped_weight;
 	uint64_t total;
+	size_t duplicates;
+	size_t first_duplicate;
 };
 
 /*

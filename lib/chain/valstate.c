@@ -3,12 +3,13 @@
  * The light validator's state file:
  *
  *   {"v":1,"last_applied":105,"last_submit_block":4521337,
- *    "last_submit_ts":1790000000,"cached_digest":"<64 hex>",
- *    "cached_weights":[["5F...",65535]]}
+ *    "last_submit_ts":1790000000,"cached_epoch":105,
+ *    "cached_digest":"<64 hex>","cached_weights":[["5F...",65535]]}
  *
- * Integers are written as their digits; a field that is missing, of the
- * wrong type, out of range, or (for the vector) has any bad row is
- * dropped on its own.
+ * Integers are written as their digits (last_submit_ts is also read with a
+ * fraction, as the public light validator writes it, truncated to the
+ * second); a field that is missing, of the wrong type, out of range, or
+ * (for the vector) has any bad row is dropped on its own.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -41,6 +42,24 @@ static bool uint_field(const cJSON *o, const char *name, uint64_t *v)
 		return false;
 	d = it->valuedouble;
 	if (!(d >= 0 && d <= MAX_EXACT) || d != (double)(uint64_t)d)
+		return false;
+	*v = (uint64_t)d;
+	return true;
+}
+
+/*
+ * A non-negative time in whole seconds: the public light validator writes
+ * time.time() (a fraction), engy writes integers; the fraction is dropped.
+ */
+static bool ts_field(const cJSON *o, const char *name, uint64_t *v)
+{
+	const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, name);
+	double d;
+
+	if (!cJSON_IsNumber(it))
+		return false;
+	d = it->valuedouble;
+	if (!(d >= 0 && d <= MAX_EXACT))
 		return false;
 	*v = (uint64_t)d;
 	return true;
@@ -128,11 +147,17 @@ int engy_valstate_parse(const char *text, size_t len, struct engy_valstate *st,
 	} else if (cJSON_GetObjectItemCaseSensitive(o, "last_submit_block")) {
 		note(dropped, cap, "last_submit_block");
 	}
-	if (uint_field(o, "last_submit_ts", &v) && v <= INT64_MAX) {
+	if (ts_field(o, "last_submit_ts", &v)) {
 		st->last.has_ts = true;
 		st->last.ts = (int64_t)v;
 	} else if (cJSON_GetObjectItemCaseSensitive(o, "last_submit_ts")) {
 		note(dropped, cap, "last_submit_ts");
+	}
+	if (uint_field(o, "cached_epoch", &v)) {
+		st->has_cached_epoch = true;
+		st->cached_epoch = v;
+	} else if (cJSON_GetObjectItemCaseSensitive(o, "cached_epoch")) {
+		note(dropped, cap, "cached_epoch");
 	}
 	d = cJSON_GetObjectItemCaseSensitive(o, "cached_digest");
 	if (cJSON_IsString(d) && hex64(d->valuestring)) {
@@ -173,10 +198,16 @@ static char *json_str(char *p, const char *s)
 	return p;
 }
 
+bool engy_valstate_claim(const struct engy_valstate *st)
+{
+	return st->last.has_applied && st->has_digest &&
+	       (!st->has_cached_epoch || st->cached_epoch == st->last.applied);
+}
+
 char *engy_valstate_format(const struct engy_valstate *st)
 {
 	char *buf, *p;
-	size_t cap = 256 + st->n_rows * (6 * ENGY_SS58_ADDR_SIZE + 16), i;
+	size_t cap = 320 + st->n_rows * (6 * ENGY_SS58_ADDR_SIZE + 16), i;
 
 	if (st->n_rows > ENGY_VALSCHED_MAX_ROWS)
 		return NULL;
@@ -192,6 +223,8 @@ char *engy_valstate_format(const struct engy_valstate *st)
 			     st->last.block);
 	if (st->last.has_ts && st->last.ts >= 0)
 		p += sprintf(p, ",\"last_submit_ts\":%" PRId64, st->last.ts);
+	if (st->has_cached_epoch)
+		p += sprintf(p, ",\"cached_epoch\":%" PRIu64, st->cached_epoch);
 	if (st->has_digest)
 		p += sprintf(p, ",\"cached_digest\":\"%.64s\"", st->digest);
 	if (st->has_cache && st->n_rows) {

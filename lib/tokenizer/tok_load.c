@@ -301,72 +301,69 @@ out:
 	return rc;
 }
 
-static int load_added(struct tok_loader *ld, const cJSON *arr,
-		      const char **extra, size_t n_extra)
+/* added_tokens[@n] @e into t->added[@n], its content at *@used. */
+static int load_one_added(struct tok_loader *ld, const cJSON *e, size_t n,
+			  size_t *used)
 {
 	struct engy_tokenizer *t = ld->t;
-	size_t i, n = 0, used = 0, len;
-	const cJSON *e, *c;
-	uint8_t *norm;
-	size_t nlen;
+	struct tok_added *a = &t->added[n];
+	const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "content");
+	uint8_t *norm = NULL;
+	size_t len, nlen;
 	uint32_t id;
 	int rc;
 
-	t->added = calloc((size_t)cJSON_GetArraySize(arr) + n_extra + 1,
-			  sizeof(*t->added));
-	if (!t->added)
-		return -ENOMEM;
-	cJSON_ArrayForEach(e, arr)
-	{
-		struct tok_added *a = &t->added[n];
-
-		c = cJSON_GetObjectItemCaseSensitive(e, "content");
-		if (json_id(cJSON_GetObjectItemCaseSensitive(e, "id"), &id) ||
-		    !cJSON_IsString(c))
-			TOK_FAIL(ld, -EINVAL,
-				 "added_tokens[%zu]: needs an integer id and a "
-				 "content string",
-				 n);
-		len = strlen(c->valuestring);
-		if (!len ||
-		    !engy_tok_utf8_valid((const uint8_t *)c->valuestring, len))
-			TOK_FAIL(ld, -EINVAL,
-				 "added_tokens[%zu]: content is empty or not "
-				 "valid UTF-8",
-				 n);
-		if (t->flags[id] & TOK_F_ADDED)
-			TOK_FAIL(ld, -EINVAL,
-				 "added_tokens[%zu]: id %u is given twice", n,
-				 id);
-		a->id = id;
-		a->special = engy_tok_json_true(e, "special", false);
-		a->normalized = engy_tok_json_true(e, "normalized", !a->special);
-		a->lstrip = engy_tok_json_true(e, "lstrip", false);
-		a->rstrip = engy_tok_json_true(e, "rstrip", false);
-		a->single_word = engy_tok_json_true(e, "single_word", false);
-		t->flags[id] |= TOK_F_ADDED | (a->special ? TOK_F_SPECIAL : 0);
-		set_dec(ld, id, (const uint8_t *)c->valuestring, len);
-		/* Normalized tokens are looked for in normalized text. */
-		norm = NULL;
-		nlen = len;
-		if (a->normalized && t->nfc) {
-			rc = engy_tok_nfc((const uint8_t *)c->valuestring, len,
-				     &norm, &nlen);
-			if (rc)
-				return rc;
-		}
-		a->content = t->added_arena + used;
-		a->len = (uint32_t)nlen;
-		memcpy(t->added_arena + used,
-		       norm ? norm : (const uint8_t *)c->valuestring, nlen);
-		free(norm);
-		used += nlen;
-		n++;
+	if (json_id(cJSON_GetObjectItemCaseSensitive(e, "id"), &id) ||
+	    !cJSON_IsString(c))
+		TOK_FAIL(ld, -EINVAL,
+			 "added_tokens[%zu]: needs an integer id and a "
+			 "content string",
+			 n);
+	len = strlen(c->valuestring);
+	if (!len || !engy_tok_utf8_valid((const uint8_t *)c->valuestring, len))
+		TOK_FAIL(ld, -EINVAL,
+			 "added_tokens[%zu]: content is empty or not "
+			 "valid UTF-8",
+			 n);
+	if (t->flags[id] & TOK_F_ADDED)
+		TOK_FAIL(ld, -EINVAL, "added_tokens[%zu]: id %u is given twice",
+			 n, id);
+	a->id = id;
+	a->special = engy_tok_json_true(e, "special", false);
+	a->normalized = engy_tok_json_true(e, "normalized", !a->special);
+	a->lstrip = engy_tok_json_true(e, "lstrip", false);
+	a->rstrip = engy_tok_json_true(e, "rstrip", false);
+	a->single_word = engy_tok_json_true(e, "single_word", false);
+	t->flags[id] |= TOK_F_ADDED | (a->special ? TOK_F_SPECIAL : 0);
+	set_dec(ld, id, (const uint8_t *)c->valuestring, len);
+	/* Normalized tokens are looked for in normalized text. */
+	nlen = len;
+	if (a->normalized && t->nfc) {
+		rc = engy_tok_nfc((const uint8_t *)c->valuestring, len, &norm,
+				  &nlen);
+		if (rc)
+			return rc;
 	}
-	/*
-	 * Special tokens named only in tokenizer_config.json become added
-	 * tokens, as transformers does.
-	 */
+	a->content = t->added_arena + *used;
+	a->len = (uint32_t)nlen;
+	memcpy(t->added_arena + *used,
+	       norm ? norm : (const uint8_t *)c->valuestring, nlen);
+	free(norm);
+	*used += nlen;
+	return 0;
+}
+
+/*
+ * Special tokens named only in tokenizer_config.json become added
+ * tokens, as transformers does.
+ */
+static size_t add_config_specials(struct engy_tokenizer *t,
+				  const char **extra, size_t n_extra, size_t n,
+				  size_t used)
+{
+	size_t i, len;
+	uint32_t id;
+
 	for (i = 0; i < n_extra; i++) {
 		len = strlen(extra[i]);
 		id = engy_tok_strtab_find(t, &t->vocab_tab, false, extra[i], len);
@@ -380,7 +377,17 @@ static int load_added(struct tok_loader *ld, const cJSON *arr,
 		t->flags[id] |= TOK_F_ADDED | TOK_F_SPECIAL;
 		n++;
 	}
-	t->n_added = n;
+	return n;
+}
+
+/* The added tokens' lookup table, their special marks, their matchers. */
+static int index_added(struct tok_loader *ld, const char **extra,
+		       size_t n_extra)
+{
+	struct engy_tokenizer *t = ld->t;
+	size_t i, n = t->n_added;
+	int rc;
+
 	if (tab_init(&t->added_tab, n))
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
@@ -403,6 +410,29 @@ static int load_added(struct tok_loader *ld, const cJSON *arr,
 	if (!rc)
 		rc = engy_tok_matcher_build(&t->match_norm, t->added, n, true);
 	return rc;
+}
+
+static int load_added(struct tok_loader *ld, const cJSON *arr,
+		      const char **extra, size_t n_extra)
+{
+	struct engy_tokenizer *t = ld->t;
+	size_t n = 0, used = 0;
+	const cJSON *e;
+	int rc;
+
+	t->added = calloc((size_t)cJSON_GetArraySize(arr) + n_extra + 1,
+			  sizeof(*t->added));
+	if (!t->added)
+		return -ENOMEM;
+	cJSON_ArrayForEach(e, arr)
+	{
+		rc = load_one_added(ld, e, n, &used);
+		if (rc)
+			return rc;
+		n++;
+	}
+	t->n_added = add_config_specials(t, extra, n_extra, n, used);
+	return index_added(ld, extra, n_extra);
 }
 
 static cJSON *parse_file(const char *path, bool optional, char *err,

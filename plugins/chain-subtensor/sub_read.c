@@ -43,13 +43,12 @@ int sub_best(struct sub *s, struct rpc *r, struct sub_at *at, char *err,
 	if (rc)
 		return fail(r, rc, err, cap, "chain_getHeader");
 	num = cJSON_GetObjectItemCaseSensitive(res, "number");
-	if (!cJSON_IsString(num) || strncmp(num->valuestring, "0x", 2) != 0 ||
-	    strlen(num->valuestring) > 18) {
+	if (!cJSON_IsString(num) ||
+	    engy_hex_quantity(num->valuestring, &at->number)) {
 		cJSON_Delete(root);
 		snprintf(err, cap, "chain_getHeader: no block number");
 		return -EPROTO;
 	}
-	at->number = strtoull(num->valuestring + 2, NULL, 16);
 	cJSON_Delete(root);
 	return 0;
 }

@@ -66,10 +66,9 @@ static int header_number(struct rpc *r, const char *hash_hex, uint64_t *n)
 	if (rc)
 		return rc;
 	num = cJSON_GetObjectItemCaseSensitive(res, "number");
-	rc = cJSON_IsString(num) && strlen(num->valuestring) <= 18 ? 0
-								   : -EPROTO;
-	if (!rc)
-		*n = strtoull(num->valuestring, NULL, 16);
+	rc = cJSON_IsString(num) && engy_hex_quantity(num->valuestring, n) == 0
+		     ? 0
+		     : -EPROTO;
 	cJSON_Delete(root);
 	return rc;
 }

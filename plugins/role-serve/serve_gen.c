@@ -612,6 +612,94 @@ static int tokenize_text(struct serve *s, struct sreq *r, char *msg, size_t n)
 	return rc ? rc : r->p.n_input ? 0 : -EINVAL;
 }
 
+/* Whether a request can be taken at all; if not, it is answered. */
+static bool accepting(struct serve *s, struct engy_http_exchange *x,
+		      const struct engy_http_request *r)
+{
+	if (strcmp(r->method, "POST") != 0 && strcmp(r->method, "PUT") != 0) {
+		serve_reply_error(s, x, 405, "Method Not Allowed (POST or PUT)");
+		return false;
+	}
+	if (s->stopping) {
+		serve_count(s, "rejected");
+		serve_reply_error(s, x, 503, "The server is shutting down.");
+		return false;
+	}
+	if (!serve_model(s)) {
+		serve_count(s, "rejected");
+		serve_reply_error(s, x, 503, "The backend is not ready.");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * What is wrong with a parsed request (into @msg), or NULL.  Past the
+ * body's syntax, sglang reports problems inside the stream of a streamed
+ * request (its tokenizer_manager runs after the response began).
+ */
+static const char *invalid(struct serve *s, struct sreq *q, char *msg,
+			   size_t n)
+{
+	const char *bad = NULL;
+
+	if (q->p.text && !q->p.input_ids && tokenize_text(s, q, msg, n) < 0)
+		bad = msg;
+	if (!bad)
+		bad = check(s, q, msg, n);
+	if (!bad && rid_open(s, q->rid)) {
+		snprintf(msg, n, "Duplicate request ID detected: %s", q->rid);
+		bad = msg;
+	}
+	return bad;
+}
+
+/* No room to run or queue it: a 503, in the stream if streamed. */
+static void refuse_queue_full(struct serve *s, struct sreq *q)
+{
+	size_t len;
+	char *buf;
+
+	serve_count(s, "rejected");
+	log_req(q, "queue_full", NULL);
+	if (!q->stream) {
+		serve_reply_error(s, q->x, 503, "The request queue is full.");
+		return;
+	}
+	q->aborting = true;
+	q->abort_msg = "The request queue is full.";
+	q->abort_status = 503;
+	q->res.finish = ENGY_FINISH_ABORT;
+	buf = render(s, q, ENGY_SGL_ABORT, true, &len);
+	send_chunk(s, q, buf, len);
+	s->t->http_stream_write(s->ti, q->x, ENGY_SGL_SSE_DONE,
+				strlen(ENGY_SGL_SSE_DONE));
+	s->t->http_stream_end(s->ti, q->x);
+}
+
+/* Open it, log it, queue it, and run what can run. */
+static void enqueue(struct serve *s, struct sreq *q)
+{
+	char msg[512];
+
+	q->next = s->open;
+	if (q->next)
+		q->next->pprev = &q->next;
+	q->pprev = &s->open;
+	s->open = q;
+	s->n_open++;
+	snprintf(msg, sizeof(msg), " prompt_tokens=%zu max_new_tokens=%u stream=%d "
+		 "hidden=%d logprob=%d", q->p.n_input, q->max_new, q->stream,
+		 q->p.return_hidden_states, q->p.return_logprob);
+	log_req(q, "request", msg);
+	q->state = RQ_QUEUED;
+	q->qnext = NULL;
+	*s->qtail = q;
+	s->qtail = &q->qnext;
+	s->n_queued++;
+	pump(s);
+}
+
 int serve_generate(struct serve *s, struct engy_http_exchange *x,
 		   const struct engy_http_request *r)
 {
@@ -620,20 +708,8 @@ int serve_generate(struct serve *s, struct engy_http_exchange *x,
 	struct sreq *q;
 	int rc;
 
-	if (strcmp(r->method, "POST") != 0 && strcmp(r->method, "PUT") != 0) {
-		serve_reply_error(s, x, 405, "Method Not Allowed (POST or PUT)");
+	if (!accepting(s, x, r))
 		return 0;
-	}
-	if (s->stopping) {
-		serve_count(s, "rejected");
-		serve_reply_error(s, x, 503, "The server is shutting down.");
-		return 0;
-	}
-	if (!serve_model(s)) {
-		serve_count(s, "rejected");
-		serve_reply_error(s, x, 503, "The backend is not ready.");
-		return 0;
-	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
@@ -654,18 +730,7 @@ int serve_generate(struct serve *s, struct engy_http_exchange *x,
 		snprintf(q->rid, sizeof(q->rid), "%s", q->p.rid);
 	else
 		new_rid(q->rid);
-	/* Past the body's syntax, sglang reports problems inside the
-	 * stream of a streamed request (its tokenizer_manager runs after
-	 * the response began). */
-	bad = NULL;
-	if (q->p.text && !q->p.input_ids && tokenize_text(s, q, msg, sizeof(msg)) < 0)
-		bad = msg;
-	if (!bad)
-		bad = check(s, q, msg, sizeof(msg));
-	if (!bad && rid_open(s, q->rid)) {
-		snprintf(msg, sizeof(msg), "Duplicate request ID detected: %s", q->rid);
-		bad = msg;
-	}
+	bad = invalid(s, q, msg, sizeof(msg));
 	if (q->stream)
 		q->flush_ev = event_new(s->h->evbase(s->h), -1, 0, flush_event, q);
 	if (q->stream && s->t->http_stream_begin(s->ti, x, 200, "text/event-stream",
@@ -680,42 +745,10 @@ int serve_generate(struct serve *s, struct engy_http_exchange *x,
 		return 0;
 	}
 	if (s->n_running >= s->max_running && s->n_queued >= s->max_queued) {
-		serve_count(s, "rejected");
-		log_req(q, "queue_full", NULL);
-		if (!q->stream) {
-			serve_reply_error(s, x, 503, "The request queue is full.");
-		} else {
-			size_t len;
-			char *buf;
-
-			q->aborting = true;
-			q->abort_msg = "The request queue is full.";
-			q->abort_status = 503;
-			q->res.finish = ENGY_FINISH_ABORT;
-			buf = render(s, q, ENGY_SGL_ABORT, true, &len);
-			send_chunk(s, q, buf, len);
-			s->t->http_stream_write(s->ti, x, ENGY_SGL_SSE_DONE,
-						strlen(ENGY_SGL_SSE_DONE));
-			s->t->http_stream_end(s->ti, x);
-		}
+		refuse_queue_full(s, q);
 		serve_req_free(q);
 		return 0;
 	}
-	q->next = s->open;
-	if (q->next)
-		q->next->pprev = &q->next;
-	q->pprev = &s->open;
-	s->open = q;
-	s->n_open++;
-	snprintf(msg, sizeof(msg), " prompt_tokens=%zu max_new_tokens=%u stream=%d "
-		 "hidden=%d logprob=%d", q->p.n_input, q->max_new, q->stream,
-		 q->p.return_hidden_states, q->p.return_logprob);
-	log_req(q, "request", msg);
-	q->state = RQ_QUEUED;
-	q->qnext = NULL;
-	*s->qtail = q;
-	s->qtail = &q->qnext;
-	s->n_queued++;
-	pump(s);
+	enqueue(s, q);
 	return 0;
 }

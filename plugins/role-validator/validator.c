@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <event2/event.h>
 
@@ -79,6 +80,26 @@ static int sign_cb(void *arg, const uint8_t *msg, size_t len, uint8_t sig[64])
 
 	return engy_sr25519_sign(&v->hk.kp, ENGY_SR25519_SUBSTRATE_CTX, msg,
 				 len, sig);
+}
+
+/* Create the directories above @path (mode 0700 where made). */
+static int mkdir_parents(const char *path)
+{
+	char *buf = strdup(path), *p;
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (mkdir(buf, 0700) < 0 && errno != EEXIST) {
+			rc = -errno;
+			break;
+		}
+		*p = '/';
+	}
+	free(buf);
+	return rc;
 }
 
 static char *path_in(const char *dir, const char *name)
@@ -262,6 +283,16 @@ static int val_start(void *inst)
 						 "validator-heartbeat.json");
 	if (!v->state_path || !v->hb_path)
 		return -ENOMEM;
+	/* A state file that cannot be written would leave no replay guard. */
+	rc = mkdir_parents(v->state_path);
+	if (rc) {
+		val_log(v, ENGY_LOG_ERR,
+			 "event=state_dir_failed path=%s error=\"%s\" "
+			 "effect=\"not started: the replay guard needs the "
+			 "state file\"",
+			 v->state_path, strerror(-rc));
+		return rc;
+	}
 	if (engy_httpc_global_init() < 0)
 		return -ENOMEM;
 	v->stall_limit_s = 3 * c->poll_s > c->watchdog_min_s
@@ -329,6 +360,7 @@ static void val_destroy(void *inst)
 	engy_hotkey_wipe(&v->hk);
 	free(v->state_path);
 	free(v->hb_path);
+	engy_valstate_free(&v->recorded);
 	free(v);
 }
 

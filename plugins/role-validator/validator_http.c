@@ -117,29 +117,47 @@ static void beat_done(void *arg, int rc)
 	free(b);
 }
 
-void val_provider_heartbeat(struct val *v, uint64_t synced, bool has_synced)
+/*
+ * The body, as the public light validator builds it: liveness, then the
+ * epoch last submitted, then (only when the state says that epoch carried
+ * it) the digest the provider reconciles.
+ */
+static int beat_body(char *out, size_t cap, const struct engy_valstate *st)
 {
-	char msg[256], digest[65], synced_s[32];
+	char synced[40] = "", claim[128] = "";
+	int n;
+
+	if (st && st->last.has_applied)
+		snprintf(synced, sizeof(synced), ",\"synced_epoch\":%" PRIu64,
+			 st->last.applied);
+	if (st && engy_valstate_claim(st))
+		snprintf(claim, sizeof(claim),
+			 ",\"consensus\":{\"epoch_index\":%" PRIu64
+			 ",\"digest\":\"%.64s\"}",
+			 st->last.applied, st->digest);
+	n = snprintf(out, cap, "{\"v\":1,\"version\":\"engy/%s\"%s%s}",
+		     PACKAGE_VERSION, synced, claim);
+	return n < 0 || (size_t)n >= cap ? -ENOSPC : 0;
+}
+
+void val_provider_heartbeat(struct val *v, const struct engy_valstate *st)
+{
+	char msg[256], digest[65];
 	uint8_t sum[32], sig[64];
 	struct beat *b;
 	int64_t ts = (int64_t)time(NULL);
 	size_t i;
 
-	if (!v->c->provider_heartbeat || !v->have_consensus || v->stopping)
+	if (!v->c->provider_heartbeat || v->stopping)
 		return;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return;
 	b->v = v;
-	if (has_synced)
-		snprintf(synced_s, sizeof(synced_s), "%" PRIu64, synced);
-	else
-		strcpy(synced_s, "null");
-	snprintf(b->body, sizeof(b->body),
-		 "{\"v\":1,\"version\":\"engy/"
-		 "%s\",\"synced_epoch\":%s,\"consensus\":{\"epoch_index\":"
-		 "%" PRIu64 ",\"digest\":\"%s\"}}",
-		 PACKAGE_VERSION, synced_s, v->cons_epoch, v->cons_digest);
+	if (beat_body(b->body, sizeof(b->body), st)) {
+		free(b);
+		return;
+	}
 	crypto_hash_sha256(sum, (const uint8_t *)b->body, strlen(b->body));
 	for (i = 0; i < 32; i++)
 		sprintf(digest + 2 * i, "%02x", sum[i]);

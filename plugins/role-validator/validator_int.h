@@ -66,10 +66,9 @@ struct val {
 	struct timespec last_done; /* monotonic: last completed tick */
 	struct tick *t;		   /* the tick in progress */
 	unsigned n_ticks;
-	/* the last verified payload, for the provider heartbeat */
-	bool have_consensus;
-	uint64_t cons_epoch;
-	char cons_digest[ENGY_EPOCH_DIGEST_HEX + 1];
+	/* the state this process last recorded (the replay guard's floor) */
+	bool has_recorded;
+	struct engy_valstate recorded;
 };
 
 /* What a fetch brought back (validator_http.c). */
@@ -85,6 +84,7 @@ struct tick {
 	struct val *v;
 	int64_t now;
 	struct engy_valstate st;
+	bool st_on_disk; /* @st is what the state file holds */
 	/* the vector this tick works with */
 	struct engy_valrow *rows;
 	size_t n_rows;
@@ -103,9 +103,11 @@ struct tick {
 /* validator_http.c: blocking work for the pool. */
 void val_fetch_run(struct val *v, struct val_fetch *f);
 void val_fetch_free(struct val_fetch *f);
-/* Queue the provider heartbeat (best effort, never waited for). */
-void val_provider_heartbeat(struct val *v, uint64_t synced_epoch,
-			    bool has_synced);
+/*
+ * Queue the provider heartbeat (best effort, never waited for): what the
+ * state file @st says was submitted (NULL: liveness only).
+ */
+void val_provider_heartbeat(struct val *v, const struct engy_valstate *st);
 
 /* validator_tick.c */
 void val_tick_start(struct val *v);
@@ -115,6 +117,8 @@ void val_tick_end(struct tick *t, const char *outcome, const char *fmt, ...)
 /* True (and the tick ended) when engyd is stopping. */
 bool val_stopped(struct tick *t);
 void val_fmt_wait(char *buf, size_t cap, int64_t s);
+/* Remember @st as what this process last recorded (after a submission). */
+void val_record(struct val *v, const struct engy_valstate *st);
 
 /* validator_submit.c: from the metagraph to the state file. */
 void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m);

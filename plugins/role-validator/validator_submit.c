@@ -84,6 +84,19 @@ static void log_dropped(struct tick *t, const struct engy_chain_metagraph *m,
 		 (long long)t->v->c->netuid);
 }
 
+/* A hotkey listed twice is summed into its uid: say so. */
+static void log_duplicates(struct tick *t, const struct engy_valrow *rows,
+			   const struct engy_valresolved *res, const char *what)
+{
+	if (!res->duplicates)
+		return;
+	val_log(t->v, ENGY_LOG_WARNING,
+		 "event=hotkeys_duplicate vector=%s count=%zu first=%s "
+		 "effect=\"each repeated hotkey's weights are summed into its "
+		 "one uid (the chain refuses duplicate uids)\"",
+		 what, res->duplicates, rows[res->first_duplicate].hotkey);
+}
+
 static void after_submit(void *arg, const struct engy_chain_submit *r)
 {
 	struct tick *t = arg;
@@ -108,15 +121,22 @@ static void after_submit(void *arg, const struct engy_chain_submit *r)
 			rc = engy_valstate_set_cache(st, t->rows, t->n_rows);
 			st->has_digest = t->digest[0] != '\0';
 			memcpy(st->digest, t->digest, sizeof(st->digest));
+			st->has_cached_epoch = true;
+			st->cached_epoch = t->epoch;
 		}
+		t->st_on_disk = false;
 		if (!rc)
 			rc = engy_valstate_save(v->state_path, st);
+		if (!rc)
+			t->st_on_disk = true;
 		if (rc)
 			val_log(
 				v, ENGY_LOG_ERR,
 				"event=state_write_failed path=%s error=\"%s\" "
-				"effect=\"the next tick resubmits\"",
+				"effect=\"the next tick rewrites it first and "
+				"submits nothing until it can\"",
 				v->state_path, strerror(-rc));
+		val_record(v, st);
 		if (had_block && r->block >= prev)
 			snprintf(since, sizeof(since), "%" PRIu64,
 				 r->block - prev);
@@ -170,6 +190,7 @@ static bool standby(struct tick *t, const struct engy_chain_metagraph *m)
 				  &t->res) == 0 &&
 	    t->res.n) {
 		log_dropped(t, m, t->st.rows, t->st.n_rows, &t->res, "cached");
+		log_duplicates(t, t->st.rows, &t->res, "cached");
 		t->source = "cached";
 		return true;
 	}
@@ -190,31 +211,25 @@ static bool standby(struct tick *t, const struct engy_chain_metagraph *m)
 	return true;
 }
 
-void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
+/* The metagraph can be worked with; else the tick ends, saying why. */
+static bool metagraph_usable(struct tick *t,
+			     const struct engy_chain_metagraph *m)
 {
-	struct tick *t = arg;
 	struct val *v = t->v;
-	struct engy_chain_weights w = {.size = sizeof(w)};
-	const char *target;
-	long me;
-	int rc;
 
-	v->inflight--;
-	if (val_stopped(t))
-		return;
 	if (m->status) {
 		val_tick_end(t, "failed",
 			     "epoch=%" PRIu64 " reason=\"metagraph: %s\"",
 			     t->epoch,
 			     m->error ? m->error : strerror(-m->status));
-		return;
+		return false;
 	}
 	if (m->n && !m->uids) {
 		val_tick_end(t, "failed",
 			     "epoch=%" PRIu64 " reason=\"metagraph: %zu uids "
 			     "without accounts\"",
 			     t->epoch, m->n);
-		return;
+		return false;
 	}
 	if (!m->exists) {
 		val_tick_end(
@@ -222,7 +237,7 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
 			"epoch=%" PRIu64
 			" reason=\"subnet %lld does not exist on this chain\"",
 			t->epoch, (long long)v->c->netuid);
-		return;
+		return false;
 	}
 	if (m->commit_reveal) {
 		val_tick_end(t, "refused",
@@ -232,9 +247,19 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
 			     "(CommitRevealEnabled) and engy does not submit "
 			     "commit/reveal yet; nothing submitted\"",
 			     t->epoch, (long long)v->c->netuid);
-		return;
+		return false;
 	}
-	me = find_account(m, v->hk.kp.pub);
+	return true;
+}
+
+/* What the chain is likely to refuse, said before submitting. */
+static void warn_before_submit(struct tick *t,
+			       const struct engy_chain_metagraph *m)
+{
+	struct val *v = t->v;
+	const char *target;
+	long me = find_account(m, v->hk.kp.pub);
+
 	if (me < 0)
 		val_log(v, ENGY_LOG_WARNING,
 			 "event=not_registered hotkey=%s netuid=%lld "
@@ -253,33 +278,40 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
 			 "effect=\"submitted as signed; report it to the "
 			 "provider\"",
 			 target, v->owner);
-	rc = engy_valsched_resolve(t->rows, t->n_rows, m->uids, m->n, &t->res);
-	if (rc) {
-		val_tick_end(t, "failed", "reason=\"out of memory\"");
-		return;
+}
+
+/* Nothing of the vector lands: standby, or the tick ends. */
+static bool go_standby(struct tick *t, const struct engy_chain_metagraph *m)
+{
+	struct val *v = t->v;
+
+	val_log(v, ENGY_LOG_WARNING,
+		 "event=nothing_lands epoch=%" PRIu64
+		 " source=%s reason=\"no hotkey of the vector has a "
+		 "uid with weight\" effect=standby",
+		 t->epoch, t->source);
+	if (!standby(t, m)) {
+		val_tick_end(t, "skipped",
+			     "epoch=%" PRIu64
+			     " reason=\"standby: nothing lands, no cached "
+			     "vector lands and the owner hotkey %s is not "
+			     "registered; nothing submitted\"",
+			     t->epoch, v->owner);
+		return false;
 	}
-	log_dropped(t, m, t->rows, t->n_rows, &t->res, t->source);
-	if (!t->res.n) {
-		val_log(v, ENGY_LOG_WARNING,
-			 "event=nothing_lands epoch=%" PRIu64
-			 " source=%s reason=\"no hotkey of the vector has a "
-			 "uid with weight\" effect=standby",
-			 t->epoch, t->source);
-		if (!standby(t, m)) {
-			val_tick_end(
-				t, "skipped",
-				"epoch=%" PRIu64
-				" reason=\"standby: nothing lands, no cached "
-				"vector lands and the owner hotkey %s is not "
-				"registered; nothing submitted\"",
-				t->epoch, v->owner);
-			return;
-		}
-		t->standby = true;
-		val_log(v, ENGY_LOG_NOTICE,
-			 "event=standby epoch=%" PRIu64 " submits=%s uids=%zu",
-			 t->epoch, t->source, t->res.n);
-	}
+	t->standby = true;
+	val_log(v, ENGY_LOG_NOTICE,
+		 "event=standby epoch=%" PRIu64 " submits=%s uids=%zu",
+		 t->epoch, t->source, t->res.n);
+	return true;
+}
+
+static void submit(struct tick *t, const struct engy_chain_metagraph *m)
+{
+	struct val *v = t->v;
+	struct engy_chain_weights w = {.size = sizeof(w)};
+	int rc;
+
 	w.netuid = (uint16_t)v->c->netuid;
 	w.n = t->res.n;
 	w.uids = t->res.uids;
@@ -293,4 +325,24 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
 		return;
 	}
 	v->inflight++;
+}
+
+void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
+{
+	struct tick *t = arg;
+
+	t->v->inflight--;
+	if (val_stopped(t) || !metagraph_usable(t, m))
+		return;
+	warn_before_submit(t, m);
+	if (engy_valsched_resolve(t->rows, t->n_rows, m->uids, m->n,
+				  &t->res)) {
+		val_tick_end(t, "failed", "reason=\"out of memory\"");
+		return;
+	}
+	log_dropped(t, m, t->rows, t->n_rows, &t->res, t->source);
+	log_duplicates(t, t->rows, &t->res, t->source);
+	if (!t->res.n && !go_standby(t, m))
+		return;
+	submit(t, m);
 }

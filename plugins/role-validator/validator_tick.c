@@ -71,8 +71,7 @@ void val_tick_end(struct tick *t, const char *outcome, const char *fmt, ...)
 	    v->h->notify)
 		v->h->notify(v->h, "WATCHDOG=1");
 	if (!v->stopping) {
-		val_provider_heartbeat(v, t->st.last.applied,
-				       t->st.last.has_applied);
+		val_provider_heartbeat(v, t->st_on_disk ? &t->st : NULL);
 		evtimer_add(v->tick_ev, &tv);
 	}
 	v->t = NULL;
@@ -195,9 +194,6 @@ static void verify(struct tick *t)
 	t->epoch = ok.epoch_index;
 	memcpy(t->digest, ok.digest, sizeof(t->digest));
 	engy_epoch_verified_free(&ok);
-	v->have_consensus = true;
-	v->cons_epoch = t->epoch;
-	memcpy(v->cons_digest, t->digest, sizeof(v->cons_digest));
 	val_log(v, ENGY_LOG_INFO,
 		 "event=payload_verified epoch=%" PRIu64 " digest=%s rows=%zu",
 		 t->epoch, t->digest, t->n_rows);
@@ -245,6 +241,64 @@ static void fetch_done(void *arg, int rc)
 	verify(t);
 }
 
+void val_record(struct val *v, const struct engy_valstate *st)
+{
+	struct engy_valstate *r = &v->recorded;
+
+	/* Without memory for the cache, the epoch alone still guards. */
+	if (engy_valstate_set_cache(r, st->rows, st->n_rows))
+		engy_valstate_free(r);
+	r->last = st->last;
+	r->has_digest = st->has_digest;
+	memcpy(r->digest, st->digest, sizeof(r->digest));
+	r->has_cached_epoch = st->has_cached_epoch;
+	r->cached_epoch = st->cached_epoch;
+	v->has_recorded = true;
+}
+
+/*
+ * The state file must hold at least the epoch this process last recorded:
+ * if it was lost (or never written), write it again from memory, or else
+ * refuse the tick, for without it the replay guard would pass anything.
+ */
+static bool state_holds(struct tick *t)
+{
+	struct val *v = t->v;
+	const struct engy_valsched_last *r = &v->recorded.last;
+	int rc;
+
+	if (!v->has_recorded ||
+	    (t->st.last.has_applied && t->st.last.applied >= r->applied))
+		return true;
+	rc = engy_valstate_save(v->state_path, &v->recorded);
+	if (rc) {
+		val_tick_end(t, "failed",
+			     "reason=\"state file %s does not hold epoch %" PRIu64
+			     ", submitted by this process, and cannot be "
+			     "rewritten: %s; the replay guard does not run "
+			     "without it: nothing submitted\"",
+			     v->state_path, r->applied, strerror(-rc));
+		return false;
+	}
+	val_log(v, ENGY_LOG_WARNING,
+		 "event=state_rewritten path=%s last_applied=%" PRIu64
+		 " reason=\"the state file did not hold what this process "
+		 "submitted\"",
+		 v->state_path, r->applied);
+	engy_valstate_free(&t->st);
+	t->st = v->recorded;
+	t->st.rows = NULL;
+	t->st.n_rows = 0;
+	t->st.has_cache = false;
+	if (engy_valstate_set_cache(&t->st, v->recorded.rows,
+				    v->recorded.n_rows)) {
+		val_tick_end(t, "failed", "reason=\"out of memory\"");
+		return false;
+	}
+	t->st.has_cache = v->recorded.has_cache;
+	return true;
+}
+
 void val_tick_start(struct val *v)
 {
 	char dropped[128];
@@ -273,6 +327,9 @@ void val_tick_start(struct val *v)
 			 "effect=\"those fields are treated as unknown; "
 			 "nothing of them is submitted\"",
 			 v->state_path, dropped);
+	if (!state_holds(t))
+		return;
+	t->st_on_disk = true;
 	rc = v->h->work(v->h, fetch_fn, fetch_done, t);
 	if (rc) {
 		val_tick_end(t, "failed",

@@ -192,6 +192,9 @@ one_line_about "required"
 expect 2 "$ENGYCTL" toploc verify $K --max-mismatches 40 --min-pass 1.5 \
 	--proofs "$tmp/proofs" "$tmp/rows.bf16"
 one_line_about "min-pass"
+expect 2 "$ENGYCTL" toploc verify $K $LIM --max-mant-median zz \
+	--proofs "$tmp/proofs" "$tmp/rows.bf16"
+one_line_about "bad value 'zz' for --max-mant-median"
 expect 0 "$ENGYCTL" toploc --help
 grep -q "exits 0 for pass, 3 for" "$tmp/out" && ok || bad "help text"
 expect 0 "$ENGYCTL" toploc verify --help

@@ -99,6 +99,25 @@ after() {
   done
 }
 state() { "$ENGYCTL" validator state --state-dir "$T/state"; }
+# beats_after MARK COUNT SECONDS: wait until COUNT heartbeats past line MARK
+# of beats.jsonl have arrived; prints them
+beats_after() {
+  i=0
+  while [ "$(tail -n "+$(($1 + 1))" "$T/beats.jsonl" 2>/dev/null | wc -l)" -lt "$2" ]; do
+    i=$((i + 1)); [ $i -le $(($3 * 20)) ] || return 1; sleep 0.05
+  done
+  tail -n "+$(($1 + 1))" "$T/beats.jsonl"
+}
+# beat_for MARK EPOCH SECONDS: the first heartbeat past line MARK that
+# reports synced_epoch EPOCH
+beat_for() {
+  i=0
+  while ! tail -n "+$(($1 + 1))" "$T/beats.jsonl" 2>/dev/null | grep -q "\"synced_epoch\":$2[,}]"; do
+    i=$((i + 1)); [ $i -le $(($3 * 20)) ] || return 1; sleep 0.05
+  done
+  tail -n "+$(($1 + 1))" "$T/beats.jsonl" | grep -m1 "\"synced_epoch\":$2[,}]"
+}
+VER='"version":"engy/[^"]*"'
 
 # --- a new epoch lands at once, renormalized, hotkeys resolved ---
 conf run "" ""
@@ -170,24 +189,36 @@ ok "fetch failures fall back too; bodies over 1 MiB are refused by length and by
 mark=$(lines "$T/run.log")
 provider good 4 "$VEC"
 after "$T/run.log" "$mark" "event=payload_older epoch=4 last_applied=5" 10 || fail "epoch 4 not refused"
+bmark=$(lines "$T/beats.jsonl")
+beats=$(beats_after "$bmark" 2 10) || fail "no heartbeat after the replayed epoch"
+echo "$beats" | grep -q '"epoch_index":4' && fail "the heartbeat claims the refused epoch 4: $beats"
+echo "$beats" | tail -1 | grep -q "\"synced_epoch\":5,\"consensus\":{\"epoch_index\":5," ||
+  fail "the heartbeat does not report the submitted epoch 5: $beats"
+ok "after a replayed older epoch the heartbeat still reports the submitted one"
 mark=$(lines "$T/run.log")
-provider good 6 "[[\"$B\",1],[\"$A\",3]]"
+provider good 6 "[[\"$B\",1],[\"$A\",2],[\"$A\",1]]"
 after "$T/run.log" "$mark" "outcome=submitted epoch=6 source=payload" 10 || fail "epoch 6 not submitted"
+grep -q "event=hotkeys_duplicate vector=payload count=1 first=$A " "$T/run.log" ||
+  fail "a hotkey listed twice was summed silently: $(grep -c duplicate "$T/run.log")"
 grep -q '"epoch":4\|epoch=4 source' "$T/run.log" && fail "epoch 4 was submitted"
 tail -1 "$T/weights.jsonl" | grep -q '"uids":\[1,2\],"weights":\[49152,16383\]' ||
   fail "epoch 6 vector: $(tail -1 "$T/weights.jsonl")"
-ok "an older epoch is never submitted; a newer one goes at once"
+ok "an older epoch is never submitted; a newer one goes at once (a hotkey listed twice: summed, and said)"
 stop
 
 # --- the monotonic guard across a restart ---
 provider good 5 "$VEC"
 mark=$(lines "$T/run.log")
 start run
+bmark=$(lines "$T/beats.jsonl")
 after "$T/run.log" "$mark" "event=payload_older epoch=5 last_applied=6" 10 ||
   fail "restart forgot the applied epoch: $(tail -5 "$T/run.log")"
+beats=$(beats_after "$bmark" 1 10) || fail "no heartbeat after a restart"
+echo "$beats" | head -1 | grep -q "\"synced_epoch\":6,\"consensus\":{\"epoch_index\":6,\"digest\":\"[0-9a-f]\{64\}\"}}" ||
+  fail "after a restart the heartbeat does not report the state file's epoch 6: $beats"
 stop
 state | grep -q "last_applied: 6" || fail "state after restart: $(state)"
-ok "after a restart, an older epoch is still refused (state file)"
+ok "after a restart, an older epoch is still refused and the heartbeat reports the state file's (6)"
 
 # --- a corrupted state file: bad fields dropped, never submitted ---
 printf '{"v":1,"last_applied":"six","last_submit_block":12,"cached_weights":[["%s"]],"cached_digest":"zz"}' "$A" > "$T/state/validator-state.json"
@@ -197,11 +228,15 @@ mark=$(lines "$T/run.log")
 start run
 after "$T/run.log" "$mark" "event=state_fields_dropped .*fields=last_applied,cached_digest,cached_weights" 10 ||
   fail "corrupt fields not named: $(tail -5 "$T/run.log")"
+bmark=$(lines "$T/beats.jsonl")
 after "$T/run.log" "$mark" 'outcome=skipped reason="fetch failed: HTTP 503; no cached vector to fall back on"' 10 ||
   fail "corrupt cache used: $(tail -5 "$T/run.log")"
+beats=$(beats_after "$bmark" 1 10) || fail "no heartbeat when nothing verified in this process"
+echo "$beats" | head -1 | grep -q "\"body\":{\"v\":1,$VER}}\$" ||
+  fail "not a liveness-only heartbeat: $beats"
 stop
 [ "$(lines "$T/weights.jsonl")" = "$n" ] || fail "something was submitted from a corrupt state"
-ok "a corrupted state file: each bad field dropped and named, nothing of it submitted"
+ok "a corrupted state file: each bad field dropped and named, nothing of it submitted, liveness reported"
 
 # --- standby: nothing lands -> the cached vector, else a burn to the owner ---
 rm -f "$T/state/validator-state.json"
@@ -213,20 +248,28 @@ mark=$(lines "$T/run.log")
 provider good 8 "[[\"$C\",65535]]"
 after "$T/run.log" "$mark" "event=burn_target_unexpected target=$C expected=$MASTER" 10 ||
   fail "no burn tripwire: $(tail -5 "$T/run.log")"
+bmark=$(lines "$T/beats.jsonl")
 after "$T/run.log" "$mark" "outcome=submitted epoch=8 source=cached standby=yes" 10 ||
   fail "standby did not resubmit the cache: $(tail -5 "$T/run.log")"
+beats=$(beat_for "$bmark" 8 10) || fail "no heartbeat for epoch 8 after standby"
+echo "$beats" | grep -q "\"body\":{\"v\":1,$VER,\"synced_epoch\":8}}\$" ||
+  fail "standby (epoch 7's vector under epoch 8): the heartbeat claims a digest: $beats"
 state | grep -q "last_applied: 8" || fail "standby did not advance the schedule"
 state | grep -q "cached_weights: 3 rows" || fail "standby replaced the cache: $(state)"
-ok "standby resubmits the cached vector, advances the schedule, keeps the cache"
+ok "standby resubmits the cached vector, advances the schedule, keeps the cache, claims no digest"
 stop
 printf '{"v":1,"last_applied":8}' > "$T/state/validator-state.json"
 provider good 9 "[[\"$C\",65535]]"
 mark=$(lines "$T/run.log")
+bmark=$(lines "$T/beats.jsonl")
 start run
 after "$T/run.log" "$mark" "outcome=submitted epoch=9 source=burn standby=yes uids=1" 10 ||
   fail "no burn to the owner: $(tail -5 "$T/run.log")"
 tail -1 "$T/weights.jsonl" | grep -q '"uids":\[3\],"weights":\[65535\]' || fail "burn: $(tail -1 "$T/weights.jsonl")"
-ok "with no cache, standby burns to the expected owner (uid 3)"
+beats=$(beat_for "$bmark" 9 10) || fail "no heartbeat for epoch 9 after the burn"
+echo "$beats" | grep -q "\"body\":{\"v\":1,$VER,\"synced_epoch\":9}}\$" ||
+  fail "a burn: the heartbeat claims the digest of a vector that did not land: $beats"
+ok "with no cache, standby burns to the expected owner (uid 3); the heartbeat claims no digest"
 stop
 
 # --- the chain refuses: no validator permit, commit-reveal ---
@@ -250,6 +293,35 @@ wait_for "$T/cr.log" "outcome=refused" 10 || fail "commit-reveal: $(tail -5 "$T/
 grep -q 'reason="commit-reveal is enabled on subnet 53' "$T/cr.log" || fail "commit-reveal not said plainly"
 stop
 ok "commit-reveal on the subnet is said plainly, and nothing is submitted"
+
+# --- a state file in a directory that does not exist; a state file lost ---
+provider good 11 "$VEC"
+conf sdir "state_file = \"$T/sdir/a/validator-state.json\"" ""
+sed -i 's/resubmit_blocks = 3/resubmit_blocks = 1000/' "$T/sdir.conf"
+start sdir
+wait_for "$T/sdir.log" "outcome=submitted epoch=11 source=payload" 15 ||
+  fail "epoch 11: $(tail -5 "$T/sdir.log")"
+grep -q state_write_failed "$T/sdir.log" && fail "state not written: $(grep state_write_failed "$T/sdir.log")"
+"$ENGYCTL" validator state --state "$T/sdir/a/validator-state.json" | grep -q "last_applied: 11" ||
+  fail "no state file in the new directory"
+ok "the state file's directory is created"
+n=$(lines "$T/weights.jsonl")
+mark=$(lines "$T/sdir.log")
+rm -rf "$T/sdir"
+provider good 10 "$VEC"
+after "$T/sdir.log" "$mark" "outcome=failed reason=\"state file $T/sdir/a/validator-state.json does not hold epoch 11, submitted by this process, and cannot be rewritten: No such file or directory; the replay guard does not run without it: nothing submitted\"" 10 ||
+  fail "a lost state file not refused: $(tail -5 "$T/sdir.log")"
+[ "$(lines "$T/weights.jsonl")" = "$n" ] || fail "submitted without the state file: $(tail -1 "$T/weights.jsonl")"
+ok "without its state file the validator submits nothing (no replay guard, no submission)"
+mark=$(lines "$T/sdir.log")
+mkdir -p "$T/sdir/a"
+after "$T/sdir.log" "$mark" "event=state_rewritten path=$T/sdir/a/validator-state.json last_applied=11" 10 ||
+  fail "the state file was not rewritten: $(tail -5 "$T/sdir.log")"
+after "$T/sdir.log" "$mark" "event=payload_older epoch=10 last_applied=11" 10 ||
+  fail "the replay guard after the rewrite: $(tail -5 "$T/sdir.log")"
+stop
+[ "$(lines "$T/weights.jsonl")" = "$n" ] || fail "epoch 10 submitted: $(tail -1 "$T/weights.jsonl")"
+ok "once it can, the state file is rewritten from memory and the older epoch refused"
 
 # --- liveness: the watchdog, then health goes stale ---
 provider hang 10 "$VEC"

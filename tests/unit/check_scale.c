@@ -157,6 +157,33 @@ START_TEST(test_hex)
 }
 END_TEST
 
+/* A JSON-RPC quantity such as a header's block number. */
+START_TEST(test_hex_quantity)
+{
+	static const char *const bad[] = {
+		"0xzz", "0x", "", "12", "0x12 ", " 0x12", "0x-1", "0x+1",
+		"0x1g", "0X12", "0x1ffffffffffffffff", "0x12\n",
+	};
+	uint64_t v = 77;
+	size_t i;
+
+	ck_assert_int_eq(engy_hex_quantity("0x0", &v), 0);
+	ck_assert_uint_eq(v, 0);
+	ck_assert_int_eq(engy_hex_quantity("0x1a2B", &v), 0);
+	ck_assert_uint_eq(v, 0x1a2b);
+	ck_assert_int_eq(engy_hex_quantity("0xffffffffffffffff", &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	ck_assert_int_eq(engy_hex_quantity("0x00000000000000001", &v), 0);
+	ck_assert_uint_eq(v, 1);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 77;
+		ck_assert_msg(engy_hex_quantity(bad[i], &v) == -EINVAL,
+			      "\"%s\" accepted", bad[i]);
+		ck_assert_uint_eq(v, 77);
+	}
+}
+END_TEST
+
 START_TEST(test_xxhash)
 {
 	uint8_t h[32];
@@ -200,6 +227,7 @@ int main(void)
 	tcase_add_test(tc, test_fixed_and_sticky);
 	tcase_add_test(tc, test_vec_and_bytes);
 	tcase_add_test(tc, test_hex);
+	tcase_add_test(tc, test_hex_quantity);
 	tcase_add_test(tc, test_xxhash);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -197,6 +197,29 @@ START_TEST(test_resolve)
 	ck_assert_uint_eq(r.n, 2);
 	ck_assert_uint_eq(r.weights[0], 43690);
 	ck_assert_uint_eq(r.weights[1], 21845);
+	/* ... and counted, with the first repeated row named */
+	ck_assert_uint_eq(r.duplicates, 1);
+	ck_assert_uint_eq(r.first_duplicate, 1);
+	engy_valresolved_free(&r);
+	row(&rows[0], 15, 1);
+	row(&rows[1], 13, 1);
+	row(&rows[2], 99, 1); /* unregistered: not a duplicate */
+	row(&rows[3], 99, 1);
+	row(&rows[4], 13, 1);
+	row(&rows[5], 13, 0); /* a zero weight repeats the uid all the same */
+	ck_assert_int_eq(
+		engy_valsched_resolve(rows, 6, (const uint8_t(*)[32])mg, 6, &r),
+		0);
+	ck_assert_uint_eq(r.n, 2);
+	ck_assert_uint_eq(r.duplicates, 2);
+	ck_assert_uint_eq(r.first_duplicate, 4);
+	engy_valresolved_free(&r);
+	row(&rows[0], 13, 1);
+	row(&rows[1], 15, 1);
+	ck_assert_int_eq(
+		engy_valsched_resolve(rows, 2, (const uint8_t(*)[32])mg, 6, &r),
+		0);
+	ck_assert_uint_eq(r.duplicates, 0);
 	engy_valresolved_free(&r);
 	/* nothing lands: none registered, or all zero */
 	row(&rows[0], 99, 5);
@@ -349,6 +372,74 @@ START_TEST(test_state_corruption)
 }
 END_TEST
 
+/* The public light validator writes last_submit_ts as time.time(). */
+/*
+ * What the heartbeat may claim: the digest only when the state file says
+ * it is the digest of the epoch last submitted.
+ */
+START_TEST(test_state_claim)
+{
+	struct engy_valstate st;
+	char dropped[128], *text;
+
+	/* engy's own file: the cached vector's epoch names the digest's */
+	parse("{\"last_applied\":12,\"cached_epoch\":12,\"cached_digest\":\"" DIGEST
+	      "\"}",
+	      &st, dropped);
+	ck_assert_str_eq(dropped, "");
+	ck_assert(st.has_cached_epoch && st.cached_epoch == 12);
+	ck_assert(engy_valstate_claim(&st));
+	text = engy_valstate_format(&st);
+	ck_assert_ptr_nonnull(text);
+	ck_assert_msg(strstr(text, "\"cached_epoch\":12,") != NULL, "%s", text);
+	free(text);
+	/* standby: epoch 13 was submitted with epoch 12's vector (or a burn) */
+	st.last.applied = 13;
+	ck_assert(!engy_valstate_claim(&st));
+	engy_valstate_free(&st);
+	/* a file of the public light validator: no cached_epoch, the pair
+	 * is its claim */
+	parse("{\"last_applied\":12,\"cached_digest\":\"" DIGEST "\"}", &st,
+	      dropped);
+	ck_assert(engy_valstate_claim(&st));
+	/* no digest or no epoch: nothing to claim */
+	parse("{\"last_applied\":12}", &st, dropped);
+	ck_assert(!engy_valstate_claim(&st));
+	parse("{\"cached_digest\":\"" DIGEST "\"}", &st, dropped);
+	ck_assert(!engy_valstate_claim(&st));
+	parse("{\"last_applied\":12,\"cached_epoch\":-1,\"cached_digest\":\"" DIGEST
+	      "\"}",
+	      &st, dropped);
+	ck_assert_str_eq(dropped, "cached_epoch");
+	ck_assert(!st.has_cached_epoch);
+}
+END_TEST
+
+START_TEST(test_state_fractional_ts)
+{
+	struct engy_valstate st;
+	char dropped[128];
+
+	parse("{\"last_applied\":12,\"last_submit_ts\":1790000000.734}", &st,
+	      dropped);
+	ck_assert_str_eq(dropped, "");
+	ck_assert(st.last.has_ts && st.last.ts == 1790000000);
+	engy_valstate_free(&st);
+	parse("{\"last_submit_ts\":0.5}", &st, dropped);
+	ck_assert_str_eq(dropped, "");
+	ck_assert(st.last.has_ts && st.last.ts == 0);
+	engy_valstate_free(&st);
+	/* still dropped: negative, past 2^53, not a number */
+	parse("{\"last_submit_ts\":-0.5}", &st, dropped);
+	ck_assert_str_eq(dropped, "last_submit_ts");
+	ck_assert(!st.last.has_ts);
+	parse("{\"last_submit_ts\":9007199254740993.0}", &st, dropped);
+	ck_assert_str_eq(dropped, "last_submit_ts");
+	parse("{\"last_submit_ts\":\"1790000000.5\"}", &st, dropped);
+	ck_assert_str_eq(dropped, "last_submit_ts");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("valsched");
@@ -362,6 +453,8 @@ int main(void)
 	tcase_add_test(tc, test_rows_and_burn);
 	tcase_add_test(tc, test_state_round_trip);
 	tcase_add_test(tc, test_state_corruption);
+	tcase_add_test(tc, test_state_fractional_ts);
+	tcase_add_test(tc, test_state_claim);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
