@@ -89,7 +89,7 @@ gw() {
 	node "$GWJS" "$PEERS" "$1" "$T/out-$1" > "$T/gw-$1.out" 2>&1 &
 	GWPID=$!
 	PIDS="$PIDS $GWPID"
-	wait_for "$T/gw-$1.out" "listening port=" 10 || fail "gateway $1: $(cat "$T/gw-$1.out")"
+	wait_for "$T/gw-$1.out" "listening port=" 60 || fail "gateway $1: $(cat "$T/gw-$1.out")"
 	GWPORT=$(sed -n 's/^listening port=//p' "$T/gw-$1.out")
 }
 
@@ -102,11 +102,12 @@ miner() {
 		ENGY_WS_RECONNECT_MAX_MS=500 "$ENGYD" --no-dlclose -c "$T/$1.conf" 2> "$T/$1.stderr" &
 	MPID=$!
 	PIDS="$PIDS $MPID"
-	wait_for "$T/$1.log" "event=ready" 10 || fail "$1: no ready line: $(cat "$T/$1.log" "$T/$1.stderr")"
+	wait_for "$T/$1.log" "event=ready" 60 || fail "$1: no ready line: $(cat "$T/$1.log" "$T/$1.stderr")"
 	MPORT=$(sed -n 's/.*event=metrics_listen .*port=\([0-9]*\).*/\1/p' "$T/$1.log" | head -1)
 }
 
-# gw_wait SCENARIO SECONDS: the gateway's verdict.
+# gw_wait SCENARIO SECONDS: the gateway's verdict (SECONDS only bounds a hang:
+# the verdict comes as soon as the gateway exits).
 gw_wait() {
 	i=0
 	while kill -0 "$GWPID" 2>/dev/null; do
@@ -164,7 +165,7 @@ GW="ws://127.0.0.1:$GWPORT/gw" MINER_KEY="$KEY" "$ENGYD" -c "$T/main.conf" \
 grep -q "event=lock_held path=$T/state-main/miner.lock holder_pid=$MAIN_PID" "$T/main.log" ||
 	fail "no lock_held line: $(grep lock "$T/main.log")"
 ok "one miner per node: a second one exits, naming the lock file and its holder"
-gw_wait main 90
+gw_wait main 180
 L="$T/main.log"
 grep -q 'event=deny leg=1 worker=1 reason="key revoked (test)"' "$L" || fail "deny not logged: $(grep deny "$L")"
 grep -q 'event=admit leg=0 worker=0' "$L" || fail "admit not logged"
@@ -222,10 +223,10 @@ export GW_META=404 EXP_TOTAL=8 EXP_LEGS=1 EXP_SHARE=8
 conf single "$LM"
 gw single
 MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=200 miner single
-wait_for "$T/gw-single.out" "term-now" 20 || fail "single: $(cat "$T/gw-single.out")"
+wait_for "$T/gw-single.out" "term-now" 60 || fail "single: $(cat "$T/gw-single.out")"
 kill -TERM "$MPID"
 touch "$T/out-single/termed"
-gw_wait single 30
+gw_wait single 180
 wait "$MPID" || fail "single: exit $? after SIGTERM"
 grep -q 'event=drained' "$T/single.log" || fail "single: no drain"
 
@@ -235,7 +236,7 @@ conf subset "$LM"
 gw subset
 MODEL=test-model MAX_INFLIGHT=2 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=200 ENGY_GW_WORKERS=4 \
 	ENGY_WORKER_NAME=box-7 miner subset
-gw_wait subset 30
+gw_wait subset 180
 grep -q 'event=config_warning option=max_inflight value=2' "$T/subset.log" || fail "no warning for a total under 8"
 stop_miner subset
 unset EXP_WORKER_NAME
@@ -253,7 +254,7 @@ C
 "$ENGYD" -c "$T/serve.conf" 2> "$T/serve.stderr" &
 SPID=$!
 PIDS="$PIDS $SPID"
-wait_for "$T/serve.log" "event=ready" 10 || fail "serve: $(cat "$T/serve.log" "$T/serve.stderr")"
+wait_for "$T/serve.log" "event=ready" 60 || fail "serve: $(cat "$T/serve.log" "$T/serve.stderr")"
 SPORT=$(sed -n 's/.*inst=transport-http event=listen .*port=\([0-9]*\).*/\1/p' "$T/serve.log" | head -1)
 # tool FILE: from a response frame, the /generate body, the proofs
 # (one per line) and the commitment's numbers.
@@ -303,7 +304,7 @@ if [ -f "$T/plug/backend-sglang.so" ]; then
 		EXP_MAX_OUTPUT=400
 	gw sglang
 	MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=400 miner sgl
-	wait_for "$T/gw-sglang.out" "kill-serve" 30 || fail "sglang scenario: $(cat "$T/gw-sglang.out")"
+	wait_for "$T/gw-sglang.out" "kill-serve" 60 || fail "sglang scenario: $(cat "$T/gw-sglang.out")"
 	# backend-sglang drops the stream and posts /abort_request: the serve
 	# ends the request at the first of the two
 	RID=$(sed -n 's/.*corr_id=c-abort rid=\(engy-[0-9a-f]*\) .*/\1/p' "$T/sgl.log" | head -1)
@@ -313,7 +314,7 @@ if [ -f "$T/plug/backend-sglang.so" ]; then
 	kill -TERM "$SPID"
 	wait "$SPID" || true
 	touch "$T/out-sglang/serve-killed"
-	gw_wait sglang 30
+	gw_wait sglang 180
 	stop_miner sgl
 	unset EXP_SERVE_URLS
 	export EXP_MAX_OUTPUT=80
@@ -344,7 +345,7 @@ if [ -f "$T/plug/backend-sglang.so" ]; then
 		gw $mode
 		MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=80 \
 			ENGY_CHECKPOINT="$T/model2" miner "f$mode"
-		gw_wait $mode 30
+		gw_wait $mode 180
 		stop_miner "f$mode"
 		kill "$FPID"
 	done
@@ -355,7 +356,7 @@ if [ -f "$T/plug/backend-sglang.so" ]; then
 	# tool calls end to end, on a serve that writes one
 	node "$GWJS" "$PEERS" toolserve "$T" > "$T/toolserve.out" 2>&1 &
 	PIDS="$PIDS $!"
-	wait_for "$T/toolserve.out" "listening port=" 10 || fail "toolserve: $(cat "$T/toolserve.out")"
+	wait_for "$T/toolserve.out" "listening port=" 60 || fail "toolserve: $(cat "$T/toolserve.out")"
 	SURL="http://127.0.0.1:$(sed -n 's/^listening port=//p' "$T/toolserve.out")"
 	conf tools 'plugin "backend-sglang" { serve_urls = {"'"$SURL"'"} stream = false }'
 	export GW_META=1 EXP_TOTAL=8 EXP_LEGS=1 EXP_SHARE=8 EXP_SERVE_URLS="$SURL" EXP_TESTLM=0 \
@@ -363,7 +364,7 @@ if [ -f "$T/plug/backend-sglang.so" ]; then
 	gw tools
 	MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=4000 MAX_OUTPUT_TOKENS=400 \
 		ENGY_CHECKPOINT="$T/model" miner tools
-	gw_wait tools 30
+	gw_wait tools 180
 	stop_miner tools
 	export EXP_MAX_INPUT=300 EXP_MAX_OUTPUT=80
 	grep -q 'generate rid=engy-[0-9a-f]\{32\} n_input=[0-9]* hidden=true text=false tools=true' \
