@@ -95,6 +95,42 @@ bool engy_api_has_tool(const cJSON *tools, const char *name)
 	return false;
 }
 
+/* Whether @s[0..@n) is well-formed UTF-8 (no overlong forms, no
+ * surrogates, nothing above U+10FFFF). */
+static bool utf8_ok(const unsigned char *s, size_t n)
+{
+	size_t i = 0, k, j;
+	unsigned char c;
+
+	while (i < n) {
+		c = s[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			k = 1;
+		else if (c >= 0xe0 && c <= 0xef)
+			k = 2;
+		else if (c >= 0xf0 && c <= 0xf4)
+			k = 3;
+		else
+			return false;
+		if (n - i <= k)
+			return false;
+		for (j = 1; j <= k; j++)
+			if ((s[i + j] & 0xc0) != 0x80)
+				return false;
+		if ((c == 0xe0 && s[i + 1] < 0xa0) ||
+		    (c == 0xed && s[i + 1] > 0x9f) ||
+		    (c == 0xf0 && s[i + 1] < 0x90) ||
+		    (c == 0xf4 && s[i + 1] > 0x8f))
+			return false;
+		i += k + 1;
+	}
+	return true;
+}
+
 int engy_api_parse_root(const char *json, size_t len,
 			const struct engy_api_limits *lim, cJSON **root,
 			char *err, size_t errlen)
@@ -108,6 +144,9 @@ int engy_api_parse_root(const char *json, size_t len,
 	if (!json || !len)
 		return engy_api_fail(err, errlen, -EINVAL,
 				     "request body: empty");
+	if (!utf8_ok((const unsigned char *)json, len))
+		return engy_api_fail(err, errlen, -EINVAL,
+				     "request body: not valid UTF-8");
 	*root = cJSON_ParseWithLength(json, len);
 	if (!*root)
 		return engy_api_fail(err, errlen, -EINVAL,

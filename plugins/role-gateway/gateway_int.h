@@ -176,9 +176,10 @@ enum gw_rstate {
 
 /*
  * How one request (or one attempt, for observers) ended.  Statuses are
- * the buyer's: 200, 499 (the buyer left), 502 (the worker failed), 504
- * (the worker ran out of time), or a refusal (4xx, 503) before any
- * worker was picked.
+ * the buyer's: 200, 499 (the buyer left), 500 (the gateway could not
+ * send the serve frame: never the worker's fault), 502 (the worker
+ * failed), 504 (the worker ran out of time), or a refusal (4xx, 503)
+ * before any worker was picked.
  */
 struct gw_outcome {
 	int status;

@@ -14,9 +14,11 @@
  *    cannot bill past max_tokens or the prompt's count), the final SSE
  *    events or the whole JSON reply, the proof tee hears of it;
  *  - failure of an attempt (an error response, output that cannot be
- *    rendered, the leg lost, the send refused): the driver tries another
- *    worker while no content byte has reached the buyer and attempts and
- *    time remain, else 502 (in-band once the stream is under way);
+ *    rendered, the leg lost): the driver tries another worker while no
+ *    content byte has reached the buyer and attempts and time remain,
+ *    else 502 (in-band once the stream is under way); a serve frame the
+ *    gateway could not build or send is its own failure: 500, not
+ *    retried, never counted against the worker;
  *  - no token within first_token_timeout_s, or the request past its
  *    max_request_s: `cancel` to the miner, 504;
  *  - the buyer leaves: `cancel` to the miner (gw_relay_cancel()), 499,
@@ -147,7 +149,8 @@ static void attempt_failed(struct gw_req *r, int status, const char *reason,
 
 	timers_off(r);
 	if (w) {
-		w->failed++;
+		if (status == 502 || status == 504)
+			w->failed++;
 		gw_relay_outcome(r, status, reason, &o);
 		detach(r);
 		gw_notify_finished(g, w, r, &o);
@@ -270,8 +273,10 @@ void gw_relay_start(struct gw_req *r, struct gw_worker *w)
 		 * with the leg's other requests. */
 		if (rc == -ENOBUFS || rc == -ENOTCONN)
 			gw_worker_close(w, ENGY_WS_CLOSE_POLICY, "send failed");
-		else
-			attempt_failed(r, 502, "serve not sent", true);
+		else	/* the gateway's failure, never the worker's: not
+			 * counted against it, and not retried (it would fail
+			 * the same way on every worker) */
+			attempt_failed(r, 500, "serve not sent", false);
 		return;
 	}
 	arm(r, g->c->first_token_timeout_s < deadline - gw_since(&r->t0)

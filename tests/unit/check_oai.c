@@ -135,6 +135,17 @@ START_TEST(test_parse_errors)
 	} bad[] = {
 		{"{\"model\":", "request body: not valid JSON"},
 		{"[1]", "request body: expected a JSON object"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"a\xff\xfe\"}]}",
+		 "request body: not valid UTF-8"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"\xed\xa0\x80\"}]}", /* a surrogate */
+		 "request body: not valid UTF-8"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"\xc0\xaf\"}]}", /* overlong */
+		 "request body: not valid UTF-8"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"cut \xe2\x82", "request body: not valid UTF-8"},
 		{"{\"messages\":[]}", "model: missing"},
 		{"{\"model\":7,\"messages\":[]}", "model: expected"},
 		{"{\"model\":\"\",\"messages\":[]}", "model: expected"},
