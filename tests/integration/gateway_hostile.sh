@@ -9,6 +9,9 @@
 
 TOKEN="tee-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 export ENGY_TEE_TOKEN="$TOKEN"
+tiny_model
+A models put tiny --max-input-tokens 4096 --max-output-tokens 64 --max-request-s 30 \
+	--price-input 1 --price-output 2 >/dev/null || fail "models put tiny"
 A models put hm --max-input-tokens 4096 --max-output-tokens 64 --max-request-s 10 \
 	--price-input 1 --price-output 2 >/dev/null || fail "models put"
 A accounts create acme >/dev/null && A topup acme 1 >/dev/null || fail "account"
@@ -17,7 +20,8 @@ MK=$(register 5DAAnrj7VHTznn2AWBemMuyBwZWs6FNFjdyVXUeYum3PTXFy)
 gw_conf "  first_token_timeout_s = 5
   max_attempts = 2
   key_max_inflight = 16
-  affinity_min_chars = 100000"
+  affinity_min_chars = 100000
+  tee_sample_rate = 1"
 gw_start
 
 # post FILE [PATH]: a buyer POST of FILE's bytes; prints the HTTP status,
@@ -62,5 +66,33 @@ s=$(post "$T/ok.json")
 [ "$s" = 200 ] || fail "a good request after: $s $(cat "$T/post.out")"
 ok "invalid UTF-8 in a message is a 400 at parse time; no miner saw it, no breaker counted it"
 books "invalid UTF-8"
+
+# --- 2. a proof that cannot be built never fails a buyer request ------------------
+# The tiny model's hidden size (64) is below toploc's topk (128): a proof
+# chunk of one token cannot be built (completions of 1, 33, 65 ... tokens).
+MKE=$(register 5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY)
+miner me "$MKE" me 8
+for st in true false; do
+	printf '{"model":"tiny","max_tokens":1,"stream":%s,"messages":[{"role":"user","content":"one token"}]}' \
+		"$st" > "$T/one.json"
+	s=$(post "$T/one.json")
+	[ "$s" = 200 ] || fail "max_tokens 1 (stream $st): $s $(cat "$T/post.out")"
+done
+grep -q '"completion_tokens":1' "$T/post.out" || fail "one token: $(cat "$T/post.out")"
+grep -q 'event=toploc_prove_failed' "$T/me.log" || fail "the proof did not fail: $(tail -3 "$T/me.log")"
+curl -s -o "$T/tee.json" -H "Authorization: Bearer $TOKEN" "$BASE/internal/v1/tee/sample?n=100" ||
+	fail "tee sample"
+node -e '
+const j = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+const e = j.entries.filter((e) => e.model === "tiny");
+if (e.length !== 2) throw new Error("tee entries for tiny: " + e.length);
+for (const x of e)
+	if (!x.commitment || x.commitment.toploc !== null || !Array.isArray(x.commitment.output_token_ids))
+		throw new Error("not a null proof: " + JSON.stringify(x.commitment));
+' "$T/tee.json" || fail "tee: $(cat "$T/tee.json")"
+[ "$(wjs 'ws.filter((w) => w.failed > 0 || w.breaker.failed > 0).length')" = 0 ] ||
+	fail "a worker was charged: $(cat "$T/workers.json")"
+ok "max_tokens 1 on a model whose proof cannot be built: 200 with a null proof (commitment.toploc null), nothing counted against the miner"
+books "unprovable completions"
 
 echo "$N_OK passed, 0 failed"
