@@ -90,6 +90,7 @@ struct gw_conf {
 	bool onboarding;		/* false: new workers serve at once */
 	struct engy_strv first_party;	/* worker names always eligible */
 	int64_t min_inflight_total;	/* hello's max_inflight_total >= */
+	int64_t worker_max_inflight;	/* a worker's share, at most */
 	double hello_timeout_s;
 	double stale_s;			/* silence before a leg is dropped */
 	double ping_s;			/* silence before a ping */

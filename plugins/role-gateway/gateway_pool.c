@@ -268,6 +268,10 @@ static void hello_done(struct gw_worker *w, int rc, const struct engy_miner *m,
 		w->max_request_s = spec->max_request_s;
 	if (w->max_inflight > w->max_inflight_total)
 		w->max_inflight = w->max_inflight_total;
+	/* A claim alone never wins more than the ceiling: the share is the
+	 * routing weight and the requests the worker is given at once. */
+	if (w->max_inflight > (unsigned)g->c->worker_max_inflight)
+		w->max_inflight = (unsigned)g->c->worker_max_inflight;
 	w->ident = ident_of(w);
 	supersede(w);
 	gw_worker_set_state(w, w->first_party ? GW_W_ACTIVE : GW_W_NEW,

@@ -21,7 +21,8 @@ gw_conf "  first_token_timeout_s = 5
   max_attempts = 2
   key_max_inflight = 16
   affinity_min_chars = 100000
-  tee_sample_rate = 1"
+  tee_sample_rate = 1
+  worker_max_inflight = 16"
 gw_start
 
 # post FILE [PATH]: a buyer POST of FILE's bytes; prints the HTTP status,
@@ -94,5 +95,22 @@ for (const x of e)
 	fail "a worker was charged: $(cat "$T/workers.json")"
 ok "max_tokens 1 on a model whose proof cannot be built: 200 with a null proof (commitment.toploc null), nothing counted against the miner"
 books "unprovable completions"
+
+# --- 3. a hello's claim cannot win more than the per-worker ceiling ---------------
+peer liar good MINER_KEY="$MK" MODEL=hm WORKER_NAME=liar MAX_INFLIGHT=1000000
+[ "$(wjs '(ws.find((w) => w.name === "liar") || {}).capacity')" = 16 ] ||
+	fail "liar's share: $(cat "$T/workers.json")"
+for i in $(seq 1 40); do
+	s=$(post "$T/ok.json")
+	[ "$s" = 200 ] || fail "request $i: $s $(cat "$T/post.out")"
+done
+nl=$(grep -c 'done corr=' "$T/peer-liar.out" || true)
+n1=$(grep -c 'done corr=' "$T/peer-g1.out" || true)
+n2=$(grep -c 'done corr=' "$T/peer-g2.out" || true)
+# Weights 16:8:8 by free slots: the liar's half, never all of it.
+[ "$((nl + n1 + n2))" -ge 40 ] && [ "$nl" -le 24 ] && [ "$n1" -ge 6 ] && [ "$n2" -ge 6 ] ||
+	fail "traffic with a 1,000,000 claim: liar $nl, g1 $n1, g2 $n2"
+ok "a hello claiming max_inflight_total 1,000,000 is held to worker_max_inflight 16: liar $nl, honest $n1 and $n2 of 40"
+books "an inflated capacity claim"
 
 echo "$N_OK passed, 0 failed"
