@@ -9,7 +9,9 @@
  *    plain request);
  *  - chunk: relayed at once as SSE when the buyer streams (the first one
  *    starts the reply); while none came, a keep-alive every keepalive_s
- *    (the reply starts then, without content);
+ *    (the reply starts then, without content); the first token is the
+ *    first non-empty content, reasoning or tool-call delta: an empty
+ *    chunk is ignored (counted), it neither starts TTFT nor the timer;
  *  - response: the usage clamped to what the request allowed (a miner
  *    cannot bill past max_tokens or the prompt's count), the final SSE
  *    events or the whole JSON reply, the proof tee hears of it;
@@ -340,19 +342,26 @@ static void on_chunk(struct gw_worker *w, const char *corr_id,
 
 	if (!r)
 		return;
+	content = dstr(delta, "content", &clen);
+	reasoning = dstr(delta, "reasoning_content", &rlen);
+	if (!reasoning)
+		reasoning = dstr(delta, "reasoning", &rlen);
+	/* Only a token is a token: an empty chunk neither starts the
+	 * first-token clock (a forged TTFT) nor re-arms the timer. */
+	if (!content && !reasoning &&
+	    cJSON_GetArraySize(
+		    cJSON_GetObjectItemCaseSensitive(delta, "tool_calls")) < 1) {
+		gw_count(w->g, "engy_gw_frames_ignored_total",
+			 "reason=\"empty chunk\"");
+		return;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &r->t_last);
 	if (!r->first_chunk) {
 		r->first_chunk = true;
 		r->t_first = r->t_last;
 		arm(r, r->deadline_s - gw_since(&r->t0));
 	}
-	if (!r->x || !r->areq.stream)
-		return;
-	content = dstr(delta, "content", &clen);
-	reasoning = dstr(delta, "reasoning_content", &rlen);
-	if (!reasoning)
-		reasoning = dstr(delta, "reasoning", &rlen);
-	if (!content && !reasoning)
+	if (!r->x || !r->areq.stream || (!content && !reasoning))
 		return;
 	if (gw_reply_stream_begin(r) < 0)
 		return;

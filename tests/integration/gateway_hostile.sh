@@ -17,7 +17,7 @@ A models put hm --max-input-tokens 4096 --max-output-tokens 64 --max-request-s 1
 A accounts create acme >/dev/null && A topup acme 1 >/dev/null || fail "account"
 KEY=$(A keys create acme 2>/dev/null) || fail "key"
 MK=$(register 5DAAnrj7VHTznn2AWBemMuyBwZWs6FNFjdyVXUeYum3PTXFy)
-gw_conf "  first_token_timeout_s = 5
+gw_conf "  first_token_timeout_s = 3
   max_attempts = 2
   key_max_inflight = 16
   affinity_min_chars = 100000
@@ -26,9 +26,9 @@ gw_conf "  first_token_timeout_s = 5
 gw_start
 
 # post FILE [PATH]: a buyer POST of FILE's bytes; prints the HTTP status,
-# the body in $T/post.out.
+# the body in $T/post.out, the headers in $T/post.h.
 post() {
-	curl -s -o "$T/post.out" -w '%{http_code}' -H "Authorization: Bearer $KEY" \
+	curl -s -D "$T/post.h" -o "$T/post.out" -w '%{http_code}' -H "Authorization: Bearer $KEY" \
 		-H 'Content-Type: application/json' --data-binary "@$1" \
 		"$BASE${2:-/v1/chat/completions}"
 }
@@ -112,5 +112,38 @@ n2=$(grep -c 'done corr=' "$T/peer-g2.out" || true)
 	fail "traffic with a 1,000,000 claim: liar $nl, g1 $n1, g2 $n2"
 ok "a hello claiming max_inflight_total 1,000,000 is held to worker_max_inflight 16: liar $nl, honest $n1 and $n2 of 40"
 books "an inflated capacity claim"
+
+# --- 4. empty chunks are not a first token ------------------------------------------
+# done_line: the request_done line of the last post.
+done_line() {
+	rid=$(sed -n 's/^x-request-id: \([^\r]*\).*/\1/ip' "$T/post.h")
+	grep "event=request_done request=$rid " "$T/gw.log"
+}
+printf '{"model":"hm2","max_tokens":4,"stream":true,"messages":[{"role":"user","content":"ttft"}]}' \
+	> "$T/hm2.json"
+A models put hm2 --max-input-tokens 4096 --max-output-tokens 64 --max-request-s 10 \
+	--price-input 1 --price-output 2 >/dev/null || fail "models put hm2"
+peer ef emptyfirst MINER_KEY="$MK" MODEL=hm2 WORKER_NAME=ef DELAY_MS=300
+s=$(post "$T/hm2.json")
+[ "$s" = 200 ] || fail "emptyfirst: $s $(cat "$T/post.out")"
+peer_wait ef "empties sent"
+ttft=$(done_line | sed -n 's/.* ttft_ms=\([0-9]*\) .*/\1/p')
+# The content left the peer 300 ms after the empties: no earlier.
+[ -n "$ttft" ] && [ "$ttft" -ge 300 ] || fail "TTFT forged by empty chunks: $(done_line)"
+A log tail -n 1000 | grep "worker=ef " | grep -q " ttft_ms=$ttft " ||
+	fail "the request log's TTFT: $(A log tail -n 1000 | grep 'worker=ef ')"
+A models put hm3 --max-input-tokens 4096 --max-output-tokens 64 --max-request-s 10 \
+	--price-input 1 --price-output 2 >/dev/null || fail "models put hm3"
+peer eo emptyonly MINER_KEY="$MK" MODEL=hm3 WORKER_NAME=eo CHUNK_MS=50
+sed 's/"hm2"/"hm3"/' "$T/hm2.json" > "$T/hm3.json"
+s=$(post "$T/hm3.json")
+[ "$s" = 504 ] || fail "emptyonly: $s $(cat "$T/post.out")"
+# Ended by first_token_timeout_s (3 s), not re-armed to max_request_s (10 s).
+tot=$(done_line | sed -n 's/.* total_ms=\([0-9]*\).*/\1/p')
+[ -n "$tot" ] && [ "$tot" -lt 10000 ] && done_line | grep -q ' ttft_ms=0 ' ||
+	fail "emptyonly: $(done_line)"
+peer_wait eo "cancel corr="
+ok "empty chunks neither start the first-token clock nor reset its timer: TTFT $ttft ms (>= 300), empties alone are a 504 after first_token_timeout_s"
+books "empty chunks"
 
 echo "$N_OK passed, 0 failed"
