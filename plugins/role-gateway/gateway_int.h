@@ -91,6 +91,8 @@ struct gw_conf {
 	struct engy_strv first_party;	/* worker names always eligible */
 	int64_t min_inflight_total;	/* hello's max_inflight_total >= */
 	int64_t worker_max_inflight;	/* a worker's share, at most */
+	int64_t hello_max_bytes;	/* a message before admission */
+	int64_t max_unauthenticated;	/* legs not yet admitted, at most */
 	double hello_timeout_s;
 	double stale_s;			/* silence before a leg is dropped */
 	double ping_s;			/* silence before a ping */

@@ -22,7 +22,8 @@ gw_conf "  first_token_timeout_s = 3
   key_max_inflight = 16
   affinity_min_chars = 100000
   tee_sample_rate = 1
-  worker_max_inflight = 16"
+  worker_max_inflight = 16
+  max_unauthenticated = 4"
 gw_start
 
 # post FILE [PATH]: a buyer POST of FILE's bytes; prints the HTTP status,
@@ -145,5 +146,52 @@ tot=$(done_line | sed -n 's/.* total_ms=\([0-9]*\).*/\1/p')
 peer_wait eo "cancel corr="
 ok "empty chunks neither start the first-token clock nor reset its timer: TTFT $ttft ms (>= 300), empties alone are a 504 after first_token_timeout_s"
 books "empty chunks"
+
+# --- 5. before a hello: a small message limit, and few such legs -----------------------
+RAW="$top_srcdir/tests/integration/raw_ws.mjs"
+# legs_closed_after N: the gateway logged more than N leg_closed lines.
+legs_closed_after() {
+	i=0
+	while [ "$(grep -c 'event=leg_closed ' "$T/gw.log" || true)" -le "$1" ]; do
+		i=$((i + 1)); [ $i -le 200 ] || fail "the gateway closed no leg after $1"
+		sleep 0.05
+	done
+}
+nc0=$(grep -c 'event=leg_closed ' "$T/gw.log" || true)
+node "$RAW" "$WSPORT" /gw big > "$T/big.out" 2>&1 &
+PIDS="$PIDS $!"
+wait_for "$T/big.out" "closed 0 code=1009\\|eof 0" 10 || fail "64 MiB before hello: $(cat "$T/big.out")"
+grep -q "closed 0 code=1009" "$T/big.out" || fail "64 MiB before hello: $(cat "$T/big.out")"
+legs_closed_after "$nc0"
+ok "a 64 MiB message before the hello is refused at its header (1009), nothing buffered"
+node "$RAW" "$WSPORT" /gw idle 4 > "$T/idle.out" 2>&1 &
+IDLE=$!
+PIDS="$PIDS $IDLE"
+i=0
+while [ "$(grep -c '^open ' "$T/idle.out" || true)" -lt 4 ]; do
+	i=$((i + 1)); [ $i -le 200 ] || fail "idle legs: $(cat "$T/idle.out")"
+	sleep 0.05
+done
+node "$RAW" "$WSPORT" /gw idle 1 > "$T/fifth.out" 2>&1 &
+PIDS="$PIDS $!"
+wait_for "$T/fifth.out" "closed 0 code=1008\\|eof 0\\|refused 0" 10 || fail "a 5th leg without hello: $(cat "$T/fifth.out")"
+grep -q "closed 0 code=1008" "$T/fifth.out" || fail "5th: $(cat "$T/fifth.out")"
+grep -q 'event=leg_refused .*reason="too many legs without a hello" max_unauthenticated=4' "$T/gw.log" ||
+	fail "no leg_refused line"
+s=$(post "$T/ok.json")
+[ "$s" = 200 ] || fail "buyers while legs wait: $s"
+kill "$IDLE"
+peer late good MINER_KEY="$MK" MODEL=hm3 WORKER_NAME=late REDIAL=1
+peer_wait late admit
+A models put hm4 --max-input-tokens 4096 --max-output-tokens 64 --max-request-s 10 \
+	--price-input 1 --price-output 2 >/dev/null || fail "models put hm4"
+peer bigans good MINER_KEY="$MK" MODEL=hm4 WORKER_NAME=bigans \
+	MARKER="$(head -c 100000 /dev/zero | tr '\0' x)"
+sed 's/"hm"/"hm4"/' "$T/ok.json" > "$T/hm4.json"
+s=$(post "$T/hm4.json")
+[ "$s" = 200 ] && [ "$(wc -c < "$T/post.out")" -gt 100000 ] ||
+	fail "a 100 kB answer after admission: $s $(head -c 300 "$T/post.out")"
+ok "max_unauthenticated 4: a 5th leg without a hello is refused (1008); admitted workers serve meanwhile; once they left, a miner is admitted; an admitted leg sends a 100 kB answer (the limit is lifted)"
+books "pre-hello legs"
 
 echo "$N_OK passed, 0 failed"
