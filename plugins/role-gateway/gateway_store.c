@@ -376,8 +376,13 @@ static void reserve_done(void *arg, int rc)
 	struct gw_req *r = arg;
 	struct gw *g = r->g;
 
-	if (!r->model_cached && (r->job_rc == 0 || r->job_rc == -ENOENT))
-		model_put(g, r->areq.model, &r->spec, r->job_rc == 0);
+	/* Only models the store knows are cached (bounded by the catalog):
+	 * an unknown name costs a store read each time, like an unknown
+	 * API key, and is not kept, not even in the request log. */
+	if (!r->model_cached && r->job_rc == 0)
+		model_put(g, r->areq.model, &r->spec, true);
+	if (r->job_rc == -ENOENT)
+		r->spec.name[0] = '\0';
 	if (rc < 0 && !r->job_status) {
 		r->job_status = 503;
 		snprintf(r->err, sizeof(r->err),
@@ -392,6 +397,14 @@ void gw_store_reserve(struct gw_req *r, void (*done)(struct gw_req *r))
 	struct gw_model_entry *m = model_find(g, r->areq.model);
 
 	r->job_done = done;
+	if (strlen(r->areq.model) >= sizeof(r->spec.name)) {
+		/* Longer than any model id: unknown, without the store. */
+		r->spec.name[0] = '\0';
+		r->job_status = 404;
+		snprintf(r->err, sizeof(r->err), "model: no such model");
+		done(r);
+		return;
+	}
 	if (m && gw_fresh(&m->fetched, g->c->model_cache_s)) {
 		/* Refused from the cache, without a trip to the pool. */
 		if (!m->found || m->m.status != ENGY_MODEL_ENABLED) {

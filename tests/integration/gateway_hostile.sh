@@ -194,4 +194,25 @@ s=$(post "$T/hm4.json")
 ok "max_unauthenticated 4: a 5th leg without a hello is refused (1008); admitted workers serve meanwhile; once they left, a miner is admitted; an admitted leg sends a 100 kB answer (the limit is lifted)"
 books "pre-hello legs"
 
+# --- 6. unknown model names: not cached, not stored ------------------------------------
+MARK6="nosuch$(od -An -N4 -tx1 /dev/urandom | tr -d ' \n')"
+long=$(head -c 200 /dev/zero | tr '\0' m)
+rows0=$(A log tail -n 100000 | wc -l)
+for m in "$MARK6" "$long" "$MARK6"; do
+	printf '{"model":"%s","max_tokens":4,"messages":[{"role":"user","content":"x"}]}' "$m" > "$T/unk.json"
+	s=$(post "$T/unk.json")
+	[ "$s" = 404 ] || fail "unknown model: $s $(cat "$T/post.out")"
+done
+A log tail -n 100000 | grep -e "$MARK6" -e "mmmmmmmm" && fail "a buyer-supplied model name reached the request log"
+[ "$(A log tail -n 100000 | wc -l)" = "$rows0" ] || fail "404s wrote rows"
+# Were the unknown name cached (model_cache_s 10), it would still be a
+# 404 once the model exists.
+A models put "$MARK6" --max-input-tokens 4096 --max-output-tokens 64 --max-request-s 10 \
+	--price-input 1 --price-output 2 >/dev/null || fail "models put $MARK6"
+printf '{"model":"%s","max_tokens":4,"messages":[{"role":"user","content":"x"}]}' "$MARK6" > "$T/unk.json"
+s=$(post "$T/unk.json")
+[ "$s" = 503 ] || fail "a model made after its 404: $s $(cat "$T/post.out")"
+ok "unknown and 200-byte model names: 404, no request-log row, nothing of the name stored, not cached (the model made next is found at once)"
+books "unknown model names"
+
 echo "$N_OK passed, 0 failed"
