@@ -215,4 +215,22 @@ s=$(post "$T/unk.json")
 ok "unknown and 200-byte model names: 404, no request-log row, nothing of the name stored, not cached (the model made next is found at once)"
 books "unknown model names"
 
+# --- 7. over the model's limits is a 400 even when no worker serves it ------------------
+A models put hm5 --max-input-tokens 100 --max-output-tokens 8 --max-request-s 10 \
+	--price-input 1 --price-output 2 >/dev/null || fail "models put hm5"
+printf '{"model":"hm5","max_tokens":4,"messages":[{"role":"user","content":"%s"}]}' \
+	"$(head -c 200 /dev/zero | tr '\0' p)" > "$T/long.json"
+printf '{"model":"hm5","max_tokens":9,"messages":[{"role":"user","content":"x"}]}' > "$T/mt.json"
+printf '{"model":"hm5","max_tokens":4,"messages":[{"role":"user","content":"x"}]}' > "$T/fine5.json"
+for round in 1 2; do	# the model read from the store, then from the cache
+	s=$(post "$T/long.json")
+	[ "$s" = 400 ] && grep -q max_input_tokens "$T/post.out" || fail "prompt over (round $round): $s $(cat "$T/post.out")"
+	s=$(post "$T/mt.json")
+	[ "$s" = 400 ] || fail "max_tokens over (round $round): $s $(cat "$T/post.out")"
+	s=$(post "$T/fine5.json")
+	[ "$s" = 503 ] || fail "within limits, no worker (round $round): $s $(cat "$T/post.out")"
+done
+ok "no worker serves the model: over its limits is a 400 (prompt, max_tokens; from the store and from the cache), within them a 503"
+books "limits before workers"
+
 echo "$N_OK passed, 0 failed"
