@@ -131,10 +131,44 @@ static bool utf8_ok(const unsigned char *s, size_t n)
 	return true;
 }
 
+/* What cJSON lets through and RFC 8259 does not: a control character
+ * (raw, or a \u0000 that would cut the string short) inside a string, one
+ * other than whitespace outside.  NULL when there is none. */
+static const char *json_bytes_bad(const unsigned char *s, size_t n)
+{
+	bool in_str = false;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = s[i];
+
+		if (in_str) {
+			if (c == '\\') {
+				if (n - i > 5 && s[i + 1] == 'u' &&
+				    !memcmp(s + i + 2, "0000", 4))
+					return "a NUL (\\u0000) in a string";
+				i++;
+			} else if (c == '"') {
+				in_str = false;
+			} else if (c < 0x20) {
+				return "a raw control character in a string";
+			}
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c < 0x20 && c != ' ' && c != '\t' && c != '\n' &&
+			   c != '\r') {
+			return "a control character outside a string";
+		}
+	}
+	return NULL;
+}
+
 int engy_api_parse_root(const char *json, size_t len,
 			const struct engy_api_limits *lim, cJSON **root,
 			char *err, size_t errlen)
 {
+	const char *bad, *end = NULL;
+
 	*root = NULL;
 	if (lim && lim->max_body_bytes && len > lim->max_body_bytes)
 		return engy_api_fail(err, errlen, -E2BIG,
@@ -147,10 +181,23 @@ int engy_api_parse_root(const char *json, size_t len,
 	if (!utf8_ok((const unsigned char *)json, len))
 		return engy_api_fail(err, errlen, -EINVAL,
 				     "request body: not valid UTF-8");
-	*root = cJSON_ParseWithLength(json, len);
+	if ((bad = json_bytes_bad((const unsigned char *)json, len)))
+		return engy_api_fail(err, errlen, -EINVAL,
+				     "request body: not valid JSON: %s", bad);
+	*root = cJSON_ParseWithLengthOpts(json, len, &end, false);
 	if (!*root)
 		return engy_api_fail(err, errlen, -EINVAL,
 				     "request body: not valid JSON");
+	while (end && end < json + len &&
+	       (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+		end++;
+	if (!end || end != json + len) {
+		cJSON_Delete(*root);
+		*root = NULL;
+		return engy_api_fail(err, errlen, -EINVAL,
+				     "request body: not valid JSON: text after "
+				     "the value");
+	}
 	if (!cJSON_IsObject(*root)) {
 		cJSON_Delete(*root);
 		*root = NULL;

@@ -233,4 +233,43 @@ done
 ok "no worker serves the model: over its limits is a 400 (prompt, max_tokens; from the store and from the cache), within them a 503"
 books "limits before workers"
 
+# --- 8. strict framing and JSON ---------------------------------------------------------
+# raw_http BODY_HEX CHUNK_SIZE: a chunked POST of one chunk whose size line
+# is CHUNK_SIZE; prints the status.
+raw_http() {
+	node -e '
+const net = require("net");
+const [port, key, hex, size] = process.argv.slice(1);
+const body = Buffer.from(hex, "hex");
+const s = net.connect(Number(port), "127.0.0.1", () => {
+	s.write(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\n` +
+		"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n");
+	s.write(`${size}\r\n`); s.write(body); s.write("\r\n0\r\n\r\n");
+});
+let out = "";
+s.on("data", (d) => { out += d; });
+s.on("close", () => console.log(out.split(" ")[1] || "none"));
+s.on("error", () => {});
+' "$HPORT" "$KEY" "$1" "$2"
+}
+small='{"model":"hm","max_tokens":4,"messages":[{"role":"user","content":"x"}]}'
+hex=$(printf '%s' "$small" | od -An -tx1 | tr -d ' \n')
+len=$(printf '%x' "$(printf '%s' "$small" | wc -c)")
+[ "$(raw_http "$hex" "$len")" = 200 ] || fail "a chunked request"
+[ "$(raw_http "$hex" "0x$len")" = 400 ] || fail "chunk size 0x$len accepted"
+[ "$(raw_http "$hex" "+$len")" = 400 ] || fail "chunk size +$len accepted"
+printf '%s {"model":"other"}' "$small" > "$T/two.json"
+printf '%s\n' "$small" > "$T/trailingws.json"
+printf '{"model":"hm","max_tokens":4,"messages":[{"role":"user","content":"a\001b"}]}' > "$T/ctl.json"
+printf '{"model":"hm","max_tokens":4,"messages":[{"role":"user","content":"a\000b"}]}' > "$T/nul.json"
+printf '{"model":"hm","max_tokens":4,"messages":[{"role":"user","content":"a\\u0000b"}]}' > "$T/unul.json"
+for f in two ctl nul unul; do
+	s=$(post "$T/$f.json")
+	[ "$s" = 400 ] && grep -q 'not valid JSON' "$T/post.out" || fail "$f: $s $(cat "$T/post.out")"
+done
+s=$(post "$T/trailingws.json")
+[ "$s" = 200 ] || fail "trailing whitespace: $s $(cat "$T/post.out")"
+ok "a chunk size 0x.. or +.. is a 400; text after the JSON value, a raw control character, a NUL (raw or \\u0000) in a string are 400s; trailing whitespace is fine"
+books "strict framing and JSON"
+
 echo "$N_OK passed, 0 failed"
