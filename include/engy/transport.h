@@ -244,6 +244,18 @@ struct engy_transport_ops {
 	 * trust.  Optional.
 	 */
 	int (*client_tls)(void *inst, const char **ca_file, int *insecure);
+
+	/* --- appended in 1.2 ---------------------------------------------- */
+	/**
+	 * ws_set_max_message() - the largest message @c may receive from now
+	 * on, in bytes (never above the instance's max_message_bytes; 0: back
+	 * to it).  A frame that would take the message past it closes the
+	 * connection with 1009 at once.  A server lowers it until the peer
+	 * has said who it is, so an unauthenticated peer cannot make it
+	 * buffer a large message.  Optional.
+	 */
+	int (*ws_set_max_message)(void *inst, struct engy_ws_conn *c,
+				  size_t max);
 };
 
 #ifdef __cplusplus

@@ -95,10 +95,80 @@ bool engy_api_has_tool(const cJSON *tools, const char *name)
 	return false;
 }
 
+/* Whether @s[0..@n) is well-formed UTF-8 (no overlong forms, no
+ * surrogates, nothing above U+10FFFF). */
+static bool utf8_ok(const unsigned char *s, size_t n)
+{
+	size_t i = 0, k, j;
+	unsigned char c;
+
+	while (i < n) {
+		c = s[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			k = 1;
+		else if (c >= 0xe0 && c <= 0xef)
+			k = 2;
+		else if (c >= 0xf0 && c <= 0xf4)
+			k = 3;
+		else
+			return false;
+		if (n - i <= k)
+			return false;
+		for (j = 1; j <= k; j++)
+			if ((s[i + j] & 0xc0) != 0x80)
+				return false;
+		if ((c == 0xe0 && s[i + 1] < 0xa0) ||
+		    (c == 0xed && s[i + 1] > 0x9f) ||
+		    (c == 0xf0 && s[i + 1] < 0x90) ||
+		    (c == 0xf4 && s[i + 1] > 0x8f))
+			return false;
+		i += k + 1;
+	}
+	return true;
+}
+
+/* What cJSON lets through and RFC 8259 does not: a control character
+ * (raw, or a \u0000 that would cut the string short) inside a string, one
+ * other than whitespace outside.  NULL when there is none. */
+static const char *json_bytes_bad(const unsigned char *s, size_t n)
+{
+	bool in_str = false;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = s[i];
+
+		if (in_str) {
+			if (c == '\\') {
+				if (n - i > 5 && s[i + 1] == 'u' &&
+				    !memcmp(s + i + 2, "0000", 4))
+					return "a NUL (\\u0000) in a string";
+				i++;
+			} else if (c == '"') {
+				in_str = false;
+			} else if (c < 0x20) {
+				return "a raw control character in a string";
+			}
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c < 0x20 && c != ' ' && c != '\t' && c != '\n' &&
+			   c != '\r') {
+			return "a control character outside a string";
+		}
+	}
+	return NULL;
+}
+
 int engy_api_parse_root(const char *json, size_t len,
 			const struct engy_api_limits *lim, cJSON **root,
 			char *err, size_t errlen)
 {
+	const char *bad, *end = NULL;
+
 	*root = NULL;
 	if (lim && lim->max_body_bytes && len > lim->max_body_bytes)
 		return engy_api_fail(err, errlen, -E2BIG,
@@ -108,10 +178,26 @@ int engy_api_parse_root(const char *json, size_t len,
 	if (!json || !len)
 		return engy_api_fail(err, errlen, -EINVAL,
 				     "request body: empty");
-	*root = cJSON_ParseWithLength(json, len);
+	if (!utf8_ok((const unsigned char *)json, len))
+		return engy_api_fail(err, errlen, -EINVAL,
+				     "request body: not valid UTF-8");
+	if ((bad = json_bytes_bad((const unsigned char *)json, len)))
+		return engy_api_fail(err, errlen, -EINVAL,
+				     "request body: not valid JSON: %s", bad);
+	*root = cJSON_ParseWithLengthOpts(json, len, &end, false);
 	if (!*root)
 		return engy_api_fail(err, errlen, -EINVAL,
 				     "request body: not valid JSON");
+	while (end && end < json + len &&
+	       (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+		end++;
+	if (!end || end != json + len) {
+		cJSON_Delete(*root);
+		*root = NULL;
+		return engy_api_fail(err, errlen, -EINVAL,
+				     "request body: not valid JSON: text after "
+				     "the value");
+	}
 	if (!cJSON_IsObject(*root)) {
 		cJSON_Delete(*root);
 		*root = NULL;

@@ -378,6 +378,11 @@ static cJSON *commitment(const struct engy_miner_result *r, int *rc)
 	    !add_ids(c, "output_token_ids", r->output_ids, r->n_output_ids))
 		goto oom;
 	for (i = 0; i < r->n_schemes; i++) {
+		if (!r->proofs[i]) {	/* no proof: the scheme is null */
+			if (!cJSON_AddNullToObject(c, r->schemes[i]))
+				goto oom;
+			continue;
+		}
 		p = cJSON_Parse(r->proofs[i]);
 		if (!cJSON_IsObject(p)) {
 			cJSON_Delete(p);

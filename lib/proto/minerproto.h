@@ -127,7 +127,8 @@ struct engy_miner_result {
 	const uint32_t *output_ids;
 	size_t n_output_ids;
 	/* commitment[scheme] = the proof plugin's JSON object, with
-	 * prompt_ids added. */
+	 * prompt_ids added; null where proofs[i] is NULL (the proof could
+	 * not be built). */
 	const char *const *schemes;
 	const char *const *proofs;
 	size_t n_schemes;

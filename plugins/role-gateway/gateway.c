@@ -43,6 +43,17 @@ static const struct engy_opt gw_opts[] = {
 	  "admitted (the store's first_party miners are too)" },
 	{ "min_inflight_total", ENGY_OPT_INT, 0, OFF(min_inflight_total), "8",
 	  NULL, 1, 65536, "a hello's max_inflight_total must reach this" },
+	{ "worker_max_inflight", ENGY_OPT_INT, 0, OFF(worker_max_inflight),
+	  "256", NULL, 1, 1 << 20,
+	  "the most requests one worker is given at once (and its routing "
+	  "weight), whatever its hello claims" },
+	{ "hello_max_bytes", ENGY_OPT_INT, 0, OFF(hello_max_bytes), "65536",
+	  NULL, 1024, 1 << 26,
+	  "the largest message a leg may send before it is admitted" },
+	{ "max_unauthenticated", ENGY_OPT_INT, 0, OFF(max_unauthenticated),
+	  "256", NULL, 1, 1 << 20,
+	  "legs open at once without an admitted hello; more are refused "
+	  "(1008)" },
 	{ "hello_timeout_s", ENGY_OPT_FLOAT, 0, OFF(hello_timeout_s), "10",
 	  NULL, 0, 0, "a leg without a hello this long is closed" },
 	{ "stale_s", ENGY_OPT_FLOAT, 0, OFF(stale_s), "90", NULL, 0, 0,

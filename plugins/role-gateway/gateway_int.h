@@ -90,6 +90,9 @@ struct gw_conf {
 	bool onboarding;		/* false: new workers serve at once */
 	struct engy_strv first_party;	/* worker names always eligible */
 	int64_t min_inflight_total;	/* hello's max_inflight_total >= */
+	int64_t worker_max_inflight;	/* a worker's share, at most */
+	int64_t hello_max_bytes;	/* a message before admission */
+	int64_t max_unauthenticated;	/* legs not yet admitted, at most */
 	double hello_timeout_s;
 	double stale_s;			/* silence before a leg is dropped */
 	double ping_s;			/* silence before a ping */
@@ -176,9 +179,10 @@ enum gw_rstate {
 
 /*
  * How one request (or one attempt, for observers) ended.  Statuses are
- * the buyer's: 200, 499 (the buyer left), 502 (the worker failed), 504
- * (the worker ran out of time), or a refusal (4xx, 503) before any
- * worker was picked.
+ * the buyer's: 200, 499 (the buyer left), 500 (the gateway could not
+ * send the serve frame: never the worker's fault), 502 (the worker
+ * failed), 504 (the worker ran out of time), or a refusal (4xx, 503)
+ * before any worker was picked.
  */
 struct gw_outcome {
 	int status;

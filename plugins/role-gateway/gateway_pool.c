@@ -268,11 +268,17 @@ static void hello_done(struct gw_worker *w, int rc, const struct engy_miner *m,
 		w->max_request_s = spec->max_request_s;
 	if (w->max_inflight > w->max_inflight_total)
 		w->max_inflight = w->max_inflight_total;
+	/* A claim alone never wins more than the ceiling: the share is the
+	 * routing weight and the requests the worker is given at once. */
+	if (w->max_inflight > (unsigned)g->c->worker_max_inflight)
+		w->max_inflight = (unsigned)g->c->worker_max_inflight;
 	w->ident = ident_of(w);
 	supersede(w);
 	gw_worker_set_state(w, w->first_party ? GW_W_ACTIVE : GW_W_NEW,
 			    w->first_party ? "admitted, 1st-party"
 					   : "admitted");
+	if (g->ws->ws_set_max_message)	/* back to the transport's limit */
+		g->ws->ws_set_max_message(g->wsi, w->conn, 0);
 	send_simple(g, w, "admit", NULL);
 	GW_LOG(g, ENGY_LOG_NOTICE,
 	       "event=worker_admitted worker=%llu miner=%s name=%s model=%s "
@@ -328,6 +334,18 @@ static void on_heartbeat(struct gw_worker *w, const struct gw_mframe *f)
 
 /* ---- the websocket handler ---------------------------------------- */
 
+/* Open legs not admitted yet: waiting for or checking a hello. */
+static size_t unauthenticated(const struct gw *g)
+{
+	const struct gw_worker *w;
+	size_t n = 0;
+
+	for (w = g->workers; w; w = w->next)
+		if (w->conn && w->state <= GW_W_CHECKING)
+			n++;
+	return n;
+}
+
 static int h_open(void *arg, struct engy_ws_conn *c,
 		  const struct engy_ws_open *o)
 {
@@ -353,6 +371,19 @@ static int h_open(void *arg, struct engy_ws_conn *c,
 	}
 	if (g->stopping)
 		return -ESHUTDOWN;
+	if (unauthenticated(g) >= (size_t)g->c->max_unauthenticated) {
+		gw_count(g, "engy_gw_legs_refused_total",
+			 "reason=\"unauthenticated\"");
+		GW_LOG(g, ENGY_LOG_WARNING,
+		       "event=leg_refused remote=%s reason=\"too many legs "
+		       "without a hello\" max_unauthenticated=%lld",
+		       o->remote, (long long)g->c->max_unauthenticated);
+		return -EBUSY;
+	}
+	/* Until admitted, a leg may send a hello's worth, not 64 MiB. */
+	if (g->ws->ws_set_max_message)
+		g->ws->ws_set_max_message(g->wsi, c,
+					  (size_t)g->c->hello_max_bytes);
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;

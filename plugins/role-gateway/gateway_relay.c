@@ -9,14 +9,18 @@
  *    plain request);
  *  - chunk: relayed at once as SSE when the buyer streams (the first one
  *    starts the reply); while none came, a keep-alive every keepalive_s
- *    (the reply starts then, without content);
+ *    (the reply starts then, without content); the first token is the
+ *    first non-empty content, reasoning or tool-call delta: an empty
+ *    chunk is ignored (counted), it neither starts TTFT nor the timer;
  *  - response: the usage clamped to what the request allowed (a miner
  *    cannot bill past max_tokens or the prompt's count), the final SSE
  *    events or the whole JSON reply, the proof tee hears of it;
  *  - failure of an attempt (an error response, output that cannot be
- *    rendered, the leg lost, the send refused): the driver tries another
- *    worker while no content byte has reached the buyer and attempts and
- *    time remain, else 502 (in-band once the stream is under way);
+ *    rendered, the leg lost): the driver tries another worker while no
+ *    content byte has reached the buyer and attempts and time remain,
+ *    else 502 (in-band once the stream is under way); a serve frame the
+ *    gateway could not build or send is its own failure: 500, not
+ *    retried, never counted against the worker;
  *  - no token within first_token_timeout_s, or the request past its
  *    max_request_s: `cancel` to the miner, 504;
  *  - the buyer leaves: `cancel` to the miner (gw_relay_cancel()), 499,
@@ -149,7 +153,8 @@ static void attempt_failed(struct gw_req *r, int status, const char *reason,
 
 	timers_off(r);
 	if (w) {
-		w->failed++;
+		if (status == 502 || status == 504)
+			w->failed++;
 		gw_relay_outcome(r, status, reason, &o);
 		detach(r);
 		gw_notify_finished(g, w, r, &o);
@@ -272,8 +277,10 @@ void gw_relay_start(struct gw_req *r, struct gw_worker *w)
 		 * with the leg's other requests. */
 		if (rc == -ENOBUFS || rc == -ENOTCONN)
 			gw_worker_close(w, ENGY_WS_CLOSE_POLICY, "send failed");
-		else
-			attempt_failed(r, 502, "serve not sent", true);
+		else	/* the gateway's failure, never the worker's: not
+			 * counted against it, and not retried (it would fail
+			 * the same way on every worker) */
+			attempt_failed(r, 500, "serve not sent", false);
 		return;
 	}
 	arm(r, g->c->first_token_timeout_s < deadline - gw_since(&r->t0)
@@ -327,19 +334,26 @@ static void on_chunk(struct gw_worker *w, const char *corr_id,
 
 	if (!r)
 		return;
+	content = dstr(delta, "content", &clen);
+	reasoning = dstr(delta, "reasoning_content", &rlen);
+	if (!reasoning)
+		reasoning = dstr(delta, "reasoning", &rlen);
+	/* Only a token is a token: an empty chunk neither starts the
+	 * first-token clock (a forged TTFT) nor re-arms the timer. */
+	if (!content && !reasoning &&
+	    cJSON_GetArraySize(
+		    cJSON_GetObjectItemCaseSensitive(delta, "tool_calls")) < 1) {
+		gw_count(w->g, "engy_gw_frames_ignored_total",
+			 "reason=\"empty chunk\"");
+		return;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &r->t_last);
 	if (!r->first_chunk) {
 		r->first_chunk = true;
 		r->t_first = r->t_last;
 		arm(r, r->deadline_s - gw_since(&r->t0));
 	}
-	if (!r->x || !r->areq.stream)
-		return;
-	content = dstr(delta, "content", &clen);
-	reasoning = dstr(delta, "reasoning_content", &rlen);
-	if (!reasoning)
-		reasoning = dstr(delta, "reasoning", &rlen);
-	if (!content && !reasoning)
+	if (!r->x || !r->areq.stream || (!content && !reasoning))
 		return;
 	if (gw_reply_stream_begin(r) < 0)
 		return;

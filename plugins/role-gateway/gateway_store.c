@@ -285,11 +285,42 @@ void gw_store_check(struct gw_req *r, void (*done)(struct gw_req *r))
 
 /* ---- RESERVE ------------------------------------------------------ */
 
+/* The model's limits on @r (pure: the loop or the pool), before anything
+ * about workers: a request over them is a 400 whether or not a worker
+ * serves the model.  Non-zero: refused (r->job_status, r->err). */
+static int limits(struct gw *g, struct gw_req *r)
+{
+	struct engy_api_model am = {0};
+	int rc;
+
+	am.max_output_tokens = r->spec.max_output_tokens;
+	am.default_max_tokens =
+		(uint64_t)g->c->default_max_tokens < r->spec.max_output_tokens
+			? (uint64_t)g->c->default_max_tokens
+			: r->spec.max_output_tokens;
+	rc = engy_api_req_apply(&r->areq, &am, r->err, sizeof(r->err));
+	if (rc < 0) {
+		r->job_status = engy_api_status(rc);
+		return rc;
+	}
+	if (!r->internal && r->prompt_bound > r->spec.max_input_tokens) {
+		r->job_status = 400;
+		snprintf(r->err, sizeof(r->err),
+			 "messages: the prompt is %llu "
+			 "%s, over the model's max_input_tokens %u",
+			 (unsigned long long)r->prompt_bound,
+			 r->prompt_exact ? "tokens"
+					 : "bytes (counted as tokens)",
+			 r->spec.max_input_tokens);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static void reserve_fn(void *arg)
 {
 	struct gw_req *r = arg;
 	struct gw *g = r->g;
-	struct engy_api_model am = {0};
 	int64_t amount = 0, expires;
 	int rc;
 
@@ -309,16 +340,9 @@ static void reserve_fn(void *arg)
 		snprintf(r->err, sizeof(r->err), "model: no such model");
 		return;
 	}
-	am.max_output_tokens = r->spec.max_output_tokens;
-	am.default_max_tokens =
-		(uint64_t)g->c->default_max_tokens < r->spec.max_output_tokens
-			? (uint64_t)g->c->default_max_tokens
-			: r->spec.max_output_tokens;
-	rc = engy_api_req_apply(&r->areq, &am, r->err, sizeof(r->err));
-	if (rc < 0) {
-		r->job_status = engy_api_status(rc);
+	/* From the cache, the loop applied them already. */
+	if (!r->model_cached && limits(g, r))
 		return;
-	}
 	if (r->internal)
 		return; /* probes and bench: no money moves */
 	if (r->no_worker) {
@@ -326,17 +350,6 @@ static void reserve_fn(void *arg)
 		snprintf(r->err, sizeof(r->err),
 			 "no worker is serving this "
 			 "model right now; retry shortly");
-		return;
-	}
-	if (r->prompt_bound > r->spec.max_input_tokens) {
-		r->job_status = 400;
-		snprintf(r->err, sizeof(r->err),
-			 "messages: the prompt is %llu "
-			 "%s, over the model's max_input_tokens %u",
-			 (unsigned long long)r->prompt_bound,
-			 r->prompt_exact ? "tokens"
-					 : "bytes (counted as tokens)",
-			 r->spec.max_input_tokens);
 		return;
 	}
 	rc = engy_billing_reserve(&r->spec.price, r->prompt_bound,
@@ -376,8 +389,13 @@ static void reserve_done(void *arg, int rc)
 	struct gw_req *r = arg;
 	struct gw *g = r->g;
 
-	if (!r->model_cached && (r->job_rc == 0 || r->job_rc == -ENOENT))
-		model_put(g, r->areq.model, &r->spec, r->job_rc == 0);
+	/* Only models the store knows are cached (bounded by the catalog):
+	 * an unknown name costs a store read each time, like an unknown
+	 * API key, and is not kept, not even in the request log. */
+	if (!r->model_cached && r->job_rc == 0)
+		model_put(g, r->areq.model, &r->spec, true);
+	if (r->job_rc == -ENOENT)
+		r->spec.name[0] = '\0';
 	if (rc < 0 && !r->job_status) {
 		r->job_status = 503;
 		snprintf(r->err, sizeof(r->err),
@@ -392,6 +410,14 @@ void gw_store_reserve(struct gw_req *r, void (*done)(struct gw_req *r))
 	struct gw_model_entry *m = model_find(g, r->areq.model);
 
 	r->job_done = done;
+	if (strlen(r->areq.model) >= sizeof(r->spec.name)) {
+		/* Longer than any model id: unknown, without the store. */
+		r->spec.name[0] = '\0';
+		r->job_status = 404;
+		snprintf(r->err, sizeof(r->err), "model: no such model");
+		done(r);
+		return;
+	}
 	if (m && gw_fresh(&m->fetched, g->c->model_cache_s)) {
 		/* Refused from the cache, without a trip to the pool. */
 		if (!m->found || m->m.status != ENGY_MODEL_ENABLED) {
@@ -402,6 +428,10 @@ void gw_store_reserve(struct gw_req *r, void (*done)(struct gw_req *r))
 		}
 		r->model_cached = true;
 		r->spec = m->m;
+		if (limits(g, r)) {
+			done(r);
+			return;
+		}
 		if (r->no_worker) {
 			r->job_status = 503;
 			snprintf(r->err, sizeof(r->err),

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * PROVE: on the worker pool, every proof plugin over the request's rows,
- * the whole generation parsed (reasoning, tool calls, finish_reason), and
- * the `response` frame built with its commitment; the loop only sends it.
+ * PROVE: on the worker pool, every proof plugin over the request's rows
+ * (one that cannot build its proof leaves its scheme null: the answer
+ * still goes out, unproven), the whole generation parsed (reasoning, tool
+ * calls, finish_reason), and the `response` frame built with its
+ * commitment; the loop only sends it.
  * A cancel that came meanwhile drops the result.
  */
 #include <errno.h>
@@ -43,14 +45,16 @@ static void prove_fn(void *arg)
 	int rc = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (i = 0; !rc && i < m->n_proofs; i++) {
+	/* A proof that cannot be built (the plugin logs why) never fails
+	 * the buyer's request: its scheme goes out as null, which the
+	 * auditor records as unproven. */
+	for (i = 0; i < m->n_proofs; i++) {
 		schemes[i] = m->proofs[i].ops->scheme;
-		rc = m->proofs[i].ops->prove(m->proofs[i].inst, &rows,
-					     &proofs[i]);
-		if (rc)
-			snprintf(r->err, sizeof(r->err), "proof %s failed: %s",
-				 m->proofs[i].name,
-				 strerror(rc < 0 ? -rc : EINVAL));
+		if (m->proofs[i].ops->prove(m->proofs[i].inst, &rows,
+					    &proofs[i])) {
+			free(proofs[i]);
+			proofs[i] = NULL;
+		}
 	}
 	if (!rc && r->stop_hit) {
 		text = strndup(r->text, r->stop_at);

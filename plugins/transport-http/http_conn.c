@@ -353,11 +353,20 @@ static void process(struct th_conn *c)
 					return;
 				}
 			} else {
-				char *end;
-				unsigned long long sz;
+				const char *end = line;
+				unsigned long long sz = 0;
 
-				sz = strtoull(line, &end, 16);
-				if (!isxdigit((unsigned char)line[0]) ||
+				/* 1*HEXDIG (RFC 9112 §7.1), nothing else: no
+				 * "0x", no sign, at most 16 digits. */
+				while (isxdigit((unsigned char)*end) &&
+				       end - line < 16) {
+					sz = sz * 16 +
+					     (unsigned long long)(isdigit((unsigned char)*end)
+						      ? *end - '0'
+						      : (tolower((unsigned char)*end) - 'a' + 10));
+					end++;
+				}
+				if (end == line ||
 				    (*end && *end != ';' && *end != ' ' && *end != '\t'))
 					rc = 400;
 				else if (sz > (unsigned long long)c->ti->conf.max_body ||

@@ -262,6 +262,17 @@ static int op_client_tls(void *inst, const char **ca_file, int *insecure)
 	return 0;
 }
 
+static int op_set_max_message(void *inst, struct engy_ws_conn *c, size_t max)
+{
+	struct ws_inst *in = inst;
+	size_t top = (size_t)in->conf.max_message_bytes;
+
+	if (!c)
+		return -EINVAL;
+	((struct ws_conn *)c)->parser.max_message = max && max < top ? max : top;
+	return 0;
+}
+
 static const struct engy_transport_ops ws_ops = {
 	.size = sizeof(struct engy_transport_ops),
 	.proto = "ws",
@@ -273,6 +284,7 @@ static const struct engy_transport_ops ws_ops = {
 	.ws_set_user = op_set_user,
 	.ws_user = op_user,
 	.client_tls = op_client_tls,
+	.ws_set_max_message = op_set_max_message,
 };
 
 ENGY_PLUGIN(.kind = ENGY_KIND_TRANSPORT,

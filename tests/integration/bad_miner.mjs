@@ -16,6 +16,9 @@
 //   dropmid  two chunks, then the connection drops (no close frame)
 //   errresp  an error response
 //   mute     no heartbeats, no answer to ping (for the stale check)
+//   emptyfirst  empty chunks at once ({"content":""} and {}), then after
+//            DELAY_MS (default 300) the answer of `good`
+//   emptyonly   an empty chunk every CHUNK_MS, never a token
 // Environment: MINER_KEY, MODEL, WORKER_NAME, MAX_INFLIGHT (leg share,
 // default 8), MAX_TOTAL (max_inflight_total, default MAX_INFLIGHT; "none"
 // leaves it out), CHUNKS (default 3), CHUNK_MS (default 5), MARKER (text
@@ -98,6 +101,21 @@ async function serve(f) {
 	    `max_tokens=${req.max_tokens} request_id=${req.engy_request_id}`);
 	if (mode === 'silent' || mode === 'mute')
 		return;
+	if (mode === 'emptyonly') {
+		while (!st.cancelled && ws.readyState === WebSocket.OPEN) {
+			send({ type: 'chunk', corr_id: f.corr_id, delta: { content: '' } });
+			send({ type: 'chunk', corr_id: f.corr_id, delta: {} });
+			await sleep(chunkMs);
+		}
+		return;
+	}
+	if (mode === 'emptyfirst') {
+		send({ type: 'chunk', corr_id: f.corr_id, delta: { content: '' } });
+		send({ type: 'chunk', corr_id: f.corr_id, delta: { reasoning_content: '' } });
+		send({ type: 'chunk', corr_id: f.corr_id, delta: {} });
+		say(`empties sent corr=${f.corr_id}`);
+		await sleep(Number(env.DELAY_MS || 300));
+	}
 	if (mode === 'garbage')
 		return send('this is not a frame {');
 	if (mode === 'binary')

@@ -66,7 +66,8 @@ kill "$PID_m1"
 wait "$PID_m1" 2>/dev/null || true
 
 A log tail -n 1000 > "$T/log.txt"
-[ "$(grep -c "request=req_" "$T/log.txt")" -ge 12 ] || fail "too few rows: $(cat "$T/log.txt")"
+# (a 404 for an unknown model writes no row: the buyer's name is not stored)
+[ "$(grep -c "request=req_" "$T/log.txt")" -ge 11 ] || fail "too few rows: $(cat "$T/log.txt")"
 ok "the request log holds $(grep -c "request=req_" "$T/log.txt") metadata rows"
 for f in "$T"/gw/* "$T/gw.log" "$T/gw.stderr" "$T"/m1.log "$T"/m1.stderr "$T"/state-m1/*; do
 	[ -f "$f" ] || continue

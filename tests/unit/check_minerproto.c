@@ -365,6 +365,17 @@ START_TEST(test_response)
 		num(j, "output.usage.prompt_tokens_details.cached_tokens"), 2);
 	cJSON_Delete(j);
 	free(s);
+	/* A proof that could not be built: the scheme is null, the answer
+	 * and the token ids still go out. */
+	proofs[0] = NULL;
+	s = engy_miner_response_json(&r, &len, &rc);
+	ck_assert_int_eq(rc, 0);
+	j = parse(s);
+	ck_assert(cJSON_IsNull(get(j, "commitment.toploc")));
+	ck_assert_ptr_nonnull(get(j, "commitment.output_token_ids"));
+	ck_assert_int_eq(num(j, "output.usage.completion_tokens"), 2);
+	cJSON_Delete(j);
+	free(s);
 	/* A proof plugin that answered something other than an object. */
 	proofs[0] = "[1]";
 	s = engy_miner_response_json(&r, &len, &rc);

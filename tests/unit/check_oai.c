@@ -135,6 +135,32 @@ START_TEST(test_parse_errors)
 	} bad[] = {
 		{"{\"model\":", "request body: not valid JSON"},
 		{"[1]", "request body: expected a JSON object"},
+		{"{\"model\":\"m\",\"messages\":[]} {\"model\":\"n\"}",
+		 "request body: not valid JSON: text after the value"},
+		{"{\"model\":\"m\",\"messages\":[]}x",
+		 "request body: not valid JSON: text after the value"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"a\x01b\"}]}",
+		 "request body: not valid JSON: a raw control character"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"a\tb\"}]}",
+		 "request body: not valid JSON: a raw control character"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"a\\u0000b\"}]}",
+		 "request body: not valid JSON: a NUL"},
+		{"{\"model\":\"m\",\x02\"messages\":[]}",
+		 "request body: not valid JSON: a control character outside"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"a\xff\xfe\"}]}",
+		 "request body: not valid UTF-8"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"\xed\xa0\x80\"}]}", /* a surrogate */
+		 "request body: not valid UTF-8"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"\xc0\xaf\"}]}", /* overlong */
+		 "request body: not valid UTF-8"},
+		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		 "\"content\":\"cut \xe2\x82", "request body: not valid UTF-8"},
 		{"{\"messages\":[]}", "model: missing"},
 		{"{\"model\":7,\"messages\":[]}", "model: expected"},
 		{"{\"model\":\"\",\"messages\":[]}", "model: expected"},

@@ -466,6 +466,10 @@ static const struct {
 	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501 },
 	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400 },
 	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n", 400 },
+	/* 1*HEXDIG only: no "0x", no sign, at most 16 digits. */
+	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0x2\r\nab\r\n0\r\n\r\n", 400 },
+	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0X2\r\nab\r\n0\r\n\r\n", 400 },
+	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000002\r\nab\r\n0\r\n\r\n", 400 },
 	{ "GET / HTTP/1.1\r\nHost: t\r\nExpect: magic\r\n\r\n", 417 },
 	{ "GET / HTTP/1.1\r\nHost: t\r\nHost: u\r\n\r\n", 400 },
 	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
