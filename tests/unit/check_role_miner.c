@@ -22,6 +22,8 @@
 #include <engy/plugin.h>
 #include <engy/role.h>
 
+#include <cjson/cJSON.h>
+
 #include "fake_host.h"
 #include "miner_int.h"
 
@@ -63,10 +65,21 @@ static void ws_leg_close(void *inst, struct engy_ws_leg *leg)
 {
 }
 
+/* The frames the miner sent, the last one kept. */
+static unsigned n_sent;
+static struct engy_ws_conn *sent_conn;
+static char sent[2048];
+
 static int ws_send(void *inst, struct engy_ws_conn *c, int type,
 		   const void *data, size_t len)
 {
-	return -EIO;
+	ck_assert_int_eq(type, ENGY_WS_TEXT);
+	ck_assert_uint_lt(len, sizeof(sent));
+	memcpy(sent, data, len);
+	sent[len] = '\0';
+	sent_conn = c;
+	n_sent++;
+	return 0;
 }
 
 static int ws_close(void *inst, struct engy_ws_conn *c, int code,
@@ -119,6 +132,9 @@ static void peers_init(void)
 #undef PEER
 	info_rc = -EIO;
 	info_calls = 0;
+	n_sent = 0;
+	sent_conn = NULL;
+	sent[0] = '\0';
 }
 
 /* ---- fixture ------------------------------------------------------------ */
@@ -507,6 +523,118 @@ START_TEST(backend_loading)
 }
 END_TEST
 
+/* ---- routed requests refused before any work --------------------------- */
+
+static char conn_mem;
+#define CONN ((struct engy_ws_conn *)&conn_mem)
+
+/* One gateway text frame to miner_serve() on leg 0. */
+static void serve(struct miner *m, const char *text)
+{
+	struct mleg leg = { .m = m, .idx = 0, .conn = CONN };
+	struct engy_gw_frame fr;
+	char err[128];
+
+	ck_assert_int_eq(engy_gw_frame_parse(text, strlen(text), &fr, err,
+					     sizeof(err)),
+			 0);
+	ck_assert_int_eq(fr.type, ENGY_GW_SERVE);
+	miner_serve(&leg, &fr);
+	engy_gw_frame_free(&fr);
+}
+
+/* The one frame sent since the last call: an error response to @corr. */
+static cJSON *sent_error(const char *corr, const char *error)
+{
+	cJSON *j = cJSON_Parse(sent), *it;
+
+	ck_assert_uint_eq(n_sent, 1);
+	ck_assert_ptr_eq(sent_conn, CONN);
+	ck_assert_ptr_nonnull(j);
+	it = cJSON_GetObjectItemCaseSensitive(j, "type");
+	ck_assert_str_eq(it->valuestring, "response");
+	it = cJSON_GetObjectItemCaseSensitive(j, "corr_id");
+	ck_assert_str_eq(it->valuestring, corr);
+	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "commitment")));
+	it = cJSON_GetObjectItemCaseSensitive(j, "error");
+	ck_assert_msg(cJSON_IsString(it) && strstr(it->valuestring, error),
+		      "%s", sent);
+	n_sent = 0;
+	return j;
+}
+
+static const char *request_id(cJSON *j)
+{
+	return cJSON_GetObjectItemCaseSensitive(j, "request_id")->valuestring;
+}
+
+#define MSGS "\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]"
+
+/* Before the preparation the capacity is 0: every serve is refused with
+ * an error response naming it, echoing the gateway's request id; past
+ * capacity, a body that is not a chat request fails on its own; stopping
+ * refuses everything; nothing stays in flight. */
+START_TEST(serve_refusals)
+{
+	struct fx f;
+	struct miner *m;
+	char long_id[ENGY_GW_MAX_REQUEST_ID + 40], text[512];
+	cJSON *j;
+
+	fx_init(&f);
+	f.c.lock_file = f.lock;
+	info_rc = -EAGAIN;
+	ck_assert_int_eq(fx_start(&f, 3), 0);
+	m = f.inst;
+	ck_assert_uint_eq(m->cap.max_inflight_total, 0);
+
+	serve(m, "{\"type\":\"serve\",\"corr_id\":\"c1\",\"request\":"
+		 "{\"engy_request_id\":\"rq-1\"," MSGS "}}");
+	j = sent_error("c1", "the miner is at capacity (max_inflight_total 0)");
+	ck_assert_str_eq(request_id(j), "rq-1");
+	cJSON_Delete(j);
+	assert_log(&f, "event=serve_refused leg=0 corr_id=c1 reason=\"the "
+		       "miner is at capacity");
+
+	/* a request id past the limit is not echoed: one of our own */
+	memset(long_id, 'x', sizeof(long_id) - 1);
+	long_id[sizeof(long_id) - 1] = '\0';
+	snprintf(text, sizeof(text),
+		 "{\"type\":\"serve\",\"corr_id\":\"c2\",\"request\":"
+		 "{\"engy_request_id\":\"%s\"," MSGS "}}", long_id);
+	serve(m, text);
+	j = sent_error("c2", "at capacity");
+	ck_assert_uint_eq(strlen(request_id(j)), 32);
+	ck_assert_uint_eq(strspn(request_id(j), "0123456789abcdef"), 32);
+	cJSON_Delete(j);
+
+	/* the frame's own fault, whatever the capacity */
+	m->cap.max_inflight_total = 8;
+	serve(m, "{\"type\":\"serve\",\"corr_id\":\"c3\",\"request\":[1]}");
+	cJSON_Delete(sent_error("c3", "serve: request is not a JSON object"));
+	serve(m, "{\"type\":\"serve\",\"corr_id\":\"c4\",\"stream\":1,"
+		 "\"request\":{" MSGS "}}");
+	cJSON_Delete(sent_error("c4", "serve: stream is not a boolean"));
+
+	/* admitted, then not a chat request: failed, counted, gone */
+	serve(m, "{\"type\":\"serve\",\"corr_id\":\"c5\",\"request\":"
+		 "{\"engy_request_id\":\"rq-5\",\"messages\":7}}");
+	j = sent_error("c5", "invalid request: ");
+	ck_assert_str_eq(request_id(j), "rq-5");
+	cJSON_Delete(j);
+	assert_log(&f, "event=request leg=0 corr_id=c5 rid=engy-");
+	ck_assert_uint_eq(m->inflight, 0);
+	ck_assert_ptr_null(m->reqs);
+
+	engy_plugin.stop(f.inst);
+	serve(m, "{\"type\":\"serve\",\"corr_id\":\"c6\",\"request\":"
+		 "{" MSGS "}}");
+	cJSON_Delete(sent_error("c6", "the miner is shutting down"));
+	ck_assert_uint_eq(m->inflight, 0);
+	fx_free(&f);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("role_miner");
@@ -525,6 +653,9 @@ static Suite *suite(void)
 	tcase_add_test(t, lock_held);
 	tcase_add_test(t, lock_unopenable);
 	tcase_add_test(t, backend_loading);
+	suite_add_tcase(s, t);
+	t = tcase_create("serve");
+	tcase_add_test(t, serve_refusals);
 	suite_add_tcase(s, t);
 	return s;
 }
