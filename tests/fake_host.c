@@ -15,6 +15,9 @@ struct fake {
 	struct engy_host h;
 	char *log;
 	size_t len;
+	const struct engy_peer_info *peers;
+	size_t n_peers;
+	int exit_code;
 };
 
 static void fake_vlog(const struct engy_host *h, int level, const char *fmt,
@@ -92,6 +95,28 @@ static int fake_peer(const struct engy_host *h, uint32_t kind,
 	return -ENOENT;
 }
 
+static int fake_peer_at(const struct engy_host *h, size_t i,
+			struct engy_peer_info *out)
+{
+	const struct fake *f = (const struct fake *)h;
+	uint32_t size;
+
+	if (i >= f->n_peers)
+		return -ENOENT;
+	size = out->size < sizeof(*out) ? out->size : sizeof(*out);
+	memcpy(out, &f->peers[i], size);
+	out->size = size;
+	return 0;
+}
+
+static void fake_shutdown(const struct engy_host *h, int exit_code)
+{
+	struct fake *f = (struct fake *)h;
+
+	if (f->exit_code < 0)
+		f->exit_code = exit_code;
+}
+
 static const char *fake_state_dir(const struct engy_host *h)
 {
 	return ".";
@@ -119,6 +144,9 @@ struct engy_host *fake_host_new(const char *instance)
 	f->h.metric_observe = fake_metric_op;
 	f->h.peer = fake_peer;
 	f->h.state_dir = fake_state_dir;
+	f->h.peer_at = fake_peer_at;
+	f->h.shutdown = fake_shutdown;
+	f->exit_code = -1;
 	return &f->h;
 }
 
@@ -137,4 +165,18 @@ const char *fake_host_log(const struct engy_host *h)
 	const struct fake *f = (const struct fake *)h;
 
 	return f->log ? f->log : "";
+}
+
+void fake_host_set_peers(struct engy_host *h,
+			 const struct engy_peer_info *peers, size_t n)
+{
+	struct fake *f = (struct fake *)h;
+
+	f->peers = peers;
+	f->n_peers = n;
+}
+
+int fake_host_shutdown_code(const struct engy_host *h)
+{
+	return ((const struct fake *)h)->exit_code;
 }
