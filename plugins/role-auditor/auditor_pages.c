@@ -8,7 +8,7 @@
  *                      weight vector as a table and a bar chart, burn,
  *                      the aggregates and the command that recomputes it
  *   GET /epochs/{i}    one epoch, with its rows
- *   GET /miners        the newest closed epoch per (miner, model):
+ *   GET /miners[?epoch=i]  the newest (or that) closed epoch per (miner, model):
  *                      requests, tokens, 2xx rate, p99s against the
  *                      model's ceilings, verdicts by scheme, the gate,
  *                      score and weight; a sparkline of its weight over
@@ -49,6 +49,7 @@ struct pageq {
 	struct engy_http_exchange *x;
 	int what;
 	int64_t index;
+	bool has_index;		/* /miners?epoch=i */
 	bool closing;		/* copied on the loop thread */
 	int64_t next_close;
 	char host[128];
@@ -407,14 +408,15 @@ static void render_miners(struct pageq *q, struct engy_html *h,
 		engy_html_raw(h, "<p class=\"none\">No closed epoch yet.</p></body></html>\n");
 		return;
 	}
-	engy_html_printf(h, "<p>Epoch <a href=\"/epochs/%" PRId64 "\">%" PRId64 "</a>, the newest "
-			 "closed one: who served each model, and how.</p>\n"
+	engy_html_printf(h, "<p>Epoch <a href=\"/epochs/%" PRId64 "\">%" PRId64 "</a>%s: who served "
+			 "each model, and how.</p>\n"
 			 "<table class=\"miners\"><thead><tr><th>label</th><th>hotkey</th><th>uid</th>"
 			 "<th>model</th><th>counted</th><th>tokens</th><th>2xx rate</th>"
 			 "<th>TTFT p99 / ceiling (ms)</th><th>TPOT p99 / ceiling (ms)</th>"
 			 "<th>verdicts (pass/cheat/unproven)</th><th>gate</th><th>score (µUSD)</th>"
 			 "<th>weight</th><th>last epochs</th></tr></thead><tbody>\n",
-			 p->rec.epoch_index, p->rec.epoch_index);
+			 p->rec.epoch_index, p->rec.epoch_index,
+			 q->has_index ? "" : ", the newest closed one");
 	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(p->agg, "rows")) {
 		const char *hk = jstr(row, "hotkey"), *model = jstr(row, "model");
 		const cJSON *st = cJSON_GetObjectItemCaseSensitive(row, "status");
@@ -527,10 +529,10 @@ static void page_fn(void *arg)
 
 	rc = a->st->miner_list(a->sti, &q->miners, &q->n_miners);
 	if (!rc)
-		rc = load_epochs(q, q->what == P_EPOCH ? q->index : -1,
+		rc = load_epochs(q, q->has_index ? q->index : -1,
 				 q->what == P_EPOCH ? 1 + AUD_SPARK :
 				 q->what == P_MINERS ? AUD_SPARK : AUD_PAGE_EPOCHS);
-	if (!rc && q->what == P_EPOCH && (!q->n_ep || q->ep[0].rec.epoch_index != q->index))
+	if (!rc && q->has_index && (!q->n_ep || q->ep[0].rec.epoch_index != q->index))
 		rc = -ENOENT;
 	if (!rc && q->what == P_MINERS && q->n_ep)
 		rc = count_verdicts(q, &vc, &n_vc);
@@ -573,13 +575,25 @@ static void page_done(void *arg, int prc)
 	free(q);
 }
 
+/* A decimal index of at most 15 digits, no leading zero; -1 otherwise. */
+static int64_t index_of(const char *p)
+{
+	size_t n = strspn(p, "0123456789");
+	int64_t v = 0;
+
+	if (!n || n != strlen(p) || n > 15 || (p[0] == '0' && n > 1))
+		return -1;
+	for (; *p; p++)
+		v = v * 10 + (*p - '0');
+	return v;
+}
+
 static int page_request(void *arg, struct engy_http_exchange *x,
 			const struct engy_http_request *r)
 {
 	struct aud *a = arg;
 	const char *p = r->path, *host = r->header(r, "Host");
 	struct pageq *q;
-	int64_t v = 0;
 
 	if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
 		return a->t->http_reply(a->ti, x, 405, "text/plain", NULL,
@@ -593,12 +607,18 @@ static int page_request(void *arg, struct engy_http_exchange *x,
 		q->what = P_EPOCHS;
 	} else if (!strcmp(p, "/miners") || !strcmp(p, "/miners/")) {
 		q->what = P_MINERS;
-	} else if (!strncmp(p, "/epochs/", 8) && p[8] >= '0' && p[8] <= '9' &&
-		   strlen(p + 8) <= 15 && strspn(p + 8, "0123456789") == strlen(p + 8)) {
+		if (r->query && !strncmp(r->query, "epoch=", 6)) {
+			q->index = index_of(r->query + 6);
+			q->has_index = true;
+			if (q->index < 0) {
+				free(q);
+				return -ENOENT;
+			}
+		}
+	} else if (!strncmp(p, "/epochs/", 8) && index_of(p + 8) >= 0) {
 		q->what = P_EPOCH;
-		for (p += 8; *p; p++)
-			v = v * 10 + (*p - '0');
-		q->index = v;
+		q->index = index_of(p + 8);
+		q->has_index = true;
 	} else {
 		free(q);
 		return -ENOENT;
