@@ -119,6 +119,12 @@ while read -r l; do ok "$l"; done < "$T/lines"
 grep -q '^pages: http://127.0.0.1:[0-9]*/epochs  http://127.0.0.1:[0-9]*/miners' "$T/out" ||
 	fail "devnet.sh prints no page URLs: $(cat "$T/out")"
 ok "devnet.sh prints the page URLs beside its table"
+# under ASan/UBSan (scripts/test.sh's second pass) the roles that render
+# the pages report at exit into their logs
+if grep -l 'ERROR: \(Leak\|Address\)Sanitizer\|runtime error:' "$T/devnet/logs/gateway.log" \
+	"$T/devnet/logs/auditor.log" 2>/dev/null; then
+	fail "sanitizer: $(grep -h -A12 'Sanitizer\|runtime error:' "$T/devnet/logs/gateway.log" "$T/devnet/logs/auditor.log" | head -40)"
+fi
 if [ "$BROWSER" = 1 ]; then
 	[ -f "$OUT/browser.ok" ] || fail "the browser checks did not finish"
 	for p in epoch epochs miners gateway-status; do
