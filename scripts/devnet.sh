@@ -22,7 +22,11 @@
 # Environment: ENGY_DEVNET_STATE (var/devnet), ENGY_DEVNET_BUILD (the
 # build dir: build-main, built by scripts/test.sh when missing),
 # ENGY_DEVNET_EPOCH_S (30), ENGY_DEVNET_REQUESTS (12), ENGY_DEVNET_SIZE
-# (tiny|small: the model), ENGY_PEERS (npm peers with openai; else curl).
+# (tiny|small: the model), ENGY_PEERS (npm peers with openai; else curl),
+# ENGY_DEVNET_THEN (a command run after the table while the network is up,
+# with DEVNET_PROVIDER, DEVNET_GATEWAY, DEVNET_TEE_TOKEN, DEVNET_STATE,
+# DEVNET_EPOCH and DEVNET_HONEST/DEVNET_CHEAT (hotkeys) set; its failure
+# fails the devnet).
 # Exit status: 0 done, 1 failed, 3 a role this tree lacks (not ready).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +35,7 @@ ONCE=0
 for a in "$@"; do
 	case $a in
 	--once) ONCE=1 ;;
-	-h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "devnet: unknown argument $a (--once, --help)" >&2; exit 2 ;;
 	esac
 done
@@ -358,10 +362,18 @@ fi
 	echo "chat with the gateway:"
 	echo "  curl -s $BASE/v1/chat/completions -H 'Authorization: Bearer $KEY' -H 'Content-Type: application/json' -d '{\"model\":\"$MODEL\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'"
 	echo "provider API: curl -s $API/epoch/latest"
+	echo "pages: http://127.0.0.1:$APORT/epochs  http://127.0.0.1:$APORT/miners  (the provider's)"
+	echo "  gateway status: curl -s $BASE/internal/v1/status -H 'Authorization: Bearer $TEE_TOKEN'"
 } | tee "$RUN/table.txt"
 [ "$VERIFIED" = "payload verifies" ] || die "the epoch payload does not verify"
 [ "$MATCH" = "matches the signed epoch" ] || die "the dev chain's weights are not the signed epoch's"
 
+if [ -n "${ENGY_DEVNET_THEN:-}" ]; then
+	say "running ENGY_DEVNET_THEN"
+	DEVNET_PROVIDER="http://127.0.0.1:$APORT" DEVNET_GATEWAY="$BASE" DEVNET_TEE_TOKEN="$TEE_TOKEN" \
+		DEVNET_STATE="$STATE" DEVNET_EPOCH="$E" DEVNET_HONEST="$H_HONEST" DEVNET_CHEAT="$H_CHEAT" \
+		sh -c "$ENGY_DEVNET_THEN" >&2 || die "ENGY_DEVNET_THEN failed"
+fi
 if [ $ONCE = 1 ]; then
 	exit 0
 fi

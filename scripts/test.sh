@@ -21,7 +21,7 @@ APT_PKGS="build-essential autoconf automake autoconf-archive libtool pkg-config
   postgresql libpq-dev
   libsystemd-dev systemd
   clang libclang-rt-14-dev
-  curl ca-certificates
+  curl ca-certificates chromium
   python3-numpy"
 command -v node >/dev/null 2>&1 || APT_PKGS="$APT_PKGS nodejs npm"
 command -v npm >/dev/null 2>&1 || APT_PKGS="$APT_PKGS npm"

@@ -203,6 +203,8 @@ static int aud_start(void *inst)
 		return -ENOMEM;
 	if (a->t) {
 		rc = aud_api_init(a);
+		if (!rc)
+			rc = aud_pages_init(a);
 		if (rc)
 			return rc;
 	}

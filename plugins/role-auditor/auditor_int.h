@@ -11,6 +11,7 @@
  *   auditor_epoch.c  closing an epoch: the request log's slice and the
  *                    verdicts to the scorer's input, settle, sign, store
  *   auditor_api.c    the provider API (transport-http)
+ *   auditor_pages.c  the provider's pages (/epochs, /miners) beside it
  *
  * Everything runs on the loop thread except the pool job bodies, which
  * touch only their own job.  Commitments live in RAM only, for as long as
@@ -138,5 +139,7 @@ int64_t aud_now_ms(void);
 void aud_epoch_tick(struct aud *a);
 /* auditor_api.c */
 int aud_api_init(struct aud *a);
+/* auditor_pages.c: /epochs, /epochs/{i}, /miners (HTML) */
+int aud_pages_init(struct aud *a);
 
 #endif /* ENGY_ROLE_AUDITOR_INT_H */
