@@ -733,7 +733,12 @@ ok('max_tokens: MAX_TOKENS when absent, capped at MAX_OUTPUT_TOKENS');
 	ok('a stop string of several tokens: the text ends before it, finish_reason stop, streamed too');
 }
 
-// ping -> heartbeat; periodic heartbeats; unknown and malformed frames
+// ping -> heartbeat; periodic heartbeats; unknown and malformed frames.
+// A request cancelled at a stop string counts until its backend work has
+// ended, which a loaded machine may take a while to report: wait for the
+// legs to go idle first, then one ping must say so.
+await idle(l0, 'after the stop strings');
+await idle(l1, 'after the stop strings');
 drainHeartbeats();
 send(l1, { type: 'ping' });
 let hb = await heartbeatOn(l1);
