@@ -23,11 +23,11 @@
 #include "qwen3.h"
 #include "safetensors.h"
 
-#define PREFILL	256
-#define CHUNK	128
-#define DECODE	64
+#define PREFILL	     256
+#define CHUNK	     128
+#define DECODE	     64
 #define BASE_PREFILL 64
-#define BASE_DECODE 16
+#define BASE_DECODE  16
 
 static double now(void)
 {
@@ -48,7 +48,7 @@ static double rss_mb(void)
 			kb = strtod(line + 6, NULL);
 	if (f)
 		fclose(f);
-	return kb * 1024 / 1e6;	/* MB, like the weight figure */
+	return kb * 1024 / 1e6; /* MB, like the weight figure */
 }
 
 static uint32_t argmax(const float *v, uint32_t n)
@@ -81,7 +81,8 @@ static struct run measure(struct q3_model *m, size_t np, size_t nd)
 	for (off = 0; off < np; off += cnt) {
 		cnt = np - off < CHUNK ? np - off : CHUNK;
 		for (k = 0; k < cnt; k++)
-			rows[k] = (struct q3_row){ s, (uint32_t)((off + k) * 97 % 5000) };
+			rows[k] = (struct q3_row){ s, (uint32_t)((off + k) *
+								 97 % 5000) };
 		engy_q3_forward(m, rows, cnt, h);
 	}
 	engy_q3_logits(m, h + (cnt - 1) * c->hidden, 1, lg);
@@ -109,8 +110,9 @@ static double macs_per_token(const struct q3_config *c)
 	uint32_t l;
 
 	for (l = 0; l < c->n_layers; l++) {
-		mlp = c->sparse[l] ? 3.0 * h * c->moe_inter * c->top_k + h * c->n_experts :
-				     3.0 * h * c->inter;
+		mlp = c->sparse[l] ? 3.0 * h * c->moe_inter * c->top_k +
+					     h * c->n_experts
+				   : 3.0 * h * c->inter;
 		total += h * qd * 2 + h * kvd * 2 + mlp;
 	}
 	return total + h * c->vocab;
@@ -120,7 +122,8 @@ static double kernel_gflops(unsigned threads)
 {
 	struct mm_pool *p = engy_mm_pool_new(threads);
 	size_t n = 128, in = 1536, out = 1536, i;
-	float *x = malloc(n * in * 4), *w = malloc(out * in * 4), *y = malloc(n * out * 4);
+	float *x = malloc(n * in * 4), *w = malloc(out * in * 4),
+	      *y = malloc(n * out * 4);
 	double t, best = 0;
 	int rep;
 
@@ -144,7 +147,7 @@ static double kernel_gflops(unsigned threads)
 
 static double read_bandwidth_gbs(void)
 {
-	size_t n = (size_t)64 << 20, i;	/* 256 MB of floats */
+	size_t n = (size_t)64 << 20, i; /* 256 MB of floats */
 	float *a = malloc(n * sizeof(float)), s = 0;
 	double t, best = 0;
 	int rep;
@@ -155,7 +158,8 @@ static double read_bandwidth_gbs(void)
 		a[i] = 1.0f;
 	for (rep = 0; rep < 3; rep++) {
 		t = now();
-		s += engy_mm_dot(a, a + n / 2, n / 2);	/* reads all n floats once */
+		s += engy_mm_dot(a, a + n / 2,
+				 n / 2); /* reads all n floats once */
 		t = now() - t;
 		if (n * 4.0 / t / 1e9 > best)
 			best = n * 4.0 / t / 1e9;
@@ -175,7 +179,7 @@ static double theoretical(unsigned cores, char *what, size_t len)
 	FILE *f = fopen("/proc/cpuinfo", "r");
 	char line[4096];
 	double mhz = 0;
-	int lanes = 4;	/* SSE */
+	int lanes = 4; /* SSE */
 
 	while (f && fgets(line, sizeof(line), f)) {
 		if (!strncmp(line, "cpu MHz", 7) && !mhz)
@@ -190,19 +194,24 @@ static double theoretical(unsigned cores, char *what, size_t len)
 	if (f)
 		fclose(f);
 	if (!strcmp(engy_mm_kernel_name(), "generic") && lanes > 4)
-		lanes = 4;	/* the kernel in use does not use AVX */
-	snprintf(what, len, "%u cores x %.2f GHz x %d FLOP/cycle (%s, 2 FMA pipes)%s",
-		 cores, mhz / 1e3, 4 * (lanes > 8 ? 8 : lanes),
-		 lanes >= 8 ? "avx2+fma" : "sse", lanes == 16 ?
-		 "; avx512f present: up to twice that on full-width units" : "");
+		lanes = 4; /* the kernel in use does not use AVX */
+	snprintf(
+		what, len,
+		"%u cores x %.2f GHz x %d FLOP/cycle (%s, 2 FMA pipes)%s",
+		cores, mhz / 1e3, 4 * (lanes > 8 ? 8 : lanes),
+		lanes >= 8 ? "avx2+fma" : "sse",
+		lanes == 16
+			? "; avx512f present: up to twice that on full-width units"
+			: "");
 	return cores * mhz / 1e3 * 4 * (lanes > 8 ? 8 : lanes);
 }
 
 /* Write the small checkpoint (in a child: the bench's heap stays fresh). */
 static int generate(bool moe, const char *dir)
 {
-	struct mkmodel_opts o = { .moe = moe, .small = true, .seed = 1,
-				  .dtype = ENGY_ST_BF16 };
+	struct mkmodel_opts o = {
+		.moe = moe, .small = true, .seed = 1, .dtype = ENGY_ST_BF16
+	};
 	char err[512];
 
 	if (mkmodel_write(&o, dir, err, sizeof(err))) {
@@ -215,7 +224,8 @@ static int generate(bool moe, const char *dir)
 static int bench_model(const char *dir, unsigned threads, double theo,
 		       double bw)
 {
-	struct q3_load_opts fast = { .threads = threads }, slow = { .naive = true };
+	struct q3_load_opts fast = { .threads = threads },
+			    slow = { .naive = true };
 	struct q3_model *m, *b;
 	struct run r, base;
 	double rss0, rss1, t, macs;
@@ -234,11 +244,13 @@ static int bench_model(const char *dir, unsigned threads, double theo,
 	macs = macs_per_token(c);
 	printf("%s small: hidden %u, %u layers, vocab %u%s; %.1fM MACs/token; %s\n",
 	       c->moe ? "qwen3-moe" : "qwen3", c->hidden, c->n_layers, c->vocab,
-	       c->moe ? ", experts 16 top-4" : "", macs / 1e6, engy_q3_model_device(m));
+	       c->moe ? ", experts 16 top-4" : "", macs / 1e6,
+	       engy_q3_model_device(m));
 	printf("  load %.2f s; weights %.1f MB in memory (%s matrices); RSS +%.1f MB per loaded model\n",
-	       t, engy_q3_model_bytes(m) / 1e6, engy_q3_model_matrix_bytes(m) == 2 ? "bf16" : "float32",
+	       t, engy_q3_model_bytes(m) / 1e6,
+	       engy_q3_model_matrix_bytes(m) == 2 ? "bf16" : "float32",
 	       rss1 - rss0);
-	measure(m, 16, 4);	/* warm up: page in the weights, spin up threads */
+	measure(m, 16, 4); /* warm up: page in the weights, spin up threads */
 	r = measure(m, PREFILL, DECODE);
 	if (engy_q3_model_load(dir, &slow, &b, err, sizeof(err))) {
 		fprintf(stderr, "bench_backend_ref: load: %s\n", err);
@@ -246,12 +258,13 @@ static int bench_model(const char *dir, unsigned threads, double theo,
 	}
 	base = measure(b, BASE_PREFILL, BASE_DECODE);
 	printf("  prefill %d tokens (chunks of %d): %8.1f tok/s  baseline %6.1f tok/s  ratio %5.1fx"
-	       "  (FLOP-bound limit %.0f tok/s at the theoretical peak)\n", PREFILL, CHUNK,
-	       r.prefill_tps, base.prefill_tps, r.prefill_tps / base.prefill_tps,
-	       theo * 1e9 / (2 * macs));
+	       "  (FLOP-bound limit %.0f tok/s at the theoretical peak)\n",
+	       PREFILL, CHUNK, r.prefill_tps, base.prefill_tps,
+	       r.prefill_tps / base.prefill_tps, theo * 1e9 / (2 * macs));
 	printf("  decode %d tokens (greedy, KV cache): %8.1f tok/s  baseline %6.1f tok/s  ratio %5.1fx"
-	       "  (memory-bound limit %.0f tok/s at %.1f GB/s)\n", DECODE, r.decode_tps,
-	       base.decode_tps, r.decode_tps / base.decode_tps,
+	       "  (memory-bound limit %.0f tok/s at %.1f GB/s)\n",
+	       DECODE, r.decode_tps, base.decode_tps,
+	       r.decode_tps / base.decode_tps,
 	       bw * 1e9 / (macs * engy_q3_model_matrix_bytes(m)), bw);
 	engy_q3_model_free(m);
 	engy_q3_model_free(b);
@@ -283,7 +296,8 @@ int main(void)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned threads = ncpu > 0 ? (unsigned)ncpu : 1;
 	double peak, peak1, theo, bw;
-	char what[160], t1[] = "/tmp/engy-bench-XXXXXX", t2[] = "/tmp/engy-bench-XXXXXX";
+	char what[160], t1[] = "/tmp/engy-bench-XXXXXX",
+			t2[] = "/tmp/engy-bench-XXXXXX";
 	char cmd[128];
 	int rc;
 
@@ -296,7 +310,8 @@ int main(void)
 	peak = kernel_gflops(threads);
 	theo = theoretical(threads, what, sizeof(what));
 	bw = read_bandwidth_gbs();
-	printf("bench_backend_ref: kernel %s, %u threads\n", engy_mm_kernel_name(), threads);
+	printf("bench_backend_ref: kernel %s, %u threads\n",
+	       engy_mm_kernel_name(), threads);
 	printf("  matmul kernel peak (128x1536x1536): %.1f GFLOP/s on %u threads, %.1f on 1"
 	       "; theoretical %.0f GFLOP/s = %s; kernel at %.0f%% of it\n",
 	       peak, threads, peak1, theo, what, 100 * peak / theo);

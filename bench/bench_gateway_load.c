@@ -46,9 +46,9 @@
 #include "metrics.h"
 #include "pool.h"
 
-#define MAX_LEGS	64
-#define MAX_CONNS	1024
-#define BUFCAP		(256 * 1024)
+#define MAX_LEGS  64
+#define MAX_CONNS 1024
+#define BUFCAP	  (256 * 1024)
 
 static struct engyd d;
 static struct engy_instance ws_in, http_in;
@@ -76,18 +76,21 @@ static void die(const char *what)
 
 /* ---- fake miners (loop thread) ----------------------------------------- */
 
-static int leg_open(void *arg, struct engy_ws_conn *c, const struct engy_ws_open *o)
+static int leg_open(void *arg, struct engy_ws_conn *c,
+		    const struct engy_ws_open *o)
 {
 	char hello[1024];
-	int n = snprintf(hello, sizeof(hello),
+	int n = snprintf(
+		hello, sizeof(hello),
 		"{\"type\":\"hello\",\"miner_key\":\"%s\",\"model\":\"%s\","
 		"\"model_root\":\"%064d\",\"hw\":{\"host\":\"bench\",\"cpus\":1},"
 		"\"versions\":{},\"capacity\":{\"max_inflight\":256,"
 		"\"max_inflight_total\":256,\"max_input_tokens\":100000,"
 		"\"max_output_tokens\":4096,\"max_request_s\":600},"
 		"\"worker_name\":\"bench-%d\",\"instance_id\":\"bench-%d\","
-		"\"worker_id\":\"%032d\"}", miner_key, model, 0,
-		(int)(intptr_t)arg, (int)(intptr_t)arg, (int)(intptr_t)arg);
+		"\"worker_id\":\"%032d\"}",
+		miner_key, model, 0, (int)(intptr_t)arg, (int)(intptr_t)arg,
+		(int)(intptr_t)arg);
 
 	return wsops->ws_send(ws_in.inst, c, ENGY_WS_TEXT, hello, (size_t)n);
 }
@@ -122,7 +125,8 @@ static void leg_message(void *arg, struct engy_ws_conn *c, int type,
 		return;
 	}
 	if (memmem(s, len, "\"type\":\"ping\"", 13)) {
-		n = snprintf(f, sizeof(f), "{\"type\":\"heartbeat\",\"inflight\":0}");
+		n = snprintf(f, sizeof(f),
+			     "{\"type\":\"heartbeat\",\"inflight\":0}");
 		wsops->ws_send(ws_in.inst, c, ENGY_WS_TEXT, f, (size_t)n);
 		return;
 	}
@@ -131,10 +135,14 @@ static void leg_message(void *arg, struct engy_ws_conn *c, int type,
 		return;
 	if (!field(s, len, "\"engy_request_id\":\"", rid, sizeof(rid)))
 		snprintf(rid, sizeof(rid), "%s", corr);
-	n = snprintf(f, sizeof(f), "{\"type\":\"chunk\",\"corr_id\":\"%s\","
-		     "\"delta\":{\"content\":\"Hello\"}}", corr);
+	n = snprintf(f, sizeof(f),
+		     "{\"type\":\"chunk\",\"corr_id\":\"%s\","
+		     "\"delta\":{\"content\":\"Hello\"}}",
+		     corr);
 	wsops->ws_send(ws_in.inst, c, ENGY_WS_TEXT, f, (size_t)n);
-	n = snprintf(f, sizeof(f), "{\"type\":\"response\",\"corr_id\":\"%s\","
+	n = snprintf(
+		f, sizeof(f),
+		"{\"type\":\"response\",\"corr_id\":\"%s\","
 		"\"request_id\":\"%s\",\"commitment\":{\"model_root\":\"%064d\","
 		"\"output_token_ids\":[9707,1052,11,4238],\"toploc\":{\"proofs\":"
 		"[\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"],"
@@ -143,11 +151,13 @@ static void leg_message(void *arg, struct engy_ws_conn *c, int type,
 		"151644,77091,198]}},\"output\":{\"choices\":[{\"index\":0,"
 		"\"finish_reason\":\"stop\",\"message\":{\"role\":\"assistant\","
 		"\"content\":\"Hello there, friend\"}}],\"usage\":{\"prompt_tokens\":9,"
-		"\"completion_tokens\":4,\"total_tokens\":13}}}", corr, rid, 0);
+		"\"completion_tokens\":4,\"total_tokens\":13}}}",
+		corr, rid, 0);
 	wsops->ws_send(ws_in.inst, c, ENGY_WS_TEXT, f, (size_t)n);
 }
 
-static void leg_close(void *arg, struct engy_ws_conn *c, int code, const char *r)
+static void leg_close(void *arg, struct engy_ws_conn *c, int code,
+		      const char *r)
 {
 }
 
@@ -163,20 +173,26 @@ static const struct engy_ws_handler leg_handler = {
 static int h_direct(void *arg, struct engy_http_exchange *x,
 		    const struct engy_http_request *r)
 {
-	static const char *const sse_h[] = { "Cache-Control", "no-cache", NULL };
-	bool stream = memmem(r->body, r->body_len, "\"stream\":true", 13) != NULL;
+	static const char *const sse_h[] = { "Cache-Control", "no-cache",
+					     NULL };
+	bool stream =
+		memmem(r->body, r->body_len, "\"stream\":true", 13) != NULL;
 
 	if (!stream)
-		return httpops->http_reply(http_in.inst, x, 200, "application/json",
-					   NULL, direct_plain, direct_plain_len);
-	httpops->http_stream_begin(http_in.inst, x, 200, "text/event-stream", sse_h);
+		return httpops->http_reply(http_in.inst, x, 200,
+					   "application/json", NULL,
+					   direct_plain, direct_plain_len);
+	httpops->http_stream_begin(http_in.inst, x, 200, "text/event-stream",
+				   sse_h);
 	httpops->http_stream_write(http_in.inst, x, direct_sse, direct_sse_len);
 	httpops->http_stream_end(http_in.inst, x);
 	return 0;
 }
 
 static const struct engy_http_handler direct_handler = {
-	sizeof(direct_handler), h_direct, NULL,
+	sizeof(direct_handler),
+	h_direct,
+	NULL,
 };
 
 /* ---- hosting the two plugins --------------------------------------------- */
@@ -200,8 +216,8 @@ static void host_one(struct engy_instance *in, const char *so, const char *name,
 	in->d = &d;
 	in->name = strdup(name);
 	if (engy_loader_open(so, name, &in->lp, err, sizeof(err)) ||
-	    engy_conf_from_text(name, in->lp.desc.opts, in->lp.desc.conf_size, get,
-				NULL, &in->conf, &e))
+	    engy_conf_from_text(name, in->lp.desc.opts, in->lp.desc.conf_size,
+				get, NULL, &in->conf, &e))
 		die(err);
 	engy_host_bind(in);
 	if (in->lp.desc.create(&in->host, in->conf, &in->inst) ||
@@ -254,7 +270,8 @@ static void put(struct conn *c)
 
 	c->t0 = now();
 	for (c->sent = 0; c->sent < c->req_len; c->sent += (size_t)r) {
-		r = send(c->fd, c->req + c->sent, c->req_len - c->sent, MSG_NOSIGNAL);
+		r = send(c->fd, c->req + c->sent, c->req_len - c->sent,
+			 MSG_NOSIGNAL);
 		if (r < 0 && errno == EAGAIN)
 			r = 0;
 		else if (r < 0)
@@ -276,8 +293,9 @@ static size_t complete(const char *b, size_t n, int *st)
 	if (!cl)
 		cl = memmem(b, hl, "content-length:", 15);
 	if (cl)
-		return n >= hl + (body = strtoul(cl + 15, NULL, 10)) ? hl + body : 0;
-	for (p = b + hl; p < b + n;) {		/* chunked */
+		return n >= hl + (body = strtoul(cl + 15, NULL, 10)) ? hl + body
+								     : 0;
+	for (p = b + hl; p < b + n;) { /* chunked */
 		char *end;
 		size_t sz = strtoul(p, &end, 16);
 		const char *crlf = memmem(p, (size_t)(b + n - p), "\r\n", 2);
@@ -299,7 +317,7 @@ static int cmp(const void *a, const void *b)
 }
 
 struct result {
-	double rps, p50, p99;		/* latencies in us */
+	double rps, p50, p99; /* latencies in us */
 	unsigned long n, errors;
 };
 
@@ -320,7 +338,9 @@ static void run(int port, const char *req, int conns, unsigned long n_req,
 
 	memset(res, 0, sizeof(*res));
 	for (i = 0; i < conns; i++) {
-		cs[i] = (struct conn){ .fd = dial(port), .req = req, .req_len = len };
+		cs[i] = (struct conn){ .fd = dial(port),
+				       .req = req,
+				       .req_len = len };
 		if (!cs[i].buf && !(cs[i].buf = malloc(BUFCAP)))
 			die("out of memory");
 		ev.events = EPOLLIN;
@@ -341,7 +361,8 @@ static void run(int port, const char *req, int conns, unsigned long n_req,
 			ssize_t r;
 			size_t whole;
 
-			r = recv(c->fd, c->buf + c->got, BUFCAP - c->got - 1, 0);
+			r = recv(c->fd, c->buf + c->got, BUFCAP - c->got - 1,
+				 0);
 			if (r == 0)
 				die("the server closed a connection");
 			if (r < 0) {
@@ -381,14 +402,18 @@ static void run(int port, const char *req, int conns, unsigned long n_req,
 static char *request(const char *api_key, bool stream)
 {
 	char body[512], *r = NULL;
-	int n = snprintf(body, sizeof(body),
+	int n = snprintf(
+		body, sizeof(body),
 		"{\"model\":\"%s\",\"max_tokens\":16,\"stream\":%s,\"messages\":"
 		"[{\"role\":\"user\",\"content\":\"Say hello to the benchmark.\"}]}",
 		model, stream ? "true" : "false");
 
-	if (asprintf(&r, "POST /v1/chat/completions HTTP/1.1\r\nHost: bench\r\n"
-		     "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
-		     "Content-Length: %d\r\n\r\n%s", api_key, n, body) < 0)
+	if (asprintf(
+		    &r,
+		    "POST /v1/chat/completions HTTP/1.1\r\nHost: bench\r\n"
+		    "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+		    "Content-Length: %d\r\n\r\n%s",
+		    api_key, n, body) < 0)
 		die("out of memory");
 	return r;
 }
@@ -422,8 +447,9 @@ static void capture(int port, const char *req, char **out, size_t *len)
 		die("the gateway did not answer 200");
 	}
 	close(fd);
-	if (memmem(b, whole, "chunked", 7)) {	/* de-chunk the SSE body */
-		const char *p = (const char *)memmem(b, whole, "\r\n\r\n", 4) + 4;
+	if (memmem(b, whole, "chunked", 7)) { /* de-chunk the SSE body */
+		const char *p =
+			(const char *)memmem(b, whole, "\r\n\r\n", 4) + 4;
 		size_t o = 0;
 
 		*out = malloc(whole);
@@ -439,7 +465,8 @@ static void capture(int port, const char *req, char **out, size_t *len)
 		}
 		*len = o;
 	} else {
-		const char *p = (const char *)memmem(b, whole, "\r\n\r\n", 4) + 4;
+		const char *p =
+			(const char *)memmem(b, whole, "\r\n\r\n", 4) + 4;
 
 		*len = whole - (size_t)(p - b);
 		*out = malloc(*len);
@@ -455,11 +482,13 @@ static int env_int(const char *name, int def)
 	return v && *v ? atoi(v) : def;
 }
 
-static void show(const char *what, const struct result *g, const struct result *dr)
+static void show(const char *what, const struct result *g,
+		 const struct result *dr)
 {
 	printf("  %-22s direct p50 %7.0f us p99 %7.0f us | gateway p50 %7.0f us p99 %7.0f us"
-	       " | added p50 %6.0f us p99 %6.0f us\n", what, dr->p50, dr->p99, g->p50,
-	       g->p99, g->p50 - dr->p50, g->p99 - dr->p99);
+	       " | added p50 %6.0f us p99 %6.0f us\n",
+	       what, dr->p50, dr->p99, g->p50, g->p99, g->p50 - dr->p50,
+	       g->p99 - dr->p99);
 }
 
 static void show_load(const char *what, int conns, const struct result *g,
@@ -503,7 +532,8 @@ int main(int argc, char **argv)
 	host_one(&http_in, TRANSPORT_HTTP_SO, "transport-http", http_conf);
 	wsops = ws_in.lp.ops;
 	httpops = http_in.lp.ops;
-	httpops->http_route(http_in.inst, "/v1/chat/completions", &direct_handler, NULL);
+	httpops->http_route(http_in.inst, "/v1/chat/completions",
+			    &direct_handler, NULL);
 	for (i = 0; i < n_legs; i++) {
 		struct engy_ws_leg *leg;
 
@@ -528,7 +558,8 @@ int main(int argc, char **argv)
 		die("the fake miners were not admitted");
 	f = fopen(path, "r");
 	while (f && fgets(line, sizeof(line), f))
-		if (strstr(line, "inst=transport-http") && strstr(line, "event=listen "))
+		if (strstr(line, "inst=transport-http") &&
+		    strstr(line, "event=listen "))
 			sscanf(strstr(line, "port=") + 5, "%d", &direct_port);
 	if (f)
 		fclose(f);
@@ -553,7 +584,8 @@ int main(int argc, char **argv)
 	run(direct_port, sse, conns, 0, secs, &dsl);
 	printf("bench_gateway: instant fake miners (%d legs), API key + reserve/settle on "
 	       "the store on the path, the reply of the direct endpoint = the gateway's "
-	       "bytes (%zu plain, %zu SSE)\n", n_legs, direct_plain_len, direct_sse_len);
+	       "bytes (%zu plain, %zu SSE)\n",
+	       n_legs, direct_plain_len, direct_sse_len);
 	show("plain, sequential", &gs, &ds);
 	show("streamed, sequential", &gss, &dss);
 	show_load("plain, loaded", conns, &gl, &dl);
@@ -562,11 +594,11 @@ int main(int argc, char **argv)
 	       "goal: p99 added < 1 ms, > 5,000 req/s\n");
 	printf("  ratio: added p99 / LiteLLM's 13 ms = %.3f (plain), %.3f (streamed); "
 	       "req/s / 5,000 = %.2f (plain), %.2f (streamed)\n",
-	       (gs.p99 - ds.p99) / 13000, (gss.p99 - dss.p99) / 13000, gl.rps / 5000,
-	       gsl.rps / 5000);
+	       (gs.p99 - ds.p99) / 13000, (gss.p99 - dss.p99) / 13000,
+	       gl.rps / 5000, gsl.rps / 5000);
 	if (gs.errors + gss.errors + gl.errors + gsl.errors)
-		printf("  errors: %lu %lu %lu %lu (non-200 answers)\n", gs.errors,
-		       gss.errors, gl.errors, gsl.errors);
+		printf("  errors: %lu %lu %lu %lu (non-200 answers)\n",
+		       gs.errors, gss.errors, gl.errors, gsl.errors);
 	if (write(pfd[1], "q", 1) != 1)
 		return 1;
 	pthread_join(thr, NULL);

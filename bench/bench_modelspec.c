@@ -34,7 +34,7 @@ static double now(void)
 static int mkckpt(const char *dir, unsigned mb)
 {
 	struct engy_st_writer *w = engy_st_writer_new();
-	const uint64_t cols = 2048, rows = 2048;	/* 8 MiB per matrix */
+	const uint64_t cols = 2048, rows = 2048; /* 8 MiB per matrix */
 	char path[4096], name[64];
 	unsigned k, n = mb / 8 ? mb / 8 : 1;
 	uint64_t shape[2] = { rows, cols }, i, s = 88172645463325252ULL;
@@ -44,9 +44,11 @@ static int mkckpt(const char *dir, unsigned mb)
 	f = fopen(path, "w");
 	if (!f || !w)
 		return -1;
-	fprintf(f, "{\"model_type\":\"qwen3\",\"hidden_size\":2048,"
+	fprintf(f,
+		"{\"model_type\":\"qwen3\",\"hidden_size\":2048,"
 		"\"num_hidden_layers\":%u,\"num_attention_heads\":16,"
-		"\"intermediate_size\":2048,\"vocab_size\":1000}\n", n);
+		"\"intermediate_size\":2048,\"vocab_size\":1000}\n",
+		n);
 	fclose(f);
 	for (k = 0; k < n; k++) {
 		uint16_t *d = malloc(rows * cols * 2);
@@ -57,7 +59,8 @@ static int mkckpt(const char *dir, unsigned mb)
 			s ^= s << 13, s ^= s >> 7, s ^= s << 17;
 			d[i] = (uint16_t)s;
 		}
-		snprintf(name, sizeof(name), "model.layers.%u.mlp.up_proj.weight", k);
+		snprintf(name, sizeof(name),
+			 "model.layers.%u.mlp.up_proj.weight", k);
 		if (engy_st_writer_add_take(w, name, ENGY_ST_BF16, 2, shape, d,
 					    rows * cols * 2))
 			return -1;
@@ -101,12 +104,13 @@ int main(int argc, char **argv)
 	uint64_t bytes = 0;
 
 	if (!mkdtemp(dir) || mkckpt(dir, mb)) {
-		fprintf(stderr, "bench_modelspec: cannot write the checkpoint\n");
+		fprintf(stderr,
+			"bench_modelspec: cannot write the checkpoint\n");
 		return 1;
 	}
 	snprintf(path, sizeof(path), "%s/model.safetensors", dir);
 	snprintf(cmd, sizeof(cmd), "sha256sum %s >/dev/null", path);
-	if (system(cmd) != 0)	/* warm the page cache */
+	if (system(cmd) != 0) /* warm the page cache */
 		fprintf(stderr, "bench_modelspec: no sha256sum\n");
 	for (r = 0; r < 3; r++) {
 		t = build_s(dir, 1, &bytes);
@@ -130,7 +134,8 @@ int main(int argc, char **argv)
 	}
 	free(buf);
 	engy_mh_free(h);
-	printf("model-spec build, %.0f MB of BF16 rows (4 KiB each):\n", bytes / 1e6);
+	printf("model-spec build, %.0f MB of BF16 rows (4 KiB each):\n",
+	       bytes / 1e6);
 	printf("  1 thread:        %7.0f MB/s per core\n", bytes / 1e6 / one);
 	printf("  %2ld threads:      %7.0f MB/s (%.0f MB/s per core)\n", cpus,
 	       bytes / 1e6 / all, bytes / 1e6 / all / (double)cpus);

@@ -19,10 +19,10 @@
 
 #include "sgl_resp.h"
 
-#define TOKENS		4096
-#define HIDDEN		2048
-#define FEED		(64 * 1024)
-#define TARGET_RATIO	5.0
+#define TOKENS	     4096
+#define HIDDEN	     2048
+#define FEED	     (64 * 1024)
+#define TARGET_RATIO 5.0
 
 static double now(void)
 {
@@ -178,11 +178,13 @@ static int run_cjson(const struct text *t, float *out)
 	hs = cJSON_GetObjectItemCaseSensitive(meta, "hidden_states");
 	if (!cJSON_IsArray(hs))
 		goto out;
-	cJSON_ArrayForEach(e, hs) {
-		if (r == 0)	/* the prefill block: its last row */
+	cJSON_ArrayForEach(e, hs)
+	{
+		if (r == 0) /* the prefill block: its last row */
 			e = cJSON_GetArrayItem(e, cJSON_GetArraySize(e) - 1);
 		c = 0;
-		cJSON_ArrayForEach(x, e) {
+		cJSON_ArrayForEach(x, e)
+		{
 			if (!cJSON_IsNumber(x) || c >= HIDDEN)
 				goto out;
 			out[r * HIDDEN + c++] = (float)x->valuedouble;
@@ -242,11 +244,14 @@ int main(void)
 	same = memcmp(a, b, nf * sizeof(float)) == 0;
 
 	printf("bench_sgl_resp: /generate response, %d tokens x %d floats, "
-	       "%.1f MB of JSON\n", TOKENS, HIDDEN, mb);
+	       "%.1f MB of JSON\n",
+	       TOKENS, HIDDEN, mb);
 	printf("  engy_jf (64 KB feeds)  %8.1f MB/s  %6.3f s   RSS growth "
-	       "%7.1f MB\n", mb / best_jf, best_jf, rss_jf);
+	       "%7.1f MB\n",
+	       mb / best_jf, best_jf, rss_jf);
 	printf("  cJSON parse + walk     %8.1f MB/s  %6.3f s   RSS growth "
-	       "%7.1f MB\n", mb / best_cj, best_cj, rss_cj);
+	       "%7.1f MB\n",
+	       mb / best_cj, best_cj, rss_cj);
 	printf("  speed ratio %.1fx (target >= %.0fx), rows identical: %s\n",
 	       best_cj / best_jf, TARGET_RATIO, same ? "yes" : "NO");
 	printf("bench_sgl_resp: target %s\n",

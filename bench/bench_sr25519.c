@@ -15,7 +15,7 @@
 #include "sr25519.h"
 #include "ss58.h"
 
-#define N	2000
+#define N 2000
 
 static double now(void)
 {
@@ -27,7 +27,8 @@ static double now(void)
 
 int main(void)
 {
-	static const char msg[] = "engy-sn53:epoch:v1:53:105:"
+	static const char msg[] =
+		"engy-sn53:epoch:v1:53:105:"
 		"ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 	struct engy_sr25519_keypair kp;
 	uint8_t mini[32], sig[64], edpk[32], edsk[64], edsig[64];
@@ -41,15 +42,18 @@ int main(void)
 	randombytes_buf(mini, sizeof(mini));
 	t0 = now();
 	for (i = 0; i < N; i++)
-		bad |= engy_sr25519_keypair_from_mini(&kp, mini, ENGY_SR25519_EXPAND_ED25519);
+		bad |= engy_sr25519_keypair_from_mini(
+			&kp, mini, ENGY_SR25519_EXPAND_ED25519);
 	key = (now() - t0) / N;
 	t0 = now();
 	for (i = 0; i < N; i++)
-		bad |= engy_sr25519_sign(&kp, ENGY_SR25519_SUBSTRATE_CTX, msg, len, sig);
+		bad |= engy_sr25519_sign(&kp, ENGY_SR25519_SUBSTRATE_CTX, msg,
+					 len, sig);
 	sign = (now() - t0) / N;
 	t0 = now();
 	for (i = 0; i < N; i++)
-		bad |= engy_sr25519_verify(kp.pub, ENGY_SR25519_SUBSTRATE_CTX, msg, len, sig);
+		bad |= engy_sr25519_verify(kp.pub, ENGY_SR25519_SUBSTRATE_CTX,
+					   msg, len, sig);
 	verify = (now() - t0) / N;
 	t0 = now();
 	for (i = 0; i < N; i++)
@@ -60,11 +64,13 @@ int main(void)
 	crypto_sign_seed_keypair(edpk, edsk, mini);
 	t0 = now();
 	for (i = 0; i < N; i++)
-		crypto_sign_detached(edsig, NULL, (const uint8_t *)msg, len, edsk);
+		crypto_sign_detached(edsig, NULL, (const uint8_t *)msg, len,
+				     edsk);
 	edsign = (now() - t0) / N;
 	t0 = now();
 	for (i = 0; i < N; i++)
-		bad |= crypto_sign_verify_detached(edsig, (const uint8_t *)msg, len, edpk);
+		bad |= crypto_sign_verify_detached(edsig, (const uint8_t *)msg,
+						   len, edpk);
 	edverify = (now() - t0) / N;
 	if (bad) {
 		fprintf(stderr, "bench_sr25519: an operation failed\n");

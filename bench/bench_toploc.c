@@ -35,12 +35,12 @@
 #include "toploc.h"
 #include "toploc_ref.h"
 
-#define TOPK		128
-#define DBS		32
-#define TARGET_TPS	4500.0
-#define TARGET_SHARE	0.01
-#define TARGET_RATIO	10.0
-#define TARGET_DRAM	2.0	/* prove / DRAM floor, Qwen3.6 shape */
+#define TOPK	     128
+#define DBS	     32
+#define TARGET_TPS   4500.0
+#define TARGET_SHARE 0.01
+#define TARGET_RATIO 10.0
+#define TARGET_DRAM  2.0 /* prove / DRAM floor, Qwen3.6 shape */
 
 static double now(void)
 {
@@ -178,8 +178,7 @@ static double time_it(void (*fn)(struct job *), struct job *j, double min_s,
 			t = now() - b0;
 		} while (t < 2e-3);
 		per[nb++] = t / (double)it;
-	} while (nb < MAX_BATCHES &&
-		 (now() - t0 < min_s || nb < min_batches));
+	} while (nb < MAX_BATCHES && (now() - t0 < min_s || nb < min_batches));
 	qsort(per, (size_t)nb, sizeof(per[0]), dbl_cmp);
 	if (best)
 		*best = per[0];
@@ -205,7 +204,7 @@ static uint64_t read_scalar(const void *p, size_t len)
 
 #ifdef BENCH_X86
 __attribute__((target("avx2"))) static uint64_t read_avx2(const void *p,
-							    size_t len)
+							  size_t len)
 {
 	const __m256i *q = p;
 	__m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;
@@ -257,7 +256,7 @@ static double dram_bandwidth(size_t *buf_len)
 	if (!buf)
 		exit(1);
 	for (i = 0; i < len; i += 4096)
-		buf[i] = (uint8_t)i;	/* fault every page in */
+		buf[i] = (uint8_t)i; /* fault every page in */
 	for (r = 0; r < 5; r++) {
 		t = now();
 		read_sink += read_fn(buf, len);
@@ -275,13 +274,13 @@ static void read_chunk(struct job *j)
 	read_sink += read_fn(j->v, j->n * sizeof(uint16_t));
 }
 
-static double dram_bw;		/* bytes/s, measured once per run */
+static double dram_bw; /* bytes/s, measured once per run */
 
 static int bench_shape(const char *name, size_t hidden)
 {
 	size_t n = DBS * hidden;
-	uint16_t *v = make_chunk(hidden, 0, 1), *nz = make_chunk(hidden, 0.01,
-								   1);
+	uint16_t *v = make_chunk(hidden, 0, 1),
+		 *nz = make_chunk(hidden, 0.01, 1);
 	struct engy_toploc_ws *ws = engy_toploc_ws_new(TOPK);
 	struct engy_toploc_stats st, st_ref;
 	uint8_t proof[2 + 2 * TOPK], proof_ref[2 + 2 * TOPK];
@@ -338,27 +337,28 @@ static int bench_shape(const char *name, size_t hidden)
 	printf("%s: chunk %dx%zu bf16, k=%d (noisy verify: %u mismatches)\n",
 	       name, DBS, hidden, TOPK, st.exp_mismatches);
 	printf("  prove   %9.1f us/chunk  %11.0f tokens/s/core   baseline "
-	       "%9.1f us  ratio %6.1fx  (best batch %.1f us)\n", tp * 1e6,
-	       DBS / tp, tp_ref * 1e6, rp, tp_best * 1e6);
+	       "%9.1f us  ratio %6.1fx  (best batch %.1f us)\n",
+	       tp * 1e6, DBS / tp, tp_ref * 1e6, rp, tp_best * 1e6);
 	printf("  verify  %9.1f us/chunk  %11.0f tokens/s/core   baseline "
-	       "%9.1f us  ratio %6.1fx\n", tv * 1e6, DBS / tv, tv_ref * 1e6,
-	       rv);
+	       "%9.1f us  ratio %6.1fx\n",
+	       tv * 1e6, DBS / tv, tv_ref * 1e6, rv);
 	printf("    of which top-k %7.1f us (baseline %8.1f us, %6.1fx), "
 	       "interpolation %5.1f us (baseline %7.1f us, %5.1fx)\n",
 	       tk * 1e6, tk_ref * 1e6, tk_ref / tk, ti * 1e6, ti_ref * 1e6,
 	       ti_ref / ti);
 	printf("  prove vs floors: %.2fx the DRAM floor (%.0f KiB at %.1f GB/s: "
 	       "%.1f us), %.2fx the cache floor (one %s pass over the cached "
-	       "chunk: %.2f us)\n", r_dram, bytes / 1024, dram_bw / 1e9,
-	       floor_dram * 1e6, r_cache, read_isa, floor_cache * 1e6);
+	       "chunk: %.2f us)\n",
+	       r_dram, bytes / 1024, dram_bw / 1e9, floor_dram * 1e6, r_cache,
+	       read_isa, floor_cache * 1e6);
 	printf("  proving at %.0f tokens/s costs %.3f%% of one core "
-	       "(target < %.0f%%)\n", TARGET_TPS, share * 100,
-	       TARGET_SHARE * 100);
+	       "(target < %.0f%%)\n",
+	       TARGET_TPS, share * 100, TARGET_SHARE * 100);
 	printf("  output identical to the baseline: %s\n", same ? "yes" : "NO");
 	if (hidden == 2048)
 		printf("  targets (< 1%% of a core, >= %.0fx baseline, <= %.0fx "
-		       "the DRAM floor): %s\n", TARGET_RATIO, TARGET_DRAM,
-		       ok ? "met" : "NOT met");
+		       "the DRAM floor): %s\n",
+		       TARGET_RATIO, TARGET_DRAM, ok ? "met" : "NOT met");
 	else
 		printf("  targets (< 1%% of a core, >= %.0fx baseline): %s\n",
 		       TARGET_RATIO, ok ? "met" : "NOT met");

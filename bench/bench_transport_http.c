@@ -31,9 +31,10 @@
 #include "metrics.h"
 #include "pool.h"
 
-#define N_KEEP	20000
-#define N_NEW	2000
-#define BODY	"{\"input_ids\":[1,2,3,4,5,6,7,8],\"sampling_params\":{\"max_new_tokens\":8}}"
+#define N_KEEP 20000
+#define N_NEW  2000
+#define BODY                                                                   \
+	"{\"input_ids\":[1,2,3,4,5,6,7,8],\"sampling_params\":{\"max_new_tokens\":8}}"
 
 static struct engyd d;
 static struct engy_instance in;
@@ -50,18 +51,19 @@ static double now(void)
 static int h_echo(void *arg, struct engy_http_exchange *x,
 		  const struct engy_http_request *r)
 {
-	return ops->http_reply(in.inst, x, 200, "application/json", NULL, r->body,
-			       r->body_len);
+	return ops->http_reply(in.inst, x, 200, "application/json", NULL,
+			       r->body, r->body_len);
 }
 
-static const struct engy_http_handler hd_echo = { sizeof(hd_echo), h_echo, NULL };
+static const struct engy_http_handler hd_echo = { sizeof(hd_echo), h_echo,
+						  NULL };
 
 static void evhttp_echo(struct evhttp_request *req, void *arg)
 {
 	struct evbuffer *out = evbuffer_new();
 
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-			  "application/json");
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+			  "Content-Type", "application/json");
 	evbuffer_add_buffer(out, evhttp_request_get_input_buffer(req));
 	evhttp_send_reply(req, 200, "OK", out);
 	evbuffer_free(out);
@@ -143,9 +145,11 @@ static void run(const char *name, int port, struct result *r)
 	double t0, t;
 	int fd, i;
 
-	len = (size_t)snprintf(req, sizeof(req),
-			       "POST /echo HTTP/1.1\r\nHost: b\r\nContent-Type: application/json\r\n"
-			       "Content-Length: %zu\r\n\r\n%s", strlen(BODY), BODY);
+	len = (size_t)snprintf(
+		req, sizeof(req),
+		"POST /echo HTTP/1.1\r\nHost: b\r\nContent-Type: application/json\r\n"
+		"Content-Length: %zu\r\n\r\n%s",
+		strlen(BODY), BODY);
 	fd = dial(port);
 	for (i = 0; i < 500; i++)
 		roundtrip(fd, req, len);
@@ -160,9 +164,11 @@ static void run(const char *name, int port, struct result *r)
 	qsort(lat, N_KEEP, sizeof(lat[0]), cmp);
 	r->p50_us = lat[N_KEEP / 2] * 1e6;
 	r->p99_us = lat[N_KEEP * 99 / 100] * 1e6;
-	len = (size_t)snprintf(req, sizeof(req),
-			       "POST /echo HTTP/1.1\r\nHost: b\r\nConnection: close\r\n"
-			       "Content-Length: %zu\r\n\r\n%s", strlen(BODY), BODY);
+	len = (size_t)snprintf(
+		req, sizeof(req),
+		"POST /echo HTTP/1.1\r\nHost: b\r\nConnection: close\r\n"
+		"Content-Length: %zu\r\n\r\n%s",
+		strlen(BODY), BODY);
 	t0 = now();
 	for (i = 0; i < N_NEW; i++) {
 		fd = dial(port);
@@ -171,8 +177,8 @@ static void run(const char *name, int port, struct result *r)
 	}
 	r->new_rps = N_NEW / (now() - t0);
 	printf("%-15s keep-alive %8.0f req/s  p50 %6.1f us  p99 %6.1f us   "
-	       "new connection each %7.0f req/s\n", name, r->rps, r->p50_us,
-	       r->p99_us, r->new_rps);
+	       "new connection each %7.0f req/s\n",
+	       name, r->rps, r->p50_us, r->p99_us, r->new_rps);
 }
 
 int main(void)
@@ -189,7 +195,8 @@ int main(void)
 	int port = 0, eport, pfd[2];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/tmp/engy-bench-http-%d.log", (int)getpid());
+	snprintf(path, sizeof(path), "/tmp/engy-bench-http-%d.log",
+		 (int)getpid());
 	engy_log_open(path, ENGY_LOG_INFO);
 	d.base = event_base_new();
 	engy_metrics_new(&d.metrics);
@@ -197,16 +204,20 @@ int main(void)
 	d.state_dir = strdup("/tmp");
 	in.d = &d;
 	in.name = strdup("bench");
-	if (engy_loader_open(TRANSPORT_HTTP_SO, "transport-http", &in.lp, err, sizeof(err)) ||
-	    engy_conf_from_text("transport-http", in.lp.desc.opts, in.lp.desc.conf_size,
-				conf_get, NULL, &in.conf, &e)) {
+	if (engy_loader_open(TRANSPORT_HTTP_SO, "transport-http", &in.lp, err,
+			     sizeof(err)) ||
+	    engy_conf_from_text("transport-http", in.lp.desc.opts,
+				in.lp.desc.conf_size, conf_get, NULL, &in.conf,
+				&e)) {
 		fprintf(stderr, "bench_transport_http: %s\n", err);
 		unlink(path);
 		return 1;
 	}
 	engy_host_bind(&in);
-	if (in.lp.desc.create(&in.host, in.conf, &in.inst) || in.lp.desc.start(in.inst)) {
-		fprintf(stderr, "bench_transport_http: transport-http did not start\n");
+	if (in.lp.desc.create(&in.host, in.conf, &in.inst) ||
+	    in.lp.desc.start(in.inst)) {
+		fprintf(stderr,
+			"bench_transport_http: transport-http did not start\n");
 		unlink(path);
 		return 1;
 	}
@@ -224,14 +235,16 @@ int main(void)
 		fclose(f);
 	unlink(path);
 	if (port <= 0 || port > 65535) {
-		fprintf(stderr, "bench_transport_http: no listening port in %s\n",
+		fprintf(stderr,
+			"bench_transport_http: no listening port in %s\n",
 			path);
 		return 1;
 	}
 	eh = evhttp_new(d.base);
 	evhttp_set_gencb(eh, evhttp_echo, NULL);
 	bs = evhttp_bind_socket_with_handle(eh, "127.0.0.1", 0);
-	getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&sa, &sl);
+	getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&sa,
+		    &sl);
 	eport = ntohs(sa.sin_port);
 	if (pipe(pfd) < 0)
 		return 1;
@@ -241,8 +254,8 @@ int main(void)
 	run("transport-http", port, &a);
 	run("evhttp", eport, &b);
 	printf("transport-http / evhttp: keep-alive %.2fx req/s, p50 latency %.2fx; "
-	       "new connections %.2fx req/s\n", a.rps / b.rps, a.p50_us / b.p50_us,
-	       a.new_rps / b.new_rps);
+	       "new connections %.2fx req/s\n",
+	       a.rps / b.rps, a.p50_us / b.p50_us, a.new_rps / b.new_rps);
 	if (write(pfd[1], "q", 1) != 1)
 		return 1;
 	pthread_join(thr, NULL);

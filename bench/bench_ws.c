@@ -14,9 +14,9 @@
 
 #include "ws_frame.h"
 
-#define MSG	(256 * 1024)
-#define N_MSGS	64
-#define ROUNDS	8
+#define MSG    (256 * 1024)
+#define N_MSGS 64
+#define ROUNDS 8
 
 static double now(void)
 {
@@ -152,7 +152,8 @@ int main(void)
 	printf("bench_ws: %d masked text frames of %d KiB, %d rounds\n", N_MSGS,
 	       MSG / 1024, ROUNDS);
 	printf("  parse (unmask, UTF-8, join) %8.0f MB/s   baseline %8.0f MB/s"
-	       "   %.1fx\n", ours, naive, ours / naive);
+	       "   %.1fx\n",
+	       ours, naive, ours / naive);
 	printf("  build (header, mask)        %8.0f MB/s\n", build);
 	printf("  memcpy ceiling              %8.0f MB/s\n", copy);
 	free(text);

@@ -17,8 +17,8 @@
 /* One reported check, the host's copy (problem is "" when none). */
 struct engyd_check {
 	char *what, *target, *source, *problem, *fix;
-	const char *secret;	/* the plugin's conf: valid while @d is */
-	int probe;		/* enum engy_probe */
+	const char *secret; /* the plugin's conf: valid while @d is */
+	int probe;	    /* enum engy_probe */
 	int warn_only;
 };
 

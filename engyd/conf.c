@@ -46,11 +46,16 @@ void engy_errs_free(struct engy_errs *e)
 const char *engy_opt_type_name(uint32_t type)
 {
 	switch (type) {
-	case ENGY_OPT_STR: return "string";
-	case ENGY_OPT_INT: return "integer";
-	case ENGY_OPT_BOOL: return "bool";
-	case ENGY_OPT_FLOAT: return "float";
-	case ENGY_OPT_STR_LIST: return "string list";
+	case ENGY_OPT_STR:
+		return "string";
+	case ENGY_OPT_INT:
+		return "integer";
+	case ENGY_OPT_BOOL:
+		return "bool";
+	case ENGY_OPT_FLOAT:
+		return "float";
+	case ENGY_OPT_STR_LIST:
+		return "string list";
 	}
 	return "unknown";
 }
@@ -70,7 +75,9 @@ static void on_cfg_error(cfg_t *cfg, const char *fmt, va_list ap)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (parse_errs)
 		engy_errs_add(parse_errs, "%s:%d: %s",
-			      parse_path ? parse_path : cfg->filename ? cfg->filename : "?",
+			      parse_path      ? parse_path
+			      : cfg->filename ? cfg->filename
+					      : "?",
 			      cfg->line, msg);
 }
 
@@ -110,13 +117,15 @@ static int section_line(const char *text, const char *title, int fallback)
 			line++;
 			continue;
 		}
-		if (strncmp(p, "plugin", 6) == 0 && (p == text || p[-1] == '\n' ||
-						    p[-1] == ' ' || p[-1] == '\t')) {
+		if (strncmp(p, "plugin", 6) == 0 &&
+		    (p == text || p[-1] == '\n' || p[-1] == ' ' ||
+		     p[-1] == '\t')) {
 			const char *q = p + 6;
 
 			while (*q == ' ' || *q == '\t')
 				q++;
-			if (*q == '"' && strncmp(q + 1, title, tl) == 0 && q[1 + tl] == '"')
+			if (*q == '"' && strncmp(q + 1, title, tl) == 0 &&
+			    q[1 + tl] == '"')
 				return line;
 		}
 	}
@@ -139,7 +148,8 @@ static int opt_line(const char *text, int from, const char *name)
 
 		while (*q && *q != '\n') {
 			if (strncmp(q, name, nl) == 0 &&
-			    (q == p || q[-1] == ' ' || q[-1] == '\t' || q[-1] == '{')) {
+			    (q == p || q[-1] == ' ' || q[-1] == '\t' ||
+			     q[-1] == '{')) {
 				const char *r = q + nl;
 
 				while (*r == ' ' || *r == '\t')
@@ -173,15 +183,15 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-#define CORE_OPTS							\
-	CFG_STR("role", NULL, CFGF_NODEFAULT),				\
-	CFG_STR("plugin_dir", NULL, CFGF_NODEFAULT),			\
-	CFG_STR("log_level", "info", CFGF_NONE),			\
-	CFG_STR("log_file", NULL, CFGF_NODEFAULT),			\
-	CFG_STR("metrics_listen", NULL, CFGF_NODEFAULT),		\
-	CFG_STR("state_dir", NULL, CFGF_NODEFAULT),			\
-	CFG_INT("workers", 0, CFGF_NONE),				\
-	CFG_INT("shutdown_timeout", 10, CFGF_NONE)
+#define CORE_OPTS                                                              \
+	CFG_STR("role", NULL, CFGF_NODEFAULT),                                 \
+		CFG_STR("plugin_dir", NULL, CFGF_NODEFAULT),                   \
+		CFG_STR("log_level", "info", CFGF_NONE),                       \
+		CFG_STR("log_file", NULL, CFGF_NODEFAULT),                     \
+		CFG_STR("metrics_listen", NULL, CFGF_NODEFAULT),               \
+		CFG_STR("state_dir", NULL, CFGF_NODEFAULT),                    \
+		CFG_INT("workers", 0, CFGF_NONE),                              \
+		CFG_INT("shutdown_timeout", 10, CFGF_NONE)
 
 #define N_CORE_OPTS 8
 
@@ -202,7 +212,8 @@ int engy_config_load(const char *path, const char *const *role_sections,
 	c->path = strdup(path);
 	rc = engy_read_file(path, CONFIG_MAX, (uint8_t **)&c->text, &len);
 	if (rc) {
-		engy_errs_add(e, "%s: cannot read config: %s", path, strerror(-rc));
+		engy_errs_add(e, "%s: cannot read config: %s", path,
+			      strerror(-rc));
 		return -EINVAL;
 	}
 	/* Without a list, any top-level section may be the role's: pass 2
@@ -221,9 +232,10 @@ int engy_config_load(const char *path, const char *const *role_sections,
 	memcpy(opts, core, sizeof(core));
 	k = N_CORE_OPTS;
 	for (i = 0; i < n_roles; i++)
-		opts[k++] = (cfg_opt_t)CFG_SEC(role_sections[i], none, CFGF_NONE);
-	opts[k++] = (cfg_opt_t)CFG_SEC("plugin", none,
-				       CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES);
+		opts[k++] =
+			(cfg_opt_t)CFG_SEC(role_sections[i], none, CFGF_NONE);
+	opts[k++] = (cfg_opt_t)CFG_SEC(
+		"plugin", none, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES);
 	opts[k] = (cfg_opt_t)CFG_END();
 	c->private_file = stat(path, &st) == 0 && !(st.st_mode & 077);
 	rc = parse_text(opts, CFGF_IGNORE_UNKNOWN, path, c->text, e, &cfg);
@@ -238,11 +250,17 @@ int engy_config_load(const char *path, const char *const *role_sections,
 	c->workers = cfg_getint(cfg, "workers");
 	c->shutdown_timeout = cfg_getint(cfg, "shutdown_timeout");
 	if (!c->role)
-		engy_errs_add(e, "%s: no role (role = \"NAME\" loads role-NAME.so: miner, gateway, auditor, validator, serve ...)", path);
+		engy_errs_add(
+			e,
+			"%s: no role (role = \"NAME\" loads role-NAME.so: miner, gateway, auditor, validator, serve ...)",
+			path);
 	if (c->workers < 0 || c->workers > 1024)
-		engy_errs_add(e, "%s: workers = %ld is out of range 0..1024", path, c->workers);
+		engy_errs_add(e, "%s: workers = %ld is out of range 0..1024",
+			      path, c->workers);
 	if (c->shutdown_timeout < 0 || c->shutdown_timeout > 3600)
-		engy_errs_add(e, "%s: shutdown_timeout = %ld is out of range 0..3600", path, c->shutdown_timeout);
+		engy_errs_add(
+			e, "%s: shutdown_timeout = %ld is out of range 0..3600",
+			path, c->shutdown_timeout);
 	c->n_secs = cfg_size(cfg, "plugin");
 	c->secs = calloc(c->n_secs ? c->n_secs : 1, sizeof(*c->secs));
 	if (!c->secs) {
@@ -258,8 +276,9 @@ int engy_config_load(const char *path, const char *const *role_sections,
 		}
 		c->secs[i].line = section_line(c->text, cfg_title(s), s->line);
 		if (!*c->secs[i].instance)
-			engy_errs_add(e, "%s:%d: plugin \"%s\": empty instance name",
-				      path, s->line, cfg_title(s));
+			engy_errs_add(
+				e, "%s:%d: plugin \"%s\": empty instance name",
+				path, s->line, cfg_title(s));
 	}
 	rc = e->n ? -EINVAL : 0;
 out:
@@ -299,33 +318,43 @@ static int fill_one(const char *who, const char *path, int line,
 		snprintf(where, sizeof(where), "%s:%d", path, oline);
 		snprintf(fname, sizeof(fname), "%s_file", o->name);
 		if (o->flags & ENGY_OPT_SECRET)
-			file = sec ? (cfg_size(sec, fname) ? cfg_getstr(sec, fname) : NULL)
+			file = sec ? (cfg_size(sec, fname)
+					      ? cfg_getstr(sec, fname)
+					      : NULL)
 				   : (get ? get(arg, fname) : NULL);
 		if ((o->flags & ENGY_OPT_SECRET) && in_cfg && !private_file) {
-			engy_errs_add(e, "%s: plugin \"%s\": secret option '%s' in a file others can read; use %s%s%s%s_file, or chmod 600 the config",
-				      where, who, o->name, o->env ? "$" : "",
-				      o->env ? o->env : "", o->env ? ", " : "",
-				      o->name);
+			engy_errs_add(
+				e,
+				"%s: plugin \"%s\": secret option '%s' in a file others can read; use %s%s%s%s_file, or chmod 600 the config",
+				where, who, o->name, o->env ? "$" : "",
+				o->env ? o->env : "", o->env ? ", " : "",
+				o->name);
 			continue;
 		}
 		if (env && *env) {
 			rc = engy_conf_set_text(who, o->env, o, conf, env, e);
 		} else if (in_cfg) {
-			rc = sec ? engy_conf_set_cfg(who, where, o, conf, sec, e)
-				 : engy_conf_set_text(who, where, o, conf, get(arg, o->name), e);
+			rc = sec ? engy_conf_set_cfg(who, where, o, conf, sec,
+						     e)
+				 : engy_conf_set_text(who, where, o, conf,
+						      get(arg, o->name), e);
 		} else if (file) {
 			char *s = engy_conf_read_secret(file, e, who, o->name);
 
 			if (s)
-				rc = engy_conf_set_text(who, where, o, conf, s, e);
+				rc = engy_conf_set_text(who, where, o, conf, s,
+							e);
 			free(s);
 		} else if (o->def) {
-			rc = engy_conf_set_text(who, "default", o, conf, o->def, e);
+			rc = engy_conf_set_text(who, "default", o, conf, o->def,
+						e);
 		} else if (o->flags & ENGY_OPT_REQUIRED) {
-			engy_errs_add(e, "%s:%d: plugin \"%s\": option '%s' is required%s%s%s",
-				      path, line, who, o->name,
-				      o->env ? " (or set $" : "", o->env ? o->env : "",
-				      o->env ? ")" : "");
+			engy_errs_add(
+				e,
+				"%s:%d: plugin \"%s\": option '%s' is required%s%s%s",
+				path, line, who, o->name,
+				o->env ? " (or set $" : "",
+				o->env ? o->env : "", o->env ? ")" : "");
 			continue;
 		}
 		if (rc == -ENOMEM)
@@ -334,10 +363,12 @@ static int fill_one(const char *who, const char *path, int line,
 			int64_t v = *(int64_t *)((char *)conf + o->offset);
 
 			if (v < o->min || v > o->max)
-				engy_errs_add(e, "%s: plugin \"%s\": option '%s' = %lld is out of range %lld..%lld",
-					      env && *env ? o->env : where, who, o->name,
-					      (long long)v, (long long)o->min,
-					      (long long)o->max);
+				engy_errs_add(
+					e,
+					"%s: plugin \"%s\": option '%s' = %lld is out of range %lld..%lld",
+					env && *env ? o->env : where, who,
+					o->name, (long long)v,
+					(long long)o->min, (long long)o->max);
 		}
 	}
 	return e->n > before ? -EINVAL : 0;
@@ -352,11 +383,16 @@ static cfg_opt_t make_opt(const char *name, uint32_t type)
 	cfg_opt_t l = CFG_STR_LIST(name, NULL, CFGF_NODEFAULT);
 
 	switch (type) {
-	case ENGY_OPT_INT: return i;
-	case ENGY_OPT_BOOL: return b;
-	case ENGY_OPT_FLOAT: return f;
-	case ENGY_OPT_STR_LIST: return l;
-	default: return s;
+	case ENGY_OPT_INT:
+		return i;
+	case ENGY_OPT_BOOL:
+		return b;
+	case ENGY_OPT_FLOAT:
+		return f;
+	case ENGY_OPT_STR_LIST:
+		return l;
+	default:
+		return s;
 	}
 }
 
@@ -514,10 +550,11 @@ int engy_config_fill(const struct engy_config *c,
 		role_opts = opt_table(role->opts, &role_names);
 		if (!role_opts)
 			goto oom;
-		root[k++] = (cfg_opt_t)CFG_SEC(role->name, role_opts, CFGF_NONE);
+		root[k++] =
+			(cfg_opt_t)CFG_SEC(role->name, role_opts, CFGF_NONE);
 	}
-	root[k++] = (cfg_opt_t)CFG_SEC("plugin", none,
-				       CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES);
+	root[k++] = (cfg_opt_t)CFG_SEC(
+		"plugin", none, CFGF_MULTI | CFGF_TITLE | CFGF_NO_TITLE_DUPES);
 	root[k] = (cfg_opt_t)CFG_END();
 	rc = parse_text(root, CFGF_NONE, c->path, top, e, &cfg);
 	if (rc)
@@ -527,16 +564,19 @@ int engy_config_fill(const struct engy_config *c,
 				&confs[i], e) == -ENOMEM)
 			goto oom;
 	if (role) {
-		cfg_t *sec = cfg_size(cfg, role->name) ? cfg_getsec(cfg, role->name) : NULL;
+		cfg_t *sec = cfg_size(cfg, role->name)
+				     ? cfg_getsec(cfg, role->name)
+				     : NULL;
 
 		if (role->conf_size) {
 			role->conf = calloc(1, role->conf_size);
 			if (!role->conf)
 				goto oom;
 		}
-		if (fill_one(role->name, c->path, role_line(c->text, role->name),
-			     c->text, c->private_file, role->opts, role->conf, sec,
-			     NULL, NULL, e) == -ENOMEM)
+		if (fill_one(role->name, c->path,
+			     role_line(c->text, role->name), c->text,
+			     c->private_file, role->opts, role->conf, sec, NULL,
+			     NULL, e) == -ENOMEM)
 			goto oom;
 	}
 	rc = e->n ? -EINVAL : 0;

@@ -26,8 +26,8 @@ void engy_errs_add(struct engy_errs *e, const char *fmt, ...)
 void engy_errs_free(struct engy_errs *e);
 
 struct engy_conf_section {
-	char *plugin;		/* plugin name (file stem) */
-	char *instance;		/* instance name; the plugin name by default */
+	char *plugin;	/* plugin name (file stem) */
+	char *instance; /* instance name; the plugin name by default */
 	int line;
 };
 
@@ -39,12 +39,12 @@ struct engy_config {
 	char *log_file;
 	char *metrics_listen;
 	char *state_dir;
-	long workers;		/* 0 = one per CPU */
-	long shutdown_timeout;	/* seconds for in-flight work at shutdown */
+	long workers;	       /* 0 = one per CPU */
+	long shutdown_timeout; /* seconds for in-flight work at shutdown */
 	struct engy_conf_section *secs;
 	size_t n_secs;
-	char *text;		/* the file, for line lookups */
-	bool private_file;	/* no group/other access: secrets allowed */
+	char *text;	   /* the file, for line lookups */
+	bool private_file; /* no group/other access: secrets allowed */
 };
 
 /*
@@ -57,10 +57,10 @@ int engy_config_load(const char *path, const char *const *role_sections,
 
 /* The role's own section, filled in pass 2 like a plugin's. */
 struct engy_conf_role {
-	const char *name;		/* section name: the role's */
-	const struct engy_opt *opts;	/* may be NULL: no options */
+	const char *name;	     /* section name: the role's */
+	const struct engy_opt *opts; /* may be NULL: no options */
 	size_t conf_size;
-	void *conf;			/* out: filled conf struct or NULL */
+	void *conf; /* out: filled conf struct or NULL */
 };
 
 /*

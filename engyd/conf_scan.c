@@ -85,7 +85,7 @@ int engy_conf_scan(const char *text, struct engy_conf_body **out, size_t *n)
 		if (*p == '"' || *p == '\'') {
 			p = skip_string(p);
 			if (!p)
-				return 0;	/* libconfuse will say where */
+				return 0; /* libconfuse will say where */
 		} else if (*p == '{') {
 			depth++;
 			p++;
@@ -94,8 +94,9 @@ int engy_conf_scan(const char *text, struct engy_conf_body **out, size_t *n)
 			p++;
 		} else if (depth == 0 && strncmp(p, "plugin", 6) == 0 &&
 			   !(p[6] >= 'a' && p[6] <= 'z') && p[6] != '_' &&
-			   p[6] != '-' && (p == text || !((p[-1] >= 'a' && p[-1] <= 'z') ||
-							  p[-1] == '_' || p[-1] == '-'))) {
+			   p[6] != '-' &&
+			   (p == text || !((p[-1] >= 'a' && p[-1] <= 'z') ||
+					   p[-1] == '_' || p[-1] == '-'))) {
 			const char *t = skip_space(p + 6), *te, *open, *q;
 			int d = 1;
 
@@ -122,7 +123,8 @@ int engy_conf_scan(const char *text, struct engy_conf_body **out, size_t *n)
 			}
 			if (d)
 				return 0;
-			rc = add(out, n, text, t + 1, (size_t)(te - t - 2), open, q - 1);
+			rc = add(out, n, text, t + 1, (size_t)(te - t - 2),
+				 open, q - 1);
 			if (rc) {
 				engy_conf_scan_free(*out, *n);
 				*out = NULL;

@@ -6,9 +6,9 @@
 #include <stddef.h>
 
 struct engy_conf_body {
-	char *title;		/* "NAME" or "NAME:INSTANCE" */
-	size_t open, close;	/* offsets of its '{' and matching '}' */
-	int line;		/* the line of its '{' */
+	char *title;	    /* "NAME" or "NAME:INSTANCE" */
+	size_t open, close; /* offsets of its '{' and matching '}' */
+	int line;	    /* the line of its '{' */
 };
 
 /*

@@ -38,8 +38,8 @@ void engy_conf_free_strv(struct engy_strv *sv)
 
 /* Set @o in @conf from config text (env, default, file). */
 int engy_conf_set_text(const char *who, const char *where,
-		    const struct engy_opt *o, void *conf, const char *text,
-		    struct engy_errs *e)
+		       const struct engy_opt *o, void *conf, const char *text,
+		       struct engy_errs *e)
 {
 	char *slot = (char *)conf + o->offset, *end;
 	long long ll;
@@ -59,8 +59,10 @@ int engy_conf_set_text(const char *who, const char *where,
 		errno = 0;
 		ll = strtoll(text, &end, 0);
 		if (errno || end == text || *end) {
-			engy_errs_add(e, "%s: plugin \"%s\": option '%s' wants an integer, got '%s'",
-				      where, who, o->name, text);
+			engy_errs_add(
+				e,
+				"%s: plugin \"%s\": option '%s' wants an integer, got '%s'",
+				where, who, o->name, text);
 			return -EINVAL;
 		}
 		*(int64_t *)slot = ll;
@@ -73,8 +75,10 @@ int engy_conf_set_text(const char *who, const char *where,
 			 !strcmp(text, "off") || !strcmp(text, "0"))
 			*(bool *)slot = false;
 		else {
-			engy_errs_add(e, "%s: plugin \"%s\": option '%s' wants true or false, got '%s'",
-				      where, who, o->name, text);
+			engy_errs_add(
+				e,
+				"%s: plugin \"%s\": option '%s' wants true or false, got '%s'",
+				where, who, o->name, text);
 			return -EINVAL;
 		}
 		return 0;
@@ -82,8 +86,10 @@ int engy_conf_set_text(const char *who, const char *where,
 		errno = 0;
 		d = strtod(text, &end);
 		if (errno || end == text || *end) {
-			engy_errs_add(e, "%s: plugin \"%s\": option '%s' wants a number, got '%s'",
-				      where, who, o->name, text);
+			engy_errs_add(
+				e,
+				"%s: plugin \"%s\": option '%s' wants a number, got '%s'",
+				where, who, o->name, text);
 			return -EINVAL;
 		}
 		*(double *)slot = d;
@@ -115,7 +121,7 @@ int engy_conf_set_text(const char *who, const char *where,
 		sv->v = (const char *const *)v;
 		sv->n = n;
 		return 0;
-oom:
+	oom:
 		while (n)
 			free(v[--n]);
 		free(v);
@@ -126,8 +132,8 @@ oom:
 }
 
 int engy_conf_set_cfg(const char *who, const char *where,
-		   const struct engy_opt *o, void *conf, cfg_t *sec,
-		   struct engy_errs *e)
+		      const struct engy_opt *o, void *conf, cfg_t *sec,
+		      struct engy_errs *e)
 {
 	char *slot = (char *)conf + o->offset;
 	unsigned i, n;
@@ -135,11 +141,14 @@ int engy_conf_set_cfg(const char *who, const char *where,
 	switch (o->type) {
 	case ENGY_OPT_STR:
 		if (cfg_size(sec, o->name) > 1) {
-			engy_errs_add(e, "%s: plugin \"%s\": option '%s' takes one value",
-				      where, who, o->name);
+			engy_errs_add(
+				e,
+				"%s: plugin \"%s\": option '%s' takes one value",
+				where, who, o->name);
 			return -EINVAL;
 		}
-		return engy_conf_set_text(who, where, o, conf, cfg_getstr(sec, o->name), e);
+		return engy_conf_set_text(who, where, o, conf,
+					  cfg_getstr(sec, o->name), e);
 	case ENGY_OPT_INT:
 		*(int64_t *)slot = cfg_getint(sec, o->name);
 		return 0;
@@ -177,7 +186,7 @@ int engy_conf_set_cfg(const char *who, const char *where,
 
 /* First line of a secret file, without its newline. */
 char *engy_conf_read_secret(const char *path, struct engy_errs *e,
-			 const char *who, const char *name)
+			    const char *who, const char *name)
 {
 	uint8_t *buf;
 	size_t len;
@@ -185,8 +194,8 @@ char *engy_conf_read_secret(const char *path, struct engy_errs *e,
 	int rc = engy_read_file(path, 65536, &buf, &len);
 
 	if (rc) {
-		engy_errs_add(e, "plugin \"%s\": %s_file %s: %s", who, name, path,
-			      strerror(-rc));
+		engy_errs_add(e, "plugin \"%s\": %s_file %s: %s", who, name,
+			      path, strerror(-rc));
 		return NULL;
 	}
 	nl = strpbrk((char *)buf, "\r\n");
@@ -194,4 +203,3 @@ char *engy_conf_read_secret(const char *path, struct engy_errs *e,
 		*nl = '\0';
 	return (char *)buf;
 }
-

@@ -39,12 +39,15 @@ static int load_plugins(struct engyd *d, struct engy_errs *e)
 			return -ENOMEM;
 		for (j = 0; j < i; j++)
 			if (strcmp(d->insts[j].name, in->name) == 0)
-				engy_errs_add(e, "%s:%d: instance name \"%s\" is already used at line %d",
-					      d->cfg.path, s->line, in->name,
-					      d->cfg.secs[j].line);
-		if (engy_loader_open_named(d->plugin_dir, s->plugin, &in->lp, err,
-					   sizeof(err)) < 0)
-			engy_errs_add(e, "%s:%d: %s", d->cfg.path, s->line, err);
+				engy_errs_add(
+					e,
+					"%s:%d: instance name \"%s\" is already used at line %d",
+					d->cfg.path, s->line, in->name,
+					d->cfg.secs[j].line);
+		if (engy_loader_open_named(d->plugin_dir, s->plugin, &in->lp,
+					   err, sizeof(err)) < 0)
+			engy_errs_add(e, "%s:%d: %s", d->cfg.path, s->line,
+				      err);
 	}
 	return e->n ? -EINVAL : 0;
 }
@@ -81,9 +84,10 @@ static int create_instances(struct engyd *d, struct engy_errs *e)
 		engy_host_bind(in);
 		crc = in->lp.desc.create(&in->host, in->conf, &in->inst);
 		if (crc < 0) {
-			engy_errs_add(e, "%s:%d: plugin \"%s\": create failed: %s",
-				      d->cfg.path, d->cfg.secs[i].line, in->name,
-				      strerror(-crc));
+			engy_errs_add(e,
+				      "%s:%d: plugin \"%s\": create failed: %s",
+				      d->cfg.path, d->cfg.secs[i].line,
+				      in->name, strerror(-crc));
 			rc = -EINVAL;
 			continue;
 		}
@@ -122,10 +126,13 @@ int engyd_setup(struct engyd *d, const char *path, struct engy_errs *e)
 	if (rc && !d->cfg.role)
 		return rc;
 	if (d->cfg.log_level && engy_log_parse_level(d->cfg.log_level) < 0)
-		engy_errs_add(e, "%s: unknown log_level '%s' (err, warning, notice, info, debug)",
-			      path, d->cfg.log_level);
+		engy_errs_add(
+			e,
+			"%s: unknown log_level '%s' (err, warning, notice, info, debug)",
+			path, d->cfg.log_level);
 	d->plugin_dir = env_dir && *env_dir ? env_dir
-		      : d->cfg.plugin_dir ? d->cfg.plugin_dir : ENGY_PLUGINDIR;
+			: d->cfg.plugin_dir ? d->cfg.plugin_dir
+					    : ENGY_PLUGINDIR;
 	d->base = event_base_new();
 	if (!d->base || engy_metrics_new(&d->metrics) < 0)
 		return -ENOMEM;
@@ -142,11 +149,15 @@ int engyd_setup(struct engyd *d, const char *path, struct engy_errs *e)
 		engy_role_check(d, e);
 	if (e->n)
 		return -EINVAL;
-	d->state_dir = strdup(d->cfg.state_dir ? d->cfg.state_dir : ENGY_LOCALSTATEDIR);
+	d->state_dir = strdup(d->cfg.state_dir ? d->cfg.state_dir
+					       : ENGY_LOCALSTATEDIR);
 	if (!d->state_dir)
 		return -ENOMEM;
-	rc = engy_pool_new(d->base, d->cfg.workers > 0 ? (unsigned)d->cfg.workers
-				 : (unsigned)sysconf(_SC_NPROCESSORS_ONLN), &d->pool);
+	rc = engy_pool_new(d->base,
+			   d->cfg.workers > 0
+				   ? (unsigned)d->cfg.workers
+				   : (unsigned)sysconf(_SC_NPROCESSORS_ONLN),
+			   &d->pool);
 	if (rc)
 		return rc;
 	rc = create_instances(d, e);
@@ -167,24 +178,28 @@ static void refresh_metrics(void *arg)
 
 	engy_pool_stats(d->pool, &st);
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	if (!engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE, "engyd_uptime_seconds",
+	if (!engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE,
+			      "engyd_uptime_seconds",
 			      "Seconds since engyd started", NULL, NULL, 0, &m))
 		engy_metric_set(m, (double)(now.tv_sec - d->started_at.tv_sec));
-	if (!engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE, "engyd_pool_queued",
-			      "Worker pool jobs waiting for a thread", NULL, NULL, 0, &m))
+	if (!engy_metrics_get(
+		    d->metrics, ENGY_METRIC_GAUGE, "engyd_pool_queued",
+		    "Worker pool jobs waiting for a thread", NULL, NULL, 0, &m))
 		engy_metric_set(m, st.queued);
-	if (!engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE, "engyd_pool_running",
-			      "Worker pool jobs running", NULL, NULL, 0, &m))
+	if (!engy_metrics_get(d->metrics, ENGY_METRIC_GAUGE,
+			      "engyd_pool_running", "Worker pool jobs running",
+			      NULL, NULL, 0, &m))
 		engy_metric_set(m, st.running);
-	if (!engy_metrics_get(d->metrics, ENGY_METRIC_COUNTER, "engyd_pool_jobs_total",
+	if (!engy_metrics_get(d->metrics, ENGY_METRIC_COUNTER,
+			      "engyd_pool_jobs_total",
 			      "Worker pool jobs completed", NULL, NULL, 0, &m))
 		engy_metric_set(m, (double)st.completed);
 	for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
 		snprintf(labels, sizeof(labels), "level=\"%s\"",
 			 engy_log_level_name(levels[i]));
 		if (!engy_metrics_get(d->metrics, ENGY_METRIC_COUNTER,
-				      "engyd_log_lines_total", "Log lines written",
-				      labels, NULL, 0, &m))
+				      "engyd_log_lines_total",
+				      "Log lines written", labels, NULL, 0, &m))
 			engy_metric_set(m, (double)engy_log_count(levels[i]));
 	}
 }
@@ -197,8 +212,9 @@ static const struct engy_role_ops *role_ops(const struct engyd *d)
 static unsigned inflight(struct engyd *d)
 {
 	return engy_pool_inflight(d->pool) +
-	       (role_ops(d) && role_ops(d)->inflight ?
-			role_ops(d)->inflight(d->role_in.inst) : 0);
+	       (role_ops(d) && role_ops(d)->inflight
+			? role_ops(d)->inflight(d->role_in.inst)
+			: 0);
 }
 
 static void on_drain(evutil_socket_t fd, short what, void *arg)
@@ -214,8 +230,8 @@ static void on_drain(evutil_socket_t fd, short what, void *arg)
 		   (now.tv_sec == d->drain_deadline.tv_sec &&
 		    now.tv_nsec >= d->drain_deadline.tv_nsec)) {
 		engy_log(ENGY_LOG_WARNING, NULL,
-			 "event=shutdown_deadline inflight=%u timeout_s=%ld",
-			 n, d->cfg.shutdown_timeout);
+			 "event=shutdown_deadline inflight=%u timeout_s=%ld", n,
+			 d->cfg.shutdown_timeout);
 	} else {
 		return;
 	}
@@ -235,7 +251,8 @@ void engyd_shutdown(struct engyd *d)
 	}
 	d->stopping = true;
 	engy_notify("STOPPING=1");
-	engy_log(ENGY_LOG_INFO, NULL, "event=shutdown_begin inflight=%u", inflight(d));
+	engy_log(ENGY_LOG_INFO, NULL, "event=shutdown_begin inflight=%u",
+		 inflight(d));
 	if (d->role_in.started && d->role_in.lp.desc.stop)
 		d->role_in.lp.desc.stop(d->role_in.inst);
 	for (i = d->n_insts; i-- > 0;) {
@@ -298,7 +315,8 @@ int engyd_run(struct engyd *d)
 	clock_gettime(CLOCK_MONOTONIC, &d->started_at);
 	rc = mkdir_p(d->state_dir);
 	if (rc) {
-		engy_log(ENGY_LOG_ERR, NULL, "event=state_dir_failed path=%s error=\"%s\"",
+		engy_log(ENGY_LOG_ERR, NULL,
+			 "event=state_dir_failed path=%s error=\"%s\"",
 			 d->state_dir, strerror(-rc));
 		return 1;
 	}
@@ -312,15 +330,18 @@ int engyd_run(struct engyd *d)
 			      "engyd version and role", NULL, NULL, 0, &m))
 		engy_metric_set(m, 1);
 	if (d->cfg.metrics_listen) {
-		rc = engy_metrics_listen(d->metrics, d->base, d->cfg.metrics_listen,
-					 refresh_metrics, d);
+		rc = engy_metrics_listen(d->metrics, d->base,
+					 d->cfg.metrics_listen, refresh_metrics,
+					 d);
 		if (rc) {
-			engy_log(ENGY_LOG_ERR, NULL,
-				 "event=metrics_listen_failed addr=%s error=\"%s\"",
-				 d->cfg.metrics_listen, strerror(-rc));
+			engy_log(
+				ENGY_LOG_ERR, NULL,
+				"event=metrics_listen_failed addr=%s error=\"%s\"",
+				d->cfg.metrics_listen, strerror(-rc));
 			return 1;
 		}
-		engy_log(ENGY_LOG_INFO, NULL, "event=metrics_listen addr=%s port=%d",
+		engy_log(ENGY_LOG_INFO, NULL,
+			 "event=metrics_listen addr=%s port=%d",
 			 d->cfg.metrics_listen, engy_metrics_port(d->metrics));
 	}
 	for (i = 0; i < d->n_insts; i++) {
@@ -355,9 +376,11 @@ int engyd_run(struct engyd *d)
 		}
 	}
 	if (!d->stopping) {
-		engy_log(ENGY_LOG_NOTICE, NULL,
-			 "event=ready role=%s instances=%zu workers=%ld pid=%ld",
-			 d->role_in.name, d->n_insts, d->cfg.workers, (long)getpid());
+		engy_log(
+			ENGY_LOG_NOTICE, NULL,
+			"event=ready role=%s instances=%zu workers=%ld pid=%ld",
+			d->role_in.name, d->n_insts, d->cfg.workers,
+			(long)getpid());
 		/* The role started: a Type=notify unit is up now. */
 		rc = engy_notify("READY=1");
 		if (rc < 0)

@@ -82,7 +82,8 @@ static int h_timer_add(const struct engy_host *h, uint64_t ms, int repeat,
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->ev = event_new(in->d->base, -1, repeat ? EV_PERSIST : 0, on_timer, t);
+	t->ev = event_new(in->d->base, -1, repeat ? EV_PERSIST : 0, on_timer,
+			  t);
 	if (!t->ev) {
 		free(t);
 		return -ENOMEM;
@@ -132,9 +133,8 @@ static int h_work(const struct engy_host *h, void (*fn)(void *),
 }
 
 static int h_metric(const struct engy_host *h, int type, const char *name,
-		    const char *help, const char *labels,
-		    const double *buckets, size_t n_buckets,
-		    struct engy_metric **out)
+		    const char *help, const char *labels, const double *buckets,
+		    size_t n_buckets, struct engy_metric **out)
 {
 	return engy_metrics_get(inst_of(h)->d->metrics, type, name, help,
 				labels, buckets, n_buckets, out);
@@ -158,7 +158,8 @@ struct engy_instance *engy_host_find(struct engyd *d, uint32_t kind,
 static int h_peer(const struct engy_host *h, uint32_t kind,
 		  const char *instance, const void **ops, void **inst)
 {
-	struct engy_instance *in = engy_host_find(inst_of(h)->d, kind, instance);
+	struct engy_instance *in =
+		engy_host_find(inst_of(h)->d, kind, instance);
 
 	if (!in)
 		return -ENOENT;
@@ -176,7 +177,8 @@ static int h_peer_at(const struct engy_host *h, size_t i,
 	struct engy_peer_info pi;
 	size_t k;
 
-	if (!out || out->size < offsetof(struct engy_peer_info, inst) + sizeof(void *))
+	if (!out ||
+	    out->size < offsetof(struct engy_peer_info, inst) + sizeof(void *))
 		return -EINVAL;
 	for (k = 0; k < d->n_insts; k++) {
 		struct engy_instance *in = &d->insts[k];
@@ -184,7 +186,8 @@ static int h_peer_at(const struct engy_host *h, size_t i,
 		if (!in->created || i--)
 			continue;
 		memset(&pi, 0, sizeof(pi));
-		pi.size = out->size < sizeof(pi) ? out->size : (uint32_t)sizeof(pi);
+		pi.size = out->size < sizeof(pi) ? out->size
+						 : (uint32_t)sizeof(pi);
 		pi.kind = in->lp.desc.kind;
 		pi.instance = in->name;
 		pi.plugin = in->lp.desc.name;
@@ -217,8 +220,8 @@ static int h_notify(const struct engy_host *h, const char *state)
  * (the value equals the table's default), or the config file.  A list
  * compares as its values joined with ",".
  */
-static int h_opt_source(const struct engy_host *h, const char *name,
-			char *buf, size_t len)
+static int h_opt_source(const struct engy_host *h, const char *name, char *buf,
+			size_t len)
 {
 	const struct engy_instance *in = inst_of(h);
 	const struct engy_opt *o;

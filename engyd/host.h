@@ -21,13 +21,13 @@ struct engy_instance {
 	void *inst;
 	bool created, started;
 	struct engy_host host;
-	struct engy_timer *timers;	/* armed timers, freed at destroy */
+	struct engy_timer *timers; /* armed timers, freed at destroy */
 };
 
 struct engyd {
 	struct engy_config cfg;
-	struct engy_instance role_in;	/* role-NAME.so; name = NAME */
-	bool has_role;			/* role_in loaded */
+	struct engy_instance role_in; /* role-NAME.so; name = NAME */
+	bool has_role;		      /* role_in loaded */
 	const char *plugin_dir;
 	char *state_dir;
 	struct event_base *base;
@@ -35,7 +35,7 @@ struct engyd {
 	struct engy_metrics *metrics;
 	struct engy_instance *insts;
 	size_t n_insts;
-	bool unload;			/* dlclose at exit (off for leak tools) */
+	bool unload; /* dlclose at exit (off for leak tools) */
 	bool stopping;
 	struct event *sigs[4];
 	struct event *drain_ev;

@@ -7,37 +7,56 @@
 #include "kind.h"
 
 #define OPS_MIN(type, last) (offsetof(type, last) + sizeof(((type *)0)->last))
-#define REQ(type, op) { #op, offsetof(type, op) }
+#define REQ(type, op)                                                          \
+	{                                                                      \
+#op, offsetof(type, op)                                        \
+	}
 
 /*
  * Kinds whose ops are still only a size require nothing else; the work
  * that defines their ops adds its required entries here.
  */
 static const struct engy_kind_info kinds[] = {
-	{ ENGY_KIND_TRANSPORT, "transport", sizeof(struct engy_transport_ops),
+	{ ENGY_KIND_TRANSPORT,
+	  "transport",
+	  sizeof(struct engy_transport_ops),
 	  OPS_MIN(struct engy_transport_ops, proto),
 	  { REQ(struct engy_transport_ops, proto), { NULL, 0 } } },
-	{ ENGY_KIND_BACKEND, "backend", sizeof(struct engy_backend_ops),
+	{ ENGY_KIND_BACKEND,
+	  "backend",
+	  sizeof(struct engy_backend_ops),
 	  OPS_MIN(struct engy_backend_ops, prefill),
 	  { REQ(struct engy_backend_ops, info),
 	    REQ(struct engy_backend_ops, generate),
-	    REQ(struct engy_backend_ops, cancel), { NULL, 0 } } },
-	{ ENGY_KIND_PROOF, "proof", sizeof(struct engy_proof_ops),
+	    REQ(struct engy_backend_ops, cancel),
+	    { NULL, 0 } } },
+	{ ENGY_KIND_PROOF,
+	  "proof",
+	  sizeof(struct engy_proof_ops),
 	  OPS_MIN(struct engy_proof_ops, verify),
 	  { REQ(struct engy_proof_ops, scheme),
 	    REQ(struct engy_proof_ops, prove),
-	    REQ(struct engy_proof_ops, verify), { NULL, 0 } } },
-	{ ENGY_KIND_SCORER, "scorer", sizeof(struct engy_scorer_ops),
+	    REQ(struct engy_proof_ops, verify),
+	    { NULL, 0 } } },
+	{ ENGY_KIND_SCORER,
+	  "scorer",
+	  sizeof(struct engy_scorer_ops),
 	  OPS_MIN(struct engy_scorer_ops, aggregates),
 	  { REQ(struct engy_scorer_ops, rules),
 	    REQ(struct engy_scorer_ops, settle),
-	    REQ(struct engy_scorer_ops, aggregates), { NULL, 0 } } },
-	{ ENGY_KIND_CHAIN, "chain", sizeof(struct engy_chain_ops),
+	    REQ(struct engy_scorer_ops, aggregates),
+	    { NULL, 0 } } },
+	{ ENGY_KIND_CHAIN,
+	  "chain",
+	  sizeof(struct engy_chain_ops),
 	  OPS_MIN(struct engy_chain_ops, set_weights),
 	  { REQ(struct engy_chain_ops, block),
 	    REQ(struct engy_chain_ops, metagraph),
-	    REQ(struct engy_chain_ops, set_weights), { NULL, 0 } } },
-	{ ENGY_KIND_STORE, "store", sizeof(struct engy_store_ops),
+	    REQ(struct engy_chain_ops, set_weights),
+	    { NULL, 0 } } },
+	{ ENGY_KIND_STORE,
+	  "store",
+	  sizeof(struct engy_store_ops),
 	  OPS_MIN(struct engy_store_ops, log_prune),
 	  { REQ(struct engy_store_ops, key_hash),
 	    REQ(struct engy_store_ops, account_create),
@@ -64,8 +83,11 @@ static const struct engy_kind_info kinds[] = {
 	    REQ(struct engy_store_ops, miner_list),
 	    REQ(struct engy_store_ops, log_append),
 	    REQ(struct engy_store_ops, log_query),
-	    REQ(struct engy_store_ops, log_prune), { NULL, 0 } } },
-	{ ENGY_KIND_ROLE, "role", sizeof(struct engy_role_ops),
+	    REQ(struct engy_store_ops, log_prune),
+	    { NULL, 0 } } },
+	{ ENGY_KIND_ROLE,
+	  "role",
+	  sizeof(struct engy_role_ops),
 	  OPS_MIN(struct engy_role_ops, needs),
 	  { REQ(struct engy_role_ops, needs), { NULL, 0 } } },
 };

@@ -9,12 +9,12 @@
 struct engy_kind_info {
 	uint32_t kind;
 	const char *name;
-	size_t ops_size;	/* the host's sizeof(struct engy_<kind>_ops) */
-	size_t ops_min;		/* the least a 1.0 plugin's ops->size may be */
+	size_t ops_size; /* the host's sizeof(struct engy_<kind>_ops) */
+	size_t ops_min;	 /* the least a 1.0 plugin's ops->size may be */
 	struct {
 		const char *name;
 		size_t offset;
-	} required[32];		/* ends with a NULL name */
+	} required[32]; /* ends with a NULL name */
 };
 
 const struct engy_kind_info *engy_kind_info(uint32_t kind);

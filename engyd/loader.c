@@ -64,16 +64,20 @@ static int check_ops(const char *who, struct engy_loaded *l, char *err,
 
 	if (!l->desc.ops)
 		return fail(err, errlen, -EINVAL,
-			    "plugin '%s': kind %s but no ops table", who, k->name);
+			    "plugin '%s': kind %s but no ops table", who,
+			    k->name);
 	memcpy(&ops_size, l->desc.ops, sizeof(ops_size));
 	if (ops_size < k->ops_min)
-		return fail(err, errlen, -EINVAL,
-			    "plugin '%s': %s ops table of %u bytes is smaller than the %zu of ABI 1.0",
-			    who, k->name, ops_size, k->ops_min);
+		return fail(
+			err, errlen, -EINVAL,
+			"plugin '%s': %s ops table of %u bytes is smaller than the %zu of ABI 1.0",
+			who, k->name, ops_size, k->ops_min);
 	l->ops = calloc(1, k->ops_size);
 	if (!l->ops)
-		return fail(err, errlen, -ENOMEM, "plugin '%s': out of memory", who);
-	memcpy(l->ops, l->desc.ops, ops_size < k->ops_size ? ops_size : k->ops_size);
+		return fail(err, errlen, -ENOMEM, "plugin '%s': out of memory",
+			    who);
+	memcpy(l->ops, l->desc.ops,
+	       ops_size < k->ops_size ? ops_size : k->ops_size);
 	for (i = 0; k->required[i].name; i++) {
 		void *p;
 
@@ -97,55 +101,65 @@ int engy_loader_open(const char *path, const char *expect_name,
 
 	memset(l, 0, sizeof(*l));
 	if (stat(path, &st) < 0)
-		return fail(err, errlen, -errno, "plugin '%s': %s: %s", who, path,
-			    strerror(errno));
+		return fail(err, errlen, -errno, "plugin '%s': %s: %s", who,
+			    path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		return fail(err, errlen, -EINVAL,
 			    "plugin '%s': %s is not a regular file", who, path);
 	/* RTLD_LOCAL: plugins never see each other's symbols. */
 	l->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
 	if (!l->dl)
-		return fail(err, errlen, -ENOEXEC,
-			    "plugin '%s': cannot load: %s (not a shared object, or a missing dependency? try ldd)",
-			    who, dlerror());
+		return fail(
+			err, errlen, -ENOEXEC,
+			"plugin '%s': cannot load: %s (not a shared object, or a missing dependency? try ldd)",
+			who, dlerror());
 	l->path = strdup(path);
 	if (!l->path) {
-		rc = fail(err, errlen, -ENOMEM, "plugin '%s': out of memory", who);
+		rc = fail(err, errlen, -ENOMEM, "plugin '%s': out of memory",
+			  who);
 		goto out;
 	}
 	sym = dlsym(l->dl, ENGY_PLUGIN_SYMBOL);
 	if (!sym) {
-		rc = fail(err, errlen, -ENOENT,
-			  "plugin '%s': %s does not export '%s': not an engy plugin",
-			  who, path, ENGY_PLUGIN_SYMBOL);
+		rc = fail(
+			err, errlen, -ENOENT,
+			"plugin '%s': %s does not export '%s': not an engy plugin",
+			who, path, ENGY_PLUGIN_SYMBOL);
 		goto out;
 	}
 	h = sym;
 	if (h->magic != ENGY_PLUGIN_MAGIC) {
-		rc = fail(err, errlen, -EINVAL,
-			  "plugin '%s': bad magic 0x%08x (expected 0x%08x): not an engy plugin, or corrupt",
-			  who, h->magic, ENGY_PLUGIN_MAGIC);
+		rc = fail(
+			err, errlen, -EINVAL,
+			"plugin '%s': bad magic 0x%08x (expected 0x%08x): not an engy plugin, or corrupt",
+			who, h->magic, ENGY_PLUGIN_MAGIC);
 		goto out;
 	}
 	if (h->abi_major != ENGY_ABI_MAJOR) {
-		rc = fail(err, errlen, -EPROTO,
-			  "plugin '%s': built for plugin ABI %u.%u, this engyd speaks %d.%d: rebuild the plugin against this SDK",
-			  who, h->abi_major, h->abi_minor, ENGY_ABI_MAJOR, ENGY_ABI_MINOR);
+		rc = fail(
+			err, errlen, -EPROTO,
+			"plugin '%s': built for plugin ABI %u.%u, this engyd speaks %d.%d: rebuild the plugin against this SDK",
+			who, h->abi_major, h->abi_minor, ENGY_ABI_MAJOR,
+			ENGY_ABI_MINOR);
 		goto out;
 	}
 	if (h->abi_minor > ENGY_ABI_MINOR) {
-		rc = fail(err, errlen, -EPROTO,
-			  "plugin '%s': built for plugin ABI %u.%u, newer than this engyd's %d.%d: upgrade engyd",
-			  who, h->abi_major, h->abi_minor, ENGY_ABI_MAJOR, ENGY_ABI_MINOR);
+		rc = fail(
+			err, errlen, -EPROTO,
+			"plugin '%s': built for plugin ABI %u.%u, newer than this engyd's %d.%d: upgrade engyd",
+			who, h->abi_major, h->abi_minor, ENGY_ABI_MAJOR,
+			ENGY_ABI_MINOR);
 		goto out;
 	}
 	if (h->size < ENGY_PLUGIN_SIZE_1_0) {
-		rc = fail(err, errlen, -EINVAL,
-			  "plugin '%s': descriptor of %u bytes is smaller than the %zu of ABI 1.0",
-			  who, h->size, (size_t)ENGY_PLUGIN_SIZE_1_0);
+		rc = fail(
+			err, errlen, -EINVAL,
+			"plugin '%s': descriptor of %u bytes is smaller than the %zu of ABI 1.0",
+			who, h->size, (size_t)ENGY_PLUGIN_SIZE_1_0);
 		goto out;
 	}
-	memcpy(&l->desc, sym, h->size < sizeof(l->desc) ? h->size : sizeof(l->desc));
+	memcpy(&l->desc, sym,
+	       h->size < sizeof(l->desc) ? h->size : sizeof(l->desc));
 	l->kind = engy_kind_info(l->desc.kind);
 	if (!l->kind) {
 		rc = fail(err, errlen, -EINVAL, "plugin '%s': unknown kind %u",
@@ -158,9 +172,10 @@ int engy_loader_open(const char *path, const char *expect_name,
 		goto out;
 	}
 	if (expect_name && strcmp(l->desc.name, expect_name) != 0) {
-		rc = fail(err, errlen, -EINVAL,
-			  "plugin '%s': %s calls itself '%s'; the name must equal the file stem",
-			  who, path, l->desc.name);
+		rc = fail(
+			err, errlen, -EINVAL,
+			"plugin '%s': %s calls itself '%s'; the name must equal the file stem",
+			who, path, l->desc.name);
 		goto out;
 	}
 	if (!l->desc.create) {
@@ -194,7 +209,8 @@ int engy_loader_open_named(const char *dir, const char *name,
 	if (!engy_plugin_name_valid(name))
 		return fail(err, errlen, -EINVAL,
 			    "plugin '%s': invalid name (use [a-z0-9_-])", name);
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s.so", dir, name) >= sizeof(path))
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s.so", dir, name) >=
+	    sizeof(path))
 		return fail(err, errlen, -ENAMETOOLONG,
 			    "plugin '%s': plugin_dir path too long", name);
 	if (access(path, F_OK) < 0)

@@ -14,8 +14,8 @@
 struct engy_loaded {
 	void *dl;
 	char *path;
-	struct engy_plugin desc;	/* zero-extended copy */
-	void *ops;			/* zero-extended copy, kind's host size */
+	struct engy_plugin desc; /* zero-extended copy */
+	void *ops;		 /* zero-extended copy, kind's host size */
 	const struct engy_kind_info *kind;
 };
 

@@ -13,7 +13,7 @@
 #include "log.h"
 
 static const char *const level_names[] = {
-	[ENGY_LOG_ERR] = "err",	    [ENGY_LOG_WARNING] = "warning",
+	[ENGY_LOG_ERR] = "err",	      [ENGY_LOG_WARNING] = "warning",
 	[ENGY_LOG_NOTICE] = "notice", [ENGY_LOG_INFO] = "info",
 	[ENGY_LOG_DEBUG] = "debug",
 };
@@ -30,8 +30,8 @@ static const char *const level_names[] = {
  * info/debug lines.  A full ring makes callers wait (nothing is dropped).
  * stderr is written directly, as before.
  */
-#define RING_CAP	(1u << 20)
-#define CHUNK_CAP	(64u << 10)
+#define RING_CAP  (1u << 20)
+#define CHUNK_CAP (64u << 10)
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t fd_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -39,8 +39,8 @@ static int log_fd = STDERR_FILENO;
 static char *log_path;
 
 static struct {
-	char *buf;			/* RING_CAP bytes, or NULL: direct */
-	size_t head, len;		/* oldest byte, bytes held */
+	char *buf;	  /* RING_CAP bytes, or NULL: direct */
+	size_t head, len; /* oldest byte, bytes held */
 	bool stop;
 	pthread_t thread;
 	pthread_cond_t more, room;
@@ -86,7 +86,7 @@ static void write_all(int fd, const char *p, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return;		/* nowhere left to report it */
+			return; /* nowhere left to report it */
 		p += w;
 		n -= (size_t)w;
 	}
@@ -299,7 +299,8 @@ void engy_vlog(int level, const char *inst, const char *fmt, va_list ap)
 		atomic_fetch_add(&log_counts[level], 1);
 	engy_logfmt_now(line, 40);
 	n = strlen(line);
-	m = snprintf(line + n, cap - n, " level=%s inst=", engy_log_level_name(level));
+	m = snprintf(line + n, cap - n,
+		     " level=%s inst=", engy_log_level_name(level));
 	n += (size_t)m;
 	n += engy_logfmt_value(line + n, cap - n, inst ? inst : "engyd");
 	if (n < cap - 1) {

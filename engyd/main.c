@@ -81,9 +81,9 @@ static int plugin_info(const char *path)
 		fprintf(stderr, "engyd: %s\n", err);
 		return 1;
 	}
-	printf("path: %s\nname: %s\nversion: %s\nkind: %s\nabi: %u.%u\n",
-	       path, l.desc.name, l.desc.version ? l.desc.version : "",
-	       l.kind->name, l.desc.abi_major, l.desc.abi_minor);
+	printf("path: %s\nname: %s\nversion: %s\nkind: %s\nabi: %u.%u\n", path,
+	       l.desc.name, l.desc.version ? l.desc.version : "", l.kind->name,
+	       l.desc.abi_major, l.desc.abi_minor);
 	if (l.desc.description)
 		printf("description: %s\n", l.desc.description);
 	printf("options:%s\n", l.desc.opts && l.desc.opts->name ? "" : " none");
@@ -158,8 +158,10 @@ int main(int argc, char **argv)
 	rc = engyd_setup(&d, conf, &e);
 	d.unload = !no_dlclose;
 	if (test && print_checks(&d, conf) && !rc && !e.n)
-		engy_errs_add(&e, "%s: the role could not find what it needs "
-			      "(see above)", conf);
+		engy_errs_add(&e,
+			      "%s: the role could not find what it needs "
+			      "(see above)",
+			      conf);
 	if (rc || e.n) {
 		for (i = 0; i < e.n; i++)
 			fprintf(stderr, "engyd: %s\n", e.v[i]);
@@ -178,10 +180,11 @@ int main(int argc, char **argv)
 		engyd_free(&d);
 		return 0;
 	}
-	rc = engy_log_open(d.cfg.log_file, engy_log_parse_level(d.cfg.log_level));
+	rc = engy_log_open(d.cfg.log_file,
+			   engy_log_parse_level(d.cfg.log_level));
 	if (rc) {
-		fprintf(stderr, "engyd: %s: cannot open log_file %s: %s\n", conf,
-			d.cfg.log_file, strerror(-rc));
+		fprintf(stderr, "engyd: %s: cannot open log_file %s: %s\n",
+			conf, d.cfg.log_file, strerror(-rc));
 		engyd_free(&d);
 		return 1;
 	}

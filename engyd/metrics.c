@@ -17,12 +17,12 @@
 #include "metrics.h"
 
 struct engy_metric {
-	struct engy_metric *next;	/* next series of the family */
+	struct engy_metric *next; /* next series of the family */
 	struct family *fam;
-	char *labels;			/* `a="b",c="d"` or NULL */
-	double value;			/* counter, gauge; histogram sum */
-	uint64_t count;			/* histogram */
-	uint64_t *bucket_counts;	/* histogram, cumulative on render */
+	char *labels;		 /* `a="b",c="d"` or NULL */
+	double value;		 /* counter, gauge; histogram sum */
+	uint64_t count;		 /* histogram */
+	uint64_t *bucket_counts; /* histogram, cumulative on render */
 };
 
 struct family {
@@ -181,7 +181,8 @@ int engy_metrics_get(struct engy_metrics *r, int type, const char *name,
 				rc = -ENOMEM;
 				goto out;
 			}
-			memcpy(f->buckets, buckets, n_buckets * sizeof(*buckets));
+			memcpy(f->buckets, buckets,
+			       n_buckets * sizeof(*buckets));
 			f->n_buckets = n_buckets;
 		}
 		*r->tail = f;
@@ -199,7 +200,8 @@ int engy_metrics_get(struct engy_metrics *r, int type, const char *name,
 		m->fam = f;
 		if ((labels && !(m->labels = strdup(labels))) ||
 		    (f->n_buckets &&
-		     !(m->bucket_counts = calloc(f->n_buckets, sizeof(uint64_t))))) {
+		     !(m->bucket_counts =
+			       calloc(f->n_buckets, sizeof(uint64_t))))) {
 			free(m->labels);
 			free(m);
 			rc = -ENOMEM;
@@ -292,22 +294,25 @@ static void render_series(struct evbuffer *o, struct family *f,
 	for (i = 0; i < f->n_buckets; i++) {
 		cum += m->bucket_counts[i];
 		fmt_num(le, sizeof(le), f->buckets[i]);
-		evbuffer_add_printf(o, "%s_bucket{%s%sle=\"%s\"} %llu\n", f->name,
-				    l ? l : "", l ? "," : "", le,
+		evbuffer_add_printf(o, "%s_bucket{%s%sle=\"%s\"} %llu\n",
+				    f->name, l ? l : "", l ? "," : "", le,
 				    (unsigned long long)cum);
 	}
 	evbuffer_add_printf(o, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", f->name,
-			    l ? l : "", l ? "," : "", (unsigned long long)m->count);
+			    l ? l : "", l ? "," : "",
+			    (unsigned long long)m->count);
 	fmt_num(num, sizeof(num), m->value);
 	evbuffer_add_printf(o, "%s_sum%s%s%s %s\n", f->name, l ? "{" : "",
 			    l ? l : "", l ? "}" : "", num);
 	evbuffer_add_printf(o, "%s_count%s%s%s %llu\n", f->name, l ? "{" : "",
-			    l ? l : "", l ? "}" : "", (unsigned long long)m->count);
+			    l ? l : "", l ? "}" : "",
+			    (unsigned long long)m->count);
 }
 
 static void render_into(struct engy_metrics *r, struct evbuffer *o)
 {
-	static const char *const types[] = { "", "counter", "gauge", "histogram" };
+	static const char *const types[] = { "", "counter", "gauge",
+					     "histogram" };
 	struct family *f;
 	struct engy_metric *m;
 	const char *h;
@@ -327,7 +332,8 @@ static void render_into(struct engy_metrics *r, struct evbuffer *o)
 			}
 			evbuffer_add(o, "\n", 1);
 		}
-		evbuffer_add_printf(o, "# TYPE %s %s\n", f->name, types[f->type]);
+		evbuffer_add_printf(o, "# TYPE %s %s\n", f->name,
+				    types[f->type]);
 		for (m = f->series; m; m = m->next)
 			render_series(o, f, m);
 	}
@@ -360,8 +366,9 @@ static void on_request(struct evhttp_request *req, void *arg)
 	const char *uri = evhttp_request_get_uri(req);
 	struct evbuffer *o;
 
-	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET ||
-	    !uri || (strcmp(uri, "/metrics") != 0 && strncmp(uri, "/metrics?", 9) != 0)) {
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET || !uri ||
+	    (strcmp(uri, "/metrics") != 0 &&
+	     strncmp(uri, "/metrics?", 9) != 0)) {
 		evhttp_send_error(req, HTTP_NOTFOUND, "only GET /metrics here");
 		return;
 	}
@@ -369,7 +376,8 @@ static void on_request(struct evhttp_request *req, void *arg)
 		r->refresh(r->refresh_arg);
 	o = evhttp_request_get_output_buffer(req);
 	render_into(r, o);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+			  "Content-Type",
 			  "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(req, HTTP_OK, "OK", NULL);
 }

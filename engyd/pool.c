@@ -23,12 +23,12 @@ struct engy_pool {
 	pthread_cond_t cond;
 	pthread_t *threads;
 	unsigned n_threads;
-	struct job *queue_head, *queue_tail;	/* waiting to run */
-	struct job *done_head, *done_tail;	/* waiting for the loop */
+	struct job *queue_head, *queue_tail; /* waiting to run */
+	struct job *done_head, *done_tail;   /* waiting for the loop */
 	unsigned queued, running, pending;
 	bool closing;
 	uint64_t submitted, completed, cancelled;
-	int wake[2];				/* worker -> loop */
+	int wake[2]; /* worker -> loop */
 	struct event *wake_ev;
 };
 
@@ -130,7 +130,8 @@ int engy_pool_new(struct event_base *base, unsigned threads,
 	p->wake[0] = p->wake[1] = -1;
 	if (pipe2(p->wake, O_NONBLOCK | O_CLOEXEC) < 0)
 		goto fail;
-	p->wake_ev = event_new(base, p->wake[0], EV_READ | EV_PERSIST, on_wake, p);
+	p->wake_ev =
+		event_new(base, p->wake[0], EV_READ | EV_PERSIST, on_wake, p);
 	if (!p->wake_ev || event_add(p->wake_ev, NULL) < 0)
 		goto fail;
 	p->threads = calloc(threads, sizeof(*p->threads));

@@ -21,9 +21,9 @@
  * after apply. */
 static inline void fuzz_check_req(struct engy_api_req *req)
 {
-	struct engy_chat_opts o = {.variant = ENGY_CHAT_QWEN36,
-				   .enable_thinking = -1};
-	struct engy_api_model m = {.max_output_tokens = 4096};
+	struct engy_chat_opts o = { .variant = ENGY_CHAT_QWEN36,
+				    .enable_thinking = -1 };
+	struct engy_api_model m = { .max_output_tokens = 4096 };
 	struct engy_chat_params cp;
 	char err[256], *prompt = NULL;
 	size_t len;

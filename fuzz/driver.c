@@ -92,9 +92,9 @@ static uint64_t next(void)
 
 static void mutate_and_run(void)
 {
-	static const uint8_t interesting[] = { 0, 0xff, 0x7f, 0x80, '"', '\\',
-					       '{', '}', '[', ']', '<', '>',
-					       '=', '/', '\n', '0', '9' };
+	static const uint8_t interesting[] = { 0,   0xff, 0x7f, 0x80, '"', '\\',
+					       '{', '}',  '[',	']',  '<', '>',
+					       '=', '/',  '\n', '0',  '9' };
 	uint8_t buf[1 << 16];
 	size_t n = 0, i, k;
 
@@ -109,11 +109,14 @@ static void mutate_and_run(void)
 		switch (next() % 5) {
 		case 0: /* flip a bit */
 			if (n)
-				buf[next() % n] ^= (uint8_t)(1u << (next() % 8));
+				buf[next() % n] ^=
+					(uint8_t)(1u << (next() % 8));
 			break;
 		case 1: /* overwrite with an interesting byte */
 			if (n)
-				buf[next() % n] = interesting[next() % sizeof(interesting)];
+				buf[next() % n] =
+					interesting[next() %
+						    sizeof(interesting)];
 			break;
 		case 2: /* truncate */
 			if (n)
@@ -130,7 +133,8 @@ static void mutate_and_run(void)
 			break;
 		default: /* duplicate a slice */
 			if (n && n < sizeof(buf) / 2) {
-				size_t at = next() % n, len = 1 + next() % (n - at);
+				size_t at = next() % n,
+				       len = 1 + next() % (n - at);
 
 				memcpy(buf + n, buf + at, len);
 				n += len;
@@ -164,10 +168,12 @@ int main(int argc, char **argv)
 		if (getenv("FUZZ_CORPUS"))
 			load_dir(getenv("FUZZ_CORPUS"));
 		else if (top) {
-			snprintf(dir, sizeof(dir), "%s/fuzz/corpus/%s", top, base);
+			snprintf(dir, sizeof(dir), "%s/fuzz/corpus/%s", top,
+				 base);
 			load_dir(dir);
 		} else {
-			fprintf(stderr, "fuzz: no corpus: give its directories, "
+			fprintf(stderr,
+				"fuzz: no corpus: give its directories, "
 				"or set FUZZ_CORPUS or top_srcdir\n");
 			return 1;
 		}

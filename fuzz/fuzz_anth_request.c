@@ -14,7 +14,7 @@
 
 static void render(const cJSON *output, bool show)
 {
-	struct engy_api_req req = {.model = "m", .show_reasoning = show};
+	struct engy_api_req req = { .model = "m", .show_reasoning = show };
 	struct engy_anth_stream s;
 	struct engy_api_result r;
 	struct engy_sse_out o;
@@ -43,7 +43,7 @@ static void render(const cJSON *output, bool show)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct engy_api_limits lim = {.max_body_bytes = 1 << 20};
+	struct engy_api_limits lim = { .max_body_bytes = 1 << 20 };
 	struct engy_api_req req;
 	unsigned flags;
 	char err[256];

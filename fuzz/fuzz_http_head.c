@@ -20,7 +20,9 @@
 #include "http_head.h"
 
 static const struct engy_http_limits lim = {
-	.head = 16384, .fields = 100, .target = 8192,
+	.head = 16384,
+	.fields = 100,
+	.target = 8192,
 };
 
 static bool trimmed(const char *s)
@@ -104,9 +106,9 @@ static void same(const struct engy_http_head *a, const struct engy_http_head *b,
 	    a->content_length != b->content_length)
 		abort();
 	if (request ? strcmp(a->method, b->method) != 0 ||
-		      strcmp(a->target, b->target) != 0
+			      strcmp(a->target, b->target) != 0
 		    : a->status != b->status ||
-		      strcmp(a->reason_phrase, b->reason_phrase) != 0)
+			      strcmp(a->reason_phrase, b->reason_phrase) != 0)
 		abort();
 	for (i = 0; i < a->n_fields; i++)
 		if (strcmp(a->fields[i].name, b->fields[i].name) != 0 ||
@@ -124,10 +126,11 @@ static void round_trip(const struct engy_http_head *h, bool request,
 
 	/* The canonical form may be longer than the input (": " for ":"),
 	 * so no head-size limit here; the other limits still hold. */
-	if (engy_http_head_parse_ex(&again, s, len, request,
-				    &(struct engy_http_limits){
-					.fields = lim.fields,
-					.target = lim.target }, &why) != 0)
+	if (engy_http_head_parse_ex(
+		    &again, s, len, request,
+		    &(struct engy_http_limits){ .fields = lim.fields,
+						.target = lim.target },
+		    &why) != 0)
 		abort();
 	same(h, &again, request);
 	engy_http_head_free(&again);

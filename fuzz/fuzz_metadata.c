@@ -18,8 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct engy_ext_layout l;
 	struct engy_meta_outcome o;
 	struct engy_scale_buf b;
-	const uint8_t key[2] = {53, 0}, *keys[2] = {key, key};
-	const size_t lens[2] = {2, 2};
+	const uint8_t key[2] = { 53, 0 }, *keys[2] = { key, key };
+	const size_t lens[2] = { 2, 2 };
 	char err[256];
 	uint8_t pi, ci;
 	uint32_t t;

@@ -37,9 +37,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (rc == 0 && f.type == GW_M_RESPONSE) {
 		err[0] = '\0';
-		if (engy_api_result_parse(cJSON_GetObjectItemCaseSensitive(
-						  f.root, "output"),
-					  &res, err, sizeof(err)) < 0 &&
+		if (engy_api_result_parse(
+			    cJSON_GetObjectItemCaseSensitive(f.root, "output"),
+			    &res, err, sizeof(err)) < 0 &&
 		    !err[0])
 			abort();
 		engy_api_result_free(&res);

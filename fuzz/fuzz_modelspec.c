@@ -19,11 +19,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char err[256];
 
 	err[0] = 0;
-	if (engy_ms_spec_parse((const char *)data, size, root, err, sizeof(err)) &&
+	if (engy_ms_spec_parse((const char *)data, size, root, err,
+			       sizeof(err)) &&
 	    !err[0])
-		abort();	/* every refusal has a reason */
+		abort(); /* every refusal has a reason */
 	err[0] = 0;
-	if (engy_mc_opening_parse((const char *)data, size, &o, err, sizeof(err))) {
+	if (engy_mc_opening_parse((const char *)data, size, &o, err,
+				  sizeof(err))) {
 		if (!err[0])
 			abort();
 		return 0;

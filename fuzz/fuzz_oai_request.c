@@ -13,8 +13,9 @@
 
 static void render(const cJSON *output)
 {
-	struct engy_api_req req = {
-		.model = "m", .include_usage = true, .show_reasoning = true};
+	struct engy_api_req req = { .model = "m",
+				    .include_usage = true,
+				    .show_reasoning = true };
 	struct engy_oai_stream s;
 	struct engy_api_result r;
 	struct engy_sse_out o;
@@ -40,7 +41,7 @@ static void render(const cJSON *output)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct engy_api_limits lim = {.max_body_bytes = 1 << 20};
+	struct engy_api_limits lim = { .max_body_bytes = 1 << 20 };
 	struct engy_api_req req;
 	char err[256];
 	cJSON *j;

@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (engy_st_parse(data, size, &st, err, sizeof(err))) {
 		if (!err[0])
-			abort();	/* every refusal has a reason */
+			abort(); /* every refusal has a reason */
 		return 0;
 	}
 	for (i = 0; i < engy_st_count(st); i++) {
@@ -45,8 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				engy_st_dequant_fp8(t, s, 128, out, err,
 						    sizeof(err));
 				if (2 * t->shape[1] % s->shape[1] == 0)
-					engy_st_dequant_int4(t, s,
-						(uint32_t)(2 * t->shape[1] / s->shape[1]),
+					engy_st_dequant_int4(
+						t, s,
+						(uint32_t)(2 * t->shape[1] /
+							   s->shape[1]),
 						out, NULL, err, sizeof(err));
 			}
 			free(out);

@@ -87,7 +87,7 @@ static int run(const uint8_t *p, size_t n, size_t piece, uint8_t opt,
 	if (!rc)
 		rc = engy_sglresp_finish(j);
 	if (rc && !engy_sglresp_error(j)[0])
-		abort();	/* every failure says why */
+		abort(); /* every failure says why */
 	if (!rc)
 		resp_hash(a, engy_sglresp_resp(j));
 	engy_sglresp_free(j);
@@ -126,8 +126,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	a = run(data + 1, size - 1, size, data[0], &whole);
 	b = run(data + 1, size - 1, piece, data[0], &cut);
 	if (!a != !b || (!a && (whole.h != cut.h || whole.rows != cut.rows))) {
-		fprintf(stderr, "fuzz_sgl_resp: pieces of %zu differ "
-			"(%d, %d)\n", piece, a, b);
+		fprintf(stderr,
+			"fuzz_sgl_resp: pieces of %zu differ "
+			"(%d, %d)\n",
+			piece, a, b);
 		abort();
 	}
 	return 0;

@@ -17,10 +17,16 @@
 static void check_response(const struct engy_sgl_gen *g)
 {
 	struct engy_sgl_out o = {
-		.rid = g->rid, .text = g->text, .text_len = g->text ? strlen(g->text) : 0,
-		.ids = g->input_ids, .n_ids = g->n_input, .finish = ENGY_SGL_LENGTH,
-		.length = (uint32_t)g->max_new_tokens, .e2e_latency = 0,
-		.logprobs = g->return_logprob, .hidden = false,
+		.rid = g->rid,
+		.text = g->text,
+		.text_len = g->text ? strlen(g->text) : 0,
+		.ids = g->input_ids,
+		.n_ids = g->n_input,
+		.finish = ENGY_SGL_LENGTH,
+		.length = (uint32_t)g->max_new_tokens,
+		.e2e_latency = 0,
+		.logprobs = g->return_logprob,
+		.hidden = false,
 	};
 	cJSON *j, *ids;
 	size_t len;
@@ -28,13 +34,15 @@ static void check_response(const struct engy_sgl_gen *g)
 
 	if (!s)
 		return;
-	j = cJSON_ParseWithLength(g->stream ? s + 6 : s, g->stream ? len - 8 : len);
+	j = cJSON_ParseWithLength(g->stream ? s + 6 : s,
+				  g->stream ? len - 8 : len);
 	if (!j)
-		abort();	/* the writer made something that is not JSON */
+		abort(); /* the writer made something that is not JSON */
 	ids = cJSON_GetObjectItemCaseSensitive(j, "output_ids");
 	if (!ids || (size_t)cJSON_GetArraySize(ids) != g->n_input)
 		abort();
-	if (g->n_input && (uint32_t)cJSON_GetArrayItem(ids, 0)->valuedouble != g->input_ids[0])
+	if (g->n_input && (uint32_t)cJSON_GetArrayItem(ids, 0)->valuedouble !=
+				  g->input_ids[0])
 		abort();
 	cJSON_Delete(j);
 	free(s);
@@ -51,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	rc = engy_sgl_parse_generate(data, size, &g, err, sizeof(err));
 	if (rc == 0) {
 		if (!g.n_input && !g.text)
-			abort();	/* accepted a request with no prompt */
+			abort(); /* accepted a request with no prompt */
 		if (g.top_p <= 0 || g.top_p > 1 || g.temperature < 0 ||
 		    g.max_new_tokens < 0 || (g.top_k < 1 && g.top_k != -1))
 			abort();
@@ -59,10 +67,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		check_response(&g);
 	} else if (rc == -EINVAL && !err[0]) {
-		abort();		/* a refusal must say why */
+		abort(); /* a refusal must say why */
 	}
 	engy_sgl_gen_free(&g);
-	if (engy_sgl_parse_abort(data, size, &a, err, sizeof(err)) == 0 && !a.rid)
+	if (engy_sgl_parse_abort(data, size, &a, err, sizeof(err)) == 0 &&
+	    !a.rid)
 		abort();
 	engy_sgl_abort_free(&a);
 	return 0;

@@ -20,21 +20,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(text, data, len);
 	text[len] = '\0';
 	if (engy_ss58_decode(text, acc, &prefix) == 0) {
-		if (engy_ss58_encode(enc, sizeof(enc), acc, prefix) < 0 || strcmp(enc, text) != 0)
+		if (engy_ss58_encode(enc, sizeof(enc), acc, prefix) < 0 ||
+		    strcmp(enc, text) != 0)
 			abort();
-		if (engy_ss58_decode_prefix(text, prefix, acc2) != 0 || memcmp(acc, acc2, 32) != 0)
+		if (engy_ss58_decode_prefix(text, prefix, acc2) != 0 ||
+		    memcmp(acc, acc2, 32) != 0)
 			abort();
 	}
-	if (engy_base58_decode(raw, sizeof(raw), &n, text, strlen(text), NULL) == 0) {
-		if (engy_base58_encode(enc, sizeof(enc), raw, n) < 0 || strcmp(enc, text) != 0)
+	if (engy_base58_decode(raw, sizeof(raw), &n, text, strlen(text),
+			       NULL) == 0) {
+		if (engy_base58_encode(enc, sizeof(enc), raw, n) < 0 ||
+		    strcmp(enc, text) != 0)
 			abort();
 	}
 	if (size >= 34) {
 		prefix = (uint16_t)((data[0] | data[1] << 8) & 0x3fff);
 		memcpy(acc, data + 2, 32);
 		if (engy_ss58_encode(enc, sizeof(enc), acc, prefix) > 0) {
-			if (engy_ss58_decode(enc, acc2, &p2) != 0 || p2 != prefix ||
-			    memcmp(acc, acc2, 32) != 0)
+			if (engy_ss58_decode(enc, acc2, &p2) != 0 ||
+			    p2 != prefix || memcmp(acc, acc2, 32) != 0)
 				abort();
 		} else if (prefix != 46 && prefix != 47) {
 			abort();

@@ -12,7 +12,7 @@
 #include "sse.h"
 
 struct acc {
-	uint64_t h;		/* FNV-1a over data bytes and event marks */
+	uint64_t h; /* FNV-1a over data bytes and event marks */
 	size_t events;
 };
 

@@ -153,7 +153,8 @@ static void fuzz_decode(const struct engy_tokenizer *t, const uint8_t *p,
 		if (unknown ? rc != -ERANGE || text : rc != 0)
 			abort();
 		if (!unknown &&
-		    (!engy_tok_utf8_valid((const uint8_t *)text, len) || text[len]))
+		    (!engy_tok_utf8_valid((const uint8_t *)text, len) ||
+		     text[len]))
 			abort();
 		free(text);
 		if (skip)

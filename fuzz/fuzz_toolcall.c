@@ -71,10 +71,10 @@ static bool same(const char *a, size_t alen, const char *b, size_t blen)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static cJSON *tools;
-	struct engy_genparse_opts o = {.id_prefix = "c"};
+	struct engy_genparse_opts o = { .id_prefix = "c" };
 	struct engy_genstream *s = NULL;
 	struct engy_gen_msg m;
-	struct acc a = {0};
+	struct acc a = { 0 };
 	const char *text;
 	size_t len, off = 0, step, i;
 	char *all = NULL;

@@ -12,9 +12,9 @@
 #include "fuzz.h"
 #include "toploc.h"
 
-#define HIDDEN	16
-#define N_ROWS	5	/* 1 prefill row + 4 decode rows: 2 chunks of 2 */
-#define TOPK	8
+#define HIDDEN 16
+#define N_ROWS 5 /* 1 prefill row + 4 decode rows: 2 chunks of 2 */
+#define TOPK   8
 
 static uint16_t rows_data[N_ROWS * HIDDEN];
 
@@ -78,8 +78,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (engy_base64_encode(again, out, n) != size ||
 		    memcmp(again, data, size) != 0)
 			abort();
-		d = engy_toploc_verify_chunk(ws, rows_data + HIDDEN,
-					     2 * HIDDEN, out, n, &st);
+		d = engy_toploc_verify_chunk(ws, rows_data + HIDDEN, 2 * HIDDEN,
+					     out, n, &st);
 		if (d < 0 || d >= ENGY_TOPLOC_DEFECT_MAX)
 			abort();
 	}

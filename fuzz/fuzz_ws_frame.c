@@ -38,7 +38,8 @@ static void check_event(const struct engy_ws_event *ev)
 {
 	switch (ev->type) {
 	case ENGY_WS_EV_MESSAGE:
-		if (ev->opcode != ENGY_WS_OP_TEXT && ev->opcode != ENGY_WS_OP_BINARY)
+		if (ev->opcode != ENGY_WS_OP_TEXT &&
+		    ev->opcode != ENGY_WS_OP_BINARY)
 			abort();
 		if (ev->len > MAX_MESSAGE)
 			abort();
@@ -52,8 +53,8 @@ static void check_event(const struct engy_ws_event *ev)
 			abort();
 		break;
 	case ENGY_WS_EV_CLOSE:
-		if (ev->code == 1005 ? ev->len != 0 :
-		    !engy_ws_close_code_valid(ev->code))
+		if (ev->code == 1005 ? ev->len != 0
+				     : !engy_ws_close_code_valid(ev->code))
 			abort();
 		if (ev->len > ENGY_WS_REASON_MAX ||
 		    !engy_utf8_valid(ev->data, ev->len))

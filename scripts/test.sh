@@ -20,7 +20,7 @@ APT_PKGS="build-essential autoconf automake autoconf-archive libtool pkg-config
   libcjson-dev libsodium-dev libpcre2-dev libutf8proc-dev libsqlite3-dev
   postgresql libpq-dev
   libsystemd-dev systemd
-  clang libclang-rt-14-dev
+  clang libclang-rt-14-dev clang-format
   curl ca-certificates chromium
   python3-numpy"
 command -v node >/dev/null 2>&1 || APT_PKGS="$APT_PKGS nodejs npm"
@@ -89,6 +89,16 @@ if [ -n "${ENGY_BUILD_ONLY:-}" ]; then
   make -C build-main -j"$jobs" >/dev/null
   exit 0
 fi
+# The committed .clang-format is followed: every C file as it formats.
+log "style: clang-format --dry-run on every C source"
+if [ -d .git ]; then c_files=$(git ls-files '*.c' '*.h')
+else c_files=$(find . -name '*.[ch]' -not -path './build*' -not -path '*/node_modules/*'); fi
+unformatted=$(for f in $c_files; do clang-format --style=file "$f" | cmp -s - "$f" || echo "$f"; done)
+if [ -n "$unformatted" ]; then
+  echo "$unformatted" | head -20
+  echo "style: 0 passed, 1 failed (clang-format -i the files above)"; exit 1
+fi
+summary+=("style: 1 passed, 0 failed")
 run_suite main
 if [ -z "${ENGY_TEST_QUICK:-}" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1

@@ -59,7 +59,8 @@ static struct event_base *fake_evbase(const struct engy_host *h)
 }
 
 static int fake_timer_add(const struct engy_host *h, uint64_t ms, int repeat,
-			  void (*cb)(void *), void *arg, struct engy_timer **out)
+			  void (*cb)(void *), void *arg,
+			  struct engy_timer **out)
 {
 	return -ENOTSUP;
 }

@@ -44,7 +44,8 @@ struct battery {
 	int type;
 };
 
-#define UTF8_TEXT "\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5 \xf0\x9f\x9a\x80"
+#define UTF8_TEXT                                                              \
+	"\xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5 \xf0\x9f\x9a\x80"
 
 static uint8_t bin256[256], big[BIG];
 static struct battery msgs[] = {
@@ -71,8 +72,8 @@ static void s_message(void *arg, struct engy_ws_conn *c, int type,
 	char reason[128] = "";
 	int code, rc;
 
-	printf("message type=%s len=%zu\n", type == ENGY_WS_TEXT ? "text" :
-	       "binary", len);
+	printf("message type=%s len=%zu\n",
+	       type == ENGY_WS_TEXT ? "text" : "binary", len);
 	if (type == ENGY_WS_TEXT && len > 6 && len < 100 &&
 	    memcmp(data, "close:", 6) == 0) {
 		char buf[100];
@@ -230,7 +231,7 @@ int main(int argc, char **argv)
 
 	if (argc < 2 || (strcmp(argv[1], "serve") && strcmp(argv[1], "dial"))) {
 		fprintf(stderr, "usage: ws_driver serve|dial [URL] [opt=value] "
-			"[-H Name=Value] [--expect-error]\n");
+				"[-H Name=Value] [--expect-error]\n");
 		return 2;
 	}
 	serve = strcmp(argv[1], "serve") == 0;
@@ -289,8 +290,10 @@ int main(int argc, char **argv)
 		rc = ok && d.err < 0 && d.opens == 0 ? 0 : 1;
 	else
 		rc = ok && d.opens == 2 && d.echoed == (int)N_MSGS && !d.bad &&
-		     d.closes == 1 && d.code == 4001 &&
-		     strcmp(d.reason, "bye") == 0 ? 0 : 1;
+				     d.closes == 1 && d.code == 4001 &&
+				     strcmp(d.reason, "bye") == 0
+			     ? 0
+			     : 1;
 	if (!ok)
 		printf("timed out\n");
 out:

@@ -100,7 +100,8 @@ static int on_open(void *arg, struct engy_ws_conn *c,
 	ops->ws_set_user(r->inst, c, r);
 	for (i = 0; r->say && r->say[i]; i++)
 		ck_assert_int_eq(ops->ws_send(r->inst, c, ENGY_WS_TEXT,
-					      r->say[i], strlen(r->say[i])), 0);
+					      r->say[i], strlen(r->say[i])),
+				 0);
 	return 0;
 }
 

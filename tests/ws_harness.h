@@ -29,11 +29,11 @@ struct side {
 struct rec {
 	void *inst;
 	bool echo;
-	const char *const *say;		/* text messages to send on open */
+	const char *const *say; /* text messages to send on open */
 	int opens, closes, msgs, errors;
-	int close_after_errors;		/* ws_leg_close() at this many */
+	int close_after_errors; /* ws_leg_close() at this many */
 	struct engy_ws_conn *conn;
-	struct engy_ws_leg *open_leg;		/* o->leg of the last open */
+	struct engy_ws_leg *open_leg; /* o->leg of the last open */
 	uint32_t open_count;
 	int code, err, status;
 	char reason[128], path[64], query[64], hdr[64], remote[64];
@@ -48,10 +48,11 @@ struct wait {
 	int at_least;
 };
 
-#define WAIT(var, n, ms) do { \
-		struct wait w_ = { &(var), (n) }; \
-		ck_assert_msg(wsth_run(base, (ms), reached, &w_), \
-			      #var " stayed at %d, wanted %d", (var), (n)); \
+#define WAIT(var, n, ms)                                                       \
+	do {                                                                   \
+		struct wait w_ = { &(var), (n) };                              \
+		ck_assert_msg(wsth_run(base, (ms), reached, &w_),              \
+			      #var " stayed at %d, wanted %d", (var), (n));    \
 	} while (0)
 
 /* Fixture: load the plugin, make a loop (and point ws_raw.c at it). */

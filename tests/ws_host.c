@@ -155,7 +155,8 @@ static int t_work(const struct engy_host *h, void (*fn)(void *),
 	j->fn = fn;
 	j->done = done;
 	j->arg = arg;
-	if (event_base_once(j->t->base, -1, EV_TIMEOUT, run_job, j, &zero) < 0) {
+	if (event_base_once(j->t->base, -1, EV_TIMEOUT, run_job, j, &zero) <
+	    0) {
 		free(j);
 		return -ENOMEM;
 	}
@@ -164,9 +165,8 @@ static int t_work(const struct engy_host *h, void (*fn)(void *),
 }
 
 static int t_metric(const struct engy_host *h, int type, const char *name,
-		    const char *help, const char *labels,
-		    const double *buckets, size_t n_buckets,
-		    struct engy_metric **out)
+		    const char *help, const char *labels, const double *buckets,
+		    size_t n_buckets, struct engy_metric **out)
 {
 	struct wsth *t = of(h);
 	const char *l = labels ? labels : "";
@@ -359,7 +359,8 @@ void *wsth_conf(const struct engy_plugin *p, const char *const *kv)
 			    (*k)[strlen(o->name)] == '=')
 				break;
 		if (!o->name) {
-			fprintf(stderr, "wsth_conf: unknown option in %s\n", *k);
+			fprintf(stderr, "wsth_conf: unknown option in %s\n",
+				*k);
 			abort();
 		}
 	}
@@ -395,7 +396,8 @@ void wsth_conf_free(const struct engy_plugin *p, void *conf)
 
 	for (o = p->opts; o->name; o++)
 		if (o->type == ENGY_OPT_STR) {
-			memcpy(&s, (unsigned char *)conf + o->offset, sizeof(s));
+			memcpy(&s, (unsigned char *)conf + o->offset,
+			       sizeof(s));
 			free(s);
 		}
 	free(conf);

@@ -93,7 +93,7 @@ void raw_write(int fd, const void *p, size_t n)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return;		/* the peer may already be gone */
+			return; /* the peer may already be gone */
 		b += w;
 		n -= (size_t)w;
 	}
@@ -160,8 +160,8 @@ void raw_frame_send(int fd, int b0, const void *p, size_t n, bool mask)
 	free(f);
 }
 
-int raw_frame_read(int fd, uint8_t *buf, size_t cap, size_t *len,
-		   bool *masked, int ms)
+int raw_frame_read(int fd, uint8_t *buf, size_t cap, size_t *len, bool *masked,
+		   int ms)
 {
 	uint8_t h[2], ext[8], key[4];
 	uint64_t n;
@@ -217,13 +217,15 @@ bool raw_upgrade(int fd, const char *path)
 		 "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
 		 "Connection: Upgrade\r\n"
 		 "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-		 "Sec-WebSocket-Version: 13\r\n\r\n", path);
+		 "Sec-WebSocket-Version: 13\r\n\r\n",
+		 path);
 	raw_write(fd, req, strlen(req));
 	if (!raw_head(fd, head, sizeof(head), 2000))
 		return false;
 	/* RFC 6455 §1.3's worked example, checked on the wire. */
 	return strncmp(head, "HTTP/1.1 101 ", 13) == 0 &&
-	       strstr(head, "\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n");
+	       strstr(head,
+		      "\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n");
 }
 
 bool raw_accept_upgrade(int fd, char *req, size_t cap)
@@ -239,7 +241,8 @@ bool raw_accept_upgrade(int fd, char *req, size_t cap)
 		return false;
 	snprintf(resp, sizeof(resp),
 		 "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-		 "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n", acc);
+		 "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+		 acc);
 	raw_write(fd, resp, strlen(resp));
 	return true;
 }

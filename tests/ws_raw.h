@@ -34,8 +34,8 @@ void raw_frame_send(int fd, int b0, const void *p, size_t n, bool mask);
  * payload unmasked in @buf and whether it was masked in *@masked, or -1
  * on timeout or EOF.
  */
-int raw_frame_read(int fd, uint8_t *buf, size_t cap, size_t *len,
-		   bool *masked, int ms);
+int raw_frame_read(int fd, uint8_t *buf, size_t cap, size_t *len, bool *masked,
+		   int ms);
 /* Did the peer close the connection (EOF or reset) within @ms? */
 bool raw_eof(int fd, int ms);
 /* Upgrade on @path as a client would; true on a 101 with the right key. */

@@ -25,19 +25,28 @@ int engyctl_doctor(int argc, char **argv);
 int engyctl_modelspec(int argc, char **argv);
 
 static const struct engyctl_cmd cmds[] = {
-	{ "render-chat", "render an OpenAI chat body with the Qwen3 template", engyctl_render_chat },
+	{ "render-chat", "render an OpenAI chat body with the Qwen3 template",
+	  engyctl_render_chat },
 	{ "toploc", "prove and verify TOPLOC proofs", engyctl_toploc },
-	{ "tokenize", "encode text to token ids, or decode ids", engyctl_tokenize },
+	{ "tokenize", "encode text to token ids, or decode ids",
+	  engyctl_tokenize },
 	{ "keys", "create and show sr25519 hotkey files", engyctl_keys },
 	{ "epoch", "score, sign and verify epoch results", engyctl_epoch },
-	{ "mkmodel", "write a generated Qwen3 / Qwen3-MoE checkpoint", engyctl_mkmodel },
+	{ "mkmodel", "write a generated Qwen3 / Qwen3-MoE checkpoint",
+	  engyctl_mkmodel },
 	{ "ref", "run the reference engine on a checkpoint", engyctl_ref },
-	{ "model-spec", "build, verify and open a checkpoint's Merkle commitment", engyctl_modelspec },
+	{ "model-spec",
+	  "build, verify and open a checkpoint's Merkle commitment",
+	  engyctl_modelspec },
 	{ "validator", "light validator health and state", engyctl_validator },
-	{ "admin", "accounts, keys, balances, models, miners, the request log", engyctl_admin },
-	{ "verdicts", "the auditor's verdicts from the store", engyctl_verdicts },
-	{ "workers", "a gateway's miner legs: state, load, p99s, breaker", engyctl_workers },
-	{ "doctor", "try a role config's connections once and say what to fix", engyctl_doctor },
+	{ "admin", "accounts, keys, balances, models, miners, the request log",
+	  engyctl_admin },
+	{ "verdicts", "the auditor's verdicts from the store",
+	  engyctl_verdicts },
+	{ "workers", "a gateway's miner legs: state, load, p99s, breaker",
+	  engyctl_workers },
+	{ "doctor", "try a role config's connections once and say what to fix",
+	  engyctl_doctor },
 	{ NULL, NULL, NULL },
 };
 
@@ -82,7 +91,8 @@ int main(int argc, char **argv)
 {
 	const struct engyctl_cmd *c;
 
-	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
@@ -93,6 +103,8 @@ int main(int argc, char **argv)
 	for (c = cmds; c->name; c++)
 		if (strcmp(c->name, argv[1]) == 0)
 			return c->run(argc - 1, argv + 1);
-	fprintf(stderr, "engyctl: unknown command '%s' (engyctl --help lists them)\n", argv[1]);
+	fprintf(stderr,
+		"engyctl: unknown command '%s' (engyctl --help lists them)\n",
+		argv[1]);
 	return 2;
 }

@@ -98,8 +98,8 @@ static int h_work(const struct engy_host *h, void (*fn)(void *),
 }
 
 static int h_metric(const struct engy_host *h, int type, const char *name,
-		    const char *help, const char *labels,
-		    const double *buckets, size_t n, struct engy_metric **out)
+		    const char *help, const char *labels, const double *buckets,
+		    size_t n, struct engy_metric **out)
 {
 	*out = NULL;
 	return 0;
@@ -157,7 +157,8 @@ static int opts_known(const char *store, const struct engy_opt *opts,
 			      !strncmp(o->v[i] + pl, "_file", 5));
 		}
 		if (!ok) {
-			fprintf(stderr, "engyctl: admin: -o %s: %s has no such option (engyd --plugin-info lists them)\n",
+			fprintf(stderr,
+				"engyctl: admin: -o %s: %s has no such option (engyd --plugin-info lists them)\n",
 				o->v[i], store);
 			return -EINVAL;
 		}
@@ -180,17 +181,26 @@ static const struct {
 	{ NULL, NULL },
 };
 
-static int run_group(const char *store, const char *plugin_dir,
-		     struct optv *o, int argc, char **argv)
+static int run_group(const char *store, const char *plugin_dir, struct optv *o,
+		     int argc, char **argv)
 {
 	struct engy_host host = {
-		.size = sizeof(host), .abi_major = ENGY_ABI_MAJOR,
-		.abi_minor = ENGY_ABI_MINOR, .instance = store,
-		.log = h_log, .vlog = h_vlog, .evbase = h_evbase,
-		.timer_add = h_timer_add, .timer_del = h_timer_del,
-		.work = h_work, .metric = h_metric, .metric_add = h_metric_op,
-		.metric_set = h_metric_op, .metric_observe = h_metric_op,
-		.peer = h_peer, .state_dir = h_state_dir,
+		.size = sizeof(host),
+		.abi_major = ENGY_ABI_MAJOR,
+		.abi_minor = ENGY_ABI_MINOR,
+		.instance = store,
+		.log = h_log,
+		.vlog = h_vlog,
+		.evbase = h_evbase,
+		.timer_add = h_timer_add,
+		.timer_del = h_timer_del,
+		.work = h_work,
+		.metric = h_metric,
+		.metric_add = h_metric_op,
+		.metric_set = h_metric_op,
+		.metric_observe = h_metric_op,
+		.peer = h_peer,
+		.state_dir = h_state_dir,
 	};
 	struct engy_errs errs = { NULL, 0 };
 	struct engy_loaded l;
@@ -204,7 +214,8 @@ static int run_group(const char *store, const char *plugin_dir,
 		if (strcmp(groups[g].name, argv[0]) == 0)
 			break;
 	if (!groups[g].name) {
-		fprintf(stderr, "engyctl: admin: unknown group '%s' (engyctl admin --help)\n",
+		fprintf(stderr,
+			"engyctl: admin: unknown group '%s' (engyctl admin --help)\n",
 			argv[0]);
 		return 2;
 	}
@@ -218,7 +229,8 @@ static int run_group(const char *store, const char *plugin_dir,
 		return 1;
 	}
 	if (l.desc.kind != ENGY_KIND_STORE) {
-		fprintf(stderr, "engyctl: admin: plugin '%s' is not a store plugin\n",
+		fprintf(stderr,
+			"engyctl: admin: plugin '%s' is not a store plugin\n",
 			store);
 		goto out;
 	}
@@ -231,12 +243,15 @@ static int run_group(const char *store, const char *plugin_dir,
 		goto out;
 	}
 	if (l.desc.create(&host, conf, &a.inst)) {
-		fprintf(stderr, "engyctl: admin: %s: create failed (see above)\n", store);
+		fprintf(stderr,
+			"engyctl: admin: %s: create failed (see above)\n",
+			store);
 		goto out;
 	}
 	a.ops = l.ops;
 	if (l.desc.start && (rc = l.desc.start(a.inst))) {
-		fprintf(stderr, "engyctl: admin: %s: could not open the store: %s\n",
+		fprintf(stderr,
+			"engyctl: admin: %s: could not open the store: %s\n",
 			store, strerror(-rc));
 		rc = 1;
 	} else {
@@ -267,17 +282,18 @@ int engyctl_admin(int argc, char **argv)
 	char *dbopt = NULL;
 	int c, rc;
 
-	plugin_dir = getenv("ENGY_PLUGIN_DIR") ? getenv("ENGY_PLUGIN_DIR") :
-						 ENGY_PLUGINDIR;
-	state_dir_path = getenv("ENGY_STATE_DIR") ? getenv("ENGY_STATE_DIR") :
-						    ENGY_LOCALSTATEDIR;
+	plugin_dir = getenv("ENGY_PLUGIN_DIR") ? getenv("ENGY_PLUGIN_DIR")
+					       : ENGY_PLUGINDIR;
+	state_dir_path = getenv("ENGY_STATE_DIR") ? getenv("ENGY_STATE_DIR")
+						  : ENGY_LOCALSTATEDIR;
 	o.v = calloc((size_t)argc + 1, sizeof(*o.v));
 	if (!o.v)
 		return engyctl_fail("admin: out of memory");
 	optind = 0;
 	opterr = 0;
 	rc = -1;
-	while (rc < 0 && (c = getopt_long(argc, argv, "+ho:v", lo, NULL)) != -1) {
+	while (rc < 0 &&
+	       (c = getopt_long(argc, argv, "+ho:v", lo, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			store = optarg;
@@ -300,7 +316,8 @@ int engyctl_admin(int argc, char **argv)
 			break;
 		case 'o':
 			if (!strchr(optarg, '=')) {
-				rc = admin_usage("admin", "-o takes NAME=VALUE");
+				rc = admin_usage("admin",
+						 "-o takes NAME=VALUE");
 				break;
 			}
 			o.v[o.n++] = optarg;
@@ -313,7 +330,8 @@ int engyctl_admin(int argc, char **argv)
 			rc = 0;
 			break;
 		default:
-			rc = admin_usage("admin", "unknown option or missing value");
+			rc = admin_usage("admin",
+					 "unknown option or missing value");
 		}
 	}
 	if (rc < 0 && optind >= argc) {
@@ -321,7 +339,8 @@ int engyctl_admin(int argc, char **argv)
 		rc = 2;
 	}
 	if (rc < 0)
-		rc = run_group(store, plugin_dir, &o, argc - optind, argv + optind);
+		rc = run_group(store, plugin_dir, &o, argc - optind,
+			       argv + optind);
 	free(dbopt);
 	free(o.v);
 	return rc;
@@ -340,7 +359,8 @@ int admin_dispatch(struct admin *a, const char *group, const char *usage,
 		if (strcmp(c->name, argv[1]) == 0)
 			break;
 	if (!c->name) {
-		fprintf(stderr, "engyctl: admin %s: unknown command '%s' (--help)\n",
+		fprintf(stderr,
+			"engyctl: admin %s: unknown command '%s' (--help)\n",
 			group, argv[1]);
 		return 2;
 	}
@@ -437,8 +457,7 @@ const char *admin_time(char buf[32], int64_t ms)
 	time_t s = (time_t)(ms / 1000);
 	struct tm tm;
 
-	if (!gmtime_r(&s, &tm) ||
-	    !strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm))
+	if (!gmtime_r(&s, &tm) || !strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm))
 		snprintf(buf, 32, "%lld", (long long)ms);
 	else
 		snprintf(buf + 19, 13, ".%03dZ", (int)(ms % 1000));

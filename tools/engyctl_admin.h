@@ -14,7 +14,7 @@
 struct admin {
 	const struct engy_store_ops *ops;
 	void *inst;
-	const char *store;		/* plugin name, for messages */
+	const char *store; /* plugin name, for messages */
 };
 
 /* A command of a group: argv[0] is the command's name. */

@@ -50,8 +50,21 @@ static const char miners_usage[] =
 	"its score is paid to and prints it on stdout, once; the store keeps\n"
 	"only its keyed hash.  --rotate-key issues a new one and retires the old.\n";
 
-enum { F_IN, F_OUT, F_REQ, F_TOPK, F_V, F_P, F_TTFT, F_TPOT, F_RATE, F_PIN,
-       F_PCACHE, F_POUT, F_N };
+enum {
+	F_IN,
+	F_OUT,
+	F_REQ,
+	F_TOPK,
+	F_V,
+	F_P,
+	F_TTFT,
+	F_TPOT,
+	F_RATE,
+	F_PIN,
+	F_PCACHE,
+	F_POUT,
+	F_N
+};
 
 static const struct option put_lo[] = {
 	{ "max-input-tokens", required_argument, NULL, F_IN },
@@ -123,9 +136,18 @@ static int read_all(const char *path, char **out, size_t *len)
 
 /* JSON field name for each flag a spec may carry. */
 static const char *const spec_names[F_N] = {
-	"max_input_tokens", "max_output_tokens", "max_request_s", "toploc_topk",
-	"toploc_v", "toploc_p", "qual_ttft_p99_ms", "qual_tpot_p99_ms",
-	"score_rate", NULL, NULL, NULL,
+	"max_input_tokens",
+	"max_output_tokens",
+	"max_request_s",
+	"toploc_topk",
+	"toploc_v",
+	"toploc_p",
+	"qual_ttft_p99_ms",
+	"qual_tpot_p99_ms",
+	"score_rate",
+	NULL,
+	NULL,
+	NULL,
 };
 
 static int spec_load(const char *path, struct spec *sp)
@@ -138,12 +160,14 @@ static int spec_load(const char *path, struct spec *sp)
 	memset(sp, 0, sizeof(*sp));
 	rc = read_all(path, &text, &len);
 	if (rc) {
-		fprintf(stderr, "engyctl: admin models: %s: %s\n", path, strerror(-rc));
+		fprintf(stderr, "engyctl: admin models: %s: %s\n", path,
+			strerror(-rc));
 		return 1;
 	}
 	if (len >= 2 && (unsigned char)text[0] == 0x1f &&
 	    (unsigned char)text[1] == 0x8b) {
-		fprintf(stderr, "engyctl: admin models: %s is gzip-compressed: zcat it into --spec -\n",
+		fprintf(stderr,
+			"engyctl: admin models: %s is gzip-compressed: zcat it into --spec -\n",
 			path);
 		free(text);
 		return 1;
@@ -153,7 +177,8 @@ static int spec_load(const char *path, struct spec *sp)
 	root = cJSON_GetObjectItemCaseSensitive(j, "model_root");
 	if (!cJSON_IsObject(j) || !cJSON_IsString(root) ||
 	    admin_hex32(root->valuestring, sp->model_root)) {
-		fprintf(stderr, "engyctl: admin models: %s: not a model spec (no 64-hex model_root)\n",
+		fprintf(stderr,
+			"engyctl: admin models: %s: not a model spec (no 64-hex model_root)\n",
 			path);
 		cJSON_Delete((cJSON *)j);
 		return 1;
@@ -171,12 +196,13 @@ static int spec_load(const char *path, struct spec *sp)
 		if (!cJSON_IsNumber(it))
 			continue;
 		sp->have[i] = 1;
-		sp->val[i] = i == F_P ? llround(it->valuedouble * 1e6) :
-					(int64_t)it->valuedouble;
+		sp->val[i] = i == F_P ? llround(it->valuedouble * 1e6)
+				      : (int64_t)it->valuedouble;
 	}
 	price = cJSON_GetObjectItemCaseSensitive(j, "price");
 	for (i = F_PIN; i <= F_POUT; i++) {
-		static const char *const pn[] = { "input", "cached_input", "output" };
+		static const char *const pn[] = { "input", "cached_input",
+						  "output" };
 
 		it = cJSON_GetObjectItemCaseSensitive(price, pn[i - F_PIN]);
 		if (cJSON_IsNumber(it)) {
@@ -203,9 +229,9 @@ static int flag_value(int f, const char *s, int64_t *v)
 static void model_set(struct engy_model *m, int f, int64_t v)
 {
 	uint32_t *u[] = { &m->max_input_tokens, &m->max_output_tokens,
-			  &m->max_request_s, &m->toploc_topk, &m->toploc_v,
-			  &m->toploc_p_ppm, &m->qual_ttft_p99_ms,
-			  &m->qual_tpot_p99_ms };
+			  &m->max_request_s,	&m->toploc_topk,
+			  &m->toploc_v,		&m->toploc_p_ppm,
+			  &m->qual_ttft_p99_ms, &m->qual_tpot_p99_ms };
 
 	if (f < F_RATE)
 		*u[f] = (uint32_t)v;
@@ -224,8 +250,10 @@ static void print_model(const struct engy_model *m)
 	char pi[32], pc[32], po[32], p[32];
 
 	printf("model name=%s status=%s price_input=%s price_cached_input=%s price_output=%s score_rate=%lld max_input_tokens=%u max_output_tokens=%u max_request_s=%u toploc_topk=%u toploc_v=%u toploc_p=%s qual_ttft_p99_ms=%u qual_tpot_p99_ms=%u\n",
-	       m->name, m->status == ENGY_MODEL_DISABLED ? "disabled" : "enabled",
-	       admin_usd(pi, m->price.input), admin_usd(pc, m->price.cached_input),
+	       m->name,
+	       m->status == ENGY_MODEL_DISABLED ? "disabled" : "enabled",
+	       admin_usd(pi, m->price.input),
+	       admin_usd(pc, m->price.cached_input),
 	       admin_usd(po, m->price.output), (long long)m->score_rate,
 	       m->max_input_tokens, m->max_output_tokens, m->max_request_s,
 	       m->toploc_topk, m->toploc_v, admin_usd(p, m->toploc_p_ppm),
@@ -240,7 +268,8 @@ static void print_root(const struct engy_model_root *r)
 	admin_hex32_str(r->root, h);
 	admin_hex32_str(r->spec_root, s);
 	printf("root %s model=%s quant=%s arch=%s spec_root=%s added=%s\n", h,
-	       r->model, r->quant[0] ? r->quant : "-", r->arch[0] ? r->arch : "-",
+	       r->model, r->quant[0] ? r->quant : "-",
+	       r->arch[0] ? r->arch : "-",
 	       memcmp(r->spec_root, zero, 32) ? s : "-",
 	       admin_time(t, r->added_ms));
 }
@@ -254,7 +283,8 @@ static int put_root(struct admin *a, const char *model, const char *hex,
 
 	memset(&r, 0, sizeof(r));
 	if (hex && admin_hex32(hex, r.root))
-		return admin_usage("admin models", "--root takes 64 hex digits");
+		return admin_usage("admin models",
+				   "--root takes 64 hex digits");
 	if (!hex)
 		memcpy(r.root, sp->model_root, 32);
 	if (sp) {
@@ -283,7 +313,8 @@ static int mod_put(struct admin *a, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "", put_lo, NULL)) != -1) {
 		if (c >= 0 && c < F_N) {
 			if (flag_value(c, optarg, &val[c]))
-				return admin_usage("admin models put", "bad value for a flag");
+				return admin_usage("admin models put",
+						   "bad value for a flag");
 			have[c] = 1;
 		} else if (c == 's') {
 			spec = optarg;
@@ -292,9 +323,11 @@ static int mod_put(struct admin *a, int argc, char **argv)
 		} else if (c == 'q') {
 			quant = optarg;
 		} else if (c == 'e' || c == 'd') {
-			status = c == 'e' ? ENGY_MODEL_ENABLED : ENGY_MODEL_DISABLED;
+			status = c == 'e' ? ENGY_MODEL_ENABLED
+					  : ENGY_MODEL_DISABLED;
 		} else {
-			return admin_usage("admin models put", "unknown option");
+			return admin_usage("admin models put",
+					   "unknown option");
 		}
 	}
 	if (optind != argc - 1)
@@ -321,10 +354,11 @@ static int mod_put(struct admin *a, int argc, char **argv)
 			model_set(&m, i, val[i]);
 	if (status)
 		m.status = (uint32_t)status;
-	if (fresh && (!m.max_input_tokens || !m.max_output_tokens ||
-		      !m.max_request_s))
-		return admin_usage("admin models put",
-				   "a new model needs --max-input-tokens, --max-output-tokens and --max-request-s (or a spec that has them)");
+	if (fresh &&
+	    (!m.max_input_tokens || !m.max_output_tokens || !m.max_request_s))
+		return admin_usage(
+			"admin models put",
+			"a new model needs --max-input-tokens, --max-output-tokens and --max-request-s (or a spec that has them)");
 	rc = a->ops->model_put(a->inst, &m);
 	if (!rc)
 		rc = a->ops->model_get(a->inst, name, &m);
@@ -384,7 +418,8 @@ static int mod_show(struct admin *a, int argc, char **argv)
 static int mod_roots_cmd(struct admin *a, int argc, char **argv)
 {
 	if (argc > 2)
-		return admin_usage("admin models roots", "give at most one MODEL");
+		return admin_usage("admin models roots",
+				   "give at most one MODEL");
 	return mod_roots(a, argc == 2 ? argv[1] : NULL);
 }
 
@@ -402,10 +437,12 @@ static int mod_root_add(struct admin *a, int argc, char **argv)
 		else if (c == 'q')
 			quant = optarg;
 		else
-			return admin_usage("admin models root-add", "unknown option");
+			return admin_usage("admin models root-add",
+					   "unknown option");
 	}
 	if (optind != argc - 1 || (!root && !spec))
-		return admin_usage("admin models root-add", "give MODEL and --root HEX (or --spec)");
+		return admin_usage("admin models root-add",
+				   "give MODEL and --root HEX (or --spec)");
 	if (spec && spec_load(spec, &sp))
 		return 1;
 	return put_root(a, argv[optind], root, quant, spec ? &sp : NULL);
@@ -417,7 +454,8 @@ static int mod_root_del(struct admin *a, int argc, char **argv)
 	int rc;
 
 	if (argc != 2 || admin_hex32(argv[1], r))
-		return admin_usage("admin models root-del", "give one root as 64 hex digits");
+		return admin_usage("admin models root-del",
+				   "give one root as 64 hex digits");
 	rc = a->ops->model_root_del(a->inst, r);
 	if (rc)
 		return admin_fail("models root-del", argv[1], rc);
@@ -452,7 +490,8 @@ static void print_miner(const struct engy_miner *m)
 }
 
 /* The registered miner with @hotkey: 0 or -ENOENT (or an error). */
-static int miner_find(struct admin *a, const char *hotkey, struct engy_miner *out)
+static int miner_find(struct admin *a, const char *hotkey,
+		      struct engy_miner *out)
 {
 	struct engy_miner *v;
 	size_t n, i;
@@ -485,7 +524,8 @@ static int miner_write(struct admin *a, const struct engy_miner *m, int new_key,
 	}
 	printf("%s\n", key);
 	fflush(stdout);
-	fprintf(stderr, "engyctl: MINER_KEY for %s (%s...): shown once, not stored; hand it to the miner now\n",
+	fprintf(stderr,
+		"engyctl: MINER_KEY for %s (%s...): shown once, not stored; hand it to the miner now\n",
 		out.hotkey, out.key_shown);
 	sodium_memzero(key, strlen(key));
 	free(key);
@@ -510,33 +550,39 @@ static int miner_cmd(struct admin *a, int argc, char **argv, int reg)
 	int64_t v;
 
 	memset(&m, 0, sizeof(m));
-	m.priority = INT32_MIN;		/* unset */
-	m.first_party = 2;		/* unset */
+	m.priority = INT32_MIN; /* unset */
+	m.first_party = 2;	/* unset */
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		if (c == 'l' && strlen(optarg) < sizeof(m.label))
-			label_set = snprintf(m.label, sizeof(m.label), "%s", optarg) >= 0;
-		else if (c == 'p' && !admin_int(optarg, INT32_MIN + 1, INT32_MAX, &v))
+			label_set = snprintf(m.label, sizeof(m.label), "%s",
+					     optarg) >= 0;
+		else if (c == 'p' &&
+			 !admin_int(optarg, INT32_MIN + 1, INT32_MAX, &v))
 			m.priority = (int32_t)v;
 		else if (c == 'f' || c == 'F')
 			m.first_party = c == 'f';
 		else if ((c == 'e' || c == 'd') && !reg)
-			m.status = c == 'e' ? ENGY_MINER_ACTIVE : ENGY_MINER_DISABLED;
+			m.status = c == 'e' ? ENGY_MINER_ACTIVE
+					    : ENGY_MINER_DISABLED;
 		else if (c == 'r' && !reg)
 			rotate = 1;
 		else
-			return admin_usage(where, "unknown option or bad value");
+			return admin_usage(where,
+					   "unknown option or bad value");
 	}
 	if (optind != argc - 1 || strlen(argv[optind]) >= sizeof(m.hotkey))
 		return admin_usage(where, "give one HOTKEY (an SS58 address)");
 	snprintf(m.hotkey, sizeof(m.hotkey), "%s", argv[optind]);
 	rc = miner_find(a, m.hotkey, &cur);
 	if (reg && rc == 0) {
-		fprintf(stderr, "engyctl: admin miners register: %s is registered already (miners set --rotate-key issues a new key)\n",
+		fprintf(stderr,
+			"engyctl: admin miners register: %s is registered already (miners set --rotate-key issues a new key)\n",
 			m.hotkey);
 		return 1;
 	}
 	if (rc && (rc != -ENOENT || !reg))
-		return admin_fail(reg ? "miners register" : "miners set", m.hotkey, rc);
+		return admin_fail(reg ? "miners register" : "miners set",
+				  m.hotkey, rc);
 	if (!reg) {
 		if (!label_set)
 			memcpy(m.label, cur.label, sizeof(m.label));
@@ -551,7 +597,8 @@ static int miner_cmd(struct admin *a, int argc, char **argv, int reg)
 		m.priority = 0;
 	if (m.first_party == 2)
 		m.first_party = 0;
-	return miner_write(a, &m, rotate, reg ? "miners register" : "miners set");
+	return miner_write(a, &m, rotate,
+			   reg ? "miners register" : "miners set");
 }
 
 static int miner_register(struct admin *a, int argc, char **argv)

@@ -144,8 +144,9 @@ int admin_topup(struct admin *a, int argc, char **argv)
 	}
 	rc = engy_money_parse(argv[2], &micro);
 	if (rc || micro == 0)
-		return admin_usage("admin topup",
-				   "USD is a positive amount like 25 or 12.50 (six decimals at most, $1e9 at most)");
+		return admin_usage(
+			"admin topup",
+			"USD is a positive amount like 25 or 12.50 (six decimals at most, $1e9 at most)");
 	rc = admin_account(a, argv[1], &acc);
 	if (!rc)
 		rc = a->ops->topup(a->inst, acc.id, micro, &acc);
@@ -158,8 +159,7 @@ int admin_topup(struct admin *a, int argc, char **argv)
 static int key_create(struct admin *a, int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "label", required_argument, NULL, 'l' },
-		{ NULL, 0, NULL, 0 }
+		{ "label", required_argument, NULL, 'l' }, { NULL, 0, NULL, 0 }
 	};
 	const char *label = "";
 	struct engy_account acc;
@@ -169,7 +169,8 @@ static int key_create(struct admin *a, int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		if (c != 'l')
-			return admin_usage("admin keys create", "unknown option");
+			return admin_usage("admin keys create",
+					   "unknown option");
 		label = optarg;
 	}
 	if (optind != argc - 1)
@@ -181,7 +182,8 @@ static int key_create(struct admin *a, int argc, char **argv)
 		return admin_fail("keys create", argv[optind], rc);
 	printf("%s\n", key);
 	fflush(stdout);
-	fprintf(stderr, "engyctl: key id=%lld for account %s (%s...): shown once, not stored; keep it now\n",
+	fprintf(stderr,
+		"engyctl: key id=%lld for account %s (%s...): shown once, not stored; keep it now\n",
 		(long long)k.id, acc.name, k.shown);
 	sodium_memzero(key, strlen(key));
 	free(key);
@@ -214,7 +216,9 @@ static int key_revoke(struct admin *a, int argc, char **argv)
 	int rc;
 
 	if (argc != 2 || admin_int(argv[1], 1, INT64_MAX, &id))
-		return admin_usage("admin keys revoke", "give one KEY_ID (a number; keys list shows them)");
+		return admin_usage(
+			"admin keys revoke",
+			"give one KEY_ID (a number; keys list shows them)");
 	rc = a->ops->key_revoke(a->inst, id);
 	if (rc)
 		return admin_fail("keys revoke: key", argv[1], rc);
@@ -256,7 +260,8 @@ static int log_tail(struct admin *a, int argc, char **argv)
 		{ "since", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct engy_log_query q = { .size = sizeof(q), .limit = 20,
+	struct engy_log_query q = { .size = sizeof(q),
+				    .limit = 20,
 				    .newest_first = 1 };
 	struct engy_request_row *rows;
 	struct engy_account acc;
@@ -268,18 +273,22 @@ static int log_tail(struct admin *a, int argc, char **argv)
 		switch (c) {
 		case 'n':
 			if (admin_int(optarg, 1, 100000, &v))
-				return admin_usage("admin log tail", "-n takes 1..100000");
+				return admin_usage("admin log tail",
+						   "-n takes 1..100000");
 			q.limit = (uint32_t)v;
 			break;
 		case 'a':
 			rc = admin_account(a, optarg, &acc);
 			if (rc)
-				return admin_fail("log tail: account", optarg, rc);
+				return admin_fail("log tail: account", optarg,
+						  rc);
 			q.account_id = acc.id;
 			break;
 		case 's':
 			if (admin_int(optarg, 0, INT64_MAX, &v))
-				return admin_usage("admin log tail", "--since takes Unix milliseconds");
+				return admin_usage(
+					"admin log tail",
+					"--since takes Unix milliseconds");
 			q.since_ms = v;
 			break;
 		default:
@@ -319,8 +328,9 @@ static int res_release(struct admin *a, int argc, char **argv)
 		return admin_usage("admin reservations release-expired",
 				   "takes no arguments");
 	clock_gettime(CLOCK_REALTIME, &ts);
-	rc = a->ops->release_expired(a->inst, (int64_t)ts.tv_sec * 1000 +
-					      ts.tv_nsec / 1000000, &n, &micro);
+	rc = a->ops->release_expired(
+		a->inst, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, &n,
+		&micro);
 	if (rc)
 		return admin_fail("reservations release-expired", NULL, rc);
 	printf("released=%llu amount=%s\n", (unsigned long long)n,

@@ -168,9 +168,9 @@ static int do_render(const char *dir, struct engy_chat_opts *o, bool ids)
 static int do_parse(const char *request, struct engy_chat_opts *o, bool length,
 		    const char *id_prefix)
 {
-	struct engy_genparse_opts po = {.id_prefix = id_prefix};
-	struct engy_chat_info info = {0};
-	struct engy_gen_msg msg = {0};
+	struct engy_genparse_opts po = { .id_prefix = id_prefix };
+	struct engy_chat_info info = { 0 };
+	struct engy_gen_msg msg = { 0 };
 	cJSON *body = NULL, *choice = NULL;
 	char err[256], *prompt = NULL, *s;
 	uint8_t *text = NULL;
@@ -232,8 +232,8 @@ int engyctl_render_chat(int argc, char **argv);
 
 int engyctl_render_chat(int argc, char **argv)
 {
-	struct engy_chat_opts o = {.variant = ENGY_CHAT_QWEN36,
-				   .enable_thinking = -1};
+	struct engy_chat_opts o = { .variant = ENGY_CHAT_QWEN36,
+				    .enable_thinking = -1 };
 	const char *dir = NULL, *tmpl = NULL, *request = NULL,
 		   *id_prefix = NULL;
 	bool ids = false, parse = false, length = false;

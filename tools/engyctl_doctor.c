@@ -91,7 +91,8 @@ static long fetch(const char *url, const char *post, const char *bearer,
 		curl_easy_setopt(h, CURLOPT_POSTFIELDS, post);
 	}
 	if (bearer && *bearer) {
-		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", bearer);
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s",
+			 bearer);
 		hdr = curl_slist_append(hdr, auth);
 	}
 	if (hdr)
@@ -100,7 +101,8 @@ static long fetch(const char *url, const char *post, const char *bearer,
 	if (rc == CURLE_OK)
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	else
-		snprintf(err, errlen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(rc));
+		snprintf(err, errlen, "%s",
+			 ebuf[0] ? ebuf : curl_easy_strerror(rc));
 	curl_slist_free_all(hdr);
 	curl_easy_cleanup(h);
 	return code;
@@ -110,7 +112,7 @@ static long fetch(const char *url, const char *post, const char *bearer,
 static char serve_model_path[1024];
 
 struct verdict {
-	char note[2048];	/* what was found */
+	char note[2048]; /* what was found */
 	char problem[2048];
 	char fix[768];
 	int warn_only;
@@ -118,8 +120,7 @@ struct verdict {
 
 #define SAY(field, ...) snprintf(v->field, sizeof(v->field), __VA_ARGS__)
 
-static void probe_serve_one(const char *url, const char *key,
-			    struct verdict *v)
+static void probe_serve_one(const char *url, const char *key, struct verdict *v)
 {
 	char u[1200], err[256], rid[40], req[256];
 	struct body b;
@@ -131,7 +132,8 @@ static void probe_serve_one(const char *url, const char *key,
 	code = fetch(u, NULL, key, &b, err, sizeof(err), 1);
 	if (code < 0) {
 		SAY(problem, "%s: cannot connect: %s", url, err);
-		SAY(fix, "start the sglang serve (python -m "
+		SAY(fix,
+		    "start the sglang serve (python -m "
 		    "sglang.launch_server ... --enable-return-hidden-states), "
 		    "or set SERVE_URL (--serve-url) to where it listens");
 		goto out;
@@ -139,7 +141,7 @@ static void probe_serve_one(const char *url, const char *key,
 	if (code == 401 || code == 403) {
 		SAY(problem, "%s/get_model_info answered HTTP %ld", url, code);
 		SAY(fix, "the serve wants an API key: set ENGY_SERVE_API_KEY "
-		    "to its --api-key");
+			 "to its --api-key");
 		goto out;
 	}
 	j = code == 200 ? cJSON_ParseWithLength(b.p ? b.p : "", b.n) : NULL;
@@ -147,7 +149,8 @@ static void probe_serve_one(const char *url, const char *key,
 	if (!cJSON_IsString(mp)) {
 		SAY(problem, "%s/get_model_info answered HTTP %ld%s", url, code,
 		    code == 200 ? " without a model_path" : "");
-		SAY(fix, "SERVE_URL must be an sglang serve's base URL, e.g. "
+		SAY(fix,
+		    "SERVE_URL must be an sglang serve's base URL, e.g. "
 		    "http://127.0.0.1:8000 (curl it: curl -s URL/get_model_info)");
 		cJSON_Delete(j);
 		goto out;
@@ -163,13 +166,14 @@ static void probe_serve_one(const char *url, const char *key,
 	snprintf(req, sizeof(req),
 		 "{\"input_ids\":[1],\"sampling_params\":{\"max_new_tokens\":1,"
 		 "\"temperature\":0},\"return_hidden_states\":true,"
-		 "\"rid\":\"engy-%s\"}", rid);
+		 "\"rid\":\"engy-%s\"}",
+		 rid);
 	snprintf(u, sizeof(u), "%s/generate", url);
 	code = fetch(u, req, key, &b, err, sizeof(err), 1);
 	if (code < 0) {
 		SAY(problem, "%s/generate: no answer: %s", url, err);
 		SAY(fix, "check the serve's log; it answered /get_model_info "
-		    "but not a one-token /generate");
+			 "but not a one-token /generate");
 		goto out;
 	}
 	j = cJSON_ParseWithLength(b.p ? b.p : "", b.n);
@@ -191,7 +195,8 @@ static void probe_serve_one(const char *url, const char *key,
 		SAY(problem, "%s returns no hidden states (%s)", url,
 		    code == 200 ? "a /generate answer without them"
 				: "it refuses return_hidden_states");
-		SAY(fix, "restart the serve with --enable-return-hidden-states, "
+		SAY(fix,
+		    "restart the serve with --enable-return-hidden-states, "
 		    "and keep anything on its PYTHONPATH from emptying "
 		    "meta_info.hidden_states");
 	} else {
@@ -213,7 +218,8 @@ static void probe_serve(const struct engyd_check *c, struct verdict *v)
 		SAY(problem, "out of memory");
 		return;
 	}
-	for (u = strtok_r(list, ",", &save); u; u = strtok_r(NULL, ",", &save)) {
+	for (u = strtok_r(list, ",", &save); u;
+	     u = strtok_r(NULL, ",", &save)) {
 		memset(&one, 0, sizeof(one));
 		probe_serve_one(u, c->secret, &one);
 		if (one.problem[0] && !v->problem[0]) {
@@ -221,9 +227,10 @@ static void probe_serve(const struct engyd_check *c, struct verdict *v)
 			memcpy(v->fix, one.fix, sizeof(v->fix));
 		}
 		if (one.note[0])
-			k += (size_t)snprintf(v->note + k,
-					      k < sizeof(v->note) ? sizeof(v->note) - k : 0,
-					      "%s%s", k ? "; " : "", one.note);
+			k += (size_t)snprintf(
+				v->note + k,
+				k < sizeof(v->note) ? sizeof(v->note) - k : 0,
+				"%s%s", k ? "; " : "", one.note);
 	}
 	free(list);
 }
@@ -244,7 +251,8 @@ static void probe_meta(const struct engyd_check *c, struct verdict *v)
 	code = fetch(url, NULL, NULL, &b, err, sizeof(err), 0);
 	if (code < 0) {
 		SAY(problem, "cannot connect to %s: %s", url, err);
-		SAY(fix, "check GW (wss://<gateway-host>/gw; the public gateway "
+		SAY(fix,
+		    "check GW (wss://<gateway-host>/gw; the public gateway "
 		    "is wss://api.engy.ai/gw) and that this machine reaches "
 		    "that host and port");
 	} else if (code == 200 && b.p &&
@@ -254,7 +262,8 @@ static void probe_meta(const struct engyd_check *c, struct verdict *v)
 	} else {
 		SAY(problem, "%s answered HTTP %ld, not {\"workers\": N}", url,
 		    code);
-		SAY(fix, "the miner will plan for 1 gateway worker: fine for a "
+		SAY(fix,
+		    "the miner will plan for 1 gateway worker: fine for a "
 		    "single-process gateway; otherwise check that GW names the "
 		    "gateway's /gw path, or set ENGY_GW_WORKERS");
 		v->warn_only = 1;
@@ -275,14 +284,15 @@ static void probe_provider(const struct engyd_check *c, struct verdict *v)
 	j = code == 200 ? cJSON_ParseWithLength(b.p ? b.p : "", b.n) : NULL;
 	if (code < 0) {
 		SAY(problem, "cannot connect to %s: %s", url, err);
-		SAY(fix, "set ENGY_SN53_API (and ENGY_SN53_MASTER_HOTKEY with "
+		SAY(fix,
+		    "set ENGY_SN53_API (and ENGY_SN53_MASTER_HOTKEY with "
 		    "it) to a provider this machine reaches; the default is "
 		    "https://provider.engy.ai");
 	} else if (!cJSON_IsObject(j)) {
 		SAY(problem, "%s answered HTTP %ld%s", url, code,
 		    code == 200 ? ", not a JSON object" : "");
 		SAY(fix, "ENGY_SN53_API must be the provider's base URL "
-		    "(https://provider.engy.ai), without a path");
+			 "(https://provider.engy.ai), without a path");
 	} else {
 		SAY(note, "%s answers an epoch payload", url);
 	}
@@ -305,8 +315,9 @@ static void probe_chain(const struct engyd_check *c, struct verdict *v)
 		snprintf(url, sizeof(url), "https://%s", t + 6);
 	else
 		snprintf(url, sizeof(url), "%s", t);
-	code = fetch(url, "{\"id\":1,\"jsonrpc\":\"2.0\",\"method\":"
-			  "\"system_chain\",\"params\":[]}",
+	code = fetch(url,
+		     "{\"id\":1,\"jsonrpc\":\"2.0\",\"method\":"
+		     "\"system_chain\",\"params\":[]}",
 		     NULL, &b, err, sizeof(err), 0);
 	j = code == 200 ? cJSON_ParseWithLength(b.p ? b.p : "", b.n) : NULL;
 	r = j ? cJSON_GetObjectItemCaseSensitive(j, "result") : NULL;
@@ -318,7 +329,8 @@ static void probe_chain(const struct engyd_check *c, struct verdict *v)
 		else
 			SAY(problem, "%s answered HTTP %ld, not JSON-RPC", t,
 			    code);
-		SAY(fix, "set ENGY_SN53_NETWORK (finney, test, local) or "
+		SAY(fix,
+		    "set ENGY_SN53_NETWORK (finney, test, local) or "
 		    "ENGY_SN53_CHAIN_ENDPOINT to a subtensor node this machine "
 		    "reaches");
 	}
@@ -339,10 +351,12 @@ static void check_model_path(struct verdict *v)
 		    serve_model_path);
 		return;
 	}
-	SAY(problem, "the serve's model_path %s has no readable "
-	    "tokenizer.json on this machine", serve_model_path);
+	SAY(problem,
+	    "the serve's model_path %s has no readable "
+	    "tokenizer.json on this machine",
+	    serve_model_path);
 	SAY(fix, "set CHECKPOINT (or --checkpoint) to this machine's copy of "
-	    "the checkpoint the serve loaded");
+		 "the checkpoint the serve loaded");
 }
 
 static void report(const char *tag, const struct engyd_check *c,
@@ -364,8 +378,8 @@ int engyctl_doctor(int argc, char **argv)
 	size_t n = 0, i;
 	int bad = 0, warn = 0, rc;
 
-	if (argc == 2 && (strcmp(argv[1], "--help") == 0 ||
-			  strcmp(argv[1], "-h") == 0)) {
+	if (argc == 2 &&
+	    (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		printf("usage: engyctl doctor ROLE.conf\n\n"
 		       "Reads ROLE.conf as engyd does (the environment twins "
 		       "apply), says what it\nwould connect to, tries each "
@@ -449,10 +463,10 @@ int engyctl_doctor(int argc, char **argv)
 	}
 	if (!n && !bad)
 		printf("ok    %s: the config loads; doctor has no connection "
-		       "checks for role %s\n", argv[1],
-		       d.cfg.role ? d.cfg.role : "?");
-	printf("engyctl doctor: %s: %d problem%s, %d warning%s\n", argv[1],
-	       bad, bad == 1 ? "" : "s", warn, warn == 1 ? "" : "s");
+		       "checks for role %s\n",
+		       argv[1], d.cfg.role ? d.cfg.role : "?");
+	printf("engyctl doctor: %s: %d problem%s, %d warning%s\n", argv[1], bad,
+	       bad == 1 ? "" : "s", warn, warn == 1 ? "" : "s");
 	free(vs);
 	engyd_checks_free(cs, n);
 	engyd_free(&d);

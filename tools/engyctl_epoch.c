@@ -26,10 +26,10 @@
 #include "ss58.h"
 
 int engyctl_epoch(int argc, char **argv);
-int engyctl_epoch_score(int argc, char **argv);	/* engyctl_epoch_score.c */
+int engyctl_epoch_score(int argc, char **argv); /* engyctl_epoch_score.c */
 
 /* The light validator's payload cap (specs/settlement.md §5.1). */
-#define EPOCH_MAX_INPUT	(1u << 20)
+#define EPOCH_MAX_INPUT (1u << 20)
 
 static const char usage_text[] =
 	"usage: engyctl epoch sign   --hotkey FILE --netuid N --epoch I [--payload] RESULT_JSON\n"
@@ -93,7 +93,8 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->have_netuid = 1;
 			break;
 		case 'e':
-			bad = engyctl_parse_u64(optarg, ENGY_EPOCH_MAX_INDEX, &o->epoch) < 0;
+			bad = engyctl_parse_u64(optarg, ENGY_EPOCH_MAX_INDEX,
+						&o->epoch) < 0;
 			o->have_epoch = 1;
 			break;
 		case 'p':
@@ -103,18 +104,21 @@ static int parse(int argc, char **argv, struct opts *o)
 			usage(stdout, 0);
 			return -1;
 		default:
-			fprintf(stderr, "engyctl: epoch %s: unknown option or missing value: '%s' (--help)\n",
+			fprintf(stderr,
+				"engyctl: epoch %s: unknown option or missing value: '%s' (--help)\n",
 				argv[0], argv[optind - 1]);
 			return 2;
 		}
 		if (bad) {
-			fprintf(stderr, "engyctl: epoch %s: bad value '%s' for --%s\n",
+			fprintf(stderr,
+				"engyctl: epoch %s: bad value '%s' for --%s\n",
 				argv[0], optarg, lo[li].name);
 			return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, "engyctl: epoch %s: give exactly one input file (- for stdin)\n",
+		fprintf(stderr,
+			"engyctl: epoch %s: give exactly one input file (- for stdin)\n",
 			argv[0]);
 		return 2;
 	}
@@ -128,9 +132,11 @@ static int read_input(const char *what, const char *path, uint8_t **buf,
 	int rc = engy_read_file(path, EPOCH_MAX_INPUT, buf, len);
 
 	if (rc == -EFBIG)
-		return engyctl_fail("epoch %s: %s: over %u bytes", what, path, EPOCH_MAX_INPUT);
+		return engyctl_fail("epoch %s: %s: over %u bytes", what, path,
+				    EPOCH_MAX_INPUT);
 	if (rc < 0)
-		return engyctl_fail("epoch %s: %s: %s", what, path, strerror(-rc));
+		return engyctl_fail("epoch %s: %s: %s", what, path,
+				    strerror(-rc));
 	return 0;
 }
 
@@ -148,7 +154,8 @@ static int epoch_sign(int argc, char **argv)
 	if (rc)
 		return rc < 0 ? 0 : rc;
 	if (!o.hotkey || !o.have_netuid || !o.have_epoch || o.ss58 || o.sig) {
-		fprintf(stderr, "engyctl: epoch sign: --hotkey, --netuid and --epoch are required (--ss58 and --sig are verify's)\n");
+		fprintf(stderr,
+			"engyctl: epoch sign: --hotkey, --netuid and --epoch are required (--ss58 and --sig are verify's)\n");
 		return 2;
 	}
 	if (read_input("sign", o.file, &buf, &len))
@@ -163,23 +170,31 @@ static int epoch_sign(int argc, char **argv)
 		goto out;
 	}
 	if (hk.source == ENGY_HOTKEY_PUBLIC_ONLY) {
-		rc = engyctl_fail("epoch sign: %s: public key only, cannot sign", o.hotkey);
+		rc = engyctl_fail(
+			"epoch sign: %s: public key only, cannot sign",
+			o.hotkey);
 		goto wipe;
 	}
 	if (stat(o.hotkey, &st) == 0 && (st.st_mode & 077))
-		fprintf(stderr, "engyctl: warning: %s is accessible by group or others (mode %03o); chmod 600 it\n",
+		fprintf(stderr,
+			"engyctl: warning: %s is accessible by group or others (mode %03o); chmod 600 it\n",
 			o.hotkey, (unsigned)(st.st_mode & 0777));
-	rc = engy_epoch_sign(&hk.kp, (uint16_t)o.netuid, o.epoch, buf, len, NULL, sig);
+	rc = engy_epoch_sign(&hk.kp, (uint16_t)o.netuid, o.epoch, buf, len,
+			     NULL, sig);
 	if (rc < 0) {
-		rc = engyctl_fail("epoch sign: signing failed (%s)", strerror(-rc));
+		rc = engyctl_fail("epoch sign: signing failed (%s)",
+				  strerror(-rc));
 		goto wipe;
 	}
 	if (o.payload) {
 		rc = engy_epoch_payload(&payload, (uint16_t)o.netuid, o.epoch,
 					(const char *)buf, len, sig, hk.ss58);
 		if (rc < 0) {
-			rc = engyctl_fail("epoch sign: %s: cannot build the payload (%s)",
-					  o.file, rc == -EINVAL ? "result_json holds a NUL byte" : strerror(-rc));
+			rc = engyctl_fail(
+				"epoch sign: %s: cannot build the payload (%s)",
+				o.file,
+				rc == -EINVAL ? "result_json holds a NUL byte"
+					      : strerror(-rc));
 			goto wipe;
 		}
 		puts(payload);
@@ -201,12 +216,16 @@ static int pinned_key(const char *ss58, uint8_t pub[32])
 	int rc = engy_ss58_decode_prefix(ss58, ENGY_SS58_PREFIX_BITTENSOR, pub);
 
 	if (rc == -EPROTO)
-		return engyctl_fail("epoch verify: --ss58 %s: not a bittensor address (SS58 prefix is not 42)",
-				    ss58);
+		return engyctl_fail(
+			"epoch verify: --ss58 %s: not a bittensor address (SS58 prefix is not 42)",
+			ss58);
 	if (rc < 0)
-		return engyctl_fail("epoch verify: --ss58 %s: %s", ss58, engy_ss58_strerror(rc));
+		return engyctl_fail("epoch verify: --ss58 %s: %s", ss58,
+				    engy_ss58_strerror(rc));
 	if (!engy_sr25519_valid_public(pub))
-		return engyctl_fail("epoch verify: --ss58 %s: not a valid sr25519 public key", ss58);
+		return engyctl_fail(
+			"epoch verify: --ss58 %s: not a valid sr25519 public key",
+			ss58);
 	return 0;
 }
 
@@ -220,12 +239,13 @@ static int verify_payload(const struct opts *o, const uint8_t pub[32])
 
 	if (read_input("verify", o->file, &buf, &len))
 		return 1;
-	r = engy_epoch_payload_check((const char *)buf, len, (uint16_t)o->netuid,
-				     pub, &v, why, sizeof(why));
+	r = engy_epoch_payload_check((const char *)buf, len,
+				     (uint16_t)o->netuid, pub, &v, why,
+				     sizeof(why));
 	free(buf);
 	if (r != ENGY_EPOCH_ACCEPT)
-		return engyctl_fail("epoch verify: %s: rejected (%s): %s", o->file,
-				    engy_epoch_reject_name(r), why);
+		return engyctl_fail("epoch verify: %s: rejected (%s): %s",
+				    o->file, engy_epoch_reject_name(r), why);
 	printf("ok: epoch %" PRIu64 " netuid %u digest %s signed by %s\n",
 	       v.epoch_index, (unsigned)o->netuid, v.digest, o->ss58);
 	engy_epoch_verified_free(&v);
@@ -246,16 +266,19 @@ static int epoch_verify(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	if (!o.ss58 || !o.have_netuid || o.hotkey ||
 	    (o.payload ? (o.have_epoch || o.sig) : (!o.have_epoch || !o.sig))) {
-		fprintf(stderr, "engyctl: epoch verify: --ss58 and --netuid, then --epoch and --sig, or --payload alone\n");
+		fprintf(stderr,
+			"engyctl: epoch verify: --ss58 and --netuid, then --epoch and --sig, or --payload alone\n");
 		return 2;
 	}
 	hex = o.sig;
 	if (hex && hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X'))
 		hex += 2;
 	if (hex && (strlen(hex) != 2 * ENGY_SR25519_SIG_BYTES ||
-		    sodium_hex2bin(sig, sizeof(sig), hex, strlen(hex), NULL, &bin_len, NULL) ||
+		    sodium_hex2bin(sig, sizeof(sig), hex, strlen(hex), NULL,
+				   &bin_len, NULL) ||
 		    bin_len != sizeof(sig))) {
-		fprintf(stderr, "engyctl: epoch verify: --sig must be 128 hex digits (64 bytes)\n");
+		fprintf(stderr,
+			"engyctl: epoch verify: --sig must be 128 hex digits (64 bytes)\n");
 		return 2;
 	}
 	if (pinned_key(o.ss58, pub))
@@ -268,11 +291,13 @@ static int epoch_verify(int argc, char **argv)
 	engy_epoch_digest(buf, len, digest);
 	free(buf);
 	if (rc == -EPROTO)
-		return engyctl_fail("epoch verify: --sig is not a well-formed sr25519 signature");
+		return engyctl_fail(
+			"epoch verify: --sig is not a well-formed sr25519 signature");
 	if (rc < 0)
-		return engyctl_fail("epoch verify: the signature does not verify for %s over "
-				    ENGY_EPOCH_MSG_PREFIX "%u:%" PRIu64 ":%s",
-				    o.ss58, (unsigned)o.netuid, o.epoch, digest);
+		return engyctl_fail(
+			"epoch verify: the signature does not verify for %s over " ENGY_EPOCH_MSG_PREFIX
+			"%u:%" PRIu64 ":%s",
+			o.ss58, (unsigned)o.netuid, o.epoch, digest);
 	printf("ok: " ENGY_EPOCH_MSG_PREFIX "%u:%" PRIu64 ":%s signed by %s\n",
 	       (unsigned)o.netuid, o.epoch, digest, o.ss58);
 	return 0;
@@ -280,8 +305,10 @@ static int epoch_verify(int argc, char **argv)
 
 static const struct engyctl_cmd epoch_cmds[] = {
 	{ "sign", "sign an epoch result with the master hotkey", epoch_sign },
-	{ "verify", "verify an epoch signature or a published payload", epoch_verify },
-	{ "score", "recompute an epoch from its public aggregates", engyctl_epoch_score },
+	{ "verify", "verify an epoch signature or a published payload",
+	  epoch_verify },
+	{ "score", "recompute an epoch from its public aggregates",
+	  engyctl_epoch_score },
 	{ NULL, NULL, NULL },
 };
 
@@ -289,7 +316,8 @@ int engyctl_epoch(int argc, char **argv)
 {
 	const struct engyctl_cmd *c;
 
-	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0)
 		return usage(argc < 2 ? stderr : stdout, argc < 2 ? 2 : 0);
 	for (c = epoch_cmds; c->name; c++)
 		if (strcmp(c->name, argv[1]) == 0)

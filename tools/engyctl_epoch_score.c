@@ -25,8 +25,8 @@
 
 int engyctl_epoch_score(int argc, char **argv);
 
-#define AGGREGATES_MAX	(64u << 20)
-#define PAYLOAD_MAX	(1u << 20)	/* the light validator's cap */
+#define AGGREGATES_MAX (64u << 20)
+#define PAYLOAD_MAX    (1u << 20) /* the light validator's cap */
 
 static const char usage_text[] =
 	"usage: engyctl epoch score --aggregates FILE [--netuid N] [--epoch I]\n"
@@ -77,7 +77,8 @@ static int parse(int argc, char **argv, struct sopts *o)
 			o->have_netuid = 1;
 			break;
 		case 'e':
-			bad = engyctl_parse_u64(optarg, ENGY_EPOCH_MAX_INDEX, &o->epoch) < 0;
+			bad = engyctl_parse_u64(optarg, ENGY_EPOCH_MAX_INDEX,
+						&o->epoch) < 0;
 			o->have_epoch = 1;
 			break;
 		case 'o':
@@ -90,7 +91,7 @@ static int parse(int argc, char **argv, struct sopts *o)
 			o->digest = optarg;
 			bad = strlen(optarg) != ENGY_EPOCH_DIGEST_HEX ||
 			      strspn(optarg, "0123456789abcdefABCDEF") !=
-			      ENGY_EPOCH_DIGEST_HEX;
+				      ENGY_EPOCH_DIGEST_HEX;
 			break;
 		case 'p':
 			o->payload = optarg;
@@ -99,18 +100,21 @@ static int parse(int argc, char **argv, struct sopts *o)
 			fputs(usage_text, stdout);
 			return -1;
 		default:
-			fprintf(stderr, "engyctl: epoch score: unknown option or missing value: '%s' (--help)\n",
+			fprintf(stderr,
+				"engyctl: epoch score: unknown option or missing value: '%s' (--help)\n",
 				argv[optind - 1]);
 			return 2;
 		}
 		if (bad) {
-			fprintf(stderr, "engyctl: epoch score: bad value '%s' for --%s\n",
+			fprintf(stderr,
+				"engyctl: epoch score: bad value '%s' for --%s\n",
 				optarg, lo[li].name);
 			return 2;
 		}
 	}
 	if (optind != argc || !o->agg || (o->digest && o->payload)) {
-		fprintf(stderr, "engyctl: epoch score: --aggregates FILE is required, takes no other argument, and --digest and --payload exclude each other (--help)\n");
+		fprintf(stderr,
+			"engyctl: epoch score: --aggregates FILE is required, takes no other argument, and --digest and --payload exclude each other (--help)\n");
 		return 2;
 	}
 	return 0;
@@ -120,20 +124,30 @@ static int parse(int argc, char **argv, struct sopts *o)
 static int merge(const struct sopts *o, struct engy_score_doc *d)
 {
 	if (o->have_netuid && d->have_netuid && o->netuid != d->in.netuid)
-		return engyctl_fail("epoch score: --netuid %" PRIu64 " but the aggregates' netuid is %u",
+		return engyctl_fail("epoch score: --netuid %" PRIu64
+				    " but the aggregates' netuid is %u",
 				    o->netuid, (unsigned)d->in.netuid);
 	if (o->have_epoch && d->have_epoch && o->epoch != d->in.epoch_index)
-		return engyctl_fail("epoch score: --epoch %" PRIu64 " but the aggregates' epoch_index is %" PRIu64,
-				    o->epoch, d->in.epoch_index);
+		return engyctl_fail(
+			"epoch score: --epoch %" PRIu64
+			" but the aggregates' epoch_index is %" PRIu64,
+			o->epoch, d->in.epoch_index);
 	if (o->owner && d->have_owner && strcmp(o->owner, d->owner))
-		return engyctl_fail("epoch score: --owner %s but the aggregates' owner_hotkey is %s",
-				    o->owner, d->owner);
+		return engyctl_fail(
+			"epoch score: --owner %s but the aggregates' owner_hotkey is %s",
+			o->owner, d->owner);
 	if (!o->have_netuid && !d->have_netuid)
-		return engyctl_fail("epoch score: %s: netuid: missing (give --netuid)", o->agg);
+		return engyctl_fail(
+			"epoch score: %s: netuid: missing (give --netuid)",
+			o->agg);
 	if (!o->have_epoch && !d->have_epoch)
-		return engyctl_fail("epoch score: %s: epoch_index: missing (give --epoch)", o->agg);
+		return engyctl_fail(
+			"epoch score: %s: epoch_index: missing (give --epoch)",
+			o->agg);
 	if (!o->owner && !d->have_owner)
-		return engyctl_fail("epoch score: %s: owner_hotkey: missing (give --owner)", o->agg);
+		return engyctl_fail(
+			"epoch score: %s: owner_hotkey: missing (give --owner)",
+			o->agg);
 	if (o->have_netuid)
 		d->in.netuid = (uint16_t)o->netuid;
 	if (o->have_epoch)
@@ -191,19 +205,24 @@ static int compare_payload(const char *path, const struct engy_epoch_result *r,
 	rj = cJSON_GetObjectItemCaseSensitive(p, "result_json");
 	dg = cJSON_GetObjectItemCaseSensitive(p, "digest");
 	if (!cJSON_IsObject(p))
-		rc = engyctl_fail("epoch score: --payload %s: not a JSON object", path);
+		rc = engyctl_fail(
+			"epoch score: --payload %s: not a JSON object", path);
 	else if (!cJSON_IsString(rj))
-		rc = engyctl_fail("epoch score: --payload %s: result_json: missing or not a string",
-				  path);
+		rc = engyctl_fail(
+			"epoch score: --payload %s: result_json: missing or not a string",
+			path);
 	else if (!cJSON_IsString(dg))
-		rc = engyctl_fail("epoch score: --payload %s: digest: missing or not a string",
-				  path);
+		rc = engyctl_fail(
+			"epoch score: --payload %s: digest: missing or not a string",
+			path);
 	else if (strcmp(rj->valuestring, r->result_json))
-		rc = engyctl_fail("epoch score: --payload %s: result_json differs from the recomputed one (digest %s)",
-				  path, digest);
+		rc = engyctl_fail(
+			"epoch score: --payload %s: result_json differs from the recomputed one (digest %s)",
+			path, digest);
 	else if (strcasecmp(dg->valuestring, digest))
-		rc = engyctl_fail("epoch score: --payload %s: digest %s is not the result's %s",
-				  path, dg->valuestring, digest);
+		rc = engyctl_fail(
+			"epoch score: --payload %s: digest %s is not the result's %s",
+			path, dg->valuestring, digest);
 	else
 		printf("ok: %s matches the recomputed epoch\n", path);
 	cJSON_Delete(p);
@@ -225,9 +244,11 @@ int engyctl_epoch_score(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	rc = engy_read_file(o.agg, AGGREGATES_MAX, &buf, &len);
 	if (rc == -EFBIG)
-		return engyctl_fail("epoch score: %s: over %u bytes", o.agg, AGGREGATES_MAX);
+		return engyctl_fail("epoch score: %s: over %u bytes", o.agg,
+				    AGGREGATES_MAX);
 	if (rc < 0)
-		return engyctl_fail("epoch score: %s: %s", o.agg, strerror(-rc));
+		return engyctl_fail("epoch score: %s: %s", o.agg,
+				    strerror(-rc));
 	rc = engy_score_parse((const char *)buf, len, &d, why, sizeof(why));
 	free(buf);
 	if (rc == -ENOMEM)
@@ -239,8 +260,9 @@ int engyctl_epoch_score(int argc, char **argv)
 		goto out;
 	rc = engy_score_settle(&d->in, NULL, &res);
 	if (rc) {
-		rc = rc == -ENOMEM ? engyctl_fail("epoch score: out of memory") :
-		     engyctl_fail("epoch score: %s: %s", o.agg, res.error);
+		rc = rc == -ENOMEM ? engyctl_fail("epoch score: out of memory")
+				   : engyctl_fail("epoch score: %s: %s", o.agg,
+						  res.error);
 		goto out;
 	}
 	engy_epoch_digest(res.result_json, res.result_len, digest);
@@ -256,8 +278,9 @@ int engyctl_epoch_score(int argc, char **argv)
 	print(d, &res, digest);
 	rc = 0;
 	if (o.digest && strcasecmp(o.digest, digest))
-		rc = engyctl_fail("epoch score: digest mismatch: published %s, recomputed %s",
-				  o.digest, digest);
+		rc = engyctl_fail(
+			"epoch score: digest mismatch: published %s, recomputed %s",
+			o.digest, digest);
 	else if (o.payload)
 		rc = compare_payload(o.payload, &res, digest);
 out:

@@ -52,7 +52,8 @@ static void warn_mode(const char *path)
 	struct stat st;
 
 	if (stat(path, &st) == 0 && (st.st_mode & 077))
-		fprintf(stderr, "engyctl: warning: %s is accessible by group or others (mode %03o); chmod 600 it\n",
+		fprintf(stderr,
+			"engyctl: warning: %s is accessible by group or others (mode %03o); chmod 600 it\n",
 			path, (unsigned)(st.st_mode & 0777));
 }
 
@@ -66,7 +67,8 @@ static int seed_from_hex(uint8_t seed[32], char *s)
 		p += 2;
 		n -= 2;
 	}
-	if (n != 64 || sodium_hex2bin(seed, 32, p, n, NULL, &bin_len, NULL) != 0 ||
+	if (n != 64 ||
+	    sodium_hex2bin(seed, 32, p, n, NULL, &bin_len, NULL) != 0 ||
 	    bin_len != 32)
 		rc = -EINVAL;
 	/* Keep the seed out of /proc/PID/cmdline from here on. */
@@ -97,7 +99,8 @@ static int cmd_new(int argc, char **argv)
 			break;
 		case 's':
 			if (seed_from_hex(seed, optarg) < 0) {
-				fprintf(stderr, "engyctl: keys new: --seed-hex must be 64 hex digits (32 bytes)\n");
+				fprintf(stderr,
+					"engyctl: keys new: --seed-hex must be 64 hex digits (32 bytes)\n");
 				return 2;
 			}
 			have_seed = 1;
@@ -105,14 +108,16 @@ static int cmd_new(int argc, char **argv)
 		case 'h':
 			return usage(stdout, 0);
 		default:
-			fprintf(stderr, "engyctl: keys new: unknown option or missing value: '%s' (--help)\n",
+			fprintf(stderr,
+				"engyctl: keys new: unknown option or missing value: '%s' (--help)\n",
 				argv[optind - 1]);
 			sodium_memzero(seed, sizeof(seed));
 			return 2;
 		}
 	}
 	if (!out || optind != argc) {
-		fprintf(stderr, "engyctl: keys new: --out FILE is required, and nothing else\n");
+		fprintf(stderr,
+			"engyctl: keys new: --out FILE is required, and nothing else\n");
 		sodium_memzero(seed, sizeof(seed));
 		return 2;
 	}
@@ -127,7 +132,8 @@ static int cmd_new(int argc, char **argv)
 	/* Read back what was written: the file must load as any hotkey. */
 	rc = engy_hotkey_load(&hk, out, err, sizeof(err));
 	if (rc < 0)
-		return engyctl_fail("keys new: wrote an unreadable file: %s", err);
+		return engyctl_fail("keys new: wrote an unreadable file: %s",
+				    err);
 	print_key(&hk);
 	engy_hotkey_wipe(&hk);
 	return 0;
@@ -138,7 +144,8 @@ static int cmd_show(int argc, char **argv)
 	struct engy_hotkey hk;
 	char err[512];
 
-	if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
+	if (argc == 2 &&
+	    (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))
 		return usage(stdout, 0);
 	if (argc != 2 || argv[1][0] == '-') {
 		fprintf(stderr, "engyctl: keys show: give one hotkey FILE\n");
@@ -149,20 +156,23 @@ static int cmd_show(int argc, char **argv)
 	if (hk.source != ENGY_HOTKEY_PUBLIC_ONLY)
 		warn_mode(argv[1]);
 	print_key(&hk);
-	printf("secret: %s\n", hk.source == ENGY_HOTKEY_PUBLIC_ONLY ? "none (public key only)" :
-	       engy_hotkey_source_name(hk.source));
+	printf("secret: %s\n", hk.source == ENGY_HOTKEY_PUBLIC_ONLY
+				       ? "none (public key only)"
+				       : engy_hotkey_source_name(hk.source));
 	engy_hotkey_wipe(&hk);
 	return 0;
 }
 
 int engyctl_keys(int argc, char **argv)
 {
-	if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+	if (argc < 2 || strcmp(argv[1], "--help") == 0 ||
+	    strcmp(argv[1], "-h") == 0)
 		return usage(argc < 2 ? stderr : stdout, argc < 2 ? 2 : 0);
 	if (strcmp(argv[1], "new") == 0)
 		return cmd_new(argc - 1, argv + 1);
 	if (strcmp(argv[1], "show") == 0)
 		return cmd_show(argc - 1, argv + 1);
-	fprintf(stderr, "engyctl: keys: unknown command '%s' (new or show)\n", argv[1]);
+	fprintf(stderr, "engyctl: keys: unknown command '%s' (new or show)\n",
+		argv[1]);
 	return 2;
 }

@@ -24,8 +24,8 @@
 
 int engyctl_modelspec(int argc, char **argv);
 
-#define EXIT_MISMATCH	3
-#define SPEC_MAX	((size_t)1 << 30)
+#define EXIT_MISMATCH 3
+#define SPEC_MAX      ((size_t)1 << 30)
 
 static void usage(FILE *f)
 {
@@ -62,8 +62,8 @@ static int build(const char *dir, unsigned threads, struct engy_ms **out)
 	rc = engy_ms_open(dir, out, err, sizeof(err));
 	if (rc)
 		return engyctl_fail("model-spec: %s", err);
-	rc = engy_ms_build(*out, threads, tty ? progress : NULL, NULL, 250,
-			   err, sizeof(err));
+	rc = engy_ms_build(*out, threads, tty ? progress : NULL, NULL, 250, err,
+			   sizeof(err));
 	if (tty)
 		fputc('\n', stderr);
 	if (rc) {
@@ -84,16 +84,20 @@ static int do_verify_opening(const char *opath, const char *root_arg)
 	if (engy_mc_unhex(root_arg, root, 32) != 0) {
 		rc = engy_read_file(root_arg, SPEC_MAX, &buf, &len);
 		if (rc)
-			return engyctl_fail("model-spec: %s: %s", root_arg, strerror(-rc));
-		rc = engy_ms_spec_parse((const char *)buf, len, root, err, sizeof(err));
+			return engyctl_fail("model-spec: %s: %s", root_arg,
+					    strerror(-rc));
+		rc = engy_ms_spec_parse((const char *)buf, len, root, err,
+					sizeof(err));
 		free(buf);
 		if (rc)
-			return engyctl_fail("model-spec: %s: %s", root_arg, err);
+			return engyctl_fail("model-spec: %s: %s", root_arg,
+					    err);
 	}
 	rc = engy_read_file(opath, SPEC_MAX, &buf, &len);
 	if (rc)
 		return engyctl_fail("model-spec: %s: %s", opath, strerror(-rc));
-	rc = engy_mc_opening_parse((const char *)buf, len, &o, err, sizeof(err));
+	rc = engy_mc_opening_parse((const char *)buf, len, &o, err,
+				   sizeof(err));
 	free(buf);
 	if (rc)
 		return engyctl_fail("model-spec: %s: %s", opath, err);
@@ -119,7 +123,8 @@ int engyctl_modelspec(int argc, char **argv)
 	size_t len;
 	int rc, a = 2;
 
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+	if (argc >= 2 &&
+	    (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		usage(stdout);
 		return 0;
 	}
@@ -130,7 +135,9 @@ int engyctl_modelspec(int argc, char **argv)
 	sub = argv[1];
 	if (argc > a + 1 && strcmp(argv[a], "--threads") == 0) {
 		if (engyctl_parse_u64(argv[a + 1], 256, &threads))
-			return engyctl_fail("model-spec: --threads '%s': 0 to 256", argv[a + 1]);
+			return engyctl_fail(
+				"model-spec: --threads '%s': 0 to 256",
+				argv[a + 1]);
 		a += 2;
 	}
 	if (strcmp(sub, "build") == 0 && argc - a == 1) {
@@ -142,32 +149,39 @@ int engyctl_modelspec(int argc, char **argv)
 			return engyctl_fail("model-spec: out of memory");
 		rc = fputs(s, stdout) < 0 || fflush(stdout) ? 1 : 0;
 		free(s);
-		return rc ? engyctl_fail("model-spec: writing stdout: %s", strerror(errno)) : 0;
+		return rc ? engyctl_fail("model-spec: writing stdout: %s",
+					 strerror(errno))
+			  : 0;
 	}
 	if (strcmp(sub, "verify") == 0 && argc - a == 2) {
 		rc = engy_read_file(argv[a + 1], SPEC_MAX, &buf, &len);
 		if (rc)
-			return engyctl_fail("model-spec: %s: %s", argv[a + 1], strerror(-rc));
+			return engyctl_fail("model-spec: %s: %s", argv[a + 1],
+					    strerror(-rc));
 		if ((rc = build(argv[a], (unsigned)threads, &m))) {
 			free(buf);
 			return rc;
 		}
-		rc = engy_ms_spec_check(m, (const char *)buf, len, err, sizeof(err));
+		rc = engy_ms_spec_check(m, (const char *)buf, len, err,
+					sizeof(err));
 		free(buf);
 		engy_ms_close(m);
 		if (rc == -EBADMSG) {
-			engyctl_fail("model-spec: %s does not match %s: %s", argv[a],
-				     argv[a + 1], err);
+			engyctl_fail("model-spec: %s does not match %s: %s",
+				     argv[a], argv[a + 1], err);
 			return EXIT_MISMATCH;
 		}
 		if (rc)
-			return engyctl_fail("model-spec: %s: %s", argv[a + 1], err);
+			return engyctl_fail("model-spec: %s: %s", argv[a + 1],
+					    err);
 		printf("ok: %s matches %s\n", argv[a], argv[a + 1]);
 		return 0;
 	}
 	if (strcmp(sub, "open") == 0 && argc - a == 3) {
 		if (engyctl_parse_u64(argv[a + 2], UINT64_C(1) << 53, &row))
-			return engyctl_fail("model-spec: row '%s' is not a number", argv[a + 2]);
+			return engyctl_fail(
+				"model-spec: row '%s' is not a number",
+				argv[a + 2]);
 		if ((rc = build(argv[a], (unsigned)threads, &m)))
 			return rc;
 		s = engy_ms_open_row(m, argv[a + 1], row, err, sizeof(err));

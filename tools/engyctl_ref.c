@@ -35,21 +35,22 @@ struct ref_args {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: engyctl ref --checkpoint DIR (--ids \"ID ...\" | --text TEXT | --chat TEXT)\n"
-		   "                  [--generate N] [--chunk C] [--step] [--threads T]\n"
-		   "                  [--device cpu|cuda] [--temperature T] [--top-p P]\n"
-		   "                  [--top-k K] [--seed S] [--ignore-eos] [--decode]\n"
-		   "                  [--hidden FILE] [--logits FILE]\n"
-		   "\n"
-		   "Runs the reference engine: feeds the prompt in chunks of C tokens\n"
-		   "(default 128; --step: one at a time), then generates up to N tokens\n"
-		   "(default 0) with the KV cache, greedy unless --temperature > 0,\n"
-		   "stopping at an EOS id unless --ignore-eos.  Prints the generated ids\n"
-		   "on one line (--decode: the text).  --hidden and --logits receive\n"
-		   "the final hidden state / logits of every position fed (prompt, then\n"
-		   "each generated token but the last), little-endian float32, row\n"
-		   "after row.  --chat wraps TEXT as one user turn of the checkpoint's\n"
-		   "Qwen3 chat template.  Timings go to stderr.\n");
+	fprintf(f,
+		"usage: engyctl ref --checkpoint DIR (--ids \"ID ...\" | --text TEXT | --chat TEXT)\n"
+		"                  [--generate N] [--chunk C] [--step] [--threads T]\n"
+		"                  [--device cpu|cuda] [--temperature T] [--top-p P]\n"
+		"                  [--top-k K] [--seed S] [--ignore-eos] [--decode]\n"
+		"                  [--hidden FILE] [--logits FILE]\n"
+		"\n"
+		"Runs the reference engine: feeds the prompt in chunks of C tokens\n"
+		"(default 128; --step: one at a time), then generates up to N tokens\n"
+		"(default 0) with the KV cache, greedy unless --temperature > 0,\n"
+		"stopping at an EOS id unless --ignore-eos.  Prints the generated ids\n"
+		"on one line (--decode: the text).  --hidden and --logits receive\n"
+		"the final hidden state / logits of every position fed (prompt, then\n"
+		"each generated token but the last), little-endian float32, row\n"
+		"after row.  --chat wraps TEXT as one user turn of the checkpoint's\n"
+		"Qwen3 chat template.  Timings go to stderr.\n");
 }
 
 static double now(void)
@@ -125,8 +126,9 @@ static int prompt_ids(const struct ref_args *a, struct engy_tokenizer *tok,
 	int rc;
 
 	if (a->ids)
-		return parse_ids(a->ids, ids, n) ?
-			       engyctl_fail("ref: --ids wants decimal ids") : 0;
+		return parse_ids(a->ids, ids, n)
+			       ? engyctl_fail("ref: --ids wants decimal ids")
+			       : 0;
 	if (a->chat) {
 		rc = chat_prompt(a->chat, &p, &len);
 		if (rc)
@@ -136,7 +138,8 @@ static int prompt_ids(const struct ref_args *a, struct engy_tokenizer *tok,
 				   p ? len : strlen(a->text), ids, n);
 	free(p);
 	if (rc || !*n)
-		return engyctl_fail("ref: the prompt is not valid UTF-8 or encodes to nothing");
+		return engyctl_fail(
+			"ref: the prompt is not valid UTF-8 or encodes to nothing");
 	return 0;
 }
 
@@ -192,8 +195,9 @@ static int run(const struct ref_args *a, struct q3_model *m,
 			rows[k] = (struct q3_row){ seq, ids[off + k] };
 		rc = engy_q3_forward(m, rows, cnt, hid);
 		if (rc) {
-			rc = engyctl_fail("ref: forward: %s (an id past vocab_size %u?)",
-					  strerror(-rc), c->vocab);
+			rc = engyctl_fail(
+				"ref: forward: %s (an id past vocab_size %u?)",
+				strerror(-rc), c->vocab);
 			goto out;
 		}
 		engy_q3_logits(m, hid, cnt, lg);
@@ -208,7 +212,8 @@ static int run(const struct ref_args *a, struct q3_model *m,
 	for (i = 0; i < a->gen; i++) {
 		struct q3_row row;
 
-		out[n_out++] = engy_q3_sample(smp, lg + off, &a->sp, &rng, NULL);
+		out[n_out++] =
+			engy_q3_sample(smp, lg + off, &a->sp, &rng, NULL);
 		if ((!a->ignore_eos && is_eos(c, out[n_out - 1])) ||
 		    i + 1 == a->gen)
 			break;
@@ -231,7 +236,8 @@ static int run(const struct ref_args *a, struct q3_model *m,
 		char *text = NULL;
 		size_t len;
 
-		if (engy_tokenizer_decode(tok, out, n_out, false, &text, &len)) {
+		if (engy_tokenizer_decode(tok, out, n_out, false, &text,
+					  &len)) {
 			rc = engyctl_fail("ref: decoding the output failed");
 			goto out;
 		}
@@ -242,9 +248,11 @@ static int run(const struct ref_args *a, struct q3_model *m,
 			printf("%s%u", i ? " " : "", out[i]);
 		printf("\n");
 	}
-	fprintf(stderr, "ref: %zu prompt tokens in %.3f s (%.1f tok/s), %u generated, "
-		"decode %.1f tok/s, %s\n", n, t_pre, n / (t_pre > 0 ? t_pre : 1e-9),
-		n_out, n_out > 1 ? (n_out - 1) / (t_dec > 0 ? t_dec : 1e-9) : 0.0,
+	fprintf(stderr,
+		"ref: %zu prompt tokens in %.3f s (%.1f tok/s), %u generated, "
+		"decode %.1f tok/s, %s\n",
+		n, t_pre, n / (t_pre > 0 ? t_pre : 1e-9), n_out,
+		n_out > 1 ? (n_out - 1) / (t_dec > 0 ? t_dec : 1e-9) : 0.0,
 		engy_q3_model_device(m));
 	rc = 0;
 out:
@@ -306,10 +314,11 @@ static int parse_args(int argc, char **argv, struct ref_args *a)
 			a->device = v;
 		else if (strcmp(o, "--generate") == 0 && !parse_u32(v, &a->gen))
 			continue;
-		else if (strcmp(o, "--chunk") == 0 && !parse_u32(v, &a->chunk) &&
-			 a->chunk)
+		else if (strcmp(o, "--chunk") == 0 &&
+			 !parse_u32(v, &a->chunk) && a->chunk)
 			continue;
-		else if (strcmp(o, "--threads") == 0 && !parse_u32(v, &a->threads))
+		else if (strcmp(o, "--threads") == 0 &&
+			 !parse_u32(v, &a->threads))
 			continue;
 		else if (strcmp(o, "--temperature") == 0 &&
 			 num(v, &a->sp.temperature))
@@ -341,16 +350,19 @@ int engyctl_ref(int argc, char **argv)
 	char err[512] = "";
 	int bad, rc;
 
-	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+	if (argc == 2 &&
+	    (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		usage(stdout);
 		return 0;
 	}
 	bad = parse_args(argc, argv, &a);
 	if (bad || !a.dir || !!a.ids + !!a.text + !!a.chat != 1) {
 		if (bad)
-			fprintf(stderr, "engyctl ref: bad argument '%s'\n", argv[bad]);
+			fprintf(stderr, "engyctl ref: bad argument '%s'\n",
+				argv[bad]);
 		else
-			fprintf(stderr, "engyctl ref: --checkpoint and one of --ids, --text, --chat are required\n");
+			fprintf(stderr,
+				"engyctl ref: --checkpoint and one of --ids, --text, --chat are required\n");
 		usage(stderr);
 		return 2;
 	}
@@ -358,8 +370,10 @@ int engyctl_ref(int argc, char **argv)
 		return engyctl_fail("ref: %s", why);
 	lo.threads = a.threads;
 	if (a.device && strcmp(a.device, "cpu") && strcmp(a.device, "cuda"))
-		return engyctl_fail("ref: --device '%s': cpu or cuda", a.device);
-	lo.device = a.device && !strcmp(a.device, "cuda") ? Q3_DEVICE_CUDA : Q3_DEVICE_CPU;
+		return engyctl_fail("ref: --device '%s': cpu or cuda",
+				    a.device);
+	lo.device = a.device && !strcmp(a.device, "cuda") ? Q3_DEVICE_CUDA
+							  : Q3_DEVICE_CPU;
 	rc = engy_q3_model_load(a.dir, &lo, &m, err, sizeof(err));
 	if (rc)
 		return engyctl_fail("ref: %s", err[0] ? err : strerror(-rc));

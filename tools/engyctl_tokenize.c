@@ -350,14 +350,14 @@ int engyctl_tokenize(int argc, char **argv);
 int engyctl_tokenize(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{"tokenizer", required_argument, NULL, 't'},
-		{"decode", no_argument, NULL, 'd'},
-		{"skip-special", no_argument, NULL, 's'},
-		{"jsonl", no_argument, NULL, 'j'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "tokenizer", required_argument, NULL, 't' },
+		{ "decode", no_argument, NULL, 'd' },
+		{ "skip-special", no_argument, NULL, 's' },
+		{ "jsonl", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
-	struct job j = {0};
+	struct job j = { 0 };
 	struct engy_tokenizer *t = NULL;
 	const char *path = NULL;
 	uint8_t *in = NULL;

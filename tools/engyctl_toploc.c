@@ -25,9 +25,9 @@
 
 int engyctl_toploc(int argc, char **argv);
 
-#define EXIT_CHEAT	3
-#define EXIT_UNPROVEN	4
-#define PARSE_HELP	-1	/* --help printed: exit 0 */
+#define EXIT_CHEAT    3
+#define EXIT_UNPROVEN 4
+#define PARSE_HELP    -1 /* --help printed: exit 0 */
 
 struct opts {
 	struct engy_toploc_params p;
@@ -38,7 +38,7 @@ struct opts {
 	const char *proofs;
 	const char *rows;
 	int have_topk, have_dbs, have_v, have_p;
-	int verify_only;	/* an option only verify takes was given */
+	int verify_only; /* an option only verify takes was given */
 };
 
 static const char usage_text[] =
@@ -123,7 +123,8 @@ static int take_option(int c, const char *arg, struct opts *o)
 
 	switch (c) {
 	case 'k':
-		bad = engyctl_parse_u64(arg, ENGY_TOPLOC_MAX_TOPK, &v) || v == 0;
+		bad = engyctl_parse_u64(arg, ENGY_TOPLOC_MAX_TOPK, &v) ||
+		      v == 0;
 		o->p.topk = (uint32_t)v;
 		o->have_topk = 1;
 		break;
@@ -160,18 +161,21 @@ static int take_option(int c, const char *arg, struct opts *o)
 static int check_options(int argc, char **argv, int verify, struct opts *o)
 {
 	if (!o->have_topk || !o->have_dbs || !o->hidden) {
-		fprintf(stderr, "engyctl: toploc %s: --topk, --dbs and "
-			"--hidden are required\n", argv[0]);
+		fprintf(stderr,
+			"engyctl: toploc %s: --topk, --dbs and "
+			"--hidden are required\n",
+			argv[0]);
 		return 2;
 	}
 	if (verify && (!o->proofs || !o->have_v || !o->have_p)) {
-		fprintf(stderr, "engyctl: toploc verify: --proofs, "
+		fprintf(stderr,
+			"engyctl: toploc verify: --proofs, "
 			"--max-mismatches and --min-pass are required\n");
 		return 2;
 	}
 	if (!verify && o->verify_only) {
 		fprintf(stderr, "engyctl: toploc prove: --proofs and the "
-			"thresholds are options of verify\n");
+				"thresholds are options of verify\n");
 		return 2;
 	}
 	if (optind < argc - 1) {
@@ -214,14 +218,17 @@ static int parse(int argc, char **argv, int verify, struct opts *o)
 		}
 		bad = take_option(c, optarg, o);
 		if (bad < 0) {
-			fprintf(stderr, "engyctl: toploc %s: unknown option or "
-				"missing value: '%s' (--help)\n", argv[0],
-				argv[optind - 1]);
+			fprintf(stderr,
+				"engyctl: toploc %s: unknown option or "
+				"missing value: '%s' (--help)\n",
+				argv[0], argv[optind - 1]);
 			return 2;
 		}
 		if (bad) {
-			fprintf(stderr, "engyctl: toploc %s: bad value '%s' "
-				"for --%s\n", argv[0], optarg, lo[li].name);
+			fprintf(stderr,
+				"engyctl: toploc %s: bad value '%s' "
+				"for --%s\n",
+				argv[0], optarg, lo[li].name);
 			return 2;
 		}
 	}
@@ -292,8 +299,8 @@ static int load_rows(const struct opts *o, uint8_t **buf,
 	row = es * o->hidden;
 	if (len % row) {
 		rc = engyctl_fail("%s: %zu bytes is not a whole number of rows "
-				  "(%llu values of %zu bytes each)", name, len,
-				  (unsigned long long)o->hidden, es);
+				  "(%llu values of %zu bytes each)",
+				  name, len, (unsigned long long)o->hidden, es);
 		goto fail;
 	}
 	if (len == 0) {
@@ -339,7 +346,8 @@ static int check_chunks(const struct opts *o, const struct engy_rows *rows)
 		return engyctl_fail("the prefill chunk holds %llu values, "
 				    "fewer than --topk %u",
 				    (unsigned long long)rows->n_prefill *
-				    rows->hidden, o->p.topk);
+					    rows->hidden,
+				    o->p.topk);
 	if (n_dec == 0)
 		return 0;
 	last = n_dec % o->p.dbs ? n_dec % o->p.dbs : o->p.dbs;
@@ -389,8 +397,9 @@ out:
 
 static const char *verdict_name(int v)
 {
-	return v == ENGY_VERDICT_PASS ? "pass" :
-	       v == ENGY_VERDICT_CHEAT ? "cheat" : "unproven";
+	return v == ENGY_VERDICT_PASS	 ? "pass"
+	       : v == ENGY_VERDICT_CHEAT ? "cheat"
+					 : "unproven";
 }
 
 /* Splits the proofs file into lines (in place); a final newline ends it. */
@@ -457,11 +466,11 @@ static int cmd_verify(const struct opts *o)
 	}
 	for (i = 0; i < rep.n_chunks; i++)
 		printf("chunk=%zu exp_mismatches=%u mant_mean=%.6g "
-		       "mant_median=%.6g\n", i, rep.chunks[i].exp_mismatches,
-		       rep.chunks[i].mant_mean, rep.chunks[i].mant_median);
+		       "mant_median=%.6g\n",
+		       i, rep.chunks[i].exp_mismatches, rep.chunks[i].mant_mean,
+		       rep.chunks[i].mant_median);
 	printf("verdict=%s reason=%s chunks=%zu passed=%zu\n",
-	       verdict_name(rep.verdict), rep.reason, rep.n_chunks,
-	       rep.n_pass);
+	       verdict_name(rep.verdict), rep.reason, rep.n_chunks, rep.n_pass);
 	fflush(stdout);
 	if (rep.verdict == ENGY_VERDICT_PASS) {
 		rc = 0;
@@ -471,8 +480,8 @@ static int cmd_verify(const struct opts *o)
 		rc = EXIT_UNPROVEN;
 		if (rep.defect == ENGY_TOPLOC_CHUNK_COUNT) {
 			engy_toploc_n_chunks(&rows, &o->p, &want);
-			engyctl_fail("%s: %zu proofs for %zu chunks",
-				     o->proofs, n, want);
+			engyctl_fail("%s: %zu proofs for %zu chunks", o->proofs,
+				     n, want);
 		} else if (rep.bad_proof >= 0) {
 			engyctl_fail("%s line %ld: unusable proof (%s)",
 				     o->proofs, rep.bad_proof + 1, rep.reason);
@@ -503,8 +512,10 @@ int engyctl_toploc(int argc, char **argv)
 	} else if (strcmp(argv[1], "verify") == 0) {
 		verify = 1;
 	} else {
-		fprintf(stderr, "engyctl: toploc: unknown command '%s' "
-			"(prove or verify)\n", argv[1]);
+		fprintf(stderr,
+			"engyctl: toploc: unknown command '%s' "
+			"(prove or verify)\n",
+			argv[1]);
 		return 2;
 	}
 	rc = parse(argc - 1, argv + 1, verify, &o);

@@ -48,12 +48,12 @@ static int usage(FILE *f, int rc)
 static int parse(int argc, char **argv, struct opts *o, const char *file_opt)
 {
 	static const struct option lo[] = {
-		{"state-dir", required_argument, NULL, 'd'},
-		{"heartbeat", required_argument, NULL, 'f'},
-		{"state", required_argument, NULL, 'f'},
-		{"max-age", required_argument, NULL, 'm'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{ "state-dir", required_argument, NULL, 'd' },
+		{ "heartbeat", required_argument, NULL, 'f' },
+		{ "state", required_argument, NULL, 'f' },
+		{ "max-age", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
 	};
 	int c, idx;
 

@@ -32,8 +32,9 @@ static const char usage_text[] =
 
 static const char *vname(uint32_t v)
 {
-	return v == ENGY_VERDICT_PASS ? "pass" : v == ENGY_VERDICT_CHEAT ? "cheat"
-									 : "unproven";
+	return v == ENGY_VERDICT_PASS	 ? "pass"
+	       : v == ENGY_VERDICT_CHEAT ? "cheat"
+					 : "unproven";
 }
 
 int admin_verdicts(struct admin *a, int argc, char **argv)
@@ -44,7 +45,8 @@ int admin_verdicts(struct admin *a, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct engy_verdict_query q = { .size = sizeof(q), .limit = 50,
+	struct engy_verdict_query q = { .size = sizeof(q),
+					.limit = 50,
 					.newest_first = 1 };
 	struct engy_verdict *v;
 	int64_t lim;
@@ -63,29 +65,34 @@ int admin_verdicts(struct admin *a, int argc, char **argv)
 		switch (c) {
 		case 'm':
 			if (strlen(optarg) >= sizeof(q.miner))
-				return admin_usage("verdicts", "--miner: too long");
+				return admin_usage("verdicts",
+						   "--miner: too long");
 			strcpy(q.miner, optarg);
 			break;
 		case 'n':
 			if (admin_int(optarg, 1, 10000, &lim))
-				return admin_usage("verdicts", "--limit: 1..10000");
+				return admin_usage("verdicts",
+						   "--limit: 1..10000");
 			q.limit = (uint32_t)lim;
 			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
 		default:
-			return admin_usage("verdicts", "unknown option or missing value");
+			return admin_usage("verdicts",
+					   "unknown option or missing value");
 		}
 	}
 	if (!a)
 		return 0;
 	if (!a->ops->verdict_list)
-		return engyctl_fail("verdicts: store %s has no verdicts (an older plugin)",
-				    a->store);
+		return engyctl_fail(
+			"verdicts: store %s has no verdicts (an older plugin)",
+			a->store);
 	rc = a->ops->verdict_list(a->inst, &q, &v, &n);
 	if (rc)
-		return admin_fail("verdicts", q.miner[0] ? q.miner : "list", rc);
+		return admin_fail("verdicts", q.miner[0] ? q.miner : "list",
+				  rc);
 	printf("%-19s %-24s %-10s %-16s %-6s %-8s %-13s %7s %7s %7s %9s %8s %s\n",
 	       "time", "request", "miner", "model", "scheme", "verdict",
 	       "reason", "chunks", "passed", "exp_p99", "p99_score", "mant_max",
@@ -117,7 +124,8 @@ int engyctl_verdicts(int argc, char **argv)
 	av[n++] = "admin";
 	for (i = 1; i < argc; i++) {
 		const char *s = argv[i];
-		bool two = !strcmp(s, "--store") || !strcmp(s, "--plugin-dir") ||
+		bool two = !strcmp(s, "--store") ||
+			   !strcmp(s, "--plugin-dir") ||
 			   !strcmp(s, "--state-dir") || !strcmp(s, "--db") ||
 			   !strcmp(s, "-o");
 
@@ -125,7 +133,8 @@ int engyctl_verdicts(int argc, char **argv)
 			av[n++] = argv[i++];
 			av[n++] = argv[i];
 		} else if (!strcmp(s, "-v") || !strncmp(s, "--store=", 8) ||
-			   !strncmp(s, "--db=", 5) || !strncmp(s, "--state-dir=", 12) ||
+			   !strncmp(s, "--db=", 5) ||
+			   !strncmp(s, "--state-dir=", 12) ||
 			   !strncmp(s, "--plugin-dir=", 13)) {
 			av[n++] = argv[i];
 		}
@@ -142,7 +151,8 @@ int engyctl_verdicts(int argc, char **argv)
 			continue;
 		}
 		if (!strcmp(s, "-v") || !strncmp(s, "--store=", 8) ||
-		    !strncmp(s, "--db=", 5) || !strncmp(s, "--state-dir=", 12) ||
+		    !strncmp(s, "--db=", 5) ||
+		    !strncmp(s, "--state-dir=", 12) ||
 		    !strncmp(s, "--plugin-dir=", 13))
 			continue;
 		if (!strcmp(s, "--help") || !strcmp(s, "-h")) {

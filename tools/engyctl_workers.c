@@ -58,27 +58,29 @@ static void row(const cJSON *w)
 	char load[32], brk[48], onb[64], miner[16];
 	const char *hk = str(w, "miner");
 
-	snprintf(miner, sizeof(miner), "%.6s%s%.4s", hk, strlen(hk) > 10 ? ".." : "",
+	snprintf(miner, sizeof(miner), "%.6s%s%.4s", hk,
+		 strlen(hk) > 10 ? ".." : "",
 		 strlen(hk) > 10 ? hk + strlen(hk) - 4 : "");
 	snprintf(load, sizeof(load), "%.0f/%.0f", num(w, "inflight"),
 		 num(w, "capacity"));
 	snprintf(brk, sizeof(brk), "%s/%.0f", b ? str(b, "status") : "-",
 		 b ? num(b, "trips") : 0);
 	if (ob)
-		snprintf(onb, sizeof(onb), "%s/r%.0f/%.0f+%.0f-", str(ob, "phase"),
-			 num(ob, "round"), num(ob, "attempts_ok"),
-			 num(ob, "attempts_failed"));
+		snprintf(onb, sizeof(onb), "%s/r%.0f/%.0f+%.0f-",
+			 str(ob, "phase"), num(ob, "round"),
+			 num(ob, "attempts_ok"), num(ob, "attempts_failed"));
 	else
 		snprintf(onb, sizeof(onb), "-");
 	printf("%-5.0f %-24s %-12s %-16s %-8s %-3s %-9s %8.0f %8.0f  %-12s %s\n",
 	       num(w, "id"), str(w, "name"), miner, str(w, "model"),
-	       str(w, "state"), cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "first_party"))
-	       ? "yes" : "no", load, num(w, "ttft_p99_ms"), num(w, "tpot_p99_ms"),
-	       brk, onb);
+	       str(w, "state"),
+	       cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "first_party"))
+		       ? "yes"
+		       : "no",
+	       load, num(w, "ttft_p99_ms"), num(w, "tpot_p99_ms"), brk, onb);
 }
 
-static int fetch(const char *url, const char *token,
-		 struct engy_httpc_resp *rs)
+static int fetch(const char *url, const char *token, struct engy_httpc_resp *rs)
 {
 	const struct engy_httpc_req rq = {
 		.url = url,
@@ -145,7 +147,8 @@ int engyctl_workers(int argc, char **argv)
 	}
 	if (!token || !*token) {
 		free(token);
-		return engyctl_fail("workers: no token (ENGY_TEE_TOKEN or --token-file)");
+		return engyctl_fail(
+			"workers: no token (ENGY_TEE_TOKEN or --token-file)");
 	}
 	tl = strlen(gw);
 	while (tl && gw[tl - 1] == '/')
@@ -173,10 +176,10 @@ int engyctl_workers(int argc, char **argv)
 		putchar('\n');
 	} else {
 		printf("%-5s %-24s %-12s %-16s %-8s %-3s %-9s %8s %8s  %-12s %s\n",
-		       "ID", "NAME", "MINER", "MODEL", "STATE", "1P", "INFLIGHT",
-		       "TTFT_P99", "TPOT_P99", "BREAKER", "ONBOARDING");
-		cJSON_ArrayForEach(w, ws)
-			row(w);
+		       "ID", "NAME", "MINER", "MODEL", "STATE", "1P",
+		       "INFLIGHT", "TTFT_P99", "TPOT_P99", "BREAKER",
+		       "ONBOARDING");
+		cJSON_ArrayForEach(w, ws) row(w);
 	}
 	rc = 0;
 out:

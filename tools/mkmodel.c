@@ -31,8 +31,8 @@
 struct shape {
 	uint32_t hidden, layers, heads, kv, head_dim, inter, vocab, max_pos;
 	uint32_t experts, top_k, moe_inter;
-	int mlp_only;		/* a dense layer of a MoE model, or -1 */
-	uint32_t group;		/* INT4 group size */
+	int mlp_only;	/* a dense layer of a MoE model, or -1 */
+	uint32_t group; /* INT4 group size */
 };
 
 /* [moe][small] */
@@ -43,8 +43,8 @@ static const struct shape shapes[2][2] = {
 	  { 512, 6, 8, 4, 64, 1536, 6144, 8192, 16, 4, 384, -1, 128 } },
 };
 
-#define GAMMA 0.5	/* scale of each block's output against the stream */
-#define SIGNAL 6.0	/* permutation signal in lm_head, in logit units */
+#define GAMMA  0.5 /* scale of each block's output against the stream */
+#define SIGNAL 6.0 /* permutation signal in lm_head, in logit units */
 
 struct tens {
 	char name[128];
@@ -244,13 +244,14 @@ static int mlp(struct gen *g, const char *prefix, uint32_t inter)
 			 inter, h, true);
 	snprintf(n, sizeof(n), "%s.up_proj", prefix);
 	if (!rc)
-		rc = emit_linear(g, n, rand_mat(g, (uint64_t)inter * h,
-						1 / sqrt(h), 0),
-				 inter, h, true);
+		rc = emit_linear(
+			g, n, rand_mat(g, (uint64_t)inter * h, 1 / sqrt(h), 0),
+			inter, h, true);
 	snprintf(n, sizeof(n), "%s.down_proj", prefix);
 	if (!rc)
-		rc = emit_linear(g, n, rand_mat(g, (uint64_t)h * inter,
-						GAMMA / sqrt(inter), 0),
+		rc = emit_linear(g, n,
+				 rand_mat(g, (uint64_t)h * inter,
+					  GAMMA / sqrt(inter), 0),
 				 h, inter, true);
 	return rc;
 }
@@ -264,20 +265,21 @@ static int layer(struct gen *g, uint32_t i)
 	int rc = 0;
 
 	snprintf(p, sizeof(p), "model.layers.%u", i);
-#define VEC(suffix, len)                                                   \
-	do {                                                               \
-		snprintf(n, sizeof(n), "%s.%s", p, suffix);                \
-		if (!rc)                                                   \
-			rc = emit_vec(g, n, rand_mat(g, len, 0.1, 1.0), len); \
+#define VEC(suffix, len)                                                       \
+	do {                                                                   \
+		snprintf(n, sizeof(n), "%s.%s", p, suffix);                    \
+		if (!rc)                                                       \
+			rc = emit_vec(g, n, rand_mat(g, len, 0.1, 1.0), len);  \
 	} while (0)
-#define LIN(suffix, rows, cols, std)                                       \
-	do {                                                               \
-		snprintf(n, sizeof(n), "%s.%s", p, suffix);                \
-		if (!rc)                                                   \
-			rc = emit_linear(g, n,                             \
-					 rand_mat(g, (uint64_t)(rows) * (cols), \
-						  std, 0),                  \
-					 rows, cols, true);                 \
+#define LIN(suffix, rows, cols, std)                                           \
+	do {                                                                   \
+		snprintf(n, sizeof(n), "%s.%s", p, suffix);                    \
+		if (!rc)                                                       \
+			rc = emit_linear(g, n,                                 \
+					 rand_mat(g,                           \
+						  (uint64_t)(rows) * (cols),   \
+						  std, 0),                     \
+					 rows, cols, true);                    \
 	} while (0)
 	VEC("input_layernorm.weight", h);
 	VEC("post_attention_layernorm.weight", h);
@@ -297,7 +299,8 @@ static int layer(struct gen *g, uint32_t i)
 	}
 	/* The router is never quantized (nor is it in Qwen's FP8 files). */
 	snprintf(n, sizeof(n), "%s.mlp.gate", p);
-	rc = emit_linear(g, n, rand_mat(g, (uint64_t)s->experts * h, 2 / sqrt(h), 0),
+	rc = emit_linear(g, n,
+			 rand_mat(g, (uint64_t)s->experts * h, 2 / sqrt(h), 0),
 			 s->experts, h, false);
 	for (e = 0; !rc && e < s->experts; e++) {
 		snprintf(n, sizeof(n), "%s.mlp.experts.%u", p, e);
@@ -347,7 +350,8 @@ static int embeddings(struct gen *g)
 		for (j = 0; j < V; j++)
 			for (i = 0; i < H; i++)
 				lm[(uint64_t)j * H + i] +=
-					(float)(beta * c * Ec[(uint64_t)perm[j] * H + i]);
+					(float)(beta * c *
+						Ec[(uint64_t)perm[j] * H + i]);
 		rc = emit_linear(g, "lm_head", lm, V, H, false);
 		lm = NULL;
 	}
@@ -355,7 +359,8 @@ static int embeddings(struct gen *g)
 	free(Ec);
 	free(perm);
 	if (!rc)
-		rc = emit_vec(g, "model.norm.weight", rand_mat(g, H, 0.1, 1.0), H);
+		rc = emit_vec(g, "model.norm.weight", rand_mat(g, H, 0.1, 1.0),
+			      H);
 	return rc;
 }
 
@@ -367,8 +372,9 @@ static cJSON *config_json(const struct gen *g, uint32_t n_tok)
 	char seed[32];
 
 	a = cJSON_AddArrayToObject(c, "architectures");
-	cJSON_AddItemToArray(a, cJSON_CreateString(o->moe ? "Qwen3MoeForCausalLM"
-							 : "Qwen3ForCausalLM"));
+	cJSON_AddItemToArray(a,
+			     cJSON_CreateString(o->moe ? "Qwen3MoeForCausalLM"
+						       : "Qwen3ForCausalLM"));
 	cJSON_AddFalseToObject(c, "attention_bias");
 	cJSON_AddNumberToObject(c, "attention_dropout", 0);
 	cJSON_AddNumberToObject(c, "bos_token_id", n_tok);
@@ -385,11 +391,14 @@ static cJSON *config_json(const struct gen *g, uint32_t n_tok)
 	if (o->moe) {
 		a = cJSON_AddArrayToObject(c, "mlp_only_layers");
 		if (s->mlp_only >= 0)
-			cJSON_AddItemToArray(a, cJSON_CreateNumber(s->mlp_only));
+			cJSON_AddItemToArray(a,
+					     cJSON_CreateNumber(s->mlp_only));
 	}
-	cJSON_AddStringToObject(c, "model_type", o->moe ? "qwen3_moe" : "qwen3");
+	cJSON_AddStringToObject(c, "model_type",
+				o->moe ? "qwen3_moe" : "qwen3");
 	if (o->moe) {
-		cJSON_AddNumberToObject(c, "moe_intermediate_size", s->moe_inter);
+		cJSON_AddNumberToObject(c, "moe_intermediate_size",
+					s->moe_inter);
 		cJSON_AddTrueToObject(c, "norm_topk_prob");
 	}
 	cJSON_AddNumberToObject(c, "num_attention_heads", s->heads);
@@ -423,8 +432,9 @@ static cJSON *config_json(const struct gen *g, uint32_t n_tok)
 	cJSON_AddNullToObject(c, "sliding_window");
 	cJSON_AddBoolToObject(c, "tie_word_embeddings", o->tie);
 	cJSON_AddStringToObject(c, "torch_dtype",
-				o->dtype == ENGY_ST_F32 ? "float32" :
-				o->dtype == ENGY_ST_F16 ? "float16" : "bfloat16");
+				o->dtype == ENGY_ST_F32	  ? "float32"
+				: o->dtype == ENGY_ST_F16 ? "float16"
+							  : "bfloat16");
 	cJSON_AddFalseToObject(c, "use_sliding_window");
 	cJSON_AddNumberToObject(c, "vocab_size", s->vocab);
 	prov = cJSON_AddObjectToObject(c, "engy_mkmodel");
@@ -441,8 +451,8 @@ static cJSON *generation_json(uint32_t n_tok)
 
 	cJSON_AddNumberToObject(c, "bos_token_id", n_tok);
 	a = cJSON_AddArrayToObject(c, "eos_token_id");
-	cJSON_AddItemToArray(a, cJSON_CreateNumber(n_tok + 2));	/* <|im_end|> */
-	cJSON_AddItemToArray(a, cJSON_CreateNumber(n_tok));	/* <|endoftext|> */
+	cJSON_AddItemToArray(a, cJSON_CreateNumber(n_tok + 2)); /* <|im_end|> */
+	cJSON_AddItemToArray(a, cJSON_CreateNumber(n_tok)); /* <|endoftext|> */
 	cJSON_AddNumberToObject(c, "pad_token_id", n_tok);
 	return c;
 }
@@ -543,7 +553,8 @@ int mkmodel_write(const struct mkmodel_opts *o, const char *dir, char *err,
 		rc = layer(&g, i);
 	}
 	if (!rc && o->progress)
-		fprintf(o->progress, "mkmodel: model.safetensors: %zu tensors, %.1f MB\n",
+		fprintf(o->progress,
+			"mkmodel: model.safetensors: %zu tensors, %.1f MB\n",
 			g.n, (double)g.bytes / 1e6);
 	if (!rc)
 		rc = save_weights(&g, dir, err, errlen);

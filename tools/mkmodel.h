@@ -16,19 +16,19 @@
 
 enum mkmodel_quant {
 	MKMODEL_QUANT_NONE = 0,
-	MKMODEL_QUANT_INT4,	/* engy_int4: U8 nibbles + F16 group scales */
-	MKMODEL_QUANT_FP8,	/* F8_E4M3 + F32 128x128 weight_scale_inv */
+	MKMODEL_QUANT_INT4, /* engy_int4: U8 nibbles + F16 group scales */
+	MKMODEL_QUANT_FP8,  /* F8_E4M3 + F32 128x128 weight_scale_inv */
 };
 
 struct mkmodel_opts {
-	bool moe;		/* qwen3-moe, else qwen3 */
-	bool small;		/* small, else tiny */
+	bool moe;   /* qwen3-moe, else qwen3 */
+	bool small; /* small, else tiny */
 	uint64_t seed;
-	int quant;		/* enum mkmodel_quant */
-	int dtype;		/* ENGY_ST_BF16 (default), ENGY_ST_F16, ENGY_ST_F32 */
-	bool tie;		/* tie_word_embeddings: no lm_head tensor */
-	bool shared_expert;	/* MoE: add a Qwen2-MoE style shared expert */
-	FILE *progress;		/* one line per stage, or NULL */
+	int quant; /* enum mkmodel_quant */
+	int dtype; /* ENGY_ST_BF16 (default), ENGY_ST_F16, ENGY_ST_F32 */
+	bool tie;  /* tie_word_embeddings: no lm_head tensor */
+	bool shared_expert; /* MoE: add a Qwen2-MoE style shared expert */
+	FILE *progress;	    /* one line per stage, or NULL */
 };
 
 /* mkmodel_write() - write the checkpoint into @dir (created if missing). */

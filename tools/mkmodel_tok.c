@@ -22,15 +22,34 @@
 #include "mkmodel.h"
 
 const char *const mkmodel_specials[MKMODEL_N_SPECIAL] = {
-	"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>",
-	"<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>",
-	"<|quad_end|>", "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>",
-	"<|image_pad|>", "<|video_pad|>", "<tool_call>", "</tool_call>",
-	"<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
-	"<|repo_name|>", "<|file_sep|>", "<tool_response>", "</tool_response>",
-	"<think>", "</think>",
+	"<|endoftext|>",
+	"<|im_start|>",
+	"<|im_end|>",
+	"<|object_ref_start|>",
+	"<|object_ref_end|>",
+	"<|box_start|>",
+	"<|box_end|>",
+	"<|quad_start|>",
+	"<|quad_end|>",
+	"<|vision_start|>",
+	"<|vision_end|>",
+	"<|vision_pad|>",
+	"<|image_pad|>",
+	"<|video_pad|>",
+	"<tool_call>",
+	"</tool_call>",
+	"<|fim_prefix|>",
+	"<|fim_middle|>",
+	"<|fim_suffix|>",
+	"<|fim_pad|>",
+	"<|repo_name|>",
+	"<|file_sep|>",
+	"<tool_response>",
+	"</tool_response>",
+	"<think>",
+	"</think>",
 };
-#define N_FLAGGED_SPECIAL 14	/* the first 14 have special: true */
+#define N_FLAGGED_SPECIAL 14 /* the first 14 have special: true */
 
 /* Qwen2/Qwen3's pre-tokenizer split (tokenizer.json's Split Regex). */
 static const char split_regex[] =
@@ -38,52 +57,72 @@ static const char split_regex[] =
 	"[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
 static const char *const words[] = {
-	"the", "of", "and", "to", "in", "is", "that", "for", "it", "as",
-	"was", "with", "be", "by", "on", "not", "he", "this", "are", "or",
-	"his", "from", "at", "which", "but", "have", "an", "had", "they", "you",
-	"were", "their", "one", "all", "we", "can", "her", "has", "there",
-	"been", "if", "more", "when", "will", "would", "who", "so", "no",
-	"model", "token", "tokens", "proof", "verify", "network", "miner",
-	"request", "response", "server", "client", "hidden", "state", "layer",
-	"weight", "weights", "matrix", "vector", "attention", "expert",
-	"experts", "router", "sample", "greedy", "seed", "prompt", "output",
-	"input", "value", "values", "number", "string", "function", "return",
-	"const", "static", "struct", "int", "float", "double", "char", "void",
-	"include", "define", "error", "errors", "check", "test", "tests",
-	"time", "people", "year", "way", "day", "thing", "man", "world",
-	"life", "hand", "part", "child", "eye", "woman", "place", "work",
-	"week", "case", "point", "government", "company", "system", "program",
-	"question", "night", "water", "room", "mother", "area", "money",
-	"story", "fact", "month", "lot", "right", "study", "book", "job",
-	"word", "business", "issue", "side", "kind", "head", "house", "service",
-	"friend", "father", "power", "hour", "game", "line", "end", "member",
-	"law", "car", "city", "community", "name", "president", "team",
-	"minute", "idea", "kid", "body", "information", "back", "parent",
-	"face", "others", "level", "office", "door", "health", "person", "art",
-	"war", "history", "party", "result", "change", "morning", "reason",
-	"research", "girl", "guy", "moment", "air", "teacher", "force",
-	"education", "think", "answer", "reasoning", "tool", "call", "weather",
-	"city", "today", "hello", "thanks", "please", "good", "great", "small",
-	"large", "first", "last", "long", "little", "own", "other", "old",
-	"big", "high", "different", "important", "public", "able", "café",
-	"naïve", "über", "señor", "données", "straße", "中文", "模型", "你好",
-	"世界", "数据", "очень", "привет", "καλημέρα",
+	"the",	     "of",	   "and",	  "to",	       "in",
+	"is",	     "that",	   "for",	  "it",	       "as",
+	"was",	     "with",	   "be",	  "by",	       "on",
+	"not",	     "he",	   "this",	  "are",       "or",
+	"his",	     "from",	   "at",	  "which",     "but",
+	"have",	     "an",	   "had",	  "they",      "you",
+	"were",	     "their",	   "one",	  "all",       "we",
+	"can",	     "her",	   "has",	  "there",     "been",
+	"if",	     "more",	   "when",	  "will",      "would",
+	"who",	     "so",	   "no",	  "model",     "token",
+	"tokens",    "proof",	   "verify",	  "network",   "miner",
+	"request",   "response",   "server",	  "client",    "hidden",
+	"state",     "layer",	   "weight",	  "weights",   "matrix",
+	"vector",    "attention",  "expert",	  "experts",   "router",
+	"sample",    "greedy",	   "seed",	  "prompt",    "output",
+	"input",     "value",	   "values",	  "number",    "string",
+	"function",  "return",	   "const",	  "static",    "struct",
+	"int",	     "float",	   "double",	  "char",      "void",
+	"include",   "define",	   "error",	  "errors",    "check",
+	"test",	     "tests",	   "time",	  "people",    "year",
+	"way",	     "day",	   "thing",	  "man",       "world",
+	"life",	     "hand",	   "part",	  "child",     "eye",
+	"woman",     "place",	   "work",	  "week",      "case",
+	"point",     "government", "company",	  "system",    "program",
+	"question",  "night",	   "water",	  "room",      "mother",
+	"area",	     "money",	   "story",	  "fact",      "month",
+	"lot",	     "right",	   "study",	  "book",      "job",
+	"word",	     "business",   "issue",	  "side",      "kind",
+	"head",	     "house",	   "service",	  "friend",    "father",
+	"power",     "hour",	   "game",	  "line",      "end",
+	"member",    "law",	   "car",	  "city",      "community",
+	"name",	     "president",  "team",	  "minute",    "idea",
+	"kid",	     "body",	   "information", "back",      "parent",
+	"face",	     "others",	   "level",	  "office",    "door",
+	"health",    "person",	   "art",	  "war",       "history",
+	"party",     "result",	   "change",	  "morning",   "reason",
+	"research",  "girl",	   "guy",	  "moment",    "air",
+	"teacher",   "force",	   "education",	  "think",     "answer",
+	"reasoning", "tool",	   "call",	  "weather",   "city",
+	"today",     "hello",	   "thanks",	  "please",    "good",
+	"great",     "small",	   "large",	  "first",     "last",
+	"long",	     "little",	   "own",	  "other",     "old",
+	"big",	     "high",	   "different",	  "important", "public",
+	"able",	     "café",	   "naïve",	  "über",      "señor",
+	"données",   "straße",	   "中文",	  "模型",      "你好",
+	"世界",	     "数据",	   "очень",	  "привет",    "καλημέρα",
 };
 
-static const char *const onsets[] = { "b", "c", "d", "f", "g", "h", "j", "k",
-	"l", "m", "n", "p", "r", "s", "t", "v", "w", "z", "ch", "sh", "th",
-	"st", "tr", "pl", "gr", "br", "qu", "" };
-static const char *const nuclei[] = { "a", "e", "i", "o", "u", "ai", "ea",
-	"ou", "io", "y" };
-static const char *const codas[] = { "", "", "n", "r", "s", "t", "l", "m",
-	"nd", "st", "ng", "x" };
+static const char *const onsets[] = { "b",  "c",  "d",	"f",  "g",  "h",  "j",
+				      "k",  "l",  "m",	"n",  "p",  "r",  "s",
+				      "t",  "v",  "w",	"z",  "ch", "sh", "th",
+				      "st", "tr", "pl", "gr", "br", "qu", "" };
+static const char *const nuclei[] = { "a",  "e",  "i",	"o",  "u",
+				      "ai", "ea", "ou", "io", "y" };
+static const char *const codas[] = { "",  "",  "n",  "r",  "s",	 "t",
+				     "l", "m", "nd", "st", "ng", "x" };
 
-static const char *const puncts[] = { ".", ",", "!", "?", ":", ";", "\"",
-	" \"", "(", " (", ")", ").", "),", "'", "-", " -", " --", "...",
-	".\n", "\n", "\n\n", "  ", "    ", "        ", " {", "}", "{", ");",
-	"();", " =", " ==", " !=", " ->", " +", " *", " /", "//", " //", "/*",
-	" */", "#", "[", "]", " [", "],", "_", "__", "\t", "\t\t", " <", ">",
-	"</", "/>", "://", " &&", " ||", "%", " %", " $", "@", " @" };
+static const char *const puncts[] = {
+	".",   ",",   "!",    "?",    ":",    ";",	  "\"", " \"", "(",
+	" (",  ")",   ").",   "),",   "'",    "-",	  " -", " --", "...",
+	".\n", "\n",  "\n\n", "  ",   "    ", "        ", " {", "}",   "{",
+	");",  "();", " =",   " ==",  " !=",  " ->",	  " +", " *",  " /",
+	"//",  " //", "/*",   " */",  "#",    "[",	  "]",	" [",  "],",
+	"_",   "__",  "\t",   "\t\t", " <",   ">",	  "</", "/>",  "://",
+	" &&", " ||", "%",    " %",   " $",   "@",	  " @"
+};
 
 #define CAT(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -146,7 +185,7 @@ static int add_word(struct corpus *c, const char *w, uint64_t freq)
 
 static int build_corpus(struct corpus *c, uint32_t n_synth)
 {
-	uint64_t s = 0x656E67796B656E73ull;	/* fixed: not the model seed */
+	uint64_t s = 0x656E67796B656E73ull; /* fixed: not the model seed */
 	char w[64];
 	size_t i, k;
 	int rc = 0;
@@ -236,16 +275,17 @@ static int count_piece(struct pairs *t, const struct piece *p, int64_t sign)
 	uint32_t i;
 
 	for (i = 0; i + 1 < p->n; i++)
-		if (pairs_add(t, p->sym[i], p->sym[i + 1], sign * (int64_t)p->freq))
+		if (pairs_add(t, p->sym[i], p->sym[i + 1],
+			      sign * (int64_t)p->freq))
 			return -ENOMEM;
 	return 0;
 }
 
 struct vocab {
-	uint8_t **b;		/* raw bytes of each training id */
+	uint8_t **b; /* raw bytes of each training id */
 	uint32_t *len;
-	uint32_t n;		/* ids so far */
-	uint32_t *ml, *mr, *res;	/* merges: left, right, result */
+	uint32_t n;		 /* ids so far */
+	uint32_t *ml, *mr, *res; /* merges: left, right, result */
 	uint32_t n_merges, cap_merges;
 };
 
@@ -318,10 +358,11 @@ static int train(struct corpus *c, struct vocab *v, uint32_t n_tok)
 		for (k = 0; k <= t.mask; k++)
 			if (t.key[k] != EMPTY && t.cnt[k] > 0 &&
 			    (best == SIZE_MAX || t.cnt[k] > t.cnt[best] ||
-			     (t.cnt[k] == t.cnt[best] && t.key[k] < t.key[best])))
+			     (t.cnt[k] == t.cnt[best] &&
+			      t.key[k] < t.key[best])))
 				best = k;
 		if (best == SIZE_MAX) {
-			rc = -ERANGE;	/* the corpus is used up */
+			rc = -ERANGE; /* the corpus is used up */
 			break;
 		}
 		a = (uint32_t)(t.key[best] >> 32);
@@ -443,8 +484,9 @@ static cJSON *tokenizer_json(char **tok, uint32_t n_tok, const uint32_t *ml,
 	cJSON_AddNullToObject(root, "padding");
 	added = cJSON_AddArrayToObject(root, "added_tokens");
 	for (i = 0; i < MKMODEL_N_SPECIAL; i++)
-		cJSON_AddItemToArray(added, added_token(n_tok + i, mkmodel_specials[i],
-							i < N_FLAGGED_SPECIAL));
+		cJSON_AddItemToArray(added,
+				     added_token(n_tok + i, mkmodel_specials[i],
+						 i < N_FLAGGED_SPECIAL));
 	norm = cJSON_AddObjectToObject(root, "normalizer");
 	cJSON_AddStringToObject(norm, "type", "NFC");
 	pre = cJSON_AddObjectToObject(root, "pre_tokenizer");
@@ -458,7 +500,8 @@ static cJSON *tokenizer_json(char **tok, uint32_t n_tok, const uint32_t *ml,
 	cJSON_AddFalseToObject(split, "invert");
 	cJSON_AddItemToArray(seq, split);
 	cJSON_AddItemToArray(seq, bytelevel_obj("ByteLevel"));
-	cJSON_AddItemToObject(root, "post_processor", bytelevel_obj("ByteLevel"));
+	cJSON_AddItemToObject(root, "post_processor",
+			      bytelevel_obj("ByteLevel"));
 	cJSON_AddItemToObject(root, "decoder", bytelevel_obj("ByteLevel"));
 	model = cJSON_AddObjectToObject(root, "model");
 	cJSON_AddStringToObject(model, "type", "BPE");
@@ -501,7 +544,8 @@ static cJSON *config_json(uint32_t n_tok, uint32_t max_len)
 	}
 	add = cJSON_AddArrayToObject(root, "additional_special_tokens");
 	for (i = 1; i < N_FLAGGED_SPECIAL; i++)
-		cJSON_AddItemToArray(add, cJSON_CreateString(mkmodel_specials[i]));
+		cJSON_AddItemToArray(add,
+				     cJSON_CreateString(mkmodel_specials[i]));
 	cJSON_AddNullToObject(root, "bos_token");
 	cJSON_AddStringToObject(root, "chat_template", mkmodel_chat_template);
 	cJSON_AddFalseToObject(root, "clean_up_tokenization_spaces");
@@ -582,8 +626,8 @@ int mkmodel_tokenizer(uint32_t n_new, uint32_t max_len, const char *dir,
 		mr[i] = v.mr[i] < 256 ? remap[v.mr[i]] : v.mr[i];
 	}
 	for (i = 0; i < n_tok; i++) {
-		tok[i] = i < 256 ? bytelevel_text(&id_byte[i], 1) :
-				   bytelevel_text(v.b[i], v.len[i]);
+		tok[i] = i < 256 ? bytelevel_text(&id_byte[i], 1)
+				 : bytelevel_text(v.b[i], v.len[i]);
 		if (!tok[i]) {
 			rc = -ENOMEM;
 			goto out;

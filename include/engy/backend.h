@@ -20,25 +20,25 @@
 extern "C" {
 #endif
 
-struct engy_gen;	/* one request in flight; the backend's own */
+struct engy_gen; /* one request in flight; the backend's own */
 
 struct engy_model_info {
-	uint32_t size;			/* sizeof(struct engy_model_info) */
-	char name[128];			/* served model name */
-	char path[512];			/* checkpoint directory, may be "" */
+	uint32_t size;	/* sizeof(struct engy_model_info) */
+	char name[128]; /* served model name */
+	char path[512]; /* checkpoint directory, may be "" */
 	uint32_t hidden_size;
 	uint32_t vocab_size;
-	uint32_t max_context;		/* prompt + output tokens */
-	uint32_t eos_ids[4];		/* 0-terminated unless all 4 set */
+	uint32_t max_context; /* prompt + output tokens */
+	uint32_t eos_ids[4];  /* 0-terminated unless all 4 set */
 	/* appended in 1.1: the serves behind the backend, "," between
 	 * them ("" for an in-process engine); check @size. */
 	char serve_urls[1024];
 };
 
 enum engy_finish {
-	ENGY_FINISH_STOP = 1,		/* EOS or a stop id */
-	ENGY_FINISH_LENGTH = 2,		/* max_new_tokens or context */
-	ENGY_FINISH_ABORT = 3,		/* cancelled */
+	ENGY_FINISH_STOP = 1,	/* EOS or a stop id */
+	ENGY_FINISH_LENGTH = 2, /* max_new_tokens or context */
+	ENGY_FINISH_ABORT = 3,	/* cancelled */
 	ENGY_FINISH_ERROR = 4,
 };
 
@@ -50,7 +50,7 @@ enum engy_finish {
  * @rid: request id the backend passes to its serve (abort uses it).
  */
 struct engy_gen_params {
-	uint32_t size;			/* sizeof(struct engy_gen_params) */
+	uint32_t size; /* sizeof(struct engy_gen_params) */
 	const uint32_t *input_ids;
 	size_t n_input;
 	uint32_t max_new_tokens;
@@ -67,10 +67,10 @@ struct engy_gen_params {
 };
 
 struct engy_gen_result {
-	int status;			/* 0 or a negative errno */
-	const char *error;		/* short text when status != 0 */
-	int finish;			/* enum engy_finish */
-	int32_t matched_stop;		/* the stop id that ended it, or -1 */
+	int status;	      /* 0 or a negative errno */
+	const char *error;    /* short text when status != 0 */
+	int finish;	      /* enum engy_finish */
+	int32_t matched_stop; /* the stop id that ended it, or -1 */
 	uint32_t prompt_tokens;
 	uint32_t completion_tokens;
 	uint32_t cached_tokens;
@@ -95,7 +95,7 @@ struct engy_gen_cb {
 };
 
 struct engy_backend_ops {
-	uint32_t size;			/* sizeof(struct engy_backend_ops) */
+	uint32_t size; /* sizeof(struct engy_backend_ops) */
 
 	/*
 	 * info() - the served model.  Required.  -EAGAIN: not known yet

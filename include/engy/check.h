@@ -19,11 +19,11 @@ extern "C" {
 /* What engyctl doctor tries for a target (engyd -t only prints it). */
 enum engy_probe {
 	ENGY_PROBE_NONE = 0,
-	ENGY_PROBE_SERVE = 1,	/* GET /get_model_info, /generate with
+	ENGY_PROBE_SERVE = 1,	   /* GET /get_model_info, /generate with
 				 * hidden states; target: URL[,URL...] */
-	ENGY_PROBE_GW_META = 2,	/* GET <target as http(s)>/meta */
-	ENGY_PROBE_PROVIDER = 3, /* GET <target>/api/subnet/v1/epoch/latest */
-	ENGY_PROBE_CHAIN = 4,	/* JSON-RPC system_chain at target */
+	ENGY_PROBE_GW_META = 2,	   /* GET <target as http(s)>/meta */
+	ENGY_PROBE_PROVIDER = 3,   /* GET <target>/api/subnet/v1/epoch/latest */
+	ENGY_PROBE_CHAIN = 4,	   /* JSON-RPC system_chain at target */
 	ENGY_PROBE_MODEL_PATH = 5, /* the first probed serve's model_path
 				    * holds a readable tokenizer.json here */
 };
@@ -62,8 +62,8 @@ struct engy_check {
  *       in the order the lines should print.
  */
 struct engy_check_sink {
-	uint32_t size;			/* sizeof(struct engy_check_sink) */
-	void *arg;			/* host-owned */
+	uint32_t size; /* sizeof(struct engy_check_sink) */
+	void *arg;     /* host-owned */
 	int (*add)(const struct engy_check_sink *sink,
 		   const struct engy_check *c);
 };

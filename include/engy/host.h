@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-struct event_base;	/* libevent; plugins that use it include event2/ */
+struct event_base; /* libevent; plugins that use it include event2/ */
 struct engy_timer;
 struct engy_metric;
 
@@ -37,12 +37,12 @@ enum engy_metric_type {
 
 /* One instance, as peer_at() describes it (appended in 1.1). */
 struct engy_peer_info {
-	uint32_t size;			/* set by the caller: sizeof(*out) */
-	uint32_t kind;			/* enum engy_kind */
-	const char *instance;		/* the instance's name */
-	const char *plugin;		/* the plugin's name (file stem) */
-	const char *version;		/* the plugin's own version */
-	const void *ops;		/* zero-extended copy of its ops */
+	uint32_t size;	      /* set by the caller: sizeof(*out) */
+	uint32_t kind;	      /* enum engy_kind */
+	const char *instance; /* the instance's name */
+	const char *plugin;   /* the plugin's name (file stem) */
+	const char *version;  /* the plugin's own version */
+	const void *ops;      /* zero-extended copy of its ops */
 	void *inst;
 };
 
@@ -53,10 +53,10 @@ struct engy_peer_info {
 #endif
 
 struct engy_host {
-	uint32_t size;			/* sizeof(struct engy_host) of the host */
+	uint32_t size; /* sizeof(struct engy_host) of the host */
 	uint16_t abi_major;
 	uint16_t abi_minor;
-	const char *instance;		/* this instance's name */
+	const char *instance; /* this instance's name */
 
 	/**
 	 * log() - write one event line.  The host prefixes time, level and
@@ -121,7 +121,7 @@ struct engy_host {
 	/* state_dir() - the configured state directory (never NULL). */
 	const char *(*state_dir)(const struct engy_host *h);
 
-	void *priv;			/* host-owned; plugins don't touch */
+	void *priv; /* host-owned; plugins don't touch */
 
 	/* --- appended in 1.1: check `size` before use ------------------- */
 	/**

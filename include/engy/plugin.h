@@ -57,10 +57,10 @@
 extern "C" {
 #endif
 
-#define ENGY_PLUGIN_MAGIC	0x454e4731u	/* "ENG1" */
-#define ENGY_ABI_MAJOR		1
-#define ENGY_ABI_MINOR		1
-#define ENGY_PLUGIN_SYMBOL	"engy_plugin"
+#define ENGY_PLUGIN_MAGIC  0x454e4731u /* "ENG1" */
+#define ENGY_ABI_MAJOR	   1
+#define ENGY_ABI_MINOR	   1
+#define ENGY_PLUGIN_SYMBOL "engy_plugin"
 
 #if defined(__GNUC__)
 #define ENGY_EXPORT __attribute__((visibility("default")))
@@ -76,22 +76,22 @@ enum engy_kind {
 	ENGY_KIND_SCORER = 4,
 	ENGY_KIND_CHAIN = 5,
 	ENGY_KIND_STORE = 6,
-	ENGY_KIND_ROLE = 7,	/* appended in 1.1 */
+	ENGY_KIND_ROLE = 7, /* appended in 1.1 */
 };
 #define ENGY_KIND_MAX 7
 
 /* Option types; the host stores each at `offset` in the plugin's conf. */
 enum engy_opt_type {
-	ENGY_OPT_STR = 1,	/* const char * (host-owned; NULL when unset) */
-	ENGY_OPT_INT = 2,	/* int64_t */
-	ENGY_OPT_BOOL = 3,	/* bool */
-	ENGY_OPT_FLOAT = 4,	/* double */
-	ENGY_OPT_STR_LIST = 5,	/* struct engy_strv */
+	ENGY_OPT_STR = 1,      /* const char * (host-owned; NULL when unset) */
+	ENGY_OPT_INT = 2,      /* int64_t */
+	ENGY_OPT_BOOL = 3,     /* bool */
+	ENGY_OPT_FLOAT = 4,    /* double */
+	ENGY_OPT_STR_LIST = 5, /* struct engy_strv */
 };
 
 /* Option flags. */
-#define ENGY_OPT_REQUIRED	(1u << 0)	/* must be set (config or env) */
-#define ENGY_OPT_SECRET		(1u << 1)	/* never logged; env or *_file */
+#define ENGY_OPT_REQUIRED (1u << 0) /* must be set (config or env) */
+#define ENGY_OPT_SECRET	  (1u << 1) /* never logged; env or *_file */
 
 /**
  * struct engy_opt - one entry of a plugin's option table.
@@ -119,7 +119,10 @@ struct engy_opt {
 	const char *help;
 };
 
-#define ENGY_OPT_END { NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL }
+#define ENGY_OPT_END                                                           \
+	{                                                                      \
+		NULL, 0, 0, 0, NULL, NULL, 0, 0, NULL                          \
+	}
 
 /**
  * struct engy_plugin - the exported descriptor.
@@ -137,11 +140,11 @@ struct engy_plugin {
 	uint32_t size;
 	uint32_t kind;
 
-	const char *name;		/* == file stem */
-	const char *version;		/* the plugin's own version */
-	const char *description;	/* one line */
-	const struct engy_opt *opts;	/* may be NULL: no options */
-	size_t conf_size;		/* bytes of the conf struct */
+	const char *name;	     /* == file stem */
+	const char *version;	     /* the plugin's own version */
+	const char *description;     /* one line */
+	const struct engy_opt *opts; /* may be NULL: no options */
+	size_t conf_size;	     /* bytes of the conf struct */
 
 	/* required */
 	int (*create)(const struct engy_host *host, const void *conf,
@@ -153,7 +156,7 @@ struct engy_plugin {
 	/* required: release everything; no callback fires afterwards */
 	void (*destroy)(void *inst);
 
-	const void *ops;		/* struct engy_<kind>_ops * */
+	const void *ops; /* struct engy_<kind>_ops * */
 
 	/* --- appended in 1.1 (an older plugin's reads as NULL) ----------- */
 	/**
@@ -168,25 +171,26 @@ struct engy_plugin {
 	 * in config order, and only when the role has a check op.
 	 * Returns 0 or a negative errno.  Context: loop thread.
 	 */
-	int (*check)(const struct engy_host *host, const void *conf,
-		     void *inst, const struct engy_check_sink *sink);
+	int (*check)(const struct engy_host *host, const void *conf, void *inst,
+		     const struct engy_check_sink *sink);
 };
 
 /* The size of the 1.0 descriptor: the least the host accepts. */
-#define ENGY_PLUGIN_SIZE_1_0 (offsetof(struct engy_plugin, ops) + sizeof(void *))
+#define ENGY_PLUGIN_SIZE_1_0                                                   \
+	(offsetof(struct engy_plugin, ops) + sizeof(void *))
 
 /*
  * ENGY_PLUGIN(.kind = ..., .name = ..., ...) defines the exported
  * descriptor.  It fills the header only; the plugin names the rest.
  */
-#define ENGY_PLUGIN(...)						\
-	ENGY_EXPORT extern const struct engy_plugin engy_plugin;	\
-	ENGY_EXPORT const struct engy_plugin engy_plugin = {		\
-		.magic = ENGY_PLUGIN_MAGIC,				\
-		.abi_major = ENGY_ABI_MAJOR,				\
-		.abi_minor = ENGY_ABI_MINOR,				\
-		.size = sizeof(struct engy_plugin),			\
-		__VA_ARGS__						\
+#define ENGY_PLUGIN(...)                                                       \
+	ENGY_EXPORT extern const struct engy_plugin engy_plugin;               \
+	ENGY_EXPORT const struct engy_plugin engy_plugin = {                   \
+		.magic = ENGY_PLUGIN_MAGIC,                                    \
+		.abi_major = ENGY_ABI_MAJOR,                                   \
+		.abi_minor = ENGY_ABI_MINOR,                                   \
+		.size = sizeof(struct engy_plugin),                            \
+		__VA_ARGS__                                                    \
 	}
 
 /* Logging shorthands for plugins: one line per event, key=value fields. */

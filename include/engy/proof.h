@@ -37,16 +37,16 @@ struct engy_proof_result {
  * optional ones.  Never constants in code: they come from config or spec.
  */
 struct engy_proof_limits {
-	uint32_t size;			/* sizeof(struct engy_proof_limits) */
-	uint32_t max_exp_mismatches;	/* toploc_v: per chunk */
-	double min_pass_ratio;		/* toploc_p: share of chunks passing */
-	double max_mant_mean;		/* optional, 0 = not checked */
-	double max_mant_median;		/* optional, 0 = not checked */
+	uint32_t size;		     /* sizeof(struct engy_proof_limits) */
+	uint32_t max_exp_mismatches; /* toploc_v: per chunk */
+	double min_pass_ratio;	     /* toploc_p: share of chunks passing */
+	double max_mant_mean;	     /* optional, 0 = not checked */
+	double max_mant_median;	     /* optional, 0 = not checked */
 };
 
 struct engy_proof_ops {
-	uint32_t size;			/* sizeof(struct engy_proof_ops) */
-	const char *scheme;		/* key in the commitment: "toploc" */
+	uint32_t size;	    /* sizeof(struct engy_proof_ops) */
+	const char *scheme; /* key in the commitment: "toploc" */
 
 	/**
 	 * prove() - build the scheme's commitment member for one request.

@@ -40,7 +40,7 @@ struct engy_role_need {
 };
 
 struct engy_role_ops {
-	uint32_t size;			/* sizeof(struct engy_role_ops) */
+	uint32_t size; /* sizeof(struct engy_role_ops) */
 	/* Required: the kinds the role uses, ended by kind 0. */
 	const struct engy_role_need *needs;
 	/* Optional: requests the role still has in flight. */

@@ -28,9 +28,9 @@
 extern "C" {
 #endif
 
-#define ENGY_SCORE_MAX_INT	9007199254740991ULL	/* 2^53 - 1 */
-#define ENGY_SCORE_HOTKEY_MAX	64	/* hotkey text plus NUL */
-#define ENGY_SCORE_WEIGHT_SUM	65535u	/* a weight vector's total */
+#define ENGY_SCORE_MAX_INT    9007199254740991ULL /* 2^53 - 1 */
+#define ENGY_SCORE_HOTKEY_MAX 64		  /* hotkey text plus NUL */
+#define ENGY_SCORE_WEIGHT_SUM 65535u		  /* a weight vector's total */
 
 /* One histogram bucket: @count (>= 1) samples of exactly @ms milliseconds. */
 struct engy_score_bucket {
@@ -102,7 +102,7 @@ struct engy_epoch_row {
  * @cheat_min_samples:      pass + cheat verdicts of the miner [100].
  */
 struct engy_epoch_params {
-	uint32_t size;			/* sizeof(struct engy_epoch_params) */
+	uint32_t size; /* sizeof(struct engy_epoch_params) */
 	uint32_t acceptance_min_bp;
 	uint32_t cheat_max_bp;
 	uint64_t acceptance_min_samples;
@@ -120,7 +120,7 @@ struct engy_epoch_params {
  * @rows:   one per (miner, model) pair, any order.
  */
 struct engy_epoch_input {
-	uint32_t size;			/* sizeof(struct engy_epoch_input) */
+	uint32_t size; /* sizeof(struct engy_epoch_input) */
 	uint16_t netuid;
 	uint64_t epoch_index;
 	const char *owner_hotkey;
@@ -133,11 +133,11 @@ struct engy_epoch_input {
 
 /* The gates in evaluation order; a row's gate_reason is the first failed. */
 enum engy_gate {
-	ENGY_GATE_OK = 0,		/* "ok" */
-	ENGY_GATE_ACCEPTANCE = 1,	/* "acceptance" */
-	ENGY_GATE_TTFT_P99 = 2,		/* "ttft_p99" */
-	ENGY_GATE_TPOT_P99 = 3,		/* "tpot_p99" */
-	ENGY_GATE_CHEAT = 4,		/* "cheat" */
+	ENGY_GATE_OK = 0,	  /* "ok" */
+	ENGY_GATE_ACCEPTANCE = 1, /* "acceptance" */
+	ENGY_GATE_TTFT_P99 = 2,	  /* "ttft_p99" */
+	ENGY_GATE_TPOT_P99 = 3,	  /* "tpot_p99" */
+	ENGY_GATE_CHEAT = 4,	  /* "cheat" */
 };
 
 /**
@@ -159,7 +159,7 @@ struct engy_epoch_row_result {
 /* One entry of the weight vector. */
 struct engy_epoch_weight {
 	char hotkey[ENGY_SCORE_HOTKEY_MAX];
-	uint32_t weight;		/* 1..65535; the entries sum to 65535 */
+	uint32_t weight; /* 1..65535; the entries sum to 65535 */
 };
 
 /**
@@ -197,7 +197,7 @@ static inline void engy_epoch_result_release(struct engy_epoch_result *r)
 }
 
 struct engy_scorer_ops {
-	uint32_t size;			/* sizeof(struct engy_scorer_ops) */
+	uint32_t size; /* sizeof(struct engy_scorer_ops) */
 	/* The rule set, also written into result_json: "engy-sn53-v1". */
 	const char *rules;
 

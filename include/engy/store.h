@@ -38,9 +38,9 @@
 extern "C" {
 #endif
 
-#define ENGY_STORE_HASH_BYTES	32
+#define ENGY_STORE_HASH_BYTES 32
 /* The largest amount anywhere (balance, top-up, cost): $1e9. */
-#define ENGY_STORE_MONEY_MAX	1000000000000000ll
+#define ENGY_STORE_MONEY_MAX 1000000000000000ll
 
 enum engy_key_status {
 	ENGY_KEY_ACTIVE = 1,
@@ -48,20 +48,20 @@ enum engy_key_status {
 };
 
 enum engy_miner_status {
-	ENGY_MINER_ACTIVE = 1,		/* admitted when it says hello */
-	ENGY_MINER_DISABLED = 2,	/* refused at hello */
+	ENGY_MINER_ACTIVE = 1,	 /* admitted when it says hello */
+	ENGY_MINER_DISABLED = 2, /* refused at hello */
 };
 
 enum engy_model_status {
-	ENGY_MODEL_ENABLED = 1,		/* served */
-	ENGY_MODEL_DISABLED = 2,	/* known, not served */
+	ENGY_MODEL_ENABLED = 1,	 /* served */
+	ENGY_MODEL_DISABLED = 2, /* known, not served */
 };
 
 /* Rates in µUSD per 1,000,000 tokens (lib/money/billing.h does the sums). */
 struct engy_price_card {
-	int64_t input;			/* uncached prompt tokens */
-	int64_t cached_input;		/* prompt tokens served from cache */
-	int64_t output;			/* completion tokens */
+	int64_t input;	      /* uncached prompt tokens */
+	int64_t cached_input; /* prompt tokens served from cache */
+	int64_t output;	      /* completion tokens */
 };
 
 /**
@@ -91,7 +91,7 @@ struct engy_api_key {
 	int64_t account_id;
 	int64_t created_ms;
 	int64_t revoked_ms;
-	uint32_t status;		/* enum engy_key_status */
+	uint32_t status; /* enum engy_key_status */
 	char shown[16];
 	char label[64];
 };
@@ -108,7 +108,7 @@ struct engy_api_key {
  */
 struct engy_model {
 	char name[128];
-	uint32_t status;		/* enum engy_model_status */
+	uint32_t status; /* enum engy_model_status */
 	uint32_t max_input_tokens;
 	uint32_t max_output_tokens;
 	uint32_t max_request_s;
@@ -119,7 +119,7 @@ struct engy_model {
 	uint32_t qual_tpot_p99_ms;
 	int64_t score_rate;
 	struct engy_price_card price;
-	int64_t updated_ms;		/* out only */
+	int64_t updated_ms; /* out only */
 };
 
 /**
@@ -133,9 +133,9 @@ struct engy_model_root {
 	uint8_t root[ENGY_STORE_HASH_BYTES];
 	uint8_t spec_root[ENGY_STORE_HASH_BYTES];
 	char model[128];
-	char quant[32];			/* "fp8", "nvfp4", ... may be "" */
-	char arch[32];			/* the spec's config.arch, may be "" */
-	int64_t added_ms;		/* out only */
+	char quant[32];	  /* "fp8", "nvfp4", ... may be "" */
+	char arch[32];	  /* the spec's config.arch, may be "" */
+	int64_t added_ms; /* out only */
 };
 
 /**
@@ -149,8 +149,8 @@ struct engy_miner {
 	int64_t id;
 	int64_t created_ms;
 	int64_t updated_ms;
-	uint32_t status;		/* enum engy_miner_status */
-	uint32_t first_party;		/* 0 or 1 */
+	uint32_t status;      /* enum engy_miner_status */
+	uint32_t first_party; /* 0 or 1 */
 	int32_t priority;
 	char hotkey[64];
 	char label[64];
@@ -197,7 +197,7 @@ struct engy_request_row {
  * @limit: at most this many rows; 0 = 100; clamped to the store's cap.
  */
 struct engy_log_query {
-	uint32_t size;			/* sizeof(struct engy_log_query) */
+	uint32_t size; /* sizeof(struct engy_log_query) */
 	uint32_t limit;
 	int64_t since_ms;
 	int64_t until_ms;
@@ -252,7 +252,7 @@ struct engy_verdict {
  * @miner: only this hotkey's when not "".
  */
 struct engy_verdict_query {
-	uint32_t size;			/* sizeof(struct engy_verdict_query) */
+	uint32_t size; /* sizeof(struct engy_verdict_query) */
 	uint32_t limit;
 	int64_t since_ms;
 	int64_t until_ms;
@@ -274,11 +274,11 @@ struct engy_epoch_rec {
 	int64_t closed_ms;
 	uint32_t burn;
 	uint32_t n_weights;
-	char digest[72];		/* lower-case hex SHA-256 */
+	char digest[72]; /* lower-case hex SHA-256 */
 };
 
 struct engy_store_ops {
-	uint32_t size;			/* sizeof(struct engy_store_ops) */
+	uint32_t size; /* sizeof(struct engy_store_ops) */
 
 	/**
 	 * key_hash() - the stored form of a key text (@len bytes, 1..512):
@@ -449,7 +449,8 @@ struct engy_store_ops {
 	/* miner_lookup() - the miner whose key_hash() is @hash (-ENOENT).
 	 * Context: any thread, blocking; called from the worker pool.
 	 * Required. */
-	int (*miner_lookup)(void *inst, const uint8_t hash[ENGY_STORE_HASH_BYTES],
+	int (*miner_lookup)(void *inst,
+			    const uint8_t hash[ENGY_STORE_HASH_BYTES],
 			    struct engy_miner *out);
 
 	/* miner_list() - every miner, by id.  Context: any thread, blocking;

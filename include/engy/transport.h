@@ -21,7 +21,7 @@
 extern "C" {
 #endif
 
-struct engy_http_exchange;	/* one request and its reply; transport-owned */
+struct engy_http_exchange; /* one request and its reply; transport-owned */
 
 /**
  * struct engy_http_request - a complete request (headers and body read).
@@ -32,17 +32,17 @@ struct engy_http_exchange;	/* one request and its reply; transport-owned */
 struct engy_http_request {
 	const char *method;
 	const char *path;
-	const char *query;		/* after '?', or NULL */
+	const char *query; /* after '?', or NULL */
 	const uint8_t *body;
 	size_t body_len;
-	const char *remote;		/* "addr:port" */
+	const char *remote; /* "addr:port" */
 	const char *(*header)(const struct engy_http_request *r,
 			      const char *name);
-	void *priv;			/* transport-owned */
+	void *priv; /* transport-owned */
 };
 
 struct engy_http_handler {
-	uint32_t size;			/* sizeof(struct engy_http_handler) */
+	uint32_t size; /* sizeof(struct engy_http_handler) */
 	/**
 	 * on_request() - a request under the route's prefix.  Reply at once
 	 * or later through the ops; return 0.  Returning -ENOENT makes the
@@ -57,26 +57,26 @@ struct engy_http_handler {
 	void (*on_gone)(void *arg, struct engy_http_exchange *x);
 };
 
-struct engy_ws_conn;	/* one websocket connection; transport-owned */
-struct engy_ws_leg;	/* a persistent client leg; transport-owned */
+struct engy_ws_conn; /* one websocket connection; transport-owned */
+struct engy_ws_leg;  /* a persistent client leg; transport-owned */
 
 /* Message types of ws_send() and on_message(). */
 enum engy_ws_type {
-	ENGY_WS_TEXT = 1,	/* UTF-8, validated both ways */
+	ENGY_WS_TEXT = 1, /* UTF-8, validated both ways */
 	ENGY_WS_BINARY = 2,
 };
 
 /* Close codes (RFC 6455 §7.4.1) the ws transport sends or reports. */
-#define ENGY_WS_CLOSE_NORMAL		1000
-#define ENGY_WS_CLOSE_GOING_AWAY	1001
-#define ENGY_WS_CLOSE_PROTOCOL		1002	/* a frame broke the protocol */
-#define ENGY_WS_CLOSE_UNSUPPORTED	1003
-#define ENGY_WS_CLOSE_NO_STATUS		1005	/* reported only: close had no code */
-#define ENGY_WS_CLOSE_ABNORMAL		1006	/* reported only: no close frame */
-#define ENGY_WS_CLOSE_INVALID_DATA	1007	/* text that is not UTF-8 */
-#define ENGY_WS_CLOSE_POLICY		1008
-#define ENGY_WS_CLOSE_TOO_BIG		1009	/* over max_message_bytes */
-#define ENGY_WS_CLOSE_INTERNAL		1011
+#define ENGY_WS_CLOSE_NORMAL	   1000
+#define ENGY_WS_CLOSE_GOING_AWAY   1001
+#define ENGY_WS_CLOSE_PROTOCOL	   1002 /* a frame broke the protocol */
+#define ENGY_WS_CLOSE_UNSUPPORTED  1003
+#define ENGY_WS_CLOSE_NO_STATUS	   1005 /* reported only: close had no code */
+#define ENGY_WS_CLOSE_ABNORMAL	   1006 /* reported only: no close frame */
+#define ENGY_WS_CLOSE_INVALID_DATA 1007 /* text that is not UTF-8 */
+#define ENGY_WS_CLOSE_POLICY	   1008
+#define ENGY_WS_CLOSE_TOO_BIG	   1009 /* over max_message_bytes */
+#define ENGY_WS_CLOSE_INTERNAL	   1011
 
 /**
  * struct engy_ws_open - what on_open() learns; valid during on_open() only.
@@ -96,7 +96,7 @@ struct engy_ws_open {
 	const char *(*header)(const struct engy_ws_open *o, const char *name);
 	struct engy_ws_leg *leg;
 	uint32_t opens;
-	void *priv;			/* transport-owned */
+	void *priv; /* transport-owned */
 };
 
 /*
@@ -105,7 +105,7 @@ struct engy_ws_open {
  * that returned 0 is followed by exactly one on_close().
  */
 struct engy_ws_handler {
-	uint32_t size;			/* sizeof(struct engy_ws_handler) */
+	uint32_t size; /* sizeof(struct engy_ws_handler) */
 	/**
 	 * on_open() - the handshake completed.  A client leg calls it on
 	 * every (re)open, so a flow sends its first frame (hello) here.
@@ -158,8 +158,8 @@ struct engy_ws_handler {
 };
 
 struct engy_transport_ops {
-	uint32_t size;			/* sizeof(struct engy_transport_ops) */
-	const char *proto;		/* "http" or "ws"; required */
+	uint32_t size;	   /* sizeof(struct engy_transport_ops) */
+	const char *proto; /* "http" or "ws"; required */
 
 	/* --- proto "http" ------------------------------------------------ */
 	/**

@@ -25,8 +25,8 @@ struct engy_strv {
 
 /* Element types of hidden-state rows. */
 enum engy_dtype {
-	ENGY_DTYPE_F32 = 1,	/* IEEE binary32, host byte order */
-	ENGY_DTYPE_BF16 = 2,	/* bfloat16 bit patterns, uint16_t */
+	ENGY_DTYPE_F32 = 1,  /* IEEE binary32, host byte order */
+	ENGY_DTYPE_BF16 = 2, /* bfloat16 bit patterns, uint16_t */
 };
 
 /**

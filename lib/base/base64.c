@@ -12,7 +12,8 @@ size_t engy_base64_encode(char *dst, const uint8_t *src, size_t n)
 	uint32_t v;
 
 	for (i = 0; i + 3 <= n; i += 3) {
-		v = (uint32_t)src[i] << 16 | (uint32_t)src[i + 1] << 8 | src[i + 2];
+		v = (uint32_t)src[i] << 16 | (uint32_t)src[i + 1] << 8 |
+		    src[i + 2];
 		dst[o++] = enc_tab[v >> 18];
 		dst[o++] = enc_tab[(v >> 12) & 63];
 		dst[o++] = enc_tab[(v >> 6) & 63];
@@ -70,7 +71,8 @@ int engy_base64_decode(uint8_t *dst, size_t cap, const char *src, size_t len,
 		int n_in = last ? 4 - (int)pad : 4;
 
 		for (j = 0; j < 4; j++) {
-			d[j] = j < n_in ? dec_char((unsigned char)src[i + j]) : 0;
+			d[j] = j < n_in ? dec_char((unsigned char)src[i + j])
+					: 0;
 			if (d[j] < 0)
 				return -EINVAL;
 		}

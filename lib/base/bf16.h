@@ -10,10 +10,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ENGY_BF16_EXP_MASK	0x7F80u
-#define ENGY_BF16_MANT_MASK	0x007Fu
-#define ENGY_BF16_ABS_MASK	0x7FFFu
-#define ENGY_BF16_CANON_NAN	0x7FC0u
+#define ENGY_BF16_EXP_MASK  0x7F80u
+#define ENGY_BF16_MANT_MASK 0x007Fu
+#define ENGY_BF16_ABS_MASK  0x7FFFu
+#define ENGY_BF16_CANON_NAN 0x7FC0u
 
 static inline uint32_t engy_f32_bits(float f)
 {

@@ -33,8 +33,7 @@ void engy_check_source(const struct engy_host *h, const char *opt,
 		ENGY_CHECK_SET(b, source, "?");
 }
 
-int engy_check_add(const struct engy_check_sink *sink,
-		   struct engy_check_buf *b)
+int engy_check_add(const struct engy_check_sink *sink, struct engy_check_buf *b)
 {
 	b->c.target = b->target;
 	b->c.source = b->source;
@@ -66,11 +65,13 @@ void engy_check_checkpoint(struct engy_check_buf *b, const char *dir)
 	else if (!engy_readable_in(dir, "config.json"))
 		ENGY_CHECK_SET(b, problem, "no readable config.json in it");
 	else if (!engy_readable_in(dir, "tokenizer.json"))
-		ENGY_CHECK_SET(b, problem, "no readable tokenizer.json in it "
+		ENGY_CHECK_SET(b, problem,
+			       "no readable tokenizer.json in it "
 			       "(the miner tokenizes with the checkpoint's "
 			       "tokenizer)");
 	if (b->problem[0])
-		ENGY_CHECK_SET(b, fix, "set CHECKPOINT (or --checkpoint) to "
+		ENGY_CHECK_SET(b, fix,
+			       "set CHECKPOINT (or --checkpoint) to "
 			       "the model's checkpoint directory on this "
 			       "machine, the one the serve loaded");
 }

@@ -26,7 +26,7 @@ void engy_check_begin(struct engy_check_buf *b, const char *what, int probe);
 /* snprintf into @buf; ENGY_CHECK_SET(b, field, fmt, ...) into b->field. */
 void engy_check_fmt(char *buf, size_t n, const char *fmt, ...)
 	ENGY_PRINTF(3, 4);
-#define ENGY_CHECK_SET(b, field, ...) \
+#define ENGY_CHECK_SET(b, field, ...)                                          \
 	engy_check_fmt((b)->field, sizeof((b)->field), __VA_ARGS__)
 /* b->source: where @h's instance's option @opt came from ("?" if the
  * host cannot say). */

@@ -18,7 +18,8 @@ int engy_read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
 
 	*buf = NULL;
 	*len = 0;
-	fd = strcmp(path, "-") == 0 ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+	fd = strcmp(path, "-") == 0 ? STDIN_FILENO
+				    : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	p = malloc(cap + 1);

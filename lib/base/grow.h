@@ -42,8 +42,8 @@ static inline bool engy_grow(void *pp, size_t *cap, size_t need, size_t elem)
 
 /* engy_grow_by() - engy_grow() for @len + @more elements; false too
  * when that sum overflows. */
-static inline bool engy_grow_by(void *pp, size_t *cap, size_t len,
-				size_t more, size_t elem)
+static inline bool engy_grow_by(void *pp, size_t *cap, size_t len, size_t more,
+				size_t elem)
 {
 	if (more > SIZE_MAX - len)
 		return false;
@@ -51,10 +51,10 @@ static inline bool engy_grow_by(void *pp, size_t *cap, size_t len,
 }
 
 /* ENGY_GROW(arr, cap, need): engy_grow() for the array lvalue @arr. */
-#define ENGY_GROW(arr, cap, need) \
+#define ENGY_GROW(arr, cap, need)                                              \
 	engy_grow(&(arr), &(cap), (need), sizeof(*(arr)))
 /* ENGY_GROW_BY(arr, cap, len, more): room for @len + @more elements. */
-#define ENGY_GROW_BY(arr, cap, len, more) \
+#define ENGY_GROW_BY(arr, cap, len, more)                                      \
 	engy_grow_by(&(arr), &(cap), (len), (more), sizeof(*(arr)))
 
 #endif /* ENGY_GROW_H */

@@ -38,7 +38,7 @@ static inline uint16_t engy_f16_from_f32(float f)
 
 	if (a > 0x7F800000u)
 		return (uint16_t)(sign | 0x7E00u);
-	if (a >= 0x477FF000u)	/* rounds to 65520 or more: infinity */
+	if (a >= 0x477FF000u) /* rounds to 65520 or more: infinity */
 		return (uint16_t)(sign | 0x7C00u);
 	exp = (int)(a >> 23) - 127;
 	if (exp < -14) {
@@ -93,10 +93,10 @@ static inline uint8_t engy_f8e4m3_from_f32(float f)
 		return 0x7F;
 	if (a >= 448.0f)
 		return sign | 0x7E;
-	if (a < 0x1p-6f)	/* subnormal: steps of 2^-9; 8 steps = 2^-6 */
+	if (a < 0x1p-6f) /* subnormal: steps of 2^-9; 8 steps = 2^-6 */
 		return sign | (uint8_t)rintf(a * 0x1p9f);
-	m = frexpf(a, &e);	/* a = m x 2^e, m in [0.5, 1) */
-	e -= 1;			/* a = (2m) x 2^e, 2m in [1, 2) */
+	m = frexpf(a, &e); /* a = m x 2^e, m in [0.5, 1) */
+	e -= 1;		   /* a = (2m) x 2^e, 2m in [1, 2) */
 	m = rintf((2.0f * m - 1.0f) * 8.0f);
 	if (m >= 8.0f) {
 		m = 0;

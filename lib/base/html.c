@@ -9,12 +9,19 @@
 static const char *entity(unsigned char c)
 {
 	switch (c) {
-	case '&': return "&amp;";
-	case '<': return "&lt;";
-	case '>': return "&gt;";
-	case '"': return "&quot;";
-	case '\'': return "&#39;";
-	case '\t': case '\n': return NULL;
+	case '&':
+		return "&amp;";
+	case '<':
+		return "&lt;";
+	case '>':
+		return "&gt;";
+	case '"':
+		return "&quot;";
+	case '\'':
+		return "&#39;";
+	case '\t':
+	case '\n':
+		return NULL;
 	}
 	return c < 0x20 || c == 0x7f ? "&#xFFFD;" : NULL;
 }

@@ -13,9 +13,9 @@
 #include <stddef.h>
 
 struct engy_html {
-	char *p;		/* NUL-terminated while !oom */
+	char *p; /* NUL-terminated while !oom */
 	size_t len, cap;
-	bool oom;		/* an append failed: the page is lost */
+	bool oom; /* an append failed: the page is lost */
 };
 
 /*

@@ -14,8 +14,10 @@ static const struct {
 	uint16_t port;
 	bool tls;
 } schemes[] = {
-	{ "ws", 80, false }, { "wss", 443, true },
-	{ "http", 80, false }, { "https", 443, true },
+	{ "ws", 80, false },
+	{ "wss", 443, true },
+	{ "http", 80, false },
+	{ "https", 443, true },
 };
 
 static bool host_char(int c)
@@ -105,7 +107,8 @@ static const char *parse_host(struct engy_url *u, const char *auth,
 			return NULL;
 		}
 		for (p = *h; p < *h_end; p++)
-			if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.') {
+			if (!isxdigit((unsigned char)*p) && *p != ':' &&
+			    *p != '.') {
 				*why = "malformed [IPv6] host";
 				return NULL;
 			}

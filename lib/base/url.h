@@ -13,16 +13,16 @@
 #include <stdint.h>
 
 struct engy_url {
-	char *buf;		/* owns every string below */
-	const char *scheme;	/* lower case */
-	const char *host;	/* lower case, IPv6 without brackets */
-	const char *path;	/* "/" when the URL has none */
-	const char *query;	/* after '?', or NULL */
-	const char *target;	/* path and "?query": the request target */
-	const char *authority;	/* the Host header: host[:port] as given */
-	const char *safe;	/* scheme://authority/path: loggable */
-	uint16_t port;		/* given, or the scheme's default */
-	bool tls;		/* wss or https */
+	char *buf;	       /* owns every string below */
+	const char *scheme;    /* lower case */
+	const char *host;      /* lower case, IPv6 without brackets */
+	const char *path;      /* "/" when the URL has none */
+	const char *query;     /* after '?', or NULL */
+	const char *target;    /* path and "?query": the request target */
+	const char *authority; /* the Host header: host[:port] as given */
+	const char *safe;      /* scheme://authority/path: loggable */
+	uint16_t port;	       /* given, or the scheme's default */
+	bool tls;	       /* wss or https */
 	bool ipv6;
 };
 

@@ -495,7 +495,7 @@ int engy_anth_parse(const char *json, size_t len,
 		    const struct engy_api_limits *lim, unsigned flags,
 		    struct engy_api_req *req, char *err, size_t errlen)
 {
-	struct aparse p = {.err = err, .errlen = errlen};
+	struct aparse p = { .err = err, .errlen = errlen };
 	const cJSON *j, *m;
 	cJSON *in = NULL;
 	size_t i = 0;

@@ -429,8 +429,8 @@ void engy_api_new_id(char *out, size_t outlen, const char *prefix)
 
 static const char *finish_name(const cJSON *fr)
 {
-	static const char *const known[] = {"stop", "length", "tool_calls",
-					    "content_filter"};
+	static const char *const known[] = { "stop", "length", "tool_calls",
+					     "content_filter" };
 	size_t i;
 
 	if (!cJSON_IsString(fr))

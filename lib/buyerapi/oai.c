@@ -472,7 +472,7 @@ int engy_oai_parse(const char *json, size_t len,
 		   const struct engy_api_limits *lim, struct engy_api_req *req,
 		   char *err, size_t errlen)
 {
-	struct oparse p = {.err = err, .errlen = errlen};
+	struct oparse p = { .err = err, .errlen = errlen };
 	const cJSON *j;
 	cJSON *in = NULL;
 	int rc;

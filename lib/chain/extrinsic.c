@@ -16,22 +16,22 @@ static const struct {
 	const char *id;
 	uint8_t kind;
 } known[] = {
-	{"CheckNonZeroSender", ENGY_EXT_EMPTY},
-	{"CheckSpecVersion", ENGY_EXT_SPEC_VERSION},
-	{"CheckTxVersion", ENGY_EXT_TX_VERSION},
-	{"CheckGenesis", ENGY_EXT_GENESIS},
-	{"CheckMortality", ENGY_EXT_MORTALITY},
-	{"CheckEra", ENGY_EXT_MORTALITY},
-	{"CheckNonce", ENGY_EXT_NONCE},
-	{"CheckWeight", ENGY_EXT_EMPTY},
-	{"ChargeTransactionPayment", ENGY_EXT_TIP},
-	{"CheckMetadataHash", ENGY_EXT_METADATA_HASH},
+	{ "CheckNonZeroSender", ENGY_EXT_EMPTY },
+	{ "CheckSpecVersion", ENGY_EXT_SPEC_VERSION },
+	{ "CheckTxVersion", ENGY_EXT_TX_VERSION },
+	{ "CheckGenesis", ENGY_EXT_GENESIS },
+	{ "CheckMortality", ENGY_EXT_MORTALITY },
+	{ "CheckEra", ENGY_EXT_MORTALITY },
+	{ "CheckNonce", ENGY_EXT_NONCE },
+	{ "CheckWeight", ENGY_EXT_EMPTY },
+	{ "ChargeTransactionPayment", ENGY_EXT_TIP },
+	{ "CheckMetadataHash", ENGY_EXT_METADATA_HASH },
 	/* subtensor's own, all PhantomData (specs/validator.md §6) */
-	{"SudoTransactionExtension", ENGY_EXT_EMPTY},
-	{"CheckShieldedTxValidity", ENGY_EXT_EMPTY},
-	{"SubtensorTransactionExtension", ENGY_EXT_EMPTY},
-	{"SubtensorSignedExtension", ENGY_EXT_EMPTY},
-	{"DrandPriority", ENGY_EXT_EMPTY},
+	{ "SudoTransactionExtension", ENGY_EXT_EMPTY },
+	{ "CheckShieldedTxValidity", ENGY_EXT_EMPTY },
+	{ "SubtensorTransactionExtension", ENGY_EXT_EMPTY },
+	{ "SubtensorSignedExtension", ENGY_EXT_EMPTY },
+	{ "DrandPriority", ENGY_EXT_EMPTY },
 };
 
 static int known_kind(const char *id)
@@ -51,8 +51,8 @@ int engy_ext_layout_names(struct engy_ext_layout *l, const char *const *ids,
 
 	memset(l, 0, sizeof(*l));
 	if (n > ENGY_EXT_MAX) {
-		engy_seterr(err, errlen, "%zu signed extensions (at most %d)", n,
-		       ENGY_EXT_MAX);
+		engy_seterr(err, errlen, "%zu signed extensions (at most %d)",
+			    n, ENGY_EXT_MAX);
 		return -ENOTSUP;
 	}
 	for (i = 0; i < n; i++) {
@@ -60,7 +60,7 @@ int engy_ext_layout_names(struct engy_ext_layout *l, const char *const *ids,
 
 		if (k < 0) {
 			engy_seterr(err, errlen, "unknown signed extension %s",
-			       ids[i]);
+				    ids[i]);
 			return -ENOTSUP;
 		}
 		l->kind[i] = (uint8_t)k;
@@ -132,12 +132,12 @@ int engy_ext_layout_meta(struct engy_ext_layout *l,
 	memset(l, 0, sizeof(*l));
 	if (md->extrinsic_version != 4) {
 		engy_seterr(err, errlen, "extrinsic format v%u (engy signs v4)",
-		       md->extrinsic_version);
+			    md->extrinsic_version);
 		return -ENOTSUP;
 	}
 	if (md->n_exts > ENGY_EXT_MAX) {
 		engy_seterr(err, errlen, "%u signed extensions (at most %d)",
-		       md->n_exts, ENGY_EXT_MAX);
+			    md->n_exts, ENGY_EXT_MAX);
 		return -ENOTSUP;
 	}
 	for (i = 0; i < md->n_exts; i++) {
@@ -148,17 +148,19 @@ int engy_ext_layout_meta(struct engy_ext_layout *l,
 		    engy_meta_zero_size(md, e->implicit))
 			k = ENGY_EXT_EMPTY;
 		if (k < 0) {
-			engy_seterr(err, errlen,
-			       "signed extension %s carries bytes engy does "
-			       "not know how to fill",
-			       e->identifier);
+			engy_seterr(
+				err, errlen,
+				"signed extension %s carries bytes engy does "
+				"not know how to fill",
+				e->identifier);
 			return -ENOTSUP;
 		}
 		if (!types_agree(md, e, k)) {
-			engy_seterr(err, errlen,
-			       "signed extension %s has types other than the "
-			       "known ones",
-			       e->identifier);
+			engy_seterr(
+				err, errlen,
+				"signed extension %s has types other than the "
+				"known ones",
+				e->identifier);
 			return -ENOTSUP;
 		}
 		l->kind[i] = (uint8_t)k;
@@ -305,9 +307,10 @@ int engy_call_check_set_weights(const struct engy_metadata *md,
 	    !engy_meta_is_seq_of(md, v->fields[1].type, ENGY_PRIM_U16) ||
 	    !engy_meta_is_seq_of(md, v->fields[2].type, ENGY_PRIM_U16) ||
 	    !engy_meta_is_prim(md, v->fields[3].type, ENGY_PRIM_U64)) {
-		engy_seterr(err, errlen,
-		       "set_weights takes other arguments than (netuid u16, "
-		       "dests Vec<u16>, weights Vec<u16>, version_key u64)");
+		engy_seterr(
+			err, errlen,
+			"set_weights takes other arguments than (netuid u16, "
+			"dests Vec<u16>, weights Vec<u16>, version_key u64)");
 		return -EPROTO;
 	}
 	return 0;

@@ -479,7 +479,7 @@ static int check_refs(struct parser *ps, struct engy_metadata *md)
 int engy_meta_parse(const uint8_t *blob, size_t len, struct engy_metadata **out,
 		    char *err, size_t errlen)
 {
-	struct parser ps = {.err = err, .errlen = errlen, .where = "header"};
+	struct parser ps = { .err = err, .errlen = errlen, .where = "header" };
 	struct engy_metadata *md;
 	uint32_t magic;
 	int rc;
@@ -507,14 +507,15 @@ int engy_meta_parse(const uint8_t *blob, size_t len, struct engy_metadata **out,
 	engy_scale_u8(&ps.r, &md->version);
 	if (ps.r.err || magic != ENGY_META_MAGIC) {
 		arena_free(ps.arena);
-		engy_seterr(err, errlen, "not runtime metadata (no \"meta\" magic)");
+		engy_seterr(err, errlen,
+			    "not runtime metadata (no \"meta\" magic)");
 		return -EINVAL;
 	}
 	if (md->version != 14 && md->version != 15) {
 		/* md lives in the arena: the message first. */
 		engy_seterr(err, errlen,
-		       "metadata version %u (14 and 15 are understood)",
-		       md->version);
+			    "metadata version %u (14 and 15 are understood)",
+			    md->version);
 		arena_free(ps.arena);
 		return -EPROTONOSUPPORT;
 	}
@@ -532,8 +533,8 @@ int engy_meta_parse(const uint8_t *blob, size_t len, struct engy_metadata **out,
 			engy_seterr(err, errlen, "out of memory");
 		else
 			engy_seterr(err, errlen,
-			       "metadata v%u: malformed %s at byte %zu",
-			       md->version, ps.where, ps.r.pos);
+				    "metadata v%u: malformed %s at byte %zu",
+				    md->version, ps.where, ps.r.pos);
 		arena_free(ps.arena);
 		return rc == -ENOMEM ? rc : -EINVAL;
 	}

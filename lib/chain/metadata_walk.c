@@ -514,15 +514,16 @@ int engy_meta_outcome(const struct engy_metadata *md, const uint8_t *events,
 		     ? engy_meta_type(md, seq->u.elem)
 		     : NULL;
 	if (!rt || rt->def != ENGY_META_COMPOSITE) {
-		engy_seterr(err, errlen,
-		       "the runtime has no System.Events of event records");
+		engy_seterr(
+			err, errlen,
+			"the runtime has no System.Events of event records");
 		return -ENOENT;
 	}
 	engy_scale_rd_init(&r, events, len);
 	if (engy_scale_compact(&r, &n) == 0 && n > engy_scale_left(&r))
 		engy_scale_fail(&r, -EMSGSIZE);
 	for (k = 0; k < n && !r.err; k++) {
-		struct rec rec = {0};
+		struct rec rec = { 0 };
 		uint32_t i;
 
 		for (i = 0; i < rt->u.fields.n && !r.err; i++) {
@@ -539,9 +540,10 @@ int engy_meta_outcome(const struct engy_metadata *md, const uint8_t *events,
 	if (!r.err && engy_scale_left(&r))
 		engy_scale_fail(&r, -EINVAL);
 	if (r.err) {
-		engy_seterr(err, errlen,
-		       "events do not decode with this metadata (byte %zu)",
-		       r.pos);
+		engy_seterr(
+			err, errlen,
+			"events do not decode with this metadata (byte %zu)",
+			r.pos);
 		return -EINVAL;
 	}
 	return 0;

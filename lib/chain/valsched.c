@@ -199,7 +199,8 @@ int engy_valrows_from_json(const char *result_json,
 		goto out;
 	}
 	n = 0;
-	cJSON_ArrayForEach(it, w) {
+	cJSON_ArrayForEach(it, w)
+	{
 		cJSON *hk = cJSON_GetArrayItem(it, 0),
 		      *v = cJSON_GetArrayItem(it, 1);
 		double d;

@@ -92,7 +92,8 @@ static int parse_rows(const cJSON *o, struct engy_valstate *st)
 	rows = calloc((size_t)size, sizeof(*rows));
 	if (!rows)
 		return -ENOMEM;
-	cJSON_ArrayForEach(it, w) {
+	cJSON_ArrayForEach(it, w)
+	{
 		const cJSON *hk = cJSON_GetArrayItem(it, 0),
 			    *v = cJSON_GetArrayItem(it, 1);
 		double d;

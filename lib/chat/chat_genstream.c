@@ -51,20 +51,21 @@ struct engy_genstream {
 	struct engy_chat_buf val;
 };
 
-static const char *const m_reason[] = {GEN_THINK_END, GEN_TC, NULL};
-static const char *const m_reason_notools[] = {GEN_THINK_END, NULL};
-static const char *const m_content[] = {GEN_TC, NULL};
-static const char *const m_none[] = {NULL};
-static const char *const m_body[] = {GEN_PARAM, GEN_FN_END, GEN_TC_END, NULL};
-static const char *const m_val[] = {GEN_PARAM_END, GEN_PARAM, GEN_FN_END,
-				    GEN_TC_END, NULL};
-static const char *const m_after[] = {GEN_FN, GEN_TC_END, NULL};
+static const char *const m_reason[] = { GEN_THINK_END, GEN_TC, NULL };
+static const char *const m_reason_notools[] = { GEN_THINK_END, NULL };
+static const char *const m_content[] = { GEN_TC, NULL };
+static const char *const m_none[] = { NULL };
+static const char *const m_body[] = { GEN_PARAM, GEN_FN_END, GEN_TC_END, NULL };
+static const char *const m_val[] = { GEN_PARAM_END, GEN_PARAM, GEN_FN_END,
+				     GEN_TC_END, NULL };
+static const char *const m_after[] = { GEN_FN, GEN_TC_END, NULL };
 
 static int emit(struct engy_genstream *s, enum engy_gen_kind kind,
 		const char *p, size_t n, size_t index, const char *id)
 {
 	struct engy_gen_delta d = {
-		.kind = kind, .text = p, .len = n, .index = index, .id = id};
+		.kind = kind, .text = p, .len = n, .index = index, .id = id
+	};
 	int rc;
 
 	if (s->err)
@@ -202,7 +203,7 @@ static int call_end(struct engy_genstream *s)
 
 static int param_end(struct engy_genstream *s)
 {
-	struct engy_chat_buf b = {0};
+	struct engy_chat_buf b = { 0 };
 	const char *k = s->key.p ? s->key.p : "", *v = s->val.p ? s->val.p : "";
 	size_t kn = s->key.len, vn = s->val.len, i;
 	char **keys;
@@ -292,7 +293,7 @@ static int st_start(struct engy_genstream *s, const char *p, size_t n)
 
 static int st_try(struct engy_genstream *s, const char *p, size_t n)
 {
-	struct engy_gen_probe pr = {0};
+	struct engy_gen_probe pr = { 0 };
 	int rc = engy_gen_probe(p, n, s->final, &pr);
 	char id[64];
 

@@ -12,8 +12,8 @@
 
 #include "chat_int.h"
 
-const char *const engy_chat_role_names[4] = {"system", "user", "assistant",
-					     "tool"};
+const char *const engy_chat_role_names[4] = { "system", "user", "assistant",
+					      "tool" };
 
 int engy_chat_variant_parse(const char *name)
 {
@@ -60,7 +60,7 @@ int engy_chat_fail(struct engy_chat_ctx *c, const char *fmt, ...)
 static int flatten(struct engy_chat_ctx *c, size_t i, const cJSON *content,
 		   struct engy_chat_msg *m)
 {
-	struct engy_chat_buf b = {0};
+	struct engy_chat_buf b = { 0 };
 	const cJSON *part, *type, *text;
 	size_t j = 0;
 	const char *s;
@@ -336,7 +336,7 @@ int engy_chat_render(const cJSON *body, const struct engy_chat_opts *opts,
 		     char **prompt, size_t *len, struct engy_chat_info *info,
 		     char *err, size_t errlen)
 {
-	struct engy_chat_ctx c = {.err = err, .errlen = errlen};
+	struct engy_chat_ctx c = { .err = err, .errlen = errlen };
 	bool gen = !(opts && opts->no_generation_prompt);
 	size_t i;
 	int rc;

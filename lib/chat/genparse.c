@@ -73,7 +73,7 @@ static bool blank(const char *s)
 /* A hermes block's JSON: {"name": …, "arguments": {…}} ("parameters" too). */
 static int json_call(const char *p, size_t n, struct engy_gen_probe *pr)
 {
-	struct engy_chat_buf b = {0};
+	struct engy_chat_buf b = { 0 };
 	const cJSON *name, *args;
 	cJSON *j;
 	int rc;
@@ -267,12 +267,13 @@ void engy_gen_param_json(struct engy_chat_buf *b, const cJSON *props,
 			 const char *key, size_t klen, const char *val,
 			 size_t vlen)
 {
-	static const char *const ints[] = {"int",   "uint",	"long",
-					   "short", "unsigned", NULL};
-	static const char *const nums[] = {"num", "float", "double", NULL};
-	static const char *const bools[] = {"boolean", "bool", "binary", NULL};
-	static const char *const objs[] = {"object", "dict", NULL};
-	static const char *const arrs[] = {"array", "arr", "list", NULL};
+	static const char *const ints[] = { "int",   "uint",	 "long",
+					    "short", "unsigned", NULL };
+	static const char *const nums[] = { "num", "float", "double", NULL };
+	static const char *const bools[] = { "boolean", "bool", "binary",
+					     NULL };
+	static const char *const objs[] = { "object", "dict", NULL };
+	static const char *const arrs[] = { "array", "arr", "list", NULL };
 	const char *t = prop_type(props, key, klen), *s = val;
 	size_t n = vlen;
 	bool done = false;
@@ -425,11 +426,11 @@ static int xml_param(struct batch *b, const char *key, size_t klen,
 static const char *xml_block(struct batch *b, const char *p, const char *end,
 			     const char *name, size_t nlen)
 {
-	static const char *const body[] = {GEN_PARAM, GEN_FN_END, GEN_TC_END,
-					   NULL};
-	static const char *const vend[] = {GEN_PARAM_END, GEN_PARAM, GEN_FN_END,
-					   GEN_TC_END, NULL};
-	static const char *const after[] = {GEN_FN, GEN_TC_END, NULL};
+	static const char *const body[] = { GEN_PARAM, GEN_FN_END, GEN_TC_END,
+					    NULL };
+	static const char *const vend[] = { GEN_PARAM_END, GEN_PARAM,
+					    GEN_FN_END, GEN_TC_END, NULL };
+	static const char *const after[] = { GEN_FN, GEN_TC_END, NULL };
 	const char *q, *k, *gt;
 	size_t g;
 	int w = 0;
@@ -553,10 +554,10 @@ static int dup_trimmed(const char *p, size_t n, char **out, size_t *len)
 int engy_genparse(const char *text, size_t len,
 		  const struct engy_genparse_opts *o, struct engy_gen_msg *msg)
 {
-	static const struct engy_genparse_opts none = {0};
+	static const struct engy_genparse_opts none = { 0 };
 	const char *end = text + len, *p = text, *rs = NULL, *re = NULL, *e,
 		   *c = NULL;
-	struct batch b = {.o = o ? o : &none, .m = msg};
+	struct batch b = { .o = o ? o : &none, .m = msg };
 	bool reasoning = b.o->think_open;
 	int rc = 0;
 	size_t i;
@@ -627,7 +628,7 @@ void engy_gen_msg_free(struct engy_gen_msg *msg)
  * goes in as raw JSON with them escaped, so nothing is cut off. */
 static bool add_text(cJSON *obj, const char *key, const char *p, size_t n)
 {
-	struct engy_chat_buf b = {0};
+	struct engy_chat_buf b = { 0 };
 	cJSON *raw;
 
 	if (!memchr(p, '\0', n))

@@ -168,7 +168,8 @@ static void set_method(CURL *h, const struct engy_httpc_req *rq)
 	if (strcmp(m, "POST") != 0)
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, m);
 	if (rq->body || strcmp(m, "POST") == 0) {
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, rq->body ? rq->body : "");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS,
+				 rq->body ? rq->body : "");
 		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE,
 				 (curl_off_t)(rq->body ? rq->body_len : 0));
 	}
@@ -177,8 +178,9 @@ static void set_method(CURL *h, const struct engy_httpc_req *rq)
 static void set_options(CURL *h, const struct engy_httpc_req *rq,
 			struct curl_slist *hs, struct sink *s)
 {
-	curl_off_t max = rq->max_body > (size_t)INT64_MAX ? INT64_MAX
-							  : (curl_off_t)rq->max_body;
+	curl_off_t max = rq->max_body > (size_t)INT64_MAX
+				 ? INT64_MAX
+				 : (curl_off_t)rq->max_body;
 
 	curl_easy_setopt(h, CURLOPT_URL, rq->url);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
@@ -266,7 +268,7 @@ int engy_httpc_do(struct engy_httpc *c, const struct engy_httpc_req *rq,
 		return fail(rs, -ENOMEM, "libcurl did not initialise");
 	if (c) {
 		h = c->h;
-		curl_easy_reset(h);	/* keeps the connection, drops options */
+		curl_easy_reset(h); /* keeps the connection, drops options */
 	} else {
 		h = curl_easy_init();
 		if (!h)
@@ -274,8 +276,9 @@ int engy_httpc_do(struct engy_httpc *c, const struct engy_httpc_req *rq,
 	}
 	rc = build_headers(rq, &hs);
 	if (rc < 0) {
-		fail(rs, rc, rc == -EINVAL ? "a header holds a line break"
-					   : "out of memory");
+		fail(rs, rc,
+		     rc == -EINVAL ? "a header holds a line break"
+				   : "out of memory");
 		goto out;
 	}
 	set_options(h, rq, hs, &s);
@@ -290,7 +293,7 @@ int engy_httpc_do(struct engy_httpc *c, const struct engy_httpc_req *rq,
 	s.p = NULL;
 	rc = 0;
 out:
-	if (c)	/* the header list must not outlive its use by the handle */
+	if (c) /* the header list must not outlive its use by the handle */
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	else
 		curl_easy_cleanup(h);

@@ -28,26 +28,28 @@
 #include <stddef.h>
 
 struct engy_httpc_req {
-	const char *method;	 /* "GET", "POST", other; NULL: GET, POST with a body */
-	const char *url;	 /* http:// or https:// */
-	const char *const *headers; /* "Name: value" lines, NULL-terminated, or NULL */
-	const char *body;	 /* request body (POST), body_len bytes, or NULL */
+	const char
+		*method; /* "GET", "POST", other; NULL: GET, POST with a body */
+	const char *url; /* http:// or https:// */
+	const char *const
+		*headers; /* "Name: value" lines, NULL-terminated, or NULL */
+	const char *body; /* request body (POST), body_len bytes, or NULL */
 	size_t body_len;
 	long timeout_ms;	 /* the whole request, > 0 */
 	long connect_timeout_ms; /* 0: bounded by timeout_ms only */
-	size_t max_body;	 /* response cap in bytes, > 0; one byte more is -EFBIG */
-	const char *ca_file;	 /* NULL: the system's CA store */
-	bool insecure;		 /* skip certificate and host name checks */
-	const char *bearer;	 /* "Authorization: Bearer <bearer>", or NULL */
-	const char *user_agent;	 /* NULL: no User-Agent header */
+	size_t max_body; /* response cap in bytes, > 0; one byte more is -EFBIG */
+	const char *ca_file;	/* NULL: the system's CA store */
+	bool insecure;		/* skip certificate and host name checks */
+	const char *bearer;	/* "Authorization: Bearer <bearer>", or NULL */
+	const char *user_agent; /* NULL: no User-Agent header */
 	const atomic_int *cancel; /* non-zero aborts the transfer, or NULL */
 };
 
 struct engy_httpc_resp {
-	long status;	/* the HTTP status, 0 when none came */
-	char *body;	/* NUL-terminated, len bytes; NULL when empty */
+	long status; /* the HTTP status, 0 when none came */
+	char *body;  /* NUL-terminated, len bytes; NULL when empty */
 	size_t len;
-	char err[128];	/* one line when the call failed, else "" */
+	char err[128]; /* one line when the call failed, else "" */
 };
 
 /* A kept connection (keep-alive between calls); one thread at a time. */

@@ -57,7 +57,7 @@ void engy_mh_free(struct engy_mh *h)
 static void start(struct engy_mh *h)
 {
 	if (EVP_DigestInit_ex2(h->ctx, sha256_md, NULL) != 1)
-		abort();	/* SHA-256 cannot fail to start */
+		abort(); /* SHA-256 cannot fail to start */
 }
 
 void engy_mh_begin(struct engy_mh *h, const char *tag)
@@ -90,9 +90,18 @@ static void put_le(struct engy_mh *h, uint64_t v, unsigned n)
 	engy_mh_put(h, b, n);
 }
 
-void engy_mh_u16(struct engy_mh *h, uint16_t v) { put_le(h, v, 2); }
-void engy_mh_u32(struct engy_mh *h, uint32_t v) { put_le(h, v, 4); }
-void engy_mh_u64(struct engy_mh *h, uint64_t v) { put_le(h, v, 8); }
+void engy_mh_u16(struct engy_mh *h, uint16_t v)
+{
+	put_le(h, v, 2);
+}
+void engy_mh_u32(struct engy_mh *h, uint32_t v)
+{
+	put_le(h, v, 4);
+}
+void engy_mh_u64(struct engy_mh *h, uint64_t v)
+{
+	put_le(h, v, 8);
+}
 
 void engy_mh_end(struct engy_mh *h, uint8_t out[32])
 {
@@ -102,8 +111,7 @@ void engy_mh_end(struct engy_mh *h, uint8_t out[32])
 		abort();
 }
 
-void engy_mh_sha256(struct engy_mh *h, const void *p, size_t n,
-		    uint8_t out[32])
+void engy_mh_sha256(struct engy_mh *h, const void *p, size_t n, uint8_t out[32])
 {
 	start(h);
 	engy_mh_put(h, p, n);
@@ -143,7 +151,8 @@ int engy_mc_desc_check(const struct engy_mc_tensor_desc *d, uint64_t *n_rows,
 		return -EINVAL;
 	}
 	if (!es || d->ndim > ENGY_ST_MAX_DIMS) {
-		seterr(err, errlen, "%.200s: unknown dtype or rank over 8", d->name);
+		seterr(err, errlen, "%.200s: unknown dtype or rank over 8",
+		       d->name);
 		return -EINVAL;
 	}
 	/* A row is everything below the first axis (rank < 2: the tensor). */
@@ -164,15 +173,18 @@ int engy_mc_desc_check(const struct engy_mc_tensor_desc *d, uint64_t *n_rows,
 	if (d->quant == ENGY_MC_Q_NONE)
 		return 0;
 	ss = engy_st_dtype_size(d->scale_dtype);
-	if (!d->scale_name || !d->scale_name[0] || strlen(d->scale_name) > 65535 ||
+	if (!d->scale_name || !d->scale_name[0] ||
+	    strlen(d->scale_name) > 65535 ||
 	    (d->scale_dtype != ENGY_ST_F32 && d->scale_dtype != ENGY_ST_BF16 &&
 	     d->scale_dtype != ENGY_ST_F16)) {
-		seterr(err, errlen, "%.200s: the scale tensor must be named and F32, BF16 or F16",
+		seterr(err, errlen,
+		       "%.200s: the scale tensor must be named and F32, BF16 or F16",
 		       d->name);
 		return -EINVAL;
 	}
 	if (d->ndim != 2 || !d->qparam) {
-		seterr(err, errlen, "%.200s: a quantized weight must be 2-D with a block or group",
+		seterr(err, errlen,
+		       "%.200s: a quantized weight must be 2-D with a block or group",
 		       d->name);
 		return -EINVAL;
 	}
@@ -182,22 +194,26 @@ int engy_mc_desc_check(const struct engy_mc_tensor_desc *d, uint64_t *n_rows,
 		if (d->dtype != ENGY_ST_F8_E4M3 ||
 		    d->scale_shape[0] != (d->shape[0] + b - 1) / b ||
 		    d->scale_shape[1] != (d->shape[1] + b - 1) / b) {
-			seterr(err, errlen, "%.200s: FP8 needs F8_E4M3 [out, in] and scales [ceil(out/%u), ceil(in/%u)]",
+			seterr(err, errlen,
+			       "%.200s: FP8 needs F8_E4M3 [out, in] and scales [ceil(out/%u), ceil(in/%u)]",
 			       d->name, d->qparam, d->qparam);
 			return -EINVAL;
 		}
 	} else if (d->quant == ENGY_MC_Q_INT4) {
 		cols = 2 * d->shape[1];
-		if (d->dtype != ENGY_ST_U8 || d->scale_shape[0] != d->shape[0] ||
+		if (d->dtype != ENGY_ST_U8 ||
+		    d->scale_shape[0] != d->shape[0] ||
 		    d->shape[1] > (UINT64_C(1) << 62) ||
-		    !mul_ok(d->scale_shape[1], d->qparam, &per) || per != cols) {
-			seterr(err, errlen, "%.200s: INT4 needs U8 [out, in/2] and scales [out, in/%u]",
+		    !mul_ok(d->scale_shape[1], d->qparam, &per) ||
+		    per != cols) {
+			seterr(err, errlen,
+			       "%.200s: INT4 needs U8 [out, in/2] and scales [out, in/%u]",
 			       d->name, d->qparam);
 			return -EINVAL;
 		}
 	} else {
-		seterr(err, errlen, "%.200s: unknown quantization kind %d", d->name,
-		       d->quant);
+		seterr(err, errlen, "%.200s: unknown quantization kind %d",
+		       d->name, d->quant);
 		return -EINVAL;
 	}
 	if (!mul_ok(d->scale_shape[1], ss, aux_bytes)) {
@@ -261,8 +277,8 @@ void engy_mc_leaf(struct engy_mh *h, const uint8_t tid[32], uint64_t i,
 	engy_mh_end(h, out);
 }
 
-void engy_mc_node(struct engy_mh *h, const uint8_t l[32],
-		  const uint8_t r[32], uint8_t out[32])
+void engy_mc_node(struct engy_mh *h, const uint8_t l[32], const uint8_t r[32],
+		  uint8_t out[32])
 {
 	engy_mh_begin(h, ENGY_MC_TAG_NODE);
 	engy_mh_put(h, l, 32);
@@ -306,7 +322,8 @@ void engy_mc_tree(struct engy_mh *h, const uint8_t *leaves, uint64_t n,
 		if (path) {
 			uint64_t s = index ^ 1;
 
-			memcpy(path + 32 * lvl, s < w ? scratch + 32 * s : pad, 32);
+			memcpy(path + 32 * lvl, s < w ? scratch + 32 * s : pad,
+			       32);
 			index >>= 1;
 		}
 		for (i = 0; i < w / 2; i++)
@@ -352,8 +369,7 @@ void engy_mc_tensor_root(struct engy_mh *h, const uint8_t tid[32],
 	engy_mh_end(h, out);
 }
 
-void engy_mc_tleaf(struct engy_mh *h, const uint8_t troot[32],
-		   uint8_t out[32])
+void engy_mc_tleaf(struct engy_mh *h, const uint8_t troot[32], uint8_t out[32])
 {
 	engy_mh_begin(h, ENGY_MC_TAG_TLEAF);
 	engy_mh_put(h, troot, 32);
@@ -369,8 +385,8 @@ void engy_mc_group(struct engy_mh *h, uint32_t n, const uint8_t tree[32],
 	engy_mh_end(h, out);
 }
 
-void engy_mc_model(struct engy_mh *h, const uint8_t config_sha[32],
-		   uint32_t n, const uint8_t tree[32], uint8_t out[32])
+void engy_mc_model(struct engy_mh *h, const uint8_t config_sha[32], uint32_t n,
+		   const uint8_t tree[32], uint8_t out[32])
 {
 	engy_mh_begin(h, ENGY_MC_TAG_MODEL);
 	engy_mh_put(h, config_sha, 32);
@@ -432,12 +448,14 @@ int engy_mc_opening_verify(const struct engy_mc_opening *o,
 	if (rc)
 		return rc;
 	if (o->row >= n_rows) {
-		seterr(err, errlen, "%.200s: row %llu past its %llu rows", o->d.name,
-		       (unsigned long long)o->row, (unsigned long long)n_rows);
+		seterr(err, errlen, "%.200s: row %llu past its %llu rows",
+		       o->d.name, (unsigned long long)o->row,
+		       (unsigned long long)n_rows);
 		return -EINVAL;
 	}
 	if (o->row_len != row_bytes || o->aux_len != aux_bytes) {
-		seterr(err, errlen, "%.200s: row has %llu bytes and %llu scale bytes, the header says %llu and %llu",
+		seterr(err, errlen,
+		       "%.200s: row has %llu bytes and %llu scale bytes, the header says %llu and %llu",
 		       o->d.name, (unsigned long long)o->row_len,
 		       (unsigned long long)o->aux_len,
 		       (unsigned long long)row_bytes,
@@ -447,7 +465,8 @@ int engy_mc_opening_verify(const struct engy_mc_opening *o,
 	if (o->row_depth != engy_mc_depth(n_rows) ||
 	    o->tensor_depth != engy_mc_depth(o->n_tensors) ||
 	    o->tensor_index >= o->n_tensors) {
-		seterr(err, errlen, "a path has the wrong length or the tensor index is out of range");
+		seterr(err, errlen,
+		       "a path has the wrong length or the tensor index is out of range");
 		return -EINVAL;
 	}
 	h = engy_mh_new();
@@ -469,7 +488,8 @@ int engy_mc_opening_verify(const struct engy_mc_opening *o,
 		char hex[65];
 
 		engy_mc_hex(mr, 32, hex);
-		seterr(err, errlen, "%.200s row %llu opens to model root %s, not the one given",
+		seterr(err, errlen,
+		       "%.200s row %llu opens to model root %s, not the one given",
 		       o->d.name, (unsigned long long)o->row, hex);
 		return -EINVAL;
 	}

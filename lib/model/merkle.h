@@ -13,25 +13,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENGY_MC_HASHING		"engy-mc1"
-#define ENGY_MC_TAGLEN		16
-#define ENGY_MC_MAX_DEPTH	48	/* 2^48 leaves: far past any checkpoint */
+#define ENGY_MC_HASHING	  "engy-mc1"
+#define ENGY_MC_TAGLEN	  16
+#define ENGY_MC_MAX_DEPTH 48 /* 2^48 leaves: far past any checkpoint */
 
 /* The tags, each padded with NULs to 16 bytes. */
-#define ENGY_MC_TAG_ROW		"engy/mc1/row"
-#define ENGY_MC_TAG_EMPTY	"engy/mc1/empty"
-#define ENGY_MC_TAG_NODE	"engy/mc1/node"
-#define ENGY_MC_TAG_TID		"engy/mc1/tid"
-#define ENGY_MC_TAG_TENSOR	"engy/mc1/tensor"
-#define ENGY_MC_TAG_TLEAF	"engy/mc1/tleaf"
-#define ENGY_MC_TAG_GROUP	"engy/mc1/group"
-#define ENGY_MC_TAG_MODEL	"engy/mc1/model"
+#define ENGY_MC_TAG_ROW	   "engy/mc1/row"
+#define ENGY_MC_TAG_EMPTY  "engy/mc1/empty"
+#define ENGY_MC_TAG_NODE   "engy/mc1/node"
+#define ENGY_MC_TAG_TID	   "engy/mc1/tid"
+#define ENGY_MC_TAG_TENSOR "engy/mc1/tensor"
+#define ENGY_MC_TAG_TLEAF  "engy/mc1/tleaf"
+#define ENGY_MC_TAG_GROUP  "engy/mc1/group"
+#define ENGY_MC_TAG_MODEL  "engy/mc1/model"
 
 /* Quantization kinds bound into the tensor id. */
 enum engy_mc_quant {
 	ENGY_MC_Q_NONE = 0,
-	ENGY_MC_Q_FP8_BLOCK = 1,	/* rows bound with their block's scale row */
-	ENGY_MC_Q_INT4 = 2,		/* rows bound with their group scales */
+	ENGY_MC_Q_FP8_BLOCK = 1, /* rows bound with their block's scale row */
+	ENGY_MC_Q_INT4 = 2,	 /* rows bound with their group scales */
 };
 
 /* A hasher: one per thread. */
@@ -54,11 +54,11 @@ void engy_mh_sha256(struct engy_mh *h, const void *p, size_t n,
 /* What the tensor id binds (the tensor's header, its quantization). */
 struct engy_mc_tensor_desc {
 	const char *name;
-	int dtype;			/* enum engy_st_dtype */
+	int dtype; /* enum engy_st_dtype */
 	uint32_t ndim;
 	uint64_t shape[8];
-	int quant;			/* enum engy_mc_quant */
-	uint32_t qparam;		/* block (FP8) or group (INT4) */
+	int quant;	 /* enum engy_mc_quant */
+	uint32_t qparam; /* block (FP8) or group (INT4) */
 	const char *scale_name;
 	int scale_dtype;
 	uint64_t scale_shape[2];
@@ -80,8 +80,8 @@ void engy_mc_tid(struct engy_mh *h, const struct engy_mc_tensor_desc *d,
 void engy_mc_leaf(struct engy_mh *h, const uint8_t tid[32], uint64_t i,
 		  const void *row, uint64_t row_len, const void *aux,
 		  uint64_t aux_len, uint8_t out[32]);
-void engy_mc_node(struct engy_mh *h, const uint8_t l[32],
-		  const uint8_t r[32], uint8_t out[32]);
+void engy_mc_node(struct engy_mh *h, const uint8_t l[32], const uint8_t r[32],
+		  uint8_t out[32]);
 void engy_mc_empty(struct engy_mh *h, uint8_t out[32]);
 /* Path length of a tree of @n leaves: ceil(log2(max(n, 1))). */
 unsigned engy_mc_depth(uint64_t n);
@@ -102,13 +102,12 @@ void engy_mc_fold(struct engy_mh *h, const uint8_t leaf[32], uint64_t index,
 void engy_mc_tensor_root(struct engy_mh *h, const uint8_t tid[32],
 			 uint64_t n_rows, const uint8_t row_root[32],
 			 uint8_t out[32]);
-void engy_mc_tleaf(struct engy_mh *h, const uint8_t troot[32],
-		   uint8_t out[32]);
+void engy_mc_tleaf(struct engy_mh *h, const uint8_t troot[32], uint8_t out[32]);
 /* Group roots: @n tleaves of tensors sorted by name, already hashed. */
 void engy_mc_group(struct engy_mh *h, uint32_t n, const uint8_t tree[32],
 		   uint8_t out[32]);
-void engy_mc_model(struct engy_mh *h, const uint8_t config_sha[32],
-		   uint32_t n, const uint8_t tree[32], uint8_t out[32]);
+void engy_mc_model(struct engy_mh *h, const uint8_t config_sha[32], uint32_t n,
+		   const uint8_t tree[32], uint8_t out[32]);
 
 /* Hex: 64 lowercase digits <-> 32 bytes (any case read).  -EINVAL. */
 void engy_mc_hex(const uint8_t *b, size_t n, char *out);
@@ -122,12 +121,12 @@ struct engy_mc_opening {
 	uint8_t config_sha[32];
 	uint32_t n_tensors;
 	uint32_t tensor_index;
-	uint8_t *tensor_path;		/* depth(n_tensors) x 32 */
+	uint8_t *tensor_path; /* depth(n_tensors) x 32 */
 	unsigned tensor_depth;
 	uint64_t row;
 	uint8_t *row_bytes, *aux_bytes;
 	uint64_t row_len, aux_len;
-	uint8_t *row_path;		/* depth(n_rows) x 32 */
+	uint8_t *row_path; /* depth(n_rows) x 32 */
 	unsigned row_depth;
 };
 

@@ -20,32 +20,32 @@
 #include "modelspec.h"
 #include "safetensors.h"
 
-#define MAX_SHARDS	4096
-#define CFG_MAX		(16u << 20)
+#define MAX_SHARDS 4096
+#define CFG_MAX	   (16u << 20)
 
 struct mtensor {
 	struct engy_mc_tensor_desc d;
 	const struct engy_st_tensor *t, *scale;
 	uint64_t n_rows, row_bytes, aux_bytes;
 	uint8_t tid[32], root[32];
-	int layer;			/* -1: none */
-	int cls;			/* 0 other, 1 router, 2 shared, 3 expert */
+	int layer; /* -1: none */
+	int cls;   /* 0 other, 1 router, 2 shared, 3 expert */
 	int expert;
 };
 
 struct engy_ms {
 	struct engy_st **st;
 	size_t n_st;
-	char *config;			/* canonical config JSON */
+	char *config; /* canonical config JSON */
 	uint8_t config_sha[32];
 	uint32_t n_layers, n_experts, fp8_block;
-	struct mtensor *mt;		/* committed, sorted by name */
+	struct mtensor *mt; /* committed, sorted by name */
 	size_t n;
 	uint64_t total;
 	bool built;
 	uint8_t model_root[32], lm_root[32];
-	uint8_t *layer_roots;		/* n_layers x 32 */
-	cJSON *experts;			/* expert_roots_by_layer */
+	uint8_t *layer_roots; /* n_layers x 32 */
+	cJSON *experts;	      /* expert_roots_by_layer */
 };
 
 static void seterr(char *err, size_t errlen, const char *fmt, ...)
@@ -75,8 +75,8 @@ static int kv_cmp(const void *a, const void *b)
 }
 
 /* An exact integer in [0, 2^53]; @def when absent (def < 0: required). */
-static int cfg_int(const cJSON *c, const char *k, long long def,
-		   uint64_t *out, char *err, size_t errlen)
+static int cfg_int(const cJSON *c, const char *k, long long def, uint64_t *out,
+		   char *err, size_t errlen)
 {
 	const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, k);
 	double d;
@@ -91,7 +91,8 @@ static int cfg_int(const cJSON *c, const char *k, long long def,
 	}
 	d = cJSON_IsNumber(v) ? v->valuedouble : -1;
 	if (d < 0 || d > 9007199254740992.0 || d != (double)(uint64_t)d) {
-		seterr(err, errlen, "config.json: %s is not a non-negative integer", k);
+		seterr(err, errlen,
+		       "config.json: %s is not a non-negative integer", k);
 		return -EINVAL;
 	}
 	*out = (uint64_t)d;
@@ -105,7 +106,7 @@ static int read_config(struct engy_ms *m, const char *dir, char *err,
 	char path[4096], *p;
 	const cJSON *mt, *q, *qm, *t;
 	uint64_t hidden, layers, heads, kvh, hd, dff, vocab, ne, topk, moe,
-		 shared, g;
+		shared, g;
 	const char *quant = "none";
 	struct engy_mh *h;
 	size_t n = 0, i, len, cap;
@@ -130,37 +131,49 @@ static int read_config(struct engy_ms *m, const char *dir, char *err,
 	mt = cJSON_GetObjectItemCaseSensitive(c, "model_type");
 	if (!cJSON_IsString(mt) || !mt->valuestring[0] ||
 	    strlen(mt->valuestring) > 64 ||
-	    strspn(mt->valuestring, "abcdefghijklmnopqrstuvwxyz"
+	    strspn(mt->valuestring,
+		   "abcdefghijklmnopqrstuvwxyz"
 		   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
-	    strlen(mt->valuestring)) {
-		seterr(err, errlen, "%s: model_type must be 1 to 64 of [A-Za-z0-9_.-]", path);
+		    strlen(mt->valuestring)) {
+		seterr(err, errlen,
+		       "%s: model_type must be 1 to 64 of [A-Za-z0-9_.-]",
+		       path);
 		goto out;
 	}
 	if (cfg_int(c, "hidden_size", -1, &hidden, err, errlen) ||
 	    cfg_int(c, "num_hidden_layers", -1, &layers, err, errlen) ||
 	    cfg_int(c, "num_attention_heads", -1, &heads, err, errlen) ||
-	    cfg_int(c, "num_key_value_heads", (long long)heads, &kvh, err, errlen) ||
+	    cfg_int(c, "num_key_value_heads", (long long)heads, &kvh, err,
+		    errlen) ||
 	    cfg_int(c, "intermediate_size", -1, &dff, err, errlen) ||
 	    cfg_int(c, "vocab_size", -1, &vocab, err, errlen) ||
 	    cfg_int(c, "num_experts", 0, &ne, err, errlen) ||
 	    cfg_int(c, "num_experts_per_tok", 0, &topk, err, errlen) ||
 	    cfg_int(c, "moe_intermediate_size", 0, &moe, err, errlen) ||
-	    cfg_int(c, "shared_expert_intermediate_size", 0, &shared, err, errlen))
+	    cfg_int(c, "shared_expert_intermediate_size", 0, &shared, err,
+		    errlen))
 		goto out;
 	if (!heads || layers > ENGY_MS_MAX_LAYERS || ne > ENGY_MS_MAX_EXPERTS) {
-		seterr(err, errlen, "%s: num_attention_heads is 0, or over %u layers or %u experts",
+		seterr(err, errlen,
+		       "%s: num_attention_heads is 0, or over %u layers or %u experts",
 		       path, ENGY_MS_MAX_LAYERS, ENGY_MS_MAX_EXPERTS);
 		goto out;
 	}
-	if (cfg_int(c, "head_dim", (long long)(hidden / heads), &hd, err, errlen))
+	if (cfg_int(c, "head_dim", (long long)(hidden / heads), &hd, err,
+		    errlen))
 		goto out;
 	t = cJSON_GetObjectItemCaseSensitive(c, "tie_word_embeddings");
 	if (t && !cJSON_IsBool(t) && !cJSON_IsNull(t)) {
-		seterr(err, errlen, "%s: tie_word_embeddings is not a boolean", path);
+		seterr(err, errlen, "%s: tie_word_embeddings is not a boolean",
+		       path);
 		goto out;
 	}
-#define KV(key, fmt, val) do { kv[n].k = key; \
-	snprintf(kv[n].v, sizeof(kv[n].v), fmt, val); n++; } while (0)
+#define KV(key, fmt, val)                                                      \
+	do {                                                                   \
+		kv[n].k = key;                                                 \
+		snprintf(kv[n].v, sizeof(kv[n].v), fmt, val);                  \
+		n++;                                                           \
+	} while (0)
 	KV("arch", "\"%s\"", mt->valuestring);
 	KV("n_layers", "%llu", (unsigned long long)layers);
 	KV("hidden", "%llu", (unsigned long long)hidden);
@@ -180,23 +193,32 @@ static int read_config(struct engy_ms *m, const char *dir, char *err,
 	if (q && !cJSON_IsNull(q)) {
 		qm = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
 		if (!cJSON_IsString(qm)) {
-			seterr(err, errlen, "%s: quantization_config has no quant_method", path);
+			seterr(err, errlen,
+			       "%s: quantization_config has no quant_method",
+			       path);
 			goto out;
 		}
 		if (strcmp(qm->valuestring, "fp8") == 0) {
-			const cJSON *b = cJSON_GetObjectItemCaseSensitive(q, "weight_block_size");
+			const cJSON *b = cJSON_GetObjectItemCaseSensitive(
+				q, "weight_block_size");
 
 			g = 128;
 			if (b) {
 				const cJSON *b0 = cJSON_GetArrayItem(b, 0),
 					    *b1 = cJSON_GetArrayItem(b, 1);
 
-				if (!cJSON_IsArray(b) || cJSON_GetArraySize(b) != 2 ||
-				    !cJSON_IsNumber(b0) || !cJSON_IsNumber(b1) ||
+				if (!cJSON_IsArray(b) ||
+				    cJSON_GetArraySize(b) != 2 ||
+				    !cJSON_IsNumber(b0) ||
+				    !cJSON_IsNumber(b1) ||
 				    b0->valuedouble != b1->valuedouble ||
-				    b0->valuedouble < 1 || b0->valuedouble > 65536 ||
-				    b0->valuedouble != (double)(uint64_t)b0->valuedouble) {
-					seterr(err, errlen, "%s: weight_block_size must be [B, B], 1 <= B <= 65536", path);
+				    b0->valuedouble < 1 ||
+				    b0->valuedouble > 65536 ||
+				    b0->valuedouble !=
+					    (double)(uint64_t)b0->valuedouble) {
+					seterr(err, errlen,
+					       "%s: weight_block_size must be [B, B], 1 <= B <= 65536",
+					       path);
 					goto out;
 				}
 				g = (uint64_t)b0->valuedouble;
@@ -209,8 +231,9 @@ static int read_config(struct engy_ms *m, const char *dir, char *err,
 			quant = "int4";
 			KV("int4_group", "%llu", (unsigned long long)g);
 		} else {
-			seterr(err, errlen, "%s: quant_method '%.40s': fp8 or engy_int4", path,
-			       qm->valuestring);
+			seterr(err, errlen,
+			       "%s: quant_method '%.40s': fp8 or engy_int4",
+			       path, qm->valuestring);
 			goto out;
 		}
 	}
@@ -306,11 +329,13 @@ static int open_shards(struct engy_ms *m, const char *dir, char *err,
 		return -EINVAL;
 	}
 	rc = 0;
-	cJSON_ArrayForEach(e, map) {
+	cJSON_ArrayForEach(e, map)
+	{
 		bool seen = false;
 
 		if (!cJSON_IsString(e) || !shard_name_ok(e->valuestring)) {
-			seterr(err, errlen, "%s: weight_map names '%.60s', not a .safetensors file beside it",
+			seterr(err, errlen,
+			       "%s: weight_map names '%.60s', not a .safetensors file beside it",
 			       path, cJSON_IsString(e) ? e->valuestring : "");
 			rc = -EINVAL;
 			break;
@@ -320,7 +345,8 @@ static int open_shards(struct engy_ms *m, const char *dir, char *err,
 				seen = true;
 				break;
 			}
-		if (!seen && (rc = open_one(m, dir, e->valuestring, err, errlen)))
+		if (!seen &&
+		    (rc = open_one(m, dir, e->valuestring, err, errlen)))
 			break;
 	}
 	cJSON_Delete(j);
@@ -341,9 +367,9 @@ static bool ends(const char *s, const char *suf)
 }
 
 /* The sibling @base + @suf in the sorted @all, or NULL. */
-static const struct engy_st_tensor *
-sibling(const struct engy_st_tensor **all, size_t n, const char *name,
-	size_t baselen, const char *suf)
+static const struct engy_st_tensor *sibling(const struct engy_st_tensor **all,
+					    size_t n, const char *name,
+					    size_t baselen, const char *suf)
 {
 	const struct engy_st_tensor key = { 0 }, *kp = &key, **hit;
 	char buf[70000];
@@ -429,7 +455,8 @@ static int plan(struct engy_ms *m, char *err, size_t errlen)
 	qsort(all, n, sizeof(*all), tcmp);
 	for (i = 1; i < n; i++)
 		if (strcmp(all[i - 1]->name, all[i]->name) == 0) {
-			seterr(err, errlen, "tensor %.200s is in two shards", all[i]->name);
+			seterr(err, errlen, "tensor %.200s is in two shards",
+			       all[i]->name);
 			rc = -EINVAL;
 			goto out;
 		}
@@ -440,12 +467,15 @@ static int plan(struct engy_ms *m, char *err, size_t errlen)
 		s = NULL;
 		if (all[i]->dtype == ENGY_ST_F8_E4M3 && all[i]->ndim == 2 &&
 		    ends(nm, ".weight"))
-			s = sibling(all, n, nm, strlen(nm) - 6, "weight_scale_inv");
+			s = sibling(all, n, nm, strlen(nm) - 6,
+				    "weight_scale_inv");
 		else if (all[i]->dtype == ENGY_ST_U8 && all[i]->ndim == 2 &&
 			 ends(nm, ".qweight"))
 			s = sibling(all, n, nm, strlen(nm) - 7, "scales");
 		if (s)
-			used[(const struct engy_st_tensor **)bsearch(&s, all, n, sizeof(*all), tcmp) - all] = true;
+			used[(const struct engy_st_tensor **)bsearch(
+				     &s, all, n, sizeof(*all), tcmp) -
+			     all] = true;
 	}
 	for (i = 0; i < n; i++) {
 		struct mtensor *t;
@@ -462,24 +492,35 @@ static int plan(struct engy_ms *m, char *err, size_t errlen)
 		s = NULL;
 		if (all[i]->dtype == ENGY_ST_F8_E4M3 && all[i]->ndim == 2 &&
 		    ends(nm, ".weight") &&
-		    (s = sibling(all, n, nm, strlen(nm) - 6, "weight_scale_inv"))) {
+		    (s = sibling(all, n, nm, strlen(nm) - 6,
+				 "weight_scale_inv"))) {
 			t->d.quant = ENGY_MC_Q_FP8_BLOCK;
 			t->d.qparam = m->fp8_block;
 		} else if (all[i]->dtype == ENGY_ST_U8 && all[i]->ndim == 2 &&
 			   ends(nm, ".qweight") &&
-			   (s = sibling(all, n, nm, strlen(nm) - 7, "scales"))) {
+			   (s = sibling(all, n, nm, strlen(nm) - 7,
+					"scales"))) {
 			t->d.quant = ENGY_MC_Q_INT4;
-			t->d.qparam = s->ndim == 2 && s->shape[1] &&
-				      2 * all[i]->shape[1] % s->shape[1] == 0 &&
-				      2 * all[i]->shape[1] / s->shape[1] <= UINT32_MAX ?
-				      (uint32_t)(2 * all[i]->shape[1] / s->shape[1]) : 0;
+			t->d.qparam =
+				s->ndim == 2 && s->shape[1] &&
+						2 * all[i]->shape[1] %
+								s->shape[1] ==
+							0 &&
+						2 * all[i]->shape[1] /
+								s->shape[1] <=
+							UINT32_MAX
+					? (uint32_t)(2 * all[i]->shape[1] /
+						     s->shape[1])
+					: 0;
 		}
 		if (s) {
 			t->scale = s;
 			t->d.scale_name = s->name;
 			t->d.scale_dtype = s->dtype;
 			if (s->ndim != 2) {
-				seterr(err, errlen, "%.200s: scale tensor %.200s is not 2-D", nm, s->name);
+				seterr(err, errlen,
+				       "%.200s: scale tensor %.200s is not 2-D",
+				       nm, s->name);
 				rc = -EINVAL;
 				goto out;
 			}
@@ -565,8 +606,8 @@ static void row_leaf(struct engy_mh *h, const struct mtensor *t, uint64_t i,
 		aux = t->scale->data + (i / t->d.qparam) * t->aux_bytes;
 	else if (t->d.quant == ENGY_MC_Q_INT4)
 		aux = t->scale->data + i * t->aux_bytes;
-	engy_mc_leaf(h, t->tid, i, t->t->data + i * t->row_bytes,
-		     t->row_bytes, aux, t->aux_bytes, out);
+	engy_mc_leaf(h, t->tid, i, t->t->data + i * t->row_bytes, t->row_bytes,
+		     aux, t->aux_bytes, out);
 }
 
 struct job {
@@ -685,7 +726,8 @@ static int groups(struct engy_ms *m, struct engy_mh *h)
 			idx[n++] = i;
 	if (!n)
 		for (i = 0; i < m->n; i++)
-			if (strncmp(m->mt[i].d.name, "model.embed_tokens.", 19) == 0)
+			if (strncmp(m->mt[i].d.name, "model.embed_tokens.",
+				    19) == 0)
 				idx[n++] = i;
 	if (group_root(h, m, idx, n, m->lm_root))
 		goto out;
@@ -709,19 +751,22 @@ static int groups(struct engy_ms *m, struct engy_mh *h)
 		for (n = i = 0; i < m->n; i++)
 			if (m->mt[i].layer == (int)L && m->mt[i].cls == 1)
 				idx[n++] = i;
-		if (n && (group_root(h, m, idx, n, r) || add_hex(lo, "router", r)))
+		if (n &&
+		    (group_root(h, m, idx, n, r) || add_hex(lo, "router", r)))
 			goto out;
 		for (n = i = 0; i < m->n; i++)
 			if (m->mt[i].layer == (int)L && m->mt[i].cls == 2)
 				idx[n++] = i;
-		if (n && (group_root(h, m, idx, n, r) || add_hex(lo, "shared", r)))
+		if (n &&
+		    (group_root(h, m, idx, n, r) || add_hex(lo, "shared", r)))
 			goto out;
 		ex = cJSON_AddArrayToObject(lo, "experts");
 		if (!ex)
 			goto out;
 		for (e = 0; e < m->n_experts; e++) {
 			for (n = i = 0; i < m->n; i++)
-				if (m->mt[i].layer == (int)L && m->mt[i].cls == 3 &&
+				if (m->mt[i].layer == (int)L &&
+				    m->mt[i].cls == 3 &&
 				    m->mt[i].expert == (int)e)
 					idx[n++] = i;
 			if (group_root(h, m, idx, n, r))
@@ -752,10 +797,11 @@ out:
 }
 
 int engy_ms_build(struct engy_ms *m, unsigned threads,
-		  engy_ms_progress_fn progress, void *arg,
-		  unsigned progress_ms, char *err, size_t errlen)
+		  engy_ms_progress_fn progress, void *arg, unsigned progress_ms,
+		  char *err, size_t errlen)
 {
-	struct job j = { .m = m, .mu = PTHREAD_MUTEX_INITIALIZER,
+	struct job j = { .m = m,
+			 .mu = PTHREAD_MUTEX_INITIALIZER,
 			 .cv = PTHREAD_COND_INITIALIZER };
 	pthread_t *tid;
 	struct engy_mh *h;
@@ -797,11 +843,13 @@ int engy_ms_build(struct engy_ms *m, unsigned threads,
 
 			clock_gettime(CLOCK_REALTIME, &ts);
 			ts.tv_nsec += (long)(progress_ms % 1000) * 1000000L;
-			ts.tv_sec += progress_ms / 1000 + ts.tv_nsec / 1000000000L;
+			ts.tv_sec +=
+				progress_ms / 1000 + ts.tv_nsec / 1000000000L;
 			ts.tv_nsec %= 1000000000L;
 			pthread_cond_timedwait(&j.cv, &j.mu, &ts);
 			pthread_mutex_unlock(&j.mu);
-			progress(arg, __atomic_load_n(&j.done, __ATOMIC_RELAXED),
+			progress(arg,
+				 __atomic_load_n(&j.done, __ATOMIC_RELAXED),
 				 m->total);
 			pthread_mutex_lock(&j.mu);
 		} else {
@@ -848,7 +896,8 @@ static cJSON *spec_obj(const struct engy_ms *m)
 		if (!cJSON_AddItemToArray(a, cJSON_CreateString(hex)))
 			goto fail;
 	}
-	if (!cJSON_AddItemReferenceToObject(o, "expert_roots_by_layer", m->experts) ||
+	if (!cJSON_AddItemReferenceToObject(o, "expert_roots_by_layer",
+					    m->experts) ||
 	    !(tr = cJSON_AddObjectToObject(o, "tensor_roots")))
 		goto fail;
 	for (i = 0; i < m->n; i++)
@@ -924,11 +973,15 @@ static char *config_text(const cJSON *c, char *err, size_t errlen)
 		seterr(err, errlen, "config is not an object");
 		return NULL;
 	}
-	cJSON_ArrayForEach(e, c) {
-		if (n == 64 || !e->string || !e->string[0] || strlen(e->string) > 40 ||
-		    strspn(e->string, "abcdefghijklmnopqrstuvwxyz0123456789_") !=
-		    strlen(e->string)) {
-			seterr(err, errlen, "config: over 64 keys or a key not of [a-z0-9_]");
+	cJSON_ArrayForEach(e, c)
+	{
+		if (n == 64 || !e->string || !e->string[0] ||
+		    strlen(e->string) > 40 ||
+		    strspn(e->string,
+			   "abcdefghijklmnopqrstuvwxyz0123456789_") !=
+			    strlen(e->string)) {
+			seterr(err, errlen,
+			       "config: over 64 keys or a key not of [a-z0-9_]");
 			return NULL;
 		}
 		kv[n].k = e->string;
@@ -938,12 +991,15 @@ static char *config_text(const cJSON *c, char *err, size_t errlen)
 			snprintf(kv[n].v, sizeof(kv[n].v), "%llu",
 				 (unsigned long long)e->valuedouble);
 		} else if (cJSON_IsString(e) && strlen(e->valuestring) <= 64 &&
-			   strspn(e->valuestring, "abcdefghijklmnopqrstuvwxyz"
+			   strspn(e->valuestring,
+				  "abcdefghijklmnopqrstuvwxyz"
 				  "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") ==
-			   strlen(e->valuestring)) {
-			snprintf(kv[n].v, sizeof(kv[n].v), "\"%s\"", e->valuestring);
+				   strlen(e->valuestring)) {
+			snprintf(kv[n].v, sizeof(kv[n].v), "\"%s\"",
+				 e->valuestring);
 		} else {
-			seterr(err, errlen, "config: %.40s is not an integer, a boolean or a plain string",
+			seterr(err, errlen,
+			       "config: %.40s is not an integer, a boolean or a plain string",
 			       e->string);
 			return NULL;
 		}
@@ -975,14 +1031,16 @@ static int hex_array(const cJSON *a, size_t max, const char *what, char *err,
 	const cJSON *e;
 
 	if (!cJSON_IsArray(a) || (size_t)cJSON_GetArraySize(a) > max) {
-		seterr(err, errlen, "%s: not an array of at most %zu roots", what, max);
+		seterr(err, errlen, "%s: not an array of at most %zu roots",
+		       what, max);
 		return -EINVAL;
 	}
-	cJSON_ArrayForEach(e, a)
-		if (!is_hex64(e)) {
-			seterr(err, errlen, "%s: an entry is not 64 lowercase hex digits", what);
-			return -EINVAL;
-		}
+	cJSON_ArrayForEach(e, a) if (!is_hex64(e))
+	{
+		seterr(err, errlen,
+		       "%s: an entry is not 64 lowercase hex digits", what);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -998,17 +1056,20 @@ static int spec_valid(const cJSON *o, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "hashing");
-	if (!cJSON_IsString(v) || strcmp(v->valuestring, ENGY_MC_HASHING) != 0) {
+	if (!cJSON_IsString(v) ||
+	    strcmp(v->valuestring, ENGY_MC_HASHING) != 0) {
 		seterr(err, errlen, "hashing is not \"%s\"", ENGY_MC_HASHING);
 		return -EINVAL;
 	}
-	c = config_text(cJSON_GetObjectItemCaseSensitive(o, "config"), err, errlen);
+	c = config_text(cJSON_GetObjectItemCaseSensitive(o, "config"), err,
+			errlen);
 	if (!c)
 		return -EINVAL;
 	free(c);
 	if (!is_hex64(cJSON_GetObjectItemCaseSensitive(o, "model_root")) ||
 	    !is_hex64(cJSON_GetObjectItemCaseSensitive(o, "lm_root"))) {
-		seterr(err, errlen, "model_root or lm_root is not 64 lowercase hex digits");
+		seterr(err, errlen,
+		       "model_root or lm_root is not 64 lowercase hex digits");
 		return -EINVAL;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "layer_roots");
@@ -1020,24 +1081,30 @@ static int spec_valid(const cJSON *o, char *err, size_t errlen)
 		seterr(err, errlen, "expert_roots_by_layer is not an object");
 		return -EINVAL;
 	}
-	cJSON_ArrayForEach(e, v) {
+	cJSON_ArrayForEach(e, v)
+	{
 		const char *r;
 		char nm[64];
 
 		snprintf(nm, sizeof(nm), "model.layers.%.20s.", e->string);
 		if (layer_of(nm, &r) < 0 || (size_t)layer_of(nm, &r) >= nl ||
 		    *r || !cJSON_IsObject(e)) {
-			seterr(err, errlen, "expert_roots_by_layer: '%.20s' is not a layer of layer_roots",
+			seterr(err, errlen,
+			       "expert_roots_by_layer: '%.20s' is not a layer of layer_roots",
 			       e->string);
 			return -EINVAL;
 		}
-		cJSON_ArrayForEach(f, e) {
+		cJSON_ArrayForEach(f, e)
+		{
 			if (strcmp(f->string, "experts") == 0) {
-				if (hex_array(f, ENGY_MS_MAX_EXPERTS, "experts", err, errlen))
+				if (hex_array(f, ENGY_MS_MAX_EXPERTS, "experts",
+					      err, errlen))
 					return -EINVAL;
-			} else if ((strcmp(f->string, "router") && strcmp(f->string, "shared")) ||
+			} else if ((strcmp(f->string, "router") &&
+				    strcmp(f->string, "shared")) ||
 				   !is_hex64(f)) {
-				seterr(err, errlen, "expert_roots_by_layer.%.20s: '%.40s' is not router, shared or experts with roots",
+				seterr(err, errlen,
+				       "expert_roots_by_layer.%.20s: '%.40s' is not router, shared or experts with roots",
 				       e->string, f->string);
 				return -EINVAL;
 			}
@@ -1048,11 +1115,13 @@ static int spec_valid(const cJSON *o, char *err, size_t errlen)
 		seterr(err, errlen, "tensor_roots is not an object");
 		return -EINVAL;
 	}
-	cJSON_ArrayForEach(e, v) {
-		if (++n > ENGY_MS_MAX_TENSORS || !e->string[0] || !is_hex64(e) ||
-		    !plain(e->string) ||
+	cJSON_ArrayForEach(e, v)
+	{
+		if (++n > ENGY_MS_MAX_TENSORS || !e->string[0] ||
+		    !is_hex64(e) || !plain(e->string) ||
 		    (prev && strcmp(prev->string, e->string) >= 0)) {
-			seterr(err, errlen, "tensor_roots: entry %zu's name is empty, has a control character or is not after the one before it, or its root is not 64 hex digits",
+			seterr(err, errlen,
+			       "tensor_roots: entry %zu's name is empty, has a control character or is not after the one before it, or its root is not 64 hex digits",
 			       n);
 			return -EINVAL;
 		}
@@ -1083,8 +1152,9 @@ int engy_ms_spec_parse(const char *buf, size_t len, uint8_t model_root[32],
 
 	if (!o)
 		return -EINVAL;
-	engy_mc_unhex(cJSON_GetObjectItemCaseSensitive(o, "model_root")->valuestring,
-		      model_root, 32);
+	engy_mc_unhex(
+		cJSON_GetObjectItemCaseSensitive(o, "model_root")->valuestring,
+		model_root, 32);
 	cJSON_Delete(o);
 	return 0;
 }
@@ -1093,7 +1163,8 @@ int engy_ms_spec_check(const struct engy_ms *m, const char *buf, size_t len,
 		       char *err, size_t errlen)
 {
 	static const char *const keys[] = { "model_root", "lm_root",
-		"layer_roots", "expert_roots_by_layer" };
+					    "layer_roots",
+					    "expert_roots_by_layer" };
 	cJSON *o, *mine;
 	const cJSON *e;
 	char *c, hex[65];
@@ -1108,13 +1179,15 @@ int engy_ms_spec_check(const struct engy_ms *m, const char *buf, size_t len,
 	if (!o)
 		return -EINVAL;
 	mine = spec_obj(m);
-	c = config_text(cJSON_GetObjectItemCaseSensitive(o, "config"), err, errlen);
+	c = config_text(cJSON_GetObjectItemCaseSensitive(o, "config"), err,
+			errlen);
 	if (!mine || !c) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	if (strcmp(c, m->config) != 0) {
-		seterr(err, errlen, "the config differs: the spec has %.300s, the checkpoint %.300s",
+		seterr(err, errlen,
+		       "the config differs: the spec has %.300s, the checkpoint %.300s",
 		       c, m->config);
 		goto out;
 	}
@@ -1125,20 +1198,25 @@ int engy_ms_spec_check(const struct engy_ms *m, const char *buf, size_t len,
 
 		if (!e && i == m->n)
 			break;
-		d = !e ? -1 : i == m->n ? 1 : strcmp(m->mt[i].d.name, e->string);
+		d = !e		? -1
+		    : i == m->n ? 1
+				: strcmp(m->mt[i].d.name, e->string);
 		if (d < 0) {
-			seterr(err, errlen, "tensor %.200s is in the checkpoint, not in the spec",
+			seterr(err, errlen,
+			       "tensor %.200s is in the checkpoint, not in the spec",
 			       m->mt[i].d.name);
 			goto out;
 		}
 		if (d > 0) {
-			seterr(err, errlen, "tensor %.200s is in the spec, not in the checkpoint",
+			seterr(err, errlen,
+			       "tensor %.200s is in the spec, not in the checkpoint",
 			       e->string);
 			goto out;
 		}
 		engy_mc_hex(m->mt[i].root, 32, hex);
 		if (strcmp(hex, e->valuestring) != 0) {
-			seterr(err, errlen, "tensor %.200s differs: its root is %s, the spec's %s",
+			seterr(err, errlen,
+			       "tensor %.200s differs: its root is %s, the spec's %s",
 			       e->string, hex, e->valuestring);
 			goto out;
 		}
@@ -1146,9 +1224,12 @@ int engy_ms_spec_check(const struct engy_ms *m, const char *buf, size_t len,
 		e = e->next;
 	}
 	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++)
-		if (!cJSON_Compare(cJSON_GetObjectItemCaseSensitive(o, keys[k]),
-				   cJSON_GetObjectItemCaseSensitive(mine, keys[k]), true)) {
-			seterr(err, errlen, "%s differs from the checkpoint's", keys[k]);
+		if (!cJSON_Compare(
+			    cJSON_GetObjectItemCaseSensitive(o, keys[k]),
+			    cJSON_GetObjectItemCaseSensitive(mine, keys[k]),
+			    true)) {
+			seterr(err, errlen, "%s differs from the checkpoint's",
+			       keys[k]);
 			goto out;
 		}
 	rc = 0;
@@ -1195,15 +1276,16 @@ static cJSON *shape_item(const uint64_t *s, uint32_t n)
 	uint32_t k;
 
 	for (k = 0; a && k < n; k++)
-		if (!cJSON_AddItemToArray(a, cJSON_CreateNumber((double)s[k]))) {
+		if (!cJSON_AddItemToArray(a,
+					  cJSON_CreateNumber((double)s[k]))) {
 			cJSON_Delete(a);
 			return NULL;
 		}
 	return a;
 }
 
-char *engy_ms_open_row(const struct engy_ms *m, const char *name,
-		       uint64_t row, char *err, size_t errlen)
+char *engy_ms_open_row(const struct engy_ms *m, const char *name, uint64_t row,
+		       char *err, size_t errlen)
 {
 	uint8_t *leaves = NULL, *rpath = NULL, *tpath = NULL, rr[32], tree[32];
 	const struct mtensor *t = NULL;
@@ -1250,33 +1332,44 @@ char *engy_ms_open_row(const struct engy_ms *m, const char *name,
 		aux = t->scale->data + row * t->aux_bytes;
 	o = cJSON_CreateObject();
 	if (!o || !cJSON_AddStringToObject(o, "hashing", ENGY_MC_HASHING) ||
-	    !cJSON_AddItemToObject(o, "config_sha256", hex_item(m->config_sha, 32)) ||
+	    !cJSON_AddItemToObject(o, "config_sha256",
+				   hex_item(m->config_sha, 32)) ||
 	    !cJSON_AddNumberToObject(o, "n_tensors", (double)m->n) ||
 	    !cJSON_AddNumberToObject(o, "tensor_index", (double)k) ||
-	    !cJSON_AddItemToObject(o, "tensor_path", path_item(tpath, td_depth)) ||
+	    !cJSON_AddItemToObject(o, "tensor_path",
+				   path_item(tpath, td_depth)) ||
 	    !(td = cJSON_AddObjectToObject(o, "tensor")) ||
 	    !cJSON_AddStringToObject(td, "name", t->d.name) ||
-	    !cJSON_AddStringToObject(td, "dtype", engy_st_dtype_name(t->d.dtype)) ||
-	    !cJSON_AddItemToObject(td, "shape", shape_item(t->d.shape, t->d.ndim)))
+	    !cJSON_AddStringToObject(td, "dtype",
+				     engy_st_dtype_name(t->d.dtype)) ||
+	    !cJSON_AddItemToObject(td, "shape",
+				   shape_item(t->d.shape, t->d.ndim)))
 		goto nomem;
 	if (t->d.quant == ENGY_MC_Q_NONE) {
 		if (!cJSON_AddNullToObject(td, "quant"))
 			goto nomem;
 	} else if (!(q = cJSON_AddObjectToObject(td, "quant")) ||
-		   !cJSON_AddStringToObject(q, "kind", t->d.quant == ENGY_MC_Q_INT4 ?
-					    "int4" : "fp8-block") ||
-		   !cJSON_AddNumberToObject(q, t->d.quant == ENGY_MC_Q_INT4 ?
-					    "group" : "block", t->d.qparam) ||
+		   !cJSON_AddStringToObject(q, "kind",
+					    t->d.quant == ENGY_MC_Q_INT4
+						    ? "int4"
+						    : "fp8-block") ||
+		   !cJSON_AddNumberToObject(
+			   q, t->d.quant == ENGY_MC_Q_INT4 ? "group" : "block",
+			   t->d.qparam) ||
 		   !(sc = cJSON_AddObjectToObject(q, "scale")) ||
 		   !cJSON_AddStringToObject(sc, "name", t->d.scale_name) ||
-		   !cJSON_AddStringToObject(sc, "dtype", engy_st_dtype_name(t->d.scale_dtype)) ||
-		   !cJSON_AddItemToObject(sc, "shape", shape_item(t->d.scale_shape, 2))) {
+		   !cJSON_AddStringToObject(
+			   sc, "dtype", engy_st_dtype_name(t->d.scale_dtype)) ||
+		   !cJSON_AddItemToObject(sc, "shape",
+					  shape_item(t->d.scale_shape, 2))) {
 		goto nomem;
 	}
 	if (!cJSON_AddNumberToObject(o, "row", (double)row) ||
-	    !cJSON_AddItemToObject(o, "row_bytes", hex_item(t->t->data + row * t->row_bytes,
-							    t->row_bytes)) ||
-	    !cJSON_AddItemToObject(o, "aux_bytes", hex_item(aux, t->aux_bytes)) ||
+	    !cJSON_AddItemToObject(
+		    o, "row_bytes",
+		    hex_item(t->t->data + row * t->row_bytes, t->row_bytes)) ||
+	    !cJSON_AddItemToObject(o, "aux_bytes",
+				   hex_item(aux, t->aux_bytes)) ||
 	    !cJSON_AddItemToObject(o, "row_path", path_item(rpath, rd)))
 		goto nomem;
 	s = cJSON_Print(o);
@@ -1319,10 +1412,10 @@ static int path_blob(const cJSON *v, uint8_t **out, unsigned *depth)
 	*out = malloc(32 * (*depth ? *depth : 1));
 	if (!*out)
 		return -ENOMEM;
-	cJSON_ArrayForEach(e, v)
-		if (!cJSON_IsString(e) ||
-		    engy_mc_unhex(e->valuestring, *out + 32 * k++, 32))
-			return -EINVAL;
+	cJSON_ArrayForEach(e,
+			   v) if (!cJSON_IsString(e) ||
+				  engy_mc_unhex(e->valuestring, *out + 32 * k++,
+						32)) return -EINVAL;
 	return 0;
 }
 
@@ -1333,7 +1426,8 @@ static int shape_of(const cJSON *v, uint64_t *s, uint32_t max, uint32_t *n)
 
 	if (!cJSON_IsArray(v) || (uint32_t)cJSON_GetArraySize(v) > max)
 		return -EINVAL;
-	cJSON_ArrayForEach(e, v) {
+	cJSON_ArrayForEach(e, v)
+	{
 		if (!exact_u53(e, UINT64_MAX))
 			return -EINVAL;
 		s[k++] = (uint64_t)e->valuedouble;
@@ -1344,8 +1438,9 @@ static int shape_of(const cJSON *v, uint64_t *s, uint32_t max, uint32_t *n)
 
 static char *dup_str(const cJSON *v)
 {
-	return cJSON_IsString(v) && plain(v->valuestring) ?
-	       strdup(v->valuestring) : NULL;
+	return cJSON_IsString(v) && plain(v->valuestring)
+		       ? strdup(v->valuestring)
+		       : NULL;
 }
 
 int engy_mc_opening_parse(const char *buf, size_t len,
@@ -1367,7 +1462,8 @@ int engy_mc_opening_parse(const char *buf, size_t len,
 		goto bad;
 	what = "config_sha256";
 	v = GET(j, "config_sha256");
-	if (!cJSON_IsString(v) || engy_mc_unhex(v->valuestring, o->config_sha, 32))
+	if (!cJSON_IsString(v) ||
+	    engy_mc_unhex(v->valuestring, o->config_sha, 32))
 		goto bad;
 	what = "n_tensors / tensor_index";
 	v = GET(j, "n_tensors");
@@ -1385,8 +1481,10 @@ int engy_mc_opening_parse(const char *buf, size_t len,
 	td = GET(j, "tensor");
 	if (!cJSON_IsObject(td) || !(o->name_buf = dup_str(GET(td, "name"))) ||
 	    !cJSON_IsString(GET(td, "dtype")) ||
-	    (o->d.dtype = engy_st_dtype_parse(GET(td, "dtype")->valuestring)) < 0 ||
-	    shape_of(GET(td, "shape"), o->d.shape, ENGY_ST_MAX_DIMS, &o->d.ndim))
+	    (o->d.dtype = engy_st_dtype_parse(GET(td, "dtype")->valuestring)) <
+		    0 ||
+	    shape_of(GET(td, "shape"), o->d.shape, ENGY_ST_MAX_DIMS,
+		     &o->d.ndim))
 		goto bad;
 	o->d.name = o->name_buf;
 	q = GET(td, "quant");
@@ -1409,8 +1507,10 @@ int engy_mc_opening_parse(const char *buf, size_t len,
 		if (!exact_u53(p, UINT32_MAX) || !cJSON_IsObject(sc) ||
 		    !(o->scale_name_buf = dup_str(GET(sc, "name"))) ||
 		    !cJSON_IsString(GET(sc, "dtype")) ||
-		    (o->d.scale_dtype = engy_st_dtype_parse(GET(sc, "dtype")->valuestring)) < 0 ||
-		    shape_of(GET(sc, "shape"), o->d.scale_shape, 2, &n2) || n2 != 2)
+		    (o->d.scale_dtype = engy_st_dtype_parse(
+			     GET(sc, "dtype")->valuestring)) < 0 ||
+		    shape_of(GET(sc, "shape"), o->d.scale_shape, 2, &n2) ||
+		    n2 != 2)
 			goto bad;
 		o->d.qparam = (uint32_t)p->valuedouble;
 		o->d.scale_name = o->scale_name_buf;

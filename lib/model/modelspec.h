@@ -15,9 +15,9 @@
 
 #include "merkle.h"
 
-#define ENGY_MS_MAX_TENSORS	(1u << 20)
-#define ENGY_MS_MAX_LAYERS	1024
-#define ENGY_MS_MAX_EXPERTS	4096
+#define ENGY_MS_MAX_TENSORS (1u << 20)
+#define ENGY_MS_MAX_LAYERS  1024
+#define ENGY_MS_MAX_EXPERTS 4096
 
 struct engy_ms;
 
@@ -39,8 +39,8 @@ typedef void (*engy_ms_progress_fn)(void *arg, uint64_t done, uint64_t total);
  * thread about every @progress_ms while the workers hash.
  */
 int engy_ms_build(struct engy_ms *m, unsigned threads,
-		  engy_ms_progress_fn progress, void *arg,
-		  unsigned progress_ms, char *err, size_t errlen);
+		  engy_ms_progress_fn progress, void *arg, unsigned progress_ms,
+		  char *err, size_t errlen);
 
 uint64_t engy_ms_total_bytes(const struct engy_ms *m);
 const uint8_t *engy_ms_model_root(const struct engy_ms *m);
@@ -69,7 +69,7 @@ int engy_ms_spec_parse(const char *buf, size_t len, uint8_t model_root[32],
  * engy_ms_open_row() - after a build: the opening JSON of row @row of
  * tensor @name (malloc'd), or NULL with a reason in @err.
  */
-char *engy_ms_open_row(const struct engy_ms *m, const char *name,
-		       uint64_t row, char *err, size_t errlen);
+char *engy_ms_open_row(const struct engy_ms *m, const char *name, uint64_t row,
+		       char *err, size_t errlen);
 
 #endif /* ENGY_MODELSPEC_H */

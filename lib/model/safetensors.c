@@ -24,10 +24,10 @@ struct engy_st {
 	const uint8_t *base;
 	size_t len;
 	bool mapped;
-	struct engy_st_tensor *t;	/* by data offset */
+	struct engy_st_tensor *t; /* by data offset */
 	size_t n;
-	size_t *by_name;		/* indices into t, sorted by name */
-	char **meta;			/* key, value, key, value, ... */
+	size_t *by_name; /* indices into t, sorted by name */
+	char **meta;	 /* key, value, key, value, ... */
 	size_t n_meta;
 };
 
@@ -35,14 +35,21 @@ static const struct {
 	const char *name;
 	size_t size;
 } dtypes[ENGY_ST_DTYPE_MAX] = {
-	[ENGY_ST_BOOL] = { "BOOL", 1 },	  [ENGY_ST_U8] = { "U8", 1 },
-	[ENGY_ST_I8] = { "I8", 1 },	  [ENGY_ST_F8_E4M3] = { "F8_E4M3", 1 },
+	[ENGY_ST_BOOL] = { "BOOL", 1 },
+	[ENGY_ST_U8] = { "U8", 1 },
+	[ENGY_ST_I8] = { "I8", 1 },
+	[ENGY_ST_F8_E4M3] = { "F8_E4M3", 1 },
 	[ENGY_ST_F8_E5M2] = { "F8_E5M2", 1 },
-	[ENGY_ST_I16] = { "I16", 2 },	  [ENGY_ST_U16] = { "U16", 2 },
-	[ENGY_ST_F16] = { "F16", 2 },	  [ENGY_ST_BF16] = { "BF16", 2 },
-	[ENGY_ST_I32] = { "I32", 4 },	  [ENGY_ST_U32] = { "U32", 4 },
-	[ENGY_ST_F32] = { "F32", 4 },	  [ENGY_ST_I64] = { "I64", 8 },
-	[ENGY_ST_U64] = { "U64", 8 },	  [ENGY_ST_F64] = { "F64", 8 },
+	[ENGY_ST_I16] = { "I16", 2 },
+	[ENGY_ST_U16] = { "U16", 2 },
+	[ENGY_ST_F16] = { "F16", 2 },
+	[ENGY_ST_BF16] = { "BF16", 2 },
+	[ENGY_ST_I32] = { "I32", 4 },
+	[ENGY_ST_U32] = { "U32", 4 },
+	[ENGY_ST_F32] = { "F32", 4 },
+	[ENGY_ST_I64] = { "I64", 8 },
+	[ENGY_ST_U64] = { "U64", 8 },
+	[ENGY_ST_F64] = { "F64", 8 },
 };
 
 int engy_st_dtype_parse(const char *name)
@@ -57,8 +64,8 @@ int engy_st_dtype_parse(const char *name)
 
 const char *engy_st_dtype_name(int dtype)
 {
-	return dtype > 0 && dtype < ENGY_ST_DTYPE_MAX ? dtypes[dtype].name :
-							 "?";
+	return dtype > 0 && dtype < ENGY_ST_DTYPE_MAX ? dtypes[dtype].name
+						      : "?";
 }
 
 size_t engy_st_dtype_size(int dtype)
@@ -66,8 +73,7 @@ size_t engy_st_dtype_size(int dtype)
 	return dtype > 0 && dtype < ENGY_ST_DTYPE_MAX ? dtypes[dtype].size : 0;
 }
 
-__attribute__((format(printf, 3, 4))) static int fail(char *err,
-						      size_t errlen,
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen,
 						      const char *fmt, ...)
 {
 	va_list ap;
@@ -170,44 +176,53 @@ static int parse_tensor(const cJSON *e, struct engy_st_tensor *t,
 			    nm);
 	dtype = engy_st_dtype_parse(dt->valuestring);
 	if (dtype < 0)
-		return fail(err, errlen, "tensor '%.80s': unknown dtype '%.20s'",
-			    nm, dt->valuestring);
+		return fail(err, errlen,
+			    "tensor '%.80s': unknown dtype '%.20s'", nm,
+			    dt->valuestring);
 	if (!cJSON_IsArray(sh))
-		return fail(err, errlen, "tensor '%.80s' has no shape array", nm);
+		return fail(err, errlen, "tensor '%.80s' has no shape array",
+			    nm);
 	if (cJSON_GetArraySize(sh) > ENGY_ST_MAX_DIMS)
-		return fail(err, errlen, "tensor '%.80s': more than %d dimensions",
-			    nm, ENGY_ST_MAX_DIMS);
+		return fail(err, errlen,
+			    "tensor '%.80s': more than %d dimensions", nm,
+			    ENGY_ST_MAX_DIMS);
 	t->ndim = 0;
-	cJSON_ArrayForEach(d, sh) {
+	cJSON_ArrayForEach(d, sh)
+	{
 		if (json_u64(d, &t->shape[t->ndim]))
-			return fail(err, errlen,
-				    "tensor '%.80s': shape[%u] is not a non-negative integer",
-				    nm, t->ndim);
+			return fail(
+				err, errlen,
+				"tensor '%.80s': shape[%u] is not a non-negative integer",
+				nm, t->ndim);
 		if (mul_ovf(numel, t->shape[t->ndim], &numel))
 			return fail(err, errlen,
-				    "tensor '%.80s': element count overflows", nm);
+				    "tensor '%.80s': element count overflows",
+				    nm);
 		t->ndim++;
 	}
 	if (!cJSON_IsArray(off) || cJSON_GetArraySize(off) != 2 ||
 	    json_u64(off->child, &r->begin) ||
 	    json_u64(off->child->next, &r->end))
-		return fail(err, errlen,
-			    "tensor '%.80s': data_offsets is not [begin, end] of non-negative integers",
-			    nm);
+		return fail(
+			err, errlen,
+			"tensor '%.80s': data_offsets is not [begin, end] of non-negative integers",
+			nm);
 	if (r->end < r->begin)
-		return fail(err, errlen,
-			    "tensor '%.80s': data_offsets end %llu is before begin %llu",
-			    nm, (unsigned long long)r->end,
-			    (unsigned long long)r->begin);
+		return fail(
+			err, errlen,
+			"tensor '%.80s': data_offsets end %llu is before begin %llu",
+			nm, (unsigned long long)r->end,
+			(unsigned long long)r->begin);
 	if (mul_ovf(numel, engy_st_dtype_size(dtype), &nbytes))
 		return fail(err, errlen, "tensor '%.80s': byte size overflows",
 			    nm);
 	if (r->end - r->begin != nbytes)
-		return fail(err, errlen,
-			    "tensor '%.80s': data_offsets span %llu bytes but %s x %llu elements need %llu",
-			    nm, (unsigned long long)(r->end - r->begin),
-			    dtypes[dtype].name, (unsigned long long)numel,
-			    (unsigned long long)nbytes);
+		return fail(
+			err, errlen,
+			"tensor '%.80s': data_offsets span %llu bytes but %s x %llu elements need %llu",
+			nm, (unsigned long long)(r->end - r->begin),
+			dtypes[dtype].name, (unsigned long long)numel,
+			(unsigned long long)nbytes);
 	t->name = nm;
 	t->dtype = dtype;
 	t->numel = numel;
@@ -227,7 +242,8 @@ static int parse_meta(struct engy_st *st, const cJSON *m, char *err,
 			  sizeof(*st->meta));
 	if (!st->meta)
 		return -ENOMEM;
-	cJSON_ArrayForEach(e, m) {
+	cJSON_ArrayForEach(e, m)
+	{
 		if (!cJSON_IsString(e))
 			return fail(err, errlen,
 				    "__metadata__ '%.80s' is not a string",
@@ -272,7 +288,8 @@ static int build(struct engy_st *st, const cJSON *root, uint64_t buf_len,
 	char *p;
 	int rc;
 
-	cJSON_ArrayForEach(e, root) {
+	cJSON_ArrayForEach(e, root)
+	{
 		if (strcmp(e->string, "__metadata__") == 0) {
 			if (st->meta)
 				return fail(err, errlen,
@@ -295,7 +312,8 @@ static int build(struct engy_st *st, const cJSON *root, uint64_t buf_len,
 		goto out;
 	}
 	i = 0;
-	cJSON_ArrayForEach(e, root) {
+	cJSON_ArrayForEach(e, root)
+	{
 		if (strcmp(e->string, "__metadata__") == 0)
 			continue;
 		if (!e->string[0]) {
@@ -315,18 +333,20 @@ static int build(struct engy_st *st, const cJSON *root, uint64_t buf_len,
 		uint64_t expect = i ? r[order[i - 1]].end : 0;
 
 		if (r[k].begin != expect) {
-			rc = fail(err, errlen,
-				  "tensor '%.80s' starts at %llu but the previous data ends at %llu (%s)",
-				  tmp[k].name, (unsigned long long)r[k].begin,
-				  (unsigned long long)expect,
-				  r[k].begin < expect ? "overlap" : "hole");
+			rc = fail(
+				err, errlen,
+				"tensor '%.80s' starts at %llu but the previous data ends at %llu (%s)",
+				tmp[k].name, (unsigned long long)r[k].begin,
+				(unsigned long long)expect,
+				r[k].begin < expect ? "overlap" : "hole");
 			goto out;
 		}
 		if (r[k].end > buf_len) {
-			rc = fail(err, errlen,
-				  "truncated: tensor '%.80s' ends at byte %llu of a %llu-byte buffer",
-				  tmp[k].name, (unsigned long long)r[k].end,
-				  (unsigned long long)buf_len);
+			rc = fail(
+				err, errlen,
+				"truncated: tensor '%.80s' ends at byte %llu of a %llu-byte buffer",
+				tmp[k].name, (unsigned long long)r[k].end,
+				(unsigned long long)buf_len);
 			goto out;
 		}
 		st->t[i] = tmp[k];
@@ -337,10 +357,11 @@ static int build(struct engy_st *st, const cJSON *root, uint64_t buf_len,
 		st->by_name[i] = i;
 	}
 	if ((n ? r[order[n - 1]].end : 0) != buf_len) {
-		rc = fail(err, errlen,
-			  "the buffer holds %llu bytes but the tensors cover %llu",
-			  (unsigned long long)buf_len,
-			  (unsigned long long)(n ? r[order[n - 1]].end : 0));
+		rc = fail(
+			err, errlen,
+			"the buffer holds %llu bytes but the tensors cover %llu",
+			(unsigned long long)buf_len,
+			(unsigned long long)(n ? r[order[n - 1]].end : 0));
 		goto out;
 	}
 	st->n = n;
@@ -370,9 +391,10 @@ static int parse(struct engy_st *st, char *err, size_t errlen)
 	int rc;
 
 	if (st->len < 8)
-		return fail(err, errlen,
-			    "truncated: %zu bytes, not even the 8-byte header length",
-			    st->len);
+		return fail(
+			err, errlen,
+			"truncated: %zu bytes, not even the 8-byte header length",
+			st->len);
 	for (i = 0; i < 8; i++)
 		hlen |= (uint64_t)b[i] << (8 * i);
 	if (hlen > ENGY_ST_MAX_HEADER)
@@ -381,16 +403,18 @@ static int parse(struct engy_st *st, char *err, size_t errlen)
 			    (unsigned long long)hlen,
 			    (unsigned long long)ENGY_ST_MAX_HEADER);
 	if (hlen > st->len - 8)
-		return fail(err, errlen,
-			    "truncated: the header is %llu bytes but only %zu follow",
-			    (unsigned long long)hlen, st->len - 8);
+		return fail(
+			err, errlen,
+			"truncated: the header is %llu bytes but only %zu follow",
+			(unsigned long long)hlen, st->len - 8);
 	if (hlen < 2 || b[8] != '{')
 		return fail(err, errlen, "the header does not start with '{'");
 	bad = bad_utf8(b + 8, hlen);
 	if (bad != hlen)
-		return fail(err, errlen,
-			    "the header is not valid UTF-8 JSON text (byte %zu)",
-			    bad);
+		return fail(
+			err, errlen,
+			"the header is not valid UTF-8 JSON text (byte %zu)",
+			bad);
 	root = cJSON_ParseWithLengthOpts((const char *)b + 8, hlen, &end, 0);
 	if (!root || !cJSON_IsObject(root)) {
 		cJSON_Delete(root);
@@ -401,9 +425,10 @@ static int parse(struct engy_st *st, char *err, size_t errlen)
 		if (b[8 + i] != ' ' && b[8 + i] != '\t' && b[8 + i] != '\n' &&
 		    b[8 + i] != '\r') {
 			cJSON_Delete(root);
-			return fail(err, errlen,
-				    "the header has bytes after its JSON object (byte %zu)",
-				    i);
+			return fail(
+				err, errlen,
+				"the header has bytes after its JSON object (byte %zu)",
+				i);
 		}
 	buf_len = st->len - 8 - hlen;
 	rc = build(st, root, buf_len, b + 8 + hlen, err, errlen);

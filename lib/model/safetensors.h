@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENGY_ST_MAX_HEADER	((uint64_t)100000000)	/* as the reference */
-#define ENGY_ST_MAX_DIMS	8
+#define ENGY_ST_MAX_HEADER ((uint64_t)100000000) /* as the reference */
+#define ENGY_ST_MAX_DIMS   8
 
 enum engy_st_dtype {
 	ENGY_ST_BOOL = 1,
@@ -43,11 +43,11 @@ enum engy_st_dtype {
 
 struct engy_st_tensor {
 	const char *name;
-	int dtype;			/* enum engy_st_dtype */
+	int dtype; /* enum engy_st_dtype */
 	uint32_t ndim;
 	uint64_t shape[ENGY_ST_MAX_DIMS];
 	uint64_t numel;
-	const uint8_t *data;		/* inside the mapping; unaligned */
+	const uint8_t *data; /* inside the mapping; unaligned */
 	uint64_t nbytes;
 };
 

@@ -119,9 +119,8 @@ int engy_st_dequant_fp8(const struct engy_st_tensor *w,
 		float *o = out + r * cols;
 
 		for (c = 0; c < cols; c++)
-			o[c] = lut[q[c]] *
-			       elem(scale->dtype, scale->data,
-				    (r / block) * bc + c / block);
+			o[c] = lut[q[c]] * elem(scale->dtype, scale->data,
+						(r / block) * bc + c / block);
 	}
 	return 0;
 }
@@ -184,7 +183,8 @@ void engy_st_quant_int4(const float *w, uint64_t rows, uint64_t cols,
 			inv = s > 0 ? 1.0f / s : 0;
 			scale[r * ng + g] = sh;
 			for (c = 0; c < group; c += 2) {
-				float a = rintf(x[c] * inv), b = rintf(x[c + 1] * inv);
+				float a = rintf(x[c] * inv),
+				      b = rintf(x[c + 1] * inv);
 
 				a = fminf(fmaxf(a, -8), 7);
 				b = fminf(fmaxf(b, -8), 7);
@@ -198,24 +198,29 @@ void engy_st_quant_int4(const float *w, uint64_t rows, uint64_t cols,
 void engy_st_quant_fp8(const float *w, uint64_t rows, uint64_t cols,
 		       uint32_t block, uint8_t *q, float *scale)
 {
-	uint64_t br = (rows + block - 1) / block, bc = (cols + block - 1) / block;
+	uint64_t br = (rows + block - 1) / block,
+		 bc = (cols + block - 1) / block;
 	uint64_t i, j, r, c;
 
 	for (i = 0; i < br; i++) {
 		for (j = 0; j < bc; j++) {
-			uint64_t r1 = (i + 1) * block < rows ? (i + 1) * block : rows;
-			uint64_t c1 = (j + 1) * block < cols ? (j + 1) * block : cols;
+			uint64_t r1 =
+				(i + 1) * block < rows ? (i + 1) * block : rows;
+			uint64_t c1 =
+				(j + 1) * block < cols ? (j + 1) * block : cols;
 			float amax = 0, s;
 
 			for (r = i * block; r < r1; r++)
 				for (c = j * block; c < c1; c++)
-					amax = fmaxf(amax, fabsf(w[r * cols + c]));
+					amax = fmaxf(amax,
+						     fabsf(w[r * cols + c]));
 			s = amax / 448.0f;
 			scale[i * bc + j] = s;
 			for (r = i * block; r < r1; r++)
 				for (c = j * block; c < c1; c++)
 					q[r * cols + c] = engy_f8e4m3_from_f32(
-						s > 0 ? w[r * cols + c] / s : 0);
+						s > 0 ? w[r * cols + c] / s
+						      : 0);
 		}
 	}
 }

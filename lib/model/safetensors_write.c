@@ -26,7 +26,7 @@ struct wt {
 struct engy_st_writer {
 	struct wt *t;
 	size_t n, cap;
-	char **meta;	/* key, value, ... */
+	char **meta; /* key, value, ... */
 	size_t n_meta;
 };
 
@@ -63,8 +63,8 @@ int engy_st_writer_add_take(struct engy_st_writer *w, const char *name,
 	for (i = 0; i < ndim && ndim <= ENGY_ST_MAX_DIMS; i++)
 		if (__builtin_mul_overflow(want, shape[i], &want))
 			break;
-	if (!name || !*name || !want || ndim > ENGY_ST_MAX_DIMS ||
-	    i < ndim || want != nbytes)
+	if (!name || !*name || !want || ndim > ENGY_ST_MAX_DIMS || i < ndim ||
+	    want != nbytes)
 		goto inval;
 	for (i = 0; i < w->n; i++)
 		if (strcmp(w->t[i].name, name) == 0)
@@ -194,7 +194,8 @@ int engy_st_writer_save(struct engy_st_writer *w, const char *path)
 	if (fwrite(len8, 1, 8, f) != 8 || fwrite(h, 1, hlen, f) != hlen)
 		goto out;
 	for (i = 0; i < w->n; i++)
-		if (fwrite(w->t[i].data, 1, w->t[i].nbytes, f) != w->t[i].nbytes)
+		if (fwrite(w->t[i].data, 1, w->t[i].nbytes, f) !=
+		    w->t[i].nbytes)
 			goto out;
 	if (fflush(f) || fsync(fileno(f)))
 		goto out;

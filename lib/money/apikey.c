@@ -43,9 +43,8 @@ bool engy_apikey_well_formed(const char *prefix, const char *key, size_t len)
 	return true;
 }
 
-int engy_apikey_hash(const uint8_t *pepper, size_t pepper_len,
-		     const char *key, size_t len,
-		     uint8_t out[ENGY_APIKEY_HASH_BYTES])
+int engy_apikey_hash(const uint8_t *pepper, size_t pepper_len, const char *key,
+		     size_t len, uint8_t out[ENGY_APIKEY_HASH_BYTES])
 {
 	static const uint8_t none[1];
 	crypto_auth_hmacsha256_state st;
@@ -55,7 +54,8 @@ int engy_apikey_hash(const uint8_t *pepper, size_t pepper_len,
 		return -EINVAL;
 	if (sodium_init() < 0)
 		return -EIO;
-	crypto_auth_hmacsha256_init(&st, pepper_len ? pepper : none, pepper_len);
+	crypto_auth_hmacsha256_init(&st, pepper_len ? pepper : none,
+				    pepper_len);
 	crypto_auth_hmacsha256_update(&st, (const unsigned char *)key, len);
 	crypto_auth_hmacsha256_final(&st, out);
 	sodium_memzero(&st, sizeof(st));

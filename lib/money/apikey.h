@@ -18,17 +18,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENGY_APIKEY_PREFIX	"sk-engy-"
-#define ENGY_MINERKEY_PREFIX	"mk-engy-"
-#define ENGY_APIKEY_BODY	43
+#define ENGY_APIKEY_PREFIX   "sk-engy-"
+#define ENGY_MINERKEY_PREFIX "mk-engy-"
+#define ENGY_APIKEY_BODY     43
 /* Characters of a generated key: the 8-character prefix and the body. */
-#define ENGY_APIKEY_LEN		(8 + ENGY_APIKEY_BODY)
-#define ENGY_APIKEY_SIZE	(ENGY_APIKEY_LEN + 1)
+#define ENGY_APIKEY_LEN	 (8 + ENGY_APIKEY_BODY)
+#define ENGY_APIKEY_SIZE (ENGY_APIKEY_LEN + 1)
 /* What may be shown of a key later: the prefix and 4 body characters. */
-#define ENGY_APIKEY_SHOWN	12
-#define ENGY_APIKEY_HASH_BYTES	32
+#define ENGY_APIKEY_SHOWN      12
+#define ENGY_APIKEY_HASH_BYTES 32
 /* Longest key text hashed at all; longer input is refused unhashed. */
-#define ENGY_APIKEY_MAX_INPUT	512
+#define ENGY_APIKEY_MAX_INPUT 512
 
 /*
  * engy_apikey_generate() - a fresh key with @prefix (8 characters,
@@ -45,9 +45,8 @@ bool engy_apikey_well_formed(const char *prefix, const char *key, size_t len);
  * Any bytes are hashed (a miner key issued elsewhere need not have our
  * shape); 1..ENGY_APIKEY_MAX_INPUT bytes, else -EINVAL.
  */
-int engy_apikey_hash(const uint8_t *pepper, size_t pepper_len,
-		     const char *key, size_t len,
-		     uint8_t out[ENGY_APIKEY_HASH_BYTES]);
+int engy_apikey_hash(const uint8_t *pepper, size_t pepper_len, const char *key,
+		     size_t len, uint8_t out[ENGY_APIKEY_HASH_BYTES]);
 
 /* Constant-time equality of two hashes. */
 bool engy_apikey_hash_eq(const uint8_t a[ENGY_APIKEY_HASH_BYTES],

@@ -20,8 +20,8 @@ int engy_price_card_check(const struct engy_price_card *card)
  * (tokens < 2^32, q <= 1e6, r < 1e6) and the one rounding is at the end.
  */
 struct acc {
-	uint64_t whole;		/* µUSD */
-	uint64_t frac;		/* µUSD * 1e-6 */
+	uint64_t whole; /* µUSD */
+	uint64_t frac;	/* µUSD * 1e-6 */
 };
 
 static void acc_add(struct acc *a, uint64_t tokens, int64_t rate)
@@ -36,7 +36,7 @@ static void acc_add(struct acc *a, uint64_t tokens, int64_t rate)
 static int acc_result(const struct acc *a, int64_t *out)
 {
 	uint64_t v = a->whole + (a->frac + ENGY_PRICE_PER_TOKENS - 1) /
-				ENGY_PRICE_PER_TOKENS;
+					ENGY_PRICE_PER_TOKENS;
 
 	if (v > (uint64_t)ENGY_MONEY_MAX)
 		return -EOVERFLOW;
@@ -72,7 +72,8 @@ int engy_billing_reserve(const struct engy_price_card *card,
 	    prompt_max > ENGY_TOKENS_MAX || max_output > ENGY_TOKENS_MAX)
 		return -EINVAL;
 	/* A cached token may be listed dearer than an uncached one. */
-	in = card->input > card->cached_input ? card->input : card->cached_input;
+	in = card->input > card->cached_input ? card->input
+					      : card->cached_input;
 	acc_add(&a, prompt_max, in);
 	acc_add(&a, max_output, card->output);
 	return acc_result(&a, amount);

@@ -25,13 +25,13 @@
 #include <engy/store.h>
 
 /* Rates are per this many tokens. */
-#define ENGY_PRICE_PER_TOKENS	1000000ull
+#define ENGY_PRICE_PER_TOKENS 1000000ull
 /* The largest rate a card may hold: $1,000,000 per 1M tokens. */
-#define ENGY_PRICE_MAX		1000000000000ll
+#define ENGY_PRICE_MAX 1000000000000ll
 /* The largest amount of money anywhere (a balance, a top-up, a cost). */
-#define ENGY_MONEY_MAX		ENGY_STORE_MONEY_MAX
+#define ENGY_MONEY_MAX ENGY_STORE_MONEY_MAX
 /* The most tokens one count (prompt, cached, completion) may hold. */
-#define ENGY_TOKENS_MAX		0xffffffffull
+#define ENGY_TOKENS_MAX 0xffffffffull
 
 /* 0 when every rate is in 0..ENGY_PRICE_MAX, else -EINVAL. */
 int engy_price_card_check(const struct engy_price_card *card);

@@ -127,7 +127,8 @@ const char *engy_store_verdict_bad(const struct engy_verdict *v)
 		return "time_ms";
 	if (v->request_time_ms < 0)
 		return "request_time_ms";
-	if (v->verdict < ENGY_VERDICT_PASS || v->verdict > ENGY_VERDICT_UNPROVEN)
+	if (v->verdict < ENGY_VERDICT_PASS ||
+	    v->verdict > ENGY_VERDICT_UNPROVEN)
 		return "verdict";
 	if (v->is_probe > 1)
 		return "is_probe";
@@ -150,7 +151,8 @@ const char *engy_store_verdict_bad(const struct engy_verdict *v)
 
 static bool doc_ok(const char *d)
 {
-	return d && *d && strnlen(d, ENGY_STORE_DOC_MAX + 1) <= ENGY_STORE_DOC_MAX;
+	return d && *d &&
+	       strnlen(d, ENGY_STORE_DOC_MAX + 1) <= ENGY_STORE_DOC_MAX;
 }
 
 const char *engy_store_epoch_bad(const struct engy_epoch_rec *e,
@@ -176,8 +178,8 @@ static uint32_t limit_in(uint32_t limit, uint32_t max_rows)
 	return limit > max_rows ? max_rows : limit;
 }
 
-int engy_store_log_query_in(const struct engy_log_query *in,
-			    uint32_t max_rows, struct engy_log_query *q)
+int engy_store_log_query_in(const struct engy_log_query *in, uint32_t max_rows,
+			    struct engy_log_query *q)
 {
 	if (!in || in->size < offsetof(struct engy_log_query, account_id))
 		return -EINVAL;
@@ -190,11 +192,10 @@ int engy_store_log_query_in(const struct engy_log_query *in,
 }
 
 int engy_store_verdict_query_in(const struct engy_verdict_query *in,
-				uint32_t max_rows,
-				struct engy_verdict_query *q)
+				uint32_t max_rows, struct engy_verdict_query *q)
 {
 	if (!in || in->size < offsetof(struct engy_verdict_query, miner) +
-			      sizeof(in->miner))
+				      sizeof(in->miner))
 		return -EINVAL;
 	memcpy(q, in, sizeof(*q));
 	if (!memchr(q->miner, '\0', sizeof(q->miner)))

@@ -14,9 +14,9 @@
 #include <engy/store.h>
 
 /* The largest rate (price card, score rate): $1,000,000 per unit. */
-#define ENGY_STORE_RATE_MAX	1000000000000ll
+#define ENGY_STORE_RATE_MAX 1000000000000ll
 /* The largest epoch document (payload, aggregates). */
-#define ENGY_STORE_DOC_MAX	(16u << 20)
+#define ENGY_STORE_DOC_MAX (16u << 20)
 
 /* @min..@max printable bytes (no control characters); NULL is bad. */
 bool engy_store_text_ok(const char *s, size_t min, size_t max);
@@ -39,8 +39,8 @@ const char *engy_store_epoch_bad(const struct engy_epoch_rec *e,
  * until_ms of 0 made "no end" (INT64_MAX).  0, or -EINVAL when @in is
  * NULL or too short (a verdict query: or its miner is not terminated).
  */
-int engy_store_log_query_in(const struct engy_log_query *in,
-			    uint32_t max_rows, struct engy_log_query *q);
+int engy_store_log_query_in(const struct engy_log_query *in, uint32_t max_rows,
+			    struct engy_log_query *q);
 int engy_store_verdict_query_in(const struct engy_verdict_query *in,
 				uint32_t max_rows,
 				struct engy_verdict_query *q);

@@ -378,7 +378,7 @@ static cJSON *commitment(const struct engy_miner_result *r, int *rc)
 	    !add_ids(c, "output_token_ids", r->output_ids, r->n_output_ids))
 		goto oom;
 	for (i = 0; i < r->n_schemes; i++) {
-		if (!r->proofs[i]) {	/* no proof: the scheme is null */
+		if (!r->proofs[i]) { /* no proof: the scheme is null */
 			if (!cJSON_AddNullToObject(c, r->schemes[i]))
 				goto oom;
 			continue;

@@ -25,14 +25,16 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
-#define MM_X86 1
+#define MM_X86	    1
 #define cpu_relax() __builtin_ia32_pause()
 #else
-#define cpu_relax() do { } while (0)
+#define cpu_relax()                                                            \
+	do {                                                                   \
+	} while (0)
 #endif
 
-#define SPIN_WAKE	4000	/* pause loops a worker spins before sleeping */
-#define SPIN_DONE	2000	/* ... the caller spins before yielding */
+#define SPIN_WAKE 4000 /* pause loops a worker spins before sleeping */
+#define SPIN_DONE 2000 /* ... the caller spins before yielding */
 
 typedef void (*task_fn)(void *arg, size_t task, unsigned thread);
 
@@ -44,10 +46,10 @@ struct slot {
 };
 
 struct mm_pool {
-	unsigned n;			/* threads, the caller included */
+	unsigned n; /* threads, the caller included */
 	pthread_t *th;
-	atomic_uint_fast64_t ctl;	/* gen << 32 | next task */
-	struct slot slot[2];		/* job of gen g lives in slot[g & 1] */
+	atomic_uint_fast64_t ctl; /* gen << 32 | next task */
+	struct slot slot[2];	  /* job of gen g lives in slot[g & 1] */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	atomic_uint sleepers;
@@ -145,7 +147,7 @@ struct mm_pool *engy_mm_pool_new(unsigned threads)
 	}
 	return p;
 fail_threads:
-	p->n = i;	/* the threads that exist */
+	p->n = i; /* the threads that exist */
 	engy_mm_pool_free(p);
 	return NULL;
 fail:
@@ -190,7 +192,7 @@ void engy_mm_pool_run(struct mm_pool *p, task_fn fn, void *arg, size_t n_tasks)
 	}
 	g = (uint32_t)(atomic_load(&p->ctl) >> 32) + 1;
 	if (!g)
-		g = 1;	/* 0 is the idle generation workers start from */
+		g = 1; /* 0 is the idle generation workers start from */
 	s = &p->slot[g & 1];
 	atomic_store_explicit(&s->fn, fn, memory_order_relaxed);
 	atomic_store_explicit(&s->arg, arg, memory_order_relaxed);
@@ -230,9 +232,10 @@ static inline float bf16f(uint16_t b)
 
 /* The one lane reduction and tail every element goes through.  A bf16
  * weight widens exactly, so both weight types give the same numbers. */
-static inline __attribute__((always_inline)) float
-finish(const float l[8], const float *a, const void *b, int wt, size_t k,
-       size_t n)
+static inline __attribute__((always_inline)) float finish(const float l[8],
+							  const float *a,
+							  const void *b, int wt,
+							  size_t k, size_t n)
 {
 	float s = ((l[0] + l[1]) + (l[2] + l[3])) +
 		  ((l[4] + l[5]) + (l[6] + l[7]));
@@ -246,8 +249,9 @@ finish(const float l[8], const float *a, const void *b, int wt, size_t k,
 	return s;
 }
 
-#define WROW(w, wt, c, in) \
-	((const void *)((const char *)(w) + (c) * (in) * ((wt) == MM_BF16 ? 2 : 4)))
+#define WROW(w, wt, c, in)                                                     \
+	((const void *)((const char *)(w) +                                    \
+			(c) * (in) * ((wt) == MM_BF16 ? 2 : 4)))
 
 static inline __attribute__((always_inline)) void
 gen_loadw(v8 *dst, const void *w, int wt, size_t k)
@@ -275,51 +279,61 @@ gen_block(const float *x, size_t ldx, const void *w, size_t in, float *y,
 	size_t k;
 	int r, c;
 
-	_Pragma("GCC unroll 4")
-	for (r = 0; r < R; r++)
-		_Pragma("GCC unroll 4")
-		for (c = 0; c < C; c++)
-			acc[r][c] = (v8){ 0 };
+	_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
+		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) acc[r][c] =
+			(v8){ 0 };
 	for (k = 0; k + 8 <= in; k += 8) {
-		_Pragma("GCC unroll 4")
-		for (c = 0; c < C; c++)
+		_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
 			gen_loadw(&wv[c], WROW(w, WT, c, in), WT, k);
-		_Pragma("GCC unroll 4")
-		for (r = 0; r < R; r++) {
+		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
+		{
 			LD8(xv, x + r * ldx + k);
-			_Pragma("GCC unroll 4")
-			for (c = 0; c < C; c++)
+			_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
 				acc[r][c] = acc[r][c] + xv * wv[c];
 		}
 	}
-	_Pragma("GCC unroll 4")
-	for (r = 0; r < R; r++)
-		_Pragma("GCC unroll 4")
-		for (c = 0; c < C; c++) {
-			memcpy(l, &acc[r][c], sizeof(l));
-			y[r * ldy + c] = finish(l, x + r * ldx,
-						WROW(w, WT, c, in), WT, k, in);
-		}
+	_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
+		_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
+	{
+		memcpy(l, &acc[r][c], sizeof(l));
+		y[r * ldy + c] =
+			finish(l, x + r * ldx, WROW(w, WT, c, in), WT, k, in);
+	}
 }
 
-typedef void (*block_fn)(const float *x, size_t ldx, const void *w,
-			 size_t in, float *y, size_t ldy, int r, int c,
-			 int wt);
+typedef void (*block_fn)(const float *x, size_t ldx, const void *w, size_t in,
+			 float *y, size_t ldy, int r, int c, int wt);
 
-#define DISPATCH(BLOCK, x, ldx, w, in, y, ldy, r, c, WT)                  \
-	switch ((r) * 8 + (c)) {                                          \
-	case 8 + 1: BLOCK(x, ldx, w, in, y, ldy, 1, 1, WT); break;        \
-	case 8 + 2: BLOCK(x, ldx, w, in, y, ldy, 1, 2, WT); break;        \
-	case 8 + 3: BLOCK(x, ldx, w, in, y, ldy, 1, 3, WT); break;        \
-	case 8 + 4: BLOCK(x, ldx, w, in, y, ldy, 1, 4, WT); break;        \
-	case 16 + 1: BLOCK(x, ldx, w, in, y, ldy, 2, 1, WT); break;       \
-	case 16 + 2: BLOCK(x, ldx, w, in, y, ldy, 2, 2, WT); break;       \
-	case 16 + 3: BLOCK(x, ldx, w, in, y, ldy, 2, 3, WT); break;       \
-	default: BLOCK(x, ldx, w, in, y, ldy, 2, 4, WT); break;           \
+#define DISPATCH(BLOCK, x, ldx, w, in, y, ldy, r, c, WT)                       \
+	switch ((r)*8 + (c)) {                                                 \
+	case 8 + 1:                                                            \
+		BLOCK(x, ldx, w, in, y, ldy, 1, 1, WT);                        \
+		break;                                                         \
+	case 8 + 2:                                                            \
+		BLOCK(x, ldx, w, in, y, ldy, 1, 2, WT);                        \
+		break;                                                         \
+	case 8 + 3:                                                            \
+		BLOCK(x, ldx, w, in, y, ldy, 1, 3, WT);                        \
+		break;                                                         \
+	case 8 + 4:                                                            \
+		BLOCK(x, ldx, w, in, y, ldy, 1, 4, WT);                        \
+		break;                                                         \
+	case 16 + 1:                                                           \
+		BLOCK(x, ldx, w, in, y, ldy, 2, 1, WT);                        \
+		break;                                                         \
+	case 16 + 2:                                                           \
+		BLOCK(x, ldx, w, in, y, ldy, 2, 2, WT);                        \
+		break;                                                         \
+	case 16 + 3:                                                           \
+		BLOCK(x, ldx, w, in, y, ldy, 2, 3, WT);                        \
+		break;                                                         \
+	default:                                                               \
+		BLOCK(x, ldx, w, in, y, ldy, 2, 4, WT);                        \
+		break;                                                         \
 	}
 
-static void gen_dispatch(const float *x, size_t ldx, const void *w,
-			 size_t in, float *y, size_t ldy, int r, int c, int wt)
+static void gen_dispatch(const float *x, size_t ldx, const void *w, size_t in,
+			 float *y, size_t ldy, int r, int c, int wt)
 {
 	if (wt == MM_BF16) {
 		DISPATCH(gen_block, x, ldx, w, in, y, ldy, r, c, MM_BF16)
@@ -331,8 +345,9 @@ static void gen_dispatch(const float *x, size_t ldx, const void *w,
 #ifdef MM_X86
 #define AVX __attribute__((target("avx2,fma")))
 
-static inline __attribute__((always_inline)) AVX __m256
-avx_loadw(const void *w, int wt, size_t k)
+static inline __attribute__((always_inline)) AVX __m256 avx_loadw(const void *w,
+								  int wt,
+								  size_t k)
 {
 	if (wt == MM_BF16)
 		return _mm256_castsi256_ps(_mm256_slli_epi32(
@@ -351,32 +366,27 @@ avx_block(const float *x, size_t ldx, const void *w, size_t in, float *y,
 	size_t k;
 	int r, c;
 
-	_Pragma("GCC unroll 4")
-	for (r = 0; r < R; r++)
-		_Pragma("GCC unroll 4")
-		for (c = 0; c < C; c++)
-			acc[r][c] = _mm256_setzero_ps();
+	_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
+		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) acc[r][c] =
+			_mm256_setzero_ps();
 	for (k = 0; k + 8 <= in; k += 8) {
-		_Pragma("GCC unroll 4")
-		for (c = 0; c < C; c++)
-			wv[c] = avx_loadw(WROW(w, WT, c, in), WT, k);
-		_Pragma("GCC unroll 4")
-		for (r = 0; r < R; r++) {
+		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) wv[c] =
+			avx_loadw(WROW(w, WT, c, in), WT, k);
+		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
+		{
 			xv = _mm256_loadu_ps(x + r * ldx + k);
-			_Pragma("GCC unroll 4")
-			for (c = 0; c < C; c++)
-				acc[r][c] = _mm256_fmadd_ps(xv, wv[c],
-							    acc[r][c]);
+			_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
+				acc[r][c] =
+					_mm256_fmadd_ps(xv, wv[c], acc[r][c]);
 		}
 	}
-	_Pragma("GCC unroll 4")
-	for (r = 0; r < R; r++)
-		_Pragma("GCC unroll 4")
-		for (c = 0; c < C; c++) {
-			_mm256_storeu_ps(l, acc[r][c]);
-			y[r * ldy + c] = finish(l, x + r * ldx,
-						WROW(w, WT, c, in), WT, k, in);
-		}
+	_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
+		_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
+	{
+		_mm256_storeu_ps(l, acc[r][c]);
+		y[r * ldy + c] =
+			finish(l, x + r * ldx, WROW(w, WT, c, in), WT, k, in);
+	}
 }
 
 static AVX void avx_dispatch(const float *x, size_t ldx, const void *w,
@@ -427,12 +437,12 @@ float engy_mm_dot(const float *a, const float *b, size_t n)
 }
 
 #define COLS_PER_TASK 16
-#define MAX_PARTS 512
+#define MAX_PARTS     512
 
 struct mm_job {
 	const struct mm_part *parts;
 	size_t n_parts;
-	size_t first[MAX_PARTS + 1];	/* first task of each part */
+	size_t first[MAX_PARTS + 1]; /* first task of each part */
 	block_fn k;
 };
 
@@ -460,14 +470,15 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 		for (c = c0; c < c1; c += 4) {
 			int C = c1 - c >= 4 ? 4 : (int)(c1 - c);
 
-			j->k(pt->x + r * pt->in, pt->in, WROW(pt->w, pt->wt, c, pt->in),
-			     pt->in, pt->y + r * pt->out + c, pt->out, R, C, pt->wt);
+			j->k(pt->x + r * pt->in, pt->in,
+			     WROW(pt->w, pt->wt, c, pt->in), pt->in,
+			     pt->y + r * pt->out + c, pt->out, R, C, pt->wt);
 		}
 	}
 }
 
 void engy_mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
-		     size_t n_parts)
+			  size_t n_parts)
 {
 	struct mm_job j;
 	size_t i, tasks = 0, k = 0;
@@ -508,7 +519,7 @@ void engy_mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
 }
 
 void engy_mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
-	       size_t in, size_t out, float *y)
+		    size_t in, size_t out, float *y)
 {
 	struct mm_part part = { x, w, y, n, in, out, MM_F32 };
 
@@ -516,7 +527,7 @@ void engy_mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
 }
 
 void engy_mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
-		     size_t in, size_t out, float *y)
+			  size_t in, size_t out, float *y)
 {
 	const uint16_t *wb = w;
 	const float *wf = w;
@@ -527,9 +538,9 @@ void engy_mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
 			float s = 0;
 
 			for (k = 0; k < in; k++)
-				s += x[r * in + k] * (wt == MM_BF16 ?
-						      bf16f(wb[c * in + k]) :
-						      wf[c * in + k]);
+				s += x[r * in + k] *
+				     (wt == MM_BF16 ? bf16f(wb[c * in + k])
+						    : wf[c * in + k]);
 			y[r * out + c] = s;
 		}
 }

@@ -27,13 +27,13 @@ unsigned engy_mm_pool_threads(const struct mm_pool *p);
  * [0, threads) and unique among concurrently running tasks (for scratch).
  * Calls on one pool must not overlap.
  */
-void engy_mm_pool_run(struct mm_pool *p, void (*fn)(void *arg, size_t task,
-					       unsigned thread),
-		 void *arg, size_t n_tasks);
+void engy_mm_pool_run(struct mm_pool *p,
+		      void (*fn)(void *arg, size_t task, unsigned thread),
+		      void *arg, size_t n_tasks);
 
 /* engy_mm_matmul() - Y [n, out] = X [n, in] . W [out, in]^T (float32 W). */
 void engy_mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
-	       size_t in, size_t out, float *y);
+		    size_t in, size_t out, float *y);
 
 /* Weight element types: float32, or bfloat16 bits widened on the fly. */
 enum mm_wtype {
@@ -44,10 +44,10 @@ enum mm_wtype {
 /* One product of a batch: y [n, out] = x [n, in] . w [out, in]^T. */
 struct mm_part {
 	const float *x;
-	const void *w;		/* float or uint16_t (bf16), by @wt */
+	const void *w; /* float or uint16_t (bf16), by @wt */
 	float *y;
 	size_t n, in, out;
-	int wt;			/* enum mm_wtype */
+	int wt; /* enum mm_wtype */
 };
 
 /*
@@ -56,14 +56,14 @@ struct mm_part {
  * small ones).  Each element comes out exactly as engy_mm_matmul() makes it.
  */
 void engy_mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
-		     size_t n_parts);
+			  size_t n_parts);
 
 /* engy_mm_dot() - the same dot product as one element of engy_mm_matmul(). */
 float engy_mm_dot(const float *a, const float *b, size_t n);
 
 /* engy_mm_matmul_naive() - the textbook triple loop, one thread (baseline). */
 void engy_mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
-		     size_t in, size_t out, float *y);
+			  size_t in, size_t out, float *y);
 
 /* The kernel in use: "avx2+fma" or "generic". */
 const char *engy_mm_kernel_name(void);

@@ -6,11 +6,12 @@
 #include "qwen3_int.h"
 
 int engy_q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
-		 char *err, size_t errlen)
+		      char *err, size_t errlen)
 {
 	*out = NULL;
-	snprintf(err, errlen,
-		 "device cuda: this build has no CUDA path (configure --with-cuda)");
+	snprintf(
+		err, errlen,
+		"device cuda: this build has no CUDA path (configure --with-cuda)");
 	return -ENOTSUP;
 }
 
@@ -19,7 +20,7 @@ void engy_q3_cuda_close(struct q3_cuda *c)
 }
 
 int engy_q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
-		   const void *w, int wt, size_t in, size_t out, float *y)
+			const void *w, int wt, size_t in, size_t out, float *y)
 {
 	return -ENOTSUP;
 }

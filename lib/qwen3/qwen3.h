@@ -24,13 +24,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define Q3_MAX_LAYERS	1024
-#define Q3_MAX_EOS	4
+#define Q3_MAX_LAYERS 1024
+#define Q3_MAX_EOS    4
 
 enum q3_quant {
 	Q3_QUANT_NONE = 0,
-	Q3_QUANT_FP8,		/* F8_E4M3 + weight_scale_inv blocks */
-	Q3_QUANT_INT4,		/* engy_int4: qweight + scales */
+	Q3_QUANT_FP8,  /* F8_E4M3 + weight_scale_inv blocks */
+	Q3_QUANT_INT4, /* engy_int4: qweight + scales */
 };
 
 struct q3_config {
@@ -41,14 +41,14 @@ struct q3_config {
 	bool tied;
 	/* MoE (0 when dense) */
 	uint32_t n_experts, top_k, moe_inter, sparse_step;
-	uint32_t shared_inter;		/* Qwen2-MoE style shared expert */
+	uint32_t shared_inter; /* Qwen2-MoE style shared expert */
 	bool norm_topk;
-	bool sparse[Q3_MAX_LAYERS];	/* layer i uses the experts */
+	bool sparse[Q3_MAX_LAYERS]; /* layer i uses the experts */
 	uint32_t eos[Q3_MAX_EOS];
 	uint32_t n_eos;
-	int quant;			/* enum q3_quant (from config.json) */
-	uint32_t quant_block;		/* FP8 block or INT4 group */
-	char dtype[16];			/* torch_dtype, informational */
+	int quant;	      /* enum q3_quant (from config.json) */
+	uint32_t quant_block; /* FP8 block or INT4 group */
+	char dtype[16];	      /* torch_dtype, informational */
 };
 
 enum q3_device {
@@ -57,9 +57,9 @@ enum q3_device {
 };
 
 struct q3_load_opts {
-	unsigned threads;	/* 0: every online CPU */
-	int device;		/* enum q3_device */
-	bool naive;		/* textbook one-thread matmul (a bench baseline) */
+	unsigned threads; /* 0: every online CPU */
+	int device;	  /* enum q3_device */
+	bool naive;	  /* textbook one-thread matmul (a bench baseline) */
 };
 
 /*
@@ -84,7 +84,7 @@ struct q3_seq;
  * Returns 0 or a negative errno with a one-line reason in @err.
  */
 int engy_q3_config_load(const char *dir, struct q3_config *c, char *err,
-		   size_t errlen);
+			size_t errlen);
 
 /*
  * engy_q3_model_load() - config plus weights (model.safetensors, or the shards
@@ -92,7 +92,7 @@ int engy_q3_config_load(const char *dir, struct q3_config *c, char *err,
  * shape is checked; the reason for a refusal names the tensor.
  */
 int engy_q3_model_load(const char *dir, const struct q3_load_opts *o,
-		  struct q3_model **out, char *err, size_t errlen);
+		       struct q3_model **out, char *err, size_t errlen);
 void engy_q3_model_free(struct q3_model *m);
 const struct q3_config *engy_q3_model_config(const struct q3_model *m);
 /* Bytes of weights held in memory. */
@@ -123,11 +123,11 @@ struct q3_row {
  * -ENOMEM; nothing is changed then.
  */
 int engy_q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
-	       float *hidden);
+		    float *hidden);
 
 /* engy_q3_logits() - lm_head of @n hidden rows into @logits [n, vocab]. */
 int engy_q3_logits(struct q3_model *m, const float *hidden, size_t n,
-	      float *logits);
+		   float *logits);
 
 /* Where matmuls run: "cpu avx2+fma x2 threads", "cuda". */
 const char *engy_q3_model_device(const struct q3_model *m);

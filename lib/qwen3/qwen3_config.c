@@ -102,8 +102,10 @@ static int get_bool(struct cfgp *p, const char *k, bool def, bool *out)
 static int add_eos(struct cfgp *p, struct q3_config *c, const cJSON *e)
 {
 	if (!cJSON_IsNumber(e) || e->valuedouble < 0 ||
-	    e->valuedouble >= c->vocab || e->valuedouble != floor(e->valuedouble))
-		return bad(p, "eos_token_id %g is not an id below vocab_size %u",
+	    e->valuedouble >= c->vocab ||
+	    e->valuedouble != floor(e->valuedouble))
+		return bad(p,
+			   "eos_token_id %g is not an id below vocab_size %u",
 			   cJSON_IsNumber(e) ? e->valuedouble : -1.0, c->vocab);
 	if (c->n_eos == Q3_MAX_EOS)
 		return bad(p, "more than %d eos_token_id", Q3_MAX_EOS);
@@ -124,7 +126,8 @@ static int get_eos(struct cfgp *p, struct q3_config *c)
 		return add_eos(p, c, v);
 	if (!cJSON_IsArray(v))
 		return bad(p, "eos_token_id must be an id or a list of ids");
-	cJSON_ArrayForEach(e, v) {
+	cJSON_ArrayForEach(e, v)
+	{
 		rc = add_eos(p, c, e);
 		if (rc)
 			return rc;
@@ -152,13 +155,14 @@ static int get_quant(struct cfgp *p, struct q3_config *c)
 		c->quant_block = 128;
 		if (!present(b))
 			return 0;
-		if (cJSON_GetArraySize(b) != 2 ||
-		    !cJSON_IsNumber(b->child) ||
+		if (cJSON_GetArraySize(b) != 2 || !cJSON_IsNumber(b->child) ||
 		    !cJSON_IsNumber(b->child->next) ||
 		    b->child->valuedouble != b->child->next->valuedouble ||
 		    !(b->child->valuedouble >= 1 &&
 		      b->child->valuedouble <= 65536))
-			return bad(p, "quantization_config.weight_block_size must be [B, B]");
+			return bad(
+				p,
+				"quantization_config.weight_block_size must be [B, B]");
 		c->quant_block = (uint32_t)b->child->valuedouble;
 		return 0;
 	}
@@ -169,11 +173,14 @@ static int get_quant(struct cfgp *p, struct q3_config *c)
 			rc = get_u32(&sub, "group_size", -1, 2, 65536,
 				     &c->quant_block);
 		if (!rc && c->quant_block % 2)
-			rc = bad(p, "quantization_config.group_size must be even");
+			rc = bad(p,
+				 "quantization_config.group_size must be even");
 		return rc;
 	}
-	return bad(p, "quantization_config.quant_method '%.40s' is not supported (fp8, engy_int4)",
-		   m->valuestring);
+	return bad(
+		p,
+		"quantization_config.quant_method '%.40s' is not supported (fp8, engy_int4)",
+		m->valuestring);
 }
 
 static int get_layers(struct cfgp *p, struct q3_config *c)
@@ -186,12 +193,16 @@ static int get_layers(struct cfgp *p, struct q3_config *c)
 	if (!present(v))
 		return 0;
 	if (!cJSON_IsArray(v))
-		return bad(p, "mlp_only_layers must be a list of layer indices");
-	cJSON_ArrayForEach(e, v) {
+		return bad(p,
+			   "mlp_only_layers must be a list of layer indices");
+	cJSON_ArrayForEach(e, v)
+	{
 		if (!cJSON_IsNumber(e) || e->valuedouble < 0 ||
 		    e->valuedouble >= c->n_layers ||
 		    e->valuedouble != floor(e->valuedouble))
-			return bad(p, "mlp_only_layers holds a value that is not a layer index");
+			return bad(
+				p,
+				"mlp_only_layers holds a value that is not a layer index");
 		c->sparse[(uint32_t)e->valuedouble] = false;
 	}
 	return 0;
@@ -203,11 +214,13 @@ static int refuse_unsupported(struct cfgp *p)
 	bool b = false;
 
 	if (present(v))
-		return bad(p, "rope_scaling is not supported (only plain RoPE)");
+		return bad(p,
+			   "rope_scaling is not supported (only plain RoPE)");
 	if (get_bool(p, "use_sliding_window", false, &b) || b)
 		return bad(p, "use_sliding_window is not supported");
 	if (get_bool(p, "attention_bias", false, &b) || b)
-		return bad(p, "attention_bias is not supported (Qwen3 has none)");
+		return bad(p,
+			   "attention_bias is not supported (Qwen3 has none)");
 	return 0;
 }
 
@@ -221,8 +234,10 @@ static int parse(struct cfgp *p, struct q3_config *c)
 	memset(c, 0, sizeof(*c));
 	if (!cJSON_IsString(mt) || (strcmp(mt->valuestring, "qwen3") &&
 				    strcmp(mt->valuestring, "qwen3_moe")))
-		return bad(p, "model_type '%.40s' is not a Qwen3 model (qwen3, qwen3_moe)",
-			   cJSON_IsString(mt) ? mt->valuestring : "");
+		return bad(
+			p,
+			"model_type '%.40s' is not a Qwen3 model (qwen3, qwen3_moe)",
+			cJSON_IsString(mt) ? mt->valuestring : "");
 	c->moe = strcmp(mt->valuestring, "qwen3_moe") == 0;
 	if (cJSON_IsString(dt))
 		snprintf(c->dtype, sizeof(c->dtype), "%s", dt->valuestring);
@@ -233,7 +248,8 @@ static int parse(struct cfgp *p, struct q3_config *c)
 		rc = get_u32(p, "num_hidden_layers", -1, 1, Q3_MAX_LAYERS,
 			     &c->n_layers);
 	if (!rc)
-		rc = get_u32(p, "num_attention_heads", -1, 1, 4096, &c->n_heads);
+		rc = get_u32(p, "num_attention_heads", -1, 1, 4096,
+			     &c->n_heads);
 	if (!rc)
 		rc = get_u32(p, "num_key_value_heads", c->n_heads, 1, 4096,
 			     &c->n_kv);
@@ -254,8 +270,10 @@ static int parse(struct cfgp *p, struct q3_config *c)
 	if (rc)
 		return rc;
 	if (c->n_heads % c->n_kv)
-		return bad(p, "num_attention_heads %u is not a multiple of num_key_value_heads %u",
-			   c->n_heads, c->n_kv);
+		return bad(
+			p,
+			"num_attention_heads %u is not a multiple of num_key_value_heads %u",
+			c->n_heads, c->n_kv);
 	if (c->head_dim % 2)
 		return bad(p, "head_dim %u is odd (RoPE rotates halves)",
 			   c->head_dim);
@@ -274,7 +292,8 @@ static int parse(struct cfgp *p, struct q3_config *c)
 			rc = get_u32(p, "shared_expert_intermediate_size", 0, 0,
 				     1u << 20, &c->shared_inter);
 		if (!rc)
-			rc = get_bool(p, "norm_topk_prob", false, &c->norm_topk);
+			rc = get_bool(p, "norm_topk_prob", false,
+				      &c->norm_topk);
 		if (rc)
 			return rc;
 	}
@@ -315,7 +334,7 @@ static cJSON *read_json(const char *path, char *err, size_t errlen, int *rc)
 }
 
 int engy_q3_config_load(const char *dir, struct q3_config *c, char *err,
-		   size_t errlen)
+			size_t errlen)
 {
 	char path[4096];
 	struct cfgp p = { .err = err, .errlen = errlen, .file = path };

@@ -93,19 +93,21 @@ static int seq_reserve(struct q3_seq *s, uint32_t need)
 /* ---- Building blocks ---- */
 
 void engy_q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
-		 const struct mm_part *pt, size_t n)
+		      const struct mm_part *pt, size_t n)
 {
 	size_t i;
 
 	if (m->naive) {
 		for (i = 0; i < n; i++)
-			engy_mm_matmul_naive(pt[i].x, pt[i].n, pt[i].w, pt[i].wt,
-					pt[i].in, pt[i].out, pt[i].y);
+			engy_mm_matmul_naive(pt[i].x, pt[i].n, pt[i].w,
+					     pt[i].wt, pt[i].in, pt[i].out,
+					     pt[i].y);
 	} else if (m->cuda) {
 		/* A device error falls back to the CPU: results must be right. */
 		for (i = 0; i < n; i++)
-			if (engy_q3_cuda_matmul(m->cuda, pt[i].x, pt[i].n, pt[i].w,
-					   pt[i].wt, pt[i].in, pt[i].out, pt[i].y))
+			if (engy_q3_cuda_matmul(m->cuda, pt[i].x, pt[i].n,
+						pt[i].w, pt[i].wt, pt[i].in,
+						pt[i].out, pt[i].y))
 				engy_mm_matmul_batch(m->pool, &pt[i], 1);
 	} else {
 		engy_mm_matmul_batch(m->pool, pt, n);
@@ -118,7 +120,7 @@ void engy_q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
 }
 
 void engy_q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
-	   size_t n, const void *w, size_t in, size_t out, float *y)
+		size_t n, const void *w, size_t in, size_t out, float *y)
 {
 	struct mm_part part = { x, w, y, n, in, out, m->wt };
 
@@ -148,8 +150,8 @@ float engy_q3_silu(float x)
 #define silu engy_q3_silu
 
 void engy_q3_mlp_run(struct q3_model *m, int layer, const char *pre,
-		const struct q3_mlp *mlp, const float *x, size_t n, float *g,
-		float *u, float *y)
+		     const struct q3_mlp *mlp, const float *x, size_t n,
+		     float *g, float *u, float *y)
 {
 	size_t h = m->cfg.hidden, i, ni = n * mlp->inter;
 	struct mm_part gu[2] = { { x, mlp->gate, g, n, h, mlp->inter, m->wt },
@@ -174,7 +176,7 @@ struct fwd {
 	size_t n;
 	uint32_t *pos;
 	float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *cs;
-	float *scores;		/* per pool thread */
+	float *scores; /* per pool thread */
 	size_t score_stride;
 	int layer;
 };
@@ -221,8 +223,8 @@ static void qk_prepare(struct fwd *f)
 		}
 		memcpy(s->k[f->layer] + (size_t)f->pos[r] * kvd, k,
 		       kvd * sizeof(float));
-		memcpy(s->v[f->layer] + (size_t)f->pos[r] * kvd,
-		       f->v + r * kvd, kvd * sizeof(float));
+		memcpy(s->v[f->layer] + (size_t)f->pos[r] * kvd, f->v + r * kvd,
+		       kvd * sizeof(float));
 	}
 }
 
@@ -272,11 +274,13 @@ static int layer_forward(struct fwd *f)
 	for (r = 0; r < f->n; r++)
 		rmsnorm(f->xn + r * h, f->x + r * h, l->in_norm, h, c->eps);
 	{
-		static const char *const names[3] = { "q_proj", "k_proj", "v_proj" };
+		static const char *const names[3] = { "q_proj", "k_proj",
+						      "v_proj" };
 		struct mm_part qkv[3] = {
 			{ f->xn, l->wq, f->q, f->n, h, qd, m->wt },
 			{ f->xn, l->wk, f->k, f->n, h, kvd, m->wt },
-			{ f->xn, l->wv, f->v, f->n, h, kvd, m->wt } };
+			{ f->xn, l->wv, f->v, f->n, h, kvd, m->wt }
+		};
 
 		engy_q3_mm_batch(m, L, names, qkv, 3);
 	}
@@ -292,7 +296,8 @@ static int layer_forward(struct fwd *f)
 		if (rc)
 			return rc;
 	} else {
-		engy_q3_mlp_run(m, L, "", &l->mlp, f->xn, f->n, f->g, f->u, f->tmp);
+		engy_q3_mlp_run(m, L, "", &l->mlp, f->xn, f->n, f->g, f->u,
+				f->tmp);
 	}
 	for (i = 0; i < f->n * h; i++)
 		f->x[i] += f->tmp[i];
@@ -349,7 +354,7 @@ static int place_rows(struct q3_model *m, const struct q3_row *rows, size_t n,
 }
 
 int engy_q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
-	       float *hidden)
+		    float *hidden)
 {
 	const struct q3_config *c = &m->cfg;
 	size_t h = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
@@ -381,8 +386,8 @@ int engy_q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
 	f.scores = malloc((size_t)engy_mm_pool_threads(m->pool) * max_pos *
 			  sizeof(float));
 	rc = -ENOMEM;
-	if (!f.x || !f.xn || !f.tmp || !f.q || !f.att || !f.k || !f.v ||
-	    !f.g || !f.u || !f.cs || !f.scores)
+	if (!f.x || !f.xn || !f.tmp || !f.q || !f.att || !f.k || !f.v || !f.g ||
+	    !f.u || !f.cs || !f.scores)
 		goto out;
 	pthread_mutex_lock(&m->mu);
 	for (r = 0; r < n; r++)
@@ -418,11 +423,11 @@ out_pos:
 }
 
 int engy_q3_logits(struct q3_model *m, const float *hidden, size_t n,
-	      float *logits)
+		   float *logits)
 {
 	pthread_mutex_lock(&m->mu);
 	engy_q3_mm(m, -1, "lm_head", hidden, n, m->lm_head, m->cfg.hidden,
-	      m->cfg.vocab, logits);
+		   m->cfg.vocab, logits);
 	pthread_mutex_unlock(&m->mu);
 	return 0;
 }

@@ -12,32 +12,32 @@ struct q3_cuda;
 
 /* Matrices are float32 or bf16 (the model's wt); vectors are float32. */
 struct q3_mlp {
-	void *gate, *up, *down;		/* [inter, H], [inter, H], [H, inter] */
+	void *gate, *up, *down; /* [inter, H], [inter, H], [H, inter] */
 	uint32_t inter;
 };
 
 struct q3_layer {
 	float *in_norm, *post_norm, *q_norm, *k_norm;
 	void *wq, *wk, *wv, *wo;
-	struct q3_mlp mlp;		/* dense layers */
-	void *router;			/* [E, H] */
-	struct q3_mlp *experts;		/* E of them */
-	struct q3_mlp shared;		/* when shared_inter > 0 */
-	void *shared_gate;		/* [1, H] */
+	struct q3_mlp mlp;	/* dense layers */
+	void *router;		/* [E, H] */
+	struct q3_mlp *experts; /* E of them */
+	struct q3_mlp shared;	/* when shared_inter > 0 */
+	void *shared_gate;	/* [1, H] */
 };
 
 struct q3_model {
 	struct q3_config cfg;
-	int wt;				/* enum mm_wtype of every matrix */
+	int wt; /* enum mm_wtype of every matrix */
 	void *embed, *lm_head;
 	float *final_norm;
 	struct q3_layer *layers;
-	float *inv_freq;		/* head_dim / 2, float32 as HF */
+	float *inv_freq; /* head_dim / 2, float32 as HF */
 	size_t bytes;
-	void **bufs;			/* every weight buffer, for free */
+	void **bufs; /* every weight buffer, for free */
 	size_t n_bufs, cap_bufs;
 	struct mm_pool *pool;
-	pthread_mutex_t mu;		/* one forward at a time */
+	pthread_mutex_t mu; /* one forward at a time */
 	q3_hook_fn hook;
 	void *hook_arg;
 	struct q3_cuda *cuda;
@@ -48,24 +48,24 @@ struct q3_model {
 struct q3_seq {
 	const struct q3_model *m;
 	uint32_t len, cap, max_ctx;
-	uint32_t next;			/* scratch of engy_q3_forward() */
-	float **k, **v;			/* per layer: [cap, n_kv * head_dim] */
+	uint32_t next;	/* scratch of engy_q3_forward() */
+	float **k, **v; /* per layer: [cap, n_kv * head_dim] */
 };
 
 /* Y = X W^T (W one of the model's matrices) on its device, then the hook. */
 void engy_q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
-	   size_t n, const void *w, size_t in, size_t out, float *y);
+		size_t n, const void *w, size_t in, size_t out, float *y);
 
 /* Independent products as one job, then the hook for each, in order. */
 void engy_q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
-		 const struct mm_part *parts, size_t n);
+		      const struct mm_part *parts, size_t n);
 
 /*
  * engy_q3_moe() - the sparse MLP of @layer for @n normed rows @xn into @y
  * [n, H] (overwritten).  Returns 0 or -ENOMEM.
  */
 int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
-	   float *y);
+		float *y);
 
 /*
  * engy_q3_mlp_run() - SwiGLU down(silu(gate(x)) * up(x)) for @n rows; @g and @u
@@ -73,16 +73,16 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
  * ("" for the dense MLP, "experts.3." ...).
  */
 void engy_q3_mlp_run(struct q3_model *m, int layer, const char *name_prefix,
-		const struct q3_mlp *mlp, const float *x, size_t n, float *g,
-		float *u, float *y);
+		     const struct q3_mlp *mlp, const float *x, size_t n,
+		     float *g, float *u, float *y);
 
 float engy_q3_silu(float x);
 
 /* CUDA (matmul_cuda.cu); stubs refuse when built without it. */
 int engy_q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
-		 char *err, size_t errlen);
+		      char *err, size_t errlen);
 void engy_q3_cuda_close(struct q3_cuda *c);
 int engy_q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
-		   const void *w, int wt, size_t in, size_t out, float *y);
+			const void *w, int wt, size_t in, size_t out, float *y);
 
 #endif /* Q3_QWEN3_INT_H */

@@ -123,7 +123,8 @@ static int linear(struct loader *ld, const char *prefix, uint64_t rows,
 		snprintf(n1, sizeof(n1), "%s.weight", prefix);
 		w = find(ld, n1);
 		if (!w || w->dtype != ENGY_ST_BF16) {
-			snprintf(ld->err, ld->errlen, "tensor %s is missing", n1);
+			snprintf(ld->err, ld->errlen, "tensor %s is missing",
+				 n1);
 			return -EINVAL;
 		}
 		if (w->ndim != 2 || w->shape[0] != rows || w->shape[1] != cols)
@@ -142,22 +143,24 @@ static int linear(struct loader *ld, const char *prefix, uint64_t rows,
 		snprintf(n2, sizeof(n2), "%s.scales", prefix);
 		s = find(ld, n2);
 		if (!s) {
-			snprintf(ld->err, ld->errlen, "tensor %s is missing (%s is INT4)",
-				 n2, n1);
+			snprintf(ld->err, ld->errlen,
+				 "tensor %s is missing (%s is INT4)", n2, n1);
 			return -EINVAL;
 		}
-		if (w->ndim != 2 || w->shape[0] != rows || w->shape[1] * 2 != cols)
+		if (w->ndim != 2 || w->shape[0] != rows ||
+		    w->shape[1] * 2 != cols)
 			return shape_err(ld, w, rows, cols / 2);
 		if (s->ndim != 2 || s->shape[0] != rows || !s->shape[1] ||
 		    cols % s->shape[1]) {
-			snprintf(ld->err, ld->errlen,
-				 "tensor %s is not [%llu, groups] with groups dividing %llu",
-				 n2, (unsigned long long)rows,
-				 (unsigned long long)cols);
+			snprintf(
+				ld->err, ld->errlen,
+				"tensor %s is not [%llu, groups] with groups dividing %llu",
+				n2, (unsigned long long)rows,
+				(unsigned long long)cols);
 			return -EINVAL;
 		}
-		rc = engy_st_dequant_int4(w, s, (uint32_t)(cols / s->shape[1]), p,
-					  &got, ld->err, ld->errlen);
+		rc = engy_st_dequant_int4(w, s, (uint32_t)(cols / s->shape[1]),
+					  p, &got, ld->err, ld->errlen);
 		if (!rc && got != cols)
 			return shape_err(ld, s, rows, cols);
 		*out = p;
@@ -177,12 +180,14 @@ static int linear(struct loader *ld, const char *prefix, uint64_t rows,
 		s = find(ld, n2);
 		if (!s) {
 			snprintf(ld->err, ld->errlen,
-				 "tensor %s is missing (%s is F8_E4M3)", n2, n1);
+				 "tensor %s is missing (%s is F8_E4M3)", n2,
+				 n1);
 			return -EINVAL;
 		}
-		return engy_st_dequant_fp8(w, s, ld->m->cfg.quant_block ?
-					   ld->m->cfg.quant_block : 128,
-					   p, ld->err, ld->errlen);
+		return engy_st_dequant_fp8(
+			w, s,
+			ld->m->cfg.quant_block ? ld->m->cfg.quant_block : 128,
+			p, ld->err, ld->errlen);
 	}
 	return float_tensor(ld, w, p);
 }
@@ -234,7 +239,12 @@ static int layer(struct loader *ld, uint32_t i)
 	int rc;
 
 	snprintf(p, sizeof(p), "model.layers.%u", i);
-#define TRY(x) do { rc = (x); if (rc) return rc; } while (0)
+#define TRY(x)                                                                 \
+	do {                                                                   \
+		rc = (x);                                                      \
+		if (rc)                                                        \
+			return rc;                                             \
+	} while (0)
 	snprintf(n, sizeof(n), "%s.input_layernorm.weight", p);
 	TRY(vector(ld, n, h, &l->in_norm));
 	snprintf(n, sizeof(n), "%s.post_attention_layernorm.weight", p);
@@ -322,13 +332,15 @@ static int open_shards(struct loader *ld, const char *dir)
 		return -EINVAL;
 	}
 	rc = 0;
-	cJSON_ArrayForEach(e, map) {
+	cJSON_ArrayForEach(e, map)
+	{
 		bool seen = false;
 
 		if (!cJSON_IsString(e) || !shard_name_ok(e->valuestring)) {
-			snprintf(ld->err, ld->errlen,
-				 "%s: weight_map names '%.60s', not a .safetensors file beside it",
-				 path, cJSON_IsString(e) ? e->valuestring : "");
+			snprintf(
+				ld->err, ld->errlen,
+				"%s: weight_map names '%.60s', not a .safetensors file beside it",
+				path, cJSON_IsString(e) ? e->valuestring : "");
 			rc = -EINVAL;
 			break;
 		}
@@ -340,8 +352,8 @@ static int open_shards(struct loader *ld, const char *dir)
 		if (seen)
 			continue;
 		if (ld->n_st == MAX_SHARDS) {
-			snprintf(ld->err, ld->errlen, "%s: over %d shards", path,
-				 MAX_SHARDS);
+			snprintf(ld->err, ld->errlen, "%s: over %d shards",
+				 path, MAX_SHARDS);
 			rc = -EINVAL;
 			break;
 		}
@@ -362,9 +374,9 @@ static int rope_table(struct q3_model *m)
 	if (!m->inv_freq)
 		return -ENOMEM;
 	for (i = 0; i < half; i++)
-		m->inv_freq[i] = (float)(1.0 / pow(m->cfg.rope_theta,
-						   (double)(2 * i) /
-						   m->cfg.head_dim));
+		m->inv_freq[i] =
+			(float)(1.0 / pow(m->cfg.rope_theta,
+					  (double)(2 * i) / m->cfg.head_dim));
 	return 0;
 }
 
@@ -417,7 +429,7 @@ static int load_weights(struct loader *ld)
 }
 
 int engy_q3_model_load(const char *dir, const struct q3_load_opts *o,
-		  struct q3_model **out, char *err, size_t errlen)
+		       struct q3_model **out, char *err, size_t errlen)
 {
 	struct loader ld = { .err = err, .errlen = errlen };
 	struct q3_model *m;
@@ -443,8 +455,8 @@ int engy_q3_model_load(const char *dir, const struct q3_load_opts *o,
 		engy_st_close(ld.st[i]);
 	free(ld.st);
 	if (!rc && o && o->device == Q3_DEVICE_CUDA)
-		rc = engy_q3_cuda_open(&m->cuda, m->device, sizeof(m->device), err,
-				  errlen);
+		rc = engy_q3_cuda_open(&m->cuda, m->device, sizeof(m->device),
+				       err, errlen);
 	if (!rc) {
 		if (!threads) {
 			ncpu = sysconf(_SC_NPROCESSORS_ONLN);

@@ -19,12 +19,12 @@
 struct route {
 	uint32_t expert;
 	float w;
-	uint32_t slot;		/* the pair's row in the gathered blocks */
+	uint32_t slot; /* the pair's row in the gathered blocks */
 };
 
 /* Softmax and top-k of one row's router logits into @sel (k entries). */
-static void route_row(const float *logit, uint32_t E, uint32_t K,
-		      bool norm, float *prob, struct route *sel)
+static void route_row(const float *logit, uint32_t E, uint32_t K, bool norm,
+		      float *prob, struct route *sel)
 {
 	float mx = -INFINITY, wsum = 0;
 	double sum = 0;
@@ -42,7 +42,7 @@ static void route_row(const float *logit, uint32_t E, uint32_t K,
 		best = E;
 		for (e = 0; e < E; e++) {
 			if (prob[e] < 0)
-				continue;	/* taken */
+				continue; /* taken */
 			if (best == E || prob[e] > prob[best])
 				best = e;
 		}
@@ -69,14 +69,17 @@ static int shared_expert(struct q3_model *m, int layer, const float *xn,
 {
 	const struct q3_layer *l = &m->layers[layer];
 	size_t h = m->cfg.hidden, I = m->cfg.shared_inter, r, d;
-	float *g = malloc(n * I * sizeof(float)), *u = malloc(n * I * sizeof(float));
-	float *o = malloc(n * h * sizeof(float)), *gate = malloc(n * sizeof(float));
+	float *g = malloc(n * I * sizeof(float)),
+	      *u = malloc(n * I * sizeof(float));
+	float *o = malloc(n * h * sizeof(float)),
+	      *gate = malloc(n * sizeof(float));
 	int rc = -ENOMEM;
 
 	if (!g || !u || !o || !gate)
 		goto out;
 	engy_q3_mlp_run(m, layer, "shared_expert.", &l->shared, xn, n, g, u, o);
-	engy_q3_mm(m, layer, "shared_expert_gate", xn, n, l->shared_gate, h, 1, gate);
+	engy_q3_mm(m, layer, "shared_expert_gate", xn, n, l->shared_gate, h, 1,
+		   gate);
 	for (r = 0; r < n; r++) {
 		float s = 1.0f / (1.0f + expf(-gate[r]));
 
@@ -97,7 +100,8 @@ out:
  * block, so all active experts' gate and up products run as one pool job,
  * and all their down products as another.
  */
-int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float *y)
+int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
+		float *y)
 {
 	const struct q3_config *c = &m->cfg;
 	const struct q3_layer *l = &m->layers[layer];
@@ -106,13 +110,14 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float 
 	float *logit = malloc(n * E * sizeof(float));
 	float *prob = malloc(E * sizeof(float));
 	struct route *sel = malloc(nk * sizeof(*sel));
-	size_t *off = calloc(E + 1, sizeof(*off)), *fill = calloc(E, sizeof(*fill));
+	size_t *off = calloc(E + 1, sizeof(*off)),
+	       *fill = calloc(E, sizeof(*fill));
 	float *xe = malloc(nk * h * sizeof(float));
 	float *ge = malloc(nk * I * sizeof(float));
 	float *ue = malloc(nk * I * sizeof(float));
 	float *ye = malloc(nk * h * sizeof(float));
 	struct mm_part *parts = malloc(2 * E * sizeof(*parts));
-	char (*nm)[40] = malloc(2 * E * sizeof(*nm));
+	char(*nm)[40] = malloc(2 * E * sizeof(*nm));
 	const char **names = malloc(2 * E * sizeof(*names));
 	int rc = -ENOMEM;
 
@@ -131,7 +136,8 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float 
 		for (k = 0; k < K; k++) {
 			struct route *s = &sel[r * K + k];
 
-			s->slot = (uint32_t)(off[s->expert] + fill[s->expert]++);
+			s->slot =
+				(uint32_t)(off[s->expert] + fill[s->expert]++);
 			memcpy(xe + s->slot * h, xn + r * h, h * sizeof(float));
 		}
 	for (e = 0; e < E; e++) {
@@ -139,12 +145,23 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float 
 
 		if (!cnt)
 			continue;
-		parts[na] = (struct mm_part){ xe + off[e] * h, l->experts[e].gate,
-					      ge + off[e] * I, cnt, h, I, m->wt };
+		parts[na] = (struct mm_part){ xe + off[e] * h,
+					      l->experts[e].gate,
+					      ge + off[e] * I,
+					      cnt,
+					      h,
+					      I,
+					      m->wt };
 		snprintf(nm[na], sizeof(nm[na]), "experts.%u.gate_proj", e);
-		parts[na + 1] = (struct mm_part){ xe + off[e] * h, l->experts[e].up,
-						  ue + off[e] * I, cnt, h, I, m->wt };
-		snprintf(nm[na + 1], sizeof(nm[na + 1]), "experts.%u.up_proj", e);
+		parts[na + 1] = (struct mm_part){ xe + off[e] * h,
+						  l->experts[e].up,
+						  ue + off[e] * I,
+						  cnt,
+						  h,
+						  I,
+						  m->wt };
+		snprintf(nm[na + 1], sizeof(nm[na + 1]), "experts.%u.up_proj",
+			 e);
 		na += 2;
 	}
 	for (r = 0; r < na; r++)
@@ -157,8 +174,13 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n, float 
 
 		if (!cnt)
 			continue;
-		parts[na] = (struct mm_part){ ge + off[e] * I, l->experts[e].down,
-					      ye + off[e] * h, cnt, I, h, m->wt };
+		parts[na] = (struct mm_part){ ge + off[e] * I,
+					      l->experts[e].down,
+					      ye + off[e] * h,
+					      cnt,
+					      I,
+					      h,
+					      m->wt };
 		snprintf(nm[na], sizeof(nm[na]), "experts.%u.down_proj", e);
 		names[na] = nm[na];
 		na++;

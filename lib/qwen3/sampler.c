@@ -158,8 +158,8 @@ static uint32_t top_candidates(struct q3_sampler *s, const float *logits,
 }
 
 uint32_t engy_q3_sample(struct q3_sampler *s, const float *logits,
-		   const struct q3_sampling *p, struct q3_rng *rng,
-		   float *logprob)
+			const struct q3_sampling *p, struct q3_rng *rng,
+			float *logprob)
 {
 	uint32_t i, n, best = 0, keep;
 	double sum = 0, acc, u;

@@ -20,9 +20,9 @@ uint64_t engy_q3_rng_next(struct q3_rng *r);
 double engy_q3_rng_uniform(struct q3_rng *r);
 
 struct q3_sampling {
-	double temperature;	/* 0: greedy */
-	double top_p;		/* (0, 1]; 1: off */
-	int32_t top_k;		/* 0: off */
+	double temperature; /* 0: greedy */
+	double top_p;	    /* (0, 1]; 1: off */
+	int32_t top_k;	    /* 0: off */
 };
 
 /* 0, or -EINVAL naming the field in @why. */
@@ -39,7 +39,7 @@ void engy_q3_sampler_free(struct q3_sampler *s);
  * under the unmodified distribution (softmax of the raw logits).
  */
 uint32_t engy_q3_sample(struct q3_sampler *s, const float *logits,
-		   const struct q3_sampling *p, struct q3_rng *rng,
-		   float *logprob);
+			const struct q3_sampling *p, struct q3_rng *rng,
+			float *logprob);
 
 #endif /* Q3_SAMPLER_H */

@@ -54,7 +54,7 @@ static struct u128 div128(struct u128 x, uint64_t c)
 		carry = r >> 63;
 		r = (r << 1) | bit;
 		if (carry || r >= c) {
-			r -= c;	/* the true remainder < c: the wrap is right */
+			r -= c; /* the true remainder < c: the wrap is right */
 			if (i >= 64)
 				q.hi |= 1ULL << (i - 64);
 			else
@@ -101,7 +101,7 @@ int engy_score_percentile(const struct engy_score_bucket *b, size_t n,
 			return 0;
 		}
 	}
-	return -ENODATA;	/* not reached: cum ends at total >= k */
+	return -ENODATA; /* not reached: cum ends at total >= k */
 }
 
 /* A gate runs only on at least max(min, 1) samples. */
@@ -116,7 +116,7 @@ static uint32_t row_gates(const struct engy_epoch_row *r,
 			  const struct engy_epoch_params *p, int miner_cheats,
 			  struct engy_epoch_row_result *rr)
 {
-	uint64_t n = r->n_2xx + r->n_502 + r->n_504;	/* < 2^55 */
+	uint64_t n = r->n_2xx + r->n_502 + r->n_504; /* < 2^55 */
 	uint64_t nt = engy_score_hist_total(r->ttft, r->n_ttft);
 	uint64_t np = engy_score_hist_total(r->tpot, r->n_tpot);
 	uint64_t bp = ENGY_SCORE_BP;
@@ -168,9 +168,10 @@ static int miner_cheats(const struct engy_epoch_input *in,
 		cheat += r->v_cheat;
 		rendered += r->v_pass + r->v_cheat;
 		if (rendered > ENGY_SCORE_MAX_INT)
-			return engy_score_fail(why, wl, -ERANGE,
-					  "rows[%zu].verdicts: hotkey %s has over 2^53-1 verdicts",
-					  order[i], r->hotkey);
+			return engy_score_fail(
+				why, wl, -ERANGE,
+				"rows[%zu].verdicts: hotkey %s has over 2^53-1 verdicts",
+				order[i], r->hotkey);
 	}
 	/* cheat / rendered > max_bp / 10000, cross-multiplied */
 	*fails = enough(rendered, p->cheat_min_samples) &&
@@ -207,15 +208,17 @@ static int score_miner(const struct engy_epoch_input *in,
 			continue;
 		if (engy_score_muldiv(r->tokens, md->score_rate, 1000, &s) ||
 		    s > ENGY_SCORE_MAX_INT)
-			return engy_score_fail(out->error, sizeof(out->error), -ERANGE,
-					  "rows[%zu]: score tokens * score_rate / 1000 is over 2^53-1",
-					  order[i]);
+			return engy_score_fail(
+				out->error, sizeof(out->error), -ERANGE,
+				"rows[%zu]: score tokens * score_rate / 1000 is over 2^53-1",
+				order[i]);
 		rr->score = s;
 		m->score += s;
 		if (m->score > ENGY_SCORE_MAX_INT)
-			return engy_score_fail(out->error, sizeof(out->error), -ERANGE,
-					  "rows[%zu]: hotkey %s scores over 2^53-1 in all",
-					  order[i], r->hotkey);
+			return engy_score_fail(
+				out->error, sizeof(out->error), -ERANGE,
+				"rows[%zu]: hotkey %s scores over 2^53-1 in all",
+				order[i], r->hotkey);
 	}
 	return 0;
 }
@@ -224,8 +227,8 @@ static int score_miner(const struct engy_epoch_input *in,
  * weight = floor(score * 65535 / total); the remainder to the top miner,
  * ties to the first in (uid, hotkey) order: the miners' own order.
  */
-static int build_weights(const struct engy_epoch_input *in,
-			 struct miner *mn, size_t n, uint64_t total,
+static int build_weights(const struct engy_epoch_input *in, struct miner *mn,
+			 size_t n, uint64_t total,
 			 struct engy_epoch_result *out)
 {
 	uint64_t sum = 0;
@@ -274,15 +277,17 @@ static int settle(const struct engy_epoch_input *in,
 		const char *hk = in->rows[order[a]].hotkey;
 
 		for (b = a + 1; b < in->n_rows &&
-		     strcmp(in->rows[order[b]].hotkey, hk) == 0; b++)
+				strcmp(in->rows[order[b]].hotkey, hk) == 0;
+		     b++)
 			;
 		rc = score_miner(in, p, order, a, b, out, &mn[n]);
 		if (rc)
 			break;
 		out->total_score += mn[n++].score;
 		if (out->total_score > ENGY_SCORE_MAX_INT)
-			rc = engy_score_fail(out->error, sizeof(out->error), -ERANGE,
-					"rows: the total score is over 2^53-1");
+			rc = engy_score_fail(
+				out->error, sizeof(out->error), -ERANGE,
+				"rows: the total score is over 2^53-1");
 	}
 	if (!rc)
 		rc = build_weights(in, mn, n, out->total_score, out);

@@ -13,10 +13,10 @@
 
 #include <engy/scorer.h>
 
-#define ENGY_SCORE_RULES	"engy-sn53-v1"
-#define ENGY_SCORE_MODEL_MAX	128	/* longest model name */
-#define ENGY_SCORE_PCT		99	/* the latency gates' percentile */
-#define ENGY_SCORE_BP		10000u	/* basis points in one */
+#define ENGY_SCORE_RULES     "engy-sn53-v1"
+#define ENGY_SCORE_MODEL_MAX 128    /* longest model name */
+#define ENGY_SCORE_PCT	     99	    /* the latency gates' percentile */
+#define ENGY_SCORE_BP	     10000u /* basis points in one */
 
 /* The documented defaults of the gates (specs/scoring.md §3). */
 void engy_score_params_default(struct engy_epoch_params *p);
@@ -62,7 +62,7 @@ struct engy_score_doc {
 	struct engy_epoch_params params;
 	int have_netuid, have_epoch, have_owner;
 	char owner[ENGY_SCORE_HOTKEY_MAX];
-	void *priv;		/* the storage behind in's pointers */
+	void *priv; /* the storage behind in's pointers */
 };
 
 /*

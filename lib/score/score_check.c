@@ -11,8 +11,8 @@
 #include "score_int.h"
 #include "ss58.h"
 
-#define MAX_MODELS	1024
-#define MAX_ROWS	(1u << 20)
+#define MAX_MODELS 1024
+#define MAX_ROWS   (1u << 20)
 
 int engy_score_fail(char *why, size_t whylen, int rc, const char *fmt, ...)
 {
@@ -38,9 +38,10 @@ void engy_score_params_default(struct engy_epoch_params *p)
 	p->cheat_min_samples = 100;
 }
 
-const struct engy_epoch_params *engy_score_params(const struct engy_epoch_input *in,
-					     const struct engy_epoch_params *p,
-					     struct engy_epoch_params *def)
+const struct engy_epoch_params *
+engy_score_params(const struct engy_epoch_input *in,
+		  const struct engy_epoch_params *p,
+		  struct engy_epoch_params *def)
 {
 	if (p)
 		return p;
@@ -83,8 +84,8 @@ int engy_score_model_ok(const char *s)
 	return n > 0;
 }
 
-const struct engy_epoch_model *engy_score_model_of(const struct engy_epoch_input *in,
-					      const char *model)
+const struct engy_epoch_model *
+engy_score_model_of(const struct engy_epoch_input *in, const char *model)
 {
 	size_t i;
 
@@ -179,100 +180,110 @@ size_t *engy_score_row_order(const struct engy_epoch_input *in)
 	return o;
 }
 
-static int check_params(const struct engy_epoch_params *p, char *why,
-			size_t wl)
+static int check_params(const struct engy_epoch_params *p, char *why, size_t wl)
 {
 	if (p->size < sizeof(*p))
-		return engy_score_fail(why, wl, -EINVAL, "params: size %u is not %zu",
-				  (unsigned)p->size, sizeof(*p));
-	if (p->acceptance_min_bp > ENGY_SCORE_BP)
 		return engy_score_fail(why, wl, -EINVAL,
-				  "params.acceptance_min_bp: %u is over 10000",
-				  (unsigned)p->acceptance_min_bp);
+				       "params: size %u is not %zu",
+				       (unsigned)p->size, sizeof(*p));
+	if (p->acceptance_min_bp > ENGY_SCORE_BP)
+		return engy_score_fail(
+			why, wl, -EINVAL,
+			"params.acceptance_min_bp: %u is over 10000",
+			(unsigned)p->acceptance_min_bp);
 	if (p->cheat_max_bp > ENGY_SCORE_BP)
 		return engy_score_fail(why, wl, -EINVAL,
-				  "params.cheat_max_bp: %u is over 10000",
-				  (unsigned)p->cheat_max_bp);
+				       "params.cheat_max_bp: %u is over 10000",
+				       (unsigned)p->cheat_max_bp);
 	if (p->acceptance_min_samples > ENGY_SCORE_MAX_INT ||
 	    p->ttft_min_samples > ENGY_SCORE_MAX_INT ||
 	    p->tpot_min_samples > ENGY_SCORE_MAX_INT ||
 	    p->cheat_min_samples > ENGY_SCORE_MAX_INT)
-		return engy_score_fail(why, wl, -EINVAL,
-				  "params: a *_min_samples is over 2^53-1");
+		return engy_score_fail(
+			why, wl, -EINVAL,
+			"params: a *_min_samples is over 2^53-1");
 	return 0;
 }
 
-static int check_models(const struct engy_epoch_input *in, char *why,
-			size_t wl)
+static int check_models(const struct engy_epoch_input *in, char *why, size_t wl)
 {
 	size_t i, j;
 
 	if (in->n_models > MAX_MODELS)
 		return engy_score_fail(why, wl, -EINVAL, "models: more than %d",
-				  MAX_MODELS);
+				       MAX_MODELS);
 	if (in->n_models && !in->models)
 		return engy_score_fail(why, wl, -EINVAL, "models: missing");
 	for (i = 0; i < in->n_models; i++) {
 		const struct engy_epoch_model *m = &in->models[i];
 
 		if (!engy_score_model_ok(m->model))
-			return engy_score_fail(why, wl, -EINVAL,
-					  "models[%zu].model: not a model name ([A-Za-z0-9._:/@+-], 1..128)",
-					  i);
+			return engy_score_fail(
+				why, wl, -EINVAL,
+				"models[%zu].model: not a model name ([A-Za-z0-9._:/@+-], 1..128)",
+				i);
 		for (j = 0; j < i; j++)
 			if (strcmp(in->models[j].model, m->model) == 0)
-				return engy_score_fail(why, wl, -EINVAL,
-						  "models[%zu].model: '%s' repeats models[%zu]",
-						  i, m->model, j);
+				return engy_score_fail(
+					why, wl, -EINVAL,
+					"models[%zu].model: '%s' repeats models[%zu]",
+					i, m->model, j);
 		if (m->score_rate > ENGY_SCORE_MAX_INT)
-			return engy_score_fail(why, wl, -EINVAL,
-					  "models[%zu].score_rate: over 2^53-1", i);
+			return engy_score_fail(
+				why, wl, -EINVAL,
+				"models[%zu].score_rate: over 2^53-1", i);
 		if (m->qual_ttft_p99_ms > ENGY_SCORE_MAX_INT)
-			return engy_score_fail(why, wl, -EINVAL,
-					  "models[%zu].qual_ttft_p99_ms: over 2^53-1", i);
+			return engy_score_fail(
+				why, wl, -EINVAL,
+				"models[%zu].qual_ttft_p99_ms: over 2^53-1", i);
 		if (m->qual_tpot_p99_ms > ENGY_SCORE_MAX_INT)
-			return engy_score_fail(why, wl, -EINVAL,
-					  "models[%zu].qual_tpot_p99_ms: over 2^53-1", i);
+			return engy_score_fail(
+				why, wl, -EINVAL,
+				"models[%zu].qual_tpot_p99_ms: over 2^53-1", i);
 	}
 	return 0;
 }
 
 static int check_hist(const struct engy_score_bucket *b, size_t n,
-		      uint64_t counted, size_t row, const char *name,
-		      char *why, size_t wl)
+		      uint64_t counted, size_t row, const char *name, char *why,
+		      size_t wl)
 {
 	uint64_t total = 0;
 	size_t j;
 
 	if (n && !b)
-		return engy_score_fail(why, wl, -EINVAL, "rows[%zu].%s: missing",
-				  row, name);
+		return engy_score_fail(why, wl, -EINVAL,
+				       "rows[%zu].%s: missing", row, name);
 	for (j = 0; j < n; j++) {
 		if (b[j].ms > ENGY_SCORE_MAX_INT)
-			return engy_score_fail(why, wl, -EINVAL,
-					  "rows[%zu].%s[%zu]: ms over 2^53-1",
-					  row, name, j);
+			return engy_score_fail(
+				why, wl, -EINVAL,
+				"rows[%zu].%s[%zu]: ms over 2^53-1", row, name,
+				j);
 		if (j && b[j].ms <= b[j - 1].ms)
-			return engy_score_fail(why, wl, -EINVAL,
-					  "rows[%zu].%s[%zu]: ms %llu not above the previous bucket's %llu",
-					  row, name, j,
-					  (unsigned long long)b[j].ms,
-					  (unsigned long long)b[j - 1].ms);
+			return engy_score_fail(
+				why, wl, -EINVAL,
+				"rows[%zu].%s[%zu]: ms %llu not above the previous bucket's %llu",
+				row, name, j, (unsigned long long)b[j].ms,
+				(unsigned long long)b[j - 1].ms);
 		if (b[j].count == 0 || b[j].count > counted - total)
-			return engy_score_fail(why, wl, -EINVAL,
-					  b[j].count ? "rows[%zu].%s[%zu]: more samples than counted requests"
-						     : "rows[%zu].%s[%zu]: count 0",
-					  row, name, j);
+			return engy_score_fail(
+				why, wl, -EINVAL,
+				b[j].count
+					? "rows[%zu].%s[%zu]: more samples than counted requests"
+					: "rows[%zu].%s[%zu]: count 0",
+				row, name, j);
 		total += b[j].count;
 	}
 	return 0;
 }
 
-#define ROW_INT(r, f, name)						\
-	do {								\
-		if ((r)->f > ENGY_SCORE_MAX_INT)			\
-			return engy_score_fail(why, wl, -EINVAL,		\
-					  "rows[%zu]." name ": over 2^53-1", i); \
+#define ROW_INT(r, f, name)                                                    \
+	do {                                                                   \
+		if ((r)->f > ENGY_SCORE_MAX_INT)                               \
+			return engy_score_fail(                                \
+				why, wl, -EINVAL,                              \
+				"rows[%zu]." name ": over 2^53-1", i);         \
 	} while (0)
 
 static int check_row(const struct engy_epoch_input *in, size_t i, char *why,
@@ -283,18 +294,19 @@ static int check_row(const struct engy_epoch_input *in, size_t i, char *why,
 
 	if (!engy_score_hotkey_ok(r->hotkey))
 		return engy_score_fail(why, wl, -EINVAL,
-				  "rows[%zu].hotkey: not an SS58 address", i);
+				       "rows[%zu].hotkey: not an SS58 address",
+				       i);
 	if (r->uid > 65535)
 		return engy_score_fail(why, wl, -EINVAL,
-				  "rows[%zu].uid: %u is over 65535", i,
-				  (unsigned)r->uid);
+				       "rows[%zu].uid: %u is over 65535", i,
+				       (unsigned)r->uid);
 	if (!engy_score_model_ok(r->model))
 		return engy_score_fail(why, wl, -EINVAL,
-				  "rows[%zu].model: not a model name", i);
+				       "rows[%zu].model: not a model name", i);
 	if (!engy_score_model_of(in, r->model))
 		return engy_score_fail(why, wl, -EINVAL,
-				  "rows[%zu].model: '%s' is not in models", i,
-				  r->model);
+				       "rows[%zu].model: '%s' is not in models",
+				       i, r->model);
 	ROW_INT(r, counted, "counted");
 	ROW_INT(r, tokens, "tokens");
 	ROW_INT(r, n_2xx, "status.2xx");
@@ -305,14 +317,16 @@ static int check_row(const struct engy_epoch_input *in, size_t i, char *why,
 	ROW_INT(r, v_cheat, "verdicts.cheat");
 	ROW_INT(r, v_unproven, "verdicts.unproven");
 	if (r->counted > r->n_2xx)
-		return engy_score_fail(why, wl, -EINVAL,
-				  "rows[%zu].counted: %llu is above status.2xx (%llu)",
-				  i, (unsigned long long)r->counted,
-				  (unsigned long long)r->n_2xx);
+		return engy_score_fail(
+			why, wl, -EINVAL,
+			"rows[%zu].counted: %llu is above status.2xx (%llu)", i,
+			(unsigned long long)r->counted,
+			(unsigned long long)r->n_2xx);
 	if (!r->counted && r->tokens)
-		return engy_score_fail(why, wl, -EINVAL,
-				  "rows[%zu].tokens: %llu with no counted request",
-				  i, (unsigned long long)r->tokens);
+		return engy_score_fail(
+			why, wl, -EINVAL,
+			"rows[%zu].tokens: %llu with no counted request", i,
+			(unsigned long long)r->tokens);
 	rc = check_hist(r->ttft, r->n_ttft, r->counted, i, "ttft_ms", why, wl);
 	if (!rc)
 		rc = check_hist(r->tpot, r->n_tpot, r->counted, i, "tpot_ms",
@@ -335,23 +349,24 @@ static int check_pairs(const struct engy_epoch_input *in, char *why, size_t wl)
 			continue;
 		}
 		if (strcmp(k[i].model, k[i - 1].model) == 0)
-			rc = engy_score_fail(why, wl, -EINVAL,
-					"rows[%zu]: hotkey %s and model %s repeat rows[%zu]",
-					k[i].idx, k[i].hotkey, k[i].model,
-					k[i - 1].idx);
+			rc = engy_score_fail(
+				why, wl, -EINVAL,
+				"rows[%zu]: hotkey %s and model %s repeat rows[%zu]",
+				k[i].idx, k[i].hotkey, k[i].model,
+				k[i - 1].idx);
 		else if (k[i].uid != k[first].uid)
-			rc = engy_score_fail(why, wl, -EINVAL,
-					"rows[%zu].uid: hotkey %s has uid %u in rows[%zu]",
-					k[i].idx, k[i].hotkey,
-					(unsigned)k[first].uid, k[first].idx);
+			rc = engy_score_fail(
+				why, wl, -EINVAL,
+				"rows[%zu].uid: hotkey %s has uid %u in rows[%zu]",
+				k[i].idx, k[i].hotkey, (unsigned)k[first].uid,
+				k[first].idx);
 	}
 	free(k);
 	return rc;
 }
 
 int engy_score_check(const struct engy_epoch_input *in,
-		     const struct engy_epoch_params *p, char *why,
-		     size_t wl)
+		     const struct engy_epoch_params *p, char *why, size_t wl)
 {
 	struct engy_epoch_params def;
 	size_t i;
@@ -360,14 +375,17 @@ int engy_score_check(const struct engy_epoch_input *in,
 	if (why && wl)
 		why[0] = '\0';
 	if (!in || in->size < sizeof(*in))
-		return engy_score_fail(why, wl, -EINVAL, "input: missing or too small");
+		return engy_score_fail(why, wl, -EINVAL,
+				       "input: missing or too small");
 	if (in->epoch_index > ENGY_SCORE_MAX_INT)
-		return engy_score_fail(why, wl, -EINVAL, "epoch_index: over 2^53-1");
+		return engy_score_fail(why, wl, -EINVAL,
+				       "epoch_index: over 2^53-1");
 	if (!in->owner_hotkey)
-		return engy_score_fail(why, wl, -EINVAL, "owner_hotkey: missing");
+		return engy_score_fail(why, wl, -EINVAL,
+				       "owner_hotkey: missing");
 	if (!engy_score_hotkey_ok(in->owner_hotkey))
 		return engy_score_fail(why, wl, -EINVAL,
-				  "owner_hotkey: not an SS58 address");
+				       "owner_hotkey: not an SS58 address");
 	rc = check_params(engy_score_params(in, p, &def), why, wl);
 	if (!rc)
 		rc = check_models(in, why, wl);
@@ -375,7 +393,7 @@ int engy_score_check(const struct engy_epoch_input *in,
 		return rc;
 	if (in->n_rows > MAX_ROWS)
 		return engy_score_fail(why, wl, -EINVAL, "rows: more than %u",
-				  MAX_ROWS);
+				       MAX_ROWS);
 	if (in->n_rows && !in->rows)
 		return engy_score_fail(why, wl, -EINVAL, "rows: missing");
 	for (i = 0; i < in->n_rows; i++) {

@@ -30,9 +30,10 @@ int engy_score_hotkey_ok(const char *s);
 int engy_score_model_ok(const char *s);
 
 /* The effective parameters: @p, else @in->params, else the defaults. */
-const struct engy_epoch_params *engy_score_params(const struct engy_epoch_input *in,
-					     const struct engy_epoch_params *p,
-					     struct engy_epoch_params *def);
+const struct engy_epoch_params *
+engy_score_params(const struct engy_epoch_input *in,
+		  const struct engy_epoch_params *p,
+		  struct engy_epoch_params *def);
 
 /*
  * The rows of @in in result order (uid, then hotkey, then model, by
@@ -41,14 +42,15 @@ const struct engy_epoch_params *engy_score_params(const struct engy_epoch_input 
 size_t *engy_score_row_order(const struct engy_epoch_input *in);
 
 /* The model entry a row names (checked input: always found). */
-const struct engy_epoch_model *engy_score_model_of(const struct engy_epoch_input *in,
-					      const char *model);
+const struct engy_epoch_model *
+engy_score_model_of(const struct engy_epoch_input *in, const char *model);
 
 /* Samples in a (checked) histogram. */
 uint64_t engy_score_hist_total(const struct engy_score_bucket *b, size_t n);
 
 /* result_json of a settled epoch (lib/score/score_out.c). */
 int engy_score_render_result(const struct engy_epoch_input *in,
-			const size_t *order, struct engy_epoch_result *out);
+			     const size_t *order,
+			     struct engy_epoch_result *out);
 
 #endif /* ENGY_SCORE_INT_H */

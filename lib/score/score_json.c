@@ -8,7 +8,7 @@
 #include "hex.h"
 #include "score_json.h"
 
-#define MAX_UINT	9007199254740991ULL	/* 2^53 - 1 */
+#define MAX_UINT 9007199254740991ULL /* 2^53 - 1 */
 
 struct rd {
 	const char *p;
@@ -63,8 +63,9 @@ static int escape(struct rd *r, char *c)
 	if (r->p[r->at] != 'u')
 		return bad(r, "bad escape in a string");
 	for (i = 1; i <= 4; i++) {
-		h = r->at + i < r->len ?
-		    engy_hexval((unsigned char)r->p[r->at + i]) : -1;
+		h = r->at + i < r->len
+			    ? engy_hexval((unsigned char)r->p[r->at + i])
+			    : -1;
 		if (h < 0)
 			return bad(r, "bad \\u escape");
 		v = v * 16 + h;
@@ -82,13 +83,13 @@ static int string(struct rd *r, char **out, size_t *outlen)
 	char *s;
 	int rc;
 
-	r->at++;	/* the opening quote */
+	r->at++; /* the opening quote */
 	start = r->at;
 	while (r->at < r->len && r->p[r->at] != '"')
 		r->at += r->p[r->at] == '\\' ? 2 : 1;
 	if (r->at >= r->len)
 		return bad(r, "unterminated string");
-	cap = r->at - start + 1;	/* decoding never grows */
+	cap = r->at - start + 1; /* decoding never grows */
 	r->at = start;
 	s = malloc(cap);
 	if (!s)
@@ -101,7 +102,7 @@ static int string(struct rd *r, char **out, size_t *outlen)
 		if (c < 0x20 || c > 0x7e) {
 			free(s);
 			return bad(r, c < 0x20 ? "control character in a string"
-					      : "non-ASCII byte in a string");
+					       : "non-ASCII byte in a string");
 		}
 		r->at++;
 		if (c == '\\') {
@@ -114,7 +115,7 @@ static int string(struct rd *r, char **out, size_t *outlen)
 		}
 		s[n++] = (char)c;
 	}
-	r->at++;	/* the closing quote */
+	r->at++; /* the closing quote */
 	s[n] = '\0';
 	*out = s;
 	*outlen = n;
@@ -304,7 +305,8 @@ static int value(struct rd *r, struct sj *j)
 		j->type = SJ_NULL;
 		return literal(r, "null");
 	}
-	return bad(r, c < 0 ? "unexpected end of input" : "unexpected character");
+	return bad(r,
+		   c < 0 ? "unexpected end of input" : "unexpected character");
 }
 
 static void sj_clear(struct sj *j)
@@ -330,7 +332,7 @@ void engy_sj_free(struct sj *j)
 }
 
 int engy_sj_parse(const char *text, size_t len, struct sj **out, char *why,
-	     size_t whylen)
+		  size_t whylen)
 {
 	struct rd r = { text, len, 0, 0, why, whylen };
 	struct sj *j = calloc(1, sizeof(*j));

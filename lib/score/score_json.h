@@ -13,8 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SJ_MAX_DEPTH	16
-#define SJ_MAX_MEMBERS	64	/* per object */
+#define SJ_MAX_DEPTH   16
+#define SJ_MAX_MEMBERS 64 /* per object */
 
 enum sj_type {
 	SJ_NULL = 1,
@@ -27,13 +27,13 @@ enum sj_type {
 
 struct sj {
 	int type;
-	bool is_uint;		/* SJ_NUM: an integer 0..2^53-1, in @u */
-	bool b;			/* SJ_BOOL */
+	bool is_uint; /* SJ_NUM: an integer 0..2^53-1, in @u */
+	bool b;	      /* SJ_BOOL */
 	uint64_t u;
-	char *s;		/* SJ_STR: decoded, NUL-terminated */
+	char *s; /* SJ_STR: decoded, NUL-terminated */
 	size_t slen;
-	struct sj *v;		/* SJ_ARR, SJ_OBJ: @n values */
-	char **k;		/* SJ_OBJ: @n keys */
+	struct sj *v; /* SJ_ARR, SJ_OBJ: @n values */
+	char **k;     /* SJ_OBJ: @n keys */
 	size_t n;
 };
 
@@ -43,7 +43,7 @@ struct sj {
  * -ENOMEM.
  */
 int engy_sj_parse(const char *text, size_t len, struct sj **out, char *why,
-	     size_t whylen);
+		  size_t whylen);
 
 void engy_sj_free(struct sj *j);
 

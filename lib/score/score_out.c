@@ -62,7 +62,7 @@ static void ukey(struct sbuf *b, const char *k, uint64_t v)
 }
 
 int engy_score_render_result(const struct engy_epoch_input *in,
-			const size_t *order, struct engy_epoch_result *out)
+			     const size_t *order, struct engy_epoch_result *out)
 {
 	struct sbuf b = { 0 };
 	size_t i;

@@ -104,11 +104,13 @@ static const struct sj *get_arr(struct ctx *c, const struct sj *o,
 static int parse_params(struct ctx *c, const struct sj *top,
 			struct engy_epoch_params *p)
 {
-	static const char *const keys[] = {
-		"acceptance_min_bp", "acceptance_min_samples",
-		"ttft_min_samples", "tpot_min_samples", "cheat_max_bp",
-		"cheat_min_samples", NULL
-	};
+	static const char *const keys[] = { "acceptance_min_bp",
+					    "acceptance_min_samples",
+					    "ttft_min_samples",
+					    "tpot_min_samples",
+					    "cheat_max_bp",
+					    "cheat_min_samples",
+					    NULL };
 	const struct sj *o = engy_sj_get(top, "params");
 	uint64_t v;
 	int rc;
@@ -119,7 +121,8 @@ static int parse_params(struct ctx *c, const struct sj *top,
 	rc = known(c, o, "params", keys);
 	if (rc)
 		return rc;
-	rc = get_uint(c, o, "params", "acceptance_min_bp", ENGY_SCORE_BP, 0, &v);
+	rc = get_uint(c, o, "params", "acceptance_min_bp", ENGY_SCORE_BP, 0,
+		      &v);
 	if (rc < 0)
 		return rc;
 	if (!rc)
@@ -146,10 +149,9 @@ static int parse_params(struct ctx *c, const struct sj *top,
 static int parse_models(struct ctx *c, const struct sj *top, struct priv *pv,
 			struct engy_epoch_input *in)
 {
-	static const char *const keys[] = {
-		"model", "score_rate", "qual_ttft_p99_ms", "qual_tpot_p99_ms",
-		NULL
-	};
+	static const char *const keys[] = { "model", "score_rate",
+					    "qual_ttft_p99_ms",
+					    "qual_tpot_p99_ms", NULL };
 	const struct sj *a;
 	char p[64];
 	size_t i;
@@ -210,10 +212,12 @@ static int parse_hist(struct ctx *c, const struct sj *row, const char *path,
 		const struct sj *e = &a->v[j];
 
 		snprintf(p, sizeof(p), "%s.%s[%zu]", path, key, j);
-		if (e->type != SJ_ARR || e->n != 2 ||
-		    e->v[0].type != SJ_NUM || !e->v[0].is_uint ||
-		    e->v[1].type != SJ_NUM || !e->v[1].is_uint)
-			return fail(c, p, "not an [ms, count] pair of integers 0..2^53-1");
+		if (e->type != SJ_ARR || e->n != 2 || e->v[0].type != SJ_NUM ||
+		    !e->v[0].is_uint || e->v[1].type != SJ_NUM ||
+		    !e->v[1].is_uint)
+			return fail(
+				c, p,
+				"not an [ms, count] pair of integers 0..2^53-1");
 		b[j].ms = e->v[0].u;
 		b[j].count = e->v[1].u;
 	}
@@ -241,14 +245,14 @@ static int parse_counts(struct ctx *c, const struct sj *row, const char *path,
 static int parse_row(struct ctx *c, const struct sj *o, size_t i,
 		     struct engy_epoch_row *r)
 {
-	static const char *const keys[] = {
-		"hotkey", "uid", "model", "counted", "tokens", "status",
-		"ttft_ms", "tpot_ms", "verdicts", NULL
-	};
-	static const char *const status[] = { "2xx", "499", "502", "504", NULL };
-	static const char *const verdicts[] = {
-		"pass", "cheat", "unproven", NULL
-	};
+	static const char *const keys[] = { "hotkey",  "uid",	  "model",
+					    "counted", "tokens",  "status",
+					    "ttft_ms", "tpot_ms", "verdicts",
+					    NULL };
+	static const char *const status[] = { "2xx", "499", "502", "504",
+					      NULL };
+	static const char *const verdicts[] = { "pass", "cheat", "unproven",
+						NULL };
 	uint64_t *const sdst[] = { &r->n_2xx, &r->n_499, &r->n_502, &r->n_504 };
 	uint64_t *const vdst[] = { &r->v_pass, &r->v_cheat, &r->v_unproven };
 	uint64_t uid = 0;
@@ -308,10 +312,10 @@ static int parse_rows(struct ctx *c, const struct sj *top, struct priv *pv,
 static int parse_top(struct ctx *c, const struct sj *top,
 		     struct engy_score_doc *d, struct priv *pv)
 {
-	static const char *const keys[] = {
-		"v", "netuid", "epoch_index", "owner_hotkey", "params",
-		"models", "rows", NULL
-	};
+	static const char *const keys[] = { "v",	   "netuid",
+					    "epoch_index", "owner_hotkey",
+					    "params",	   "models",
+					    "rows",	   NULL };
 	const char *owner = NULL;
 	uint64_t v;
 	int rc;
@@ -376,11 +380,12 @@ int engy_score_parse(const char *text, size_t len, struct engy_score_doc **out,
 	d->in.params = &d->params;
 	rc = engy_sj_parse(text, len, &pv->dom, jwhy, sizeof(jwhy));
 	if (rc == -EINVAL)
-		engy_score_fail(why, whylen, rc, "aggregates: not JSON (%s)", jwhy);
+		engy_score_fail(why, whylen, rc, "aggregates: not JSON (%s)",
+				jwhy);
 	if (!rc)
-		rc = pv->dom->type == SJ_OBJ ?
-		     parse_top(&c, pv->dom, d, pv) :
-		     fail(&c, "aggregates", "not an object");
+		rc = pv->dom->type == SJ_OBJ
+			     ? parse_top(&c, pv->dom, d, pv)
+			     : fail(&c, "aggregates", "not an object");
 	if (rc) {
 		engy_score_doc_free(d);
 		return rc;

@@ -131,7 +131,8 @@ int engy_sglresp_row_grow(struct engy_jf *j)
 	float *a, *b;
 
 	if (j->rowcap >= j->o.max_width)
-		return engy_sglresp_fail(j, -E2BIG, "hidden-state row too long");
+		return engy_sglresp_fail(j, -E2BIG,
+					 "hidden-state row too long");
 	if (cap > j->o.max_width)
 		cap = j->o.max_width;
 	a = realloc(j->row, cap * sizeof(float));
@@ -191,7 +192,8 @@ static const char *string_bytes(struct engy_jf *j, const char *p,
 	while (p < end && !j->err) {
 		if (j->uhex) {
 			if (!is_hex(*p++))
-				return engy_sglresp_fail(j, -EBADMSG, "bad \\u escape"),
+				return engy_sglresp_fail(j, -EBADMSG,
+							 "bad \\u escape"),
 				       p;
 			if (--j->uhex == 0)
 				capture(j, "?", 1);
@@ -206,13 +208,16 @@ static const char *string_bytes(struct engy_jf *j, const char *p,
 			}
 			e = strchr(unesc, *p);
 			if (!*p || !e || (e - unesc) % 2)
-				return engy_sglresp_fail(j, -EBADMSG, "bad escape"), p;
+				return engy_sglresp_fail(j, -EBADMSG,
+							 "bad escape"),
+				       p;
 			capture(j, e + 1, 1);
 			p++;
 			continue;
 		}
 		for (q = p; q < end && *q != '"' && *q != '\\' &&
-			    (unsigned char)*q >= 0x20; q++)
+			    (unsigned char)*q >= 0x20;
+		     q++)
 			;
 		capture(j, p, (size_t)(q - p));
 		p = q;
@@ -255,7 +260,7 @@ static const char *row_fast(struct engy_jf *j, const char *p, const char *end)
 			return p;
 		k = jf_scan_number(p, end, false, &n);
 		if (k <= 0)
-			return p;	/* cut by the feed, or let the slow
+			return p; /* cut by the feed, or let the slow
 					 * path say what is wrong */
 		if (k > ENGY_SGLRESP_NUM_MAX) {
 			engy_sglresp_fail(j, -E2BIG, "number too long");
@@ -300,7 +305,8 @@ static const char *begin_value(struct engy_jf *j, const char *p,
 	if (c == '-' || (c >= '0' && c <= '9')) {
 		k = jf_scan_number(p, end, false, &n);
 		if (k > 0) {
-			if (!engy_sglresp_number_value(j, slot, &n, p, (size_t)k))
+			if (!engy_sglresp_number_value(j, slot, &n, p,
+						       (size_t)k))
 				engy_sglresp_value_done(j);
 			return p + k;
 		}
@@ -320,7 +326,8 @@ static const char *raw_skip(struct engy_jf *j, const char *p, const char *end)
 	for (; p < end; p++) {
 		if (*p == '[') {
 			if (++j->raw_depth > ENGY_SGLRESP_MAX_DEPTH) {
-				engy_sglresp_fail(j, -EBADMSG, "nested too deep");
+				engy_sglresp_fail(j, -EBADMSG,
+						  "nested too deep");
 				return p;
 			}
 		} else if (*p == ']') {
@@ -329,7 +336,8 @@ static const char *raw_skip(struct engy_jf *j, const char *p, const char *end)
 				return p + 1;
 			}
 		} else if (*p == '"' || *p == '{' || *p == '}') {
-			engy_sglresp_fail(j, -EBADMSG, "hidden states hold a non-number");
+			engy_sglresp_fail(j, -EBADMSG,
+					  "hidden states hold a non-number");
 			return p;
 		}
 	}
@@ -355,7 +363,8 @@ int engy_sglresp_feed(struct engy_jf *j, const char *p, size_t len)
 		if (j->st == ST_TOKEN) {
 			if (is_tokchar(*p)) {
 				if (j->toklen == ENGY_SGLRESP_NUM_MAX) {
-					engy_sglresp_fail(j, -E2BIG, "number too long");
+					engy_sglresp_fail(j, -E2BIG,
+							  "number too long");
 					break;
 				}
 				j->tok[j->toklen++] = *p++;
@@ -390,10 +399,12 @@ int engy_sglresp_feed(struct engy_jf *j, const char *p, size_t len)
 			} else if (c == '"') {
 				j->first = false;
 				j->is_key = true;
-				engy_sglresp_capture_to(j, j->key, sizeof(j->key));
+				engy_sglresp_capture_to(j, j->key,
+							sizeof(j->key));
 				j->st = ST_STRING;
 			} else {
-				engy_sglresp_fail(j, -EBADMSG, "expected a member name");
+				engy_sglresp_fail(j, -EBADMSG,
+						  "expected a member name");
 				break;
 			}
 			p++;
@@ -418,11 +429,13 @@ int engy_sglresp_feed(struct engy_jf *j, const char *p, size_t len)
 				engy_sglresp_close(j, c);
 				p++;
 			} else {
-				engy_sglresp_fail(j, -EBADMSG, "expected ',' or a close");
+				engy_sglresp_fail(j, -EBADMSG,
+						  "expected ',' or a close");
 			}
 			break;
 		case ST_DONE:
-			engy_sglresp_fail(j, -EBADMSG, "bytes after the response object");
+			engy_sglresp_fail(j, -EBADMSG,
+					  "bytes after the response object");
 			break;
 		}
 	}
@@ -438,11 +451,12 @@ int engy_sglresp_finish(struct engy_jf *j)
 		return j->err;
 	if (j->st == ST_TOKEN && j->depth == 0)
 		return engy_sglresp_fail(j, -EBADMSG,
-			       "the response is not a JSON object");
+					 "the response is not a JSON object");
 	if (j->st != ST_DONE) {
 		j->off = j->base;
-		return engy_sglresp_fail(j, -EBADMSG, j->base ?
-			       "the response ends early" : "empty response");
+		return engy_sglresp_fail(j, -EBADMSG,
+					 j->base ? "the response ends early"
+						 : "empty response");
 	}
 	return 0;
 }

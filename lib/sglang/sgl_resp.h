@@ -29,12 +29,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENGY_SGLRESP_NUM_MAX		800	/* longest number accepted */
-#define ENGY_SGLRESP_MSG_MAX		256	/* messages are cut to this */
-#define ENGY_SGLRESP_MAX_DEPTH	32
+#define ENGY_SGLRESP_NUM_MAX   800 /* longest number accepted */
+#define ENGY_SGLRESP_MSG_MAX   256 /* messages are cut to this */
+#define ENGY_SGLRESP_MAX_DEPTH 32
 
 enum engy_sglresp_finish {
-	ENGY_SGLRESP_FINISH_NONE = 0,	/* absent or null: still running */
+	ENGY_SGLRESP_FINISH_NONE = 0, /* absent or null: still running */
 	ENGY_SGLRESP_FINISH_STOP = 1,
 	ENGY_SGLRESP_FINISH_LENGTH = 2,
 	ENGY_SGLRESP_FINISH_ABORT = 3,
@@ -42,10 +42,10 @@ enum engy_sglresp_finish {
 };
 
 struct engy_sglresp_opts {
-	uint32_t skip_elems;	/* hidden_states elements not converted */
-	bool all_block_rows;	/* every row of a 2-D element, not its last */
-	uint32_t max_width;	/* floats per row at most (0: 1 << 20) */
-	size_t max_ids;		/* output ids / logprobs at most (0: 1 << 24) */
+	uint32_t skip_elems; /* hidden_states elements not converted */
+	bool all_block_rows; /* every row of a 2-D element, not its last */
+	uint32_t max_width;  /* floats per row at most (0: 1 << 20) */
+	size_t max_ids;	     /* output ids / logprobs at most (0: 1 << 24) */
 	/* A converted row (borrowed); non-zero stops the parse with it. */
 	int (*on_row)(void *arg, uint32_t elem, uint32_t row, const float *v,
 		      uint32_t width);
@@ -56,24 +56,24 @@ struct engy_sglresp_resp {
 	bool has_meta;
 	bool has_output_ids;
 	bool has_logprobs;
-	bool has_hidden;	/* meta_info.hidden_states was a list */
-	bool has_error;		/* an "error" member was present */
-	uint32_t *ids;		/* output_ids */
+	bool has_hidden; /* meta_info.hidden_states was a list */
+	bool has_error;	 /* an "error" member was present */
+	uint32_t *ids;	 /* output_ids */
 	size_t n_ids;
-	float *lp;		/* output_token_logprobs: logprob (null: NaN) */
-	uint32_t *lp_ids;	/* ... and token id */
+	float *lp;	  /* output_token_logprobs: logprob (null: NaN) */
+	uint32_t *lp_ids; /* ... and token id */
 	size_t n_lp;
-	int64_t prompt_tokens;	/* -1 when absent */
+	int64_t prompt_tokens; /* -1 when absent */
 	int64_t completion_tokens;
 	int64_t cached_tokens;
-	int finish;		/* enum engy_sglresp_finish */
-	int64_t matched;	/* the stop token id; -1: none, or a string */
+	int finish;	 /* enum engy_sglresp_finish */
+	int64_t matched; /* the stop token id; -1: none, or a string */
 	char finish_msg[ENGY_SGLRESP_MSG_MAX];
-	char error[ENGY_SGLRESP_MSG_MAX];	/* error message, "" when none */
-	uint32_t n_elems;	/* hidden_states elements, skipped ones too */
-	bool elem0_block;	/* element 0 was 2-D (or empty) */
-	uint32_t elem0_rows;	/* its rows (0: an empty prefill block) */
-	uint32_t width;		/* floats per converted row (0: none yet) */
+	char error[ENGY_SGLRESP_MSG_MAX]; /* error message, "" when none */
+	uint32_t n_elems;    /* hidden_states elements, skipped ones too */
+	bool elem0_block;    /* element 0 was 2-D (or empty) */
+	uint32_t elem0_rows; /* its rows (0: an empty prefill block) */
+	uint32_t width;	     /* floats per converted row (0: none yet) */
 };
 
 struct engy_jf;

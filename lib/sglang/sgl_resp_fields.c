@@ -78,14 +78,14 @@ int engy_sglresp_value_slot(const struct engy_jf *j)
 	}
 }
 
-static int emit(struct engy_jf *j, uint32_t elem, uint32_t row,
-		const float *v, uint32_t n)
+static int emit(struct engy_jf *j, uint32_t elem, uint32_t row, const float *v,
+		uint32_t n)
 {
 	int rc;
 
 	if (j->r.width && j->r.width != n)
 		return engy_sglresp_fail(j, -EBADMSG,
-			       "hidden-state rows differ in width");
+					 "hidden-state rows differ in width");
 	j->r.width = n;
 	if (!j->o.on_row)
 		return 0;
@@ -150,7 +150,7 @@ int engy_sglresp_open_array(struct engy_jf *j, int slot)
 			return j->err;
 		jf_top(j)->elem = f->n;
 		return 0;
-	case V_HSFIRST:	/* the element is 2-D: this is its first row */
+	case V_HSFIRST: /* the element is 2-D: this is its first row */
 		jf_top(j)->ctx = C_BLOCK;
 		/* fall through */
 	case V_BROW:
@@ -168,7 +168,7 @@ int engy_sglresp_open_array(struct engy_jf *j, int slot)
 		return engy_sglresp_push(j, C_SKIP, false);
 	default:
 		return engy_sglresp_fail(j, -EBADMSG,
-			       "a list where the response has none");
+					 "a list where the response has none");
 	}
 }
 
@@ -190,9 +190,10 @@ int engy_sglresp_open_object(struct engy_jf *j, int slot)
 	case V_FMATCHED:
 		return engy_sglresp_push(j, C_SKIP, true);
 	default:
-		return engy_sglresp_fail(j, -EBADMSG, j->depth ?
-			       "an object where the response has none" :
-			       "the response is not a JSON object");
+		return engy_sglresp_fail(
+			j, -EBADMSG,
+			j->depth ? "an object where the response has none"
+				 : "the response is not a JSON object");
 	}
 }
 
@@ -203,16 +204,17 @@ int engy_sglresp_close(struct engy_jf *j, char c)
 	if (f->obj != (c == '}'))
 		return engy_sglresp_fail(j, -EBADMSG, "mismatched bracket");
 	switch (f->ctx) {
-	case C_HSE:	/* [] : an empty prefill block */
+	case C_HSE: /* [] : an empty prefill block */
 		if (f->elem != 0)
 			return engy_sglresp_fail(j, -EBADMSG,
-				       "empty hidden-state element");
+						 "empty hidden-state element");
 		j->r.elem0_block = true;
 		j->r.elem0_rows = 0;
 		break;
 	case C_ROW:
 		if (j->rown == 0)
-			return engy_sglresp_fail(j, -EBADMSG, "empty hidden-state row");
+			return engy_sglresp_fail(j, -EBADMSG,
+						 "empty hidden-state row");
 		if (!f->in_block) {
 			if (f->elem == 0) {
 				j->r.elem0_block = false;
@@ -231,8 +233,10 @@ int engy_sglresp_close(struct engy_jf *j, char c)
 			float *t = j->last;
 
 			if (j->r.width && j->r.width != j->rown)
-				return engy_sglresp_fail(j, -EBADMSG, "hidden-state "
-					       "rows differ in width");
+				return engy_sglresp_fail(
+					j, -EBADMSG,
+					"hidden-state "
+					"rows differ in width");
 			j->r.width = j->rown;
 			j->last = j->row;
 			j->row = t;
@@ -249,8 +253,9 @@ int engy_sglresp_close(struct engy_jf *j, char c)
 		break;
 	case C_LPE:
 		if (f->n < 2)
-			return engy_sglresp_fail(j, -EBADMSG,
-				       "short output_token_logprobs entry");
+			return engy_sglresp_fail(
+				j, -EBADMSG,
+				"short output_token_logprobs entry");
 		break;
 	default:
 		break;
@@ -265,13 +270,15 @@ static int count_value(struct engy_jf *j, int64_t *dst, const struct jf_num *n)
 	int64_t v;
 
 	if (engy_sglresp_num_int(n, &v) || v < 0)
-		return engy_sglresp_fail(j, -EBADMSG, "a token count is not a count");
+		return engy_sglresp_fail(j, -EBADMSG,
+					 "a token count is not a count");
 	*dst = v;
 	return 0;
 }
 
-int engy_sglresp_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
-			const char *text, size_t len)
+int engy_sglresp_number_value(struct engy_jf *j, int slot,
+			      const struct jf_num *n, const char *text,
+			      size_t len)
 {
 	int64_t v;
 
@@ -279,7 +286,7 @@ int engy_sglresp_number_value(struct engy_jf *j, int slot, const struct jf_num *
 		return engy_sglresp_fail(j, -E2BIG, "number too long");
 	switch (slot) {
 	case V_HSFIRST:
-		jf_top(j)->ctx = C_ROW;	/* the element is a 1-D row */
+		jf_top(j)->ctx = C_ROW; /* the element is a 1-D row */
 		j->rown = 0;
 		/* fall through */
 	case V_ROWV:
@@ -287,7 +294,7 @@ int engy_sglresp_number_value(struct engy_jf *j, int slot, const struct jf_num *
 	case V_ID:
 		if (engy_sglresp_num_int(n, &v) || v < 0 || v > UINT32_MAX)
 			return engy_sglresp_fail(j, -EBADMSG,
-				       "output id is not a token id");
+						 "output id is not a token id");
 		if (grow(j, (void **)&j->r.ids, &j->ids_cap, j->r.n_ids + 1,
 			 sizeof(uint32_t)))
 			return j->err;
@@ -298,8 +305,8 @@ int engy_sglresp_number_value(struct engy_jf *j, int slot, const struct jf_num *
 		return 0;
 	case V_LPID:
 		if (engy_sglresp_num_int(n, &v) || v < 0 || v > UINT32_MAX)
-			return engy_sglresp_fail(j, -EBADMSG,
-				       "logprob id is not a token id");
+			return engy_sglresp_fail(
+				j, -EBADMSG, "logprob id is not a token id");
 		j->r.lp_ids[j->r.n_lp - 1] = (uint32_t)v;
 		return 0;
 	case V_PROMPT:
@@ -320,8 +327,8 @@ int engy_sglresp_number_value(struct engy_jf *j, int slot, const struct jf_num *
 	case V_ERROR:
 		return 0;
 	default:
-		return engy_sglresp_fail(j, -EBADMSG,
-			       "a number where the response has none");
+		return engy_sglresp_fail(
+			j, -EBADMSG, "a number where the response has none");
 	}
 }
 
@@ -341,19 +348,26 @@ int engy_sglresp_token_value(struct engy_jf *j)
 		  slot == V_ERROR;
 	if (strcmp(t, "null") == 0) {
 		switch (slot) {
-		case V_ID: case V_LPID: case V_LPE: case V_HSE: case V_BROW:
+		case V_ID:
+		case V_LPID:
+		case V_LPE:
+		case V_HSE:
+		case V_BROW:
 		case V_TOPOBJ:
-			return engy_sglresp_fail(j, -EBADMSG,
-				       "null where a value is needed");
-		case V_ROWV: case V_HSFIRST:
+			return engy_sglresp_fail(
+				j, -EBADMSG, "null where a value is needed");
+		case V_ROWV:
+		case V_HSFIRST:
 			v = NAN;
 			goto row_value;
-		default:	/* absent; logprob NaN was preset */
+		default: /* absent; logprob NaN was preset */
 			return 0;
 		}
 	}
 	if (strcmp(t, "true") == 0 || strcmp(t, "false") == 0)
-		return lenient ? 0 : engy_sglresp_fail(j, -EBADMSG, "unexpected boolean");
+		return lenient ? 0
+			       : engy_sglresp_fail(j, -EBADMSG,
+						   "unexpected boolean");
 	if (strcmp(t, "NaN") == 0 || strcmp(t, "Infinity") == 0 ||
 	    strcmp(t, "-Infinity") == 0) {
 		v = t[0] == 'N' ? NAN : t[0] == '-' ? -INFINITY : INFINITY;
@@ -363,12 +377,14 @@ int engy_sglresp_token_value(struct engy_jf *j)
 		}
 		if (row)
 			goto row_value;
-		return lenient ? 0 : engy_sglresp_fail(j, -EBADMSG,
-					     "unexpected non-finite");
+		return lenient ? 0
+			       : engy_sglresp_fail(j, -EBADMSG,
+						   "unexpected non-finite");
 	}
 	k = jf_scan_number(t, t + j->toklen, true, &n);
 	if (k < 0 || (size_t)k != j->toklen)
-		return engy_sglresp_fail(j, -EBADMSG, "invalid literal or number");
+		return engy_sglresp_fail(j, -EBADMSG,
+					 "invalid literal or number");
 	return engy_sglresp_number_value(j, slot, &n, t, j->toklen);
 row_value:
 	if (slot == V_HSFIRST) {
@@ -394,16 +410,17 @@ int engy_sglresp_open_string(struct engy_jf *j, int slot)
 		engy_sglresp_capture_to(j, j->ftype, sizeof(j->ftype));
 		break;
 	case V_FMSG:
-		engy_sglresp_capture_to(j, j->r.finish_msg, sizeof(j->r.finish_msg));
+		engy_sglresp_capture_to(j, j->r.finish_msg,
+					sizeof(j->r.finish_msg));
 		break;
-	case V_FMATCHED:	/* a stop string: no token id */
+	case V_FMATCHED: /* a stop string: no token id */
 		j->r.matched = -1;
 		break;
 	case V_SKIP:
 		break;
 	default:
-		return engy_sglresp_fail(j, -EBADMSG,
-			       "a string where the response has none");
+		return engy_sglresp_fail(
+			j, -EBADMSG, "a string where the response has none");
 	}
 	j->st = ST_STRING;
 	return 0;
@@ -417,9 +434,12 @@ void engy_sglresp_string_done(struct engy_jf *j)
 		return;
 	}
 	if (j->slot == V_FTYPE)
-		j->r.finish = strcmp(j->ftype, "stop") == 0 ?
-			ENGY_SGLRESP_FINISH_STOP : strcmp(j->ftype, "length") == 0 ?
-			ENGY_SGLRESP_FINISH_LENGTH : strcmp(j->ftype, "abort") == 0 ?
-			ENGY_SGLRESP_FINISH_ABORT : ENGY_SGLRESP_FINISH_OTHER;
+		j->r.finish = strcmp(j->ftype, "stop") == 0
+				      ? ENGY_SGLRESP_FINISH_STOP
+			      : strcmp(j->ftype, "length") == 0
+				      ? ENGY_SGLRESP_FINISH_LENGTH
+			      : strcmp(j->ftype, "abort") == 0
+				      ? ENGY_SGLRESP_FINISH_ABORT
+				      : ENGY_SGLRESP_FINISH_OTHER;
 	engy_sglresp_value_done(j);
 }

@@ -63,7 +63,7 @@ static inline long jf_scan_number(const char *p, const char *end, bool final,
 	if (*p == '0') {
 		p++;
 		if (p < end && jf_is_digit(*p))
-			return -1;	/* leading zero */
+			return -1; /* leading zero */
 	} else if (jf_is_digit(*p)) {
 		do {
 			d = *p++ - '0';
@@ -89,7 +89,7 @@ static inline long jf_scan_number(const char *p, const char *end, bool final,
 		do {
 			d = *p++ - '0';
 			if (nd == 0 && d == 0) {
-				adj--;		/* a leading zero of 0.00x */
+				adj--; /* a leading zero of 0.00x */
 			} else if (nd < 19) {
 				m = m * 10 + (uint64_t)d;
 				nd++;
@@ -113,7 +113,7 @@ static inline long jf_scan_number(const char *p, const char *end, bool final,
 		if (!jf_is_digit(*p))
 			return -1;
 		do {
-			if (ev < 100000000)	/* far past any float */
+			if (ev < 100000000) /* far past any float */
 				ev = ev * 10 + (*p - '0');
 			p++;
 		} while (p < end && jf_is_digit(*p));
@@ -132,11 +132,11 @@ done:
 	return (long)(p - s);
 }
 
-
 extern const double engy_sglresp_pow10[23];
 
 /* The correctly rounded float of a number the fast path cannot do. */
-float engy_sglresp_num_float_slow(const struct jf_num *n, const char *text, size_t len);
+float engy_sglresp_num_float_slow(const struct jf_num *n, const char *text,
+				  size_t len);
 
 /* jf_num_float() - @n (scanned from the @len bytes at @text) as the
  * correctly rounded float (round to nearest, ties to even). */
@@ -168,29 +168,66 @@ static inline float jf_num_float(const struct jf_num *n, const char *text,
 int engy_sglresp_num_int(const struct jf_num *n, int64_t *out);
 
 enum ctx {
-	C_SKIP, C_TOP, C_META, C_FINISH, C_ERROR, C_IDS, C_LPS, C_LPE,
-	C_HS, C_HSE, C_ROW, C_BLOCK,
+	C_SKIP,
+	C_TOP,
+	C_META,
+	C_FINISH,
+	C_ERROR,
+	C_IDS,
+	C_LPS,
+	C_LPE,
+	C_HS,
+	C_HSE,
+	C_ROW,
+	C_BLOCK,
 };
 
 /* What a value is for, decided at its first byte. */
 enum slot {
-	V_SKIP, V_TOPOBJ, V_META, V_IDS, V_ERROR, V_MSG, V_HS, V_LPS,
-	V_PROMPT, V_COMPL, V_CACHED, V_FINISH, V_FTYPE, V_FMATCHED, V_FMSG,
-	V_EMSG, V_ID, V_LPE, V_LPV, V_LPID, V_HSE, V_HSFIRST, V_ROWV, V_BROW,
+	V_SKIP,
+	V_TOPOBJ,
+	V_META,
+	V_IDS,
+	V_ERROR,
+	V_MSG,
+	V_HS,
+	V_LPS,
+	V_PROMPT,
+	V_COMPL,
+	V_CACHED,
+	V_FINISH,
+	V_FTYPE,
+	V_FMATCHED,
+	V_FMSG,
+	V_EMSG,
+	V_ID,
+	V_LPE,
+	V_LPV,
+	V_LPID,
+	V_HSE,
+	V_HSFIRST,
+	V_ROWV,
+	V_BROW,
 };
 
 enum st {
-	ST_VALUE, ST_KEY, ST_COLON, ST_AFTER, ST_STRING, ST_TOKEN,
-	ST_RAWSKIP, ST_DONE,
+	ST_VALUE,
+	ST_KEY,
+	ST_COLON,
+	ST_AFTER,
+	ST_STRING,
+	ST_TOKEN,
+	ST_RAWSKIP,
+	ST_DONE,
 };
 
 struct frame {
 	uint8_t ctx;
 	bool obj;
-	bool in_block;		/* C_ROW: a row of a 2-D element */
-	uint32_t n;		/* values (or members) completed */
-	uint32_t rows;		/* C_BLOCK: rows completed */
-	uint32_t elem;		/* hidden_states element index */
+	bool in_block; /* C_ROW: a row of a 2-D element */
+	uint32_t n;    /* values (or members) completed */
+	uint32_t rows; /* C_BLOCK: rows completed */
+	uint32_t elem; /* hidden_states element index */
 };
 
 struct engy_jf {
@@ -198,15 +235,15 @@ struct engy_jf {
 	struct engy_sglresp_resp r;
 	size_t ids_cap, lp_cap;
 	int st;
-	bool first;		/* a container just opened: it may close */
+	bool first; /* a container just opened: it may close */
 	int depth;
 	struct frame stk[ENGY_SGLRESP_MAX_DEPTH];
-	int slot;		/* of the string or token being read */
+	int slot; /* of the string or token being read */
 	/* strings */
 	bool esc;
 	int uhex;
 	bool is_key;
-	char *cap;		/* capture target, NULL: drop */
+	char *cap; /* capture target, NULL: drop */
 	size_t capn, capmax;
 	char key[32];
 	size_t keylen;
@@ -220,8 +257,8 @@ struct engy_jf {
 	uint32_t rown, rowcap;
 	int err;
 	const char *why;
-	size_t base;		/* bytes fed before this feed */
-	size_t off;		/* where the error is */
+	size_t base; /* bytes fed before this feed */
+	size_t off;  /* where the error is */
 };
 
 int engy_sglresp_fail(struct engy_jf *j, int err, const char *why);
@@ -237,8 +274,9 @@ int engy_sglresp_open_object(struct engy_jf *j, int slot);
 int engy_sglresp_open_string(struct engy_jf *j, int slot);
 void engy_sglresp_string_done(struct engy_jf *j);
 int engy_sglresp_close(struct engy_jf *j, char c);
-int engy_sglresp_number_value(struct engy_jf *j, int slot, const struct jf_num *n,
-		    const char *text, size_t len);
+int engy_sglresp_number_value(struct engy_jf *j, int slot,
+			      const struct jf_num *n, const char *text,
+			      size_t len);
 int engy_sglresp_token_value(struct engy_jf *j);
 
 static inline struct frame *jf_top(struct engy_jf *j)

@@ -24,7 +24,7 @@
 #include "sgl_resp_int.h"
 
 const double engy_sglresp_pow10[23] = {
-	1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e0,  1e1,  1e2,  1e3,	1e4,  1e5,  1e6,  1e7,	1e8,  1e9,  1e10, 1e11,
 	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
 };
 
@@ -40,7 +40,7 @@ static float slow_float(const char *text, size_t len)
 {
 	char buf[ENGY_SGLRESP_NUM_MAX + 1];
 
-	if (len > ENGY_SGLRESP_NUM_MAX)	/* callers refuse these first */
+	if (len > ENGY_SGLRESP_NUM_MAX) /* callers refuse these first */
 		len = ENGY_SGLRESP_NUM_MAX;
 	memcpy(buf, text, len);
 	buf[len] = '\0';
@@ -50,7 +50,8 @@ static float slow_float(const char *text, size_t len)
 	return strtof(buf, NULL);
 }
 
-float engy_sglresp_num_float_slow(const struct jf_num *n, const char *text, size_t len)
+float engy_sglresp_num_float_slow(const struct jf_num *n, const char *text,
+				  size_t len)
 {
 	if (n->m == 0)
 		return n->neg ? -0.0f : 0.0f;

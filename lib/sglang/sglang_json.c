@@ -90,11 +90,26 @@ static void sb_str(struct sb *b, const char *s, size_t n)
 		run = i + 1;
 		esc[0] = '\\';
 		switch (c) {
-		case '"': esc[1] = '"'; sb_put(b, esc, 2); break;
-		case '\\': esc[1] = '\\'; sb_put(b, esc, 2); break;
-		case '\n': esc[1] = 'n'; sb_put(b, esc, 2); break;
-		case '\r': esc[1] = 'r'; sb_put(b, esc, 2); break;
-		case '\t': esc[1] = 't'; sb_put(b, esc, 2); break;
+		case '"':
+			esc[1] = '"';
+			sb_put(b, esc, 2);
+			break;
+		case '\\':
+			esc[1] = '\\';
+			sb_put(b, esc, 2);
+			break;
+		case '\n':
+			esc[1] = 'n';
+			sb_put(b, esc, 2);
+			break;
+		case '\r':
+			esc[1] = 'r';
+			sb_put(b, esc, 2);
+			break;
+		case '\t':
+			esc[1] = 't';
+			sb_put(b, esc, 2);
+			break;
 		default:
 			esc[1] = 'u';
 			esc[2] = '0';
@@ -184,7 +199,8 @@ static cJSON *parse_json(const void *body, size_t len, char *err, size_t errlen)
 	cJSON *j;
 
 	if (!len) {
-		fail(err, errlen, "The request body is empty; send a JSON object.");
+		fail(err, errlen,
+		     "The request body is empty; send a JSON object.");
 		return NULL;
 	}
 	if (memchr(body, '\0', len)) {
@@ -193,8 +209,9 @@ static cJSON *parse_json(const void *body, size_t len, char *err, size_t errlen)
 	}
 	j = cJSON_ParseWithLengthOpts(body, len, &end, false);
 	if (!j) {
-		size_t at = end && end >= (const char *)body ?
-			    (size_t)(end - (const char *)body) : 0;
+		size_t at = end && end >= (const char *)body
+				    ? (size_t)(end - (const char *)body)
+				    : 0;
 
 		fail(err, errlen, "Invalid JSON body (near byte %zu)", at);
 		return NULL;
@@ -204,7 +221,8 @@ static cJSON *parse_json(const void *body, size_t len, char *err, size_t errlen)
 		end++;
 	if (end && (size_t)(end - (const char *)body) < len) {
 		cJSON_Delete(j);
-		fail(err, errlen, "Invalid JSON body: trailing data after the object");
+		fail(err, errlen,
+		     "Invalid JSON body: trailing data after the object");
 		return NULL;
 	}
 	if (!cJSON_IsObject(j)) {
@@ -228,28 +246,34 @@ static int get_bool(const cJSON *o, const char *key, bool *out, char *err,
 	return 0;
 }
 
-static int id_list(const cJSON *a, const char *what, size_t max,
-		   uint32_t **out, size_t *n, char *err, size_t errlen)
+static int id_list(const cJSON *a, const char *what, size_t max, uint32_t **out,
+		   size_t *n, char *err, size_t errlen)
 {
 	const cJSON *v;
 	size_t i = 0, cnt = (size_t)cJSON_GetArraySize(a);
 
 	if (cnt > max)
-		return fail(err, errlen, "%s has %zu entries (at most %zu)", what,
-			    cnt, max);
+		return fail(err, errlen, "%s has %zu entries (at most %zu)",
+			    what, cnt, max);
 	/* A key given twice: the last one counts, the first is freed. */
 	free(*out);
 	*n = 0;
 	*out = calloc(cnt ? cnt : 1, sizeof(**out));
 	if (!*out)
 		return -ENOMEM;
-	cJSON_ArrayForEach(v, a) {
+	cJSON_ArrayForEach(v, a)
+	{
 		if (cJSON_IsArray(v))
-			return fail(err, errlen, "Batch requests (a list of prompts) are not "
-				    "supported; send one request per prompt.");
+			return fail(
+				err, errlen,
+				"Batch requests (a list of prompts) are not "
+				"supported; send one request per prompt.");
 		if (!is_uint(v, 4294967295.0))
-			return fail(err, errlen, "%s must be a list of non-negative integers "
-				    "(entry %zu is not)", what, i);
+			return fail(
+				err, errlen,
+				"%s must be a list of non-negative integers "
+				"(entry %zu is not)",
+				what, i);
 		(*out)[i++] = (uint32_t)v->valuedouble;
 	}
 	*n = i;
@@ -262,14 +286,22 @@ static int check_default(const cJSON *v, const char *key, char *err,
 {
 	static const struct {
 		const char *key;
-		double def;	/* NAN: null/empty only */
+		double def; /* NAN: null/empty only */
 	} d[] = {
-		{ "min_p", 0 }, { "frequency_penalty", 0 },
-		{ "presence_penalty", 0 }, { "repetition_penalty", 1 },
-		{ "min_new_tokens", 0 }, { "n", 1 }, { "stop", NAN },
-		{ "stop_regex", NAN }, { "json_schema", NAN }, { "regex", NAN },
-		{ "ebnf", NAN }, { "structural_tag", NAN },
-		{ "logit_bias", NAN }, { "custom_params", NAN },
+		{ "min_p", 0 },
+		{ "frequency_penalty", 0 },
+		{ "presence_penalty", 0 },
+		{ "repetition_penalty", 1 },
+		{ "min_new_tokens", 0 },
+		{ "n", 1 },
+		{ "stop", NAN },
+		{ "stop_regex", NAN },
+		{ "json_schema", NAN },
+		{ "regex", NAN },
+		{ "ebnf", NAN },
+		{ "structural_tag", NAN },
+		{ "logit_bias", NAN },
+		{ "custom_params", NAN },
 	};
 	size_t i;
 
@@ -278,14 +310,17 @@ static int check_default(const cJSON *v, const char *key, char *err,
 			continue;
 		if (cJSON_IsNull(v))
 			return 0;
-		if (isnan(d[i].def) ? (cJSON_IsArray(v) || cJSON_IsObject(v)) &&
+		if (isnan(d[i].def)
+			    ? (cJSON_IsArray(v) || cJSON_IsObject(v)) &&
 				      !v->child
-				    : cJSON_IsNumber(v) && v->valuedouble == d[i].def)
+			    : cJSON_IsNumber(v) && v->valuedouble == d[i].def)
 			return 0;
-		return fail(err, errlen, "sampling_params.%s is not supported by this "
-			    "server (only its default)", key);
+		return fail(err, errlen,
+			    "sampling_params.%s is not supported by this "
+			    "server (only its default)",
+			    key);
 	}
-	return 1;	/* not one of them */
+	return 1; /* not one of them */
 }
 
 static int parse_sampling(const cJSON *sp, struct engy_sgl_gen *g, char *err,
@@ -297,9 +332,11 @@ static int parse_sampling(const cJSON *sp, struct engy_sgl_gen *g, char *err,
 	if (!sp || cJSON_IsNull(sp))
 		return 0;
 	if (!cJSON_IsObject(sp))
-		return fail(err, errlen, "sampling_params must be an object (a list "
+		return fail(err, errlen,
+			    "sampling_params must be an object (a list "
 			    "means a batch, which is not supported)");
-	cJSON_ArrayForEach(v, sp) {
+	cJSON_ArrayForEach(v, sp)
+	{
 		const char *k = v->string;
 		bool null = cJSON_IsNull(v);
 
@@ -308,33 +345,44 @@ static int parse_sampling(const cJSON *sp, struct engy_sgl_gen *g, char *err,
 				continue;
 			if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
 			    v->valuedouble < 0)
-				return fail(err, errlen, "temperature must be non-negative");
-			g->temperature = v->valuedouble < 1e-6 ? 0 : v->valuedouble;
+				return fail(err, errlen,
+					    "temperature must be non-negative");
+			g->temperature =
+				v->valuedouble < 1e-6 ? 0 : v->valuedouble;
 		} else if (strcmp(k, "top_p") == 0) {
 			if (null)
 				continue;
-			if (!cJSON_IsNumber(v) || !(v->valuedouble > 0 && v->valuedouble <= 1))
-				return fail(err, errlen, "top_p must be in (0, 1]");
+			if (!cJSON_IsNumber(v) ||
+			    !(v->valuedouble > 0 && v->valuedouble <= 1))
+				return fail(err, errlen,
+					    "top_p must be in (0, 1]");
 			g->top_p = v->valuedouble;
 		} else if (strcmp(k, "top_k") == 0) {
 			if (null)
 				continue;
-			if (!is_int(v) || (v->valuedouble < 1 && v->valuedouble != -1) ||
+			if (!is_int(v) ||
+			    (v->valuedouble < 1 && v->valuedouble != -1) ||
 			    v->valuedouble > 2147483647.0)
-				return fail(err, errlen, "top_k must be -1 (disable), or at least 1");
+				return fail(
+					err, errlen,
+					"top_k must be -1 (disable), or at least 1");
 			g->top_k = (int32_t)v->valuedouble;
 		} else if (strcmp(k, "max_new_tokens") == 0) {
 			if (null)
 				continue;
 			if (!is_int(v) || v->valuedouble < 0)
-				return fail(err, errlen, "max_new_tokens must be at least 0");
+				return fail(
+					err, errlen,
+					"max_new_tokens must be at least 0");
 			g->max_new_tokens = (int64_t)v->valuedouble;
 			g->has_max_new_tokens = true;
 		} else if (strcmp(k, "stop_token_ids") == 0) {
 			if (null)
 				continue;
 			if (!cJSON_IsArray(v))
-				return fail(err, errlen, "stop_token_ids must be a list of integers");
+				return fail(
+					err, errlen,
+					"stop_token_ids must be a list of integers");
 			rc = id_list(v, "stop_token_ids", ENGY_SGL_MAX_STOP_IDS,
 				     &g->stop_ids, &g->n_stop, err, errlen);
 			if (rc)
@@ -343,22 +391,27 @@ static int parse_sampling(const cJSON *sp, struct engy_sgl_gen *g, char *err,
 			if (null)
 				continue;
 			if (!is_uint(v, 9007199254740992.0))
-				return fail(err, errlen, "sampling_seed must be a non-negative integer");
+				return fail(
+					err, errlen,
+					"sampling_seed must be a non-negative integer");
 			g->seed = (uint64_t)v->valuedouble;
 			g->has_seed = true;
 		} else if (strcmp(k, "ignore_eos") == 0) {
 			if (cJSON_IsTrue(v))
-				return fail(err, errlen, "sampling_params.ignore_eos is not "
+				return fail(err, errlen,
+					    "sampling_params.ignore_eos is not "
 					    "supported by this server");
 			if (!null && !cJSON_IsBool(v))
-				return fail(err, errlen, "ignore_eos must be a boolean");
+				return fail(err, errlen,
+					    "ignore_eos must be a boolean");
 		} else if (strcmp(k, "skip_special_tokens") == 0 ||
 			   strcmp(k, "no_stop_trim") == 0 ||
 			   strcmp(k, "spaces_between_special_tokens") == 0) {
 			if (null)
 				continue;
 			if (!cJSON_IsBool(v))
-				return fail(err, errlen, "%s must be a boolean", k);
+				return fail(err, errlen, "%s must be a boolean",
+					    k);
 			if (k[0] == 's' && k[1] == 'k')
 				g->skip_special_tokens = cJSON_IsTrue(v);
 			else if (k[0] == 'n')
@@ -367,13 +420,17 @@ static int parse_sampling(const cJSON *sp, struct engy_sgl_gen *g, char *err,
 			/* Events follow the backend's batches; any interval
 			 * is honoured by sending at least as often. */
 			if (!null && (!is_int(v) || v->valuedouble < 1))
-				return fail(err, errlen, "stream_interval must be a positive integer");
+				return fail(
+					err, errlen,
+					"stream_interval must be a positive integer");
 		} else {
 			rc = check_default(v, k, err, errlen);
 			if (rc < 0)
 				return rc;
 			if (rc > 0)
-				return fail(err, errlen, "Unknown sampling parameter: %.64s", k);
+				return fail(err, errlen,
+					    "Unknown sampling parameter: %.64s",
+					    k);
 		}
 	}
 	return 0;
@@ -383,10 +440,13 @@ static int parse_sampling(const cJSON *sp, struct engy_sgl_gen *g, char *err,
 static int check_unsupported(const cJSON *j, char *err, size_t errlen)
 {
 	static const char *const keys[] = {
-		"input_embeds", "image_data", "video_data", "audio_data",
-		"lora_path", "lora_id", "session_params", "custom_logit_processor",
-		"token_ids_logprob", "bootstrap_host", "bootstrap_room",
-		"return_routed_experts", "return_entropy", NULL,
+		"input_embeds",	     "image_data",
+		"video_data",	     "audio_data",
+		"lora_path",	     "lora_id",
+		"session_params",    "custom_logit_processor",
+		"token_ids_logprob", "bootstrap_host",
+		"bootstrap_room",    "return_routed_experts",
+		"return_entropy",    NULL,
 	};
 	const cJSON *v;
 	size_t i;
@@ -394,14 +454,20 @@ static int check_unsupported(const cJSON *j, char *err, size_t errlen)
 	for (i = 0; keys[i]; i++) {
 		v = cJSON_GetObjectItemCaseSensitive(j, keys[i]);
 		if (v && !cJSON_IsNull(v) && !cJSON_IsFalse(v))
-			return fail(err, errlen, "%s is not supported by this server", keys[i]);
+			return fail(err, errlen,
+				    "%s is not supported by this server",
+				    keys[i]);
 	}
 	v = cJSON_GetObjectItemCaseSensitive(j, "top_logprobs_num");
-	if (v && !cJSON_IsNull(v) && !(cJSON_IsNumber(v) && v->valuedouble == 0))
-		return fail(err, errlen, "top_logprobs_num is not supported by this server");
+	if (v && !cJSON_IsNull(v) &&
+	    !(cJSON_IsNumber(v) && v->valuedouble == 0))
+		return fail(err, errlen,
+			    "top_logprobs_num is not supported by this server");
 	v = cJSON_GetObjectItemCaseSensitive(j, "logprob_start_len");
-	if (v && !cJSON_IsNull(v) && !(cJSON_IsNumber(v) && v->valuedouble == -1))
-		return fail(err, errlen, "logprob_start_len other than -1 is not "
+	if (v && !cJSON_IsNull(v) &&
+	    !(cJSON_IsNumber(v) && v->valuedouble == -1))
+		return fail(err, errlen,
+			    "logprob_start_len other than -1 is not "
 			    "supported by this server (output logprobs only)");
 	return 0;
 }
@@ -414,17 +480,19 @@ static int parse_rid(const cJSON *v, char **out, bool batch_msg, char *err,
 	if (!v || cJSON_IsNull(v))
 		return 0;
 	if (cJSON_IsArray(v) && batch_msg)
-		return fail(err, errlen, "Batch requests (a list of rids) are not "
+		return fail(err, errlen,
+			    "Batch requests (a list of rids) are not "
 			    "supported; send one request per prompt.");
 	if (!cJSON_IsString(v))
 		return fail(err, errlen, "rid must be a string");
 	if (strlen(v->valuestring) > ENGY_SGL_MAX_RID)
-		return fail(err, errlen, "rid is longer than %d bytes", ENGY_SGL_MAX_RID);
+		return fail(err, errlen, "rid is longer than %d bytes",
+			    ENGY_SGL_MAX_RID);
 	for (p = (const unsigned char *)v->valuestring; *p; p++)
 		if (*p < 0x20 || *p > 0x7e)
 			return fail(err, errlen, "rid must be printable ASCII");
 	if (batch_msg && !v->valuestring[0])
-		return 0;	/* "" names nothing: the server makes one */
+		return 0; /* "" names nothing: the server makes one */
 	*out = strdup(v->valuestring);
 	return *out ? 0 : -ENOMEM;
 }
@@ -449,7 +517,9 @@ int engy_sgl_parse_generate(const void *body, size_t len,
 	text = cJSON_GetObjectItemCaseSensitive(j, "text");
 	if (ids && !cJSON_IsNull(ids)) {
 		if (!cJSON_IsArray(ids)) {
-			rc = fail(err, errlen, "input_ids must be a list of non-negative integers");
+			rc = fail(
+				err, errlen,
+				"input_ids must be a list of non-negative integers");
 			goto out;
 		}
 		rc = id_list(ids, "input_ids", (size_t)1 << 24, &g->input_ids,
@@ -462,7 +532,8 @@ int engy_sgl_parse_generate(const void *body, size_t len,
 		}
 	} else if (text && !cJSON_IsNull(text)) {
 		if (cJSON_IsArray(text)) {
-			rc = fail(err, errlen, "Batch requests (a list of prompts) are not "
+			rc = fail(err, errlen,
+				  "Batch requests (a list of prompts) are not "
 				  "supported; send one request per prompt.");
 			goto out;
 		}
@@ -476,15 +547,17 @@ int engy_sgl_parse_generate(const void *body, size_t len,
 			goto out;
 		}
 	} else {
-		rc = fail(err, errlen, "Either text or input_ids should be provided.");
+		rc = fail(err, errlen,
+			  "Either text or input_ids should be provided.");
 		goto out;
 	}
-	rc = parse_rid(cJSON_GetObjectItemCaseSensitive(j, "rid"), &g->rid, true,
-		       err, errlen);
+	rc = parse_rid(cJSON_GetObjectItemCaseSensitive(j, "rid"), &g->rid,
+		       true, err, errlen);
 	if (!rc)
 		rc = get_bool(j, "stream", &g->stream, err, errlen);
 	if (!rc)
-		rc = get_bool(j, "return_logprob", &g->return_logprob, err, errlen);
+		rc = get_bool(j, "return_logprob", &g->return_logprob, err,
+			      errlen);
 	if (!rc)
 		rc = get_bool(j, "return_text_in_logprobs",
 			      &g->return_text_in_logprobs, err, errlen);
@@ -492,8 +565,10 @@ int engy_sgl_parse_generate(const void *body, size_t len,
 		goto out;
 	v = cJSON_GetObjectItemCaseSensitive(j, "return_hidden_states");
 	if (v && cJSON_IsString(v)) {
-		rc = fail(err, errlen, "return_hidden_states \"%.16s\" is not supported "
-			  "by this server (true or false)", v->valuestring);
+		rc = fail(err, errlen,
+			  "return_hidden_states \"%.16s\" is not supported "
+			  "by this server (true or false)",
+			  v->valuestring);
 		goto out;
 	}
 	rc = get_bool(j, "return_hidden_states", &g->return_hidden_states, err,
@@ -501,8 +576,9 @@ int engy_sgl_parse_generate(const void *body, size_t len,
 	if (!rc)
 		rc = check_unsupported(j, err, errlen);
 	if (!rc)
-		rc = parse_sampling(cJSON_GetObjectItemCaseSensitive(j, "sampling_params"),
-				    g, err, errlen);
+		rc = parse_sampling(
+			cJSON_GetObjectItemCaseSensitive(j, "sampling_params"),
+			g, err, errlen);
 out:
 	cJSON_Delete(j);
 	return rc;
@@ -519,8 +595,8 @@ void engy_sgl_gen_free(struct engy_sgl_gen *g)
 	memset(g, 0, sizeof(*g));
 }
 
-int engy_sgl_parse_abort(const void *body, size_t len,
-			 struct engy_sgl_abort *a, char *err, size_t errlen)
+int engy_sgl_parse_abort(const void *body, size_t len, struct engy_sgl_abort *a,
+			 char *err, size_t errlen)
 {
 	cJSON *j;
 	int rc;
@@ -529,8 +605,8 @@ int engy_sgl_parse_abort(const void *body, size_t len,
 	j = parse_json(body, len, err, errlen);
 	if (!j)
 		return -EINVAL;
-	rc = parse_rid(cJSON_GetObjectItemCaseSensitive(j, "rid"), &a->rid, false,
-		       err, errlen);
+	rc = parse_rid(cJSON_GetObjectItemCaseSensitive(j, "rid"), &a->rid,
+		       false, err, errlen);
 	if (!rc)
 		rc = get_bool(j, "abort_all", &a->abort_all, err, errlen);
 	if (!rc && !a->rid && !(a->rid = strdup("")))
@@ -553,7 +629,8 @@ static void put_finish(struct sb *b, const struct engy_sgl_out *o)
 {
 	switch (o->finish) {
 	case ENGY_SGL_STOP:
-		sb_printf(b, "{\"type\":\"stop\",\"matched\":%lld}", (long long)o->matched);
+		sb_printf(b, "{\"type\":\"stop\",\"matched\":%lld}",
+			  (long long)o->matched);
 		break;
 	case ENGY_SGL_LENGTH:
 		sb_printf(b, "{\"type\":\"length\",\"length\":%u}", o->length);
@@ -565,7 +642,8 @@ static void put_finish(struct sb *b, const struct engy_sgl_out *o)
 		else
 			sb_puts(b, "null");
 		if (o->abort_status)
-			sb_printf(b, ",\"status_code\":%d,\"err_type\":null}", o->abort_status);
+			sb_printf(b, ",\"status_code\":%d,\"err_type\":null}",
+				  o->abort_status);
 		else
 			sb_puts(b, ",\"status_code\":null,\"err_type\":null}");
 		break;
@@ -593,7 +671,8 @@ static void put_logprobs(struct sb *b, const struct engy_sgl_out *o)
 
 	/* logprob_start_len -1: one input entry, the last prompt token.
 	 * engy's backends do not score prompt tokens: its logprob is null. */
-	sb_printf(b, ",\"input_token_logprobs\":[[null,%u,null]]", o->last_prompt_id);
+	sb_printf(b, ",\"input_token_logprobs\":[[null,%u,null]]",
+		  o->last_prompt_id);
 	sb_puts(b, ",\"output_token_logprobs\":[");
 	for (i = 0; i < o->n_ids; i++) {
 		sb_puts(b, i ? ",[" : "[");
@@ -627,7 +706,8 @@ char *engy_sgl_response(const struct engy_sgl_out *o, bool sse, size_t *len)
 	sb_str(&b, o->rid ? o->rid : "", o->rid ? strlen(o->rid) : 0);
 	sb_puts(&b, ",\"finish_reason\":");
 	put_finish(&b, o);
-	sb_printf(&b, ",\"prompt_tokens\":%u,\"weight_version\":\"default\","
+	sb_printf(&b,
+		  ",\"prompt_tokens\":%u,\"weight_version\":\"default\","
 		  "\"completion_tokens\":%zu,\"cached_tokens\":%u",
 		  o->prompt_tokens, o->n_ids, o->cached_tokens);
 	if (o->logprobs)
@@ -643,7 +723,8 @@ char *engy_sgl_response(const struct engy_sgl_out *o, bool sse, size_t *len)
 				sb_put(&b, ",", 1);
 			if (block)
 				sb_put(&b, "[", 1);
-			put_row(&b, o->rows + i * o->hidden_size, o->hidden_size);
+			put_row(&b, o->rows + i * o->hidden_size,
+				o->hidden_size);
 			if (block)
 				sb_put(&b, "]", 1);
 		}
@@ -680,7 +761,8 @@ char *engy_sgl_model_info(const char *model_path, const char *tokenizer_path,
 	sb_str(&b, model_path, strlen(model_path));
 	sb_puts(&b, ",\"tokenizer_path\":");
 	sb_str(&b, tokenizer_path, strlen(tokenizer_path));
-	sb_puts(&b, ",\"is_generation\":true,\"preferred_sampling_params\":null,"
+	sb_puts(&b,
+		",\"is_generation\":true,\"preferred_sampling_params\":null,"
 		"\"weight_version\":\"default\"}");
 	return sb_done(&b, len);
 }

@@ -13,31 +13,31 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENGY_SGL_MAX_RID	256	/* bytes of a request id */
-#define ENGY_SGL_MAX_STOP_IDS	1024
-#define ENGY_SGL_DEFAULT_MAX_NEW 128	/* sglang's native default */
+#define ENGY_SGL_MAX_RID	 256 /* bytes of a request id */
+#define ENGY_SGL_MAX_STOP_IDS	 1024
+#define ENGY_SGL_DEFAULT_MAX_NEW 128 /* sglang's native default */
 
 /* A parsed POST /generate (one prompt; batches are refused). */
 struct engy_sgl_gen {
-	uint32_t *input_ids;		/* malloc'd; NULL when only text */
+	uint32_t *input_ids; /* malloc'd; NULL when only text */
 	size_t n_input;
-	char *text;			/* the prompt as text, or NULL */
-	char *rid;			/* malloc'd, or NULL: none given */
+	char *text; /* the prompt as text, or NULL */
+	char *rid;  /* malloc'd, or NULL: none given */
 	bool stream;
 	bool return_logprob;
 	bool return_text_in_logprobs;
 	bool return_hidden_states;
 	/* sampling_params */
-	double temperature;		/* 0 = greedy (sglang: < 1e-6) */
-	double top_p;			/* (0, 1] */
-	int32_t top_k;			/* -1 = whole vocabulary */
-	int64_t max_new_tokens;		/* ENGY_SGL_DEFAULT_MAX_NEW if unset */
+	double temperature;	/* 0 = greedy (sglang: < 1e-6) */
+	double top_p;		/* (0, 1] */
+	int32_t top_k;		/* -1 = whole vocabulary */
+	int64_t max_new_tokens; /* ENGY_SGL_DEFAULT_MAX_NEW if unset */
 	bool has_max_new_tokens;
-	uint32_t *stop_ids;		/* malloc'd */
+	uint32_t *stop_ids; /* malloc'd */
 	size_t n_stop;
-	uint64_t seed;			/* sampling_seed */
+	uint64_t seed; /* sampling_seed */
 	bool has_seed;
-	bool skip_special_tokens;	/* true by default */
+	bool skip_special_tokens; /* true by default */
 	bool no_stop_trim;
 };
 
@@ -55,7 +55,7 @@ void engy_sgl_gen_free(struct engy_sgl_gen *g);
 
 /* A parsed POST /abort_request. */
 struct engy_sgl_abort {
-	char *rid;			/* malloc'd; "" when absent */
+	char *rid; /* malloc'd; "" when absent */
 	bool abort_all;
 };
 
@@ -64,36 +64,36 @@ int engy_sgl_parse_abort(const void *body, size_t len,
 void engy_sgl_abort_free(struct engy_sgl_abort *a);
 
 enum engy_sgl_finish {
-	ENGY_SGL_RUNNING = 0,		/* finish_reason null */
-	ENGY_SGL_STOP = 1,		/* {"type":"stop","matched":ID} */
-	ENGY_SGL_LENGTH = 2,		/* {"type":"length","length":N} */
-	ENGY_SGL_ABORT = 3,		/* {"type":"abort","message":...} */
+	ENGY_SGL_RUNNING = 0, /* finish_reason null */
+	ENGY_SGL_STOP = 1,    /* {"type":"stop","matched":ID} */
+	ENGY_SGL_LENGTH = 2,  /* {"type":"length","length":N} */
+	ENGY_SGL_ABORT = 3,   /* {"type":"abort","message":...} */
 };
 
 /* What one response object (or SSE event) says. */
 struct engy_sgl_out {
 	const char *rid;
-	const char *text;		/* UTF-8, @text_len bytes */
+	const char *text; /* UTF-8, @text_len bytes */
 	size_t text_len;
-	const uint32_t *ids;		/* output ids so far */
+	const uint32_t *ids; /* output ids so far */
 	size_t n_ids;
-	int finish;			/* enum engy_sgl_finish */
-	int64_t matched;		/* ENGY_SGL_STOP: the matched id */
-	uint32_t length;		/* ENGY_SGL_LENGTH: the limit hit */
-	const char *abort_message;	/* ENGY_SGL_ABORT ("Aborted") */
-	int abort_status;		/* 0: null */
+	int finish;		   /* enum engy_sgl_finish */
+	int64_t matched;	   /* ENGY_SGL_STOP: the matched id */
+	uint32_t length;	   /* ENGY_SGL_LENGTH: the limit hit */
+	const char *abort_message; /* ENGY_SGL_ABORT ("Aborted") */
+	int abort_status;	   /* 0: null */
 	uint32_t prompt_tokens;
 	uint32_t cached_tokens;
-	double e2e_latency;		/* seconds; < 0 leaves it out */
-	bool logprobs;			/* write the logprob lists */
-	const float *logprob_v;		/* @n_ids values, or NULL (nulls) */
-	char *const *token_text;	/* @n_ids strings, or NULL (nulls) */
-	uint32_t last_prompt_id;	/* input_token_logprobs' one entry */
-	bool hidden;			/* write hidden_states */
-	const float *rows;		/* @n_rows x @hidden_size, row k made
+	double e2e_latency;	 /* seconds; < 0 leaves it out */
+	bool logprobs;		 /* write the logprob lists */
+	const float *logprob_v;	 /* @n_ids values, or NULL (nulls) */
+	char *const *token_text; /* @n_ids strings, or NULL (nulls) */
+	uint32_t last_prompt_id; /* input_token_logprobs' one entry */
+	bool hidden;		 /* write hidden_states */
+	const float *rows;	 /* @n_rows x @hidden_size, row k made
 					 * output token k */
 	size_t n_rows;
-	bool prefill_empty;		/* a full prefix-cache hit: output token
+	bool prefill_empty; /* a full prefix-cache hit: output token
 					 * 0 has no row, rows[k] made token k+1 */
 	uint32_t hidden_size;
 };

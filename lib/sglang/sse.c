@@ -9,17 +9,16 @@
 #include "sse.h"
 
 enum {
-	S_LINE,		/* at the start of a line */
-	S_FIELD,	/* in a field name */
-	S_COLON,	/* just after the colon: one space may follow */
-	S_DATA,		/* in the value of a data line */
-	S_SKIP,		/* in a comment or a field we ignore */
+	S_LINE,	 /* at the start of a line */
+	S_FIELD, /* in a field name */
+	S_COLON, /* just after the colon: one space may follow */
+	S_DATA,	 /* in the value of a data line */
+	S_SKIP,	 /* in a comment or a field we ignore */
 };
 
-#define FIELD_OTHER 0xffu	/* flen marker: not "data" */
+#define FIELD_OTHER 0xffu /* flen marker: not "data" */
 
-void engy_sse_init(struct engy_sse *s, const struct engy_sse_cb *cb,
-		   void *arg)
+void engy_sse_init(struct engy_sse *s, const struct engy_sse_cb *cb, void *arg)
 {
 	memset(s, 0, sizeof(*s));
 	s->cb = cb;
@@ -49,12 +48,12 @@ static int end_line(struct engy_sse *s)
 	int rc = 0;
 
 	switch (s->state) {
-	case S_LINE:	/* blank line: dispatch */
+	case S_LINE: /* blank line: dispatch */
 		if (s->has_data && s->cb->event)
 			rc = s->cb->event(s->arg);
 		s->has_data = false;
 		break;
-	case S_FIELD:	/* a name without a colon has an empty value */
+	case S_FIELD: /* a name without a colon has an empty value */
 		if (field_is_data(s))
 			rc = data_line(s);
 		break;

@@ -31,19 +31,18 @@ struct engy_sse_cb {
 struct engy_sse {
 	const struct engy_sse_cb *cb;
 	void *arg;
-	int state;		/* where in a line we are */
+	int state; /* where in a line we are */
 	bool bom_checked;
-	unsigned bom_seen;	/* BOM bytes matched so far */
-	bool skip_lf;		/* the last byte was a CR */
-	bool has_data;		/* the event has a data line */
-	char field[8];		/* the field name while it may be "data" */
+	unsigned bom_seen; /* BOM bytes matched so far */
+	bool skip_lf;	   /* the last byte was a CR */
+	bool has_data;	   /* the event has a data line */
+	char field[8];	   /* the field name while it may be "data" */
 	unsigned flen;
-	int err;		/* sticky: a callback's return */
+	int err; /* sticky: a callback's return */
 };
 
 /* engy_sse_init() - start a stream; @cb and @arg are borrowed. */
-void engy_sse_init(struct engy_sse *s, const struct engy_sse_cb *cb,
-		   void *arg);
+void engy_sse_init(struct engy_sse *s, const struct engy_sse_cb *cb, void *arg);
 
 /*
  * engy_sse_feed() - split @n more bytes.  Returns 0, or the first non-zero

@@ -8,8 +8,8 @@
 
 #include "bip39.h"
 
-#define MAX_WORDS	24
-#define MAX_WORD_LEN	8
+#define MAX_WORDS    24
+#define MAX_WORD_LEN 8
 
 static int word_index(const char *w, size_t len)
 {
@@ -69,15 +69,16 @@ int engy_bip39_entropy(const char *phrase,
 		}
 		for (b = 10; b >= 0; b--, nbits++)
 			if (idx & (1 << b))
-				bits[nbits / 8] |= (uint8_t)(0x80 >> (nbits % 8));
+				bits[nbits / 8] |=
+					(uint8_t)(0x80 >> (nbits % 8));
 		nwords++;
 	}
 	if (nwords < 12 || nwords % 3) {
 		rc = -EINVAL;
 		goto out;
 	}
-	ent = nbits * 32 / 33 / 8;	/* entropy bytes */
-	cs = nbits - ent * 8;		/* checksum bits: ent * 8 / 32 */
+	ent = nbits * 32 / 33 / 8; /* entropy bytes */
+	cs = nbits - ent * 8;	   /* checksum bits: ent * 8 / 32 */
 	if (crypto_hash_sha256(hash, bits, ent) != 0) {
 		rc = -EIO;
 		goto out;

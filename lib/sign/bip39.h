@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENGY_BIP39_WORDS	2048
-#define ENGY_BIP39_MAX_ENTROPY	32
+#define ENGY_BIP39_WORDS       2048
+#define ENGY_BIP39_MAX_ENTROPY 32
 
 extern const char *const engy_bip39_english[ENGY_BIP39_WORDS];
 

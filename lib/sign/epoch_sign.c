@@ -45,7 +45,8 @@ static bool lower_hex(const char *s, size_t n)
 	size_t i;
 
 	for (i = 0; i < n; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'f')))
 			return false;
 	return s[n] == '\0';
 }
@@ -55,7 +56,8 @@ int engy_epoch_message(char *out, size_t cap, uint16_t netuid, uint64_t epoch,
 {
 	int n;
 
-	if (!lower_hex(digest, ENGY_EPOCH_DIGEST_HEX) || epoch > ENGY_EPOCH_MAX_INDEX)
+	if (!lower_hex(digest, ENGY_EPOCH_DIGEST_HEX) ||
+	    epoch > ENGY_EPOCH_MAX_INDEX)
 		return -EINVAL;
 	n = snprintf(out, cap, ENGY_EPOCH_MSG_PREFIX "%u:%" PRIu64 ":%s",
 		     (unsigned)netuid, epoch, digest);
@@ -72,7 +74,8 @@ static int build_message(char msg[ENGY_EPOCH_MSG_MAX], uint16_t netuid,
 	if (sodium_init() < 0)
 		return -EIO;
 	engy_epoch_digest(result_json, len, digest);
-	return engy_epoch_message(msg, ENGY_EPOCH_MSG_MAX, netuid, epoch, digest);
+	return engy_epoch_message(msg, ENGY_EPOCH_MSG_MAX, netuid, epoch,
+				  digest);
 }
 
 int engy_epoch_sign(const struct engy_sr25519_keypair *kp, uint16_t netuid,
@@ -86,9 +89,10 @@ int engy_epoch_sign(const struct engy_sr25519_keypair *kp, uint16_t netuid,
 	if (n < 0)
 		return n;
 	if (rng)
-		return engy_sr25519_sign_rng(kp, ENGY_SR25519_SUBSTRATE_CTX, msg,
-					     (size_t)n, rng, sig);
-	return engy_sr25519_sign(kp, ENGY_SR25519_SUBSTRATE_CTX, msg, (size_t)n, sig);
+		return engy_sr25519_sign_rng(kp, ENGY_SR25519_SUBSTRATE_CTX,
+					     msg, (size_t)n, rng, sig);
+	return engy_sr25519_sign(kp, ENGY_SR25519_SUBSTRATE_CTX, msg, (size_t)n,
+				 sig);
 }
 
 int engy_epoch_verify(const uint8_t pub[ENGY_SR25519_PUBLIC_BYTES],
@@ -101,7 +105,8 @@ int engy_epoch_verify(const uint8_t pub[ENGY_SR25519_PUBLIC_BYTES],
 	n = build_message(msg, netuid, epoch, result_json, len);
 	if (n < 0)
 		return n;
-	return engy_sr25519_verify(pub, ENGY_SR25519_SUBSTRATE_CTX, msg, (size_t)n, sig);
+	return engy_sr25519_verify(pub, ENGY_SR25519_SUBSTRATE_CTX, msg,
+				   (size_t)n, sig);
 }
 
 /* A JSON integer 0..@max (booleans are not numbers to cJSON). */
@@ -128,11 +133,15 @@ static int check_weights(const cJSON *w, char *why, size_t whylen)
 		engy_seterr(why, whylen, "result_json: weights is not a list");
 		return -EINVAL;
 	}
-	cJSON_ArrayForEach(row, w) {
+	cJSON_ArrayForEach(row, w)
+	{
 		if (!cJSON_IsArray(row) || cJSON_GetArraySize(row) != 2 ||
 		    !cJSON_IsString(cJSON_GetArrayItem(row, 0)) ||
 		    !json_uint(cJSON_GetArrayItem(row, 1), 65535, &v)) {
-			engy_seterr(why, whylen, "result_json: weights[%d] is not a [hotkey, 0..65535] pair", i);
+			engy_seterr(
+				why, whylen,
+				"result_json: weights[%d] is not a [hotkey, 0..65535] pair",
+				i);
 			return -EINVAL;
 		}
 		i++;
@@ -151,24 +160,32 @@ static int check_result(const cJSON *rj, uint16_t netuid, uint64_t epoch,
 	}
 	if (!json_uint(cJSON_GetObjectItemCaseSensitive(rj, "epoch_index"),
 		       ENGY_EPOCH_MAX_INDEX, &v)) {
-		engy_seterr(why, whylen, "result_json: epoch_index missing or not an integer");
+		engy_seterr(
+			why, whylen,
+			"result_json: epoch_index missing or not an integer");
 		return -EINVAL;
 	}
 	if (v != epoch) {
-		engy_seterr(why, whylen, "result_json: epoch_index %" PRIu64 ", expected %" PRIu64,
-		       v, epoch);
+		engy_seterr(why, whylen,
+			    "result_json: epoch_index %" PRIu64
+			    ", expected %" PRIu64,
+			    v, epoch);
 		return -EINVAL;
 	}
-	if (!json_uint(cJSON_GetObjectItemCaseSensitive(rj, "netuid"), 65535, &v)) {
-		engy_seterr(why, whylen, "result_json: netuid missing or not an integer");
+	if (!json_uint(cJSON_GetObjectItemCaseSensitive(rj, "netuid"), 65535,
+		       &v)) {
+		engy_seterr(why, whylen,
+			    "result_json: netuid missing or not an integer");
 		return -EINVAL;
 	}
 	if (v != netuid) {
-		engy_seterr(why, whylen, "result_json: netuid %" PRIu64 ", expected %u", v,
-		       (unsigned)netuid);
+		engy_seterr(why, whylen,
+			    "result_json: netuid %" PRIu64 ", expected %u", v,
+			    (unsigned)netuid);
 		return -EINVAL;
 	}
-	return check_weights(cJSON_GetObjectItemCaseSensitive(rj, "weights"), why, whylen);
+	return check_weights(cJSON_GetObjectItemCaseSensitive(rj, "weights"),
+			     why, whylen);
 }
 
 int engy_epoch_result_check(const char *result_json, size_t len,
@@ -192,7 +209,8 @@ int engy_epoch_payload(char **out, uint16_t netuid, uint64_t epoch,
 		       const uint8_t sig[ENGY_SR25519_SIG_BYTES],
 		       const char *signed_hotkey)
 {
-	char digest[ENGY_EPOCH_DIGEST_HEX + 1], sighex[2 * ENGY_SR25519_SIG_BYTES + 1];
+	char digest[ENGY_EPOCH_DIGEST_HEX + 1],
+		sighex[2 * ENGY_SR25519_SIG_BYTES + 1];
 	char num[24];
 	cJSON *p = NULL, *rj = NULL, *w;
 	char *copy = NULL;
@@ -228,7 +246,8 @@ int engy_epoch_payload(char **out, uint16_t netuid, uint64_t epoch,
 		goto out;
 	}
 	cJSON_AddItemToObject(p, "weights", w);
-	if (signed_hotkey && !cJSON_AddStringToObject(p, "signed_hotkey", signed_hotkey))
+	if (signed_hotkey &&
+	    !cJSON_AddStringToObject(p, "signed_hotkey", signed_hotkey))
 		goto out;
 	*out = cJSON_PrintUnformatted(p);
 	rc = *out ? 0 : -ENOMEM;
@@ -293,14 +312,17 @@ engy_epoch_payload_check(const char *payload, size_t len, uint16_t netuid,
 		engy_seterr(why, whylen, "the payload is not a JSON object");
 		goto out;
 	}
-	if (!json_uint(cJSON_GetObjectItemCaseSensitive(p, "v"), 1000, &v) || v != 1) {
+	if (!json_uint(cJSON_GetObjectItemCaseSensitive(p, "v"), 1000, &v) ||
+	    v != 1) {
 		engy_seterr(why, whylen, "payload version is not 1");
 		r = ENGY_EPOCH_REJECT_VERSION;
 		goto out;
 	}
-	if (!json_uint(cJSON_GetObjectItemCaseSensitive(p, "netuid"), 65535, &v) ||
+	if (!json_uint(cJSON_GetObjectItemCaseSensitive(p, "netuid"), 65535,
+		       &v) ||
 	    v != netuid) {
-		engy_seterr(why, whylen, "payload netuid is not %u", (unsigned)netuid);
+		engy_seterr(why, whylen, "payload netuid is not %u",
+			    (unsigned)netuid);
 		r = ENGY_EPOCH_REJECT_NETUID;
 		goto out;
 	}
@@ -311,7 +333,8 @@ engy_epoch_payload_check(const char *payload, size_t len, uint16_t netuid,
 	}
 	if (!json_uint(cJSON_GetObjectItemCaseSensitive(p, "epoch_index"),
 		       ENGY_EPOCH_MAX_INDEX, &epoch)) {
-		engy_seterr(why, whylen, "epoch_index missing or not an integer");
+		engy_seterr(why, whylen,
+			    "epoch_index missing or not an integer");
 		goto out;
 	}
 	rlen = strlen(rjs->valuestring);
@@ -319,19 +342,24 @@ engy_epoch_payload_check(const char *payload, size_t len, uint16_t netuid,
 	d = cJSON_GetObjectItemCaseSensitive(p, "digest");
 	if (!cJSON_IsString(d) || !d->valuestring ||
 	    strcasecmp(d->valuestring, digest) != 0) {
-		engy_seterr(why, whylen, "digest is not the SHA-256 of result_json");
+		engy_seterr(why, whylen,
+			    "digest is not the SHA-256 of result_json");
 		r = ENGY_EPOCH_REJECT_DIGEST;
 		goto out;
 	}
 	s = cJSON_GetObjectItemCaseSensitive(p, "signature");
-	if (!cJSON_IsString(s) || !s->valuestring || !sig_from_hex(sig, s->valuestring)) {
+	if (!cJSON_IsString(s) || !s->valuestring ||
+	    !sig_from_hex(sig, s->valuestring)) {
 		engy_seterr(why, whylen, "signature is not 128 hex digits");
 		r = ENGY_EPOCH_REJECT_SIGNATURE;
 		goto out;
 	}
-	rc = engy_epoch_verify(master_pub, netuid, epoch, rjs->valuestring, rlen, sig);
+	rc = engy_epoch_verify(master_pub, netuid, epoch, rjs->valuestring,
+			       rlen, sig);
 	if (rc < 0) {
-		engy_seterr(why, whylen, "the signature does not verify against the master hotkey");
+		engy_seterr(
+			why, whylen,
+			"the signature does not verify against the master hotkey");
 		r = ENGY_EPOCH_REJECT_SIGNATURE;
 		goto out;
 	}

@@ -19,10 +19,10 @@
 
 #include "sr25519.h"
 
-#define ENGY_EPOCH_MSG_PREFIX	"engy-sn53:epoch:v1:"
-#define ENGY_EPOCH_DIGEST_HEX	64
-#define ENGY_EPOCH_MSG_MAX	128	/* longest message plus NUL */
-#define ENGY_EPOCH_MAX_INDEX	9007199254740991ULL	/* 2^53 - 1: exact in JSON */
+#define ENGY_EPOCH_MSG_PREFIX "engy-sn53:epoch:v1:"
+#define ENGY_EPOCH_DIGEST_HEX 64
+#define ENGY_EPOCH_MSG_MAX    128		  /* longest message plus NUL */
+#define ENGY_EPOCH_MAX_INDEX  9007199254740991ULL /* 2^53 - 1: exact in JSON */
 
 /* engy_epoch_digest() - lower-case hex SHA-256 of @len bytes, NUL-terminated. */
 void engy_epoch_digest(const void *result_json, size_t len,
@@ -91,7 +91,7 @@ const char *engy_epoch_reject_name(enum engy_epoch_reject r);
 struct engy_epoch_verified {
 	uint64_t epoch_index;
 	char digest[ENGY_EPOCH_DIGEST_HEX + 1];
-	char *result_json;	/* malloc'd, NUL-terminated; the trusted copy */
+	char *result_json; /* malloc'd, NUL-terminated; the trusted copy */
 	size_t result_len;
 };
 

@@ -22,7 +22,7 @@
 #include "hex.h"
 #include "hotkey.h"
 
-#define CRYPTO_SR25519	1
+#define CRYPTO_SR25519 1
 
 /* Exactly @n bytes of hex, with or without a leading "0x". */
 static int hexdec(uint8_t *out, size_t n, const char *s)
@@ -104,17 +104,23 @@ static int phrase_error(int rc, size_t bad, char *err, size_t errlen)
 {
 	switch (rc) {
 	case -ENOENT:
-		engy_seterr(err, errlen, "secretPhrase: word %zu is not in the BIP-39 English list",
-		       bad + 1);
+		engy_seterr(
+			err, errlen,
+			"secretPhrase: word %zu is not in the BIP-39 English list",
+			bad + 1);
 		return -EINVAL;
 	case -EBADMSG:
-		engy_seterr(err, errlen, "secretPhrase: BIP-39 checksum mismatch");
+		engy_seterr(err, errlen,
+			    "secretPhrase: BIP-39 checksum mismatch");
 		return -EINVAL;
 	case -EINVAL:
-		engy_seterr(err, errlen, "secretPhrase: not 12, 15, 18, 21 or 24 words");
+		engy_seterr(err, errlen,
+			    "secretPhrase: not 12, 15, 18, 21 or 24 words");
 		return -EINVAL;
 	default:
-		engy_seterr(err, errlen, "secretPhrase: cannot derive the key (%s)", strerror(-rc));
+		engy_seterr(err, errlen,
+			    "secretPhrase: cannot derive the key (%s)",
+			    strerror(-rc));
 		return rc;
 	}
 }
@@ -162,7 +168,7 @@ static bool private_matches(const struct engy_sr25519_keypair *kp,
 struct pubfields {
 	uint8_t pub[32];
 	bool have;
-	const char *from;	/* the field that set it */
+	const char *from; /* the field that set it */
 };
 
 /* Collects publicKey, accountId and ss58Address; they must agree. */
@@ -187,15 +193,19 @@ static int read_public(const cJSON *obj, struct pubfields *pf, char *err,
 		if (rc == 0)
 			continue;
 		if (i < 2 && hexdec(v, 32, s) < 0) {
-			engy_seterr(err, errlen, "%s: not 0x followed by 64 hex digits", name);
+			engy_seterr(err, errlen,
+				    "%s: not 0x followed by 64 hex digits",
+				    name);
 			return -EINVAL;
 		}
 		if (i == 2 && (rc = engy_ss58_decode(s, v, NULL)) < 0) {
-			engy_seterr(err, errlen, "ss58Address: %s", engy_ss58_strerror(rc));
+			engy_seterr(err, errlen, "ss58Address: %s",
+				    engy_ss58_strerror(rc));
 			return -EINVAL;
 		}
 		if (pf->have && memcmp(pf->pub, v, 32) != 0) {
-			engy_seterr(err, errlen, "%s does not match %s", name, pf->from);
+			engy_seterr(err, errlen, "%s does not match %s", name,
+				    pf->from);
 			return -EINVAL;
 		}
 		memcpy(pf->pub, v, 32);
@@ -216,8 +226,10 @@ static int check_type(const cJSON *obj, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (t->valuedouble != CRYPTO_SR25519) {
-		engy_seterr(err, errlen, "cryptoType %g is not sr25519 (1); engy signs with sr25519 hotkeys only",
-		       t->valuedouble);
+		engy_seterr(
+			err, errlen,
+			"cryptoType %g is not sr25519 (1); engy signs with sr25519 hotkeys only",
+			t->valuedouble);
 		return -ENOTSUP;
 	}
 	return 0;
@@ -236,7 +248,9 @@ static int read_secret(cJSON *obj, struct engy_hotkey *hk,
 	if (get_str(obj, "secretPhrase", &phrase) < 0 ||
 	    get_str(obj, "secretSeed", &seed) < 0 ||
 	    get_str(obj, "privateKey", &priv) < 0) {
-		engy_seterr(err, errlen, "a secret field (secretPhrase, secretSeed, privateKey) is not a string");
+		engy_seterr(
+			err, errlen,
+			"a secret field (secretPhrase, secretSeed, privateKey) is not a string");
 		return -EINVAL;
 	}
 	hk->source = ENGY_HOTKEY_PUBLIC_ONLY;
@@ -251,12 +265,15 @@ static int read_secret(cJSON *obj, struct engy_hotkey *hk,
 	}
 	if (seed) {
 		if (hexdec(m2, 32, seed) < 0) {
-			engy_seterr(err, errlen, "secretSeed: not 0x followed by 64 hex digits");
+			engy_seterr(
+				err, errlen,
+				"secretSeed: not 0x followed by 64 hex digits");
 			rc = -EINVAL;
 			goto out;
 		}
 		if (mini_from && sodium_memcmp(m2, mini, 32) != 0) {
-			engy_seterr(err, errlen, "secretSeed does not match secretPhrase");
+			engy_seterr(err, errlen,
+				    "secretSeed does not match secretPhrase");
 			rc = -EINVAL;
 			goto out;
 		}
@@ -267,29 +284,40 @@ static int read_secret(cJSON *obj, struct engy_hotkey *hk,
 		}
 	}
 	if (mini_from) {
-		rc = engy_sr25519_keypair_from_mini(&hk->kp, mini, ENGY_SR25519_EXPAND_ED25519);
+		rc = engy_sr25519_keypair_from_mini(
+			&hk->kp, mini, ENGY_SR25519_EXPAND_ED25519);
 		if (rc < 0) {
-			engy_seterr(err, errlen, "%s: cannot derive the key", mini_from);
+			engy_seterr(err, errlen, "%s: cannot derive the key",
+				    mini_from);
 			goto out;
 		}
 	}
 	if (priv) {
 		if (hexdec(sk, 64, priv) < 0) {
-			engy_seterr(err, errlen, "privateKey: not 0x followed by 128 hex digits");
+			engy_seterr(
+				err, errlen,
+				"privateKey: not 0x followed by 128 hex digits");
 			rc = -EINVAL;
 			goto out;
 		}
 		if (mini_from && !private_matches(&hk->kp, sk)) {
-			engy_seterr(err, errlen, "privateKey does not match %s", mini_from);
+			engy_seterr(err, errlen, "privateKey does not match %s",
+				    mini_from);
 			rc = -EINVAL;
 			goto out;
 		}
 		if (!mini_from) {
-			if (from_private(&hk->kp, sk, pf->have ? pf->pub : NULL) < 0) {
+			if (from_private(&hk->kp, sk,
+					 pf->have ? pf->pub : NULL) < 0) {
 				if (pf->have)
-					engy_seterr(err, errlen, "privateKey does not match %s", pf->from);
+					engy_seterr(
+						err, errlen,
+						"privateKey does not match %s",
+						pf->from);
 				else
-					engy_seterr(err, errlen, "privateKey: not an sr25519 secret key");
+					engy_seterr(
+						err, errlen,
+						"privateKey: not an sr25519 secret key");
 				rc = -EINVAL;
 				goto out;
 			}
@@ -299,7 +327,8 @@ static int read_secret(cJSON *obj, struct engy_hotkey *hk,
 	}
 	rc = 0;
 	if (mini_from && pf->have && memcmp(pf->pub, hk->kp.pub, 32) != 0) {
-		engy_seterr(err, errlen, "%s does not match %s", pf->from, mini_from);
+		engy_seterr(err, errlen, "%s does not match %s", pf->from,
+			    mini_from);
 		rc = -EINVAL;
 	}
 out:
@@ -324,13 +353,16 @@ int engy_hotkey_parse(struct engy_hotkey *hk, const char *text, size_t len,
 	}
 	kind = encrypted_kind(text, len);
 	if (kind) {
-		engy_seterr(err, errlen, "encrypted keyfile (%s); engy reads only unencrypted hotkeys",
-		       kind);
+		engy_seterr(
+			err, errlen,
+			"encrypted keyfile (%s); engy reads only unencrypted hotkeys",
+			kind);
 		return -EKEYREJECTED;
 	}
 	obj = cJSON_ParseWithLength(text, len);
 	if (!obj || !cJSON_IsObject(obj)) {
-		engy_seterr(err, errlen, "not a bittensor keyfile (not a JSON object)");
+		engy_seterr(err, errlen,
+			    "not a bittensor keyfile (not a JSON object)");
 		rc = -EINVAL;
 		goto out;
 	}
@@ -345,12 +377,16 @@ int engy_hotkey_parse(struct engy_hotkey *hk, const char *text, size_t len,
 		goto out;
 	if (hk->source == ENGY_HOTKEY_PUBLIC_ONLY) {
 		if (!pf.have) {
-			engy_seterr(err, errlen, "no key in the keyfile (no secretPhrase, secretSeed, privateKey, publicKey, accountId or ss58Address)");
+			engy_seterr(
+				err, errlen,
+				"no key in the keyfile (no secretPhrase, secretSeed, privateKey, publicKey, accountId or ss58Address)");
 			rc = -EINVAL;
 			goto out;
 		}
 		if (!engy_sr25519_valid_public(pf.pub)) {
-			engy_seterr(err, errlen, "%s: not a valid sr25519 public key", pf.from);
+			engy_seterr(err, errlen,
+				    "%s: not a valid sr25519 public key",
+				    pf.from);
 			rc = -EINVAL;
 			goto out;
 		}
@@ -386,8 +422,8 @@ int engy_hotkey_load(struct engy_hotkey *hk, const char *path, char *err,
 	memset(hk, 0, sizeof(*hk));
 	rc = engy_read_file(path, ENGY_HOTKEY_MAX_FILE, &buf, &len);
 	if (rc == -EFBIG) {
-		engy_seterr(err, errlen, "%s: over %d bytes, not a hotkey file", path,
-		       ENGY_HOTKEY_MAX_FILE);
+		engy_seterr(err, errlen, "%s: over %d bytes, not a hotkey file",
+			    path, ENGY_HOTKEY_MAX_FILE);
 		return -EINVAL;
 	}
 	if (rc < 0) {
@@ -420,10 +456,12 @@ int engy_hotkey_format(const uint8_t mini[32], const char *phrase, char **out)
 		if (rc < 0)
 			return -EINVAL;
 	}
-	rc = engy_sr25519_keypair_from_mini(&kp, mini, ENGY_SR25519_EXPAND_ED25519);
+	rc = engy_sr25519_keypair_from_mini(&kp, mini,
+					    ENGY_SR25519_EXPAND_ED25519);
 	if (rc < 0)
 		return rc;
-	rc = engy_ss58_encode(ss58, sizeof(ss58), kp.pub, ENGY_SS58_PREFIX_BITTENSOR);
+	rc = engy_ss58_encode(ss58, sizeof(ss58), kp.pub,
+			      ENGY_SS58_PREFIX_BITTENSOR);
 	if (rc < 0)
 		goto out;
 	hexenc(pub, kp.pub, 32);
@@ -435,11 +473,12 @@ int engy_hotkey_format(const uint8_t mini[32], const char *phrase, char **out)
 		rc = -ENOMEM;
 		goto out;
 	}
-	snprintf(text, cap,
-		 "{\"accountId\":\"0x%s\",\"publicKey\":\"0x%s\",\"privateKey\":\"0x%s\",%s%s%s\"secretSeed\":\"0x%s\",\"ss58Address\":\"%s\",\"cryptoType\":%d}",
-		 pub, pub, sk, phrase ? "\"secretPhrase\":\"" : "",
-		 phrase ? phrase : "", phrase ? "\"," : "", seed, ss58,
-		 CRYPTO_SR25519);
+	snprintf(
+		text, cap,
+		"{\"accountId\":\"0x%s\",\"publicKey\":\"0x%s\",\"privateKey\":\"0x%s\",%s%s%s\"secretSeed\":\"0x%s\",\"ss58Address\":\"%s\",\"cryptoType\":%d}",
+		pub, pub, sk, phrase ? "\"secretPhrase\":\"" : "",
+		phrase ? phrase : "", phrase ? "\"," : "", seed, ss58,
+		CRYPTO_SR25519);
 	*out = text;
 	rc = 0;
 out:
@@ -465,13 +504,16 @@ int engy_hotkey_write(const char *path, const uint8_t mini[32],
 	int rc;
 
 	if (lstat(path, &st) == 0) {
-		engy_seterr(err, errlen, "%s: exists; engy never overwrites a key", path);
+		engy_seterr(err, errlen,
+			    "%s: exists; engy never overwrites a key", path);
 		return -EEXIST;
 	}
 	rc = engy_hotkey_format(mini, phrase, &text);
 	if (rc < 0) {
-		engy_seterr(err, errlen, "%s: cannot build the keyfile (%s)", path,
-		       rc == -EINVAL ? "the phrase does not give this seed" : strerror(-rc));
+		engy_seterr(err, errlen, "%s: cannot build the keyfile (%s)",
+			    path,
+			    rc == -EINVAL ? "the phrase does not give this seed"
+					  : strerror(-rc));
 		return rc;
 	}
 	rc = engy_write_file_atomic(path, text, strlen(text), 0600);

@@ -20,18 +20,18 @@
 #include "sr25519.h"
 #include "ss58.h"
 
-#define ENGY_HOTKEY_MAX_FILE	65536
+#define ENGY_HOTKEY_MAX_FILE 65536
 
 enum engy_hotkey_source {
-	ENGY_HOTKEY_PUBLIC_ONLY,	/* no secret: can verify, cannot sign */
+	ENGY_HOTKEY_PUBLIC_ONLY, /* no secret: can verify, cannot sign */
 	ENGY_HOTKEY_PHRASE,
 	ENGY_HOTKEY_SEED,
 	ENGY_HOTKEY_PRIVATE_KEY,
 };
 
 struct engy_hotkey {
-	struct engy_sr25519_keypair kp;	/* kp.secret is zero when public only */
-	char ss58[ENGY_SS58_ADDR_SIZE];	/* prefix 42 */
+	struct engy_sr25519_keypair kp; /* kp.secret is zero when public only */
+	char ss58[ENGY_SS58_ADDR_SIZE]; /* prefix 42 */
 	enum engy_hotkey_source source;
 };
 

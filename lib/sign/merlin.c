@@ -32,8 +32,8 @@ void engy_merlin_append(struct engy_merlin *t, const char *label,
 	engy_strobe_ad(&t->strobe, msg, len, false);
 }
 
-void engy_merlin_challenge(struct engy_merlin *t, const char *label,
-			   void *out, size_t len)
+void engy_merlin_challenge(struct engy_merlin *t, const char *label, void *out,
+			   size_t len)
 {
 	uint8_t n[4];
 

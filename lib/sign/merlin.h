@@ -22,8 +22,8 @@ void engy_merlin_init(struct engy_merlin *t, const char *label);
 void engy_merlin_append(struct engy_merlin *t, const char *label,
 			const void *msg, size_t len);
 
-void engy_merlin_challenge(struct engy_merlin *t, const char *label,
-			   void *out, size_t len);
+void engy_merlin_challenge(struct engy_merlin *t, const char *label, void *out,
+			   size_t len);
 
 /*
  * The transcript RNG (build_rng().rekey_with_witness_bytes(label, witness)

@@ -13,8 +13,8 @@
 #include "merlin.h"
 #include "sr25519.h"
 
-#define SCALAR	crypto_core_ristretto255_SCALARBYTES
-#define POINT	crypto_core_ristretto255_BYTES
+#define SCALAR crypto_core_ristretto255_SCALARBYTES
+#define POINT  crypto_core_ristretto255_BYTES
 
 /* 1 when @s (32 bytes) is a canonical scalar, i.e. below l. */
 static int scalar_canonical(const uint8_t s[SCALAR])
@@ -92,8 +92,9 @@ int engy_sr25519_keypair_from_mini(struct engy_sr25519_keypair *kp,
 	return 0;
 }
 
-int engy_sr25519_keypair_from_secret(struct engy_sr25519_keypair *kp,
-				     const uint8_t secret[ENGY_SR25519_SECRET_BYTES])
+int engy_sr25519_keypair_from_secret(
+	struct engy_sr25519_keypair *kp,
+	const uint8_t secret[ENGY_SR25519_SECRET_BYTES])
 {
 	if (sodium_init() < 0)
 		return -EIO;
@@ -107,8 +108,9 @@ int engy_sr25519_keypair_from_secret(struct engy_sr25519_keypair *kp,
 	return 0;
 }
 
-int engy_sr25519_secret_from_ed25519(uint8_t out[ENGY_SR25519_SECRET_BYTES],
-				     const uint8_t in[ENGY_SR25519_SECRET_BYTES])
+int engy_sr25519_secret_from_ed25519(
+	uint8_t out[ENGY_SR25519_SECRET_BYTES],
+	const uint8_t in[ENGY_SR25519_SECRET_BYTES])
 {
 	uint8_t key[SCALAR];
 	int i, rc = 0;
@@ -176,8 +178,8 @@ int engy_sr25519_sign_rng(const struct engy_sr25519_keypair *kp,
 	if (sodium_init() < 0)
 		return -EIO;
 	transcript_start(&t, ctx, msg, len, kp->pub);
-	engy_merlin_witness_bytes(&t, "signing", kp->secret + 32, 32, rng,
-				  wide, sizeof(wide));
+	engy_merlin_witness_bytes(&t, "signing", kp->secret + 32, 32, rng, wide,
+				  sizeof(wide));
 	crypto_core_ristretto255_scalar_reduce(r, wide);
 	/* R = r*B; r == 0 needs a 2^-252 accident. */
 	if (crypto_scalarmult_ristretto255_base(sig, r) != 0) {
@@ -189,7 +191,7 @@ int engy_sr25519_sign_rng(const struct engy_sr25519_keypair *kp,
 	crypto_core_ristretto255_scalar_reduce(k, wide);
 	crypto_core_ristretto255_scalar_mul(s, k, kp->secret);
 	crypto_core_ristretto255_scalar_add(sig + POINT, s, r);
-	sig[63] |= 0x80;	/* schnorrkel's marker: not an old-format sig */
+	sig[63] |= 0x80; /* schnorrkel's marker: not an old-format sig */
 out:
 	sodium_memzero(wide, sizeof(wide));
 	sodium_memzero(r, sizeof(r));
@@ -241,7 +243,8 @@ int engy_sr25519_verify(const uint8_t pub[ENGY_SR25519_PUBLIC_BYTES],
 		return -EPROTO;
 	memcpy(s, sig + POINT, SCALAR);
 	s[31] &= 0x7f;
-	if (!scalar_canonical(s) || !crypto_core_ristretto255_is_valid_point(sig))
+	if (!scalar_canonical(s) ||
+	    !crypto_core_ristretto255_is_valid_point(sig))
 		return -EPROTO;
 
 	transcript_start(&t, ctx, msg, len, pub);

@@ -17,14 +17,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENGY_SR25519_MINI_BYTES		32
-#define ENGY_SR25519_SECRET_BYTES	64
-#define ENGY_SR25519_PUBLIC_BYTES	32
-#define ENGY_SR25519_SIG_BYTES		64
-#define ENGY_SR25519_RNG_BYTES		32
+#define ENGY_SR25519_MINI_BYTES	  32
+#define ENGY_SR25519_SECRET_BYTES 64
+#define ENGY_SR25519_PUBLIC_BYTES 32
+#define ENGY_SR25519_SIG_BYTES	  64
+#define ENGY_SR25519_RNG_BYTES	  32
 
 /* The signing context of every Substrate account signature. */
-#define ENGY_SR25519_SUBSTRATE_CTX	"substrate"
+#define ENGY_SR25519_SUBSTRATE_CTX "substrate"
 
 enum engy_sr25519_expansion {
 	/* SHA-512, ed25519 clamp, divide by 8: what Substrate uses. */
@@ -34,8 +34,8 @@ enum engy_sr25519_expansion {
 };
 
 struct engy_sr25519_keypair {
-	uint8_t secret[ENGY_SR25519_SECRET_BYTES];	/* key || nonce */
-	uint8_t pub[ENGY_SR25519_PUBLIC_BYTES];		/* compressed key*B */
+	uint8_t secret[ENGY_SR25519_SECRET_BYTES]; /* key || nonce */
+	uint8_t pub[ENGY_SR25519_PUBLIC_BYTES];	   /* compressed key*B */
 };
 
 /*
@@ -51,18 +51,21 @@ int engy_sr25519_keypair_from_mini(struct engy_sr25519_keypair *kp,
  * schnorrkel form.  Returns 0, or -EINVAL when the scalar is zero or not
  * canonical (not below the group order l).
  */
-int engy_sr25519_keypair_from_secret(struct engy_sr25519_keypair *kp,
-				     const uint8_t secret[ENGY_SR25519_SECRET_BYTES]);
+int engy_sr25519_keypair_from_secret(
+	struct engy_sr25519_keypair *kp,
+	const uint8_t secret[ENGY_SR25519_SECRET_BYTES]);
 
 /*
  * Conversions to and from the ed25519 form (key*8 || nonce).  From: returns
  * -EINVAL unless the first half is a multiple of 8 below 2^255 whose eighth
  * is a canonical non-zero scalar.
  */
-int engy_sr25519_secret_from_ed25519(uint8_t out[ENGY_SR25519_SECRET_BYTES],
-				     const uint8_t in[ENGY_SR25519_SECRET_BYTES]);
-void engy_sr25519_secret_to_ed25519(uint8_t out[ENGY_SR25519_SECRET_BYTES],
-				    const uint8_t in[ENGY_SR25519_SECRET_BYTES]);
+int engy_sr25519_secret_from_ed25519(
+	uint8_t out[ENGY_SR25519_SECRET_BYTES],
+	const uint8_t in[ENGY_SR25519_SECRET_BYTES]);
+void engy_sr25519_secret_to_ed25519(
+	uint8_t out[ENGY_SR25519_SECRET_BYTES],
+	const uint8_t in[ENGY_SR25519_SECRET_BYTES]);
 
 /*
  * engy_sr25519_sign() - sign @len bytes of @msg under the signing context

@@ -11,8 +11,8 @@
 
 #include "ss58.h"
 
-#define B58_MAX_TEXT	128
-#define ACCOUNT		32
+#define B58_MAX_TEXT 128
+#define ACCOUNT	     32
 
 static const char b58_alpha[] =
 	"123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
@@ -64,7 +64,7 @@ static int b58_value(char c)
 int engy_base58_decode(uint8_t *out, size_t cap, size_t *out_len,
 		       const char *in, size_t len, size_t *bad_at)
 {
-	uint8_t bytes[B58_MAX_TEXT];	/* little-endian while building */
+	uint8_t bytes[B58_MAX_TEXT]; /* little-endian while building */
 	size_t zeros = 0, n = 0, i, j;
 	unsigned carry;
 	int v;

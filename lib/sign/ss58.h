@@ -10,10 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENGY_SS58_PREFIX_BITTENSOR	42
-#define ENGY_SS58_PREFIX_MAX		16383
+#define ENGY_SS58_PREFIX_BITTENSOR 42
+#define ENGY_SS58_PREFIX_MAX	   16383
 /* Longest address (two-byte prefix) plus the NUL. */
-#define ENGY_SS58_ADDR_SIZE		52
+#define ENGY_SS58_ADDR_SIZE 52
 
 /*
  * engy_base58_encode() - Bitcoin-alphabet base58 of @n bytes into @out

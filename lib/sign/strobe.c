@@ -10,11 +10,11 @@
 
 #include "strobe.h"
 
-#define FLAG_I	0x01
-#define FLAG_A	0x02
-#define FLAG_C	0x04
-#define FLAG_M	0x10
-#define FLAG_K	0x20
+#define FLAG_I 0x01
+#define FLAG_A 0x02
+#define FLAG_C 0x04
+#define FLAG_M 0x10
+#define FLAG_K 0x20
 
 static const uint64_t keccak_rc[24] = {
 	0x0000000000000001ULL, 0x0000000000008082ULL, 0x800000000000808aULL,
@@ -29,12 +29,12 @@ static const uint64_t keccak_rc[24] = {
 
 /* rho offsets and pi destinations along the lane walk that starts at (1,0). */
 static const uint8_t keccak_rot[24] = {
-	1, 3, 6, 10, 15, 21, 28, 36, 45, 55, 2, 14,
-	27, 41, 56, 8, 25, 43, 62, 18, 39, 61, 20, 44,
+	1,  3,	6,  10, 15, 21, 28, 36, 45, 55, 2,  14,
+	27, 41, 56, 8,	25, 43, 62, 18, 39, 61, 20, 44,
 };
 static const uint8_t keccak_pi[24] = {
-	10, 7, 11, 17, 18, 3, 5, 16, 8, 21, 24, 4,
-	15, 23, 19, 13, 12, 2, 20, 14, 22, 9, 6, 1,
+	10, 7,	11, 17, 18, 3, 5,  16, 8,  21, 24, 4,
+	15, 23, 19, 13, 12, 2, 20, 14, 22, 9,  6,  1,
 };
 
 static inline uint64_t rol64(uint64_t x, unsigned n)
@@ -50,7 +50,8 @@ static void keccak_lanes(uint64_t a[25])
 	for (round = 0; round < 24; round++) {
 		/* theta */
 		for (i = 0; i < 5; i++)
-			c[i] = a[i] ^ a[i + 5] ^ a[i + 10] ^ a[i + 15] ^ a[i + 20];
+			c[i] = a[i] ^ a[i + 5] ^ a[i + 10] ^ a[i + 15] ^
+			       a[i + 20];
 		for (i = 0; i < 5; i++) {
 			t = c[(i + 4) % 5] ^ rol64(c[(i + 1) % 5], 1);
 			for (j = 0; j < 25; j += 5)
@@ -69,7 +70,8 @@ static void keccak_lanes(uint64_t a[25])
 			for (i = 0; i < 5; i++)
 				c[i] = a[j + i];
 			for (i = 0; i < 5; i++)
-				a[j + i] = c[i] ^ (~c[(i + 1) % 5] & c[(i + 2) % 5]);
+				a[j + i] = c[i] ^
+					   (~c[(i + 1) % 5] & c[(i + 2) % 5]);
 		}
 		/* iota */
 		a[0] ^= keccak_rc[round];

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENGY_STROBE_R	166	/* rate in bytes: 200 - 2 * 128 / 8 - 2 */
+#define ENGY_STROBE_R 166 /* rate in bytes: 200 - 2 * 128 / 8 - 2 */
 
 struct engy_strobe {
 	uint8_t st[200];

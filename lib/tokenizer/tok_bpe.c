@@ -35,7 +35,7 @@ int engy_tok_merges_init(struct engy_tokenizer *t, size_t n)
 }
 
 void engy_tok_merges_put(struct engy_tokenizer *t, uint32_t a, uint32_t b,
-		    uint32_t rank, uint32_t id)
+			 uint32_t rank, uint32_t id)
 {
 	uint64_t key = (uint64_t)a << 32 | b;
 	uint32_t i = (uint32_t)tok_hash_pair(a, b) & t->mmask;
@@ -50,7 +50,7 @@ void engy_tok_merges_put(struct engy_tokenizer *t, uint32_t a, uint32_t b,
 }
 
 bool engy_tok_merges_get(const struct engy_tokenizer *t, uint32_t a, uint32_t b,
-		    uint32_t *rank, uint32_t *id)
+			 uint32_t *rank, uint32_t *id)
 {
 	uint64_t key = (uint64_t)a << 32 | b;
 	uint32_t i = (uint32_t)tok_hash_pair(a, b) & t->mmask;
@@ -70,7 +70,7 @@ bool engy_tok_merges_get(const struct engy_tokenizer *t, uint32_t a, uint32_t b,
 }
 
 size_t engy_tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym,
-			   size_t n)
+				size_t n)
 {
 	uint32_t rank[BPE_SMALL], nid[BPE_SMALL], best;
 	size_t i, bi;
@@ -78,7 +78,8 @@ size_t engy_tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym,
 	if (n < 2 || n > BPE_SMALL)
 		return n;
 	for (i = 0; i + 1 < n; i++)
-		if (!engy_tok_merges_get(t, sym[i], sym[i + 1], &rank[i], &nid[i]))
+		if (!engy_tok_merges_get(t, sym[i], sym[i + 1], &rank[i],
+					 &nid[i]))
 			rank[i] = TOK_NONE;
 	for (;;) {
 		best = TOK_NONE;
@@ -101,10 +102,10 @@ size_t engy_tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym,
 				(n - bi - 2) * sizeof(*nid));
 		}
 		if (bi > 0 && !engy_tok_merges_get(t, sym[bi - 1], sym[bi],
-					      &rank[bi - 1], &nid[bi - 1]))
+						   &rank[bi - 1], &nid[bi - 1]))
 			rank[bi - 1] = TOK_NONE;
 		if (bi + 1 < n && !engy_tok_merges_get(t, sym[bi], sym[bi + 1],
-						  &rank[bi], &nid[bi]))
+						       &rank[bi], &nid[bi]))
 			rank[bi] = TOK_NONE;
 	}
 	return n;
@@ -151,12 +152,12 @@ static uint64_t heap_pop(struct heap *h)
 	return top;
 }
 
-int engy_tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n,
-		       size_t *out_n)
+int engy_tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym,
+			    size_t n, size_t *out_n)
 {
 	uint32_t *next = NULL, *prev = NULL, rank, id, p, q;
 	uint8_t *dead = NULL;
-	struct heap h = {0};
+	struct heap h = { 0 };
 	size_t i, k;
 	int rc = 0;
 
@@ -406,7 +407,7 @@ static uint32_t whole_piece_id(const struct engy_tokenizer *t, const uint8_t *s,
 }
 
 int engy_tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls,
-		  const uint8_t *s, size_t n, struct tok_ids *o)
+		       const uint8_t *s, size_t n, struct tok_ids *o)
 {
 	uint32_t small[BPE_SMALL], *sym = small, id;
 	const struct cache_slot *c;

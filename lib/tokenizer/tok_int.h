@@ -166,37 +166,39 @@ typedef int (*tok_piece_fn)(void *ctx, const uint8_t *s,
 			    const struct tok_piece *p);
 
 int engy_tok_matcher_build(struct tok_matcher *m, const struct tok_added *added,
-		      size_t n_added, bool normalized);
+			   size_t n_added, bool normalized);
 void engy_tok_matcher_free(struct tok_matcher *m);
 /*
  * Split @s into added tokens and text between them as the reference does
  * (lstrip/rstrip/single_word honoured; special ones skipped when
  * @skip_special), calling @fn on each piece in order.
  */
-int engy_tok_split_added(const struct engy_tokenizer *t, const struct tok_matcher *m,
-		    const uint8_t *s, size_t n, tok_piece_fn fn, void *ctx);
+int engy_tok_split_added(const struct engy_tokenizer *t,
+			 const struct tok_matcher *m, const uint8_t *s,
+			 size_t n, tok_piece_fn fn, void *ctx);
 
 /* tok_pretok.c: pre-tokenizer stages. */
 /* Rewrites an Oniguruma pattern for PCRE2 (\s and \S as White_Space). */
 char *engy_tok_regex_translate(const char *pat, size_t len);
-int engy_tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len,
-			bool literal, char *err, size_t errlen);
+int engy_tok_stage_add_regex(struct engy_tokenizer *t, const char *pat,
+			     size_t len, bool literal, char *err,
+			     size_t errlen);
 int engy_tok_stage_add_prefix_space(struct engy_tokenizer *t, char *err,
-			       size_t errlen);
+				    size_t errlen);
 void engy_tok_stages_free(struct engy_tokenizer *t);
 
 /* tok_bpe.c: merges and the BPE model. */
 int engy_tok_merges_init(struct engy_tokenizer *t, size_t n);
 /* Adds or (as the reference's map does) replaces a merge. */
 void engy_tok_merges_put(struct engy_tokenizer *t, uint32_t a, uint32_t b,
-		    uint32_t rank, uint32_t id);
+			 uint32_t rank, uint32_t id);
 bool engy_tok_merges_get(const struct engy_tokenizer *t, uint32_t a, uint32_t b,
-		    uint32_t *rank, uint32_t *id);
+			 uint32_t *rank, uint32_t *id);
 /* Merge the symbols @sym[0..n) in place; returns the new count. */
 size_t engy_tok_bpe_merge_small(const struct engy_tokenizer *t, uint32_t *sym,
-			   size_t n);
-int engy_tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym, size_t n,
-		       size_t *out_n);
+				size_t n);
+int engy_tok_bpe_merge_heap(const struct engy_tokenizer *t, uint32_t *sym,
+			    size_t n, size_t *out_n);
 
 struct tok_ids {
 	uint32_t *v;
@@ -208,7 +210,7 @@ int engy_tok_ids_push(struct tok_ids *o, uint32_t id);
  */
 struct tok_tls;
 int engy_tok_bpe_piece(const struct engy_tokenizer *t, struct tok_tls *tls,
-		  const uint8_t *s, size_t n, struct tok_ids *o);
+		       const uint8_t *s, size_t n, struct tok_ids *o);
 
 /* Per-thread scratch: PCRE2 match data and the piece cache (NULL: no memory).
  */
@@ -218,13 +220,13 @@ pcre2_match_context *engy_tok_tls_match_context(struct tok_tls *tls);
 
 /* tok_pretok.c: run the stages from @stage on one piece, BPE-ing the leaves. */
 int engy_tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls,
-		    size_t stage, const uint8_t *s, size_t n,
-		    struct tok_ids *o);
+			 size_t stage, const uint8_t *s, size_t n,
+			 struct tok_ids *o);
 
 /* tok_strtab helpers (tok_load.c). */
 uint32_t engy_tok_strtab_find(const struct engy_tokenizer *t,
-			 const struct tok_strtab *tab, bool added,
-			 const void *key, size_t len);
+			      const struct tok_strtab *tab, bool added,
+			      const void *key, size_t len);
 
 /* Byte-level alphabet (GPT-2 bytes_to_unicode). */
 uint32_t engy_tok_byte_to_cp(uint8_t b);

@@ -78,8 +78,8 @@ static int tab_init(struct tok_strtab *tab, size_t n)
 }
 
 uint32_t engy_tok_strtab_find(const struct engy_tokenizer *t,
-			 const struct tok_strtab *tab, bool added,
-			 const void *key, size_t len)
+			      const struct tok_strtab *tab, bool added,
+			      const void *key, size_t len)
 {
 	uint32_t i, v;
 	const uint8_t *k;
@@ -284,7 +284,7 @@ static int load_merges(struct tok_loader *ld, const cJSON *merges)
 		memcpy(cat, a, la);
 		memcpy(cat + la, b, lb);
 		in = engy_tok_strtab_find(ld->t, &ld->t->vocab_tab, false, cat,
-				     la + lb);
+					  la + lb);
 		if (in == TOK_NONE) {
 			snprintf(
 				ld->err, ld->errlen,
@@ -357,20 +357,21 @@ static int load_one_added(struct tok_loader *ld, const cJSON *e, size_t n,
  * Special tokens named only in tokenizer_config.json become added
  * tokens, as transformers does.
  */
-static size_t add_config_specials(struct engy_tokenizer *t,
-				  const char **extra, size_t n_extra, size_t n,
-				  size_t used)
+static size_t add_config_specials(struct engy_tokenizer *t, const char **extra,
+				  size_t n_extra, size_t n, size_t used)
 {
 	size_t i, len;
 	uint32_t id;
 
 	for (i = 0; i < n_extra; i++) {
 		len = strlen(extra[i]);
-		id = engy_tok_strtab_find(t, &t->vocab_tab, false, extra[i], len);
+		id = engy_tok_strtab_find(t, &t->vocab_tab, false, extra[i],
+					  len);
 		if (id == TOK_NONE || (t->flags[id] & TOK_F_ADDED))
 			continue;
-		t->added[n] = (struct tok_added){
-			.id = id, .special = true, .len = (uint32_t)len};
+		t->added[n] = (struct tok_added){ .id = id,
+						  .special = true,
+						  .len = (uint32_t)len };
 		t->added[n].content = t->added_arena + used;
 		memcpy(t->added_arena + used, extra[i], len);
 		used += len;
@@ -398,8 +399,8 @@ static int index_added(struct tok_loader *ld, const char **extra,
 							    : t->added[i].len),
 				 (const char *)t->added[i].content);
 	for (i = 0; i < n_extra; i++) {
-		uint32_t k = engy_tok_strtab_find(t, &t->added_tab, true, extra[i],
-					     strlen(extra[i]));
+		uint32_t k = engy_tok_strtab_find(t, &t->added_tab, true,
+						  extra[i], strlen(extra[i]));
 
 		if (k != TOK_NONE) {
 			t->added[k].special = true;
@@ -516,7 +517,7 @@ static int alloc_tables(struct tok_loader *ld, const cJSON *vocab,
 	    !t->dec_arena || !t->added_arena)
 		return -ENOMEM;
 	for (i = 0; i < t->n_ids; i++)
-		t->dec[i] = (struct tok_span){0, TOK_NONE};
+		t->dec[i] = (struct tok_span){ 0, TOK_NONE };
 	return 0;
 }
 
@@ -539,8 +540,9 @@ static int load_json(struct tok_loader *ld, const cJSON *root, const cJSON *cfg)
 	rc = engy_tok_check_decoder(
 		ld, cJSON_GetObjectItemCaseSensitive(root, "decoder"));
 	if (!rc)
-		rc = engy_tok_load_normalizer(ld, cJSON_GetObjectItemCaseSensitive(
-						     root, "normalizer"));
+		rc = engy_tok_load_normalizer(
+			ld,
+			cJSON_GetObjectItemCaseSensitive(root, "normalizer"));
 	if (!rc)
 		rc = engy_tok_load_pretok(
 			ld,
@@ -591,7 +593,7 @@ static int load_paths(const char *json_path, const char *cfg_path,
 		return -ENOMEM;
 	t->unk_id = TOK_NONE;
 	t->uid = atomic_fetch_add(&next_uid, 1);
-	ld = (struct tok_loader){.t = t, .err = err, .errlen = errlen};
+	ld = (struct tok_loader){ .t = t, .err = err, .errlen = errlen };
 	root = parse_file(json_path, false, err, errlen, &rc);
 	if (!root)
 		goto out;

@@ -96,14 +96,14 @@ int engy_tok_load_pretok(struct tok_loader *ld, const cJSON *p, int *bytelevel)
 		pat = cJSON_GetObjectItemCaseSensitive(p, "pattern");
 		if ((s = cJSON_GetObjectItemCaseSensitive(pat, "Regex")) &&
 		    cJSON_IsString(s))
-			return engy_tok_stage_add_regex(t, s->valuestring,
-						   strlen(s->valuestring),
-						   false, ld->err, ld->errlen);
+			return engy_tok_stage_add_regex(
+				t, s->valuestring, strlen(s->valuestring),
+				false, ld->err, ld->errlen);
 		if ((s = cJSON_GetObjectItemCaseSensitive(pat, "String")) &&
 		    cJSON_IsString(s) && s->valuestring[0])
-			return engy_tok_stage_add_regex(t, s->valuestring,
-						   strlen(s->valuestring), true,
-						   ld->err, ld->errlen);
+			return engy_tok_stage_add_regex(
+				t, s->valuestring, strlen(s->valuestring), true,
+				ld->err, ld->errlen);
 		TOK_FAIL(ld, -EINVAL,
 			 "pre_tokenizer Split: pattern needs a Regex or a "
 			 "String");
@@ -114,14 +114,15 @@ int engy_tok_load_pretok(struct tok_loader *ld, const cJSON *p, int *bytelevel)
 				 "pre_tokenizer: more than one ByteLevel step");
 		/* The reference's defaults for missing fields are true. */
 		if (engy_tok_json_true(p, "add_prefix_space", true)) {
-			rc = engy_tok_stage_add_prefix_space(t, ld->err, ld->errlen);
+			rc = engy_tok_stage_add_prefix_space(t, ld->err,
+							     ld->errlen);
 			if (rc)
 				return rc;
 		}
 		if (engy_tok_json_true(p, "use_regex", true))
-			return engy_tok_stage_add_regex(t, gpt2_pattern,
-						   sizeof(gpt2_pattern) - 1,
-						   false, ld->err, ld->errlen);
+			return engy_tok_stage_add_regex(
+				t, gpt2_pattern, sizeof(gpt2_pattern) - 1,
+				false, ld->err, ld->errlen);
 		return 0;
 	}
 	TOK_FAIL(ld, -ENOTSUP,
@@ -163,8 +164,8 @@ int engy_tok_load_model(struct tok_loader *ld, const cJSON *m)
 	s = cJSON_GetStringValue(
 		cJSON_GetObjectItemCaseSensitive(m, "unk_token"));
 	if (s) {
-		t->unk_id =
-			engy_tok_strtab_find(t, &t->vocab_tab, false, s, strlen(s));
+		t->unk_id = engy_tok_strtab_find(t, &t->vocab_tab, false, s,
+						 strlen(s));
 		if (t->unk_id == TOK_NONE)
 			TOK_FAIL(ld, -EINVAL,
 				 "model.unk_token '%.40s' is not in the vocab",
@@ -195,9 +196,10 @@ static const char *config_token(const cJSON *v)
 
 int engy_tok_config_specials(const cJSON *cfg, const char ***out, size_t *n)
 {
-	static const char *const names[] = {
-		"bos_token", "eos_token", "unk_token", "sep_token",
-		"pad_token", "cls_token", "mask_token"};
+	static const char *const names[] = { "bos_token", "eos_token",
+					     "unk_token", "sep_token",
+					     "pad_token", "cls_token",
+					     "mask_token" };
 	const cJSON *add = cJSON_GetObjectItemCaseSensitive(
 			    cfg, "additional_special_tokens"),
 		    *e;

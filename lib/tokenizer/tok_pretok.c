@@ -48,8 +48,8 @@ char *engy_tok_regex_translate(const char *pat, size_t len)
 	return out;
 }
 
-int engy_tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t len,
-			bool literal, char *err, size_t errlen)
+int engy_tok_stage_add_regex(struct engy_tokenizer *t, const char *pat,
+			     size_t len, bool literal, char *err, size_t errlen)
 {
 	struct tok_stage *st;
 	PCRE2_UCHAR msg[160];
@@ -85,7 +85,7 @@ int engy_tok_stage_add_regex(struct engy_tokenizer *t, const char *pat, size_t l
 }
 
 int engy_tok_stage_add_prefix_space(struct engy_tokenizer *t, char *err,
-			       size_t errlen)
+				    size_t errlen)
 {
 	if (t->n_stages == TOK_MAX_STAGES) {
 		snprintf(err, errlen, "more than %d pre-tokenizer steps",
@@ -130,7 +130,8 @@ static int prefix_space(const struct engy_tokenizer *t, struct tok_tls *tls,
 }
 
 int engy_tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls,
-		    size_t stage, const uint8_t *s, size_t n, struct tok_ids *o)
+			 size_t stage, const uint8_t *s, size_t n,
+			 struct tok_ids *o)
 {
 	pcre2_match_data *md = engy_tok_tls_match_data(tls);
 	pcre2_match_context *mctx = engy_tok_tls_match_context(tls);
@@ -169,17 +170,18 @@ int engy_tok_pretokenize(const struct engy_tokenizer *t, struct tok_tls *tls,
 		}
 		if (ms > prev) {
 			rc = engy_tok_pretokenize(t, tls, stage + 1, s + prev,
-					     ms - prev, o);
+						  ms - prev, o);
 			if (rc)
 				return rc;
 		}
-		rc = engy_tok_pretokenize(t, tls, stage + 1, s + ms, me - ms, o);
+		rc = engy_tok_pretokenize(t, tls, stage + 1, s + ms, me - ms,
+					  o);
 		if (rc)
 			return rc;
 		prev = off = me;
 	}
 	if (prev < n)
-		return engy_tok_pretokenize(t, tls, stage + 1, s + prev, n - prev,
-				       o);
+		return engy_tok_pretokenize(t, tls, stage + 1, s + prev,
+					    n - prev, o);
 	return 0;
 }

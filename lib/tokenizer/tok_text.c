@@ -303,7 +303,8 @@ int engy_tok_nfc(const uint8_t *s, size_t n, uint8_t **out, size_t *outlen)
 		return -ENOMEM;
 	while (i <= n) {
 		at = i;
-		cp = i < n ? (s[i] < 0x80 ? s[i++] : engy_tok_utf8_next(s, n, &i))
+		cp = i < n ? (s[i] < 0x80 ? s[i++]
+					  : engy_tok_utf8_next(s, n, &i))
 			   : 0;
 		if (at < n && nfc_is_unsafe(cp)) {
 			dirty = true;
@@ -342,7 +343,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 int engy_tok_matcher_build(struct tok_matcher *m, const struct tok_added *added,
-		      size_t n_added, bool normalized)
+			   size_t n_added, bool normalized)
 {
 	uint64_t *key;
 	size_t i, k = 0;
@@ -423,8 +424,9 @@ static uint32_t cp_before(const uint8_t *s, size_t end, size_t *start)
 	return engy_tok_utf8_next(s, end, &j);
 }
 
-int engy_tok_split_added(const struct engy_tokenizer *t, const struct tok_matcher *m,
-		    const uint8_t *s, size_t n, tok_piece_fn fn, void *ctx)
+int engy_tok_split_added(const struct engy_tokenizer *t,
+			 const struct tok_matcher *m, const uint8_t *s,
+			 size_t n, tok_piece_fn fn, void *ctx)
 {
 	struct tok_piece p;
 	size_t pos = 0, done = 0, at, start, stop, j, c0;
@@ -459,13 +461,14 @@ int engy_tok_split_added(const struct engy_tokenizer *t, const struct tok_matche
 			 * took.
 			 */
 			while (start > done &&
-			       engy_tok_is_white_space(cp_before(s, start, &c0)))
+			       engy_tok_is_white_space(
+				       cp_before(s, start, &c0)))
 				start = c0;
 		}
 		if (a->rstrip) {
 			j = stop;
-			while (j < n &&
-			       engy_tok_is_white_space(engy_tok_utf8_next(s, n, &j)))
+			while (j < n && engy_tok_is_white_space(
+						engy_tok_utf8_next(s, n, &j)))
 				stop = j;
 			pos = stop;
 		}

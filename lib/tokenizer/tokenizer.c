@@ -25,8 +25,8 @@ static int on_normalized_piece(void *ctx, const uint8_t *s,
 
 	if (p->id != TOK_NONE)
 		return engy_tok_ids_push(c->o, p->id);
-	return engy_tok_pretokenize(c->t, c->tls, 0, s + p->start, p->end - p->start,
-			       c->o);
+	return engy_tok_pretokenize(c->t, c->tls, 0, s + p->start,
+				    p->end - p->start, c->o);
 }
 
 static int on_raw_piece(void *ctx, const uint8_t *s, const struct tok_piece *p)
@@ -48,7 +48,7 @@ static int on_raw_piece(void *ctx, const uint8_t *s, const struct tok_piece *p)
 	}
 	if (c->t->match_norm.n)
 		rc = engy_tok_split_added(c->t, &c->t->match_norm, seg, n,
-				     on_normalized_piece, c);
+					  on_normalized_piece, c);
 	else
 		rc = engy_tok_pretokenize(c->t, c->tls, 0, seg, n, c->o);
 	free(norm);
@@ -58,7 +58,7 @@ static int on_raw_piece(void *ctx, const uint8_t *s, const struct tok_piece *p)
 int engy_tokenizer_encode(const struct engy_tokenizer *t, const char *text,
 			  size_t len, uint32_t **ids, size_t *n)
 {
-	struct tok_ids o = {0};
+	struct tok_ids o = { 0 };
 	struct enc_ctx c;
 	int rc;
 
@@ -80,7 +80,7 @@ int engy_tokenizer_encode(const struct engy_tokenizer *t, const char *text,
 	if (!o.v)
 		return -ENOMEM;
 	rc = engy_tok_split_added(t, &t->match_raw, (const uint8_t *)text, len,
-			     on_raw_piece, &c);
+				  on_raw_piece, &c);
 	if (rc || !o.n) {
 		free(o.v);
 		return rc;

@@ -79,7 +79,7 @@ int engy_toploc_params_check(const struct engy_toploc_params *p)
 /* A divisor with what its fast remainder needs. */
 struct divisor {
 	uint32_t m;
-	uint64_t magic;	/* ceil(2^64 / m) */
+	uint64_t magic; /* ceil(2^64 / m) */
 	bool wide;	/* some index needs 64 bits: plain division */
 };
 
@@ -190,7 +190,7 @@ static void interp_scalar(const uint32_t *x, const uint16_t *y, size_t k,
 	c[0] = dd[k - 1];
 	for (i = k - 1; i-- > 0;) {
 		uint32_t nx = P - x[i];
-		size_t deg = k - 2 - i;	/* degree of c before this step */
+		size_t deg = k - 2 - i; /* degree of c before this step */
 
 		c[deg + 1] = c[deg];
 		for (j = deg; j > 0; j--)
@@ -211,9 +211,8 @@ int engy_toploc_interpolate_scalar(const uint32_t *x, const uint16_t *y,
 	return rc;
 }
 
-int engy_toploc_interpolate_isa(const uint32_t *x, const uint16_t *y,
-				size_t k, uint16_t *coeffs, uint32_t *work,
-				int isa)
+int engy_toploc_interpolate_isa(const uint32_t *x, const uint16_t *y, size_t k,
+				uint16_t *coeffs, uint32_t *work, int isa)
 {
 	int rc = interp_check(x, k);
 
@@ -276,9 +275,9 @@ int engy_toploc_from_points_isa(const uint64_t *idx, const uint16_t *y,
 		w = x + k;
 		c = (uint16_t *)(w + 2 * k);
 	}
-	m = modulus_res(idx, k, x);	/* x[i] = idx[i] mod m */
+	m = modulus_res(idx, k, x); /* x[i] = idx[i] mod m */
 	if (!m) {
-		rc = -ERANGE;	/* the reference's null proof */
+		rc = -ERANGE; /* the reference's null proof */
 		goto out;
 	}
 	rc = engy_toploc_interpolate_isa(x, y, k, c, w, isa);

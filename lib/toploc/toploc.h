@@ -20,22 +20,22 @@
 #include <engy/proof.h>
 #include <engy/types.h>
 
-#define ENGY_TOPLOC_PRIME	65497u	/* the field; also the largest modulus */
-#define ENGY_TOPLOC_MAX_TOPK	4096u	/* bounds O(k^2) work and proof size */
-#define ENGY_TOPLOC_MAX_DBS	65536u
+#define ENGY_TOPLOC_PRIME    65497u /* the field; also the largest modulus */
+#define ENGY_TOPLOC_MAX_TOPK 4096u  /* bounds O(k^2) work and proof size */
+#define ENGY_TOPLOC_MAX_DBS  65536u
 
 /* Proof parameters; part of the model spec and of each commitment. */
 struct engy_toploc_params {
-	uint32_t topk;		/* k: points per proof */
-	uint32_t dbs;		/* decode_batching_size: rows per proof */
-	bool skip_prefill;	/* false: one more proof over the prefill rows */
+	uint32_t topk;	   /* k: points per proof */
+	uint32_t dbs;	   /* decode_batching_size: rows per proof */
+	bool skip_prefill; /* false: one more proof over the prefill rows */
 };
 
 /* One chunk's statistics, as the reference's VerificationResult. */
 struct engy_toploc_stats {
 	uint32_t exp_mismatches;
-	double mant_mean;	/* 2^64 when no exponent matched */
-	double mant_median;	/* upper median sorted[n/2]; 2^64 likewise */
+	double mant_mean;   /* 2^64 when no exponent matched */
+	double mant_median; /* upper median sorted[n/2]; 2^64 likewise */
 };
 
 /*
@@ -44,19 +44,19 @@ struct engy_toploc_stats {
  */
 enum engy_toploc_defect {
 	ENGY_TOPLOC_OK = 0,
-	ENGY_TOPLOC_BAD_JSON,		/* commitment is not the expected object */
-	ENGY_TOPLOC_TOPK_MISMATCH,	/* commitment topk != configured */
-	ENGY_TOPLOC_DBS_MISMATCH,	/* decode_batching_size != configured */
-	ENGY_TOPLOC_PREFILL_MISMATCH,	/* skip_prefill != configured */
-	ENGY_TOPLOC_N_TOKENS,		/* n_tokens != the rows recomputed */
-	ENGY_TOPLOC_CHUNK_COUNT,	/* number of proofs != chunks */
-	ENGY_TOPLOC_NO_CHUNKS,		/* nothing to check */
+	ENGY_TOPLOC_BAD_JSON,	   /* commitment is not the expected object */
+	ENGY_TOPLOC_TOPK_MISMATCH, /* commitment topk != configured */
+	ENGY_TOPLOC_DBS_MISMATCH,  /* decode_batching_size != configured */
+	ENGY_TOPLOC_PREFILL_MISMATCH, /* skip_prefill != configured */
+	ENGY_TOPLOC_N_TOKENS,	      /* n_tokens != the rows recomputed */
+	ENGY_TOPLOC_CHUNK_COUNT,      /* number of proofs != chunks */
+	ENGY_TOPLOC_NO_CHUNKS,	      /* nothing to check */
 	ENGY_TOPLOC_BAD_BASE64,
-	ENGY_TOPLOC_BAD_LENGTH,		/* decoded length != 2 + 2k */
-	ENGY_TOPLOC_NULL_PROOF,		/* modulus 0: the prover failed */
-	ENGY_TOPLOC_BAD_MODULUS,	/* modulus > 65497: never produced */
-	ENGY_TOPLOC_BAD_COEFF,		/* coefficient >= 65497: not canonical */
-	ENGY_TOPLOC_SHORT_CHUNK,	/* a chunk holds fewer than k elements */
+	ENGY_TOPLOC_BAD_LENGTH,	 /* decoded length != 2 + 2k */
+	ENGY_TOPLOC_NULL_PROOF,	 /* modulus 0: the prover failed */
+	ENGY_TOPLOC_BAD_MODULUS, /* modulus > 65497: never produced */
+	ENGY_TOPLOC_BAD_COEFF,	 /* coefficient >= 65497: not canonical */
+	ENGY_TOPLOC_SHORT_CHUNK, /* a chunk holds fewer than k elements */
 	ENGY_TOPLOC_DEFECT_MAX
 };
 
@@ -181,18 +181,18 @@ int engy_toploc_n_chunks(const struct engy_rows *rows,
  * -ENOMEM.  A chunk with no injective modulus gets a null proof.
  */
 int engy_toploc_prove_rows(const struct engy_rows *rows,
-			   const struct engy_toploc_params *p,
-			   uint8_t **proofs, size_t *n);
+			   const struct engy_toploc_params *p, uint8_t **proofs,
+			   size_t *n);
 
 /* A request's verdict with per-chunk statistics. */
 struct engy_toploc_report {
-	int verdict;			/* enum engy_verdict_kind */
-	const char *reason;		/* static: "ok", "exp_mismatch", ... */
-	int defect;			/* enum engy_toploc_defect */
-	long bad_proof;			/* proof that was unusable, or -1 */
-	size_t n_chunks;		/* chunks judged (entries in chunks) */
-	size_t n_pass;			/* chunks within the limits */
-	struct engy_toploc_stats *chunks;	/* malloc'd */
+	int verdict;	    /* enum engy_verdict_kind */
+	const char *reason; /* static: "ok", "exp_mismatch", ... */
+	int defect;	    /* enum engy_toploc_defect */
+	long bad_proof;	    /* proof that was unusable, or -1 */
+	size_t n_chunks;    /* chunks judged (entries in chunks) */
+	size_t n_pass;	    /* chunks within the limits */
+	struct engy_toploc_stats *chunks; /* malloc'd */
 };
 
 void engy_toploc_report_free(struct engy_toploc_report *rep);
@@ -243,7 +243,6 @@ int engy_toploc_verify_json(const struct engy_rows *rows,
 			    struct engy_toploc_report *rep);
 
 /* engy_toploc_report_json() - @rep as the verdict's detail JSON. */
-int engy_toploc_report_json(const struct engy_toploc_report *rep,
-			    char **json);
+int engy_toploc_report_json(const struct engy_toploc_report *rep, char **json);
 
 #endif /* ENGY_TOPLOC_H */

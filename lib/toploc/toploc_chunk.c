@@ -25,20 +25,20 @@
 
 #define P ENGY_TOPLOC_PRIME
 
-#define SAMPLE_TARGET	4096	/* values sampled for the threshold guess */
+#define SAMPLE_TARGET 4096 /* values sampled for the threshold guess */
 
 struct engy_toploc_ws {
 	uint32_t topk;
-	int isa;		/* enum engy_toploc_isa */
-	size_t cap;		/* candidate capacity */
-	uint16_t *cv;		/* candidate values */
-	uint64_t *ci;		/* candidate indices, ascending */
-	uint64_t *idx;		/* [topk] */
-	uint32_t *x;		/* [topk] evaluation points */
-	uint32_t *r;		/* [topk] polynomial values */
-	uint16_t *coeffs;	/* [topk] */
-	uint16_t *l2;		/* [8 topk] tile maxima (vector top-k) */
-	uint16_t *l1;		/* block maxima (vector top-k), grown */
+	int isa;	  /* enum engy_toploc_isa */
+	size_t cap;	  /* candidate capacity */
+	uint16_t *cv;	  /* candidate values */
+	uint64_t *ci;	  /* candidate indices, ascending */
+	uint64_t *idx;	  /* [topk] */
+	uint32_t *x;	  /* [topk] evaluation points */
+	uint32_t *r;	  /* [topk] polynomial values */
+	uint16_t *coeffs; /* [topk] */
+	uint16_t *l2;	  /* [8 topk] tile maxima (vector top-k) */
+	uint16_t *l1;	  /* block maxima (vector top-k), grown */
 	size_t l1_cap;
 };
 
@@ -61,8 +61,8 @@ struct engy_toploc_ws *engy_toploc_ws_new(uint32_t topk)
 	ws->x = malloc(topk * sizeof(*ws->x));
 	ws->r = malloc(topk * sizeof(*ws->r));
 	ws->coeffs = malloc(topk * sizeof(*ws->coeffs));
-	if (!ws->cv || !ws->ci || !ws->idx || !ws->x || !ws->r ||
-	    !ws->coeffs || !ws->l2) {
+	if (!ws->cv || !ws->ci || !ws->idx || !ws->x || !ws->r || !ws->coeffs ||
+	    !ws->l2) {
 		engy_toploc_ws_free(ws);
 		return NULL;
 	}
@@ -234,7 +234,7 @@ int engy_toploc_topk(struct engy_toploc_ws *ws, const uint16_t *v, size_t n,
 
 		if (r == 0)
 			return 0;
-		if (r == 2) {	/* too many at the threshold */
+		if (r == 2) { /* too many at the threshold */
 			select_exact(v, NULL, n, k, idx);
 			return 0;
 		}
@@ -256,7 +256,7 @@ int engy_toploc_topk(struct engy_toploc_ws *ws, const uint16_t *v, size_t n,
 int engy_toploc_prove_chunk(struct engy_toploc_ws *ws, const uint16_t *v,
 			    size_t n, uint8_t *proof)
 {
-	uint16_t *y = ws->coeffs;	/* free until from_points */
+	uint16_t *y = ws->coeffs; /* free until from_points */
 	size_t i;
 	int rc;
 
@@ -321,7 +321,7 @@ int engy_toploc_verify_chunk(struct engy_toploc_ws *ws, const uint16_t *v,
 	}
 	st->exp_mismatches = mism;
 	if (!cnt) {
-		st->mant_mean = 18446744073709551616.0;	/* 2^64 */
+		st->mant_mean = 18446744073709551616.0; /* 2^64 */
 		st->mant_median = 18446744073709551616.0;
 		return ENGY_TOPLOC_OK;
 	}

@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 enum engy_toploc_isa {
-	ENGY_TOPLOC_ISA_SCALAR = 0,	/* portable C, every CPU */
-	ENGY_TOPLOC_ISA_AVX2,		/* x86-64 with AVX2 (runtime check) */
+	ENGY_TOPLOC_ISA_SCALAR = 0, /* portable C, every CPU */
+	ENGY_TOPLOC_ISA_AVX2,	    /* x86-64 with AVX2 (runtime check) */
 };
 
 /*
@@ -23,9 +23,8 @@ enum engy_toploc_isa {
 int engy_toploc_isa_default(void);
 
 /* engy_toploc_interpolate() / _from_points() on the path @isa. */
-int engy_toploc_interpolate_isa(const uint32_t *x, const uint16_t *y,
-				size_t k, uint16_t *coeffs, uint32_t *work,
-				int isa);
+int engy_toploc_interpolate_isa(const uint32_t *x, const uint16_t *y, size_t k,
+				uint16_t *coeffs, uint32_t *work, int isa);
 int engy_toploc_from_points_isa(const uint64_t *idx, const uint16_t *y,
 				size_t k, uint8_t *proof, int isa);
 
@@ -46,8 +45,8 @@ int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y, size_t k,
  * @cv / @ci @cap candidates (@cv 16 more).  Returns 0, 1 when @n is too
  * small for the method, or 2 when the candidates do not fit @cap.
  */
-int engy_toploc_topk_avx2(const uint16_t *v, size_t n, size_t k,
-			  uint16_t *l1, uint16_t *l2, uint16_t *cv,
-			  uint64_t *ci, size_t cap, uint64_t *idx);
+int engy_toploc_topk_avx2(const uint16_t *v, size_t n, size_t k, uint16_t *l1,
+			  uint16_t *l2, uint16_t *cv, uint64_t *ci, size_t cap,
+			  uint64_t *idx);
 
 #endif /* ENGY_TOPLOC_INT_H */

@@ -145,7 +145,8 @@ int engy_toploc_verify_json(const struct engy_rows *rows,
 		goto out;
 	}
 	n = 0;
-	cJSON_ArrayForEach(it, arr) {
+	cJSON_ArrayForEach(it, arr)
+	{
 		if (!cJSON_IsString(it) || !it->valuestring)
 			goto defect;
 		b64[n] = it->valuestring;
@@ -176,8 +177,7 @@ static const char *verdict_str(int v)
 	}
 }
 
-int engy_toploc_report_json(const struct engy_toploc_report *rep,
-			    char **json)
+int engy_toploc_report_json(const struct engy_toploc_report *rep, char **json)
 {
 	cJSON *root, *mis, *mean, *med;
 	size_t i;
@@ -195,8 +195,7 @@ int engy_toploc_report_json(const struct engy_toploc_report *rep,
 	    !cJSON_AddNumberToObject(root, "passed", (double)rep->n_pass))
 		goto out;
 	if (rep->bad_proof >= 0 &&
-	    !cJSON_AddNumberToObject(root, "bad_proof",
-				     (double)rep->bad_proof))
+	    !cJSON_AddNumberToObject(root, "bad_proof", (double)rep->bad_proof))
 		goto out;
 	mis = cJSON_AddArrayToObject(root, "exp_mismatches");
 	mean = cJSON_AddArrayToObject(root, "mant_mean");
@@ -206,12 +205,12 @@ int engy_toploc_report_json(const struct engy_toploc_report *rep,
 	for (i = 0; i < rep->n_chunks; i++) {
 		const struct engy_toploc_stats *st = &rep->chunks[i];
 
-		if (!cJSON_AddItemToArray(mis,
-				cJSON_CreateNumber(st->exp_mismatches)) ||
+		if (!cJSON_AddItemToArray(
+			    mis, cJSON_CreateNumber(st->exp_mismatches)) ||
 		    !cJSON_AddItemToArray(mean,
-				cJSON_CreateNumber(st->mant_mean)) ||
+					  cJSON_CreateNumber(st->mant_mean)) ||
 		    !cJSON_AddItemToArray(med,
-				cJSON_CreateNumber(st->mant_median)))
+					  cJSON_CreateNumber(st->mant_median)))
 			goto out;
 	}
 	*json = cJSON_PrintUnformatted(root);

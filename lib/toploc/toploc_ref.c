@@ -43,8 +43,8 @@ static int64_t mod_inverse(int64_t a)
 	return old_r == 1 ? safe_mod(old_s) : -1;
 }
 
-int engy_toploc_ref_interpolate(const uint32_t *x, const uint16_t *y,
-				size_t k, uint16_t *coeffs)
+int engy_toploc_ref_interpolate(const uint32_t *x, const uint16_t *y, size_t k,
+				uint16_t *coeffs)
 {
 	int64_t *dd, *c, *f;
 	size_t i, j;
@@ -60,8 +60,8 @@ int engy_toploc_ref_interpolate(const uint32_t *x, const uint16_t *y,
 	for (j = 1; j < k; j++) {
 		for (i = k - 1; i >= j; i--) {
 			int64_t num = safe_mod(dd[i] - dd[i - 1]);
-			int64_t inv = mod_inverse(safe_mod((int64_t)x[i] -
-							   (int64_t)x[i - j]));
+			int64_t inv = mod_inverse(
+				safe_mod((int64_t)x[i] - (int64_t)x[i - j]));
 
 			if (inv < 0) {
 				rc = -EINVAL;
@@ -143,8 +143,7 @@ static int ent_cmp(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-int engy_toploc_ref_topk(const uint16_t *v, size_t n, size_t k,
-			 uint64_t *idx)
+int engy_toploc_ref_topk(const uint16_t *v, size_t n, size_t k, uint64_t *idx)
 {
 	struct ent *e;
 	size_t i;

@@ -13,11 +13,10 @@
 
 #include "toploc.h"
 
-int engy_toploc_ref_topk(const uint16_t *v, size_t n, size_t k,
-			 uint64_t *idx);
+int engy_toploc_ref_topk(const uint16_t *v, size_t n, size_t k, uint64_t *idx);
 uint32_t engy_toploc_ref_modulus(const uint64_t *idx, size_t k);
-int engy_toploc_ref_interpolate(const uint32_t *x, const uint16_t *y,
-				size_t k, uint16_t *coeffs);
+int engy_toploc_ref_interpolate(const uint32_t *x, const uint16_t *y, size_t k,
+				uint16_t *coeffs);
 uint32_t engy_toploc_ref_eval(const uint16_t *coeffs, size_t k, uint64_t x);
 int engy_toploc_ref_prove_chunk(const uint16_t *v, size_t n, size_t k,
 				uint8_t *proof);

@@ -18,7 +18,7 @@
 #include "toploc.h"
 
 struct chunk {
-	size_t first;	/* first row */
+	size_t first; /* first row */
 	size_t n_rows;
 };
 
@@ -69,8 +69,8 @@ static struct chunk chunk_at(const struct engy_rows *rows,
  * chunk_bf16() - the chunk's values as bf16: the rows themselves, or for
  * f32 rows their torch cast into *@buf (grown as needed).
  */
-static const uint16_t *chunk_bf16(const struct engy_rows *rows,
-				  struct chunk c, uint16_t **buf, size_t *cap)
+static const uint16_t *chunk_bf16(const struct engy_rows *rows, struct chunk c,
+				  uint16_t **buf, size_t *cap)
 {
 	size_t n = c.n_rows * rows->hidden, i;
 	const float *f;
@@ -79,7 +79,7 @@ static const uint16_t *chunk_bf16(const struct engy_rows *rows,
 	if (rows->dtype == ENGY_DTYPE_BF16)
 		return (const uint16_t *)rows->data + c.first * rows->hidden;
 	if (n == 0)
-		return none;	/* an empty prefill chunk: no buffer needed */
+		return none; /* an empty prefill chunk: no buffer needed */
 	if (!engy_grow(buf, cap, n, sizeof(**buf)))
 		return NULL;
 	f = (const float *)rows->data + c.first * rows->hidden;
@@ -89,8 +89,8 @@ static const uint16_t *chunk_bf16(const struct engy_rows *rows,
 }
 
 int engy_toploc_prove_rows(const struct engy_rows *rows,
-			   const struct engy_toploc_params *p,
-			   uint8_t **proofs, size_t *n)
+			   const struct engy_toploc_params *p, uint8_t **proofs,
+			   size_t *n)
 {
 	struct engy_toploc_ws *ws = NULL;
 	size_t n_chunks, i, plen, cap = 0;
@@ -123,7 +123,7 @@ int engy_toploc_prove_rows(const struct engy_rows *rows,
 		rc = engy_toploc_prove_chunk(ws, v, c.n_rows * rows->hidden,
 					     out + i * plen);
 		if (rc == -ERANGE)
-			rc = 0;	/* a null proof, as the reference */
+			rc = 0; /* a null proof, as the reference */
 		if (rc)
 			goto out;
 	}
@@ -183,8 +183,8 @@ int engy_toploc_verify_rows(const struct engy_rows *rows,
 	memset(rep, 0, sizeof(*rep));
 	rep->bad_proof = -1;
 	rc = engy_toploc_n_chunks(rows, p, &n_chunks);
-	if (rc || !lim || !(lim->min_pass_ratio >= 0 &&
-			    lim->min_pass_ratio <= 1))
+	if (rc || !lim ||
+	    !(lim->min_pass_ratio >= 0 && lim->min_pass_ratio <= 1))
 		return -EINVAL;
 	if (n_proofs != n_chunks) {
 		unproven(rep, ENGY_TOPLOC_CHUNK_COUNT, -1);

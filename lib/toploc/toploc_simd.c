@@ -70,17 +70,17 @@ int engy_toploc_isa_default(void)
 
 const char *engy_toploc_simd(void)
 {
-	return engy_toploc_isa_default() == ENGY_TOPLOC_ISA_AVX2 ? "avx2" :
-								  "scalar";
+	return engy_toploc_isa_default() == ENGY_TOPLOC_ISA_AVX2 ? "avx2"
+								 : "scalar";
 }
 
 #ifdef TOPLOC_X86
 
 #define AVX2 __attribute__((target("avx2")))
-#define INL static inline __attribute__((always_inline)) AVX2
+#define INL  static inline __attribute__((always_inline)) AVX2
 
-#define R_MOD_P	39u	/* 2^16 mod p */
-#define P_INV	36969u	/* p^-1 mod 2^16 */
+#define R_MOD_P 39u    /* 2^16 mod p */
+#define P_INV	36969u /* p^-1 mod 2^16 */
 
 /* inv(d) * R mod p for every d (0 for 0), built once on first use. */
 static uint16_t invr_tab[P + 1];
@@ -129,17 +129,17 @@ INL __m256i mont_mul_tw(__m256i a, __m256i b, __m256i bt, __m256i p)
 	return sub_mod(hi, _mm256_mulhi_epu16(t, p), p);
 }
 
-#define IB_CAP 8192	/* inverses gathered at once (16 KiB) */
+#define IB_CAP 8192 /* inverses gathered at once (16 KiB) */
 
-#define LD(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define LD(p)	 _mm256_loadu_si256((const __m256i *)(const void *)(p))
 #define ST(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
 
 /*
  * Buffers of k + 16 entries: a block of 16 lanes starting below k may run
  * into the padding, whose lanes are computed and never used.
  */
-AVX2 int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y,
-				 size_t k, uint16_t *coeffs)
+AVX2 int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y, size_t k,
+				 uint16_t *coeffs)
 {
 	enum { STACK_K = 256, NBUF = 5 };
 	uint16_t stack[NBUF * (STACK_K + 32)], *mem = stack;
@@ -150,7 +150,7 @@ AVX2 int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y,
 	size_t len = (k + 32) & ~(size_t)15, i, j, j0, j1, n, o;
 
 	pthread_once(&invr_once, invr_init);
-	if (k + 15 > IB_CAP)	/* a level must fit the inverse buffer */
+	if (k + 15 > IB_CAP) /* a level must fit the inverse buffer */
 		return -ENOMEM;
 	if (k > STACK_K) {
 		mem = malloc(NBUF * len * sizeof(*mem));
@@ -162,7 +162,7 @@ AVX2 int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y,
 	a = xs + len;
 	b = a + len;
 	nc = b + len;
-	c = nc + len + 16;	/* c[-1] is the constant term's addend */
+	c = nc + len + 16; /* c[-1] is the constant term's addend */
 	for (i = 0; i < k; i++) {
 		xs[i] = (uint16_t)x[i];
 		a[i] = (uint16_t)(y[i] >= P ? y[i] - P : y[i]);
@@ -180,8 +180,8 @@ AVX2 int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y,
 			if (n + cnt > IB_CAP)
 				break;
 			for (i = j1; i < j1 + cnt; i += 16, n += 16)
-				ST(ibuf + n, sub_mod(LD(xs + i),
-						     LD(xs + i - j1), p));
+				ST(ibuf + n,
+				   sub_mod(LD(xs + i), LD(xs + i - j1), p));
 		}
 		for (i = 0; i < n; i += 4) {
 			uint64_t d, r;
@@ -197,8 +197,8 @@ AVX2 int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y,
 			size_t end = j + ((k - j + 15) & ~(size_t)15);
 
 			for (i = j; i < end; i += 16, o += 16) {
-				__m256i num = sub_mod(LD(a + i), LD(a + i - 1),
-						      p);
+				__m256i num =
+					sub_mod(LD(a + i), LD(a + i - 1), p);
 
 				ST(b + i, mont_mul(num, LD(ibuf + o), p, pinv));
 			}
@@ -214,7 +214,7 @@ AVX2 int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y,
 	 * c[-1] = nc[i]; blocks run downwards so each reads the old c[t-1]. */
 	c[0] = nc[k - 1];
 	for (i = k - 1; i-- > 0;) {
-		size_t top = (k - 1 - i) & ~(size_t)15;	/* block of deg + 1 */
+		size_t top = (k - 1 - i) & ~(size_t)15; /* block of deg + 1 */
 		uint16_t nr = (uint16_t)((P - x[i]) * R_MOD_P % P);
 		__m256i vn = _mm256_set1_epi16((short)nr);
 		__m256i vt = _mm256_set1_epi16((short)(uint16_t)(nr * P_INV));
@@ -247,8 +247,10 @@ INL size_t count_ge(const uint16_t *v, size_t n, unsigned t)
 		__m256i acc = _mm256_setzero_si256();
 
 		for (j = i; j < n && j < i + 16 * 2048; j += 16)
-			acc = _mm256_sub_epi16(acc, _mm256_cmpgt_epi16(
-				_mm256_and_si256(LD(v + j), keys), below));
+			acc = _mm256_sub_epi16(
+				acc, _mm256_cmpgt_epi16(
+					     _mm256_and_si256(LD(v + j), keys),
+					     below));
 		sum = _mm256_add_epi32(sum, _mm256_madd_epi16(acc, ones));
 	}
 	s = _mm_add_epi32(_mm256_castsi256_si128(sum),
@@ -264,7 +266,7 @@ INL size_t count_ge(const uint16_t *v, size_t n, unsigned t)
  */
 INL unsigned kth_key(const uint16_t *v, size_t n, size_t k, size_t *above)
 {
-	unsigned lo = 0, hi = 0x8000, mid;	/* count(lo) >= k > count(hi) */
+	unsigned lo = 0, hi = 0x8000, mid; /* count(lo) >= k > count(hi) */
 	size_t c_hi = 0, c;
 
 	while (hi - lo > 1) {
@@ -324,10 +326,12 @@ AVX2 int engy_toploc_topk_avx2(const uint16_t *v, size_t n, size_t k,
 			__m256i m1 = _mm256_and_si256(LD(p + 16), keys);
 
 			for (r = 2; r < 8; r += 2) {
-				m0 = _mm256_max_epu16(m0, _mm256_and_si256(
-						LD(p + 16 * r), keys));
-				m1 = _mm256_max_epu16(m1, _mm256_and_si256(
-						LD(p + 16 * r + 16), keys));
+				m0 = _mm256_max_epu16(
+					m0,
+					_mm256_and_si256(LD(p + 16 * r), keys));
+				m1 = _mm256_max_epu16(
+					m1, _mm256_and_si256(
+						    LD(p + 16 * r + 16), keys));
 			}
 			m0 = _mm256_max_epu16(m0, m1);
 			ST(l1 + 16 * g, m0);
@@ -340,18 +344,23 @@ AVX2 int engy_toploc_topk_avx2(const uint16_t *v, size_t n, size_t k,
 	/* key >= thr as a signed compare: keys and thr - 1 are < 2^15. */
 	below = _mm256_set1_epi16((short)(thr - 1));
 	for (q = 0; q < g; q++) {
-		if (_mm256_testz_si256(_mm256_cmpgt_epi16(LD(l1 + 16 * q),
-							  below),
-				       _mm256_set1_epi16(-1)))
+		if (_mm256_testz_si256(
+			    _mm256_cmpgt_epi16(LD(l1 + 16 * q), below),
+			    _mm256_set1_epi16(-1)))
 			continue;
 		for (r = 0; r < 8; r += 2) {
 			const uint16_t *p = v + 128 * q + 16 * r;
-			uint64_t bits = (uint64_t)(uint32_t)_mm256_movemask_epi8(
-				_mm256_cmpgt_epi16(_mm256_and_si256(
-					LD(p + 16), keys), below)) << 32 |
+			uint64_t bits =
+				(uint64_t)(uint32_t)_mm256_movemask_epi8(
+					_mm256_cmpgt_epi16(
+						_mm256_and_si256(LD(p + 16),
+								 keys),
+						below))
+					<< 32 |
 				(uint32_t)_mm256_movemask_epi8(
-				_mm256_cmpgt_epi16(_mm256_and_si256(
-					LD(p), keys), below));
+					_mm256_cmpgt_epi16(
+						_mm256_and_si256(LD(p), keys),
+						below));
 
 			/* Two mask bits per lane; keep the low one of each. */
 			for (bits &= 0x5555555555555555ull; bits;
@@ -375,7 +384,7 @@ AVX2 int engy_toploc_topk_avx2(const uint16_t *v, size_t n, size_t k,
 	}
 
 	/* The k-th largest candidate key, and how many ties at it to take. */
-	memset(cv + c, 0, 16 * sizeof(*cv));	/* keys 0: never counted */
+	memset(cv + c, 0, 16 * sizeof(*cv)); /* keys 0: never counted */
 	thr = kth_key(cv, (c + 15) & ~(size_t)15, k, &above);
 	ties = k - above;
 	for (i = 0, o = 0; o < k && i < c; i++) {
@@ -387,14 +396,14 @@ AVX2 int engy_toploc_topk_avx2(const uint16_t *v, size_t n, size_t k,
 			idx[o++] = ci[i];
 		}
 	}
-	return o == k ? 0 : 2;	/* never 2: at least k are >= thr */
+	return o == k ? 0 : 2; /* never 2: at least k are >= thr */
 }
 
 #else /* !TOPLOC_X86: never chosen */
 
-int engy_toploc_topk_avx2(const uint16_t *v, size_t n, size_t k,
-			  uint16_t *l1, uint16_t *l2, uint16_t *cv,
-			  uint64_t *ci, size_t cap, uint64_t *idx)
+int engy_toploc_topk_avx2(const uint16_t *v, size_t n, size_t k, uint16_t *l1,
+			  uint16_t *l2, uint16_t *cv, uint64_t *ci, size_t cap,
+			  uint64_t *idx)
 {
 	return 1;
 }

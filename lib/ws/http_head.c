@@ -39,7 +39,11 @@ bool engy_http_value_ok(const char *s)
 	return true;
 }
 
-#define FAIL(code, text) do { *why = (text); return (code); } while (0)
+#define FAIL(code, text)                                                       \
+	do {                                                                   \
+		*why = (text);                                                 \
+		return (code);                                                 \
+	} while (0)
 
 /* "HTTP/DIGIT.DIGIT" and nothing more: 0 for 1.0 and 1.1 (*@minor),
  * -EPROTONOSUPPORT for another version, -EINVAL for no version. */
@@ -77,12 +81,13 @@ static int request_line(struct engy_http_head *h, char *line,
 		if ((unsigned char)*t <= 0x20 || (unsigned char)*t >= 0x7f)
 			FAIL(-EINVAL, "malformed request target");
 	t = sp1 + 1;
-	if (t[0] != '/' && !(strcmp(t, "*") == 0 && strcmp(line, "OPTIONS") == 0))
+	if (t[0] != '/' &&
+	    !(strcmp(t, "*") == 0 && strcmp(line, "OPTIONS") == 0))
 		FAIL(-EINVAL, "request target must be a path");
 	rc = version(sp2 + 1, &h->http_minor);
 	if (rc < 0)
-		FAIL(rc, rc == -EINVAL ? "not an HTTP/1.x request" :
-		     "HTTP version not supported");
+		FAIL(rc, rc == -EINVAL ? "not an HTTP/1.x request"
+				       : "HTTP version not supported");
 	h->method = line;
 	h->target = t;
 	return 0;
@@ -98,8 +103,8 @@ static int status_line(struct engy_http_head *h, char *line, const char **why)
 	*b++ = '\0';
 	rc = version(line, &h->http_minor);
 	if (rc < 0)
-		FAIL(rc, rc == -EINVAL ? "not an HTTP/1.x reply" :
-		     "HTTP version not supported");
+		FAIL(rc, rc == -EINVAL ? "not an HTTP/1.x reply"
+				       : "HTTP version not supported");
 	if (b[0] < '1' || b[0] > '5' || b[1] < '0' || b[1] > '9' ||
 	    b[2] < '0' || b[2] > '9' || (b[3] != ' ' && b[3] != '\0'))
 		FAIL(-EINVAL, "malformed status code");
@@ -120,7 +125,7 @@ static int field_line(struct engy_http_head *h, char *line, size_t cap,
 	if (!colon)
 		FAIL(-EINVAL, "header line without a colon");
 	*colon = '\0';
-	if (!engy_http_token(line))	/* includes space before the colon */
+	if (!engy_http_token(line)) /* includes space before the colon */
 		FAIL(-EINVAL, "malformed header name");
 	v = colon + 1;
 	while (*v == ' ' || *v == '\t')
@@ -205,14 +210,14 @@ static int parse(struct engy_http_head *h, const char *p, size_t len,
 		lf = memchr(line, '\n', (size_t)(end - line));
 		if (!lf)
 			FAIL(-EINVAL, i ? "no empty line at the end of the head"
-				        : "empty head");
+					: "empty head");
 		e = lf > line && lf[-1] == '\r' ? lf - 1 : lf;
 		if (memchr(line, '\r', (size_t)(e - line)))
 			FAIL(-EINVAL, "bare CR in the head");
 		*e = '\0';
 		if (i == 0) {
-			rc = request ? request_line(h, line, lim, why) :
-				       status_line(h, line, why);
+			rc = request ? request_line(h, line, lim, why)
+				     : status_line(h, line, why);
 		} else if (!*line) {
 			if (lf + 1 != end)
 				FAIL(-EINVAL, "bytes after the empty line");
@@ -226,9 +231,8 @@ static int parse(struct engy_http_head *h, const char *p, size_t len,
 	}
 }
 
-int engy_http_head_parse_ex(struct engy_http_head *h, const char *p,
-			    size_t len, bool request,
-			    const struct engy_http_limits *lim,
+int engy_http_head_parse_ex(struct engy_http_head *h, const char *p, size_t len,
+			    bool request, const struct engy_http_limits *lim,
 			    const char **why)
 {
 	int rc;
@@ -260,8 +264,7 @@ void engy_http_head_free(struct engy_http_head *h)
 	h->content_length = -1;
 }
 
-const char *engy_http_head_get(const struct engy_http_head *h,
-			       const char *name)
+const char *engy_http_head_get(const struct engy_http_head *h, const char *name)
 {
 	size_t i;
 
@@ -294,8 +297,8 @@ static bool list_has(const char *list, const char *tok)
 	return false;
 }
 
-bool engy_http_head_has_token(const struct engy_http_head *h,
-			      const char *name, const char *tok)
+bool engy_http_head_has_token(const struct engy_http_head *h, const char *name,
+			      const char *tok)
 {
 	size_t i;
 

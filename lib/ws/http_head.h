@@ -41,11 +41,11 @@
 #include <stdint.h>
 
 /* The field limit of engy_http_head_parse() (the websocket handshake's). */
-#define ENGY_HTTP_HEADERS_MAX	64
+#define ENGY_HTTP_HEADERS_MAX 64
 
 struct engy_http_field {
 	const char *name;
-	const char *value;	/* surrounding whitespace removed */
+	const char *value; /* surrounding whitespace removed */
 };
 
 /*
@@ -53,24 +53,24 @@ struct engy_http_field {
  * the head; they live until engy_http_head_free().
  */
 struct engy_http_head {
-	char *buf;		/* one allocation: the fields, then the text */
+	char *buf; /* one allocation: the fields, then the text */
 	/* request */
 	const char *method;
-	const char *target;	/* origin-form: path and query; or "*" */
+	const char *target; /* origin-form: path and query; or "*" */
 	/* response */
 	int status;
 	const char *reason_phrase;
 	int http_minor;		/* HTTP/1.x: 0 or 1 */
-	int64_t content_length;	/* -1 when there is none */
+	int64_t content_length; /* -1 when there is none */
 	size_t n_fields;
 	struct engy_http_field *fields;
 };
 
 /* Limits; 0 is no limit. */
 struct engy_http_limits {
-	size_t head;		/* bytes of the whole head: -EMSGSIZE */
-	size_t fields;		/* header fields: -E2BIG */
-	size_t target;		/* bytes of the request target: -ENAMETOOLONG */
+	size_t head;   /* bytes of the whole head: -EMSGSIZE */
+	size_t fields; /* header fields: -E2BIG */
+	size_t target; /* bytes of the request target: -ENAMETOOLONG */
 };
 
 /*
@@ -82,9 +82,8 @@ struct engy_http_limits {
  * -ENOMEM; *@why then names the problem (a constant string) and @h holds
  * nothing to free.
  */
-int engy_http_head_parse_ex(struct engy_http_head *h, const char *p,
-			    size_t len, bool request,
-			    const struct engy_http_limits *lim,
+int engy_http_head_parse_ex(struct engy_http_head *h, const char *p, size_t len,
+			    bool request, const struct engy_http_limits *lim,
 			    const char **why);
 
 /*
@@ -100,8 +99,8 @@ void engy_http_head_free(struct engy_http_head *h);
 const char *engy_http_head_get(const struct engy_http_head *h,
 			       const char *name);
 /* Does any @name field list @token (comma-separated, case-insensitive)? */
-bool engy_http_head_has_token(const struct engy_http_head *h,
-			      const char *name, const char *token);
+bool engy_http_head_has_token(const struct engy_http_head *h, const char *name,
+			      const char *token);
 
 /* Is @s a token (RFC 9110 §5.6.2: one or more tchar)? */
 bool engy_http_token(const char *s);

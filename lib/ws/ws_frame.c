@@ -51,15 +51,15 @@ bool engy_utf8_feed(struct engy_utf8 *u, const uint8_t *p, size_t n)
 		} else if (b >= 0xe0 && b <= 0xef) {
 			u->need = 2;
 			if (b == 0xe0)
-				u->lo = 0xa0;	/* no overlong forms */
+				u->lo = 0xa0; /* no overlong forms */
 			else if (b == 0xed)
-				u->hi = 0x9f;	/* no surrogates */
+				u->hi = 0x9f; /* no surrogates */
 		} else if (b >= 0xf0 && b <= 0xf4) {
 			u->need = 3;
 			if (b == 0xf0)
 				u->lo = 0x90;
 			else if (b == 0xf4)
-				u->hi = 0x8f;	/* nothing above U+10FFFF */
+				u->hi = 0x8f; /* nothing above U+10FFFF */
 		} else {
 			return false;
 		}
@@ -238,7 +238,10 @@ static int header_start(struct engy_ws_parser *p)
 		return fail(p, 1002, "unmasked frame from a client");
 	if (!p->server && p->masked)
 		return fail(p, 1002, "masked frame from a server");
-	p->hdr_need = 2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0) +
+	p->hdr_need = 2 +
+		      (len7 == 126   ? 2
+		       : len7 == 127 ? 8
+				     : 0) +
 		      (p->masked ? 4 : 0);
 	return 0;
 }
@@ -340,8 +343,8 @@ static int frame_done(struct engy_ws_parser *p, struct engy_ws_event *ev)
 	switch (p->opcode) {
 	case ENGY_WS_OP_PING:
 	case ENGY_WS_OP_PONG:
-		ev->type = p->opcode == ENGY_WS_OP_PING ? ENGY_WS_EV_PING :
-							  ENGY_WS_EV_PONG;
+		ev->type = p->opcode == ENGY_WS_OP_PING ? ENGY_WS_EV_PING
+							: ENGY_WS_EV_PONG;
 		ev->data = p->ctl;
 		ev->len = n;
 		return 1;

@@ -27,12 +27,12 @@ enum engy_ws_opcode {
 	ENGY_WS_OP_PONG = 0xa,
 };
 
-#define ENGY_WS_HEADER_MAX	14	/* 2 + 8 (length) + 4 (mask) */
-#define ENGY_WS_CONTROL_MAX	125	/* payload of a control frame */
-#define ENGY_WS_REASON_MAX	123	/* a close reason, after the code */
+#define ENGY_WS_HEADER_MAX  14	/* 2 + 8 (length) + 4 (mask) */
+#define ENGY_WS_CONTROL_MAX 125 /* payload of a control frame */
+#define ENGY_WS_REASON_MAX  123 /* a close reason, after the code */
 
 enum engy_ws_event_type {
-	ENGY_WS_EV_MESSAGE = 1,	/* a whole text or binary message */
+	ENGY_WS_EV_MESSAGE = 1, /* a whole text or binary message */
 	ENGY_WS_EV_PING = 2,
 	ENGY_WS_EV_PONG = 3,
 	ENGY_WS_EV_CLOSE = 4,
@@ -56,12 +56,12 @@ struct engy_ws_event {
 
 /* Incremental UTF-8 validator state (zero = between characters). */
 struct engy_utf8 {
-	uint8_t need;		/* continuation bytes still expected */
-	uint8_t lo, hi;		/* allowed range of the next one */
+	uint8_t need;	/* continuation bytes still expected */
+	uint8_t lo, hi; /* allowed range of the next one */
 };
 
 struct engy_ws_parser {
-	bool server;		/* frames must be masked (we are the server) */
+	bool server; /* frames must be masked (we are the server) */
 	size_t max_message;
 	int state;
 	/* the frame being read */
@@ -72,7 +72,7 @@ struct engy_ws_parser {
 	uint8_t mask[4];
 	uint64_t len, got;
 	/* the message being joined */
-	int msg_opcode;		/* 0: none in progress */
+	int msg_opcode; /* 0: none in progress */
 	uint8_t *msg;
 	size_t msg_len, msg_cap;
 	struct engy_utf8 utf8;

@@ -39,9 +39,16 @@ int engy_ws_accept(char out[ENGY_WS_ACCEPT_LEN + 1], const char *key)
 
 /* Headers the handshake owns; a caller may not add or override them. */
 static const char *const reserved[] = {
-	"Host", "Upgrade", "Connection", "Sec-WebSocket-Key",
-	"Sec-WebSocket-Version", "Sec-WebSocket-Extensions",
-	"Sec-WebSocket-Accept", "Content-Length", "Transfer-Encoding", NULL,
+	"Host",
+	"Upgrade",
+	"Connection",
+	"Sec-WebSocket-Key",
+	"Sec-WebSocket-Version",
+	"Sec-WebSocket-Extensions",
+	"Sec-WebSocket-Accept",
+	"Content-Length",
+	"Transfer-Encoding",
+	NULL,
 };
 
 int engy_ws_request(char **out, const char *host, const char *target,
@@ -84,11 +91,12 @@ int engy_ws_request(char **out, const char *host, const char *target,
 		*why = "out of memory";
 		return -ENOMEM;
 	}
-	p = s + sprintf(s,
-			"GET %s HTTP/1.1\r\nHost: %s\r\n"
-			"Upgrade: websocket\r\nConnection: Upgrade\r\n"
-			"Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n",
-			target, host, key);
+	p = s +
+	    sprintf(s,
+		    "GET %s HTTP/1.1\r\nHost: %s\r\n"
+		    "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+		    "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n",
+		    target, host, key);
 	for (i = 0; headers && headers[i]; i += 2)
 		p += sprintf(p, "%s: %s\r\n", headers[i], headers[i + 1]);
 	memcpy(p, "\r\n", 3);
@@ -133,8 +141,7 @@ int engy_ws_check_response(const struct engy_http_head *h, const char *key,
 }
 
 int engy_ws_check_request(const struct engy_http_head *h,
-			  char accept[ENGY_WS_ACCEPT_LEN + 1],
-			  const char **why)
+			  char accept[ENGY_WS_ACCEPT_LEN + 1], const char **why)
 {
 	const char *key, *ver;
 	uint8_t nonce[16];
@@ -167,7 +174,8 @@ int engy_ws_check_request(const struct engy_http_head *h,
 	}
 	key = engy_http_head_get(h, "Sec-WebSocket-Key");
 	if (!key || strlen(key) != ENGY_WS_KEY_LEN ||
-	    engy_base64_decode(nonce, sizeof(nonce), key, strlen(key), &n) < 0 ||
+	    engy_base64_decode(nonce, sizeof(nonce), key, strlen(key), &n) <
+		    0 ||
 	    n != 16) {
 		*why = "Sec-WebSocket-Key must be base64 of 16 bytes";
 		return 400;
@@ -185,7 +193,8 @@ int engy_ws_response(char **out, const char *accept)
 	if (asprintf(out,
 		     "HTTP/1.1 101 Switching Protocols\r\n"
 		     "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-		     "Sec-WebSocket-Accept: %s\r\n\r\n", accept) < 0) {
+		     "Sec-WebSocket-Accept: %s\r\n\r\n",
+		     accept) < 0) {
 		*out = NULL;
 		return -ENOMEM;
 	}
@@ -195,15 +204,24 @@ int engy_ws_response(char **out, const char *accept)
 static const char *status_text(int status)
 {
 	switch (status) {
-	case 400: return "Bad Request";
-	case 403: return "Forbidden";
-	case 404: return "Not Found";
-	case 405: return "Method Not Allowed";
-	case 408: return "Request Timeout";
-	case 426: return "Upgrade Required";
-	case 431: return "Request Header Fields Too Large";
-	case 503: return "Service Unavailable";
-	default: return "Internal Server Error";
+	case 400:
+		return "Bad Request";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "Not Found";
+	case 405:
+		return "Method Not Allowed";
+	case 408:
+		return "Request Timeout";
+	case 426:
+		return "Upgrade Required";
+	case 431:
+		return "Request Header Fields Too Large";
+	case 503:
+		return "Service Unavailable";
+	default:
+		return "Internal Server Error";
 	}
 }
 
@@ -215,11 +233,12 @@ int engy_ws_refusal(char **out, int status, const char *why)
 		extra = "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n";
 	else if (status == 405)
 		extra = "Allow: GET\r\n";
-	if (asprintf(out,
-		     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
-		     "Content-Length: %zu\r\n%sConnection: close\r\n\r\n%s\n",
-		     status, status_text(status), strlen(why) + 1, extra,
-		     why) < 0) {
+	if (asprintf(
+		    out,
+		    "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+		    "Content-Length: %zu\r\n%sConnection: close\r\n\r\n%s\n",
+		    status, status_text(status), strlen(why) + 1, extra,
+		    why) < 0) {
 		*out = NULL;
 		return -ENOMEM;
 	}

@@ -14,9 +14,9 @@
 
 #include "http_head.h"
 
-#define ENGY_WS_GUID		"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-#define ENGY_WS_KEY_LEN		24	/* base64 of 16 bytes */
-#define ENGY_WS_ACCEPT_LEN	28	/* base64 of a SHA-1 */
+#define ENGY_WS_GUID	   "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+#define ENGY_WS_KEY_LEN	   24 /* base64 of 16 bytes */
+#define ENGY_WS_ACCEPT_LEN 28 /* base64 of a SHA-1 */
 
 /* engy_ws_key() - the Sec-WebSocket-Key for a 16-byte random @nonce. */
 void engy_ws_key(char out[ENGY_WS_KEY_LEN + 1], const uint8_t nonce[16]);

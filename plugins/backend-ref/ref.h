@@ -25,10 +25,10 @@
 #include "sampler.h"
 
 enum ref_state {
-	REF_INIT = 0,		/* created, not started: requests queue */
-	REF_LOADING,		/* the load job is running: requests queue */
+	REF_INIT = 0, /* created, not started: requests queue */
+	REF_LOADING,  /* the load job is running: requests queue */
 	REF_READY,
-	REF_FAILED,		/* the checkpoint did not load */
+	REF_FAILED, /* the checkpoint did not load */
 };
 
 enum req_kind {
@@ -41,9 +41,9 @@ struct ref;
 /* One request; the handle generate()/prefill() hand out. */
 struct engy_gen {
 	struct ref *r;
-	struct engy_gen *next;		/* in the active list or the queue */
-	int kind;			/* enum req_kind */
-	uint32_t *ids;			/* prompt, then generated tokens */
+	struct engy_gen *next; /* in the active list or the queue */
+	int kind;	       /* enum req_kind */
+	uint32_t *ids;	       /* prompt, then generated tokens */
 	size_t n_ids, n_prompt;
 	uint32_t max_new, n_out;
 	struct q3_sampling sp;
@@ -55,14 +55,14 @@ struct engy_gen {
 	void (*pdone)(void *arg, int rc, const struct engy_rows *rows);
 	void *arg;
 	struct q3_seq *seq;
-	size_t n_fed;			/* positions in the KV cache */
+	size_t n_fed; /* positions in the KV cache */
 	bool cancelled;
 	/* This step's share and results (written by the step job). */
 	size_t step_rows, step_first;
 	bool step_samples;
 	uint32_t step_tok;
 	float step_lp;
-	float *hidden;			/* the sampled row, or every row (prefill) */
+	float *hidden; /* the sampled row, or every row (prefill) */
 };
 
 struct ref {
@@ -72,8 +72,8 @@ struct ref {
 	struct q3_config cfg;
 	struct q3_load_opts lo;
 	struct q3_model *m;
-	struct q3_sampler *smp;		/* used by the step job only */
-	int state;			/* enum ref_state */
+	struct q3_sampler *smp; /* used by the step job only */
+	int state;		/* enum ref_state */
 	char load_err[512];
 	uint32_t max_ctx, max_batch, max_queue, chunk;
 	struct engy_gen *active, *queue;

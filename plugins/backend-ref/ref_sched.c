@@ -19,9 +19,9 @@ struct step {
 	size_t n_reqs;
 	struct q3_row *rows;
 	size_t n_rows;
-	float *hidden;		/* n_rows x H */
-	float *last;		/* the sampling rows, gathered */
-	float *logits;		/* one row per sampling request */
+	float *hidden; /* n_rows x H */
+	float *last;   /* the sampling rows, gathered */
+	float *logits; /* one row per sampling request */
 	int rc;
 };
 
@@ -82,8 +82,8 @@ static struct step *step_build(struct ref *r)
 			continue;
 		g->step_first = s->n_rows;
 		for (i = 0; i < g->step_rows; i++)
-			s->rows[s->n_rows++] = (struct q3_row){
-				g->seq, g->ids[g->n_fed + i] };
+			s->rows[s->n_rows++] =
+				(struct q3_row){ g->seq, g->ids[g->n_fed + i] };
 		/* Sample once the prompt is in and more tokens are wanted. */
 		g->step_samples = g->kind == REQ_GENERATE &&
 				  g->n_fed + g->step_rows >= g->n_prompt &&
@@ -115,10 +115,12 @@ static void step_run(void *arg)
 		return;
 	for (k = 0; k < s->n_reqs; k++) {
 		struct engy_gen *g = s->reqs[k];
-		const float *h = s->hidden + (g->step_first + g->step_rows - 1) * H;
+		const float *h =
+			s->hidden + (g->step_first + g->step_rows - 1) * H;
 
 		if (g->kind == REQ_PREFILL)
-			memcpy(g->hidden + g->n_fed * H, s->hidden + g->step_first * H,
+			memcpy(g->hidden + g->n_fed * H,
+			       s->hidden + g->step_first * H,
 			       g->step_rows * H * sizeof(float));
 		if (g->step_samples)
 			memcpy(s->last + j++ * H, h, H * sizeof(float));
@@ -131,8 +133,9 @@ static void step_run(void *arg)
 		if (!g->step_samples)
 			continue;
 		memcpy(g->hidden, s->last + j * H, H * sizeof(float));
-		g->step_tok = engy_q3_sample(r->smp, s->logits + j * V, &g->sp,
-					&g->rng, g->want_logprobs ? &g->step_lp : NULL);
+		g->step_tok = engy_q3_sample(
+			r->smp, s->logits + j * V, &g->sp, &g->rng,
+			g->want_logprobs ? &g->step_lp : NULL);
 		j++;
 	}
 }
@@ -154,7 +157,9 @@ static void finish(struct ref *r, struct engy_gen *g, int status,
 		   const char *error, int reason, int32_t matched)
 {
 	struct engy_gen_result res = {
-		.status = status, .error = error, .finish = reason,
+		.status = status,
+		.error = error,
+		.finish = reason,
 		.matched_stop = matched,
 		.prompt_tokens = (uint32_t)g->n_prompt,
 		.completion_tokens = g->n_out,
@@ -174,8 +179,7 @@ static void finish(struct ref *r, struct engy_gen *g, int status,
 	ref_req_free(g);
 }
 
-static bool is_stop(const struct ref *r, const struct engy_gen *g,
-		    uint32_t tok)
+static bool is_stop(const struct ref *r, const struct engy_gen *g, uint32_t tok)
 {
 	size_t i;
 
@@ -191,12 +195,13 @@ static bool is_stop(const struct ref *r, const struct engy_gen *g,
 /* Stream this step's token; returns true when @g has ended. */
 static bool deliver(struct ref *r, struct engy_gen *g)
 {
-	struct engy_rows rows = { g->hidden, ENGY_DTYPE_F32, 1, r->cfg.hidden, 0 };
+	struct engy_rows rows = { g->hidden, ENGY_DTYPE_F32, 1, r->cfg.hidden,
+				  0 };
 	uint32_t tok = g->step_tok;
 
 	g->n_fed += g->step_rows;
 	if (g->cancelled)
-		return false;	/* no tokens after cancel(); reaped next */
+		return false; /* no tokens after cancel(); reaped next */
 	if (g->kind == REQ_PREFILL) {
 		if (r->m_prefill)
 			r->host->metric_add(r->m_prefill, (double)g->step_rows);
@@ -247,7 +252,7 @@ static void reap_cancelled(struct ref *r)
 		*p = g->next;
 		r->n_active--;
 		finish(r, g, 0, NULL, ENGY_FINISH_ABORT, -1);
-		p = &r->active;	/* the callback may have changed the list */
+		p = &r->active; /* the callback may have changed the list */
 	}
 	for (p = &r->queue; *p;) {
 		g = *p;
@@ -271,9 +276,10 @@ static void step_done(void *arg, int rc)
 	if (rc || s->rc) {
 		rc = rc ? rc : s->rc;
 		step_free(s);
-		ref_fail_all(r, rc, rc == -ECANCELED ? "shutting down" :
-				    rc == -ENOMEM ? "out of memory" :
-						    "forward pass failed");
+		ref_fail_all(r, rc,
+			     rc == -ECANCELED ? "shutting down"
+			     : rc == -ENOMEM  ? "out of memory"
+					      : "forward pass failed");
 		r->step_inflight = false;
 		ref_kick(r);
 		return;
@@ -300,7 +306,8 @@ void ref_admit(struct ref *r)
 		g->next = NULL;
 		g->seq = engy_q3_seq_new(r->m, r->max_ctx);
 		if (!g->seq) {
-			finish(r, g, -ENOMEM, "out of memory", ENGY_FINISH_ERROR, -1);
+			finish(r, g, -ENOMEM, "out of memory",
+			       ENGY_FINISH_ERROR, -1);
 			continue;
 		}
 		for (tail = &r->active; *tail; tail = &(*tail)->next)
@@ -309,7 +316,8 @@ void ref_admit(struct ref *r)
 		r->n_active++;
 	}
 	if (r->m_requests)
-		r->host->metric_set(r->m_requests, (double)(r->n_active + r->n_queued));
+		r->host->metric_set(r->m_requests,
+				    (double)(r->n_active + r->n_queued));
 }
 
 void ref_kick(struct ref *r)

@@ -29,8 +29,8 @@ static const struct engy_opt sgl_opts[] = {
 	  "http://127.0.0.1:8000", "SERVE_URL", 0, 0,
 	  "sglang serves (the public miner's --serve-url; comma-separated in "
 	  "SERVE_URL), least-in-flight" },
-	{ "checkpoint", ENGY_OPT_STR, 0, OFF(checkpoint), NULL, "CHECKPOINT",
-	  0, 0,
+	{ "checkpoint", ENGY_OPT_STR, 0, OFF(checkpoint), NULL, "CHECKPOINT", 0,
+	  0,
 	  "checkpoint directory (the public miner's --checkpoint): "
 	  "config.json gives the model's sizes" },
 	{ "api_key", ENGY_OPT_STR, ENGY_OPT_SECRET, OFF(api_key), NULL,
@@ -88,8 +88,9 @@ static int check_conf(const struct engy_host *host, const struct sgl_conf *c)
 		for (i = 0; i < c->serve_urls.n; i++)
 			joined += strlen(c->serve_urls.v[i]) + (i > 0);
 		if (joined >= sizeof(((struct engy_model_info *)0)->serve_urls))
-			return bad(host, "serve_urls",
-				   "at most 1023 characters in all (info() reports them)");
+			return bad(
+				host, "serve_urls",
+				"at most 1023 characters in all (info() reports them)");
 	}
 	if (c->gen_chunk < 1 || c->gen_chunk > (1 << 20))
 		return bad(host, "gen_chunk", "must be 1..1048576");
@@ -193,8 +194,8 @@ static int sgl_start(void *inst)
 		  "requests that ended in an error", NULL, NULL, 0,
 		  &s->m_errors);
 	h->metric(h, ENGY_METRIC_COUNTER, "engy_sglang_calls_total",
-		  "/generate calls (a chunked generation makes several)",
-		  NULL, NULL, 0, &s->m_calls);
+		  "/generate calls (a chunked generation makes several)", NULL,
+		  NULL, 0, &s->m_calls);
 	h->metric(h, ENGY_METRIC_GAUGE, "engy_sglang_inflight",
 		  "requests in flight at the serves", NULL, NULL, 0,
 		  &s->m_inflight);
@@ -267,7 +268,8 @@ static int sgl_info(void *inst, struct engy_model_info *out)
 					 sizeof(out->serve_urls) - len, "%s%s",
 					 i ? "," : "", s->serve_urls[i]);
 
-			if (n < 0 || (size_t)n >= sizeof(out->serve_urls) - len) {
+			if (n < 0 ||
+			    (size_t)n >= sizeof(out->serve_urls) - len) {
 				out->serve_urls[len] = '\0';
 				break;
 			}
@@ -313,15 +315,16 @@ static int sgl_check(const struct engy_host *h, const void *conf, void *inst,
 	(void)inst;
 	engy_check_begin(&b, "serve", ENGY_PROBE_SERVE);
 	for (i = 0; i < c->serve_urls.n; i++)
-		k += (size_t)snprintf(b.target + k,
-				      k < sizeof(b.target) ? sizeof(b.target) - k
-							   : 0,
-				      "%s%s", i ? "," : "", c->serve_urls.v[i]);
+		k += (size_t)snprintf(
+			b.target + k,
+			k < sizeof(b.target) ? sizeof(b.target) - k : 0, "%s%s",
+			i ? "," : "", c->serve_urls.v[i]);
 	engy_check_source(h, "serve_urls", &b);
 	b.c.secret = c->api_key;
 	if (!c->serve_urls.n) {
 		ENGY_CHECK_SET(&b, problem, "no serve");
-		ENGY_CHECK_SET(&b, fix, "set SERVE_URL (or --serve-url) to the "
+		ENGY_CHECK_SET(&b, fix,
+			       "set SERVE_URL (or --serve-url) to the "
 			       "sglang serve, e.g. http://127.0.0.1:8000");
 	}
 	if ((rc = engy_check_add(sink, &b)) < 0)
@@ -337,18 +340,10 @@ static const struct engy_backend_ops sgl_ops = {
 	.prefill = sgl_op_prefill,
 };
 
-ENGY_PLUGIN(
-	.kind = ENGY_KIND_BACKEND,
-	.name = "backend-sglang",
-	.version = PACKAGE_VERSION,
-	.description = "sglang serves over HTTP: tokens, hidden states, "
-		       "logprobs; chunked, streamed, abortable",
-	.opts = sgl_opts,
-	.conf_size = sizeof(struct sgl_conf),
-	.create = sgl_create,
-	.start = sgl_start,
-	.stop = sgl_stop,
-	.destroy = sgl_destroy,
-	.ops = &sgl_ops,
-	.check = sgl_check,
-);
+ENGY_PLUGIN(.kind = ENGY_KIND_BACKEND, .name = "backend-sglang",
+	    .version = PACKAGE_VERSION,
+	    .description = "sglang serves over HTTP: tokens, hidden states, "
+			   "logprobs; chunked, streamed, abortable",
+	    .opts = sgl_opts, .conf_size = sizeof(struct sgl_conf),
+	    .create = sgl_create, .start = sgl_start, .stop = sgl_stop,
+	    .destroy = sgl_destroy, .ops = &sgl_ops, .check = sgl_check, );

@@ -32,7 +32,7 @@ struct sgl_conf {
 };
 
 struct sgl_serve {
-	char *url;		/* without a trailing '/' */
+	char *url; /* without a trailing '/' */
 	unsigned inflight;
 };
 
@@ -42,8 +42,8 @@ struct sgl {
 	struct sgl_http *http;
 	struct sgl_serve *serves;
 	size_t n_serves;
-	char **serve_urls;	/* as configured, for info() */
-	size_t rr;		/* tie-break between equally idle serves */
+	char **serve_urls; /* as configured, for info() */
+	size_t rr;	   /* tie-break between equally idle serves */
 	char *checkpoint;
 	char *api_key;
 	uint32_t gen_chunk;
@@ -51,7 +51,7 @@ struct sgl {
 	double flush_s, max_request_s, serve_http_s, connect_s;
 	unsigned max_inflight, inflight;
 	bool started, stopped;
-	struct sgl_gen *gens;	/* in flight */
+	struct sgl_gen *gens; /* in flight */
 	/* what info() answers; see sgl_info.c */
 	struct engy_model_info info;
 	bool info_ckpt, info_serve, warned_width;
@@ -80,39 +80,39 @@ struct sgl_gen {
 	struct engy_gen_cb cb;
 	void (*prefill_done)(void *arg, int rc, const struct engy_rows *rows);
 	void *arg;
-	double deadline;		/* monotonic seconds */
+	double deadline; /* monotonic seconds */
 	/* output kept so far */
 	uint32_t *out;
-	float *lp;			/* one per kept token (NaN: none) */
+	float *lp; /* one per kept token (NaN: none) */
 	size_t n_out, cap_out;
-	size_t delivered;		/* tokens handed to on_tokens */
-	bool fold;			/* token 0 has no row (see sgl_gen.c) */
-	float *rows;			/* rows of tokens [row0, row_hi) */
-	size_t row0, row_hi, rows_cap;	/* tokens; capacity in floats */
+	size_t delivered;	       /* tokens handed to on_tokens */
+	bool fold;		       /* token 0 has no row (see sgl_gen.c) */
+	float *rows;		       /* rows of tokens [row0, row_hi) */
+	size_t row0, row_hi, rows_cap; /* tokens; capacity in floats */
 	uint32_t hidden_size;
 	/* the call in flight */
 	unsigned chunk;
 	struct sgl_chunk plan;
-	size_t c_base;			/* out index of its first kept token */
-	uint32_t *c_ids;		/* its output ids so far */
+	size_t c_base;	 /* out index of its first kept token */
+	uint32_t *c_ids; /* its output ids so far */
 	float *c_lp;
 	size_t c_nids, c_nlp, c_cap;
-	size_t c_rows;			/* hidden elements taken (or skipped) */
-	size_t c_taken;			/* call tokens consumed */
+	size_t c_rows;	/* hidden elements taken (or skipped) */
+	size_t c_taken; /* call tokens consumed */
 	bool c_lp_seen;
 	struct sgl_call *call;
-	struct sgl_call *abort_call;	/* after cancel, until it answers */
+	struct sgl_call *abort_call; /* after cancel, until it answers */
 	bool sse_mode, ev_json;
 	struct engy_sse sse;
 	struct engy_jf *jf;
 	char pfx[8];
 	size_t pfx_n;
-	bool have_final;		/* an event with a finish_reason */
-	bool c_hidden_seen;		/* an event had hidden_states */
+	bool have_final;    /* an event with a finish_reason */
+	bool c_hidden_seen; /* an event had hidden_states */
 	int c_finish;
 	int64_t c_matched;
 	char c_msg[ENGY_SGLRESP_MSG_MAX];
-	int64_t cached;			/* chunk 0's cached_tokens */
+	int64_t cached; /* chunk 0's cached_tokens */
 	char *errbody;
 	size_t errlen;
 	/* the outcome */

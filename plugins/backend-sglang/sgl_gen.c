@@ -113,13 +113,17 @@ static void gen_finish(struct sgl_gen *g, int finish, int32_t matched)
 		if (s->m_errors)
 			s->host->metric_add(s->m_errors, 1);
 		engy_logfmt_value(why, sizeof(why), g->errmsg);
-		engy_warn(s->host, "event=sglang_failed rid=%s serve=%s "
-			  "status=%d chunk=%u tokens=%zu error=%s", g->rid,
-			  g->serve->url, g->err, g->chunk, g->n_out, why);
+		engy_warn(s->host,
+			  "event=sglang_failed rid=%s serve=%s "
+			  "status=%d chunk=%u tokens=%zu error=%s",
+			  g->rid, g->serve->url, g->err, g->chunk, g->n_out,
+			  why);
 	} else {
-		engy_dbg(s->host, "event=sglang_done rid=%s finish=%d "
-			 "chunks=%u tokens=%zu cached=%lld", g->rid, finish,
-			 g->chunk + 1, g->n_out, (long long)cached);
+		engy_dbg(s->host,
+			 "event=sglang_done rid=%s finish=%d "
+			 "chunks=%u tokens=%zu cached=%lld",
+			 g->rid, finish, g->chunk + 1, g->n_out,
+			 (long long)cached);
 	}
 	if (g->prefill) {
 		rows.data = g->rows;
@@ -127,8 +131,10 @@ static void gen_finish(struct sgl_gen *g, int finish, int32_t matched)
 		rows.n_rows = (uint32_t)g->row_hi;
 		rows.hidden = g->hidden_size;
 		rows.n_prefill = rows.n_rows;
-		g->prefill_done(g->arg, g->err ? g->err : g->cancelled ?
-				-ECANCELED : 0,
+		g->prefill_done(g->arg,
+				g->err	       ? g->err
+				: g->cancelled ? -ECANCELED
+					       : 0,
 				g->err || g->cancelled ? NULL : &rows);
 		gen_free(g);
 		return;
@@ -139,8 +145,9 @@ static void gen_finish(struct sgl_gen *g, int finish, int32_t matched)
 	res.matched_stop = finish == ENGY_FINISH_STOP ? matched : -1;
 	res.prompt_tokens = (uint32_t)g->n_input;
 	res.completion_tokens = (uint32_t)g->n_out;
-	res.cached_tokens = (uint32_t)((size_t)cached > g->n_input ?
-				       g->n_input : (size_t)cached);
+	res.cached_tokens =
+		(uint32_t)((size_t)cached > g->n_input ? g->n_input
+						       : (size_t)cached);
 	g->cb.on_done(g->arg, &res);
 	gen_free(g);
 }
@@ -156,7 +163,7 @@ static void flush(struct sgl_gen *g)
 		n = g->n_out - from;
 		rp = NULL;
 		if (g->hidden && g->fold && from == 0) {
-			n = 1;	/* folded into the prompt: no row */
+			n = 1; /* folded into the prompt: no row */
 		} else if (g->hidden) {
 			rows.data = g->rows + (from - g->row0) * g->hidden_size;
 			rows.dtype = ENGY_DTYPE_F32;
@@ -173,8 +180,9 @@ static void flush(struct sgl_gen *g)
 		return;
 	keep = g->row_hi > g->delivered ? g->row_hi - g->delivered : 0;
 	if (keep)
-		memmove(g->rows, g->rows + (g->delivered - g->row0) *
-			g->hidden_size, keep * g->hidden_size * sizeof(float));
+		memmove(g->rows,
+			g->rows + (g->delivered - g->row0) * g->hidden_size,
+			keep * g->hidden_size * sizeof(float));
 	g->row0 = g->delivered;
 	g->row_hi = g->row0 + keep;
 }
@@ -216,24 +224,30 @@ static void chunk_end(struct sgl_gen *g)
 	}
 	if (g->prefill) {
 		if (g->c_rows != g->n_input || g->row_hi != g->n_input)
-			sgl_gen_fail(g, -EIO, "serve returned %zu of %zu "
+			sgl_gen_fail(g, -EIO,
+				     "serve returned %zu of %zu "
 				     "prompt hidden rows (radix cache or "
 				     "chunked prefill): start sglang with "
 				     "--disable-radix-cache and a "
 				     "--chunked-prefill-size above the "
-				     "longest audit", g->c_rows, g->n_input);
+				     "longest audit",
+				     g->c_rows, g->n_input);
 		goto out;
 	}
 	if (g->hidden && g->c_rows < g->c_nids) {
-		sgl_gen_fail(g, -EPROTO, "serve returned %zu hidden-state "
-			     "rows for %zu tokens", g->c_rows, g->c_nids);
+		sgl_gen_fail(g, -EPROTO,
+			     "serve returned %zu hidden-state "
+			     "rows for %zu tokens",
+			     g->c_rows, g->c_nids);
 		goto out;
 	}
 	if (sgl_ingest(g, true))
 		goto out;
 	if (g->c_finish == ENGY_SGLRESP_FINISH_ABORT) {
-		sgl_gen_fail(g, -ECONNABORTED, "serve aborted the request: "
-			     "%s", g->c_msg[0] ? g->c_msg : "no reason given");
+		sgl_gen_fail(g, -ECONNABORTED,
+			     "serve aborted the request: "
+			     "%s",
+			     g->c_msg[0] ? g->c_msg : "no reason given");
 		goto out;
 	}
 	if (g->c_finish == ENGY_SGLRESP_FINISH_LENGTH)
@@ -242,7 +256,7 @@ static void chunk_end(struct sgl_gen *g)
 		matched = (int32_t)g->c_matched;
 	flush(g);
 	if (g->cancelled)
-		return;		/* on_tokens cancelled: its finish is queued */
+		return; /* on_tokens cancelled: its finish is queued */
 	if (sgl_chunk_more(g->c_finish, g->c_nids, g->plan.ask, g->n_out,
 			   g->max_new)) {
 		g->chunk++;
@@ -276,8 +290,7 @@ static void on_call_done(void *arg, int code, long status)
 		chunk_end(g);
 }
 
-static const struct sgl_call_cb gen_call_cb = { sgl_resp_data,
-						 on_call_done };
+static const struct sgl_call_cb gen_call_cb = { sgl_resp_data, on_call_done };
 
 /* Start the next /generate call; 1 when nothing is left to ask. */
 static int start_call(struct sgl_gen *g)
@@ -326,8 +339,8 @@ static int start_call(struct sgl_gen *g)
 	sgl_resp_begin(g);
 	snprintf(url, sizeof(url), "%s/generate", g->serve->url);
 	r.url = url;
-	r.timeout_s = (s->serve_http_s > 0 ? s->serve_http_s : left) +
-		      s->connect_s;
+	r.timeout_s =
+		(s->serve_http_s > 0 ? s->serve_http_s : left) + s->connect_s;
 	r.connect_s = s->connect_s;
 	r.api_key = s->api_key;
 	if (s->m_calls)
@@ -346,8 +359,10 @@ static void on_abort_done(void *arg, int code, long status)
 
 	g->abort_call = NULL;
 	if (code || status != 200)
-		engy_warn(g->s->host, "event=sglang_abort_failed rid=%s "
-			  "code=%d status=%ld", g->call_rid, code, status);
+		engy_warn(g->s->host,
+			  "event=sglang_abort_failed rid=%s "
+			  "code=%d status=%ld",
+			  g->call_rid, code, status);
 	gen_finish(g, ENGY_FINISH_ABORT, -1);
 }
 

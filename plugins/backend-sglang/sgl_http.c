@@ -18,7 +18,7 @@ struct sgl_http {
 	struct event_base *base;
 	CURLM *multi;
 	struct event *timer;
-	struct sgl_call *calls;		/* in flight */
+	struct sgl_call *calls; /* in flight */
 };
 
 struct sgl_call {
@@ -105,8 +105,7 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 	check_done(h);
 }
 
-static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp,
-		   void *sockp)
+static int sock_cb(CURL *e, curl_socket_t s, int what, void *userp, void *sockp)
 {
 	struct sgl_http *h = userp;
 	struct sgl_sock *k = sockp;

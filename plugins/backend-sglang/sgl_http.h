@@ -25,11 +25,11 @@ struct sgl_call_cb {
 
 struct sgl_req {
 	const char *url;
-	char *body;		/* taken (freed with the call); NULL: GET */
+	char *body; /* taken (freed with the call); NULL: GET */
 	size_t len;
-	double timeout_s;	/* whole transfer; 0: none */
+	double timeout_s; /* whole transfer; 0: none */
 	double connect_s;
-	const char *api_key;	/* Authorization: Bearer; NULL: none */
+	const char *api_key; /* Authorization: Bearer; NULL: none */
 };
 
 int sgl_http_new(struct event_base *base, struct sgl_http **out);

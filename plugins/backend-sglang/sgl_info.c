@@ -17,8 +17,8 @@
 #include "sgl_http.h"
 #include "sgl_model.h"
 
-#define INFO_MAX	(64 * 1024)
-#define INFO_RETRY_S	3
+#define INFO_MAX     (64 * 1024)
+#define INFO_RETRY_S 3
 
 static int read_json(const char *dir, const char *name, uint8_t **buf,
 		     size_t *len)
@@ -51,16 +51,19 @@ int sgl_info_checkpoint(struct sgl *s, const char *dir)
 
 	rc = read_json(dir, "config.json", &buf, &len);
 	if (rc) {
-		engy_err(s->host, "event=config_invalid option=checkpoint "
-			 "reason=\"cannot read %s/config.json: %s\"", dir,
-			 strerror(-rc));
+		engy_err(s->host,
+			 "event=config_invalid option=checkpoint "
+			 "reason=\"cannot read %s/config.json: %s\"",
+			 dir, strerror(-rc));
 		return -EINVAL;
 	}
 	rc = sgl_parse_config((const char *)buf, len, &s->info);
 	free(buf);
 	if (rc) {
-		engy_err(s->host, "event=config_invalid option=checkpoint "
-			 "reason=\"%s/config.json is not a JSON object\"", dir);
+		engy_err(s->host,
+			 "event=config_invalid option=checkpoint "
+			 "reason=\"%s/config.json is not a JSON object\"",
+			 dir);
 		return -EINVAL;
 	}
 	if (!read_json(dir, "generation_config.json", &buf, &len)) {
@@ -88,7 +91,7 @@ static void info_retry(struct sgl *s)
 {
 	struct timeval tv = { INFO_RETRY_S, 0 };
 
-	s->rr++;	/* the next serve, if there are several */
+	s->rr++; /* the next serve, if there are several */
 	evtimer_add(s->info_timer, &tv);
 }
 
@@ -125,7 +128,8 @@ static void on_info_done(void *arg, int code, long status)
 	s->info_buf = NULL;
 	s->info_len = 0;
 	if (rc && s->info_step == 0) {
-		engy_warn(s->host, "event=serve_info_failed serve=%s code=%d "
+		engy_warn(s->host,
+			  "event=serve_info_failed serve=%s code=%d "
 			  "status=%ld retry_s=%d",
 			  s->serves[s->rr % s->n_serves].url, code, status,
 			  INFO_RETRY_S);
@@ -147,9 +151,10 @@ static void on_info_done(void *arg, int code, long status)
 		info_fetch(s);
 		return;
 	}
-	engy_info(s->host, "event=serve_info model=\"%s\" hidden_size=%u "
-		  "max_context=%u", s->info.name, s->info.hidden_size,
-		  s->info.max_context);
+	engy_info(s->host,
+		  "event=serve_info model=\"%s\" hidden_size=%u "
+		  "max_context=%u",
+		  s->info.name, s->info.hidden_size, s->info.max_context);
 }
 
 static const struct sgl_call_cb info_cb = { on_info_data, on_info_done };
@@ -200,7 +205,9 @@ void sgl_info_learn_width(struct sgl *s, uint32_t width)
 	}
 	if (s->info.hidden_size != width && !s->warned_width) {
 		s->warned_width = true;
-		engy_warn(s->host, "event=hidden_size_mismatch model=%u "
-			  "rows=%u", s->info.hidden_size, width);
+		engy_warn(s->host,
+			  "event=hidden_size_mismatch model=%u "
+			  "rows=%u",
+			  s->info.hidden_size, width);
 	}
 }

@@ -61,8 +61,7 @@ int sgl_parse_model_info(const char *json, size_t len,
 	return 0;
 }
 
-int sgl_parse_models(const char *json, size_t len,
-		     struct engy_model_info *info)
+int sgl_parse_models(const char *json, size_t len, struct engy_model_info *info)
 {
 	cJSON *j = parse(json, len);
 	const cJSON *m;
@@ -92,7 +91,8 @@ static void set_eos(struct engy_model_info *info, const cJSON *v)
 	if (!cJSON_IsArray(v) || !cJSON_GetArraySize(v))
 		return;
 	memset(info->eos_ids, 0, sizeof(info->eos_ids));
-	cJSON_ArrayForEach(e, v) {
+	cJSON_ArrayForEach(e, v)
+	{
 		if (n == 4)
 			break;
 		if (cJSON_IsNumber(e) && e->valuedouble >= 0 &&
@@ -101,8 +101,7 @@ static void set_eos(struct engy_model_info *info, const cJSON *v)
 	}
 }
 
-int sgl_parse_config(const char *json, size_t len,
-		     struct engy_model_info *info)
+int sgl_parse_config(const char *json, size_t len, struct engy_model_info *info)
 {
 	cJSON *j = parse(json, len);
 	const cJSON *o, *text;
@@ -120,8 +119,8 @@ int sgl_parse_config(const char *json, size_t len,
 		set_u32(&info->hidden_size, u32(o, "hidden_size"));
 		set_u32(&info->vocab_size, u32(o, "vocab_size"));
 		set_u32(&info->max_context, u32(o, "max_position_embeddings"));
-		set_eos(info, cJSON_GetObjectItemCaseSensitive(o,
-							      "eos_token_id"));
+		set_eos(info,
+			cJSON_GetObjectItemCaseSensitive(o, "eos_token_id"));
 	}
 	cJSON_Delete(j);
 	return 0;

@@ -109,7 +109,7 @@ char *sgl_body_generate(const struct sgl_call_spec *c, size_t *len)
 		put_double(&b, "top_p", sp->top_p);
 	if (sp->top_k > 0)
 		putf(&b, ",\"top_k\":%d", (int)sp->top_k);
-	if (sp->has_seed)	/* sglang takes a JSON-safe integer */
+	if (sp->has_seed) /* sglang takes a JSON-safe integer */
 		putf(&b, ",\"sampling_seed\":%llu",
 		     (unsigned long long)(sp->seed & ((1ull << 53) - 1)));
 	if (sp->n_stop) {
@@ -169,14 +169,15 @@ int sgl_plan_chunk(size_t n_out, uint32_t max_new, uint32_t gen_chunk,
 bool sgl_chunk_more(int finish, size_t got, uint32_t ask, size_t n_out,
 		    uint32_t max_new)
 {
-	return finish == ENGY_SGLRESP_FINISH_LENGTH && got >= ask && n_out < max_new;
+	return finish == ENGY_SGLRESP_FINISH_LENGTH && got >= ask &&
+	       n_out < max_new;
 }
 
 long sgl_list_new_from(size_t have, size_t n, int64_t total)
 {
 	if (total >= 0 && (uint64_t)n < (uint64_t)total &&
 	    (uint64_t)(have + n) == (uint64_t)total)
-		return 0;	/* a delta */
+		return 0; /* a delta */
 	if (n >= have)
 		return (long)have;
 	return -1;

@@ -14,15 +14,15 @@
 #include <stdint.h>
 
 /* The error a request fails with when the serve sends no hidden states. */
-#define SGL_NO_HIDDEN_MSG						\
-	"serve returned no hidden states: start sglang with "		\
-	"--enable-return-hidden-states (check: curl -s SERVE/generate "	\
+#define SGL_NO_HIDDEN_MSG                                                      \
+	"serve returned no hidden states: start sglang with "                  \
+	"--enable-return-hidden-states (check: curl -s SERVE/generate "        \
 	"-d '{\"input_ids\":[1],\"return_hidden_states\":true}')"
 
 struct sgl_sampling {
-	double temperature;		/* 0: greedy */
-	double top_p;			/* 1: off */
-	int32_t top_k;			/* 0: off */
+	double temperature; /* 0: greedy */
+	double top_p;	    /* 1: off */
+	int32_t top_k;	    /* 0: off */
 	uint64_t seed;
 	bool has_seed;
 	const uint32_t *stop;
@@ -35,13 +35,13 @@ struct sgl_call_spec {
 	size_t n_prompt;
 	const uint32_t *out;
 	size_t n_out;
-	uint32_t ask;			/* max_new_tokens */
+	uint32_t ask; /* max_new_tokens */
 	const struct sgl_sampling *sp;
 	const char *rid;
 	bool stream;
 	bool hidden;
 	bool logprob;
-	bool all_positions;		/* logprob_start_len 0: no cache hit,
+	bool all_positions; /* logprob_start_len 0: no cache hit,
 					 * the prefill block covers all */
 };
 
@@ -62,9 +62,9 @@ bool sgl_rid_ok(const char *rid);
  * the same token: it sends every kept token and keeps all it gets.
  */
 struct sgl_chunk {
-	size_t feed_out;		/* kept tokens sent after the prompt */
-	uint32_t ask;			/* max_new_tokens of the call */
-	uint32_t drop;			/* leading call tokens not kept */
+	size_t feed_out; /* kept tokens sent after the prompt */
+	uint32_t ask;	 /* max_new_tokens of the call */
+	uint32_t drop;	 /* leading call tokens not kept */
 };
 
 /* Returns 0 and fills @c, or 1 when nothing is left to ask for. */
@@ -99,11 +99,11 @@ long sgl_list_new_from(size_t have, size_t n, int64_t total);
  */
 struct sgl_avail {
 	size_t ids;
-	size_t rows;			/* hidden elements known */
+	size_t rows; /* hidden elements known */
 	size_t lps;
-	size_t taken;			/* call tokens consumed so far */
+	size_t taken; /* call tokens consumed so far */
 	uint32_t drop;
-	size_t room;			/* kept tokens still allowed */
+	size_t room; /* kept tokens still allowed */
 };
 
 size_t sgl_take(const struct sgl_avail *a);

@@ -46,15 +46,17 @@ static int on_row(void *arg, uint32_t elem, uint32_t row, const float *v,
 	size_t t, slot, hint;
 
 	if (g->hidden_size && width != g->hidden_size) {
-		sgl_gen_fail(g, -EPROTO, "serve changed the hidden size "
-			     "from %u to %u", g->hidden_size, width);
+		sgl_gen_fail(g, -EPROTO,
+			     "serve changed the hidden size "
+			     "from %u to %u",
+			     g->hidden_size, width);
 		return -EPROTO;
 	}
 	if (!g->hidden_size)
 		sgl_info_learn_width(g->s, width);
 	g->hidden_size = width;
 	if (g->prefill) {
-		if (elem)	/* the sampled token's decode rows */
+		if (elem) /* the sampled token's decode rows */
 			return 0;
 		t = row;
 	} else {
@@ -65,8 +67,8 @@ static int on_row(void *arg, uint32_t elem, uint32_t row, const float *v,
 			return 0;
 	}
 	slot = t - g->row0;
-	hint = g->prefill ? g->n_input :
-	       g->c_base + g->plan.ask - g->plan.drop - g->row0;
+	hint = g->prefill ? g->n_input
+			  : g->c_base + g->plan.ask - g->plan.drop - g->row0;
 	if (grow_floats(&g->rows, &g->rows_cap, (slot + 1) * width,
 			hint * width)) {
 		sgl_gen_fail(g, -ENOMEM, "out of memory for hidden states");
@@ -128,8 +130,8 @@ int sgl_ingest(struct sgl_gen *g, bool final)
 	struct sgl_avail a = {
 		.ids = g->c_nids,
 		.rows = g->hidden ? g->c_rows : SIZE_MAX,
-		.lps = g->logprobs && g->c_lp_seen && !final ? g->c_nlp :
-		       SIZE_MAX,
+		.lps = g->logprobs && g->c_lp_seen && !final ? g->c_nlp
+							     : SIZE_MAX,
 		.taken = g->c_taken,
 		.drop = g->plan.drop,
 		.room = g->max_new - g->n_out,
@@ -141,7 +143,8 @@ int sgl_ingest(struct sgl_gen *g, bool final)
 	for (j = g->c_taken; j < n; j++) {
 		if (j < g->plan.drop) {
 			if (g->c_ids[j] != g->out[g->c_base - 1]) {
-				sgl_gen_fail(g, -EPROTO, "serve regenerated "
+				sgl_gen_fail(g, -EPROTO,
+					     "serve regenerated "
 					     "another token at a chunk "
 					     "boundary");
 				return -EPROTO;
@@ -149,8 +152,8 @@ int sgl_ingest(struct sgl_gen *g, bool final)
 			continue;
 		}
 		g->out[g->n_out] = g->c_ids[j];
-		g->lp[g->n_out] = g->c_lp_seen && j < g->c_nlp ? g->c_lp[j] :
-				  NAN;
+		g->lp[g->n_out] =
+			g->c_lp_seen && j < g->c_nlp ? g->c_lp[j] : NAN;
 		g->n_out++;
 	}
 	g->c_taken = n;
@@ -210,7 +213,8 @@ static int take_event(struct sgl_gen *g)
 		if (r->elem0_block && r->elem0_rows == 0 && g->plan.drop == 0 &&
 		    g->c_rows == 0 && !g->prefill) {
 			if (g->chunk) {
-				sgl_gen_fail(g, -EPROTO, "serve returned no "
+				sgl_gen_fail(g, -EPROTO,
+					     "serve returned no "
 					     "row for the first token of a "
 					     "continuation");
 				return -EPROTO;
@@ -256,7 +260,8 @@ static int jf_failed(struct sgl_gen *g, int rc)
 	if (!g->err)
 		sgl_gen_fail(g, rc == -ENOMEM ? -ENOMEM : -EBADMSG,
 			     "serve sent a malformed response: %s at byte %zu",
-			     engy_sglresp_error(g->jf), engy_sglresp_offset(g->jf));
+			     engy_sglresp_error(g->jf),
+			     engy_sglresp_offset(g->jf));
 	return rc;
 }
 
@@ -284,7 +289,7 @@ static int sse_data(void *arg, const char *p, size_t n)
 				break;
 		}
 		if (k == n && memcmp(g->pfx, done, g->pfx_n) == 0)
-			return 0;	/* it may still be [DONE] */
+			return 0; /* it may still be [DONE] */
 		json_start(g);
 		rc = engy_sglresp_feed(g->jf, g->pfx, g->pfx_n);
 		if (rc)
@@ -366,12 +371,16 @@ void sgl_resp_failed(struct sgl_gen *g, int code, long status)
 	struct engy_sglresp_opts plain = { 0 };
 
 	if (code && sgl_http_timed_out(code)) {
-		sgl_gen_fail(g, -ETIMEDOUT, "serve timed out "
-			     "(max_request_s %g)", s->serve_http_s > 0 ?
-			     s->serve_http_s : s->max_request_s);
+		sgl_gen_fail(g, -ETIMEDOUT,
+			     "serve timed out "
+			     "(max_request_s %g)",
+			     s->serve_http_s > 0 ? s->serve_http_s
+						 : s->max_request_s);
 	} else if (code && status == 200) {
-		sgl_gen_fail(g, -EPROTO, "serve ended the stream before the "
-			     "result: %s", sgl_http_strerror(code));
+		sgl_gen_fail(g, -EPROTO,
+			     "serve ended the stream before the "
+			     "result: %s",
+			     sgl_http_strerror(code));
 	} else if (code && sgl_http_unreachable(code)) {
 		sgl_gen_fail(g, -ECONNREFUSED, "serve unreachable at %s: %s",
 			     g->serve->url, sgl_http_strerror(code));
@@ -381,7 +390,8 @@ void sgl_resp_failed(struct sgl_gen *g, int code, long status)
 	} else {
 		/* The serve's own words, when it sent JSON with them. */
 		engy_sglresp_reset(g->jf, &plain);
-		if (g->errbody && !engy_sglresp_feed(g->jf, g->errbody, g->errlen) &&
+		if (g->errbody &&
+		    !engy_sglresp_feed(g->jf, g->errbody, g->errlen) &&
 		    !engy_sglresp_finish(g->jf))
 			serve_msg = engy_sglresp_resp(g->jf)->error;
 		sgl_error_text(status, serve_msg, msg, sizeof(msg));
@@ -407,14 +417,16 @@ void sgl_resp_end(struct sgl_gen *g)
 {
 	if (g->sse_mode) {
 		if (!g->have_final)
-			sgl_gen_fail(g, -EPROTO, "serve ended the stream "
+			sgl_gen_fail(g, -EPROTO,
+				     "serve ended the stream "
 				     "before the result%s",
-				     engy_sse_end(&g->sse) == 1 ?
-				     " (cut mid-event)" : "");
+				     engy_sse_end(&g->sse) == 1
+					     ? " (cut mid-event)"
+					     : "");
 		return;
 	}
 	if (!g->ev_json)
-		json_start(g);	/* no body at all */
+		json_start(g); /* no body at all */
 	if (engy_sglresp_finish(g->jf))
 		jf_failed(g, -EBADMSG);
 	else if (!take_event(g) && !g->have_final)

@@ -230,8 +230,8 @@ static void job_done(void *arg, int rc)
 	uint64_t *last = NULL;
 
 	if (j->op == 1) {
-		struct engy_chain_block b = {.status = rc,
-					     .number = dev_block(d)};
+		struct engy_chain_block b = { .status = rc,
+					      .number = dev_block(d) };
 
 		b.error = rc ? strerror(-rc) : NULL;
 		j->done_block(j->arg, &b);
@@ -523,25 +523,25 @@ static void dev_stop(void *inst)
 #define OFF(f) offsetof(struct dev_conf, f)
 
 static const struct engy_opt opts[] = {
-	{"file", ENGY_OPT_STR, ENGY_OPT_REQUIRED, OFF(file), NULL, NULL, 0, 0,
-	 "weights are appended here, one JSON line per submission"},
-	{"hotkeys", ENGY_OPT_STR_LIST, 0, OFF(hotkeys), NULL, NULL, 0, 0,
-	 "the subnet's hotkeys (SS58), uid = position"},
-	{"hotkeys_file", ENGY_OPT_STR, 0, OFF(hotkeys_file), NULL,
-	 "ENGY_DEV_CHAIN_HOTKEYS", 0, 0,
-	 "more hotkeys, one SS58 a line, after those of hotkeys"},
-	{"permits", ENGY_OPT_STR_LIST, 0, OFF(permits), NULL, NULL, 0, 0,
-	 "uids holding a validator permit (default: all)"},
-	{"netuid", ENGY_OPT_INT, 0, OFF(netuid), "53", NULL, 0, 65535,
-	 "the subnet"},
-	{"rate_limit", ENGY_OPT_INT, 0, OFF(rate_limit), "100", NULL, 0,
-	 1000000, "blocks between two weight settings of one hotkey"},
-	{"block_ms", ENGY_OPT_INT, 0, OFF(block_ms), "12000", NULL, 1, 3600000,
-	 "milliseconds a block"},
-	{"version_key", ENGY_OPT_INT, 0, OFF(version_key), "0", NULL, 0, 0,
-	 "the subnet's weights version key"},
-	{"commit_reveal", ENGY_OPT_BOOL, 0, OFF(commit_reveal), "false", NULL,
-	 0, 0, "refuse set_weights as a commit-reveal subnet does"},
+	{ "file", ENGY_OPT_STR, ENGY_OPT_REQUIRED, OFF(file), NULL, NULL, 0, 0,
+	  "weights are appended here, one JSON line per submission" },
+	{ "hotkeys", ENGY_OPT_STR_LIST, 0, OFF(hotkeys), NULL, NULL, 0, 0,
+	  "the subnet's hotkeys (SS58), uid = position" },
+	{ "hotkeys_file", ENGY_OPT_STR, 0, OFF(hotkeys_file), NULL,
+	  "ENGY_DEV_CHAIN_HOTKEYS", 0, 0,
+	  "more hotkeys, one SS58 a line, after those of hotkeys" },
+	{ "permits", ENGY_OPT_STR_LIST, 0, OFF(permits), NULL, NULL, 0, 0,
+	  "uids holding a validator permit (default: all)" },
+	{ "netuid", ENGY_OPT_INT, 0, OFF(netuid), "53", NULL, 0, 65535,
+	  "the subnet" },
+	{ "rate_limit", ENGY_OPT_INT, 0, OFF(rate_limit), "100", NULL, 0,
+	  1000000, "blocks between two weight settings of one hotkey" },
+	{ "block_ms", ENGY_OPT_INT, 0, OFF(block_ms), "12000", NULL, 1, 3600000,
+	  "milliseconds a block" },
+	{ "version_key", ENGY_OPT_INT, 0, OFF(version_key), "0", NULL, 0, 0,
+	  "the subnet's weights version key" },
+	{ "commit_reveal", ENGY_OPT_BOOL, 0, OFF(commit_reveal), "false", NULL,
+	  0, 0, "refuse set_weights as a commit-reveal subnet does" },
 	ENGY_OPT_END,
 };
 

@@ -23,25 +23,25 @@
 #define OFF(f) offsetof(struct sub_conf, f)
 
 static const struct engy_opt opts[] = {
-	{"endpoint", ENGY_OPT_STR, 0, OFF(endpoint), NULL,
-	 "ENGY_SN53_CHAIN_ENDPOINT", 0, 0,
-	 "the node's JSON-RPC URL (ws:// and wss:// are dialled as http:// and "
-	 "https://); wins over network"},
-	{"network", ENGY_OPT_STR, 0, OFF(network), "finney",
-	 "ENGY_SN53_NETWORK", 0, 0,
-	 "finney, test, local, archive or a URL (the public validator's "
-	 "network), used when no endpoint is given"},
-	{"timeout_s", ENGY_OPT_INT, 0, OFF(timeout_s), "30", NULL, 1, 600,
-	 "seconds for one JSON-RPC call"},
-	{"inclusion_timeout_s", ENGY_OPT_INT, 0, OFF(inclusion_timeout_s),
-	 "120", NULL, 1, 3600,
-	 "seconds to wait for a submitted extrinsic to be in a block"},
-	{"poll_ms", ENGY_OPT_INT, 0, OFF(poll_ms), "2000", NULL, 50, 60000,
-	 "how often new blocks are read while waiting"},
-	{"era_period", ENGY_OPT_INT, 0, OFF(era_period), "64", NULL, 0, 65536,
-	 "blocks an extrinsic stays valid (0: immortal)"},
-	{"max_response_mb", ENGY_OPT_INT, 0, OFF(max_response_mb), "32", NULL,
-	 1, 1024, "largest JSON-RPC response accepted (MiB)"},
+	{ "endpoint", ENGY_OPT_STR, 0, OFF(endpoint), NULL,
+	  "ENGY_SN53_CHAIN_ENDPOINT", 0, 0,
+	  "the node's JSON-RPC URL (ws:// and wss:// are dialled as http:// and "
+	  "https://); wins over network" },
+	{ "network", ENGY_OPT_STR, 0, OFF(network), "finney",
+	  "ENGY_SN53_NETWORK", 0, 0,
+	  "finney, test, local, archive or a URL (the public validator's "
+	  "network), used when no endpoint is given" },
+	{ "timeout_s", ENGY_OPT_INT, 0, OFF(timeout_s), "30", NULL, 1, 600,
+	  "seconds for one JSON-RPC call" },
+	{ "inclusion_timeout_s", ENGY_OPT_INT, 0, OFF(inclusion_timeout_s),
+	  "120", NULL, 1, 3600,
+	  "seconds to wait for a submitted extrinsic to be in a block" },
+	{ "poll_ms", ENGY_OPT_INT, 0, OFF(poll_ms), "2000", NULL, 50, 60000,
+	  "how often new blocks are read while waiting" },
+	{ "era_period", ENGY_OPT_INT, 0, OFF(era_period), "64", NULL, 0, 65536,
+	  "blocks an extrinsic stays valid (0: immortal)" },
+	{ "max_response_mb", ENGY_OPT_INT, 0, OFF(max_response_mb), "32", NULL,
+	  1, 1024, "largest JSON-RPC response accepted (MiB)" },
 	ENGY_OPT_END,
 };
 
@@ -49,7 +49,7 @@ bool sub_nap(struct sub *s, long ms)
 {
 	while (ms > 0 && !atomic_load(&s->cancel)) {
 		long step = ms > 50 ? 50 : ms;
-		struct timespec ts = {0, step * 1000000L};
+		struct timespec ts = { 0, step * 1000000L };
 
 		nanosleep(&ts, NULL);
 		ms -= step;
@@ -250,7 +250,7 @@ static int sub_create(const struct engy_host *h, const void *conf, void **inst)
 	endpoint = engy_chain_endpoint_pick(c->endpoint, c->network);
 	if (!endpoint) {
 		engy_err(h, "event=bad_option option=network reason=\"unknown "
-			 "network: " ENGY_CHAIN_NETWORKS "\"");
+			    "network: " ENGY_CHAIN_NETWORKS "\"");
 		return -EINVAL;
 	}
 	if (engy_url_parse(&u, endpoint, &why) < 0) {
@@ -344,8 +344,9 @@ static int sub_check(const struct engy_host *h, const void *conf, void *inst,
 			       c->network ? c->network : "finney");
 	if (!pick) {
 		ENGY_CHECK_SET(&b, problem, "unknown network");
-		ENGY_CHECK_SET(&b, fix, "set ENGY_SN53_NETWORK to "
-			       ENGY_CHAIN_NETWORKS ", or "
+		ENGY_CHECK_SET(&b, fix,
+			       "set ENGY_SN53_NETWORK to " ENGY_CHAIN_NETWORKS
+			       ", or "
 			       "ENGY_SN53_CHAIN_ENDPOINT to a node's URL");
 	}
 	return engy_check_add(sink, &b);

@@ -28,8 +28,8 @@ struct sub {
 	const struct engy_host *h;
 	const struct sub_conf *c;
 	const char *endpoint; /* picked from endpoint and network */
-	atomic_int cancel; /* set at stop(): jobs end -ECANCELED */
-	unsigned inflight; /* jobs not yet completed (loop thread) */
+	atomic_int cancel;    /* set at stop(): jobs end -ECANCELED */
+	unsigned inflight;    /* jobs not yet completed (loop thread) */
 	/* Jobs run one at a time; this also guards the caches below. */
 	pthread_mutex_t lock;
 	bool have_genesis;

@@ -221,9 +221,9 @@ int sub_u64_item(struct sub *s, struct rpc *r, const struct sub_at *at,
 {
 	const struct engy_meta_entry *e =
 		engy_meta_entry(s->md, "SubtensorModule", item);
-	uint8_t key[2] = {(uint8_t)netuid, (uint8_t)(netuid >> 8)};
-	const uint8_t *keys[1] = {key};
-	size_t lens[1] = {2}, len;
+	uint8_t key[2] = { (uint8_t)netuid, (uint8_t)(netuid >> 8) };
+	const uint8_t *keys[1] = { key };
+	size_t lens[1] = { 2 }, len;
 	struct engy_scale_rd rd;
 	uint8_t *val;
 	int rc;
@@ -301,10 +301,11 @@ static int keys_batch(struct sub_job *j, struct rpc *r, const struct sub_at *at,
 	*p++ = '[';
 	*p++ = '[';
 	for (u = from; u < to && !rc; u++) {
-		uint8_t k1[2] = {(uint8_t)j->netuid, (uint8_t)(j->netuid >> 8)};
-		uint8_t k2[2] = {(uint8_t)u, (uint8_t)(u >> 8)};
-		const uint8_t *keys[2] = {k1, k2};
-		size_t lens[2] = {2, 2};
+		uint8_t k1[2] = { (uint8_t)j->netuid,
+				  (uint8_t)(j->netuid >> 8) };
+		uint8_t k2[2] = { (uint8_t)u, (uint8_t)(u >> 8) };
+		const uint8_t *keys[2] = { k1, k2 };
+		size_t lens[2] = { 2, 2 };
 		struct engy_scale_buf key;
 
 		engy_scale_buf_init(&key);
@@ -330,7 +331,8 @@ static int keys_batch(struct sub_job *j, struct rpc *r, const struct sub_at *at,
 			cJSON_GetArrayItem(res, 0), "changes");
 		if (!cJSON_IsArray(ch))
 			rc = -ENOSYS;
-		cJSON_ArrayForEach(it, ch) {
+		cJSON_ArrayForEach(it, ch)
+		{
 			const cJSON *k = cJSON_GetArrayItem(it, 0);
 
 			for (u = 0; u < n && !rc; u++)
@@ -367,10 +369,11 @@ static int read_keys(struct sub_job *j, struct rpc *r, const struct sub_at *at)
 	if (rc != -ENOSYS)
 		return rc;
 	for (u = 0, rc = 0; u < n && !rc; u++) {
-		uint8_t k1[2] = {(uint8_t)j->netuid, (uint8_t)(j->netuid >> 8)};
-		uint8_t k2[2] = {(uint8_t)u, (uint8_t)(u >> 8)};
-		const uint8_t *keys[2] = {k1, k2};
-		size_t lens[2] = {2, 2}, len;
+		uint8_t k1[2] = { (uint8_t)j->netuid,
+				  (uint8_t)(j->netuid >> 8) };
+		uint8_t k2[2] = { (uint8_t)u, (uint8_t)(u >> 8) };
+		const uint8_t *keys[2] = { k1, k2 };
+		size_t lens[2] = { 2, 2 }, len;
 		uint8_t *val;
 
 		rc = sub_storage(s, r, at, "SubtensorModule", "Keys", keys,
@@ -399,9 +402,9 @@ static int read_vec(struct sub_job *j, struct rpc *r, const struct sub_at *at,
 	struct sub *s = j->s;
 	const struct engy_meta_entry *e =
 		engy_meta_entry(s->md, "SubtensorModule", item);
-	uint8_t key[2] = {(uint8_t)j->netuid, (uint8_t)(j->netuid >> 8)};
-	const uint8_t *keys[1] = {key};
-	size_t lens[1] = {2}, len, n = j->mg.n ? j->mg.n : 1;
+	uint8_t key[2] = { (uint8_t)j->netuid, (uint8_t)(j->netuid >> 8) };
+	const uint8_t *keys[1] = { key };
+	size_t lens[1] = { 2 }, len, n = j->mg.n ? j->mg.n : 1;
 	struct engy_scale_rd rd;
 	uint64_t count, i;
 	uint8_t *val;

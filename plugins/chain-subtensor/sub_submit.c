@@ -95,7 +95,8 @@ static int block_has(struct rpc *r, uint64_t number, const uint8_t *ext,
 		return rc;
 	list = cJSON_GetObjectItemCaseSensitive(
 		cJSON_GetObjectItemCaseSensitive(res, "block"), "extrinsics");
-	cJSON_ArrayForEach(it, list) {
+	cJSON_ArrayForEach(it, list)
+	{
 		uint8_t *b;
 		size_t n;
 
@@ -123,7 +124,7 @@ static int outcome(struct sub_job *j, struct rpc *r, const char *hash_hex,
 {
 	struct sub *s = j->s;
 	struct engy_meta_outcome o;
-	struct sub_at at = {0};
+	struct sub_at at = { 0 };
 	uint8_t *ev;
 	size_t len;
 	int rc;
@@ -302,7 +303,7 @@ out:
 void sub_do_set_weights(struct sub_job *j, struct rpc *r)
 {
 	struct sub *s = j->s;
-	struct engy_ext_params p = {0};
+	struct engy_ext_params p = { 0 };
 	const struct engy_meta_variant *v;
 	struct engy_scale_buf ext;
 	uint8_t pallet, call;

@@ -28,29 +28,33 @@
 #define OFF(f) offsetof(struct aud_conf, f)
 
 static const struct engy_opt aud_opts[] = {
-	{ "tee_url", ENGY_OPT_STR, 0, OFF(tee_url), NULL, "ENGY_AUDITOR_TEE_URL",
-	  0, 0, "the gateway's proof tee (http://host:port/internal/tee); unset: no audits" },
+	{ "tee_url", ENGY_OPT_STR, 0, OFF(tee_url), NULL,
+	  "ENGY_AUDITOR_TEE_URL", 0, 0,
+	  "the gateway's proof tee (http://host:port/internal/tee); unset: no audits" },
 	{ "tee_token", ENGY_OPT_STR, ENGY_OPT_SECRET, OFF(tee_token), NULL,
 	  "ENGY_TEE_TOKEN", 0, 0, "bearer token of the tee" },
-	{ "sample_ppm", ENGY_OPT_INT, 0, OFF(sample_ppm), "10000", NULL, 0, 1000000,
+	{ "sample_ppm", ENGY_OPT_INT, 0, OFF(sample_ppm), "10000", NULL, 0,
+	  1000000,
 	  "buyer requests audited, in millionths (probes always are)" },
 	{ "pull_s", ENGY_OPT_INT, 0, OFF(pull_s), "5", NULL, 1, 3600,
 	  "seconds between pulls from the tee" },
 	{ "queue_max", ENGY_OPT_INT, 0, OFF(queue_max), "64", NULL, 1, 100000,
 	  "sampled requests held at once (more are dropped, counted)" },
-	{ "epoch_s", ENGY_OPT_INT, 0, OFF(epoch_s), "604800", "ENGY_EPOCH_S", 10,
-	  31536000, "epoch length; epoch i covers [i * epoch_s, (i + 1) * epoch_s) Unix seconds" },
-	{ "netuid", ENGY_OPT_INT, 0, OFF(netuid), "53", "ENGY_SN53_NETUID", 0, 65535,
-	  "the subnet" },
+	{ "epoch_s", ENGY_OPT_INT, 0, OFF(epoch_s), "604800", "ENGY_EPOCH_S",
+	  10, 31536000,
+	  "epoch length; epoch i covers [i * epoch_s, (i + 1) * epoch_s) Unix seconds" },
+	{ "netuid", ENGY_OPT_INT, 0, OFF(netuid), "53", "ENGY_SN53_NETUID", 0,
+	  65535, "the subnet" },
 	{ "hotkey_file", ENGY_OPT_STR, 0, OFF(hotkey_file), NULL,
 	  "ENGY_MASTER_HOTKEY_FILE", 0, 0,
 	  "the master hotkey file that signs epochs (mode 0600); unset: no epochs" },
 	{ "owner_hotkey", ENGY_OPT_STR, 0, OFF(owner_hotkey), NULL,
-	  "ENGY_SN53_OWNER_HOTKEY", 0, 0, "the burn target (default: the master hotkey)" },
-	{ "api_prefix", ENGY_OPT_STR, 0, OFF(api_prefix), "/api/subnet/v1", NULL, 0, 0,
-	  "where the provider API is served" },
-	{ "fetch_timeout_s", ENGY_OPT_INT, 0, OFF(fetch_timeout_s), "10", NULL, 1, 600,
-	  "seconds for one pull" },
+	  "ENGY_SN53_OWNER_HOTKEY", 0, 0,
+	  "the burn target (default: the master hotkey)" },
+	{ "api_prefix", ENGY_OPT_STR, 0, OFF(api_prefix), "/api/subnet/v1",
+	  NULL, 0, 0, "where the provider API is served" },
+	{ "fetch_timeout_s", ENGY_OPT_INT, 0, OFF(fetch_timeout_s), "10", NULL,
+	  1, 600, "seconds for one pull" },
 	ENGY_OPT_END
 };
 
@@ -63,24 +67,25 @@ static int load_key(struct aud *a)
 
 	if (!path || !*path) {
 		aud_log(a, ENGY_LOG_WARNING,
-			 "event=no_master_key effect=\"verdicts are recorded; no epoch is settled or published\"");
+			"event=no_master_key effect=\"verdicts are recorded; no epoch is settled or published\"");
 		return 0;
 	}
 	rc = engy_hotkey_load(&a->hk, path, err, sizeof(err));
 	if (rc) {
-		aud_log(a, ENGY_LOG_ERR, "event=hotkey_unusable error=\"%s\"", err);
+		aud_log(a, ENGY_LOG_ERR, "event=hotkey_unusable error=\"%s\"",
+			err);
 		return rc;
 	}
 	if (a->hk.source == ENGY_HOTKEY_PUBLIC_ONLY) {
 		aud_log(a, ENGY_LOG_ERR,
-			 "event=hotkey_unusable error=\"%s holds no secret: it cannot sign\"",
-			 path);
+			"event=hotkey_unusable error=\"%s holds no secret: it cannot sign\"",
+			path);
 		return -EINVAL;
 	}
 	if (stat(path, &sb) == 0 && (sb.st_mode & 077))
 		aud_log(a, ENGY_LOG_WARNING,
-			 "event=hotkey_mode path=%s mode=%03o advice=\"chmod 600\"",
-			 path, (unsigned)(sb.st_mode & 0777));
+			"event=hotkey_mode path=%s mode=%03o advice=\"chmod 600\"",
+			path, (unsigned)(sb.st_mode & 0777));
 	a->have_key = true;
 	return 0;
 }
@@ -90,9 +95,10 @@ static int wire(struct aud *a)
 	const struct engy_host *h = a->h;
 	size_t i;
 
-	if (h->size < offsetof(struct engy_host, peer_at) + sizeof(h->peer_at) ||
+	if (h->size <
+		    offsetof(struct engy_host, peer_at) + sizeof(h->peer_at) ||
 	    !h->peer_at)
-		return -ENOTSUP;	/* a 1.0 host: it refuses a 1.1 plugin anyway */
+		return -ENOTSUP; /* a 1.0 host: it refuses a 1.1 plugin anyway */
 	for (i = 0;; i++) {
 		struct engy_peer_info pi = { .size = sizeof(pi) };
 		const void *ops;
@@ -105,16 +111,18 @@ static int wire(struct aud *a)
 		case ENGY_KIND_BACKEND:
 			if (a->n_be < AUD_MAX_BACKENDS) {
 				struct aud_backend *b = &a->be[a->n_be++];
-				struct engy_model_info mi = { .size = sizeof(mi) };
+				struct engy_model_info mi = { .size = sizeof(
+								      mi) };
 
 				b->ops = ops;
 				b->inst = pi.inst;
 				if (b->ops->info(b->inst, &mi) == 0)
-					snprintf(b->name, sizeof(b->name), "%s", mi.name);
+					snprintf(b->name, sizeof(b->name), "%s",
+						 mi.name);
 				if (!b->ops->prefill) {
 					aud_log(a, ENGY_LOG_ERR,
-						 "event=backend_unusable instance=%s reason=\"no prefill op\"",
-						 pi.instance);
+						"event=backend_unusable instance=%s reason=\"no prefill op\"",
+						pi.instance);
 					return -ENOTSUP;
 				}
 			}
@@ -135,17 +143,18 @@ static int wire(struct aud *a)
 			a->sti = pi.inst;
 			break;
 		case ENGY_KIND_TRANSPORT:
-			if (!a->t && ((const struct engy_transport_ops *)ops)->http_route) {
+			if (!a->t && ((const struct engy_transport_ops *)ops)
+					     ->http_route) {
 				a->t = ops;
 				a->ti = pi.inst;
 			}
 			break;
 		}
 	}
-	if (!a->st || !a->st->verdict_put || !a->st->verdict_list || !a->st->epoch_put ||
-	    !a->st->epoch_get) {
+	if (!a->st || !a->st->verdict_put || !a->st->verdict_list ||
+	    !a->st->epoch_put || !a->st->epoch_get) {
 		aud_log(a, ENGY_LOG_ERR,
-			 "event=store_unusable reason=\"the store has no verdict and epoch ops (an older plugin)\"");
+			"event=store_unusable reason=\"the store has no verdict and epoch ops (an older plugin)\"");
 		return -ENOTSUP;
 	}
 	return 0;
@@ -186,11 +195,13 @@ static int aud_start(void *inst)
 		rc = load_key(a);
 	if (rc)
 		return rc;
-	owner = c->owner_hotkey ? c->owner_hotkey : a->have_key ? a->hk.ss58 : NULL;
+	owner = c->owner_hotkey ? c->owner_hotkey
+		: a->have_key	? a->hk.ss58
+				: NULL;
 	if (owner && (engy_ss58_decode(owner, NULL, NULL) ||
 		      strlen(owner) >= sizeof(a->owner))) {
 		aud_log(a, ENGY_LOG_ERR,
-			 "event=bad_option option=owner_hotkey reason=\"not an SS58 address\"");
+			"event=bad_option option=owner_hotkey reason=\"not an SS58 address\"");
 		return -EINVAL;
 	}
 	if (owner)
@@ -198,7 +209,8 @@ static int aud_start(void *inst)
 	if (engy_httpc_global_init() < 0)
 		return -ENOMEM;
 	a->pull_ev = event_new(a->h->evbase(a->h), -1, EV_PERSIST, on_pull, a);
-	a->epoch_ev = event_new(a->h->evbase(a->h), -1, EV_PERSIST, on_epoch, a);
+	a->epoch_ev =
+		event_new(a->h->evbase(a->h), -1, EV_PERSIST, on_epoch, a);
 	if (!a->pull_ev || !a->epoch_ev)
 		return -ENOMEM;
 	if (a->t) {
@@ -215,16 +227,16 @@ static int aud_start(void *inst)
 		event_add(a->pull_ev, &tv);
 	} else {
 		aud_log(a, ENGY_LOG_WARNING,
-			 "event=no_tee effect=\"no request is audited: set auditor { tee_url }\"");
+			"event=no_tee effect=\"no request is audited: set auditor { tee_url }\"");
 	}
 	tv.tv_sec = c->epoch_s < 60 ? 1 : 5;
 	event_add(a->epoch_ev, &tv);
 	aud_log(a, ENGY_LOG_NOTICE,
-		 "event=auditor_start netuid=%lld epoch_s=%lld epoch_current=%lld sample_ppm=%lld backends=%u proofs=%u master=%s owner=%s tee=%s",
-		 (long long)c->netuid, (long long)c->epoch_s, (long long)a->next_close,
-		 (long long)c->sample_ppm, a->n_be, a->n_pr,
-		 a->have_key ? a->hk.ss58 : "-", a->owner[0] ? a->owner : "-",
-		 c->tee_url ? c->tee_url : "-");
+		"event=auditor_start netuid=%lld epoch_s=%lld epoch_current=%lld sample_ppm=%lld backends=%u proofs=%u master=%s owner=%s tee=%s",
+		(long long)c->netuid, (long long)c->epoch_s,
+		(long long)a->next_close, (long long)c->sample_ppm, a->n_be,
+		a->n_pr, a->have_key ? a->hk.ss58 : "-",
+		a->owner[0] ? a->owner : "-", c->tee_url ? c->tee_url : "-");
 	if (c->tee_url && *c->tee_url)
 		aud_pull_start(a);
 	return 0;
@@ -270,7 +282,8 @@ static void aud_destroy(void *inst)
 }
 
 static const struct engy_role_need aud_needs[] = {
-	{ ENGY_KIND_BACKEND, 1, AUD_MAX_BACKENDS, "recompute on the canonical checkpoint" },
+	{ ENGY_KIND_BACKEND, 1, AUD_MAX_BACKENDS,
+	  "recompute on the canonical checkpoint" },
 	{ ENGY_KIND_PROOF, 1, AUD_MAX_PROOFS, "proof verification" },
 	{ ENGY_KIND_SCORER, 1, 1, "epoch settlement" },
 	{ ENGY_KIND_STORE, 1, 1, "verdicts and epochs" },
@@ -286,7 +299,8 @@ static const struct engy_role_ops aud_role_ops = {
 
 ENGY_PLUGIN(.kind = ENGY_KIND_ROLE, .name = "role-auditor",
 	    .version = PACKAGE_VERSION,
-	    .description = "sample served requests, recompute, verify proofs, record verdicts, settle epochs",
+	    .description =
+		    "sample served requests, recompute, verify proofs, record verdicts, settle epochs",
 	    .opts = aud_opts, .conf_size = sizeof(struct aud_conf),
 	    .create = aud_create, .start = aud_start, .stop = aud_stop,
 	    .destroy = aud_destroy, .ops = &aud_role_ops);

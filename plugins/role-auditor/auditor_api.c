@@ -38,7 +38,8 @@ static char *jerr(const char *code, const char *msg)
 	char *s = malloc(256);
 
 	if (s)
-		snprintf(s, 256, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}",
+		snprintf(s, 256,
+			 "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}",
 			 code, msg);
 	return s;
 }
@@ -58,7 +59,8 @@ static void api_fn(void *arg)
 
 		rc = a->st->epoch_get(a->sti, 0, 1, &rec, NULL, NULL);
 		if (!rc)
-			snprintf(last, sizeof(last), "%" PRId64, rec.epoch_index);
+			snprintf(last, sizeof(last), "%" PRId64,
+				 rec.epoch_index);
 		q->body = malloc(256);
 		if (!q->body) {
 			q->rc = -ENOMEM;
@@ -137,7 +139,8 @@ static int on_request(void *arg, struct engy_http_exchange *x,
 
 	if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
 		return a->t->http_reply(a->ti, x, 405, "application/json", NULL,
-					"{}", 2), 0;
+					"{}", 2),
+		       0;
 	if (strlen(p) <= plen)
 		return -ENOENT;
 	p += plen;
@@ -181,10 +184,10 @@ int aud_api_init(struct aud *a)
 	rc = a->t->http_route(a->ti, route, &api_h, a);
 	if (rc)
 		aud_log(a, ENGY_LOG_ERR,
-			 "event=api_route_failed route=%s error=\"%s\"", route,
-			 strerror(-rc));
+			"event=api_route_failed route=%s error=\"%s\"", route,
+			strerror(-rc));
 	else
 		aud_log(a, ENGY_LOG_NOTICE, "event=provider_api route=%s",
-			 route);
+			route);
 	return rc;
 }

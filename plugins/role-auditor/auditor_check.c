@@ -44,7 +44,8 @@ static int ids_of(const cJSON *arr, uint32_t *out, size_t *n)
 	const cJSON *e;
 
 	*n = 0;
-	cJSON_ArrayForEach(e, arr) {
+	cJSON_ArrayForEach(e, arr)
+	{
 		if (!cJSON_IsNumber(e) || e->valuedouble < 0 ||
 		    e->valuedouble > 4294967295.0 ||
 		    e->valuedouble != floor(e->valuedouble))
@@ -117,7 +118,8 @@ static void fill_stats(struct engy_verdict *v, const char *detail)
 	size_t n = 0, i, k;
 	double mm = 0, md = 0;
 
-	v->chunks = (uint32_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(d, "chunks")) ;
+	v->chunks = (uint32_t)cJSON_GetNumberValue(
+		cJSON_GetObjectItemCaseSensitive(d, "chunks"));
 	e = cJSON_GetObjectItemCaseSensitive(d, "passed");
 	v->passed = cJSON_IsNumber(e) ? (uint32_t)e->valuedouble : 0;
 	if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(d, "chunks")))
@@ -129,8 +131,8 @@ static void fill_stats(struct engy_verdict *v, const char *detail)
 	xs = n ? calloc(n, sizeof(*xs)) : NULL;
 	i = 0;
 	if (xs)
-		cJSON_ArrayForEach(e, arr)
-			xs[i++] = cJSON_IsNumber(e) ? (uint32_t)e->valuedouble : 0;
+		cJSON_ArrayForEach(e, arr) xs[i++] =
+			cJSON_IsNumber(e) ? (uint32_t)e->valuedouble : 0;
 	/* nearest-rank p99 over the chunks, and the maximum */
 	for (i = 1; xs && i < n; i++)
 		for (k = i; k > 0 && xs[k - 1] > xs[k]; k--) {
@@ -143,14 +145,18 @@ static void fill_stats(struct engy_verdict *v, const char *detail)
 		v->exp_p99 = xs[(99 * n + 99) / 100 - 1];
 		v->exp_max = xs[n - 1];
 	}
-	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d, "mant_mean"))
-		if (cJSON_IsNumber(e) && e->valuedouble > mm)
-			mm = e->valuedouble;
-	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(d, "mant_median"))
-		if (cJSON_IsNumber(e) && e->valuedouble > md)
-			md = e->valuedouble;
+	cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(
+				      d, "mant_mean")) if (cJSON_IsNumber(e) &&
+							   e->valuedouble > mm)
+		mm = e->valuedouble;
+	cJSON_ArrayForEach(e,
+			   cJSON_GetObjectItemCaseSensitive(
+				   d, "mant_median")) if (cJSON_IsNumber(e) &&
+							  e->valuedouble > md)
+		md = e->valuedouble;
 	v->mant_mean_max_milli = mm > 4e6 ? 4000000000u : (uint32_t)(mm * 1000);
-	v->mant_median_max_milli = md > 4e6 ? 4000000000u : (uint32_t)(md * 1000);
+	v->mant_median_max_milli =
+		md > 4e6 ? 4000000000u : (uint32_t)(md * 1000);
 	free(xs);
 	cJSON_Delete(d);
 }
@@ -181,14 +187,17 @@ static void verify_fn(void *arg)
 		v->topk = j->spec.toploc_topk;
 		v->limit_v = j->spec.toploc_v;
 		v->limit_p_ppm = j->spec.toploc_p_ppm;
-		snprintf(v->scheme, sizeof(v->scheme), "%s", a->pr[i].ops->scheme);
-		snprintf(v->request_id, sizeof(v->request_id), "%s", j->request_id);
+		snprintf(v->scheme, sizeof(v->scheme), "%s",
+			 a->pr[i].ops->scheme);
+		snprintf(v->request_id, sizeof(v->request_id), "%s",
+			 j->request_id);
 		snprintf(v->miner, sizeof(v->miner), "%s", j->miner);
 		snprintf(v->model, sizeof(v->model), "%s", j->model);
 		v->verdict = ENGY_VERDICT_UNPROVEN;
 		if (j->why) {
 			snprintf(v->reason, sizeof(v->reason), "%s", j->why);
-		} else if (!(m = cJSON_GetObjectItemCaseSensitive(c, v->scheme)) ||
+		} else if (!(m = cJSON_GetObjectItemCaseSensitive(c,
+								  v->scheme)) ||
 			   !(mj = cJSON_PrintUnformatted(m))) {
 			snprintf(v->reason, sizeof(v->reason), "no_proof");
 		} else if (a->pr[i].ops->verify(a->pr[i].inst, &rows, mj,
@@ -196,7 +205,8 @@ static void verify_fn(void *arg)
 			snprintf(v->reason, sizeof(v->reason), "verify_failed");
 		} else {
 			v->verdict = (uint32_t)res.verdict;
-			snprintf(v->reason, sizeof(v->reason), "%s", res.reason);
+			snprintf(v->reason, sizeof(v->reason), "%s",
+				 res.reason);
 			fill_stats(v, res.detail);
 		}
 		free(res.detail);
@@ -295,8 +305,9 @@ static void prep_done(void *arg, int prc)
 
 static const char *vname(uint32_t v)
 {
-	return v == ENGY_VERDICT_PASS ? "pass" : v == ENGY_VERDICT_CHEAT ? "cheat"
-									 : "unproven";
+	return v == ENGY_VERDICT_PASS	 ? "pass"
+	       : v == ENGY_VERDICT_CHEAT ? "cheat"
+					 : "unproven";
 }
 
 static void verify_done(void *arg, int prc)
@@ -311,13 +322,13 @@ static void verify_done(void *arg, int prc)
 		const struct engy_verdict *v = &j->v[i];
 
 		aud_log(a, ENGY_LOG_NOTICE,
-			 "event=verdict request_id=%s miner=%s model=%s probe=%u scheme=%s verdict=%s reason=%s chunks=%u passed=%u exp_p99=%u exp_max=%u topk=%u p99_score=%.4f mant_mean_max=%.3f limit_v=%u stored=%s",
-			 v->request_id, v->miner, v->model, v->is_probe, v->scheme,
-			 vname(v->verdict), v->reason, v->chunks, v->passed,
-			 v->exp_p99, v->exp_max, v->topk,
-			 v->topk ? (double)v->exp_p99 / v->topk : 0.0,
-			 v->mant_mean_max_milli / 1000.0, v->limit_v,
-			 j->rc ? "no" : "yes");
+			"event=verdict request_id=%s miner=%s model=%s probe=%u scheme=%s verdict=%s reason=%s chunks=%u passed=%u exp_p99=%u exp_max=%u topk=%u p99_score=%.4f mant_mean_max=%.3f limit_v=%u stored=%s",
+			v->request_id, v->miner, v->model, v->is_probe,
+			v->scheme, vname(v->verdict), v->reason, v->chunks,
+			v->passed, v->exp_p99, v->exp_max, v->topk,
+			v->topk ? (double)v->exp_p99 / v->topk : 0.0,
+			v->mant_mean_max_milli / 1000.0, v->limit_v,
+			j->rc ? "no" : "yes");
 	}
 	a->n_done++;
 	a->checking = false;

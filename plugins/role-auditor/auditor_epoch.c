@@ -18,7 +18,7 @@
 #include "epoch_sign.h"
 #include "grow.h"
 
-#define CLOSE_GRACE_MS 3000	/* rows the gateway is still settling */
+#define CLOSE_GRACE_MS 3000 /* rows the gateway is still settling */
 
 struct vec {
 	uint64_t *v;
@@ -148,10 +148,10 @@ static int add_log_row(struct eclose *e, const struct engy_request_row *q)
 	int rc = 0;
 
 	if (!q->miner[0] || q->is_probe || q->account_id == 0)
-		return 0;	/* no miner, probe or internal traffic */
+		return 0; /* no miner, probe or internal traffic */
 	if (q->status / 100 != 2 && q->status != 499 && q->status != 502 &&
 	    q->status != 504)
-		return 0;	/* refused before a miner was picked */
+		return 0; /* refused before a miner was picked */
 	r = row_of(e, q->miner, q->model);
 	if (!r)
 		return 0;
@@ -176,8 +176,10 @@ static int add_log_row(struct eclose *e, const struct engy_request_row *q)
 static int read_log(struct eclose *e, int64_t since, int64_t until)
 {
 	struct aud *a = e->a;
-	struct engy_log_query q = { .size = sizeof(q), .limit = 10000,
-				    .since_ms = since, .until_ms = until };
+	struct engy_log_query q = { .size = sizeof(q),
+				    .limit = 10000,
+				    .since_ms = since,
+				    .until_ms = until };
 	struct engy_request_row *rows;
 	size_t n, i;
 	int rc;
@@ -199,8 +201,10 @@ static int read_log(struct eclose *e, int64_t since, int64_t until)
 static int read_verdicts(struct eclose *e, int64_t since, int64_t until)
 {
 	struct aud *a = e->a;
-	struct engy_verdict_query q = { .size = sizeof(q), .limit = 10000,
-					.since_ms = since, .until_ms = until };
+	struct engy_verdict_query q = { .size = sizeof(q),
+					.limit = 10000,
+					.since_ms = since,
+					.until_ms = until };
 	struct engy_verdict *v;
 	struct erow *r;
 	size_t n, i;
@@ -306,7 +310,8 @@ static int settle_sign(struct eclose *e)
 	engy_epoch_digest(res.result_json, res.result_len, e->rec.digest);
 	rc = a->st->epoch_put(a->sti, &e->rec, e->payload, e->aggregates);
 	if (rc)
-		snprintf(e->why, sizeof(e->why), "epoch_put: %s", strerror(-rc));
+		snprintf(e->why, sizeof(e->why), "epoch_put: %s",
+			 strerror(-rc));
 out:
 	engy_epoch_result_release(&res);
 	free(em);
@@ -372,16 +377,17 @@ static void close_done(void *arg, int prc)
 	}
 	if (e->rc == 0) {
 		aud_log(a, ENGY_LOG_NOTICE,
-			 "event=epoch_closed epoch=%lld rows=%zu weights=%u burn=%s digest=%s",
-			 (long long)e->index, e->n_rows, e->rec.n_weights,
-			 e->rec.burn ? "true" : "false", e->rec.digest);
+			"event=epoch_closed epoch=%lld rows=%zu weights=%u burn=%s digest=%s",
+			(long long)e->index, e->n_rows, e->rec.n_weights,
+			e->rec.burn ? "true" : "false", e->rec.digest);
 		a->next_close = e->index + 1;
 	} else if (e->rc == -EALREADY) {
 		a->next_close = e->index + 1;
 	} else {
 		aud_log(a, ENGY_LOG_ERR,
-			 "event=epoch_failed epoch=%lld error=\"%s\" retry=next_tick",
-			 (long long)e->index, e->why[0] ? e->why : strerror(-e->rc));
+			"event=epoch_failed epoch=%lld error=\"%s\" retry=next_tick",
+			(long long)e->index,
+			e->why[0] ? e->why : strerror(-e->rc));
 	}
 	eclose_free(e);
 }
@@ -389,8 +395,8 @@ static void close_done(void *arg, int prc)
 void aud_epoch_tick(struct aud *a)
 {
 	struct eclose *e;
-	int64_t due = (a->next_close + 1) * a->c->epoch_s * 1000 +
-		      CLOSE_GRACE_MS;
+	int64_t due =
+		(a->next_close + 1) * a->c->epoch_s * 1000 + CLOSE_GRACE_MS;
 
 	if (a->closing || a->stopping || !a->have_key || aud_now_ms() < due)
 		return;

@@ -36,20 +36,20 @@ struct event;
 
 /* The role instance is named "auditor": the host prefixes it. */
 #define aud_log(a, lvl, ...) (a)->h->log((a)->h, (lvl), __VA_ARGS__)
-#define AUD_MAX_PROOFS 4
-#define AUD_MAX_BACKENDS 8
+#define AUD_MAX_PROOFS	     4
+#define AUD_MAX_BACKENDS     8
 
 struct aud_conf {
-	const char *tee_url;		/* the gateway's tee endpoint */
-	const char *tee_token;		/* secret: its bearer token */
-	int64_t sample_ppm;		/* buyer requests audited, millionths */
-	int64_t pull_s;			/* seconds between pulls */
-	int64_t queue_max;		/* jobs held at once */
-	int64_t epoch_s;		/* epoch length */
+	const char *tee_url;   /* the gateway's tee endpoint */
+	const char *tee_token; /* secret: its bearer token */
+	int64_t sample_ppm;    /* buyer requests audited, millionths */
+	int64_t pull_s;	       /* seconds between pulls */
+	int64_t queue_max;     /* jobs held at once */
+	int64_t epoch_s;       /* epoch length */
 	int64_t netuid;
-	const char *hotkey_file;	/* the master hotkey (secret) */
-	const char *owner_hotkey;	/* the burn target */
-	const char *api_prefix;		/* "/api/subnet/v1" */
+	const char *hotkey_file;  /* the master hotkey (secret) */
+	const char *owner_hotkey; /* the burn target */
+	const char *api_prefix;	  /* "/api/subnet/v1" */
 	int64_t fetch_timeout_s;
 };
 
@@ -61,22 +61,22 @@ struct aud_job {
 	char miner[64];
 	char model[128];
 	int64_t time_ms;
-	uint64_t seq;			/* the tee's entry number */
+	uint64_t seq; /* the tee's entry number */
 	bool is_probe;
-	char *commitment;		/* the commitment JSON text */
+	char *commitment; /* the commitment JSON text */
 	/* parsed from the commitment */
-	uint32_t *ids;			/* prompt ids, then output ids */
+	uint32_t *ids; /* prompt ids, then output ids */
 	size_t n_prompt, n_out;
 	char root_hex[80];
 	/* thresholds (the store's model spec) */
 	struct engy_model spec;
-	int model_rc;			/* model_get / root checks */
-	const char *why;		/* an unproven reason found early */
+	int model_rc;	 /* model_get / root checks */
+	const char *why; /* an unproven reason found early */
 	/* the recompute: the decode rows, copied */
 	void *rows;
 	uint32_t n_rows, hidden, dtype;
 	struct engy_gen *gen;
-	int be;				/* index into a->be */
+	int be; /* index into a->be */
 	/* results, one per proof plugin */
 	struct engy_verdict v[AUD_MAX_PROOFS];
 	int rc;
@@ -112,7 +112,7 @@ struct aud {
 	bool have_key;
 	char owner[64];
 	bool stopping;
-	unsigned inflight;		/* pool jobs and recomputes */
+	unsigned inflight; /* pool jobs and recomputes */
 	/* the tee pull */
 	struct event *pull_ev;
 	bool pulling;
@@ -124,7 +124,7 @@ struct aud {
 	/* epochs */
 	struct event *epoch_ev;
 	bool closing;
-	int64_t next_close;		/* the next epoch index to close */
+	int64_t next_close; /* the next epoch index to close */
 };
 
 /* auditor_pull.c */

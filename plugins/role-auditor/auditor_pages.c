@@ -31,17 +31,17 @@
 #include "epoch_sign.h"
 #include "html.h"
 
-#define AUD_PAGE_EPOCHS 48	/* epochs shown on /epochs */
-#define AUD_PAGE_SCAN 512	/* indices looked at below the newest */
-#define AUD_SPARK 12		/* epochs in a sparkline */
-#define CLOSE_GRACE_MS 3000	/* as auditor_epoch.c */
+#define AUD_PAGE_EPOCHS 48   /* epochs shown on /epochs */
+#define AUD_PAGE_SCAN	512  /* indices looked at below the newest */
+#define AUD_SPARK	12   /* epochs in a sparkline */
+#define CLOSE_GRACE_MS	3000 /* as auditor_epoch.c */
 
 enum { P_EPOCHS, P_EPOCH, P_MINERS };
 
-struct pep {			/* one closed epoch, parsed */
+struct pep { /* one closed epoch, parsed */
 	struct engy_epoch_rec rec;
 	cJSON *payload, *result, *agg;
-	char check[96];		/* the signature check's outcome */
+	char check[96]; /* the signature check's outcome */
 };
 
 struct pageq {
@@ -49,8 +49,8 @@ struct pageq {
 	struct engy_http_exchange *x;
 	int what;
 	int64_t index;
-	bool has_index;		/* /miners?epoch=i */
-	bool closing;		/* copied on the loop thread */
+	bool has_index; /* /miners?epoch=i */
+	bool closing;	/* copied on the loop thread */
 	int64_t next_close;
 	char host[128];
 	int status;
@@ -108,9 +108,9 @@ static int load_epoch(struct pageq *q, int64_t index, int latest)
 	if (!a->have_key) {
 		snprintf(p->check, sizeof(p->check), "no master key here");
 	} else {
-		r = engy_epoch_payload_check(payload, strlen(payload),
-					     (uint16_t)a->c->netuid, a->hk.kp.pub,
-					     &ver, why, sizeof(why));
+		r = engy_epoch_payload_check(
+			payload, strlen(payload), (uint16_t)a->c->netuid,
+			a->hk.kp.pub, &ver, why, sizeof(why));
 		if (r == ENGY_EPOCH_ACCEPT)
 			snprintf(p->check, sizeof(p->check), "valid");
 		else
@@ -150,7 +150,8 @@ static int load_epochs(struct pageq *q, int64_t top, size_t want)
 	}
 	for (i = q->ep[0].rec.epoch_index - 1;
 	     i >= 0 && q->n_ep < want &&
-	     i >= q->ep[0].rec.epoch_index - AUD_PAGE_SCAN; i--) {
+	     i >= q->ep[0].rec.epoch_index - AUD_PAGE_SCAN;
+	     i--) {
 		rc = load_epoch(q, i, 0);
 		if (rc && rc != -ENOENT)
 			return rc;
@@ -175,18 +176,22 @@ static void pep_free(struct pageq *q)
 
 static void head(struct engy_html *h, const char *title)
 {
-	engy_html_raw(h, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-		      "<meta name=\"viewport\" content=\"width=device-width\"><title>");
+	engy_html_raw(
+		h,
+		"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+		"<meta name=\"viewport\" content=\"width=device-width\"><title>");
 	engy_html_text(h, title);
-	engy_html_raw(h, "</title><style>"
-		      "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}"
-		      "table{border-collapse:collapse;margin:.5em 0 1.5em}"
-		      "th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left}"
-		      "td.n{text-align:right;font-variant-numeric:tabular-nums}"
-		      "code{font-size:12px;word-break:break-all}.bad{color:#b00;font-weight:bold}"
-		      ".ok{color:#070}.burn{color:#a60;font-weight:bold}nav a{margin-right:1em}"
-		      "</style></head><body><nav><a href=\"/epochs\">epochs</a>"
-		      "<a href=\"/miners\">miners</a></nav>\n<h1>");
+	engy_html_raw(
+		h,
+		"</title><style>"
+		"body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}"
+		"table{border-collapse:collapse;margin:.5em 0 1.5em}"
+		"th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left}"
+		"td.n{text-align:right;font-variant-numeric:tabular-nums}"
+		"code{font-size:12px;word-break:break-all}.bad{color:#b00;font-weight:bold}"
+		".ok{color:#070}.burn{color:#a60;font-weight:bold}nav a{margin-right:1em}"
+		"</style></head><body><nav><a href=\"/epochs\">epochs</a>"
+		"<a href=\"/miners\">miners</a></nav>\n<h1>");
 	engy_html_text(h, title);
 	engy_html_raw(h, "</h1>\n");
 }
@@ -200,22 +205,30 @@ static void weight_chart(struct engy_html *h, const struct pageq *q,
 
 	if (n <= 0)
 		return;
-	engy_html_printf(h, "<svg class=\"weights\" role=\"img\" width=\"520\" height=\"%d\" "
-			 "viewBox=\"0 0 520 %d\" xmlns=\"http://www.w3.org/2000/svg\">"
-			 "<title>weights</title>", 22 * n + 4, 22 * n + 4);
-	cJSON_ArrayForEach(w, weights) {
+	engy_html_printf(
+		h,
+		"<svg class=\"weights\" role=\"img\" width=\"520\" height=\"%d\" "
+		"viewBox=\"0 0 520 %d\" xmlns=\"http://www.w3.org/2000/svg\">"
+		"<title>weights</title>",
+		22 * n + 4, 22 * n + 4);
+	cJSON_ArrayForEach(w, weights)
+	{
 		const char *hk = cJSON_GetStringValue(cJSON_GetArrayItem(w, 0));
 		double u = cJSON_GetNumberValue(cJSON_GetArrayItem(w, 1));
 		const char *label = hk ? label_of(q, hk) : "";
 
 		if (!hk || u != u)
 			continue;
-		engy_html_printf(h, "<text x=\"0\" y=\"%d\" font-size=\"12\">", 22 * i + 16);
+		engy_html_printf(h, "<text x=\"0\" y=\"%d\" font-size=\"12\">",
+				 22 * i + 16);
 		engy_html_text(h, burn ? "burn (owner)" : *label ? label : hk);
-		engy_html_printf(h, "</text><rect x=\"170\" y=\"%d\" height=\"16\" width=\"%.1f\" "
-				 "fill=\"%s\"/><text x=\"%.1f\" y=\"%d\" font-size=\"12\">%.0f</text>",
-				 22 * i + 4, 1 + 280.0 * u / 65535, burn ? "#c80" : "#37a",
-				 176 + 280.0 * u / 65535, 22 * i + 16, u);
+		engy_html_printf(
+			h,
+			"</text><rect x=\"170\" y=\"%d\" height=\"16\" width=\"%.1f\" "
+			"fill=\"%s\"/><text x=\"%.1f\" y=\"%d\" font-size=\"12\">%.0f</text>",
+			22 * i + 4, 1 + 280.0 * u / 65535,
+			burn ? "#c80" : "#37a", 176 + 280.0 * u / 65535,
+			22 * i + 16, u);
 		i++;
 	}
 	engy_html_raw(h, "</svg>\n");
@@ -224,79 +237,120 @@ static void weight_chart(struct engy_html *h, const struct pageq *q,
 static void epoch_block(struct engy_html *h, const struct pageq *q,
 			const struct pep *p, bool one)
 {
-	const cJSON *weights = cJSON_GetObjectItemCaseSensitive(p->result, "weights");
+	const cJSON *weights =
+		cJSON_GetObjectItemCaseSensitive(p->result, "weights");
 	const cJSON *w, *row;
-	bool burn = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(p->result, "burn"));
+	bool burn = cJSON_IsTrue(
+		cJSON_GetObjectItemCaseSensitive(p->result, "burn"));
 	int64_t i = p->rec.epoch_index;
 
-	engy_html_printf(h, "<section class=\"epoch\" id=\"e%" PRId64 "\"><h2>"
-			 "<a href=\"/epochs/%" PRId64 "\">epoch %" PRId64 "</a></h2>\n"
-			 "<table class=\"facts\">", i, i, i);
-	engy_html_raw(h, "<tr><th>status</th><td class=\"status\">signed</td></tr>"
+	engy_html_printf(h,
+			 "<section class=\"epoch\" id=\"e%" PRId64 "\"><h2>"
+			 "<a href=\"/epochs/%" PRId64 "\">epoch %" PRId64
+			 "</a></h2>\n"
+			 "<table class=\"facts\">",
+			 i, i, i);
+	engy_html_raw(h,
+		      "<tr><th>status</th><td class=\"status\">signed</td></tr>"
 		      "<tr><th>digest</th><td><code class=\"digest\">");
 	engy_html_text(h, p->rec.digest);
-	engy_html_raw(h, "</code></td></tr><tr><th>signer</th><td><code class=\"signer\">");
+	engy_html_raw(
+		h,
+		"</code></td></tr><tr><th>signer</th><td><code class=\"signer\">");
 	engy_html_text(h, jstr(p->payload, "signed_hotkey"));
-	engy_html_printf(h, "</code></td></tr><tr><th>signature</th><td class=\"sig %s\">",
-			 strcmp(p->check, "valid") ? "bad" : "ok");
+	engy_html_printf(
+		h,
+		"</code></td></tr><tr><th>signature</th><td class=\"sig %s\">",
+		strcmp(p->check, "valid") ? "bad" : "ok");
 	engy_html_text(h, p->check);
-	engy_html_printf(h, "</td></tr><tr><th>slice</th><td>%" PRId64 " .. %" PRId64
-			 " ms</td></tr><tr><th>total score</th><td class=\"n\">%" PRId64
-			 " µUSD</td></tr>", p->rec.start_ms, p->rec.end_ms,
-			 jint(p->result, "total_score"));
+	engy_html_printf(
+		h,
+		"</td></tr><tr><th>slice</th><td>%" PRId64 " .. %" PRId64
+		" ms</td></tr><tr><th>total score</th><td class=\"n\">%" PRId64
+		" µUSD</td></tr>",
+		p->rec.start_ms, p->rec.end_ms, jint(p->result, "total_score"));
 	if (burn)
-		engy_html_raw(h, "<tr><th>burn</th><td class=\"burn\">burn: nothing scored, "
-			      "65535 to the owner hotkey</td></tr>");
-	engy_html_raw(h, "</table>\n<table class=\"weights\"><thead><tr><th>hotkey</th>"
-		      "<th>label</th><th>weight (u16)</th><th>share</th></tr></thead><tbody>");
-	cJSON_ArrayForEach(w, weights) {
+		engy_html_raw(
+			h,
+			"<tr><th>burn</th><td class=\"burn\">burn: nothing scored, "
+			"65535 to the owner hotkey</td></tr>");
+	engy_html_raw(
+		h,
+		"</table>\n<table class=\"weights\"><thead><tr><th>hotkey</th>"
+		"<th>label</th><th>weight (u16)</th><th>share</th></tr></thead><tbody>");
+	cJSON_ArrayForEach(w, weights)
+	{
 		const char *hk = cJSON_GetStringValue(cJSON_GetArrayItem(w, 0));
 		double u = cJSON_GetNumberValue(cJSON_GetArrayItem(w, 1));
 
 		engy_html_raw(h, "<tr><td><code>");
 		engy_html_text(h, hk);
 		engy_html_raw(h, "</code></td><td>");
-		engy_html_text(h, burn ? "burn (owner)" : hk ? label_of(q, hk) : "");
-		engy_html_printf(h, "</td><td class=\"n w\">%.0f</td><td class=\"n\">%.2f %%</td></tr>",
-				 u, 100.0 * u / 65535);
+		engy_html_text(h, burn ? "burn (owner)"
+				  : hk ? label_of(q, hk)
+				       : "");
+		engy_html_printf(
+			h,
+			"</td><td class=\"n w\">%.0f</td><td class=\"n\">%.2f %%</td></tr>",
+			u, 100.0 * u / 65535);
 	}
 	engy_html_raw(h, "</tbody></table>\n");
 	weight_chart(h, q, weights, burn);
 	if (one) {
-		engy_html_raw(h, "<h3>rows</h3><table class=\"rows\"><thead><tr><th>uid</th>"
-			      "<th>hotkey</th><th>label</th><th>model</th><th>counted</th>"
-			      "<th>tokens</th><th>score (µUSD)</th><th>gate</th></tr></thead><tbody>");
-		cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(p->result, "rows")) {
+		engy_html_raw(
+			h,
+			"<h3>rows</h3><table class=\"rows\"><thead><tr><th>uid</th>"
+			"<th>hotkey</th><th>label</th><th>model</th><th>counted</th>"
+			"<th>tokens</th><th>score (µUSD)</th><th>gate</th></tr></thead><tbody>");
+		cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(
+						p->result, "rows"))
+		{
 			const char *gate = jstr(row, "gate_reason");
 
-			engy_html_printf(h, "<tr><td class=\"n\">%" PRId64 "</td><td><code>",
+			engy_html_printf(h,
+					 "<tr><td class=\"n\">%" PRId64
+					 "</td><td><code>",
 					 jint(row, "uid"));
 			engy_html_text(h, jstr(row, "hotkey"));
 			engy_html_raw(h, "</code></td><td>");
 			engy_html_text(h, label_of(q, jstr(row, "hotkey")));
 			engy_html_raw(h, "</td><td>");
 			engy_html_text(h, jstr(row, "model"));
-			engy_html_printf(h, "</td><td class=\"n\">%" PRId64 "</td><td class=\"n\">%"
-					 PRId64 "</td><td class=\"n\">%" PRId64 "</td><td class=\"%s\">",
-					 jint(row, "counted"), jint(row, "tokens"),
-					 jint(row, "score"), strcmp(gate, "ok") ? "bad" : "ok");
+			engy_html_printf(h,
+					 "</td><td class=\"n\">%" PRId64
+					 "</td><td class=\"n\">%" PRId64
+					 "</td><td class=\"n\">%" PRId64
+					 "</td><td class=\"%s\">",
+					 jint(row, "counted"),
+					 jint(row, "tokens"),
+					 jint(row, "score"),
+					 strcmp(gate, "ok") ? "bad" : "ok");
 			engy_html_text(h, gate);
 			engy_html_raw(h, "</td></tr>");
 		}
 		engy_html_raw(h, "</tbody></table>\n");
 	}
-	engy_html_printf(h, "<p>Public documents: <a href=\"%s/epoch/%" PRId64 "\">signed payload</a>, "
-			 "<a href=\"%s/epoch/%" PRId64 "/aggregates\">aggregates</a>. Recompute:</p>"
-			 "<pre class=\"cmd\">", q->a->c->api_prefix, i, q->a->c->api_prefix, i);
+	engy_html_printf(h,
+			 "<p>Public documents: <a href=\"%s/epoch/%" PRId64
+			 "\">signed payload</a>, "
+			 "<a href=\"%s/epoch/%" PRId64
+			 "/aggregates\">aggregates</a>. Recompute:</p>"
+			 "<pre class=\"cmd\">",
+			 q->a->c->api_prefix, i, q->a->c->api_prefix, i);
 	engy_html_raw(h, "curl -s http://");
 	engy_html_text(h, q->host);
 	engy_html_text(h, q->a->c->api_prefix);
-	engy_html_printf(h, "/epoch/%" PRId64 "/aggregates &gt; agg.json\ncurl -s http://", i);
+	engy_html_printf(h,
+			 "/epoch/%" PRId64
+			 "/aggregates &gt; agg.json\ncurl -s http://",
+			 i);
 	engy_html_text(h, q->host);
 	engy_html_text(h, q->a->c->api_prefix);
-	engy_html_printf(h, "/epoch/%" PRId64 " &gt; payload.json\n"
-			 "engyctl epoch score --aggregates agg.json --payload payload.json</pre></section>\n",
-			 i);
+	engy_html_printf(
+		h,
+		"/epoch/%" PRId64 " &gt; payload.json\n"
+		"engyctl epoch score --aggregates agg.json --payload payload.json</pre></section>\n",
+		i);
 }
 
 static void render_epochs(struct pageq *q, struct engy_html *h)
@@ -306,20 +360,30 @@ static void render_epochs(struct pageq *q, struct engy_html *h)
 	size_t i;
 
 	head(h, q->what == P_EPOCH ? "epoch" : "epochs");
-	engy_html_printf(h, "<table class=\"inflight\"><thead><tr><th>epoch</th><th>status</th>"
-			 "<th>start (ms)</th><th>end (ms)</th></tr></thead><tbody>"
-			 "<tr><td class=\"n\">%" PRId64 "</td><td class=\"status\">open</td>"
-			 "<td class=\"n\">%" PRId64 "</td><td class=\"n\">%" PRId64 "</td></tr>",
-			 cur, cur * s, (cur + 1) * s);
+	engy_html_printf(
+		h,
+		"<table class=\"inflight\"><thead><tr><th>epoch</th><th>status</th>"
+		"<th>start (ms)</th><th>end (ms)</th></tr></thead><tbody>"
+		"<tr><td class=\"n\">%" PRId64
+		"</td><td class=\"status\">open</td>"
+		"<td class=\"n\">%" PRId64 "</td><td class=\"n\">%" PRId64
+		"</td></tr>",
+		cur, cur * s, (cur + 1) * s);
 	if (a->have_key && q->next_close < cur &&
 	    (q->n_ep == 0 || q->ep[0].rec.epoch_index < cur - 1))
-		engy_html_printf(h, "<tr><td class=\"n\">%" PRId64 "</td><td class=\"status\">%s</td>"
-				 "<td class=\"n\">%" PRId64 "</td><td class=\"n\">%" PRId64 "</td></tr>",
-				 cur - 1, q->closing ? "closing" : "closed, not yet signed",
+		engy_html_printf(h,
+				 "<tr><td class=\"n\">%" PRId64
+				 "</td><td class=\"status\">%s</td>"
+				 "<td class=\"n\">%" PRId64
+				 "</td><td class=\"n\">%" PRId64 "</td></tr>",
+				 cur - 1,
+				 q->closing ? "closing"
+					    : "closed, not yet signed",
 				 (cur - 1) * s, cur * s);
 	engy_html_raw(h, "</tbody></table>\n");
 	if (!q->n_ep)
-		engy_html_raw(h, "<p class=\"none\">No closed epoch yet.</p>\n");
+		engy_html_raw(h,
+			      "<p class=\"none\">No closed epoch yet.</p>\n");
 	for (i = 0; i < (q->what == P_EPOCH && q->n_ep ? 1 : q->n_ep); i++)
 		epoch_block(h, q, &q->ep[i], q->what == P_EPOCH);
 	engy_html_raw(h, "</body></html>\n");
@@ -331,15 +395,17 @@ static int64_t hist_p99(const cJSON *hist)
 	const cJSON *b;
 	int64_t n = 0, rank, seen = 0;
 
-	cJSON_ArrayForEach(b, hist)
-		n += (int64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(b, 1));
+	cJSON_ArrayForEach(b, hist) n +=
+		(int64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(b, 1));
 	if (n <= 0)
 		return 0;
 	rank = (99 * n + 99) / 100;
-	cJSON_ArrayForEach(b, hist) {
+	cJSON_ArrayForEach(b, hist)
+	{
 		seen += (int64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(b, 1));
 		if (seen >= rank)
-			return (int64_t)cJSON_GetNumberValue(cJSON_GetArrayItem(b, 0));
+			return (int64_t)cJSON_GetNumberValue(
+				cJSON_GetArrayItem(b, 0));
 	}
 	return 0;
 }
@@ -349,9 +415,9 @@ static const cJSON *find_by(const cJSON *arr, const char *k1, const char *v1,
 {
 	const cJSON *o;
 
-	cJSON_ArrayForEach(o, arr)
-		if (!strcmp(jstr(o, k1), v1) && (!k2 || !strcmp(jstr(o, k2), v2)))
-			return o;
+	cJSON_ArrayForEach(o,
+			   arr) if (!strcmp(jstr(o, k1), v1) &&
+				    (!k2 || !strcmp(jstr(o, k2), v2))) return o;
 	return NULL;
 }
 
@@ -359,7 +425,9 @@ static double weight_in(const struct pep *p, const char *hotkey)
 {
 	const cJSON *w;
 
-	cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(p->result, "weights")) {
+	cJSON_ArrayForEach(
+		w, cJSON_GetObjectItemCaseSensitive(p->result, "weights"))
+	{
 		const char *hk = cJSON_GetStringValue(cJSON_GetArrayItem(w, 0));
 
 		if (hk && !strcmp(hk, hotkey))
@@ -374,59 +442,80 @@ static void sparkline(struct engy_html *h, const struct pageq *q,
 {
 	size_t n = q->n_ep < AUD_SPARK ? q->n_ep : AUD_SPARK, i;
 
-	engy_html_printf(h, "<svg class=\"spark\" role=\"img\" width=\"%zu\" height=\"24\" "
-			 "viewBox=\"0 0 %zu 24\" xmlns=\"http://www.w3.org/2000/svg\">"
-			 "<title>weight over the last %zu epochs</title>"
-			 "<rect x=\"0\" y=\"0\" width=\"%zu\" height=\"24\" fill=\"#f4f4f4\"/>",
-			 8 * n + 2, 8 * n + 2, n, 8 * n + 2);
+	engy_html_printf(
+		h,
+		"<svg class=\"spark\" role=\"img\" width=\"%zu\" height=\"24\" "
+		"viewBox=\"0 0 %zu 24\" xmlns=\"http://www.w3.org/2000/svg\">"
+		"<title>weight over the last %zu epochs</title>"
+		"<rect x=\"0\" y=\"0\" width=\"%zu\" height=\"24\" fill=\"#f4f4f4\"/>",
+		8 * n + 2, 8 * n + 2, n, 8 * n + 2);
 	for (i = 0; i < n; i++) {
 		double u = weight_in(&q->ep[n - 1 - i], hotkey);
 		double hh = 1 + 21.0 * u / 65535;
 
-		engy_html_printf(h, "<rect x=\"%zu\" y=\"%.1f\" width=\"6\" height=\"%.1f\" "
-				 "fill=\"%s\"><title>epoch %" PRId64 ": %.0f</title></rect>",
-				 8 * i + 2, 23 - hh, hh, u > 0 ? "#37a" : "#b00",
-				 q->ep[n - 1 - i].rec.epoch_index, u);
+		engy_html_printf(
+			h,
+			"<rect x=\"%zu\" y=\"%.1f\" width=\"6\" height=\"%.1f\" "
+			"fill=\"%s\"><title>epoch %" PRId64
+			": %.0f</title></rect>",
+			8 * i + 2, 23 - hh, hh, u > 0 ? "#37a" : "#b00",
+			q->ep[n - 1 - i].rec.epoch_index, u);
 	}
 	engy_html_raw(h, "</svg>");
 }
 
 struct vcount {
 	char miner[64], model[128], scheme[32];
-	uint64_t n[3];			/* pass, cheat, unproven */
+	uint64_t n[3]; /* pass, cheat, unproven */
 };
 
 static void render_miners(struct pageq *q, struct engy_html *h,
 			  const struct vcount *vc, size_t n_vc)
 {
 	const struct pep *p = q->n_ep ? &q->ep[0] : NULL;
-	const cJSON *row, *models = p ? cJSON_GetObjectItemCaseSensitive(p->agg, "models") : NULL;
+	const cJSON *row,
+		*models = p ? cJSON_GetObjectItemCaseSensitive(p->agg, "models")
+			    : NULL;
 	size_t k;
 
 	head(h, "miners");
 	if (!p) {
-		engy_html_raw(h, "<p class=\"none\">No closed epoch yet.</p></body></html>\n");
+		engy_html_raw(
+			h,
+			"<p class=\"none\">No closed epoch yet.</p></body></html>\n");
 		return;
 	}
-	engy_html_printf(h, "<p>Epoch <a href=\"/epochs/%" PRId64 "\">%" PRId64 "</a>%s: who served "
-			 "each model, and how.</p>\n"
-			 "<table class=\"miners\"><thead><tr><th>label</th><th>hotkey</th><th>uid</th>"
-			 "<th>model</th><th>counted</th><th>tokens</th><th>2xx rate</th>"
-			 "<th>TTFT p99 / ceiling (ms)</th><th>TPOT p99 / ceiling (ms)</th>"
-			 "<th>verdicts (pass/cheat/unproven)</th><th>gate</th><th>score (µUSD)</th>"
-			 "<th>weight</th><th>last epochs</th></tr></thead><tbody>\n",
-			 p->rec.epoch_index, p->rec.epoch_index,
-			 q->has_index ? "" : ", the newest closed one");
-	cJSON_ArrayForEach(row, cJSON_GetObjectItemCaseSensitive(p->agg, "rows")) {
-		const char *hk = jstr(row, "hotkey"), *model = jstr(row, "model");
-		const cJSON *st = cJSON_GetObjectItemCaseSensitive(row, "status");
+	engy_html_printf(
+		h,
+		"<p>Epoch <a href=\"/epochs/%" PRId64 "\">%" PRId64
+		"</a>%s: who served "
+		"each model, and how.</p>\n"
+		"<table class=\"miners\"><thead><tr><th>label</th><th>hotkey</th><th>uid</th>"
+		"<th>model</th><th>counted</th><th>tokens</th><th>2xx rate</th>"
+		"<th>TTFT p99 / ceiling (ms)</th><th>TPOT p99 / ceiling (ms)</th>"
+		"<th>verdicts (pass/cheat/unproven)</th><th>gate</th><th>score (µUSD)</th>"
+		"<th>weight</th><th>last epochs</th></tr></thead><tbody>\n",
+		p->rec.epoch_index, p->rec.epoch_index,
+		q->has_index ? "" : ", the newest closed one");
+	cJSON_ArrayForEach(row,
+			   cJSON_GetObjectItemCaseSensitive(p->agg, "rows"))
+	{
+		const char *hk = jstr(row, "hotkey"),
+			   *model = jstr(row, "model");
+		const cJSON *st =
+			cJSON_GetObjectItemCaseSensitive(row, "status");
 		const cJSON *m = find_by(models, "model", model, NULL, NULL);
-		const cJSON *res = find_by(cJSON_GetObjectItemCaseSensitive(p->result, "rows"),
-					   "hotkey", hk, "model", model);
-		int64_t n2 = jint(st, "2xx"), den = n2 + jint(st, "502") + jint(st, "504");
-		int64_t tt = hist_p99(cJSON_GetObjectItemCaseSensitive(row, "ttft_ms"));
-		int64_t tp = hist_p99(cJSON_GetObjectItemCaseSensitive(row, "tpot_ms"));
-		int64_t ct = jint(m, "qual_ttft_p99_ms"), cp = jint(m, "qual_tpot_p99_ms");
+		const cJSON *res = find_by(
+			cJSON_GetObjectItemCaseSensitive(p->result, "rows"),
+			"hotkey", hk, "model", model);
+		int64_t n2 = jint(st, "2xx"),
+			den = n2 + jint(st, "502") + jint(st, "504");
+		int64_t tt = hist_p99(
+			cJSON_GetObjectItemCaseSensitive(row, "ttft_ms"));
+		int64_t tp = hist_p99(
+			cJSON_GetObjectItemCaseSensitive(row, "tpot_ms"));
+		int64_t ct = jint(m, "qual_ttft_p99_ms"),
+			cp = jint(m, "qual_tpot_p99_ms");
 		const char *gate = res ? jstr(res, "gate_reason") : "?";
 		bool any = false;
 
@@ -434,44 +523,63 @@ static void render_miners(struct pageq *q, struct engy_html *h,
 		engy_html_text(h, label_of(q, hk));
 		engy_html_raw(h, "</td><td><code>");
 		engy_html_text(h, hk);
-		engy_html_printf(h, "</code></td><td class=\"n\">%" PRId64 "</td><td>", jint(row, "uid"));
+		engy_html_printf(
+			h, "</code></td><td class=\"n\">%" PRId64 "</td><td>",
+			jint(row, "uid"));
 		engy_html_text(h, model);
-		engy_html_printf(h, "</td><td class=\"n counted\">%" PRId64 "</td><td class=\"n tokens\">%"
-				 PRId64 "</td><td class=\"n\">", jint(row, "counted"), jint(row, "tokens"));
+		engy_html_printf(h,
+				 "</td><td class=\"n counted\">%" PRId64
+				 "</td><td class=\"n tokens\">%" PRId64
+				 "</td><td class=\"n\">",
+				 jint(row, "counted"), jint(row, "tokens"));
 		if (den)
-			engy_html_printf(h, "%.2f %% (%" PRId64 "/%" PRId64 ")", 100.0 * n2 / den, n2, den);
+			engy_html_printf(h, "%.2f %% (%" PRId64 "/%" PRId64 ")",
+					 100.0 * n2 / den, n2, den);
 		else
 			engy_html_raw(h, "-");
-		engy_html_printf(h, "</td><td class=\"n %s\">%" PRId64 " / %" PRId64 "</td>"
-				 "<td class=\"n %s\">%" PRId64 " / %" PRId64 "</td><td class=\"verdicts\">",
-				 tt > ct ? "bad" : "", tt, ct, tp > cp ? "bad" : "", tp, cp);
+		engy_html_printf(h,
+				 "</td><td class=\"n %s\">%" PRId64
+				 " / %" PRId64 "</td>"
+				 "<td class=\"n %s\">%" PRId64 " / %" PRId64
+				 "</td><td class=\"verdicts\">",
+				 tt > ct ? "bad" : "", tt, ct,
+				 tp > cp ? "bad" : "", tp, cp);
 		for (k = 0; k < n_vc; k++) {
-			if (strcmp(vc[k].miner, hk) || strcmp(vc[k].model, model))
+			if (strcmp(vc[k].miner, hk) ||
+			    strcmp(vc[k].model, model))
 				continue;
 			engy_html_text(h, vc[k].scheme);
-			engy_html_printf(h, " %" PRIu64 "/%" PRIu64 "/%" PRIu64 "<br>",
-					 vc[k].n[0], vc[k].n[1], vc[k].n[2]);
+			engy_html_printf(
+				h, " %" PRIu64 "/%" PRIu64 "/%" PRIu64 "<br>",
+				vc[k].n[0], vc[k].n[1], vc[k].n[2]);
 			any = true;
 		}
 		if (!any)
 			engy_html_raw(h, "none");
-		engy_html_printf(h, "</td><td class=\"gate %s\">", strcmp(gate, "ok") ? "bad" : "ok");
+		engy_html_printf(h, "</td><td class=\"gate %s\">",
+				 strcmp(gate, "ok") ? "bad" : "ok");
 		engy_html_text(h, gate);
-		engy_html_printf(h, "</td><td class=\"n score\">%" PRId64 "</td><td class=\"n weight\">%.0f</td><td>",
-				 res ? jint(res, "score") : 0, weight_in(p, hk));
+		engy_html_printf(h,
+				 "</td><td class=\"n score\">%" PRId64
+				 "</td><td class=\"n weight\">%.0f</td><td>",
+				 res ? jint(res, "score") : 0,
+				 weight_in(p, hk));
 		sparkline(h, q, hk);
 		engy_html_raw(h, "</td></tr>\n");
 	}
-	engy_html_raw(h, "</tbody></table>\n<p>Verdicts are counted by scheme over the epoch's "
-		      "slice, probes included; the cheat gate sums pass and cheat over a miner's rows.</p>"
-		      "</body></html>\n");
+	engy_html_raw(
+		h,
+		"</tbody></table>\n<p>Verdicts are counted by scheme over the epoch's "
+		"slice, probes included; the cheat gate sums pass and cheat over a miner's rows.</p>"
+		"</body></html>\n");
 }
 
 /* Verdicts of the epoch's slice by (miner, model, scheme). */
 static int count_verdicts(struct pageq *q, struct vcount **out, size_t *n_out)
 {
 	struct aud *a = q->a;
-	struct engy_verdict_query vq = { .size = sizeof(vq), .limit = 10000,
+	struct engy_verdict_query vq = { .size = sizeof(vq),
+					 .limit = 10000,
 					 .since_ms = q->ep[0].rec.start_ms,
 					 .until_ms = q->ep[0].rec.end_ms };
 	struct vcount *vc = NULL, *t;
@@ -499,13 +607,17 @@ static int count_verdicts(struct pageq *q, struct vcount **out, size_t *n_out)
 				}
 				vc = t;
 				memset(&vc[nv], 0, sizeof(*vc));
-				snprintf(vc[nv].miner, sizeof(vc[nv].miner), "%s", v[i].miner);
-				snprintf(vc[nv].model, sizeof(vc[nv].model), "%s", v[i].model);
-				snprintf(vc[nv].scheme, sizeof(vc[nv].scheme), "%s", v[i].scheme);
+				snprintf(vc[nv].miner, sizeof(vc[nv].miner),
+					 "%s", v[i].miner);
+				snprintf(vc[nv].model, sizeof(vc[nv].model),
+					 "%s", v[i].model);
+				snprintf(vc[nv].scheme, sizeof(vc[nv].scheme),
+					 "%s", v[i].scheme);
 				nv++;
 			}
-			vc[k].n[v[i].verdict == ENGY_VERDICT_PASS ? 0 :
-				v[i].verdict == ENGY_VERDICT_CHEAT ? 1 : 2]++;
+			vc[k].n[v[i].verdict == ENGY_VERDICT_PASS    ? 0
+				: v[i].verdict == ENGY_VERDICT_CHEAT ? 1
+								     : 2]++;
 		}
 		if (n)
 			vq.after_id = v[n - 1].id;
@@ -530,9 +642,11 @@ static void page_fn(void *arg)
 	rc = a->st->miner_list(a->sti, &q->miners, &q->n_miners);
 	if (!rc)
 		rc = load_epochs(q, q->has_index ? q->index : -1,
-				 q->what == P_EPOCH ? 1 + AUD_SPARK :
-				 q->what == P_MINERS ? AUD_SPARK : AUD_PAGE_EPOCHS);
-	if (!rc && q->has_index && (!q->n_ep || q->ep[0].rec.epoch_index != q->index))
+				 q->what == P_EPOCH    ? 1 + AUD_SPARK
+				 : q->what == P_MINERS ? AUD_SPARK
+						       : AUD_PAGE_EPOCHS);
+	if (!rc && q->has_index &&
+	    (!q->n_ep || q->ep[0].rec.epoch_index != q->index))
 		rc = -ENOENT;
 	if (!rc && q->what == P_MINERS && q->n_ep)
 		rc = count_verdicts(q, &vc, &n_vc);
@@ -559,17 +673,24 @@ static void page_done(void *arg, int prc)
 {
 	struct pageq *q = arg;
 	struct aud *a = q->a;
-	const char *hdr[] = { "Cache-Control", "no-store",
-			      "Content-Security-Policy",
-			      "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'",
-			      "X-Content-Type-Options", "nosniff", NULL };
+	const char *hdr[] = {
+		"Cache-Control",
+		"no-store",
+		"Content-Security-Policy",
+		"default-src 'none'; style-src 'unsafe-inline'; img-src 'self'",
+		"X-Content-Type-Options",
+		"nosniff",
+		NULL
+	};
 
 	a->inflight--;
 	if (prc < 0 || !q->body)
-		a->t->http_reply(a->ti, q->x, 500, "text/plain", NULL, "error\n", 6);
+		a->t->http_reply(a->ti, q->x, 500, "text/plain", NULL,
+				 "error\n", 6);
 	else
-		a->t->http_reply(a->ti, q->x, q->status, "text/html; charset=utf-8",
-				 hdr, q->body, q->len);
+		a->t->http_reply(a->ti, q->x, q->status,
+				 "text/html; charset=utf-8", hdr, q->body,
+				 q->len);
 	free(q->body);
 	pep_free(q);
 	free(q);
@@ -597,7 +718,8 @@ static int page_request(void *arg, struct engy_http_exchange *x,
 
 	if (strcmp(r->method, "GET") && strcmp(r->method, "HEAD"))
 		return a->t->http_reply(a->ti, x, 405, "text/plain", NULL,
-					"use GET\n", 8), 0;
+					"use GET\n", 8),
+		       0;
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
@@ -624,7 +746,8 @@ static int page_request(void *arg, struct engy_http_exchange *x,
 		return -ENOENT;
 	}
 	/* Only for the command line shown; escaped where it is printed. */
-	snprintf(q->host, sizeof(q->host), "%s", host && *host ? host : "PROVIDER");
+	snprintf(q->host, sizeof(q->host), "%s",
+		 host && *host ? host : "PROVIDER");
 	q->closing = a->closing;
 	q->next_close = a->next_close;
 	a->inflight++;
@@ -656,6 +779,7 @@ int aud_pages_init(struct aud *a)
 			return rc;
 		}
 	}
-	aud_log(a, ENGY_LOG_NOTICE, "event=provider_pages routes=/epochs,/miners");
+	aud_log(a, ENGY_LOG_NOTICE,
+		"event=provider_pages routes=/epochs,/miners");
 	return 0;
 }

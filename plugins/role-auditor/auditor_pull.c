@@ -23,14 +23,14 @@
 #include "httpc.h"
 
 #define PULL_MAX_BYTES (64u << 20)
-#define PULL_LIMIT 64
-#define ACK_MAX_BYTES (64u << 10)
+#define PULL_LIMIT     64
+#define ACK_MAX_BYTES  (64u << 10)
 
 struct pull {
 	struct aud *a;
 	char url[1024];
 	char err[160];
-	struct aud_job *jobs;		/* parsed, in order */
+	struct aud_job *jobs; /* parsed, in order */
 	char next[64];
 	unsigned n_items, n_sampled;
 };
@@ -43,7 +43,8 @@ void aud_job_free(struct aud_job *j)
 		sodium_memzero(j->commitment, strlen(j->commitment));
 	free(j->commitment);
 	if (j->ids)
-		sodium_memzero(j->ids, (j->n_prompt + j->n_out) * sizeof(*j->ids));
+		sodium_memzero(j->ids,
+			       (j->n_prompt + j->n_out) * sizeof(*j->ids));
 	free(j->ids);
 	free(j->rows);
 	free(j);
@@ -57,7 +58,8 @@ static bool sampled(const char *rid, int64_t ppm)
 	if (ppm >= 1000000)
 		return true;
 	crypto_hash_sha256(h, (const uint8_t *)rid, strlen(rid));
-	x = (uint64_t)h[0] << 24 | (uint64_t)h[1] << 16 | (uint64_t)h[2] << 8 | h[3];
+	x = (uint64_t)h[0] << 24 | (uint64_t)h[1] << 16 | (uint64_t)h[2] << 8 |
+	    h[3];
 	return x * 1000000 < (uint64_t)ppm << 32;
 }
 
@@ -83,11 +85,15 @@ static struct aud_job *parse_item(struct aud *a, const cJSON *it)
 	copy_str(j->miner, sizeof(j->miner), it, "miner");
 	copy_str(j->model, sizeof(j->model), it, "model");
 	v = cJSON_GetObjectItemCaseSensitive(it, "time_ms");
-	j->time_ms = cJSON_IsNumber(v) && v->valuedouble > 0 ? (int64_t)v->valuedouble
-							     : aud_now_ms();
-	j->is_probe = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "is_probe"));
+	j->time_ms = cJSON_IsNumber(v) && v->valuedouble > 0
+			     ? (int64_t)v->valuedouble
+			     : aud_now_ms();
+	j->is_probe =
+		cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "is_probe"));
 	v = cJSON_GetObjectItemCaseSensitive(it, "seq");
-	j->seq = cJSON_IsNumber(v) && v->valuedouble > 0 ? (uint64_t)v->valuedouble : 0;
+	j->seq = cJSON_IsNumber(v) && v->valuedouble > 0
+			 ? (uint64_t)v->valuedouble
+			 : 0;
 	if (c && !cJSON_IsNull(c))
 		j->commitment = cJSON_PrintUnformatted(c);
 	return j;
@@ -121,17 +127,20 @@ static void pull_fn(void *arg)
 	doc = cJSON_ParseWithLength(rs.body ? rs.body : "", rs.len);
 	items = cJSON_GetObjectItemCaseSensitive(doc, "entries");
 	if (!cJSON_IsArray(items)) {
-		snprintf(u->err, sizeof(u->err), "not a tee answer (no entries)");
+		snprintf(u->err, sizeof(u->err),
+			 "not a tee answer (no entries)");
 		cJSON_Delete(doc);
 		goto out;
 	}
-	cJSON_ArrayForEach(it, items) {
+	cJSON_ArrayForEach(it, items)
+	{
 		struct aud_job *j;
 		char rid[64];
 
 		u->n_items++;
 		copy_str(rid, sizeof(rid), it, "request_id");
-		if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(it, "is_probe")) &&
+		if (!cJSON_IsTrue(
+			    cJSON_GetObjectItemCaseSensitive(it, "is_probe")) &&
 		    !sampled(rid, a->c->sample_ppm))
 			continue;
 		j = parse_item(a, it);
@@ -162,14 +171,15 @@ static void pull_done(void *arg, int prc)
 	a->pulling = false;
 	if (u->err[0])
 		aud_log(a, ENGY_LOG_WARNING,
-			 "event=tee_pull_failed error=\"%s\" retry_s=%lld", u->err,
-			 (long long)a->c->pull_s);
+			"event=tee_pull_failed error=\"%s\" retry_s=%lld",
+			u->err, (long long)a->c->pull_s);
 	if (u->next[0])
 		memcpy(a->cursor, u->next, sizeof(a->cursor));
 	while ((j = u->jobs)) {
 		u->jobs = j->next;
 		j->next = NULL;
-		if (prc < 0 || a->stopping || a->q_len >= (unsigned)a->c->queue_max) {
+		if (prc < 0 || a->stopping ||
+		    a->q_len >= (unsigned)a->c->queue_max) {
 			dropped += prc >= 0 && !a->stopping;
 			aud_job_free(j);
 			continue;
@@ -184,8 +194,8 @@ static void pull_done(void *arg, int prc)
 	a->n_dropped += dropped;
 	if (u->n_items)
 		aud_log(a, ENGY_LOG_INFO,
-			 "event=tee_pull items=%u sampled=%u dropped=%u queued=%u",
-			 u->n_items, u->n_sampled, dropped, a->q_len);
+			"event=tee_pull items=%u sampled=%u dropped=%u queued=%u",
+			u->n_items, u->n_sampled, dropped, a->q_len);
 	free(u);
 	aud_check_next(a);
 }
@@ -241,9 +251,11 @@ void aud_ack(struct aud *a, const struct aud_job *j)
 	    strcmp(base + n - 7, "/sample") || n >= sizeof(url) - 8)
 		return;
 	snprintf(url, sizeof(url), "%.*s/ack", (int)(n - 7), base);
-	v = j->v[0].verdict == ENGY_VERDICT_PASS ? "pass" :
-	    j->v[0].verdict == ENGY_VERDICT_CHEAT ? "cheat" : "unproven";
-	snprintf(body, sizeof(body), "{\"acks\":[{\"seq\":%llu,\"verdict\":\"%s\"}]}",
+	v = j->v[0].verdict == ENGY_VERDICT_PASS    ? "pass"
+	    : j->v[0].verdict == ENGY_VERDICT_CHEAT ? "cheat"
+						    : "unproven";
+	snprintf(body, sizeof(body),
+		 "{\"acks\":[{\"seq\":%llu,\"verdict\":\"%s\"}]}",
 		 (unsigned long long)j->seq, v);
 	/* Best effort: the answer is dropped (a tee may not ack at all). */
 	rq.body_len = strlen(body);

@@ -39,7 +39,8 @@ static const struct engy_opt gw_opts[] = {
 	  "new workers wait for onboarding (probes) before buyer traffic; "
 	  "false: admitted workers serve at once" },
 	{ "first_party", ENGY_OPT_STR_LIST, 0, OFF(first_party), NULL, NULL, 0,
-	  0, "worker names of the 1st-party cluster: always eligible once "
+	  0,
+	  "worker names of the 1st-party cluster: always eligible once "
 	  "admitted (the store's first_party miners are too)" },
 	{ "min_inflight_total", ENGY_OPT_INT, 0, OFF(min_inflight_total), "8",
 	  NULL, 1, 65536, "a hello's max_inflight_total must reach this" },
@@ -61,10 +62,10 @@ static const struct engy_opt gw_opts[] = {
 	{ "ping_s", ENGY_OPT_FLOAT, 0, OFF(ping_s), "30", NULL, 0, 0,
 	  "a leg silent this long gets a ping (it answers with a heartbeat)" },
 	{ "first_token_timeout_s", ENGY_OPT_FLOAT, 0,
-	  OFF(first_token_timeout_s), "120", "ENGY_GW_FIRST_TOKEN_TIMEOUT_S",
-	  0, 0, "no chunk or response this long after serve: 504" },
-	{ "keepalive_s", ENGY_OPT_FLOAT, 0, OFF(keepalive_s), "10", NULL, 0,
-	  0, "SSE keep-alive period while a stream waits for its first token" },
+	  OFF(first_token_timeout_s), "120", "ENGY_GW_FIRST_TOKEN_TIMEOUT_S", 0,
+	  0, "no chunk or response this long after serve: 504" },
+	{ "keepalive_s", ENGY_OPT_FLOAT, 0, OFF(keepalive_s), "10", NULL, 0, 0,
+	  "SSE keep-alive period while a stream waits for its first token" },
 	{ "max_attempts", ENGY_OPT_INT, 0, OFF(max_attempts), "2", NULL, 1,
 	  GW_MAX_ATTEMPTS, "workers a request may try before its first byte" },
 	{ "max_body_bytes", ENGY_OPT_INT, 0, OFF(max_body_bytes), "8388608",
@@ -73,36 +74,40 @@ static const struct engy_opt gw_opts[] = {
 	  "higher)" },
 	{ "max_messages", ENGY_OPT_INT, 0, OFF(max_messages), "4096", NULL, 0,
 	  1 << 20, "messages in one request (0: no limit)" },
-	{ "max_tools", ENGY_OPT_INT, 0, OFF(max_tools), "256", NULL, 0,
-	  1 << 20, "tools in one request (0: no limit)" },
+	{ "max_tools", ENGY_OPT_INT, 0, OFF(max_tools), "256", NULL, 0, 1 << 20,
+	  "tools in one request (0: no limit)" },
 	{ "default_max_tokens", ENGY_OPT_INT, 0, OFF(default_max_tokens),
 	  "4096", NULL, 1, 1 << 30,
 	  "output cap of an OpenAI request that names none (at most the "
 	  "model's max_output_tokens)" },
 	{ "key_max_inflight", ENGY_OPT_INT, 0, OFF(key_max_inflight), "64",
-	  NULL, 0, 1 << 20, "open requests per API key (429 above; 0: no "
+	  NULL, 0, 1 << 20,
+	  "open requests per API key (429 above; 0: no "
 	  "limit)" },
 	{ "key_cache_s", ENGY_OPT_FLOAT, 0, OFF(key_cache_s), "10", NULL, 0, 0,
 	  "API key lookups are cached this long (a revocation takes effect "
 	  "within it)" },
-	{ "model_cache_s", ENGY_OPT_FLOAT, 0, OFF(model_cache_s), "10", NULL,
-	  0, 0, "model specs and price cards are cached this long" },
-	{ "miner_cache_s", ENGY_OPT_FLOAT, 0, OFF(miner_cache_s), "10", NULL,
-	  0, 0, "a disabled miner's key is refused without the store this long" },
+	{ "model_cache_s", ENGY_OPT_FLOAT, 0, OFF(model_cache_s), "10", NULL, 0,
+	  0, "model specs and price cards are cached this long" },
+	{ "miner_cache_s", ENGY_OPT_FLOAT, 0, OFF(miner_cache_s), "10", NULL, 0,
+	  0, "a disabled miner's key is refused without the store this long" },
 	{ "affinity_chars", ENGY_OPT_INT, 0, OFF(affinity_chars), "512", NULL,
-	  1, 1 << 20, "leading bytes of the rendered prompt hashed for "
+	  1, 1 << 20,
+	  "leading bytes of the rendered prompt hashed for "
 	  "prefix affinity" },
 	{ "affinity_min_chars", ENGY_OPT_INT, 0, OFF(affinity_min_chars), "0",
 	  NULL, 0, 1 << 20, "shorter prompts are routed without affinity" },
-	{ "affinity_slack", ENGY_OPT_FLOAT, 0, OFF(affinity_slack), "0.5",
-	  NULL, 0, 0, "the affine worker is skipped when its load (inflight / "
+	{ "affinity_slack", ENGY_OPT_FLOAT, 0, OFF(affinity_slack), "0.5", NULL,
+	  0, 0,
+	  "the affine worker is skipped when its load (inflight / "
 	  "capacity) exceeds the least loaded one's by more" },
-	{ "tokenizers", ENGY_OPT_STR_LIST, 0, OFF(tokenizers), NULL, NULL, 0,
-	  0, "MODEL=DIR: the checkpoint directory (tokenizer.json, chat "
+	{ "tokenizers", ENGY_OPT_STR_LIST, 0, OFF(tokenizers), NULL, NULL, 0, 0,
+	  "MODEL=DIR: the checkpoint directory (tokenizer.json, chat "
 	  "template) for exact prompt counts; without one a prompt counts "
 	  "one token per byte of its rendered text" },
-	{ "chat_template", ENGY_OPT_STR, 0, OFF(chat_template), "qwen3.6",
-	  NULL, 0, 0, "template rendered for models without a tokenizer "
+	{ "chat_template", ENGY_OPT_STR, 0, OFF(chat_template), "qwen3.6", NULL,
+	  0, 0,
+	  "template rendered for models without a tokenizer "
 	  "directory (qwen3.6 or qwen3)" },
 	{ "reserve_margin_s", ENGY_OPT_FLOAT, 0, OFF(reserve_margin_s), "300",
 	  NULL, 0, 0, "a reservation lapses this long after max_request_s" },
@@ -120,17 +125,13 @@ static const struct engy_opt gw_opts[] = {
  * init here (see gateway_int.h).
  */
 static int (*const gw_modules[])(struct gw *g) = {
-	gw_onboard_init,
-	gw_breaker_init,
-	gw_tee_init,
-	gw_admin_init,
-	NULL,
+	gw_onboard_init, gw_breaker_init, gw_tee_init, gw_admin_init, NULL,
 };
 
 static int bad_conf(const struct gw *g, const char *opt, const char *why)
 {
-	GW_LOG(g, ENGY_LOG_ERR,
-	       "event=config_invalid option=%s reason=\"%s\"", opt, why);
+	GW_LOG(g, ENGY_LOG_ERR, "event=config_invalid option=%s reason=\"%s\"",
+	       opt, why);
 	return -EINVAL;
 }
 
@@ -143,15 +144,18 @@ static int check_conf(struct gw *g)
 	if (!c->ws_path || c->ws_path[0] != '/' || strlen(c->ws_path) > 64)
 		return bad_conf(g, "ws_path", "a path such as /gw");
 	if (!(c->stale_s > 0) || !(c->ping_s > 0) || !(c->hello_timeout_s > 0))
-		return bad_conf(g, "stale_s", "stale_s, ping_s and hello_timeout_s "
+		return bad_conf(g, "stale_s",
+				"stale_s, ping_s and hello_timeout_s "
 				"must be > 0");
 	if (!(c->first_token_timeout_s > 0) || !(c->keepalive_s > 0))
-		return bad_conf(g, "first_token_timeout_s",
-				"first_token_timeout_s and keepalive_s must be > 0");
+		return bad_conf(
+			g, "first_token_timeout_s",
+			"first_token_timeout_s and keepalive_s must be > 0");
 	if (c->affinity_slack < 0 || c->key_cache_s < 0 ||
 	    c->model_cache_s < 0 || c->miner_cache_s < 0 ||
 	    c->reserve_margin_s < 0)
-		return bad_conf(g, "affinity_slack", "cache times, slack and "
+		return bad_conf(g, "affinity_slack",
+				"cache times, slack and "
 				"margin must be >= 0");
 	g->variant = engy_chat_variant_parse(c->chat_template);
 	if (g->variant < 0)
@@ -195,9 +199,9 @@ static int wire(struct gw *g)
 		st_ops = NULL;
 	if (!g->t || !g->ws || !st_ops) {
 		GW_LOG(g, ENGY_LOG_ERR, "event=gateway_unwired reason=\"%s\"",
-		       !g->t ? "no transport with proto http (transport-http)" :
-		       !g->ws ? "no transport with proto ws (transport-ws)" :
-		       "no store");
+		       !g->t ? "no transport with proto http (transport-http)"
+		       : !g->ws ? "no transport with proto ws (transport-ws)"
+				: "no store");
 		return -EINVAL;
 	}
 	g->st = st_ops;
@@ -220,9 +224,10 @@ static void on_release(evutil_socket_t fd, short what, void *arg)
 
 static void metrics_init(struct gw *g)
 {
-	static const double ttft[] = { 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60 };
-	static const double over[] = { 0.0001, 0.00025, 0.0005, 0.001, 0.0025,
-				       0.005, 0.01, 0.05 };
+	static const double ttft[] = { 0.05, 0.1, 0.25, 0.5, 1,
+				       2.5,  5,	  10,	30,  60 };
+	static const double over[] = { 0.0001, 0.00025, 0.0005, 0.001,
+				       0.0025, 0.005,	0.01,	0.05 };
 	const struct engy_host *r = g->h;
 
 	r->metric(r, ENGY_METRIC_GAUGE, "engy_gw_workers",
@@ -235,8 +240,8 @@ static void metrics_init(struct gw *g)
 		  sizeof(ttft) / sizeof(ttft[0]), &g->m_ttft);
 	r->metric(r, ENGY_METRIC_HISTOGRAM, "engy_gw_overhead_seconds",
 		  "request arrival to the serve frame sent (checks, "
-		  "reserve, route)", NULL, over,
-		  sizeof(over) / sizeof(over[0]), &g->m_overhead);
+		  "reserve, route)",
+		  NULL, over, sizeof(over) / sizeof(over[0]), &g->m_overhead);
 	r->metric(r, ENGY_METRIC_COUNTER, "engy_gw_retries_total",
 		  "attempts moved to another worker", NULL, NULL, 0,
 		  &g->m_attempts);
@@ -341,8 +346,10 @@ static void gw_destroy(void *inst)
 }
 
 static const struct engy_role_need gw_needs[] = {
-	{ ENGY_KIND_TRANSPORT, 2, 0, "the buyer HTTP API (transport-http) and the miner websocket listener (transport-ws)" },
-	{ ENGY_KIND_STORE, 1, 1, "accounts, balances, the metadata request log" },
+	{ ENGY_KIND_TRANSPORT, 2, 0,
+	  "the buyer HTTP API (transport-http) and the miner websocket listener (transport-ws)" },
+	{ ENGY_KIND_STORE, 1, 1,
+	  "accounts, balances, the metadata request log" },
 	{ ENGY_KIND_PROOF, 0, 0, "an optional probe verifier" },
 	{ ENGY_KIND_BACKEND, 0, 0, "an optional probe recompute engine" },
 	{ 0, 0, 0, NULL },
@@ -356,7 +363,8 @@ static const struct engy_role_ops gw_role_ops = {
 
 ENGY_PLUGIN(.kind = ENGY_KIND_ROLE, .name = "role-gateway",
 	    .version = PACKAGE_VERSION,
-	    .description = "buyer API, auth, prepaid billing, SSE, miner pool, routing, proof tee",
+	    .description =
+		    "buyer API, auth, prepaid billing, SSE, miner pool, routing, proof tee",
 	    .opts = gw_opts, .conf_size = sizeof(struct gw_conf),
 	    .create = gw_create, .start = gw_start, .stop = gw_stop,
 	    .destroy = gw_destroy, .ops = &gw_role_ops);

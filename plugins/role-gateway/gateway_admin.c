@@ -28,10 +28,10 @@
 #include "gateway_mod.h"
 #include "html.h"
 
-#define N_STATES	(GW_W_CLOSED + 1)
-#define N_ATTEMPT_KEYS	32
+#define N_STATES       (GW_W_CLOSED + 1)
+#define N_ATTEMPT_KEYS 32
 
-struct attempt_key {			/* engy_gw_attempts_total{kind,status} */
+struct attempt_key { /* engy_gw_attempts_total{kind,status} */
 	int kind, status;
 	struct engy_metric *m;
 };
@@ -41,10 +41,10 @@ struct adm {
 	struct event *tick;
 	struct engy_metric *m_state[N_STATES], *m_res_open, *m_res_micro,
 		*m_tpot;
-	struct attempt_key keys[N_ATTEMPT_KEYS];	/* found once each */
+	struct attempt_key keys[N_ATTEMPT_KEYS]; /* found once each */
 	size_t n_keys;
-	int64_t started_ms;		/* spend is counted from here */
-	struct statusq *pending;	/* status pages on the pool */
+	int64_t started_ms;	 /* spend is counted from here */
+	struct statusq *pending; /* status pages on the pool */
 };
 
 /* ---- GET /internal/v1/workers --------------------------------------- */
@@ -136,8 +136,8 @@ static const struct engy_http_handler workers_handler = {
 
 /* ---- GET /internal/v1/status (HTML) ----------------------------------- */
 
-#define SPEND_MODELS 64
-#define SPEND_ROWS_MAX 1000000	/* rows read for one page, at most */
+#define SPEND_MODELS   64
+#define SPEND_ROWS_MAX 1000000 /* rows read for one page, at most */
 
 struct spend {
 	char model[128];
@@ -149,7 +149,7 @@ struct statusq {
 	struct adm *a;
 	struct engy_http_exchange *x;
 	bool gone;
-	cJSON *doc;			/* the workers, taken on the loop */
+	cJSON *doc; /* the workers, taken on the loop */
 	unsigned res_open;
 	int64_t res_micro;
 	int64_t since_ms;
@@ -163,7 +163,8 @@ static void status_fn(void *arg)
 {
 	struct statusq *q = arg;
 	struct gw *g = q->a->g;
-	struct engy_log_query lq = { .size = sizeof(lq), .limit = 10000,
+	struct engy_log_query lq = { .size = sizeof(lq),
+				     .limit = 10000,
 				     .since_ms = q->since_ms };
 	struct engy_request_row *rows;
 	size_t n, i, k, seen = 0;
@@ -223,39 +224,52 @@ static void render_status(const struct statusq *q, struct engy_html *h)
 	const cJSON *w, *ob, *bk;
 	size_t k;
 
-	engy_html_raw(h, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-		      "<meta http-equiv=\"refresh\" content=\"5\">"
-		      "<title>gateway status</title><style>"
-		      "body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}"
-		      "table{border-collapse:collapse;margin:.5em 0 1.5em}"
-		      "th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left}"
-		      "td.n{text-align:right;font-variant-numeric:tabular-nums}"
-		      ".bad{color:#b00;font-weight:bold}.ok{color:#070}"
-		      "</style></head><body><h1>gateway status</h1>\n");
-	engy_html_printf(h, "<p>Refreshes every 5 s. Requests open: %.0f; onboarding %s; "
-			 "rounds passed %.0f, failed %.0f.</p>\n<h2>workers</h2>\n",
-			 jnum(q->doc, "requests_open"),
-			 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(q->doc, "onboarding")) ?
-			 "on" : "off", jnum(q->doc, "rounds_passed"),
-			 jnum(q->doc, "rounds_failed"));
-	engy_html_raw(h, "<table class=\"workers\"><thead><tr><th>id</th><th>worker</th>"
-		      "<th>miner</th><th>model</th><th>state</th><th>onboarding</th>"
-		      "<th>breaker</th><th>load / capacity</th><th>TTFT p99 (ms)</th>"
-		      "<th>TPOT p99 (ms)</th><th>served / failed</th>"
-		      "<th>probe verdicts (pass/cheat/unproven)</th><th>last</th></tr></thead><tbody>\n");
-	cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(q->doc, "workers")) {
+	engy_html_raw(
+		h,
+		"<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+		"<meta http-equiv=\"refresh\" content=\"5\">"
+		"<title>gateway status</title><style>"
+		"body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}"
+		"table{border-collapse:collapse;margin:.5em 0 1.5em}"
+		"th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left}"
+		"td.n{text-align:right;font-variant-numeric:tabular-nums}"
+		".bad{color:#b00;font-weight:bold}.ok{color:#070}"
+		"</style></head><body><h1>gateway status</h1>\n");
+	engy_html_printf(
+		h,
+		"<p>Refreshes every 5 s. Requests open: %.0f; onboarding %s; "
+		"rounds passed %.0f, failed %.0f.</p>\n<h2>workers</h2>\n",
+		jnum(q->doc, "requests_open"),
+		cJSON_IsTrue(
+			cJSON_GetObjectItemCaseSensitive(q->doc, "onboarding"))
+			? "on"
+			: "off",
+		jnum(q->doc, "rounds_passed"), jnum(q->doc, "rounds_failed"));
+	engy_html_raw(
+		h,
+		"<table class=\"workers\"><thead><tr><th>id</th><th>worker</th>"
+		"<th>miner</th><th>model</th><th>state</th><th>onboarding</th>"
+		"<th>breaker</th><th>load / capacity</th><th>TTFT p99 (ms)</th>"
+		"<th>TPOT p99 (ms)</th><th>served / failed</th>"
+		"<th>probe verdicts (pass/cheat/unproven)</th><th>last</th></tr></thead><tbody>\n");
+	cJSON_ArrayForEach(w,
+			   cJSON_GetObjectItemCaseSensitive(q->doc, "workers"))
+	{
 		ob = cJSON_GetObjectItemCaseSensitive(w, "onboarding");
 		bk = cJSON_GetObjectItemCaseSensitive(w, "breaker");
-		engy_html_printf(h, "<tr><td class=\"n\">%.0f</td><td class=\"name\">",
-				 jnum(w, "id"));
+		engy_html_printf(
+			h, "<tr><td class=\"n\">%.0f</td><td class=\"name\">",
+			jnum(w, "id"));
 		engy_html_text(h, jstr(w, "name"));
 		engy_html_raw(h, "</td><td><code>");
 		engy_html_text(h, jstr(w, "miner"));
 		engy_html_raw(h, "</code></td><td>");
 		engy_html_text(h, jstr(w, "model"));
 		engy_html_printf(h, "</td><td class=\"state %s\">",
-				 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(w, "eligible")) ?
-				 "ok" : "bad");
+				 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+					 w, "eligible"))
+					 ? "ok"
+					 : "bad");
 		engy_html_text(h, jstr(w, "state"));
 		engy_html_raw(h, "</td><td>");
 		engy_html_text(h, ob ? jstr(ob, "phase") : "-");
@@ -265,43 +279,57 @@ static void render_status(const struct statusq *q, struct engy_html *h)
 		engy_html_text(h, bk ? jstr(bk, "status") : "-");
 		if (bk)
 			engy_html_printf(h, ", %.0f trips", jnum(bk, "trips"));
-		engy_html_printf(h, "</td><td class=\"n\">%.0f / %.0f</td><td class=\"n\">%.0f</td>"
-				 "<td class=\"n\">%.0f</td><td class=\"n\">%.0f / %.0f</td>"
-				 "<td class=\"n\">%.0f / %.0f / %.0f</td><td>",
-				 jnum(w, "inflight"), jnum(w, "capacity"), jnum(w, "ttft_p99_ms"),
-				 jnum(w, "tpot_p99_ms"), jnum(w, "served"), jnum(w, "failed"),
-				 jnum(ob, "verdicts_pass"), jnum(ob, "verdicts_cheat"),
-				 jnum(ob, "verdicts_unproven"));
+		engy_html_printf(
+			h,
+			"</td><td class=\"n\">%.0f / %.0f</td><td class=\"n\">%.0f</td>"
+			"<td class=\"n\">%.0f</td><td class=\"n\">%.0f / %.0f</td>"
+			"<td class=\"n\">%.0f / %.0f / %.0f</td><td>",
+			jnum(w, "inflight"), jnum(w, "capacity"),
+			jnum(w, "ttft_p99_ms"), jnum(w, "tpot_p99_ms"),
+			jnum(w, "served"), jnum(w, "failed"),
+			jnum(ob, "verdicts_pass"), jnum(ob, "verdicts_cheat"),
+			jnum(ob, "verdicts_unproven"));
 		engy_html_text(h, ob ? jstr(ob, "last") : "");
 		engy_html_raw(h, "</td></tr>\n");
 	}
-	engy_html_printf(h, "</tbody></table>\n<h2>money</h2>\n<table class=\"reservations\"><tr>"
-			 "<th>reservations open</th><td class=\"n\">%u</td></tr><tr><th>held</th>"
-			 "<td class=\"n\">%" PRId64 " µUSD</td></tr></table>\n"
-			 "<table class=\"spend\"><thead><tr><th>model</th><th>requests billed</th>"
-			 "<th>tokens</th><th>spend (µUSD)</th></tr></thead><tbody>\n",
-			 q->res_open, q->res_micro);
+	engy_html_printf(
+		h,
+		"</tbody></table>\n<h2>money</h2>\n<table class=\"reservations\"><tr>"
+		"<th>reservations open</th><td class=\"n\">%u</td></tr><tr><th>held</th>"
+		"<td class=\"n\">%" PRId64 " µUSD</td></tr></table>\n"
+		"<table class=\"spend\"><thead><tr><th>model</th><th>requests billed</th>"
+		"<th>tokens</th><th>spend (µUSD)</th></tr></thead><tbody>\n",
+		q->res_open, q->res_micro);
 	for (k = 0; k < q->n_sp; k++) {
 		engy_html_raw(h, "<tr><td>");
 		engy_html_text(h, q->sp[k].model);
-		engy_html_printf(h, "</td><td class=\"n\">%" PRId64 "</td><td class=\"n\">%" PRId64
-				 "</td><td class=\"n\">%" PRId64 "</td></tr>\n", q->sp[k].requests,
-				 q->sp[k].tokens, q->sp[k].micro);
+		engy_html_printf(h,
+				 "</td><td class=\"n\">%" PRId64
+				 "</td><td class=\"n\">%" PRId64
+				 "</td><td class=\"n\">%" PRId64 "</td></tr>\n",
+				 q->sp[k].requests, q->sp[k].tokens,
+				 q->sp[k].micro);
 	}
-	engy_html_printf(h, "</tbody></table>\n<p>Spend is read from the request log since this "
-			 "gateway started (%" PRId64 " ms)%s; buyer content is never stored.</p>"
-			 "</body></html>\n", q->since_ms,
-			 q->truncated ? ", truncated" : "");
+	engy_html_printf(
+		h,
+		"</tbody></table>\n<p>Spend is read from the request log since this "
+		"gateway started (%" PRId64
+		" ms)%s; buyer content is never stored.</p>"
+		"</body></html>\n",
+		q->since_ms, q->truncated ? ", truncated" : "");
 }
 
 static void status_done(void *arg, int prc)
 {
 	struct statusq *q = arg, **pp;
 	struct gw *g = q->a->g;
-	const char *hdr[] = { "Cache-Control", "no-store",
+	const char *hdr[] = { "Cache-Control",
+			      "no-store",
 			      "Content-Security-Policy",
 			      "default-src 'none'; style-src 'unsafe-inline'",
-			      "X-Content-Type-Options", "nosniff", NULL };
+			      "X-Content-Type-Options",
+			      "nosniff",
+			      NULL };
 	struct engy_html h = { 0 };
 	char *body;
 	size_t len;
@@ -313,15 +341,18 @@ static void status_done(void *arg, int prc)
 		}
 	if (!q->gone) {
 		if (prc < 0 || q->rc) {
-			gw_internal_reply(g, q->x, 503, NULL, "the store is unavailable");
+			gw_internal_reply(g, q->x, 503, NULL,
+					  "the store is unavailable");
 		} else {
 			render_status(q, &h);
 			body = engy_html_take(&h, &len);
 			if (body)
-				g->t->http_reply(g->ti, q->x, 200, "text/html; charset=utf-8",
+				g->t->http_reply(g->ti, q->x, 200,
+						 "text/html; charset=utf-8",
 						 hdr, body, len);
 			else
-				gw_internal_reply(g, q->x, 500, NULL, "out of memory");
+				gw_internal_reply(g, q->x, 500, NULL,
+						  "out of memory");
 			free(body);
 		}
 	}
@@ -413,7 +444,8 @@ static void count_attempt(struct adm *a, int kind, int status)
 			      l, NULL, 0, &m) < 0)
 			return;
 		if (a->n_keys < N_ATTEMPT_KEYS)
-			a->keys[a->n_keys++] = (struct attempt_key){ kind, status, m };
+			a->keys[a->n_keys++] =
+				(struct attempt_key){ kind, status, m };
 	}
 	gw_madd(a->g, m, 1);
 }
@@ -467,7 +499,9 @@ static void adm_destroy(void *arg)
 
 int gw_admin_init(struct gw *g)
 {
-	static const double tpot[] = { 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1 };
+	static const double tpot[] = {
+		0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1
+	};
 	struct gw_observer o = {
 		.name = GW_MOD_ADMIN,
 		.finished = adm_finished,
@@ -494,8 +528,8 @@ int gw_admin_init(struct gw *g)
 			  "miner legs by state", l, NULL, 0, &a->m_state[i]);
 	}
 	r->metric(r, ENGY_METRIC_GAUGE, "engy_gw_reservations_open",
-		  "balance reservations held by requests in flight", NULL,
-		  NULL, 0, &a->m_res_open);
+		  "balance reservations held by requests in flight", NULL, NULL,
+		  0, &a->m_res_open);
 	r->metric(r, ENGY_METRIC_GAUGE, "engy_gw_reserved_micro",
 		  "micro-USD those reservations hold", NULL, NULL, 0,
 		  &a->m_res_micro);
@@ -506,15 +540,21 @@ int gw_admin_init(struct gw *g)
 	if (!a->tick || event_add(a->tick, &one) < 0)
 		return -ENOMEM;
 	a->started_ms = gw_now_ms();
-	rc = g->t->http_route(g->ti, "/internal/v1/workers", &workers_handler, a);
+	rc = g->t->http_route(g->ti, "/internal/v1/workers", &workers_handler,
+			      a);
 	if (rc < 0)
-		GW_LOG(g, ENGY_LOG_ERR, "event=route_failed "
-		       "path=/internal/v1/workers error=\"%s\"", strerror(-rc));
+		GW_LOG(g, ENGY_LOG_ERR,
+		       "event=route_failed "
+		       "path=/internal/v1/workers error=\"%s\"",
+		       strerror(-rc));
 	if (rc >= 0) {
-		rc = g->t->http_route(g->ti, "/internal/v1/status", &status_handler, a);
+		rc = g->t->http_route(g->ti, "/internal/v1/status",
+				      &status_handler, a);
 		if (rc < 0)
-			GW_LOG(g, ENGY_LOG_ERR, "event=route_failed "
-			       "path=/internal/v1/status error=\"%s\"", strerror(-rc));
+			GW_LOG(g, ENGY_LOG_ERR,
+			       "event=route_failed "
+			       "path=/internal/v1/status error=\"%s\"",
+			       strerror(-rc));
 	}
 	return rc;
 }

@@ -35,33 +35,36 @@
 #include "gateway_mod.h"
 #include "logfmt.h"
 
-#define BK_BUCKETS	30
-#define BK_SAMPLES	512
+#define BK_BUCKETS 30
+#define BK_SAMPLES 512
 
 struct bk_bucket {
-	int64_t slot;			/* which window slice it counts */
+	int64_t slot; /* which window slice it counts */
 	uint32_t n, fail, slow;
 };
 
 struct bk_sample {
-	double t;			/* monotonic seconds */
-	uint32_t ttft, tpot;		/* tpot 0: one token */
+	double t;	     /* monotonic seconds */
+	uint32_t ttft, tpot; /* tpot 0: one token */
 };
 
 struct bk_w {
 	struct bk_bucket b[BK_BUCKETS];
 	uint32_t consecutive;
-	uint32_t stalled;		/* at the last check */
+	uint32_t stalled; /* at the last check */
 	uint64_t trips;
 	char last_trip[160];
 	struct timespec last_trip_at;
-	struct bk_sample s[BK_SAMPLES];	/* answered attempts, a ring */
+	struct bk_sample s[BK_SAMPLES]; /* answered attempts, a ring */
 	unsigned s_head, s_n;
 };
 
 enum { TRIP_ERRORS, TRIP_SLOW, TRIP_CONSECUTIVE, TRIP_STALLED, N_TRIPS };
 static const char *const trip_names[] = {
-	"errors", "slow", "consecutive", "stalled",
+	"errors",
+	"slow",
+	"consecutive",
+	"stalled",
 };
 
 struct bk {
@@ -100,8 +103,8 @@ static struct bk_bucket *bucket(const struct bk *bk, struct bk_w *rec)
 	return b;
 }
 
-static void window(const struct bk *bk, const struct bk_w *rec,
-		   uint32_t *n, uint32_t *fail, uint32_t *slow)
+static void window(const struct bk *bk, const struct bk_w *rec, uint32_t *n,
+		   uint32_t *fail, uint32_t *slow)
 {
 	int64_t s = slot_now(bk);
 	size_t i;
@@ -133,12 +136,13 @@ static void clear(struct bk_w *rec)
 	rec->s_n = rec->s_head = 0;
 }
 
-static void trip(struct bk *bk, struct gw_worker *w, struct bk_w *rec,
-		 int kind, uint32_t n, uint32_t fail, uint32_t slow)
+static void trip(struct bk *bk, struct gw_worker *w, struct bk_w *rec, int kind,
+		 uint32_t n, uint32_t fail, uint32_t slow)
 {
 	char why[160], qn[300], qw[200];
 
-	snprintf(why, sizeof(why), "breaker: %s (%u attempts in the window, "
+	snprintf(why, sizeof(why),
+		 "breaker: %s (%u attempts in the window, "
 		 "%u failed, %u slow, %u stalled, %u failed in a row)",
 		 trip_names[kind], n, fail, slow, rec->stalled,
 		 rec->consecutive);
@@ -151,10 +155,11 @@ static void trip(struct bk *bk, struct gw_worker *w, struct bk_w *rec,
 	       "event=breaker_trip worker=%llu name=%s miner=%s model=%s "
 	       "reason=%s window_s=%.0f attempts=%u failed=%u slow=%u "
 	       "stalled=%u consecutive=%u trips=%llu why=%s",
-	       (unsigned long long)w->id, (engy_logfmt_value(qn, sizeof(qn),
-	       w->worker_name), qn), w->hotkey, w->model, trip_names[kind],
-	       bk->c->breaker_window_s, n, fail, slow, rec->stalled,
-	       rec->consecutive, (unsigned long long)rec->trips,
+	       (unsigned long long)w->id,
+	       (engy_logfmt_value(qn, sizeof(qn), w->worker_name), qn),
+	       w->hotkey, w->model, trip_names[kind], bk->c->breaker_window_s,
+	       n, fail, slow, rec->stalled, rec->consecutive,
+	       (unsigned long long)rec->trips,
 	       (engy_logfmt_value(qw, sizeof(qw), why), qw));
 	clear(rec);
 	gw_worker_set_state(w, GW_W_PULLED, why);
@@ -177,7 +182,7 @@ static void judge(struct bk *bk, struct gw_worker *w, struct bk_w *rec)
 		trip(bk, w, rec, TRIP_ERRORS, n, fail, slow);
 	else if (rec->stalled &&
 		 (rec->consecutive + rec->stalled >=
-		  (uint32_t)c->breaker_consecutive ||
+			  (uint32_t)c->breaker_consecutive ||
 		  (all >= (uint32_t)c->breaker_min_requests &&
 		   (double)bad > c->breaker_max_error_ratio * all)))
 		trip(bk, w, rec, TRIP_STALLED, n, fail, slow);
@@ -205,7 +210,9 @@ static void bk_finished(void *arg, struct gw_worker *w, const struct gw_req *r,
 			b->slow++;
 		rec->consecutive = 0;
 		rec->s[rec->s_head] = (struct bk_sample){
-			mono(), o->ttft_ms, o->completion_tokens > 1 ? o->tpot_ms : 0 };
+			mono(), o->ttft_ms,
+			o->completion_tokens > 1 ? o->tpot_ms : 0
+		};
 		rec->s_head = (rec->s_head + 1) % BK_SAMPLES;
 		if (rec->s_n < BK_SAMPLES)
 			rec->s_n++;
@@ -299,16 +306,20 @@ void gw_breaker_describe(struct gw *g, const struct gw_worker *w, cJSON *o)
 		if (s->tpot)
 			tpot[np++] = s->tpot;
 	}
-	cJSON_AddNumberToObject(o, "ttft_p99_ms", gw_mod_quantile(ttft, nt, 0.99));
-	cJSON_AddNumberToObject(o, "tpot_p99_ms", gw_mod_quantile(tpot, np, 0.99));
+	cJSON_AddNumberToObject(o, "ttft_p99_ms",
+				gw_mod_quantile(ttft, nt, 0.99));
+	cJSON_AddNumberToObject(o, "tpot_p99_ms",
+				gw_mod_quantile(tpot, np, 0.99));
 	cJSON_AddNumberToObject(o, "latency_samples", (double)nt);
 	j = cJSON_AddObjectToObject(o, "breaker");
 	if (!j)
 		return;
 	window(bk, rec, &n, &fail, &slow);
-	cJSON_AddStringToObject(j, "status", w->first_party ? "exempt"
+	cJSON_AddStringToObject(j, "status",
+				w->first_party		  ? "exempt"
 				: w->state == GW_W_PULLED ? "open"
-				: guarded(g, w) ? "closed" : "idle");
+				: guarded(g, w)		  ? "closed"
+							  : "idle");
 	cJSON_AddNumberToObject(j, "window_s", bk->c->breaker_window_s);
 	cJSON_AddNumberToObject(j, "attempts", n);
 	cJSON_AddNumberToObject(j, "failed", fail);

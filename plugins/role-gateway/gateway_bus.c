@@ -134,7 +134,7 @@ uint32_t gw_mod_quantile(uint32_t *v, size_t n, double p)
 	if (!n)
 		return 0;
 	qsort(v, n, sizeof(*v), cmp_u32);
-	k = (size_t)((double)n * p + 0.999999999);	/* ceil(n p), nearest rank */
+	k = (size_t)((double)n * p + 0.999999999); /* ceil(n p), nearest rank */
 	if (k < 1)
 		k = 1;
 	return v[(k > n ? n : k) - 1];

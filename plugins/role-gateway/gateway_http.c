@@ -43,7 +43,7 @@ static void models_fn(void *arg)
 static void simple_error(struct gw *g, struct engy_http_exchange *x,
 			 enum engy_api api, int status, const char *msg)
 {
-	struct engy_apierr e = {.status = status, .message = msg};
+	struct engy_apierr e = { .status = status, .message = msg };
 	size_t len;
 	char *body = engy_apierr_body(api, &e, &len);
 
@@ -88,8 +88,8 @@ static void models_done(void *arg, int rc)
 out:
 	if (status != 200)
 		gw_req_error(r, status,
-			      status == 404 ? "model: no such model"
-					    : "the model list is unavailable");
+			     status == 404 ? "model: no such model"
+					   : "the model list is unavailable");
 	else if (o.err)
 		gw_req_error(r, 500, "out of memory");
 	else {

@@ -76,51 +76,51 @@ struct gw;
 struct gw_req;
 struct gw_worker;
 
-#define GW_HASH_BYTES		32
-#define GW_MAX_ATTEMPTS		4	/* workers one request may try */
-#define GW_MAX_OBSERVERS	8
-#define GW_EXT_SLOTS		4	/* per-worker state of modules */
-#define GW_MAX_TOKENIZERS	16
+#define GW_HASH_BYTES	  32
+#define GW_MAX_ATTEMPTS	  4 /* workers one request may try */
+#define GW_MAX_OBSERVERS  8
+#define GW_EXT_SLOTS	  4 /* per-worker state of modules */
+#define GW_MAX_TOKENIZERS 16
 
 /* The role's options: the `gateway { }` section and its env twins. */
 struct gw_conf {
-	int64_t workers;		/* gateway processes (GET /gw/meta) */
-	int64_t worker_index;		/* which of them this one is */
-	const char *ws_path;		/* "/gw" */
-	bool onboarding;		/* false: new workers serve at once */
-	struct engy_strv first_party;	/* worker names always eligible */
-	int64_t min_inflight_total;	/* hello's max_inflight_total >= */
-	int64_t worker_max_inflight;	/* a worker's share, at most */
-	int64_t hello_max_bytes;	/* a message before admission */
-	int64_t max_unauthenticated;	/* legs not yet admitted, at most */
+	int64_t workers;	      /* gateway processes (GET /gw/meta) */
+	int64_t worker_index;	      /* which of them this one is */
+	const char *ws_path;	      /* "/gw" */
+	bool onboarding;	      /* false: new workers serve at once */
+	struct engy_strv first_party; /* worker names always eligible */
+	int64_t min_inflight_total;   /* hello's max_inflight_total >= */
+	int64_t worker_max_inflight;  /* a worker's share, at most */
+	int64_t hello_max_bytes;      /* a message before admission */
+	int64_t max_unauthenticated;  /* legs not yet admitted, at most */
 	double hello_timeout_s;
-	double stale_s;			/* silence before a leg is dropped */
-	double ping_s;			/* silence before a ping */
+	double stale_s; /* silence before a leg is dropped */
+	double ping_s;	/* silence before a ping */
 	double first_token_timeout_s;
-	double keepalive_s;		/* SSE keep-alive while waiting */
-	int64_t max_attempts;		/* workers tried before the 1st byte */
+	double keepalive_s;   /* SSE keep-alive while waiting */
+	int64_t max_attempts; /* workers tried before the 1st byte */
 	int64_t max_body_bytes;
 	int64_t max_messages;
 	int64_t max_tools;
 	int64_t default_max_tokens;
-	int64_t key_max_inflight;	/* 429 above, per API key */
+	int64_t key_max_inflight; /* 429 above, per API key */
 	double key_cache_s;
 	double model_cache_s;
-	double miner_cache_s;		/* deny verdicts per miner key */
-	int64_t affinity_chars;		/* prompt prefix hashed */
-	int64_t affinity_min_chars;	/* shorter prompts: no affinity */
-	double affinity_slack;		/* load above the least loaded */
-	struct engy_strv tokenizers;	/* "MODEL=DIR" */
-	const char *chat_template;	/* qwen3.6 or qwen3 */
+	double miner_cache_s;	     /* deny verdicts per miner key */
+	int64_t affinity_chars;	     /* prompt prefix hashed */
+	int64_t affinity_min_chars;  /* shorter prompts: no affinity */
+	double affinity_slack;	     /* load above the least loaded */
+	struct engy_strv tokenizers; /* "MODEL=DIR" */
+	const char *chat_template;   /* qwen3.6 or qwen3 */
 	double reserve_margin_s;
-	int64_t cancel_bytes_per_token;	/* cancelled stream, no tokenizer */
+	int64_t cancel_bytes_per_token; /* cancelled stream, no tokenizer */
 	struct gw_mod_conf mod;		/* onboarding, breaker, tee */
 };
 
 /* ---- the miner pool ------------------------------------------------- */
 
 enum gw_wstate {
-	GW_W_HELLO = 0,	/* connected, waiting for hello */
+	GW_W_HELLO = 0, /* connected, waiting for hello */
 	GW_W_CHECKING,	/* hello under validation (store) */
 	GW_W_NEW,	/* admitted, not proven: onboarding's input */
 	GW_W_PROBING,	/* onboarding at work: probes only */
@@ -133,13 +133,13 @@ enum gw_wstate {
 struct gw_worker {
 	struct gw *g;
 	struct gw_worker *next, **pprev;
-	struct engy_ws_conn *conn;	/* NULL once closing */
-	uint64_t id;			/* this process's number, for logs */
+	struct engy_ws_conn *conn; /* NULL once closing */
+	uint64_t id;		   /* this process's number, for logs */
 	enum gw_wstate state;
-	bool first_party;		/* always eligible */
-	bool reconnect_sent;		/* draining: reconnect went out */
-	bool in_job;			/* a pool job holds it: free later */
-	int32_t priority;		/* routing bias, 0 none */
+	bool first_party;    /* always eligible */
+	bool reconnect_sent; /* draining: reconnect went out */
+	bool in_job;	     /* a pool job holds it: free later */
+	int32_t priority;    /* routing bias, 0 none */
 	/* who */
 	int64_t miner_id;
 	uint8_t key_hash[GW_HASH_BYTES];
@@ -151,27 +151,27 @@ struct gw_worker {
 	char model[128];
 	char model_root[129];
 	/* capacity and limits: min(model spec, hello) */
-	unsigned max_inflight;		/* this leg's share */
+	unsigned max_inflight; /* this leg's share */
 	unsigned max_inflight_total;
 	uint64_t max_input_tokens;
 	uint64_t max_output_tokens;
 	double max_request_s;
 	/* load */
-	unsigned inflight;		/* attempts routed here, open */
-	unsigned miner_inflight;	/* its last heartbeat */
-	struct gw_req *reqs;		/* those attempts */
-	int64_t swrr;			/* smooth weighted round-robin */
-	uint64_t ident;			/* hash of (key, worker_name) */
+	unsigned inflight;	 /* attempts routed here, open */
+	unsigned miner_inflight; /* its last heartbeat */
+	struct gw_req *reqs;	 /* those attempts */
+	int64_t swrr;		 /* smooth weighted round-robin */
+	uint64_t ident;		 /* hash of (key, worker_name) */
 	/* timing (CLOCK_MONOTONIC) */
 	struct timespec opened, last_seen, last_ping;
 	uint64_t served, failed, bad_frames;
-	void *ext[GW_EXT_SLOTS];	/* modules' per-worker state */
+	void *ext[GW_EXT_SLOTS]; /* modules' per-worker state */
 };
 
 /* ---- requests ------------------------------------------------------- */
 
 enum gw_rstate {
-	GW_R_CHECK = 0,	/* parse, key, model, count (pool) */
+	GW_R_CHECK = 0, /* parse, key, model, count (pool) */
 	GW_R_RESERVE,	/* reserve (pool) */
 	GW_R_ROUTED,	/* an attempt is at a worker */
 	GW_R_SETTLE,	/* settle and log (pool) */
@@ -186,16 +186,16 @@ enum gw_rstate {
  */
 struct gw_outcome {
 	int status;
-	bool miner_fault;		/* 502/504: counts against the worker */
+	bool miner_fault; /* 502/504: counts against the worker */
 	uint32_t prompt_tokens;
 	uint32_t completion_tokens;
 	uint32_t cached_tokens;
-	uint32_t ttft_ms;		/* 0 when no token came */
+	uint32_t ttft_ms; /* 0 when no token came */
 	uint32_t tpot_ms;
 	double total_s;
-	int64_t cost_micro;		/* what settle was asked to charge */
+	int64_t cost_micro; /* what settle was asked to charge */
 	bool is_probe;
-	const char *reason;		/* short, never content */
+	const char *reason; /* short, never content */
 };
 
 /*
@@ -211,69 +211,69 @@ struct gw_model_entry;
 
 struct gw_req {
 	struct gw *g;
-	struct gw_req *next, **pprev;	/* g->reqs */
-	struct gw_req *wnext, **wprev;	/* w->reqs while routed */
+	struct gw_req *next, **pprev;  /* g->reqs */
+	struct gw_req *wnext, **wprev; /* w->reqs while routed */
 	enum gw_rstate state;
 	/* the buyer (NULL for internal requests, or once gone) */
 	struct engy_http_exchange *x;
 	const struct gw_sink *sink;
 	void *sink_arg;
-	bool gone;			/* the buyer hung up */
-	bool internal;			/* gw_submit(): no buyer, no money */
-	bool no_worker;			/* none eligible at CHECK: 503/404 */
+	bool gone;	/* the buyer hung up */
+	bool internal;	/* gw_submit(): no buyer, no money */
+	bool no_worker; /* none eligible at CHECK: 503/404 */
 	bool sink_called;
 	bool is_probe;
-	bool count_only;		/* /v1/messages/count_tokens */
+	bool count_only; /* /v1/messages/count_tokens */
 	enum engy_api api;
 	struct engy_api_req areq;
-	char request_id[40];		/* x-request-id, engy_request_id */
-	char completion_id[48];		/* chatcmpl-... / msg_... */
-	char corr_id[48];		/* the current attempt */
+	char request_id[40];	/* x-request-id, engy_request_id */
+	char completion_id[48]; /* chatcmpl-... / msg_... */
+	char corr_id[48];	/* the current attempt */
 	/* what the checks found */
 	int64_t key_id, account_id;
 	uint8_t key_hash[GW_HASH_BYTES];
-	bool key_counted;		/* holds one of the key's inflight */
+	bool key_counted; /* holds one of the key's inflight */
 	struct engy_model spec;
-	uint64_t prompt_bound;		/* tokens: exact, or a byte bound */
+	uint64_t prompt_bound; /* tokens: exact, or a byte bound */
 	bool prompt_exact;
-	uint64_t prompt_est;		/* exact, or bytes / cancel_bytes_per_token */
-	uint64_t affinity;		/* hash of the prompt's prefix */
+	uint64_t prompt_est; /* exact, or bytes / cancel_bytes_per_token */
+	uint64_t affinity;   /* hash of the prompt's prefix */
 	bool has_affinity;
-	const struct gw_tok *tok;	/* the model's tokenizer, or NULL */
+	const struct gw_tok *tok; /* the model's tokenizer, or NULL */
 	int64_t reservation_id;
 	int64_t reserved_micro;
-	uint64_t pin;			/* internal: only the worker with this
+	uint64_t pin; /* internal: only the worker with this
 					 * id (0: routed); an id, not a pointer:
 					 * the worker may go while it waits */
 	/* routing */
-	struct gw_worker *w;		/* the current attempt's worker */
+	struct gw_worker *w; /* the current attempt's worker */
 	unsigned attempts;
 	uint64_t tried[GW_MAX_ATTEMPTS];
-	char miner[64];			/* last worker's hotkey and name */
+	char miner[64]; /* last worker's hotkey and name */
 	char worker_name[128];
-	double deadline_s;		/* min(model, worker) max_request_s */
+	double deadline_s; /* min(model, worker) max_request_s */
 	/* relay */
-	bool stream_begun;		/* buyer: status line and headers out */
-	bool content_sent;		/* buyer: a content byte out */
-	bool first_chunk;		/* this attempt had a chunk */
+	bool stream_begun; /* buyer: status line and headers out */
+	bool content_sent; /* buyer: a content byte out */
+	bool first_chunk;  /* this attempt had a chunk */
 	struct engy_oai_stream os;
 	struct engy_anth_stream as;
 	struct engy_sse_out out;
-	size_t relayed_bytes;		/* content + reasoning to the buyer */
-	char *relayed;			/* that text, kept only to count it
+	size_t relayed_bytes; /* content + reasoning to the buyer */
+	char *relayed;	      /* that text, kept only to count it
 					 * with the tokenizer (RAM only) */
 	size_t relayed_cap;
-	struct event *timer;		/* first token / deadline */
+	struct event *timer; /* first token / deadline */
 	struct event *keepalive;
 	struct timespec t0, t_sent, t_first, t_last;
-	int64_t t0_ms;			/* arrival, Unix ms (the row's time) */
+	int64_t t0_ms; /* arrival, Unix ms (the row's time) */
 	/* the end */
 	struct gw_outcome out_come;
 	uint32_t prompt_tokens, completion_tokens, cached_tokens;
 	int status;
 	int64_t cost_micro;
 	/* the pool job's scratch (gateway_store.c) */
-	void (*job_done)(struct gw_req *r);	/* the trip's continuation */
+	void (*job_done)(struct gw_req *r); /* the trip's continuation */
 	uint8_t *body;
 	size_t body_len;
 	int job_rc;
@@ -289,7 +289,7 @@ struct gw_tok {
 	char model[128];
 	char dir[512];
 	struct engy_tokenizer *tok;
-	int variant;			/* enum engy_chat_variant */
+	int variant; /* enum engy_chat_variant */
 };
 
 /* Cached reads of the store (loop thread; refreshed on the pool). */
@@ -297,8 +297,8 @@ struct gw_key_entry {
 	struct gw_key_entry *next;
 	uint8_t hash[GW_HASH_BYTES];
 	int64_t key_id, account_id;
-	uint32_t status;		/* 0: no such key */
-	unsigned inflight;		/* this key's open requests */
+	uint32_t status;   /* 0: no such key */
+	unsigned inflight; /* this key's open requests */
 	struct timespec fetched;
 };
 
@@ -309,7 +309,7 @@ struct gw_model_entry {
 	struct timespec fetched;
 };
 
-struct gw_miner_entry {			/* refused miner keys, briefly */
+struct gw_miner_entry { /* refused miner keys, briefly */
 	struct gw_miner_entry *next;
 	uint8_t hash[GW_HASH_BYTES];
 	char reason[96];
@@ -369,7 +369,7 @@ struct gw_relay_sink {
 /* ---- the role ---------------------------------------------------------- */
 
 struct gw {
-	const struct engy_host *h;	/* the role instance's host services */
+	const struct engy_host *h; /* the role instance's host services */
 	const struct gw_conf *c;
 	/* the buyer listener (transport-http) */
 	const struct engy_transport_ops *t;
@@ -388,12 +388,12 @@ struct gw {
 	struct gw_req *reqs;
 	unsigned n_reqs;
 	/* caches */
-	struct gw_key_entry *keys[256];	/* by the hash's first byte */
+	struct gw_key_entry *keys[256]; /* by the hash's first byte */
 	struct gw_model_entry *models;
 	struct gw_miner_entry *denied;
 	struct gw_tok toks[GW_MAX_TOKENIZERS];
 	size_t n_toks;
-	int variant;			/* default chat template */
+	int variant; /* default chat template */
 	/* hooks */
 	const struct gw_pool_sink *pool_sink;
 	const struct gw_relay_sink *relay_sink;
@@ -402,8 +402,8 @@ struct gw {
 	size_t n_obs;
 	unsigned n_ext;
 	/* life */
-	struct event *tick;		/* stale, ping, hello timeouts */
-	struct event *release_ev;	/* release_expired */
+	struct event *tick;	  /* stale, ping, hello timeouts */
+	struct event *release_ev; /* release_expired */
 	bool stopping;
 	uint64_t served, refused;
 	struct engy_metric *m_workers, *m_inflight, *m_ttft, *m_overhead,
@@ -504,8 +504,8 @@ bool gw_route_any(const struct gw *g, const char *model);
 /* The worker for @r's next attempt, or NULL. */
 struct gw_worker *gw_route_pick(struct gw *g, struct gw_req *r);
 /* The prefix hash of a rendered prompt (affinity_chars of it). */
-uint64_t gw_route_affinity(const struct gw *g, const char *prompt,
-			   size_t len, bool *use);
+uint64_t gw_route_affinity(const struct gw *g, const char *prompt, size_t len,
+			   bool *use);
 
 /* gateway_pool.c */
 int gw_pool_init(struct gw *g);
@@ -534,8 +534,7 @@ void gw_store_hello(struct gw_worker *w, const char *miner_key,
 
 /* gateway_reply.c: what goes out to @r's buyer (nothing when gone). */
 /* A whole JSON reply. */
-void gw_reply_json(struct gw_req *r, int status, const char *body,
-		   size_t len);
+void gw_reply_json(struct gw_req *r, int status, const char *body, size_t len);
 /* An error in the API's shape (in-band once the stream is under way). */
 void gw_reply_error(struct gw_req *r, int status, const char *msg);
 /* A count_tokens answer; -ENOMEM. */
@@ -570,7 +569,7 @@ void gw_notify_response(struct gw *g, struct gw_worker *w,
 
 /* gateway_frames.c: what a miner sends (specs/protocol.md §2). */
 enum gw_mtype {
-	GW_M_UNKNOWN = 0,	/* ignored */
+	GW_M_UNKNOWN = 0, /* ignored */
 	GW_M_HELLO,
 	GW_M_HEARTBEAT,
 	GW_M_CHUNK,
@@ -581,17 +580,17 @@ struct gw_capacity {
 	bool has_total;
 	unsigned max_inflight;
 	unsigned max_inflight_total;
-	uint64_t max_input_tokens;	/* 0: not sent */
+	uint64_t max_input_tokens; /* 0: not sent */
 	uint64_t max_output_tokens;
 	double max_request_s;
 };
 
 struct gw_mframe {
-	int type;			/* enum gw_mtype */
+	int type; /* enum gw_mtype */
 	const char *type_name;
 	cJSON *root;
-	const char *corr_id;		/* chunk, response */
-	const cJSON *delta;		/* chunk */
+	const char *corr_id; /* chunk, response */
+	const cJSON *delta;  /* chunk */
 	/* hello */
 	const char *miner_key;
 	const char *model;
@@ -599,8 +598,8 @@ struct gw_mframe {
 	const char *worker_name;
 	const char *worker_id;
 	const char *instance_id;
-	struct gw_capacity cap;		/* hello, heartbeat */
-	unsigned inflight;		/* heartbeat */
+	struct gw_capacity cap; /* hello, heartbeat */
+	unsigned inflight;	/* heartbeat */
 };
 
 /*
@@ -609,8 +608,8 @@ struct gw_mframe {
  * without its required fields, a chunk or response without a corr_id;
  * unknown types parse as GW_M_UNKNOWN.  Free with gw_frame_free().
  */
-int gw_frame_parse(const char *data, size_t len, struct gw_mframe *f,
-		   char *err, size_t errlen);
+int gw_frame_parse(const char *data, size_t len, struct gw_mframe *f, char *err,
+		   size_t errlen);
 void gw_frame_free(struct gw_mframe *f);
 
 #endif /* ENGY_ROLE_GATEWAY_INT_H */

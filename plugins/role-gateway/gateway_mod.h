@@ -40,10 +40,10 @@
 struct engy_http_exchange;
 struct engy_http_request;
 
-#define GW_MOD_ONBOARD	"onboard"
-#define GW_MOD_BREAKER	"breaker"
-#define GW_MOD_TEE	"tee"
-#define GW_MOD_ADMIN	"admin"
+#define GW_MOD_ONBOARD "onboard"
+#define GW_MOD_BREAKER "breaker"
+#define GW_MOD_TEE     "tee"
+#define GW_MOD_ADMIN   "admin"
 
 /* gateway_bus.c: the state of the module whose observer is named
  * @name, or NULL. */
@@ -101,8 +101,8 @@ int gw_tee_init(struct gw *g);
 bool gw_internal_auth(struct gw *g, struct engy_http_exchange *x,
 		      const struct engy_http_request *hr);
 /* Answer @x with @body (taken; NULL: {"error": ...} of @status). */
-void gw_internal_reply(struct gw *g, struct engy_http_exchange *x,
-		       int status, cJSON *body, const char *error);
+void gw_internal_reply(struct gw *g, struct engy_http_exchange *x, int status,
+		       cJSON *body, const char *error);
 
 /* ---- gateway_admin.c ------------------------------------------------ */
 int gw_admin_init(struct gw *g);

@@ -69,7 +69,8 @@ static void round_failed(struct ob *ob, struct ob_w *rec, const char *why)
 	ob->failed++;
 	ob_later(&rec->next_at, ob->c->probe_retry_s);
 	ob_penalty_set(ob, rec);
-	snprintf(rec->last, sizeof(rec->last), "round %u failed: %s", rec->round, why);
+	snprintf(rec->last, sizeof(rec->last), "round %u failed: %s",
+		 rec->round, why);
 	if (ob->m_fail)
 		gw_madd(ob->g, ob->m_fail, 1);
 	GW_LOG(ob->g, ENGY_LOG_NOTICE,
@@ -89,7 +90,8 @@ static void round_passed(struct ob *ob, struct ob_w *rec, uint32_t ttft,
 	rec->phase = OB_IDLE;
 	rec->rounds_passed++;
 	ob->passed++;
-	snprintf(rec->last, sizeof(rec->last), "round %u passed: %u/%u "
+	snprintf(rec->last, sizeof(rec->last),
+		 "round %u passed: %u/%u "
 		 "answered, ttft p99 %u ms, tpot p99 %u ms, %u verdicts pass",
 		 rec->round, rec->ok, rec->ok + rec->failed, ttft, tpot,
 		 rec->v_pass);
@@ -125,8 +127,8 @@ static void evaluate(struct ob *ob, struct ob_w *rec)
 	const struct gw_mod_conf *c = ob->c;
 	unsigned total = rec->ok + rec->failed, need = ob_verdicts_needed(ob);
 	unsigned have = rec->v_pass + rec->v_cheat + rec->v_unproven;
-	unsigned allowed = (unsigned)floor((1 - c->probe_min_success) *
-					   (double)c->probe_count + 1e-9);
+	unsigned allowed = (unsigned)floor(
+		(1 - c->probe_min_success) * (double)c->probe_count + 1e-9);
 	double age = gw_since(&rec->began);
 	uint32_t ttft, tpot;
 	char why[160];
@@ -134,8 +136,10 @@ static void evaluate(struct ob *ob, struct ob_w *rec)
 	if (rec->phase != OB_PROBING)
 		return;
 	if (rec->failed > allowed) {
-		snprintf(why, sizeof(why), "%u of %u probe attempts failed "
-			 "(502/504)", rec->failed, total);
+		snprintf(why, sizeof(why),
+			 "%u of %u probe attempts failed "
+			 "(502/504)",
+			 rec->failed, total);
 		round_failed(ob, rec, why);
 		return;
 	}
@@ -145,9 +149,11 @@ static void evaluate(struct ob *ob, struct ob_w *rec)
 	}
 	if (total < (unsigned)c->probe_count) {
 		if (age > c->probe_window_s) {
-			snprintf(why, sizeof(why), "only %u of %lld probe "
-				 "attempts ended within %.0f s", total,
-				 (long long)c->probe_count, c->probe_window_s);
+			snprintf(why, sizeof(why),
+				 "only %u of %lld probe "
+				 "attempts ended within %.0f s",
+				 total, (long long)c->probe_count,
+				 c->probe_window_s);
 			round_failed(ob, rec, why);
 		}
 		return;
@@ -155,29 +161,37 @@ static void evaluate(struct ob *ob, struct ob_w *rec)
 	ttft = p99(rec->ttft, rec->n_ttft);
 	tpot = p99(rec->tpot, rec->n_tpot);
 	if (rec->ttft_ms && ttft > rec->ttft_ms) {
-		snprintf(why, sizeof(why), "TTFT p99 %u ms is over the ceiling "
-			 "%u ms", ttft, rec->ttft_ms);
+		snprintf(why, sizeof(why),
+			 "TTFT p99 %u ms is over the ceiling "
+			 "%u ms",
+			 ttft, rec->ttft_ms);
 		round_failed(ob, rec, why);
 		return;
 	}
 	if (rec->tpot_ms && tpot > rec->tpot_ms) {
-		snprintf(why, sizeof(why), "TPOT p99 %u ms is over the ceiling "
-			 "%u ms", tpot, rec->tpot_ms);
+		snprintf(why, sizeof(why),
+			 "TPOT p99 %u ms is over the ceiling "
+			 "%u ms",
+			 tpot, rec->tpot_ms);
 		round_failed(ob, rec, why);
 		return;
 	}
 	if (have < need) {
 		if (age > c->probe_verdict_timeout_s) {
-			snprintf(why, sizeof(why), "%u of %u TOPLOC verdicts "
-				 "within %.0f s", have, need,
-				 c->probe_verdict_timeout_s);
+			snprintf(why, sizeof(why),
+				 "%u of %u TOPLOC verdicts "
+				 "within %.0f s",
+				 have, need, c->probe_verdict_timeout_s);
 			round_failed(ob, rec, why);
 		}
 		return;
 	}
-	if (need && (double)rec->v_pass < ceil(c->probe_min_success * have - 1e-9)) {
-		snprintf(why, sizeof(why), "%u of %u TOPLOC verdicts pass "
-			 "(%u unproven)", rec->v_pass, have, rec->v_unproven);
+	if (need &&
+	    (double)rec->v_pass < ceil(c->probe_min_success * have - 1e-9)) {
+		snprintf(why, sizeof(why),
+			 "%u of %u TOPLOC verdicts pass "
+			 "(%u unproven)",
+			 rec->v_pass, have, rec->v_unproven);
 		round_failed(ob, rec, why);
 		return;
 	}
@@ -198,8 +212,7 @@ static cJSON *probe_body(struct ob *ob, const struct gw_worker *w)
 
 	if (!b || !cJSON_AddStringToObject(b, "model", w->model) ||
 	    !(msgs = cJSON_AddArrayToObject(b, "messages")) ||
-	    !(m = cJSON_CreateObject()) ||
-	    !cJSON_AddItemToArray(msgs, m) ||
+	    !(m = cJSON_CreateObject()) || !cJSON_AddItemToArray(msgs, m) ||
 	    !cJSON_AddStringToObject(m, "role", "user") ||
 	    !cJSON_AddStringToObject(m, "content", p) ||
 	    !cJSON_AddNumberToObject(b, "max_tokens",
@@ -217,7 +230,8 @@ static bool wants_more(const struct ob *ob, const struct ob_w *rec)
 	if (rec->sent < (unsigned)ob->c->probe_count)
 		return true;
 	/* The gateway verifies answered probes: enough must be answered. */
-	return ob->verify == OBV_GATEWAY && rec->v_sent + rec->inflight < need &&
+	return ob->verify == OBV_GATEWAY &&
+	       rec->v_sent + rec->inflight < need &&
 	       rec->sent < 4 * (unsigned)ob->c->probe_count + need;
 }
 
@@ -274,13 +288,14 @@ static void probe_done(void *arg, const struct gw_outcome *o,
 		p->next->pprev = p->pprev;
 	free(p);
 	if (!rec)
-		return;		/* its worker is gone */
+		return; /* its worker is gone */
 	ob = gw_mod_find(rec->w->g, GW_MOD_ONBOARD);
 	rec->inflight--;
 	if (frame && o->status == 200 && rec->phase == OB_PROBING &&
 	    ob->verify == OBV_GATEWAY && rec->v_sent < ob_verdicts_needed(ob)) {
-		if (gw_pv_submit(ob->pv, frame, rec->w->model_root, rec->toploc_v,
-				 rec->toploc_p_ppm, rec->w->id, rec->round) == 0)
+		if (gw_pv_submit(ob->pv, frame, rec->w->model_root,
+				 rec->toploc_v, rec->toploc_p_ppm, rec->w->id,
+				 rec->round) == 0)
 			rec->v_sent++;
 	}
 	kick(ob);
@@ -299,10 +314,11 @@ static void ob_finished(void *arg, struct gw_worker *w, const struct gw_req *r,
 		rec->ok++;
 		if (ob->m_ok)
 			gw_madd(ob->g, ob->m_ok, 1);
-		ob_push_u32(&rec->ttft, &rec->n_ttft, &rec->cap_ttft, o->ttft_ms);
+		ob_push_u32(&rec->ttft, &rec->n_ttft, &rec->cap_ttft,
+			    o->ttft_ms);
 		if (o->completion_tokens > 1)
 			ob_push_u32(&rec->tpot, &rec->n_tpot, &rec->cap_tpot,
-				 o->tpot_ms);
+				    o->tpot_ms);
 		if (ob->verify == OBV_AUDITOR) {
 			if (!ENGY_GROW(rec->ids, rec->cap_ids, rec->n_ids + 1))
 				goto eval;
@@ -335,9 +351,11 @@ static void count_verdict(struct ob *ob, struct ob_w *rec, int verdict,
 		gw_madd(ob->g, ob->m_v[verdict], 1);
 	GW_LOG(ob->g, ENGY_LOG_INFO,
 	       "event=probe_verdict worker=%llu round=%u by=%s verdict=%s "
-	       "reason=%s", (unsigned long long)rec->w->id, rec->round, by,
-	       verdict == ENGY_VERDICT_PASS ? "pass" :
-	       verdict == ENGY_VERDICT_CHEAT ? "cheat" : "unproven",
+	       "reason=%s",
+	       (unsigned long long)rec->w->id, rec->round, by,
+	       verdict == ENGY_VERDICT_PASS    ? "pass"
+	       : verdict == ENGY_VERDICT_CHEAT ? "cheat"
+					       : "unproven",
 	       ob_q(qr, sizeof(qr), reason));
 	evaluate(ob, rec);
 }
@@ -365,7 +383,8 @@ void gw_onboard_verdict(struct gw *g, uint64_t worker_id,
 		if (strcmp(rec->ids[i], request_id) != 0)
 			continue;
 		/* One verdict per probe. */
-		memmove(rec->ids[i], rec->ids[rec->n_ids - 1], sizeof(rec->ids[0]));
+		memmove(rec->ids[i], rec->ids[rec->n_ids - 1],
+			sizeof(rec->ids[0]));
 		rec->n_ids--;
 		count_verdict(ob, rec, verdict, "auditor", "auditor");
 		return;
@@ -461,10 +480,13 @@ static void ob_admitted(void *arg, struct gw_worker *w)
 		/* A re-dial does not cut a wait short. */
 		rec->phase = pen->phase;
 		rec->next_at = pen->until;
-		snprintf(rec->last, sizeof(rec->last), "waiting out an earlier "
-			 "%s", pen->phase == OB_COOLDOWN ? "pull" : "failed round");
-		gw_worker_set_state(w, ob->g->c->onboarding ? GW_W_PROBING
-				    : GW_W_PULLED, "re-dialled while waiting");
+		snprintf(rec->last, sizeof(rec->last),
+			 "waiting out an earlier "
+			 "%s",
+			 pen->phase == OB_COOLDOWN ? "pull" : "failed round");
+		gw_worker_set_state(
+			w, ob->g->c->onboarding ? GW_W_PROBING : GW_W_PULLED,
+			"re-dialled while waiting");
 	} else if (!w->first_party && ob->g->c->onboarding) {
 		rec->phase = OB_SPEC;
 	}
@@ -530,14 +552,18 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 			continue;
 		if (rec->phase == OB_PROBING) {
 			evaluate(ob, rec);
-		} else if ((rec->phase == OB_BACKOFF || rec->phase == OB_COOLDOWN) &&
+		} else if ((rec->phase == OB_BACKOFF ||
+			    rec->phase == OB_COOLDOWN) &&
 			   ob_due(&rec->next_at) && !rec->inflight) {
 			if (ob->g->c->onboarding) {
-				round_begin(ob, rec, rec->phase == OB_COOLDOWN
-					    ? "re-qualify after a pull" : "retry");
+				round_begin(ob, rec,
+					    rec->phase == OB_COOLDOWN
+						    ? "re-qualify after a pull"
+						    : "retry");
 			} else {
 				rec->phase = OB_IDLE;
-				gw_worker_set_state(w, GW_W_NEW, "breaker cooldown over");
+				gw_worker_set_state(w, GW_W_NEW,
+						    "breaker cooldown over");
 			}
 		}
 	}
@@ -620,7 +646,8 @@ int gw_onboard_init(struct gw *g)
 	}
 	ob->rng = (uint64_t)gw_now_ms() * 0x9e3779b97f4a7c15ull | 1;
 	ob_metrics(ob);
-	if (c->probe_prompts && (rc = ob_load_prompts(ob, c->probe_prompts)) < 0)
+	if (c->probe_prompts &&
+	    (rc = ob_load_prompts(ob, c->probe_prompts)) < 0)
 		return rc;
 	rc = gw_pv_new(g, pv_done, &ob->pv);
 	if (rc < 0)
@@ -634,10 +661,12 @@ int gw_onboard_init(struct gw *g)
 	else if (!strcmp(c->probe_verify, "none"))
 		ob->verify = OBV_NONE;
 	else
-		return ob_bad(g, "probe_verify", "auto, gateway, auditor or none");
+		return ob_bad(g, "probe_verify",
+			      "auto, gateway, auditor or none");
 	if (ob->verify == OBV_GATEWAY && !ob->pv)
-		return ob_bad(g, "probe_verify", "gateway needs a proof instance and "
-			   "a backend instance with prefill in this config");
+		return ob_bad(g, "probe_verify",
+			      "gateway needs a proof instance and "
+			      "a backend instance with prefill in this config");
 	ob->tick = event_new(g->h->evbase(g->h), -1, EV_PERSIST, on_tick, ob);
 	ob->kick = event_new(g->h->evbase(g->h), -1, 0, on_kick, ob);
 	if (!ob->tick || !ob->kick || event_add(ob->tick, &tv) < 0)
@@ -646,14 +675,15 @@ int gw_onboard_init(struct gw *g)
 	       "event=onboarding_ready onboarding=%s verify=%s probe_count=%lld "
 	       "probe_verdicts=%lld prompts=%zu",
 	       g->c->onboarding ? "on" : "off",
-	       ob->verify == OBV_GATEWAY ? "gateway" :
-	       ob->verify == OBV_AUDITOR ? "auditor" : "none",
+	       ob->verify == OBV_GATEWAY   ? "gateway"
+	       : ob->verify == OBV_AUDITOR ? "auditor"
+					   : "none",
 	       (long long)c->probe_count, (long long)c->probe_verdicts,
 	       ob->n_prompts ? ob->n_prompts : ob_n_builtin());
 	if (ob->verify == OBV_NONE && g->c->onboarding)
-		GW_LOG(g, ENGY_LOG_WARNING, "event=onboarding_unverified "
+		GW_LOG(g, ENGY_LOG_WARNING,
+		       "event=onboarding_unverified "
 		       "reason=\"probe_verify = none: workers qualify without "
 		       "a TOPLOC check\"");
 	return 0;
 }
-

@@ -22,12 +22,12 @@ enum ob_verify { OBV_NONE = 0, OBV_GATEWAY, OBV_AUDITOR };
 
 struct ob_w;
 
-struct ob_probe {			/* one probe in flight */
+struct ob_probe { /* one probe in flight */
 	struct ob_probe *next, **pprev;
-	struct ob_w *rec;		/* NULL once its worker closed */
+	struct ob_w *rec; /* NULL once its worker closed */
 };
 
-struct ob_w {				/* w->ext[ob->slot] */
+struct ob_w { /* w->ext[ob->slot] */
 	struct gw_worker *w;
 	enum ob_phase phase;
 	uint32_t round;
@@ -38,7 +38,7 @@ struct ob_w {				/* w->ext[ob->slot] */
 	unsigned sent, inflight, ok, failed;
 	uint32_t *ttft, *tpot;
 	size_t n_ttft, n_tpot, cap_ttft, cap_tpot;
-	char (*ids)[40];		/* answered probes awaiting verdicts */
+	char (*ids)[40]; /* answered probes awaiting verdicts */
 	size_t n_ids, cap_ids;
 	unsigned v_sent, v_pass, v_cheat, v_unproven;
 	/* all rounds */
@@ -47,7 +47,7 @@ struct ob_w {				/* w->ext[ob->slot] */
 	struct ob_probe *probes;
 };
 
-struct ob_penalty {			/* a wait that survives a re-dial */
+struct ob_penalty { /* a wait that survives a re-dial */
 	struct ob_penalty *next;
 	uint64_t ident;
 	struct timespec until;

@@ -176,12 +176,15 @@ int ob_load_prompts(struct ob *ob, const char *path)
 	int rc = engy_read_file(path, 16 << 20, &buf, &len);
 
 	if (rc < 0) {
-		GW_LOG(ob->g, ENGY_LOG_ERR, "event=config_invalid "
-		       "option=probe_prompts error=\"%s\"", strerror(-rc));
+		GW_LOG(ob->g, ENGY_LOG_ERR,
+		       "event=config_invalid "
+		       "option=probe_prompts error=\"%s\"",
+		       strerror(-rc));
 		return rc;
 	}
 	s = (char *)buf;
-	for (line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	for (line = strtok_r(s, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
 		size_t n = strlen(line);
 		char **np;
 
@@ -201,7 +204,8 @@ int ob_load_prompts(struct ob *ob, const char *path)
 	}
 	free(buf);
 	if (!ob->n_prompts) {
-		GW_LOG(ob->g, ENGY_LOG_ERR, "event=config_invalid "
+		GW_LOG(ob->g, ENGY_LOG_ERR,
+		       "event=config_invalid "
 		       "option=probe_prompts reason=\"no prompt in the file\"");
 		return -EINVAL;
 	}
@@ -210,8 +214,8 @@ int ob_load_prompts(struct ob *ob, const char *path)
 
 int ob_bad(const struct gw *g, const char *opt, const char *why)
 {
-	GW_LOG(g, ENGY_LOG_ERR,
-	       "event=config_invalid option=%s reason=\"%s\"", opt, why);
+	GW_LOG(g, ENGY_LOG_ERR, "event=config_invalid option=%s reason=\"%s\"",
+	       opt, why);
 	return -EINVAL;
 }
 
@@ -221,18 +225,24 @@ int ob_check_conf(const struct gw *g, const struct gw_mod_conf *c)
 		return ob_bad(g, "probe_min_success", "must be 0..1");
 	if (!(c->probe_window_s > 0) || !(c->probe_retry_s >= 0) ||
 	    !(c->probe_verdict_timeout_s > 0))
-		return ob_bad(g, "probe_window_s", "probe_window_s and "
-			   "probe_verdict_timeout_s must be > 0, probe_retry_s >= 0");
+		return ob_bad(
+			g, "probe_window_s",
+			"probe_window_s and "
+			"probe_verdict_timeout_s must be > 0, probe_retry_s >= 0");
 	if (!(c->breaker_window_s > 0) || !(c->breaker_cooldown_s >= 0))
-		return ob_bad(g, "breaker_window_s", "breaker_window_s must be > 0, "
-			   "breaker_cooldown_s >= 0");
-	if (!(c->breaker_max_error_ratio >= 0 && c->breaker_max_error_ratio <= 1) ||
+		return ob_bad(g, "breaker_window_s",
+			      "breaker_window_s must be > 0, "
+			      "breaker_cooldown_s >= 0");
+	if (!(c->breaker_max_error_ratio >= 0 &&
+	      c->breaker_max_error_ratio <= 1) ||
 	    !(c->breaker_max_slow_ratio >= 0 && c->breaker_max_slow_ratio <= 1))
-		return ob_bad(g, "breaker_max_error_ratio", "ratios must be 0..1");
+		return ob_bad(g, "breaker_max_error_ratio",
+			      "ratios must be 0..1");
 	if (!(c->tee_sample_rate >= 0 && c->tee_sample_rate <= 1) ||
 	    !(c->tee_ttl_s > 0))
-		return ob_bad(g, "tee_sample_rate", "tee_sample_rate must be 0..1, "
-			   "tee_ttl_s > 0");
+		return ob_bad(g, "tee_sample_rate",
+			      "tee_sample_rate must be 0..1, "
+			      "tee_ttl_s > 0");
 	return 0;
 }
 

@@ -189,8 +189,7 @@ static void deny(struct gw_worker *w, const char *reason)
 
 	GW_LOG(w->g, ENGY_LOG_NOTICE,
 	       "event=worker_denied worker=%llu remote=%s reason=%s",
-	       (unsigned long long)w->id, w->remote,
-	       q(qr, sizeof(qr), reason));
+	       (unsigned long long)w->id, w->remote, q(qr, sizeof(qr), reason));
 	gw_count(w->g, "engy_gw_denied_total", NULL);
 	send_simple(w->g, w, "deny", reason);
 	gw_worker_close(w, ENGY_WS_CLOSE_POLICY, "denied");
@@ -277,7 +276,7 @@ static void hello_done(struct gw_worker *w, int rc, const struct engy_miner *m,
 	gw_worker_set_state(w, w->first_party ? GW_W_ACTIVE : GW_W_NEW,
 			    w->first_party ? "admitted, 1st-party"
 					   : "admitted");
-	if (g->ws->ws_set_max_message)	/* back to the transport's limit */
+	if (g->ws->ws_set_max_message) /* back to the transport's limit */
 		g->ws->ws_set_max_message(g->wsi, w->conn, 0);
 	send_simple(g, w, "admit", NULL);
 	GW_LOG(g, ENGY_LOG_NOTICE,
@@ -401,8 +400,7 @@ static int h_open(void *arg, struct engy_ws_conn *c,
 	g->workers = w;
 	g->n_workers++;
 	g->ws->ws_set_user(g->wsi, c, w);
-	GW_LOG(g, ENGY_LOG_INFO,
-	       "event=leg_open worker=%llu remote=%s",
+	GW_LOG(g, ENGY_LOG_INFO, "event=leg_open worker=%llu remote=%s",
 	       (unsigned long long)w->id, w->remote);
 	return 0;
 }

@@ -36,7 +36,7 @@ struct pv_job {
 	char *toploc;
 	struct engy_proof_limits lim;
 	bool has_lim;
-	bool decided;			/* no recompute needed */
+	bool decided; /* no recompute needed */
 	int verdict;
 	char reason[64];
 	void *rows;
@@ -131,10 +131,11 @@ static void on_prefill(void *arg, int rc, const struct engy_rows *rows)
 	size_t bytes;
 
 	j->gen = NULL;
-	if (rc < 0 || !rows || !elem(rows->dtype) ||
-	    rows->n_rows != j->n_ids || j->n_prompt < 1 || pv->stopping) {
-		verdict(j, ENGY_VERDICT_UNPROVEN, rc < 0 ? "recompute failed"
-			: "recompute gave unusable rows");
+	if (rc < 0 || !rows || !elem(rows->dtype) || rows->n_rows != j->n_ids ||
+	    j->n_prompt < 1 || pv->stopping) {
+		verdict(j, ENGY_VERDICT_UNPROVEN,
+			rc < 0 ? "recompute failed"
+			       : "recompute gave unusable rows");
 		finish(pv, j);
 		return;
 	}
@@ -168,8 +169,8 @@ static void on_step(evutil_socket_t fd, short what, void *arg)
 			continue;
 		}
 		pv->running = j;
-		rc = pv->be->prefill(pv->be_inst, j->ids, j->n_ids, on_prefill, j,
-				     &j->gen);
+		rc = pv->be->prefill(pv->be_inst, j->ids, j->n_ids, on_prefill,
+				     j, &j->gen);
 		if (rc < 0) {
 			verdict(j, ENGY_VERDICT_UNPROVEN, "recompute refused");
 			finish(pv, j);
@@ -191,7 +192,8 @@ static int take_ids(struct pv_job *j, const cJSON *arr, size_t skip_last)
 	if (!p)
 		return -ENOMEM;
 	j->ids = p;
-	cJSON_ArrayForEach(e, arr) {
+	cJSON_ArrayForEach(e, arr)
+	{
 		if (k == n)
 			break;
 		if (!cJSON_IsNumber(e) || e->valuedouble < 0 ||
@@ -212,7 +214,8 @@ static int prepare(struct gw_pv *pv, struct pv_job *j, const cJSON *frame,
 	const cJSON *root = cJSON_GetObjectItemCaseSensitive(c, "model_root");
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, pv->proof->scheme);
 	const cJSON *pids = cJSON_GetObjectItemCaseSensitive(t, "prompt_ids");
-	const cJSON *out = cJSON_GetObjectItemCaseSensitive(c, "output_token_ids");
+	const cJSON *out =
+		cJSON_GetObjectItemCaseSensitive(c, "output_token_ids");
 	int rc;
 
 	j->decided = true;
@@ -223,7 +226,8 @@ static int prepare(struct gw_pv *pv, struct pv_job *j, const cJSON *frame,
 	}
 	if (model_root && model_root[0] &&
 	    (!cJSON_IsString(root) || strcmp(root->valuestring, model_root))) {
-		verdict(j, ENGY_VERDICT_CHEAT, "model_root differs from the hello");
+		verdict(j, ENGY_VERDICT_CHEAT,
+			"model_root differs from the hello");
 		return 0;
 	}
 	if (cJSON_GetArraySize(pids) < 1 || cJSON_GetArraySize(out) < 1) {
@@ -241,7 +245,8 @@ static int prepare(struct gw_pv *pv, struct pv_job *j, const cJSON *frame,
 		return 0;
 	}
 	if (pv->max_context && j->n_ids > pv->max_context) {
-		verdict(j, ENGY_VERDICT_UNPROVEN, "longer than the recompute context");
+		verdict(j, ENGY_VERDICT_UNPROVEN,
+			"longer than the recompute context");
 		return 0;
 	}
 	j->toploc = cJSON_PrintUnformatted(t);
@@ -358,7 +363,8 @@ int gw_pv_new(struct gw *g, gw_pv_done done, struct gw_pv **out)
 	}
 	GW_LOG(g, ENGY_LOG_INFO,
 	       "event=probe_verifier proof=%s backend=%s scheme=%s "
-	       "max_context=%u", proof_in.instance, be_in.instance,
+	       "max_context=%u",
+	       proof_in.instance, be_in.instance,
 	       pv->proof->scheme ? pv->proof->scheme : "?", pv->max_context);
 	*out = pv;
 	return 0;

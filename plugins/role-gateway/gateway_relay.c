@@ -192,7 +192,7 @@ static void arm(struct gw_req *r, double s)
 static void on_keepalive(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_req *r = arg;
-	struct timeval tv = {0, 0};
+	struct timeval tv = { 0, 0 };
 
 	if (!r->x || r->content_sent || gw_reply_stream_begin(r) < 0)
 		return;
@@ -277,7 +277,7 @@ void gw_relay_start(struct gw_req *r, struct gw_worker *w)
 		 * with the leg's other requests. */
 		if (rc == -ENOBUFS || rc == -ENOTCONN)
 			gw_worker_close(w, ENGY_WS_CLOSE_POLICY, "send failed");
-		else	/* the gateway's failure, never the worker's: not
+		else /* the gateway's failure, never the worker's: not
 			 * counted against it, and not retried (it would fail
 			 * the same way on every worker) */
 			attempt_failed(r, 500, "serve not sent", false);
@@ -291,10 +291,12 @@ void gw_relay_start(struct gw_req *r, struct gw_worker *w)
 			(time_t)g->c->keepalive_s,
 			(suseconds_t)((g->c->keepalive_s -
 				       (double)(time_t)g->c->keepalive_s) *
-				      1e6)};
+				      1e6)
+		};
 
 		if (!r->keepalive)
-			r->keepalive = evtimer_new(g->h->evbase(g->h), on_keepalive, r);
+			r->keepalive = evtimer_new(g->h->evbase(g->h),
+						   on_keepalive, r);
 		if (r->keepalive && !evtimer_pending(r->keepalive, NULL))
 			evtimer_add(r->keepalive, &tv);
 	}
@@ -341,8 +343,8 @@ static void on_chunk(struct gw_worker *w, const char *corr_id,
 	/* Only a token is a token: an empty chunk neither starts the
 	 * first-token clock (a forged TTFT) nor re-arms the timer. */
 	if (!content && !reasoning &&
-	    cJSON_GetArraySize(
-		    cJSON_GetObjectItemCaseSensitive(delta, "tool_calls")) < 1) {
+	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+		    delta, "tool_calls")) < 1) {
 		gw_count(w->g, "engy_gw_frames_ignored_total",
 			 "reason=\"empty chunk\"");
 		return;
@@ -390,8 +392,8 @@ static void clamp_usage(struct gw_req *r, struct engy_api_result *res)
 static int answer(struct gw_req *r, const struct engy_api_result *res)
 {
 	struct gw *g = r->g;
-	const char *h[6] = {"x-request-id", r->request_id, "request-id",
-			    r->request_id,  NULL,	   NULL};
+	const char *h[6] = { "x-request-id", r->request_id, "request-id",
+			     r->request_id,  NULL,	    NULL };
 	int rc;
 
 	if (!r->x)

@@ -39,8 +39,8 @@ void gw_reply_json(struct gw_req *r, int status, const char *body, size_t len)
 	if (g->t->http_reply(g->ti, r->x, status, "application/json", h, body,
 			     len) < 0)
 		GW_LOG(g, ENGY_LOG_INFO,
-		       "event=reply_failed request=%s status=%d",
-		       r->request_id, status);
+		       "event=reply_failed request=%s status=%d", r->request_id,
+		       status);
 	r->x = NULL;
 }
 

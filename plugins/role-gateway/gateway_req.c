@@ -154,10 +154,11 @@ static void attempt_failed(struct gw_req *r, int status, bool retry)
 		return;
 	}
 	gw_req_error(r, status,
-		     status == 504   ? "the worker did not answer in time"
-		     : status == 500 ? "the gateway could not send the request"
-				       " to a worker"
-				     : "the worker failed to complete the request");
+		     status == 504 ? "the worker did not answer in time"
+		     : status == 500
+			     ? "the gateway could not send the request"
+			       " to a worker"
+			     : "the worker failed to complete the request");
 }
 
 static void answered(struct gw_req *r)

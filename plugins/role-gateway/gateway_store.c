@@ -174,7 +174,7 @@ void gw_store_key_release(struct gw_req *r)
 static void count_prompt(struct gw_req *r)
 {
 	const struct gw_tok *t = r->tok;
-	struct engy_chat_opts o = {.enable_thinking = -1};
+	struct engy_chat_opts o = { .enable_thinking = -1 };
 	uint32_t *ids = NULL;
 	size_t len = 0, n = 0;
 	char *prompt = NULL;
@@ -290,7 +290,7 @@ void gw_store_check(struct gw_req *r, void (*done)(struct gw_req *r))
  * serves the model.  Non-zero: refused (r->job_status, r->err). */
 static int limits(struct gw *g, struct gw_req *r)
 {
-	struct engy_api_model am = {0};
+	struct engy_api_model am = { 0 };
 	int rc;
 
 	am.max_output_tokens = r->spec.max_output_tokens;
@@ -422,7 +422,8 @@ void gw_store_reserve(struct gw_req *r, void (*done)(struct gw_req *r))
 		/* Refused from the cache, without a trip to the pool. */
 		if (!m->found || m->m.status != ENGY_MODEL_ENABLED) {
 			r->job_status = 404;
-			snprintf(r->err, sizeof(r->err), "model: no such model");
+			snprintf(r->err, sizeof(r->err),
+				 "model: no such model");
 			done(r);
 			return;
 		}
@@ -621,9 +622,8 @@ static int load_tok(struct gw *g, const char *spec)
 	if (t->variant < 0)
 		t->variant = g->variant;
 	g->n_toks++;
-	GW_LOG(g, ENGY_LOG_INFO,
-	       "event=tokenizer_loaded model=%s vocab=%zu", t->model,
-	       engy_tokenizer_vocab_size(t->tok));
+	GW_LOG(g, ENGY_LOG_INFO, "event=tokenizer_loaded model=%s vocab=%zu",
+	       t->model, engy_tokenizer_vocab_size(t->tok));
 	return 0;
 }
 

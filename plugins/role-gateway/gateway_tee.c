@@ -30,30 +30,30 @@
 
 #include "gateway_mod.h"
 
-#define TEE_MAX_N	1000
+#define TEE_MAX_N 1000
 
 struct tee_ent {
 	uint64_t seq;
-	int64_t time_ms, expires_ms;	/* Unix ms */
+	int64_t time_ms, expires_ms; /* Unix ms */
 	uint64_t worker_id;
 	bool is_probe;
 	uint32_t prompt_tokens, completion_tokens;
-	size_t bytes;			/* what it counts against the cap */
+	size_t bytes; /* what it counts against the cap */
 	char request_id[40];
 	char miner[64];
 	char worker_name[128];
 	char model[128];
 	char model_root[129];
-	char *commitment;		/* JSON text; NULL: none came */
+	char *commitment; /* JSON text; NULL: none came */
 	size_t clen;
 };
 
 struct tee {
 	struct gw *g;
 	const struct gw_mod_conf *c;
-	struct tee_ent **ring;		/* seq & (cap - 1) */
+	struct tee_ent **ring; /* seq & (cap - 1) */
 	size_t cap;
-	uint64_t head, next;		/* live seqs are [head, next) */
+	uint64_t head, next; /* live seqs are [head, next) */
 	size_t bytes, count;
 	uint64_t rng;
 	struct event *tick;
@@ -63,7 +63,8 @@ struct tee {
 
 enum { DROP_EXPIRED, DROP_CAP, DROP_ACKED };
 static const char *const drop_names[] = { "expired", "cap", "acked" };
-static const char *const verdict_names[] = { NULL, "pass", "cheat", "unproven" };
+static const char *const verdict_names[] = { NULL, "pass", "cheat",
+					     "unproven" };
 
 /* ---- the ring -------------------------------------------------------- */
 
@@ -217,17 +218,19 @@ static void tee_response(void *arg, struct gw_worker *w, const struct gw_req *r,
 
 /* ---- the internal API: auth and replies --------------------------------- */
 
-void gw_internal_reply(struct gw *g, struct engy_http_exchange *x,
-		       int status, cJSON *body, const char *error)
+void gw_internal_reply(struct gw *g, struct engy_http_exchange *x, int status,
+		       cJSON *body, const char *error)
 {
-	static const char *const h401[] = { "WWW-Authenticate", "Bearer", NULL };
+	static const char *const h401[] = { "WWW-Authenticate", "Bearer",
+					    NULL };
 	static const char *const hdr[] = { "Cache-Control", "no-store", NULL };
 	char *s;
 
 	if (!body) {
 		body = cJSON_CreateObject();
 		if (body)
-			cJSON_AddStringToObject(body, "error", error ? error : "error");
+			cJSON_AddStringToObject(body, "error",
+						error ? error : "error");
 	}
 	s = body ? cJSON_PrintUnformatted(body) : NULL;
 	cJSON_Delete(body);
@@ -250,12 +253,14 @@ bool gw_internal_auth(struct gw *g, struct engy_http_exchange *x,
 	unsigned char diff = 0;
 
 	if (!tok || !tok[0]) {
-		gw_internal_reply(g, x, 404, NULL, "the internal API is off: "
+		gw_internal_reply(g, x, 404, NULL,
+				  "the internal API is off: "
 				  "set tee_token (ENGY_TEE_TOKEN)");
 		return false;
 	}
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0) {
-		gw_internal_reply(g, x, 401, NULL, "a bearer token is required");
+		gw_internal_reply(g, x, 401, NULL,
+				  "a bearer token is required");
 		return false;
 	}
 	h += 7;
@@ -265,11 +270,13 @@ bool gw_internal_auth(struct gw *g, struct engy_http_exchange *x,
 	gl = strlen(h);
 	/* Constant time in the token's length. */
 	for (i = 0; i < tl; i++)
-		diff |= (unsigned char)tok[i] ^ (unsigned char)(i < gl ? h[i] : 0);
+		diff |= (unsigned char)tok[i] ^
+			(unsigned char)(i < gl ? h[i] : 0);
 	if (diff || gl != tl) {
-		GW_LOG(g, ENGY_LOG_NOTICE, "event=internal_auth_failed "
-		       "remote=%s path=%s", hr->remote ? hr->remote : "-",
-		       hr->path);
+		GW_LOG(g, ENGY_LOG_NOTICE,
+		       "event=internal_auth_failed "
+		       "remote=%s path=%s",
+		       hr->remote ? hr->remote : "-", hr->path);
 		gw_internal_reply(g, x, 401, NULL, "invalid bearer token");
 		return false;
 	}
@@ -287,7 +294,8 @@ static const char *qparam(const char *query, const char *name, char *buf,
 		end = strchr(p, '&');
 		if (!end)
 			end = p + strlen(p);
-		if ((size_t)(end - p) > nl && !strncmp(p, name, nl) && p[nl] == '=') {
+		if ((size_t)(end - p) > nl && !strncmp(p, name, nl) &&
+		    p[nl] == '=') {
 			vl = (size_t)(end - p) - nl - 1;
 			if (vl >= cap)
 				return NULL;
@@ -300,8 +308,8 @@ static const char *qparam(const char *query, const char *name, char *buf,
 	return NULL;
 }
 
-static int qnum(const char *query, const char *name, uint64_t def,
-		uint64_t max, uint64_t *out)
+static int qnum(const char *query, const char *name, uint64_t def, uint64_t max,
+		uint64_t *out)
 {
 	char buf[32], *end;
 	const char *v = qparam(query, name, buf, sizeof(buf));
@@ -354,8 +362,10 @@ static void sample(struct tee *t, struct engy_http_exchange *x,
 
 	if (qnum(hr->query, "n", 100, TEE_MAX_N, &n) < 0 ||
 	    qnum(hr->query, "since", 0, UINT64_MAX, &since) < 0 ||
-	    qnum(hr->query, "probe", 2, 1, &probe) < 0 || (pv && !pv[0]) || !n) {
-		gw_internal_reply(t->g, x, 400, NULL, "n (1..1000), since (a seq) "
+	    qnum(hr->query, "probe", 2, 1, &probe) < 0 || (pv && !pv[0]) ||
+	    !n) {
+		gw_internal_reply(t->g, x, 400, NULL,
+				  "n (1..1000), since (a seq) "
 				  "and probe (0 or 1) are numbers");
 		return;
 	}
@@ -381,10 +391,11 @@ static void sample(struct tee *t, struct engy_http_exchange *x,
 		last = t->next - 1;
 	cJSON_AddNumberToObject(o, "next", (double)last);
 	cJSON_AddNumberToObject(o, "head", (double)t->head);
-	GW_LOG(t->g, ENGY_LOG_INFO, "event=tee_sample remote=%s since=%llu "
-	       "entries=%d next=%llu", hr->remote ? hr->remote : "-",
-	       (unsigned long long)since, cJSON_GetArraySize(arr),
-	       (unsigned long long)last);
+	GW_LOG(t->g, ENGY_LOG_INFO,
+	       "event=tee_sample remote=%s since=%llu "
+	       "entries=%d next=%llu",
+	       hr->remote ? hr->remote : "-", (unsigned long long)since,
+	       cJSON_GetArraySize(arr), (unsigned long long)last);
 	gw_internal_reply(t->g, x, 200, o, NULL);
 }
 
@@ -408,11 +419,14 @@ static void ack(struct tee *t, struct engy_http_exchange *x,
 
 	if (!cJSON_IsArray(acks) || cJSON_GetArraySize(acks) > 100000) {
 		cJSON_Delete(in);
-		gw_internal_reply(t->g, x, 400, NULL, "want {\"acks\": [{\"seq\": N, "
-				  "\"verdict\": \"pass|cheat|unproven\"}, ...]}");
+		gw_internal_reply(
+			t->g, x, 400, NULL,
+			"want {\"acks\": [{\"seq\": N, "
+			"\"verdict\": \"pass|cheat|unproven\"}, ...]}");
 		return;
 	}
-	cJSON_ArrayForEach(a, acks) {
+	cJSON_ArrayForEach(a, acks)
+	{
 		const cJSON *seq = cJSON_GetObjectItemCaseSensitive(a, "seq");
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, "verdict");
 		struct tee_ent *e = NULL;
@@ -420,10 +434,13 @@ static void ack(struct tee *t, struct engy_http_exchange *x,
 		int vk = 0;
 
 		if (!cJSON_IsNumber(seq) || seq->valuedouble < 0 ||
-		    (v && !(cJSON_IsString(v) && (vk = verdict_of(v->valuestring))))) {
+		    (v && !(cJSON_IsString(v) &&
+			    (vk = verdict_of(v->valuestring))))) {
 			cJSON_Delete(in);
-			gw_internal_reply(t->g, x, 400, NULL, "an ack needs a seq; "
-					  "a verdict is pass, cheat or unproven");
+			gw_internal_reply(
+				t->g, x, 400, NULL,
+				"an ack needs a seq; "
+				"a verdict is pass, cheat or unproven");
 			return;
 		}
 		s = (uint64_t)seq->valuedouble;
@@ -438,7 +455,8 @@ static void ack(struct tee *t, struct engy_http_exchange *x,
 			if (t->m_verdict[vk])
 				gw_madd(t->g, t->m_verdict[vk], 1);
 			if (e->is_probe)
-				gw_onboard_verdict(t->g, e->worker_id, e->request_id, vk);
+				gw_onboard_verdict(t->g, e->worker_id,
+						   e->request_id, vk);
 		}
 		drop(t, s, DROP_ACKED);
 		acked++;
@@ -451,9 +469,10 @@ static void ack(struct tee *t, struct engy_http_exchange *x,
 		cJSON_AddNumberToObject(o, "unknown", unknown);
 		cJSON_AddNumberToObject(o, "verdicts", verdicts);
 	}
-	GW_LOG(t->g, ENGY_LOG_INFO, "event=tee_ack remote=%s acked=%u "
-	       "unknown=%u verdicts=%u", hr->remote ? hr->remote : "-", acked,
-	       unknown, verdicts);
+	GW_LOG(t->g, ENGY_LOG_INFO,
+	       "event=tee_ack remote=%s acked=%u "
+	       "unknown=%u verdicts=%u",
+	       hr->remote ? hr->remote : "-", acked, unknown, verdicts);
 	gw_internal_reply(t->g, x, 200, o, NULL);
 }
 
@@ -465,11 +484,13 @@ static void stats(struct tee *t, struct engy_http_exchange *x)
 	if (o) {
 		cJSON_AddNumberToObject(o, "entries", (double)t->count);
 		cJSON_AddNumberToObject(o, "bytes", (double)t->bytes);
-		cJSON_AddNumberToObject(o, "max_bytes", (double)t->c->tee_max_bytes);
+		cJSON_AddNumberToObject(o, "max_bytes",
+					(double)t->c->tee_max_bytes);
 		cJSON_AddNumberToObject(o, "head", (double)t->head);
 		cJSON_AddNumberToObject(o, "next", (double)t->next);
 		cJSON_AddNumberToObject(o, "ttl_s", t->c->tee_ttl_s);
-		cJSON_AddNumberToObject(o, "sample_rate", t->c->tee_sample_rate);
+		cJSON_AddNumberToObject(o, "sample_rate",
+					t->c->tee_sample_rate);
 	}
 	gw_internal_reply(t->g, x, 200, o, NULL);
 }
@@ -490,7 +511,8 @@ static int h_tee(void *arg, struct engy_http_exchange *x,
 	else if (!strcmp(p, "/ack") && !strcmp(hr->method, "POST"))
 		ack(t, x, hr);
 	else if (!*p || !strcmp(p, "/sample") || !strcmp(p, "/ack"))
-		gw_internal_reply(t->g, x, 405, NULL, "GET the ring and sample, "
+		gw_internal_reply(t->g, x, 405, NULL,
+				  "GET the ring and sample, "
 				  "POST ack");
 	else
 		gw_internal_reply(t->g, x, 404, NULL, "no such route");
@@ -536,14 +558,14 @@ static void metrics(struct tee *t)
 	r->metric(r, ENGY_METRIC_GAUGE, "engy_gw_tee_entries",
 		  "commitments held in RAM", NULL, NULL, 0, &t->m_entries);
 	r->metric(r, ENGY_METRIC_GAUGE, "engy_gw_tee_bytes",
-		  "bytes the tee holds (counted against tee_max_bytes)",
-		  NULL, NULL, 0, &t->m_bytes);
+		  "bytes the tee holds (counted against tee_max_bytes)", NULL,
+		  NULL, 0, &t->m_bytes);
 	r->metric(r, ENGY_METRIC_COUNTER, "engy_gw_tee_kept_total",
-		  "commitments taken into the tee", "kind=\"buyer\"", NULL,
-		  0, &t->m_kept[0]);
+		  "commitments taken into the tee", "kind=\"buyer\"", NULL, 0,
+		  &t->m_kept[0]);
 	r->metric(r, ENGY_METRIC_COUNTER, "engy_gw_tee_kept_total",
-		  "commitments taken into the tee", "kind=\"probe\"", NULL,
-		  0, &t->m_kept[1]);
+		  "commitments taken into the tee", "kind=\"probe\"", NULL, 0,
+		  &t->m_kept[1]);
 	for (i = 0; i < 3; i++) {
 		snprintf(l, sizeof(l), "reason=\"%s\"", drop_names[i]);
 		r->metric(r, ENGY_METRIC_COUNTER, "engy_gw_tee_dropped_total",
@@ -589,11 +611,15 @@ int gw_tee_init(struct gw *g)
 		return -ENOMEM;
 	rc = g->t->http_route(g->ti, "/internal/v1/tee", &tee_handler, t);
 	if (rc < 0)
-		GW_LOG(g, ENGY_LOG_ERR, "event=route_failed "
-		       "path=/internal/v1/tee error=\"%s\"", strerror(-rc));
-	GW_LOG(g, ENGY_LOG_INFO, "event=tee_ready sample_rate=%g "
-	       "ttl_s=%g max_bytes=%lld internal_api=%s", t->c->tee_sample_rate,
-	       t->c->tee_ttl_s, (long long)t->c->tee_max_bytes,
+		GW_LOG(g, ENGY_LOG_ERR,
+		       "event=route_failed "
+		       "path=/internal/v1/tee error=\"%s\"",
+		       strerror(-rc));
+	GW_LOG(g, ENGY_LOG_INFO,
+	       "event=tee_ready sample_rate=%g "
+	       "ttl_s=%g max_bytes=%lld internal_api=%s",
+	       t->c->tee_sample_rate, t->c->tee_ttl_s,
+	       (long long)t->c->tee_max_bytes,
 	       t->c->tee_token && t->c->tee_token[0] ? "on" : "off");
 	return rc;
 }

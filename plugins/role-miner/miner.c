@@ -111,10 +111,9 @@ void miner_count(struct miner *m, const char *outcome)
 	char labels[64];
 
 	snprintf(labels, sizeof(labels), "outcome=\"%s\"", outcome);
-	if (!m->h->metric(m->h, ENGY_METRIC_COUNTER,
-			  "engy_miner_requests_total",
-			  "routed requests by how they ended", labels, NULL, 0,
-			  &mt))
+	if (!m->h->metric(
+		    m->h, ENGY_METRIC_COUNTER, "engy_miner_requests_total",
+		    "routed requests by how they ended", labels, NULL, 0, &mt))
 		m->h->metric_add(mt, 1);
 }
 
@@ -128,8 +127,8 @@ bool miner_loop_over(struct miner *m)
 
 static int bad_conf(const struct miner *m, const char *opt, const char *why)
 {
-	MLOG(m, ENGY_LOG_ERR,
-	     "event=config_invalid option=%s reason=\"%s\"", opt, why);
+	MLOG(m, ENGY_LOG_ERR, "event=config_invalid option=%s reason=\"%s\"",
+	     opt, why);
 	return -EINVAL;
 }
 
@@ -161,9 +160,10 @@ static int check_conf(const struct miner *m)
 		return bad_conf(m, "model_root", "64 lowercase hex digits");
 	if (c->instance_id && c->instance_id[0] &&
 	    (strlen(c->instance_id) > 127 ||
-	     strspn(c->instance_id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-				    "abcdefghijklmnopqrstuvwxyz"
-				    "0123456789._:-") != strlen(c->instance_id)))
+	     strspn(c->instance_id,
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		    "abcdefghijklmnopqrstuvwxyz"
+		    "0123456789._:-") != strlen(c->instance_id)))
 		return bad_conf(m, "instance_id",
 				"1..127 of A-Z a-z 0-9 . _ : -");
 	if (c->max_inflight < 8)
@@ -188,16 +188,16 @@ static int take_lock(struct miner *m)
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0640);
 	if (fd < 0) {
 		n = -errno;
-		MLOG(m, ENGY_LOG_ERR,
-		     "event=lock_failed path=%s error=\"%s\"", path,
-		     strerror(-n));
+		MLOG(m, ENGY_LOG_ERR, "event=lock_failed path=%s error=\"%s\"",
+		     path, strerror(-n));
 		return n;
 	}
 	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		n = (int)read(fd, pid, sizeof(pid) - 1);
 		pid[n > 0 ? n : 0] = '\0';
 		pid[strcspn(pid, "\n")] = '\0';
-		MLOG(m, ENGY_LOG_ERR, "event=lock_held path=%s holder_pid=%s "
+		MLOG(m, ENGY_LOG_ERR,
+		     "event=lock_held path=%s holder_pid=%s "
 		     "reason=\"another "
 		     "miner runs on this node (one per node; several "
 		     "machines share a key as named workers)\"",
@@ -207,8 +207,8 @@ static int take_lock(struct miner *m)
 	}
 	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
 	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) != n)
-		MLOG(m, ENGY_LOG_WARNING,
-		     "event=lock_write_failed path=%s", path);
+		MLOG(m, ENGY_LOG_WARNING, "event=lock_write_failed path=%s",
+		     path);
 	m->lock_fd = fd;
 	return 0;
 }
@@ -299,7 +299,7 @@ static int wire(struct miner *m)
 		MLOG(m, ENGY_LOG_ERR, "event=miner_unwired reason=\"%s\"",
 		     !m->t     ? "no transport with proto ws (transport-ws)"
 		     : !be.ops ? "no backend"
-		     : "no proof plugin with prove()");
+			       : "no proof plugin with prove()");
 		return -EINVAL;
 	}
 	m->b = be.ops;
@@ -331,7 +331,8 @@ static void try_info(struct miner *m)
 	rc = m->b->info(m->bi, &m->info);
 	if (rc == -EAGAIN) {
 		if (m->info_tries++ % 30 == 0)
-			MLOG(m, ENGY_LOG_INFO, "event=waiting_for_backend "
+			MLOG(m, ENGY_LOG_INFO,
+			     "event=waiting_for_backend "
 			     "reason=\"the backend does not know its model "
 			     "yet\"");
 		if (!m->info_ev)
@@ -370,8 +371,9 @@ static int miner_create(const struct engy_host *h, const void *conf,
 	if (h->size < offsetof(struct engy_host, shutdown) +
 			      sizeof(h->shutdown) ||
 	    !h->peer_at || !h->shutdown) {
-		engy_err(h, "event=host_too_old abi=%u.%u reason=\"the role "
-			    "needs host services 1.1\"",
+		engy_err(h,
+			 "event=host_too_old abi=%u.%u reason=\"the role "
+			 "needs host services 1.1\"",
 			 (unsigned)h->abi_major, (unsigned)h->abi_minor);
 		return -ENOTSUP;
 	}

@@ -66,12 +66,14 @@ int miner_check(const struct engy_host *h, const void *conf, void *inst,
 	engy_check_source(h, "gw", &b);
 	if (!c->gw || !*c->gw) {
 		ENGY_CHECK_SET(&b, problem, "no gateway URL");
-		ENGY_CHECK_SET(&b, fix, "set GW=wss://<gateway-host>/gw (or gw "
+		ENGY_CHECK_SET(&b, fix,
+			       "set GW=wss://<gateway-host>/gw (or gw "
 			       "in the miner section)");
 	} else if (engy_gw_meta_url(c->gw, &meta, &why) < 0) {
 		ENGY_CHECK_SET(&b, problem, "%s",
 			       why ? why : "not a gateway URL");
-		ENGY_CHECK_SET(&b, fix, "set GW to the gateway's ws:// or "
+		ENGY_CHECK_SET(&b, fix,
+			       "set GW to the gateway's ws:// or "
 			       "wss:// URL, e.g. wss://api.engy.ai/gw");
 	}
 	free(meta);
@@ -88,7 +90,8 @@ int miner_check(const struct engy_host *h, const void *conf, void *inst,
 		/* engyd -t passes: the key may come at start. */
 		ENGY_CHECK_SET(&b, problem, "no miner key");
 		b.c.warn_only = 1;
-		ENGY_CHECK_SET(&b, fix, "set MINER_KEY to the key from "
+		ENGY_CHECK_SET(&b, fix,
+			       "set MINER_KEY to the key from "
 			       "provider.engy.ai (or miner_key_file, a file "
 			       "only this user can read)");
 	}

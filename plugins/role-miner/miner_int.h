@@ -35,12 +35,12 @@ struct miner_conf {
 	const char *miner_key;
 	const char *model;
 	const char *worker_name;
-	const char *instance_id;	/* set: replaces the computed id */
+	const char *instance_id; /* set: replaces the computed id */
 	const char *checkpoint;
 	const char *chat_template;
 	const char *parallelism;
 	const char *lock_file;
-	const char *model_root;	/* set: replaces the computed identity */
+	const char *model_root; /* set: replaces the computed identity */
 	int64_t max_inflight;
 	int64_t max_input_tokens;
 	int64_t max_output_tokens;

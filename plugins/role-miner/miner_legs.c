@@ -134,14 +134,16 @@ static void h_message(void *arg, struct engy_ws_conn *c, int type,
 	char err[160], q[400];
 
 	if (type != ENGY_WS_TEXT) {
-		MLOG(m, ENGY_LOG_DEBUG, "event=frame_ignored leg=%u "
+		MLOG(m, ENGY_LOG_DEBUG,
+		     "event=frame_ignored leg=%u "
 		     "reason=binary bytes=%zu",
 		     l->idx, len);
 		return;
 	}
 	if (engy_gw_frame_parse((const char *)data, len, &f, err, sizeof(err)) <
 	    0) {
-		MLOG(m, ENGY_LOG_WARNING, "event=frame_invalid leg=%u "
+		MLOG(m, ENGY_LOG_WARNING,
+		     "event=frame_invalid leg=%u "
 		     "bytes=%zu reason=%s",
 		     l->idx, len, quote(q, sizeof(q), err));
 		engy_gw_frame_free(&f);
@@ -150,21 +152,21 @@ static void h_message(void *arg, struct engy_ws_conn *c, int type,
 	switch (f.type) {
 	case ENGY_GW_ADMIT:
 		l->admitted = true;
-		MLOG(m, ENGY_LOG_INFO, "event=admit leg=%u worker=%u",
-		     l->idx, l->worker);
+		MLOG(m, ENGY_LOG_INFO, "event=admit leg=%u worker=%u", l->idx,
+		     l->worker);
 		break;
 	case ENGY_GW_DENY:
 		l->admitted = false;
 		MLOG(m, ENGY_LOG_WARNING,
-		     "event=deny leg=%u worker=%u reason=%s", l->idx,
-		     l->worker, quote(q, sizeof(q), f.reason));
+		     "event=deny leg=%u worker=%u reason=%s", l->idx, l->worker,
+		     quote(q, sizeof(q), f.reason));
 		break;
 	case ENGY_GW_PING:
 		heartbeat(l);
 		break;
 	case ENGY_GW_RECONNECT:
-		MLOG(m, ENGY_LOG_INFO,
-		     "event=reconnect leg=%u worker=%u", l->idx, l->worker);
+		MLOG(m, ENGY_LOG_INFO, "event=reconnect leg=%u worker=%u",
+		     l->idx, l->worker);
 		m->t->ws_close(m->ti, c, ENGY_WS_CLOSE_NORMAL, "reconnect");
 		break;
 	case ENGY_GW_SERVE:
@@ -174,9 +176,8 @@ static void h_message(void *arg, struct engy_ws_conn *c, int type,
 		miner_cancel(l, f.corr_id);
 		break;
 	default:
-		MLOG(m, ENGY_LOG_DEBUG,
-		     "event=frame_ignored leg=%u type=%s", l->idx,
-		     quote(q, sizeof(q), f.type_name));
+		MLOG(m, ENGY_LOG_DEBUG, "event=frame_ignored leg=%u type=%s",
+		     l->idx, quote(q, sizeof(q), f.type_name));
 		break;
 	}
 	engy_gw_frame_free(&f);
@@ -204,7 +205,8 @@ static void h_dial_error(void *arg, struct engy_ws_leg *leg, int err,
 {
 	struct mleg *l = arg;
 
-	MLOG(l->m, ENGY_LOG_WARNING, "event=leg_dial_failed leg=%u worker=%u "
+	MLOG(l->m, ENGY_LOG_WARNING,
+	     "event=leg_dial_failed leg=%u worker=%u "
 	     "error=\"%s\" status=%d",
 	     l->idx, l->worker, strerror(-err), status);
 }
@@ -255,16 +257,17 @@ int miner_legs_start(struct miner *m, unsigned n_workers)
 	}
 	free(workers);
 	if (rc < 0) {
-		MLOG(m, ENGY_LOG_ERR,
-		     "event=legs_failed error=\"%s\"", strerror(-rc));
+		MLOG(m, ENGY_LOG_ERR, "event=legs_failed error=\"%s\"",
+		     strerror(-rc));
 		return rc;
 	}
-	m->hb_ev = event_new(m->h->evbase(m->h), -1, EV_PERSIST, on_heartbeat,
-			     m);
+	m->hb_ev =
+		event_new(m->h->evbase(m->h), -1, EV_PERSIST, on_heartbeat, m);
 	if (!m->hb_ev || event_add(m->hb_ev, &tv) < 0)
 		return -ENOMEM;
 	m->ready = true;
-	MLOG(m, ENGY_LOG_INFO, "event=leg_plan gw_workers=%u legs=%u "
+	MLOG(m, ENGY_LOG_INFO,
+	     "event=leg_plan gw_workers=%u legs=%u "
 	     "max_inflight=%u max_inflight_total=%u",
 	     n_workers, n_legs, share, m->cap.max_inflight_total);
 	return 0;

@@ -176,7 +176,8 @@ static int apply(struct miner *m, struct mprep *p)
 			 c->model_root);
 	}
 	if (p->variant < 0) {
-		MLOG(m, ENGY_LOG_WARNING, "event=chat_template_unknown "
+		MLOG(m, ENGY_LOG_WARNING,
+		     "event=chat_template_unknown "
 		     "reason=\"the checkpoint ships no Qwen3 chat "
 		     "template\" "
 		     "using=qwen3.6");
@@ -226,7 +227,8 @@ static void prep_done(void *arg, int rc)
 
 	if (rc == 0 && !m->stopping && !miner_loop_over(m)) {
 		if (p->rc) {
-			MLOG(m, ENGY_LOG_ERR, "event=prepare_failed "
+			MLOG(m, ENGY_LOG_ERR,
+			     "event=prepare_failed "
 			     "checkpoint=%s reason=\"%s\"",
 			     p->dir, p->err);
 			rc = p->rc;
@@ -250,7 +252,8 @@ int miner_prep_start(struct miner *m)
 	int rc;
 
 	if (!dir[0]) {
-		MLOG(m, ENGY_LOG_ERR, "event=config_invalid option=checkpoint "
+		MLOG(m, ENGY_LOG_ERR,
+		     "event=config_invalid option=checkpoint "
 		     "reason=\"the miner tokenizes locally: set checkpoint "
 		     "(ENGY_CHECKPOINT) to the model's directory\"");
 		return -EINVAL;

@@ -51,8 +51,8 @@ static void log_done(struct mreq *r, const char *outcome)
 	     "completion_tokens=%zu chunks=%u tokenize_ms=%.1f ttft_ms=%.1f "
 	     "gen_ms=%.1f prove_ms=%.1f total_ms=%.1f",
 	     cid, r->rid, outcome, r->n_prompt, r->n_out, r->chunks,
-	     r->tok_s * 1e3, r->ttft_s * 1e3, r->gen_s * 1e3,
-	     r->prove_s * 1e3, miner_since(&r->t0) * 1e3);
+	     r->tok_s * 1e3, r->ttft_s * 1e3, r->gen_s * 1e3, r->prove_s * 1e3,
+	     miner_since(&r->t0) * 1e3);
 }
 
 static void req_free(struct mreq *r)
@@ -148,7 +148,7 @@ static void add_rows(struct mreq *r, const struct engy_rows *rows, size_t n)
 	r->hidden = rows->hidden;
 	cap = r->cap_rows * r->hidden;
 	if (!engy_grow((void **)&r->rows, &cap, (r->n_rows + take) * r->hidden,
-		  sizeof(*r->rows))) {
+		       sizeof(*r->rows))) {
 		r->rows_bad = true;
 		return;
 	}
@@ -182,7 +182,7 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 			r->m->h->metric_observe(r->m->m_ttft, r->ttft_s);
 	}
 	if (!engy_grow((void **)&r->out, &r->cap_out, r->n_out + n,
-		  sizeof(*r->out))) {
+		       sizeof(*r->out))) {
 		r->rows_bad = true;
 		return;
 	}
@@ -240,7 +240,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 	struct mreq *r = arg;
 
 	r->timed_out = true;
-	MLOG(r->m, ENGY_LOG_WARNING, "event=request_deadline rid=%s state=%d "
+	MLOG(r->m, ENGY_LOG_WARNING,
+	     "event=request_deadline rid=%s state=%d "
 	     "max_request_s=%g",
 	     r->rid, r->state, r->m->c->max_request_s);
 	cancel_backend(r);
@@ -496,7 +497,8 @@ void miner_serve(struct mleg *leg, struct engy_gw_frame *f)
 		rq = j->valuestring;
 	engy_logfmt_value(cid, sizeof(cid), f->corr_id);
 	if (find(m, conn, f->corr_id)) {
-		MLOG(m, ENGY_LOG_WARNING, "event=serve_duplicate leg=%u "
+		MLOG(m, ENGY_LOG_WARNING,
+		     "event=serve_duplicate leg=%u "
 		     "corr_id=%s",
 		     leg->idx, cid);
 		return;
@@ -511,7 +513,8 @@ void miner_serve(struct mleg *leg, struct engy_gw_frame *f)
 				 "the miner is at capacity "
 				 "(max_inflight_total %u)",
 				 m->cap.max_inflight_total);
-		MLOG(m, ENGY_LOG_INFO, "event=serve_refused leg=%u corr_id=%s "
+		MLOG(m, ENGY_LOG_INFO,
+		     "event=serve_refused leg=%u corr_id=%s "
 		     "reason=\"%s\"",
 		     leg->idx, cid, msg);
 		miner_count(m, "refused");
@@ -547,7 +550,8 @@ void miner_serve(struct mleg *leg, struct engy_gw_frame *f)
 	m->inflight++;
 	if (m->m_inflight)
 		m->h->metric_set(m->m_inflight, m->inflight);
-	MLOG(m, ENGY_LOG_INFO, "event=request leg=%u corr_id=%s rid=%s "
+	MLOG(m, ENGY_LOG_INFO,
+	     "event=request leg=%u corr_id=%s rid=%s "
 	     "stream=%d",
 	     leg->idx, cid, r->rid, r->stream);
 	if (engy_chat_params_parse(r->body, &r->p, msg, sizeof(msg)) < 0) {
@@ -576,7 +580,8 @@ static void cancel_req(struct mreq *r, const char *outcome)
 	if (r->deadline_ev)
 		evtimer_del(r->deadline_ev);
 	engy_logfmt_value(cid, sizeof(cid), r->corr_id);
-	MLOG(r->m, ENGY_LOG_INFO, "event=request_cancel corr_id=%s rid=%s "
+	MLOG(r->m, ENGY_LOG_INFO,
+	     "event=request_cancel corr_id=%s rid=%s "
 	     "state=%s why=%s",
 	     cid, r->rid,
 	     r->state == MR_PREP  ? "prep"
@@ -595,8 +600,7 @@ void miner_cancel(struct mleg *leg, const char *corr_id)
 	if (!r) {
 		engy_logfmt_value(cid, sizeof(cid), corr_id);
 		MLOG(leg->m, ENGY_LOG_DEBUG,
-		     "event=cancel_unknown leg=%u corr_id=%s", leg->idx,
-		     cid);
+		     "event=cancel_unknown leg=%u corr_id=%s", leg->idx, cid);
 		return;
 	}
 	cancel_req(r, "cancelled");

@@ -35,7 +35,6 @@
 #include "serve_int.h"
 #include "tokenizer.h"
 
-
 void serve_count(struct serve *s, const char *result)
 {
 	struct engy_metric *m;
@@ -43,9 +42,9 @@ void serve_count(struct serve *s, const char *result)
 
 	snprintf(labels, sizeof(labels), "result=\"%s\"", result);
 	if (!s->h->metric(s->h, ENGY_METRIC_COUNTER,
-			      "engy_serve_requests_total",
-			      "serve /generate requests by how they ended", labels,
-			      NULL, 0, &m))
+			  "engy_serve_requests_total",
+			  "serve /generate requests by how they ended", labels,
+			  NULL, 0, &m))
 		s->h->metric_add(m, 1);
 }
 
@@ -74,27 +73,35 @@ bool serve_model(struct serve *s)
 	s->info.size = sizeof(s->info);
 	rc = s->b->info(s->bi, &s->info);
 	if (rc < 0) {
-		s->h->log(s->h, ENGY_LOG_WARNING, "event=backend_info_failed error=\"%s\"",
-			 strerror(-rc));
+		s->h->log(s->h, ENGY_LOG_WARNING,
+			  "event=backend_info_failed error=\"%s\"",
+			  strerror(-rc));
 		return false;
 	}
 	s->info.name[sizeof(s->info.name) - 1] = '\0';
 	s->info.path[sizeof(s->info.path) - 1] = '\0';
 	s->have_info = true;
-	s->h->log(s->h, ENGY_LOG_INFO, "event=model hidden_size=%u vocab_size=%u max_context=%u",
-		 s->info.hidden_size, s->info.vocab_size, s->info.max_context);
+	s->h->log(s->h, ENGY_LOG_INFO,
+		  "event=model hidden_size=%u vocab_size=%u max_context=%u",
+		  s->info.hidden_size, s->info.vocab_size, s->info.max_context);
 	if (!s->info.path[0]) {
-		s->h->log(s->h, ENGY_LOG_WARNING, "event=no_tokenizer reason=\"the backend names no checkpoint "
-			 "directory\" effect=\"text is empty; text prompts refused\"");
+		s->h->log(
+			s->h, ENGY_LOG_WARNING,
+			"event=no_tokenizer reason=\"the backend names no checkpoint "
+			"directory\" effect=\"text is empty; text prompts refused\"");
 		return true;
 	}
 	rc = engy_tokenizer_load(s->info.path, &s->tok, err, sizeof(err));
 	if (rc < 0)
-		s->h->log(s->h, ENGY_LOG_WARNING, "event=no_tokenizer reason=\"%s\" effect=\"text is empty; "
-			 "text prompts refused\"", err);
+		s->h->log(
+			s->h, ENGY_LOG_WARNING,
+			"event=no_tokenizer reason=\"%s\" effect=\"text is empty; "
+			"text prompts refused\"",
+			err);
 	else
-		s->h->log(s->h, ENGY_LOG_INFO, "event=tokenizer_loaded vocab=%zu",
-			 engy_tokenizer_vocab_size(s->tok));
+		s->h->log(s->h, ENGY_LOG_INFO,
+			  "event=tokenizer_loaded vocab=%zu",
+			  engy_tokenizer_vocab_size(s->tok));
 	return true;
 }
 
@@ -144,7 +151,8 @@ static int h_abort(void *arg, struct engy_http_exchange *x,
 	 * rid without abort_all names nothing. */
 	plen = strlen(a.rid);
 	for (q = s->open; q; q = q->next) {
-		q->mark = a.abort_all || (plen && strncmp(q->rid, a.rid, plen) == 0);
+		q->mark = a.abort_all ||
+			  (plen && strncmp(q->rid, a.rid, plen) == 0);
 		n += q->mark;
 	}
 	/* Aborting may end requests and start queued ones: rescan. */
@@ -156,8 +164,9 @@ static int h_abort(void *arg, struct engy_http_exchange *x,
 		q->mark = false;
 		serve_abort(q, NULL);
 	}
-	s->h->log(s->h, ENGY_LOG_INFO, "event=abort_request prefix_len=%zu all=%d matched=%u",
-		 plen, a.abort_all, n);
+	s->h->log(s->h, ENGY_LOG_INFO,
+		  "event=abort_request prefix_len=%zu all=%d matched=%u", plen,
+		  a.abort_all, n);
 	engy_sgl_abort_free(&a);
 	s->t->http_reply(s->ti, x, 200, NULL, NULL, NULL, 0);
 	return 0;
@@ -171,7 +180,8 @@ static int h_model_info(void *arg, struct engy_http_exchange *x,
 	size_t len;
 	char *buf;
 
-	if (strcmp(r->path, "/get_model_info") != 0 && strcmp(r->path, "/model_info") != 0)
+	if (strcmp(r->path, "/get_model_info") != 0 &&
+	    strcmp(r->path, "/model_info") != 0)
 		return -ENOENT;
 	if (!is_get(r)) {
 		serve_reply_error(s, x, 405, "Method Not Allowed (GET)");
@@ -197,7 +207,8 @@ static int h_health(void *arg, struct engy_http_exchange *x,
 	struct engy_model_info info = { .size = sizeof(info) };
 	bool up;
 
-	if (strcmp(r->path, "/health") != 0 && strcmp(r->path, "/health_generate") != 0)
+	if (strcmp(r->path, "/health") != 0 &&
+	    strcmp(r->path, "/health_generate") != 0)
 		return -ENOENT;
 	if (!is_get(r)) {
 		serve_reply_error(s, x, 405, "Method Not Allowed (GET)");
@@ -209,22 +220,24 @@ static int h_health(void *arg, struct engy_http_exchange *x,
 }
 
 static const struct engy_http_handler hd_generate = {
-	sizeof(hd_generate), h_generate, h_generate_gone,
+	sizeof(hd_generate),
+	h_generate,
+	h_generate_gone,
 };
-static const struct engy_http_handler hd_abort = { sizeof(hd_abort), h_abort, NULL };
-static const struct engy_http_handler hd_info = { sizeof(hd_info), h_model_info, NULL };
-static const struct engy_http_handler hd_health = { sizeof(hd_health), h_health, NULL };
+static const struct engy_http_handler hd_abort = { sizeof(hd_abort), h_abort,
+						   NULL };
+static const struct engy_http_handler hd_info = { sizeof(hd_info), h_model_info,
+						  NULL };
+static const struct engy_http_handler hd_health = { sizeof(hd_health), h_health,
+						    NULL };
 
 static const struct {
 	const char *path;
 	const struct engy_http_handler *h;
 } routes[] = {
-	{ "/generate", &hd_generate },
-	{ "/abort_request", &hd_abort },
-	{ "/get_model_info", &hd_info },
-	{ "/model_info", &hd_info },
-	{ "/health", &hd_health },
-	{ "/health_generate", &hd_health },
+	{ "/generate", &hd_generate },	 { "/abort_request", &hd_abort },
+	{ "/get_model_info", &hd_info }, { "/model_info", &hd_info },
+	{ "/health", &hd_health },	 { "/health_generate", &hd_health },
 };
 
 /* The role's `serve { ... }` section; the variables are its env twins. */
@@ -235,11 +248,13 @@ struct serve_conf {
 };
 
 static const struct engy_opt serve_opts[] = {
-	{ "max_running", ENGY_OPT_INT, 0, offsetof(struct serve_conf, max_running),
-	  "64", "ENGY_SERVE_MAX_RUNNING", 1, 1000000,
+	{ "max_running", ENGY_OPT_INT, 0,
+	  offsetof(struct serve_conf, max_running), "64",
+	  "ENGY_SERVE_MAX_RUNNING", 1, 1000000,
 	  "requests at the backend at once" },
-	{ "max_queued", ENGY_OPT_INT, 0, offsetof(struct serve_conf, max_queued),
-	  "1024", "ENGY_SERVE_MAX_QUEUED", 1, 1000000,
+	{ "max_queued", ENGY_OPT_INT, 0,
+	  offsetof(struct serve_conf, max_queued), "1024",
+	  "ENGY_SERVE_MAX_QUEUED", 1, 1000000,
 	  "requests waiting for a running slot; beyond: 503" },
 	{ "stream_hidden_max", ENGY_OPT_INT, 0,
 	  offsetof(struct serve_conf, stream_hidden_max), "1048576",
@@ -272,9 +287,9 @@ static int serve_wire(struct serve *s)
 	for (i = 0; s->h->peer_at(s->h, i, &pi) == 0; i++) {
 		const struct engy_transport_ops *t = pi.ops;
 
-		if (!have_t && pi.kind == ENGY_KIND_TRANSPORT && t && t->proto &&
-		    strcmp(t->proto, "http") == 0 && t->http_route &&
-		    t->http_reply && t->http_stream_begin &&
+		if (!have_t && pi.kind == ENGY_KIND_TRANSPORT && t &&
+		    t->proto && strcmp(t->proto, "http") == 0 &&
+		    t->http_route && t->http_reply && t->http_stream_begin &&
 		    t->http_stream_write && t->http_stream_end) {
 			s->t = t;
 			s->ti = pi.inst;
@@ -288,8 +303,10 @@ static int serve_wire(struct serve *s)
 		}
 	}
 	if (!have_t || !have_b) {
-		s->h->log(s->h, ENGY_LOG_ERR, "event=serve_unwired reason=\"%s\"",
-			  have_t ? "no backend" : "no transport with proto http (transport-http)");
+		s->h->log(
+			s->h, ENGY_LOG_ERR, "event=serve_unwired reason=\"%s\"",
+			have_t ? "no backend"
+			       : "no transport with proto http (transport-http)");
 		return -EINVAL;
 	}
 	return 0;
@@ -309,25 +326,29 @@ static int serve_start(void *inst)
 	s->max_queued = (unsigned)sc->max_queued;
 	s->stream_hidden_max = (size_t)sc->stream_hidden_max;
 	s->h->metric(s->h, ENGY_METRIC_GAUGE, "engy_serve_running",
-		     "serve requests at the backend", NULL, NULL, 0, &s->m_running);
+		     "serve requests at the backend", NULL, NULL, 0,
+		     &s->m_running);
 	s->h->metric(s->h, ENGY_METRIC_GAUGE, "engy_serve_queued",
 		     "serve requests waiting for a running slot", NULL, NULL, 0,
 		     &s->m_queued);
 	s->h->metric(s->h, ENGY_METRIC_COUNTER,
 		     "engy_serve_completion_tokens_total",
-		     "tokens generated for serve requests", NULL, NULL, 0, &s->m_tokens);
+		     "tokens generated for serve requests", NULL, NULL, 0,
+		     &s->m_tokens);
 	for (i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
 		rc = s->t->http_route(s->ti, routes[i].path, routes[i].h, s);
 		if (rc < 0) {
-			s->h->log(s->h, ENGY_LOG_ERR, "event=route_failed path=%s error=\"%s\"",
+			s->h->log(s->h, ENGY_LOG_ERR,
+				  "event=route_failed path=%s error=\"%s\"",
 				  routes[i].path, strerror(-rc));
 			return rc;
 		}
 	}
 	serve_model(s);
-	s->h->log(s->h, ENGY_LOG_INFO,
-		  "event=serve_ready transport=%s backend=%s max_running=%u max_queued=%u",
-		  s->t_name, s->b_name, s->max_running, s->max_queued);
+	s->h->log(
+		s->h, ENGY_LOG_INFO,
+		"event=serve_ready transport=%s backend=%s max_running=%u max_queued=%u",
+		s->t_name, s->b_name, s->max_running, s->max_queued);
 	return 0;
 }
 
@@ -336,7 +357,8 @@ static void serve_stop(void *inst)
 	struct serve *s = inst;
 
 	s->stopping = true;
-	s->h->log(s->h, ENGY_LOG_INFO, "event=serve_stopping open=%u running=%u queued=%u",
+	s->h->log(s->h, ENGY_LOG_INFO,
+		  "event=serve_stopping open=%u running=%u queued=%u",
 		  s->n_open, s->n_running, s->n_queued);
 }
 
@@ -360,7 +382,8 @@ static void serve_destroy(void *inst)
 }
 
 static const struct engy_role_need serve_needs[] = {
-	{ ENGY_KIND_TRANSPORT, 1, 0, "an http transport (transport-http) for sglang's API" },
+	{ ENGY_KIND_TRANSPORT, 1, 0,
+	  "an http transport (transport-http) for sglang's API" },
 	{ ENGY_KIND_BACKEND, 1, 0, "the engine that generates" },
 	{ 0, 0, 0, NULL },
 };
@@ -371,14 +394,10 @@ static const struct engy_role_ops serve_role_ops = {
 	.inflight = serve_inflight,
 };
 
-ENGY_PLUGIN(.kind = ENGY_KIND_ROLE,
-	    .name = "role-serve",
+ENGY_PLUGIN(.kind = ENGY_KIND_ROLE, .name = "role-serve",
 	    .version = PACKAGE_VERSION,
-	    .description = "sglang's native HTTP API (/generate, /abort_request, ...) on a backend",
-	    .opts = serve_opts,
-	    .conf_size = sizeof(struct serve_conf),
-	    .create = serve_create,
-	    .start = serve_start,
-	    .stop = serve_stop,
-	    .destroy = serve_destroy,
-	    .ops = &serve_role_ops);
+	    .description =
+		    "sglang's native HTTP API (/generate, /abort_request, ...) on a backend",
+	    .opts = serve_opts, .conf_size = sizeof(struct serve_conf),
+	    .create = serve_create, .start = serve_start, .stop = serve_stop,
+	    .destroy = serve_destroy, .ops = &serve_role_ops);

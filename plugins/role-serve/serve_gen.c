@@ -26,7 +26,9 @@
 #include "tokenizer.h"
 
 static const char *const sse_headers[] = {
-	"Cache-Control", "no-cache", NULL,
+	"Cache-Control",
+	"no-cache",
+	NULL,
 };
 
 static void log_req(struct sreq *r, const char *event, const char *extra)
@@ -35,7 +37,7 @@ static void log_req(struct sreq *r, const char *event, const char *extra)
 
 	engy_logfmt_value(rid, sizeof(rid), r->rid);
 	r->s->h->log(r->s->h, ENGY_LOG_INFO, "event=%s rid=%s%s", event, rid,
-		 extra ? extra : "");
+		     extra ? extra : "");
 }
 
 static double since(const struct timespec *t0)
@@ -88,7 +90,8 @@ static char *decode(struct serve *s, const uint32_t *ids, size_t n, bool skip,
 
 	*len = 0;
 	*clean = true;
-	if (!s->tok || !n || engy_tokenizer_decode(s->tok, ids, n, skip, &text, len) < 0) {
+	if (!s->tok || !n ||
+	    engy_tokenizer_decode(s->tok, ids, n, skip, &text, len) < 0) {
 		free(text);
 		*len = 0;
 		return strdup("");
@@ -96,8 +99,9 @@ static char *decode(struct serve *s, const uint32_t *ids, size_t n, bool skip,
 	*clean = *len < 3 || memcmp(text + *len - 3, "\xef\xbf\xbd", 3) != 0;
 	/* Mid-stream, a trailing U+FFFD is a character still arriving:
 	 * sglang holds it back until it is complete. */
-	while (partial && *len >= 3 && memcmp(text + *len - 3, "\xef\xbf\xbd", 3) == 0)
-		text[*len -= 3] = '\0';
+	while (partial && *len >= 3 &&
+	       memcmp(text + *len - 3, "\xef\xbf\xbd", 3) == 0)
+		text[ *len -= 3] = '\0';
 	return text;
 }
 
@@ -112,8 +116,9 @@ static char *text_of(struct serve *s, struct sreq *r, size_t n_text,
 	size_t from = r->ctext && n_text >= r->ctext_ids ? r->ctext_ids : 0;
 	size_t tl;
 	bool clean;
-	char *tail = decode(s, r->ids + from, n_text - from, r->p.skip_special_tokens,
-			    partial, &tl, &clean), *text;
+	char *tail = decode(s, r->ids + from, n_text - from,
+			    r->p.skip_special_tokens, partial, &tl, &clean),
+	     *text;
 
 	if (!tail || !from) {
 		text = tail;
@@ -157,8 +162,8 @@ static void token_texts(struct serve *s, struct sreq *r)
 		r->cap_tok_text = r->cap_ids;
 	}
 	for (; r->n_tok_text < r->n_ids; r->n_tok_text++)
-		r->tok_text[r->n_tok_text] = decode(s, &r->ids[r->n_tok_text], 1, false,
-						    false, &l, &clean);
+		r->tok_text[r->n_tok_text] = decode(
+			s, &r->ids[r->n_tok_text], 1, false, false, &l, &clean);
 }
 
 static void send_chunk(struct serve *s, struct sreq *r, char *buf, size_t len)
@@ -198,8 +203,9 @@ static char *render(struct serve *s, struct sreq *r, int finish, bool sse,
 	char *text, *buf;
 
 	if (finish == ENGY_SGL_STOP && !r->p.no_stop_trim && n_text &&
-	    r->res.matched_stop >= 0 && r->ids[n_text - 1] == (uint32_t)r->res.matched_stop)
-		n_text--;	/* the matched stop id is not in the text */
+	    r->res.matched_stop >= 0 &&
+	    r->ids[n_text - 1] == (uint32_t)r->res.matched_stop)
+		n_text--; /* the matched stop id is not in the text */
 	text = text_of(s, r, n_text, finish == ENGY_SGL_RUNNING, &tl);
 	if (r->p.return_logprob && r->p.return_text_in_logprobs)
 		token_texts(s, r);
@@ -269,10 +275,11 @@ static void finish_req(struct sreq *r)
 	}
 	if (r->client_gone)
 		result = "gone";
-	snprintf(extra, sizeof(extra),
-		 " result=%s prompt_tokens=%zu completion_tokens=%zu e2e_ms=%.1f client=%s",
-		 result, r->p.n_input, r->n_ids, since(&r->t0) * 1e3,
-		 r->x ? "yes" : "gone");
+	snprintf(
+		extra, sizeof(extra),
+		" result=%s prompt_tokens=%zu completion_tokens=%zu e2e_ms=%.1f client=%s",
+		result, r->p.n_input, r->n_ids, since(&r->t0) * 1e3,
+		r->x ? "yes" : "gone");
 	log_req(r, "request_done", extra);
 	serve_count(s, result);
 	if (s->m_tokens)
@@ -290,7 +297,8 @@ static void finish_req(struct sreq *r)
 		if (!buf) {
 			answer_error(s, r, 500, "out of memory");
 		} else if (!r->stream) {
-			s->t->http_reply(s->ti, r->x, 200, "application/json", NULL, buf, len);
+			s->t->http_reply(s->ti, r->x, 200, "application/json",
+					 NULL, buf, len);
 			free(buf);
 		} else {
 			send_chunk(s, r, buf, len);
@@ -320,12 +328,13 @@ static void add_rows(struct sreq *r, const struct engy_rows *rows, size_t n)
 	if (!r->hidden)
 		r->hidden = rows->hidden;
 	if (rows->hidden != r->hidden)
-		return;		/* a backend bug; keep the rows consistent */
+		return; /* a backend bug; keep the rows consistent */
 	take = rows->n_rows - skip;
 	if (take > n)
 		take = n;
 	cap = r->cap_rows * r->hidden;
-	if (!engy_grow((void **)&r->rows, &cap, (r->n_rows + take) * r->hidden, sizeof(float)))
+	if (!engy_grow((void **)&r->rows, &cap, (r->n_rows + take) * r->hidden,
+		       sizeof(float)))
 		return;
 	r->cap_rows = cap / r->hidden;
 	for (i = 0; i < take; i++) {
@@ -338,7 +347,9 @@ static void add_rows(struct sreq *r, const struct engy_rows *rows, size_t n)
 			for (j = 0; j < r->hidden; j++)
 				dst[j] = engy_bf16_to_f32(src[j]);
 		} else {
-			memcpy(dst, (const float *)rows->data + (skip + i) * r->hidden,
+			memcpy(dst,
+			       (const float *)rows->data +
+				       (skip + i) * r->hidden,
 			       r->hidden * sizeof(float));
 		}
 	}
@@ -365,9 +376,10 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 
 	if (!n || r->done)
 		return;
-	if (!engy_grow((void **)&r->ids, &r->cap_ids, r->n_ids + n, sizeof(*r->ids)) ||
+	if (!engy_grow((void **)&r->ids, &r->cap_ids, r->n_ids + n,
+		       sizeof(*r->ids)) ||
 	    !engy_grow((void **)&r->lp, &cap_lp, r->n_ids + n, sizeof(*r->lp)))
-		return;		/* out of memory: the tokens are dropped */
+		return; /* out of memory: the tokens are dropped */
 	if (cap_lp != r->cap_ids) {
 		float *lp = realloc(r->lp, r->cap_ids * sizeof(*lp));
 
@@ -405,7 +417,8 @@ static void on_done(void *arg, const struct engy_gen_result *res)
 	r->done = true;
 	r->g = NULL;
 	r->res = *res;
-	snprintf(r->res_error, sizeof(r->res_error), "%s", res->error ? res->error : "");
+	snprintf(r->res_error, sizeof(r->res_error), "%s",
+		 res->error ? res->error : "");
 	r->res.error = NULL;
 	if (!r->busy)
 		finish_req(r);
@@ -436,7 +449,7 @@ static void start_req(struct sreq *r)
 	r->state = RQ_RUNNING;
 	s->n_running++;
 	gauges(s);
-	if (!r->max_new) {	/* nothing to generate: length 0 at once */
+	if (!r->max_new) { /* nothing to generate: length 0 at once */
 		r->res.finish = ENGY_FINISH_LENGTH;
 		r->done = true;
 		finish_req(r);
@@ -447,8 +460,8 @@ static void start_req(struct sreq *r)
 	if (rc < 0 && !r->done) {
 		r->done = true;
 		r->res.status = rc;
-		snprintf(r->res_error, sizeof(r->res_error), "generate failed: %s",
-			 strerror(-rc));
+		snprintf(r->res_error, sizeof(r->res_error),
+			 "generate failed: %s", strerror(-rc));
 	}
 	leave(r);
 }
@@ -520,7 +533,8 @@ void serve_gone(struct serve *s, struct engy_http_exchange *x)
 		return;
 	r->x = NULL;
 	r->client_gone = true;
-	log_req(r, "client_gone", r->state == RQ_QUEUED ? " state=queued" : " state=running");
+	log_req(r, "client_gone",
+		r->state == RQ_QUEUED ? " state=queued" : " state=running");
 	if (r->state == RQ_QUEUED) {
 		dequeue(s, r);
 		serve_count(s, "gone");
@@ -539,28 +553,37 @@ static const char *check(struct serve *s, struct sreq *r, char *msg, size_t n)
 
 	for (i = 0; vocab && i < r->p.n_input; i++)
 		if (r->p.input_ids[i] >= vocab) {
-			snprintf(msg, n, "The input_ids contains token id %u, outside the "
-				 "vocabulary (size %u).", r->p.input_ids[i], vocab);
+			snprintf(
+				msg, n,
+				"The input_ids contains token id %u, outside the "
+				"vocabulary (size %u).",
+				r->p.input_ids[i], vocab);
 			return msg;
 		}
 	if (ctx && r->p.n_input >= ctx) {
-		snprintf(msg, n, "The input (%zu tokens) is longer than the model's "
-			 "context length (%u tokens).", r->p.n_input, ctx);
+		snprintf(msg, n,
+			 "The input (%zu tokens) is longer than the model's "
+			 "context length (%u tokens).",
+			 r->p.n_input, ctx);
 		return msg;
 	}
 	if (ctx && r->p.has_max_new_tokens &&
 	    (uint64_t)r->p.max_new_tokens + r->p.n_input >= ctx) {
-		snprintf(msg, n, "Requested token count exceeds the model's maximum "
-			 "context length of %u tokens. You requested a total of %llu "
-			 "tokens: %zu tokens from the input messages and %lld tokens "
-			 "for the completion. Please reduce the number of tokens in "
-			 "the input messages or the completion to fit within the limit.",
-			 ctx, (unsigned long long)r->p.max_new_tokens + r->p.n_input,
-			 r->p.n_input, (long long)r->p.max_new_tokens);
+		snprintf(
+			msg, n,
+			"Requested token count exceeds the model's maximum "
+			"context length of %u tokens. You requested a total of %llu "
+			"tokens: %zu tokens from the input messages and %lld tokens "
+			"for the completion. Please reduce the number of tokens in "
+			"the input messages or the completion to fit within the limit.",
+			ctx,
+			(unsigned long long)r->p.max_new_tokens + r->p.n_input,
+			r->p.n_input, (long long)r->p.max_new_tokens);
 		return msg;
 	}
-	r->max_new = (uint32_t)(r->p.max_new_tokens > UINT32_MAX ? UINT32_MAX
-				: r->p.max_new_tokens);
+	r->max_new = (uint32_t)(r->p.max_new_tokens > UINT32_MAX
+					? UINT32_MAX
+					: r->p.max_new_tokens);
 	if (ctx && !r->p.has_max_new_tokens && r->p.n_input + r->max_new >= ctx)
 		r->max_new = (uint32_t)(ctx - r->p.n_input - 1);
 	return NULL;
@@ -596,9 +619,11 @@ static int tokenize_text(struct serve *s, struct sreq *r, char *msg, size_t n)
 	int rc;
 
 	if (!s->tok) {
-		snprintf(msg, n, "text input needs the model's tokenizer, and none is "
-			 "loaded (the backend names no checkpoint directory); send "
-			 "input_ids instead");
+		snprintf(
+			msg, n,
+			"text input needs the model's tokenizer, and none is "
+			"loaded (the backend names no checkpoint directory); send "
+			"input_ids instead");
 		return -EINVAL;
 	}
 	rc = engy_tokenizer_encode(s->tok, r->p.text, strlen(r->p.text),
@@ -608,7 +633,8 @@ static int tokenize_text(struct serve *s, struct sreq *r, char *msg, size_t n)
 	else if (!rc && !r->p.n_input)
 		snprintf(msg, n, "text encodes to no tokens");
 	else if (rc)
-		snprintf(msg, n, "text could not be tokenized: %s", strerror(-rc));
+		snprintf(msg, n, "text could not be tokenized: %s",
+			 strerror(-rc));
 	return rc ? rc : r->p.n_input ? 0 : -EINVAL;
 }
 
@@ -617,7 +643,8 @@ static bool accepting(struct serve *s, struct engy_http_exchange *x,
 		      const struct engy_http_request *r)
 {
 	if (strcmp(r->method, "POST") != 0 && strcmp(r->method, "PUT") != 0) {
-		serve_reply_error(s, x, 405, "Method Not Allowed (POST or PUT)");
+		serve_reply_error(s, x, 405,
+				  "Method Not Allowed (POST or PUT)");
 		return false;
 	}
 	if (s->stopping) {
@@ -638,8 +665,7 @@ static bool accepting(struct serve *s, struct engy_http_exchange *x,
  * body's syntax, sglang reports problems inside the stream of a streamed
  * request (its tokenizer_manager runs after the response began).
  */
-static const char *invalid(struct serve *s, struct sreq *q, char *msg,
-			   size_t n)
+static const char *invalid(struct serve *s, struct sreq *q, char *msg, size_t n)
 {
 	const char *bad = NULL;
 
@@ -688,9 +714,11 @@ static void enqueue(struct serve *s, struct sreq *q)
 	q->pprev = &s->open;
 	s->open = q;
 	s->n_open++;
-	snprintf(msg, sizeof(msg), " prompt_tokens=%zu max_new_tokens=%u stream=%d "
-		 "hidden=%d logprob=%d", q->p.n_input, q->max_new, q->stream,
-		 q->p.return_hidden_states, q->p.return_logprob);
+	snprintf(msg, sizeof(msg),
+		 " prompt_tokens=%zu max_new_tokens=%u stream=%d "
+		 "hidden=%d logprob=%d",
+		 q->p.n_input, q->max_new, q->stream, q->p.return_hidden_states,
+		 q->p.return_logprob);
 	log_req(q, "request", msg);
 	q->state = RQ_QUEUED;
 	q->qnext = NULL;
@@ -717,7 +745,8 @@ int serve_generate(struct serve *s, struct engy_http_exchange *x,
 	q->x = x;
 	q->res.matched_stop = -1;
 	clock_gettime(CLOCK_MONOTONIC, &q->t0);
-	rc = engy_sgl_parse_generate(r->body, r->body_len, &q->p, msg, sizeof(msg));
+	rc = engy_sgl_parse_generate(r->body, r->body_len, &q->p, msg,
+				     sizeof(msg));
 	if (rc) {
 		serve_count(s, "rejected");
 		serve_reply_error(s, x, rc == -ENOMEM ? 500 : 400,
@@ -732,9 +761,11 @@ int serve_generate(struct serve *s, struct engy_http_exchange *x,
 		new_rid(q->rid);
 	bad = invalid(s, q, msg, sizeof(msg));
 	if (q->stream)
-		q->flush_ev = event_new(s->h->evbase(s->h), -1, 0, flush_event, q);
-	if (q->stream && s->t->http_stream_begin(s->ti, x, 200, "text/event-stream",
-						 sse_headers) < 0) {
+		q->flush_ev =
+			event_new(s->h->evbase(s->h), -1, 0, flush_event, q);
+	if (q->stream &&
+	    s->t->http_stream_begin(s->ti, x, 200, "text/event-stream",
+				    sse_headers) < 0) {
 		serve_req_free(q);
 		return -EIO;
 	}

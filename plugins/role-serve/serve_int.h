@@ -24,39 +24,39 @@ struct engy_tokenizer;
 enum { RQ_QUEUED = 1, RQ_RUNNING, RQ_DONE };
 
 struct sreq {
-	struct sreq *next, **pprev;	/* every open request */
-	struct sreq *qnext;		/* the wait queue */
+	struct sreq *next, **pprev; /* every open request */
+	struct sreq *qnext;	    /* the wait queue */
 	struct serve *s;
-	struct engy_http_exchange *x;	/* NULL once the client left */
-	struct engy_gen *g;		/* the backend's, while running */
+	struct engy_http_exchange *x; /* NULL once the client left */
+	struct engy_gen *g;	      /* the backend's, while running */
 	struct engy_sgl_gen p;
 	char rid[ENGY_SGL_MAX_RID + 1];
 	int state;
 	bool stream;
-	bool aborting;			/* cancel() sent */
-	bool mark;			/* matched by /abort_request */
-	bool done;			/* on_done came */
+	bool aborting; /* cancel() sent */
+	bool mark;     /* matched by /abort_request */
+	bool done;     /* on_done came */
 	bool client_gone;
-	unsigned busy;			/* inside a backend call */
+	unsigned busy; /* inside a backend call */
 	const char *abort_msg;
-	int abort_status;		/* finish_reason.status_code, 0: null */
+	int abort_status; /* finish_reason.status_code, 0: null */
 	uint32_t max_new;
 	struct engy_gen_result res;
 	char res_error[128];
 	uint32_t *ids;
 	size_t n_ids, cap_ids;
-	float *lp;			/* one per id when logprobs came */
+	float *lp; /* one per id when logprobs came */
 	bool lp_missing;
-	char *ctext;			/* text of the first ctext_ids ids */
+	char *ctext; /* text of the first ctext_ids ids */
 	size_t ctext_len, ctext_ids;
-	char **tok_text;		/* each id's own text, when asked */
+	char **tok_text; /* each id's own text, when asked */
 	size_t n_tok_text, cap_tok_text;
-	float *rows;			/* F32, n_rows x hidden */
+	float *rows; /* F32, n_rows x hidden */
 	size_t n_rows, cap_rows;
 	uint32_t hidden;
-	bool prefill_empty;		/* token 0 came without a row */
+	bool prefill_empty; /* token 0 came without a row */
 	struct timespec t0;
-	struct event *flush_ev;		/* stream: sends the pending event */
+	struct event *flush_ev; /* stream: sends the pending event */
 };
 
 struct serve {
@@ -74,13 +74,13 @@ struct serve {
 	struct sreq *qhead, **qtail;
 	unsigned n_open, n_running, n_queued;
 	unsigned max_running, max_queued;
-	size_t stream_hidden_max;	/* floats in a running event */
+	size_t stream_hidden_max; /* floats in a running event */
 	bool stopping, pumping;
 	struct engy_metric *m_running, *m_queued, *m_tokens;
 };
 
 /* serve.c */
-bool serve_model(struct serve *s);	/* info (and tokenizer) known? */
+bool serve_model(struct serve *s); /* info (and tokenizer) known? */
 void serve_count(struct serve *s, const char *result);
 void serve_reply_error(struct serve *s, struct engy_http_exchange *x,
 		       int status, const char *msg);

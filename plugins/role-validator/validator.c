@@ -31,48 +31,50 @@
 #define OFF(f) offsetof(struct val_conf, f)
 
 static const struct engy_opt val_opts[] = {
-	{"wallet", ENGY_OPT_STR, 0, OFF(wallet), NULL, "ENGY_SN53_WALLET", 0, 0,
-	 "wallet name (btcli --wallet.name)"},
-	{"hotkey", ENGY_OPT_STR, 0, OFF(hotkey), NULL,
-	 "ENGY_SN53_WALLET_HOTKEY", 0, 0,
-	 "hotkey name (btcli --wallet.hotkey)"},
-	{"wallet_path", ENGY_OPT_STR, 0, OFF(wallet_path),
-	 "~/.bittensor/wallets", "BT_WALLET_PATH", 0, 0, "where wallets live"},
-	{"api", ENGY_OPT_STR, 0, OFF(api), NULL, "ENGY_SN53_API", 0, 0,
-	 "provider URL (default " VAL_DEFAULT_API
-	 "); set together with master_hotkey"},
-	{"master_hotkey", ENGY_OPT_STR, 0, OFF(master_hotkey), NULL,
-	 "ENGY_SN53_MASTER_HOTKEY", 0, 0,
-	 "the pinned key epoch results are signed with; set together with api"},
-	{"owner_hotkey", ENGY_OPT_STR, 0, OFF(owner_hotkey), NULL,
-	 "ENGY_SN53_OWNER_HOTKEY", 0, 0,
-	 "where a burn is expected to go (default: the master hotkey)"},
-	{"netuid", ENGY_OPT_INT, 0, OFF(netuid), "53", "ENGY_SN53_NETUID", 0,
-	 65535, "the subnet"},
-	{"poll_s", ENGY_OPT_INT, 0, OFF(poll_s), "300", "ENGY_SN53_POLL_S", 1,
-	 86400, "seconds between ticks"},
-	{"resubmit_blocks", ENGY_OPT_INT, 0, OFF(resubmit_blocks), "120",
-	 "ENGY_SN53_RESUBMIT_BLOCKS", 1, 1000000,
-	 "blocks between resubmissions of one epoch's vector"},
-	{"fetch_timeout_s", ENGY_OPT_INT, 0, OFF(fetch_timeout_s), "30", NULL,
-	 1, 600, "seconds for one provider request"},
-	{"block_s", ENGY_OPT_INT, 0, OFF(block_s), "12", NULL, 1, 600,
-	 "seconds a block, for the clock fallback and the pre-gate (subtensor: "
-	 "12)"},
-	{"watchdog_min_s", ENGY_OPT_INT, 0, OFF(watchdog_min_s), "900", NULL, 1,
-	 86400,
-	 "the watchdog exits after max(3 x poll_s, this) without a completed "
-	 "tick"},
-	{"state_file", ENGY_OPT_STR, 0, OFF(state_file), NULL,
-	 "ENGY_SN53_STATE_FILE", 0, 0,
-	 "default: STATE_DIR/validator-state.json"},
-	{"heartbeat_file", ENGY_OPT_STR, 0, OFF(heartbeat_file), NULL,
-	 "ENGY_SN53_HEARTBEAT_FILE", 0, 0,
-	 "default: STATE_DIR/validator-heartbeat.json"},
-	{"provider_heartbeat", ENGY_OPT_BOOL, 0, OFF(provider_heartbeat),
-	 "true", NULL, 0, 0,
-	 "POST a signed heartbeat to the provider after each tick"},
-	ENGY_OPT_END};
+	{ "wallet", ENGY_OPT_STR, 0, OFF(wallet), NULL, "ENGY_SN53_WALLET", 0,
+	  0, "wallet name (btcli --wallet.name)" },
+	{ "hotkey", ENGY_OPT_STR, 0, OFF(hotkey), NULL,
+	  "ENGY_SN53_WALLET_HOTKEY", 0, 0,
+	  "hotkey name (btcli --wallet.hotkey)" },
+	{ "wallet_path", ENGY_OPT_STR, 0, OFF(wallet_path),
+	  "~/.bittensor/wallets", "BT_WALLET_PATH", 0, 0,
+	  "where wallets live" },
+	{ "api", ENGY_OPT_STR, 0, OFF(api), NULL, "ENGY_SN53_API", 0, 0,
+	  "provider URL (default " VAL_DEFAULT_API
+	  "); set together with master_hotkey" },
+	{ "master_hotkey", ENGY_OPT_STR, 0, OFF(master_hotkey), NULL,
+	  "ENGY_SN53_MASTER_HOTKEY", 0, 0,
+	  "the pinned key epoch results are signed with; set together with api" },
+	{ "owner_hotkey", ENGY_OPT_STR, 0, OFF(owner_hotkey), NULL,
+	  "ENGY_SN53_OWNER_HOTKEY", 0, 0,
+	  "where a burn is expected to go (default: the master hotkey)" },
+	{ "netuid", ENGY_OPT_INT, 0, OFF(netuid), "53", "ENGY_SN53_NETUID", 0,
+	  65535, "the subnet" },
+	{ "poll_s", ENGY_OPT_INT, 0, OFF(poll_s), "300", "ENGY_SN53_POLL_S", 1,
+	  86400, "seconds between ticks" },
+	{ "resubmit_blocks", ENGY_OPT_INT, 0, OFF(resubmit_blocks), "120",
+	  "ENGY_SN53_RESUBMIT_BLOCKS", 1, 1000000,
+	  "blocks between resubmissions of one epoch's vector" },
+	{ "fetch_timeout_s", ENGY_OPT_INT, 0, OFF(fetch_timeout_s), "30", NULL,
+	  1, 600, "seconds for one provider request" },
+	{ "block_s", ENGY_OPT_INT, 0, OFF(block_s), "12", NULL, 1, 600,
+	  "seconds a block, for the clock fallback and the pre-gate (subtensor: "
+	  "12)" },
+	{ "watchdog_min_s", ENGY_OPT_INT, 0, OFF(watchdog_min_s), "900", NULL,
+	  1, 86400,
+	  "the watchdog exits after max(3 x poll_s, this) without a completed "
+	  "tick" },
+	{ "state_file", ENGY_OPT_STR, 0, OFF(state_file), NULL,
+	  "ENGY_SN53_STATE_FILE", 0, 0,
+	  "default: STATE_DIR/validator-state.json" },
+	{ "heartbeat_file", ENGY_OPT_STR, 0, OFF(heartbeat_file), NULL,
+	  "ENGY_SN53_HEARTBEAT_FILE", 0, 0,
+	  "default: STATE_DIR/validator-heartbeat.json" },
+	{ "provider_heartbeat", ENGY_OPT_BOOL, 0, OFF(provider_heartbeat),
+	  "true", NULL, 0, 0,
+	  "POST a signed heartbeat to the provider after each tick" },
+	ENGY_OPT_END
+};
 
 static int sign_cb(void *arg, const uint8_t *msg, size_t len, uint8_t sig[64])
 {
@@ -128,30 +130,29 @@ static int load_hotkey(struct val *v)
 		return -ENAMETOOLONG;
 	if (strchr(v->c->wallet, '/') || strchr(v->c->hotkey, '/')) {
 		val_log(v, ENGY_LOG_ERR,
-			 "event=bad_option option=wallet reason=\"wallet and "
-			 "hotkey are names, not paths\"");
+			"event=bad_option option=wallet reason=\"wallet and "
+			"hotkey are names, not paths\"");
 		return -EINVAL;
 	}
 	rc = engy_hotkey_load(&v->hk, path, err, sizeof(err));
 	if (rc) {
-		val_log(v, ENGY_LOG_ERR,
-			 "event=hotkey_unusable error=\"%s\"", err);
+		val_log(v, ENGY_LOG_ERR, "event=hotkey_unusable error=\"%s\"",
+			err);
 		return rc;
 	}
 	if (v->hk.source == ENGY_HOTKEY_PUBLIC_ONLY) {
 		val_log(v, ENGY_LOG_ERR,
-			 "event=hotkey_unusable error=\"%s holds no secret: it "
-			 "cannot sign\"",
-			 path);
+			"event=hotkey_unusable error=\"%s holds no secret: it "
+			"cannot sign\"",
+			path);
 		return -EINVAL;
 	}
 	v->signer.size = sizeof(v->signer);
 	memcpy(v->signer.account, v->hk.kp.pub, 32);
 	v->signer.sign = sign_cb;
 	v->signer.arg = v;
-	val_log(v, ENGY_LOG_NOTICE,
-		 "event=wallet wallet=%s hotkey=%s ss58=%s", v->c->wallet,
-		 v->c->hotkey, v->hk.ss58);
+	val_log(v, ENGY_LOG_NOTICE, "event=wallet wallet=%s hotkey=%s ss58=%s",
+		v->c->wallet, v->c->hotkey, v->hk.ss58);
 	return 0;
 }
 
@@ -164,14 +165,13 @@ static int pin_provider(struct val *v)
 
 	/* The public .env.validator names the default provider with an
 	 * empty master hotkey: that is the built-in pair, not an override. */
-	if (api && !master && strncmp(api, VAL_DEFAULT_API,
-				      strlen(VAL_DEFAULT_API)) == 0 &&
+	if (api && !master &&
+	    strncmp(api, VAL_DEFAULT_API, strlen(VAL_DEFAULT_API)) == 0 &&
 	    strspn(api + strlen(VAL_DEFAULT_API), "/") ==
 		    strlen(api + strlen(VAL_DEFAULT_API)))
 		master = VAL_DEFAULT_MASTER;
 	if (!api != !master) {
-		val_log(
-			v, ENGY_LOG_ERR,
+		val_log(v, ENGY_LOG_ERR,
 			"event=bad_option option=%s reason=\"api and "
 			"master_hotkey are overridden together or not at all\"",
 			api ? "master_hotkey" : "api");
@@ -188,8 +188,8 @@ static int pin_provider(struct val *v)
 	    (strncmp(api, "http://", 7) != 0 &&
 	     strncmp(api, "https://", 8) != 0)) {
 		val_log(v, ENGY_LOG_ERR,
-			 "event=bad_option option=api reason=\"an http:// or "
-			 "https:// URL\"");
+			"event=bad_option option=api reason=\"an http:// or "
+			"https:// URL\"");
 		return -EINVAL;
 	}
 	memcpy(v->api, api, n);
@@ -197,8 +197,8 @@ static int pin_provider(struct val *v)
 	rc = engy_ss58_decode(master, v->master_pub, NULL);
 	if (rc || strlen(master) >= sizeof(v->master)) {
 		val_log(v, ENGY_LOG_ERR,
-			 "event=bad_option option=master_hotkey reason=\"%s\"",
-			 rc ? engy_ss58_strerror(rc) : "too long");
+			"event=bad_option option=master_hotkey reason=\"%s\"",
+			rc ? engy_ss58_strerror(rc) : "too long");
 		return -EINVAL;
 	}
 	strcpy(v->master, master);
@@ -206,8 +206,8 @@ static int pin_provider(struct val *v)
 	if (engy_ss58_decode(master, NULL, NULL) ||
 	    strlen(master) >= sizeof(v->owner)) {
 		val_log(v, ENGY_LOG_ERR,
-			 "event=bad_option option=owner_hotkey reason=\"not an "
-			 "SS58 address\"");
+			"event=bad_option option=owner_hotkey reason=\"not an "
+			"SS58 address\"");
 		return -EINVAL;
 	}
 	strcpy(v->owner, master);
@@ -230,9 +230,9 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
 	if (idle <= v->stall_limit_s || v->stopping)
 		return;
 	val_log(v, ENGY_LOG_ERR,
-		 "event=watchdog_exit no_tick_s=%lld limit_s=%lld reason=\"no "
-		 "tick completed: exiting so the supervisor restarts engyd\"",
-		 (long long)idle, (long long)v->stall_limit_s);
+		"event=watchdog_exit no_tick_s=%lld limit_s=%lld reason=\"no "
+		"tick completed: exiting so the supervisor restarts engyd\"",
+		(long long)idle, (long long)v->stall_limit_s);
 	_exit(1);
 }
 
@@ -266,18 +266,18 @@ static int val_start(void *inst)
 		return rc;
 	if (!c->wallet || !c->hotkey || !*c->wallet || !*c->hotkey) {
 		val_log(v, ENGY_LOG_ERR,
-			 "event=idle reason=\"no wallet and hotkey named: set "
-			 "validator { wallet hotkey } or ENGY_SN53_WALLET and "
-			 "ENGY_SN53_WALLET_HOTKEY\" effect=\"nothing is "
-			 "fetched or submitted; health reports no heartbeat\"");
+			"event=idle reason=\"no wallet and hotkey named: set "
+			"validator { wallet hotkey } or ENGY_SN53_WALLET and "
+			"ENGY_SN53_WALLET_HOTKEY\" effect=\"nothing is "
+			"fetched or submitted; health reports no heartbeat\"");
 		return 0;
 	}
 	rc = load_hotkey(v);
 	if (rc)
 		return rc;
-	v->state_path = c->state_file
-				? strdup(c->state_file)
-				: path_in(v->h->state_dir(v->h), "validator-state.json");
+	v->state_path = c->state_file ? strdup(c->state_file)
+				      : path_in(v->h->state_dir(v->h),
+						"validator-state.json");
 	v->hb_path = c->heartbeat_file ? strdup(c->heartbeat_file)
 				       : path_in(v->h->state_dir(v->h),
 						 "validator-heartbeat.json");
@@ -287,10 +287,10 @@ static int val_start(void *inst)
 	rc = mkdir_parents(v->state_path);
 	if (rc) {
 		val_log(v, ENGY_LOG_ERR,
-			 "event=state_dir_failed path=%s error=\"%s\" "
-			 "effect=\"not started: the replay guard needs the "
-			 "state file\"",
-			 v->state_path, strerror(-rc));
+			"event=state_dir_failed path=%s error=\"%s\" "
+			"effect=\"not started: the replay guard needs the "
+			"state file\"",
+			v->state_path, strerror(-rc));
 		return rc;
 	}
 	if (engy_httpc_global_init() < 0)
@@ -299,7 +299,8 @@ static int val_start(void *inst)
 				   ? 3 * c->poll_s
 				   : c->watchdog_min_s;
 	v->tick_ev = evtimer_new(v->h->evbase(v->h), on_tick_timer, v);
-	v->dog_ev = event_new(v->h->evbase(v->h), -1, EV_PERSIST, on_watchdog, v);
+	v->dog_ev =
+		event_new(v->h->evbase(v->h), -1, EV_PERSIST, on_watchdog, v);
 	if (!v->tick_ev || !v->dog_ev)
 		return -ENOMEM;
 	clock_gettime(CLOCK_MONOTONIC, &v->last_done);
@@ -317,12 +318,12 @@ static int val_start(void *inst)
 	dog.tv_usec = 0;
 	event_add(v->dog_ev, &dog);
 	val_log(v, ENGY_LOG_NOTICE,
-		 "event=validator_start netuid=%lld api=%s master=%s owner=%s "
-		 "poll_s=%lld resubmit_blocks=%lld state_file=%s "
-		 "heartbeat_file=%s stall_limit_s=%lld",
-		 (long long)c->netuid, v->api, v->master, v->owner,
-		 (long long)c->poll_s, (long long)c->resubmit_blocks,
-		 v->state_path, v->hb_path, (long long)v->stall_limit_s);
+		"event=validator_start netuid=%lld api=%s master=%s owner=%s "
+		"poll_s=%lld resubmit_blocks=%lld state_file=%s "
+		"heartbeat_file=%s stall_limit_s=%lld",
+		(long long)c->netuid, v->api, v->master, v->owner,
+		(long long)c->poll_s, (long long)c->resubmit_blocks,
+		v->state_path, v->hb_path, (long long)v->stall_limit_s);
 	val_tick_start(v);
 	return 0;
 }
@@ -365,8 +366,8 @@ static void val_destroy(void *inst)
 }
 
 static const struct engy_role_need val_needs[] = {
-	{ENGY_KIND_CHAIN, 1, 1, "weights to chain and metagraph reads"},
-	{0, 0, 0, NULL},
+	{ ENGY_KIND_CHAIN, 1, 1, "weights to chain and metagraph reads" },
+	{ 0, 0, 0, NULL },
 };
 
 static const struct engy_role_ops val_role_ops = {
@@ -381,5 +382,4 @@ ENGY_PLUGIN(.kind = ENGY_KIND_ROLE, .name = "role-validator",
 			   "verify, schedule, set weights",
 	    .opts = val_opts, .conf_size = sizeof(struct val_conf),
 	    .create = val_create, .start = val_start, .stop = val_stop,
-	    .destroy = val_destroy, .ops = &val_role_ops,
-	    .check = val_check);
+	    .destroy = val_destroy, .ops = &val_role_ops, .check = val_check);

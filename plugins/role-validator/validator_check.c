@@ -26,10 +26,12 @@ static int wallet_check(const struct engy_host *h, const struct val_conf *c,
 	if (!wallet || !*wallet || !hotkey || !*hotkey) {
 		ENGY_CHECK_SET(&b, target, "none named");
 		ENGY_CHECK_SET(&b, source, "ENGY_SN53_WALLET unset");
-		ENGY_CHECK_SET(&b, problem, "no wallet and hotkey named: the "
+		ENGY_CHECK_SET(&b, problem,
+			       "no wallet and hotkey named: the "
 			       "validator idles");
 		b.c.warn_only = 1;
-		ENGY_CHECK_SET(&b, fix, "set ENGY_SN53_WALLET and "
+		ENGY_CHECK_SET(&b, fix,
+			       "set ENGY_SN53_WALLET and "
 			       "ENGY_SN53_WALLET_HOTKEY to the names btcli "
 			       "wallet list shows");
 		return engy_check_add(sink, &b);
@@ -44,16 +46,19 @@ static int wallet_check(const struct engy_host *h, const struct val_conf *c,
 			       hotkey);
 	engy_check_source(h, "wallet", &b);
 	if (strchr(wallet, '/') || strchr(hotkey, '/')) {
-		ENGY_CHECK_SET(&b, problem, "the wallet and hotkey are names, "
+		ENGY_CHECK_SET(&b, problem,
+			       "the wallet and hotkey are names, "
 			       "not paths");
-		ENGY_CHECK_SET(&b, fix, "set ENGY_SN53_WALLET and "
+		ENGY_CHECK_SET(&b, fix,
+			       "set ENGY_SN53_WALLET and "
 			       "ENGY_SN53_WALLET_HOTKEY to names; "
 			       "BT_WALLET_PATH to the directory");
 		return engy_check_add(sink, &b);
 	}
 	if (engy_hotkey_load(&hk, b.target, err, sizeof(err)) < 0) {
 		ENGY_CHECK_SET(&b, problem, "%s", err);
-		ENGY_CHECK_SET(&b, fix, "check ENGY_SN53_WALLET and "
+		ENGY_CHECK_SET(&b, fix,
+			       "check ENGY_SN53_WALLET and "
 			       "ENGY_SN53_WALLET_HOTKEY against btcli wallet "
 			       "list, BT_WALLET_PATH (default "
 			       "~/.bittensor/wallets), and that this user can "
@@ -61,9 +66,11 @@ static int wallet_check(const struct engy_host *h, const struct val_conf *c,
 		return engy_check_add(sink, &b);
 	}
 	if (hk.source == ENGY_HOTKEY_PUBLIC_ONLY) {
-		ENGY_CHECK_SET(&b, problem, "the hotkey file holds no secret: "
+		ENGY_CHECK_SET(&b, problem,
+			       "the hotkey file holds no secret: "
 			       "it cannot sign");
-		ENGY_CHECK_SET(&b, fix, "point ENGY_SN53_WALLET_HOTKEY at an "
+		ENGY_CHECK_SET(&b, fix,
+			       "point ENGY_SN53_WALLET_HOTKEY at an "
 			       "unencrypted hotkey file with its secret");
 	}
 	engy_hotkey_wipe(&hk);
@@ -88,7 +95,8 @@ int val_check(const struct engy_host *h, const void *conf, void *inst,
 	if (strncmp(b.target, "http://", 7) != 0 &&
 	    strncmp(b.target, "https://", 8) != 0) {
 		ENGY_CHECK_SET(&b, problem, "not an http(s) URL");
-		ENGY_CHECK_SET(&b, fix, "set ENGY_SN53_API to the provider's "
+		ENGY_CHECK_SET(&b, fix,
+			       "set ENGY_SN53_API to the provider's "
 			       "URL (default " VAL_DEFAULT_API ")");
 	}
 	if ((rc = engy_check_add(sink, &b)) < 0)

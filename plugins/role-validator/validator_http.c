@@ -106,14 +106,14 @@ static void beat_done(void *arg, int rc)
 	b->v->inflight--;
 	if (rc == 0 && !b->error[0] && b->status >= 200 && b->status < 300)
 		val_log(b->v, ENGY_LOG_DEBUG,
-			 "event=provider_heartbeat status=%ld", b->status);
+			"event=provider_heartbeat status=%ld", b->status);
 	else
 		val_log(b->v, ENGY_LOG_INFO,
-			 "event=provider_heartbeat_failed error=\"%s\" "
-			 "effect=none",
-			 rc	       ? strerror(-rc)
-			 : b->error[0] ? b->error
-				       : "not accepted");
+			"event=provider_heartbeat_failed error=\"%s\" "
+			"effect=none",
+			rc	      ? strerror(-rc)
+			: b->error[0] ? b->error
+				      : "not accepted");
 	free(b);
 }
 

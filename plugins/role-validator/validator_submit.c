@@ -18,21 +18,22 @@ static const char *hint(const char *error)
 	static const struct {
 		const char *needle, *hint;
 	} hints[] = {
-		{"NoValidatorPermit", "no validator permit: the hotkey holds "
-				      "no validator permit on this subnet"},
-		{"SettingWeightsTooFast",
-		 "rate limited: too soon after this hotkey's last weights"},
-		{"RateLimitExceeded",
-		 "rate limited: too soon after this hotkey's last weights"},
-		{"NotRegistered",
-		 "the hotkey is not registered on this subnet"},
-		{"UidNotFound", "the hotkey is not registered on this subnet"},
-		{"CommitRevealEnabled",
-		 "commit-reveal is enabled on this subnet"},
-		{"IncorrectWeightVersionKey",
-		 "the subnet wants a higher weights version key"},
-		{"NotEnoughStake", "not enough stake to set weights"},
-		{"StakeAmountTooLow", "not enough stake to set weights"},
+		{ "NoValidatorPermit", "no validator permit: the hotkey holds "
+				       "no validator permit on this subnet" },
+		{ "SettingWeightsTooFast",
+		  "rate limited: too soon after this hotkey's last weights" },
+		{ "RateLimitExceeded",
+		  "rate limited: too soon after this hotkey's last weights" },
+		{ "NotRegistered",
+		  "the hotkey is not registered on this subnet" },
+		{ "UidNotFound",
+		  "the hotkey is not registered on this subnet" },
+		{ "CommitRevealEnabled",
+		  "commit-reveal is enabled on this subnet" },
+		{ "IncorrectWeightVersionKey",
+		  "the subnet wants a higher weights version key" },
+		{ "NotEnoughStake", "not enough stake to set weights" },
+		{ "StakeAmountTooLow", "not enough stake to set weights" },
 	};
 	size_t i;
 
@@ -68,20 +69,20 @@ static void log_dropped(struct tick *t, const struct engy_chain_metagraph *m,
 		    find_account(m, acc) >= 0)
 			continue;
 		val_log(t->v, ENGY_LOG_INFO,
-			 "event=hotkey_unregistered vector=%s hotkey=%s "
-			 "weight=%u",
-			 what, rows[i].hotkey, rows[i].weight);
+			"event=hotkey_unregistered vector=%s hotkey=%s "
+			"weight=%u",
+			what, rows[i].hotkey, rows[i].weight);
 		shown++;
 	}
 	val_log(t->v, ENGY_LOG_WARNING,
-		 "event=hotkeys_dropped vector=%s count=%zu of=%zu "
-		 "weight_share_pct=%.1f reason=\"not registered on subnet "
-		 "%lld\"",
-		 what, res->dropped, n,
-		 res->total ? 100.0 * (double)res->dropped_weight /
-				      (double)res->total
-			    : 0.0,
-		 (long long)t->v->c->netuid);
+		"event=hotkeys_dropped vector=%s count=%zu of=%zu "
+		"weight_share_pct=%.1f reason=\"not registered on subnet "
+		"%lld\"",
+		what, res->dropped, n,
+		res->total ? 100.0 * (double)res->dropped_weight /
+				     (double)res->total
+			   : 0.0,
+		(long long)t->v->c->netuid);
 }
 
 /* A hotkey listed twice is summed into its uid: say so. */
@@ -91,10 +92,10 @@ static void log_duplicates(struct tick *t, const struct engy_valrow *rows,
 	if (!res->duplicates)
 		return;
 	val_log(t->v, ENGY_LOG_WARNING,
-		 "event=hotkeys_duplicate vector=%s count=%zu first=%s "
-		 "effect=\"each repeated hotkey's weights are summed into its "
-		 "one uid (the chain refuses duplicate uids)\"",
-		 what, res->duplicates, rows[res->first_duplicate].hotkey);
+		"event=hotkeys_duplicate vector=%s count=%zu first=%s "
+		"effect=\"each repeated hotkey's weights are summed into its "
+		"one uid (the chain refuses duplicate uids)\"",
+		what, res->duplicates, rows[res->first_duplicate].hotkey);
 }
 
 static void after_submit(void *arg, const struct engy_chain_submit *r)
@@ -130,8 +131,7 @@ static void after_submit(void *arg, const struct engy_chain_submit *r)
 		if (!rc)
 			t->st_on_disk = true;
 		if (rc)
-			val_log(
-				v, ENGY_LOG_ERR,
+			val_log(v, ENGY_LOG_ERR,
 				"event=state_write_failed path=%s error=\"%s\" "
 				"effect=\"the next tick rewrites it first and "
 				"submits nothing until it can\"",
@@ -262,22 +262,22 @@ static void warn_before_submit(struct tick *t,
 
 	if (me < 0)
 		val_log(v, ENGY_LOG_WARNING,
-			 "event=not_registered hotkey=%s netuid=%lld "
-			 "effect=\"the chain will refuse these weights\"",
-			 v->hk.ss58, (long long)v->c->netuid);
+			"event=not_registered hotkey=%s netuid=%lld "
+			"effect=\"the chain will refuse these weights\"",
+			v->hk.ss58, (long long)v->c->netuid);
 	else if (m->permit && !m->permit[me])
 		val_log(v, ENGY_LOG_WARNING,
-			 "event=no_validator_permit hotkey=%s uid=%ld "
-			 "effect=\"the chain is likely to refuse these weights "
-			 "(no validator permit)\"",
-			 v->hk.ss58, me);
+			"event=no_validator_permit hotkey=%s uid=%ld "
+			"effect=\"the chain is likely to refuse these weights "
+			"(no validator permit)\"",
+			v->hk.ss58, me);
 	target = engy_valrows_burn_target(t->rows, t->n_rows);
 	if (target && strcmp(target, v->owner) != 0)
 		val_log(v, ENGY_LOG_WARNING,
-			 "event=burn_target_unexpected target=%s expected=%s "
-			 "effect=\"submitted as signed; report it to the "
-			 "provider\"",
-			 target, v->owner);
+			"event=burn_target_unexpected target=%s expected=%s "
+			"effect=\"submitted as signed; report it to the "
+			"provider\"",
+			target, v->owner);
 }
 
 /* Nothing of the vector lands: standby, or the tick ends. */
@@ -286,10 +286,10 @@ static bool go_standby(struct tick *t, const struct engy_chain_metagraph *m)
 	struct val *v = t->v;
 
 	val_log(v, ENGY_LOG_WARNING,
-		 "event=nothing_lands epoch=%" PRIu64
-		 " source=%s reason=\"no hotkey of the vector has a "
-		 "uid with weight\" effect=standby",
-		 t->epoch, t->source);
+		"event=nothing_lands epoch=%" PRIu64
+		" source=%s reason=\"no hotkey of the vector has a "
+		"uid with weight\" effect=standby",
+		t->epoch, t->source);
 	if (!standby(t, m)) {
 		val_tick_end(t, "skipped",
 			     "epoch=%" PRIu64
@@ -301,15 +301,15 @@ static bool go_standby(struct tick *t, const struct engy_chain_metagraph *m)
 	}
 	t->standby = true;
 	val_log(v, ENGY_LOG_NOTICE,
-		 "event=standby epoch=%" PRIu64 " submits=%s uids=%zu",
-		 t->epoch, t->source, t->res.n);
+		"event=standby epoch=%" PRIu64 " submits=%s uids=%zu", t->epoch,
+		t->source, t->res.n);
 	return true;
 }
 
 static void submit(struct tick *t, const struct engy_chain_metagraph *m)
 {
 	struct val *v = t->v;
-	struct engy_chain_weights w = {.size = sizeof(w)};
+	struct engy_chain_weights w = { .size = sizeof(w) };
 	int rc;
 
 	w.netuid = (uint16_t)v->c->netuid;
@@ -335,8 +335,7 @@ void val_after_metagraph(void *arg, const struct engy_chain_metagraph *m)
 	if (val_stopped(t) || !metagraph_usable(t, m))
 		return;
 	warn_before_submit(t, m);
-	if (engy_valsched_resolve(t->rows, t->n_rows, m->uids, m->n,
-				  &t->res)) {
+	if (engy_valsched_resolve(t->rows, t->n_rows, m->uids, m->n, &t->res)) {
 		val_tick_end(t, "failed", "reason=\"out of memory\"");
 		return;
 	}

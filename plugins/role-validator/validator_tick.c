@@ -43,26 +43,26 @@ void val_stamp(struct val *v, int64_t now, const char *outcome)
 	if (n < 0 || (size_t)n >= sizeof(buf) ||
 	    engy_write_file_atomic(v->hb_path, buf, (size_t)n, 0644) < 0)
 		val_log(v, ENGY_LOG_WARNING,
-			 "event=heartbeat_write_failed path=%s", v->hb_path);
+			"event=heartbeat_write_failed path=%s", v->hb_path);
 }
 
 /* Finish the tick: one summary line, the heartbeat, the next tick. */
 void val_tick_end(struct tick *t, const char *outcome, const char *fmt, ...)
 {
 	struct val *v = t->v;
-	struct timeval tv = {(time_t)v->c->poll_s, 0};
+	struct timeval tv = { (time_t)v->c->poll_s, 0 };
 	char why[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	val_log(v, strcmp(outcome, "failed") == 0 ||
-				 strcmp(outcome, "refused") == 0
-			 ? ENGY_LOG_WARNING
-			 : ENGY_LOG_NOTICE,
-		 "event=tick n=%u outcome=%s %s", v->n_ticks, outcome,
-		 why);
+	val_log(v,
+		strcmp(outcome, "failed") == 0 ||
+				strcmp(outcome, "refused") == 0
+			? ENGY_LOG_WARNING
+			: ENGY_LOG_NOTICE,
+		"event=tick n=%u outcome=%s %s", v->n_ticks, outcome, why);
 	val_stamp(v, t->now, outcome);
 	clock_gettime(CLOCK_MONOTONIC, &v->last_done);
 	/* A supervisor's watchdog (systemd WatchdogSec=) is fed per tick,
@@ -103,8 +103,8 @@ static void go_chain(struct tick *t)
 
 	v->inflight++;
 	if (rc) {
-		struct engy_chain_block b = {.status = rc,
-					     .error = strerror(-rc)};
+		struct engy_chain_block b = { .status = rc,
+					      .error = strerror(-rc) };
 
 		after_block(t, &b);
 	}
@@ -139,9 +139,9 @@ static void choose(struct tick *t, const char *why_not)
 			 st->has_digest ? st->digest : "");
 		t->source = "cached";
 		val_log(v, ENGY_LOG_NOTICE,
-			 "event=fallback_cached epoch=%" PRIu64
-			 " rows=%zu reason=\"%s\"",
-			 t->epoch, t->n_rows, why_not);
+			"event=fallback_cached epoch=%" PRIu64
+			" rows=%zu reason=\"%s\"",
+			t->epoch, t->n_rows, why_not);
 	}
 	if (engy_valsched_pregate(&st->last, t->epoch, t->now,
 				  (uint32_t)v->c->resubmit_blocks,
@@ -161,14 +161,14 @@ static void choose(struct tick *t, const char *why_not)
 static void verify(struct tick *t)
 {
 	struct val *v = t->v;
-	struct engy_epoch_verified ok = {0};
+	struct engy_epoch_verified ok = { 0 };
 	enum engy_epoch_reject rj;
 	char why[256], note[400];
 
 	if (t->fetch.rc) {
 		val_log(v, ENGY_LOG_WARNING,
-			 "event=fetch_failed url=%s%s error=\"%s\"", v->api,
-			 VAL_EPOCH_PATH, t->fetch.error);
+			"event=fetch_failed url=%s%s error=\"%s\"", v->api,
+			VAL_EPOCH_PATH, t->fetch.error);
 		snprintf(note, sizeof(note), "fetch failed: %s",
 			 t->fetch.error);
 		choose(t, note);
@@ -183,8 +183,8 @@ static void verify(struct tick *t)
 		rj = ENGY_EPOCH_REJECT_MALFORMED;
 	if (rj != ENGY_EPOCH_ACCEPT) {
 		val_log(v, ENGY_LOG_WARNING,
-			 "event=payload_rejected reason=%s detail=\"%s\"",
-			 engy_epoch_reject_name(rj), why);
+			"event=payload_rejected reason=%s detail=\"%s\"",
+			engy_epoch_reject_name(rj), why);
 		engy_epoch_verified_free(&ok);
 		snprintf(note, sizeof(note), "payload rejected: %s",
 			 engy_epoch_reject_name(rj));
@@ -195,15 +195,15 @@ static void verify(struct tick *t)
 	memcpy(t->digest, ok.digest, sizeof(t->digest));
 	engy_epoch_verified_free(&ok);
 	val_log(v, ENGY_LOG_INFO,
-		 "event=payload_verified epoch=%" PRIu64 " digest=%s rows=%zu",
-		 t->epoch, t->digest, t->n_rows);
+		"event=payload_verified epoch=%" PRIu64 " digest=%s rows=%zu",
+		t->epoch, t->digest, t->n_rows);
 	if (t->st.last.has_applied && t->epoch < t->st.last.applied) {
 		val_log(v, ENGY_LOG_WARNING,
-			 "event=payload_older epoch=%" PRIu64
-			 " last_applied=%" PRIu64
-			 " reason=\"an older epoch is never submitted (replay "
-			 "guard)\"",
-			 t->epoch, t->st.last.applied);
+			"event=payload_older epoch=%" PRIu64
+			" last_applied=%" PRIu64
+			" reason=\"an older epoch is never submitted (replay "
+			"guard)\"",
+			t->epoch, t->st.last.applied);
 		free(t->rows);
 		t->rows = NULL;
 		t->n_rows = 0;
@@ -272,19 +272,20 @@ static bool state_holds(struct tick *t)
 		return true;
 	rc = engy_valstate_save(v->state_path, &v->recorded);
 	if (rc) {
-		val_tick_end(t, "failed",
-			     "reason=\"state file %s does not hold epoch %" PRIu64
-			     ", submitted by this process, and cannot be "
-			     "rewritten: %s; the replay guard does not run "
-			     "without it: nothing submitted\"",
-			     v->state_path, r->applied, strerror(-rc));
+		val_tick_end(
+			t, "failed",
+			"reason=\"state file %s does not hold epoch %" PRIu64
+			", submitted by this process, and cannot be "
+			"rewritten: %s; the replay guard does not run "
+			"without it: nothing submitted\"",
+			v->state_path, r->applied, strerror(-rc));
 		return false;
 	}
 	val_log(v, ENGY_LOG_WARNING,
-		 "event=state_rewritten path=%s last_applied=%" PRIu64
-		 " reason=\"the state file did not hold what this process "
-		 "submitted\"",
-		 v->state_path, r->applied);
+		"event=state_rewritten path=%s last_applied=%" PRIu64
+		" reason=\"the state file did not hold what this process "
+		"submitted\"",
+		v->state_path, r->applied);
 	engy_valstate_free(&t->st);
 	t->st = v->recorded;
 	t->st.rows = NULL;
@@ -323,10 +324,10 @@ void val_tick_start(struct val *v)
 	}
 	if (dropped[0])
 		val_log(v, ENGY_LOG_WARNING,
-			 "event=state_fields_dropped path=%s fields=%s "
-			 "effect=\"those fields are treated as unknown; "
-			 "nothing of them is submitted\"",
-			 v->state_path, dropped);
+			"event=state_fields_dropped path=%s fields=%s "
+			"effect=\"those fields are treated as unknown; "
+			"nothing of them is submitted\"",
+			v->state_path, dropped);
 	if (!state_holds(t))
 		return;
 	t->st_on_disk = true;
@@ -356,9 +357,9 @@ static void after_block(void *arg, const struct engy_chain_block *b)
 		t->block = b->number;
 	} else {
 		val_log(v, ENGY_LOG_WARNING,
-			 "event=block_unknown error=\"%s\" effect=\"schedule "
-			 "by the clock\"",
-			 b->error ? b->error : strerror(-b->status));
+			"event=block_unknown error=\"%s\" effect=\"schedule "
+			"by the clock\"",
+			b->error ? b->error : strerror(-b->status));
 	}
 	engy_valsched_decide(&t->st.last, t->epoch, t->has_block, t->block,
 			     t->now, (uint32_t)v->c->resubmit_blocks,
@@ -389,9 +390,9 @@ static void after_block(void *arg, const struct engy_chain_block *b)
 		return;
 	}
 	val_log(v, ENGY_LOG_INFO,
-		 "event=schedule epoch=%" PRIu64 " decision=%s why=\"%s\"",
-		 t->epoch, dec.verdict == ENGY_VALSCHED_NEW ? "new" : "due",
-		 dec.why);
+		"event=schedule epoch=%" PRIu64 " decision=%s why=\"%s\"",
+		t->epoch, dec.verdict == ENGY_VALSCHED_NEW ? "new" : "due",
+		dec.why);
 	rc = v->ch->metagraph(v->ci, (uint16_t)v->c->netuid,
 			      val_after_metagraph, t);
 	if (rc) {

@@ -30,7 +30,7 @@ struct sn53 {
 };
 
 #define OFF(f) offsetof(struct sn53_conf, f)
-#define MAXS 9007199254740991LL
+#define MAXS   9007199254740991LL
 
 /* The defaults are engy_score_params_default()'s (the unit test pins it). */
 static const struct engy_opt sn53_opts[] = {
@@ -44,8 +44,8 @@ static const struct engy_opt sn53_opts[] = {
 	  NULL, 0, MAXS, "ttft_p99 gate: fewer TTFT samples than this pass" },
 	{ "tpot_min_samples", ENGY_OPT_INT, 0, OFF(tpot_min_samples), "100",
 	  NULL, 0, MAXS, "tpot_p99 gate: fewer TPOT samples than this pass" },
-	{ "cheat_max_bp", ENGY_OPT_INT, 0, OFF(cheat_max_bp), "100", NULL,
-	  0, 10000,
+	{ "cheat_max_bp", ENGY_OPT_INT, 0, OFF(cheat_max_bp), "100", NULL, 0,
+	  10000,
 	  "cheat gate: most cheat / (pass + cheat) per miner, basis points" },
 	{ "cheat_min_samples", ENGY_OPT_INT, 0, OFF(cheat_min_samples), "100",
 	  NULL, 0, MAXS,
@@ -68,8 +68,10 @@ static int sn53_create(const struct engy_host *host, const void *conf,
 	 */
 	for (i = 0; i < sizeof(*c) / sizeof(*v); i++)
 		if (v[i] < sn53_opts[i].min || v[i] > sn53_opts[i].max) {
-			engy_err(host, "event=config_invalid option=%s "
-				 "reason=\"out of range\"", sn53_opts[i].name);
+			engy_err(host,
+				 "event=config_invalid option=%s "
+				 "reason=\"out of range\"",
+				 sn53_opts[i].name);
 			return -EINVAL;
 		}
 	s = calloc(1, sizeof(*s));
@@ -108,7 +110,8 @@ static int sn53_settle(void *inst, const struct engy_epoch_input *in,
 		engy_warn(s->host, "event=settle_refused rc=%d reason=\"%s\"",
 			  rc, out->error);
 	else if (!rc)
-		engy_info(s->host, "event=settled epoch=%llu netuid=%u rows=%zu "
+		engy_info(s->host,
+			  "event=settled epoch=%llu netuid=%u rows=%zu "
 			  "weights=%zu burn=%d total_score=%llu",
 			  (unsigned long long)in->epoch_index,
 			  (unsigned)in->netuid, in->n_rows, out->n_weights,
@@ -131,12 +134,9 @@ static const struct engy_scorer_ops sn53_ops = {
 	.aggregates = sn53_aggregates,
 };
 
-ENGY_PLUGIN(.kind = ENGY_KIND_SCORER,
-	    .name = "scorer-sn53",
+ENGY_PLUGIN(.kind = ENGY_KIND_SCORER, .name = "scorer-sn53",
 	    .version = PACKAGE_VERSION,
-	    .description = "SN53 epoch settlement (integer scores, gates, weight_u16)",
-	    .opts = sn53_opts,
-	    .conf_size = sizeof(struct sn53_conf),
-	    .create = sn53_create,
-	    .destroy = sn53_destroy,
-	    .ops = &sn53_ops);
+	    .description =
+		    "SN53 epoch settlement (integer scores, gates, weight_u16)",
+	    .opts = sn53_opts, .conf_size = sizeof(struct sn53_conf),
+	    .create = sn53_create, .destroy = sn53_destroy, .ops = &sn53_ops);

@@ -20,10 +20,10 @@
 #include <engy/plugin.h>
 #include <engy/store.h>
 
-#define PG_SCHEMA_VERSION	2
-#define PG_MAX_CONNS		64
-#define PG_STMT_CACHE		96
-#define PG_MAX_PARAMS		20
+#define PG_SCHEMA_VERSION 2
+#define PG_MAX_CONNS	  64
+#define PG_STMT_CACHE	  96
+#define PG_MAX_PARAMS	  20
 
 struct pg_conf {
 	const char *conninfo;
@@ -41,15 +41,15 @@ struct pg_conn {
 	PGconn *db;
 	bool busy;
 	size_t n_cache;
-	const char *cache[PG_STMT_CACHE];	/* prepared as "s<index>" */
+	const char *cache[PG_STMT_CACHE]; /* prepared as "s<index>" */
 };
 
 struct pg {
 	const struct engy_host *h;
 	char *conninfo;
-	char *password;			/* sodium_malloc'd; NULL when unset */
-	char schema[64];		/* "" = the connection's search_path */
-	char where[256];		/* host/port/db/user for log lines */
+	char *password;	 /* sodium_malloc'd; NULL when unset */
+	char schema[64]; /* "" = the connection's search_path */
+	char where[256]; /* host/port/db/user for log lines */
 	char *pepper;
 	size_t pepper_len;
 	int busy_timeout_ms;
@@ -58,7 +58,7 @@ struct pg {
 	uint32_t max_query_rows;
 	bool started;
 
-	pthread_mutex_t mu;		/* the pool */
+	pthread_mutex_t mu; /* the pool */
 	pthread_cond_t cv;
 	size_t n_conns;
 	struct pg_conn conns[PG_MAX_CONNS];
@@ -110,13 +110,13 @@ int pg_exec(struct pg *s, struct pg_conn *c, const char *sql,
  */
 int pg_rows(struct pg *s, struct pg_conn *c, const char *sql,
 	    const struct pg_args *a, const char *what, size_t elem,
-	    void (*rd)(const PGresult *r, int row, void *elem),
-	    void **out, size_t *n);
+	    void (*rd)(const PGresult *r, int row, void *elem), void **out,
+	    size_t *n);
 /* pg_rows() outside a transaction on a pooled connection. */
 int pg_read(struct pg *s, const char *sql, const struct pg_args *a,
 	    const char *what, size_t elem,
-	    void (*rd)(const PGresult *r, int row, void *elem),
-	    void **out, size_t *n);
+	    void (*rd)(const PGresult *r, int row, void *elem), void **out,
+	    size_t *n);
 /* One row of pg_read() into @out: 0, -ENOENT, or an error. */
 int pg_read_one(struct pg *s, const char *sql, const struct pg_args *a,
 		const char *what, size_t elem,
@@ -138,8 +138,8 @@ int pg_account_by_name(void *inst, const char *name, struct engy_account *out);
 int pg_account_list(void *inst, struct engy_account **out, size_t *n);
 int pg_topup(void *inst, int64_t account_id, int64_t amount,
 	     struct engy_account *out);
-int pg_key_create(void *inst, int64_t account_id, const char *label,
-		  char **key, struct engy_api_key *out);
+int pg_key_create(void *inst, int64_t account_id, const char *label, char **key,
+		  struct engy_api_key *out);
 int pg_key_lookup(void *inst, const uint8_t hash[32], struct engy_api_key *out);
 int pg_key_revoke(void *inst, int64_t key_id);
 int pg_key_list(void *inst, int64_t account_id, struct engy_api_key **out,
@@ -150,8 +150,7 @@ int pg_reserve(void *inst, int64_t account_id, int64_t key_id, int64_t amount,
 	       int64_t expires_ms, int64_t *reservation_id);
 int pg_settle(void *inst, int64_t reservation_id, int64_t cost,
 	      const struct engy_request_row *row, int64_t *charged);
-int pg_release_expired(void *inst, int64_t now_ms, uint64_t *n,
-		       int64_t *micro);
+int pg_release_expired(void *inst, int64_t now_ms, uint64_t *n, int64_t *micro);
 
 /* pg_catalog.c */
 int pg_model_put(void *inst, const struct engy_model *m);

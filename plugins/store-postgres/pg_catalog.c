@@ -189,12 +189,13 @@ static void rd_miner(const PGresult *r, int i, void *elem)
 static int do_miner_write(struct pg *s, struct pg_conn *c, void *arg)
 {
 	struct write_args *w = arg;
-	int rc = pg_exec(s, c, sql_miner_update, &w->a, "miner_put", &w->changed);
+	int rc = pg_exec(s, c, sql_miner_update, &w->a, "miner_put",
+			 &w->changed);
 
 	if (rc || w->changed)
 		return rc;
 	if (w->a.v[1] == NULL)
-		return pg_bad(s, "miner_put", "key");	/* new: needs one */
+		return pg_bad(s, "miner_put", "key"); /* new: needs one */
 	return pg_exec(s, c, sql_miner_insert, &w->a, "miner_put", NULL);
 }
 
@@ -214,7 +215,8 @@ int pg_miner_put(void *inst, const struct engy_miner *m, char **key,
 	pg_arg_text(&w.a, m->hotkey);
 	if (key) {
 		*key = NULL;
-		rc = engy_apikey_generate(ENGY_MINERKEY_PREFIX, text, sizeof(text));
+		rc = engy_apikey_generate(ENGY_MINERKEY_PREFIX, text,
+					  sizeof(text));
 		if (!rc)
 			rc = pg_key_hash(s, text, ENGY_APIKEY_LEN, hash);
 		if (rc)
@@ -223,7 +225,7 @@ int pg_miner_put(void *inst, const struct engy_miner *m, char **key,
 		pg_arg_bytes(&w.a, hash, 32);
 		pg_arg_text(&w.a, shown);
 	} else {
-		pg_arg_text(&w.a, NULL);	/* NULL: keep the key */
+		pg_arg_text(&w.a, NULL); /* NULL: keep the key */
 		pg_arg_text(&w.a, NULL);
 	}
 	pg_arg_text(&w.a, m->label);

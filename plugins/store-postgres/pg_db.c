@@ -12,7 +12,7 @@
 #include "pg.h"
 
 /* A transaction that loses a serialization or deadlock check is retried. */
-#define PG_RETRIES	10
+#define PG_RETRIES 10
 
 static const char sql_begin[] = "BEGIN";
 static const char sql_commit[] = "COMMIT";
@@ -66,7 +66,9 @@ static void clean(const char *in, char *out, size_t cap)
 		if (*in == '\n' && !in[1])
 			break;
 		out[i++] = (*in == '"' || *in == '\n' || *in == '\r' ||
-			    *in == '\\') ? '\'' : *in;
+			    *in == '\\')
+				   ? '\''
+				   : *in;
 	}
 	out[i] = '\0';
 }
@@ -76,30 +78,36 @@ static int pg_err(struct pg *s, struct pg_conn *c, const PGresult *r,
 		  const char *what)
 {
 	const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-	const char *msg = r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+	const char *msg =
+		r ? PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 	char m[256];
 
 	clean(msg ? msg : PQerrorMessage(c->db), m, sizeof(m));
 	if (PQstatus(c->db) == CONNECTION_BAD || !state ||
 	    strncmp(state, "08", 2) == 0 || strncmp(state, "57P", 3) == 0) {
-		engy_err(s->h, "event=store_disconnected what=%s %s error=\"%s\"",
+		engy_err(s->h,
+			 "event=store_disconnected what=%s %s error=\"%s\"",
 			 what, s->where, m);
 		return -EIO;
 	}
-	if (!strcmp(state, "23505"))		/* unique_violation */
+	if (!strcmp(state, "23505")) /* unique_violation */
 		return -EEXIST;
-	if (!strcmp(state, "23503"))		/* foreign_key_violation */
+	if (!strcmp(state, "23503")) /* foreign_key_violation */
 		return -ENOENT;
 	if (!strcmp(state, "40001") || !strcmp(state, "40P01"))
-		return -EAGAIN;			/* retried by pg_run() */
+		return -EAGAIN; /* retried by pg_run() */
 	if (!strncmp(state, "23", 2) || !strncmp(state, "22", 2)) {
-		engy_warn(s->h, "event=store_refused what=%s code=%s error=\"%s\"",
+		engy_warn(s->h,
+			  "event=store_refused what=%s code=%s error=\"%s\"",
 			  what, state, m);
 		return -EINVAL;
 	}
 	if (!strcmp(state, "55P03") || !strcmp(state, "57014")) {
-		engy_warn(s->h, "event=store_busy what=%s code=%s busy_timeout_ms=%d statement_timeout_ms=%d",
-			  what, state, s->busy_timeout_ms, s->statement_timeout_ms);
+		engy_warn(
+			s->h,
+			"event=store_busy what=%s code=%s busy_timeout_ms=%d statement_timeout_ms=%d",
+			what, state, s->busy_timeout_ms,
+			s->statement_timeout_ms);
 		return -EBUSY;
 	}
 	if (!strcmp(state, "53100")) {
@@ -109,7 +117,8 @@ static int pg_err(struct pg *s, struct pg_conn *c, const PGresult *r,
 	if (!strcmp(state, "53200"))
 		return -ENOMEM;
 	if (!strcmp(state, "25006")) {
-		engy_err(s->h, "event=store_readonly what=%s %s", what, s->where);
+		engy_err(s->h, "event=store_readonly what=%s %s", what,
+			 s->where);
 		return -EROFS;
 	}
 	engy_err(s->h, "event=store_error what=%s %s code=%s error=\"%s\"",
@@ -138,7 +147,9 @@ int pg_q(struct pg *s, struct pg_conn *c, const char *sql,
 	snprintf(name, sizeof(name), "s%zu", i);
 	if (i == c->n_cache) {
 		if (c->n_cache == PG_STMT_CACHE) {
-			engy_err(s->h, "event=store_bug error=\"statement cache full\"");
+			engy_err(
+				s->h,
+				"event=store_bug error=\"statement cache full\"");
 			return -ENOSPC;
 		}
 		r = PQprepare(c->db, name, sql, n, NULL);
@@ -177,8 +188,9 @@ int pg_exec(struct pg *s, struct pg_conn *c, const char *sql,
 
 int64_t pg_i64(const PGresult *r, int row, int col)
 {
-	return PQgetisnull(r, row, col) ? 0 :
-	       strtoll(PQgetvalue(r, row, col), NULL, 10);
+	return PQgetisnull(r, row, col)
+		       ? 0
+		       : strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
 void pg_text(const PGresult *r, int row, int col, char *out, size_t cap)
@@ -213,8 +225,8 @@ void pg_blob32(const PGresult *r, int row, int col, uint8_t out[32])
 
 int pg_rows(struct pg *s, struct pg_conn *c, const char *sql,
 	    const struct pg_args *a, const char *what, size_t elem,
-	    void (*rd)(const PGresult *r, int row, void *elem),
-	    void **out, size_t *n)
+	    void (*rd)(const PGresult *r, int row, void *elem), void **out,
+	    size_t *n)
 {
 	PGresult *r;
 	char *arr = NULL;
@@ -294,7 +306,7 @@ static int open_conn(struct pg *s, struct pg_conn *c)
 	val[k++] = "engy";
 	kw[k] = "client_encoding";
 	val[k++] = "UTF8";
-	kw[k] = "dbname";			/* first dbname: expanded */
+	kw[k] = "dbname"; /* first dbname: expanded */
 	val[k++] = s->conninfo;
 	if (s->password) {
 		kw[k] = "password";
@@ -316,7 +328,7 @@ static int open_conn(struct pg *s, struct pg_conn *c)
 		return -EIO;
 	}
 	PQsetNoticeProcessor(c->db, notice, s);
-	if (!s->where[0])		/* the first connection, in start() */
+	if (!s->where[0]) /* the first connection, in start() */
 		describe(s, c->db);
 	c->n_cache = 0;
 	if (session(s, c)) {
@@ -424,13 +436,16 @@ int pg_run(struct pg *s, bool write, const char *what,
 		broken = PQstatus(c->db) == CONNECTION_BAD;
 		release(s, c);
 		if (rc == -EAGAIN && attempt < PG_RETRIES) {
-			usleep((useconds_t)(1000 << (attempt < 5 ? attempt : 5)) +
+			usleep((useconds_t)(1000
+					    << (attempt < 5 ? attempt : 5)) +
 			       (useconds_t)(rand() % 1000));
 			continue;
 		}
 		if (rc == -EAGAIN) {
-			engy_warn(s->h, "event=store_busy what=%s reason=retries attempts=%d",
-				  what, attempt + 1);
+			engy_warn(
+				s->h,
+				"event=store_busy what=%s reason=retries attempts=%d",
+				what, attempt + 1);
 			return -EBUSY;
 		}
 		/* Dropped before COMMIT was sent: nothing was written; once more. */
@@ -460,8 +475,8 @@ static int do_read(struct pg *s, struct pg_conn *c, void *arg)
 
 int pg_read(struct pg *s, const char *sql, const struct pg_args *a,
 	    const char *what, size_t elem,
-	    void (*rd)(const PGresult *r, int row, void *elem),
-	    void **out, size_t *n)
+	    void (*rd)(const PGresult *r, int row, void *elem), void **out,
+	    size_t *n)
 {
 	struct read_args ra = { sql, a, what, elem, rd, out, n };
 
@@ -525,14 +540,17 @@ static int do_migrate(struct pg *s, struct pg_conn *c, void *arg)
 		ident = PQescapeIdentifier(c->db, s->schema, strlen(s->schema));
 		if (!ident)
 			return -ENOMEM;
-		snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS %s", ident);
+		snprintf(sql, sizeof(sql), "CREATE SCHEMA IF NOT EXISTS %s",
+			 ident);
 		PQfreemem(ident);
 		rc = simple(s, c, sql, "schema");
 	}
 	if (!rc)
-		rc = simple(s, c, "CREATE TABLE IF NOT EXISTS engy_schema ("
+		rc = simple(s, c,
+			    "CREATE TABLE IF NOT EXISTS engy_schema ("
 			    " version INTEGER PRIMARY KEY,"
-			    " applied_ms BIGINT NOT NULL)", "schema");
+			    " applied_ms BIGINT NOT NULL)",
+			    "schema");
 	if (!rc)
 		rc = pg_q(s, c, sql_version, NULL, "schema", &r);
 	if (rc)
@@ -540,9 +558,11 @@ static int do_migrate(struct pg *s, struct pg_conn *c, void *arg)
 	m->from = (int)pg_i64(r, 0, 0);
 	PQclear(r);
 	if (m->from > PG_SCHEMA_VERSION) {
-		engy_err(s->h, "event=store_schema_newer %s schema=%s version=%d supported=%d",
-			 s->where, s->schema[0] ? s->schema : "-", m->from,
-			 PG_SCHEMA_VERSION);
+		engy_err(
+			s->h,
+			"event=store_schema_newer %s schema=%s version=%d supported=%d",
+			s->where, s->schema[0] ? s->schema : "-", m->from,
+			PG_SCHEMA_VERSION);
 		return -EPROTO;
 	}
 	for (v = m->from + 1; !rc && v <= PG_SCHEMA_VERSION; v++) {
@@ -569,7 +589,8 @@ int pg_open_pool(struct pg *s)
 		return rc;
 	}
 	if (m.from != PG_SCHEMA_VERSION)
-		engy_info(s->h, "event=store_schema %s schema=%s from=%d version=%d",
+		engy_info(s->h,
+			  "event=store_schema %s schema=%s from=%d version=%d",
 			  s->where, s->schema[0] ? s->schema : "-", m.from,
 			  PG_SCHEMA_VERSION);
 	return 0;

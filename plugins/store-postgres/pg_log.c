@@ -154,7 +154,8 @@ int pg_log_prune(void *inst, int64_t before_ms, uint64_t *n)
 	if (n)
 		*n = (uint64_t)x.n;
 	if (x.n)
-		engy_info(s->h, "event=store_log_pruned rows=%llu before_ms=%lld",
+		engy_info(s->h,
+			  "event=store_log_pruned rows=%llu before_ms=%lld",
 			  (unsigned long long)x.n, (long long)before_ms);
 	return 0;
 }

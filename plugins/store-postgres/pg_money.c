@@ -15,7 +15,8 @@ static const char sql_account_insert[] =
 	STORESQL_ACCOUNT_INSERT(POSTGRES) " RETURNING " STORESQL_ACCOUNT_COLS;
 static const char sql_account_by_id[] = STORESQL_ACCOUNT_BY_ID(POSTGRES);
 static const char sql_account_lock[] =
-	"SELECT " STORESQL_ACCOUNT_COLS " FROM accounts WHERE id = $1 FOR UPDATE";
+	"SELECT " STORESQL_ACCOUNT_COLS
+	" FROM accounts WHERE id = $1 FOR UPDATE";
 static const char sql_account_by_name[] = STORESQL_ACCOUNT_BY_NAME(POSTGRES);
 static const char sql_account_list[] = STORESQL_ACCOUNT_LIST(POSTGRES);
 static const char sql_topup_update[] =
@@ -150,8 +151,10 @@ static int do_topup(struct pg *s, struct pg_conn *c, void *arg)
 		return rc;
 	if (x->a.balance_micro > ENGY_STORE_MONEY_MAX - x->amount ||
 	    x->a.credited_micro > INT64_MAX - x->amount) {
-		engy_warn(s->h, "event=store_topup_refused account=%lld reason=balance_cap",
-			  (long long)x->id);
+		engy_warn(
+			s->h,
+			"event=store_topup_refused account=%lld reason=balance_cap",
+			(long long)x->id);
 		return -ERANGE;
 	}
 	pg_arg_i64(&a, x->amount);
@@ -170,8 +173,10 @@ int pg_topup(void *inst, int64_t account_id, int64_t amount,
 	int rc;
 
 	if (amount <= 0 || amount > ENGY_STORE_MONEY_MAX) {
-		engy_warn(s->h, "event=store_bad_input op=topup field=amount_micro value=%lld",
-			  (long long)amount);
+		engy_warn(
+			s->h,
+			"event=store_bad_input op=topup field=amount_micro value=%lld",
+			(long long)amount);
 		return -EINVAL;
 	}
 	rc = pg_run(s, true, "topup", do_topup, &x);
@@ -201,13 +206,15 @@ static int do_key_create(struct pg *s, struct pg_conn *c, void *arg)
 	return one(s, c, sql_key_insert, &a, "key_create", rd_key, &x->k);
 }
 
-int pg_key_create(void *inst, int64_t account_id, const char *label,
-		  char **key, struct engy_api_key *out)
+int pg_key_create(void *inst, int64_t account_id, const char *label, char **key,
+		  struct engy_api_key *out)
 {
 	struct pg *s = inst;
 	char text[ENGY_APIKEY_SIZE], shown[ENGY_APIKEY_SHOWN + 1];
 	uint8_t hash[32];
-	struct key_args x = { account_id, hash, shown, label ? label : "", { 0 } };
+	struct key_args x = {
+		account_id, hash, shown, label ? label : "", { 0 }
+	};
 	int rc;
 
 	if (!key || !engy_store_text_ok(x.label, 0, 63))
@@ -302,8 +309,8 @@ static int do_key_list(struct pg *s, struct pg_conn *c, void *arg)
 	pg_arg_i64(&a, x->account_id);
 	rc = one(s, c, sql_account_exists, &a, "key_list", NULL, NULL);
 	if (!rc)
-		rc = pg_rows(s, c, sql_key_list, &a, "key_list", sizeof(**x->out),
-			     rd_key, (void **)x->out, x->n);
+		rc = pg_rows(s, c, sql_key_list, &a, "key_list",
+			     sizeof(**x->out), rd_key, (void **)x->out, x->n);
 	return rc;
 }
 

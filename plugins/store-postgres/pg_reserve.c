@@ -59,7 +59,7 @@ static int do_reserve(struct pg *s, struct pg_conn *c, void *arg)
 	rc = pg_exec(s, c, sql_hold, &a, "reserve", &changed);
 	if (rc)
 		return rc;
-	if (!changed) {		/* no such account, or not enough money */
+	if (!changed) { /* no such account, or not enough money */
 		a.n = 1;
 		rc = pg_q(s, c, sql_account_exists, &a, "reserve", &r);
 		if (rc)
@@ -91,8 +91,10 @@ int pg_reserve(void *inst, int64_t account_id, int64_t key_id, int64_t amount,
 
 	if (amount <= 0 || amount > ENGY_STORE_MONEY_MAX || expires_ms <= 0 ||
 	    !reservation_id) {
-		engy_warn(s->h, "event=store_bad_input op=reserve amount_micro=%lld expires_ms=%lld",
-			  (long long)amount, (long long)expires_ms);
+		engy_warn(
+			s->h,
+			"event=store_bad_input op=reserve amount_micro=%lld expires_ms=%lld",
+			(long long)amount, (long long)expires_ms);
 		return -EINVAL;
 	}
 	rc = pg_run(s, true, "reserve", do_reserve, &x);
@@ -167,7 +169,8 @@ int pg_settle(void *inst, int64_t reservation_id, int64_t cost,
 	int rc;
 
 	if (cost < 0 || cost > ENGY_STORE_MONEY_MAX) {
-		engy_warn(s->h, "event=store_bad_input op=settle cost_micro=%lld",
+		engy_warn(s->h,
+			  "event=store_bad_input op=settle cost_micro=%lld",
 			  (long long)cost);
 		return -EINVAL;
 	}
@@ -179,9 +182,11 @@ int pg_settle(void *inst, int64_t reservation_id, int64_t cost,
 	if (charged)
 		*charged = x.take;
 	if (x.take < cost)
-		engy_warn(s->h, "event=store_charge_capped reservation=%lld cost_micro=%lld charged_micro=%lld",
-			  (long long)reservation_id, (long long)cost,
-			  (long long)x.take);
+		engy_warn(
+			s->h,
+			"event=store_charge_capped reservation=%lld cost_micro=%lld charged_micro=%lld",
+			(long long)reservation_id, (long long)cost,
+			(long long)x.take);
 	return 0;
 }
 
@@ -217,8 +222,10 @@ int pg_release_expired(void *inst, int64_t now_ms, uint64_t *n, int64_t *micro)
 	if (rc)
 		return rc;
 	if (x.n)
-		engy_info(s->h, "event=store_released_expired reservations=%lld micro=%lld",
-			  (long long)x.n, (long long)x.micro);
+		engy_info(
+			s->h,
+			"event=store_released_expired reservations=%lld micro=%lld",
+			(long long)x.n, (long long)x.micro);
 	if (n)
 		*n = (uint64_t)x.n;
 	if (micro)

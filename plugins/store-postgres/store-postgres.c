@@ -69,12 +69,16 @@ static int conninfo_check(const struct engy_host *h, const char *conninfo)
 	if (!opts_) {
 		/* libpq's message may quote the string: it is not logged. */
 		PQfreemem(err);
-		engy_err(h, "event=bad_option option=conninfo error=\"not a libpq connection string or URI\"");
+		engy_err(
+			h,
+			"event=bad_option option=conninfo error=\"not a libpq connection string or URI\"");
 		return -EINVAL;
 	}
 	for (o = opts_; o->keyword; o++)
 		if (!strcmp(o->keyword, "password") && o->val && *o->val)
-			engy_warn(h, "event=store_password_in_conninfo hint=\"use password_file, $ENGY_PG_PASSWORD, PGPASSFILE or ~/.pgpass\"");
+			engy_warn(
+				h,
+				"event=store_password_in_conninfo hint=\"use password_file, $ENGY_PG_PASSWORD, PGPASSFILE or ~/.pgpass\"");
 	PQconninfoFree(opts_);
 	return 0;
 }
@@ -99,8 +103,10 @@ static int pg_create(const struct engy_host *h, const void *conf_, void **out)
 	int rc;
 
 	if (!schema_ok(schema)) {
-		engy_err(h, "event=bad_option option=schema value=%s error=\"1..63 of [a-z0-9_], not starting with a digit\"",
-			 schema);
+		engy_err(
+			h,
+			"event=bad_option option=schema value=%s error=\"1..63 of [a-z0-9_], not starting with a digit\"",
+			schema);
 		return -EINVAL;
 	}
 	rc = conninfo_check(h, conf->conninfo ? conf->conninfo : "");
@@ -109,8 +115,10 @@ static int pg_create(const struct engy_host *h, const void *conf_, void **out)
 	if (sodium_init() < 0)
 		return -EIO;
 	if (conf->pepper && *conf->pepper && strlen(conf->pepper) < 16)
-		engy_warn(h, "event=weak_pepper length=%zu hint=\"use 32 random characters or more\"",
-			  strlen(conf->pepper));
+		engy_warn(
+			h,
+			"event=weak_pepper length=%zu hint=\"use 32 random characters or more\"",
+			strlen(conf->pepper));
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -143,15 +151,19 @@ static int pg_start(void *inst)
 	int rc;
 
 	if (!PQisthreadsafe()) {
-		engy_err(s->h, "event=store_postgres_unsafe error=\"libpq built without thread support\"");
+		engy_err(
+			s->h,
+			"event=store_postgres_unsafe error=\"libpq built without thread support\"");
 		return -ENOTSUP;
 	}
 	rc = pg_open_pool(s);
 	if (rc)
 		return rc;
-	engy_info(s->h, "event=store_open %s schema=%s libpq=%d schema_version=%d connections=%zu",
-		  s->where, s->schema[0] ? s->schema : "-", PQlibVersion(),
-		  PG_SCHEMA_VERSION, s->n_conns);
+	engy_info(
+		s->h,
+		"event=store_open %s schema=%s libpq=%d schema_version=%d connections=%zu",
+		s->where, s->schema[0] ? s->schema : "-", PQlibVersion(),
+		PG_SCHEMA_VERSION, s->n_conns);
 	return 0;
 }
 
@@ -206,9 +218,9 @@ static const struct engy_store_ops ops = {
 	.epoch_get = pg_epoch_get,
 };
 
-ENGY_PLUGIN(.kind = ENGY_KIND_STORE, .name = "store-postgres",
-	    .version = "1.0",
-	    .description = "accounts, keys, balances, models, miners, the request log, verdicts and epochs on a PostgreSQL server",
+ENGY_PLUGIN(.kind = ENGY_KIND_STORE, .name = "store-postgres", .version = "1.0",
+	    .description =
+		    "accounts, keys, balances, models, miners, the request log, verdicts and epochs on a PostgreSQL server",
 	    .opts = opts, .conf_size = sizeof(struct pg_conf),
 	    .create = pg_create, .start = pg_start, .destroy = pg_destroy,
 	    .ops = &ops);

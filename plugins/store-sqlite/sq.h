@@ -18,10 +18,10 @@
 #include <engy/plugin.h>
 #include <engy/store.h>
 
-#define SQ_SCHEMA_VERSION	2
-#define SQ_MAX_CONNS		64
-#define SQ_STMT_CACHE		96
-#define SQ_CKPT_INLINE		8	/* x checkpoint_pages: in line */
+#define SQ_SCHEMA_VERSION 2
+#define SQ_MAX_CONNS	  64
+#define SQ_STMT_CACHE	  96
+#define SQ_CKPT_INLINE	  8 /* x checkpoint_pages: in line */
 
 struct sq_conf {
 	const char *path;
@@ -53,19 +53,19 @@ struct sq {
 	uint32_t max_query_rows;
 	bool started;
 
-	pthread_mutex_t mu;		/* the pool */
+	pthread_mutex_t mu; /* the pool */
 	pthread_cond_t cv;
 	size_t n_conns;
 	struct sq_conn conns[SQ_MAX_CONNS];
-	pthread_mutex_t wmu;		/* one writer of this instance at a time */
+	pthread_mutex_t wmu; /* one writer of this instance at a time */
 
 	/* sq_ckpt.c: the checkpoint thread, woken by the WAL hook. */
-	int ckpt_pages;			/* 0: SQLite's in-line autocheckpoint */
+	int ckpt_pages; /* 0: SQLite's in-line autocheckpoint */
 	pthread_mutex_t ckpt_mu;
-	pthread_cond_t ckpt_cv;		/* the thread: ckpt_want or ckpt_stop */
-	pthread_cond_t ckpt_idle;	/* ckpt_busy went false */
+	pthread_cond_t ckpt_cv;	  /* the thread: ckpt_want or ckpt_stop */
+	pthread_cond_t ckpt_idle; /* ckpt_busy went false */
 	bool ckpt_want, ckpt_stop, ckpt_running;
-	bool ckpt_busy;			/* a checkpoint is running */
+	bool ckpt_busy; /* a checkpoint is running */
 	pthread_t ckpt_thread;
 	struct engy_metric *m_ckpt, *m_ckpt_inline;
 };
@@ -102,9 +102,9 @@ void sq_col_blob32(sqlite3_stmt *st, int col, uint8_t out[32]);
  * Step @st to the end, reading each row with @rd into a malloc'd array of
  * @elem-byte structs (*@out NULL when empty).  0 or a negative errno.
  */
-int sq_collect(struct sq *s, struct sq_conn *c, sqlite3_stmt *st,
-	       size_t elem, void (*rd)(sqlite3_stmt *st, void *elem),
-	       void **out, size_t *n, const char *what);
+int sq_collect(struct sq *s, struct sq_conn *c, sqlite3_stmt *st, size_t elem,
+	       void (*rd)(sqlite3_stmt *st, void *elem), void **out, size_t *n,
+	       const char *what);
 
 /* sq_money.c */
 int sq_key_hash(void *inst, const char *key, size_t len, uint8_t hash[32]);
@@ -114,8 +114,8 @@ int sq_account_by_name(void *inst, const char *name, struct engy_account *out);
 int sq_account_list(void *inst, struct engy_account **out, size_t *n);
 int sq_topup(void *inst, int64_t account_id, int64_t amount,
 	     struct engy_account *out);
-int sq_key_create(void *inst, int64_t account_id, const char *label,
-		  char **key, struct engy_api_key *out);
+int sq_key_create(void *inst, int64_t account_id, const char *label, char **key,
+		  struct engy_api_key *out);
 int sq_key_lookup(void *inst, const uint8_t hash[32], struct engy_api_key *out);
 int sq_key_revoke(void *inst, int64_t key_id);
 int sq_key_list(void *inst, int64_t account_id, struct engy_api_key **out,
@@ -126,8 +126,7 @@ int sq_reserve(void *inst, int64_t account_id, int64_t key_id, int64_t amount,
 	       int64_t expires_ms, int64_t *reservation_id);
 int sq_settle(void *inst, int64_t reservation_id, int64_t cost,
 	      const struct engy_request_row *row, int64_t *charged);
-int sq_release_expired(void *inst, int64_t now_ms, uint64_t *n,
-		       int64_t *micro);
+int sq_release_expired(void *inst, int64_t now_ms, uint64_t *n, int64_t *micro);
 
 /* sq_catalog.c */
 int sq_model_put(void *inst, const struct engy_model *m);

@@ -56,8 +56,8 @@ out:
 static int read_rows(struct sq *s, const char *sql, const char *what,
 		     void (*bind)(sqlite3_stmt *st, const void *arg),
 		     const void *arg, size_t elem,
-		     void (*rd)(sqlite3_stmt *st, void *elem),
-		     void **out, size_t *n)
+		     void (*rd)(sqlite3_stmt *st, void *elem), void **out,
+		     size_t *n)
 {
 	struct sq_conn *c;
 	sqlite3_stmt *st;
@@ -206,7 +206,8 @@ int sq_model_root_put(void *inst, const struct engy_model_root *r)
 
 	if (why)
 		return sq_bad(s, "model_root_put", why);
-	rc = write_one(s, sql_root_put, "model_root_put", bind_root, r, &changes);
+	rc = write_one(s, sql_root_put, "model_root_put", bind_root, r,
+		       &changes);
 	/* The upsert skipped: the root is another model's. */
 	return !rc && !changes ? -EEXIST : rc;
 }
@@ -255,7 +256,7 @@ static void rd_miner(sqlite3_stmt *st, void *elem)
 
 struct miner_bind {
 	const struct engy_miner *m;
-	const uint8_t *hash;		/* NULL: keep the key */
+	const uint8_t *hash; /* NULL: keep the key */
 	const char *shown;
 	int64_t now;
 };
@@ -270,7 +271,8 @@ static void bind_miner(sqlite3_stmt *st, const void *arg)
 		sqlite3_bind_text(st, 3, b->shown, -1, SQLITE_STATIC);
 	}
 	sqlite3_bind_text(st, 4, b->m->label, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 5, b->m->status ? b->m->status : ENGY_MINER_ACTIVE);
+	sqlite3_bind_int64(st, 5,
+			   b->m->status ? b->m->status : ENGY_MINER_ACTIVE);
 	sqlite3_bind_int64(st, 6, b->m->first_party);
 	sqlite3_bind_int64(st, 7, b->m->priority);
 	sqlite3_bind_int64(st, 8, b->now);
@@ -295,7 +297,7 @@ static int miner_write(struct sq *s, const struct miner_bind *b, bool have_key)
 	}
 	if (!rc && sqlite3_changes(c->db) == 0) {
 		if (!have_key)
-			rc = sq_bad(s, "miner_put", "key");	/* new: needs one */
+			rc = sq_bad(s, "miner_put", "key"); /* new: needs one */
 		else
 			rc = sq_prep(s, c, sql_miner_insert, &st);
 		if (!rc) {
@@ -323,7 +325,8 @@ int sq_miner_put(void *inst, const struct engy_miner *m, char **key,
 		return sq_bad(s, "miner_put", why);
 	if (key) {
 		*key = NULL;
-		rc = engy_apikey_generate(ENGY_MINERKEY_PREFIX, text, sizeof(text));
+		rc = engy_apikey_generate(ENGY_MINERKEY_PREFIX, text,
+					  sizeof(text));
 		if (!rc)
 			rc = sq_key_hash(s, text, ENGY_APIKEY_LEN, hash);
 		if (rc)
@@ -343,8 +346,8 @@ int sq_miner_put(void *inst, const struct engy_miner *m, char **key,
 
 int sq_miner_lookup(void *inst, const uint8_t hash[32], struct engy_miner *out)
 {
-	return read_one(inst, sql_miner_by_hash, "miner_lookup", bind_blob1, hash,
-			sizeof(*out), rd_miner, out);
+	return read_one(inst, sql_miner_by_hash, "miner_lookup", bind_blob1,
+			hash, sizeof(*out), rd_miner, out);
 }
 
 int sq_miner_list(void *inst, struct engy_miner **out, size_t *n)

@@ -83,20 +83,27 @@ static void checkpoint(struct sq *s, sqlite3 *db, bool in_line)
 		if (rc != SQLITE_BUSY || !in_line ||
 		    waited_ms >= s->busy_timeout_ms)
 			break;
-		sqlite3_sleep(1);	/* at least 1 ms: at most busy_timeout_ms tries */
+		sqlite3_sleep(
+			1); /* at least 1 ms: at most busy_timeout_ms tries */
 		waited_ms++;
 	}
 	if (rc == SQLITE_OK) {
-		engy_dbg(s->h, "event=store_checkpoint wal_frames=%d checkpointed=%d inline=%d waited_ms=%d",
-			 log_frames, done_frames, in_line, waited_ms);
+		engy_dbg(
+			s->h,
+			"event=store_checkpoint wal_frames=%d checkpointed=%d inline=%d waited_ms=%d",
+			log_frames, done_frames, in_line, waited_ms);
 		s->h->metric_add(in_line ? s->m_ckpt_inline : s->m_ckpt, 1);
 	} else if (rc == SQLITE_BUSY && in_line) {
-		engy_warn(s->h, "event=store_checkpoint_busy path=%s inline=1 waited_ms=%d "
-			  "effect=\"the WAL stays over the in-line bound until a checkpoint completes; the next commit tries again\"",
-			  s->path, waited_ms);
+		engy_warn(
+			s->h,
+			"event=store_checkpoint_busy path=%s inline=1 waited_ms=%d "
+			"effect=\"the WAL stays over the in-line bound until a checkpoint completes; the next commit tries again\"",
+			s->path, waited_ms);
 	} else if (rc != SQLITE_BUSY) {
-		engy_warn(s->h, "event=store_checkpoint_failed path=%s code=%d error=\"%s\"",
-			  s->path, rc, sqlite3_errmsg(db));
+		engy_warn(
+			s->h,
+			"event=store_checkpoint_failed path=%s code=%d error=\"%s\"",
+			s->path, rc, sqlite3_errmsg(db));
 	}
 }
 
@@ -106,21 +113,25 @@ static void *ckpt_main(void *arg)
 	sqlite3 *db = NULL;
 	int rc;
 
-	rc = sqlite3_open_v2(s->path, &db, SQLITE_OPEN_READWRITE |
-			     SQLITE_OPEN_NOMUTEX, NULL);
+	rc = sqlite3_open_v2(s->path, &db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	/* A checkpoint on a connection that has not read the file yet does
 	 * nothing (its pager does not know the file is in WAL mode). */
 	if (rc == SQLITE_OK) {
 		sqlite3_busy_timeout(db, s->busy_timeout_ms);
-		rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+		rc = sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL,
+				  NULL);
 	}
 	if (rc != SQLITE_OK)
-		engy_warn(s->h, "event=store_checkpoint_failed path=%s code=%d error=\"%s\" fallback=none",
-			  s->path, rc, db ? sqlite3_errmsg(db) : "no memory");
+		engy_warn(
+			s->h,
+			"event=store_checkpoint_failed path=%s code=%d error=\"%s\" fallback=none",
+			s->path, rc, db ? sqlite3_errmsg(db) : "no memory");
 	pthread_mutex_lock(&s->ckpt_mu);
 	for (;;) {
 		while ((!s->ckpt_want || s->ckpt_busy) && !s->ckpt_stop)
-			pthread_cond_wait(s->ckpt_busy ? &s->ckpt_idle : &s->ckpt_cv,
+			pthread_cond_wait(s->ckpt_busy ? &s->ckpt_idle
+						       : &s->ckpt_cv,
 					  &s->ckpt_mu);
 		if (s->ckpt_stop)
 			break;
@@ -147,7 +158,8 @@ int sq_ckpt_start(struct sq *s)
 	s->ckpt_stop = false;
 	rc = pthread_create(&s->ckpt_thread, NULL, ckpt_main, s);
 	if (rc) {
-		engy_err(s->h, "event=store_checkpoint_thread error=\"%s\"", strerror(rc));
+		engy_err(s->h, "event=store_checkpoint_thread error=\"%s\"",
+			 strerror(rc));
 		return -rc;
 	}
 	s->ckpt_running = true;

@@ -171,7 +171,8 @@ int64_t sq_now_ms(void)
 
 int sq_err(struct sq *s, struct sq_conn *c, int rc, const char *what)
 {
-	const char *msg = c && c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc);
+	const char *msg =
+		c && c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc);
 
 	switch (rc & 0xff) {
 	case SQLITE_OK:
@@ -184,7 +185,8 @@ int sq_err(struct sq *s, struct sq_conn *c, int rc, const char *what)
 			return -EEXIST;
 		if (rc == SQLITE_CONSTRAINT_FOREIGNKEY)
 			return -ENOENT;
-		engy_warn(s->h, "event=store_refused what=%s error=\"%s\"", what, msg);
+		engy_warn(s->h, "event=store_refused what=%s error=\"%s\"",
+			  what, msg);
 		return -EINVAL;
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
@@ -194,14 +196,18 @@ int sq_err(struct sq *s, struct sq_conn *c, int rc, const char *what)
 	case SQLITE_NOMEM:
 		return -ENOMEM;
 	case SQLITE_FULL:
-		engy_err(s->h, "event=store_full what=%s path=%s", what, s->path);
+		engy_err(s->h, "event=store_full what=%s path=%s", what,
+			 s->path);
 		return -ENOSPC;
 	case SQLITE_READONLY:
-		engy_err(s->h, "event=store_readonly what=%s path=%s", what, s->path);
+		engy_err(s->h, "event=store_readonly what=%s path=%s", what,
+			 s->path);
 		return -EROFS;
 	default:
-		engy_err(s->h, "event=store_error what=%s path=%s code=%d error=\"%s\"",
-			 what, s->path, rc, msg);
+		engy_err(
+			s->h,
+			"event=store_error what=%s path=%s code=%d error=\"%s\"",
+			what, s->path, rc, msg);
 		return -EIO;
 	}
 }
@@ -227,15 +233,16 @@ static int open_conn(struct sq *s, struct sq_conn *c)
 	char sql[96];
 	int rc;
 
-	rc = sqlite3_open_v2(s->path, &c->db, SQLITE_OPEN_READWRITE |
-			     SQLITE_OPEN_NOMUTEX, NULL);
+	rc = sqlite3_open_v2(s->path, &c->db,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK)
 		goto fail;
 	sqlite3_extended_result_codes(c->db, 1);
 	sqlite3_busy_timeout(c->db, s->busy_timeout_ms);
 	snprintf(sql, sizeof(sql),
 		 "PRAGMA journal_mode=WAL; PRAGMA synchronous=%s;"
-		 " PRAGMA foreign_keys=ON;", s->synchronous);
+		 " PRAGMA foreign_keys=ON;",
+		 s->synchronous);
 	rc = sqlite3_exec(c->db, sql, NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		rc = sq_ckpt_attach(s, c->db);
@@ -269,12 +276,16 @@ static int migrate(struct sq *s, struct sq_conn *c)
 	rc = sq_begin(s, c);
 	if (rc)
 		return rc;
-	rc = sqlite3_exec(c->db, "CREATE TABLE IF NOT EXISTS engy_schema ("
+	rc = sqlite3_exec(c->db,
+			  "CREATE TABLE IF NOT EXISTS engy_schema ("
 			  " version INTEGER PRIMARY KEY,"
-			  " applied_ms INTEGER NOT NULL)", NULL, NULL, NULL);
+			  " applied_ms INTEGER NOT NULL)",
+			  NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_prepare_v2(c->db, "SELECT COALESCE(MAX(version), 0)"
-					" FROM engy_schema", -1, &st, NULL);
+		rc = sqlite3_prepare_v2(c->db,
+					"SELECT COALESCE(MAX(version), 0)"
+					" FROM engy_schema",
+					-1, &st, NULL);
 	if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		from = sqlite3_column_int(st, 0);
 		rc = SQLITE_OK;
@@ -285,16 +296,19 @@ static int migrate(struct sq *s, struct sq_conn *c)
 		goto out;
 	}
 	if (from > SQ_SCHEMA_VERSION) {
-		engy_err(s->h, "event=store_schema_newer path=%s version=%d supported=%d",
-			 s->path, from, SQ_SCHEMA_VERSION);
+		engy_err(
+			s->h,
+			"event=store_schema_newer path=%s version=%d supported=%d",
+			s->path, from, SQ_SCHEMA_VERSION);
 		rc = -EPROTO;
 		goto out;
 	}
 	for (v = from + 1; v <= SQ_SCHEMA_VERSION; v++) {
 		char ins[96];
 
-		snprintf(ins, sizeof(ins), "INSERT INTO engy_schema VALUES (%d, %lld)",
-			 v, (long long)sq_now_ms());
+		snprintf(ins, sizeof(ins),
+			 "INSERT INTO engy_schema VALUES (%d, %lld)", v,
+			 (long long)sq_now_ms());
 		rc = sqlite3_exec(c->db, migrations[v - 1], NULL, NULL, NULL);
 		if (rc == SQLITE_OK)
 			rc = sqlite3_exec(c->db, ins, NULL, NULL, NULL);
@@ -397,7 +411,8 @@ int sq_prep(struct sq *s, struct sq_conn *c, const char *sql,
 		}
 	}
 	if (c->n_cache == SQ_STMT_CACHE) {
-		engy_err(s->h, "event=store_bug error=\"statement cache full\"");
+		engy_err(s->h,
+			 "event=store_bug error=\"statement cache full\"");
 		return -ENOSPC;
 	}
 	rc = sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st,
@@ -411,8 +426,7 @@ int sq_prep(struct sq *s, struct sq_conn *c, const char *sql,
 	return 0;
 }
 
-int sq_exec(struct sq *s, struct sq_conn *c, sqlite3_stmt *st,
-	    const char *what)
+int sq_exec(struct sq *s, struct sq_conn *c, sqlite3_stmt *st, const char *what)
 {
 	int rc = sqlite3_step(st);
 
@@ -484,9 +498,9 @@ void sq_col_blob32(sqlite3_stmt *st, int col, uint8_t out[32])
 		memcpy(out, b, 32);
 }
 
-int sq_collect(struct sq *s, struct sq_conn *c, sqlite3_stmt *st,
-	       size_t elem, void (*rd)(sqlite3_stmt *st, void *elem),
-	       void **out, size_t *n, const char *what)
+int sq_collect(struct sq *s, struct sq_conn *c, sqlite3_stmt *st, size_t elem,
+	       void (*rd)(sqlite3_stmt *st, void *elem), void **out, size_t *n,
+	       const char *what)
 {
 	size_t cnt = 0, cap = 0;
 	char *arr = NULL;

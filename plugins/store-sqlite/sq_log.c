@@ -161,7 +161,8 @@ out:
 	if (!rc && n)
 		*n = cnt;
 	if (!rc && cnt)
-		engy_info(s->h, "event=store_log_pruned rows=%llu before_ms=%lld",
+		engy_info(s->h,
+			  "event=store_log_pruned rows=%llu before_ms=%lld",
 			  (unsigned long long)cnt, (long long)before_ms);
 	return rc;
 }

@@ -184,8 +184,10 @@ int sq_topup(void *inst, int64_t account_id, int64_t amount,
 	int rc;
 
 	if (amount <= 0 || amount > ENGY_STORE_MONEY_MAX) {
-		engy_warn(s->h, "event=store_bad_input op=topup field=amount_micro value=%lld",
-			  (long long)amount);
+		engy_warn(
+			s->h,
+			"event=store_bad_input op=topup field=amount_micro value=%lld",
+			(long long)amount);
 		return -EINVAL;
 	}
 	rc = sq_acquire(s, &c);
@@ -197,8 +199,10 @@ int sq_topup(void *inst, int64_t account_id, int64_t amount,
 	rc = get_account(s, c, account_id, &a);
 	if (!rc && (a.balance_micro > ENGY_STORE_MONEY_MAX - amount ||
 		    a.credited_micro > INT64_MAX - amount)) {
-		engy_warn(s->h, "event=store_topup_refused account=%lld reason=balance_cap",
-			  (long long)account_id);
+		engy_warn(
+			s->h,
+			"event=store_topup_refused account=%lld reason=balance_cap",
+			(long long)account_id);
 		rc = -ERANGE;
 	}
 	if (!rc)
@@ -224,8 +228,8 @@ out:
 	return rc;
 }
 
-static int get_key(struct sq *s, struct sq_conn *c, const char *sql,
-		   int64_t id, const uint8_t *hash, struct engy_api_key *out)
+static int get_key(struct sq *s, struct sq_conn *c, const char *sql, int64_t id,
+		   const uint8_t *hash, struct engy_api_key *out)
 {
 	sqlite3_stmt *st;
 	int rc = sq_prep(s, c, sql, &st);
@@ -237,8 +241,9 @@ static int get_key(struct sq *s, struct sq_conn *c, const char *sql,
 	else
 		sqlite3_bind_int64(st, 1, id);
 	rc = one_row(s, c, st, "key_get");
-	if (!rc && hash && (sqlite3_column_bytes(st, 2) != 32 ||
-			    !engy_apikey_hash_eq(sqlite3_column_blob(st, 2), hash)))
+	if (!rc && hash &&
+	    (sqlite3_column_bytes(st, 2) != 32 ||
+	     !engy_apikey_hash_eq(sqlite3_column_blob(st, 2), hash)))
 		rc = -ENOENT;
 	if (!rc && out)
 		read_key(st, out);
@@ -246,8 +251,8 @@ static int get_key(struct sq *s, struct sq_conn *c, const char *sql,
 	return rc;
 }
 
-int sq_key_create(void *inst, int64_t account_id, const char *label,
-		  char **key, struct engy_api_key *out)
+int sq_key_create(void *inst, int64_t account_id, const char *label, char **key,
+		  struct engy_api_key *out)
 {
 	struct sq *s = inst;
 	char text[ENGY_APIKEY_SIZE], shown[ENGY_APIKEY_SHOWN + 1];
@@ -283,8 +288,8 @@ int sq_key_create(void *inst, int64_t account_id, const char *label,
 		rc = sq_exec(s, c, st, "key_create");
 	}
 	if (!rc && out)
-		rc = get_key(s, c, sql_key_by_id, sqlite3_last_insert_rowid(c->db),
-			     NULL, out);
+		rc = get_key(s, c, sql_key_by_id,
+			     sqlite3_last_insert_rowid(c->db), NULL, out);
 	if (!rc) {
 		*key = strdup(text);
 		if (!*key)

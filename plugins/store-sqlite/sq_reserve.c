@@ -71,8 +71,10 @@ int sq_reserve(void *inst, int64_t account_id, int64_t key_id, int64_t amount,
 
 	if (amount <= 0 || amount > ENGY_STORE_MONEY_MAX || expires_ms <= 0 ||
 	    !reservation_id) {
-		engy_warn(s->h, "event=store_bad_input op=reserve amount_micro=%lld expires_ms=%lld",
-			  (long long)amount, (long long)expires_ms);
+		engy_warn(
+			s->h,
+			"event=store_bad_input op=reserve amount_micro=%lld expires_ms=%lld",
+			(long long)amount, (long long)expires_ms);
 		return -EINVAL;
 	}
 	rc = sq_acquire(s, &c);
@@ -117,7 +119,8 @@ int sq_settle(void *inst, int64_t reservation_id, int64_t cost,
 	int rc;
 
 	if (cost < 0 || cost > ENGY_STORE_MONEY_MAX) {
-		engy_warn(s->h, "event=store_bad_input op=settle cost_micro=%lld",
+		engy_warn(s->h,
+			  "event=store_bad_input op=settle cost_micro=%lld",
 			  (long long)cost);
 		return -EINVAL;
 	}
@@ -145,7 +148,8 @@ int sq_settle(void *inst, int64_t reservation_id, int64_t cost,
 			take = cost < take ? cost : take;
 			rc = 0;
 		} else {
-			rc = rc == SQLITE_DONE ? -ENOENT : sq_err(s, c, rc, "settle");
+			rc = rc == SQLITE_DONE ? -ENOENT
+					       : sq_err(s, c, rc, "settle");
 		}
 		sqlite3_reset(st);
 	}
@@ -173,8 +177,11 @@ out:
 	if (!rc && charged)
 		*charged = take;
 	if (!rc && take < cost)
-		engy_warn(s->h, "event=store_charge_capped reservation=%lld cost_micro=%lld charged_micro=%lld",
-			  (long long)reservation_id, (long long)cost, (long long)take);
+		engy_warn(
+			s->h,
+			"event=store_charge_capped reservation=%lld cost_micro=%lld charged_micro=%lld",
+			(long long)reservation_id, (long long)cost,
+			(long long)take);
 	return rc;
 }
 
@@ -205,17 +212,21 @@ int sq_release_expired(void *inst, int64_t now_ms, uint64_t *n, int64_t *micro)
 		sqlite3_reset(st);
 	}
 	if (!rc && cnt)
-		rc = step_bound(s, c, sql_expired_unhold, now_ms, "release_expired");
+		rc = step_bound(s, c, sql_expired_unhold, now_ms,
+				"release_expired");
 	if (!rc && cnt)
-		rc = step_bound(s, c, sql_expired_delete, now_ms, "release_expired");
+		rc = step_bound(s, c, sql_expired_delete, now_ms,
+				"release_expired");
 	rc = sq_end(s, c, rc);
 out:
 	sq_release(s, c);
 	if (rc)
 		return rc;
 	if (cnt)
-		engy_info(s->h, "event=store_released_expired reservations=%lld micro=%lld",
-			  (long long)cnt, (long long)sum);
+		engy_info(
+			s->h,
+			"event=store_released_expired reservations=%lld micro=%lld",
+			(long long)cnt, (long long)sum);
 	if (n)
 		*n = (uint64_t)cnt;
 	if (micro)

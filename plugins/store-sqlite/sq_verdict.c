@@ -142,8 +142,8 @@ int sq_epoch_put(void *inst, const struct engy_epoch_rec *e,
 		sqlite3_bind_int64(st, 1, e->epoch_index);
 		sqlite3_bind_int64(st, 2, e->start_ms);
 		sqlite3_bind_int64(st, 3, e->end_ms);
-		sqlite3_bind_int64(st, 4, e->closed_ms ? e->closed_ms
-						       : sq_now_ms());
+		sqlite3_bind_int64(st, 4,
+				   e->closed_ms ? e->closed_ms : sq_now_ms());
 		sqlite3_bind_int64(st, 5, e->burn ? 1 : 0);
 		sqlite3_bind_int64(st, 6, e->n_weights);
 		sqlite3_bind_text(st, 7, e->digest, -1, SQLITE_STATIC);

@@ -53,16 +53,21 @@ static int sq_create(const struct engy_host *h, const void *conf_, void **out)
 		engy_err(h, "event=bad_option option=path error=\"empty\"");
 		return -EINVAL;
 	}
-	if (strcmp(conf->synchronous, "full") && strcmp(conf->synchronous, "normal")) {
-		engy_err(h, "event=bad_option option=synchronous value=%s error=\"full or normal\"",
-			 conf->synchronous);
+	if (strcmp(conf->synchronous, "full") &&
+	    strcmp(conf->synchronous, "normal")) {
+		engy_err(
+			h,
+			"event=bad_option option=synchronous value=%s error=\"full or normal\"",
+			conf->synchronous);
 		return -EINVAL;
 	}
 	if (sodium_init() < 0)
 		return -EIO;
 	if (conf->pepper && *conf->pepper && strlen(conf->pepper) < 16)
-		engy_warn(h, "event=weak_pepper length=%zu hint=\"use 32 random characters or more\"",
-			  strlen(conf->pepper));
+		engy_warn(
+			h,
+			"event=weak_pepper length=%zu hint=\"use 32 random characters or more\"",
+			strlen(conf->pepper));
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
@@ -92,12 +97,14 @@ static int sq_create(const struct engy_host *h, const void *conf_, void **out)
 	pthread_cond_init(&s->ckpt_cv, NULL);
 	pthread_cond_init(&s->ckpt_idle, NULL);
 	if (s->ckpt_pages) {
-		h->metric(h, ENGY_METRIC_COUNTER, "engy_store_checkpoints_total",
-			  "WAL checkpoints by where they ran", "where=\"thread\"",
-			  NULL, 0, &s->m_ckpt);
-		h->metric(h, ENGY_METRIC_COUNTER, "engy_store_checkpoints_total",
-			  "WAL checkpoints by where they ran", "where=\"inline\"",
-			  NULL, 0, &s->m_ckpt_inline);
+		h->metric(h, ENGY_METRIC_COUNTER,
+			  "engy_store_checkpoints_total",
+			  "WAL checkpoints by where they ran",
+			  "where=\"thread\"", NULL, 0, &s->m_ckpt);
+		h->metric(h, ENGY_METRIC_COUNTER,
+			  "engy_store_checkpoints_total",
+			  "WAL checkpoints by where they ran",
+			  "where=\"inline\"", NULL, 0, &s->m_ckpt_inline);
 	}
 	pthread_cond_init(&s->cv, NULL);
 	pthread_mutex_init(&s->wmu, NULL);
@@ -111,7 +118,9 @@ static int sq_start(void *inst)
 	int rc;
 
 	if (sqlite3_threadsafe() == 0) {
-		engy_err(s->h, "event=store_sqlite_unsafe error=\"libsqlite3 built without thread support\"");
+		engy_err(
+			s->h,
+			"event=store_sqlite_unsafe error=\"libsqlite3 built without thread support\"");
 		return -ENOTSUP;
 	}
 	rc = sq_open_pool(s);
@@ -120,9 +129,11 @@ static int sq_start(void *inst)
 	if (rc)
 		return rc;
 	s->started = true;
-	engy_info(s->h, "event=store_open path=%s sqlite=%s schema=%d connections=%zu synchronous=%s checkpoint_pages=%d",
-		  s->path, sqlite3_libversion(), SQ_SCHEMA_VERSION, s->n_conns,
-		  s->synchronous, s->ckpt_pages);
+	engy_info(
+		s->h,
+		"event=store_open path=%s sqlite=%s schema=%d connections=%zu synchronous=%s checkpoint_pages=%d",
+		s->path, sqlite3_libversion(), SQ_SCHEMA_VERSION, s->n_conns,
+		s->synchronous, s->ckpt_pages);
 	return 0;
 }
 
@@ -179,9 +190,9 @@ static const struct engy_store_ops ops = {
 	.epoch_get = sq_epoch_get,
 };
 
-ENGY_PLUGIN(.kind = ENGY_KIND_STORE, .name = "store-sqlite",
-	    .version = "1.0",
-	    .description = "accounts, keys, balances, models, miners, the request log, verdicts and epochs in one SQLite file",
+ENGY_PLUGIN(.kind = ENGY_KIND_STORE, .name = "store-sqlite", .version = "1.0",
+	    .description =
+		    "accounts, keys, balances, models, miners, the request log, verdicts and epochs in one SQLite file",
 	    .opts = opts, .conf_size = sizeof(struct sq_conf),
 	    .create = sq_create, .start = sq_start, .destroy = sq_destroy,
 	    .ops = &ops);

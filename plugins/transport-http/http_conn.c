@@ -33,15 +33,15 @@
 #include "http_int.h"
 
 enum {
-	ST_HEAD,	/* waiting for or reading a request head */
-	ST_BODY,	/* a Content-Length body */
-	ST_CHUNK_SIZE,	/* chunked body: the size line */
+	ST_HEAD,       /* waiting for or reading a request head */
+	ST_BODY,       /* a Content-Length body */
+	ST_CHUNK_SIZE, /* chunked body: the size line */
 	ST_CHUNK_DATA,
-	ST_CHUNK_END,	/* the CRLF after a chunk's data */
+	ST_CHUNK_END, /* the CRLF after a chunk's data */
 	ST_TRAILER,
-	ST_HANDLER,	/* dispatched: the reply is the handler's */
-	ST_CLOSING,	/* a last reply is queued; shut down once flushed */
-	ST_LINGER,	/* write side shut; discard input until EOF */
+	ST_HANDLER, /* dispatched: the reply is the handler's */
+	ST_CLOSING, /* a last reply is queued; shut down once flushed */
+	ST_LINGER,  /* write side shut; discard input until EOF */
 };
 
 /* Input buffered while a handler works (pipelined requests) is capped:
@@ -56,10 +56,10 @@ struct th_conn {
 	struct event *kick;
 	char remote[72];
 	int state;
-	bool counted;		/* holds a max_connections slot */
-	bool started;		/* the current request has begun */
+	bool counted; /* holds a max_connections slot */
+	bool started; /* the current request has begun */
 	struct engy_http_exchange *x;
-	uint64_t need;		/* body or chunk bytes still to read */
+	uint64_t need; /* body or chunk bytes still to read */
 	size_t trailer_bytes;
 };
 
@@ -118,11 +118,14 @@ static void conn_fail(struct th_conn *c, int status, const char *msg)
 	char body[256];
 	int n;
 
-	n = snprintf(body, sizeof(body), "{\"error\":{\"message\":\"%s\",\"code\":%d}}",
-		     msg, status);
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
-			    "Content-Length: %d\r\nConnection: close\r\n\r\n%s",
-			    status, th_reason(status), n, body);
+	n = snprintf(body, sizeof(body),
+		     "{\"error\":{\"message\":\"%s\",\"code\":%d}}", msg,
+		     status);
+	evbuffer_add_printf(
+		out,
+		"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+		"Content-Length: %d\r\nConnection: close\r\n\r\n%s",
+		status, th_reason(status), n, body);
 	th_count_status(c->ti, status);
 	exchange_free(c->x);
 	c->x = NULL;
@@ -157,9 +160,11 @@ static int setup_body(struct th_conn *c, struct engy_http_exchange *x,
 		*why = "HTTP/1.1 request without Host";
 		return 400;
 	}
-	x->keepalive = h->http_minor == 1 ?
-		!engy_http_head_has_token(h, "Connection", "close") :
-		engy_http_head_has_token(h, "Connection", "keep-alive");
+	x->keepalive =
+		h->http_minor == 1
+			? !engy_http_head_has_token(h, "Connection", "close")
+			: engy_http_head_has_token(h, "Connection",
+						   "keep-alive");
 	if (te) {
 		if (h->http_minor == 0 || strcasecmp(te, "chunked") != 0) {
 			*why = "unsupported Transfer-Encoding";
@@ -181,7 +186,8 @@ static int setup_body(struct th_conn *c, struct engy_http_exchange *x,
 		}
 		if (h->http_minor == 1 && c->state != ST_HEAD &&
 		    !evbuffer_get_length(bufferevent_get_input(c->bev)))
-			bufferevent_write(c->bev, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+			bufferevent_write(c->bev,
+					  "HTTP/1.1 100 Continue\r\n\r\n", 25);
 	}
 	return 0;
 }
@@ -196,7 +202,7 @@ static int body_add(struct th_conn *c, struct evbuffer *in, size_t n)
 		return 500;
 	evbuffer_remove(in, x->body + x->body_len, n);
 	x->body_len += n;
-	x->body[x->body_len] = 0;	/* handlers may treat it as a string */
+	x->body[x->body_len] = 0; /* handlers may treat it as a string */
 	return 0;
 }
 
@@ -204,7 +210,8 @@ static int body_add(struct th_conn *c, struct evbuffer *in, size_t n)
 static int read_head(struct th_conn *c, struct evbuffer *in, const char **why)
 {
 	static const struct engy_http_limits limits = {
-		.head = TH_MAX_HEAD, .fields = TH_MAX_HEADERS,
+		.head = TH_MAX_HEAD,
+		.fields = TH_MAX_HEADERS,
 		.target = TH_MAX_TARGET,
 	};
 	struct evbuffer_ptr a, b, end;
@@ -220,7 +227,7 @@ static int read_head(struct th_conn *c, struct evbuffer *in, const char **why)
 		evbuffer_copyout(in, &ch, 1);
 		if (ch != '\r' && ch != '\n')
 			break;
-		evbuffer_drain(in, 1);	/* stray CRLF between requests */
+		evbuffer_drain(in, 1); /* stray CRLF between requests */
 	}
 	len = evbuffer_get_length(in);
 	if (!len)
@@ -268,7 +275,7 @@ static int read_head(struct th_conn *c, struct evbuffer *in, const char **why)
 	case -EMSGSIZE:
 		*why = "request head too large";
 		return 431;
-	case -EBADMSG:		/* ambiguous framing: the parser says how */
+	case -EBADMSG: /* ambiguous framing: the parser says how */
 		*why = perr;
 		return 400;
 	case -ENOMEM:
@@ -316,7 +323,8 @@ static void process(struct th_conn *c)
 				return;
 			rc = body_add(c, in, n);
 			if (rc) {
-				why = rc == 413 ? "request body too large" : "out of memory";
+				why = rc == 413 ? "request body too large"
+						: "out of memory";
 				goto fail;
 			}
 			c->need -= n;
@@ -333,7 +341,8 @@ static void process(struct th_conn *c)
 		case ST_TRAILER:
 			line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
 			if (!line) {
-				if (evbuffer_get_length(in) <= TH_MAX_CHUNK_LINE)
+				if (evbuffer_get_length(in) <=
+				    TH_MAX_CHUNK_LINE)
 					return;
 				why = "chunk framing line too long";
 				rc = 400;
@@ -361,24 +370,33 @@ static void process(struct th_conn *c)
 				while (isxdigit((unsigned char)*end) &&
 				       end - line < 16) {
 					sz = sz * 16 +
-					     (unsigned long long)(isdigit((unsigned char)*end)
-						      ? *end - '0'
-						      : (tolower((unsigned char)*end) - 'a' + 10));
+					     (unsigned long long)(isdigit((
+									  unsigned char)*end)
+									  ? *end - '0'
+									  : (tolower((
+										     unsigned char)*end) -
+									     'a' +
+									     10));
 					end++;
 				}
 				if (end == line ||
-				    (*end && *end != ';' && *end != ' ' && *end != '\t'))
+				    (*end && *end != ';' && *end != ' ' &&
+				     *end != '\t'))
 					rc = 400;
-				else if (sz > (unsigned long long)c->ti->conf.max_body ||
-					 c->x->body_len + sz > (unsigned long long)c->ti->conf.max_body)
+				else if (sz > (unsigned long long)
+							 c->ti->conf.max_body ||
+					 c->x->body_len + sz >
+						 (unsigned long long)
+							 c->ti->conf.max_body)
 					rc = 413;
 				c->need = sz;
 				c->state = sz ? ST_CHUNK_DATA : ST_TRAILER;
 			}
 			free(line);
 			if (rc) {
-				why = rc == 413 ? "request body too large" :
-				      rc == 431 ? "trailer too large" : "bad chunked framing";
+				why = rc == 413	  ? "request body too large"
+				      : rc == 431 ? "trailer too large"
+						  : "bad chunked framing";
 				goto fail;
 			}
 			break;
@@ -386,7 +404,7 @@ static void process(struct th_conn *c)
 		case ST_LINGER:
 			evbuffer_drain(in, evbuffer_get_length(in));
 			return;
-		default:	/* ST_HANDLER: pipelined bytes wait */
+		default: /* ST_HANDLER: pipelined bytes wait */
 			return;
 		}
 	}
@@ -420,7 +438,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	if (c->x && c->x->dispatched && c->state == ST_HANDLER)
 		th_exchange_gone(c->ti, c->x);
-	th_conn_free(c);	/* and the exchange, if one is left */
+	th_conn_free(c); /* and the exchange, if one is left */
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -430,7 +448,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	switch (c->state) {
 	case ST_HEAD:
 		if (!c->started && !c->x) {
-			th_conn_free(c);	/* idle keep-alive */
+			th_conn_free(c); /* idle keep-alive */
 			return;
 		}
 		/* fall through */
@@ -514,7 +532,8 @@ void th_conn_accept(struct th_inst *ti, int fd, const struct sockaddr *sa,
 	ti->n_conns++;
 	if (ti->m_conns)
 		ti->host->metric_set(ti->m_conns, ti->n_conns);
-	arm_timer(c, (long)ti->conf.timeout_s * 1000);	/* idle until a request */
+	arm_timer(c,
+		  (long)ti->conf.timeout_s * 1000); /* idle until a request */
 }
 
 void th_conn_flush_all(struct th_inst *ti, int ms)
@@ -535,7 +554,8 @@ void th_conn_flush_all(struct th_inst *ti, int ms)
 		pending = false;
 		for (c = ti->conns; c; c = c->next) {
 			struct evbuffer *out = bufferevent_get_output(c->bev);
-			struct pollfd p = { bufferevent_getfd(c->bev), POLLOUT, 0 };
+			struct pollfd p = { bufferevent_getfd(c->bev), POLLOUT,
+					    0 };
 
 			if (!evbuffer_get_length(out) || p.fd < 0)
 				continue;
@@ -545,7 +565,8 @@ void th_conn_flush_all(struct th_inst *ti, int ms)
 			if (poll(&p, 1, (int)(left < 50 ? left : 50)) == 1 &&
 			    (p.revents & POLLOUT)) {
 				if (evbuffer_write(out, p.fd) < 0)
-					evbuffer_drain(out, evbuffer_get_length(out));
+					evbuffer_drain(
+						out, evbuffer_get_length(out));
 			}
 			pending |= evbuffer_get_length(out) > 0;
 		}
@@ -598,7 +619,7 @@ void th_conn_end(struct engy_http_exchange *x)
 		c->state = ST_HEAD;
 		c->started = false;
 		arm_timer(c, (long)ti->conf.timeout_s * 1000);
-		event_active(c->kick, 0, 0);	/* pipelined bytes, if any */
+		event_active(c->kick, 0, 0); /* pipelined bytes, if any */
 		return;
 	}
 	c->state = ST_CLOSING;

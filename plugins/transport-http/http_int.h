@@ -15,12 +15,12 @@
 
 #include "http_head.h"
 
-#define TH_MAX_HEAD	(16 * 1024)	/* request line + headers */
-#define TH_MAX_HEADERS	100
-#define TH_MAX_TARGET	8192
+#define TH_MAX_HEAD	  (16 * 1024) /* request line + headers */
+#define TH_MAX_HEADERS	  100
+#define TH_MAX_TARGET	  8192
 #define TH_MAX_CHUNK_LINE 1024
-#define TH_LINGER_MS	2000		/* drain after a closing reply */
-#define TH_FLUSH_MS	2000		/* destroy: finish writing queued replies */
+#define TH_LINGER_MS	  2000 /* drain after a closing reply */
+#define TH_FLUSH_MS	  2000 /* destroy: finish writing queued replies */
 
 /* --- the instance ------------------------------------------------------- */
 
@@ -56,9 +56,9 @@ struct th_inst {
 	size_t n_lis;
 	struct th_route *routes;
 	size_t n_routes;
-	struct th_conn *conns;		/* every open connection */
-	unsigned n_conns;		/* counted against max_connections */
-	unsigned n_inflight;		/* exchanges dispatched, not ended */
+	struct th_conn *conns; /* every open connection */
+	unsigned n_conns;      /* counted against max_connections */
+	unsigned n_inflight;   /* exchanges dispatched, not ended */
 	bool stopping;
 	struct th_status_metric by_status[32];
 	size_t n_status;
@@ -69,16 +69,16 @@ struct engy_http_exchange {
 	struct th_conn *c;
 	struct engy_http_request r;
 	struct engy_http_head head;
-	char *path;			/* target up to '?' */
+	char *path; /* target up to '?' */
 	uint8_t *body;
 	size_t body_len, body_cap;
 	const struct th_route *route;
 	bool keepalive;
-	bool is_head;			/* HEAD: no body in the reply */
+	bool is_head; /* HEAD: no body in the reply */
 	bool streaming;
-	bool chunked;			/* streamed with chunked framing */
-	bool dispatched;		/* counted in n_inflight */
-	bool gone;			/* the client left: ops refuse it */
+	bool chunked;	 /* streamed with chunked framing */
+	bool dispatched; /* counted in n_inflight */
+	bool gone;	 /* the client left: ops refuse it */
 };
 
 /* http_conn.c */
@@ -108,7 +108,6 @@ void th_count_status(struct th_inst *ti, int status);
 const char *th_reason(int status);
 void th_exchange_gone(struct th_inst *ti, struct engy_http_exchange *x);
 /* A reply the transport writes itself (errors); ends @x. */
-void th_error_reply(struct engy_http_exchange *x, int status,
-		    const char *msg);
+void th_error_reply(struct engy_http_exchange *x, int status, const char *msg);
 
 #endif /* ENGY_TRANSPORT_HTTP_INT_H */

@@ -32,8 +32,8 @@ static const struct engy_opt th_opts[] = {
 	{ "listen", ENGY_OPT_STR_LIST, 0, OFF(listen), "127.0.0.1:30000",
 	  "ENGY_HTTP_LISTEN", 0, 0,
 	  "addresses to listen on, \"addr:port\" or \"[v6]:port\" (port 0: any)" },
-	{ "max_body", ENGY_OPT_INT, 0, OFF(max_body), "16777216", NULL,
-	  0, (int64_t)1 << 32, "largest request body in bytes (413 above)" },
+	{ "max_body", ENGY_OPT_INT, 0, OFF(max_body), "16777216", NULL, 0,
+	  (int64_t)1 << 32, "largest request body in bytes (413 above)" },
 	{ "timeout_s", ENGY_OPT_INT, 0, OFF(timeout_s), "30", NULL, 1, 86400,
 	  "seconds to receive a whole request, to idle between requests, "
 	  "and for a stalled write" },
@@ -86,8 +86,7 @@ static int parse_addr(const char *s, struct sockaddr_storage *ss, int *len)
 	return 0;
 }
 
-static int th_create(const struct engy_host *host, const void *conf,
-		     void **out)
+static int th_create(const struct engy_host *host, const void *conf, void **out)
 {
 	const struct th_conf *c = conf;
 	struct sockaddr_storage ss;
@@ -97,13 +96,18 @@ static int th_create(const struct engy_host *host, const void *conf,
 
 	*out = NULL;
 	if (!c->listen.n) {
-		engy_err(host, "event=config_invalid option=listen reason=\"no address\"");
+		engy_err(
+			host,
+			"event=config_invalid option=listen reason=\"no address\"");
 		return -EINVAL;
 	}
 	for (i = 0; i < c->listen.n; i++) {
 		if (parse_addr(c->listen.v[i], &ss, &len) < 0) {
-			engy_err(host, "event=config_invalid option=listen value=\"%s\" "
-				 "reason=\"want addr:port or [v6]:port\"", c->listen.v[i]);
+			engy_err(
+				host,
+				"event=config_invalid option=listen value=\"%s\" "
+				"reason=\"want addr:port or [v6]:port\"",
+				c->listen.v[i]);
 			return -EINVAL;
 		}
 	}
@@ -171,15 +175,16 @@ static int th_start(void *inst)
 		int len, port = -1, err;
 
 		parse_addr(a, &ss, &len);
-		ti->lis[i] = evconnlistener_new_bind(ti->base, on_accept, ti,
-						     LEV_OPT_CLOSE_ON_FREE |
-						     LEV_OPT_REUSEABLE |
-						     LEV_OPT_CLOSE_ON_EXEC, -1,
-						     (struct sockaddr *)&ss, len);
+		ti->lis[i] = evconnlistener_new_bind(
+			ti->base, on_accept, ti,
+			LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+				LEV_OPT_CLOSE_ON_EXEC,
+			-1, (struct sockaddr *)&ss, len);
 		if (!ti->lis[i]) {
 			err = errno ? errno : EADDRINUSE;
-			engy_err(ti->host, "event=listen_failed addr=%s error=\"%s\"",
-				 a, strerror(err));
+			engy_err(ti->host,
+				 "event=listen_failed addr=%s error=\"%s\"", a,
+				 strerror(err));
 			return -err;
 		}
 		ti->n_lis++;
@@ -187,14 +192,18 @@ static int th_start(void *inst)
 		if (getsockname(evconnlistener_get_fd(ti->lis[i]),
 				(struct sockaddr *)&bound, &blen) == 0) {
 			if (bound.ss_family == AF_INET) {
-				struct sockaddr_in *s4 = (struct sockaddr_in *)&bound;
+				struct sockaddr_in *s4 =
+					(struct sockaddr_in *)&bound;
 
-				evutil_inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+				evutil_inet_ntop(AF_INET, &s4->sin_addr, host,
+						 sizeof(host));
 				port = ntohs(s4->sin_port);
 			} else if (bound.ss_family == AF_INET6) {
-				struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&bound;
+				struct sockaddr_in6 *s6 =
+					(struct sockaddr_in6 *)&bound;
 
-				evutil_inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+				evutil_inet_ntop(AF_INET6, &s6->sin6_addr, host,
+						 sizeof(host));
 				port = ntohs(s6->sin6_port);
 			}
 		}
@@ -276,8 +285,8 @@ static const struct th_route *find_route(const struct th_inst *ti,
 	for (i = 0; i < ti->n_routes; i++) {
 		const struct th_route *r = &ti->routes[i];
 		bool match = r->len == 1 ||
-			(strncmp(path, r->prefix, r->len) == 0 &&
-			 (path[r->len] == '\0' || path[r->len] == '/'));
+			     (strncmp(path, r->prefix, r->len) == 0 &&
+			      (path[r->len] == '\0' || path[r->len] == '/'));
 
 		if (match && (!best || r->len > best->len))
 			best = r;
@@ -296,7 +305,8 @@ static const char *req_header(const struct engy_http_request *r,
 static bool header_ok(const char *name, const char *value)
 {
 	static const char *const owned[] = { "Content-Length",
-		"Transfer-Encoding", "Connection", NULL };
+					     "Transfer-Encoding", "Connection",
+					     NULL };
 	const char *p;
 	size_t i;
 
@@ -304,7 +314,8 @@ static bool header_ok(const char *name, const char *value)
 		return false;
 	for (p = name; *p; p++)
 		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') || strchr("!#$%&'*+-.^_`|~", *p)))
+		      (*p >= '0' && *p <= '9') ||
+		      strchr("!#$%&'*+-.^_`|~", *p)))
 			return false;
 	for (p = value; *p; p++)
 		if ((unsigned char)*p < 0x20 && *p != '\t')
@@ -345,13 +356,16 @@ static int write_head(struct engy_http_exchange *x, int status,
 		if (!x->chunked)
 			x->keepalive = false;
 	}
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status, th_reason(status));
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
+			    th_reason(status));
 	if (ctype)
 		evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
 	for (i = 0; headers && headers[i]; i += 2)
-		evbuffer_add_printf(out, "%s: %s\r\n", headers[i], headers[i + 1]);
+		evbuffer_add_printf(out, "%s: %s\r\n", headers[i],
+				    headers[i + 1]);
 	if (len >= 0)
-		evbuffer_add_printf(out, "Content-Length: %lld\r\n", (long long)len);
+		evbuffer_add_printf(out, "Content-Length: %lld\r\n",
+				    (long long)len);
 	else if (x->chunked && !x->is_head)
 		evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
 	evbuffer_add_printf(out, "Connection: %s\r\n\r\n",
@@ -366,21 +380,34 @@ const char *th_reason(int status)
 		int code;
 		const char *text;
 	} r[] = {
-		{ 100, "Continue" }, { 200, "OK" }, { 201, "Created" },
-		{ 202, "Accepted" }, { 204, "No Content" },
-		{ 301, "Moved Permanently" }, { 302, "Found" },
-		{ 304, "Not Modified" }, { 400, "Bad Request" },
-		{ 401, "Unauthorized" }, { 403, "Forbidden" },
-		{ 404, "Not Found" }, { 405, "Method Not Allowed" },
-		{ 408, "Request Timeout" }, { 409, "Conflict" },
-		{ 411, "Length Required" }, { 413, "Content Too Large" },
-		{ 414, "URI Too Long" }, { 415, "Unsupported Media Type" },
-		{ 417, "Expectation Failed" }, { 422, "Unprocessable Content" },
+		{ 100, "Continue" },
+		{ 200, "OK" },
+		{ 201, "Created" },
+		{ 202, "Accepted" },
+		{ 204, "No Content" },
+		{ 301, "Moved Permanently" },
+		{ 302, "Found" },
+		{ 304, "Not Modified" },
+		{ 400, "Bad Request" },
+		{ 401, "Unauthorized" },
+		{ 403, "Forbidden" },
+		{ 404, "Not Found" },
+		{ 405, "Method Not Allowed" },
+		{ 408, "Request Timeout" },
+		{ 409, "Conflict" },
+		{ 411, "Length Required" },
+		{ 413, "Content Too Large" },
+		{ 414, "URI Too Long" },
+		{ 415, "Unsupported Media Type" },
+		{ 417, "Expectation Failed" },
+		{ 422, "Unprocessable Content" },
 		{ 429, "Too Many Requests" },
 		{ 431, "Request Header Fields Too Large" },
 		{ 499, "Client Closed Request" },
-		{ 500, "Internal Server Error" }, { 501, "Not Implemented" },
-		{ 502, "Bad Gateway" }, { 503, "Service Unavailable" },
+		{ 500, "Internal Server Error" },
+		{ 501, "Not Implemented" },
+		{ 502, "Bad Gateway" },
+		{ 503, "Service Unavailable" },
 		{ 504, "Gateway Timeout" },
 		{ 505, "HTTP Version Not Supported" },
 	};
@@ -430,14 +457,15 @@ void th_dispatch(struct th_inst *ti, struct engy_http_exchange *x)
 		th_conn_end(x);
 	else
 		th_error_reply(x, rc == -ENOENT ? 404 : 500,
-			       rc == -ENOENT ? "Not Found" : "Internal Server Error");
+			       rc == -ENOENT ? "Not Found"
+					     : "Internal Server Error");
 }
 
 void th_exchange_gone(struct th_inst *ti, struct engy_http_exchange *x)
 {
 	if (ti->m_gone)
 		ti->host->metric_add(ti->m_gone, 1);
-	x->gone = true;		/* the ops refuse it from here on */
+	x->gone = true; /* the ops refuse it from here on */
 	if (x->route && x->route->h->on_gone)
 		x->route->h->on_gone(x->route->arg, x);
 }
@@ -453,7 +481,8 @@ void th_error_reply(struct engy_http_exchange *x, int status, const char *msg)
 	for (p = msg; *p && o < sizeof(body) - 48; p++)
 		if (*p != '"' && *p != '\\' && (unsigned char)*p >= 0x20)
 			body[o++] = *p;
-	o += (size_t)snprintf(body + o, sizeof(body) - o, "\",\"code\":%d}}", status);
+	o += (size_t)snprintf(body + o, sizeof(body) - o, "\",\"code\":%d}}",
+			      status);
 	if (write_head(x, status, "application/json", NULL, (int64_t)o) < 0) {
 		th_conn_end(x);
 		return;
@@ -514,9 +543,8 @@ static int th_reply(void *inst, struct engy_http_exchange *x, int status,
 	return 0;
 }
 
-static int th_stream_begin(void *inst, struct engy_http_exchange *x,
-			   int status, const char *content_type,
-			   const char *const *headers)
+static int th_stream_begin(void *inst, struct engy_http_exchange *x, int status,
+			   const char *content_type, const char *const *headers)
 {
 	if (!x || x->streaming || x->gone)
 		return -EINVAL;
@@ -534,7 +562,7 @@ static int th_stream_write(void *inst, struct engy_http_exchange *x,
 	if (!out)
 		return -EPIPE;
 	if (!len || x->is_head)
-		return 0;	/* a zero-size chunk would end the stream */
+		return 0; /* a zero-size chunk would end the stream */
 	if (x->chunked)
 		evbuffer_add_printf(out, "%zx\r\n", len);
 	evbuffer_add(out, data, len);
@@ -567,7 +595,8 @@ static const struct engy_transport_ops th_ops = {
 
 ENGY_PLUGIN(.kind = ENGY_KIND_TRANSPORT, .name = "transport-http",
 	    .version = "1.0",
-	    .description = "HTTP/1.1 server: routes, whole and streamed replies, client-gone",
+	    .description =
+		    "HTTP/1.1 server: routes, whole and streamed replies, client-gone",
 	    .opts = th_opts, .conf_size = sizeof(struct th_conf),
 	    .create = th_create, .start = th_start, .stop = th_stop,
 	    .destroy = th_destroy, .ops = &th_ops);

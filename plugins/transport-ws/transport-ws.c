@@ -19,8 +19,9 @@ static const struct engy_opt ws_opts[] = {
 	{ "listen", ENGY_OPT_STR, 0, OFF(listen), NULL, "ENGY_WS_LISTEN", 0, 0,
 	  "serve websockets on HOST:PORT, [V6]:PORT or :PORT (port 0: any "
 	  "free port, logged); unset: client legs only" },
-	{ "ca_file", ENGY_OPT_STR, 0, OFF(ca_file), NULL, "ENGY_WS_CA_FILE",
-	  0, 0, "PEM CA bundle that wss:// servers are verified against "
+	{ "ca_file", ENGY_OPT_STR, 0, OFF(ca_file), NULL, "ENGY_WS_CA_FILE", 0,
+	  0,
+	  "PEM CA bundle that wss:// servers are verified against "
 	  "(default: the system store)" },
 	{ "insecure", ENGY_OPT_BOOL, 0, OFF(insecure), "false",
 	  "ENGY_WS_INSECURE", 0, 0,
@@ -66,22 +67,26 @@ static int check_conf(const struct engy_host *h, const struct ws_conf *cf)
 {
 	if (cf->ping_interval_s && cf->ping_timeout_s &&
 	    cf->ping_timeout_s <= cf->ping_interval_s)
-		return bad_conf(h, "ping_timeout_s must exceed ping_interval_s");
+		return bad_conf(h,
+				"ping_timeout_s must exceed ping_interval_s");
 	if (cf->reconnect_max_ms < cf->reconnect_min_ms)
-		return bad_conf(h, "reconnect_max_ms is below reconnect_min_ms");
+		return bad_conf(h,
+				"reconnect_max_ms is below reconnect_min_ms");
 	if (!cf->tls_cert != !cf->tls_key)
 		return bad_conf(h, "tls_cert and tls_key go together");
 	if (cf->tls_cert && !cf->listen)
 		return bad_conf(h, "tls_cert without a listen address");
 	if (cf->ca_file && cf->insecure)
-		return bad_conf(h, "ca_file and insecure contradict each other");
+		return bad_conf(h,
+				"ca_file and insecure contradict each other");
 	return 0;
 }
 
 static void metric(struct ws_inst *in, int type, const char *name,
 		   const char *help, const char *labels, struct engy_metric **m)
 {
-	if (in->host->metric(in->host, type, name, help, labels, NULL, 0, m) < 0)
+	if (in->host->metric(in->host, type, name, help, labels, NULL, 0, m) <
+	    0)
 		*m = NULL;
 }
 
@@ -120,8 +125,8 @@ static void metrics_init(struct ws_inst *in)
 	metric(in, ENGY_METRIC_COUNTER, "engy_ws_ping_timeouts_total",
 	       "connections dropped for silence", NULL, &m->ping_timeouts);
 	metric(in, ENGY_METRIC_COUNTER, "engy_ws_protocol_errors_total",
-	       "connections failed for a protocol error (1002/1007/1009)",
-	       NULL, &m->protocol_errors);
+	       "connections failed for a protocol error (1002/1007/1009)", NULL,
+	       &m->protocol_errors);
 }
 
 /* Option strings are host-owned: keep copies. */
@@ -133,8 +138,7 @@ static int dup_opt(const char **dst, const char *src)
 
 static void ws_destroy(void *inst);
 
-static int ws_create(const struct engy_host *host, const void *conf,
-		     void **out)
+static int ws_create(const struct engy_host *host, const void *conf, void **out)
 {
 	const struct ws_conf *cf = conf;
 	struct ws_inst *in;
@@ -269,7 +273,8 @@ static int op_set_max_message(void *inst, struct engy_ws_conn *c, size_t max)
 
 	if (!c)
 		return -EINVAL;
-	((struct ws_conn *)c)->parser.max_message = max && max < top ? max : top;
+	((struct ws_conn *)c)->parser.max_message =
+		max && max < top ? max : top;
 	return 0;
 }
 
@@ -287,15 +292,10 @@ static const struct engy_transport_ops ws_ops = {
 	.ws_set_max_message = op_set_max_message,
 };
 
-ENGY_PLUGIN(.kind = ENGY_KIND_TRANSPORT,
-	    .name = "transport-ws",
+ENGY_PLUGIN(.kind = ENGY_KIND_TRANSPORT, .name = "transport-ws",
 	    .version = PACKAGE_VERSION,
 	    .description = "RFC 6455 websockets: client legs that re-dial, "
 			   "and a routed server (ws:// and wss://)",
-	    .opts = ws_opts,
-	    .conf_size = sizeof(struct ws_conf),
-	    .create = ws_create,
-	    .start = ws_start,
-	    .stop = ws_stop,
-	    .destroy = ws_destroy,
-	    .ops = &ws_ops);
+	    .opts = ws_opts, .conf_size = sizeof(struct ws_conf),
+	    .create = ws_create, .start = ws_start, .stop = ws_stop,
+	    .destroy = ws_destroy, .ops = &ws_ops);

@@ -20,7 +20,7 @@
 #include "ws_int.h"
 
 struct ws_resolve {
-	struct ws_leg *leg;		/* NULL once the leg is gone */
+	struct ws_leg *leg; /* NULL once the leg is gone */
 	char *host;
 	char port[8];
 	struct addrinfo *ai;
@@ -74,8 +74,10 @@ void ws_leg_dial_failed(struct ws_leg *leg, int err, int status,
 
 	ws_count(in, in->m.dial_failures, 1);
 	engy_logfmt_value(w, sizeof(w), why ? why : "");
-	engy_warn(in->host, "event=ws_dial_failed leg=%llu url=%s err=%d status=%d why=%s",
-		  (unsigned long long)leg->id, leg->url.safe, err, status, w);
+	engy_warn(
+		in->host,
+		"event=ws_dial_failed leg=%llu url=%s err=%d status=%d why=%s",
+		(unsigned long long)leg->id, leg->url.safe, err, status, w);
 	if (c) {
 		leg->conn = NULL;
 		ws_conn_detach(c);
@@ -86,7 +88,7 @@ void ws_leg_dial_failed(struct ws_leg *leg, int err, int status,
 		leg->ai = NULL;
 	}
 	if (leg->h->size >= offsetof(struct engy_ws_handler, on_dial_error) +
-			    sizeof(leg->h->on_dial_error) &&
+				    sizeof(leg->h->on_dial_error) &&
 	    leg->h->on_dial_error) {
 		leg->busy++;
 		leg->h->on_dial_error(leg->arg, (struct engy_ws_leg *)leg, err,
@@ -152,11 +154,13 @@ static void hs_read(struct bufferevent *bev, void *arg)
 	}
 	head_len = (size_t)end.pos + 4;
 	if (head_len > WS_HEAD_MAX ||
-	    engy_http_head_parse(&c->head, (const char *)evbuffer_pullup(input,
-				 (ev_ssize_t)head_len), head_len, false,
-				 &why) < 0) {
-		ws_leg_dial_failed(leg, -EPROTO, 0, head_len > WS_HEAD_MAX ?
-				   "reply head too long" : why);
+	    engy_http_head_parse(
+		    &c->head,
+		    (const char *)evbuffer_pullup(input, (ev_ssize_t)head_len),
+		    head_len, false, &why) < 0) {
+		ws_leg_dial_failed(
+			leg, -EPROTO, 0,
+			head_len > WS_HEAD_MAX ? "reply head too long" : why);
 		goto out;
 	}
 	if (engy_ws_check_response(&c->head, c->key, &why) < 0) {
@@ -171,9 +175,11 @@ static void hs_read(struct bufferevent *bev, void *arg)
 		leg->ai = NULL;
 	}
 	c->ai_next = NULL;
-	engy_info(c->in->host, "event=ws_open conn=%llu side=client leg=%llu url=%s remote=%s opens=%u",
-		  (unsigned long long)c->id, (unsigned long long)leg->id,
-		  leg->url.safe, c->remote, leg->opens);
+	engy_info(
+		c->in->host,
+		"event=ws_open conn=%llu side=client leg=%llu url=%s remote=%s opens=%u",
+		(unsigned long long)c->id, (unsigned long long)leg->id,
+		leg->url.safe, c->remote, leg->opens);
 	ws_conn_opened(c, leg->url.path, leg->url.query);
 out:
 	ws_conn_release(c);
@@ -201,8 +207,8 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 		err = tls;
 	} else if (what & BEV_EVENT_EOF) {
 		err = -ECONNRESET;
-		why = c->state == WS_DIALING ? "closed during the TLS handshake" :
-					       "closed before the reply";
+		why = c->state == WS_DIALING ? "closed during the TLS handshake"
+					     : "closed before the reply";
 	} else {
 		why = strerror(-err);
 	}
@@ -254,9 +260,11 @@ static void connect_to(struct ws_leg *leg, struct addrinfo *ai)
 		      ai->ai_addrlen);
 	if (leg->url.tls) {
 		ssl = ws_tls_client(in, &leg->url);
-		c->bev = ssl ? bufferevent_openssl_socket_new(in->base, -1, ssl,
-				BUFFEREVENT_SSL_CONNECTING,
-				BEV_OPT_CLOSE_ON_FREE) : NULL;
+		c->bev = ssl ? bufferevent_openssl_socket_new(
+				       in->base, -1, ssl,
+				       BUFFEREVENT_SSL_CONNECTING,
+				       BEV_OPT_CLOSE_ON_FREE)
+			     : NULL;
 		if (c->bev)
 			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
 		else if (ssl)
@@ -266,8 +274,9 @@ static void connect_to(struct ws_leg *leg, struct addrinfo *ai)
 						BEV_OPT_CLOSE_ON_FREE);
 	}
 	if (!c->bev) {
-		ws_leg_dial_failed(leg, -ENOMEM, 0, leg->url.tls ?
-				   "TLS setup failed" : "cannot make a socket");
+		ws_leg_dial_failed(leg, -ENOMEM, 0,
+				   leg->url.tls ? "TLS setup failed"
+						: "cannot make a socket");
 		return;
 	}
 	bufferevent_setcb(c->bev, hs_read, NULL, hs_event, c);
@@ -302,8 +311,10 @@ static void resolve_done(void *arg, int rc)
 		if (rc < 0 || leg->in->stopped) {
 			/* shutting down: no dial */
 		} else if (r->gai) {
-			ws_leg_dial_failed(leg, r->gai == EAI_NONAME ? -ENOENT :
-					   -EHOSTUNREACH, 0, gai_strerror(r->gai));
+			ws_leg_dial_failed(leg,
+					   r->gai == EAI_NONAME ? -ENOENT
+								: -EHOSTUNREACH,
+					   0, gai_strerror(r->gai));
 		} else {
 			leg->ai = r->ai;
 			r->ai = NULL;
@@ -341,7 +352,8 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 		leg->res = NULL;
 		free(r->host);
 		free(r);
-		ws_leg_dial_failed(leg, rc, 0, "worker pool refused the lookup");
+		ws_leg_dial_failed(leg, rc, 0,
+				   "worker pool refused the lookup");
 	}
 }
 
@@ -388,8 +400,8 @@ int ws_dial(void *inst, const char *url, const char *const *headers,
 	char *req = NULL;
 	int rc;
 
-	if (!url || !h || !out || h->size < offsetof(struct engy_ws_handler,
-						     on_dial_error) ||
+	if (!url || !h || !out ||
+	    h->size < offsetof(struct engy_ws_handler, on_dial_error) ||
 	    !h->on_open || !h->on_message || !h->on_close)
 		return -EINVAL;
 	if (in->stopped)
@@ -398,7 +410,7 @@ int ws_dial(void *inst, const char *url, const char *const *headers,
 	if (!leg)
 		return -ENOMEM;
 	leg->in = in;
-	leg->pprev = &leg->next;	/* until linked */
+	leg->pprev = &leg->next; /* until linked */
 	rc = engy_url_parse(&leg->url, url, &why);
 	if (rc == 0 && strcmp(leg->url.scheme, "ws") != 0 &&
 	    strcmp(leg->url.scheme, "wss") != 0) {
@@ -456,7 +468,8 @@ void ws_leg_close(void *inst, struct engy_ws_leg *l)
 	if (c) {
 		ws_conn_detach(c);
 		if (c->state == WS_OPEN)
-			ws_conn_close(c, ENGY_WS_CLOSE_GOING_AWAY, "leg closed");
+			ws_conn_close(c, ENGY_WS_CLOSE_GOING_AWAY,
+				      "leg closed");
 		else if (c->state == WS_DIALING || c->state == WS_HANDSHAKE)
 			ws_conn_free(c);
 	}

@@ -165,9 +165,9 @@ int ws_conn_send(struct ws_conn *c, int type, const void *data, size_t len)
 	if (evbuffer_get_length(bufferevent_get_output(c->bev)) >
 	    (uint64_t)in->conf.max_send_buffer_bytes)
 		return -ENOBUFS;
-	rc = send_frame(c, type == ENGY_WS_TEXT ? ENGY_WS_OP_TEXT :
-						  ENGY_WS_OP_BINARY,
-			data ? data : "", len);
+	rc = send_frame(
+		c, type == ENGY_WS_TEXT ? ENGY_WS_OP_TEXT : ENGY_WS_OP_BINARY,
+		data ? data : "", len);
 	if (rc < 0)
 		return rc;
 	ws_count(in, in->m.msgs_out, 1);
@@ -259,7 +259,7 @@ void ws_conn_end(struct ws_conn *c, int code, const char *reason)
 	if (c->state == WS_DONE)
 		return;
 	if (c->state != WS_OPEN && c->state != WS_CLOSING) {
-		ws_conn_free(c);	/* never opened: nothing to report */
+		ws_conn_free(c); /* never opened: nothing to report */
 		return;
 	}
 	ws_conn_hold(c);
@@ -268,7 +268,8 @@ void ws_conn_end(struct ws_conn *c, int code, const char *reason)
 	event_del(c->ping);
 	ws_count(in, in->m.open[c->server], -1);
 	engy_logfmt_value(r, sizeof(r), reason);
-	engy_info(in->host, "event=ws_closed conn=%llu code=%d reason=%s open_ms=%llu",
+	engy_info(in->host,
+		  "event=ws_closed conn=%llu code=%d reason=%s open_ms=%llu",
 		  (unsigned long long)c->id, code, r,
 		  (unsigned long long)(ws_now_ms() - c->opened_ms));
 	if (c->notify && c->h) {
@@ -309,13 +310,14 @@ static void on_frame(struct ws_conn *c, const struct engy_ws_event *ev)
 	switch (ev->type) {
 	case ENGY_WS_EV_MESSAGE:
 		if (c->state != WS_OPEN)
-			return;		/* after our close: discarded */
+			return; /* after our close: discarded */
 		ws_count(in, in->m.msgs_in, 1);
 		ws_count(in, in->m.bytes_in, (double)ev->len);
 		if (c->h)
 			c->h->on_message(c->arg, (struct engy_ws_conn *)c,
-					 ev->opcode == ENGY_WS_OP_TEXT ?
-					 ENGY_WS_TEXT : ENGY_WS_BINARY,
+					 ev->opcode == ENGY_WS_OP_TEXT
+						 ? ENGY_WS_TEXT
+						 : ENGY_WS_BINARY,
 					 ev->data, ev->len);
 		return;
 	case ENGY_WS_EV_PING:
@@ -358,7 +360,8 @@ static void process(struct ws_conn *c)
 				   &ev);
 		evbuffer_drain(in, used);
 		if (rc < 0) {
-			conn_fail(c, c->parser.fail_code, c->parser.fail_reason);
+			conn_fail(c, c->parser.fail_code,
+				  c->parser.fail_reason);
 			break;
 		}
 		if (rc > 0)
@@ -383,15 +386,16 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	ws_conn_hold(c);
 	if (what & BEV_EVENT_TIMEOUT) {
 		ws_count(in, in->m.ping_timeouts, 1);
-		engy_warn(in->host, "event=ws_ping_timeout conn=%llu silent_s=%lld",
+		engy_warn(in->host,
+			  "event=ws_ping_timeout conn=%llu silent_s=%lld",
 			  (unsigned long long)c->id,
 			  (long long)in->conf.ping_timeout_s);
 		ws_conn_end(c, ENGY_WS_CLOSE_ABNORMAL, "ping timeout");
 	} else if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
 		ws_conn_end(c, ENGY_WS_CLOSE_ABNORMAL,
-			    what & BEV_EVENT_EOF ?
-			    "connection closed without a close frame" :
-			    "connection error");
+			    what & BEV_EVENT_EOF
+				    ? "connection closed without a close frame"
+				    : "connection error");
 	}
 	/* The socket is gone or silent: nothing left worth flushing. */
 	ws_conn_free(c);
@@ -427,9 +431,10 @@ static void timer_cb(evutil_socket_t fd, short what, void *arg)
 			ws_leg_dial_failed(c->leg, -ETIMEDOUT, 0,
 					   "handshake timeout");
 		} else {
-			engy_info(c->in->host,
-				  "event=ws_refused conn=%llu remote=%s status=408 why=\"handshake timeout\"",
-				  (unsigned long long)c->id, c->remote);
+			engy_info(
+				c->in->host,
+				"event=ws_refused conn=%llu remote=%s status=408 why=\"handshake timeout\"",
+				(unsigned long long)c->id, c->remote);
 			ws_conn_free(c);
 		}
 		break;
@@ -467,8 +472,8 @@ int ws_conn_opened(struct ws_conn *c, const char *path, const char *query)
 	event_del(c->timer);
 	bufferevent_setcb(c->bev, read_cb, NULL, event_cb, c);
 	/* No byte for ping_timeout_s (pongs included): the peer is gone. */
-	bufferevent_set_timeouts(c->bev, in->conf.ping_timeout_s ? &quiet : NULL,
-				 NULL);
+	bufferevent_set_timeouts(c->bev,
+				 in->conf.ping_timeout_s ? &quiet : NULL, NULL);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	if (in->conf.ping_interval_s)
 		event_add(c->ping, &ping);

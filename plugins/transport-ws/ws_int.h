@@ -44,8 +44,8 @@ struct ws_conf {
 };
 
 struct ws_metrics {
-	struct engy_metric *open[2];		/* [server] gauges */
-	struct engy_metric *opened[2];		/* [server] counters */
+	struct engy_metric *open[2];   /* [server] gauges */
+	struct engy_metric *opened[2]; /* [server] counters */
 	struct engy_metric *msgs_in, *msgs_out, *bytes_in, *bytes_out;
 	struct engy_metric *reconnects, *dial_failures, *refused;
 	struct engy_metric *pings_missed, *ping_timeouts, *protocol_errors;
@@ -64,7 +64,7 @@ struct ws_leg;
 
 struct ws_inst {
 	const struct engy_host *host;
-	struct ws_conf conf;		/* strings copied */
+	struct ws_conf conf; /* strings copied */
 	struct event_base *base;
 	SSL_CTX *cli_tls, *srv_tls;
 	struct evconnlistener *listener;
@@ -72,17 +72,17 @@ struct ws_inst {
 	struct ws_conn *conns;
 	struct ws_leg *legs;
 	uint64_t next_id;
-	size_t n_server;		/* server connections, any state */
+	size_t n_server; /* server connections, any state */
 	bool stopped;
 	struct ws_metrics m;
 };
 
 enum ws_state {
-	WS_DIALING,	/* client: TCP connect and TLS */
-	WS_HANDSHAKE,	/* the HTTP upgrade */
+	WS_DIALING,   /* client: TCP connect and TLS */
+	WS_HANDSHAKE, /* the HTTP upgrade */
 	WS_OPEN,
-	WS_CLOSING,	/* our close frame sent, waiting for the peer's */
-	WS_DONE,	/* ended; flushing before the socket closes */
+	WS_CLOSING, /* our close frame sent, waiting for the peer's */
+	WS_DONE,    /* ended; flushing before the socket closes */
 };
 
 struct ws_conn {
@@ -92,21 +92,21 @@ struct ws_conn {
 	enum ws_state state;
 	struct bufferevent *bev;
 	struct engy_ws_parser parser;
-	const struct engy_ws_handler *h;	/* NULL: nobody listens */
+	const struct engy_ws_handler *h; /* NULL: nobody listens */
 	void *arg;
 	void *user;
-	struct ws_leg *leg;			/* client */
-	struct event *timer;			/* handshake / close timeout */
+	struct ws_leg *leg;  /* client */
+	struct event *timer; /* handshake / close timeout */
 	struct event *ping;
-	struct addrinfo *ai_next;		/* client: next address */
-	struct engy_http_head head;		/* during on_open */
-	char key[ENGY_WS_KEY_LEN + 1];		/* client */
+	struct addrinfo *ai_next;      /* client: next address */
+	struct engy_http_head head;    /* during on_open */
+	char key[ENGY_WS_KEY_LEN + 1]; /* client */
 	char remote[64];
-	bool notify;		/* on_open returned 0: on_close owed */
+	bool notify; /* on_open returned 0: on_close owed */
 	bool ping_unanswered;
-	bool half_closed;	/* lingering: our FIN sent */
-	int busy;		/* callbacks on the stack */
-	bool dead;		/* free once busy drops to 0 */
+	bool half_closed; /* lingering: our FIN sent */
+	int busy;	  /* callbacks on the stack */
+	bool dead;	  /* free once busy drops to 0 */
 	uint64_t opened_ms;
 	struct ws_conn *next, **pprev;
 };
@@ -117,12 +117,12 @@ struct ws_leg {
 	struct ws_inst *in;
 	uint64_t id;
 	struct engy_url url;
-	char **headers;			/* name, value, ..., NULL */
+	char **headers; /* name, value, ..., NULL */
 	const struct engy_ws_handler *h;
 	void *arg;
-	struct ws_conn *conn;		/* dialing or open */
-	struct ws_resolve *res;		/* a lookup in flight */
-	struct addrinfo *ai;		/* the addresses being tried */
+	struct ws_conn *conn;	/* dialing or open */
+	struct ws_resolve *res; /* a lookup in flight */
+	struct addrinfo *ai;	/* the addresses being tried */
 	struct event *retry;
 	unsigned failures;
 	uint32_t opens;
@@ -170,8 +170,7 @@ SSL *ws_tls_client(struct ws_inst *in, const struct engy_url *u);
 int ws_tls_verify_error(struct bufferevent *bev, const char **why);
 
 /* Metrics that may be absent (a host without them). */
-static inline void ws_count(struct ws_inst *in, struct engy_metric *m,
-			    double v)
+static inline void ws_count(struct ws_inst *in, struct engy_metric *m, double v)
 {
 	if (m)
 		in->host->metric_add(m, v);

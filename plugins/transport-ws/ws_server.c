@@ -32,8 +32,10 @@ int ws_listen(void *inst, const char *prefix, const struct engy_ws_handler *h,
 	    !h->on_open || !h->on_message || !h->on_close)
 		return -EINVAL;
 	if (!in->conf.listen) {
-		engy_err(in->host, "event=ws_listen_refused prefix=%s why=\"no listen address set\"",
-			 prefix);
+		engy_err(
+			in->host,
+			"event=ws_listen_refused prefix=%s why=\"no listen address set\"",
+			prefix);
 		return -EINVAL;
 	}
 	for (r = in->routes; r; r = r->next)
@@ -89,7 +91,8 @@ static void refuse(struct ws_conn *c, int status, const char *why)
 
 	ws_count(in, in->m.refused, 1);
 	engy_logfmt_value(w, sizeof(w), why);
-	engy_info(in->host, "event=ws_refused conn=%llu remote=%s status=%d why=%s",
+	engy_info(in->host,
+		  "event=ws_refused conn=%llu remote=%s status=%d why=%s",
 		  (unsigned long long)c->id, c->remote, status, w);
 	if (engy_ws_refusal(&resp, status, why) == 0) {
 		bufferevent_write(c->bev, resp, strlen(resp));
@@ -100,8 +103,10 @@ static void refuse(struct ws_conn *c, int status, const char *why)
 
 static const char *reason_of(int status)
 {
-	return status == 200 ? "OK" : status == 404 ? "Not Found" :
-	       status == 503 ? "Service Unavailable" : "Status";
+	return status == 200   ? "OK"
+	       : status == 404 ? "Not Found"
+	       : status == 503 ? "Service Unavailable"
+			       : "Status";
 }
 
 /*
@@ -125,8 +130,10 @@ static bool plain_get(struct ws_conn *c)
 		return false;
 	r = route_of(c->in, path);
 	h = r ? r->h : NULL;
-	if (!h || h->size < offsetof(struct engy_ws_handler, on_get) +
-			    sizeof(h->on_get) || !h->on_get) {
+	if (!h ||
+	    h->size < offsetof(struct engy_ws_handler, on_get) +
+			      sizeof(h->on_get) ||
+	    !h->on_get) {
 		free(path);
 		return false;
 	}
@@ -135,14 +142,18 @@ static bool plain_get(struct ws_conn *c)
 		refuse(c, 404, "not found");
 	} else if (rc < 0 || status < 200 || status > 599 || (len && !body)) {
 		refuse(c, 500, "the route failed to answer");
-	} else if (asprintf(&resp, "HTTP/1.1 %d %s\r\nContent-Type: "
-			    "application/json\r\nContent-Length: %zu\r\n"
-			    "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-			    status, reason_of(status), len) < 0) {
+	} else if (
+		asprintf(&resp,
+			 "HTTP/1.1 %d %s\r\nContent-Type: "
+			 "application/json\r\nContent-Length: %zu\r\n"
+			 "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+			 status, reason_of(status), len) < 0) {
 		refuse(c, 500, "out of memory");
 	} else {
-		engy_info(c->in->host, "event=ws_get conn=%llu route=%s remote=%s status=%d",
-			  (unsigned long long)c->id, r->prefix, c->remote, status);
+		engy_info(c->in->host,
+			  "event=ws_get conn=%llu route=%s remote=%s status=%d",
+			  (unsigned long long)c->id, r->prefix, c->remote,
+			  status);
 		bufferevent_write(c->bev, resp, strlen(resp));
 		if (len)
 			bufferevent_write(c->bev, body, len);
@@ -179,8 +190,10 @@ static void hs_read(struct bufferevent *bev, void *arg)
 		refuse(c, 431, "request head over 16 KiB");
 		goto out;
 	}
-	rc = engy_http_head_parse(&c->head, (const char *)evbuffer_pullup(input,
-				  (ev_ssize_t)head_len), head_len, true, &why);
+	rc = engy_http_head_parse(
+		&c->head,
+		(const char *)evbuffer_pullup(input, (ev_ssize_t)head_len),
+		head_len, true, &why);
 	if (rc < 0) {
 		refuse(c, rc == -E2BIG ? 431 : 400, why);
 		goto out;
@@ -204,8 +217,9 @@ static void hs_read(struct bufferevent *bev, void *arg)
 	}
 	r = route_of(c->in, path);
 	if (!r || engy_ws_response(&resp, accept) < 0) {
-		refuse(c, r ? 500 : 404, r ? "out of memory" :
-		       "no websocket endpoint at this path");
+		refuse(c, r ? 500 : 404,
+		       r ? "out of memory"
+			 : "no websocket endpoint at this path");
 		free(path);
 		goto out;
 	}
@@ -214,7 +228,8 @@ static void hs_read(struct bufferevent *bev, void *arg)
 	free(resp);
 	c->h = r->h;
 	c->arg = r->arg;
-	engy_info(c->in->host, "event=ws_open conn=%llu side=server route=%s remote=%s",
+	engy_info(c->in->host,
+		  "event=ws_open conn=%llu side=server route=%s remote=%s",
 		  (unsigned long long)c->id, r->prefix, c->remote);
 	ws_conn_opened(c, path, q);
 	free(path);
@@ -232,7 +247,8 @@ static void hs_event(struct bufferevent *bev, short what, void *arg)
 	if (c->in->srv_tls && ws_tls_verify_error(bev, &why) == 0 &&
 	    (what & BEV_EVENT_ERROR))
 		why = "TLS handshake failed";
-	engy_dbg(c->in->host, "event=ws_handshake_lost conn=%llu remote=%s why=\"%s\"",
+	engy_dbg(c->in->host,
+		 "event=ws_handshake_lost conn=%llu remote=%s why=\"%s\"",
 		 (unsigned long long)c->id, c->remote, why);
 	ws_conn_free(c);
 }
@@ -246,8 +262,9 @@ static void format_remote(char *dst, size_t cap, const struct sockaddr *sa,
 			NI_NUMERICHOST | NI_NUMERICSERV) != 0)
 		snprintf(dst, cap, "?");
 	else
-		snprintf(dst, cap, sa->sa_family == AF_INET6 ? "[%s]:%s" :
-			 "%s:%s", host, serv);
+		snprintf(dst, cap,
+			 sa->sa_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host,
+			 serv);
 }
 
 static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
@@ -265,12 +282,15 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	format_remote(remote, sizeof(remote), sa, (socklen_t)socklen);
 	if (in->stopped || in->n_server >= (size_t)in->conf.max_connections) {
 		ws_count(in, in->m.refused, 1);
-		engy_warn(in->host, "event=ws_refused remote=%s status=503 why=\"%s\"",
-			  remote, in->stopped ? "stopping" : "max_connections reached");
+		engy_warn(in->host,
+			  "event=ws_refused remote=%s status=503 why=\"%s\"",
+			  remote,
+			  in->stopped ? "stopping" : "max_connections reached");
 		/* Best effort and never blocking; TLS peers just see a close. */
-		if (!in->srv_tls &&
-		    send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-			engy_dbg(in->host, "event=ws_refusal_unsent remote=%s", remote);
+		if (!in->srv_tls && send(fd, busy, sizeof(busy) - 1,
+					 MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			engy_dbg(in->host, "event=ws_refusal_unsent remote=%s",
+				 remote);
 		evutil_closesocket(fd);
 		return;
 	}
@@ -284,9 +304,11 @@ static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
 	c->state = WS_HANDSHAKE;
 	if (in->srv_tls) {
 		ssl = SSL_new(in->srv_tls);
-		c->bev = ssl ? bufferevent_openssl_socket_new(in->base, fd, ssl,
-				BUFFEREVENT_SSL_ACCEPTING,
-				BEV_OPT_CLOSE_ON_FREE) : NULL;
+		c->bev = ssl ? bufferevent_openssl_socket_new(
+				       in->base, fd, ssl,
+				       BUFFEREVENT_SSL_ACCEPTING,
+				       BEV_OPT_CLOSE_ON_FREE)
+			     : NULL;
 		if (c->bev)
 			bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
 		else if (ssl)
@@ -328,7 +350,8 @@ static int listen_addr(const char *spec, struct addrinfo **out)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	return getaddrinfo(n ? host : NULL, colon + 1, &hints, out) ? -EINVAL : 0;
+	return getaddrinfo(n ? host : NULL, colon + 1, &hints, out) ? -EINVAL
+								    : 0;
 }
 
 int ws_server_start(struct ws_inst *in)
@@ -342,16 +365,21 @@ int ws_server_start(struct ws_inst *in)
 	if (!in->conf.listen)
 		return 0;
 	if (listen_addr(in->conf.listen, &ai) < 0) {
-		engy_err(in->host, "event=ws_config_error option=listen why=\"not HOST:PORT\"");
+		engy_err(
+			in->host,
+			"event=ws_config_error option=listen why=\"not HOST:PORT\"");
 		return -EINVAL;
 	}
-	in->listener = evconnlistener_new_bind(in->base, accept_cb, in,
-		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC,
+	in->listener = evconnlistener_new_bind(
+		in->base, accept_cb, in,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+			LEV_OPT_CLOSE_ON_EXEC,
 		128, ai->ai_addr, (int)ai->ai_addrlen);
 	err = errno;
 	freeaddrinfo(ai);
 	if (!in->listener) {
-		engy_err(in->host, "event=ws_listen_failed listen=%s why=\"%s\"",
+		engy_err(in->host,
+			 "event=ws_listen_failed listen=%s why=\"%s\"",
 			 in->conf.listen, strerror(err ? err : EIO));
 		return -(err ? err : EIO);
 	}

@@ -39,15 +39,18 @@ int ws_tls_init(struct ws_inst *in)
 	SSL_CTX_set_min_proto_version(in->cli_tls, TLS1_2_VERSION);
 	if (cf->insecure) {
 		SSL_CTX_set_verify(in->cli_tls, SSL_VERIFY_NONE, NULL);
-		engy_warn(in->host, "event=ws_tls_insecure why=\"insecure = true: wss:// certificates are NOT verified\"");
+		engy_warn(
+			in->host,
+			"event=ws_tls_insecure why=\"insecure = true: wss:// certificates are NOT verified\"");
 	} else {
 		SSL_CTX_set_verify(in->cli_tls, SSL_VERIFY_PEER, NULL);
 		if (cf->ca_file) {
-			if (SSL_CTX_load_verify_locations(in->cli_tls,
-							  cf->ca_file, NULL) != 1)
+			if (SSL_CTX_load_verify_locations(
+				    in->cli_tls, cf->ca_file, NULL) != 1)
 				return config_error(in, "ca_file", cf->ca_file);
 		} else if (SSL_CTX_set_default_verify_paths(in->cli_tls) != 1) {
-			engy_warn(in->host, "event=ws_tls_no_system_store why=\"%s\"",
+			engy_warn(in->host,
+				  "event=ws_tls_no_system_store why=\"%s\"",
 				  ssl_why());
 			ERR_clear_error();
 		}
@@ -96,8 +99,8 @@ SSL *ws_tls_client(struct ws_inst *in, const struct engy_url *u)
 		ok = SSL_set_tlsext_host_name(ssl, u->host);
 	if (ok && !in->conf.insecure)
 		ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl),
-							 u->host) :
-			  SSL_set1_host(ssl, u->host);
+							u->host)
+			: SSL_set1_host(ssl, u->host);
 	if (!ok) {
 		SSL_free(ssl);
 		return NULL;

@@ -41,22 +41,22 @@ struct toploc {
 #define OFF(f) offsetof(struct toploc_conf, f)
 
 static const struct engy_opt toploc_opts[] = {
-	{ "topk", ENGY_OPT_INT, 0, OFF(topk), "128", "TOPLOC_TOPK",
-	  1, ENGY_TOPLOC_MAX_TOPK, "points per proof (top-k of |x|)" },
+	{ "topk", ENGY_OPT_INT, 0, OFF(topk), "128", "TOPLOC_TOPK", 1,
+	  ENGY_TOPLOC_MAX_TOPK, "points per proof (top-k of |x|)" },
 	{ "decode_batching_size", ENGY_OPT_INT, 0, OFF(decode_batching_size),
 	  "32", "TOPLOC_DBS", 1, ENGY_TOPLOC_MAX_DBS,
 	  "generated tokens per proof" },
-	{ "skip_prefill", ENGY_OPT_BOOL, 0, OFF(skip_prefill), "true", NULL,
-	  0, 0, "prove only generated tokens (false: one prefill proof too)" },
-	{ "max_exp_mismatches", ENGY_OPT_INT, 0, OFF(max_exp_mismatches),
-	  "40", NULL, 0, ENGY_TOPLOC_MAX_TOPK,
+	{ "skip_prefill", ENGY_OPT_BOOL, 0, OFF(skip_prefill), "true", NULL, 0,
+	  0, "prove only generated tokens (false: one prefill proof too)" },
+	{ "max_exp_mismatches", ENGY_OPT_INT, 0, OFF(max_exp_mismatches), "40",
+	  NULL, 0, ENGY_TOPLOC_MAX_TOPK,
 	  "toploc_v: most exponent mismatches a passing chunk may have" },
 	{ "min_pass_ratio", ENGY_OPT_FLOAT, 0, OFF(min_pass_ratio), "0.99",
 	  NULL, 0, 0, "toploc_p: least share of chunks that must pass" },
-	{ "max_mant_mean", ENGY_OPT_FLOAT, 0, OFF(max_mant_mean), "0", NULL,
-	  0, 0, "largest mantissa error mean of a passing chunk (0: unchecked)" },
-	{ "max_mant_median", ENGY_OPT_FLOAT, 0, OFF(max_mant_median), "0",
-	  NULL, 0, 0,
+	{ "max_mant_mean", ENGY_OPT_FLOAT, 0, OFF(max_mant_mean), "0", NULL, 0,
+	  0, "largest mantissa error mean of a passing chunk (0: unchecked)" },
+	{ "max_mant_median", ENGY_OPT_FLOAT, 0, OFF(max_mant_median), "0", NULL,
+	  0, 0,
 	  "largest mantissa error median of a passing chunk (0: unchecked)" },
 	ENGY_OPT_END
 };
@@ -72,25 +72,27 @@ static int toploc_create(const struct engy_host *host, const void *conf,
 	    c->decode_batching_size < 1 ||
 	    c->decode_batching_size > ENGY_TOPLOC_MAX_DBS) {
 		engy_err(host, "event=config_invalid option=%s",
-			 c->topk < 1 || c->topk > ENGY_TOPLOC_MAX_TOPK ?
-			 "topk" : "decode_batching_size");
+			 c->topk < 1 || c->topk > ENGY_TOPLOC_MAX_TOPK
+				 ? "topk"
+				 : "decode_batching_size");
 		return -EINVAL;
 	}
 	if (c->max_exp_mismatches < 0 || c->max_exp_mismatches > c->topk) {
 		engy_err(host, "event=config_invalid option=max_exp_mismatches "
-			 "reason=\"must be 0..topk\"");
+			       "reason=\"must be 0..topk\"");
 		return -EINVAL;
 	}
 	if (!(c->min_pass_ratio >= 0 && c->min_pass_ratio <= 1)) {
 		engy_err(host, "event=config_invalid option=min_pass_ratio "
-			 "reason=\"must be 0..1\"");
+			       "reason=\"must be 0..1\"");
 		return -EINVAL;
 	}
 	if (!(c->max_mant_mean >= 0) || !(c->max_mant_median >= 0)) {
-		engy_err(host, "event=config_invalid option=%s "
+		engy_err(host,
+			 "event=config_invalid option=%s "
 			 "reason=\"must be >= 0\"",
-			 !(c->max_mant_mean >= 0) ? "max_mant_mean" :
-			 "max_mant_median");
+			 !(c->max_mant_mean >= 0) ? "max_mant_mean"
+						  : "max_mant_median");
 		return -EINVAL;
 	}
 	t = calloc(1, sizeof(*t));
@@ -114,8 +116,7 @@ static void toploc_destroy(void *inst)
 	free(inst);
 }
 
-static int toploc_prove(void *inst, const struct engy_rows *rows,
-			char **json)
+static int toploc_prove(void *inst, const struct engy_rows *rows, char **json)
 {
 	struct toploc *t = inst;
 	uint8_t *proofs = NULL;
@@ -125,9 +126,10 @@ static int toploc_prove(void *inst, const struct engy_rows *rows,
 	*json = NULL;
 	rc = engy_toploc_prove_rows(rows, &t->params, &proofs, &n);
 	if (rc) {
-		engy_warn(t->host, "event=toploc_prove_failed rc=%d rows=%u "
-			  "hidden=%u", rc, rows ? rows->n_rows : 0,
-			  rows ? rows->hidden : 0);
+		engy_warn(t->host,
+			  "event=toploc_prove_failed rc=%d rows=%u "
+			  "hidden=%u",
+			  rc, rows ? rows->n_rows : 0, rows ? rows->hidden : 0);
 		return rc;
 	}
 	rc = engy_toploc_commitment_json(&t->params, proofs, n,
@@ -185,12 +187,9 @@ static const struct engy_proof_ops toploc_ops = {
 	.verify = toploc_verify,
 };
 
-ENGY_PLUGIN(.kind = ENGY_KIND_PROOF,
-	    .name = "verifier-toploc",
+ENGY_PLUGIN(.kind = ENGY_KIND_PROOF, .name = "verifier-toploc",
 	    .version = PACKAGE_VERSION,
 	    .description = "TOPLOC activation proofs (prove and verify)",
-	    .opts = toploc_opts,
-	    .conf_size = sizeof(struct toploc_conf),
-	    .create = toploc_create,
-	    .destroy = toploc_destroy,
+	    .opts = toploc_opts, .conf_size = sizeof(struct toploc_conf),
+	    .create = toploc_create, .destroy = toploc_destroy,
 	    .ops = &toploc_ops);

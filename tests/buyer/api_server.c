@@ -88,8 +88,9 @@ static void send_json(struct evhttp_request *req, int status, const char *body,
 static void send_error(struct evhttp_request *req, enum engy_api api,
 		       int status, const char *msg, const char *scn)
 {
-	struct engy_apierr e = {
-		.status = status, .message = msg, .request_id = "req_test"};
+	struct engy_apierr e = { .status = status,
+				 .message = msg,
+				 .request_id = "req_test" };
 	char param[96];
 	size_t len;
 	char *body;
@@ -155,7 +156,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	struct sreq *s = arg;
 	bool anth = s->areq.api == ENGY_API_ANTHROPIC, done = false;
 	const cJSON *f = cJSON_GetArrayItem(s->frames, s->next++);
-	struct timeval tv = {0, 2000};
+	struct timeval tv = { 0, 2000 };
 	struct engy_api_result r;
 	const char *type, *why = NULL;
 
@@ -173,7 +174,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		int st = result_of(f, &r, &why);
 
 		if (st) {
-			struct engy_apierr e = {.status = st, .message = why};
+			struct engy_apierr e = { .status = st, .message = why };
 
 			engy_apierr_sse(&s->out, s->areq.api, &e);
 		} else {
@@ -210,7 +211,7 @@ static void on_close(struct evhttp_connection *c, void *arg)
 static void start_stream(struct sreq *s)
 {
 	bool anth = s->areq.api == ENGY_API_ANTHROPIC;
-	struct timeval tv = {0, 2000};
+	struct timeval tv = { 0, 2000 };
 
 	set_hdr(s->req, "Content-Type", "text/event-stream");
 	set_hdr(s->req, "Cache-Control", "no-cache");
@@ -313,11 +314,11 @@ static bool authorized(struct evhttp_request *req, enum engy_api api,
 
 static void models(struct evhttp_request *req, const char *path)
 {
-	struct engy_api_model_info m = {.id = MODEL,
-					.created = 1767225600,
-					.display_name = "Engy Test",
-					.context_length = 32768,
-					.max_output_tokens = 4096};
+	struct engy_api_model_info m = { .id = MODEL,
+					 .created = 1767225600,
+					 .display_name = "Engy Test",
+					 .context_length = 32768,
+					 .max_output_tokens = 4096 };
 	struct engy_sse_out o;
 
 	engy_sse_out_init(&o);
@@ -342,9 +343,9 @@ static void models(struct evhttp_request *req, const char *path)
 static int take(struct evhttp_request *req, enum engy_api api, bool count,
 		const char *scn, struct sreq *s)
 {
-	struct engy_api_limits lim = {.max_body_bytes = max_body};
-	struct engy_api_model model = {.max_output_tokens = 4096,
-				       .default_max_tokens = 1024};
+	struct engy_api_limits lim = { .max_body_bytes = max_body };
+	struct engy_api_model model = { .max_output_tokens = 4096,
+					.default_max_tokens = 1024 };
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	const char *body;
 	char err[256];

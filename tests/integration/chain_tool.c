@@ -76,7 +76,7 @@ static int extrinsic(int argc, char **argv)
 	char idbuf[2048], err[256], *tok, *save;
 	struct engy_sr25519_keypair kp;
 	struct engy_ext_layout l;
-	struct engy_ext_params p = {0};
+	struct engy_ext_params p = { 0 };
 	struct engy_scale_buf call, pay, ext;
 	uint8_t mini[32], rng[32], sig[64], hash[32];
 	const uint8_t *msg;

@@ -254,8 +254,8 @@ struct req {
 	bool cancelled, done, want_hidden, want_lp;
 	struct engy_gen_result res;
 	char error[512];
-	struct timespec t0;	/* generate() */
-	double ms;		/* generate() to on_done, on the loop's clock */
+	struct timespec t0; /* generate() */
+	double ms;	    /* generate() to on_done, on the loop's clock */
 	int prefill_rc;
 	bool is_prefill;
 	uint32_t n_prefill;
@@ -431,11 +431,11 @@ static void print_req(struct req *r)
 	printf(",\"finish\":%d,\"matched\":%d,\"prompt\":%u,\"completion\":%u,"
 	       "\"cached\":%u,\"calls\":%zu,\"fold\":%zu,\"rows\":%zu,"
 	       "\"hidden\":%u,\"rowhash\":\"%016llx\",\"lphash\":\"%016llx\","
-	       "\"ms\":%.0f,\"ids\":[", r->res.finish, r->res.matched_stop,
-	       r->res.prompt_tokens, r->res.completion_tokens,
-	       r->res.cached_tokens, r->calls, r->folds, r->rows, r->hidden,
-	       (unsigned long long)r->rowhash, (unsigned long long)r->lphash,
-	       r->ms);
+	       "\"ms\":%.0f,\"ids\":[",
+	       r->res.finish, r->res.matched_stop, r->res.prompt_tokens,
+	       r->res.completion_tokens, r->res.cached_tokens, r->calls,
+	       r->folds, r->rows, r->hidden, (unsigned long long)r->rowhash,
+	       (unsigned long long)r->lphash, r->ms);
 	for (i = 0; i < r->n; i++)
 		printf("%s%u", i ? "," : "", r->ids[i]);
 	printf("]}\n");
@@ -465,7 +465,7 @@ static int start_gen(struct req *r, char **a, int n, const uint32_t *in,
 	p.return_hidden = r->want_hidden = !(v = kv(a, n, "hidden")) || atoi(v);
 	p.return_logprobs = r->want_lp = !(v = kv(a, n, "lp")) || atoi(v);
 	p.rid = kv(a, n, "rid");
-	if (p.rid && index >= 0) {	/* several at once: rid.0, rid.1, ... */
+	if (p.rid && index >= 0) { /* several at once: rid.0, rid.1, ... */
 		snprintf(rid, sizeof(rid), "%s.%d", p.rid, index);
 		p.rid = rid;
 	}
@@ -530,8 +530,9 @@ static void cmd(char **a, int n)
 		n_open++;
 		run_until_done();
 		printf("{\"rc\":%d,\"rows\":%zu,\"hidden\":%u,\"n_prefill\":%u,"
-		       "\"rowhash\":\"%016llx\"}\n", r->prefill_rc, r->rows,
-		       r->hidden, r->n_prefill, (unsigned long long)r->rowhash);
+		       "\"rowhash\":\"%016llx\"}\n",
+		       r->prefill_rc, r->rows, r->hidden, r->n_prefill,
+		       (unsigned long long)r->rowhash);
 	} else if (!strcmp(a[0], "info") && n >= 2) {
 		struct engy_model_info mi = { .size = sizeof(mi) };
 		struct timeval tv = { atoi(a[1]) / 1000,
@@ -546,9 +547,10 @@ static void cmd(char **a, int n)
 		printf(",\"path\":");
 		print_json_str(mi.path);
 		printf(",\"hidden\":%u,\"vocab\":%u,\"max_context\":%u,"
-		       "\"eos\":[%u,%u,%u,%u]}\n", mi.hidden_size,
-		       mi.vocab_size, mi.max_context, mi.eos_ids[0],
-		       mi.eos_ids[1], mi.eos_ids[2], mi.eos_ids[3]);
+		       "\"eos\":[%u,%u,%u,%u]}\n",
+		       mi.hidden_size, mi.vocab_size, mi.max_context,
+		       mi.eos_ids[0], mi.eos_ids[1], mi.eos_ids[2],
+		       mi.eos_ids[3]);
 	} else if (!strcmp(a[0], "busy") && n >= 4) {
 		int count = atoi(a[1]);
 

@@ -24,7 +24,7 @@
 #include "sr25519.h"
 #include "ss58.h"
 
-#define MAX_BYTES	(1u << 20)
+#define MAX_BYTES (1u << 20)
 
 static uint8_t *unhex(const char *s, size_t *n)
 {
@@ -147,8 +147,10 @@ static int handle(char **tok, int ntok)
 
 		if (!(a = arg(tok, 1, ntok, 32, &na)))
 			goto out;
-		rc = engy_sr25519_keypair_from_mini(&kp, a, uni ? ENGY_SR25519_EXPAND_UNIFORM :
-						    ENGY_SR25519_EXPAND_ED25519);
+		rc = engy_sr25519_keypair_from_mini(
+			&kp, a,
+			uni ? ENGY_SR25519_EXPAND_UNIFORM
+			    : ENGY_SR25519_EXPAND_ED25519);
 		if (rc < 0)
 			goto out;
 		puthex(kp.pub, 32);
@@ -166,10 +168,12 @@ static int handle(char **tok, int ntok)
 			puthex(ed, 64);
 		}
 		rc = 0;
-	} else if (strcmp(tok[0], "sign") == 0 || strcmp(tok[0], "signsk") == 0) {
+	} else if (strcmp(tok[0], "sign") == 0 ||
+		   strcmp(tok[0], "signsk") == 0) {
 		int sk = tok[0][4] == 's';
 
-		if (!(a = arg(tok, 1, ntok, sk ? 64 : 32, &na)) || !(b = arg(tok, 2, ntok, 0, &nb)) ||
+		if (!(a = arg(tok, 1, ntok, sk ? 64 : 32, &na)) ||
+		    !(b = arg(tok, 2, ntok, 0, &nb)) ||
 		    !(c = arg(tok, 3, ntok, 32, &nc)))
 			goto out;
 		if (sk) {
@@ -177,23 +181,28 @@ static int handle(char **tok, int ntok)
 			if (rc == 0)
 				rc = engy_sr25519_keypair_from_secret(&kp, ed);
 		} else {
-			rc = engy_sr25519_keypair_from_mini(&kp, a, ENGY_SR25519_EXPAND_ED25519);
+			rc = engy_sr25519_keypair_from_mini(
+				&kp, a, ENGY_SR25519_EXPAND_ED25519);
 		}
 		if (rc == 0)
-			rc = engy_sr25519_sign_rng(&kp, ENGY_SR25519_SUBSTRATE_CTX, b, nb, c, sig);
+			rc = engy_sr25519_sign_rng(
+				&kp, ENGY_SR25519_SUBSTRATE_CTX, b, nb, c, sig);
 		if (rc == 0)
 			puthex(sig, 64);
 	} else if (strcmp(tok[0], "verify") == 0) {
-		if (!(a = arg(tok, 1, ntok, 32, &na)) || !(b = arg(tok, 2, ntok, 0, &nb)) ||
+		if (!(a = arg(tok, 1, ntok, 32, &na)) ||
+		    !(b = arg(tok, 2, ntok, 0, &nb)) ||
 		    !(c = arg(tok, 3, ntok, 64, &nc)))
 			goto out;
-		rc = engy_sr25519_verify(a, ENGY_SR25519_SUBSTRATE_CTX, b, nb, c);
+		rc = engy_sr25519_verify(a, ENGY_SR25519_SUBSTRATE_CTX, b, nb,
+					 c);
 		if (rc == 0)
 			printf("0");
 	} else if (strcmp(tok[0], "ss58") == 0) {
 		if (!(a = arg(tok, 1, ntok, 32, &na)) || ntok != 3)
 			goto out;
-		rc = engy_ss58_encode(addr, sizeof(addr), a, (uint16_t)atoi(tok[2]));
+		rc = engy_ss58_encode(addr, sizeof(addr), a,
+				      (uint16_t)atoi(tok[2]));
 		if (rc > 0) {
 			printf("%s", addr);
 			rc = 0;
@@ -214,7 +223,8 @@ static int handle(char **tok, int ntok)
 		int i;
 
 		for (i = 1; i < ntok; i++) {
-			strncat(phrase, tok[i], sizeof(phrase) - strlen(phrase) - 2);
+			strncat(phrase, tok[i],
+				sizeof(phrase) - strlen(phrase) - 2);
 			strcat(phrase, " ");
 		}
 		rc = engy_bip39_mini_secret(phrase, NULL, mini, NULL);
@@ -239,7 +249,8 @@ int main(void)
 
 	while ((len = getline(&line, &cap, stdin)) > 0) {
 		ntok = 0;
-		for (tok[0] = strtok_r(line, " \n", &save); tok[ntok] && ntok < 511;
+		for (tok[0] = strtok_r(line, " \n", &save);
+		     tok[ntok] && ntok < 511;
 		     tok[++ntok] = strtok_r(NULL, " \n", &save))
 			;
 		if (ntok == 0) {

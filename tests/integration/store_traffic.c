@@ -80,7 +80,8 @@ static void *fill(const struct engy_plugin *p, const char *db)
 	const struct engy_opt *o;
 
 	for (o = p->opts; conf && o->name; o++) {
-		const char *v = o->env && getenv(o->env) ? getenv(o->env) : o->def;
+		const char *v =
+			o->env && getenv(o->env) ? getenv(o->env) : o->def;
 		int64_t i;
 
 		if (!strcmp(o->name, "path"))
@@ -99,9 +100,12 @@ static void *fill(const struct engy_plugin *p, const char *db)
 
 int main(int argc, char **argv)
 {
-	struct engy_host host = { .size = sizeof(host), .instance = "store",
-				  .log = h_log, .vlog = h_vlog,
-				  .state_dir = h_state_dir, .metric = h_metric,
+	struct engy_host host = { .size = sizeof(host),
+				  .instance = "store",
+				  .log = h_log,
+				  .vlog = h_vlog,
+				  .state_dir = h_state_dir,
+				  .metric = h_metric,
 				  .metric_add = h_metric_op,
 				  .metric_set = h_metric_op,
 				  .metric_observe = h_metric_op };
@@ -115,13 +119,15 @@ int main(int argc, char **argv)
 	int i, n, rc = 1;
 
 	if (argc < 7 || argc > 8) {
-		fprintf(stderr, "usage: store_traffic PLUGIN.so DB KEY MODEL N MARKER [HOLD_MS]\n");
+		fprintf(stderr,
+			"usage: store_traffic PLUGIN.so DB KEY MODEL N MARKER [HOLD_MS]\n");
 		return 2;
 	}
 	dl = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
 	p = dl ? dlsym(dl, ENGY_PLUGIN_SYMBOL) : NULL;
 	if (!p || p->kind != ENGY_KIND_STORE) {
-		fprintf(stderr, "store_traffic: %s: not a store plugin\n", argv[1]);
+		fprintf(stderr, "store_traffic: %s: not a store plugin\n",
+			argv[1]);
 		return 1;
 	}
 	ops = p->ops;
@@ -142,18 +148,20 @@ int main(int argc, char **argv)
 	}
 	rc = ops->model_get(inst, argv[4], &m);
 	if (rc) {
-		fprintf(stderr, "store_traffic: model %s: %s\n", argv[4], strerror(-rc));
+		fprintf(stderr, "store_traffic: model %s: %s\n", argv[4],
+			strerror(-rc));
 		goto fail;
 	}
 	for (i = 0; i < n; i++) {
 		struct engy_request_row row;
 		char body[512];
 		uint32_t prompt, completion = 10 + (uint32_t)(i % 7);
-		int len = snprintf(body, sizeof(body),
-				   "{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"%s #%d\"}]}",
-				   argv[4], argv[6], i);
+		int len = snprintf(
+			body, sizeof(body),
+			"{\"model\":\"%s\",\"messages\":[{\"role\":\"user\",\"content\":\"%s #%d\"}]}",
+			argv[4], argv[6], i);
 
-		prompt = (uint32_t)len / 4 + 1;	/* the miner's count, roughly */
+		prompt = (uint32_t)len / 4 + 1; /* the miner's count, roughly */
 		rc = engy_billing_reserve(&m.price, (uint64_t)len, 64, &amount);
 		if (!rc)
 			rc = ops->reserve(inst, key.account_id, key.id, amount,
@@ -163,7 +171,8 @@ int main(int argc, char **argv)
 			break;
 		}
 		if (!rc)
-			rc = engy_billing_cost(&m.price, prompt, i % 2 ? prompt / 2 : 0,
+			rc = engy_billing_cost(&m.price, prompt,
+					       i % 2 ? prompt / 2 : 0,
 					       completion, &cost);
 		if (rc)
 			goto fail;
@@ -193,7 +202,7 @@ int main(int argc, char **argv)
 			goto fail;
 		printf("held=1000\n");
 		fflush(stdout);
-		_exit(0);	/* no settle, no cleanup: a crash */
+		_exit(0); /* no settle, no cleanup: a crash */
 	}
 	rc = 0;
 	goto out;

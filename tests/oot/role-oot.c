@@ -58,12 +58,14 @@ static int oot_start(void *inst)
 	size_t i;
 
 	if (o->h->size < offsetof(struct engy_host, shutdown) + sizeof(void *))
-		return -ENOTSUP;	/* a host older than ABI 1.1 */
+		return -ENOTSUP; /* a host older than ABI 1.1 */
 	for (i = 0; o->h->peer_at(o->h, i, &pi) == 0; i++)
-		o->h->log(o->h, ENGY_LOG_NOTICE,
-			  "event=oot_peer index=%zu instance=%s plugin=%s kind=%u",
-			  i, pi.instance, pi.plugin, pi.kind);
-	if (o->h->peer(o->h, ENGY_KIND_PROOF, NULL, (const void **)&p, &pinst) ||
+		o->h->log(
+			o->h, ENGY_LOG_NOTICE,
+			"event=oot_peer index=%zu instance=%s plugin=%s kind=%u",
+			i, pi.instance, pi.plugin, pi.kind);
+	if (o->h->peer(o->h, ENGY_KIND_PROOF, NULL, (const void **)&p,
+		       &pinst) ||
 	    !p || !p->scheme)
 		return -EINVAL;
 	o->h->log(o->h, ENGY_LOG_NOTICE, "event=oot_wired peers=%zu scheme=%s",
@@ -95,13 +97,8 @@ static const struct engy_role_ops oot_ops = {
 	.inflight = oot_inflight,
 };
 
-ENGY_PLUGIN(.kind = ENGY_KIND_ROLE,
-	    .name = "role-oot",
-	    .version = "0.1",
+ENGY_PLUGIN(.kind = ENGY_KIND_ROLE, .name = "role-oot", .version = "0.1",
 	    .description = "an out-of-tree role: lists its peers, then stops",
-	    .opts = oot_opts,
-	    .conf_size = sizeof(struct oot_conf),
-	    .create = oot_create,
-	    .start = oot_start,
-	    .destroy = oot_destroy,
+	    .opts = oot_opts, .conf_size = sizeof(struct oot_conf),
+	    .create = oot_create, .start = oot_start, .destroy = oot_destroy,
 	    .ops = &oot_ops);

@@ -28,10 +28,10 @@ static int br_prove(void *inst, const struct engy_rows *rows, char **json)
 	return -ENOTSUP;
 }
 
-static __attribute__((unused)) int br_verify(void *inst, const struct engy_rows *rows,
-		     const char *json, size_t len,
-		     const struct engy_proof_limits *limits,
-		     struct engy_proof_result *out)
+static __attribute__((unused)) int
+br_verify(void *inst, const struct engy_rows *rows, const char *json,
+	  size_t len, const struct engy_proof_limits *limits,
+	  struct engy_proof_result *out)
 {
 	return -ENOTSUP;
 }

@@ -91,8 +91,10 @@ static int tc_create(const struct engy_host *h, const void *conf, void **out)
 	struct inst *in;
 
 	if (c->ratio < 0 || c->ratio > 1) {
-		engy_err(h, "event=bad_option option=ratio value=%g reason=\"must be in 0..1\"",
-			 c->ratio);
+		engy_err(
+			h,
+			"event=bad_option option=ratio value=%g reason=\"must be in 0..1\"",
+			c->ratio);
 		return -EINVAL;
 	}
 	in = calloc(1, sizeof(*in));
@@ -114,8 +116,8 @@ static int tc_start(void *inst)
 	int rc;
 
 	rc = in->h->metric(in->h, ENGY_METRIC_COUNTER, "test_chain_ticks_total",
-			   "Timer ticks of the test chain plugin", NULL, NULL, 0,
-			   &in->ticks);
+			   "Timer ticks of the test chain plugin", NULL, NULL,
+			   0, &in->ticks);
 	if (rc)
 		return rc;
 	rc = in->h->timer_add(in->h, (uint64_t)in->c->interval_ms, 1, tc_tick,
@@ -124,13 +126,17 @@ static int tc_start(void *inst)
 		return rc;
 	for (i = 0; i < in->c->tags.n; i++)
 		engy_info(in->h, "event=tag value=%s", in->c->tags.v[i]);
-	engy_info(in->h,
-		  "event=started interval_ms=%lld token_set=%s loud=%s ratio=%g state_dir=%s self_peer=%s",
-		  (long long)in->c->interval_ms, in->c->token ? "yes" : "no",
-		  in->c->loud ? "true" : "false", in->c->ratio,
-		  in->h->state_dir(in->h),
-		  in->h->peer(in->h, ENGY_KIND_CHAIN, in->h->instance, &ops, &peer) == 0 &&
-		  peer == in ? "yes" : "no");
+	engy_info(
+		in->h,
+		"event=started interval_ms=%lld token_set=%s loud=%s ratio=%g state_dir=%s self_peer=%s",
+		(long long)in->c->interval_ms, in->c->token ? "yes" : "no",
+		in->c->loud ? "true" : "false", in->c->ratio,
+		in->h->state_dir(in->h),
+		in->h->peer(in->h, ENGY_KIND_CHAIN, in->h->instance, &ops,
+			    &peer) == 0 &&
+				peer == in
+			? "yes"
+			: "no");
 	return 0;
 }
 
@@ -156,14 +162,16 @@ static void tc_destroy(void *inst)
 }
 
 /* The chain ops answer nothing: this plugin tests the host services. */
-static int tc_block(void *inst, void (*done)(void *, const struct engy_chain_block *),
+static int tc_block(void *inst,
+		    void (*done)(void *, const struct engy_chain_block *),
 		    void *arg)
 {
 	return -ENOTSUP;
 }
 
 static int tc_metagraph(void *inst, uint16_t netuid,
-			void (*done)(void *, const struct engy_chain_metagraph *),
+			void (*done)(void *,
+				     const struct engy_chain_metagraph *),
 			void *arg)
 {
 	return -ENOTSUP;
@@ -171,7 +179,8 @@ static int tc_metagraph(void *inst, uint16_t netuid,
 
 static int tc_set_weights(void *inst, const struct engy_chain_weights *w,
 			  const struct engy_chain_signer *s,
-			  void (*done)(void *, const struct engy_chain_submit *),
+			  void (*done)(void *,
+				       const struct engy_chain_submit *),
 			  void *arg)
 {
 	return -ENOTSUP;

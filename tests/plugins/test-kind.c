@@ -35,15 +35,16 @@ static void tk_destroy(void *inst)
 	free(inst);
 }
 
-static __attribute__((unused)) int tk_prove(void *inst, const struct engy_rows *rows, char **json)
+static __attribute__((unused)) int
+tk_prove(void *inst, const struct engy_rows *rows, char **json)
 {
 	return -ENOTSUP;
 }
 
-static __attribute__((unused)) int tk_verify(void *inst, const struct engy_rows *rows,
-		     const char *json, size_t len,
-		     const struct engy_proof_limits *limits,
-		     struct engy_proof_result *out)
+static __attribute__((unused)) int
+tk_verify(void *inst, const struct engy_rows *rows, const char *json,
+	  size_t len, const struct engy_proof_limits *limits,
+	  struct engy_proof_result *out)
 {
 	return -ENOTSUP;
 }
@@ -100,10 +101,10 @@ static const struct engy_scorer_ops ops = {
 };
 #elif TEST_KIND == 6 /* ENGY_KIND_STORE */
 /* Every store op present, each refusing: store tests drive store-sqlite. */
-#define TK_STUB(op, ...)						\
-	static int tk_##op(__VA_ARGS__)					\
-	{								\
-		return -ENOTSUP;					\
+#define TK_STUB(op, ...)                                                       \
+	static int tk_##op(__VA_ARGS__)                                        \
+	{                                                                      \
+		return -ENOTSUP;                                               \
 	}
 TK_STUB(key_hash, void *i, const char *k, size_t n, uint8_t *h)
 TK_STUB(account_create, void *i, const char *n, struct engy_account *o)
@@ -168,14 +169,16 @@ static const struct engy_store_ops ops = {
 	.log_prune = tk_log_prune,
 };
 #elif TEST_KIND == 5 /* ENGY_KIND_CHAIN */
-static int tk_block(void *inst, void (*done)(void *, const struct engy_chain_block *),
+static int tk_block(void *inst,
+		    void (*done)(void *, const struct engy_chain_block *),
 		    void *arg)
 {
 	return -ENOTSUP;
 }
 
 static int tk_metagraph(void *inst, uint16_t netuid,
-			void (*done)(void *, const struct engy_chain_metagraph *),
+			void (*done)(void *,
+				     const struct engy_chain_metagraph *),
 			void *arg)
 {
 	return -ENOTSUP;
@@ -183,7 +186,8 @@ static int tk_metagraph(void *inst, uint16_t netuid,
 
 static int tk_set_weights(void *inst, const struct engy_chain_weights *w,
 			  const struct engy_chain_signer *s,
-			  void (*done)(void *, const struct engy_chain_submit *),
+			  void (*done)(void *,
+				       const struct engy_chain_submit *),
 			  void *arg)
 {
 	return -ENOTSUP;
@@ -201,12 +205,14 @@ static const struct engy_transport_ops ops = {
 	.proto = "test",
 };
 #else
-static const struct { uint32_t size; } ops = { sizeof(ops) };
+static const struct {
+	uint32_t size;
+} ops = { sizeof(ops) };
 #endif
 
 static const struct engy_opt opts[] = {
-	{ "level", ENGY_OPT_INT, 0, offsetof(struct conf, level), "1", NULL,
-	  0, 9, "an option to set" },
+	{ "level", ENGY_OPT_INT, 0, offsetof(struct conf, level), "1", NULL, 0,
+	  9, "an option to set" },
 	ENGY_OPT_END,
 };
 

@@ -142,7 +142,8 @@ static int lm_info(void *inst, struct engy_model_info *out)
 
 	memset(out, 0, sizeof(*out));
 	out->size = sizeof(*out);
-	snprintf(out->name, sizeof(out->name), "%s", lm->c.name ? lm->c.name : "");
+	snprintf(out->name, sizeof(out->name), "%s",
+		 lm->c.name ? lm->c.name : "");
 	snprintf(out->path, sizeof(out->path), "%s",
 		 lm->c.model_path ? lm->c.model_path : "");
 	out->hidden_size = (uint32_t)lm->c.hidden_size;
@@ -168,7 +169,8 @@ static void finish(struct engy_gen *g, int how, int32_t matched, int status)
 	void *arg = g->arg;
 
 	lm->h->timer_del(lm->h, g->timer);
-	engy_info(lm->h, "event=finish rid=%s finish=%d n=%u", g->rid, how, g->k);
+	engy_info(lm->h, "event=finish rid=%s finish=%d n=%u", g->rid, how,
+		  g->k);
 	gen_free(g);
 	lm->active--;
 	lm->h->metric_set(lm->m_active, lm->active);
@@ -177,8 +179,8 @@ static void finish(struct engy_gen *g, int how, int32_t matched, int status)
 
 static uint32_t token(const struct engy_gen *g, uint32_t k)
 {
-	static const uint8_t utf8[10] = { 0x61, 0xc3, 0xa9, 0xe2, 0x82, 0xac,
-					  0xf0, 0x9f, 0x98, 0x80 };
+	static const uint8_t utf8[10] = { 0x61, 0xc3, 0xa9, 0xe2, 0x82,
+					  0xac, 0xf0, 0x9f, 0x98, 0x80 };
 
 	if (g->first == 4)
 		return utf8[k % 10];
@@ -191,7 +193,8 @@ static void tick(void *arg)
 {
 	struct engy_gen *g = arg;
 	struct lm *lm = g->lm;
-	uint32_t n = (uint32_t)lm->c.per_call, i, hs = (uint32_t)lm->c.hidden_size;
+	uint32_t n = (uint32_t)lm->c.per_call, i,
+		 hs = (uint32_t)lm->c.hidden_size;
 	uint32_t *ids = NULL;
 	float *lp = NULL, *rows = NULL;
 	int how = 0;
@@ -216,15 +219,16 @@ static void tick(void *arg)
 		return;
 	}
 	if (g->first == 5 && g->k == 0)
-		n = 1;		/* the cache-hit token comes alone */
+		n = 1; /* the cache-hit token comes alone */
 	for (i = 0; i < n && !how;) {
 		uint32_t k = g->k, t = token(g, k), j, s;
 
 		ids[i] = t;
 		lp[i] = -0.0625f - 0.125f * (float)(k % 8);
 		for (j = 0; j < hs; j++)
-			rows[(size_t)i * hs + j] = 0.5f * (float)(g->n_input - 1 + k) +
-						   0.25f * (float)j;
+			rows[(size_t)i * hs + j] =
+				0.5f * (float)(g->n_input - 1 + k) +
+				0.25f * (float)j;
 		g->k++;
 		i++;
 		if (t == (uint32_t)lm->c.eos_id)
@@ -243,7 +247,8 @@ static void tick(void *arg)
 
 		bool rowless = g->first == 5 && g->k == 1;
 
-		g->cb.on_tokens(g->arg, ids, i, g->hidden && !rowless ? &r : NULL,
+		g->cb.on_tokens(g->arg, ids, i,
+				g->hidden && !rowless ? &r : NULL,
 				g->logprobs ? lp : NULL);
 	}
 	free(ids);
@@ -266,9 +271,11 @@ static int lm_generate(void *inst, const struct engy_gen_params *p,
 	    !p->input_ids)
 		return -EINVAL;
 	lm->h->metric_add(lm->m_gen, 1);
-	engy_info(lm->h, "event=generate rid=%s n_input=%zu max_new=%u hidden=%d logprobs=%d",
-		  p->rid ? p->rid : "-", p->n_input, p->max_new_tokens,
-		  p->return_hidden, p->return_logprobs);
+	engy_info(
+		lm->h,
+		"event=generate rid=%s n_input=%zu max_new=%u hidden=%d logprobs=%d",
+		p->rid ? p->rid : "-", p->n_input, p->max_new_tokens,
+		p->return_hidden, p->return_logprobs);
 	if (p->input_ids[0] == 3)
 		return -EIO;
 	if (!p->max_new_tokens)
@@ -324,7 +331,8 @@ static void lm_cancel(void *inst, struct engy_gen *g)
 	if (!g)
 		return;
 	lm->h->metric_add(lm->m_cancel, 1);
-	engy_info(lm->h, "event=cancel rid=%s sync=%d", g->rid, lm->c.cancel_sync);
+	engy_info(lm->h, "event=cancel rid=%s sync=%d", g->rid,
+		  lm->c.cancel_sync);
 	if (lm->c.cancel_sync)
 		finish(g, ENGY_FINISH_ABORT, -1, 0);
 	else

@@ -151,8 +151,8 @@ static inline void evs_free(struct evs *v)
  * the sampling fields parse. */
 static inline void miner_accepts(const struct engy_api_req *req)
 {
-	struct engy_chat_opts opts = {.variant = ENGY_CHAT_QWEN36,
-				      .enable_thinking = -1};
+	struct engy_chat_opts opts = { .variant = ENGY_CHAT_QWEN36,
+				       .enable_thinking = -1 };
 	struct engy_chat_params cp;
 	char e[256] = "", *prompt = NULL;
 	size_t len = 0;

@@ -183,99 +183,100 @@ START_TEST(test_parse_errors)
 	static const struct {
 		const char *body, *want;
 	} bad[] = {
-		{"{\"model\":\"m\"," MSG "}", "max_tokens: missing (required)"},
-		{"{\"model\":\"m\",\"max_tokens\":0," MSG "}",
-		 "max_tokens: expected an integer >= 1"},
-		{"{\"max_tokens\":1," MSG "}", "model: missing"},
-		{"{\"model\":\"m\",\"max_tokens\":1}", "messages: missing"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[]}",
-		 "messages: expected a non-empty array"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
-		 "\"system\",\"content\":\"x\"}]}",
-		 "messages[0].role: expected \"user\" or \"assistant\""},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
-		 "\"user\"}]}",
-		 "messages[0].content: expected a string or an array"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
-		 "\"user\",\"content\":[{\"type\":\"image\",\"source\":{}}]}]}",
-		 "messages[0].content[0].type: \"image\" blocks are not "
-		 "supported"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
-		 "\"user\",\"content\":[{\"text\":\"x\"}]}]}",
-		 "messages[0].content[0].type: missing"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
-		 "\"user\",\"content\":[{\"type\":\"tool_result\"}]}]}",
-		 "messages[0].content[0].tool_use_id: missing"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
-		 "\"user\",\"content\":[{\"type\":\"tool_result\","
-		 "\"tool_use_id\":\"t\",\"content\":[{\"type\":\"image\"}]}]}]"
-		 "}",
-		 "messages[0].content[0].content[0].type: \"image\" blocks"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
-		 "\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":"
-		 "\"t\","
-		 "\"name\":\"f\",\"input\":\"{}\"}]}]}",
-		 "messages[0].content[0].input: expected an object"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
-		 "\"assistant\",\"content\":[{\"type\":\"thinking\"}]}]}",
-		 "messages[0].content[0].thinking: expected a string"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
-		 "\"assistant\",\"content\":\"x\"}]}",
-		 "messages: no user query found"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
-		 "\"user\",\"content\":[]}]}",
-		 "messages[0].content: empty"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"system\":5," MSG "}",
-		 "system: expected a string or an array"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"system\":[{\"type\":"
-		 "\"image\"}]," MSG "}",
-		 "system[0].type: \"image\" blocks are not supported"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"type\":"
-		 "\"web_search_20250305\",\"name\":\"web_search\"}]," MSG "}",
-		 "tools[0].type: server tools are not supported"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f\"}"
-		 "]," MSG "}",
-		 "tools[0].input_schema: expected"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f "
-		 "g\","
-		 "\"input_schema\":{}}]," MSG "}",
-		 "tools[0].name: expected 1 to 64"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f\","
-		 "\"input_schema\":{}},{\"name\":\"f\",\"input_schema\":{}}]"
-		 "," MSG "}",
-		 "tools[1].name: the name of an earlier tool"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f\","
-		 "\"input_schema\":{}}],\"tool_choice\":{\"type\":\"tool\","
-		 "\"name\":\"g\"}," MSG "}",
-		 "tool_choice.name: not one of tools"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":{\"type\":"
-		 "\"any\"}," MSG "}",
-		 "tool_choice: \"any\" needs tools"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":"
-		 "\"auto\"," MSG "}",
-		 "tool_choice.type: expected"},
-		{"{\"model\":\"m\",\"max_tokens\":2000,\"thinking\":{\"type\":"
-		 "\"enabled\",\"budget_tokens\":100}," MSG "}",
-		 "thinking.budget_tokens: expected an integer >= 1024"},
-		{"{\"model\":\"m\",\"max_tokens\":2000,\"thinking\":{\"type\":"
-		 "\"enabled\",\"budget_tokens\":2000}," MSG "}",
-		 "thinking.budget_tokens: must be less than max_tokens"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":"
-		 "\"maybe\"}," MSG "}",
-		 "thinking.type: expected"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"temperature\":1.5," MSG
-		 "}",
-		 "temperature: expected a number in 0..1"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"top_k\":-1," MSG "}",
-		 "top_k: expected an integer >= 0"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"stop_sequences\":"
-		 "\"x\"," MSG "}",
-		 "stop_sequences: expected an array of strings"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"stop_sequences\":[\"a\","
-		 "\"b\",\"c\",\"d\",\"e\"]," MSG "}",
-		 "stop_sequences: at most 4 sequences are served"},
-		{"{\"model\":\"m\",\"max_tokens\":1,\"stream\":1," MSG "}",
-		 "stream: expected true or false"},
+		{ "{\"model\":\"m\"," MSG "}",
+		  "max_tokens: missing (required)" },
+		{ "{\"model\":\"m\",\"max_tokens\":0," MSG "}",
+		  "max_tokens: expected an integer >= 1" },
+		{ "{\"max_tokens\":1," MSG "}", "model: missing" },
+		{ "{\"model\":\"m\",\"max_tokens\":1}", "messages: missing" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[]}",
+		  "messages: expected a non-empty array" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
+		  "\"system\",\"content\":\"x\"}]}",
+		  "messages[0].role: expected \"user\" or \"assistant\"" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
+		  "\"user\"}]}",
+		  "messages[0].content: expected a string or an array" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
+		  "\"user\",\"content\":[{\"type\":\"image\",\"source\":{}}]}]}",
+		  "messages[0].content[0].type: \"image\" blocks are not "
+		  "supported" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
+		  "\"user\",\"content\":[{\"text\":\"x\"}]}]}",
+		  "messages[0].content[0].type: missing" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
+		  "\"user\",\"content\":[{\"type\":\"tool_result\"}]}]}",
+		  "messages[0].content[0].tool_use_id: missing" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
+		  "\"user\",\"content\":[{\"type\":\"tool_result\","
+		  "\"tool_use_id\":\"t\",\"content\":[{\"type\":\"image\"}]}]}]"
+		  "}",
+		  "messages[0].content[0].content[0].type: \"image\" blocks" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
+		  "\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":"
+		  "\"t\","
+		  "\"name\":\"f\",\"input\":\"{}\"}]}]}",
+		  "messages[0].content[0].input: expected an object" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
+		  "\"assistant\",\"content\":[{\"type\":\"thinking\"}]}]}",
+		  "messages[0].content[0].thinking: expected a string" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
+		  "\"assistant\",\"content\":\"x\"}]}",
+		  "messages: no user query found" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"messages\":[{\"role\":"
+		  "\"user\",\"content\":[]}]}",
+		  "messages[0].content: empty" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"system\":5," MSG "}",
+		  "system: expected a string or an array" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"system\":[{\"type\":"
+		  "\"image\"}]," MSG "}",
+		  "system[0].type: \"image\" blocks are not supported" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"type\":"
+		  "\"web_search_20250305\",\"name\":\"web_search\"}]," MSG "}",
+		  "tools[0].type: server tools are not supported" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f\"}"
+		  "]," MSG "}",
+		  "tools[0].input_schema: expected" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f "
+		  "g\","
+		  "\"input_schema\":{}}]," MSG "}",
+		  "tools[0].name: expected 1 to 64" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f\","
+		  "\"input_schema\":{}},{\"name\":\"f\",\"input_schema\":{}}]"
+		  "," MSG "}",
+		  "tools[1].name: the name of an earlier tool" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"tools\":[{\"name\":\"f\","
+		  "\"input_schema\":{}}],\"tool_choice\":{\"type\":\"tool\","
+		  "\"name\":\"g\"}," MSG "}",
+		  "tool_choice.name: not one of tools" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":{\"type\":"
+		  "\"any\"}," MSG "}",
+		  "tool_choice: \"any\" needs tools" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"tool_choice\":"
+		  "\"auto\"," MSG "}",
+		  "tool_choice.type: expected" },
+		{ "{\"model\":\"m\",\"max_tokens\":2000,\"thinking\":{\"type\":"
+		  "\"enabled\",\"budget_tokens\":100}," MSG "}",
+		  "thinking.budget_tokens: expected an integer >= 1024" },
+		{ "{\"model\":\"m\",\"max_tokens\":2000,\"thinking\":{\"type\":"
+		  "\"enabled\",\"budget_tokens\":2000}," MSG "}",
+		  "thinking.budget_tokens: must be less than max_tokens" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"thinking\":{\"type\":"
+		  "\"maybe\"}," MSG "}",
+		  "thinking.type: expected" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"temperature\":1.5," MSG
+		  "}",
+		  "temperature: expected a number in 0..1" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"top_k\":-1," MSG "}",
+		  "top_k: expected an integer >= 0" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"stop_sequences\":"
+		  "\"x\"," MSG "}",
+		  "stop_sequences: expected an array of strings" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"stop_sequences\":[\"a\","
+		  "\"b\",\"c\",\"d\",\"e\"]," MSG "}",
+		  "stop_sequences: at most 4 sequences are served" },
+		{ "{\"model\":\"m\",\"max_tokens\":1,\"stream\":1," MSG "}",
+		  "stream: expected true or false" },
 	};
 #undef MSG
 	struct engy_api_req req;

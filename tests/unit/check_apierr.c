@@ -24,30 +24,33 @@ static const struct {
 	const char *oai_type, *oai_code, *anth_type, *reason;
 	bool retry;
 } table[] = {
-	{400, "invalid_request_error", NULL, "invalid_request_error",
-	 "Bad Request", false},
-	{401, "invalid_request_error", "invalid_api_key",
-	 "authentication_error", "Unauthorized", false},
-	{402, "insufficient_quota", "insufficient_quota", "billing_error",
-	 "Payment Required", false},
-	{403, "permission_error", NULL, "permission_error", "Forbidden", false},
-	{404, "invalid_request_error", "model_not_found", "not_found_error",
-	 "Not Found", false},
-	{408, "invalid_request_error", "timeout", "invalid_request_error",
-	 "Request Timeout", true},
-	{413, "invalid_request_error", "request_too_large", "request_too_large",
-	 "Payload Too Large", false},
-	{429, "rate_limit_error", "rate_limit_exceeded", "rate_limit_error",
-	 "Too Many Requests", true},
-	{499, "invalid_request_error", "client_closed_request",
-	 "invalid_request_error", "Client Closed Request", false},
-	{500, "server_error", NULL, "api_error", "Internal Server Error", true},
-	{502, "server_error", "bad_gateway", "api_error", "Bad Gateway", true},
-	{503, "server_error", "service_unavailable", "overloaded_error",
-	 "Service Unavailable", true},
-	{504, "server_error", "timeout", "timeout_error", "Gateway Timeout",
-	 true},
-	{529, "server_error", NULL, "overloaded_error", "Overloaded", true},
+	{ 400, "invalid_request_error", NULL, "invalid_request_error",
+	  "Bad Request", false },
+	{ 401, "invalid_request_error", "invalid_api_key",
+	  "authentication_error", "Unauthorized", false },
+	{ 402, "insufficient_quota", "insufficient_quota", "billing_error",
+	  "Payment Required", false },
+	{ 403, "permission_error", NULL, "permission_error", "Forbidden",
+	  false },
+	{ 404, "invalid_request_error", "model_not_found", "not_found_error",
+	  "Not Found", false },
+	{ 408, "invalid_request_error", "timeout", "invalid_request_error",
+	  "Request Timeout", true },
+	{ 413, "invalid_request_error", "request_too_large",
+	  "request_too_large", "Payload Too Large", false },
+	{ 429, "rate_limit_error", "rate_limit_exceeded", "rate_limit_error",
+	  "Too Many Requests", true },
+	{ 499, "invalid_request_error", "client_closed_request",
+	  "invalid_request_error", "Client Closed Request", false },
+	{ 500, "server_error", NULL, "api_error", "Internal Server Error",
+	  true },
+	{ 502, "server_error", "bad_gateway", "api_error", "Bad Gateway",
+	  true },
+	{ 503, "server_error", "service_unavailable", "overloaded_error",
+	  "Service Unavailable", true },
+	{ 504, "server_error", "timeout", "timeout_error", "Gateway Timeout",
+	  true },
+	{ 529, "server_error", NULL, "overloaded_error", "Overloaded", true },
 };
 
 START_TEST(test_types)
@@ -80,9 +83,9 @@ END_TEST
 
 START_TEST(test_bodies)
 {
-	struct engy_apierr e = {.status = 400,
-				.message = "messages[0].role: \"x\"\nbad",
-				.param = "messages[0].role"};
+	struct engy_apierr e = { .status = 400,
+				 .message = "messages[0].role: \"x\"\nbad",
+				 .param = "messages[0].role" };
 	struct engy_sse_out o;
 	size_t i, len;
 	char *s;
@@ -113,7 +116,7 @@ START_TEST(test_bodies)
 
 	/* Every status: the API's type, OpenAI's code, caller overrides. */
 	for (i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-		struct engy_apierr f = {.status = table[i].status};
+		struct engy_apierr f = { .status = table[i].status };
 
 		s = engy_apierr_body(ENGY_API_OPENAI, &f, &len);
 		j = jparse(s);
@@ -151,7 +154,7 @@ END_TEST
 
 START_TEST(test_sse)
 {
-	struct engy_apierr e = {.status = 502, .message = "the miner failed"};
+	struct engy_apierr e = { .status = 502, .message = "the miner failed" };
 	struct engy_sse_out o;
 	struct evs v;
 
@@ -206,14 +209,14 @@ END_TEST
 START_TEST(test_models_keys)
 {
 	struct engy_api_model_info m[2] = {
-		{.id = "qwen3.6-35b-a3b",
-		 .created = 1767225600,
-		 .context_length = 262144,
-		 .max_output_tokens = 32768},
-		{.id = "glm",
-		 .created = 0,
-		 .owned_by = "x",
-		 .display_name = "GLM 5.2"},
+		{ .id = "qwen3.6-35b-a3b",
+		  .created = 1767225600,
+		  .context_length = 262144,
+		  .max_output_tokens = 32768 },
+		{ .id = "glm",
+		  .created = 0,
+		  .owned_by = "x",
+		  .display_name = "GLM 5.2" },
 	};
 	struct engy_sse_out o;
 	const char *key;

@@ -18,7 +18,8 @@ static void hash_hex(const uint8_t *pepper, size_t plen, const char *msg,
 {
 	uint8_t h[ENGY_APIKEY_HASH_BYTES];
 
-	ck_assert_int_eq(engy_apikey_hash(pepper, plen, msg, strlen(msg), h), 0);
+	ck_assert_int_eq(engy_apikey_hash(pepper, plen, msg, strlen(msg), h),
+			 0);
 	sodium_bin2hex(hex, 65, h, sizeof(h));
 }
 
@@ -26,17 +27,20 @@ START_TEST(test_generate_shape)
 {
 	char k[ENGY_APIKEY_SIZE], m[ENGY_APIKEY_SIZE], small[ENGY_APIKEY_LEN];
 
-	ck_assert_int_eq(engy_apikey_generate(ENGY_APIKEY_PREFIX, k, sizeof(k)), 0);
+	ck_assert_int_eq(engy_apikey_generate(ENGY_APIKEY_PREFIX, k, sizeof(k)),
+			 0);
 	ck_assert_uint_eq(strlen(k), 51);
 	ck_assert(strncmp(k, "sk-engy-", 8) == 0);
 	ck_assert(engy_apikey_well_formed(ENGY_APIKEY_PREFIX, k, strlen(k)));
 	ck_assert(!engy_apikey_well_formed(ENGY_MINERKEY_PREFIX, k, strlen(k)));
-	ck_assert_int_eq(engy_apikey_generate(ENGY_MINERKEY_PREFIX, m, sizeof(m)), 0);
+	ck_assert_int_eq(
+		engy_apikey_generate(ENGY_MINERKEY_PREFIX, m, sizeof(m)), 0);
 	ck_assert(strncmp(m, "mk-engy-", 8) == 0);
 	ck_assert(engy_apikey_well_formed(ENGY_MINERKEY_PREFIX, m, strlen(m)));
 	/* Too small a buffer, a bad prefix. */
-	ck_assert_int_eq(engy_apikey_generate(ENGY_APIKEY_PREFIX, small,
-					      sizeof(small)), -EINVAL);
+	ck_assert_int_eq(
+		engy_apikey_generate(ENGY_APIKEY_PREFIX, small, sizeof(small)),
+		-EINVAL);
 	ck_assert_int_eq(engy_apikey_generate("sk-", k, sizeof(k)), -EINVAL);
 	ck_assert_int_eq(engy_apikey_generate(NULL, k, sizeof(k)), -EINVAL);
 }
@@ -46,7 +50,8 @@ START_TEST(test_well_formed)
 {
 	char k[ENGY_APIKEY_SIZE], t[ENGY_APIKEY_SIZE + 1];
 
-	ck_assert_int_eq(engy_apikey_generate(ENGY_APIKEY_PREFIX, k, sizeof(k)), 0);
+	ck_assert_int_eq(engy_apikey_generate(ENGY_APIKEY_PREFIX, k, sizeof(k)),
+			 0);
 	ck_assert(!engy_apikey_well_formed(ENGY_APIKEY_PREFIX, k, 50));
 	memcpy(t, k, sizeof(k));
 	t[20] = '-';
@@ -75,8 +80,10 @@ START_TEST(test_unique_and_even)
 	double expect, chi = 0;
 
 	for (i = 0; i < N; i++) {
-		ck_assert_int_eq(engy_apikey_generate(ENGY_APIKEY_PREFIX, keys[i],
-						      ENGY_APIKEY_SIZE), 0);
+		ck_assert_int_eq(engy_apikey_generate(ENGY_APIKEY_PREFIX,
+						      keys[i],
+						      ENGY_APIKEY_SIZE),
+				 0);
 		for (j = 8; j < ENGY_APIKEY_LEN; j++)
 			count[(unsigned char)keys[i][j]]++;
 	}
@@ -106,14 +113,24 @@ START_TEST(test_hmac_vectors)
 
 	memset(k1, 0x0b, sizeof(k1));
 	hash_hex(k1, sizeof(k1), "Hi There", hex);
-	ck_assert_str_eq(hex, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
-	hash_hex((const uint8_t *)"Jefe", 4, "what do ya want for nothing?", hex);
-	ck_assert_str_eq(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+	ck_assert_str_eq(
+		hex,
+		"b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+	hash_hex((const uint8_t *)"Jefe", 4, "what do ya want for nothing?",
+		 hex);
+	ck_assert_str_eq(
+		hex,
+		"5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
 	/* No pepper: HMAC under the empty key (Python's hmac agrees). */
 	hash_hex(NULL, 0, "sk-engy-test", hex);
-	ck_assert_str_eq(hex, "a9341b4f289f1771978f87b647b12c520ab71faa39ec6e7e81d61a192ab00553");
-	hash_hex((const uint8_t *)"pepper-0123456789abcdef", 23, "sk-engy-test", hex);
-	ck_assert_str_eq(hex, "d9f818d714a68147e6f9e5fed98296dee380c038ee26636d65edb87e7b9ff77d");
+	ck_assert_str_eq(
+		hex,
+		"a9341b4f289f1771978f87b647b12c520ab71faa39ec6e7e81d61a192ab00553");
+	hash_hex((const uint8_t *)"pepper-0123456789abcdef", 23, "sk-engy-test",
+		 hex);
+	ck_assert_str_eq(
+		hex,
+		"d9f818d714a68147e6f9e5fed98296dee380c038ee26636d65edb87e7b9ff77d");
 }
 END_TEST
 
@@ -123,9 +140,11 @@ START_TEST(test_hash_bounds)
 	uint8_t h[ENGY_APIKEY_HASH_BYTES];
 
 	memset(big, 'a', sizeof(big) - 1);
-	ck_assert_int_eq(engy_apikey_hash(NULL, 0, big, ENGY_APIKEY_MAX_INPUT, h), 0);
-	ck_assert_int_eq(engy_apikey_hash(NULL, 0, big, ENGY_APIKEY_MAX_INPUT + 1, h),
-			 -EINVAL);
+	ck_assert_int_eq(
+		engy_apikey_hash(NULL, 0, big, ENGY_APIKEY_MAX_INPUT, h), 0);
+	ck_assert_int_eq(
+		engy_apikey_hash(NULL, 0, big, ENGY_APIKEY_MAX_INPUT + 1, h),
+		-EINVAL);
 	ck_assert_int_eq(engy_apikey_hash(NULL, 0, big, 0, h), -EINVAL);
 	ck_assert_int_eq(engy_apikey_hash(NULL, 0, NULL, 3, h), -EINVAL);
 	ck_assert_int_eq(engy_apikey_hash(NULL, 4, "abc", 3, h), -EINVAL);
@@ -145,7 +164,8 @@ START_TEST(test_hash_eq)
 	b[31] ^= 0x80;
 	ck_assert(!engy_apikey_hash_eq(a, b));
 	/* A different pepper gives a different hash of the same key. */
-	ck_assert_int_eq(engy_apikey_hash((const uint8_t *)"p", 1, "k1", 2, b), 0);
+	ck_assert_int_eq(engy_apikey_hash((const uint8_t *)"p", 1, "k1", 2, b),
+			 0);
 	ck_assert(!engy_apikey_hash_eq(a, b));
 }
 END_TEST

@@ -24,7 +24,7 @@
 #include "ref_testlib.h"
 
 #define MAXTOK 64
-#define H 64
+#define H      64
 
 static void *dl;
 static const struct engy_plugin *plug;
@@ -149,7 +149,8 @@ static struct inst start_q(const char *dir, int64_t batch, int64_t ctx,
 	ck_assert_int_eq(plug->create(in.h, in.conf, &in.p), 0);
 	ck_assert_int_eq(plug->start(in.p), 0);
 	run_loop(NULL);
-	ck_assert_ptr_nonnull(strstr(fake_host_log(in.h), "event=model_loaded"));
+	ck_assert_ptr_nonnull(
+		strstr(fake_host_log(in.h), "event=model_loaded"));
 	return in;
 }
 
@@ -199,7 +200,8 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 		ck_assert_uint_lt(c->n, MAXTOK);
 		c->ids[c->n] = ids[k];
 		if (rows)
-			memcpy(c->rows[c->n], (const float *)rows->data + k * H, H * 4);
+			memcpy(c->rows[c->n], (const float *)rows->data + k * H,
+			       H * 4);
 		if (lp)
 			c->lp[c->n] = lp[k];
 		c->n++;
@@ -224,16 +226,18 @@ static const struct engy_gen_cb cb = { on_tokens, on_done };
 static struct engy_gen_params params(const uint32_t *ids, size_t n,
 				     uint32_t max_new)
 {
-	struct engy_gen_params p = { .size = sizeof(p), .input_ids = ids,
-				     .n_input = n, .max_new_tokens = max_new,
-				     .top_p = 1, .return_hidden = true,
+	struct engy_gen_params p = { .size = sizeof(p),
+				     .input_ids = ids,
+				     .n_input = n,
+				     .max_new_tokens = max_new,
+				     .top_p = 1,
+				     .return_hidden = true,
 				     .return_logprobs = true };
 
 	return p;
 }
 
-static void gen(struct inst *in, const struct engy_gen_params *p,
-		struct col *c)
+static void gen(struct inst *in, const struct engy_gen_params *p, struct col *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->inst = in->p;
@@ -242,8 +246,10 @@ static void gen(struct inst *in, const struct engy_gen_params *p,
 	ck_assert_int_eq(c->done, 1);
 }
 
-static const uint32_t prompt[] = { 12, 250, 7, 99, 480, 3, 77, 301, 5, 42, 9, 1,
-				   260, 33, 400, 18, 2, 64, 128, 256 };
+static const uint32_t prompt[] = {
+	12, 250, 7,   99, 480, 3,  77, 301, 5,	 42,
+	9,  1,	 260, 33, 400, 18, 2,  64,  128, 256
+};
 #define NPROMPT (sizeof(prompt) / sizeof(prompt[0]))
 
 START_TEST(test_descriptor)
@@ -283,7 +289,8 @@ START_TEST(test_create_refusals)
 	ck_assert_ptr_nonnull(strstr(fake_host_log(h), "option=checkpoint"));
 	set_str(c, "checkpoint", "/nonexistent/ckpt");
 	ck_assert_int_lt(plug->create(h, c, &p), 0);
-	ck_assert_ptr_nonnull(strstr(fake_host_log(h), "/nonexistent/ckpt/config.json"));
+	ck_assert_ptr_nonnull(
+		strstr(fake_host_log(h), "/nonexistent/ckpt/config.json"));
 	set_str(c, "checkpoint", dir);
 	set_str(c, "device", "tpu");
 	ck_assert_int_eq(plug->create(h, c, &p), -EINVAL);
@@ -298,7 +305,8 @@ START_TEST(test_create_refusals)
 		{
 			struct engy_gen_params q = params(prompt, 4, 2);
 
-			ck_assert_int_eq(ops->generate(p, &q, &cb, &col, &col.g), -EIO);
+			ck_assert_int_eq(
+				ops->generate(p, &q, &cb, &col, &col.g), -EIO);
 		}
 	} else {
 		struct engy_gen_params q = params(prompt, NPROMPT, 6);
@@ -308,7 +316,7 @@ START_TEST(test_create_refusals)
 		gen(&cpu, &q, &ref);
 		memset(&col, 0, sizeof(col));
 		ck_assert_int_eq(ops->generate(p, &q, &cb, &col, &col.g), 0);
-		ck_assert_int_eq(col.done, 1);	/* the sync host ran it */
+		ck_assert_int_eq(col.done, 1); /* the sync host ran it */
 		ck_assert(memcmp(col.ids, ref.ids, sizeof(col.ids)) == 0);
 		ck_assert(fabsf(col.rows[5][0] - ref.rows[5][0]) < 1e-3f);
 		finish(&cpu);
@@ -339,9 +347,9 @@ START_TEST(test_info)
 	ck_assert_str_eq(mi.name, strrchr(dir, '/') + 1);
 	ck_assert_uint_eq(mi.hidden_size, H);
 	ck_assert_uint_eq(mi.vocab_size, 512);
-	ck_assert_uint_eq(mi.max_context, 4096);	/* max_position_embeddings */
-	ck_assert_uint_eq(mi.eos_ids[0], 488);		/* <|im_end|> */
-	ck_assert_uint_eq(mi.eos_ids[1], 486);		/* <|endoftext|> */
+	ck_assert_uint_eq(mi.max_context, 4096); /* max_position_embeddings */
+	ck_assert_uint_eq(mi.eos_ids[0], 488);	 /* <|im_end|> */
+	ck_assert_uint_eq(mi.eos_ids[1], 486);	 /* <|endoftext|> */
 	ck_assert_uint_eq(mi.eos_ids[2], 0);
 	finish(&in);
 	rm_model(dir);
@@ -420,14 +428,17 @@ static void stream_and_audit(bool moe)
 	/* The auditor: prefill(prompt + output minus the last token). */
 	memcpy(all, prompt, sizeof(prompt));
 	memcpy(all + NPROMPT, c.ids, 16 * 4);
-	ck_assert_int_eq(ops->prefill(in.p, all, NPROMPT + 15, on_prefill, &pre, NULL), 0);
+	ck_assert_int_eq(
+		ops->prefill(in.p, all, NPROMPT + 15, on_prefill, &pre, NULL),
+		0);
 	run_loop(&pre.calls);
 	ck_assert_int_eq(pre.calls, 1);
 	ck_assert_int_eq(pre.rc, 0);
 	ck_assert_uint_eq(pre.n, NPROMPT + 15);
 	ck_assert_uint_eq(pre.n_prefill, NPROMPT + 15);
 	for (i = 0; i < 16; i++)
-		ck_assert(memcmp(pre.rows + (NPROMPT - 1 + i) * H, c.rows[i], H * 4) == 0);
+		ck_assert(memcmp(pre.rows + (NPROMPT - 1 + i) * H, c.rows[i],
+				 H * 4) == 0);
 	free(pre.rows);
 	free(lg);
 	engy_q3_seq_free(s);
@@ -495,7 +506,7 @@ START_TEST(test_cancel)
 	ck_assert_uint_eq(a.n, 3);
 	ck_assert_uint_eq(a.res.completion_tokens, 3);
 	run_loop(NULL);
-	ck_assert_int_eq(a.done, 1);	/* once */
+	ck_assert_int_eq(a.done, 1); /* once */
 	/* Queued behind max_batch 1 (max_queue 1): cancelled before it ran;
 	 * a third request is refused while both slots are taken. */
 	finish(&in);
@@ -514,7 +525,7 @@ START_TEST(test_cancel)
 	ck_assert_int_eq(a.done, 1);
 	ck_assert_int_eq(a.res.finish, ENGY_FINISH_LENGTH);
 	ck_assert_uint_eq(a.n, 8);
-	gen(&in, &p2, &z);	/* room again */
+	gen(&in, &p2, &z); /* room again */
 	ck_assert(memcmp(z.ids, a.ids, 8 * 4) == 0);
 	finish(&in);
 	rm_model(dir);
@@ -539,14 +550,17 @@ START_TEST(test_batch_equals_solo)
 	memset(both, 0, sizeof(both));
 	for (k = 0; k < 3; k++) {
 		both[k].inst = in.p;
-		ck_assert_int_eq(ops->generate(in.p, &p[k], &cb, &both[k], &both[k].g), 0);
+		ck_assert_int_eq(
+			ops->generate(in.p, &p[k], &cb, &both[k], &both[k].g),
+			0);
 	}
 	run_loop(NULL);
 	for (k = 0; k < 3; k++) {
 		ck_assert_int_eq(both[k].done, 1);
 		ck_assert_uint_eq(both[k].n, solo[k].n);
 		ck_assert(memcmp(both[k].ids, solo[k].ids, solo[k].n * 4) == 0);
-		ck_assert(memcmp(both[k].rows, solo[k].rows, solo[k].n * H * 4) == 0);
+		ck_assert(memcmp(both[k].rows, solo[k].rows,
+				 solo[k].n * H * 4) == 0);
 	}
 	finish(&in);
 	rm_model(dir);
@@ -568,7 +582,7 @@ START_TEST(test_stop_eos_context)
 	load();
 	in = start(dir, 2, NPROMPT + 3, true);
 	gen(&in, &p, &a);
-	ck_assert_int_eq(a.res.finish, ENGY_FINISH_LENGTH);	/* max_context */
+	ck_assert_int_eq(a.res.finish, ENGY_FINISH_LENGTH); /* max_context */
 	ck_assert_uint_eq(a.n, 3);
 	finish(&in);
 	in = start(dir, 2, 0, true);
@@ -637,8 +651,10 @@ START_TEST(test_refusals)
 	p = params(big, 20, 4);
 	ck_assert_int_eq(ops->generate(in.p, &p, &cb, &c, &g), -E2BIG);
 	ck_assert_int_eq(ops->generate(in.p, &p, NULL, &c, &g), -EINVAL);
-	ck_assert_int_eq(ops->prefill(in.p, big, 0, on_prefill, &pre, &g), -EINVAL);
-	ck_assert_int_eq(ops->prefill(in.p, &bad, 1, on_prefill, &pre, &g), -ERANGE);
+	ck_assert_int_eq(ops->prefill(in.p, big, 0, on_prefill, &pre, &g),
+			 -EINVAL);
+	ck_assert_int_eq(ops->prefill(in.p, &bad, 1, on_prefill, &pre, &g),
+			 -ERANGE);
 	ck_assert_int_eq(ops->prefill(in.p, big, 20, on_prefill, &pre, &g), 0);
 	run_loop(&pre.calls);
 	ck_assert_int_eq(pre.rc, 0);
@@ -688,14 +704,17 @@ START_TEST(test_load_failure)
 	load();
 	h->work = q_work;
 	c = conf_new(dir);
-	ck_assert_int_eq(plug->create(h, c, &inst), 0);	/* config.json is fine */
+	ck_assert_int_eq(plug->create(h, c, &inst),
+			 0); /* config.json is fine */
 	snprintf(path, sizeof(path), "%s/model.safetensors", dir);
 	ck_assert_int_eq(truncate(path, 100), 0);
 	memset(&a, 0, sizeof(a));
-	ck_assert_int_eq(ops->generate(inst, &p, &cb, &a, &a.g), 0);	/* queued */
+	ck_assert_int_eq(ops->generate(inst, &p, &cb, &a, &a.g),
+			 0); /* queued */
 	ck_assert_int_eq(plug->start(inst), 0);
 	run_loop(NULL);
-	ck_assert_ptr_nonnull(strstr(fake_host_log(h), "event=model_load_failed"));
+	ck_assert_ptr_nonnull(
+		strstr(fake_host_log(h), "event=model_load_failed"));
 	ck_assert_ptr_nonnull(strstr(fake_host_log(h), "truncated"));
 	ck_assert_int_eq(a.done, 1);
 	ck_assert_int_eq(a.res.finish, ENGY_FINISH_ERROR);

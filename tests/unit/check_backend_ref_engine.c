@@ -31,8 +31,9 @@ static float frand(uint64_t *s)
 
 START_TEST(test_matmul)
 {
-	static const size_t shapes[][3] = { { 1, 1, 1 }, { 1, 7, 3 }, { 2, 8, 4 },
-					    { 3, 37, 9 }, { 5, 64, 17 }, { 1, 130, 33 },
+	static const size_t shapes[][3] = { { 1, 1, 1 },   { 1, 7, 3 },
+					    { 2, 8, 4 },   { 3, 37, 9 },
+					    { 5, 64, 17 }, { 1, 130, 33 },
 					    { 7, 9, 2 } };
 	uint64_t s = 42;
 	unsigned t;
@@ -43,12 +44,17 @@ START_TEST(test_matmul)
 
 		ck_assert_uint_eq(engy_mm_pool_threads(p), t);
 		for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
-			size_t n = shapes[k][0], in = shapes[k][1], out = shapes[k][2];
-			float *x = malloc(n * in * 4), *w = malloc(out * in * 4);
-			float *y = malloc(n * out * 4), *yn = malloc(n * out * 4);
+			size_t n = shapes[k][0], in = shapes[k][1],
+			       out = shapes[k][2];
+			float *x = malloc(n * in * 4),
+			      *w = malloc(out * in * 4);
+			float *y = malloc(n * out * 4),
+			      *yn = malloc(n * out * 4);
 			float *y1 = malloc(out * 4), *yb = malloc(n * out * 4);
 			uint16_t *wb = malloc(out * in * 2);
-			struct mm_part part = { x, wb, yb, n, in, out, MM_BF16 };
+			struct mm_part part = {
+				x, wb, yb, n, in, out, MM_BF16
+			};
 
 			for (i = 0; i < n * in; i++)
 				x[i] = frand(&s);
@@ -70,13 +76,16 @@ START_TEST(test_matmul)
 			engy_mm_matmul_naive(x, n, wb, MM_BF16, in, out, yb);
 			ck_assert(memcmp(yn, yb, n * out * 4) == 0);
 			for (i = 0; i < n * out; i++)
-				ck_assert_msg(fabsf(y[i] - yn[i]) <= 1e-5f * (float)in,
-					      "%zux%zux%zu [%zu]: %g vs %g", n, in, out,
-					      i, y[i], yn[i]);
+				ck_assert_msg(fabsf(y[i] - yn[i]) <=
+						      1e-5f * (float)in,
+					      "%zux%zux%zu [%zu]: %g vs %g", n,
+					      in, out, i, y[i], yn[i]);
 			/* A row alone gives the very same bits as in the batch. */
 			for (i = 0; i < n; i++) {
-				engy_mm_matmul(p, x + i * in, 1, w, in, out, y1);
-				ck_assert(memcmp(y1, y + i * out, out * 4) == 0);
+				engy_mm_matmul(p, x + i * in, 1, w, in, out,
+					       y1);
+				ck_assert(memcmp(y1, y + i * out, out * 4) ==
+					  0);
 			}
 			ck_assert(engy_mm_dot(x, w, in) == y[0]);
 			free(x);
@@ -114,9 +123,10 @@ START_TEST(test_pool)
 			atomic_store(&counts[i], 0);
 		engy_mm_pool_run(p, count_task, &threads, n);
 		for (i = 0; i < 128; i++)
-			ck_assert_int_eq(atomic_load(&counts[i]), i < n ? 1 : 0);
+			ck_assert_int_eq(atomic_load(&counts[i]),
+					 i < n ? 1 : 0);
 		if (job % 50 == 0)
-			usleep(2000);	/* let workers fall asleep sometimes */
+			usleep(2000); /* let workers fall asleep sometimes */
 	}
 	engy_mm_pool_free(p);
 }
@@ -134,7 +144,8 @@ START_TEST(test_sampler)
 	uint32_t hits = 0, i, t1, t2;
 	const char *why;
 
-	ck_assert_uint_eq(engy_q3_sample(s, lg, &greedy, &a, &lp), 1);	/* first max */
+	ck_assert_uint_eq(engy_q3_sample(s, lg, &greedy, &a, &lp),
+			  1); /* first max */
 	for (i = 0; i < 6; i++)
 		sum += exp(lg[i]);
 	ck_assert_double_eq_tol(lp, 2.0 - log(sum), 1e-6);
@@ -193,7 +204,8 @@ static float *feed(struct q3_model *m, const uint32_t *ids, size_t n,
 		cnt = n - off < chunk ? n - off : chunk;
 		for (k = 0; k < cnt; k++)
 			rows[k] = (struct q3_row){ s, ids[off + k] };
-		ck_assert_int_eq(engy_q3_forward(m, rows, cnt, h + off * c->hidden), 0);
+		ck_assert_int_eq(
+			engy_q3_forward(m, rows, cnt, h + off * c->hidden), 0);
 	}
 	ck_assert_uint_eq(engy_q3_seq_len(s), n);
 	engy_q3_seq_free(s);
@@ -213,7 +225,8 @@ static void paths_identical(bool moe)
 	struct q3_row rows[2];
 	size_t i, H;
 
-	ck_assert_msg(engy_q3_model_load(dir, &lo, &m, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(engy_q3_model_load(dir, &lo, &m, err, sizeof(err)) == 0,
+		      "%s", err);
 	c = engy_q3_model_config(m);
 	H = c->hidden;
 	ck_assert_uint_eq(c->moe, moe);
@@ -277,15 +290,15 @@ START_TEST(test_paths_moe)
 END_TEST
 
 struct hook_log {
-	int calls[4][16];	/* [layer + 1][name index] */
+	int calls[4][16]; /* [layer + 1][name index] */
 	size_t expert_rows[4];
 	size_t rows;
 	const struct q3_config *c;
 };
 
-static const char *const hook_names[] = { "q_proj", "k_proj", "v_proj", "o_proj",
-					  "gate_proj", "up_proj", "down_proj",
-					  "router", "lm_head" };
+static const char *const hook_names[] = { "q_proj",    "k_proj",    "v_proj",
+					  "o_proj",    "gate_proj", "up_proj",
+					  "down_proj", "router",    "lm_head" };
 
 static void hook(void *arg, int layer, const char *name, const float *in,
 		 size_t rows, size_t in_dim, const float *out, size_t out_dim)
@@ -306,7 +319,8 @@ static void hook(void *arg, int layer, const char *name, const float *in,
 	for (i = 0; i < sizeof(hook_names) / sizeof(hook_names[0]); i++)
 		if (!strcmp(name, hook_names[i]))
 			break;
-	ck_assert_msg(i < sizeof(hook_names) / sizeof(hook_names[0]), "%s", name);
+	ck_assert_msg(i < sizeof(hook_names) / sizeof(hook_names[0]), "%s",
+		      name);
 	h->calls[layer + 1][i]++;
 	ck_assert_uint_eq(rows, h->rows);
 	if (i == 0) {
@@ -328,7 +342,8 @@ START_TEST(test_hook)
 	float *hid, *lg;
 	int k;
 
-	ck_assert_int_eq(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
+	ck_assert_int_eq(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)),
+			 0);
 	h.c = engy_q3_model_config(m);
 	engy_q3_model_set_hook(m, hook, &h);
 	hid = feed(m, ids, 6, 0);
@@ -337,8 +352,8 @@ START_TEST(test_hook)
 		ck_assert_int_eq(h.calls[1][k], 1);
 		ck_assert_int_eq(h.calls[2][k], 1);
 	}
-	ck_assert_int_eq(h.calls[1][7], 1);	/* router */
-	ck_assert_int_eq(h.calls[1][4], 0);	/* no dense MLP */
+	ck_assert_int_eq(h.calls[1][7], 1); /* router */
+	ck_assert_int_eq(h.calls[1][4], 0); /* no dense MLP */
 	ck_assert_uint_eq(h.expert_rows[1], 6 * h.c->top_k);
 	ck_assert_int_eq(h.calls[2][7], 0);
 	ck_assert_int_eq(h.calls[2][4] + h.calls[2][5] + h.calls[2][6], 3);
@@ -361,7 +376,8 @@ START_TEST(test_forward_errors)
 	struct q3_row rows[3];
 	float h[3 * 64];
 
-	ck_assert_int_eq(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
+	ck_assert_int_eq(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)),
+			 0);
 	s = engy_q3_seq_new(m, 3);
 	rows[0] = (struct q3_row){ s, 1 };
 	rows[1] = (struct q3_row){ s, engy_q3_model_config(m)->vocab };
@@ -400,7 +416,8 @@ static void refused(const char *dir, const char *needle)
 	struct q3_model *m = NULL;
 
 	err[0] = '\0';
-	ck_assert_int_lt(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
+	ck_assert_int_lt(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)),
+			 0);
 	ck_assert_ptr_null(m);
 	ck_assert_msg(strstr(err, needle), "'%s' lacks '%s'", err, needle);
 }
@@ -421,18 +438,23 @@ START_TEST(test_load_refusals)
 	fclose(f);
 	patch_config(dir, orig, "\"qwen3\"", "\"llama\"");
 	refused(dir, "model_type 'llama' is not a Qwen3 model");
-	patch_config(dir, orig, "\"rope_scaling\":\tnull", "\"rope_scaling\": {}");
+	patch_config(dir, orig, "\"rope_scaling\":\tnull",
+		     "\"rope_scaling\": {}");
 	refused(dir, "rope_scaling is not supported");
-	patch_config(dir, orig, "\"num_hidden_layers\":\t2", "\"num_hidden_layers\": 3");
+	patch_config(dir, orig, "\"num_hidden_layers\":\t2",
+		     "\"num_hidden_layers\": 3");
 	refused(dir, "tensor model.layers.2.input_layernorm.weight is missing");
 	patch_config(dir, orig, "\"hidden_size\":\t64", "\"hidden_size\": 32");
 	refused(dir, "has shape [512, 64], expected [512, 32]");
-	patch_config(dir, orig, "\"num_attention_heads\":\t4", "\"num_attention_heads\": 3");
+	patch_config(dir, orig, "\"num_attention_heads\":\t4",
+		     "\"num_attention_heads\": 3");
 	refused(dir, "not a multiple of num_key_value_heads");
-	patch_config(dir, orig, "\"vocab_size\":\t512",
-		     "\"vocab_size\": 512, \"quantization_config\": {\"quant_method\": \"gptq\"}");
+	patch_config(
+		dir, orig, "\"vocab_size\":\t512",
+		"\"vocab_size\": 512, \"quantization_config\": {\"quant_method\": \"gptq\"}");
 	refused(dir, "quant_method 'gptq' is not supported");
-	patch_config(dir, orig, "\"hidden_size\":\t64", "\"hidden_size\": \"64\"");
+	patch_config(dir, orig, "\"hidden_size\":\t64",
+		     "\"hidden_size\": \"64\"");
 	refused(dir, "hidden_size must be an integer");
 	put_file(dir, "config.json", orig);
 	snprintf(path, sizeof(path), "%s/model.safetensors", dir);
@@ -463,9 +485,12 @@ START_TEST(test_quantized)
 	uint32_t ids[12] = { 5, 80, 200, 3, 9, 100, 44, 7, 301, 12, 13, 14 };
 	float *h0, *h4, *h8, d4, d8;
 
-	ck_assert_int_eq(engy_q3_model_load(base, NULL, &m0, err, sizeof(err)), 0);
-	ck_assert_msg(engy_q3_model_load(q4, NULL, &m4, err, sizeof(err)) == 0, "%s", err);
-	ck_assert_msg(engy_q3_model_load(f8, NULL, &m8, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(engy_q3_model_load(base, NULL, &m0, err, sizeof(err)),
+			 0);
+	ck_assert_msg(engy_q3_model_load(q4, NULL, &m4, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_msg(engy_q3_model_load(f8, NULL, &m8, err, sizeof(err)) == 0,
+		      "%s", err);
 	ck_assert_int_eq(engy_q3_model_config(m4)->quant, Q3_QUANT_INT4);
 	ck_assert_uint_eq(engy_q3_model_config(m4)->quant_block, 128);
 	ck_assert_int_eq(engy_q3_model_config(m8)->quant, Q3_QUANT_FP8);
@@ -492,7 +517,8 @@ END_TEST
 /* Split model.safetensors into two shards plus an index. */
 static void shard(const char *dir)
 {
-	struct engy_st_writer *w[2] = { engy_st_writer_new(), engy_st_writer_new() };
+	struct engy_st_writer *w[2] = { engy_st_writer_new(),
+					engy_st_writer_new() };
 	char path[600], *idx;
 	struct engy_st *st;
 	size_t i, len = 0;
@@ -507,19 +533,20 @@ static void shard(const char *dir)
 		void *d = malloc(t->nbytes);
 
 		memcpy(d, t->data, t->nbytes);
-		ck_assert_int_eq(engy_st_writer_add_take(w[i % 2], t->name, t->dtype,
-							 t->ndim, t->shape, d,
-							 t->nbytes), 0);
+		ck_assert_int_eq(engy_st_writer_add_take(
+					 w[i % 2], t->name, t->dtype, t->ndim,
+					 t->shape, d, t->nbytes),
+				 0);
 		fprintf(f, "%s\"%s\": \"%s\"", i ? ", " : "", t->name,
-			i % 2 ? "model-00002-of-00002.safetensors" :
-				"model-00001-of-00002.safetensors");
+			i % 2 ? "model-00002-of-00002.safetensors"
+			      : "model-00001-of-00002.safetensors");
 	}
 	fprintf(f, "}}");
 	fclose(f);
 	engy_st_close(st);
 	for (i = 0; i < 2; i++) {
-		snprintf(path, sizeof(path), "%s/model-0000%zu-of-00002.safetensors",
-			 dir, i + 1);
+		snprintf(path, sizeof(path),
+			 "%s/model-0000%zu-of-00002.safetensors", dir, i + 1);
 		ck_assert_int_eq(engy_st_writer_save(w[i], path), 0);
 		engy_st_writer_free(w[i]);
 	}
@@ -534,18 +561,21 @@ START_TEST(test_shards)
 	uint32_t ids[9] = { 1, 50, 2, 60, 3, 70, 4, 80, 5 };
 	float *h1, *h2;
 
-	ck_assert_int_eq(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)), 0);
+	ck_assert_int_eq(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)),
+			 0);
 	h1 = feed(m, ids, 9, 0);
 	engy_q3_model_free(m);
 	shard(dir);
 	snprintf(path, sizeof(path), "%s/model.safetensors", dir);
 	ck_assert_int_eq(unlink(path), 0);
-	ck_assert_msg(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(engy_q3_model_load(dir, NULL, &m, err, sizeof(err)) == 0,
+		      "%s", err);
 	h2 = feed(m, ids, 9, 3);
 	ck_assert(memcmp(h1, h2, 9 * 64 * 4) == 0);
 	engy_q3_model_free(m);
-	put_file(dir, "model.safetensors.index.json",
-		 "{\"weight_map\": {\"model.norm.weight\": \"../elsewhere.safetensors\"}}");
+	put_file(
+		dir, "model.safetensors.index.json",
+		"{\"weight_map\": {\"model.norm.weight\": \"../elsewhere.safetensors\"}}");
 	refused(dir, "not a .safetensors file beside it");
 	put_file(dir, "model.safetensors.index.json", "{\"weight_map\": 3}");
 	refused(dir, "no weight_map object");

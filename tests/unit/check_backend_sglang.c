@@ -45,9 +45,16 @@ START_TEST(test_body_generate)
 	static const uint32_t stop[] = { 151645 };
 	struct sgl_sampling sp = { .temperature = 0, .top_p = 1 };
 	struct sgl_call_spec c = {
-		.prompt = prompt, .n_prompt = 3, .out = out, .n_out = 0,
-		.ask = 16, .sp = &sp, .rid = "engy-ab", .stream = true,
-		.hidden = true, .logprob = true,
+		.prompt = prompt,
+		.n_prompt = 3,
+		.out = out,
+		.n_out = 0,
+		.ask = 16,
+		.sp = &sp,
+		.rid = "engy-ab",
+		.stream = true,
+		.hidden = true,
+		.logprob = true,
 	};
 	size_t len;
 	char *b = sgl_body_generate(&c, &len);
@@ -55,10 +62,10 @@ START_TEST(test_body_generate)
 
 	/* specs/protocol.md §4's body, field for field. */
 	ck_assert_str_eq(b, "{\"input_ids\":[151644,872,198],"
-			 "\"sampling_params\":{\"max_new_tokens\":16,"
-			 "\"temperature\":0},\"rid\":\"engy-ab\","
-			 "\"return_logprob\":true,"
-			 "\"return_hidden_states\":true,\"stream\":true}");
+			    "\"sampling_params\":{\"max_new_tokens\":16,"
+			    "\"temperature\":0},\"rid\":\"engy-ab\","
+			    "\"return_logprob\":true,"
+			    "\"return_hidden_states\":true,\"stream\":true}");
 	free(b);
 
 	/* A continuation: kept tokens follow the prompt; every sampling
@@ -84,8 +91,10 @@ START_TEST(test_body_generate)
 	ck_assert(cJSON_GetObjectItem(s, "top_p")->valuedouble == 0.9);
 	ck_assert_int_eq(cJSON_GetObjectItem(s, "top_k")->valueint, 20);
 	ck_assert_int_eq(cJSON_GetObjectItem(s, "sampling_seed")->valueint, 42);
-	ck_assert_int_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(s,
-				"stop_token_ids"), 0)->valueint, 151645);
+	ck_assert_int_eq(
+		cJSON_GetArrayItem(cJSON_GetObjectItem(s, "stop_token_ids"), 0)
+			->valueint,
+		151645);
 	ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(j, "stream")));
 	ck_assert_ptr_null(cJSON_GetObjectItem(j, "return_hidden_states"));
 	ck_assert_int_eq(cJSON_GetObjectItem(j, "logprob_start_len")->valueint,
@@ -131,7 +140,10 @@ START_TEST(test_plan_overlap)
 	static const struct {
 		size_t feed;
 		uint32_t ask, drop;
-	} want[] = { { 0, 7, 0 }, { 6, 8, 1 }, { 13, 8, 1 }, { 20, 8, 1 },
+	} want[] = { { 0, 7, 0 },
+		     { 6, 8, 1 },
+		     { 13, 8, 1 },
+		     { 20, 8, 1 },
 		     { 27, 3, 1 } };
 	struct sgl_chunk c;
 	size_t n_out = 0, i;
@@ -172,12 +184,12 @@ END_TEST
 
 START_TEST(test_list_new_from)
 {
-	ck_assert_int_eq(sgl_list_new_from(0, 4, 4), 0);	/* first */
-	ck_assert_int_eq(sgl_list_new_from(3, 5, 5), 3);	/* cumulative */
+	ck_assert_int_eq(sgl_list_new_from(0, 4, 4), 0); /* first */
+	ck_assert_int_eq(sgl_list_new_from(3, 5, 5), 3); /* cumulative */
 	ck_assert_int_eq(sgl_list_new_from(3, 5, -1), 3);
-	ck_assert_int_eq(sgl_list_new_from(3, 2, 5), 0);	/* a delta */
-	ck_assert_int_eq(sgl_list_new_from(3, 3, 3), 3);	/* none new */
-	ck_assert_int_eq(sgl_list_new_from(5, 3, -1), -1);	/* shrank */
+	ck_assert_int_eq(sgl_list_new_from(3, 2, 5), 0);   /* a delta */
+	ck_assert_int_eq(sgl_list_new_from(3, 3, 3), 3);   /* none new */
+	ck_assert_int_eq(sgl_list_new_from(5, 3, -1), -1); /* shrank */
 	ck_assert_int_eq(sgl_list_new_from(5, 3, 5), -1);
 	ck_assert_int_eq(sgl_list_new_from(0, 0, 0), 0);
 }
@@ -185,26 +197,30 @@ END_TEST
 
 START_TEST(test_take)
 {
-	struct sgl_avail a = { .ids = 5, .rows = 5, .lps = 5, .taken = 0,
-			       .drop = 0, .room = 100 };
+	struct sgl_avail a = { .ids = 5,
+			       .rows = 5,
+			       .lps = 5,
+			       .taken = 0,
+			       .drop = 0,
+			       .room = 100 };
 
 	ck_assert_uint_eq(sgl_take(&a), 5);
-	a.rows = 2;			/* rows lag: wait for them */
+	a.rows = 2; /* rows lag: wait for them */
 	ck_assert_uint_eq(sgl_take(&a), 2);
-	a.rows = SIZE_MAX;		/* not asked */
+	a.rows = SIZE_MAX; /* not asked */
 	a.lps = 3;
 	ck_assert_uint_eq(sgl_take(&a), 3);
 	a.lps = SIZE_MAX;
-	a.room = 4;			/* the budget ends first */
+	a.room = 4; /* the budget ends first */
 	ck_assert_uint_eq(sgl_take(&a), 4);
-	a.drop = 1;			/* the dropped token is not kept */
+	a.drop = 1; /* the dropped token is not kept */
 	ck_assert_uint_eq(sgl_take(&a), 5);
-	a.taken = 3;			/* never backwards */
+	a.taken = 3; /* never backwards */
 	a.ids = 2;
 	ck_assert_uint_eq(sgl_take(&a), 3);
 	a.ids = 10;
 	a.taken = 3;
-	a.room = 2;			/* 2 kept after those already in */
+	a.room = 2; /* 2 kept after those already in */
 	ck_assert_uint_eq(sgl_take(&a), 5);
 	a.room = 0;
 	ck_assert_uint_eq(sgl_take(&a), 3);
@@ -215,12 +231,13 @@ START_TEST(test_error_text)
 {
 	char out[512];
 
-	sgl_error_text(400, "The server is not configured to return hidden "
+	sgl_error_text(400,
+		       "The server is not configured to return hidden "
 		       "states. Please set `--enable-return-hidden-states`",
 		       out, sizeof(out));
 	ck_assert_str_eq(out, SGL_NO_HIDDEN_MSG);
 	ck_assert(strstr(out, "serve returned no hidden states: start sglang "
-			 "with --enable-return-hidden-states") == out);
+			      "with --enable-return-hidden-states") == out);
 	sgl_error_text(500, "internal boom", out, sizeof(out));
 	ck_assert_str_eq(out, "serve returned HTTP 500: internal boom");
 	sgl_error_text(404, "", out, sizeof(out));
@@ -238,19 +255,29 @@ START_TEST(test_model_facts)
 {
 	struct engy_model_info mi = { .size = sizeof(mi) };
 
-	ck_assert_int_eq(sgl_parse_model_info(J("{\"model_path\":\"/m/Qwen3\","
-			 "\"tokenizer_path\":\"/m/Qwen3\",\"is_generation\":"
-			 "true}"), &mi), 0);
+	ck_assert_int_eq(
+		sgl_parse_model_info(
+			J("{\"model_path\":\"/m/Qwen3\","
+			  "\"tokenizer_path\":\"/m/Qwen3\",\"is_generation\":"
+			  "true}"),
+			&mi),
+		0);
 	ck_assert_str_eq(mi.path, "/m/Qwen3");
 	ck_assert_uint_eq(mi.hidden_size, 0);
-	ck_assert_int_eq(sgl_parse_model_info(J("{\"model_path\":\"/m/x\","
-			 "\"hidden_size\":2048,\"vocab_size\":151936}"),
-			 &mi), 0);
+	ck_assert_int_eq(
+		sgl_parse_model_info(
+			J("{\"model_path\":\"/m/x\","
+			  "\"hidden_size\":2048,\"vocab_size\":151936}"),
+			&mi),
+		0);
 	ck_assert_uint_eq(mi.hidden_size, 2048);
 	ck_assert_uint_eq(mi.vocab_size, 151936);
-	ck_assert_int_eq(sgl_parse_models(J("{\"object\":\"list\",\"data\":"
-			 "[{\"id\":\"Qwen3.6\",\"max_model_len\":262144}]}"),
-			 &mi), 0);
+	ck_assert_int_eq(
+		sgl_parse_models(
+			J("{\"object\":\"list\",\"data\":"
+			  "[{\"id\":\"Qwen3.6\",\"max_model_len\":262144}]}"),
+			&mi),
+		0);
 	ck_assert_str_eq(mi.name, "Qwen3.6");
 	ck_assert_uint_eq(mi.max_context, 262144);
 	ck_assert_int_eq(sgl_parse_models(J("{\"data\":[]}"), &mi), 0);
@@ -260,19 +287,25 @@ START_TEST(test_model_facts)
 
 	/* config.json: text_config wins; bad numbers are left out. */
 	memset(&mi, 0, sizeof(mi));
-	ck_assert_int_eq(sgl_parse_config(J("{\"hidden_size\":1,\"vocab_size\":"
-			 "-5,\"eos_token_id\":[1,2,3,4,5],\"text_config\":{"
-			 "\"hidden_size\":2048,\"vocab_size\":248320,"
-			 "\"max_position_embeddings\":262144}}"), &mi), 0);
+	ck_assert_int_eq(
+		sgl_parse_config(
+			J("{\"hidden_size\":1,\"vocab_size\":"
+			  "-5,\"eos_token_id\":[1,2,3,4,5],\"text_config\":{"
+			  "\"hidden_size\":2048,\"vocab_size\":248320,"
+			  "\"max_position_embeddings\":262144}}"),
+			&mi),
+		0);
 	ck_assert_uint_eq(mi.hidden_size, 2048);
 	ck_assert_uint_eq(mi.vocab_size, 248320);
 	ck_assert_uint_eq(mi.max_context, 262144);
 	ck_assert(mi.eos_ids[0] == 1 && mi.eos_ids[3] == 4);
-	ck_assert_int_eq(sgl_parse_gen_config(J("{\"eos_token_id\":151645}"),
-					      &mi), 0);
+	ck_assert_int_eq(
+		sgl_parse_gen_config(J("{\"eos_token_id\":151645}"), &mi), 0);
 	ck_assert(mi.eos_ids[0] == 151645 && mi.eos_ids[1] == 0);
 	ck_assert_int_eq(sgl_parse_gen_config(J("{\"eos_token_id\":[151645,"
-			 "151643]}"), &mi), 0);
+						"151643]}"),
+					      &mi),
+			 0);
 	ck_assert(mi.eos_ids[0] == 151645 && mi.eos_ids[1] == 151643 &&
 		  mi.eos_ids[2] == 0);
 	ck_assert_int_eq(sgl_parse_config(J("{\"hidden_size\":2.5}"), &mi), 0);
@@ -443,7 +476,8 @@ START_TEST(test_info_from_checkpoint)
 	f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs("{\"hidden_size\":2048,\"vocab_size\":151936,"
-	      "\"max_position_embeddings\":40960,\"eos_token_id\":151645}", f);
+	      "\"max_position_embeddings\":40960,\"eos_token_id\":151645}",
+	      f);
 	fclose(f);
 
 	fill(&c);

@@ -33,7 +33,8 @@ START_TEST(test_rfc_vectors)
 		ck_assert_uint_eq(engy_base64_enc_len(strlen(rfc[i].in)), n);
 		ck_assert_int_eq(engy_base64_decode(dec, sizeof(dec),
 						    rfc[i].out,
-						    strlen(rfc[i].out), &n), 0);
+						    strlen(rfc[i].out), &n),
+				 0);
 		ck_assert_uint_eq(n, strlen(rfc[i].in));
 		ck_assert(memcmp(dec, rfc[i].in, n) == 0);
 	}
@@ -51,8 +52,8 @@ START_TEST(test_roundtrip_all_lengths)
 		src[i] = (uint8_t)(i * 151 + 7);
 	for (len = 0; len <= sizeof(src); len++) {
 		engy_base64_encode(enc, src, len);
-		ck_assert_int_eq(engy_base64_decode(dec, len, enc, strlen(enc),
-						    &n), 0);
+		ck_assert_int_eq(
+			engy_base64_decode(dec, len, enc, strlen(enc), &n), 0);
 		ck_assert_uint_eq(n, len);
 		ck_assert(memcmp(src, dec, len) == 0);
 	}
@@ -75,16 +76,16 @@ static int dec(const char *s, size_t cap)
 
 START_TEST(test_strict_rejects)
 {
-	ck_assert_int_eq(dec("Zg=", 64), -EINVAL);	/* length % 4 */
-	ck_assert_int_eq(dec("Zg", 64), -EINVAL);	/* unpadded */
-	ck_assert_int_eq(dec("Zh==", 64), -EINVAL);	/* stray low bits */
-	ck_assert_int_eq(dec("Zm9=", 64), -EINVAL);	/* stray low bits */
-	ck_assert_int_eq(dec("Z===", 64), -EINVAL);	/* too much padding */
+	ck_assert_int_eq(dec("Zg=", 64), -EINVAL);  /* length % 4 */
+	ck_assert_int_eq(dec("Zg", 64), -EINVAL);   /* unpadded */
+	ck_assert_int_eq(dec("Zh==", 64), -EINVAL); /* stray low bits */
+	ck_assert_int_eq(dec("Zm9=", 64), -EINVAL); /* stray low bits */
+	ck_assert_int_eq(dec("Z===", 64), -EINVAL); /* too much padding */
 	ck_assert_int_eq(dec("====", 64), -EINVAL);
 	ck_assert_int_eq(dec("Zg==Zg==", 64), -EINVAL); /* padding inside */
 	ck_assert_int_eq(dec("Zm 9v", 64), -EINVAL);
 	ck_assert_int_eq(dec("Zm9v\n", 64), -EINVAL);
-	ck_assert_int_eq(dec("Zm-_", 64), -EINVAL);	/* url alphabet */
+	ck_assert_int_eq(dec("Zm-_", 64), -EINVAL); /* url alphabet */
 	ck_assert_int_eq(dec("Zm9v", 2), -ENOSPC);
 	ck_assert_int_eq(dec("Zm8=", 2), 0);
 	ck_assert_int_eq(dec("Zm9vYg==", 3), -ENOSPC);

@@ -73,10 +73,12 @@ START_TEST(test_bad_input)
 	ck_assert_int_eq(engy_billing_cost(&card, 10, 11, 1, &v), -EINVAL);
 	ck_assert_int_eq(engy_billing_cost(NULL, 10, 0, 1, &v), -EINVAL);
 	ck_assert_int_eq(engy_billing_cost(&card, 10, 0, 1, NULL), -EINVAL);
-	ck_assert_int_eq(engy_billing_cost(&card, ENGY_TOKENS_MAX + 1, 0, 1, &v),
-			 -EINVAL);
-	ck_assert_int_eq(engy_billing_cost(&card, 1, 0, ENGY_TOKENS_MAX + 1, &v),
-			 -EINVAL);
+	ck_assert_int_eq(
+		engy_billing_cost(&card, ENGY_TOKENS_MAX + 1, 0, 1, &v),
+		-EINVAL);
+	ck_assert_int_eq(
+		engy_billing_cost(&card, 1, 0, ENGY_TOKENS_MAX + 1, &v),
+		-EINVAL);
 	c.input = -1;
 	ck_assert_int_eq(engy_billing_cost(&c, 1, 0, 1, &v), -EINVAL);
 	ck_assert_int_eq(engy_price_card_check(&c), -EINVAL);
@@ -93,18 +95,22 @@ END_TEST
 
 START_TEST(test_overflow)
 {
-	struct engy_price_card c = { ENGY_PRICE_MAX, ENGY_PRICE_MAX, ENGY_PRICE_MAX };
+	struct engy_price_card c = { ENGY_PRICE_MAX, ENGY_PRICE_MAX,
+				     ENGY_PRICE_MAX };
 	int64_t v = 0;
 
 	/* $1 a token: 1e9 tokens is exactly the money cap, one more is not. */
 	ck_assert_int_eq(engy_billing_cost(&c, 0, 0, 1000000000, &v), 0);
 	ck_assert_int_eq(v, ENGY_MONEY_MAX);
-	ck_assert_int_eq(engy_billing_cost(&c, 1, 0, 1000000000, &v), -EOVERFLOW);
+	ck_assert_int_eq(engy_billing_cost(&c, 1, 0, 1000000000, &v),
+			 -EOVERFLOW);
 	/* The largest counts at the largest rates: no wrap, a clear error. */
-	ck_assert_int_eq(engy_billing_cost(&c, ENGY_TOKENS_MAX, 7, ENGY_TOKENS_MAX,
-					   &v), -EOVERFLOW);
-	ck_assert_int_eq(engy_billing_reserve(&c, ENGY_TOKENS_MAX, ENGY_TOKENS_MAX,
-					      &v), -EOVERFLOW);
+	ck_assert_int_eq(
+		engy_billing_cost(&c, ENGY_TOKENS_MAX, 7, ENGY_TOKENS_MAX, &v),
+		-EOVERFLOW);
+	ck_assert_int_eq(
+		engy_billing_reserve(&c, ENGY_TOKENS_MAX, ENGY_TOKENS_MAX, &v),
+		-EOVERFLOW);
 }
 END_TEST
 

@@ -49,9 +49,9 @@ static const char tool_weather_py[] =
 static char *render(const char *json, enum engy_chat_variant v, int think,
 		    bool gen, struct engy_chat_info *info)
 {
-	struct engy_chat_opts o = {.variant = v,
-				   .enable_thinking = think,
-				   .no_generation_prompt = !gen};
+	struct engy_chat_opts o = { .variant = v,
+				    .enable_thinking = think,
+				    .no_generation_prompt = !gen };
 	cJSON *body = cJSON_Parse(json);
 	char err[256], *out = NULL;
 	size_t len = 0;
@@ -78,7 +78,7 @@ static void expect(const char *json, enum engy_chat_variant v, int think,
 static void expect_err(const char *json, enum engy_chat_variant v,
 		       const char *needle)
 {
-	struct engy_chat_opts o = {.variant = v, .enable_thinking = -1};
+	struct engy_chat_opts o = { .variant = v, .enable_thinking = -1 };
 	cJSON *body = cJSON_Parse(json);
 	char err[256] = "", *out = (char *)1;
 	int rc;
@@ -435,7 +435,7 @@ END_TEST
 
 static void expect_json(const char *in, const char *want)
 {
-	struct engy_chat_buf b = {0};
+	struct engy_chat_buf b = { 0 };
 	cJSON *j = cJSON_Parse(in);
 
 	ck_assert_ptr_nonnull(j);
@@ -448,7 +448,7 @@ static void expect_json(const char *in, const char *want)
 
 static void expect_float(double d, const char *want)
 {
-	struct engy_chat_buf b = {0};
+	struct engy_chat_buf b = { 0 };
 
 	engy_chat_tojson_float(&b, d);
 	ck_assert_str_eq(b.p, want);

@@ -22,12 +22,16 @@ struct a_conf {
 static const struct engy_opt a_opts[] = {
 	{ "url", ENGY_OPT_STR, ENGY_OPT_REQUIRED, offsetof(struct a_conf, url),
 	  NULL, "T_GW", 0, 0, NULL },
-	{ "n", ENGY_OPT_INT, 0, offsetof(struct a_conf, n), "8", "T_N", 1, 64, NULL },
-	{ "on", ENGY_OPT_BOOL, 0, offsetof(struct a_conf, on), "true", NULL, 0, 0, NULL },
-	{ "f", ENGY_OPT_FLOAT, 0, offsetof(struct a_conf, f), "0.25", NULL, 0, 0, NULL },
-	{ "list", ENGY_OPT_STR_LIST, 0, offsetof(struct a_conf, list), "x, y", NULL, 0, 0, NULL },
-	{ "key", ENGY_OPT_STR, ENGY_OPT_SECRET, offsetof(struct a_conf, key), NULL,
-	  "T_KEY", 0, 0, NULL },
+	{ "n", ENGY_OPT_INT, 0, offsetof(struct a_conf, n), "8", "T_N", 1, 64,
+	  NULL },
+	{ "on", ENGY_OPT_BOOL, 0, offsetof(struct a_conf, on), "true", NULL, 0,
+	  0, NULL },
+	{ "f", ENGY_OPT_FLOAT, 0, offsetof(struct a_conf, f), "0.25", NULL, 0,
+	  0, NULL },
+	{ "list", ENGY_OPT_STR_LIST, 0, offsetof(struct a_conf, list), "x, y",
+	  NULL, 0, 0, NULL },
+	{ "key", ENGY_OPT_STR, ENGY_OPT_SECRET, offsetof(struct a_conf, key),
+	  NULL, "T_KEY", 0, 0, NULL },
 	ENGY_OPT_END,
 };
 
@@ -36,7 +40,8 @@ struct b_conf {
 };
 
 static const struct engy_opt b_opts[] = {
-	{ "depth", ENGY_OPT_INT, 0, offsetof(struct b_conf, depth), "3", NULL, 0, 0, NULL },
+	{ "depth", ENGY_OPT_INT, 0, offsetof(struct b_conf, depth), "3", NULL,
+	  0, 0, NULL },
 	ENGY_OPT_END,
 };
 
@@ -113,9 +118,11 @@ START_TEST(test_values_and_defaults)
 	struct a_conf *a;
 	struct b_conf *b;
 
-	write_conf("role = \"miner\"\nworkers = 3\n"
-		   "plugin \"alpha\" {\n  url = \"ws://x\"\n  list = {\"p\", \"q\", \"r\"}\n}\n"
-		   "plugin \"beta:second\" { depth = 7 }\n", 0600);
+	write_conf(
+		"role = \"miner\"\nworkers = 3\n"
+		"plugin \"alpha\" {\n  url = \"ws://x\"\n  list = {\"p\", \"q\", \"r\"}\n}\n"
+		"plugin \"beta:second\" { depth = 7 }\n",
+		0600);
 	ck_assert_int_eq(fill(confs), 0);
 	ck_assert_str_eq(cfg.role, "miner");
 	ck_assert_int_eq(cfg.workers, 3);
@@ -149,8 +156,10 @@ START_TEST(test_env_overrides_config)
 
 	setenv("T_GW", "wss://env", 1);
 	setenv("T_N", "16", 1);
-	write_conf("role = \"miner\"\nplugin \"alpha\" { url = \"ws://x\" n = 4 }\n"
-		   "plugin \"beta\" {}\n", 0600);
+	write_conf(
+		"role = \"miner\"\nplugin \"alpha\" { url = \"ws://x\" n = 4 }\n"
+		"plugin \"beta\" {}\n",
+		0600);
 	ck_assert_int_eq(fill(confs), 0);
 	a = confs[0];
 	ck_assert_str_eq(a->url, "wss://env");
@@ -165,7 +174,8 @@ START_TEST(test_unknown_plugin_option)
 	void *confs[2];
 
 	write_conf("role = \"miner\"\nplugin \"alpha\" {\n  url = \"u\"\n"
-		   "  depth = 2\n}\nplugin \"beta\" {}\n", 0600);
+		   "  depth = 2\n}\nplugin \"beta\" {}\n",
+		   0600);
 	ck_assert_int_eq(fill(confs), -EINVAL);
 	dump();
 	/* depth belongs to the other plugin: unknown here, on its own line. */
@@ -174,7 +184,8 @@ START_TEST(test_unknown_plugin_option)
 	engy_errs_free(&errs);
 	/* An option no plugin knows: libconfuse names it and its line. */
 	write_conf("role = \"miner\"\nplugin \"alpha\" {\n  url = \"u\"\n"
-		   "\n  bogus = 1\n}\nplugin \"beta\" {}\n", 0600);
+		   "\n  bogus = 1\n}\nplugin \"beta\" {}\n",
+		   0600);
 	ck_assert_int_eq(fill(confs), -EINVAL);
 	dump();
 	ck_assert(has_err("t.conf:5: no such option 'bogus'"));
@@ -195,9 +206,11 @@ START_TEST(test_same_name_other_types)
 
 	write_conf("role = \"miner\"\n# plugin \"x\" { a comment }\n"
 		   "plugin \"beta\" { depth = 4 }\n"
-		   "plugin \"gamma\" {\n  depth = {\"a}\", \"b\"} /* } */\n}\n", 0600);
+		   "plugin \"gamma\" {\n  depth = {\"a}\", \"b\"} /* } */\n}\n",
+		   0600);
 	ck_assert_int_eq(engy_config_load(path, NULL, &cfg, &errs), 0);
-	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, NULL, &errs), 0);
+	ck_assert_int_eq(
+		engy_config_fill(&cfg, opts, sizes, confs, NULL, &errs), 0);
 	ck_assert_int_eq(((struct b_conf *)confs[0])->depth, 4);
 	l = confs[1];
 	ck_assert_uint_eq(l->n, 2);
@@ -206,10 +219,14 @@ START_TEST(test_same_name_other_types)
 	engy_conf_free(list_opts, confs[1]);
 	engy_config_free(&cfg);
 	/* A type error inside a body keeps its line. */
-	write_conf("role = \"miner\"\nplugin \"beta\" {\n\n  depth = \"deep\"\n}\n"
-		   "plugin \"gamma\" {}\n", 0600);
+	write_conf(
+		"role = \"miner\"\nplugin \"beta\" {\n\n  depth = \"deep\"\n}\n"
+		"plugin \"gamma\" {}\n",
+		0600);
 	ck_assert_int_eq(engy_config_load(path, NULL, &cfg, &errs), 0);
-	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, NULL, &errs), -EINVAL);
+	ck_assert_int_eq(
+		engy_config_fill(&cfg, opts, sizes, confs, NULL, &errs),
+		-EINVAL);
 	dump();
 	ck_assert(has_err("t.conf:4:"));
 }
@@ -220,7 +237,8 @@ START_TEST(test_unknown_top_option)
 	write_conf("role = \"miner\"\nrolee = \"x\"\n", 0600);
 	ck_assert_int_eq(engy_config_load(path, NULL, &cfg, &errs), 0);
 	/* Pass 1 ignores it; pass 2 is strict. */
-	ck_assert_int_eq(engy_config_fill(&cfg, NULL, NULL, NULL, NULL, &errs), -EINVAL);
+	ck_assert_int_eq(engy_config_fill(&cfg, NULL, NULL, NULL, NULL, &errs),
+			 -EINVAL);
 	dump();
 	ck_assert(has_err("t.conf:2:"));
 	ck_assert(has_err("rolee"));
@@ -231,18 +249,23 @@ START_TEST(test_type_and_range_errors)
 {
 	void *confs[2];
 
-	write_conf("role = \"miner\"\nplugin \"alpha\" {\n  url = \"u\"\n  n = 100\n}\n"
-		   "plugin \"beta\" { depth = \"deep\" }\n", 0600);
+	write_conf(
+		"role = \"miner\"\nplugin \"alpha\" {\n  url = \"u\"\n  n = 100\n}\n"
+		"plugin \"beta\" { depth = \"deep\" }\n",
+		0600);
 	ck_assert_int_eq(fill(confs), -EINVAL);
 	dump();
 	ck_assert(has_err("depth"));
-	write_conf("role = \"miner\"\nplugin \"alpha\" {\n  url = \"u\"\n  n = 100\n}\n"
-		   "plugin \"beta\" {}\n", 0600);
+	write_conf(
+		"role = \"miner\"\nplugin \"alpha\" {\n  url = \"u\"\n  n = 100\n}\n"
+		"plugin \"beta\" {}\n",
+		0600);
 	engy_config_free(&cfg);
 	engy_errs_free(&errs);
 	ck_assert_int_eq(fill(confs), -EINVAL);
 	dump();
-	ck_assert(has_err("t.conf:4: plugin \"alpha\": option 'n' = 100 is out of range 1..64"));
+	ck_assert(has_err(
+		"t.conf:4: plugin \"alpha\": option 'n' = 100 is out of range 1..64"));
 }
 END_TEST
 
@@ -250,10 +273,13 @@ START_TEST(test_required)
 {
 	void *confs[2];
 
-	write_conf("role = \"miner\"\nplugin \"alpha\" {}\nplugin \"beta\" {}\n", 0600);
+	write_conf(
+		"role = \"miner\"\nplugin \"alpha\" {}\nplugin \"beta\" {}\n",
+		0600);
 	ck_assert_int_eq(fill(confs), -EINVAL);
 	dump();
-	ck_assert(has_err("t.conf:2: plugin \"alpha\": option 'url' is required (or set $T_GW)"));
+	ck_assert(has_err(
+		"t.conf:2: plugin \"alpha\": option 'url' is required (or set $T_GW)"));
 }
 END_TEST
 
@@ -265,11 +291,14 @@ START_TEST(test_secret_rules)
 	FILE *f;
 
 	/* A secret in a file others can read is refused. */
-	write_conf("role = \"miner\"\nplugin \"alpha\" { url = \"u\" key = \"s3cret\" }\n"
-		   "plugin \"beta\" {}\n", 0644);
+	write_conf(
+		"role = \"miner\"\nplugin \"alpha\" { url = \"u\" key = \"s3cret\" }\n"
+		"plugin \"beta\" {}\n",
+		0644);
 	ck_assert_int_eq(fill(confs), -EINVAL);
 	dump();
-	ck_assert(has_err("secret option 'key' in a file others can read; use $T_KEY, key_file, or chmod 600"));
+	ck_assert(has_err(
+		"secret option 'key' in a file others can read; use $T_KEY, key_file, or chmod 600"));
 	ck_assert(!has_err("s3cret"));
 	engy_config_free(&cfg);
 	engy_errs_free(&errs);
@@ -279,9 +308,11 @@ START_TEST(test_secret_rules)
 	ck_assert_ptr_nonnull(f);
 	fputs("from-file\nignored\n", f);
 	fclose(f);
-	snprintf(text, sizeof(text),
-		 "role = \"miner\"\nplugin \"alpha\" { url = \"u\" key_file = \"%s\" }\n"
-		 "plugin \"beta\" {}\n", kpath);
+	snprintf(
+		text, sizeof(text),
+		"role = \"miner\"\nplugin \"alpha\" { url = \"u\" key_file = \"%s\" }\n"
+		"plugin \"beta\" {}\n",
+		kpath);
 	write_conf(text, 0644);
 	ck_assert_int_eq(fill(confs), 0);
 	a = confs[0];
@@ -307,7 +338,9 @@ START_TEST(test_syntax_error_and_missing)
 	ck_assert(has_err("t.conf:"));
 	engy_config_free(&cfg);
 	engy_errs_free(&errs);
-	ck_assert_int_eq(engy_config_load("/nonexistent/x.conf", NULL, &cfg, &errs), -EINVAL);
+	ck_assert_int_eq(
+		engy_config_load("/nonexistent/x.conf", NULL, &cfg, &errs),
+		-EINVAL);
 	ck_assert(has_err("/nonexistent/x.conf: cannot read config"));
 }
 END_TEST
@@ -319,7 +352,9 @@ START_TEST(test_no_role_and_dup_titles)
 	ck_assert(has_err("no role"));
 	engy_config_free(&cfg);
 	engy_errs_free(&errs);
-	write_conf("role = \"miner\"\nplugin \"alpha\" {}\nplugin \"alpha\" {}\n", 0600);
+	write_conf(
+		"role = \"miner\"\nplugin \"alpha\" {}\nplugin \"alpha\" {}\n",
+		0600);
 	ck_assert_int_eq(engy_config_load(path, NULL, &cfg, &errs), -EINVAL);
 	dump();
 	ck_assert(errs.n >= 1);
@@ -329,17 +364,21 @@ END_TEST
 START_TEST(test_role_section)
 {
 	static const char *const roles[] = { "miner", "gateway", NULL };
-	struct engy_conf_role role = { "miner", a_opts, sizeof(struct a_conf), NULL };
+	struct engy_conf_role role = { "miner", a_opts, sizeof(struct a_conf),
+				       NULL };
 	const struct engy_opt *opts[1] = { b_opts };
 	size_t sizes[1] = { sizeof(struct b_conf) };
 	void *confs[1];
 	struct a_conf *a;
 
-	write_conf("role = \"miner\"\nminer {\n  url = \"wss://gw\"\n  n = 12\n}\n"
-		   "plugin \"beta\" { depth = 1 }\n", 0600);
+	write_conf(
+		"role = \"miner\"\nminer {\n  url = \"wss://gw\"\n  n = 12\n}\n"
+		"plugin \"beta\" { depth = 1 }\n",
+		0600);
 	ck_assert_int_eq(engy_config_load(path, roles, &cfg, &errs), 0);
 	ck_assert_uint_eq(cfg.n_secs, 1);
-	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, &role, &errs), 0);
+	ck_assert_int_eq(
+		engy_config_fill(&cfg, opts, sizes, confs, &role, &errs), 0);
 	a = role.conf;
 	ck_assert_str_eq(a->url, "wss://gw");
 	ck_assert_int_eq(a->n, 12);
@@ -351,7 +390,8 @@ START_TEST(test_role_section)
 	setenv("T_GW", "ws://env", 1);
 	write_conf("role = \"miner\"\nplugin \"beta\" {}\n", 0600);
 	ck_assert_int_eq(engy_config_load(path, roles, &cfg, &errs), 0);
-	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, &role, &errs), 0);
+	ck_assert_int_eq(
+		engy_config_fill(&cfg, opts, sizes, confs, &role, &errs), 0);
 	a = role.conf;
 	ck_assert_str_eq(a->url, "ws://env");
 	engy_conf_free(a_opts, role.conf);
@@ -360,16 +400,21 @@ START_TEST(test_role_section)
 	unsetenv("T_GW");
 	/* Another role's section and unknown role options are errors. */
 	write_conf("role = \"miner\"\nminer {\n  url = \"u\"\n  colour = 1\n}\n"
-		   "plugin \"beta\" {}\n", 0600);
+		   "plugin \"beta\" {}\n",
+		   0600);
 	ck_assert_int_eq(engy_config_load(path, roles, &cfg, &errs), 0);
-	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, &role, &errs), -EINVAL);
+	ck_assert_int_eq(
+		engy_config_fill(&cfg, opts, sizes, confs, &role, &errs),
+		-EINVAL);
 	dump();
 	ck_assert(has_err("t.conf:4: no such option 'colour'"));
 	engy_config_free(&cfg);
 	engy_errs_free(&errs);
 	write_conf("role = \"miner\"\ngateway { }\nplugin \"beta\" {}\n", 0600);
 	ck_assert_int_eq(engy_config_load(path, roles, &cfg, &errs), 0);
-	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, &role, &errs), -EINVAL);
+	ck_assert_int_eq(
+		engy_config_fill(&cfg, opts, sizes, confs, &role, &errs),
+		-EINVAL);
 	dump();
 	ck_assert(has_err("t.conf:2: no such option 'gateway'"));
 }
@@ -392,7 +437,8 @@ struct c_conf {
 };
 
 static const struct engy_opt c_opts[] = {
-	{ "list", ENGY_OPT_STR, 0, offsetof(struct c_conf, list), NULL, NULL, 0, 0, NULL },
+	{ "list", ENGY_OPT_STR, 0, offsetof(struct c_conf, list), NULL, NULL, 0,
+	  0, NULL },
 	ENGY_OPT_END,
 };
 
@@ -404,10 +450,13 @@ START_TEST(test_string_and_list_share_a_name)
 	struct a_conf *a;
 	struct c_conf *c;
 
-	write_conf("role = \"miner\"\nplugin \"alpha\" { url = \"u\" list = { \"p\", \"q\" } }\n"
-		   "plugin \"gamma\" { list = \"one\" }\n", 0600);
+	write_conf(
+		"role = \"miner\"\nplugin \"alpha\" { url = \"u\" list = { \"p\", \"q\" } }\n"
+		"plugin \"gamma\" { list = \"one\" }\n",
+		0600);
 	ck_assert_int_eq(engy_config_load(path, NULL, &cfg, &errs), 0);
-	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, NULL, &errs), 0);
+	ck_assert_int_eq(
+		engy_config_fill(&cfg, opts, sizes, confs, NULL, &errs), 0);
 	a = confs[0];
 	c = confs[1];
 	ck_assert_uint_eq(a->list.n, 2);
@@ -417,9 +466,12 @@ START_TEST(test_string_and_list_share_a_name)
 	engy_conf_free(c_opts, confs[1]);
 	engy_config_free(&cfg);
 	write_conf("role = \"miner\"\nplugin \"alpha\" { url = \"u\" }\n"
-		   "plugin \"gamma\" { list = { \"one\", \"two\" } }\n", 0600);
+		   "plugin \"gamma\" { list = { \"one\", \"two\" } }\n",
+		   0600);
 	ck_assert_int_eq(engy_config_load(path, NULL, &cfg, &errs), 0);
-	ck_assert_int_eq(engy_config_fill(&cfg, opts, sizes, confs, NULL, &errs), -EINVAL);
+	ck_assert_int_eq(
+		engy_config_fill(&cfg, opts, sizes, confs, NULL, &errs),
+		-EINVAL);
 	dump();
 	/* Each body is parsed with its own plugin's table: a list given to
 	 * a one-value option is a syntax error on its line. */
@@ -429,12 +481,14 @@ END_TEST
 
 START_TEST(test_from_text)
 {
-	const char *kv[] = { "url", "http://h", "list", "a,,b , c", "on", "no", NULL };
+	const char *kv[] = { "url", "http://h", "list", "a,,b , c",
+			     "on",  "no",	NULL };
 	struct a_conf *a;
 	void *conf;
 
-	ck_assert_int_eq(engy_conf_from_text("alpha", a_opts, sizeof(*a), get_kv,
-					     (void *)kv, &conf, &errs), 0);
+	ck_assert_int_eq(engy_conf_from_text("alpha", a_opts, sizeof(*a),
+					     get_kv, (void *)kv, &conf, &errs),
+			 0);
 	a = conf;
 	ck_assert_str_eq(a->url, "http://h");
 	ck_assert(!a->on);

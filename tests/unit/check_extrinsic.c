@@ -57,7 +57,7 @@ static void golden_params(struct engy_ext_params *p)
 
 START_TEST(test_golden_vector)
 {
-	static const uint16_t uids[] = {0, 229}, w[] = {65535, 32768};
+	static const uint16_t uids[] = { 0, 229 }, w[] = { 65535, 32768 };
 	struct engy_sr25519_keypair kp;
 	struct engy_ext_layout l;
 	struct engy_ext_params p;
@@ -176,7 +176,7 @@ START_TEST(test_old_runtime_layout)
 		"CheckMortality",     "CheckNonce",
 		"CheckWeight",	      "ChargeTransactionPayment",
 	};
-	static const uint16_t uids[] = {1}, w[] = {65535};
+	static const uint16_t uids[] = { 1 }, w[] = { 65535 };
 	struct engy_ext_layout l;
 	struct engy_ext_params p;
 	struct engy_scale_buf call, pay;
@@ -200,16 +200,16 @@ END_TEST
 START_TEST(test_layout_from_metadata)
 {
 	static const struct mf_ext unknown_empty[] = {
-		{"CheckSpecVersion", T_UNIT, T_U32},
-		{"SomethingNewAndEmpty", T_PHANTOM, T_UNIT},
-		{"CheckNonce", T_CHECK_NONCE, T_UNIT},
+		{ "CheckSpecVersion", T_UNIT, T_U32 },
+		{ "SomethingNewAndEmpty", T_PHANTOM, T_UNIT },
+		{ "CheckNonce", T_CHECK_NONCE, T_UNIT },
 	};
 	static const struct mf_ext unknown_bytes[] = {
-		{"CheckSpecVersion", T_UNIT, T_U32},
-		{"ChargeAssetTxPayment", T_CHARGE, T_UNIT},
+		{ "CheckSpecVersion", T_UNIT, T_U32 },
+		{ "ChargeAssetTxPayment", T_CHARGE, T_UNIT },
 	};
 	static const struct mf_ext wrong_type[] = {
-		{"CheckGenesis", T_UNIT, T_U32},
+		{ "CheckGenesis", T_UNIT, T_U32 },
 	};
 	struct engy_ext_layout a, b;
 	struct engy_metadata *md;
@@ -278,8 +278,8 @@ START_TEST(test_layout_from_metadata)
 	engy_scale_buf_free(&buf);
 
 	ck_assert_int_eq(engy_ext_layout_names(&a,
-					       (const char *const[]){"Nope"}, 1,
-					       err, sizeof(err)),
+					       (const char *const[]){ "Nope" },
+					       1, err, sizeof(err)),
 			 -ENOTSUP);
 	ck_assert_str_eq(err, "unknown signed extension Nope");
 }

@@ -379,7 +379,7 @@ END_TEST
 
 START_TEST(random_ids)
 {
-	struct engy_genparse_opts o = {.tools = gp_tools};
+	struct engy_genparse_opts o = { .tools = gp_tools };
 	const char *t = "<tool_call>\n<function=f>\n</"
 			"function>\n<function=f>\n</function>\n"
 			"</tool_call>";

@@ -63,7 +63,7 @@ START_TEST(random_soup)
 	for (iter = 0; iter < 3000; iter++) {
 		struct engy_genparse_opts o = gp_opts(iter & 1, iter & 2);
 		struct engy_gen_msg m;
-		struct gp_coll c = {0};
+		struct gp_coll c = { 0 };
 		size_t n = 1 + iter % 40;
 
 		len = 0;
@@ -113,7 +113,7 @@ START_TEST(stream_emits_early)
 {
 	struct engy_genparse_opts o = gp_opts(false, true);
 	struct engy_genstream *s;
-	struct gp_coll c = {0};
+	struct gp_coll c = { 0 };
 	const char *a = "<think>abc ";
 
 	ck_assert_int_eq(engy_genstream_new(&o, gp_collect, &c, &s), 0);
@@ -147,7 +147,7 @@ START_TEST(stream_utf8_held)
 {
 	struct engy_genparse_opts o = gp_opts(false, false);
 	struct engy_genstream *s;
-	struct gp_coll c = {0};
+	struct gp_coll c = { 0 };
 	const char *t = "a😀";
 
 	ck_assert_int_eq(engy_genstream_new(&o, gp_collect, &c, &s), 0);

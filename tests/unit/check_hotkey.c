@@ -36,15 +36,20 @@ START_TEST(test_wordlist_digest)
 
 	crypto_hash_sha256_init(&st);
 	for (i = 0; i < ENGY_BIP39_WORDS; i++) {
-		crypto_hash_sha256_update(&st, (const uint8_t *)engy_bip39_english[i],
-					  strlen(engy_bip39_english[i]));
+		crypto_hash_sha256_update(
+			&st, (const uint8_t *)engy_bip39_english[i],
+			strlen(engy_bip39_english[i]));
 		crypto_hash_sha256_update(&st, (const uint8_t *)"\n", 1);
 		if (i)
-			ck_assert_int_lt(strcmp(engy_bip39_english[i - 1], engy_bip39_english[i]), 0);
+			ck_assert_int_lt(strcmp(engy_bip39_english[i - 1],
+						engy_bip39_english[i]),
+					 0);
 	}
 	crypto_hash_sha256_final(&st, h);
 	/* The published english.txt. */
-	ck_assert_hex_eq(h, 32, "2f5eed53a4727b4bf8880d8f3f199efc90e58503646d9ff8eff3a2ed3b24dbda");
+	ck_assert_hex_eq(
+		h, 32,
+		"2f5eed53a4727b4bf8880d8f3f199efc90e58503646d9ff8eff3a2ed3b24dbda");
 }
 END_TEST
 
@@ -53,28 +58,52 @@ START_TEST(test_bip39_vectors)
 	uint8_t e[32], mini[32];
 
 	/* BIP-39's reference vectors (trezor/python-mnemonic vectors.json). */
-	ck_assert_int_eq(engy_bip39_entropy("abandon abandon abandon abandon abandon abandon "
-					    "abandon abandon abandon abandon abandon about", e, NULL), 16);
+	ck_assert_int_eq(
+		engy_bip39_entropy(
+			"abandon abandon abandon abandon abandon abandon "
+			"abandon abandon abandon abandon abandon about",
+			e, NULL),
+		16);
 	ck_assert_hex_eq(e, 16, "00000000000000000000000000000000");
-	ck_assert_int_eq(engy_bip39_entropy("zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo wrong", e, NULL), 16);
+	ck_assert_int_eq(
+		engy_bip39_entropy(
+			"zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo wrong", e,
+			NULL),
+		16);
 	ck_assert_hex_eq(e, 16, "ffffffffffffffffffffffffffffffff");
-	ck_assert_int_eq(engy_bip39_entropy("zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo "
-					    "zoo zoo zoo zoo zoo zoo zoo zoo zoo vote", e, NULL), 32);
-	ck_assert_hex_eq(e, 32, "ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff");
-	ck_assert_int_eq(engy_bip39_entropy("legal winner thank year wave sausage worth useful legal "
-					    "winner thank yellow", e, NULL), 16);
+	ck_assert_int_eq(
+		engy_bip39_entropy(
+			"zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo zoo "
+			"zoo zoo zoo zoo zoo zoo zoo zoo zoo vote",
+			e, NULL),
+		32);
+	ck_assert_hex_eq(
+		e, 32,
+		"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff");
+	ck_assert_int_eq(
+		engy_bip39_entropy(
+			"legal winner thank year wave sausage worth useful legal "
+			"winner thank yellow",
+			e, NULL),
+		16);
 	ck_assert_hex_eq(e, 16, "7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f7f");
 
 	/* The Substrate dev phrase (specs/signing.md §7), blanks tolerated. */
 	ck_assert_int_eq(engy_bip39_entropy(dev_phrase, e, NULL), 16);
 	ck_assert_hex_eq(e, 16, "1a486a5fbe53639984cb64b070755f7b");
-	ck_assert_int_eq(engy_bip39_mini_secret(dev_phrase, NULL, mini, NULL), 0);
+	ck_assert_int_eq(engy_bip39_mini_secret(dev_phrase, NULL, mini, NULL),
+			 0);
 	ck_assert_hex_eq(mini, 32, dev_mini);
-	ck_assert_int_eq(engy_bip39_mini_secret("  bottom drive obey lake curtain smoke\tbasket "
-						"hold race lonely fit walk\n", "", mini, NULL), 0);
+	ck_assert_int_eq(
+		engy_bip39_mini_secret(
+			"  bottom drive obey lake curtain smoke\tbasket "
+			"hold race lonely fit walk\n",
+			"", mini, NULL),
+		0);
 	ck_assert_hex_eq(mini, 32, dev_mini);
 	/* A passphrase changes the salt. */
-	ck_assert_int_eq(engy_bip39_mini_secret(dev_phrase, "x", mini, NULL), 0);
+	ck_assert_int_eq(engy_bip39_mini_secret(dev_phrase, "x", mini, NULL),
+			 0);
 	{
 		uint8_t dm[32];
 
@@ -90,22 +119,44 @@ START_TEST(test_bip39_errors)
 	size_t bad = 99;
 
 	ck_assert_int_eq(engy_bip39_entropy("", e, NULL), -EINVAL);
-	ck_assert_int_eq(engy_bip39_entropy("bottom drive obey lake curtain smoke basket hold "
-					    "race lonely fit", e, NULL), -EINVAL);
-	ck_assert_int_eq(engy_bip39_entropy("abandon abandon abandon abandon abandon abandon abandon "
-					    "abandon abandon abandon abandon abandon abandon about",
-					    e, NULL), -EINVAL);
-	ck_assert_int_eq(engy_bip39_entropy("bottom drive obey lake curtain smoke basket hold "
-					    "race lonely fit wall", e, NULL), -EBADMSG);
-	ck_assert_int_eq(engy_bip39_entropy("bottom drive obey lake curtain smoke basket hold "
-					    "race lonely fit Walk", e, &bad), -ENOENT);
+	ck_assert_int_eq(
+		engy_bip39_entropy(
+			"bottom drive obey lake curtain smoke basket hold "
+			"race lonely fit",
+			e, NULL),
+		-EINVAL);
+	ck_assert_int_eq(
+		engy_bip39_entropy(
+			"abandon abandon abandon abandon abandon abandon abandon "
+			"abandon abandon abandon abandon abandon abandon about",
+			e, NULL),
+		-EINVAL);
+	ck_assert_int_eq(
+		engy_bip39_entropy(
+			"bottom drive obey lake curtain smoke basket hold "
+			"race lonely fit wall",
+			e, NULL),
+		-EBADMSG);
+	ck_assert_int_eq(
+		engy_bip39_entropy(
+			"bottom drive obey lake curtain smoke basket hold "
+			"race lonely fit Walk",
+			e, &bad),
+		-ENOENT);
 	ck_assert_uint_eq(bad, 11);
-	ck_assert_int_eq(engy_bip39_entropy("bottom drive obey lake curtainsmoke basket hold "
-					    "race lonely fit walk walk", e, &bad), -ENOENT);
+	ck_assert_int_eq(
+		engy_bip39_entropy(
+			"bottom drive obey lake curtainsmoke basket hold "
+			"race lonely fit walk walk",
+			e, &bad),
+		-ENOENT);
 	ck_assert_uint_eq(bad, 4);
-	ck_assert_int_eq(engy_bip39_entropy("abandon abandon abandon abandon abandon abandon "
-					    "abandon abandon abandon abandon abandon abandon", e, NULL),
-			 -EBADMSG);
+	ck_assert_int_eq(
+		engy_bip39_entropy(
+			"abandon abandon abandon abandon abandon abandon "
+			"abandon abandon abandon abandon abandon abandon",
+			e, NULL),
+		-EBADMSG);
 }
 END_TEST
 
@@ -136,7 +187,8 @@ static void load_fixture(const char *name, struct engy_hotkey *hk)
 	char path[1024], err[512] = "";
 
 	snprintf(path, sizeof(path), "%s/%s", HOTKEY_DATA, name);
-	ck_assert_msg(engy_hotkey_load(hk, path, err, sizeof(err)) == 0, "%s: %s", name, err);
+	ck_assert_msg(engy_hotkey_load(hk, path, err, sizeof(err)) == 0,
+		      "%s: %s", name, err);
 }
 
 static void assert_pub_field(const struct engy_hotkey *hk, const char *name)
@@ -152,7 +204,8 @@ static void assert_pub_field(const struct engy_hotkey *hk, const char *name)
 START_TEST(test_fixture_plain)
 {
 	struct engy_hotkey hk;
-	char *ss58 = field("plain", "ss58Address"), *sk = field("plain", "privateKey");
+	char *ss58 = field("plain", "ss58Address"),
+	     *sk = field("plain", "privateKey");
 
 	load_fixture("plain", &hk);
 	ck_assert_int_eq(hk.source, ENGY_HOTKEY_SEED);
@@ -210,7 +263,9 @@ END_TEST
 START_TEST(test_encrypted_refused)
 {
 	static const char *const names[][2] = {
-		{ "nacl", "$NACL" }, { "ansible", "ansible vault" }, { "fernet", "Fernet" },
+		{ "nacl", "$NACL" },
+		{ "ansible", "ansible vault" },
+		{ "fernet", "Fernet" },
 	};
 	struct engy_hotkey hk;
 	char path[1024], err[512];
@@ -218,7 +273,8 @@ START_TEST(test_encrypted_refused)
 
 	for (i = 0; i < 3; i++) {
 		snprintf(path, sizeof(path), "%s/%s", HOTKEY_DATA, names[i][0]);
-		ck_assert_int_eq(engy_hotkey_load(&hk, path, err, sizeof(err)), -EKEYREJECTED);
+		ck_assert_int_eq(engy_hotkey_load(&hk, path, err, sizeof(err)),
+				 -EKEYREJECTED);
 		ck_assert_ptr_nonnull(strstr(err, path));
 		ck_assert_ptr_nonnull(strstr(err, "encrypted"));
 		ck_assert_ptr_nonnull(strstr(err, names[i][1]));
@@ -238,16 +294,20 @@ START_TEST(test_refusals)
 		{ "[1]", "not a JSON object", -EINVAL },
 		{ "{\"secretSeed\":", "not a JSON object", -EINVAL },
 		{ "{}", "no key", -EINVAL },
-		{ "{\"secretSeed\":null,\"publicKey\":null}", "no key", -EINVAL },
+		{ "{\"secretSeed\":null,\"publicKey\":null}", "no key",
+		  -EINVAL },
 		{ "{\"secretSeed\":12}", "not a string", -EINVAL },
 		{ "{\"publicKey\":true}", "publicKey: not a string", -EINVAL },
-		{ "{\"secretSeed\":\"0x1234\"}", "secretSeed: not 0x", -EINVAL },
+		{ "{\"secretSeed\":\"0x1234\"}", "secretSeed: not 0x",
+		  -EINVAL },
 		{ "{\"secretSeed\":\"0xzz\"}", "secretSeed: not 0x", -EINVAL },
 		{ "{\"privateKey\":\"0x00\"}", "privateKey: not 0x", -EINVAL },
-		{ "{\"publicKey\":\"0x46ebddef\"}", "publicKey: not 0x", -EINVAL },
+		{ "{\"publicKey\":\"0x46ebddef\"}", "publicKey: not 0x",
+		  -EINVAL },
 		{ "{\"ss58Address\":\"5DfhGyQdFobKM8NsWvEeAKk5EQQgYe9AydgJ7rMB6E1EqRzW\"}",
 		  "ss58Address: SS58 checksum", -EINVAL },
-		{ "{\"secretPhrase\":\"bottom drive obey\"}", "secretPhrase: not 12", -EINVAL },
+		{ "{\"secretPhrase\":\"bottom drive obey\"}",
+		  "secretPhrase: not 12", -EINVAL },
 		{ "{\"secretPhrase\":\"bottom drive obey lake curtain smoke basket hold race lonely fit wall\"}",
 		  "checksum", -EINVAL },
 		{ "{\"secretPhrase\":\"bottom drive obey lake curtain smoke basket hold race lonely fit wallk\"}",
@@ -279,9 +339,11 @@ START_TEST(test_refusals)
 		{ "{\"publicKey\":\"0xffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff0f\"}",
 		  "not a valid sr25519 public key", -EINVAL },
 		{ "{\"secretSeed\":\"0xfac7959dbfe72f052e5a0c3c8d6530f202b02fd8f9f5ca3580ec8deb7797479e\","
-		  "\"cryptoType\":0}", "not sr25519", -ENOTSUP },
+		  "\"cryptoType\":0}",
+		  "not sr25519", -ENOTSUP },
 		{ "{\"secretSeed\":\"0xfac7959dbfe72f052e5a0c3c8d6530f202b02fd8f9f5ca3580ec8deb7797479e\","
-		  "\"cryptoType\":\"1\"}", "cryptoType: not a number", -EINVAL },
+		  "\"cryptoType\":\"1\"}",
+		  "cryptoType: not a number", -EINVAL },
 		{ "  \n$NACL....", "encrypted keyfile ($NACL)", -EKEYREJECTED },
 	};
 	struct engy_hotkey hk;
@@ -290,11 +352,12 @@ START_TEST(test_refusals)
 
 	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		err[0] = '\0';
-		ck_assert_msg(engy_hotkey_parse(&hk, v[i].text, strlen(v[i].text), err,
+		ck_assert_msg(engy_hotkey_parse(&hk, v[i].text,
+						strlen(v[i].text), err,
 						sizeof(err)) == v[i].rc,
 			      "case %zu: %s", i, err);
-		ck_assert_msg(strstr(err, v[i].needle) != NULL, "case %zu: '%s' lacks '%s'",
-			      i, err, v[i].needle);
+		ck_assert_msg(strstr(err, v[i].needle) != NULL,
+			      "case %zu: '%s' lacks '%s'", i, err, v[i].needle);
 		ck_assert(sodium_is_zero((const uint8_t *)&hk, sizeof(hk)));
 	}
 }
@@ -319,10 +382,13 @@ START_TEST(test_accepted_variants)
 	size_t i;
 
 	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-		ck_assert_msg(engy_hotkey_parse(&hk, v[i], strlen(v[i]), err, sizeof(err)) == 0,
+		ck_assert_msg(engy_hotkey_parse(&hk, v[i], strlen(v[i]), err,
+						sizeof(err)) == 0,
 			      "case %zu: %s", i, err);
 		ck_assert_hex_eq(hk.kp.pub, 32, dev_pub);
-		ck_assert_str_eq(hk.ss58, "5DfhGyQdFobKM8NsWvEeAKk5EQQgYe9AydgJ7rMB6E1EqRzV");
+		ck_assert_str_eq(
+			hk.ss58,
+			"5DfhGyQdFobKM8NsWvEeAKk5EQQgYe9AydgJ7rMB6E1EqRzV");
 	}
 }
 END_TEST
@@ -338,19 +404,22 @@ START_TEST(test_write_and_read_back)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/default", dir);
 	unhex(mini, 32, dev_mini);
-	ck_assert_int_eq(engy_hotkey_write(path, mini, NULL, err, sizeof(err)), 0);
+	ck_assert_int_eq(engy_hotkey_write(path, mini, NULL, err, sizeof(err)),
+			 0);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_uint_eq(st.st_mode & 0777, 0600);
 	ck_assert_int_eq(engy_hotkey_load(&hk, path, err, sizeof(err)), 0);
 	ck_assert_int_eq(hk.source, ENGY_HOTKEY_SEED);
 	ck_assert_hex_eq(hk.kp.pub, 32, dev_pub);
 	/* Never replaces a key. */
-	ck_assert_int_eq(engy_hotkey_write(path, mini, NULL, err, sizeof(err)), -EEXIST);
+	ck_assert_int_eq(engy_hotkey_write(path, mini, NULL, err, sizeof(err)),
+			 -EEXIST);
 	ck_assert_ptr_nonnull(strstr(err, "exists"));
 	unlink(path);
 
 	/* With the phrase: the phrase is what a reader prefers. */
-	ck_assert_int_eq(engy_hotkey_write(path, mini, dev_phrase, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+		engy_hotkey_write(path, mini, dev_phrase, err, sizeof(err)), 0);
 	ck_assert_int_eq(engy_hotkey_load(&hk, path, err, sizeof(err)), 0);
 	ck_assert_int_eq(hk.source, ENGY_HOTKEY_PHRASE);
 	ck_assert_hex_eq(hk.kp.pub, 32, dev_pub);
@@ -360,7 +429,9 @@ START_TEST(test_write_and_read_back)
 	mini[0] ^= 1;
 	ck_assert_int_eq(engy_hotkey_format(mini, dev_phrase, &text), -EINVAL);
 	ck_assert_ptr_null(text);
-	ck_assert_int_eq(engy_hotkey_write(path, mini, dev_phrase, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(
+		engy_hotkey_write(path, mini, dev_phrase, err, sizeof(err)),
+		-EINVAL);
 	ck_assert_int_eq(access(path, F_OK), -1);
 
 	/* The layout: btwallet's field names, 0x-prefixed hex. */
@@ -383,16 +454,21 @@ START_TEST(test_file_errors)
 	struct engy_hotkey hk;
 	char *big;
 
-	ck_assert_int_eq(engy_hotkey_load(&hk, "/nonexistent/hotkey", err, sizeof(err)), -ENOENT);
+	ck_assert_int_eq(
+		engy_hotkey_load(&hk, "/nonexistent/hotkey", err, sizeof(err)),
+		-ENOENT);
 	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/hotkey"));
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/big", dir);
 	big = malloc(ENGY_HOTKEY_MAX_FILE + 10);
 	ck_assert_ptr_nonnull(big);
 	memset(big, ' ', ENGY_HOTKEY_MAX_FILE + 10);
-	ck_assert_int_eq(engy_write_file_atomic(path, big, ENGY_HOTKEY_MAX_FILE + 10, 0600), 0);
+	ck_assert_int_eq(engy_write_file_atomic(
+				 path, big, ENGY_HOTKEY_MAX_FILE + 10, 0600),
+			 0);
 	free(big);
-	ck_assert_int_eq(engy_hotkey_load(&hk, path, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(engy_hotkey_load(&hk, path, err, sizeof(err)),
+			 -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "not a hotkey file"));
 	unlink(path);
 	rmdir(dir);

@@ -51,7 +51,8 @@ START_TEST(test_builder)
 	engy_html_raw(&h, "</td>");
 	p = engy_html_take(&h, &len);
 	ck_assert_ptr_nonnull(p);
-	ck_assert_str_eq(p, "<td title=\"&quot; onmouseover=&quot;x\">42/x</td>");
+	ck_assert_str_eq(p,
+			 "<td title=\"&quot; onmouseover=&quot;x\">42/x</td>");
 	ck_assert_uint_eq(len, strlen(p));
 	ck_assert_ptr_null(h.p);
 	free(p);

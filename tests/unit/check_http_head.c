@@ -9,7 +9,9 @@
 #include "http_head.h"
 
 static const struct engy_http_limits lim = {
-	.head = 16384, .fields = 100, .target = 8192,
+	.head = 16384,
+	.fields = 100,
+	.target = 8192,
 };
 
 static int req(const char *s, struct engy_http_head *h, const char **why)
@@ -38,7 +40,8 @@ START_TEST(test_request)
 
 	ck_assert_int_eq(req("POST /v1/x?a=b HTTP/1.1\r\nHost: t\r\n"
 			     "content-length:  42 \t\r\nX-Empty:\r\n"
-			     "Connection: keep-alive,  Close\r\n\r\n", &h, &why),
+			     "Connection: keep-alive,  Close\r\n\r\n",
+			     &h, &why),
 			 0);
 	ck_assert_ptr_null(why);
 	ck_assert_str_eq(h.method, "POST");
@@ -56,7 +59,8 @@ START_TEST(test_request)
 	engy_http_head_free(&h);
 
 	/* Bare LF lines; HTTP/1.0; no length; obs-text in a value. */
-	ck_assert_int_eq(req("GET / HTTP/1.0\nX: caf\xc3\xa9\n\n", &h, &why), 0);
+	ck_assert_int_eq(req("GET / HTTP/1.0\nX: caf\xc3\xa9\n\n", &h, &why),
+			 0);
 	ck_assert_int_eq(h.http_minor, 0);
 	ck_assert_int_eq(h.content_length, -1);
 	ck_assert_str_eq(engy_http_head_get(&h, "x"), "caf\xc3\xa9");
@@ -64,7 +68,8 @@ START_TEST(test_request)
 	/* "*" for OPTIONS only; identical repeated lengths are one. */
 	ck_assert_int_eq(req("OPTIONS * HTTP/1.1\r\nHost: t\r\n"
 			     "Content-Length: 3\r\nContent-Length: 3\r\n\r\n",
-			     &h, &why), 0);
+			     &h, &why),
+			 0);
 	ck_assert_int_eq(h.content_length, 3);
 	engy_http_head_free(&h);
 }
@@ -80,10 +85,12 @@ START_TEST(test_refusals)
 	refused("GET  / HTTP/1.1\r\n\r\n", -EINVAL, NULL);
 	refused("G(T / HTTP/1.1\r\n\r\n", -EINVAL, "malformed method");
 	refused("GET /a b HTTP/1.1\r\n\r\n", -EINVAL, NULL);
-	refused("GET /\x7f HTTP/1.1\r\n\r\n", -EINVAL, "malformed request target");
+	refused("GET /\x7f HTTP/1.1\r\n\r\n", -EINVAL,
+		"malformed request target");
 	refused("GET http://h/ HTTP/1.1\r\n\r\n", -EINVAL,
 		"request target must be a path");
-	refused("GET * HTTP/1.1\r\n\r\n", -EINVAL, "request target must be a path");
+	refused("GET * HTTP/1.1\r\n\r\n", -EINVAL,
+		"request target must be a path");
 	refused("GET / HTTP/1.1 \r\n\r\n", -EINVAL, "not an HTTP/1.x request");
 	refused("GET / http/1.1\r\n\r\n", -EINVAL, "not an HTTP/1.x request");
 	/* Injection: bare CR, NUL, controls, folding, space before colon. */
@@ -95,8 +102,10 @@ START_TEST(test_refusals)
 		"control character in a header value");
 	refused("GET / HTTP/1.1\r\nA: b\r\n folded\r\n\r\n", -EINVAL,
 		"folded header line");
-	refused("GET / HTTP/1.1\r\nA : b\r\n\r\n", -EINVAL, "malformed header name");
-	refused("GET / HTTP/1.1\r\n: b\r\n\r\n", -EINVAL, "malformed header name");
+	refused("GET / HTTP/1.1\r\nA : b\r\n\r\n", -EINVAL,
+		"malformed header name");
+	refused("GET / HTTP/1.1\r\n: b\r\n\r\n", -EINVAL,
+		"malformed header name");
 	refused("GET / HTTP/1.1\r\nNo-colon\r\n\r\n", -EINVAL,
 		"header line without a colon");
 	/* A second request hidden after the empty line. */
@@ -109,11 +118,11 @@ START_TEST(test_refusals)
 	refused("POST / HTTP/1.1\r\nContent-Length: 3\r\ncontent-length: 4\r\n\r\n",
 		-EBADMSG, "conflicting Content-Length headers");
 	refused("POST / HTTP/1.1\r\nContent-Length: 3\r\n"
-		"Transfer-Encoding: chunked\r\n\r\n", -EBADMSG,
-		"both Transfer-Encoding and Content-Length");
+		"Transfer-Encoding: chunked\r\n\r\n",
+		-EBADMSG, "both Transfer-Encoding and Content-Length");
 	refused("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n"
-		"Transfer-Encoding: chunked\r\n\r\n", -EBADMSG,
-		"more than one Transfer-Encoding");
+		"Transfer-Encoding: chunked\r\n\r\n",
+		-EBADMSG, "more than one Transfer-Encoding");
 	refused("GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", -EBADMSG,
 		"more than one Host");
 	refused("POST / HTTP/1.1\r\nContent-Length: -3\r\n\r\n", -EBADMSG,
@@ -130,33 +139,45 @@ END_TEST
 START_TEST(test_nul_and_limits)
 {
 	struct engy_http_head h;
-	struct engy_http_limits small = { .head = 32, .fields = 2, .target = 5 };
+	struct engy_http_limits small = { .head = 32,
+					  .fields = 2,
+					  .target = 5 };
 	const char *why;
 	char many[2048];
 	size_t i;
 	int n;
 
-	ck_assert_int_eq(engy_http_head_parse_ex(&h, "GET / HTTP/1.1\r\n\0\r\n\r\n",
-						 20, true, &lim, &why), -EINVAL);
+	ck_assert_int_eq(engy_http_head_parse_ex(&h,
+						 "GET / HTTP/1.1\r\n\0\r\n\r\n",
+						 20, true, &lim, &why),
+			 -EINVAL);
 	ck_assert_str_eq(why, "NUL byte in the head");
-	ck_assert_int_eq(engy_http_head_parse_ex(&h, "GET /abcde HTTP/1.1\r\n\r\n",
+	ck_assert_int_eq(engy_http_head_parse_ex(&h,
+						 "GET /abcde HTTP/1.1\r\n\r\n",
 						 23, true, &small, &why),
 			 -ENAMETOOLONG);
-	ck_assert_int_eq(engy_http_head_parse_ex(&h, "GET /abcd HTTP/1.1\r\n\r\n",
-						 22, true, &small, &why), 0);
+	ck_assert_int_eq(engy_http_head_parse_ex(&h,
+						 "GET /abcd HTTP/1.1\r\n\r\n",
+						 22, true, &small, &why),
+			 0);
 	engy_http_head_free(&h);
-	ck_assert_int_eq(engy_http_head_parse_ex(&h, "GET / HTTP/1.1\r\n"
+	ck_assert_int_eq(engy_http_head_parse_ex(&h,
+						 "GET / HTTP/1.1\r\n"
 						 "A: 1\r\nB: 2\r\nC: 3\r\n\r\n",
 						 36, true, &small, &why),
 			 -EMSGSIZE);
 	small.head = 0;
-	ck_assert_int_eq(engy_http_head_parse_ex(&h, "GET / HTTP/1.1\r\n"
+	ck_assert_int_eq(engy_http_head_parse_ex(&h,
+						 "GET / HTTP/1.1\r\n"
 						 "A: 1\r\nB: 2\r\nC: 3\r\n\r\n",
-						 36, true, &small, &why), -E2BIG);
+						 36, true, &small, &why),
+			 -E2BIG);
 	ck_assert_str_eq(why, "too many header fields");
-	ck_assert_int_eq(engy_http_head_parse_ex(&h, "GET / HTTP/1.1\r\n"
+	ck_assert_int_eq(engy_http_head_parse_ex(&h,
+						 "GET / HTTP/1.1\r\n"
 						 "A: 1\r\nB: 2\r\n\r\n",
-						 30, true, &small, &why), 0);
+						 30, true, &small, &why),
+			 0);
 	ck_assert_uint_eq(h.n_fields, 2);
 	engy_http_head_free(&h);
 	/* No limits at all: fields as many as there are lines. */
@@ -164,8 +185,9 @@ START_TEST(test_nul_and_limits)
 	for (i = 0; i < 200; i++)
 		n += sprintf(many + n, "A%zu: b\r\n", i);
 	n += sprintf(many + n, "\r\n");
-	ck_assert_int_eq(engy_http_head_parse_ex(&h, many, (size_t)n, true, NULL,
-						 &why), 0);
+	ck_assert_int_eq(
+		engy_http_head_parse_ex(&h, many, (size_t)n, true, NULL, &why),
+		0);
 	ck_assert_uint_eq(h.n_fields, 200);
 	ck_assert_str_eq(h.fields[199].name, "A199");
 	engy_http_head_free(&h);
@@ -173,9 +195,12 @@ START_TEST(test_nul_and_limits)
 	ck_assert_int_eq(engy_http_head_parse(&h, many, (size_t)n, true, &why),
 			 -E2BIG);
 	ck_assert_int_eq(engy_http_head_parse(&h, "GET / HTTP/2.0\r\n\r\n", 18,
-					      true, &why), -EINVAL);
-	ck_assert_int_eq(engy_http_head_parse(&h, "GET / HTTP/1.1\r\nHost: a\r\n"
-					      "Host: a\r\n\r\n", 36, true, &why),
+					      true, &why),
+			 -EINVAL);
+	ck_assert_int_eq(engy_http_head_parse(&h,
+					      "GET / HTTP/1.1\r\nHost: a\r\n"
+					      "Host: a\r\n\r\n",
+					      36, true, &why),
 			 -EINVAL);
 	ck_assert_str_eq(why, "more than one Host");
 }
@@ -188,7 +213,8 @@ START_TEST(test_status_line)
 
 #define RESP(s) engy_http_head_parse_ex(&h, s, strlen(s), false, &lim, &why)
 	ck_assert_int_eq(RESP("HTTP/1.1 101 Switching Protocols\r\n"
-			      "Upgrade: websocket\r\n\r\n"), 0);
+			      "Upgrade: websocket\r\n\r\n"),
+			 0);
 	ck_assert_int_eq(h.status, 101);
 	ck_assert_str_eq(h.reason_phrase, "Switching Protocols");
 	ck_assert_ptr_null(h.method);
@@ -198,7 +224,8 @@ START_TEST(test_status_line)
 	ck_assert_str_eq(h.reason_phrase, "");
 	engy_http_head_free(&h);
 	/* Two Host fields are a request's problem only. */
-	ck_assert_int_eq(RESP("HTTP/1.1 200 OK\r\nHost: a\r\nHost: b\r\n\r\n"), 0);
+	ck_assert_int_eq(RESP("HTTP/1.1 200 OK\r\nHost: a\r\nHost: b\r\n\r\n"),
+			 0);
 	engy_http_head_free(&h);
 	ck_assert_int_eq(RESP("HTTP/1.1 1O1 x\r\n\r\n"), -EINVAL);
 	ck_assert_int_eq(RESP("HTTP/1.1 600 x\r\n\r\n"), -EINVAL);
@@ -207,7 +234,8 @@ START_TEST(test_status_line)
 	ck_assert_int_eq(RESP("HTTP/3 200 OK\r\n\r\n"), -EINVAL);
 	ck_assert_int_eq(RESP("HTTP/2.0 200 OK\r\n\r\n"), -EPROTONOSUPPORT);
 	ck_assert_int_eq(RESP("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
-			      "Transfer-Encoding: chunked\r\n\r\n"), -EBADMSG);
+			      "Transfer-Encoding: chunked\r\n\r\n"),
+			 -EBADMSG);
 #undef RESP
 }
 END_TEST

@@ -41,7 +41,8 @@ static struct srv {
 
 static long query_num(struct evhttp_request *req, const char *key)
 {
-	const char *q = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	const char *q =
+		evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
 	struct evkeyvalq kv;
 	const char *v;
 	long n = -1;
@@ -94,15 +95,24 @@ static void echo(struct evhttp_request *req)
 	const char *m;
 
 	switch (evhttp_request_get_command(req)) {
-	case EVHTTP_REQ_GET: m = "GET"; break;
-	case EVHTTP_REQ_POST: m = "POST"; break;
-	case EVHTTP_REQ_PUT: m = "PUT"; break;
-	default: m = "other"; break;
+	case EVHTTP_REQ_GET:
+		m = "GET";
+		break;
+	case EVHTTP_REQ_POST:
+		m = "POST";
+		break;
+	case EVHTTP_REQ_PUT:
+		m = "PUT";
+		break;
+	default:
+		m = "other";
+		break;
 	}
-	evbuffer_add_printf(b, "method=%s\nauth=%s\nct=%s\nx=%s\nua=%s\nlen=%zu\nbody=",
-			    m, hdr(req, "Authorization"), hdr(req, "Content-Type"),
-			    hdr(req, "X-Test"), hdr(req, "User-Agent"),
-			    evbuffer_get_length(in));
+	evbuffer_add_printf(
+		b, "method=%s\nauth=%s\nct=%s\nx=%s\nua=%s\nlen=%zu\nbody=", m,
+		hdr(req, "Authorization"), hdr(req, "Content-Type"),
+		hdr(req, "X-Test"), hdr(req, "User-Agent"),
+		evbuffer_get_length(in));
 	evbuffer_add_buffer(b, in);
 	evhttp_send_reply(req, 200, "OK", b);
 	evbuffer_free(b);
@@ -110,7 +120,8 @@ static void echo(struct evhttp_request *req)
 
 static void handle(struct evhttp_request *req, void *arg)
 {
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	const char *path =
+		evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
 	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
 	long n;
 
@@ -123,13 +134,13 @@ static void handle(struct evhttp_request *req, void *arg)
 		struct evbuffer *b = evbuffer_new();
 
 		fill(b, (size_t)query_num(req, "n"));
-		evhttp_send_reply(req, 200, "OK", b);	/* with Content-Length */
+		evhttp_send_reply(req, 200, "OK", b); /* with Content-Length */
 		evbuffer_free(b);
 	} else if (strcmp(path, "/chunked") == 0) {
 		struct evbuffer *b = evbuffer_new();
 
 		n = query_num(req, "n");
-		evhttp_send_reply_start(req, 200, "OK");	/* no length */
+		evhttp_send_reply_start(req, 200, "OK"); /* no length */
 		fill(b, (size_t)n / 2);
 		evhttp_send_reply_chunk(req, b);
 		fill(b, (size_t)(n - n / 2));
@@ -146,7 +157,8 @@ static void handle(struct evhttp_request *req, void *arg)
 		reply(req, 200, "target", 6);
 	} else if (strcmp(path, "/status") == 0) {
 		evhttp_add_header(out, "Content-Type", "application/json");
-		reply(req, (int)query_num(req, "c"), "{\"error\":\"busy\"}", 16);
+		reply(req, (int)query_num(req, "c"), "{\"error\":\"busy\"}",
+		      16);
 	} else if (strcmp(path, "/echo") == 0) {
 		echo(req);
 	} else {
@@ -180,12 +192,13 @@ static void srv_up(void)
 	S.http = evhttp_new(S.base);
 	ck_assert_ptr_nonnull(S.http);
 	evhttp_set_allowed_methods(S.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
-					   EVHTTP_REQ_PUT);
+						   EVHTTP_REQ_PUT);
 	evhttp_set_gencb(S.http, handle, NULL);
 	bs = evhttp_bind_socket_with_handle(S.http, "127.0.0.1", 0);
 	ck_assert_ptr_nonnull(bs);
 	ck_assert_int_eq(getsockname(evhttp_bound_socket_get_fd(bs),
-				     (struct sockaddr *)&sa, &sl), 0);
+				     (struct sockaddr *)&sa, &sl),
+			 0);
 	S.port = ntohs(sa.sin_port);
 	S.stop_ev = event_new(S.base, S.stop_fd[0], EV_READ, on_stop, NULL);
 	ck_assert_int_eq(event_add(S.stop_ev, NULL), 0);
@@ -214,7 +227,9 @@ static int get(const char *path, struct engy_httpc_resp *rs)
 {
 	char u[128];
 	const struct engy_httpc_req rq = {
-		.url = u, .timeout_ms = 10000, .max_body = CAP,
+		.url = u,
+		.timeout_ms = 10000,
+		.max_body = CAP,
 	};
 
 	url(u, sizeof(u), path);
@@ -238,7 +253,7 @@ START_TEST(test_200_body)
 	ck_assert_int_eq(get("/ok", &rs), 0);
 	ck_assert_int_eq(rs.status, 200);
 	ck_assert_uint_eq(rs.len, 5);
-	ck_assert_str_eq(rs.body, "hello");	/* NUL-terminated */
+	ck_assert_str_eq(rs.body, "hello"); /* NUL-terminated */
 	ck_assert_str_eq(rs.err, "");
 	engy_httpc_resp_free(&rs);
 	ck_assert_ptr_null(rs.body);
@@ -302,7 +317,9 @@ START_TEST(test_timeout)
 	struct engy_httpc_resp rs;
 	char u[128];
 	const struct engy_httpc_req rq = {
-		.url = u, .timeout_ms = 300, .connect_timeout_ms = 300,
+		.url = u,
+		.timeout_ms = 300,
+		.connect_timeout_ms = 300,
 		.max_body = CAP,
 	};
 
@@ -322,7 +339,9 @@ START_TEST(test_redirect_not_followed)
 	struct engy_httpc_resp rs;
 	char u[128];
 	const struct engy_httpc_req rq = {
-		.url = u, .timeout_ms = 10000, .max_body = CAP,
+		.url = u,
+		.timeout_ms = 10000,
+		.max_body = CAP,
 	};
 
 	ck_assert_int_eq(get("/redirect", &rs), 0);
@@ -371,7 +390,9 @@ START_TEST(test_refused)
 	struct engy_httpc_resp rs;
 	char u[128];
 	const struct engy_httpc_req rq = {
-		.url = u, .timeout_ms = 10000, .max_body = CAP,
+		.url = u,
+		.timeout_ms = 10000,
+		.max_body = CAP,
 	};
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
@@ -393,7 +414,9 @@ START_TEST(test_cancel)
 	struct engy_httpc_resp rs;
 	char u[128];
 	const struct engy_httpc_req rq = {
-		.url = u, .timeout_ms = 60000, .max_body = CAP,
+		.url = u,
+		.timeout_ms = 60000,
+		.max_body = CAP,
 		.cancel = &cancel,
 	};
 
@@ -413,9 +436,14 @@ START_TEST(test_post_headers_bearer)
 	struct engy_httpc_resp rs;
 	char u[128];
 	struct engy_httpc_req rq = {
-		.url = u, .headers = hs, .body = body,
-		.body_len = sizeof(body) - 1, .timeout_ms = 10000,
-		.max_body = CAP, .bearer = "s3cret", .user_agent = "engy-test/1",
+		.url = u,
+		.headers = hs,
+		.body = body,
+		.body_len = sizeof(body) - 1,
+		.timeout_ms = 10000,
+		.max_body = CAP,
+		.bearer = "s3cret",
+		.user_agent = "engy-test/1",
 	};
 
 	url(u, sizeof(u), "/echo");
@@ -451,8 +479,13 @@ START_TEST(test_kept_connection)
 	struct engy_httpc_resp rs;
 	char u[128];
 	struct engy_httpc_req rq = {
-		.url = u, .headers = hs, .body = "x", .body_len = 1,
-		.timeout_ms = 10000, .max_body = CAP, .bearer = "tok1",
+		.url = u,
+		.headers = hs,
+		.body = "x",
+		.body_len = 1,
+		.timeout_ms = 10000,
+		.max_body = CAP,
+		.bearer = "tok1",
 		.user_agent = "ua1",
 	};
 	int i;
@@ -460,15 +493,18 @@ START_TEST(test_kept_connection)
 	ck_assert_ptr_nonnull(c);
 	url(u, sizeof(u), "/echo");
 	ck_assert_int_eq(engy_httpc_do(c, &rq, &rs), 0);
-	ck_assert_str_eq(rs.body, "method=POST\nauth=Bearer tok1\nct=application/x-www-form-urlencoded\n"
-				  "x=kept\nua=ua1\nlen=1\nbody=x");
+	ck_assert_str_eq(
+		rs.body,
+		"method=POST\nauth=Bearer tok1\nct=application/x-www-form-urlencoded\n"
+		"x=kept\nua=ua1\nlen=1\nbody=x");
 	engy_httpc_resp_free(&rs);
 	memset(&rq, 0, sizeof(rq));
 	rq.url = u;
 	rq.timeout_ms = 10000;
 	rq.max_body = CAP;
 	ck_assert_int_eq(engy_httpc_do(c, &rq, &rs), 0);
-	ck_assert_str_eq(rs.body, "method=GET\nauth=-\nct=-\nx=-\nua=-\nlen=0\nbody=");
+	ck_assert_str_eq(rs.body,
+			 "method=GET\nauth=-\nct=-\nx=-\nua=-\nlen=0\nbody=");
 	engy_httpc_resp_free(&rs);
 	/* an error on a kept connection leaves it usable */
 	rq.max_body = 10;
@@ -492,7 +528,9 @@ START_TEST(test_bad_requests)
 	struct engy_httpc_resp rs;
 	char u[128];
 	struct engy_httpc_req rq = {
-		.url = u, .timeout_ms = 10000, .max_body = CAP,
+		.url = u,
+		.timeout_ms = 10000,
+		.max_body = CAP,
 	};
 
 	url(u, sizeof(u), "/ok");
@@ -520,7 +558,7 @@ START_TEST(test_bad_requests)
 END_TEST
 
 #define N_THREADS 8
-#define N_EACH 25
+#define N_EACH	  25
 
 static void *hammer(void *arg)
 {
@@ -532,7 +570,9 @@ static void *hammer(void *arg)
 		struct engy_httpc_resp rs;
 		char u[128];
 		const struct engy_httpc_req rq = {
-			.url = u, .timeout_ms = 10000, .max_body = 4096,
+			.url = u,
+			.timeout_ms = 10000,
+			.max_body = 4096,
 		};
 
 		url(u, sizeof(u), i % 2 ? "/size?n=4096" : "/chunked?n=4096");
@@ -554,7 +594,8 @@ START_TEST(test_threads)
 
 	for (i = 0; i < N_THREADS; i++)
 		ck_assert_int_eq(pthread_create(&th[i], NULL, hammer,
-						i % 2 ? (void *)1 : NULL), 0);
+						i % 2 ? (void *)1 : NULL),
+				 0);
 	for (i = 0; i < N_THREADS; i++) {
 		ck_assert_int_eq(pthread_join(th[i], &ok), 0);
 		ck_assert_int_eq((long)ok, N_EACH);

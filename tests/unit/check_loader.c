@@ -16,10 +16,12 @@ static char err[1024];
 static void refused(const char *name, const char *reason)
 {
 	struct engy_loaded l;
-	int rc = engy_loader_open_named(TEST_PLUGIN_DIR, name, &l, err, sizeof(err));
+	int rc = engy_loader_open_named(TEST_PLUGIN_DIR, name, &l, err,
+					sizeof(err));
 
 	ck_assert_int_lt(rc, 0);
-	ck_assert_msg(strstr(err, name) != NULL, "error names the plugin: %s", err);
+	ck_assert_msg(strstr(err, name) != NULL, "error names the plugin: %s",
+		      err);
 	ck_assert_msg(strstr(err, reason) != NULL, "'%s' in: %s", reason, err);
 	ck_assert_ptr_null(l.dl);
 }
@@ -90,7 +92,8 @@ START_TEST(test_invalid_name)
 	struct engy_loaded l;
 
 	ck_assert_int_lt(engy_loader_open_named(TEST_PLUGIN_DIR, "../bad-magic",
-						&l, err, sizeof(err)), 0);
+						&l, err, sizeof(err)),
+			 0);
 	ck_assert_ptr_nonnull(strstr(err, "invalid name"));
 	ck_assert(!engy_plugin_name_valid(""));
 	ck_assert(!engy_plugin_name_valid("A"));
@@ -112,8 +115,9 @@ START_TEST(test_not_shared_object)
 	ck_assert_ptr_nonnull(f);
 	fputs("this is not an ELF file\n", f);
 	fclose(f);
-	ck_assert_int_lt(engy_loader_open_named(dir, "text-file", &l, err,
-						sizeof(err)), 0);
+	ck_assert_int_lt(
+		engy_loader_open_named(dir, "text-file", &l, err, sizeof(err)),
+		0);
 	ck_assert_ptr_nonnull(strstr(err, "plugin 'text-file': cannot load"));
 	ck_assert_ptr_nonnull(strstr(err, "not a shared object"));
 	unlink(path);
@@ -127,7 +131,8 @@ START_TEST(test_good_loads_and_zero_extends)
 	const struct engy_proof_ops *ops;
 
 	ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR, "test-proof",
-						&l, err, sizeof(err)), 0);
+						&l, err, sizeof(err)),
+			 0);
 	ck_assert_str_eq(l.desc.name, "test-proof");
 	ck_assert_int_eq(l.desc.kind, ENGY_KIND_PROOF);
 	ck_assert_str_eq(l.kind->name, "proof");
@@ -148,13 +153,15 @@ START_TEST(test_1_0_descriptor_has_no_check)
 
 	/* A 1.0 descriptor loads; the 1.1 check op past its size reads
 	 * NULL even though the bytes there are not. */
-	ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR, "size-1-0",
-						&l, err, sizeof(err)), 0);
+	ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR, "size-1-0", &l,
+						err, sizeof(err)),
+			 0);
 	ck_assert_uint_eq(l.desc.size, ENGY_PLUGIN_SIZE_1_0);
 	ck_assert_ptr_null(l.desc.check);
 	engy_loader_close(&l, true);
 	ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR, "test-proof",
-						&l, err, sizeof(err)), 0);
+						&l, err, sizeof(err)),
+			 0);
 	ck_assert_uint_eq(l.desc.size, sizeof(struct engy_plugin));
 	ck_assert_ptr_null(l.desc.check);
 	engy_loader_close(&l, true);
@@ -163,7 +170,10 @@ END_TEST
 
 START_TEST(test_each_kind_loads_as_itself)
 {
-	static const struct { const char *name; uint32_t kind; } k[] = {
+	static const struct {
+		const char *name;
+		uint32_t kind;
+	} k[] = {
 		{ "test-transport", ENGY_KIND_TRANSPORT },
 		{ "test-backend", ENGY_KIND_BACKEND },
 		{ "test-proof", ENGY_KIND_PROOF },
@@ -175,12 +185,16 @@ START_TEST(test_each_kind_loads_as_itself)
 	size_t i;
 
 	for (i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
-		ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR, k[i].name,
-							&l, err, sizeof(err)), 0);
+		ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR,
+							k[i].name, &l, err,
+							sizeof(err)),
+				 0);
 		ck_assert_uint_eq(l.desc.kind, k[i].kind);
 		ck_assert_uint_eq(*(const uint32_t *)l.ops, l.kind->ops_size);
 		if (k[i].kind == ENGY_KIND_BACKEND)
-			ck_assert_ptr_nonnull(((const struct engy_backend_ops *)l.ops)->generate);
+			ck_assert_ptr_nonnull(
+				((const struct engy_backend_ops *)l.ops)
+					->generate);
 		engy_loader_close(&l, true);
 	}
 }
@@ -192,7 +206,8 @@ START_TEST(test_create_fails_loads)
 
 	/* A plugin whose create() fails still passes every load check. */
 	ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR, "create-fails",
-						&l, err, sizeof(err)), 0);
+						&l, err, sizeof(err)),
+			 0);
 	engy_loader_close(&l, true);
 }
 END_TEST
@@ -202,7 +217,8 @@ START_TEST(test_kinds)
 	ck_assert_str_eq(engy_kind_name(ENGY_KIND_TRANSPORT), "transport");
 	ck_assert_str_eq(engy_kind_name(ENGY_KIND_STORE), "store");
 	ck_assert_str_eq(engy_kind_name(42), "unknown");
-	ck_assert_ptr_eq(engy_kind_by_name("chain"), engy_kind_info(ENGY_KIND_CHAIN));
+	ck_assert_ptr_eq(engy_kind_by_name("chain"),
+			 engy_kind_info(ENGY_KIND_CHAIN));
 	ck_assert_ptr_null(engy_kind_by_name("nope"));
 }
 END_TEST

@@ -70,10 +70,12 @@ START_TEST(test_file_and_reopen)
 	engy_log(ENGY_LOG_WARNING, "my inst", "event=two\nforged=line");
 	text = slurp(path);
 	ck_assert_ptr_nonnull(text);
-	ck_assert_ptr_nonnull(strstr(text, " level=info inst=p1 event=one n=1\n"));
+	ck_assert_ptr_nonnull(
+		strstr(text, " level=info inst=p1 event=one n=1\n"));
 	ck_assert_ptr_null(strstr(text, "hidden"));
 	/* A newline inside a message cannot forge a second event line. */
-	ck_assert_ptr_nonnull(strstr(text, "inst=\"my inst\" event=two forged=line\n"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "inst=\"my inst\" event=two forged=line\n"));
 	ck_assert(strstr(text, "event=one") < strstr(text, "event=two"));
 	ck_assert_uint_eq(engy_log_count(ENGY_LOG_INFO), before + 1);
 	engy_log(ENGY_LOG_INFO, NULL, "event=before_rotate");
@@ -101,7 +103,7 @@ END_TEST
  * written after every line logged before it.
  */
 #define THREADS 4
-#define LINES 20000
+#define LINES	20000
 
 static void *spam(void *arg)
 {
@@ -109,10 +111,11 @@ static void *spam(void *arg)
 
 	for (int i = 0; i < LINES; i++) {
 		if (i == LINES / 2)
-			engy_log(ENGY_LOG_WARNING, "t", "event=half t=%ld i=%d", t, i);
+			engy_log(ENGY_LOG_WARNING, "t", "event=half t=%ld i=%d",
+				 t, i);
 		else
-			engy_log(ENGY_LOG_INFO, "t", "event=spam t=%ld i=%d pad=%0100d",
-				 t, i, 0);
+			engy_log(ENGY_LOG_INFO, "t",
+				 "event=spam t=%ld i=%d pad=%0100d", t, i, 0);
 	}
 	return NULL;
 }
@@ -128,7 +131,8 @@ START_TEST(test_writer_thread)
 	snprintf(path, sizeof(path), "%s/engyd.log", dir);
 	ck_assert_int_eq(engy_log_open(path, ENGY_LOG_INFO), 0);
 	for (long t = 0; t < THREADS; t++)
-		ck_assert_int_eq(pthread_create(&th[t], NULL, spam, (void *)t), 0);
+		ck_assert_int_eq(pthread_create(&th[t], NULL, spam, (void *)t),
+				 0);
 	for (int t = 0; t < THREADS; t++)
 		pthread_join(th[t], NULL);
 	engy_log_close();
@@ -139,10 +143,13 @@ START_TEST(test_writer_thread)
 		int i;
 		const char *e = strstr(line, " event=");
 
-		ck_assert_msg(e && line[strlen(line) - 1] == '\n', "torn line: %s", line);
-		ck_assert_int_eq(sscanf(strstr(e, " t=") + 3, "%ld i=%d", &t, &i), 2);
+		ck_assert_msg(e && line[strlen(line) - 1] == '\n',
+			      "torn line: %s", line);
+		ck_assert_int_eq(
+			sscanf(strstr(e, " t=") + 3, "%ld i=%d", &t, &i), 2);
 		ck_assert(t >= 0 && t < THREADS);
-		ck_assert_msg(i == next[t], "thread %ld: line %d after %d", t, i, next[t]);
+		ck_assert_msg(i == next[t], "thread %ld: line %d after %d", t,
+			      i, next[t]);
 		next[t]++;
 		n++;
 	}

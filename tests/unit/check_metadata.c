@@ -117,8 +117,8 @@ static void key_is(struct engy_metadata *md, const char *item,
 		   const uint8_t *k1, size_t n1, const uint8_t *k2, size_t n2,
 		   const char *hex)
 {
-	const uint8_t *keys[2] = {k1, k2};
-	size_t lens[2] = {n1, n2};
+	const uint8_t *keys[2] = { k1, k2 };
+	size_t lens[2] = { n1, n2 };
 	struct engy_scale_buf b;
 
 	engy_scale_buf_init(&b);
@@ -136,10 +136,10 @@ static void key_is(struct engy_metadata *md, const char *item,
 START_TEST(test_storage_keys)
 {
 	struct engy_metadata *md = parse_fixture(14, 7);
-	static const uint8_t n53[2] = {0x35, 0}, u229[2] = {0xe5, 0};
+	static const uint8_t n53[2] = { 0x35, 0 }, u229[2] = { 0xe5, 0 };
 	const struct engy_meta_entry *e;
-	const uint8_t *keys[1] = {n53};
-	size_t lens[1] = {2}, n;
+	const uint8_t *keys[1] = { n53 };
+	size_t lens[1] = { 2 }, n;
 	struct engy_scale_buf b;
 	uint8_t *dev = unhex(DEV_PUB, &n);
 
@@ -279,7 +279,7 @@ START_TEST(test_zero_size_and_skip)
 {
 	struct engy_metadata *md = parse_fixture(14, 7);
 	struct engy_scale_rd r;
-	static const uint8_t era[] = {1, 7, 0xaa};
+	static const uint8_t era[] = { 1, 7, 0xaa };
 
 	ck_assert(engy_meta_zero_size(md, T_UNIT));
 	ck_assert(engy_meta_zero_size(md, T_PHANTOM));
@@ -330,7 +330,7 @@ START_TEST(test_refusals)
 	engy_scale_buf_init(&b);
 	engy_scale_put(&b, "meta\x0e", 5);
 	engy_scale_put_compact(&b, 1);
-	mf_composite(&b, 0, "Dangling", MF_F({"x", 7}));
+	mf_composite(&b, 0, "Dangling", MF_F({ "x", 7 }));
 	engy_scale_put_compact(&b, 0);
 	ck_assert_int_eq(engy_meta_parse(b.p, b.len, &md, err, sizeof(err)),
 			 -EINVAL);

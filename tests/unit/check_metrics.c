@@ -16,19 +16,25 @@ START_TEST(test_render)
 
 	ck_assert_int_eq(engy_metrics_new(&r), 0);
 	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_COUNTER, "req_total",
-					  "Requests\nby status", "status=\"200\"",
-					  NULL, 0, &c), 0);
+					  "Requests\nby status",
+					  "status=\"200\"", NULL, 0, &c),
+			 0);
 	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_COUNTER, "req_total",
-					  "Requests\nby status", "status=\"502\"",
-					  NULL, 0, &c2), 0);
+					  "Requests\nby status",
+					  "status=\"502\"", NULL, 0, &c2),
+			 0);
 	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_COUNTER, "req_total",
-					  "Requests\nby status", "status=\"200\"",
-					  NULL, 0, &again), 0);
+					  "Requests\nby status",
+					  "status=\"200\"", NULL, 0, &again),
+			 0);
 	ck_assert_ptr_eq(c, again);
 	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_GAUGE, "workers", NULL,
-					  NULL, NULL, 0, &g), 0);
-	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_HISTOGRAM, "ttft_seconds",
-					  "TTFT", NULL, b, 3, &h), 0);
+					  NULL, NULL, 0, &g),
+			 0);
+	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_HISTOGRAM,
+					  "ttft_seconds", "TTFT", NULL, b, 3,
+					  &h),
+			 0);
 	engy_metric_add(c, 2);
 	engy_metric_add(c, 1);
 	engy_metric_add(c2, 1);
@@ -40,16 +46,22 @@ START_TEST(test_render)
 	ck_assert(engy_metric_value(c) == 3);
 	text = engy_metrics_render(r);
 	ck_assert_ptr_nonnull(text);
-	ck_assert_ptr_nonnull(strstr(text, "# HELP req_total Requests\\nby status\n"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "# HELP req_total Requests\\nby status\n"));
 	ck_assert_ptr_nonnull(strstr(text, "# TYPE req_total counter\n"));
 	ck_assert_ptr_nonnull(strstr(text, "req_total{status=\"200\"} 3\n"));
 	ck_assert_ptr_nonnull(strstr(text, "req_total{status=\"502\"} 1\n"));
-	ck_assert_ptr_nonnull(strstr(text, "# TYPE workers gauge\nworkers 4\n"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "# TYPE workers gauge\nworkers 4\n"));
 	/* Buckets are cumulative; +Inf counts everything. */
-	ck_assert_ptr_nonnull(strstr(text, "ttft_seconds_bucket{le=\"0.10000000000000001\"} 1\n"));
-	ck_assert_ptr_nonnull(strstr(text, "ttft_seconds_bucket{le=\"1\"} 3\n"));
-	ck_assert_ptr_nonnull(strstr(text, "ttft_seconds_bucket{le=\"10\"} 3\n"));
-	ck_assert_ptr_nonnull(strstr(text, "ttft_seconds_bucket{le=\"+Inf\"} 4\n"));
+	ck_assert_ptr_nonnull(strstr(
+		text, "ttft_seconds_bucket{le=\"0.10000000000000001\"} 1\n"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "ttft_seconds_bucket{le=\"1\"} 3\n"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "ttft_seconds_bucket{le=\"10\"} 3\n"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "ttft_seconds_bucket{le=\"+Inf\"} 4\n"));
 	ck_assert_ptr_nonnull(strstr(text, "ttft_seconds_count 4\n"));
 	ck_assert_ptr_nonnull(strstr(text, "ttft_seconds_sum 101.25\n"));
 	free(text);
@@ -65,20 +77,27 @@ START_TEST(test_invalid)
 
 	ck_assert_int_eq(engy_metrics_new(&r), 0);
 	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_GAUGE, "9lives", NULL,
-					  NULL, NULL, 0, &m), -EINVAL);
+					  NULL, NULL, 0, &m),
+			 -EINVAL);
 	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_GAUGE, "a-b", NULL,
-					  NULL, NULL, 0, &m), -EINVAL);
+					  NULL, NULL, 0, &m),
+			 -EINVAL);
 	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_GAUGE, "ok", NULL,
-					  "k=unquoted", NULL, 0, &m), -EINVAL);
+					  "k=unquoted", NULL, 0, &m),
+			 -EINVAL);
 	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_GAUGE, "ok", NULL,
-					  "k=\"v\"x", NULL, 0, &m), -EINVAL);
+					  "k=\"v\"x", NULL, 0, &m),
+			 -EINVAL);
 	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_HISTOGRAM, "h", NULL,
-					  NULL, bad, 2, &m), -EINVAL);
+					  NULL, bad, 2, &m),
+			 -EINVAL);
 	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_GAUGE, "ok", NULL,
-					  "a=\"1\",b=\"x\\\"y\"", NULL, 0, &m), 0);
+					  "a=\"1\",b=\"x\\\"y\"", NULL, 0, &m),
+			 0);
 	/* The same name with another type is a conflict, not a new family. */
 	ck_assert_int_eq(engy_metrics_get(r, ENGY_METRIC_COUNTER, "ok", NULL,
-					  NULL, NULL, 0, &m), -EEXIST);
+					  NULL, NULL, 0, &m),
+			 -EEXIST);
 	engy_metrics_free(r);
 }
 END_TEST

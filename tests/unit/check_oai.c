@@ -29,8 +29,8 @@ static int parse(const char *json, struct engy_api_req *req)
 START_TEST(test_parse_minimal)
 {
 	struct engy_api_req req;
-	struct engy_api_model m = {.max_output_tokens = 32768,
-				   .default_max_tokens = 4096};
+	struct engy_api_model m = { .max_output_tokens = 32768,
+				    .default_max_tokens = 4096 };
 
 	ck_assert_int_eq(parse("{\"model\":\"qwen3.6-35b-a3b\",\"messages\":"
 			       "[{\"role\":\"user\",\"content\":\"hi\"}]}",
@@ -133,164 +133,165 @@ START_TEST(test_parse_errors)
 	static const struct {
 		const char *body, *want;
 	} bad[] = {
-		{"{\"model\":", "request body: not valid JSON"},
-		{"[1]", "request body: expected a JSON object"},
-		{"{\"model\":\"m\",\"messages\":[]} {\"model\":\"n\"}",
-		 "request body: not valid JSON: text after the value"},
-		{"{\"model\":\"m\",\"messages\":[]}x",
-		 "request body: not valid JSON: text after the value"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"a\x01b\"}]}",
-		 "request body: not valid JSON: a raw control character"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"a\tb\"}]}",
-		 "request body: not valid JSON: a raw control character"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"a\\u0000b\"}]}",
-		 "request body: not valid JSON: a NUL"},
-		{"{\"model\":\"m\",\x02\"messages\":[]}",
-		 "request body: not valid JSON: a control character outside"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"a\xff\xfe\"}]}",
-		 "request body: not valid UTF-8"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"\xed\xa0\x80\"}]}", /* a surrogate */
-		 "request body: not valid UTF-8"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"\xc0\xaf\"}]}", /* overlong */
-		 "request body: not valid UTF-8"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"cut \xe2\x82", "request body: not valid UTF-8"},
-		{"{\"messages\":[]}", "model: missing"},
-		{"{\"model\":7,\"messages\":[]}", "model: expected"},
-		{"{\"model\":\"\",\"messages\":[]}", "model: expected"},
-		{"{\"model\":\"m\"}", "messages: missing"},
-		{"{\"model\":\"m\",\"messages\":{}}",
-		 "messages: expected an array"},
-		{"{\"model\":\"m\",\"messages\":[]}", "messages: empty"},
-		{"{\"model\":\"m\",\"messages\":[1]}",
-		 "messages[0]: expected an object"},
-		{"{\"model\":\"m\",\"messages\":[{\"content\":\"x\"}]}",
-		 "messages[0].role: missing"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"function\","
-		 "\"content\":\"x\"}]}",
-		 "messages[0].role: \"function\" messages are not supported"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"robot\","
-		 "\"content\":\"x\"}]}",
-		 "messages[0].role: unknown role"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}]}",
-		 "messages[0].content: missing"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":5}]}",
-		 "messages[0].content: expected a string"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":"
-		 "[{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}}]}]}",
-		 "messages[0].content[0].type: \"image_url\" parts are not "
-		 "supported"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":"
-		 "[{\"type\":\"text\",\"text\":1}]}]}",
-		 "messages[0].content[0].text: expected a string"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"tool\","
-		 "\"content\":\"x\"}]}",
-		 "messages[0].tool_call_id: missing"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\","
-		 "\"content\":\"\",\"tool_calls\":[{\"type\":\"function\","
-		 "\"function\":{\"name\":\"f\",\"arguments\":\"{oops\"}}]}]}",
-		 "messages[0].tool_calls[0].function.arguments: not the JSON"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\","
-		 "\"content\":\"\",\"tool_calls\":[{\"function\":{}}]}]}",
-		 "messages[0].tool_calls[0].function.name: expected a string"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\","
-		 "\"content\":\"\",\"reasoning_content\":3}]}",
-		 "messages[0].reasoning_content: expected"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"x\"},{\"role\":\"developer\",\"content\":"
-		 "\"y\"}]}",
-		 "messages[1]: a system message must come first"},
-		{"{\"model\":\"m\",\"messages\":[{\"role\":\"system\","
-		 "\"content\":\"x\"}]}",
-		 "messages: no user query found"},
-		{"{\"model\":\"m\",\"max_tokens\":0,\"messages\":[{\"role\":"
-		 "\"user\",\"content\":\"x\"}]}",
-		 "max_tokens: expected an integer >= 1"},
-		{"{\"model\":\"m\",\"max_completion_tokens\":1.5,\"messages\":"
-		 "[{\"role\":\"user\",\"content\":\"x\"}]}",
-		 "max_completion_tokens: expected an integer >= 1"},
-		{"{\"model\":\"m\",\"temperature\":3,\"messages\":[{\"role\":"
-		 "\"user\",\"content\":\"x\"}]}",
-		 "temperature: expected a number in 0..2"},
-		{"{\"model\":\"m\",\"top_p\":0,\"messages\":[{\"role\":"
-		 "\"user\","
-		 "\"content\":\"x\"}]}",
-		 "top_p: expected"},
-		{"{\"model\":\"m\",\"n\":2,\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"x\"}]}",
-		 "n: only 1 choice is served"},
-		{"{\"model\":\"m\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"],"
-		 "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-		 "stop: at most 4"},
-		{"{\"model\":\"m\",\"stop\":7,\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"x\"}]}",
-		 "stop: expected a string or an array"},
-		{"{\"model\":\"m\",\"tools\":{},\"messages\":[{\"role\":"
-		 "\"user\","
-		 "\"content\":\"x\"}]}",
-		 "tools: expected an array"},
-		{"{\"model\":\"m\",\"tools\":[{\"type\":\"custom\",\"custom\":{"
-		 "}}],"
-		 "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-		 "tools[0].type: only \"function\" tools"},
-		{"{\"model\":\"m\",\"tools\":[{\"type\":\"function\","
-		 "\"function\":"
-		 "{\"name\":\"bad name\"}}],\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"x\"}]}",
-		 "tools[0].function.name: expected 1 to 64"},
-		{"{\"model\":\"m\",\"tools\":[{\"function\":{\"name\":\"f\"}},"
-		 "{\"function\":{\"name\":\"f\"}}],\"messages\":[{\"role\":"
-		 "\"user\",\"content\":\"x\"}]}",
-		 "tools[1].function.name: the name of an earlier tool"},
-		{"{\"model\":\"m\",\"tools\":[{\"function\":{\"name\":\"f\","
-		 "\"parameters\":[]}}],\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"x\"}]}",
-		 "tools[0].function.parameters: expected"},
-		{"{\"model\":\"m\",\"tools\":[{\"function\":{\"name\":\"f\"}}],"
-		 "\"tool_choice\":{\"type\":\"function\",\"function\":{"
-		 "\"name\":"
-		 "\"g\"}},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
-		 "}",
-		 "tool_choice: names a function that is not in tools"},
-		{"{\"model\":\"m\",\"tool_choice\":\"required\",\"messages\":"
-		 "[{\"role\":\"user\",\"content\":\"x\"}]}",
-		 "tool_choice: \"required\" needs tools"},
-		{"{\"model\":\"m\",\"tool_choice\":\"sometimes\",\"messages\":"
-		 "[{\"role\":\"user\",\"content\":\"x\"}]}",
-		 "tool_choice: expected"},
-		{"{\"model\":\"m\",\"response_format\":{\"type\":\"json_"
-		 "object\"},"
-		 "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-		 "response_format.type: only \"text\" is served"},
-		{"{\"model\":\"m\",\"logprobs\":true,\"messages\":[{\"role\":"
-		 "\"user\",\"content\":\"x\"}]}",
-		 "logprobs: not served"},
-		{"{\"model\":\"m\",\"stream\":\"yes\",\"messages\":[{\"role\":"
-		 "\"user\",\"content\":\"x\"}]}",
-		 "stream: expected true or false"},
-		{"{\"model\":\"m\",\"stream\":true,\"stream_options\":"
-		 "{\"include_usage\":1},\"messages\":[{\"role\":\"user\","
-		 "\"content\":\"x\"}]}",
-		 "stream_options.include_usage: expected true or false"},
-		{"{\"model\":\"m\",\"chat_template_kwargs\":{\"enable_"
-		 "thinking\":"
-		 "\"no\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
-		 "}",
-		 "chat_template_kwargs.enable_thinking: expected true or "
-		 "false"},
-		{"{\"model\":\"m\",\"reasoning_effort\":1,\"messages\":[{"
-		 "\"role\":"
-		 "\"user\",\"content\":\"x\"}]}",
-		 "reasoning_effort: expected a string"},
+		{ "{\"model\":", "request body: not valid JSON" },
+		{ "[1]", "request body: expected a JSON object" },
+		{ "{\"model\":\"m\",\"messages\":[]} {\"model\":\"n\"}",
+		  "request body: not valid JSON: text after the value" },
+		{ "{\"model\":\"m\",\"messages\":[]}x",
+		  "request body: not valid JSON: text after the value" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"a\x01b\"}]}",
+		  "request body: not valid JSON: a raw control character" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"a\tb\"}]}",
+		  "request body: not valid JSON: a raw control character" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"a\\u0000b\"}]}",
+		  "request body: not valid JSON: a NUL" },
+		{ "{\"model\":\"m\",\x02\"messages\":[]}",
+		  "request body: not valid JSON: a control character outside" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"a\xff\xfe\"}]}",
+		  "request body: not valid UTF-8" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"\xed\xa0\x80\"}]}", /* a surrogate */
+		  "request body: not valid UTF-8" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"\xc0\xaf\"}]}", /* overlong */
+		  "request body: not valid UTF-8" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"cut \xe2\x82",
+		  "request body: not valid UTF-8" },
+		{ "{\"messages\":[]}", "model: missing" },
+		{ "{\"model\":7,\"messages\":[]}", "model: expected" },
+		{ "{\"model\":\"\",\"messages\":[]}", "model: expected" },
+		{ "{\"model\":\"m\"}", "messages: missing" },
+		{ "{\"model\":\"m\",\"messages\":{}}",
+		  "messages: expected an array" },
+		{ "{\"model\":\"m\",\"messages\":[]}", "messages: empty" },
+		{ "{\"model\":\"m\",\"messages\":[1]}",
+		  "messages[0]: expected an object" },
+		{ "{\"model\":\"m\",\"messages\":[{\"content\":\"x\"}]}",
+		  "messages[0].role: missing" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"function\","
+		  "\"content\":\"x\"}]}",
+		  "messages[0].role: \"function\" messages are not supported" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"robot\","
+		  "\"content\":\"x\"}]}",
+		  "messages[0].role: unknown role" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\"}]}",
+		  "messages[0].content: missing" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		  "\"content\":5}]}",
+		  "messages[0].content: expected a string" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		  "\"content\":"
+		  "[{\"type\":\"image_url\",\"image_url\":{\"url\":\"x\"}}]}]}",
+		  "messages[0].content[0].type: \"image_url\" parts are not "
+		  "supported" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		  "\"content\":"
+		  "[{\"type\":\"text\",\"text\":1}]}]}",
+		  "messages[0].content[0].text: expected a string" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"tool\","
+		  "\"content\":\"x\"}]}",
+		  "messages[0].tool_call_id: missing" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\","
+		  "\"content\":\"\",\"tool_calls\":[{\"type\":\"function\","
+		  "\"function\":{\"name\":\"f\",\"arguments\":\"{oops\"}}]}]}",
+		  "messages[0].tool_calls[0].function.arguments: not the JSON" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\","
+		  "\"content\":\"\",\"tool_calls\":[{\"function\":{}}]}]}",
+		  "messages[0].tool_calls[0].function.name: expected a string" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"assistant\","
+		  "\"content\":\"\",\"reasoning_content\":3}]}",
+		  "messages[0].reasoning_content: expected" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"x\"},{\"role\":\"developer\",\"content\":"
+		  "\"y\"}]}",
+		  "messages[1]: a system message must come first" },
+		{ "{\"model\":\"m\",\"messages\":[{\"role\":\"system\","
+		  "\"content\":\"x\"}]}",
+		  "messages: no user query found" },
+		{ "{\"model\":\"m\",\"max_tokens\":0,\"messages\":[{\"role\":"
+		  "\"user\",\"content\":\"x\"}]}",
+		  "max_tokens: expected an integer >= 1" },
+		{ "{\"model\":\"m\",\"max_completion_tokens\":1.5,\"messages\":"
+		  "[{\"role\":\"user\",\"content\":\"x\"}]}",
+		  "max_completion_tokens: expected an integer >= 1" },
+		{ "{\"model\":\"m\",\"temperature\":3,\"messages\":[{\"role\":"
+		  "\"user\",\"content\":\"x\"}]}",
+		  "temperature: expected a number in 0..2" },
+		{ "{\"model\":\"m\",\"top_p\":0,\"messages\":[{\"role\":"
+		  "\"user\","
+		  "\"content\":\"x\"}]}",
+		  "top_p: expected" },
+		{ "{\"model\":\"m\",\"n\":2,\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"x\"}]}",
+		  "n: only 1 choice is served" },
+		{ "{\"model\":\"m\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"],"
+		  "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+		  "stop: at most 4" },
+		{ "{\"model\":\"m\",\"stop\":7,\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"x\"}]}",
+		  "stop: expected a string or an array" },
+		{ "{\"model\":\"m\",\"tools\":{},\"messages\":[{\"role\":"
+		  "\"user\","
+		  "\"content\":\"x\"}]}",
+		  "tools: expected an array" },
+		{ "{\"model\":\"m\",\"tools\":[{\"type\":\"custom\",\"custom\":{"
+		  "}}],"
+		  "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+		  "tools[0].type: only \"function\" tools" },
+		{ "{\"model\":\"m\",\"tools\":[{\"type\":\"function\","
+		  "\"function\":"
+		  "{\"name\":\"bad name\"}}],\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"x\"}]}",
+		  "tools[0].function.name: expected 1 to 64" },
+		{ "{\"model\":\"m\",\"tools\":[{\"function\":{\"name\":\"f\"}},"
+		  "{\"function\":{\"name\":\"f\"}}],\"messages\":[{\"role\":"
+		  "\"user\",\"content\":\"x\"}]}",
+		  "tools[1].function.name: the name of an earlier tool" },
+		{ "{\"model\":\"m\",\"tools\":[{\"function\":{\"name\":\"f\","
+		  "\"parameters\":[]}}],\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"x\"}]}",
+		  "tools[0].function.parameters: expected" },
+		{ "{\"model\":\"m\",\"tools\":[{\"function\":{\"name\":\"f\"}}],"
+		  "\"tool_choice\":{\"type\":\"function\",\"function\":{"
+		  "\"name\":"
+		  "\"g\"}},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
+		  "}",
+		  "tool_choice: names a function that is not in tools" },
+		{ "{\"model\":\"m\",\"tool_choice\":\"required\",\"messages\":"
+		  "[{\"role\":\"user\",\"content\":\"x\"}]}",
+		  "tool_choice: \"required\" needs tools" },
+		{ "{\"model\":\"m\",\"tool_choice\":\"sometimes\",\"messages\":"
+		  "[{\"role\":\"user\",\"content\":\"x\"}]}",
+		  "tool_choice: expected" },
+		{ "{\"model\":\"m\",\"response_format\":{\"type\":\"json_"
+		  "object\"},"
+		  "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+		  "response_format.type: only \"text\" is served" },
+		{ "{\"model\":\"m\",\"logprobs\":true,\"messages\":[{\"role\":"
+		  "\"user\",\"content\":\"x\"}]}",
+		  "logprobs: not served" },
+		{ "{\"model\":\"m\",\"stream\":\"yes\",\"messages\":[{\"role\":"
+		  "\"user\",\"content\":\"x\"}]}",
+		  "stream: expected true or false" },
+		{ "{\"model\":\"m\",\"stream\":true,\"stream_options\":"
+		  "{\"include_usage\":1},\"messages\":[{\"role\":\"user\","
+		  "\"content\":\"x\"}]}",
+		  "stream_options.include_usage: expected true or false" },
+		{ "{\"model\":\"m\",\"chat_template_kwargs\":{\"enable_"
+		  "thinking\":"
+		  "\"no\"},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]"
+		  "}",
+		  "chat_template_kwargs.enable_thinking: expected true or "
+		  "false" },
+		{ "{\"model\":\"m\",\"reasoning_effort\":1,\"messages\":[{"
+		  "\"role\":"
+		  "\"user\",\"content\":\"x\"}]}",
+		  "reasoning_effort: expected a string" },
 	};
 	struct engy_api_req req;
 	char param[64];
@@ -327,8 +328,8 @@ START_TEST(test_limits)
 		"{\"role\":\"user\",\"content\":\"c\"}],"
 		"\"tools\":[{\"function\":{\"name\":\"f\"}},"
 		"{\"function\":{\"name\":\"g\"}}]}";
-	struct engy_api_limits lim = {.max_body_bytes = 64};
-	struct engy_api_model m = {.max_output_tokens = 32768};
+	struct engy_api_limits lim = { .max_body_bytes = 64 };
+	struct engy_api_model m = { .max_output_tokens = 32768 };
 	struct engy_api_req req;
 
 	ck_assert_int_eq(engy_oai_parse(body, strlen(body), &lim, &req, err,
@@ -654,7 +655,7 @@ START_TEST(test_stream_tools)
 	struct engy_oai_stream s;
 	struct engy_api_result r;
 	struct engy_sse_out o;
-	char args[2][256] = {"", ""};
+	char args[2][256] = { "", "" };
 	struct evs v;
 	const cJSON *tc;
 	int i, n, frags = 0;

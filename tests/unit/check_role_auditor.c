@@ -63,7 +63,7 @@ static struct {
 	struct engy_epoch_row row;
 	struct engy_score_bucket ttft[8], tpot[8];
 	char hotkey[64], model[128], owner[64], model0[128];
-	char result[512];	/* the result_json settle() gave */
+	char result[512]; /* the result_json settle() gave */
 } fk;
 
 static int st_verdict_put(void *inst, const struct engy_verdict *v)
@@ -118,7 +118,7 @@ static int st_miner_list(void *inst, struct engy_miner **out, size_t *n)
 	*out = calloc(2, sizeof(**out));
 	(*out)[0].id = 3;
 	snprintf((*out)[0].hotkey, sizeof((*out)[0].hotkey), "hkA");
-	(*out)[1].id = 70000;	/* past a u16 uid: never a row */
+	(*out)[1].id = 70000; /* past a u16 uid: never a row */
 	snprintf((*out)[1].hotkey, sizeof((*out)[1].hotkey), "hkBig");
 	*n = 2;
 	return 0;
@@ -132,20 +132,20 @@ static const struct {
 	int64_t account, cost;
 	uint32_t prompt, completion, ttft, tpot, probe;
 } logrows[] = {
-	{ "hkA", "m", 200, 1, 10, 5, 3, 100, 20, 0 },	/* counted */
-	{ "hkA", "m", 200, 1, 10, 5, 1, 100, 90, 0 },	/* counted, no tpot */
-	{ "hkA", "m", 200, 1, 0, 5, 3, 7, 7, 0 },	/* free: 2xx only */
+	{ "hkA", "m", 200, 1, 10, 5, 3, 100, 20, 0 }, /* counted */
+	{ "hkA", "m", 200, 1, 10, 5, 1, 100, 90, 0 }, /* counted, no tpot */
+	{ "hkA", "m", 200, 1, 0, 5, 3, 7, 7, 0 },     /* free: 2xx only */
 	{ "hkA", "m", 499, 1, 10, 5, 3, 7, 7, 0 },
 	{ "hkA", "m", 502, 1, 10, 5, 3, 7, 7, 0 },
 	{ "hkA", "m", 504, 1, 10, 5, 3, 7, 7, 0 },
-	{ "hkA", "m", 429, 1, 10, 5, 3, 7, 7, 0 },	/* refused: nothing */
-	{ "hkA", "m", 200, 1, 10, 5, 3, 7, 7, 1 },	/* probe */
-	{ "hkA", "m", 200, 0, 10, 5, 3, 7, 7, 0 },	/* internal */
-	{ "", "m", 200, 1, 10, 5, 3, 7, 7, 0 },		/* no miner */
+	{ "hkA", "m", 429, 1, 10, 5, 3, 7, 7, 0 }, /* refused: nothing */
+	{ "hkA", "m", 200, 1, 10, 5, 3, 7, 7, 1 }, /* probe */
+	{ "hkA", "m", 200, 0, 10, 5, 3, 7, 7, 0 }, /* internal */
+	{ "", "m", 200, 1, 10, 5, 3, 7, 7, 0 },	   /* no miner */
 	{ "hkBig", "m", 200, 1, 10, 5, 3, 7, 7, 0 },
 	{ "hkNone", "m", 200, 1, 10, 5, 3, 7, 7, 0 },
 	{ "hkA", "gone", 200, 1, 10, 5, 3, 7, 7, 0 },
-	{ "hkA", "m", 200, 1, 5, 4, 2, 50, 30, 0 },	/* counted */
+	{ "hkA", "m", 200, 1, 5, 4, 2, 50, 30, 0 }, /* counted */
 };
 #define N_LOG (sizeof(logrows) / sizeof(logrows[0]))
 
@@ -169,8 +169,10 @@ static int st_log_query(void *inst, const struct engy_log_query *q,
 
 		r->id = (int64_t)(from + i + 1);
 		r->time_ms = q->since_ms;
-		snprintf(r->miner, sizeof(r->miner), "%s", logrows[from + i].miner);
-		snprintf(r->model, sizeof(r->model), "%s", logrows[from + i].model);
+		snprintf(r->miner, sizeof(r->miner), "%s",
+			 logrows[from + i].miner);
+		snprintf(r->model, sizeof(r->model), "%s",
+			 logrows[from + i].model);
 		r->status = logrows[from + i].status;
 		r->account_id = logrows[from + i].account;
 		r->cost_micro = logrows[from + i].cost;
@@ -224,7 +226,8 @@ static int sc_settle(void *inst, const struct engy_epoch_input *in,
 	memcpy(fk.models, in->models, in->n_models * sizeof(*in->models));
 	fk.in.models = NULL;
 	if (in->n_models)
-		snprintf(fk.model0, sizeof(fk.model0), "%s", in->models[0].model);
+		snprintf(fk.model0, sizeof(fk.model0), "%s",
+			 in->models[0].model);
 	snprintf(fk.owner, sizeof(fk.owner), "%s", in->owner_hotkey);
 	ck_assert_uint_eq(in->n_rows, 1);
 	fk.row = in->rows[0];
@@ -302,10 +305,11 @@ static void peers_init(void)
 	pr.scheme = "toploc";
 	memset(&t_ws, 0, sizeof(t_ws));
 	t_ws.size = sizeof(t_ws);
-	t_ws.proto = "ws";		/* no http_route: not the API's */
-#define PEER(i, k, n, o)                                                      \
-	peers[i] = (struct engy_peer_info){ sizeof(peers[i]), k, n, n, "9.9", \
-					    o, NULL }
+	t_ws.proto = "ws"; /* no http_route: not the API's */
+#define PEER(i, k, n, o)                                                       \
+	peers[i] = (struct engy_peer_info){                                    \
+		sizeof(peers[i]), k, n, n, "9.9", o, NULL                      \
+	}
 	PEER(P_STORE, ENGY_KIND_STORE, "store-sqlite", &store);
 	PEER(P_SCORER, ENGY_KIND_SCORER, "scorer-default", &scorer);
 	PEER(P_BE, ENGY_KIND_BACKEND, "backend-ref", &be);
@@ -428,14 +432,14 @@ START_TEST(refuse_host_and_peers)
 	fx_free(&f);
 
 	fx_init(&f);
-	fake_host_set_peers(f.h, peers + 1, 4);		/* no store */
+	fake_host_set_peers(f.h, peers + 1, 4); /* no store */
 	ck_assert_int_eq(fx_start(&f), -ENOTSUP);
 	assert_log(&f, "event=store_unusable reason=\"the store has no "
 		       "verdict and epoch ops");
 	fx_free(&f);
 
 	fx_init(&f);
-	store.epoch_get = NULL;				/* an older store */
+	store.epoch_get = NULL; /* an older store */
 	ck_assert_int_eq(fx_start(&f), -ENOTSUP);
 	assert_log(&f, "event=store_unusable");
 	fx_free(&f);
@@ -492,7 +496,7 @@ START_TEST(start_keyless)
 	ck_assert_uint_eq(a->n_pr, 1);
 	ck_assert_ptr_eq(a->st, &store);
 	ck_assert_ptr_eq(a->sc, &scorer);
-	ck_assert_ptr_null(a->t);		/* a ws transport serves no API */
+	ck_assert_ptr_null(a->t); /* a ws transport serves no API */
 	ck_assert(a->next_close == now || a->next_close == now + 1);
 	assert_log(&f, "event=no_master_key");
 	assert_log(&f, "event=no_tee");
@@ -500,7 +504,7 @@ START_TEST(start_keyless)
 		 (long long)a->next_close);
 	assert_log(&f, want);
 	assert_log(&f, "backends=1 proofs=1 master=- owner=- tee=-");
-	a->next_close -= 5;			/* long past, but no key */
+	a->next_close -= 5; /* long past, but no key */
 	aud_epoch_tick(a);
 	ck_assert_uint_eq(fk.n_log + fk.n_settle, 0);
 	ck_assert(!a->closing);
@@ -520,9 +524,9 @@ START_TEST(epoch_close)
 	char err[256], why[256], digest[ENGY_EPOCH_DIGEST_HEX + 1], want[256];
 	int64_t idx;
 
-	ck_assert_int_eq(engy_hotkey_load(&hk, HOTKEY_DATA "/plain", err,
-					  sizeof(err)),
-			 0);
+	ck_assert_int_eq(
+		engy_hotkey_load(&hk, HOTKEY_DATA "/plain", err, sizeof(err)),
+		0);
 	fx_init(&f);
 	f.c.hotkey_file = HOTKEY_DATA "/plain";
 	ck_assert_int_eq(fx_start(&f), 0);
@@ -552,7 +556,7 @@ START_TEST(epoch_close)
 	ck_assert_uint_eq(fk.in.netuid, 53);
 	ck_assert_uint_eq(fk.in.epoch_index, (uint64_t)idx);
 	ck_assert_str_eq(fk.owner, hk.ss58);
-	ck_assert_uint_eq(fk.in.n_models, 1);	/* "unused" names no row */
+	ck_assert_uint_eq(fk.in.n_models, 1); /* "unused" names no row */
 	ck_assert_str_eq(fk.model0, "m");
 	ck_assert_uint_eq(fk.models[0].score_rate, 5);
 	ck_assert_uint_eq(fk.models[0].qual_ttft_p99_ms, 1000);
@@ -571,7 +575,7 @@ START_TEST(epoch_close)
 	ck_assert_uint_eq(fk.ttft[0].count, 1);
 	ck_assert_uint_eq(fk.ttft[1].ms, 100);
 	ck_assert_uint_eq(fk.ttft[1].count, 2);
-	ck_assert_uint_eq(fk.row.n_tpot, 2);	/* one completion token: none */
+	ck_assert_uint_eq(fk.row.n_tpot, 2); /* one completion token: none */
 	ck_assert_uint_eq(fk.tpot[0].ms, 20);
 	ck_assert_uint_eq(fk.tpot[0].count, 1);
 	ck_assert_uint_eq(fk.tpot[1].ms, 30);
@@ -589,17 +593,17 @@ START_TEST(epoch_close)
 	engy_epoch_digest(fk.result, strlen(fk.result), digest);
 	ck_assert_str_eq(fk.put.digest, digest);
 	ck_assert_str_eq(fk.aggregates, "{\"rows\":1}");
-	ck_assert_int_eq(engy_epoch_payload_check(fk.payload,
-						  strlen(fk.payload), 53,
-						  hk.kp.pub, &ok, why,
-						  sizeof(why)),
-			 ENGY_EPOCH_ACCEPT);
+	ck_assert_int_eq(
+		engy_epoch_payload_check(fk.payload, strlen(fk.payload), 53,
+					 hk.kp.pub, &ok, why, sizeof(why)),
+		ENGY_EPOCH_ACCEPT);
 	ck_assert_uint_eq(ok.epoch_index, (uint64_t)idx);
 	ck_assert_str_eq(ok.digest, digest);
 	engy_epoch_verified_free(&ok);
 	snprintf(want, sizeof(want),
 		 "event=epoch_closed epoch=%lld rows=1 weights=1 burn=false "
-		 "digest=%s", (long long)idx, digest);
+		 "digest=%s",
+		 (long long)idx, digest);
 	assert_log(&f, want);
 	ck_assert_int_eq(a->next_close, idx + 1);
 
@@ -626,14 +630,16 @@ START_TEST(epoch_settle_fails)
 	f.c.hotkey_file = HOTKEY_DATA "/plain";
 	ck_assert_int_eq(fx_start(&f), 0);
 	a = f.inst;
-	idx = a->next_close - 2;	/* ended over 3 s ago */
+	idx = a->next_close - 2; /* ended over 3 s ago */
 	a->next_close = idx;
 	fk.settle_rc = -EINVAL;
 	aud_epoch_tick(a);
 	ck_assert_uint_eq(fk.n_settle, 1);
 	ck_assert_uint_eq(fk.n_put, 0);
-	snprintf(want, sizeof(want), "event=epoch_failed epoch=%lld "
-		 "error=\"settle: rows: bad\" retry=next_tick", (long long)idx);
+	snprintf(want, sizeof(want),
+		 "event=epoch_failed epoch=%lld "
+		 "error=\"settle: rows: bad\" retry=next_tick",
+		 (long long)idx);
 	assert_log(&f, want);
 	ck_assert_int_eq(a->next_close, idx);
 	ck_assert(!a->closing);

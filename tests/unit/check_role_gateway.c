@@ -30,7 +30,7 @@ struct fx {
 	struct gw_conf c;
 	struct gw g;
 	struct gw_worker w[4];
-	int conn;				/* w->conn points here: "open" */
+	int conn; /* w->conn points here: "open" */
 };
 
 static void fx_init(struct fx *f)
@@ -104,22 +104,22 @@ START_TEST(eligibility)
 	w = fx_worker(&f, 0, "m", 4);
 	ck_assert(gw_worker_eligible(&f.g, w));
 	w->state = GW_W_NEW;
-	ck_assert(gw_worker_eligible(&f.g, w));		/* onboarding off */
+	ck_assert(gw_worker_eligible(&f.g, w)); /* onboarding off */
 	f.c.onboarding = true;
 	ck_assert(!gw_worker_eligible(&f.g, w));
 	w->first_party = true;
 	ck_assert(gw_worker_eligible(&f.g, w));
 	w->state = GW_W_PULLED;
-	ck_assert(gw_worker_eligible(&f.g, w));		/* 1st-party: any live state */
+	ck_assert(gw_worker_eligible(&f.g, w)); /* 1st-party: any live state */
 	w->first_party = false;
 	ck_assert(!gw_worker_eligible(&f.g, w));
 	w->state = GW_W_PROBING;
 	ck_assert(!gw_worker_eligible(&f.g, w));
 	w->state = GW_W_ACTIVE;
-	w->reconnect_sent = true;			/* draining */
+	w->reconnect_sent = true; /* draining */
 	ck_assert(!gw_worker_eligible(&f.g, w));
 	w->reconnect_sent = false;
-	w->conn = NULL;					/* closing */
+	w->conn = NULL; /* closing */
 	ck_assert(!gw_worker_eligible(&f.g, w));
 	ck_assert(!gw_route_any(&f.g, "m"));
 	w->conn = (struct engy_ws_conn *)&f.conn;
@@ -166,7 +166,7 @@ START_TEST(round_robin_by_capacity)
 	ck_assert_int_eq(n[1], 100);
 	/* Free slots, not capacity: the bigger one nearly full loses. */
 	f.w[0].priority = 0;
-	f.w[1].inflight = 15;				/* 1 free against 8 */
+	f.w[1].inflight = 15; /* 1 free against 8 */
 	n[0] = n[1] = 0;
 	for (i = 0; i < 90; i++)
 		n[gw_route_pick(&f.g, &r) == &f.w[1]]++;
@@ -186,16 +186,16 @@ START_TEST(candidates)
 	fx_worker(&f, 1, "other", 2);
 	req_for(&r, "m");
 	ck_assert_ptr_eq(gw_route_pick(&f.g, &r), &f.w[0]);
-	f.w[0].inflight = 2;				/* no free slot */
+	f.w[0].inflight = 2; /* no free slot */
 	ck_assert_ptr_null(gw_route_pick(&f.g, &r));
 	f.w[0].inflight = 0;
-	r.areq.max_tokens = 1001;			/* over its output limit */
+	r.areq.max_tokens = 1001; /* over its output limit */
 	ck_assert_ptr_null(gw_route_pick(&f.g, &r));
 	r.areq.max_tokens = 1000;
-	r.prompt_bound = 1001;				/* over its input limit */
+	r.prompt_bound = 1001; /* over its input limit */
 	ck_assert_ptr_null(gw_route_pick(&f.g, &r));
 	r.prompt_bound = 1000;
-	r.tried[r.attempts++] = f.w[0].id;		/* tried already */
+	r.tried[r.attempts++] = f.w[0].id; /* tried already */
 	ck_assert_ptr_null(gw_route_pick(&f.g, &r));
 	/* A pin takes its worker only, whatever its model or state
 	 * (probes go to a worker not yet eligible)... */
@@ -231,7 +231,7 @@ START_TEST(affinity)
 	ck_assert(use);
 	ck_assert(gw_route_affinity(&f.g, p1, strlen(p1), &use) !=
 		  gw_route_affinity(&f.g, p3, strlen(p3), &use));
-	f.c.affinity_min_chars = 40;			/* shorter: no affinity */
+	f.c.affinity_min_chars = 40; /* shorter: no affinity */
 	gw_route_affinity(&f.g, p1, strlen(p1), &use);
 	ck_assert(!use);
 	gw_route_affinity(&f.g, "", 0, &use);
@@ -244,7 +244,7 @@ START_TEST(affinity)
 	r.affinity = gw_route_affinity(&f.g, p1, strlen(p1), &r.has_affinity);
 	first = gw_route_pick(&f.g, &r);
 	ck_assert_ptr_nonnull(first);
-	for (i = 0; i < 20; i++)			/* one prefix, one worker */
+	for (i = 0; i < 20; i++) /* one prefix, one worker */
 		ck_assert_ptr_eq(gw_route_pick(&f.g, &r), first);
 	/* A hot prefix spills once its worker's load is more than
 	 * affinity_slack above the least loaded one's: 4/8 is at the
@@ -284,7 +284,9 @@ START_TEST(hello)
 			       "\"model\":\"m\",\"model_root\":\"aB09\","
 			       "\"worker_name\":\"gpu0\",\"capacity\":"
 			       "{\"max_inflight\":4,\"max_inflight_total\":8,"
-			       "\"max_output_tokens\":512}}", &fr, err), 0);
+			       "\"max_output_tokens\":512}}",
+			       &fr, err),
+			 0);
 	ck_assert_int_eq(fr.type, GW_M_HELLO);
 	ck_assert_str_eq(fr.miner_key, "k");
 	ck_assert_str_eq(fr.model_root, "aB09");
@@ -293,46 +295,57 @@ START_TEST(hello)
 	ck_assert(fr.cap.has_total);
 	ck_assert_int_eq(fr.cap.max_inflight_total, 8);
 	ck_assert_uint_eq(fr.cap.max_output_tokens, 512);
-	ck_assert_uint_eq(fr.cap.max_input_tokens, 0);	/* not sent */
+	ck_assert_uint_eq(fr.cap.max_input_tokens, 0); /* not sent */
 	gw_frame_free(&fr);
 	/* A hello without the total parses: the pool denies it, naming it. */
 	ck_assert_int_eq(parse("{\"type\":\"hello\",\"miner_key\":\"k\","
 			       "\"model\":\"m\",\"capacity\":"
-			       "{\"max_inflight\":4}}", &fr, err), 0);
+			       "{\"max_inflight\":4}}",
+			       &fr, err),
+			 0);
 	ck_assert(!fr.cap.has_total);
 	gw_frame_free(&fr);
 
-	ck_assert_int_eq(parse("{\"type\":\"hello\",\"model\":\"m\"}", &fr,
-			       err), -EINVAL);
+	ck_assert_int_eq(
+		parse("{\"type\":\"hello\",\"model\":\"m\"}", &fr, err),
+		-EINVAL);
 	ck_assert_int_eq(fr.type, GW_M_HELLO);
 	ck_assert_str_eq(err, "hello.miner_key: a string of 1..512 bytes");
 	gw_frame_free(&fr);
 	ck_assert_int_eq(parse("{\"type\":\"hello\",\"miner_key\":\"k\","
 			       "\"model\":\"m\\u0001\",\"capacity\":"
-			       "{\"max_inflight\":4}}", &fr, err), -EINVAL);
+			       "{\"max_inflight\":4}}",
+			       &fr, err),
+			 -EINVAL);
 	ck_assert_str_eq(err, "hello.model: a string of 1..127 bytes");
 	gw_frame_free(&fr);
 	ck_assert_int_eq(parse("{\"type\":\"hello\",\"miner_key\":\"k\","
 			       "\"model\":\"m\",\"model_root\":\"xyz\","
-			       "\"capacity\":{\"max_inflight\":4}}", &fr, err),
+			       "\"capacity\":{\"max_inflight\":4}}",
+			       &fr, err),
 			 -EINVAL);
 	ck_assert_str_eq(err, "hello.model_root: hex digits");
 	gw_frame_free(&fr);
 	ck_assert_int_eq(parse("{\"type\":\"hello\",\"miner_key\":\"k\","
 			       "\"model\":\"m\",\"capacity\":"
-			       "{\"max_inflight\":0}}", &fr, err), -EINVAL);
+			       "{\"max_inflight\":0}}",
+			       &fr, err),
+			 -EINVAL);
 	ck_assert_str_eq(err, "hello.capacity: numbers out of range");
 	gw_frame_free(&fr);
 	ck_assert_int_eq(parse("{\"type\":\"hello\",\"miner_key\":\"k\","
-			       "\"model\":\"m\"}", &fr, err), -EINVAL);
+			       "\"model\":\"m\"}",
+			       &fr, err),
+			 -EINVAL);
 	ck_assert_str_eq(err, "hello.capacity.max_inflight: required, >= 1");
 	gw_frame_free(&fr);
 	ck_assert_int_eq(parse("{\"type\":\"hello\",\"miner_key\":\"k\","
 			       "\"model\":\"m\",\"worker_name\":\"a\\nb\","
-			       "\"capacity\":{\"max_inflight\":4}}", &fr, err),
+			       "\"capacity\":{\"max_inflight\":4}}",
+			       &fr, err),
 			 -EINVAL);
 	ck_assert_str_eq(err, "hello: a worker name or id with control "
-			 "characters");
+			      "characters");
 	gw_frame_free(&fr);
 }
 END_TEST
@@ -345,7 +358,7 @@ START_TEST(quantile)
 	int i;
 
 	for (i = 0; i < 100; i++)
-		v[i] = (uint32_t)(100 - i);		/* 100 .. 1 */
+		v[i] = (uint32_t)(100 - i); /* 100 .. 1 */
 	ck_assert_uint_eq(gw_mod_quantile(v, 100, 0.99), 99);
 	ck_assert_uint_eq(gw_mod_quantile(v, 100, 1), 100);
 	ck_assert_uint_eq(gw_mod_quantile(v, 100, 0.5), 50);
@@ -392,14 +405,15 @@ START_TEST(observers_and_state)
 	w = fx_worker(&f, 0, "m", 4);
 	w->state = GW_W_NEW;
 	gw_worker_set_state(w, GW_W_PROBING, "round 1");
-	gw_worker_set_state(w, GW_W_PROBING, "again");	/* no change: no event */
+	gw_worker_set_state(w, GW_W_PROBING, "again"); /* no change: no event */
 	gw_worker_set_state(w, GW_W_ACTIVE, "qualified");
 	ck_assert_int_eq(s.n, 2);
 	ck_assert_int_eq(s.from[0], GW_W_NEW);
 	ck_assert_int_eq(s.to[0], GW_W_PROBING);
 	ck_assert_int_eq(s.from[1], GW_W_PROBING);
 	ck_assert_int_eq(s.to[1], GW_W_ACTIVE);
-	ck_assert_ptr_nonnull(strstr(fake_host_log(f.h),
+	ck_assert_ptr_nonnull(strstr(
+		fake_host_log(f.h),
 		"event=worker_state worker=1 name=w0 from=new to=probing "
 		"why=\"round 1\"\n"));
 	ck_assert_ptr_null(strstr(fake_host_log(f.h), "why=again"));
@@ -438,7 +452,7 @@ static void bk_setup(struct bk_fx *b)
 	b->rec.ttft_ms = 100;
 	b->rec.tpot_ms = 20;
 	b->w->ext[b->ob.slot] = &b->rec;
-	gw_notify_admitted(&b->f.g, b->w);		/* the breaker's record */
+	gw_notify_admitted(&b->f.g, b->w); /* the breaker's record */
 	memset(&b->r, 0, sizeof(b->r));
 }
 
@@ -468,8 +482,10 @@ static int trips(const struct bk_fx *b, const char *reason)
 	char needle[128];
 	int n = 0;
 
-	snprintf(needle, sizeof(needle), "event=breaker_trip worker=1 name=w0 "
-		 "miner= model=m reason=%s ", reason);
+	snprintf(needle, sizeof(needle),
+		 "event=breaker_trip worker=1 name=w0 "
+		 "miner= model=m reason=%s ",
+		 reason);
 	while ((p = strstr(p, needle))) {
 		n++;
 		p++;
@@ -486,7 +502,7 @@ START_TEST(breaker_consecutive)
 	for (i = 0; i < 4; i++)
 		bk_end(&b, 502, 0, 0, 0);
 	ck_assert_int_eq(b.w->state, GW_W_ACTIVE);
-	bk_end(&b, 504, 0, 0, 0);			/* the 5th in a row */
+	bk_end(&b, 504, 0, 0, 0); /* the 5th in a row */
 	ck_assert_int_eq(b.w->state, GW_W_PULLED);
 	ck_assert_int_eq(trips(&b, "consecutive"), 1);
 	/* Pulled: no longer judged. */
@@ -526,8 +542,8 @@ START_TEST(breaker_error_ratio)
 	bk_end(&b, 502, 0, 0, 0);
 	ck_assert_int_eq(b.w->state, GW_W_PULLED);
 	ck_assert_int_eq(trips(&b, "errors"), 1);
-	ck_assert_ptr_nonnull(strstr(fake_host_log(b.f.h),
-				     "attempts=21 failed=2 slow=0"));
+	ck_assert_ptr_nonnull(
+		strstr(fake_host_log(b.f.h), "attempts=21 failed=2 slow=0"));
 	bk_teardown(&b);
 }
 END_TEST
@@ -541,13 +557,13 @@ START_TEST(breaker_slow_ratio)
 
 	bk_setup(&b);
 	for (i = 0; i < 9; i++)
-		bk_end(&b, 200, 101, 0, 1);		/* slow TTFT */
-	ck_assert_int_eq(b.w->state, GW_W_ACTIVE);	/* 9 < min_requests */
-	bk_end(&b, 200, 100, 21, 1);			/* one token: TPOT moot */
+		bk_end(&b, 200, 101, 0, 1);	   /* slow TTFT */
+	ck_assert_int_eq(b.w->state, GW_W_ACTIVE); /* 9 < min_requests */
+	bk_end(&b, 200, 100, 21, 1);		   /* one token: TPOT moot */
 	ck_assert_int_eq(b.w->state, GW_W_PULLED);
 	ck_assert_int_eq(trips(&b, "slow"), 1);
-	ck_assert_ptr_nonnull(strstr(fake_host_log(b.f.h),
-				     "attempts=10 failed=0 slow=9"));
+	ck_assert_ptr_nonnull(
+		strstr(fake_host_log(b.f.h), "attempts=10 failed=0 slow=9"));
 	/* A fresh window (NEW after a cooldown): 19 in time, one slow TPOT
 	 * is at the ratio, a second one over it. */
 	gw_worker_set_state(b.w, GW_W_NEW, "breaker cooldown over");

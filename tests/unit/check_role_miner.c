@@ -120,9 +120,10 @@ static void peers_init(void)
 	pr.prove = prove;
 	pr_noprove = pr;
 	pr_noprove.prove = NULL;
-#define PEER(i, k, n, o)                                                      \
-	peers[i] = (struct engy_peer_info){ sizeof(peers[i]), k, n, n, "9.9", \
-					    o, NULL }
+#define PEER(i, k, n, o)                                                       \
+	peers[i] = (struct engy_peer_info){                                    \
+		sizeof(peers[i]), k, n, n, "9.9", o, NULL                      \
+	}
 	PEER(P_WS, ENGY_KIND_TRANSPORT, "transport-ws", &t_ws);
 	PEER(P_BE, ENGY_KIND_BACKEND, "backend-sglang", &be);
 	PEER(P_PROOF, ENGY_KIND_PROOF, "proof-toploc", &pr);
@@ -254,7 +255,7 @@ START_TEST(create_no_io)
 	struct miner *m;
 
 	fx_init(&f);
-	f.c.lock_file = NULL;	/* STATE_DIR/miner.lock */
+	f.c.lock_file = NULL; /* STATE_DIR/miner.lock */
 	fake_host_set_peers(f.h, peers, 3);
 	ck_assert_int_eq(engy_plugin.create(f.h, &f.c, &f.inst), 0);
 	m = f.inst;
@@ -292,16 +293,46 @@ static void refused_option(void (*set)(struct miner_conf *), const char *opt)
 	fx_free(&f);
 }
 
-static void gw_http(struct miner_conf *c) { c->gw = "http://gw.example/gw"; }
-static void gw_unset(struct miner_conf *c) { c->gw = NULL; }
-static void key_unset(struct miner_conf *c) { c->miner_key = NULL; }
-static void key_empty(struct miner_conf *c) { c->miner_key = ""; }
-static void req_zero(struct miner_conf *c) { c->max_request_s = 0; }
-static void req_week(struct miner_conf *c) { c->max_request_s = 7 * 86400 + 1; }
-static void flush_neg(struct miner_conf *c) { c->stream_flush_s = -0.01; }
-static void flush_11(struct miner_conf *c) { c->stream_flush_s = 10.5; }
-static void meta_zero(struct miner_conf *c) { c->meta_timeout_s = 0; }
-static void tmpl_bad(struct miner_conf *c) { c->chat_template = "llama"; }
+static void gw_http(struct miner_conf *c)
+{
+	c->gw = "http://gw.example/gw";
+}
+static void gw_unset(struct miner_conf *c)
+{
+	c->gw = NULL;
+}
+static void key_unset(struct miner_conf *c)
+{
+	c->miner_key = NULL;
+}
+static void key_empty(struct miner_conf *c)
+{
+	c->miner_key = "";
+}
+static void req_zero(struct miner_conf *c)
+{
+	c->max_request_s = 0;
+}
+static void req_week(struct miner_conf *c)
+{
+	c->max_request_s = 7 * 86400 + 1;
+}
+static void flush_neg(struct miner_conf *c)
+{
+	c->stream_flush_s = -0.01;
+}
+static void flush_11(struct miner_conf *c)
+{
+	c->stream_flush_s = 10.5;
+}
+static void meta_zero(struct miner_conf *c)
+{
+	c->meta_timeout_s = 0;
+}
+static void tmpl_bad(struct miner_conf *c)
+{
+	c->chat_template = "llama";
+}
 static void root_short(struct miner_conf *c)
 {
 	c->model_root = "abcd";
@@ -311,7 +342,10 @@ static void root_upper(struct miner_conf *c)
 	c->model_root = "ABCDEF0123456789abcdef0123456789"
 			"abcdef0123456789abcdef0123456789";
 }
-static void inst_space(struct miner_conf *c) { c->instance_id = "a b"; }
+static void inst_space(struct miner_conf *c)
+{
+	c->instance_id = "a b";
+}
 static void inst_long(struct miner_conf *c)
 {
 	static char id[129];
@@ -431,7 +465,7 @@ START_TEST(start_wired)
 	m = f.inst;
 	ck_assert_ptr_eq(m->t, &t_ws);
 	ck_assert_ptr_eq(m->b, &be);
-	ck_assert_uint_eq(m->n_proofs, 1);	/* not the one without prove */
+	ck_assert_uint_eq(m->n_proofs, 1); /* not the one without prove */
 	ck_assert_str_eq(m->ver_proof, "proof-toploc 9.9");
 	ck_assert_str_eq(m->ver_backend, "backend-sglang 9.9");
 	ck_assert_str_eq(m->versions[0], "engy");
@@ -452,7 +486,8 @@ START_TEST(start_wired)
 	engy_plugin.stop(f.inst);
 	assert_log(&f, "event=miner_stopping inflight=0 legs_open=0");
 	ck_assert_uint_eq(((const struct engy_role_ops *)engy_plugin.ops)
-				  ->inflight(f.inst), 0);
+				  ->inflight(f.inst),
+			  0);
 	fx_free(&f);
 }
 END_TEST
@@ -478,7 +513,7 @@ START_TEST(lock_held)
 	snprintf(want, sizeof(want), "event=lock_held path=%s holder_pid=%ld ",
 		 f.lock, (long)getpid());
 	ck_assert_msg(strstr(fake_host_log(h2), want), "%s", fake_host_log(h2));
-	ck_assert_uint_eq(info_calls, 1);	/* the first miner's only */
+	ck_assert_uint_eq(info_calls, 1); /* the first miner's only */
 	engy_plugin.destroy(i2);
 	engy_plugin.destroy(f.inst);
 	f.inst = NULL;
@@ -535,9 +570,9 @@ static void serve(struct miner *m, const char *text)
 	struct engy_gw_frame fr;
 	char err[128];
 
-	ck_assert_int_eq(engy_gw_frame_parse(text, strlen(text), &fr, err,
-					     sizeof(err)),
-			 0);
+	ck_assert_int_eq(
+		engy_gw_frame_parse(text, strlen(text), &fr, err, sizeof(err)),
+		0);
 	ck_assert_int_eq(fr.type, ENGY_GW_SERVE);
 	miner_serve(&leg, &fr);
 	engy_gw_frame_free(&fr);
@@ -555,7 +590,8 @@ static cJSON *sent_error(const char *corr, const char *error)
 	ck_assert_str_eq(it->valuestring, "response");
 	it = cJSON_GetObjectItemCaseSensitive(j, "corr_id");
 	ck_assert_str_eq(it->valuestring, corr);
-	ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "commitment")));
+	ck_assert(cJSON_IsNull(
+		cJSON_GetObjectItemCaseSensitive(j, "commitment")));
 	it = cJSON_GetObjectItemCaseSensitive(j, "error");
 	ck_assert_msg(cJSON_IsString(it) && strstr(it->valuestring, error),
 		      "%s", sent);
@@ -601,7 +637,8 @@ START_TEST(serve_refusals)
 	long_id[sizeof(long_id) - 1] = '\0';
 	snprintf(text, sizeof(text),
 		 "{\"type\":\"serve\",\"corr_id\":\"c2\",\"request\":"
-		 "{\"engy_request_id\":\"%s\"," MSGS "}}", long_id);
+		 "{\"engy_request_id\":\"%s\"," MSGS "}}",
+		 long_id);
 	serve(m, text);
 	j = sent_error("c2", "at capacity");
 	ck_assert_uint_eq(strlen(request_id(j)), 32);

@@ -38,7 +38,7 @@ static struct event_base *test_evbase(const struct engy_host *h)
 /* ---- the fake transport ----------------------------------------------- */
 
 #define MAX_ROUTES 8
-#define MAX_X 8
+#define MAX_X	   8
 
 static struct {
 	int route_rc;
@@ -159,9 +159,10 @@ static void peers_init(void)
 	be.info = be_info;
 	be.generate = be_generate;
 	be.cancel = be_cancel;
-#define PEER(i, k, n, o)                                                      \
-	peers[i] = (struct engy_peer_info){ sizeof(peers[i]), k, n, n, "9.9", \
-					    o, NULL }
+#define PEER(i, k, n, o)                                                       \
+	peers[i] = (struct engy_peer_info){                                    \
+		sizeof(peers[i]), k, n, n, "9.9", o, NULL                      \
+	}
 	PEER(P_HTTP, ENGY_KIND_TRANSPORT, "transport-http", &t_http);
 	PEER(P_BE, ENGY_KIND_BACKEND, "backend-ref", &be);
 	PEER(P_WS, ENGY_KIND_TRANSPORT, "transport-ws", &t_ws);
@@ -258,7 +259,8 @@ START_TEST(create_no_io)
 	ck_assert_uint_eq(tk.n_routes, 0);
 	ck_assert_str_eq(fake_host_log(f.h), "");
 	ck_assert_uint_eq(((const struct engy_role_ops *)engy_plugin.ops)
-				  ->inflight(f.inst), 0);
+				  ->inflight(f.inst),
+			  0);
 	fx_free(&f);
 }
 END_TEST
@@ -268,7 +270,7 @@ START_TEST(refuse_unwired)
 	struct fx f;
 
 	fx_init(&f);
-	fake_host_set_peers(f.h, peers + 1, 2);		/* backend, ws */
+	fake_host_set_peers(f.h, peers + 1, 2); /* backend, ws */
 	ck_assert_int_eq(fx_start(&f), -EINVAL);
 	assert_log(&f, "event=serve_unwired reason=\"no transport with proto "
 		       "http (transport-http)\"");
@@ -276,13 +278,13 @@ START_TEST(refuse_unwired)
 	fx_free(&f);
 
 	fx_init(&f);
-	fake_host_set_peers(f.h, peers, 1);		/* http only */
+	fake_host_set_peers(f.h, peers, 1); /* http only */
 	ck_assert_int_eq(fx_start(&f), -EINVAL);
 	assert_log(&f, "event=serve_unwired reason=\"no backend\"");
 	fx_free(&f);
 
 	fx_init(&f);
-	t_http.http_stream_end = NULL;			/* cannot stream */
+	t_http.http_stream_end = NULL; /* cannot stream */
 	ck_assert_int_eq(fx_start(&f), -EINVAL);
 	assert_log(&f, "reason=\"no transport with proto http");
 	fx_free(&f);
@@ -297,9 +299,10 @@ END_TEST
 
 START_TEST(start_routes)
 {
-	static const char *const want[] = { "/generate", "/abort_request",
-					    "/get_model_info", "/model_info",
-					    "/health", "/health_generate" };
+	static const char *const want[] = {
+		"/generate",   "/abort_request", "/get_model_info",
+		"/model_info", "/health",	 "/health_generate"
+	};
 	struct fx f;
 	size_t i;
 
@@ -327,7 +330,7 @@ START_TEST(small_routes)
 	struct fx f;
 
 	fx_init(&f);
-	tk.info_rc = -EAGAIN;			/* the backend still loads */
+	tk.info_rc = -EAGAIN; /* the backend still loads */
 	ck_assert_int_eq(fx_start(&f), 0);
 	assert_log(&f, "event=backend_info_failed");
 	ck_assert_int_eq(call(&f, X(0), "GET", "/health", NULL), 0);
@@ -356,8 +359,9 @@ START_TEST(small_routes)
 	engy_plugin.stop(f.inst);
 	ck_assert_int_eq(call(&f, X(0), "GET", "/health", NULL), 0);
 	ck_assert_int_eq(tk.status, 503);
-	ck_assert_int_eq(call(&f, X(0), "POST", "/generate",
-			      "{\"input_ids\":[1,2]}"), 0);
+	ck_assert_int_eq(
+		call(&f, X(0), "POST", "/generate", "{\"input_ids\":[1,2]}"),
+		0);
 	ck_assert_int_eq(tk.status, 503);
 	ck_assert_ptr_nonnull(strstr(tk.body, "shutting down"));
 	ck_assert_uint_eq(tk.n_gen, 0);
@@ -388,13 +392,14 @@ START_TEST(generate_refusals)
 	ck_assert_int_eq(tk.status, 400);
 	ck_assert_uint_eq(tk.n_gen, 0);
 	ck_assert_uint_eq(((const struct engy_role_ops *)engy_plugin.ops)
-				  ->inflight(f.inst), 0);
+				  ->inflight(f.inst),
+			  0);
 	fx_free(&f);
 }
 END_TEST
 
-#define GEN(rid) \
-	"{\"rid\":\"" rid "\",\"input_ids\":[1,2,3]," \
+#define GEN(rid)                                                               \
+	"{\"rid\":\"" rid "\",\"input_ids\":[1,2,3],"                          \
 	"\"sampling_params\":{\"max_new_tokens\":4}}"
 
 /* max_running 2, max_queued 1: two run, one waits, the fourth is 503;
@@ -416,7 +421,7 @@ START_TEST(generate_admission_abort)
 	ck_assert_int_eq(call(&f, X(2), "POST", "/generate", GEN("a-2")), 0);
 	ck_assert_uint_eq(tk.n_gen, 2);
 	ck_assert_uint_eq(s->n_queued, 1);
-	ck_assert_uint_eq(tk.n_replies, 0);	/* nobody answered yet */
+	ck_assert_uint_eq(tk.n_replies, 0); /* nobody answered yet */
 	ck_assert_int_eq(call(&f, X(3), "POST", "/generate", GEN("c-1")), 0);
 	ck_assert_int_eq(tk.status, 503);
 	ck_assert_ptr_nonnull(strstr(tk.body, "The request queue is full."));
@@ -427,22 +432,24 @@ START_TEST(generate_admission_abort)
 	ck_assert_uint_eq(ro->inflight(f.inst), 3);
 
 	/* "a-": the queued a-2 ends now, the running a-1 is cancelled */
-	ck_assert_int_eq(call(&f, X(5), "POST", "/abort_request",
-			      "{\"rid\":\"a-\"}"), 0);
+	ck_assert_int_eq(
+		call(&f, X(5), "POST", "/abort_request", "{\"rid\":\"a-\"}"),
+		0);
 	ck_assert_int_eq(tk.status, 200);
 	assert_log(&f, "event=abort_request prefix_len=2 all=0 matched=2");
 	ck_assert_uint_eq(tk.n_cancel, 1);
 	ck_assert_ptr_eq(tk.cancelled[0], &tk.cb_arg[0]);
 	ck_assert_uint_eq(s->n_queued, 0);
-	ck_assert_uint_eq(ro->inflight(f.inst), 2);	/* a-1 until on_done */
+	ck_assert_uint_eq(ro->inflight(f.inst), 2); /* a-1 until on_done */
 	/* an empty rid names nothing */
-	ck_assert_int_eq(call(&f, X(5), "POST", "/abort_request",
-			      "{\"rid\":\"\"}"), 0);
+	ck_assert_int_eq(
+		call(&f, X(5), "POST", "/abort_request", "{\"rid\":\"\"}"), 0);
 	assert_log(&f, "matched=0");
 	ck_assert_uint_eq(tk.n_cancel, 1);
 	ck_assert_int_eq(call(&f, X(5), "POST", "/abort_request",
-			      "{\"abort_all\":true}"), 0);
-	ck_assert_uint_eq(tk.n_cancel, 2);		/* b-1; a-1 already */
+			      "{\"abort_all\":true}"),
+			 0);
+	ck_assert_uint_eq(tk.n_cancel, 2); /* b-1; a-1 already */
 	ck_assert_ptr_eq(tk.cancelled[1], &tk.cb_arg[1]);
 	/* stopped past the drain: destroy() ends both without callbacks */
 	fx_free(&f);

@@ -90,7 +90,8 @@ static int ch_metagraph(void *inst, uint16_t netuid,
 
 static int ch_set_weights(void *inst, const struct engy_chain_weights *w,
 			  const struct engy_chain_signer *s,
-			  void (*done)(void *arg, const struct engy_chain_submit *r),
+			  void (*done)(void *arg,
+				       const struct engy_chain_submit *r),
 			  void *arg)
 {
 	ch.n_set++;
@@ -207,10 +208,10 @@ static void fx_init(struct fx *f)
 	f->c.block_s = 12;
 	f->c.watchdog_min_s = 900;
 	f->c.provider_heartbeat = false;
-	snprintf(f->state_file, sizeof(f->state_file), "%s/validator-state.json",
+	snprintf(f->state_file, sizeof(f->state_file),
+		 "%s/validator-state.json", state);
+	snprintf(f->hb_file, sizeof(f->hb_file), "%s/validator-heartbeat.json",
 		 state);
-	snprintf(f->hb_file, sizeof(f->hb_file),
-		 "%s/validator-heartbeat.json", state);
 }
 
 static int dir_entries(const char *dir)
@@ -292,9 +293,9 @@ static void read_state(struct fx *f, struct engy_valstate *st)
 	char dropped[128];
 
 	memset(st, 0, sizeof(*st));
-	ck_assert_int_eq(engy_valstate_load(f->state_file, st, dropped,
-					    sizeof(dropped)),
-			 0);
+	ck_assert_int_eq(
+		engy_valstate_load(f->state_file, st, dropped, sizeof(dropped)),
+		0);
 	ck_assert_str_eq(dropped, "");
 }
 
@@ -334,7 +335,7 @@ START_TEST(create_no_io)
 	fx_init(&f);
 	ck_assert_int_eq(engy_plugin.create(f.h, &f.c, &f.inst), 0);
 	ck_assert_str_eq(fake_host_log(f.h), "");
-	ck_assert_int_eq(dir_entries(state), 1);	/* the wallet only */
+	ck_assert_int_eq(dir_entries(state), 1); /* the wallet only */
 	ck_assert_uint_eq(ch.n_block + ch.n_meta + ch.n_set, 0);
 	fx_free(&f);
 }
@@ -356,7 +357,7 @@ static void refused(struct fx *f, int rc, const char *line)
 {
 	ck_assert_int_eq(fx_start(f), rc);
 	assert_log(f, line);
-	ck_assert_int_eq(dir_entries(state), 1);	/* no state, no heartbeat */
+	ck_assert_int_eq(dir_entries(state), 1); /* no state, no heartbeat */
 	ck_assert_uint_eq(ch.n_block, 0);
 	fx_free(f);
 }
@@ -366,10 +367,11 @@ START_TEST(refuse_provider_pin)
 	struct fx f;
 
 	fx_init(&f);
-	f.c.master_hotkey = NULL;		/* another api, no master */
-	refused(&f, -EINVAL, "event=bad_option option=master_hotkey "
-			     "reason=\"api and master_hotkey are overridden "
-			     "together");
+	f.c.master_hotkey = NULL; /* another api, no master */
+	refused(&f, -EINVAL,
+		"event=bad_option option=master_hotkey "
+		"reason=\"api and master_hotkey are overridden "
+		"together");
 	fx_init(&f);
 	f.c.api = NULL;
 	refused(&f, -EINVAL, "event=bad_option option=api reason=\"api and");
@@ -437,9 +439,11 @@ START_TEST(tick_no_cache)
 	v = f.inst;
 	ck_assert_int_eq(v->stall_limit_s, 900);
 	assert_log(&f, "event=wallet wallet=w hotkey=plain ss58=");
-	assert_log(&f, "event=fetch_failed url=http://127.0.0.1:1"
-		       VAL_EPOCH_PATH " error=");
-	assert_log(&f, "event=tick n=1 outcome=skipped reason=\"fetch failed: ");
+	assert_log(&f,
+		   "event=fetch_failed url=http://127.0.0.1:1" VAL_EPOCH_PATH
+		   " error=");
+	assert_log(&f,
+		   "event=tick n=1 outcome=skipped reason=\"fetch failed: ");
 	assert_log(&f, "no cached vector to fall back on\"");
 	ck_assert_ptr_nonnull(strstr(slurp(f.hb_file),
 				     "\"stall_limit_s\":900,\"outcome\":"
@@ -451,7 +455,7 @@ START_TEST(tick_no_cache)
 	val_tick_start(v);
 	assert_log(&f, "event=tick n=2 outcome=skipped");
 	engy_plugin.stop(f.inst);
-	val_tick_start(v);			/* stopping: no tick */
+	val_tick_start(v); /* stopping: no tick */
 	refute_log(&f, "event=tick n=3");
 	fx_free(&f);
 }
@@ -538,7 +542,7 @@ START_TEST(tick_cached_submitted)
 	ck_assert_uint_eq(st.last.applied, 41);
 	ck_assert_uint_eq(st.last.block, 1021);
 	ck_assert_int_ge(st.last.ts, (int64_t)time(NULL) - 60);
-	ck_assert_uint_eq(st.n_rows, 2);	/* the cache kept */
+	ck_assert_uint_eq(st.n_rows, 2); /* the cache kept */
 	engy_valstate_free(&st);
 	ck_assert_uint_eq(((struct val *)f.inst)->inflight, 0);
 	fx_free(&f);
@@ -580,9 +584,10 @@ START_TEST(tick_submit_refused)
 	ch.sub.included = false;
 	ch.sub.error = "Priority is too low";
 	ck_assert_int_eq(fx_start(&f), 0);
-	assert_log(&f, "outcome=refused epoch=41 source=cached error=\"Priority "
-		       "is too low\" reason=\"the node refused set_weights; "
-		       "nothing recorded\"");
+	assert_log(&f,
+		   "outcome=refused epoch=41 source=cached error=\"Priority "
+		   "is too low\" reason=\"the node refused set_weights; "
+		   "nothing recorded\"");
 	refute_log(&f, "hint=");
 	read_state(&f, &st);
 	ck_assert_uint_eq(st.last.block, 900);

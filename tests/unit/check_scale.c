@@ -84,9 +84,9 @@ END_TEST
 
 START_TEST(test_fixed_and_sticky)
 {
-	static const uint8_t in[] = {0x35, 0x00, 0xff, 0xff, 0xff, 0x7f,
-				     1,	   2,	 3,    4,    5,	   6,
-				     7,	   8,	 0x02, 0x01};
+	static const uint8_t in[] = { 0x35, 0x00, 0xff, 0xff, 0xff, 0x7f,
+				      1,    2,	  3,	4,    5,    6,
+				      7,    8,	  0x02, 0x01 };
 	struct engy_scale_rd r;
 	uint16_t a;
 	uint32_t b;
@@ -116,7 +116,7 @@ END_TEST
 
 START_TEST(test_vec_and_bytes)
 {
-	static const uint8_t in[] = {0x0c, 'a', 'b', 'c', 0x10, 'x'};
+	static const uint8_t in[] = { 0x0c, 'a', 'b', 'c', 0x10, 'x' };
 	struct engy_scale_buf b;
 	struct engy_scale_rd r;
 	const uint8_t *p;
@@ -161,8 +161,18 @@ END_TEST
 START_TEST(test_hex_quantity)
 {
 	static const char *const bad[] = {
-		"0xzz", "0x", "", "12", "0x12 ", " 0x12", "0x-1", "0x+1",
-		"0x1g", "0X12", "0x1ffffffffffffffff", "0x12\n",
+		"0xzz",
+		"0x",
+		"",
+		"12",
+		"0x12 ",
+		" 0x12",
+		"0x-1",
+		"0x+1",
+		"0x1g",
+		"0X12",
+		"0x1ffffffffffffffff",
+		"0x12\n",
 	};
 	uint64_t v = 77;
 	size_t i;

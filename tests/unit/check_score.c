@@ -41,7 +41,8 @@ static char *slurp(const char *name, size_t *len)
 	uint8_t *buf;
 
 	snprintf(path, sizeof(path), "%s/%s", SCORE_DATA, name);
-	ck_assert_msg(engy_read_file(path, 1 << 20, &buf, len) == 0, "%s", path);
+	ck_assert_msg(engy_read_file(path, 1 << 20, &buf, len) == 0, "%s",
+		      path);
 	return (char *)buf;
 }
 
@@ -75,7 +76,9 @@ static void vector(const char *name, struct engy_epoch_result *r)
 	ck_assert_uint_eq(r->result_len, len);
 	ck_assert_str_eq(r->result_json, want);
 	ck_assert_int_eq(engy_epoch_result_check(r->result_json, r->result_len,
-						 53, d->in.epoch_index, NULL, 0), 0);
+						 53, d->in.epoch_index, NULL,
+						 0),
+			 0);
 	free(want);
 	engy_score_doc_free(d);
 }
@@ -135,15 +138,15 @@ START_TEST(test_vectors)
 	engy_epoch_result_release(&r);
 
 	vector("thresholds", &r);
-	row_is(&r, 0, 19800, ENGY_GATE_OK);	/* 198/200, p99 = limit, 1% */
+	row_is(&r, 0, 19800, ENGY_GATE_OK); /* 198/200, p99 = limit, 1% */
 	ck_assert_uint_eq(r.rows[0].accept_bp, 9900);
 	ck_assert_uint_eq(r.rows[0].ttft_p99_ms, 500);
 	ck_assert_uint_eq(r.rows[0].tpot_p99_ms, 50);
-	row_is(&r, 1, 0, ENGY_GATE_ACCEPTANCE);	/* 197/200 */
+	row_is(&r, 1, 0, ENGY_GATE_ACCEPTANCE); /* 197/200 */
 	ck_assert_uint_eq(r.rows[1].accept_bp, 9850);
-	row_is(&r, 2, 0, ENGY_GATE_TTFT_P99);	/* 99th of 100 is 501 */
+	row_is(&r, 2, 0, ENGY_GATE_TTFT_P99); /* 99th of 100 is 501 */
 	ck_assert_uint_eq(r.rows[2].ttft_p99_ms, 501);
-	row_is(&r, 3, 10000, ENGY_GATE_OK);	/* one slow sample in 100 */
+	row_is(&r, 3, 10000, ENGY_GATE_OK); /* one slow sample in 100 */
 	ck_assert_uint_eq(r.rows[3].ttft_p99_ms, 100);
 	row_is(&r, 4, 0, ENGY_GATE_TPOT_P99);
 	weight_is(&r, 0, hk[0], 43543 + 1);
@@ -152,7 +155,7 @@ START_TEST(test_vectors)
 
 	vector("min-samples", &r);
 	row_is(&r, 0, 5000, ENGY_GATE_OK);	/* 99 samples: gates pass */
-	row_is(&r, 1, 0, ENGY_GATE_ACCEPTANCE);	/* 100: the gate runs */
+	row_is(&r, 1, 0, ENGY_GATE_ACCEPTANCE); /* 100: the gate runs */
 	row_is(&r, 2, 9900, ENGY_GATE_OK);	/* 99 verdicts, all cheat */
 	row_is(&r, 3, 0, ENGY_GATE_CHEAT);	/* 2 of 100 */
 	weight_is(&r, 0, hk[0], 21991);
@@ -164,7 +167,7 @@ START_TEST(test_vectors)
 	vector("cheat-miner", &r);
 	row_is(&r, 0, 0, ENGY_GATE_CHEAT);
 	row_is(&r, 1, 0, ENGY_GATE_ACCEPTANCE);
-	row_is(&r, 2, 150000, ENGY_GATE_OK);	/* 1 in 101 is under 1% */
+	row_is(&r, 2, 150000, ENGY_GATE_OK); /* 1 in 101 is under 1% */
 	row_is(&r, 3, 60000, ENGY_GATE_OK);
 	ck_assert_uint_eq(r.n_weights, 1);
 	weight_is(&r, 0, hk[1], 65535);
@@ -175,7 +178,9 @@ END_TEST
 START_TEST(test_percentile)
 {
 	const struct engy_score_bucket one[] = { { 7, 1 } };
-	const struct engy_score_bucket h[] = { { 10, 98 }, { 20, 1 }, { 30, 1 } };
+	const struct engy_score_bucket h[] = { { 10, 98 },
+					       { 20, 1 },
+					       { 30, 1 } };
 	const struct engy_score_bucket g[] = { { 1, 197 }, { 2, 1 }, { 3, 2 } };
 	uint64_t v = 0;
 
@@ -195,7 +200,9 @@ START_TEST(test_percentile)
 	ck_assert_uint_eq(v, 2);
 	/* n = 201: k = ceil(198.99) = 199 */
 	{
-		const struct engy_score_bucket x[] = { { 1, 198 }, { 2, 1 }, { 3, 2 } };
+		const struct engy_score_bucket x[] = { { 1, 198 },
+						       { 2, 1 },
+						       { 3, 2 } };
 
 		ck_assert_int_eq(engy_score_percentile(x, 3, 99, &v), 0);
 		ck_assert_uint_eq(v, 2);
@@ -227,11 +234,14 @@ START_TEST(test_muldiv)
 	int i;
 
 	ck_assert_int_eq(engy_score_muldiv(5, 3, 0, &v), -EDOM);
-	ck_assert_int_eq(engy_score_muldiv(UINT64_MAX, UINT64_MAX, 1, &v), -ERANGE);
-	ck_assert_int_eq(engy_score_muldiv(UINT64_MAX, UINT64_MAX, UINT64_MAX, &v), 0);
+	ck_assert_int_eq(engy_score_muldiv(UINT64_MAX, UINT64_MAX, 1, &v),
+			 -ERANGE);
+	ck_assert_int_eq(
+		engy_score_muldiv(UINT64_MAX, UINT64_MAX, UINT64_MAX, &v), 0);
 	ck_assert_uint_eq(v, UINT64_MAX);
 	ck_assert_int_eq(engy_score_muldiv(ENGY_SCORE_MAX_INT, 65535,
-					   ENGY_SCORE_MAX_INT, &v), 0);
+					   ENGY_SCORE_MAX_INT, &v),
+			 0);
 	ck_assert_uint_eq(v, 65535);
 	ck_assert_int_eq(engy_score_muldiv(1ULL << 63, 4, 8, &v), 0);
 	ck_assert_uint_eq(v, 1ULL << 62);
@@ -244,9 +254,11 @@ START_TEST(test_muldiv)
 			unsigned __int128 q = (unsigned __int128)a * b / c;
 
 			if (q >> 64) {
-				ck_assert_int_eq(engy_score_muldiv(a, b, c, &v), -ERANGE);
+				ck_assert_int_eq(engy_score_muldiv(a, b, c, &v),
+						 -ERANGE);
 			} else {
-				ck_assert_int_eq(engy_score_muldiv(a, b, c, &v), 0);
+				ck_assert_int_eq(engy_score_muldiv(a, b, c, &v),
+						 0);
 				ck_assert_uint_eq(v, (uint64_t)q);
 			}
 		}
@@ -382,8 +394,10 @@ START_TEST(test_prop_weights)
 		ck_assert_int_eq(r.burn, total == 0);
 		if (r.burn)
 			ck_assert_str_eq(r.weights[0].hotkey, OWNER);
-		ck_assert_int_eq(engy_epoch_result_check(r.result_json, r.result_len, 53,
-							 g.in.epoch_index, NULL, 0), 0);
+		ck_assert_int_eq(
+			engy_epoch_result_check(r.result_json, r.result_len, 53,
+						g.in.epoch_index, NULL, 0),
+			0);
 		engy_epoch_result_release(&r);
 	}
 }
@@ -461,7 +475,9 @@ START_TEST(test_prop_permutation)
 	for (t = 0; t < 300; t++) {
 		gen(&g);
 		settle_ok(&g.in, &a);
-		ck_assert_int_eq(engy_score_aggregates_json(&g.in, NULL, &agg1, NULL, 0), 0);
+		ck_assert_int_eq(
+			engy_score_aggregates_json(&g.in, NULL, &agg1, NULL, 0),
+			0);
 		for (i = g.in.n_rows; i > 1; i--) {
 			struct engy_epoch_row tmp;
 
@@ -478,9 +494,12 @@ START_TEST(test_prop_permutation)
 		}
 		settle_ok(&g.in, &b);
 		ck_assert_str_eq(a.result_json, b.result_json);
-		ck_assert_int_eq(engy_score_aggregates_json(&g.in, NULL, &agg2, NULL, 0), 0);
+		ck_assert_int_eq(
+			engy_score_aggregates_json(&g.in, NULL, &agg2, NULL, 0),
+			0);
 		ck_assert_str_eq(agg1, agg2);
-		ck_assert_int_eq(engy_score_parse(agg1, strlen(agg1), &d, NULL, 0), 0);
+		ck_assert_int_eq(
+			engy_score_parse(agg1, strlen(agg1), &d, NULL, 0), 0);
 		settle_ok(&d->in, &c);
 		ck_assert_str_eq(a.result_json, c.result_json);
 		engy_score_doc_free(d);
@@ -498,15 +517,28 @@ START_TEST(test_tie_same_uid)
 {
 	struct engy_epoch_model m = { "m", 1000, 100, 100 };
 	struct engy_epoch_row r[2] = {
-		{ .hotkey = hk[1], .uid = 5, .model = "m", .counted = 1,
-		  .tokens = 7, .n_2xx = 1 },
-		{ .hotkey = hk[0], .uid = 5, .model = "m", .counted = 1,
-		  .tokens = 7, .n_2xx = 1 },
+		{ .hotkey = hk[1],
+		  .uid = 5,
+		  .model = "m",
+		  .counted = 1,
+		  .tokens = 7,
+		  .n_2xx = 1 },
+		{ .hotkey = hk[0],
+		  .uid = 5,
+		  .model = "m",
+		  .counted = 1,
+		  .tokens = 7,
+		  .n_2xx = 1 },
 	};
 	struct engy_epoch_input in = {
-		.size = sizeof(in), .netuid = 53, .epoch_index = 9,
-		.owner_hotkey = OWNER, .models = &m, .n_models = 1,
-		.rows = r, .n_rows = 2,
+		.size = sizeof(in),
+		.netuid = 53,
+		.epoch_index = 9,
+		.owner_hotkey = OWNER,
+		.models = &m,
+		.n_models = 1,
+		.rows = r,
+		.n_rows = 2,
 	};
 	struct engy_epoch_result res;
 
@@ -518,7 +550,8 @@ START_TEST(test_tie_same_uid)
 END_TEST
 
 static const char base[] =
-	"{\"v\":1,\"netuid\":53,\"epoch_index\":7,\"owner_hotkey\":\"" OWNER "\","
+	"{\"v\":1,\"netuid\":53,\"epoch_index\":7,\"owner_hotkey\":\"" OWNER
+	"\","
 	"\"params\":{\"cheat_min_samples\":1},"
 	"\"models\":[{\"model\":\"m\",\"score_rate\":1000,\"qual_ttft_p99_ms\":9,\"qual_tpot_p99_ms\":9},"
 	"{\"model\":\"n\",\"score_rate\":1,\"qual_ttft_p99_ms\":9,\"qual_tpot_p99_ms\":9}],"
@@ -530,8 +563,9 @@ static const char base[] =
 
 /* A second row's text around its uid and model. */
 #define ROW1 "\"hotkey\":\"5C62Ck4UrFPiBtoCmeSrgF7x9yv9mn38446dhCpsi2mLHiFT\","
-#define ROW2 ",\"counted\":0,\"tokens\":0,\"status\":{\"2xx\":0,\"499\":0," \
-	"\"502\":0,\"504\":0},\"ttft_ms\":[],\"tpot_ms\":[]," \
+#define ROW2                                                                   \
+	",\"counted\":0,\"tokens\":0,\"status\":{\"2xx\":0,\"499\":0,"         \
+	"\"502\":0,\"504\":0},\"ttft_ms\":[],\"tpot_ms\":[],"                  \
 	"\"verdicts\":{\"pass\":0,\"cheat\":0,\"unproven\":0}}]}"
 
 /* base with the first @from replaced by @to; settle; the error holds @want. */
@@ -569,42 +603,55 @@ START_TEST(test_errors)
 	engy_epoch_result_release(&r);
 	engy_score_doc_free(d);
 
-	bad("\"uid\":1", "\"uid\":70000", -EINVAL, "rows[0].uid: 70000 is over 65535");
-	bad("\"tokens\":40", "\"tokens\":40.0", -EINVAL, "rows[0].tokens: not an integer");
-	bad("\"tokens\":40", "\"tokens\":-40", -EINVAL, "rows[0].tokens: not an integer");
+	bad("\"uid\":1", "\"uid\":70000", -EINVAL,
+	    "rows[0].uid: 70000 is over 65535");
+	bad("\"tokens\":40", "\"tokens\":40.0", -EINVAL,
+	    "rows[0].tokens: not an integer");
+	bad("\"tokens\":40", "\"tokens\":-40", -EINVAL,
+	    "rows[0].tokens: not an integer");
 	bad("\"tokens\":40", "\"tokens\":9007199254740992", -EINVAL,
 	    "rows[0].tokens: not an integer 0..2^53-1");
-	bad("\"tokens\":40", "\"tokens\":\"40\"", -EINVAL, "rows[0].tokens: not an integer");
-	bad("\"tokens\":40", "\"tokenz\":40", -EINVAL, "rows[0]: unknown key \"tokenz\"");
+	bad("\"tokens\":40", "\"tokens\":\"40\"", -EINVAL,
+	    "rows[0].tokens: not an integer");
+	bad("\"tokens\":40", "\"tokenz\":40", -EINVAL,
+	    "rows[0]: unknown key \"tokenz\"");
 	bad("\"status\":{\"2xx\":4,", "\"status\":{\"2xx\":3,", -EINVAL,
 	    "rows[0].counted: 4 is above status.2xx (3)");
 	bad("\"502\":0,", "", -EINVAL, "rows[0].status.502: missing");
-	bad("\"counted\":4", "\"counted\":0", -EINVAL, "rows[0].tokens: 40 with no counted");
+	bad("\"counted\":4", "\"counted\":0", -EINVAL,
+	    "rows[0].tokens: 40 with no counted");
 	bad("[[1,2],[5,2]]", "[[5,2],[1,2]]", -EINVAL,
 	    "rows[0].ttft_ms[1]: ms 1 not above the previous bucket's 5");
 	bad("[[1,2],[5,2]]", "[[1,2],[5,3]]", -EINVAL,
 	    "rows[0].ttft_ms[1]: more samples than counted");
 	bad("[[1,2],[5,2]]", "[[1,0]]", -EINVAL, "rows[0].ttft_ms[0]: count 0");
-	bad("[[1,2],[5,2]]", "[[1,2,3]]", -EINVAL, "rows[0].ttft_ms[0]: not an [ms, count]");
-	bad("\"model\":\"m\",\"counted\"", "\"model\":\"x\",\"counted\"", -EINVAL,
-	    "rows[0].model: 'x' is not in models");
+	bad("[[1,2],[5,2]]", "[[1,2,3]]", -EINVAL,
+	    "rows[0].ttft_ms[0]: not an [ms, count]");
+	bad("\"model\":\"m\",\"counted\"", "\"model\":\"x\",\"counted\"",
+	    -EINVAL, "rows[0].model: 'x' is not in models");
 	bad("\"model\":\"m\",\"score", "\"model\":\"m m\",\"score", -EINVAL,
 	    "models[0].model: not a model name");
 	bad("\"5C62Ck4UrFPiBtoCmeSrgF7x9yv9mn38446dhCpsi2mLHiFT\"",
 	    "\"5C62Ck4UrFPiBtoCmeSrgF7x9yv9mn38446dhCpsi2mLHiFU\"", -EINVAL,
 	    "rows[0].hotkey: not an SS58 address");
-	bad("\"owner_hotkey\":\"" OWNER "\",", "", -EINVAL, "owner_hotkey: missing");
+	bad("\"owner_hotkey\":\"" OWNER "\",", "", -EINVAL,
+	    "owner_hotkey: missing");
 	bad("\"v\":1", "\"v\":2", -EINVAL, "v: not 1");
 	bad("\"v\":1,", "", -EINVAL, "v: missing");
-	bad("\"netuid\":53", "\"netuid\":65536", -EINVAL, "netuid: 65536 is over 65535");
-	bad("\"rows\":[", "\"rowz\":[", -EINVAL, "aggregates: unknown key \"rowz\"");
+	bad("\"netuid\":53", "\"netuid\":65536", -EINVAL,
+	    "netuid: 65536 is over 65535");
+	bad("\"rows\":[", "\"rowz\":[", -EINVAL,
+	    "aggregates: unknown key \"rowz\"");
 	bad("\"cheat_min_samples\":1", "\"acceptance_min_bp\":10001", -EINVAL,
 	    "params.acceptance_min_bp: 10001 is over 10000");
-	bad("\"cheat_min_samples\":1", "\"cheat_min_samples\":1,\"cheat_min_samples\":2",
-	    -EINVAL, "duplicate key");
+	bad("\"cheat_min_samples\":1",
+	    "\"cheat_min_samples\":1,\"cheat_min_samples\":2", -EINVAL,
+	    "duplicate key");
 	bad("{\"v\"", "[{\"v\"", -EINVAL, "not JSON (byte");
-	bad("\"netuid\":53", "\"netuid\":53,", -EINVAL, "not JSON (byte 19: expected a key)");
-	bad("\"tpot_ms\":[]", "\"tpot_ms\":{}", -EINVAL, "rows[0].tpot_ms: not an array");
+	bad("\"netuid\":53", "\"netuid\":53,", -EINVAL,
+	    "not JSON (byte 19: expected a key)");
+	bad("\"tpot_ms\":[]", "\"tpot_ms\":{}", -EINVAL,
+	    "rows[0].tpot_ms: not an array");
 	bad("\"verdicts\":{", "\"verdicts\":{\"fail\":1,", -EINVAL,
 	    "rows[0].verdicts: unknown key \"fail\"");
 	/* the same pair twice; one hotkey with two uids */
@@ -619,19 +666,34 @@ START_TEST(test_overflow)
 {
 	struct engy_epoch_model m = { "m", 2000, 100, 100 };
 	struct engy_epoch_row r[2] = {
-		{ .hotkey = hk[0], .uid = 1, .model = "m", .counted = 1,
-		  .tokens = ENGY_SCORE_MAX_INT, .n_2xx = 1 },
-		{ .hotkey = hk[1], .uid = 2, .model = "m", .counted = 1,
-		  .tokens = ENGY_SCORE_MAX_INT / 2 + 1, .n_2xx = 1 },
+		{ .hotkey = hk[0],
+		  .uid = 1,
+		  .model = "m",
+		  .counted = 1,
+		  .tokens = ENGY_SCORE_MAX_INT,
+		  .n_2xx = 1 },
+		{ .hotkey = hk[1],
+		  .uid = 2,
+		  .model = "m",
+		  .counted = 1,
+		  .tokens = ENGY_SCORE_MAX_INT / 2 + 1,
+		  .n_2xx = 1 },
 	};
 	struct engy_epoch_input in = {
-		.size = sizeof(in), .netuid = 53, .owner_hotkey = OWNER,
-		.models = &m, .n_models = 1, .rows = r, .n_rows = 1,
+		.size = sizeof(in),
+		.netuid = 53,
+		.owner_hotkey = OWNER,
+		.models = &m,
+		.n_models = 1,
+		.rows = r,
+		.n_rows = 1,
 	};
 	struct engy_epoch_result res;
 
 	ck_assert_int_eq(engy_score_settle(&in, NULL, &res), -ERANGE);
-	ck_assert_str_eq(res.error, "rows[0]: score tokens * score_rate / 1000 is over 2^53-1");
+	ck_assert_str_eq(
+		res.error,
+		"rows[0]: score tokens * score_rate / 1000 is over 2^53-1");
 	ck_assert_ptr_null(res.result_json);
 	/* each row fits, the sum does not */
 	m.score_rate = 1000;
@@ -691,9 +753,10 @@ START_TEST(test_plugin)
 	h = fake_host_new("scorer0");
 	conf[0] = 10001;
 	ck_assert_int_eq(pl->create(h, conf, &inst), -EINVAL);
-	ck_assert_ptr_nonnull(strstr(fake_host_log(h), "option=acceptance_min_bp"));
+	ck_assert_ptr_nonnull(
+		strstr(fake_host_log(h), "option=acceptance_min_bp"));
 	conf[0] = 9900;
-	conf[5] = 1000;		/* cheat gate needs 1000 verdicts */
+	conf[5] = 1000; /* cheat gate needs 1000 verdicts */
 	ck_assert_int_eq(pl->create(h, conf, &inst), 0);
 
 	/* the input's own params win: the vector as the spec settles it */
@@ -704,7 +767,8 @@ START_TEST(test_plugin)
 	d->in.params = NULL;
 	ck_assert_int_eq(ops->settle(inst, &d->in, &r2), 0);
 	row_is(&r2, 0, 500000, ENGY_GATE_OK);
-	ck_assert_ptr_nonnull(strstr(fake_host_log(h), "event=settled epoch=107"));
+	ck_assert_ptr_nonnull(
+		strstr(fake_host_log(h), "event=settled epoch=107"));
 	/* its aggregates carry the params used and recompute the same bytes */
 	ck_assert_int_eq(ops->aggregates(inst, &d->in, &agg, NULL, 0), 0);
 	ck_assert_ptr_nonnull(strstr(agg, "\"cheat_min_samples\":1000}"));

@@ -46,29 +46,67 @@ static uint64_t next(void)
 START_TEST(test_float_edges)
 {
 	static const char *const v[] = {
-		"0", "-0", "0.0", "-0.0", "0e10", "1", "-1", "0.5", "1e0",
-		"1E5", "1e+5", "1e-5", "123456789", "0.1", "0.2", "0.3",
-		"3.4028235e38", "3.4028234663852886e38",
+		"0",
+		"-0",
+		"0.0",
+		"-0.0",
+		"0e10",
+		"1",
+		"-1",
+		"0.5",
+		"1e0",
+		"1E5",
+		"1e+5",
+		"1e-5",
+		"123456789",
+		"0.1",
+		"0.2",
+		"0.3",
+		"3.4028235e38",
+		"3.4028234663852886e38",
 		"3.40282356779733661637539395458142568448e38", /* midpoint */
-		"3.4028236e38", "1e39", "-1e39", "1e-45", "1.4e-45", "7e-46",
-		"7.1e-46", "1e-46", "1.17549435e-38", "1.1754942e-38",
-		"1.1754943508222875e-38", "5.877472e-39",
+		"3.4028236e38",
+		"1e39",
+		"-1e39",
+		"1e-45",
+		"1.4e-45",
+		"7e-46",
+		"7.1e-46",
+		"1e-46",
+		"1.17549435e-38",
+		"1.1754942e-38",
+		"1.1754943508222875e-38",
+		"5.877472e-39",
 		/* 1 + 2^-24 (a tie: to even), just above, just below */
 		"1.000000059604644775390625",
 		"1.0000000596046447753906250000001",
 		"1.0000000596046447753906249999999",
-		"1.000000178813934326171875",	/* 1 + 3*2^-24: tie, up */
-		"16777217", "16777219", "33554434", "9007199254740993",
-		"0.0234375", "-1.3515625", "0.00012302398681640625",
-		"2.2250738585072014e-308", "4.9e-324", "1e308", "1e-400",
-		"123456789012345678901234567890", "0.000000000000000000000001",
+		"1.000000178813934326171875", /* 1 + 3*2^-24: tie, up */
+		"16777217",
+		"16777219",
+		"33554434",
+		"9007199254740993",
+		"0.0234375",
+		"-1.3515625",
+		"0.00012302398681640625",
+		"2.2250738585072014e-308",
+		"4.9e-324",
+		"1e308",
+		"1e-400",
+		"123456789012345678901234567890",
+		"0.000000000000000000000001",
 		"1.00000000000000000000000000000000000000000000000000001",
 		"0.99999999999999999999999999999999999999999999999999999",
-		"8.589973e9", "8.589974e9", "-9.8765432e-12",
+		"8.589973e9",
+		"8.589974e9",
+		"-9.8765432e-12",
 		/* the double of these is a float midpoint, the value is not */
-		"4282791865989566e-18", "6778323614249779e1",
-		"7915610885620117e-14", "4969879537820816e-16",
-		"6936458425983304e2", "2066360693424940e-17",
+		"4282791865989566e-18",
+		"6778323614249779e1",
+		"7915610885620117e-14",
+		"4969879537820816e-16",
+		"6936458425983304e2",
+		"2066360693424940e-17",
 	};
 	size_t i;
 
@@ -109,7 +147,7 @@ START_TEST(test_float_random)
 		same_as_strtof(s);
 		snprintf(s, sizeof(s), "%.17g", (double)f);
 		same_as_strtof(s);
-		for (k = 1; k <= 9; k++) {	/* shortest round trip */
+		for (k = 1; k <= 9; k++) { /* shortest round trip */
 			snprintf(s, sizeof(s), "%.*g", k, (double)f);
 			if (strtof(s, NULL) == f)
 				break;
@@ -147,9 +185,9 @@ END_TEST
 START_TEST(test_float_invalid)
 {
 	static const char *const bad[] = {
-		"", "-", "01", "-01", "1.", ".5", "+1", "1e", "1e+", "1e-",
-		"0x10", "1.5x", "NaN", "Infinity", "1 ", " 1", "1,", "--1",
-		"1.2.3", "1e5e5", "e5",
+		"",   "-",   "01",  "-01",  "1.",    ".5",    "+1",
+		"1e", "1e+", "1e-", "0x10", "1.5x",  "NaN",   "Infinity",
+		"1 ", " 1",  "1,",  "--1",  "1.2.3", "1e5e5", "e5",
 	};
 	char big[ENGY_SGLRESP_NUM_MAX + 2];
 	size_t i;
@@ -157,11 +195,14 @@ START_TEST(test_float_invalid)
 
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(engy_sglresp_parse_float(bad[i], strlen(bad[i]),
-						  &f) == -EINVAL, "%s", bad[i]);
+						       &f) == -EINVAL,
+			      "%s", bad[i]);
 	memset(big, '1', sizeof(big));
-	ck_assert_int_eq(engy_sglresp_parse_float(big, ENGY_SGLRESP_NUM_MAX + 1, &f),
-			 -E2BIG);
-	ck_assert_int_eq(engy_sglresp_parse_float(big, ENGY_SGLRESP_NUM_MAX, &f), 0);
+	ck_assert_int_eq(
+		engy_sglresp_parse_float(big, ENGY_SGLRESP_NUM_MAX + 1, &f),
+		-E2BIG);
+	ck_assert_int_eq(
+		engy_sglresp_parse_float(big, ENGY_SGLRESP_NUM_MAX, &f), 0);
 	ck_assert(isinf(f));
 }
 END_TEST
@@ -299,8 +340,8 @@ START_TEST(test_every_split)
 		for (k = i; k <= len; k++) {
 			cuts[0] = i;
 			cuts[1] = k;
-			ck_assert_int_eq(parse_cut(resp, len, cuts, 2, &o, &r,
-						   &j), 0);
+			ck_assert_int_eq(
+				parse_cut(resp, len, cuts, 2, &o, &r, &j), 0);
 			check_resp(j, &r);
 			engy_sglresp_free(j);
 		}
@@ -342,7 +383,9 @@ START_TEST(test_empty_prefill_and_shapes)
 
 	/* A full radix-cache hit: element 0 is an empty block. */
 	ck_assert_int_eq(parse("{\"meta_info\":{\"hidden_states\":[[],[1,2],"
-			       "[3,4]]}}", &o, &r, &j), 0);
+			       "[3,4]]}}",
+			       &o, &r, &j),
+			 0);
 	p = engy_sglresp_resp(j);
 	ck_assert(p->has_hidden && p->elem0_block);
 	ck_assert_uint_eq(p->elem0_rows, 0);
@@ -352,24 +395,27 @@ START_TEST(test_empty_prefill_and_shapes)
 	engy_sglresp_free(j);
 
 	/* No hidden states at all, null, and an empty list. */
-	ck_assert_int_eq(parse("{\"meta_info\":{\"cached_tokens\":0}}", &o, &r,
-			       &j), 0);
+	ck_assert_int_eq(
+		parse("{\"meta_info\":{\"cached_tokens\":0}}", &o, &r, &j), 0);
 	ck_assert(!engy_sglresp_resp(j)->has_hidden);
 	ck_assert_int_eq(engy_sglresp_resp(j)->completion_tokens, -1);
 	engy_sglresp_free(j);
-	ck_assert_int_eq(parse("{\"meta_info\":{\"hidden_states\":null}}", &o,
-			       &r, &j), 0);
+	ck_assert_int_eq(
+		parse("{\"meta_info\":{\"hidden_states\":null}}", &o, &r, &j),
+		0);
 	ck_assert(!engy_sglresp_resp(j)->has_hidden);
 	engy_sglresp_free(j);
-	ck_assert_int_eq(parse("{\"meta_info\":{\"hidden_states\":[]}}", &o, &r,
-			       &j), 0);
+	ck_assert_int_eq(
+		parse("{\"meta_info\":{\"hidden_states\":[]}}", &o, &r, &j), 0);
 	ck_assert(engy_sglresp_resp(j)->has_hidden);
 	ck_assert_uint_eq(engy_sglresp_resp(j)->n_elems, 0);
 	engy_sglresp_free(j);
 
 	/* Non-finite values as Python and orjson write them. */
 	ck_assert_int_eq(parse("{\"meta_info\":{\"hidden_states\":[[NaN,"
-			       "Infinity,-Infinity,null]]}}", &o, &r, &j), 0);
+			       "Infinity,-Infinity,null]]}}",
+			       &o, &r, &j),
+			 0);
 	ck_assert(isnan(r.v[0][0]) && isinf(r.v[0][1]) && r.v[0][1] > 0 &&
 		  isinf(r.v[0][2]) && r.v[0][2] < 0 && isnan(r.v[0][3]));
 	ck_assert(!engy_sglresp_resp(j)->elem0_block);
@@ -386,7 +432,8 @@ START_TEST(test_finish_and_errors)
 
 	ck_assert_int_eq(parse("{\"meta_info\":{\"finish_reason\":{\"type\":"
 			       "\"abort\",\"message\":\"Abort in waiting "
-			       "queue\",\"status_code\":null}}}", &o, &r, &j),
+			       "queue\",\"status_code\":null}}}",
+			       &o, &r, &j),
 			 0);
 	p = engy_sglresp_resp(j);
 	ck_assert_int_eq(p->finish, ENGY_SGLRESP_FINISH_ABORT);
@@ -394,30 +441,40 @@ START_TEST(test_finish_and_errors)
 	engy_sglresp_free(j);
 
 	ck_assert_int_eq(parse("{\"meta_info\":{\"finish_reason\":{\"type\":"
-			       "\"stop\",\"matched\":\"</s>\"}}}", &o, &r, &j),
+			       "\"stop\",\"matched\":\"</s>\"}}}",
+			       &o, &r, &j),
 			 0);
-	ck_assert_int_eq(engy_sglresp_resp(j)->finish, ENGY_SGLRESP_FINISH_STOP);
+	ck_assert_int_eq(engy_sglresp_resp(j)->finish,
+			 ENGY_SGLRESP_FINISH_STOP);
 	ck_assert_int_eq(engy_sglresp_resp(j)->matched, -1);
 	engy_sglresp_free(j);
 
 	ck_assert_int_eq(parse("{\"meta_info\":{\"finish_reason\":{\"type\":"
-			       "\"length\",\"length\":16}}}", &o, &r, &j), 0);
-	ck_assert_int_eq(engy_sglresp_resp(j)->finish, ENGY_SGLRESP_FINISH_LENGTH);
+			       "\"length\",\"length\":16}}}",
+			       &o, &r, &j),
+			 0);
+	ck_assert_int_eq(engy_sglresp_resp(j)->finish,
+			 ENGY_SGLRESP_FINISH_LENGTH);
 	engy_sglresp_free(j);
 
-	ck_assert_int_eq(parse("{\"meta_info\":{\"finish_reason\":null}}", &o,
-			       &r, &j), 0);
-	ck_assert_int_eq(engy_sglresp_resp(j)->finish, ENGY_SGLRESP_FINISH_NONE);
+	ck_assert_int_eq(
+		parse("{\"meta_info\":{\"finish_reason\":null}}", &o, &r, &j),
+		0);
+	ck_assert_int_eq(engy_sglresp_resp(j)->finish,
+			 ENGY_SGLRESP_FINISH_NONE);
 	engy_sglresp_free(j);
 
 	ck_assert_int_eq(parse("{\"error\":{\"message\":\"boom \\\"x\\\"\"}}",
-			       &o, &r, &j), 0);
+			       &o, &r, &j),
+			 0);
 	ck_assert(engy_sglresp_resp(j)->has_error);
 	ck_assert_str_eq(engy_sglresp_resp(j)->error, "boom \"x\"");
 	engy_sglresp_free(j);
 
 	ck_assert_int_eq(parse("{\"object\":\"error\",\"message\":\"bad\","
-			       "\"code\":400}", &o, &r, &j), 0);
+			       "\"code\":400}",
+			       &o, &r, &j),
+			 0);
 	ck_assert_str_eq(engy_sglresp_resp(j)->error, "bad");
 	engy_sglresp_free(j);
 
@@ -440,7 +497,8 @@ START_TEST(test_long_message)
 	memset(s + 10, 'm', 9000);
 	strcpy(s + 9010, "\"}");
 	ck_assert_int_eq(parse(s, &o, &r, &j), 0);
-	ck_assert_uint_eq(strlen(engy_sglresp_resp(j)->error), ENGY_SGLRESP_MSG_MAX - 1);
+	ck_assert_uint_eq(strlen(engy_sglresp_resp(j)->error),
+			  ENGY_SGLRESP_MSG_MAX - 1);
 	engy_sglresp_free(j);
 	free(s);
 }
@@ -477,7 +535,7 @@ START_TEST(test_huge_arrays)
 	ck_assert(s && b.want);
 	at += (size_t)sprintf(s, "{\"meta_info\":{\"hidden_states\":[");
 	for (i = 0; i < (size_t)b.rows * b.width; i++) {
-		uint32_t u = (uint32_t)next() & 0xbfffffffu;	/* finite */
+		uint32_t u = (uint32_t)next() & 0xbfffffffu; /* finite */
 		float f;
 
 		memcpy(&f, &u, sizeof(f));
@@ -595,7 +653,9 @@ START_TEST(test_limits_and_callback)
 	char num[ENGY_SGLRESP_NUM_MAX + 60];
 
 	ck_assert_int_eq(parse("{\"meta_info\":{\"hidden_states\":"
-			       "[[1,2,3,4]]}}", &o, &r, &j), -E2BIG);
+			       "[[1,2,3,4]]}}",
+			       &o, &r, &j),
+			 -E2BIG);
 	engy_sglresp_free(j);
 	memset(&o, 0, sizeof(o));
 	o.max_ids = 2;

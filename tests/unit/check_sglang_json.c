@@ -74,23 +74,31 @@ START_TEST(test_full)
 	engy_sgl_gen_free(&g);
 
 	/* sglang's greedy: any temperature below 1e-6. */
-	ck_assert_int_eq(parse("{\"input_ids\":[1],\"sampling_params\":{\"temperature\":1e-7}}",
-			       &g, err), 0);
+	ck_assert_int_eq(
+		parse("{\"input_ids\":[1],\"sampling_params\":{\"temperature\":1e-7}}",
+		      &g, err),
+		0);
 	ck_assert(g.temperature == 0);
 	engy_sgl_gen_free(&g);
-	ck_assert_int_eq(parse("{\"input_ids\":[1],\"sampling_params\":{\"temperature\":0.7}}",
-			       &g, err), 0);
+	ck_assert_int_eq(
+		parse("{\"input_ids\":[1],\"sampling_params\":{\"temperature\":0.7}}",
+		      &g, err),
+		0);
 	ck_assert(g.temperature == 0.7);
 	engy_sgl_gen_free(&g);
 	/* text, an empty rid (the server makes one), nulls for defaults. */
-	ck_assert_int_eq(parse("{\"text\":\"hi\",\"rid\":\"\",\"sampling_params\":null,"
-			       "\"stream\":null}", &g, err), 0);
+	ck_assert_int_eq(
+		parse("{\"text\":\"hi\",\"rid\":\"\",\"sampling_params\":null,"
+		      "\"stream\":null}",
+		      &g, err),
+		0);
 	ck_assert_str_eq(g.text, "hi");
 	ck_assert_ptr_null(g.input_ids);
 	ck_assert_ptr_null(g.rid);
 	engy_sgl_gen_free(&g);
 	/* Both: sglang tokenizes from input_ids. */
-	ck_assert_int_eq(parse("{\"text\":\"hi\",\"input_ids\":[7]}", &g, err), 0);
+	ck_assert_int_eq(parse("{\"text\":\"hi\",\"input_ids\":[7]}", &g, err),
+			 0);
 	ck_assert_uint_eq(g.n_input, 1);
 	ck_assert_ptr_null(g.text);
 	engy_sgl_gen_free(&g);
@@ -121,34 +129,60 @@ static const struct {
 	{ "{\"input_ids\":[1],\"rid\":5}", "rid must be a string" },
 	{ "{\"input_ids\":[1],\"rid\":[\"a\"]}", "Batch requests" },
 	{ "{\"input_ids\":[1],\"rid\":\"a\\nb\"}", "printable ASCII" },
-	{ "{\"input_ids\":[1],\"stream\":\"yes\"}", "stream must be a boolean" },
-	{ "{\"input_ids\":[1],\"return_logprob\":1}", "return_logprob must be a boolean" },
-	{ "{\"input_ids\":[1],\"return_hidden_states\":\"last\"}", "not supported" },
-	{ "{\"input_ids\":[1],\"return_hidden_states\":1}", "must be a boolean" },
+	{ "{\"input_ids\":[1],\"stream\":\"yes\"}",
+	  "stream must be a boolean" },
+	{ "{\"input_ids\":[1],\"return_logprob\":1}",
+	  "return_logprob must be a boolean" },
+	{ "{\"input_ids\":[1],\"return_hidden_states\":\"last\"}",
+	  "not supported" },
+	{ "{\"input_ids\":[1],\"return_hidden_states\":1}",
+	  "must be a boolean" },
 	{ "{\"input_ids\":[1],\"sampling_params\":[{}]}", "must be an object" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"temperature\":-1}}", "non-negative" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"temperature\":\"0\"}}", "non-negative" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"top_p\":0}}", "top_p must be in (0, 1]" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"top_p\":1.5}}", "top_p must be in (0, 1]" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"top_k\":0}}", "top_k must be -1" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"top_k\":2.5}}", "top_k must be -1" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"max_new_tokens\":-1}}", "at least 0" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"max_new_tokens\":1.5}}", "at least 0" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"stop_token_ids\":5}}", "stop_token_ids must be" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"stop_token_ids\":[-5]}}", "non-negative integers" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"sampling_seed\":-1}}", "sampling_seed" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"ignore_eos\":true}}", "ignore_eos is not supported" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"min_p\":0.1}}", "min_p is not supported" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"n\":2}}", "n is not supported" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"stop\":[\"x\"]}}", "stop is not supported" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"stop\":\"x\"}}", "stop is not supported" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"json_schema\":\"{}\"}}", "json_schema is not supported" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"temprature\":0}}", "Unknown sampling parameter: temprature" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"skip_special_tokens\":0}}", "must be a boolean" },
-	{ "{\"input_ids\":[1],\"top_logprobs_num\":5}", "top_logprobs_num is not supported" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"temperature\":-1}}",
+	  "non-negative" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"temperature\":\"0\"}}",
+	  "non-negative" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"top_p\":0}}",
+	  "top_p must be in (0, 1]" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"top_p\":1.5}}",
+	  "top_p must be in (0, 1]" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"top_k\":0}}",
+	  "top_k must be -1" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"top_k\":2.5}}",
+	  "top_k must be -1" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"max_new_tokens\":-1}}",
+	  "at least 0" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"max_new_tokens\":1.5}}",
+	  "at least 0" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"stop_token_ids\":5}}",
+	  "stop_token_ids must be" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"stop_token_ids\":[-5]}}",
+	  "non-negative integers" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"sampling_seed\":-1}}",
+	  "sampling_seed" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"ignore_eos\":true}}",
+	  "ignore_eos is not supported" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"min_p\":0.1}}",
+	  "min_p is not supported" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"n\":2}}",
+	  "n is not supported" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"stop\":[\"x\"]}}",
+	  "stop is not supported" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"stop\":\"x\"}}",
+	  "stop is not supported" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"json_schema\":\"{}\"}}",
+	  "json_schema is not supported" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"temprature\":0}}",
+	  "Unknown sampling parameter: temprature" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"skip_special_tokens\":0}}",
+	  "must be a boolean" },
+	{ "{\"input_ids\":[1],\"top_logprobs_num\":5}",
+	  "top_logprobs_num is not supported" },
 	{ "{\"input_ids\":[1],\"logprob_start_len\":0}", "logprob_start_len" },
-	{ "{\"input_ids\":[1],\"input_embeds\":[[0.1]]}", "input_embeds is not supported" },
-	{ "{\"input_ids\":[1],\"lora_path\":\"x\"}", "lora_path is not supported" },
+	{ "{\"input_ids\":[1],\"input_embeds\":[[0.1]]}",
+	  "input_embeds is not supported" },
+	{ "{\"input_ids\":[1],\"lora_path\":\"x\"}",
+	  "lora_path is not supported" },
 };
 
 START_TEST(test_refused)
@@ -157,8 +191,8 @@ START_TEST(test_refused)
 	char err[256];
 
 	err[0] = '\0';
-	ck_assert_msg(parse(refused[_i].body, &g, err) == -EINVAL, "accepted: %s",
-		      refused[_i].body);
+	ck_assert_msg(parse(refused[_i].body, &g, err) == -EINVAL,
+		      "accepted: %s", refused[_i].body);
 	ck_assert_msg(strstr(err, refused[_i].reason) != NULL,
 		      "%s: reason \"%s\" lacks \"%s\"", refused[_i].body, err,
 		      refused[_i].reason);
@@ -183,8 +217,9 @@ START_TEST(test_long_rid)
 	ck_assert_ptr_nonnull(strstr(err, "longer than"));
 	engy_sgl_gen_free(&g);
 	/* A body with a NUL inside is not JSON text. */
-	ck_assert_int_eq(engy_sgl_parse_generate("{\"input_ids\":[1]}\0", 18, &g, err,
-						 sizeof(err)), -EINVAL);
+	ck_assert_int_eq(engy_sgl_parse_generate("{\"input_ids\":[1]}\0", 18,
+						 &g, err, sizeof(err)),
+			 -EINVAL);
 	engy_sgl_gen_free(&g);
 }
 END_TEST
@@ -194,24 +229,33 @@ START_TEST(test_abort)
 	struct engy_sgl_abort a;
 	char err[256];
 
-	ck_assert_int_eq(engy_sgl_parse_abort("{\"rid\":\"job-1\"}", 15, &a, err, sizeof(err)), 0);
+	ck_assert_int_eq(engy_sgl_parse_abort("{\"rid\":\"job-1\"}", 15, &a,
+					      err, sizeof(err)),
+			 0);
 	ck_assert_str_eq(a.rid, "job-1");
 	ck_assert(!a.abort_all);
 	engy_sgl_abort_free(&a);
-	ck_assert_int_eq(engy_sgl_parse_abort("{}", 2, &a, err, sizeof(err)), 0);
+	ck_assert_int_eq(engy_sgl_parse_abort("{}", 2, &a, err, sizeof(err)),
+			 0);
 	ck_assert_str_eq(a.rid, "");
 	engy_sgl_abort_free(&a);
-	ck_assert_int_eq(engy_sgl_parse_abort("{\"abort_all\":true,\"rid\":\"\"}", 27, &a,
-					      err, sizeof(err)), 0);
+	ck_assert_int_eq(
+		engy_sgl_parse_abort("{\"abort_all\":true,\"rid\":\"\"}", 27,
+				     &a, err, sizeof(err)),
+		0);
 	ck_assert(a.abort_all);
 	ck_assert_str_eq(a.rid, "");
 	engy_sgl_abort_free(&a);
-	ck_assert_int_eq(engy_sgl_parse_abort("{\"rid\":5}", 9, &a, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(
+		engy_sgl_parse_abort("{\"rid\":5}", 9, &a, err, sizeof(err)),
+		-EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "rid must be a string"));
 	engy_sgl_abort_free(&a);
-	ck_assert_int_eq(engy_sgl_parse_abort("nope", 4, &a, err, sizeof(err)), -EINVAL);
+	ck_assert_int_eq(engy_sgl_parse_abort("nope", 4, &a, err, sizeof(err)),
+			 -EINVAL);
 	engy_sgl_abort_free(&a);
-	ck_assert_int_eq(engy_sgl_parse_abort("{\"abort_all\":1}", 15, &a, err, sizeof(err)),
+	ck_assert_int_eq(engy_sgl_parse_abort("{\"abort_all\":1}", 15, &a, err,
+					      sizeof(err)),
 			 -EINVAL);
 	engy_sgl_abort_free(&a);
 }
@@ -245,11 +289,22 @@ START_TEST(test_response_shape)
 	float rows[3 * 4];
 	char *tt[] = { "a", NULL, "\"q\"" };
 	struct engy_sgl_out o = {
-		.rid = "job-17", .text = "he said \"hi\"\n\x01\xc3\xa9", .ids = ids,
-		.n_ids = 3, .finish = ENGY_SGL_STOP, .matched = 151645,
-		.prompt_tokens = 5, .cached_tokens = 2, .e2e_latency = 0.25,
-		.logprobs = true, .logprob_v = lp, .token_text = tt,
-		.last_prompt_id = 198, .hidden = true, .rows = rows, .n_rows = 3,
+		.rid = "job-17",
+		.text = "he said \"hi\"\n\x01\xc3\xa9",
+		.ids = ids,
+		.n_ids = 3,
+		.finish = ENGY_SGL_STOP,
+		.matched = 151645,
+		.prompt_tokens = 5,
+		.cached_tokens = 2,
+		.e2e_latency = 0.25,
+		.logprobs = true,
+		.logprob_v = lp,
+		.token_text = tt,
+		.last_prompt_id = 198,
+		.hidden = true,
+		.rows = rows,
+		.n_rows = 3,
 		.hidden_size = 4,
 	};
 	cJSON *j, *m, *hs, *v;
@@ -274,19 +329,32 @@ START_TEST(test_response_shape)
 	ck_assert(path(m, "prompt_tokens", NULL)->valuedouble == 5);
 	ck_assert(path(m, "completion_tokens", NULL)->valuedouble == 3);
 	ck_assert(path(m, "cached_tokens", NULL)->valuedouble == 2);
-	ck_assert(fabs(path(m, "e2e_latency", NULL)->valuedouble - 0.25) < 1e-9);
+	ck_assert(fabs(path(m, "e2e_latency", NULL)->valuedouble - 0.25) <
+		  1e-9);
 	v = path(m, "input_token_logprobs", NULL);
 	ck_assert_int_eq(cJSON_GetArraySize(v), 1);
-	ck_assert(cJSON_IsNull(cJSON_GetArrayItem(cJSON_GetArrayItem(v, 0), 0)));
-	ck_assert(cJSON_GetArrayItem(cJSON_GetArrayItem(v, 0), 1)->valuedouble == 198);
+	ck_assert(
+		cJSON_IsNull(cJSON_GetArrayItem(cJSON_GetArrayItem(v, 0), 0)));
+	ck_assert(
+		cJSON_GetArrayItem(cJSON_GetArrayItem(v, 0), 1)->valuedouble ==
+		198);
 	v = path(m, "output_token_logprobs", NULL);
 	ck_assert_int_eq(cJSON_GetArraySize(v), 3);
-	ck_assert((float)cJSON_GetArrayItem(cJSON_GetArrayItem(v, 0), 0)->valuedouble == -0.5f);
-	ck_assert(cJSON_GetArrayItem(cJSON_GetArrayItem(v, 1), 1)->valuedouble == 8);
-	ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(v, 0), 2)->valuestring, "a");
-	ck_assert(cJSON_IsNull(cJSON_GetArrayItem(cJSON_GetArrayItem(v, 1), 2)));
-	ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetArrayItem(v, 2), 2)->valuestring, "\"q\"");
-	ck_assert(cJSON_IsNull(cJSON_GetArrayItem(cJSON_GetArrayItem(v, 2), 0)));	/* NaN */
+	ck_assert((float)cJSON_GetArrayItem(cJSON_GetArrayItem(v, 0), 0)
+			  ->valuedouble == -0.5f);
+	ck_assert(
+		cJSON_GetArrayItem(cJSON_GetArrayItem(v, 1), 1)->valuedouble ==
+		8);
+	ck_assert_str_eq(
+		cJSON_GetArrayItem(cJSON_GetArrayItem(v, 0), 2)->valuestring,
+		"a");
+	ck_assert(
+		cJSON_IsNull(cJSON_GetArrayItem(cJSON_GetArrayItem(v, 1), 2)));
+	ck_assert_str_eq(
+		cJSON_GetArrayItem(cJSON_GetArrayItem(v, 2), 2)->valuestring,
+		"\"q\"");
+	ck_assert(cJSON_IsNull(
+		cJSON_GetArrayItem(cJSON_GetArrayItem(v, 2), 0))); /* NaN */
 	/* Ragged: [[row 0], row 1, row 2]; every value reads back exactly. */
 	hs = path(m, "hidden_states", NULL);
 	ck_assert_int_eq(cJSON_GetArraySize(hs), 3);
@@ -298,8 +366,8 @@ START_TEST(test_response_shape)
 			row = cJSON_GetArrayItem(row, 0);
 		ck_assert_int_eq(cJSON_GetArraySize(row), 4);
 		for (k = 0; k < 4; k++)
-			ck_assert((float)cJSON_GetArrayItem(row, (int)k)->valuedouble ==
-				  rows[i * 4 + k]);
+			ck_assert((float)cJSON_GetArrayItem(row, (int)k)
+					  ->valuedouble == rows[i * 4 + k]);
 	}
 	cJSON_Delete(j);
 	free(s);
@@ -327,9 +395,14 @@ START_TEST(test_cache_hit_layout)
 {
 	static const float rows[4] = { 1, 2, 3, 4 };
 	static const uint32_t ids[3] = { 7, 8, 9 };
-	struct engy_sgl_out o = { .rid = "r", .e2e_latency = -1, .ids = ids,
-				  .n_ids = 3, .hidden = true, .rows = rows,
-				  .n_rows = 2, .hidden_size = 2,
+	struct engy_sgl_out o = { .rid = "r",
+				  .e2e_latency = -1,
+				  .ids = ids,
+				  .n_ids = 3,
+				  .hidden = true,
+				  .rows = rows,
+				  .n_rows = 2,
+				  .hidden_size = 2,
 				  .prefill_empty = true };
 	size_t len;
 	char *s = engy_sgl_response(&o, false, &len);
@@ -375,7 +448,8 @@ START_TEST(test_finish_reasons)
 	j = reparse(s, len);
 	f = path(path(j, "meta_info", NULL), "finish_reason", NULL);
 	ck_assert_str_eq(path(f, "type", NULL)->valuestring, "abort");
-	ck_assert_str_eq(path(f, "message", NULL)->valuestring, "Abort in waiting queue");
+	ck_assert_str_eq(path(f, "message", NULL)->valuestring,
+			 "Abort in waiting queue");
 	ck_assert(cJSON_IsNull(path(f, "status_code", NULL)));
 	ck_assert(cJSON_IsNull(path(f, "err_type", NULL)));
 	cJSON_Delete(j);
@@ -393,11 +467,14 @@ END_TEST
 
 START_TEST(test_float_roundtrip)
 {
-	static const float fixed[] = { 0.0f, -0.0f, 1.0f, 0.1f, -3.4028235e38f,
-				       1.17549435e-38f, 1.4e-45f, 0.10009765625f,
-				       123456.789f, -2.5e-7f };
-	struct engy_sgl_out o = { .rid = "r", .e2e_latency = -1, .hidden = true,
-				  .hidden_size = 1 };
+	static const float fixed[] = { 0.0f,	       -0.0f,
+				       1.0f,	       0.1f,
+				       -3.4028235e38f, 1.17549435e-38f,
+				       1.4e-45f,       0.10009765625f,
+				       123456.789f,    -2.5e-7f };
+	struct engy_sgl_out o = {
+		.rid = "r", .e2e_latency = -1, .hidden = true, .hidden_size = 1
+	};
 	uint32_t st = 99;
 	float v[2000];
 	size_t i, len;
@@ -428,7 +505,8 @@ START_TEST(test_float_roundtrip)
 
 		if (i == 0)
 			row = cJSON_GetArrayItem(row, 0);
-		ck_assert_msg((float)cJSON_GetArrayItem(row, 0)->valuedouble == v[i],
+		ck_assert_msg((float)cJSON_GetArrayItem(row, 0)->valuedouble ==
+				      v[i],
 			      "row %zu: %.9g", i, (double)v[i]);
 	}
 	/* The shortest form: 0.1f is written "0.1", not 0.100000001. */
@@ -446,7 +524,8 @@ START_TEST(test_error_and_info)
 
 	s = engy_sgl_error("bad \"thing\"\n", false, &len);
 	j = reparse(s, len);
-	ck_assert_str_eq(path(j, "error", "message")->valuestring, "bad \"thing\"\n");
+	ck_assert_str_eq(path(j, "error", "message")->valuestring,
+			 "bad \"thing\"\n");
 	cJSON_Delete(j);
 	free(s);
 	s = engy_sgl_error("x", true, &len);
@@ -455,10 +534,12 @@ START_TEST(test_error_and_info)
 	s = engy_sgl_model_info("/m/qwen", "/m/qwen", &len);
 	j = reparse(s, len);
 	ck_assert_str_eq(path(j, "model_path", NULL)->valuestring, "/m/qwen");
-	ck_assert_str_eq(path(j, "tokenizer_path", NULL)->valuestring, "/m/qwen");
+	ck_assert_str_eq(path(j, "tokenizer_path", NULL)->valuestring,
+			 "/m/qwen");
 	ck_assert(cJSON_IsTrue(path(j, "is_generation", NULL)));
 	ck_assert(cJSON_IsNull(path(j, "preferred_sampling_params", NULL)));
-	ck_assert_str_eq(path(j, "weight_version", NULL)->valuestring, "default");
+	ck_assert_str_eq(path(j, "weight_version", NULL)->valuestring,
+			 "default");
 	cJSON_Delete(j);
 	free(s);
 	ck_assert_str_eq(ENGY_SGL_SSE_DONE, "data: [DONE]\n\n");
@@ -474,7 +555,8 @@ int main(void)
 
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_full);
-	tcase_add_loop_test(tc, test_refused, 0, sizeof(refused) / sizeof(refused[0]));
+	tcase_add_loop_test(tc, test_refused, 0,
+			    sizeof(refused) / sizeof(refused[0]));
 	tcase_add_test(tc, test_long_rid);
 	tcase_add_test(tc, test_abort);
 	tcase_add_test(tc, test_response_shape);

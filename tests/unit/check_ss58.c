@@ -43,7 +43,9 @@ START_TEST(test_base58_vectors)
 		ck_assert_int_eq(engy_base58_encode(enc, sizeof(enc), in, n),
 				 (int)strlen(b58_vectors[i].b58));
 		ck_assert_str_eq(enc, b58_vectors[i].b58);
-		ck_assert_int_eq(engy_base58_decode(out, sizeof(out), &len, enc, strlen(enc), NULL), 0);
+		ck_assert_int_eq(engy_base58_decode(out, sizeof(out), &len, enc,
+						    strlen(enc), NULL),
+				 0);
 		ck_assert_uint_eq(len, n);
 		ck_assert(memcmp(in, out, n) == 0);
 	}
@@ -57,13 +59,24 @@ START_TEST(test_base58_errors)
 	size_t len, at = 99;
 	const uint8_t in[4] = { 1, 2, 3, 4 };
 
-	ck_assert_int_eq(engy_base58_decode(out, sizeof(out), &len, "2g0", 3, &at), -EILSEQ);
+	ck_assert_int_eq(
+		engy_base58_decode(out, sizeof(out), &len, "2g0", 3, &at),
+		-EILSEQ);
 	ck_assert_uint_eq(at, 2);
-	ck_assert_int_eq(engy_base58_decode(out, sizeof(out), &len, "O", 1, &at), -EILSEQ);
-	ck_assert_int_eq(engy_base58_decode(out, sizeof(out), &len, "I", 1, NULL), -EILSEQ);
-	ck_assert_int_eq(engy_base58_decode(out, sizeof(out), &len, "l", 1, NULL), -EILSEQ);
-	ck_assert_int_eq(engy_base58_decode(out, sizeof(out), &len, "a\0b", 3, NULL), -EILSEQ);
-	ck_assert_int_eq(engy_base58_decode(out, 1, &len, "a3gV", 4, NULL), -ENOSPC);
+	ck_assert_int_eq(
+		engy_base58_decode(out, sizeof(out), &len, "O", 1, &at),
+		-EILSEQ);
+	ck_assert_int_eq(
+		engy_base58_decode(out, sizeof(out), &len, "I", 1, NULL),
+		-EILSEQ);
+	ck_assert_int_eq(
+		engy_base58_decode(out, sizeof(out), &len, "l", 1, NULL),
+		-EILSEQ);
+	ck_assert_int_eq(
+		engy_base58_decode(out, sizeof(out), &len, "a\0b", 3, NULL),
+		-EILSEQ);
+	ck_assert_int_eq(engy_base58_decode(out, 1, &len, "a3gV", 4, NULL),
+			 -ENOSPC);
 	ck_assert_int_eq(engy_base58_encode(enc, 3, in, sizeof(in)), -ENOSPC);
 }
 END_TEST
@@ -91,8 +104,9 @@ START_TEST(test_known_addresses)
 
 	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		unhex(pub, 32, v[i].pub);
-		ck_assert_int_eq(engy_ss58_encode(addr, sizeof(addr), pub, v[i].prefix),
-				 (int)strlen(v[i].addr));
+		ck_assert_int_eq(
+			engy_ss58_encode(addr, sizeof(addr), pub, v[i].prefix),
+			(int)strlen(v[i].addr));
 		ck_assert_str_eq(addr, v[i].addr);
 		ck_assert_int_eq(engy_ss58_decode(v[i].addr, got, &prefix), 0);
 		ck_assert(memcmp(got, pub, 32) == 0);
@@ -125,9 +139,12 @@ START_TEST(test_roundtrip_all_prefixes)
 		ck_assert_int_eq(engy_ss58_decode(addr, got, &prefix), 0);
 		ck_assert(memcmp(pub, got, 32) == 0);
 		ck_assert_uint_eq(prefix, p);
-		ck_assert_int_eq(engy_ss58_decode_prefix(addr, (uint16_t)p, got), 0);
+		ck_assert_int_eq(
+			engy_ss58_decode_prefix(addr, (uint16_t)p, got), 0);
 	}
-	ck_assert_int_eq(engy_ss58_encode(addr, sizeof(addr), pub, ENGY_SS58_PREFIX_MAX + 1), -EINVAL);
+	ck_assert_int_eq(engy_ss58_encode(addr, sizeof(addr), pub,
+					  ENGY_SS58_PREFIX_MAX + 1),
+			 -EINVAL);
 	ck_assert_int_eq(engy_ss58_encode(addr, 10, pub, 42), -ENOSPC);
 }
 END_TEST
@@ -188,7 +205,7 @@ START_TEST(test_bad_addresses)
 	ck_assert_int_eq(engy_ss58_decode(a, NULL, NULL), -EMSGSIZE);
 	memset(raw, 7, sizeof(raw));
 	raw[0] = 42;
-	craft(a, sizeof(a), raw, 1 + 20);	/* a 20-byte account */
+	craft(a, sizeof(a), raw, 1 + 20); /* a 20-byte account */
 	ck_assert_int_eq(engy_ss58_decode(a, NULL, NULL), -EMSGSIZE);
 
 	/* Reserved prefixes 46 and 47, and a first byte of 128 or more. */
@@ -202,19 +219,25 @@ START_TEST(test_bad_addresses)
 	/* A valid address of another network is not a bittensor one. */
 	ck_assert_int_gt(engy_ss58_encode(polka, sizeof(polka), pub, 0), 0);
 	ck_assert_int_eq(engy_ss58_decode(polka, NULL, NULL), 0);
-	ck_assert_int_eq(engy_ss58_decode_prefix(polka, ENGY_SS58_PREFIX_BITTENSOR, NULL), -EPROTO);
-	ck_assert_int_eq(engy_ss58_decode_prefix(dev, ENGY_SS58_PREFIX_BITTENSOR, NULL), 0);
+	ck_assert_int_eq(engy_ss58_decode_prefix(
+				 polka, ENGY_SS58_PREFIX_BITTENSOR, NULL),
+			 -EPROTO);
+	ck_assert_int_eq(
+		engy_ss58_decode_prefix(dev, ENGY_SS58_PREFIX_BITTENSOR, NULL),
+		0);
 }
 END_TEST
 
 START_TEST(test_strerror)
 {
-	static const int codes[] = { -EILSEQ, -EMSGSIZE, -EINVAL, -EBADMSG, -EPROTO };
+	static const int codes[] = { -EILSEQ, -EMSGSIZE, -EINVAL, -EBADMSG,
+				     -EPROTO };
 	size_t i, j;
 
 	for (i = 0; i < 5; i++)
 		for (j = i + 1; j < 5; j++)
-			ck_assert_str_ne(engy_ss58_strerror(codes[i]), engy_ss58_strerror(codes[j]));
+			ck_assert_str_ne(engy_ss58_strerror(codes[i]),
+					 engy_ss58_strerror(codes[j]));
 	ck_assert_ptr_nonnull(strstr(engy_ss58_strerror(-EBADMSG), "checksum"));
 	ck_assert_ptr_nonnull(strstr(engy_ss58_strerror(-EPROTO), "prefix"));
 }

@@ -14,7 +14,7 @@ struct col {
 	char cur[256];
 	size_t curn;
 	size_t data_calls;
-	int stop_at;		/* data callback fails on this call (1-based) */
+	int stop_at; /* data callback fails on this call (1-based) */
 };
 
 static int on_data(void *arg, const char *p, size_t n)
@@ -89,25 +89,25 @@ END_TEST
 
 /* Every framing rule in one stream. */
 static const char tricky[] =
-	"\xef\xbb\xbf"			/* BOM */
+	"\xef\xbb\xbf" /* BOM */
 	": a comment\r\n"
 	"event: message\r\n"
 	"id: 7\r\n"
 	"data:no space\r\n"
-	"data:  two spaces\r\n"		/* only the first space goes */
+	"data:  two spaces\r\n" /* only the first space goes */
 	"\r\n"
 	"retry: 10\n"
-	"data\n"			/* no colon: an empty data line */
+	"data\n" /* no colon: an empty data line */
 	"data: x\n"
 	"\n"
 	"dat: not data\r"
 	"datas: nor this\r"
 	"data: cr ends\r"
 	"\r"
-	"\n\n\n"			/* blank lines without data */
+	"\n\n\n" /* blank lines without data */
 	"data: last:with:colons\n"
 	"\n"
-	"data: cut";			/* never closed: dropped */
+	"data: cut"; /* never closed: dropped */
 
 static const char *const tricky_ev[] = {
 	"no space\n two spaces",
@@ -159,7 +159,8 @@ END_TEST
 /* A BOM cut short is not a BOM: that line is a field we skip. */
 START_TEST(test_broken_bom)
 {
-	static const char s[] = "\xef\xbb" "data: a\n\ndata: b\n\n";
+	static const char s[] = "\xef\xbb"
+				"data: a\n\ndata: b\n\n";
 	struct col c;
 
 	ck_assert_int_eq(run(s, strlen(s), NULL, 0, &c), 0);

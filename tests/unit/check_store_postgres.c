@@ -45,7 +45,9 @@ static void schema_of(const char *db, char *out, size_t cap)
 
 	for (i = 0; db[i] && n + 1 < cap; i++)
 		out[n++] = (db[i] >= 'a' && db[i] <= 'z') ||
-			   (db[i] >= '0' && db[i] <= '9') ? db[i] : '_';
+					   (db[i] >= '0' && db[i] <= '9')
+				   ? db[i]
+				   : '_';
 	out[n] = '\0';
 }
 
@@ -98,7 +100,9 @@ static long long sql1(const char *db, const char *q)
 		      PQresultErrorMessage(r));
 	if (PQntuples(r)) {
 		t = PQgetvalue(r, 0, 0);
-		v = !strcmp(t, "t") ? 1 : !strcmp(t, "f") ? 0 : strtoll(t, NULL, 10);
+		v = !strcmp(t, "t")   ? 1
+		    : !strcmp(t, "f") ? 0
+				      : strtoll(t, NULL, 10);
 	}
 	PQclear(r);
 	PQfinish(c);
@@ -114,8 +118,10 @@ static void teardown(void)
 
 	r = PQexec(c, "SET client_min_messages = warning");
 	PQclear(r);
-	snprintf(sql, sizeof(sql), "SELECT nspname FROM pg_namespace"
-		 " WHERE nspname LIKE '%s\\_%%'", prefix);
+	snprintf(sql, sizeof(sql),
+		 "SELECT nspname FROM pg_namespace"
+		 " WHERE nspname LIKE '%s\\_%%'",
+		 prefix);
 	r = PQexec(c, sql);
 	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
 	for (i = 0; i < PQntuples(r); i++) {
@@ -168,11 +174,13 @@ static bool db_has(const char *db, const char *needle)
 	int i;
 
 	r = PQexec(c, "SELECT tablename FROM pg_tables"
-		   " WHERE schemaname = current_schema()");
+		      " WHERE schemaname = current_schema()");
 	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
 	for (i = 0; i < PQntuples(r) && !found; i++) {
-		snprintf(sql, sizeof(sql), "SELECT COUNT(*) FROM %s t"
-			 " WHERE strpos(t::text, $1) > 0", PQgetvalue(r, i, 0));
+		snprintf(sql, sizeof(sql),
+			 "SELECT COUNT(*) FROM %s t"
+			 " WHERE strpos(t::text, $1) > 0",
+			 PQgetvalue(r, i, 0));
 		q = PQexecParams(c, sql, 1, NULL, param, NULL, NULL, 0);
 		ck_assert_int_eq(PQresultStatus(q), PGRES_TUPLES_OK);
 		found = strcmp(PQgetvalue(q, 0, 0), "0") != 0;
@@ -234,7 +242,8 @@ START_TEST(test_pg_options)
 {
 	char bad_conn[600], pw_conn[600];
 	const char *bad_schema[] = { "schema=Bad-Name", NULL };
-	const char *garbage[] = { "conninfo=host=x = = password=hunter2-secret", NULL };
+	const char *garbage[] = { "conninfo=host=x = = password=hunter2-secret",
+				  NULL };
 	const char *in_conn[] = { pw_conn, NULL };
 	const char *pw_opt[] = { "password=s3cr3t-pass-opt", NULL };
 	const char *absent[] = { bad_conn, "password=s3cr3t-pass-opt",
@@ -253,9 +262,11 @@ START_TEST(test_pg_options)
 	ck_assert(!strstr(fake_host_log(t.h), "hunter2"));
 	st_close(&t);
 	/* A password in the conninfo works, with a warning, never logged. */
-	snprintf(pw_conn, sizeof(pw_conn), "%s password=hunter2-secret", conn_opt);
+	snprintf(pw_conn, sizeof(pw_conn), "%s password=hunter2-secret",
+		 conn_opt);
 	st_open(&t, "o", in_conn);
-	ck_assert(strstr(fake_host_log(t.h), "event=store_password_in_conninfo"));
+	ck_assert(
+		strstr(fake_host_log(t.h), "event=store_password_in_conninfo"));
 	ck_assert(!strstr(fake_host_log(t.h), "hunter2"));
 	ck_assert(strstr(fake_host_log(t.h), "user="));
 	st_close(&t);
@@ -288,17 +299,23 @@ START_TEST(test_pg_reconnect)
 	st_open(&t, "re", two);
 	ck_assert_int_eq(t.ops->account_create(t.inst, "acme", &a), 0);
 	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 1000, NULL), 0);
-	ck_assert_int_ge(sql1(NULL, "SELECT COUNT(pg_terminate_backend(pid))"
-			      " FROM pg_stat_activity WHERE application_name = 'engy'"
-			      " AND pid <> pg_backend_pid()"), 1);
+	ck_assert_int_ge(
+		sql1(NULL,
+		     "SELECT COUNT(pg_terminate_backend(pid))"
+		     " FROM pg_stat_activity WHERE application_name = 'engy'"
+		     " AND pid <> pg_backend_pid()"),
+		1);
 	usleep(100000);
 	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 1000);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_disconnected"));
 	ck_assert(strstr(fake_host_log(t.h), "event=store_reconnect"));
 	/* And a write after a second drop. */
-	ck_assert_int_ge(sql1(NULL, "SELECT COUNT(pg_terminate_backend(pid))"
-			      " FROM pg_stat_activity WHERE application_name = 'engy'"
-			      " AND pid <> pg_backend_pid()"), 1);
+	ck_assert_int_ge(
+		sql1(NULL,
+		     "SELECT COUNT(pg_terminate_backend(pid))"
+		     " FROM pg_stat_activity WHERE application_name = 'engy'"
+		     " AND pid <> pg_backend_pid()"),
+		1);
 	usleep(100000);
 	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 400, ST_FAR, &res), 0);
 	ck_assert_int_eq(t.ops->settle(t.inst, res, 300, NULL, &ch), 0);
@@ -327,8 +344,10 @@ START_TEST(test_pg_busy)
 	r = PQexec(other, "BEGIN; SELECT 1 FROM accounts FOR UPDATE");
 	ck_assert_int_eq(PQresultStatus(r), PGRES_TUPLES_OK);
 	PQclear(r);
-	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 10, ST_FAR, &res), -EBUSY);
-	ck_assert(strstr(fake_host_log(t.h), "event=store_busy what=reserve code=55P03"));
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 10, ST_FAR, &res),
+			 -EBUSY);
+	ck_assert(strstr(fake_host_log(t.h),
+			 "event=store_busy what=reserve code=55P03"));
 	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 10, NULL), -EBUSY);
 	/* Reads do not wait on row locks. */
 	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 1000);
@@ -353,47 +372,55 @@ START_TEST(test_pg_schema_read_back)
 	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 1000, NULL), 0);
 	st_close(&t);
 	/* Every text and bytea column is bounded by a CHECK on its length. */
-	ck_assert_int_eq(sql1("rb",
-		"SELECT COUNT(*) FROM information_schema.columns c"
-		" WHERE c.table_schema = current_schema()"
-		" AND c.data_type IN ('text', 'bytea', 'character varying')"
-		" AND NOT EXISTS (SELECT 1 FROM pg_constraint k"
-		"  JOIN pg_class r ON r.oid = k.conrelid"
-		"  JOIN pg_namespace n ON n.oid = r.relnamespace"
-		"  WHERE n.nspname = c.table_schema AND r.relname = c.table_name"
-		"  AND k.contype = 'c' AND pg_get_constraintdef(k.oid)"
-		"  LIKE '%length(' || c.column_name || ')%')"), 0);
-	ck_assert_int_eq(sql1("rb",
-		"SELECT COUNT(*) FROM information_schema.columns"
-		" WHERE table_schema = current_schema() AND data_type = 'text'"
-		" AND column_name NOT IN ('name', 'shown', 'label', 'model', 'quant',"
-		" 'arch', 'hotkey', 'key_shown', 'request_id', 'miner',"
-		" 'worker_name', 'scheme', 'reason', 'digest', 'payload',"
-		" 'aggregates')"), 0);
-	ck_assert_int_eq(sql1("rb",
-		"SELECT COUNT(*) FROM information_schema.columns"
-		" WHERE table_schema = current_schema() AND (column_name LIKE"
-		" '%prompt%' OR column_name LIKE '%completion%' OR column_name"
-		" LIKE '%content%' OR column_name LIKE '%message%' OR"
-		" column_name LIKE '%text%') AND column_name NOT LIKE '%_tokens'"),
+	ck_assert_int_eq(
+		sql1("rb",
+		     "SELECT COUNT(*) FROM information_schema.columns c"
+		     " WHERE c.table_schema = current_schema()"
+		     " AND c.data_type IN ('text', 'bytea', 'character varying')"
+		     " AND NOT EXISTS (SELECT 1 FROM pg_constraint k"
+		     "  JOIN pg_class r ON r.oid = k.conrelid"
+		     "  JOIN pg_namespace n ON n.oid = r.relnamespace"
+		     "  WHERE n.nspname = c.table_schema AND r.relname = c.table_name"
+		     "  AND k.contype = 'c' AND pg_get_constraintdef(k.oid)"
+		     "  LIKE '%length(' || c.column_name || ')%')"),
+		0);
+	ck_assert_int_eq(
+		sql1("rb",
+		     "SELECT COUNT(*) FROM information_schema.columns"
+		     " WHERE table_schema = current_schema() AND data_type = 'text'"
+		     " AND column_name NOT IN ('name', 'shown', 'label', 'model', 'quant',"
+		     " 'arch', 'hotkey', 'key_shown', 'request_id', 'miner',"
+		     " 'worker_name', 'scheme', 'reason', 'digest', 'payload',"
+		     " 'aggregates')"),
+		0);
+	ck_assert_int_eq(
+		sql1("rb",
+		     "SELECT COUNT(*) FROM information_schema.columns"
+		     " WHERE table_schema = current_schema() AND (column_name LIKE"
+		     " '%prompt%' OR column_name LIKE '%completion%' OR column_name"
+		     " LIKE '%content%' OR column_name LIKE '%message%' OR"
+		     " column_name LIKE '%text%') AND column_name NOT LIKE '%_tokens'"),
 		0);
 	/* Money is BIGINT everywhere. */
-	ck_assert_int_eq(sql1("rb",
-		"SELECT COUNT(*) FROM information_schema.columns"
-		" WHERE table_schema = current_schema()"
-		" AND column_name LIKE '%micro' AND data_type <> 'bigint'"), 0);
+	ck_assert_int_eq(
+		sql1("rb",
+		     "SELECT COUNT(*) FROM information_schema.columns"
+		     " WHERE table_schema = current_schema()"
+		     " AND column_name LIKE '%micro' AND data_type <> 'bigint'"),
+		0);
 	ck_assert_int_ge(sql1("rb",
-		"SELECT COUNT(*) FROM information_schema.columns"
-		" WHERE table_schema = current_schema()"
-		" AND column_name LIKE '%micro'"), 7);
+			      "SELECT COUNT(*) FROM information_schema.columns"
+			      " WHERE table_schema = current_schema()"
+			      " AND column_name LIKE '%micro'"),
+			 7);
 	/* The database itself refuses to break the invariants. */
 	ck_assert(!sql_ok("rb", "UPDATE accounts SET reserved_micro = 1001"));
 	ck_assert(!sql_ok("rb", "UPDATE accounts SET balance_micro = 999"));
 	ck_assert(!sql_ok("rb", "UPDATE accounts SET balance_micro = -1,"
-			  " spent_micro = 1001"));
+				" spent_micro = 1001"));
 	ck_assert(!sql_ok("rb", "UPDATE accounts SET balance_micro = 2.5"));
 	ck_assert(sql_ok("rb", "UPDATE accounts SET balance_micro = 999,"
-			 " spent_micro = 1"));
+			       " spent_micro = 1"));
 	st_engine->teardown();
 }
 END_TEST
@@ -416,7 +443,8 @@ static void *expire_run(void *arg)
 	int i;
 
 	for (i = 0; i < 20 && !e->rc; i++) {
-		e->rc = e->t->ops->release_expired(e->t->inst, e->now, &n, &micro);
+		e->rc = e->t->ops->release_expired(e->t->inst, e->now, &n,
+						   &micro);
 		e->n += n;
 		e->micro += micro;
 	}
@@ -448,11 +476,15 @@ START_TEST(test_pg_concurrent_expiry)
 	}
 	for (j = 0; j < EXP_HOLDS; j++)
 		for (i = 0; i < EXP_ACCOUNTS; i++)
-			ck_assert_int_eq(t.ops->reserve(t.inst, ids[(i * 7 + j) % EXP_ACCOUNTS],
-							1, 10 + j, 1000 + j, &res), 0);
+			ck_assert_int_eq(
+				t.ops->reserve(t.inst,
+					       ids[(i * 7 + j) % EXP_ACCOUNTS],
+					       1, 10 + j, 1000 + j, &res),
+				0);
 	for (i = 0; i < EXP_THREADS; i++) {
 		ex[i] = (struct expirer){ &t, 5000, 0, 0, 0 };
-		ck_assert_int_eq(pthread_create(&th[i], NULL, expire_run, &ex[i]), 0);
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, expire_run, &ex[i]), 0);
 	}
 	for (i = 0; i < EXP_THREADS; i++) {
 		pthread_join(th[i], NULL);
@@ -498,7 +530,8 @@ int main(void)
 
 		/* A skip, or a failure under the test command in CI (as
 		 * tests/integration/lib.sh's skip_or_fail). */
-		fprintf(stderr, "%s: ENGY_TEST_PG (a conninfo) is not set; tests/integration/store_postgres.sh sets it\n",
+		fprintf(stderr,
+			"%s: ENGY_TEST_PG (a conninfo) is not set; tests/integration/store_postgres.sh sets it\n",
 			must ? "FAIL" : "SKIP");
 		return must ? 1 : 77;
 	}

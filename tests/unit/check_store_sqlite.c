@@ -34,11 +34,13 @@ START_TEST(test_descriptor_and_schema)
 	ck_assert_ptr_nonnull(t.ops->log_prune);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
-	ck_assert_int_eq(sql1("a.db", "SELECT MAX(version) FROM engy_schema"), 2);
+	ck_assert_int_eq(sql1("a.db", "SELECT MAX(version) FROM engy_schema"),
+			 2);
 	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 2);
 	/* WAL, and the file is its owner's only. */
 	ck_assert_int_eq(sql1("a.db", "SELECT journal_mode = 'wal' FROM"
-			      " pragma_journal_mode"), 1);
+				      " pragma_journal_mode"),
+			 1);
 	snprintf(path, sizeof(path), "%s/a.db", st_dir);
 	ck_assert_int_eq(stat(path, &sb), 0);
 	ck_assert_int_eq(sb.st_mode & 077, 0);
@@ -64,7 +66,8 @@ START_TEST(test_schema_refusals)
 	sq_test_run("new.db", "INSERT INTO engy_schema VALUES (99, 1)");
 	st_open_rc(&t, "new.db", NULL);
 	ck_assert_int_eq(t.start_rc, -EPROTO);
-	ck_assert(strstr(fake_host_log(t.h), "event=store_schema_newer") != NULL);
+	ck_assert(strstr(fake_host_log(t.h), "event=store_schema_newer") !=
+		  NULL);
 	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=2"));
 	st_close(&t);
 	ck_assert_int_eq(sql1("new.db", "SELECT COUNT(*) FROM engy_schema"), 3);
@@ -72,9 +75,11 @@ START_TEST(test_schema_refusals)
 	snprintf(path, sizeof(path), "%s/junk.db", st_dir);
 	fd = open(path, O_WRONLY | O_CREAT, 0600);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(write(fd, "this is not sqlite, not at all, no.....", 39), 39);
+	ck_assert_int_eq(
+		write(fd, "this is not sqlite, not at all, no.....", 39), 39);
 	for (int i = 0; i < 60; i++)
-		ck_assert_int_eq(write(fd, "................................", 32), 32);
+		ck_assert_int_eq(
+			write(fd, "................................", 32), 32);
 	close(fd);
 	st_open_rc(&t, "junk.db", NULL);
 	ck_assert_int_eq(t.start_rc, -EIO);
@@ -98,26 +103,33 @@ START_TEST(test_retention_schema)
 	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 12500000, NULL), 0);
 	st_close(&t);
 	ck_assert_int_eq(sql1("z.db", "SELECT typeof(balance_micro) = 'integer'"
-			      " FROM accounts WHERE name = 'acme'"), 1);
-	ck_assert_int_eq(sql1("z.db",
-		"SELECT COUNT(*) FROM sqlite_schema s, pragma_table_info(s.name) c"
-		" WHERE s.type = 'table' AND upper(c.type) IN ('TEXT', 'BLOB', '')"
-		" AND NOT (instr(s.sql, 'length(' || c.name || ') <= ') > 0"
-		"  OR instr(s.sql, 'length(' || c.name || ') BETWEEN 1 AND ') > 0"
-		"  OR instr(s.sql, 'length(' || c.name || ') = 32') > 0)"), 0);
-	ck_assert_int_eq(sql1("z.db",
-		"SELECT COUNT(*) FROM sqlite_schema s, pragma_table_info(s.name) c"
-		" WHERE s.type = 'table' AND upper(c.type) IN ('TEXT', '')"
-		" AND c.name NOT IN ('name', 'shown', 'label', 'model', 'quant',"
-		" 'arch', 'hotkey', 'key_shown', 'request_id', 'miner',"
-		" 'worker_name', 'scheme', 'reason', 'digest', 'payload',"
-		" 'aggregates')"), 0);
-	ck_assert_int_eq(sql1("z.db",
-		"SELECT COUNT(*) FROM sqlite_schema s, pragma_table_info(s.name) c"
-		" WHERE s.type = 'table' AND (c.name LIKE '%prompt%' OR"
-		" c.name LIKE '%completion%' OR c.name LIKE '%content%' OR"
-		" c.name LIKE '%message%' OR c.name LIKE '%text%')"
-		" AND c.name NOT LIKE '%_tokens'"), 0);
+				      " FROM accounts WHERE name = 'acme'"),
+			 1);
+	ck_assert_int_eq(
+		sql1("z.db",
+		     "SELECT COUNT(*) FROM sqlite_schema s, pragma_table_info(s.name) c"
+		     " WHERE s.type = 'table' AND upper(c.type) IN ('TEXT', 'BLOB', '')"
+		     " AND NOT (instr(s.sql, 'length(' || c.name || ') <= ') > 0"
+		     "  OR instr(s.sql, 'length(' || c.name || ') BETWEEN 1 AND ') > 0"
+		     "  OR instr(s.sql, 'length(' || c.name || ') = 32') > 0)"),
+		0);
+	ck_assert_int_eq(
+		sql1("z.db",
+		     "SELECT COUNT(*) FROM sqlite_schema s, pragma_table_info(s.name) c"
+		     " WHERE s.type = 'table' AND upper(c.type) IN ('TEXT', '')"
+		     " AND c.name NOT IN ('name', 'shown', 'label', 'model', 'quant',"
+		     " 'arch', 'hotkey', 'key_shown', 'request_id', 'miner',"
+		     " 'worker_name', 'scheme', 'reason', 'digest', 'payload',"
+		     " 'aggregates')"),
+		0);
+	ck_assert_int_eq(
+		sql1("z.db",
+		     "SELECT COUNT(*) FROM sqlite_schema s, pragma_table_info(s.name) c"
+		     " WHERE s.type = 'table' AND (c.name LIKE '%prompt%' OR"
+		     " c.name LIKE '%completion%' OR c.name LIKE '%content%' OR"
+		     " c.name LIKE '%message%' OR c.name LIKE '%text%')"
+		     " AND c.name NOT LIKE '%_tokens'"),
+		0);
 	st_engine->teardown();
 }
 END_TEST

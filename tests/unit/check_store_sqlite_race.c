@@ -28,7 +28,8 @@ START_TEST(test_throughput)
 	ck_assert(rate("synchronous=full", 1) > 5);
 	ck_assert(rate("synchronous=normal", 1) > 5);
 	ck_assert(rate("synchronous=normal", 4) > 5);
-	st_lookup_log_rates("lookup.db", (const char *const[]){ "synchronous=full", NULL });
+	st_lookup_log_rates("lookup.db",
+			    (const char *const[]){ "synchronous=full", NULL });
 	st_engine->teardown();
 }
 END_TEST

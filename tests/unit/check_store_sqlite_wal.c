@@ -26,9 +26,9 @@
 
 #include "store_sqlite_engine.h"
 
-#define PAGE 4096		/* SQLite's default page size */
-#define INLINE 8		/* SQ_CKPT_INLINE */
-#define TX_PAGES 16		/* pages one top-up's transaction writes, at most */
+#define PAGE	 4096 /* SQLite's default page size */
+#define INLINE	 8    /* SQ_CKPT_INLINE */
+#define TX_PAGES 16   /* pages one top-up's transaction writes, at most */
 /* The size of a WAL file of @frames frames. */
 #define WAL_BYTES(frames) (32LL + (long long)(frames) * (PAGE + 24))
 
@@ -114,8 +114,9 @@ static size_t inline_at_least(const char *log, int min)
 		eol = strchr(p, '\n');
 		il = strstr(p, " inline=1 ");
 		if (il && (!eol || il < eol)) {
-			ck_assert_msg(frames >= min, "in line at %d frames, under %d",
-				      frames, min);
+			ck_assert_msg(frames >= min,
+				      "in line at %d frames, under %d", frames,
+				      min);
 			n++;
 		}
 	}
@@ -166,7 +167,7 @@ START_TEST(test_sqlite_autocheckpoint)
 	ck_assert_uint_eq(count(log, "event=store_checkpoint"), 0);
 	/* SQLite's default: a checkpoint in the commit past 1,000 pages. */
 	ck_assert_msg(most > WAL_BYTES(16 * INLINE) &&
-		      most <= WAL_BYTES(1000 - 1 + TX_PAGES),
+			      most <= WAL_BYTES(1000 - 1 + TX_PAGES),
 		      "WAL at %lld bytes", most);
 	free(log);
 }

@@ -69,10 +69,12 @@ START_TEST(test_keccak_vs_openssl)
 	for (n = 0; n <= sizeof(msg); n += (n < 340 ? 1 : 13)) {
 		sponge(a, 32, msg, n, 136, 0x06);
 		openssl_digest(EVP_sha3_256(), b, 32, msg, n);
-		ck_assert_msg(memcmp(a, b, 32) == 0, "SHA3-256 differs at length %zu", n);
+		ck_assert_msg(memcmp(a, b, 32) == 0,
+			      "SHA3-256 differs at length %zu", n);
 		sponge(a, sizeof(a), msg, n, 168, 0x1f);
 		openssl_digest(EVP_shake128(), b, sizeof(b), msg, n);
-		ck_assert_msg(memcmp(a, b, sizeof(a)) == 0, "SHAKE128 differs at length %zu", n);
+		ck_assert_msg(memcmp(a, b, sizeof(a)) == 0,
+			      "SHAKE128 differs at length %zu", n);
 	}
 }
 END_TEST
@@ -96,7 +98,9 @@ START_TEST(test_merlin_published_vector)
 	engy_merlin_init(&t, "test protocol");
 	engy_merlin_append(&t, "some label", "some data", 9);
 	engy_merlin_challenge(&t, "challenge", c, sizeof(c));
-	ck_assert_hex_eq(c, 32, "d5a21972d0d5fe320c0d263fac7fffb8145aa640af6e9bca177c03c7efcf0615");
+	ck_assert_hex_eq(
+		c, 32,
+		"d5a21972d0d5fe320c0d263fac7fffb8145aa640af6e9bca177c03c7efcf0615");
 }
 END_TEST
 
@@ -114,7 +118,8 @@ START_TEST(test_strobe_continuation)
 	engy_strobe_meta_ad(&a, data, 9, false);
 	engy_strobe_meta_ad(&b, data, 4, false);
 	engy_strobe_meta_ad(&b, data + 4, 5, true);
-	engy_strobe_ad(&a, data, sizeof(data), false);	/* crosses R four times */
+	engy_strobe_ad(&a, data, sizeof(data),
+		       false); /* crosses R four times */
 	engy_strobe_ad(&b, data, 100, false);
 	engy_strobe_ad(&b, data + 100, 200, true);
 	engy_strobe_ad(&b, data + 300, 400, true);

@@ -24,7 +24,7 @@ START_TEST(test_byte_alphabet)
 		ck_assert_uint_eq(engy_tok_byte_to_cp((uint8_t)b), gpt2_cp(b));
 		ck_assert_int_eq(engy_tok_cp_to_byte(gpt2_cp(b)), b);
 	}
-	ck_assert_uint_eq(engy_tok_byte_to_cp(' '), 0x120);	/* Ġ */
+	ck_assert_uint_eq(engy_tok_byte_to_cp(' '), 0x120);  /* Ġ */
 	ck_assert_uint_eq(engy_tok_byte_to_cp('\n'), 0x10A); /* Ċ */
 	ck_assert_int_eq(engy_tok_cp_to_byte(0x144), -1);
 	ck_assert_int_eq(engy_tok_cp_to_byte(0x20), -1);
@@ -117,9 +117,9 @@ static size_t ref_bpe(const struct ref_merge *m, size_t nm, uint32_t *s,
 START_TEST(test_bpe_paths_agree)
 {
 	static const struct ref_merge m[] = {
-		{'b', 'a', 256}, {'a', 'b', 257}, {'a', 'a', 258},
-		{256, 'a', 259}, {257, 257, 260}, {'c', 258, 261},
-		{258, 258, 262}, {259, 'b', 263},
+		{ 'b', 'a', 256 }, { 'a', 'b', 257 }, { 'a', 'a', 258 },
+		{ 256, 'a', 259 }, { 257, 257, 260 }, { 'c', 258, 261 },
+		{ 258, 258, 262 }, { 259, 'b', 263 },
 	};
 	struct engy_tokenizer *t =
 		FX(.vocab = "\"ba\":256,\"ab\":257,\"aa\":258,\"baa\":259,"
@@ -192,9 +192,12 @@ START_TEST(test_white_space_class)
 	EXPECT(t, "x\xe1\xa0\x8e", 258, 0xA0, 0x8E); /* U+180E */
 	ck_assert_str_eq(tr, "[^\\p{White_Space}\\p{L}]\\P{White_Space}\\\\s");
 	free(tr);
-	ck_assert(engy_tok_is_white_space(0x85) && engy_tok_is_white_space(0x3000) &&
-		  engy_tok_is_white_space(0x2028) && engy_tok_is_white_space('\v'));
-	ck_assert(!engy_tok_is_white_space(0xFEFF) && !engy_tok_is_white_space(0x180E) &&
+	ck_assert(engy_tok_is_white_space(0x85) &&
+		  engy_tok_is_white_space(0x3000) &&
+		  engy_tok_is_white_space(0x2028) &&
+		  engy_tok_is_white_space('\v'));
+	ck_assert(!engy_tok_is_white_space(0xFEFF) &&
+		  !engy_tok_is_white_space(0x180E) &&
 		  !engy_tok_is_white_space(0x200B));
 	engy_tokenizer_free(t);
 }
@@ -273,8 +276,8 @@ START_TEST(test_nfc_quick_check)
 	}
 	ck_assert_uint_gt(quick, 100000);
 	ck_assert(!engy_tok_nfc_quick((const uint8_t *)"e\xcc\x81", 3));
-	ck_assert(!engy_tok_nfc_quick((const uint8_t *)"\xea\xb0\x80\xe1\x86\xa8",
-				 6)); /* LV + T */
+	ck_assert(!engy_tok_nfc_quick(
+		(const uint8_t *)"\xea\xb0\x80\xe1\x86\xa8", 6)); /* LV + T */
 	ck_assert(engy_tok_nfc_quick((const uint8_t *)"\xea\xb0\x80 plain", 9));
 }
 END_TEST
@@ -286,7 +289,8 @@ START_TEST(test_nfc_chunks)
 		'a',	'e',	'A',	' ',	0x301,	 0x323,	 0x308,
 		0x327,	0x345,	0x1100, 0x1161, 0x11A8,	 0xAC00, 0xAC01,
 		0x9C7,	0x9BE,	0x9D7,	0x212B, 0x2126,	 0xE9,	 0x1E9B,
-		0x4E2D, 0x3099, 0x304B, 0xF900, 0x1F600, 0x0F73, 0x0344};
+		0x4E2D, 0x3099, 0x304B, 0xF900, 0x1F600, 0x0F73, 0x0344
+	};
 	utf8proc_uint8_t s[256], *whole;
 	unsigned seed = 5;
 	size_t n, k, len, iter;
@@ -376,19 +380,19 @@ START_TEST(test_decode_lossy)
 	static const struct {
 		const char *in, *out;
 	} v[] = {
-		{"\xe4\xb8"
-		 "a",
-		 "\xef\xbf\xbd"
-		 "a"},				  /* truncated, then ASCII */
-		{"\xf0\x9f\x98", "\xef\xbf\xbd"}, /* truncated at the end */
-		{"\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd"}, /* overlong lead */
-		{"\xed\xa0\x80",
-		 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"}, /* surrogate */
-		{"\xf4\x90\x80\x80",
-		 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
-		{"\xe0\x80", "\xef\xbf\xbd\xef\xbf\xbd"},
-		{"\xff\xfe", "\xef\xbf\xbd\xef\xbf\xbd"},
-		{"\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80"},
+		{ "\xe4\xb8"
+		  "a",
+		  "\xef\xbf\xbd"
+		  "a" },			    /* truncated, then ASCII */
+		{ "\xf0\x9f\x98", "\xef\xbf\xbd" }, /* truncated at the end */
+		{ "\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd" }, /* overlong lead */
+		{ "\xed\xa0\x80",
+		  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" }, /* surrogate */
+		{ "\xf4\x90\x80\x80",
+		  "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "\xe0\x80", "\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "\xff\xfe", "\xef\xbf\xbd\xef\xbf\xbd" },
+		{ "\xf0\x9f\x98\x80", "\xf0\x9f\x98\x80" },
 	};
 	struct engy_tokenizer *t = FX();
 	uint32_t ids[8];
@@ -411,9 +415,10 @@ END_TEST
 
 START_TEST(test_encode_rejects_bad_utf8)
 {
-	static const char *bad[] = {
-		"\xff",	    "\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80",
-		"\xe4\xb8", "a\x80",	"\xc2",		"\xf8\x88\x80\x80\x80"};
+	static const char *bad[] = { "\xff",	     "\xc0\xaf",
+				     "\xed\xa0\x80", "\xf4\x90\x80\x80",
+				     "\xe4\xb8",     "a\x80",
+				     "\xc2",	     "\xf8\x88\x80\x80\x80" };
 	struct engy_tokenizer *t = FX();
 	uint32_t *ids = (uint32_t *)1;
 	size_t i, n = 1;
@@ -468,9 +473,10 @@ static void *thr_run(void *p)
  */
 START_TEST(test_threads)
 {
-	static const char words[][12] = {
-		"abc ",		"aaaa",	     "  \n", "Don't", "12",
-		"\xe4\xb8\xad", "e\xcc\x81", "!!",   "\t",    "bca"};
+	static const char words[][12] = { "abc ",      "aaaa", "  \n",
+					  "Don't",     "12",   "\xe4\xb8\xad",
+					  "e\xcc\x81", "!!",   "\t",
+					  "bca" };
 	struct engy_tokenizer *t =
 		FX(.normalizer = "{\"type\":\"NFC\"}",
 		   .pretok = "{\"type\":\"Sequence\",\"pretokenizers\":[{"
@@ -494,11 +500,11 @@ START_TEST(test_threads)
 		strcpy(text + len, words[rand_r(&seed) % 10]);
 	ck_assert_int_eq(engy_tokenizer_encode(t, text, len, &want, &n), 0);
 	for (i = 0; i < 4; i++) {
-		a[i] = (struct thr){.t = t,
-				    .text = text,
-				    .len = len,
-				    .nwant = n,
-				    .want = want};
+		a[i] = (struct thr){ .t = t,
+				     .text = text,
+				     .len = len,
+				     .nwant = n,
+				     .want = want };
 		ck_assert_int_eq(pthread_create(&th[i], NULL, thr_run, &a[i]),
 				 0);
 	}

@@ -96,76 +96,76 @@ START_TEST(test_load_errors)
 	static const struct {
 		const char *json, *want;
 	} v[] = {
-		{"{\"model\": {\"vocab\": {", "not valid JSON"},
-		{"[1]", "not a JSON object"},
-		{"{}", "vocab object and a merges array"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"model\":{\"vocab\":{\"a\":-1},\"merges\":[]}}",
-		 "no valid id"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"model\":{\"vocab\":{\"a\":0,\"b\":0},\"merges\":[]}}",
-		 "id 0 is given twice"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"model\":{\"vocab\":{\"a\":0},\"merges\":[\"a q\"]}}",
-		 "merges[0]: 'q' is not in the vocab"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"model\":{\"vocab\":{\"a\":0},\"merges\":[\"a a\"]}}",
-		 "merges[0]: 'aa' is not in the vocab"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"model\":{\"vocab\":{\"a\":0},\"merges\":[\"a a a\"]}}",
-		 "one space"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"model\":{\"vocab\":{\"a\":0},\"merges\":[7]}}",
-		 "a string or a pair"},
-		{"{\"decoder\":{\"type\":\"Metaspace\"},\"pre_tokenizer\":%s,"
-		 "\"model\":{\"vocab\":{},\"merges\":[]}}",
-		 "decoder 'Metaspace' is not supported"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"normalizer\":{"
-		 "\"type\":\"NFKC\"},\"pre_tokenizer\":%s,\"model\":{\"vocab\":"
-		 "{},\"merges\":[]}}",
-		 "normalizer 'NFKC'"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{"
-		 "\"type\":\"Whitespace\"},\"model\":{\"vocab\":{},\"merges\":["
-		 "]}}",
-		 "pre_tokenizer 'Whitespace'"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":null,"
-		 "\"model\":{\"vocab\":{},\"merges\":[]}}",
-		 "no ByteLevel step"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{"
-		 "\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\","
-		 "\"pattern\":{\"Regex\":\"(\"},\"behavior\":\"Isolated\"},%s]}"
-		 ",\"model\":{\"vocab\":{},\"merges\":[]}}",
-		 "regex"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{"
-		 "\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\","
-		 "\"pattern\":{\"Regex\":\"a\"},\"behavior\":\"Removed\"},%s]},"
-		 "\"model\":{\"vocab\":{},\"merges\":[]}}",
-		 "only behavior Isolated"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"model\":{\"type\":\"WordPiece\",\"vocab\":{},\"merges\":[]}"
-		 "}",
-		 "model type 'WordPiece'"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"model\":{\"dropout\":0.1,\"vocab\":{},\"merges\":[]}}",
-		 "dropout"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"model\":{\"byte_fallback\":true,\"vocab\":{},\"merges\":[]}"
-		 "}",
-		 "byte_fallback"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"model\":{\"unk_token\":\"?\",\"vocab\":{},\"merges\":[]}}",
-		 "unk_token '?' is not in the vocab"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"added_tokens\":[{\"id\":1,\"content\":\"\"}],\"model\":{"
-		 "\"vocab\":{},\"merges\":[]}}",
-		 "content is empty"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"added_tokens\":[{\"id\":1,\"content\":\"x\"},{\"id\":2,"
-		 "\"content\":\"x\"}],\"model\":{\"vocab\":{},\"merges\":[]}}",
-		 "listed twice"},
-		{"{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
-		 "\"model\":{\"vocab\":{\"a\":16777216},\"merges\":[]}}",
-		 "no valid id"},
+		{ "{\"model\": {\"vocab\": {", "not valid JSON" },
+		{ "[1]", "not a JSON object" },
+		{ "{}", "vocab object and a merges array" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"model\":{\"vocab\":{\"a\":-1},\"merges\":[]}}",
+		  "no valid id" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"model\":{\"vocab\":{\"a\":0,\"b\":0},\"merges\":[]}}",
+		  "id 0 is given twice" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"model\":{\"vocab\":{\"a\":0},\"merges\":[\"a q\"]}}",
+		  "merges[0]: 'q' is not in the vocab" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"model\":{\"vocab\":{\"a\":0},\"merges\":[\"a a\"]}}",
+		  "merges[0]: 'aa' is not in the vocab" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"model\":{\"vocab\":{\"a\":0},\"merges\":[\"a a a\"]}}",
+		  "one space" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"model\":{\"vocab\":{\"a\":0},\"merges\":[7]}}",
+		  "a string or a pair" },
+		{ "{\"decoder\":{\"type\":\"Metaspace\"},\"pre_tokenizer\":%s,"
+		  "\"model\":{\"vocab\":{},\"merges\":[]}}",
+		  "decoder 'Metaspace' is not supported" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"normalizer\":{"
+		  "\"type\":\"NFKC\"},\"pre_tokenizer\":%s,\"model\":{\"vocab\":"
+		  "{},\"merges\":[]}}",
+		  "normalizer 'NFKC'" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{"
+		  "\"type\":\"Whitespace\"},\"model\":{\"vocab\":{},\"merges\":["
+		  "]}}",
+		  "pre_tokenizer 'Whitespace'" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":null,"
+		  "\"model\":{\"vocab\":{},\"merges\":[]}}",
+		  "no ByteLevel step" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{"
+		  "\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\","
+		  "\"pattern\":{\"Regex\":\"(\"},\"behavior\":\"Isolated\"},%s]}"
+		  ",\"model\":{\"vocab\":{},\"merges\":[]}}",
+		  "regex" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":{"
+		  "\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\","
+		  "\"pattern\":{\"Regex\":\"a\"},\"behavior\":\"Removed\"},%s]},"
+		  "\"model\":{\"vocab\":{},\"merges\":[]}}",
+		  "only behavior Isolated" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"model\":{\"type\":\"WordPiece\",\"vocab\":{},\"merges\":[]}"
+		  "}",
+		  "model type 'WordPiece'" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"model\":{\"dropout\":0.1,\"vocab\":{},\"merges\":[]}}",
+		  "dropout" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"model\":{\"byte_fallback\":true,\"vocab\":{},\"merges\":[]}"
+		  "}",
+		  "byte_fallback" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"model\":{\"unk_token\":\"?\",\"vocab\":{},\"merges\":[]}}",
+		  "unk_token '?' is not in the vocab" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"added_tokens\":[{\"id\":1,\"content\":\"\"}],\"model\":{"
+		  "\"vocab\":{},\"merges\":[]}}",
+		  "content is empty" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"added_tokens\":[{\"id\":1,\"content\":\"x\"},{\"id\":2,"
+		  "\"content\":\"x\"}],\"model\":{\"vocab\":{},\"merges\":[]}}",
+		  "listed twice" },
+		{ "{\"decoder\":{\"type\":\"ByteLevel\"},\"pre_tokenizer\":%s,"
+		  "\"model\":{\"vocab\":{\"a\":16777216},\"merges\":[]}}",
+		  "no valid id" },
 	};
 	struct engy_tokenizer *t = (struct engy_tokenizer *)1;
 	char err[256], *json;
@@ -194,7 +194,7 @@ START_TEST(test_load_errors)
 	ck_assert_ptr_nonnull(strstr(err, "tokenizer.json"));
 	/* A broken tokenizer_config.json is an error too, a missing one is not.
 	 */
-	rc = fx_load(fx_json(&(struct fx_spec){0}), "{", &t, err);
+	rc = fx_load(fx_json(&(struct fx_spec){ 0 }), "{", &t, err);
 	ck_assert_int_eq(rc, -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "tokenizer_config.json"));
 }
@@ -218,8 +218,9 @@ START_TEST(test_qwen3)
 
 		/* The test command installs the peers: there, a failure. */
 		if (req && strcmp(req, "1") == 0)
-			ck_abort_msg("Qwen3 tokenizer.json (the npm test peers) not "
-				     "installed and ENGY_REQUIRE_PEERS=1");
+			ck_abort_msg(
+				"Qwen3 tokenizer.json (the npm test peers) not "
+				"installed and ENGY_REQUIRE_PEERS=1");
 		fprintf(stderr, "check_tokenizer: Qwen3 tokenizer.json not "
 				"installed, known-answer test skipped\n");
 		return;

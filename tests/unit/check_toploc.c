@@ -108,10 +108,11 @@ static uint16_t peer_bf16(uint32_t u)
 	if ((u & 0xFFFF) == 0)
 		return lo;
 	dl = fabs((double)f - (double)engy_bf16_to_f32(lo));
-	if ((hi & 0x7F80) == 0x7F80 && (hi & 0x7F))	/* past infinity */
+	if ((hi & 0x7F80) == 0x7F80 && (hi & 0x7F)) /* past infinity */
 		return lo;
-	dh = (lo & 0x7FFF) == 0x7F7F ? ldexp(1, 128) - fabs((double)f) :
-	     fabs((double)f - (double)engy_bf16_to_f32(hi));
+	dh = (lo & 0x7FFF) == 0x7F7F
+		     ? ldexp(1, 128) - fabs((double)f)
+		     : fabs((double)f - (double)engy_bf16_to_f32(hi));
 	if (dl < dh)
 		return lo;
 	if (dh < dl)
@@ -127,11 +128,10 @@ START_TEST(test_bf16_cast)
 				       0xFF800000, 0x7FC00000, 0xFFC00001,
 				       0x7F800001, 0x00008000, 0x00018000,
 				       0x80008001, 0x00000000, 0x80000000 };
-	static const uint16_t want[] = { 0x3F80, 0x3F80, 0x3F82, 0x3F81,
-					 0x3F81, 0xBF80, 0x7F80, 0xFF80,
-					 0x7F80, 0xFF80, 0x7FC0, 0x7FC0,
-					 0x7FC0, 0x0000, 0x0002, 0x8001,
-					 0x0000, 0x8000 };
+	static const uint16_t want[] = { 0x3F80, 0x3F80, 0x3F82, 0x3F81, 0x3F81,
+					 0xBF80, 0x7F80, 0xFF80, 0x7F80, 0xFF80,
+					 0x7FC0, 0x7FC0, 0x7FC0, 0x0000, 0x0002,
+					 0x8001, 0x0000, 0x8000 };
 	size_t i;
 
 	for (i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
@@ -142,7 +142,7 @@ START_TEST(test_bf16_cast)
 	for (i = 0; i < 2000000; i++) {
 		uint32_t u = (uint32_t)rnd();
 
-		if (i & 1)	/* dwell on halfway points */
+		if (i & 1) /* dwell on halfway points */
 			u = (u & 0xFFFF0000u) | 0x8000u;
 		ck_assert_uint_eq(engy_bf16_from_f32_bits(u), peer_bf16(u));
 	}
@@ -208,8 +208,8 @@ START_TEST(test_known_answer_readme)
 	size_t n, i;
 	char again[20];
 
-	ck_assert_int_eq(engy_base64_decode(bytes, sizeof(bytes), b,
-					    strlen(b), &n), 0);
+	ck_assert_int_eq(
+		engy_base64_decode(bytes, sizeof(bytes), b, strlen(b), &n), 0);
 	ck_assert_uint_eq(n, engy_toploc_proof_len(4));
 	ck_assert_int_eq(engy_toploc_proof_decode(bytes, n, 4, &m, c), 0);
 	ck_assert_uint_eq(m, 65497);
@@ -240,14 +240,15 @@ START_TEST(test_interpolate_matches_peer)
 				for (j = 0; j < i && x[j] != x[i]; j++)
 					;
 			} while (j < i);
-			y[i] = (uint16_t)rnd();	/* includes >= P */
+			y[i] = (uint16_t)rnd(); /* includes >= P */
 		}
 		ck_assert_int_eq(engy_toploc_interpolate(x, y, k, c, w), 0);
 		ck_assert_int_eq(engy_toploc_ref_interpolate(x, y, k, cr), 0);
 		for (i = 0; i < k; i++) {
 			ck_assert_uint_lt(c[i], P);
 			ck_assert_uint_eq(c[i], cr[i]);
-			ck_assert_uint_eq(engy_toploc_eval(c, k, x[i]), y[i] % P);
+			ck_assert_uint_eq(engy_toploc_eval(c, k, x[i]),
+					  y[i] % P);
 			ck_assert_uint_eq(engy_toploc_ref_eval(c, k, x[i]),
 					  y[i] % P);
 		}
@@ -340,9 +341,9 @@ START_TEST(test_topk_cases)
 	uint16_t *v = to_bf16(f, n), *w = malloc(n * sizeof(*w));
 
 	ck_assert_ptr_nonnull(w);
-	check_topk(v, n, 128);			/* sampled-threshold path */
-	check_topk(v, 5000, 128);		/* small: exact path only */
-	check_topk(v, 128, 128);		/* n == k */
+	check_topk(v, n, 128);	  /* sampled-threshold path */
+	check_topk(v, 5000, 128); /* small: exact path only */
+	check_topk(v, 128, 128);  /* n == k */
 	check_topk(v, n, 1);
 	check_topk(v, n, 1000);
 	/* Heavy ties: few distinct magnitudes, both signs. */
@@ -362,7 +363,8 @@ START_TEST(test_topk_cases)
 	/* Large values only where the sample looks: the guess leaves too few
 	 * candidates and the exact pass must take over. */
 	for (i = 0; i < n; i++)
-		w[i] = i % (n / 4096) == 0 ? 0x4400 : (uint16_t)(0x3000 + i % 50);
+		w[i] = i % (n / 4096) == 0 ? 0x4400
+					   : (uint16_t)(0x3000 + i % 50);
 	check_topk(w, n, 128);
 	/* Many values just above a threshold: candidates overflow. */
 	for (i = 0; i < n; i++)
@@ -382,7 +384,7 @@ START_TEST(test_prove_matches_peer)
 		size_t n;
 		uint32_t k;
 	} shapes[] = { { 32 * 2048, 128 }, { 32 * 64, 128 }, { 70000, 4 },
-		       { 5 * 16, 4 }, { 20000, 300 }, { 64, 64 } };
+		       { 5 * 16, 4 },	   { 20000, 300 },   { 64, 64 } };
 	uint8_t a[2 + 2 * 300], b[2 + 2 * 300];
 	size_t t;
 
@@ -405,15 +407,16 @@ START_TEST(test_prove_matches_peer)
 }
 END_TEST
 
-static struct engy_toploc_stats verify1(const uint16_t *v, size_t n,
-					uint32_t k, const uint8_t *proof)
+static struct engy_toploc_stats verify1(const uint16_t *v, size_t n, uint32_t k,
+					const uint8_t *proof)
 {
 	struct engy_toploc_ws *ws = engy_toploc_ws_new(k);
 	struct engy_toploc_stats st, peer;
 
 	ck_assert_int_eq(engy_toploc_verify_chunk(ws, v, n, proof,
 						  engy_toploc_proof_len(k),
-						  &st), ENGY_TOPLOC_OK);
+						  &st),
+			 ENGY_TOPLOC_OK);
 	ck_assert_int_eq(engy_toploc_ref_verify_chunk(v, n, k, proof, &peer),
 			 0);
 	ck_assert_uint_eq(st.exp_mismatches, peer.exp_mismatches);
@@ -601,8 +604,8 @@ START_TEST(test_threads)
 	for (i = 0; i < 4; i++) {
 		jobs[i].v = v;
 		jobs[i].n = n;
-		ck_assert_int_eq(pthread_create(&th[i], NULL, prove_job,
-						&jobs[i]), 0);
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, prove_job, &jobs[i]), 0);
 	}
 	for (i = 0; i < 4; i++) {
 		pthread_join(th[i], NULL);
@@ -681,19 +684,20 @@ START_TEST(test_simd_interpolate_matches_scalar)
 	ck_assert(x && w && y && a && b);
 	seed(31);
 	for (t = 0; t < 1500; t++) {
-		k = t < 300 ? t + 1 : t < 1490 ? 1 + rnd() % 300 :
-						 1 + rnd() % 4096;
+		k = t < 300    ? t + 1
+		    : t < 1490 ? 1 + rnd() % 300
+			       : 1 + rnd() % 4096;
 		for (i = 0; i < k; i++) {
 			x[i] = (uint32_t)(rnd() % P);
 			y[i] = (uint16_t)rnd();
 		}
-		if (t % 3 == 0)	/* distinct: a random stride from a start */
+		if (t % 3 == 0) /* distinct: a random stride from a start */
 			for (i = 0; i < k; i++)
 				x[i] = (uint32_t)((x[0] + i * (1 + x[1] % 15)) %
 						  P);
-		if (t % 7 == 0 && k > 2)	/* a duplicate */
+		if (t % 7 == 0 && k > 2) /* a duplicate */
 			x[rnd() % k] = x[rnd() % k];
-		if (t % 11 == 0)	/* extremes */
+		if (t % 11 == 0) /* extremes */
 			for (i = 0; i < k; i++) {
 				x[i] = (uint32_t)(i % 2 ? P - 1 - i : i);
 				y[i] = (uint16_t)(i % 3 ? 0xFFFF - i : 0);
@@ -724,22 +728,24 @@ static void fill_chunk(uint16_t *v, size_t n, unsigned kind)
 
 	for (i = 0; i < n; i++) {
 		switch (kind) {
-		case 0:	/* hidden-state like, outlier channels */
-			v[i] = engy_bf16_from_f32((float)(gauss() *
+		case 0: /* hidden-state like, outlier channels */
+			v[i] = engy_bf16_from_f32(
+				(float)(gauss() *
 					((i % 2048) % 97 == 0 ? 8 : 1)));
 			break;
-		case 1:	/* any bits: NaNs, infinities, both signs */
+		case 1: /* any bits: NaNs, infinities, both signs */
 			v[i] = (uint16_t)rnd();
 			break;
-		case 2:	/* few magnitudes: ties at the boundary */
-			v[i] = (uint16_t)((rnd() & 0x8000) | (base + rnd() % 3));
+		case 2: /* few magnitudes: ties at the boundary */
+			v[i] = (uint16_t)((rnd() & 0x8000) |
+					  (base + rnd() % 3));
 			break;
-		case 3:	/* constant */
+		case 3: /* constant */
 			v[i] = base;
 			break;
-		case 4:	/* large values in one place only */
-			v[i] = i % step == 0 ? (uint16_t)(base + 0x800) :
-					       (uint16_t)(base + i % 50);
+		case 4: /* large values in one place only */
+			v[i] = i % step == 0 ? (uint16_t)(base + 0x800)
+					     : (uint16_t)(base + i % 50);
 			break;
 		default: /* many just above the rest: candidates overflow */
 			v[i] = (uint16_t)(i % 2 ? base + 0x100 + i % 5 : base);
@@ -760,8 +766,9 @@ START_TEST(test_simd_chunk_matches_scalar)
 	seed(32);
 	for (t = 0; t < 120; t++) {
 		uint32_t k = ks[t % 8];
-		size_t n = t % 5 == 0 ? 32 * 2048 : t % 5 == 1 ? 32 * 6144 :
-			   k + rnd() % (cap - k);
+		size_t n = t % 5 == 0	? 32 * 2048
+			   : t % 5 == 1 ? 32 * 6144
+					: k + rnd() % (cap - k);
 		struct engy_toploc_ws *wa = engy_toploc_ws_new(k);
 		struct engy_toploc_ws *wb = engy_toploc_ws_new(k);
 		struct engy_toploc_stats sa, sb;
@@ -770,7 +777,7 @@ START_TEST(test_simd_chunk_matches_scalar)
 		ck_assert(wa && wb);
 		engy_toploc_ws_force_scalar(wb);
 		fill_chunk(v, n, (unsigned)(t / 8) % 6);
-		for (i = 0; i < n; i++)	/* the verifier's: ~1% off */
+		for (i = 0; i < n; i++) /* the verifier's: ~1% off */
 			nz[i] = engy_bf16_from_f32(engy_bf16_to_f32(v[i]) *
 						   (float)(1 + 0.01 * gauss()));
 		ck_assert_int_eq(engy_toploc_topk(wa, v, n, ia), 0);
@@ -781,11 +788,13 @@ START_TEST(test_simd_chunk_matches_scalar)
 		rb = engy_toploc_prove_chunk(wb, v, n, pb);
 		ck_assert_int_eq(ra, rb);
 		ck_assert(memcmp(pa, pb, engy_toploc_proof_len(k)) == 0);
-		ck_assert_int_eq(engy_toploc_verify_chunk(wa, nz, n, pa,
-			engy_toploc_proof_len(k), &sa),
+		ck_assert_int_eq(
+			engy_toploc_verify_chunk(wa, nz, n, pa,
+						 engy_toploc_proof_len(k), &sa),
 			ra ? ENGY_TOPLOC_NULL_PROOF : ENGY_TOPLOC_OK);
-		ck_assert_int_eq(engy_toploc_verify_chunk(wb, nz, n, pa,
-			engy_toploc_proof_len(k), &sb),
+		ck_assert_int_eq(
+			engy_toploc_verify_chunk(wb, nz, n, pa,
+						 engy_toploc_proof_len(k), &sb),
 			ra ? ENGY_TOPLOC_NULL_PROOF : ENGY_TOPLOC_OK);
 		if (!ra) {
 			ck_assert_uint_eq(sa.exp_mismatches, sb.exp_mismatches);
@@ -811,7 +820,7 @@ int main(int argc, char **argv)
 	SRunner *sr;
 	int failed;
 
-	if (argc > 1 && strcmp(argv[1], "--simd") == 0) {	/* for the test */
+	if (argc > 1 && strcmp(argv[1], "--simd") == 0) { /* for the test */
 		puts(engy_toploc_simd());
 		return 0;
 	}

@@ -82,10 +82,10 @@ START_TEST(test_n_chunks)
 		uint32_t rows, prefill, dbs;
 		bool skip;
 		size_t want;
-	} t[] = { { 0, 0, 32, true, 0 },	{ 1, 0, 32, true, 1 },
-		  { 32, 0, 32, true, 1 },	{ 33, 0, 32, true, 2 },
-		  { 40, 8, 32, true, 1 },	{ 41, 8, 32, true, 2 },
-		  { 41, 8, 32, false, 3 },	{ 8, 8, 32, false, 1 },
+	} t[] = { { 0, 0, 32, true, 0 },   { 1, 0, 32, true, 1 },
+		  { 32, 0, 32, true, 1 },  { 33, 0, 32, true, 2 },
+		  { 40, 8, 32, true, 1 },  { 41, 8, 32, true, 2 },
+		  { 41, 8, 32, false, 3 }, { 8, 8, 32, false, 1 },
 		  { 100, 0, 1, true, 100 } };
 	struct engy_toploc_params p = { 4, 32, true };
 	uint16_t dummy[1];
@@ -125,22 +125,23 @@ START_TEST(test_prove_rows_chunks)
 	float *f = rows_f32((size_t)n_rows * hidden, 1, 0);
 	uint16_t *b = cast(f, (size_t)n_rows * hidden);
 	struct engy_toploc_params p = { 128, 32, false };
-	struct engy_rows r = mk_rows(b, ENGY_DTYPE_BF16, n_rows, hidden,
-				     prefill);
-	struct engy_rows rf = mk_rows(f, ENGY_DTYPE_F32, n_rows, hidden,
-				      prefill);
+	struct engy_rows r =
+		mk_rows(b, ENGY_DTYPE_BF16, n_rows, hidden, prefill);
+	struct engy_rows rf =
+		mk_rows(f, ENGY_DTYPE_F32, n_rows, hidden, prefill);
 	struct engy_toploc_ws *ws = engy_toploc_ws_new(128);
-	static const uint32_t first[] = { 0, 5, 37, 69 }, cnt[] = { 5, 32, 32,
-								     6 };
+	static const uint32_t first[] = { 0, 5, 37, 69 },
+			      cnt[] = { 5, 32, 32, 6 };
 	uint8_t *pr, *prf, one[258];
 	size_t n, nf, i;
 
 	ck_assert_int_eq(engy_toploc_prove_rows(&r, &p, &pr, &n), 0);
 	ck_assert_uint_eq(n, 4);
 	for (i = 0; i < 4; i++) {
-		ck_assert_int_eq(engy_toploc_prove_chunk(ws, b + first[i] *
-							 hidden, cnt[i] *
-							 hidden, one), 0);
+		ck_assert_int_eq(engy_toploc_prove_chunk(ws,
+							 b + first[i] * hidden,
+							 cnt[i] * hidden, one),
+				 0);
 		ck_assert(memcmp(pr + i * 258, one, 258) == 0);
 	}
 	/* f32 rows are cast exactly as the bf16 rows were. */
@@ -155,7 +156,7 @@ START_TEST(test_prove_rows_chunks)
 	ck_assert(memcmp(pr + 258, prf, 3 * 258) == 0);
 	free(prf);
 	/* A chunk with fewer values than topk cannot be proven. */
-	r.n_rows = 70;	/* last chunk: 1 row of 256 values: fine */
+	r.n_rows = 70; /* last chunk: 1 row of 256 values: fine */
 	p.topk = 257;
 	ck_assert_int_eq(engy_toploc_prove_rows(&r, &p, &prf, &nf), -EINVAL);
 	ck_assert_ptr_null(prf);
@@ -173,12 +174,13 @@ START_TEST(test_prove_rows_chunks)
 		char nb[400];
 
 		engy_base64_encode(nb, one_null, 258);
-		nb[0] = '/';	/* modulus 0xFF00: fine to decode */
+		nb[0] = '/'; /* modulus 0xFF00: fine to decode */
 		nb[1] = 'w';
 		v[0] = nb;
 		len[0] = strlen(nb);
-		ck_assert_int_eq(engy_toploc_verify_rows(&rf, &p, v, len, 4,
-							 &l, &rep), 0);
+		ck_assert_int_eq(
+			engy_toploc_verify_rows(&rf, &p, v, len, 4, &l, &rep),
+			0);
 		ck_assert_int_eq(rep.verdict, ENGY_VERDICT_UNPROVEN);
 		ck_assert_str_eq(rep.reason, "short_chunk");
 		ck_assert_int_eq(rep.bad_proof, 0);
@@ -246,8 +248,8 @@ static void fixture(struct fixture *x)
 	x->f = rows_f32((size_t)rows * hidden, 7, 0);
 	x->b = cast(x->f, (size_t)rows * hidden);
 	x->rows = mk_rows(x->b, ENGY_DTYPE_BF16, rows, hidden, 4);
-	ck_assert_int_eq(engy_toploc_prove_rows(&x->rows, &P128, &x->proofs,
-						&x->n), 0);
+	ck_assert_int_eq(
+		engy_toploc_prove_rows(&x->rows, &P128, &x->proofs, &x->n), 0);
 	ck_assert_uint_eq(x->n, 100);
 	x->s = encode_all(x->proofs, x->n, 258);
 }
@@ -261,13 +263,14 @@ static void fixture_free(struct fixture *x)
 }
 
 static struct engy_toploc_report verify(const struct fixture *x,
-					const struct engy_rows *rows,
-					size_t n, struct engy_proof_limits l)
+					const struct engy_rows *rows, size_t n,
+					struct engy_proof_limits l)
 {
 	struct engy_toploc_report rep;
 
 	ck_assert_int_eq(engy_toploc_verify_rows(rows, &P128, x->s.v, x->s.len,
-						 n, &l, &rep), 0);
+						 n, &l, &rep),
+			 0);
 	return rep;
 }
 
@@ -379,8 +382,9 @@ static void expect_unproven(const struct fixture *x, const char *const *v,
 	struct engy_proof_limits l = limits(40, 0.99);
 	struct engy_toploc_report rep;
 
-	ck_assert_int_eq(engy_toploc_verify_rows(&x->rows, &P128, v, len, n,
-						 &l, &rep), 0);
+	ck_assert_int_eq(
+		engy_toploc_verify_rows(&x->rows, &P128, v, len, n, &l, &rep),
+		0);
 	ck_assert_int_eq(rep.verdict, ENGY_VERDICT_UNPROVEN);
 	ck_assert_str_eq(rep.reason, reason);
 	ck_assert_int_eq(rep.bad_proof, which);
@@ -405,7 +409,7 @@ START_TEST(test_unusable_proofs)
 	v[7] = "not base64!";
 	len[7] = strlen(v[7]);
 	expect_unproven(&x, v, len, 100, "bad_base64", 7);
-	v[7] = "/9kAAwABAAA=";	/* k = 3 */
+	v[7] = "/9kAAwABAAA="; /* k = 3 */
 	len[7] = strlen(v[7]);
 	expect_unproven(&x, v, len, 100, "bad_length", 7);
 	memcpy(raw, x.proofs, 258);
@@ -432,22 +436,22 @@ START_TEST(test_unusable_proofs)
 		struct engy_proof_limits l = limits(40, 0.99);
 		struct engy_toploc_report rep;
 
-		r.hidden = 64;	/* reinterpret: 99 full chunks + 1 row */
+		r.hidden = 64; /* reinterpret: 99 full chunks + 1 row */
 		r.n_rows = 4 + 32 * 99 + 1;
-		ck_assert_int_eq(engy_toploc_verify_rows(&r, &p, x.s.v,
-							 x.s.len, 100, &l,
-							 &rep), 0);
+		ck_assert_int_eq(engy_toploc_verify_rows(&r, &p, x.s.v, x.s.len,
+							 100, &l, &rep),
+				 0);
 		ck_assert_int_eq(rep.verdict, ENGY_VERDICT_UNPROVEN);
 		ck_assert_str_eq(rep.reason, "short_chunk");
 		ck_assert_int_eq(rep.bad_proof, 99);
 		engy_toploc_report_free(&rep);
 		l.min_pass_ratio = 1.5;
-		ck_assert_int_eq(engy_toploc_verify_rows(&r, &p, x.s.v,
-							 x.s.len, 100, &l,
-							 &rep), -EINVAL);
-		ck_assert_int_eq(engy_toploc_verify_rows(&r, &p, x.s.v,
-							 x.s.len, 100, NULL,
-							 &rep), -EINVAL);
+		ck_assert_int_eq(engy_toploc_verify_rows(&r, &p, x.s.v, x.s.len,
+							 100, &l, &rep),
+				 -EINVAL);
+		ck_assert_int_eq(engy_toploc_verify_rows(&r, &p, x.s.v, x.s.len,
+							 100, NULL, &rep),
+				 -EINVAL);
 	}
 	fixture_free(&x);
 }
@@ -460,7 +464,8 @@ static struct engy_toploc_report vjson(const struct engy_rows *rows,
 	struct engy_toploc_report rep;
 
 	ck_assert_int_eq(engy_toploc_verify_json(rows, &P128, json,
-						 strlen(json), &l, &rep), 0);
+						 strlen(json), &l, &rep),
+			 0);
 	return rep;
 }
 
@@ -470,8 +475,8 @@ static void json_unproven(const struct engy_rows *rows, const char *json,
 	struct engy_toploc_report rep = vjson(rows, json);
 
 	ck_assert_int_eq(rep.verdict, ENGY_VERDICT_UNPROVEN);
-	ck_assert_msg(strcmp(rep.reason, reason) == 0, "%s: %s, not %s",
-		      json, rep.reason, reason);
+	ck_assert_msg(strcmp(rep.reason, reason) == 0, "%s: %s, not %s", json,
+		      rep.reason, reason);
 	engy_toploc_report_free(&rep);
 }
 
@@ -484,17 +489,18 @@ START_TEST(test_commitment_json)
 	size_t i;
 
 	fixture(&x);
-	ck_assert_int_eq(engy_toploc_commitment_json(&P128, x.proofs, x.n,
-						     3200, &json), 0);
+	ck_assert_int_eq(
+		engy_toploc_commitment_json(&P128, x.proofs, x.n, 3200, &json),
+		0);
 	root = cJSON_Parse(json);
 	ck_assert_ptr_nonnull(root);
-	ck_assert_int_eq(cJSON_GetArraySize(root), 5);	/* no prompt_ids */
+	ck_assert_int_eq(cJSON_GetArraySize(root), 5); /* no prompt_ids */
 	ck_assert_int_eq(cJSON_GetObjectItem(root, "topk")->valueint, 128);
-	ck_assert_int_eq(cJSON_GetObjectItem(root, "decode_batching_size")
-			 ->valueint, 32);
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(root, "decode_batching_size")->valueint,
+		32);
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(root, "skip_prefill")));
-	ck_assert_int_eq(cJSON_GetObjectItem(root, "n_tokens")->valueint,
-			 3200);
+	ck_assert_int_eq(cJSON_GetObjectItem(root, "n_tokens")->valueint, 3200);
 	it = cJSON_GetObjectItem(root, "proofs");
 	ck_assert_int_eq(cJSON_GetArraySize(it), 100);
 	for (i = 0; i < 100; i++)
@@ -509,8 +515,9 @@ START_TEST(test_commitment_json)
 	ck_assert_str_eq(cJSON_GetObjectItem(root, "verdict")->valuestring,
 			 "pass");
 	ck_assert_int_eq(cJSON_GetObjectItem(root, "passed")->valueint, 100);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(
-				 root, "exp_mismatches")), 100);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(root, "exp_mismatches")),
+		100);
 	cJSON_Delete(root);
 	free(detail);
 	engy_toploc_report_free(&rep);
@@ -539,34 +546,50 @@ START_TEST(test_commitment_json)
 	json_unproven(&x.rows, "{\"proofs\":[", "bad_json");
 	json_unproven(&x.rows, "{\"topk\":128,\"decode_batching_size\":32}",
 		      "bad_json");
-	json_unproven(&x.rows, "{\"topk\":\"128\",\"decode_batching_size\":32,"
-		      "\"proofs\":[]}", "bad_json");
-	json_unproven(&x.rows, "{\"topk\":128.5,\"decode_batching_size\":32,"
-		      "\"proofs\":[]}", "bad_json");
-	json_unproven(&x.rows, "{\"topk\":-128,\"decode_batching_size\":32,"
-		      "\"proofs\":[]}", "bad_json");
-	json_unproven(&x.rows, "{\"topk\":128,\"decode_batching_size\":16,"
-		      "\"proofs\":[]}", "dbs_mismatch");
-	json_unproven(&x.rows, "{\"topk\":128,\"decode_batching_size\":32,"
+	json_unproven(&x.rows,
+		      "{\"topk\":\"128\",\"decode_batching_size\":32,"
+		      "\"proofs\":[]}",
+		      "bad_json");
+	json_unproven(&x.rows,
+		      "{\"topk\":128.5,\"decode_batching_size\":32,"
+		      "\"proofs\":[]}",
+		      "bad_json");
+	json_unproven(&x.rows,
+		      "{\"topk\":-128,\"decode_batching_size\":32,"
+		      "\"proofs\":[]}",
+		      "bad_json");
+	json_unproven(&x.rows,
+		      "{\"topk\":128,\"decode_batching_size\":16,"
+		      "\"proofs\":[]}",
+		      "dbs_mismatch");
+	json_unproven(&x.rows,
+		      "{\"topk\":128,\"decode_batching_size\":32,"
 		      "\"skip_prefill\":false,\"proofs\":[]}",
 		      "skip_prefill_mismatch");
-	json_unproven(&x.rows, "{\"topk\":128,\"decode_batching_size\":32,"
-		      "\"proofs\":{}}", "bad_json");
-	json_unproven(&x.rows, "{\"topk\":128,\"decode_batching_size\":32,"
-		      "\"proofs\":[]}", "chunk_count");
+	json_unproven(&x.rows,
+		      "{\"topk\":128,\"decode_batching_size\":32,"
+		      "\"proofs\":{}}",
+		      "bad_json");
+	json_unproven(&x.rows,
+		      "{\"topk\":128,\"decode_batching_size\":32,"
+		      "\"proofs\":[]}",
+		      "chunk_count");
 	/* 100 proofs, one of them a number. */
 	{
-		size_t o = (size_t)snprintf(buf, sizeof(buf), "{\"topk\":128,"
+		size_t o = (size_t)snprintf(buf, sizeof(buf),
+					    "{\"topk\":128,"
 					    "\"decode_batching_size\":32,"
 					    "\"proofs\":[1");
 
 		for (i = 1; i < 100; i++)
-			o += (size_t)snprintf(buf + o, sizeof(buf) - o, ",\"\"");
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o,
+					      ",\"\"");
 		snprintf(buf + o, sizeof(buf) - o, "]}");
 		json_unproven(&x.rows, buf, "bad_json");
 	}
-	ck_assert_int_eq(engy_toploc_verify_json(&x.rows, &P128, NULL, 0,
-						 NULL, &rep), -EINVAL);
+	ck_assert_int_eq(
+		engy_toploc_verify_json(&x.rows, &P128, NULL, 0, NULL, &rep),
+		-EINVAL);
 	fixture_free(&x);
 }
 END_TEST

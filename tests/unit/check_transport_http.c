@@ -50,10 +50,17 @@ static atomic_int route_rc[3];
 static int h_echo(void *arg, struct engy_http_exchange *x,
 		  const struct engy_http_request *r)
 {
-	const char *hdrs[] = { "X-Method", r->method, "X-Path", r->path,
-			       "X-Query", r->query ? r->query : "-",
-			       "X-Remote-Set", r->remote && *r->remote ? "yes" : "no",
-			       "X-Test", r->header(r, "x-TEST") ? r->header(r, "X-Test") : "-",
+	const char *hdrs[] = { "X-Method",
+			       r->method,
+			       "X-Path",
+			       r->path,
+			       "X-Query",
+			       r->query ? r->query : "-",
+			       "X-Remote-Set",
+			       r->remote && *r->remote ? "yes" : "no",
+			       "X-Test",
+			       r->header(r, "x-TEST") ? r->header(r, "X-Test")
+						      : "-",
 			       NULL };
 
 	n_requests++;
@@ -85,7 +92,7 @@ static int h_later(void *arg, struct engy_http_exchange *x,
 	return 0;
 }
 
-static struct later *cur_stream;	/* one stream at a time in these tests */
+static struct later *cur_stream; /* one stream at a time in these tests */
 
 static void stream_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -93,7 +100,7 @@ static void stream_cb(evutil_socket_t fd, short what, void *arg)
 	struct timeval tv = { 0, 20000 };
 	char buf[32];
 
-	if (!l->x) {		/* the client left (stream_gone) */
+	if (!l->x) { /* the client left (stream_gone) */
 		free(l);
 		cur_stream = NULL;
 		return;
@@ -105,7 +112,8 @@ static void stream_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	snprintf(buf, sizeof(buf), "data: %d\n\n", l->step++);
-	ck_assert_int_eq(ops->http_stream_write(in.inst, l->x, buf, strlen(buf)), 0);
+	ck_assert_int_eq(
+		ops->http_stream_write(in.inst, l->x, buf, strlen(buf)), 0);
 	ck_assert_int_eq(ops->http_stream_write(in.inst, l->x, "", 0), 0);
 	event_base_once(d.base, -1, EV_TIMEOUT, stream_cb, l, &tv);
 }
@@ -123,7 +131,8 @@ static int h_stream(void *arg, struct engy_http_exchange *x,
 	rc = ops->http_stream_begin(in.inst, x, 200, "text/event-stream", hdrs);
 	ck_assert_int_eq(rc, 0);
 	/* A whole reply on a streamed exchange is refused. */
-	ck_assert_int_eq(ops->http_reply(in.inst, x, 200, NULL, NULL, NULL, 0), -EINVAL);
+	ck_assert_int_eq(ops->http_reply(in.inst, x, 200, NULL, NULL, NULL, 0),
+			 -EINVAL);
 	stream_cb(-1, 0, l);
 	return 0;
 }
@@ -148,7 +157,8 @@ static int h_slow(void *arg, struct engy_http_exchange *x,
 static void h_slow_gone(void *arg, struct engy_http_exchange *x)
 {
 	/* The exchange is refused from here on. */
-	ck_assert_int_eq(ops->http_reply(in.inst, x, 200, NULL, NULL, NULL, 0), -EINVAL);
+	ck_assert_int_eq(ops->http_reply(in.inst, x, 200, NULL, NULL, NULL, 0),
+			 -EINVAL);
 	n_gone++;
 }
 
@@ -159,9 +169,12 @@ static int h_err(void *arg, struct engy_http_exchange *x,
 	static const char *const owned[] = { "Content-Length", "5", NULL };
 
 	/* Header injection and transport-owned headers are refused. */
-	ck_assert_int_eq(ops->http_reply(in.inst, x, 200, NULL, bad, NULL, 0), -EINVAL);
-	ck_assert_int_eq(ops->http_reply(in.inst, x, 200, NULL, owned, NULL, 0), -EINVAL);
-	ck_assert_int_eq(ops->http_reply(in.inst, x, 99, NULL, NULL, NULL, 0), -EINVAL);
+	ck_assert_int_eq(ops->http_reply(in.inst, x, 200, NULL, bad, NULL, 0),
+			 -EINVAL);
+	ck_assert_int_eq(ops->http_reply(in.inst, x, 200, NULL, owned, NULL, 0),
+			 -EINVAL);
+	ck_assert_int_eq(ops->http_reply(in.inst, x, 99, NULL, NULL, NULL, 0),
+			 -EINVAL);
 	return strcmp(r->path, "/err/missing") == 0 ? -ENOENT : -EIO;
 }
 
@@ -191,10 +204,14 @@ static int h_big(void *arg, struct engy_http_exchange *x,
 }
 
 static const struct engy_http_handler hd_big = { sizeof(hd_big), h_big, NULL };
-static const struct engy_http_handler hd_echo = { sizeof(hd_echo), h_echo, NULL };
-static const struct engy_http_handler hd_later = { sizeof(hd_later), h_later, NULL };
-static const struct engy_http_handler hd_stream = { sizeof(hd_stream), h_stream, stream_gone };
-static const struct engy_http_handler hd_slow = { sizeof(hd_slow), h_slow, h_slow_gone };
+static const struct engy_http_handler hd_echo = { sizeof(hd_echo), h_echo,
+						  NULL };
+static const struct engy_http_handler hd_later = { sizeof(hd_later), h_later,
+						   NULL };
+static const struct engy_http_handler hd_stream = { sizeof(hd_stream), h_stream,
+						    stream_gone };
+static const struct engy_http_handler hd_slow = { sizeof(hd_slow), h_slow,
+						  h_slow_gone };
 static const struct engy_http_handler hd_err = { sizeof(hd_err), h_err, NULL };
 static const struct engy_http_handler hd_tag = { sizeof(hd_tag), h_tag, NULL };
 
@@ -215,7 +232,7 @@ static void on_cmd(evutil_socket_t fd, short what, void *arg)
 static void *loop_main(void *arg)
 {
 	event_base_dispatch(d.base);
-	if (destroy_in_loop) {		/* as engyd does once drained */
+	if (destroy_in_loop) { /* as engyd does once drained */
 		in.lp.desc.destroy(in.inst);
 		in.inst = NULL;
 	}
@@ -230,8 +247,8 @@ static void cmd(char c)
 static const char *conf_get(void *arg, const char *name)
 {
 	static const char *const kv[] = {
-		"listen", "127.0.0.1:0", "max_body", "1024",
-		"timeout_s", "1", "max_connections", "8", NULL,
+		"listen", "127.0.0.1:0",     "max_body", "1024", "timeout_s",
+		"1",	  "max_connections", "8",	 NULL,
 	};
 	size_t i;
 
@@ -262,19 +279,23 @@ static void setup(void)
 	memset(&in, 0, sizeof(in));
 	in.d = &d;
 	in.name = strdup("web");
-	ck_assert_msg(engy_loader_open(TRANSPORT_HTTP_SO, "transport-http", &in.lp,
-				       err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(engy_loader_open(TRANSPORT_HTTP_SO, "transport-http",
+				       &in.lp, err, sizeof(err)) == 0,
+		      "%s", err);
 	ck_assert_int_eq(engy_conf_from_text("transport-http", in.lp.desc.opts,
-					     in.lp.desc.conf_size, conf_get, NULL,
-					     &in.conf, &e), 0);
+					     in.lp.desc.conf_size, conf_get,
+					     NULL, &in.conf, &e),
+			 0);
 	engy_host_bind(&in);
 	ck_assert_int_eq(in.lp.desc.create(&in.host, in.conf, &in.inst), 0);
 	ck_assert_int_eq(in.lp.desc.start(in.inst), 0);
 	ops = in.lp.ops;
 	ck_assert_str_eq(ops->proto, "http");
 	ck_assert_int_eq(ops->http_route(in.inst, "/echo", &hd_echo, NULL), 0);
-	ck_assert_int_eq(ops->http_route(in.inst, "/later", &hd_later, NULL), 0);
-	ck_assert_int_eq(ops->http_route(in.inst, "/stream", &hd_stream, NULL), 0);
+	ck_assert_int_eq(ops->http_route(in.inst, "/later", &hd_later, NULL),
+			 0);
+	ck_assert_int_eq(ops->http_route(in.inst, "/stream", &hd_stream, NULL),
+			 0);
 	ck_assert_int_eq(ops->http_route(in.inst, "/slow", &hd_slow, NULL), 0);
 	ck_assert_int_eq(ops->http_route(in.inst, "/err", &hd_err, NULL), 0);
 	ck_assert_int_eq(ops->http_route(in.inst, "/big", &hd_big, NULL), 0);
@@ -294,7 +315,8 @@ static void setup(void)
 	fclose(f);
 	ck_assert_int_gt(port, 0);
 	ck_assert_int_eq(pipe(cmd_pipe), 0);
-	cmd_ev = event_new(d.base, cmd_pipe[0], EV_READ | EV_PERSIST, on_cmd, NULL);
+	cmd_ev = event_new(d.base, cmd_pipe[0], EV_READ | EV_PERSIST, on_cmd,
+			   NULL);
 	event_add(cmd_ev, NULL);
 	n_gone = 0;
 	n_slow = 0;
@@ -343,7 +365,9 @@ START_TEST(test_basic_and_keepalive)
 {
 	int fd = http_raw_dial(port);
 
-	http_raw_put(fd, "GET /echo?x=1&y=2 HTTP/1.1\r\nHost: t\r\nX-Test: v 1\r\n\r\n");
+	http_raw_put(
+		fd,
+		"GET /echo?x=1&y=2 HTTP/1.1\r\nHost: t\r\nX-Test: v 1\r\n\r\n");
 	http_raw_read(fd, &R, false);
 	ck_assert_int_eq(R.status, 200);
 	ck_assert_str_eq(http_raw_hdr(&R, "X-Method"), "GET");
@@ -355,19 +379,25 @@ START_TEST(test_basic_and_keepalive)
 	ck_assert_str_eq(http_raw_hdr(&R, "Content-Type"), "text/plain");
 	ck_assert_uint_eq(R.body_len, 0);
 	/* The same connection again, with a body. */
-	http_raw_put(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
+	http_raw_put(
+		fd,
+		"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
 	http_raw_read(fd, &R, false);
 	ck_assert_int_eq(R.status, 200);
 	ck_assert_str_eq(R.body, "hello");
 	/* Pipelined: two requests in one write, answered in order. */
-	http_raw_put(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\none"
+	http_raw_put(
+		fd,
+		"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\none"
 		"POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\ntwo");
 	http_raw_read(fd, &R, false);
 	ck_assert_str_eq(R.body, "one");
 	http_raw_read(fd, &R, false);
 	ck_assert_str_eq(R.body, "two");
 	/* Connection: close is honoured. */
-	http_raw_put(fd, "GET /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+	http_raw_put(
+		fd,
+		"GET /echo HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
 	http_raw_read(fd, &R, false);
 	ck_assert_str_eq(http_raw_hdr(&R, "Connection"), "close");
 	ck_assert(http_raw_closed(fd));
@@ -389,13 +419,15 @@ START_TEST(test_bodies)
 	int fd;
 
 	one("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-	    "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer: x\r\n\r\n", false);
+	    "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nTrailer: x\r\n\r\n",
+	    false);
 	ck_assert_int_eq(R.status, 200);
 	ck_assert_str_eq(R.body, "hello world");
 	/* Expect: 100-continue: the interim answer comes before the body. */
 	fd = http_raw_dial(port);
-	http_raw_put(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n"
-		"Expect: 100-continue\r\n\r\n");
+	http_raw_put(fd,
+		     "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n"
+		     "Expect: 100-continue\r\n\r\n");
 	{
 		char line[128];
 
@@ -409,19 +441,23 @@ START_TEST(test_bodies)
 	ck_assert_str_eq(R.body, "body");
 	close(fd);
 	/* Over max_body (1024): declared, then chunked. */
-	one("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n", false);
+	one("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 2000\r\n\r\n",
+	    false);
 	ck_assert_int_eq(R.status, 413);
 	ck_assert_str_eq(http_raw_hdr(&R, "Connection"), "close");
 	ck_assert_ptr_nonnull(strstr(R.body, "\"code\":413"));
 	one("POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-	    "401\r\n", false);
+	    "401\r\n",
+	    false);
 	ck_assert_int_eq(R.status, 413);
 	{
 		char big[1500];
 
 		memset(big, 'x', sizeof(big));
 		fd = http_raw_dial(port);
-		http_raw_put(fd, "POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+		http_raw_put(
+			fd,
+			"POST /echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
 			"300\r\n");
 		ck_assert_int_eq(send(fd, big, 0x300, MSG_NOSIGNAL), 0x300);
 		http_raw_put(fd, "\r\n300\r\n");
@@ -452,35 +488,45 @@ static const struct {
 } bad[] = {
 	{ "GARBAGE\r\n\r\n", 400 },
 	{ "GET / HTTP/2.0\r\nHost: t\r\n\r\n", 505 },
-	{ "GET / HTTP/1.1\r\n\r\n", 400 },				/* no Host */
-	{ "GET / HTTP/1.1\r\nHost : t\r\n\r\n", 400 },			/* space before colon */
-	{ "GET / HTTP/1.1\r\nHost: t\r\n folded\r\n\r\n", 400 },	/* obs-fold */
-	{ "GET / HTTP/1.1\r\nHost: t\rx\r\n\r\n", 400 },		/* bare CR */
-	{ "GET http://h/ HTTP/1.1\r\nHost: t\r\n\r\n", 400 },		/* absolute-form */
+	{ "GET / HTTP/1.1\r\n\r\n", 400 },	       /* no Host */
+	{ "GET / HTTP/1.1\r\nHost : t\r\n\r\n", 400 }, /* space before colon */
+	{ "GET / HTTP/1.1\r\nHost: t\r\n folded\r\n\r\n", 400 }, /* obs-fold */
+	{ "GET / HTTP/1.1\r\nHost: t\rx\r\n\r\n", 400 },	 /* bare CR */
+	{ "GET http://h/ HTTP/1.1\r\nHost: t\r\n\r\n",
+	  400 }, /* absolute-form */
 	{ "GET /a b HTTP/1.1\r\nHost: t\r\n\r\n", 400 },
 	{ "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
-	  "Transfer-Encoding: chunked\r\n\r\n", 400 },
-	{ "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", 400 },
+	  "Transfer-Encoding: chunked\r\n\r\n",
+	  400 },
+	{ "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n",
+	  400 },
 	{ "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: -3\r\n\r\n", 400 },
 	{ "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 0x10\r\n\r\n", 400 },
-	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n", 501 },
-	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400 },
-	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n", 400 },
+	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n",
+	  501 },
+	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+	  400 },
+	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcX\r\n",
+	  400 },
 	/* 1*HEXDIG only: no "0x", no sign, at most 16 digits. */
-	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0x2\r\nab\r\n0\r\n\r\n", 400 },
-	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0X2\r\nab\r\n0\r\n\r\n", 400 },
-	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000002\r\nab\r\n0\r\n\r\n", 400 },
+	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0x2\r\nab\r\n0\r\n\r\n",
+	  400 },
+	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0X2\r\nab\r\n0\r\n\r\n",
+	  400 },
+	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n00000000000000002\r\nab\r\n0\r\n\r\n",
+	  400 },
 	{ "GET / HTTP/1.1\r\nHost: t\r\nExpect: magic\r\n\r\n", 417 },
 	{ "GET / HTTP/1.1\r\nHost: t\r\nHost: u\r\n\r\n", 400 },
 	{ "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
-	  "Transfer-Encoding: identity\r\n\r\n", 400 },
+	  "Transfer-Encoding: identity\r\n\r\n",
+	  400 },
 };
 
 START_TEST(test_bad_requests)
 {
 	one(bad[_i].req, false);
-	ck_assert_msg(R.status == bad[_i].status, "%s -> %d, want %d", bad[_i].req,
-		      R.status, bad[_i].status);
+	ck_assert_msg(R.status == bad[_i].status, "%s -> %d, want %d",
+		      bad[_i].req, R.status, bad[_i].status);
 	ck_assert_str_eq(http_raw_hdr(&R, "Connection"), "close");
 	ck_assert_str_eq(http_raw_hdr(&R, "Content-Type"), "application/json");
 }
@@ -536,7 +582,8 @@ START_TEST(test_routes)
 	ck_assert_int_eq(R.status, 500);
 	one("GET /err/missing HTTP/1.1\r\nHost: t\r\n\r\n", false);
 	ck_assert_int_eq(R.status, 404);
-	ck_assert_str_eq(R.body, "{\"error\":{\"message\":\"Not Found\",\"code\":404}}");
+	ck_assert_str_eq(
+		R.body, "{\"error\":{\"message\":\"Not Found\",\"code\":404}}");
 	/* HEAD: the headers of the reply, no body. */
 	{
 		int fd = http_raw_dial(port);
@@ -619,7 +666,8 @@ static void wait_conns(int n)
 	char want[96];
 	bool seen = false;
 
-	snprintf(want, sizeof(want), "engy_http_connections{instance=\"web\"} %d\n", n);
+	snprintf(want, sizeof(want),
+		 "engy_http_connections{instance=\"web\"} %d\n", n);
 	for (int i = 0; i < 2000 && !seen; i++) {
 		char *m = engy_metrics_render(d.metrics);
 
@@ -638,18 +686,18 @@ START_TEST(test_max_connections_and_stop)
 
 	for (i = 0; i < 8; i++)
 		fds[i] = http_raw_dial(port);
-	wait_conns(8);		/* the loop accepted them */
+	wait_conns(8); /* the loop accepted them */
 	fd = http_raw_dial(port);
 	http_raw_read(fd, &R, false);
 	ck_assert_int_eq(R.status, 503);
 	close(fd);
 	for (i = 0; i < 8; i++)
 		close(fds[i]);
-	wait_conns(0);		/* the loop saw them go */
+	wait_conns(0); /* the loop saw them go */
 	one("GET /a HTTP/1.1\r\nHost: t\r\n\r\n", false);
 	ck_assert_int_eq(R.status, 200);
 	/* stop(): listeners close, new connections are refused. */
-	fd = http_raw_dial(port);		/* an idle keep-alive one, closed by stop() */
+	fd = http_raw_dial(port); /* an idle keep-alive one, closed by stop() */
 	cmd('s');
 	ck_assert(http_raw_closed(fd));
 	close(fd);
@@ -672,10 +720,16 @@ START_TEST(test_max_connections_and_stop)
 	cmd('q');
 	pthread_join(loop_thr, NULL);
 	m = engy_metrics_render(d.metrics);
-	ck_assert_ptr_nonnull(strstr(m, "engy_http_requests_total{instance=\"web\",status=\"503\"} 1\n"));
-	ck_assert_ptr_nonnull(strstr(m, "engy_http_requests_total{instance=\"web\",status=\"200\"} 1\n"));
-	ck_assert_ptr_nonnull(strstr(m, "engy_http_refused_total{instance=\"web\"} 1\n"));
-	ck_assert_ptr_nonnull(strstr(m, "engy_http_inflight{instance=\"web\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(
+		m,
+		"engy_http_requests_total{instance=\"web\",status=\"503\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(
+		m,
+		"engy_http_requests_total{instance=\"web\",status=\"200\"} 1\n"));
+	ck_assert_ptr_nonnull(
+		strstr(m, "engy_http_refused_total{instance=\"web\"} 1\n"));
+	ck_assert_ptr_nonnull(
+		strstr(m, "engy_http_inflight{instance=\"web\"} 0\n"));
 	free(m);
 	/* teardown joins again: restart a loop it can stop. */
 	ck_assert_int_eq(pthread_create(&loop_thr, NULL, loop_main, NULL), 0);
@@ -696,7 +750,8 @@ START_TEST(test_destroy_flushes)
 		got += (size_t)n;
 	/* The head's rest, then every byte of the body, then the close. */
 	ck_assert_ptr_nonnull(strstr(buf, "\r\n\r\n"));
-	ck_assert_uint_eq(got - (size_t)(strstr(buf, "\r\n\r\n") + 4 - buf), BIG);
+	ck_assert_uint_eq(got - (size_t)(strstr(buf, "\r\n\r\n") + 4 - buf),
+			  BIG);
 	ck_assert_int_eq(buf[got - 1], 'z');
 	close(fd);
 	free(buf);
@@ -714,7 +769,8 @@ int main(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_basic_and_keepalive);
 	tcase_add_test(tc, test_bodies);
-	tcase_add_loop_test(tc, test_bad_requests, 0, sizeof(bad) / sizeof(bad[0]));
+	tcase_add_loop_test(tc, test_bad_requests, 0,
+			    sizeof(bad) / sizeof(bad[0]));
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_routes);
 	tcase_add_test(tc, test_async_and_stream);

@@ -38,12 +38,14 @@ START_TEST(test_echo_close_reopen)
 	c.inst = cli.inst;
 	c.say = say;
 	ck_assert_int_eq(ops->ws_listen(srv.inst, "/gw", &handler, &s), 0);
-	ck_assert_int_eq(ops->ws_listen(srv.inst, "/gw", &handler, &s), -EEXIST);
+	ck_assert_int_eq(ops->ws_listen(srv.inst, "/gw", &handler, &s),
+			 -EEXIST);
 	port = wsth_listen_port(srv.h);
 	ck_assert_int_gt(port, 0);
 	ck_assert_int_eq(ops->ws_dial(cli.inst, url_of(port, "/gw/3?k=QSECRET"),
-				      hdrs, &handler, &c, &leg), 0);
-	ck_assert_int_eq(c.opens, 0);	/* never inside ws_dial() */
+				      hdrs, &handler, &c, &leg),
+			 0);
+	ck_assert_int_eq(c.opens, 0); /* never inside ws_dial() */
 	WAIT(c.msgs, 4, 3000);
 	/* The server saw the path, query, header and peer. */
 	ck_assert_int_eq(s.opens, 1);
@@ -65,17 +67,20 @@ START_TEST(test_echo_close_reopen)
 	for (i = 0; i < sizeof(big); i++)
 		big[i] = (uint8_t)(i * 31);
 	ck_assert_int_eq(ops->ws_send(cli.inst, c.conn, ENGY_WS_BINARY, big,
-				      sizeof(big)), 0);
+				      sizeof(big)),
+			 0);
 	WAIT(c.msgs, 5, 3000);
 	ck_assert_int_eq(c.type[4], ENGY_WS_BINARY);
 	ck_assert_uint_eq(c.len[4], sizeof(big));
 	ck_assert_mem_eq(c.data[4], big, sizeof(big));
-	ck_assert_double_eq(wsth_metric(srv.h, "engy_ws_messages_total",
-					"dir=\"in\""), 5);
-	ck_assert_double_eq(wsth_metric(cli.h, "engy_ws_bytes_total",
-					"dir=\"out\""), 5 + 17 + 0 + 5 + (1 << 20));
-	ck_assert_double_eq(wsth_metric(srv.h, "engy_ws_connections",
-					"side=\"server\""), 1);
+	ck_assert_double_eq(
+		wsth_metric(srv.h, "engy_ws_messages_total", "dir=\"in\""), 5);
+	ck_assert_double_eq(
+		wsth_metric(cli.h, "engy_ws_bytes_total", "dir=\"out\""),
+		5 + 17 + 0 + 5 + (1 << 20));
+	ck_assert_double_eq(
+		wsth_metric(srv.h, "engy_ws_connections", "side=\"server\""),
+		1);
 
 	/* The client closes: both sides learn the code and reason. */
 	ck_assert_int_eq(ops->ws_close(cli.inst, c.conn, 4000, "done"), 0);
@@ -89,13 +94,14 @@ START_TEST(test_echo_close_reopen)
 	ck_assert_uint_eq(c.open_count, 2);
 	ck_assert_int_ge(c.t_open[1] - c.t_close[0], 200 * 3 / 4 - 5);
 	ck_assert_int_le(c.t_open[1] - c.t_close[0], 200 * 5 / 4 + 150);
-	ck_assert_double_eq(wsth_metric(cli.h, "engy_ws_reconnects_total", NULL),
-			    1);
+	ck_assert_double_eq(
+		wsth_metric(cli.h, "engy_ws_reconnects_total", NULL), 1);
 
 	/* The server side closes this time (what a `reconnect` asks for). */
 	WAIT(s.opens, 2, 2000);
 	ck_assert_int_eq(ops->ws_close(srv.inst, s.conn, 1001, "draining"), 0);
-	ck_assert_int_eq(ops->ws_close(srv.inst, s.conn, 1000, NULL), -ENOTCONN);
+	ck_assert_int_eq(ops->ws_close(srv.inst, s.conn, 1000, NULL),
+			 -ENOTCONN);
 	WAIT(c.closes, 2, 3000);
 	ck_assert_int_eq(c.code, 1001);
 	ck_assert_str_eq(c.reason, "draining");
@@ -107,7 +113,7 @@ START_TEST(test_echo_close_reopen)
 	ck_assert_int_eq(s.code, 1001);
 	wsth_run(base, 600, NULL, NULL);
 	ck_assert_int_eq(c.opens, 3);
-	ck_assert_int_eq(c.closes, 2);	/* no callback after ws_leg_close() */
+	ck_assert_int_eq(c.closes, 2); /* no callback after ws_leg_close() */
 	ck_assert_int_eq(s.opens, 3);
 
 	/* Metadata only: no payload, query or header value in the logs. */
@@ -139,23 +145,24 @@ START_TEST(test_backoff)
 	c.inst = cli.inst;
 	c.close_after_errors = 6;
 	lfd = raw_listen(&port);
-	close(lfd);			/* a port nobody listens on */
+	close(lfd); /* a port nobody listens on */
 	ck_assert_int_eq(ops->ws_dial(cli.inst, url_of(port, "/"), NULL,
-				      &handler, &c, &leg), 0);
+				      &handler, &c, &leg),
+			 0);
 	WAIT(c.errors, 6, 5000);
 	ck_assert_int_eq(c.err, -ECONNREFUSED);
 	for (i = 0; i < 5; i++) {
 		gap = c.t_err[i + 1] - c.t_err[i];
 		ck_assert_msg(gap >= expect[i] * 3 / 4 - 5 &&
-			      gap <= expect[i] * 5 / 4 + 100,
+				      gap <= expect[i] * 5 / 4 + 100,
 			      "retry %d after %ld ms, wanted ~%d", i, gap,
 			      expect[i]);
 	}
 	/* ws_leg_close() from on_dial_error stopped it for good. */
 	wsth_run(base, 800, NULL, NULL);
 	ck_assert_int_eq(c.errors, 6);
-	ck_assert_double_eq(wsth_metric(cli.h, "engy_ws_dial_failures_total",
-					NULL), 6);
+	ck_assert_double_eq(
+		wsth_metric(cli.h, "engy_ws_dial_failures_total", NULL), 6);
 	side_unmake(&cli);
 }
 END_TEST
@@ -186,14 +193,18 @@ START_TEST(test_bad_arguments)
 
 	ck_assert_int_eq(side_make(&cli, NULL), 0);
 	ck_assert_int_eq(ops->ws_listen(cli.inst, "/", &handler, &r), -EINVAL);
-	ck_assert_int_eq(ops->ws_dial(cli.inst, "http://h/", NULL, &handler,
-				      &r, &leg), -EINVAL);
-	ck_assert_int_eq(ops->ws_dial(cli.inst, "ws://h/#x", NULL, &handler,
-				      &r, &leg), -EINVAL);
-	ck_assert_int_eq(ops->ws_dial(cli.inst, "ws://h/", inj, &handler, &r,
-				      &leg), -EINVAL);
-	ck_assert_int_eq(ops->ws_dial(cli.inst, "ws://h/", NULL, NULL, &r,
-				      &leg), -EINVAL);
+	ck_assert_int_eq(
+		ops->ws_dial(cli.inst, "http://h/", NULL, &handler, &r, &leg),
+		-EINVAL);
+	ck_assert_int_eq(
+		ops->ws_dial(cli.inst, "ws://h/#x", NULL, &handler, &r, &leg),
+		-EINVAL);
+	ck_assert_int_eq(
+		ops->ws_dial(cli.inst, "ws://h/", inj, &handler, &r, &leg),
+		-EINVAL);
+	ck_assert_int_eq(
+		ops->ws_dial(cli.inst, "ws://h/", NULL, NULL, &r, &leg),
+		-EINVAL);
 
 	/* What an open connection refuses to send or close with. */
 	ck_assert_int_eq(side_make(&srv, kv), 0);
@@ -202,19 +213,25 @@ START_TEST(test_bad_arguments)
 	ck_assert_int_eq(ops->ws_listen(srv.inst, "relative", &handler, &r),
 			 -EINVAL);
 	ck_assert_int_eq(ops->ws_listen(srv.inst, "/", &handler, &r), 0);
-	ck_assert_int_eq(ops->ws_dial(cli.inst, url_of(wsth_listen_port(srv.h),
-				      "/"), NULL, &handler, &c, &leg), 0);
+	ck_assert_int_eq(ops->ws_dial(cli.inst,
+				      url_of(wsth_listen_port(srv.h), "/"),
+				      NULL, &handler, &c, &leg),
+			 0);
 	WAIT(c.opens, 1, 3000);
 	WAIT(r.opens, 1, 2000);
 	ck_assert_int_eq(ops->ws_send(srv.inst, r.conn, ENGY_WS_BINARY, big,
-				      sizeof(big)), -EMSGSIZE);
-	ck_assert_int_eq(ops->ws_send(cli.inst, c.conn, ENGY_WS_TEXT, "\xc3", 1),
-			 -EILSEQ);
+				      sizeof(big)),
+			 -EMSGSIZE);
+	ck_assert_int_eq(
+		ops->ws_send(cli.inst, c.conn, ENGY_WS_TEXT, "\xc3", 1),
+		-EILSEQ);
 	ck_assert_int_eq(ops->ws_send(cli.inst, c.conn, 7, "x", 1), -EINVAL);
 	ck_assert_int_eq(ops->ws_send(cli.inst, c.conn, ENGY_WS_BINARY, big,
-				      sizeof(big)), 0);	/* client cap: 64 MiB */
+				      sizeof(big)),
+			 0); /* client cap: 64 MiB */
 	ck_assert_int_eq(ops->ws_close(cli.inst, c.conn, 1005, NULL), -EINVAL);
-	ck_assert_int_eq(ops->ws_close(cli.inst, c.conn, 1000, "\xc3"), -EINVAL);
+	ck_assert_int_eq(ops->ws_close(cli.inst, c.conn, 1000, "\xc3"),
+			 -EINVAL);
 	/* The client's 2 KiB message was over the server's cap: 1009. */
 	WAIT(c.closes, 1, 2000);
 	ck_assert_int_eq(c.code, 1009);
@@ -282,12 +299,13 @@ static int meta_get(void *arg, const char *path, int *status, char **body,
 START_TEST(test_plain_get)
 {
 	static const char *const kv[] = { "listen=127.0.0.1:0", NULL };
-	static const char get_meta[] = "GET /gw/meta?x=1 HTTP/1.1\r\n"
+	static const char get_meta[] =
+		"GET /gw/meta?x=1 HTTP/1.1\r\n"
 		"Host: 127.0.0.1\r\nAccept: application/json\r\n\r\n";
 	static const char get_other[] = "GET /gw/other HTTP/1.1\r\n"
-		"Host: 127.0.0.1\r\n\r\n";
+					"Host: 127.0.0.1\r\n\r\n";
 	static const char get_plain[] = "GET /ws HTTP/1.1\r\n"
-		"Host: 127.0.0.1\r\n\r\n";
+					"Host: 127.0.0.1\r\n\r\n";
 	struct engy_ws_handler meta = handler;
 	struct side srv;
 	struct rec s = { 0 };
@@ -307,7 +325,8 @@ START_TEST(test_plain_get)
 	raw_write(fd, get_meta, sizeof(get_meta) - 1);
 	ck_assert(raw_head(fd, head, sizeof(head), 2000));
 	ck_assert_msg(strncmp(head, "HTTP/1.1 200 ", 13) == 0, "%s", head);
-	ck_assert_ptr_nonnull(strstr(head, "Content-Type: application/json\r\n"));
+	ck_assert_ptr_nonnull(
+		strstr(head, "Content-Type: application/json\r\n"));
 	ck_assert_ptr_nonnull(strstr(head, "Content-Length: 13\r\n"));
 	raw_head(fd, body, sizeof(body), 2000);
 	ck_assert_str_eq(body, "{\"workers\":2}");
@@ -354,16 +373,20 @@ START_TEST(test_destroy_busy)
 	s.inst = srv.inst;
 	c.inst = d.inst = cli.inst;
 	ck_assert_int_eq(ops->ws_listen(srv.inst, "/", &handler, &s), 0);
-	ck_assert_int_eq(ops->ws_dial(cli.inst, url_of(wsth_listen_port(srv.h),
-				      "/"), NULL, &handler, &c, &open_leg), 0);
+	ck_assert_int_eq(ops->ws_dial(cli.inst,
+				      url_of(wsth_listen_port(srv.h), "/"),
+				      NULL, &handler, &c, &open_leg),
+			 0);
 	lfd = raw_listen(&dead);
 	close(lfd);
 	ck_assert_int_eq(ops->ws_dial(cli.inst, url_of(dead, "/"), NULL,
-				      &handler, &d, &dead_leg), 0);
+				      &handler, &d, &dead_leg),
+			 0);
 	/* A listener that never answers the upgrade. */
 	lfd = raw_listen(&port);
 	ck_assert_int_eq(ops->ws_dial(cli.inst, url_of(port, "/"), NULL,
-				      &handler, &d, &slow_leg), 0);
+				      &handler, &d, &slow_leg),
+			 0);
 	WAIT(c.opens, 1, 3000);
 	WAIT(d.errors, 1, 3000);
 	WAIT(s.opens, 1, 3000);

@@ -47,24 +47,28 @@ START_TEST(test_handshake_refusals)
 	s.inst = srv.inst;
 	ck_assert_int_eq(ops->ws_listen(srv.inst, "/gw", &handler, &s), 0);
 	port = wsth_listen_port(srv.h);
-	refused(port, "GET /gw HTTP/1.1\r\nHost: x\r\n\r\n",
-		"HTTP/1.1 426 ", "Sec-WebSocket-Version: 13\r\n");
-	refused(port, "POST /gw HTTP/1.1\r\nHost: x\r\n\r\n",
-		"HTTP/1.1 405 ", "Allow: GET");
-	refused(port, "GET /other HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+	refused(port, "GET /gw HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 426 ",
+		"Sec-WebSocket-Version: 13\r\n");
+	refused(port, "POST /gw HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 405 ",
+		"Allow: GET");
+	refused(port,
+		"GET /other HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
 		"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
 		"HTTP/1.1 404 ", NULL);
 	/* "/gwx" is not under "/gw". */
-	refused(port, "GET /gwx HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+	refused(port,
+		"GET /gwx HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
 		"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
 		"HTTP/1.1 404 ", NULL);
-	refused(port, "GET /gw HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+	refused(port,
+		"GET /gw HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
 		"Connection: Upgrade\r\nSec-WebSocket-Version: 7\r\n"
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
 		"HTTP/1.1 426 ", "Sec-WebSocket-Version: 13");
-	refused(port, "GET /gw HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+	refused(port,
+		"GET /gw HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
 		"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n",
 		"HTTP/1.1 400 ", NULL);
 	refused(port, "hello there\r\n\r\n", "HTTP/1.1 400 ", NULL);
@@ -75,7 +79,8 @@ START_TEST(test_handshake_refusals)
 	refused(port, huge, "HTTP/1.1 431 ", NULL);
 	free(huge);
 	ck_assert_int_eq(s.opens, 0);
-	ck_assert_double_eq(wsth_metric(srv.h, "engy_ws_refused_total", NULL), 8);
+	ck_assert_double_eq(wsth_metric(srv.h, "engy_ws_refused_total", NULL),
+			    8);
 	side_unmake(&srv);
 }
 END_TEST
@@ -137,11 +142,11 @@ START_TEST(test_server_frame_rules)
 	bool masked;
 	int fd;
 
-	server_fails(0x81, "hi", 2, false, 1002);	/* unmasked */
-	server_fails(0xc1, "hi", 2, true, 1002);	/* RSV1 */
-	server_fails(0x83, "hi", 2, true, 1002);	/* reserved opcode */
-	server_fails(0x81, "\xff", 1, true, 1007);	/* not UTF-8 */
-	server_fails(0x82, big, sizeof(big), true, 1009);	/* over 1 KiB */
+	server_fails(0x81, "hi", 2, false, 1002);	  /* unmasked */
+	server_fails(0xc1, "hi", 2, true, 1002);	  /* RSV1 */
+	server_fails(0x83, "hi", 2, true, 1002);	  /* reserved opcode */
+	server_fails(0x81, "\xff", 1, true, 1007);	  /* not UTF-8 */
+	server_fails(0x82, big, sizeof(big), true, 1009); /* over 1 KiB */
 
 	/* Fragments with a ping between them: pong first, then the echo. */
 	fd = raw_client(&srv, &s);
@@ -149,18 +154,23 @@ START_TEST(test_server_frame_rules)
 	raw_frame_send(fd, 0x89, "p1", 2, true);
 	raw_frame_send(fd, 0x00, "men", 3, true);
 	raw_frame_send(fd, 0x80, "ted", 3, true);
-	ck_assert_int_eq(raw_frame_read(fd, buf, sizeof(buf), &len, &masked,
-					2000), 0x8a);
+	ck_assert_int_eq(
+		raw_frame_read(fd, buf, sizeof(buf), &len, &masked, 2000),
+		0x8a);
 	ck_assert(!masked);
 	ck_assert_uint_eq(len, 2);
 	ck_assert_mem_eq(buf, "p1", 2);
-	ck_assert_int_eq(raw_frame_read(fd, buf, sizeof(buf), &len, &masked,
-					2000), 0x81);
+	ck_assert_int_eq(
+		raw_frame_read(fd, buf, sizeof(buf), &len, &masked, 2000),
+		0x81);
 	ck_assert_uint_eq(len, 10);
 	ck_assert_mem_eq(buf, "fragmented", 10);
 	ck_assert_int_eq(s.msgs, 1);
 	/* The close handshake from the client's side. */
-	raw_frame_send(fd, 0x88, "\x03\xe8" "bye", 5, true);
+	raw_frame_send(fd, 0x88,
+		       "\x03\xe8"
+		       "bye",
+		       5, true);
 	expect_close(fd, 1000);
 	WAIT(s.closes, 1, 2000);
 	ck_assert_int_eq(s.code, 1000);
@@ -183,7 +193,8 @@ static int raw_server_leg(struct side *cli, struct rec *c, int *lfd,
 	c->inst = cli->inst;
 	*lfd = raw_listen(&port);
 	ck_assert_int_eq(ops->ws_dial(cli->inst, url_of(port, "/gw"), hdrs,
-				      &handler, c, leg), 0);
+				      &handler, c, leg),
+			 0);
 	fd = raw_accept(*lfd, 3000);
 	ck_assert_int_ge(fd, 0);
 	ck_assert(raw_accept_upgrade(fd, req, sizeof(req)));
@@ -216,15 +227,21 @@ START_TEST(test_client_rules)
 
 	fd = raw_server_leg(&cli, &c, &lfd, kv, &leg);
 	/* Client frames are masked. */
-	ck_assert_int_eq(ops->ws_send(cli.inst, c.conn, ENGY_WS_TEXT, "up", 2), 0);
-	ck_assert_int_eq(raw_frame_read(fd, buf, sizeof(buf), &len, &masked,
-					2000), 0x81);
+	ck_assert_int_eq(ops->ws_send(cli.inst, c.conn, ENGY_WS_TEXT, "up", 2),
+			 0);
+	ck_assert_int_eq(
+		raw_frame_read(fd, buf, sizeof(buf), &len, &masked, 2000),
+		0x81);
 	ck_assert(masked);
 	ck_assert_mem_eq(buf, "up", 2);
 	/* The server closes with 4001: echoed, reported, then a re-dial. */
-	raw_frame_send(fd, 0x88, "\x0f\xa1" "drain", 7, false);
-	ck_assert_int_eq(raw_frame_read(fd, buf, sizeof(buf), &len, &masked,
-					2000), 0x88);
+	raw_frame_send(fd, 0x88,
+		       "\x0f\xa1"
+		       "drain",
+		       7, false);
+	ck_assert_int_eq(
+		raw_frame_read(fd, buf, sizeof(buf), &len, &masked, 2000),
+		0x88);
 	ck_assert(masked);
 	ck_assert_int_eq(buf[0] << 8 | buf[1], 4001);
 	WAIT(c.closes, 1, 2000);
@@ -237,8 +254,9 @@ START_TEST(test_client_rules)
 	WAIT(c.opens, 2, 2000);
 	/* A masked frame from a server fails the connection with 1002. */
 	raw_frame_send(fd2, 0x81, "x", 1, true);
-	ck_assert_int_eq(raw_frame_read(fd2, buf, sizeof(buf), &len, &masked,
-					2000), 0x88);
+	ck_assert_int_eq(
+		raw_frame_read(fd2, buf, sizeof(buf), &len, &masked, 2000),
+		0x88);
 	ck_assert_int_eq(buf[0] << 8 | buf[1], 1002);
 	WAIT(c.closes, 2, 2000);
 	ck_assert_int_eq(c.code, 1002);
@@ -289,18 +307,19 @@ START_TEST(test_keepalive)
 
 	fd = raw_server_leg(&cli, &c, &lfd, kv, &leg);
 	/* A ping comes within the interval; the raw peer never answers. */
-	ck_assert_int_eq(raw_frame_read(fd, buf, sizeof(buf), &len, &masked,
-					1500), 0x89);
+	ck_assert_int_eq(
+		raw_frame_read(fd, buf, sizeof(buf), &len, &masked, 1500),
+		0x89);
 	ck_assert(masked);
 	WAIT(c.closes, 1, 5000);
 	ck_assert_int_eq(c.code, 1006);
 	ck_assert_str_eq(c.reason, "ping timeout");
 	ck_assert_int_ge(c.t_close[0] - c.t_open[0], 2900);
 	ck_assert_int_le(c.t_close[0] - c.t_open[0], 4000);
-	ck_assert_double_eq(wsth_metric(cli.h, "engy_ws_ping_timeouts_total",
-					NULL), 1);
-	ck_assert_double_ge(wsth_metric(cli.h, "engy_ws_pings_missed_total",
-					NULL), 1);
+	ck_assert_double_eq(
+		wsth_metric(cli.h, "engy_ws_ping_timeouts_total", NULL), 1);
+	ck_assert_double_ge(
+		wsth_metric(cli.h, "engy_ws_pings_missed_total", NULL), 1);
 	ops->ws_leg_close(cli.inst, leg);
 	close(fd);
 	close(lfd);

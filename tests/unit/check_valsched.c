@@ -19,15 +19,15 @@
 static struct engy_valsched_last last(uint64_t applied, bool has_block,
 				      uint64_t block, bool has_ts, int64_t ts)
 {
-	struct engy_valsched_last l = {true,  applied, has_block,
-				       block, has_ts,  ts};
+	struct engy_valsched_last l = { true,  applied, has_block,
+					block, has_ts,	ts };
 
 	return l;
 }
 
 START_TEST(test_decide)
 {
-	struct engy_valsched_last none = {0},
+	struct engy_valsched_last none = { 0 },
 				  l = last(105, true, 1000, true, 50000);
 	struct engy_valsched_decision d;
 
@@ -77,7 +77,7 @@ END_TEST
 START_TEST(test_pregate)
 {
 	struct engy_valsched_last l = last(105, true, 1000, true, 50000),
-				  none = {0};
+				  none = { 0 };
 	int64_t wait;
 
 	/* 80% of 120 blocks at 12 s = 1152 s */
@@ -278,8 +278,8 @@ static void parse(const char *text, struct engy_valstate *st, char *dropped)
 
 START_TEST(test_state_round_trip)
 {
-	struct engy_valstate st = {0}, back;
-	struct engy_valrow rows[2] = {{HK, 65535}, {"5\"odd\\", 1}};
+	struct engy_valstate st = { 0 }, back;
+	struct engy_valrow rows[2] = { { HK, 65535 }, { "5\"odd\\", 1 } };
 	char dropped[128], path[] = "/tmp/engy-valstate-XXXXXX";
 	char *text;
 	int fd = mkstemp(path);

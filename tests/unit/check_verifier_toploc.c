@@ -55,8 +55,8 @@ static void *fill_conf(void)
 
 	ck_assert_ptr_nonnull(conf);
 	for (o = plug->opts; o->name; o++) {
-		const char *v = o->env && getenv(o->env) ? getenv(o->env) :
-				o->def;
+		const char *v =
+			o->env && getenv(o->env) ? getenv(o->env) : o->def;
 		int64_t i;
 		double d;
 		bool b;
@@ -112,10 +112,10 @@ static uint16_t *rows_bf16(size_t n, uint64_t model, double noise)
 			rs ^= rs << 17;
 			u[j] = ((rs >> 11) + 0.5) / 9007199254740992.0;
 		}
-		b[i] = engy_bf16_from_f32((float)(
-			sqrt(-2 * log(u[0])) * cos(2 * M_PI * u[1]) *
-			(1 + noise * sqrt(-2 * log(u[2])) *
-			 cos(2 * M_PI * u[3]))));
+		b[i] = engy_bf16_from_f32(
+			(float)(sqrt(-2 * log(u[0])) * cos(2 * M_PI * u[1]) *
+				(1 + noise * sqrt(-2 * log(u[2])) *
+					     cos(2 * M_PI * u[3]))));
 	}
 	return b;
 }
@@ -185,53 +185,55 @@ START_TEST(test_prove_verify)
 	ck_assert_int_eq(ops->prove(inst, &r, &json), 0);
 	root = cJSON_Parse(json);
 	ck_assert_ptr_nonnull(root);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root,
-							       "proofs")), 3);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(root, "proofs")), 3);
 	ck_assert_int_eq(cJSON_GetObjectItem(root, "topk")->valueint, 128);
-	ck_assert_int_eq(cJSON_GetObjectItem(root, "decode_batching_size")
-			 ->valueint, 32);
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(root, "decode_batching_size")->valueint,
+		32);
 	ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(root, "skip_prefill")));
 	ck_assert_int_eq(cJSON_GetObjectItem(root, "n_tokens")->valueint, 70);
 	ck_assert_ptr_null(cJSON_GetObjectItem(root, "prompt_ids"));
 	cJSON_Delete(root);
 
 	/* The auditor's own rows: same, noisy, another model. */
-	ck_assert_int_eq(ops->verify(inst, &r, json, strlen(json), NULL,
-				     &res), 0);
+	ck_assert_int_eq(ops->verify(inst, &r, json, strlen(json), NULL, &res),
+			 0);
 	ck_assert_int_eq(res.verdict, ENGY_VERDICT_PASS);
 	ck_assert_str_eq(res.reason, "ok");
 	det = cJSON_Parse(res.detail);
 	ck_assert_ptr_nonnull(det);
 	ck_assert_str_eq(cJSON_GetObjectItem(det, "verdict")->valuestring,
 			 "pass");
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(
-				 det, "exp_mismatches")), 3);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(det, "exp_mismatches")),
+		3);
 	cJSON_Delete(det);
 	free(res.detail);
 	r.data = nz;
-	ck_assert_int_eq(ops->verify(inst, &r, json, strlen(json), NULL,
-				     &res), 0);
+	ck_assert_int_eq(ops->verify(inst, &r, json, strlen(json), NULL, &res),
+			 0);
 	ck_assert_int_eq(res.verdict, ENGY_VERDICT_PASS);
 	free(res.detail);
 	/* The caller's limits win over the configured ones. */
-	ck_assert_int_eq(ops->verify(inst, &r, json, strlen(json), &strict,
-				     &res), 0);
+	ck_assert_int_eq(
+		ops->verify(inst, &r, json, strlen(json), &strict, &res), 0);
 	ck_assert_int_eq(res.verdict, ENGY_VERDICT_CHEAT);
 	ck_assert_str_eq(res.reason, "exp_mismatch");
 	free(res.detail);
 	r.data = other;
-	ck_assert_int_eq(ops->verify(inst, &r, json, strlen(json), NULL,
-				     &res), 0);
+	ck_assert_int_eq(ops->verify(inst, &r, json, strlen(json), NULL, &res),
+			 0);
 	ck_assert_int_eq(res.verdict, ENGY_VERDICT_CHEAT);
 	free(res.detail);
 	/* Malformed members are UNPROVEN, not errors. */
-	ck_assert_int_eq(ops->verify(inst, &r, "{\"proofs\":", 10, NULL,
-				     &res), 0);
+	ck_assert_int_eq(ops->verify(inst, &r, "{\"proofs\":", 10, NULL, &res),
+			 0);
 	ck_assert_int_eq(res.verdict, ENGY_VERDICT_UNPROVEN);
 	ck_assert_str_eq(res.reason, "bad_json");
 	free(res.detail);
-	ck_assert_int_eq(ops->verify(inst, &r, json, strlen(json) / 2, NULL,
-				     &res), 0);
+	ck_assert_int_eq(
+		ops->verify(inst, &r, json, strlen(json) / 2, NULL, &res), 0);
 	ck_assert_int_eq(res.verdict, ENGY_VERDICT_UNPROVEN);
 	free(res.detail);
 	free(json);
@@ -270,14 +272,14 @@ START_TEST(test_short_limits)
 	ck_assert_int_eq(ops->prove(inst, &r, &json), 0);
 	r.data = nz;
 	lim.size = sizeof(lim);
-	ck_assert_int_eq(ops->verify(inst, &r, json, strlen(json), &lim,
-				     &res), 0);
+	ck_assert_int_eq(ops->verify(inst, &r, json, strlen(json), &lim, &res),
+			 0);
 	ck_assert_int_eq(res.verdict, ENGY_VERDICT_CHEAT);
 	ck_assert_str_eq(res.reason, "mant_mean");
 	free(res.detail);
 	lim.size = (uint32_t)offsetof(struct engy_proof_limits, max_mant_mean);
-	ck_assert_int_eq(ops->verify(inst, &r, json, strlen(json), &lim,
-				     &res), 0);
+	ck_assert_int_eq(ops->verify(inst, &r, json, strlen(json), &lim, &res),
+			 0);
 	ck_assert_int_eq(res.verdict, ENGY_VERDICT_PASS);
 	free(res.detail);
 	free(json);
@@ -310,12 +312,15 @@ START_TEST(test_env_twins)
 	ck_assert_int_eq(ops->prove(inst, &r, &json), 0);
 	root = cJSON_Parse(json);
 	ck_assert_int_eq(cJSON_GetObjectItem(root, "topk")->valueint, 64);
-	ck_assert_int_eq(cJSON_GetObjectItem(root, "decode_batching_size")
-			 ->valueint, 16);
-	ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(root,
-							       "proofs")), 5);
-	ck_assert_uint_eq(strlen(cJSON_GetArrayItem(cJSON_GetObjectItem(
-				 root, "proofs"), 0)->valuestring), 176);
+	ck_assert_int_eq(
+		cJSON_GetObjectItem(root, "decode_batching_size")->valueint,
+		16);
+	ck_assert_int_eq(
+		cJSON_GetArraySize(cJSON_GetObjectItem(root, "proofs")), 5);
+	ck_assert_uint_eq(strlen(cJSON_GetArrayItem(
+					 cJSON_GetObjectItem(root, "proofs"), 0)
+					 ->valuestring),
+			  176);
 	cJSON_Delete(root);
 	free(json);
 	plug->destroy(inst);

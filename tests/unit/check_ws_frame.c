@@ -18,7 +18,7 @@ struct got {
 	int type[MAXEV], opcode[MAXEV], code[MAXEV];
 	size_t len[MAXEV];
 	uint8_t *data[MAXEV];
-	int rc;			/* 0, or the error that ended the stream */
+	int rc; /* 0, or the error that ended the stream */
 };
 
 static void got_free(struct got *g)
@@ -88,8 +88,9 @@ static void expect_fail(bool server, const uint8_t *buf, size_t len, int rc,
 	ck_assert_int_eq(p.fail_code, code);
 	ck_assert_ptr_nonnull(p.fail_reason);
 	/* Sticky: a broken stream stays broken. */
-	ck_assert_int_eq(engy_ws_parse(&p, (const uint8_t *)"\x81\x00", 2,
-				       &used, &ev), rc);
+	ck_assert_int_eq(
+		engy_ws_parse(&p, (const uint8_t *)"\x81\x00", 2, &used, &ev),
+		rc);
 	ck_assert_uint_eq(used, 0);
 	got_free(&g);
 	engy_ws_parser_free(&p);
@@ -97,20 +98,20 @@ static void expect_fail(bool server, const uint8_t *buf, size_t len, int rc,
 
 #define B(...) ((const uint8_t[]){ __VA_ARGS__ })
 #define N(...) sizeof((const uint8_t[]){ __VA_ARGS__ })
-#define FAIL(server, rc, code, ...) \
+#define FAIL(server, rc, code, ...)                                            \
 	expect_fail(server, B(__VA_ARGS__), N(__VA_ARGS__), rc, code, 1 << 20)
 
 START_TEST(test_rfc_examples)
 {
-	static const uint8_t hello_masked[] = {
-		0x81, 0x85, 0x37, 0xfa, 0x21, 0x3d,
-		0x7f, 0x9f, 0x4d, 0x51, 0x58 };
-	static const uint8_t frag[] = {
-		0x01, 0x03, 0x48, 0x65, 0x6c, 0x80, 0x02, 0x6c, 0x6f };
+	static const uint8_t hello_masked[] = { 0x81, 0x85, 0x37, 0xfa,
+						0x21, 0x3d, 0x7f, 0x9f,
+						0x4d, 0x51, 0x58 };
+	static const uint8_t frag[] = { 0x01, 0x03, 0x48, 0x65, 0x6c,
+					0x80, 0x02, 0x6c, 0x6f };
 	static const uint8_t ping[] = { 0x89, 0x05, 'H', 'e', 'l', 'l', 'o' };
-	static const uint8_t pong_masked[] = {
-		0x8a, 0x85, 0x37, 0xfa, 0x21, 0x3d,
-		0x7f, 0x9f, 0x4d, 0x51, 0x58 };
+	static const uint8_t pong_masked[] = { 0x8a, 0x85, 0x37, 0xfa,
+					       0x21, 0x3d, 0x7f, 0x9f,
+					       0x4d, 0x51, 0x58 };
 	uint8_t big[4 + 256], huge[10 + 65536];
 	struct got g;
 
@@ -166,9 +167,9 @@ END_TEST
 START_TEST(test_control_between_fragments)
 {
 	/* text "Hel" (not final), ping "x", pong "", cont "lo" (final) */
-	static const uint8_t s[] = {
-		0x01, 0x03, 'H', 'e', 'l', 0x89, 0x01, 'x', 0x8a, 0x00,
-		0x80, 0x02, 'l', 'o', 0x82, 0x00 };
+	static const uint8_t s[] = { 0x01, 0x03, 'H',  'e',  'l',  0x89,
+				     0x01, 'x',	 0x8a, 0x00, 0x80, 0x02,
+				     'l',  'o',	 0x82, 0x00 };
 	struct engy_ws_parser p;
 	struct got g = { 0 };
 	size_t step;
@@ -197,14 +198,14 @@ END_TEST
 
 START_TEST(test_protocol_errors)
 {
-	FAIL(false, -EPROTO, 1002, 0xc1, 0x00);	/* RSV1 */
-	FAIL(false, -EPROTO, 1002, 0xa1, 0x00);	/* RSV2 */
-	FAIL(false, -EPROTO, 1002, 0x91, 0x00);	/* RSV3 */
-	FAIL(false, -EPROTO, 1002, 0x83, 0x00);	/* reserved data opcode */
-	FAIL(false, -EPROTO, 1002, 0x8b, 0x00);	/* reserved control opcode */
-	FAIL(false, -EPROTO, 1002, 0x09, 0x00);	/* fragmented ping */
+	FAIL(false, -EPROTO, 1002, 0xc1, 0x00); /* RSV1 */
+	FAIL(false, -EPROTO, 1002, 0xa1, 0x00); /* RSV2 */
+	FAIL(false, -EPROTO, 1002, 0x91, 0x00); /* RSV3 */
+	FAIL(false, -EPROTO, 1002, 0x83, 0x00); /* reserved data opcode */
+	FAIL(false, -EPROTO, 1002, 0x8b, 0x00); /* reserved control opcode */
+	FAIL(false, -EPROTO, 1002, 0x09, 0x00); /* fragmented ping */
 	FAIL(false, -EPROTO, 1002, 0x89, 0x7e, 0x00, 0x7e); /* ping > 125 */
-	FAIL(false, -EPROTO, 1002, 0x80, 0x00);	/* continuation, no message */
+	FAIL(false, -EPROTO, 1002, 0x80, 0x00); /* continuation, no message */
 	FAIL(false, -EPROTO, 1002, 0x01, 0x00, 0x81, 0x00); /* text in text */
 	FAIL(false, -EPROTO, 1002, 0x02, 0x00, 0x82, 0x00);
 	FAIL(false, -EPROTO, 1002, 0x81, 0x7e, 0x00, 0x05); /* not minimal */
@@ -228,9 +229,9 @@ END_TEST
 
 START_TEST(test_close_frames)
 {
-	static const int ok[] = { 1000, 1001, 1002, 1003, 1007, 1008, 1009,
-				  1010, 1011, 1012, 1013, 1014, 3000, 3999,
-				  4000, 4999 };
+	static const int ok[] = { 1000, 1001, 1002, 1003, 1007, 1008,
+				  1009, 1010, 1011, 1012, 1013, 1014,
+				  3000, 3999, 4000, 4999 };
 	uint8_t f[4];
 	struct got g;
 	size_t i;
@@ -264,14 +265,29 @@ END_TEST
 START_TEST(test_utf8)
 {
 	static const char *const good[] = {
-		"", "plain", "\xc2\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80",
-		"\xed\x9f\xbf", "\xee\x80\x80", "\xf4\x8f\xbf\xbf",
+		"",
+		"plain",
+		"\xc2\xa9",
+		"\xe2\x82\xac",
+		"\xf0\x9f\x98\x80",
+		"\xed\x9f\xbf",
+		"\xee\x80\x80",
+		"\xf4\x8f\xbf\xbf",
 		"mixed \xce\xba\xe1\xbd\xb9\xcf\x83\xce\xbc\xce\xb5 text 12345678",
 	};
 	static const char *const bad[] = {
-		"\x80", "\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xed\xa0\x80",
-		"\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xff", "\xc2",
-		"\xe2\x82", "abcdefgh\xf0\x9f\x98", "abcdefghijklmnop\xfe",
+		"\x80",
+		"\xc0\x80",
+		"\xc1\xbf",
+		"\xe0\x80\x80",
+		"\xed\xa0\x80",
+		"\xf4\x90\x80\x80",
+		"\xf5\x80\x80\x80",
+		"\xff",
+		"\xc2",
+		"\xe2\x82",
+		"abcdefgh\xf0\x9f\x98",
+		"abcdefghijklmnop\xfe",
 	};
 	struct engy_utf8 u;
 	size_t i, cut, n;
@@ -282,15 +298,17 @@ START_TEST(test_utf8)
 			      "good %zu", i);
 		for (cut = 0; cut <= n; cut++) {
 			memset(&u, 0, sizeof(u));
-			ck_assert(engy_utf8_feed(&u, (const uint8_t *)good[i], cut));
-			ck_assert(engy_utf8_feed(&u, (const uint8_t *)good[i] + cut,
-						 n - cut));
+			ck_assert(engy_utf8_feed(&u, (const uint8_t *)good[i],
+						 cut));
+			ck_assert(engy_utf8_feed(
+				&u, (const uint8_t *)good[i] + cut, n - cut));
 			ck_assert(engy_utf8_finished(&u));
 		}
 	}
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(!engy_utf8_valid((const uint8_t *)bad[i],
-					       strlen(bad[i])), "bad %zu", i);
+					       strlen(bad[i])),
+			      "bad %zu", i);
 }
 END_TEST
 
@@ -332,8 +350,8 @@ START_TEST(test_max_message)
 	struct got g = { 0 };
 
 	/* A claimed length over the limit fails before any payload. */
-	expect_fail(false, B(0x82, 0x7f, 0, 0, 0, 1, 0, 0, 0, 0), 10,
-		    -EMSGSIZE, 1009, 1 << 20);
+	expect_fail(false, B(0x82, 0x7f, 0, 0, 0, 1, 0, 0, 0, 0), 10, -EMSGSIZE,
+		    1009, 1 << 20);
 	/* Exactly at the limit passes; fragments over it fail. */
 	run(false, 4, B(0x82, 0x04, 1, 2, 3, 4), 6, &g);
 	ck_assert_int_eq(g.rc, 0);
@@ -381,7 +399,7 @@ START_TEST(test_mask)
 		engy_ws_mask(b + cut, src + cut, sizeof(src) - cut, key, cut);
 		ck_assert_mem_eq(a, b, sizeof(a));
 	}
-	engy_ws_mask(b, a, sizeof(a), key, 0);	/* in place, involution */
+	engy_ws_mask(b, a, sizeof(a), key, 0); /* in place, involution */
 	ck_assert_mem_eq(b, src, sizeof(src));
 }
 END_TEST

@@ -12,7 +12,7 @@
 #include "url.h"
 #include "ws_handshake.h"
 
-#define RFC_KEY "dGhlIHNhbXBsZSBub25jZQ=="
+#define RFC_KEY	   "dGhlIHNhbXBsZSBub25jZQ=="
 #define RFC_ACCEPT "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
 
 START_TEST(test_accept_known_answer)
@@ -41,10 +41,10 @@ static int check_req(const char *text, const char **why,
 	return rc;
 }
 
-#define GOOD_REQ \
-	"GET /gw/0?x=1 HTTP/1.1\r\nHost: gw.example:8080\r\n" \
-	"Upgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n" \
-	"Origin: http://anything\r\n" \
+#define GOOD_REQ                                                               \
+	"GET /gw/0?x=1 HTTP/1.1\r\nHost: gw.example:8080\r\n"                  \
+	"Upgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n"            \
+	"Origin: http://anything\r\n"                                          \
 	"Sec-WebSocket-Key: " RFC_KEY "\r\nSec-WebSocket-Version: 13\r\n\r\n"
 
 START_TEST(test_server_checks)
@@ -56,7 +56,8 @@ START_TEST(test_server_checks)
 	ck_assert_int_eq(check_req(GOOD_REQ, &why, acc), 0);
 	ck_assert_str_eq(acc, RFC_ACCEPT);
 	ck_assert_int_eq(engy_http_head_parse(&h, GOOD_REQ, strlen(GOOD_REQ),
-					      true, &why), 0);
+					      true, &why),
+			 0);
 	ck_assert_str_eq(h.method, "GET");
 	ck_assert_str_eq(h.target, "/gw/0?x=1");
 	ck_assert_int_eq(h.http_minor, 1);
@@ -67,50 +68,68 @@ START_TEST(test_server_checks)
 	engy_http_head_free(&h);
 
 	/* Not GET, HTTP/1.0, no Host. */
-	ck_assert_int_eq(check_req("POST / HTTP/1.1\r\nHost: a\r\n\r\n", &why,
-				   acc), 405);
-	ck_assert_int_eq(check_req("GET / HTTP/1.0\r\nHost: a\r\n\r\n", &why,
-				   acc), 400);
+	ck_assert_int_eq(
+		check_req("POST / HTTP/1.1\r\nHost: a\r\n\r\n", &why, acc),
+		405);
+	ck_assert_int_eq(
+		check_req("GET / HTTP/1.0\r\nHost: a\r\n\r\n", &why, acc), 400);
 	ck_assert_int_eq(check_req("GET / HTTP/1.1\r\nUpgrade: websocket\r\n"
-				   "Connection: upgrade\r\n\r\n", &why, acc),
+				   "Connection: upgrade\r\n\r\n",
+				   &why, acc),
 			 400);
 	ck_assert_str_eq(why, "no Host header");
 	/* A plain GET: 426, not an upgrade. */
-	ck_assert_int_eq(check_req("GET /gw HTTP/1.1\r\nHost: a\r\n\r\n", &why,
-				   acc), 426);
+	ck_assert_int_eq(
+		check_req("GET /gw HTTP/1.1\r\nHost: a\r\n\r\n", &why, acc),
+		426);
 	/* Upgrade without Connection: Upgrade. */
 	ck_assert_int_eq(check_req("GET / HTTP/1.1\r\nHost: a\r\nUpgrade: "
 				   "websocket\r\nSec-WebSocket-Version: 13\r\n"
 				   "Sec-WebSocket-Key: " RFC_KEY "\r\n\r\n",
-				   &why, acc), 400);
+				   &why, acc),
+			 400);
 	/* Version 8, no version. */
-	ck_assert_int_eq(check_req("GET / HTTP/1.1\r\nHost: a\r\nUpgrade: "
-				   "websocket\r\nConnection: Upgrade\r\n"
-				   "Sec-WebSocket-Version: 8\r\nSec-WebSocket-Key: "
-				   RFC_KEY "\r\n\r\n", &why, acc), 426);
+	ck_assert_int_eq(
+		check_req(
+			"GET / HTTP/1.1\r\nHost: a\r\nUpgrade: "
+			"websocket\r\nConnection: Upgrade\r\n"
+			"Sec-WebSocket-Version: 8\r\nSec-WebSocket-Key: " RFC_KEY
+			"\r\n\r\n",
+			&why, acc),
+		426);
 	ck_assert_str_eq(why, "Sec-WebSocket-Version must be 13");
 	/* Keys that are not base64 of 16 bytes. */
+	ck_assert_int_eq(
+		check_req("GET / HTTP/1.1\r\nHost: a\r\nUpgrade: "
+			  "websocket\r\nConnection: Upgrade\r\n"
+			  "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: "
+			  "c2hvcnQ=\r\n\r\n",
+			  &why, acc),
+		400);
+	ck_assert_int_eq(
+		check_req("GET / HTTP/1.1\r\nHost: a\r\nUpgrade: "
+			  "websocket\r\nConnection: Upgrade\r\n"
+			  "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: "
+			  "!GhlIHNhbXBsZSBub25jZQ==\r\n\r\n",
+			  &why, acc),
+		400);
 	ck_assert_int_eq(check_req("GET / HTTP/1.1\r\nHost: a\r\nUpgrade: "
 				   "websocket\r\nConnection: Upgrade\r\n"
-				   "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: "
-				   "c2hvcnQ=\r\n\r\n", &why, acc), 400);
-	ck_assert_int_eq(check_req("GET / HTTP/1.1\r\nHost: a\r\nUpgrade: "
-				   "websocket\r\nConnection: Upgrade\r\n"
-				   "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: "
-				   "!GhlIHNhbXBsZSBub25jZQ==\r\n\r\n", &why, acc),
+				   "Sec-WebSocket-Version: 13\r\n\r\n",
+				   &why, acc),
 			 400);
-	ck_assert_int_eq(check_req("GET / HTTP/1.1\r\nHost: a\r\nUpgrade: "
-				   "websocket\r\nConnection: Upgrade\r\n"
-				   "Sec-WebSocket-Version: 13\r\n\r\n", &why,
-				   acc), 400);
 }
 END_TEST
 
 START_TEST(test_head_parser_errors)
 {
 	static const char *const bad[] = {
-		"", "GET\r\n\r\n", "GET /\r\n\r\n", "GET / HTTP/2.0\r\n\r\n",
-		"GET x HTTP/1.1\r\n\r\n", "G(T / HTTP/1.1\r\n\r\n",
+		"",
+		"GET\r\n\r\n",
+		"GET /\r\n\r\n",
+		"GET / HTTP/2.0\r\n\r\n",
+		"GET x HTTP/1.1\r\n\r\n",
+		"G(T / HTTP/1.1\r\n\r\n",
 		"GET / HTTP/1.1\r\nNo-colon\r\n\r\n",
 		"GET / HTTP/1.1\r\nA: b\r\n folded\r\n\r\n",
 		"GET / HTTP/1.1\r\nBad Name: x\r\n\r\n",
@@ -128,8 +147,9 @@ START_TEST(test_head_parser_errors)
 			      "bad %zu", i);
 		ck_assert_ptr_nonnull(why);
 	}
-	ck_assert_int_eq(engy_http_head_parse(&h, "GET / HTTP/1.1\0x", 16, true,
-					      &why), -EINVAL);
+	ck_assert_int_eq(
+		engy_http_head_parse(&h, "GET / HTTP/1.1\0x", 16, true, &why),
+		-EINVAL);
 	n = sprintf(many, "GET / HTTP/1.1\r\n");
 	for (i = 0; i < ENGY_HTTP_HEADERS_MAX + 1; i++)
 		n += sprintf(many + n, "A%zu: b\r\n", i);
@@ -137,9 +157,11 @@ START_TEST(test_head_parser_errors)
 			 -E2BIG);
 	/* Status lines. */
 	ck_assert_int_eq(engy_http_head_parse(&h, "HTTP/1.1 1O1 x\r\n\r\n", 18,
-					      false, &why), -EINVAL);
+					      false, &why),
+			 -EINVAL);
 	ck_assert_int_eq(engy_http_head_parse(&h, "HTTP/1.1 404\r\n\r\n", 16,
-					      false, &why), 0);
+					      false, &why),
+			 0);
 	ck_assert_int_eq(h.status, 404);
 	engy_http_head_free(&h);
 }
@@ -150,7 +172,8 @@ START_TEST(test_client_request_and_response)
 	static const char *const hdrs[] = { "X-Miner", "k1", "User-Agent",
 					    "engy", NULL };
 	static const char *const bad_name[] = { "Bad Name", "v", NULL };
-	static const char *const bad_val[] = { "X-A", "a\r\nInjected: 1", NULL };
+	static const char *const bad_val[] = { "X-A", "a\r\nInjected: 1",
+					       NULL };
 	static const char *const owned[] = { "sec-websocket-key", "x", NULL };
 	static const char *const odd[] = { "X-A", NULL };
 	struct engy_http_head h;
@@ -158,12 +181,13 @@ START_TEST(test_client_request_and_response)
 	char *req, *resp;
 
 	ck_assert_int_eq(engy_ws_request(&req, "gw:8080", "/gw?k=1", RFC_KEY,
-					 hdrs, &why), 0);
+					 hdrs, &why),
+			 0);
 	ck_assert_str_eq(req, "GET /gw?k=1 HTTP/1.1\r\nHost: gw:8080\r\n"
-			 "Upgrade: websocket\r\nConnection: Upgrade\r\n"
-			 "Sec-WebSocket-Key: " RFC_KEY "\r\n"
-			 "Sec-WebSocket-Version: 13\r\n"
-			 "X-Miner: k1\r\nUser-Agent: engy\r\n\r\n");
+			      "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+			      "Sec-WebSocket-Key: " RFC_KEY "\r\n"
+			      "Sec-WebSocket-Version: 13\r\n"
+			      "X-Miner: k1\r\nUser-Agent: engy\r\n\r\n");
 	/* The request is one our own server side accepts. */
 	ck_assert_int_eq(engy_http_head_parse(&h, req, strlen(req), true, &why),
 			 0);
@@ -176,19 +200,22 @@ START_TEST(test_client_request_and_response)
 	}
 	engy_http_head_free(&h);
 	free(req);
-	ck_assert_int_eq(engy_http_head_parse(&h, resp, strlen(resp), false,
-					      &why), 0);
+	ck_assert_int_eq(
+		engy_http_head_parse(&h, resp, strlen(resp), false, &why), 0);
 	ck_assert_int_eq(engy_ws_check_response(&h, RFC_KEY, &why), 0);
-	ck_assert_int_eq(engy_ws_check_response(&h, "AAAAAAAAAAAAAAAAAAAAAA==",
-						&why), -EPROTO);
+	ck_assert_int_eq(
+		engy_ws_check_response(&h, "AAAAAAAAAAAAAAAAAAAAAA==", &why),
+		-EPROTO);
 	ck_assert_str_eq(why, "wrong Sec-WebSocket-Accept");
 	engy_http_head_free(&h);
 	free(resp);
 
-	ck_assert_int_eq(engy_ws_request(&req, "h", "/", RFC_KEY, bad_name,
-					 &why), -EINVAL);
-	ck_assert_int_eq(engy_ws_request(&req, "h", "/", RFC_KEY, bad_val,
-					 &why), -EINVAL);
+	ck_assert_int_eq(
+		engy_ws_request(&req, "h", "/", RFC_KEY, bad_name, &why),
+		-EINVAL);
+	ck_assert_int_eq(
+		engy_ws_request(&req, "h", "/", RFC_KEY, bad_val, &why),
+		-EINVAL);
 	ck_assert_int_eq(engy_ws_request(&req, "h", "/", RFC_KEY, owned, &why),
 			 -EINVAL);
 	ck_assert_int_eq(engy_ws_request(&req, "h", "/", RFC_KEY, odd, &why),
@@ -196,8 +223,8 @@ START_TEST(test_client_request_and_response)
 	ck_assert_ptr_null(req);
 
 	/* Replies a client must refuse. */
-#define RESP(s) ck_assert_int_eq(engy_http_head_parse(&h, s, strlen(s), \
-						     false, &why), 0)
+#define RESP(s)                                                                \
+	ck_assert_int_eq(engy_http_head_parse(&h, s, strlen(s), false, &why), 0)
 	RESP("HTTP/1.1 403 Forbidden\r\n\r\n");
 	ck_assert_int_eq(engy_ws_check_response(&h, RFC_KEY, &why), -EPROTO);
 	ck_assert_int_eq(h.status, 403);
@@ -251,8 +278,8 @@ START_TEST(test_url)
 	ck_assert_str_eq(u.authority, "api.engy.ai");
 	engy_url_free(&u);
 
-	ck_assert_int_eq(engy_url_parse(&u, "ws://127.0.0.1:8080?key=s3cret",
-					&why), 0);
+	ck_assert_int_eq(
+		engy_url_parse(&u, "ws://127.0.0.1:8080?key=s3cret", &why), 0);
 	ck_assert(!u.tls);
 	ck_assert_uint_eq(u.port, 8080);
 	ck_assert_str_eq(u.path, "/");
@@ -274,9 +301,10 @@ START_TEST(test_url)
 	ck_assert_uint_eq(u.port, 443);
 	engy_url_free(&u);
 
-#define BAD(s) do { \
-		ck_assert_int_eq(engy_url_parse(&u, s, &why), -EINVAL); \
-		ck_assert_ptr_nonnull(why); \
+#define BAD(s)                                                                 \
+	do {                                                                   \
+		ck_assert_int_eq(engy_url_parse(&u, s, &why), -EINVAL);        \
+		ck_assert_ptr_nonnull(why);                                    \
 	} while (0)
 	BAD("gw.example/gw");
 	BAD("ftp://h/");

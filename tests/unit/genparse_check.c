@@ -36,9 +36,9 @@ void gp_teardown(void)
 
 struct engy_genparse_opts gp_opts(bool think_open, bool with_tools)
 {
-	struct engy_genparse_opts o = {.think_open = think_open,
-				       .tools = with_tools ? gp_tools : NULL,
-				       .id_prefix = "id"};
+	struct engy_genparse_opts o = { .think_open = think_open,
+					.tools = with_tools ? gp_tools : NULL,
+					.id_prefix = "id" };
 	return o;
 }
 
@@ -172,7 +172,7 @@ void gp_parse(const char *text, const struct engy_genparse_opts *o,
 	      struct engy_gen_msg *m)
 {
 	size_t len = strlen(text), k, j, *cuts;
-	struct gp_coll c = {0};
+	struct gp_coll c = { 0 };
 	char how[64];
 
 	ck_assert_int_eq(engy_genparse(text, len, o, m), 0);
@@ -188,7 +188,7 @@ void gp_parse(const char *text, const struct engy_genparse_opts *o,
 	}
 	for (k = 0; k <= len; k += 7) {
 		for (j = k; j <= len; j += 5) {
-			size_t two[2] = {k, j};
+			size_t two[2] = { k, j };
 
 			gp_stream(text, len, o, two, 2, &c);
 			snprintf(how, sizeof(how), "cuts at %zu,%zu", k, j);

@@ -32,8 +32,6 @@ void http_raw_put(int fd, const char *s)
 	ck_assert_int_eq(send(fd, s, n, MSG_NOSIGNAL), (ssize_t)n);
 }
 
-
-
 /* Read one byte-exact line ending in CRLF; -1 on EOF. */
 int http_raw_line(int fd, char *buf, size_t cap)
 {
@@ -95,7 +93,8 @@ void http_raw_read(int fd, struct http_resp *r, bool head_req)
 		ck_assert_int_eq(sscanf(line, "HTTP/1.1 %d", &r->status), 1);
 		strcat(r->head, line);
 		for (;;) {
-			ck_assert_int_gt(http_raw_line(fd, line, sizeof(line)), 0);
+			ck_assert_int_gt(http_raw_line(fd, line, sizeof(line)),
+					 0);
 			strcat(r->head, line);
 			if (strcmp(line, "\r\n") == 0)
 				break;
@@ -113,17 +112,21 @@ void http_raw_read(int fd, struct http_resp *r, bool head_req)
 		for (;;) {
 			unsigned long n;
 
-			ck_assert_int_gt(http_raw_line(fd, line, sizeof(line)), 0);
+			ck_assert_int_gt(http_raw_line(fd, line, sizeof(line)),
+					 0);
 			n = strtoul(line, NULL, 16);
 			if (!n) {
-				ck_assert_int_gt(http_raw_line(fd, line, sizeof(line)), 0);
+				ck_assert_int_gt(
+					http_raw_line(fd, line, sizeof(line)),
+					0);
 				ck_assert_str_eq(line, "\r\n");
 				break;
 			}
 			ck_assert(http_raw_exact(fd, r->body + r->body_len, n));
 			r->body_len += n;
 			r->n_chunks++;
-			ck_assert_int_gt(http_raw_line(fd, line, sizeof(line)), 0);
+			ck_assert_int_gt(http_raw_line(fd, line, sizeof(line)),
+					 0);
 			ck_assert_str_eq(line, "\r\n");
 		}
 	} else {
@@ -145,4 +148,3 @@ bool http_raw_closed(int fd)
 
 	return n == 0 || (n < 0 && errno == ECONNRESET);
 }
-

@@ -190,7 +190,8 @@ enum {
 
 static inline void mf_types(struct engy_scale_buf *b)
 {
-	static const uint32_t k1[] = {T_U16, T_U16}, k2[] = {T_U16, T_ACCOUNT};
+	static const uint32_t k1[] = { T_U16, T_U16 },
+			      k2[] = { T_U16, T_ACCOUNT };
 
 	engy_scale_put_compact(b, T_N);
 	mf_prim(b, T_U8, 3);
@@ -199,111 +200,121 @@ static inline void mf_types(struct engy_scale_buf *b)
 	mf_prim(b, T_U64, 6);
 	mf_prim(b, T_BOOL, 0);
 	mf_array(b, T_H256, 32, T_U8);
-	mf_composite(b, T_ACCOUNT, "AccountId32", MF_F({NULL, T_H256}));
-	mf_composite(b, T_NETUID, "NetUid", MF_F({NULL, T_U16}));
+	mf_composite(b, T_ACCOUNT, "AccountId32", MF_F({ NULL, T_H256 }));
+	mf_composite(b, T_NETUID, "NetUid", MF_F({ NULL, T_U16 }));
 	mf_one(b, T_VEC_U16, 2, T_U16);
-	mf_variants(
-		b, T_SUB_CALL, "Call",
-		MF_V({"set_weights",
-		      0,
-		      {{"netuid", T_NETUID},
-		       {"dests", T_VEC_U16},
-		       {"weights", T_VEC_U16},
-		       {"version_key", T_U64},
-		       MF_END}},
-		     {"commit_weights",
-		      96,
-		      {{"netuid", T_NETUID}, {"commit_hash", T_H256}, MF_END}}),
-		2);
+	mf_variants(b, T_SUB_CALL, "Call",
+		    MF_V({ "set_weights",
+			   0,
+			   { { "netuid", T_NETUID },
+			     { "dests", T_VEC_U16 },
+			     { "weights", T_VEC_U16 },
+			     { "version_key", T_U64 },
+			     MF_END } },
+			 { "commit_weights",
+			   96,
+			   { { "netuid", T_NETUID },
+			     { "commit_hash", T_H256 },
+			     MF_END } }),
+		    2);
 	mf_variants(b, T_SUB_ERROR, "Error",
-		    MF_V({"HotKeyNotRegisteredInSubNet", 4, {MF_END}},
-			 {"NeuronNoValidatorPermit", 15, {MF_END}},
-			 {"SettingWeightsTooFast", 29, {MF_END}}),
+		    MF_V({ "HotKeyNotRegisteredInSubNet", 4, { MF_END } },
+			 { "NeuronNoValidatorPermit", 15, { MF_END } },
+			 { "SettingWeightsTooFast", 29, { MF_END } }),
 		    3);
 	mf_one(b, T_VEC_BOOL, 2, T_BOOL);
 	mf_one(b, T_VEC_U64, 2, T_U64);
 	mf_variants(b, T_PHASE, "Phase",
-		    MF_V({"ApplyExtrinsic", 0, {{NULL, T_U32}, MF_END}},
-			 {"Finalization", 1, {MF_END}},
-			 {"Initialization", 2, {MF_END}}),
+		    MF_V({ "ApplyExtrinsic", 0, { { NULL, T_U32 }, MF_END } },
+			 { "Finalization", 1, { MF_END } },
+			 { "Initialization", 2, { MF_END } }),
 		    3);
 	mf_composite(b, T_INFO, "DispatchInfo",
-		     MF_F({"weight", T_COMPACT_U64}, {"class", T_U8},
-			  {"pays_fee", T_U8}));
+		     MF_F({ "weight", T_COMPACT_U64 }, { "class", T_U8 },
+			  { "pays_fee", T_U8 }));
 	mf_one(b, T_COMPACT_U64, 6, T_U64);
 	mf_composite(b, T_MODULE_ERROR, "ModuleError",
-		     MF_F({"index", T_U8}, {"error", T_U8X4}));
+		     MF_F({ "index", T_U8 }, { "error", T_U8X4 }));
 	mf_array(b, T_U8X4, 4, T_U8);
 	mf_variants(b, T_DISPATCH_ERROR, "DispatchError",
-		    MF_V({"Other", 0, {MF_END}}, {"BadOrigin", 2, {MF_END}},
-			 {"Module", 3, {{NULL, T_MODULE_ERROR}, MF_END}},
-			 {"Token", 7, {{NULL, T_TOKEN_ERROR}, MF_END}}),
+		    MF_V({ "Other", 0, { MF_END } },
+			 { "BadOrigin", 2, { MF_END } },
+			 { "Module", 3, { { NULL, T_MODULE_ERROR }, MF_END } },
+			 { "Token", 7, { { NULL, T_TOKEN_ERROR }, MF_END } }),
 		    4);
 	mf_variants(b, T_TOKEN_ERROR, "TokenError",
-		    MF_V({"FundsUnavailable", 0, {MF_END}},
-			 {"OnlyProvider", 1, {MF_END}}),
+		    MF_V({ "FundsUnavailable", 0, { MF_END } },
+			 { "OnlyProvider", 1, { MF_END } }),
 		    2);
 	mf_variants(b, T_SYS_EVENT, "Event",
-		    MF_V({"ExtrinsicSuccess",
-			  0,
-			  {{"dispatch_info", T_INFO}, MF_END}},
-			 {"ExtrinsicFailed",
-			  1,
-			  {{"dispatch_error", T_DISPATCH_ERROR},
-			   {"dispatch_info", T_INFO},
-			   MF_END}},
-			 {"Remarked",
-			  7,
-			  {{"sender", T_ACCOUNT}, {"hash", T_H256}, MF_END}}),
+		    MF_V({ "ExtrinsicSuccess",
+			   0,
+			   { { "dispatch_info", T_INFO }, MF_END } },
+			 { "ExtrinsicFailed",
+			   1,
+			   { { "dispatch_error", T_DISPATCH_ERROR },
+			     { "dispatch_info", T_INFO },
+			     MF_END } },
+			 { "Remarked",
+			   7,
+			   { { "sender", T_ACCOUNT },
+			     { "hash", T_H256 },
+			     MF_END } }),
 		    3);
 	mf_variants(
 		b, T_SUB_EVENT, "Event",
-		MF_V({"WeightsSet", 0, {{NULL, T_U16}, {NULL, T_U16}, MF_END}},
-		     {"StakeAdded",
-		      1,
-		      {{NULL, T_COMPACT_U128}, {NULL, T_STR}, MF_END}},
-		     {"Bits", 2, {{NULL, T_BITS}, MF_END}}),
+		MF_V({ "WeightsSet",
+		       0,
+		       { { NULL, T_U16 }, { NULL, T_U16 }, MF_END } },
+		     { "StakeAdded",
+		       1,
+		       { { NULL, T_COMPACT_U128 }, { NULL, T_STR }, MF_END } },
+		     { "Bits", 2, { { NULL, T_BITS }, MF_END } }),
 		3);
 	mf_variants(b, T_RT_EVENT, "RuntimeEvent",
-		    MF_V({"System", 0, {{NULL, T_SYS_EVENT}, MF_END}},
-			 {"SubtensorModule", 7, {{NULL, T_SUB_EVENT}, MF_END}}),
+		    MF_V({ "System", 0, { { NULL, T_SYS_EVENT }, MF_END } },
+			 { "SubtensorModule",
+			   7,
+			   { { NULL, T_SUB_EVENT }, MF_END } }),
 		    2);
 	mf_one(b, T_VEC_H256, 2, T_H256);
 	mf_composite(b, T_RECORD, "EventRecord",
-		     MF_F({"phase", T_PHASE}, {"event", T_RT_EVENT},
-			  {"topics", T_VEC_H256}));
+		     MF_F({ "phase", T_PHASE }, { "event", T_RT_EVENT },
+			  { "topics", T_VEC_H256 }));
 	mf_one(b, T_VEC_RECORD, 2, T_RECORD);
 	mf_variants(b, T_ERA, "Era",
-		    MF_V({"Immortal", 0, {MF_END}},
-			 {"Mortal1", 1, {{NULL, T_U8}, MF_END}}),
+		    MF_V({ "Immortal", 0, { MF_END } },
+			 { "Mortal1", 1, { { NULL, T_U8 }, MF_END } }),
 		    2);
 	mf_one(b, T_COMPACT_U32, 6, T_U32);
 	mf_composite(b, T_CHECK_NONCE, "CheckNonce",
-		     MF_F({NULL, T_COMPACT_U32}));
+		     MF_F({ NULL, T_COMPACT_U32 }));
 	mf_composite(b, T_CHARGE, "ChargeTransactionPayment",
-		     MF_F({NULL, T_COMPACT_U64}));
+		     MF_F({ NULL, T_COMPACT_U64 }));
 	mf_tuple(b, T_UNIT, 0, NULL);
-	mf_composite(b, T_PHANTOM, "Phantom", MF_F({NULL, T_UNIT}));
+	mf_composite(b, T_PHANTOM, "Phantom", MF_F({ NULL, T_UNIT }));
 	mf_variants(b, T_MODE, "Mode",
-		    MF_V({"Disabled", 0, {MF_END}}, {"Enabled", 1, {MF_END}}),
+		    MF_V({ "Disabled", 0, { MF_END } },
+			 { "Enabled", 1, { MF_END } }),
 		    2);
 	mf_composite(b, T_CHECK_MH, "CheckMetadataHash",
-		     MF_F({"mode", T_MODE}));
+		     MF_F({ "mode", T_MODE }));
 	mf_variants(b, T_OPTION_H256, "Option",
-		    MF_V({"None", 0, {MF_END}},
-			 {"Some", 1, {{NULL, T_H256}, MF_END}}),
+		    MF_V({ "None", 0, { MF_END } },
+			 { "Some", 1, { { NULL, T_H256 }, MF_END } }),
 		    2);
 	mf_variants(b, T_SYS_CALL, "Call",
-		    MF_V({"remark", 0, {{"remark", T_VEC_U8}, MF_END}}), 1);
+		    MF_V({ "remark", 0, { { "remark", T_VEC_U8 }, MF_END } }),
+		    1);
 	mf_one(b, T_VEC_U8, 2, T_U8);
 	mf_variants(b, T_SYS_ERROR, "Error",
-		    MF_V({"InvalidSpecName", 0, {MF_END}}), 1);
+		    MF_V({ "InvalidSpecName", 0, { MF_END } }), 1);
 	mf_head(b, T_BITS, "BitVec");
 	engy_scale_put_u8(b, 7);
 	engy_scale_put_compact(b, T_U8);
 	engy_scale_put_compact(b, T_LSB0);
 	mf_end(b);
-	mf_composite(b, T_LSB0, "Lsb0", MF_F({NULL, T_UNIT}));
+	mf_composite(b, T_LSB0, "Lsb0", MF_F({ NULL, T_UNIT }));
 	mf_prim(b, T_U128, 7);
 	mf_one(b, T_COMPACT_U128, 6, T_U128);
 	mf_tuple(b, T_KEY_U16U16, 2, k1);
@@ -355,19 +366,19 @@ static inline void mf_build(struct engy_scale_buf *b, int version,
 			    size_t n_exts)
 {
 	static const struct mf_ext current[] = {
-		{"CheckNonZeroSender", T_PHANTOM, T_UNIT},
-		{"CheckSpecVersion", T_UNIT, T_U32},
-		{"CheckTxVersion", T_UNIT, T_U32},
-		{"CheckGenesis", T_UNIT, T_H256},
-		{"CheckMortality", T_ERA, T_H256},
-		{"CheckNonce", T_CHECK_NONCE, T_UNIT},
-		{"CheckWeight", T_PHANTOM, T_UNIT},
-		{"ChargeTransactionPayment", T_CHARGE, T_UNIT},
-		{"SudoTransactionExtension", T_PHANTOM, T_UNIT},
-		{"CheckShieldedTxValidity", T_PHANTOM, T_UNIT},
-		{"SubtensorTransactionExtension", T_PHANTOM, T_UNIT},
-		{"DrandPriority", T_PHANTOM, T_UNIT},
-		{"CheckMetadataHash", T_CHECK_MH, T_OPTION_H256},
+		{ "CheckNonZeroSender", T_PHANTOM, T_UNIT },
+		{ "CheckSpecVersion", T_UNIT, T_U32 },
+		{ "CheckTxVersion", T_UNIT, T_U32 },
+		{ "CheckGenesis", T_UNIT, T_H256 },
+		{ "CheckMortality", T_ERA, T_H256 },
+		{ "CheckNonce", T_CHECK_NONCE, T_UNIT },
+		{ "CheckWeight", T_PHANTOM, T_UNIT },
+		{ "ChargeTransactionPayment", T_CHARGE, T_UNIT },
+		{ "SudoTransactionExtension", T_PHANTOM, T_UNIT },
+		{ "CheckShieldedTxValidity", T_PHANTOM, T_UNIT },
+		{ "SubtensorTransactionExtension", T_PHANTOM, T_UNIT },
+		{ "DrandPriority", T_PHANTOM, T_UNIT },
+		{ "CheckMetadataHash", T_CHECK_MH, T_OPTION_H256 },
 	};
 	size_t i;
 

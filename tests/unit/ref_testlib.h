@@ -14,8 +14,9 @@
 /* A fresh temp directory holding a tiny generated checkpoint. */
 static inline char *tiny_model(bool moe, uint64_t seed, int quant)
 {
-	struct mkmodel_opts o = { .moe = moe, .seed = seed, .quant = quant,
-				  .dtype = ENGY_ST_BF16 };
+	struct mkmodel_opts o = {
+		.moe = moe, .seed = seed, .quant = quant, .dtype = ENGY_ST_BF16
+	};
 	char tmpl[] = "/tmp/engy-ref-XXXXXX", err[512];
 	char *dir = mkdtemp(tmpl);
 

@@ -32,11 +32,11 @@ static inline void tohex(char *out, const uint8_t *in, size_t n)
 }
 
 /* ck_assert that @n bytes at @got are the hex string @want. */
-#define ck_assert_hex_eq(got, n, want)                                  \
-	do {                                                            \
-		char h_[2 * (n) + 1];                                   \
-		tohex(h_, (got), (n));                                  \
-		ck_assert_str_eq(h_, (want));                           \
+#define ck_assert_hex_eq(got, n, want)                                         \
+	do {                                                                   \
+		char h_[2 * (n) + 1];                                          \
+		tohex(h_, (got), (n));                                         \
+		ck_assert_str_eq(h_, (want));                                  \
 	} while (0)
 
 #endif /* ENGY_SIGN_TEST_H */

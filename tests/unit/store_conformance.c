@@ -15,8 +15,8 @@
 #include "store_conformance.h"
 
 #define ALICE "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY"
-#define BOB "5FHneW46xGXgs5mUiveU4sbTyGBzmstUspZC92UhjJM694ty"
-#define FAR ST_FAR
+#define BOB   "5FHneW46xGXgs5mUiveU4sbTyGBzmstUspZC92UhjJM694ty"
+#define FAR   ST_FAR
 
 const struct store_engine *st_engine;
 
@@ -90,7 +90,8 @@ START_TEST(test_accounts_and_topup)
 			 "event=store_bad_input op=account_create field=name"));
 	memset(long_name, 'x', 64);
 	long_name[64] = '\0';
-	ck_assert_int_eq(t.ops->account_create(t.inst, long_name, NULL), -EINVAL);
+	ck_assert_int_eq(t.ops->account_create(t.inst, long_name, NULL),
+			 -EINVAL);
 	long_name[63] = '\0';
 	ck_assert_int_eq(t.ops->account_create(t.inst, long_name, &b), 0);
 	ck_assert_int_eq(t.ops->account_by_name(t.inst, "acme", &b), 0);
@@ -106,21 +107,24 @@ START_TEST(test_accounts_and_topup)
 	/* Top-ups: bad amounts, an unknown account, the cap. */
 	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 0, NULL), -EINVAL);
 	ck_assert_int_eq(t.ops->topup(t.inst, a.id, -5, NULL), -EINVAL);
-	ck_assert_int_eq(t.ops->topup(t.inst, a.id, ENGY_STORE_MONEY_MAX + 1, NULL),
-			 -EINVAL);
+	ck_assert_int_eq(
+		t.ops->topup(t.inst, a.id, ENGY_STORE_MONEY_MAX + 1, NULL),
+		-EINVAL);
 	ck_assert_int_eq(t.ops->topup(t.inst, 999, 10, NULL), -ENOENT);
 	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 12500000, &b), 0);
 	ck_assert_int_eq(b.balance_micro, 12500000);
 	ck_assert_int_eq(b.credited_micro, 12500000);
 	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 1, &b), 0);
 	ck_assert_int_eq(b.balance_micro, 12500001);
-	ck_assert_int_eq(t.ops->topup(t.inst, a.id, ENGY_STORE_MONEY_MAX - 12500001,
-				       &b), 0);
+	ck_assert_int_eq(
+		t.ops->topup(t.inst, a.id, ENGY_STORE_MONEY_MAX - 12500001, &b),
+		0);
 	ck_assert_int_eq(b.balance_micro, ENGY_STORE_MONEY_MAX);
 	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 1, NULL), -ERANGE);
 	account_ok(&b);
 	st_close(&t);
-	ck_assert_int_eq(st_engine->sql1("a.db", "SELECT COUNT(*) FROM topups"), 3);
+	ck_assert_int_eq(st_engine->sql1("a.db", "SELECT COUNT(*) FROM topups"),
+			 3);
 	st_engine->teardown();
 }
 END_TEST
@@ -128,7 +132,8 @@ END_TEST
 START_TEST(test_keys)
 {
 	const char *const peppered[] = {
-		"pepper=0123456789abcdef0123456789abcdef", NULL };
+		"pepper=0123456789abcdef0123456789abcdef", NULL
+	};
 	struct engy_api_key k, k2, *list;
 	uint8_t h[32], h2[32];
 	struct engy_account a;
@@ -140,7 +145,8 @@ START_TEST(test_keys)
 	st_open(&t, "k.db", peppered);
 	ck_assert_int_eq(t.ops->account_create(t.inst, "acme", &a), 0);
 	ck_assert_int_eq(t.ops->key_create(t.inst, a.id, "ci", &key, &k), 0);
-	ck_assert(engy_apikey_well_formed(ENGY_APIKEY_PREFIX, key, strlen(key)));
+	ck_assert(
+		engy_apikey_well_formed(ENGY_APIKEY_PREFIX, key, strlen(key)));
 	ck_assert(strncmp(key, k.shown, 12) == 0);
 	ck_assert_uint_eq(strlen(k.shown), 12);
 	ck_assert_str_eq(k.label, "ci");
@@ -149,8 +155,11 @@ START_TEST(test_keys)
 	ck_assert_int_eq(k.revoked_ms, 0);
 	/* The stored hash is HMAC-SHA-256 under the pepper (lib/apikey). */
 	ck_assert_int_eq(t.ops->key_hash(t.inst, key, strlen(key), h), 0);
-	ck_assert_int_eq(engy_apikey_hash((const uint8_t *)"0123456789abcdef0123456789abcdef",
-					  32, key, strlen(key), h2), 0);
+	ck_assert_int_eq(
+		engy_apikey_hash(
+			(const uint8_t *)"0123456789abcdef0123456789abcdef", 32,
+			key, strlen(key), h2),
+		0);
 	ck_assert(engy_apikey_hash_eq(h, h2));
 	ck_assert_int_eq(t.ops->key_lookup(t.inst, h, &k2), 0);
 	ck_assert_int_eq(k2.id, k.id);
@@ -160,10 +169,12 @@ START_TEST(test_keys)
 	ck_assert_int_eq(t.ops->key_hash(t.inst, "sk-engy-nope", 12, h2), 0);
 	ck_assert_int_eq(t.ops->key_lookup(t.inst, h2, &k2), -ENOENT);
 	ck_assert_int_eq(t.ops->key_hash(t.inst, "", 0, h2), -EINVAL);
-	ck_assert_int_eq(t.ops->key_create(t.inst, 999, NULL, &key2, NULL), -ENOENT);
+	ck_assert_int_eq(t.ops->key_create(t.inst, 999, NULL, &key2, NULL),
+			 -ENOENT);
 	ck_assert_ptr_null(key2);
-	ck_assert_int_eq(t.ops->key_create(t.inst, a.id, "bad\tlabel", &key2, NULL),
-			 -EINVAL);
+	ck_assert_int_eq(
+		t.ops->key_create(t.inst, a.id, "bad\tlabel", &key2, NULL),
+		-EINVAL);
 	ck_assert_int_eq(t.ops->key_create(t.inst, a.id, NULL, &key2, NULL), 0);
 	ck_assert_str_ne(key, key2);
 	ck_assert_int_eq(t.ops->key_list(t.inst, a.id, &list, &n), 0);
@@ -208,15 +219,18 @@ START_TEST(test_reserve_settle)
 	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 1000, NULL), 0);
 	/* Bad amounts and an unknown account. */
 	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 0, FAR, &r1), -EINVAL);
-	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, -3, FAR, &r1), -EINVAL);
-	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, ENGY_STORE_MONEY_MAX + 1,
-					 FAR, &r1), -EINVAL);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, -3, FAR, &r1),
+			 -EINVAL);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1,
+					ENGY_STORE_MONEY_MAX + 1, FAR, &r1),
+			 -EINVAL);
 	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 5, 0, &r1), -EINVAL);
 	ck_assert_int_eq(t.ops->reserve(t.inst, 999, 1, 5, FAR, &r1), -ENOENT);
 	/* 600 of 1000, then 500 does not fit, 400 does, 1 more does not. */
 	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 600, FAR, &r1), 0);
 	ck_assert_int_eq(st_acct(&t, a.id).reserved_micro, 600);
-	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 500, FAR, &r2), -EDQUOT);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 500, FAR, &r2),
+			 -EDQUOT);
 	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 400, FAR, &r2), 0);
 	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 1, FAR, &r3), -EDQUOT);
 	ck_assert_int_eq(st_acct(&t, a.id).reserved_micro, 1000);
@@ -260,8 +274,8 @@ START_TEST(test_reserve_settle)
 	row.completion_tokens = 8;
 	row.ttft_ms = 120;
 	row.tpot_ms = 15;
-	row.cost_micro = 999999;	/* replaced by the charge */
-	row.account_id = 4242;		/* replaced by the reservation's */
+	row.cost_micro = 999999; /* replaced by the charge */
+	row.account_id = 4242;	 /* replaced by the reservation's */
 	strcpy(row.request_id, "req-1");
 	strcpy(row.model, "qwen3.6-35b-a3b");
 	strcpy(row.miner, ALICE);
@@ -285,8 +299,9 @@ START_TEST(test_reserve_settle)
 	ck_assert_int_eq(b.spent_micro, 980);
 	ck_assert_int_eq(b.reserved_micro, 0);
 	st_close(&t);
-	ck_assert_int_eq(st_engine->sql1("m.db", "SELECT COUNT(*) FROM reservations"),
-			 0);
+	ck_assert_int_eq(
+		st_engine->sql1("m.db", "SELECT COUNT(*) FROM reservations"),
+		0);
 	st_engine->teardown();
 }
 END_TEST
@@ -352,7 +367,7 @@ START_TEST(test_models_and_roots)
 	ck_assert_int_eq(t.ops->model_put(t.inst, &bad), -EINVAL);
 	bad = model("glm-5.2");
 	ck_assert_int_eq(t.ops->model_put(t.inst, &bad), 0);
-	bad = model("Z-upper");		/* byte order: before the lower case */
+	bad = model("Z-upper"); /* byte order: before the lower case */
 	ck_assert_int_eq(t.ops->model_put(t.inst, &bad), 0);
 	ck_assert_int_eq(t.ops->model_list(t.inst, &ml, &n), 0);
 	ck_assert_uint_eq(n, 3);
@@ -386,7 +401,8 @@ START_TEST(test_models_and_roots)
 	ck_assert_int_eq(t.ops->model_root_put(t.inst, &r), 0);
 	ck_assert_int_eq(t.ops->model_root_list(t.inst, m.name, &rl, &n), 0);
 	ck_assert_uint_eq(n, 2);
-	ck_assert(strcmp(rl[0].quant, "fp8-v2") == 0 || strcmp(rl[1].quant, "fp8-v2") == 0);
+	ck_assert(strcmp(rl[0].quant, "fp8-v2") == 0 ||
+		  strcmp(rl[1].quant, "fp8-v2") == 0);
 	free(rl);
 	ck_assert_int_eq(t.ops->model_root_list(t.inst, "glm-5.2", &rl, &n), 0);
 	ck_assert_uint_eq(n, 0);
@@ -420,7 +436,8 @@ START_TEST(test_miners)
 	/* A new miner needs a key. */
 	ck_assert_int_eq(t.ops->miner_put(t.inst, &m, NULL, NULL), -EINVAL);
 	ck_assert_int_eq(t.ops->miner_put(t.inst, &m, &key, &out), 0);
-	ck_assert(engy_apikey_well_formed(ENGY_MINERKEY_PREFIX, key, strlen(key)));
+	ck_assert(engy_apikey_well_formed(ENGY_MINERKEY_PREFIX, key,
+					  strlen(key)));
 	ck_assert_str_eq(out.hotkey, ALICE);
 	ck_assert_uint_eq(out.status, ENGY_MINER_ACTIVE);
 	ck_assert(strncmp(out.key_shown, key, 12) == 0);
@@ -470,7 +487,8 @@ static struct engy_request_row logrow(int64_t time_ms, int64_t account)
 	r.prompt_tokens = 10;
 	r.completion_tokens = 5;
 	r.cost_micro = 3;
-	snprintf(r.request_id, sizeof(r.request_id), "req-%lld", (long long)time_ms);
+	snprintf(r.request_id, sizeof(r.request_id), "req-%lld",
+		 (long long)time_ms);
 	strcpy(r.model, "m");
 	return r;
 }
@@ -542,8 +560,8 @@ START_TEST(test_log)
 	ck_assert_int_eq(t.ops->log_prune(t.inst, 1100, &pruned), 0);
 	ck_assert_uint_eq(pruned, 0);
 	st_close(&t);
-	ck_assert_int_eq(st_engine->sql1("l.db", "SELECT COUNT(*) FROM request_log"),
-			 2);
+	ck_assert_int_eq(
+		st_engine->sql1("l.db", "SELECT COUNT(*) FROM request_log"), 2);
 	st_engine->teardown();
 }
 END_TEST
@@ -568,7 +586,8 @@ static struct engy_verdict verdict(int64_t time_ms, const char *miner,
 	v.mant_median_max_milli = 1000;
 	strcpy(v.scheme, "toploc");
 	strcpy(v.reason, kind == ENGY_VERDICT_PASS ? "ok" : "exp_mismatch");
-	snprintf(v.request_id, sizeof(v.request_id), "req-%lld", (long long)time_ms);
+	snprintf(v.request_id, sizeof(v.request_id), "req-%lld",
+		 (long long)time_ms);
 	snprintf(v.miner, sizeof(v.miner), "%s", miner);
 	strcpy(v.model, "qwen3.6-35b-a3b");
 	return v;
@@ -631,13 +650,16 @@ START_TEST(test_verdicts_and_epochs)
 	ck_assert_int_eq(t.ops->epoch_get(t.inst, 0, 1, &got, &payload, &agg),
 			 -ENOENT);
 	ck_assert_int_eq(t.ops->epoch_put(t.inst, &e, "", "{}"), -EINVAL);
-	ck_assert_int_eq(t.ops->epoch_put(t.inst, &e, "{\"p\":7}", "{\"a\":7}"), 0);
+	ck_assert_int_eq(t.ops->epoch_put(t.inst, &e, "{\"p\":7}", "{\"a\":7}"),
+			 0);
 	ck_assert_int_eq(t.ops->epoch_put(t.inst, &e, "{\"p\":7}", "{\"a\":7}"),
 			 -EEXIST);
 	e.epoch_index = 5;
 	e.burn = 0;
-	ck_assert_int_eq(t.ops->epoch_put(t.inst, &e, "{\"p\":5}", "{\"a\":5}"), 0);
-	ck_assert_int_eq(t.ops->epoch_get(t.inst, 0, 1, &got, &payload, &agg), 0);
+	ck_assert_int_eq(t.ops->epoch_put(t.inst, &e, "{\"p\":5}", "{\"a\":5}"),
+			 0);
+	ck_assert_int_eq(t.ops->epoch_get(t.inst, 0, 1, &got, &payload, &agg),
+			 0);
 	ck_assert_int_eq(got.epoch_index, 7);
 	ck_assert_uint_eq(got.burn, 1);
 	ck_assert_uint_eq(got.n_weights, 2);
@@ -647,11 +669,13 @@ START_TEST(test_verdicts_and_epochs)
 	ck_assert_str_eq(agg, "{\"a\":7}");
 	free(payload);
 	free(agg);
-	ck_assert_int_eq(t.ops->epoch_get(t.inst, 5, 0, &got, &payload, NULL), 0);
+	ck_assert_int_eq(t.ops->epoch_get(t.inst, 5, 0, &got, &payload, NULL),
+			 0);
 	ck_assert_int_eq(got.end_ms, 5000);
 	ck_assert_str_eq(payload, "{\"p\":5}");
 	free(payload);
-	ck_assert_int_eq(t.ops->epoch_get(t.inst, 6, 0, &got, NULL, NULL), -ENOENT);
+	ck_assert_int_eq(t.ops->epoch_get(t.inst, 6, 0, &got, NULL, NULL),
+			 -ENOENT);
 	st_close(&t);
 	st_engine->teardown();
 }
@@ -675,11 +699,13 @@ START_TEST(test_retention_traffic)
 	/* Traffic as a gateway makes it: the buyer's body holds the marker;
 	 * only counts and identifiers reach the store. */
 	for (i = 0; i < 50; i++) {
-		int len = snprintf(body, sizeof(body),
-				   "{\"messages\":[{\"role\":\"user\",\"content\":\"%s %d\"}]}",
-				   marker, i);
+		int len = snprintf(
+			body, sizeof(body),
+			"{\"messages\":[{\"role\":\"user\",\"content\":\"%s %d\"}]}",
+			marker, i);
 
-		ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 100, FAR, &res), 0);
+		ck_assert_int_eq(
+			t.ops->reserve(t.inst, a.id, 1, 100, FAR, &res), 0);
 		memset(&row, 0, sizeof(row));
 		row.time_ms = 1767225600000ll + i;
 		row.status = 200;
@@ -698,8 +724,9 @@ START_TEST(test_retention_traffic)
 	st_close(&t);
 	ck_assert(!st_engine->db_has("z.db", marker));
 	ck_assert(!st_engine->db_has("z.db", key));
-	ck_assert_int_eq(st_engine->sql1("z.db", "SELECT COUNT(*) FROM request_log"),
-			 50);
+	ck_assert_int_eq(
+		st_engine->sql1("z.db", "SELECT COUNT(*) FROM request_log"),
+		50);
 	free(key);
 	st_engine->teardown();
 }

@@ -21,9 +21,9 @@
 #define ST_FAR 4102444800000ll
 
 struct store_engine {
-	const char *name;			/* the plugin's name */
-	const char *so;				/* the built module */
-	const char *const *defaults;		/* options every test sets */
+	const char *name;	     /* the plugin's name */
+	const char *so;		     /* the built module */
+	const char *const *defaults; /* options every test sets */
 	/* A fresh place for one test's databases; removing it. */
 	void (*setup)(void);
 	void (*teardown)(void);

@@ -84,8 +84,11 @@ START_TEST(test_spend_race)
 	ck_assert_int_eq(t1.ops->topup(t1.inst, a.id, initial, NULL), 0);
 	ck_assert_int_eq(pthread_barrier_init(&go, NULL, RACERS), 0);
 	for (i = 0; i < RACERS; i++) {
-		rs[i] = (struct racer){ i % 2 ? &t1 : &t2, a.id, i, 1, 0, 0, &go };
-		ck_assert_int_eq(pthread_create(&th[i], NULL, race_reserve, &rs[i]), 0);
+		rs[i] = (struct racer){
+			i % 2 ? &t1 : &t2, a.id, i, 1, 0, 0, &go
+		};
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, race_reserve, &rs[i]), 0);
 	}
 	for (i = 0; i < RACERS; i++)
 		pthread_join(th[i], NULL);
@@ -108,7 +111,8 @@ START_TEST(test_spend_race)
 		if (rs[i].rc)
 			continue;
 		rs[i].go = &go;
-		ck_assert_int_eq(pthread_create(&th[i], NULL, race_settle, &rs[i]), 0);
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, race_settle, &rs[i]), 0);
 	}
 	for (i = 0; i < RACERS; i++) {
 		if (rs[i].rc == -EDQUOT)
@@ -196,7 +200,7 @@ static void *watch_run(void *arg)
  * final figures equal the sum of the charges. */
 START_TEST(test_churn)
 {
-	const int64_t initial = 1000000;	/* room for 3 holds at a time */
+	const int64_t initial = 1000000; /* room for 3 holds at a time */
 	atomic_llong charged = 0;
 	atomic_int refused = 0, bad = 0, stop = 0;
 	struct churn cs[CHURNERS];
@@ -213,9 +217,10 @@ START_TEST(test_churn)
 	w = (struct watch){ &t, a.id, &stop, 0, 0 };
 	ck_assert_int_eq(pthread_create(&wt, NULL, watch_run, &w), 0);
 	for (i = 0; i < CHURNERS; i++) {
-		cs[i] = (struct churn){ &t, a.id, 53u + (unsigned)i, &charged,
-					&refused, &bad };
-		ck_assert_int_eq(pthread_create(&th[i], NULL, churn_run, &cs[i]), 0);
+		cs[i] = (struct churn){ &t,	  a.id,	    53u + (unsigned)i,
+					&charged, &refused, &bad };
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, churn_run, &cs[i]), 0);
 	}
 	for (i = 0; i < CHURNERS; i++)
 		pthread_join(th[i], NULL);
@@ -228,7 +233,8 @@ START_TEST(test_churn)
 	ck_assert_int_eq(a.reserved_micro, 0);
 	ck_assert_int_eq(a.spent_micro, atomic_load(&charged));
 	ck_assert_int_eq(a.balance_micro, initial - atomic_load(&charged));
-	fprintf(stderr, "%s churn: %d threads x %d rounds, %d refused (402), %lld µUSD charged, %d concurrent reads\n",
+	fprintf(stderr,
+		"%s churn: %d threads x %d rounds, %d refused (402), %lld µUSD charged, %d concurrent reads\n",
 		st_engine->name, CHURNERS, ROUNDS, atomic_load(&refused),
 		(long long)atomic_load(&charged), w.reads);
 	st_close(&t);
@@ -283,19 +289,23 @@ START_TEST(test_crash_recovery)
 	ck_assert_int_eq(a.reserved_micro, 6000);
 	ck_assert_int_eq(a.balance_micro, 10000);
 	/* Not yet expired: a live gateway's holds are left alone. */
-	ck_assert_int_eq(t.ops->release_expired(t.inst, now_ms(), &n, &micro), 0);
+	ck_assert_int_eq(t.ops->release_expired(t.inst, now_ms(), &n, &micro),
+			 0);
 	ck_assert_uint_eq(n, 0);
 	ck_assert_int_eq(micro, 0);
-	ck_assert_int_eq(t.ops->release_expired(t.inst, now_ms() + 61000, &n, &micro),
-			 0);
+	ck_assert_int_eq(
+		t.ops->release_expired(t.inst, now_ms() + 61000, &n, &micro),
+		0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_int_eq(micro, 3000);
-	ck_assert(strstr(fake_host_log(t.h),
-			 "event=store_released_expired reservations=2 micro=3000"));
+	ck_assert(strstr(
+		fake_host_log(t.h),
+		"event=store_released_expired reservations=2 micro=3000"));
 	a = st_acct(&t, a.id);
 	ck_assert_int_eq(a.reserved_micro, 3000);
-	ck_assert_int_eq(t.ops->release_expired(t.inst, now_ms() + 200000, &n, &micro),
-			 0);
+	ck_assert_int_eq(
+		t.ops->release_expired(t.inst, now_ms() + 200000, &n, &micro),
+		0);
 	ck_assert_uint_eq(n, 1);
 	a = st_acct(&t, a.id);
 	ck_assert_int_eq(a.reserved_micro, 0);
@@ -338,9 +348,11 @@ static void *pairs_run(void *arg)
 	int64_t res, ch;
 
 	while (mono() < p->until && p->done < 100000) {
-		ck_assert_int_eq(p->t->ops->reserve(p->t->inst, p->account, 1, 10,
-						    FAR, &res), 0);
-		ck_assert_int_eq(p->t->ops->settle(p->t->inst, res, 3, NULL, &ch), 0);
+		ck_assert_int_eq(p->t->ops->reserve(p->t->inst, p->account, 1,
+						    10, FAR, &res),
+				 0);
+		ck_assert_int_eq(
+			p->t->ops->settle(p->t->inst, res, 3, NULL, &ch), 0);
 		p->done++;
 	}
 	return NULL;
@@ -362,7 +374,8 @@ double st_pairs_rate(const char *db, const char *const *over, int threads)
 	t0 = mono();
 	for (i = 0; i < threads; i++) {
 		ps[i] = (struct pairs){ &t, a.id, t0 + 1.0, 0 };
-		ck_assert_int_eq(pthread_create(&th[i], NULL, pairs_run, &ps[i]), 0);
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, pairs_run, &ps[i]), 0);
 	}
 	for (i = 0; i < threads; i++) {
 		pthread_join(th[i], NULL);
@@ -372,9 +385,10 @@ double st_pairs_rate(const char *db, const char *const *over, int threads)
 	a = st_acct(&t, a.id);
 	ck_assert_int_eq(a.spent_micro, 3ll * total);
 	st_close(&t);
-	fprintf(stderr, "%s reserve+settle: %s, %d thread(s): %d pairs in %.2f s = %.0f pairs/s\n",
-		st_engine->name, over && over[0] ? over[0] : "defaults", threads,
-		total, secs, total / secs);
+	fprintf(stderr,
+		"%s reserve+settle: %s, %d thread(s): %d pairs in %.2f s = %.0f pairs/s\n",
+		st_engine->name, over && over[0] ? over[0] : "defaults",
+		threads, total, secs, total / secs);
 	return total / secs;
 }
 
@@ -395,7 +409,8 @@ void st_lookup_log_rates(const char *db, const char *const *over)
 	ck_assert_int_eq(t.ops->key_create(t.inst, a.id, NULL, &key, NULL), 0);
 	t0 = mono();
 	while (mono() < t0 + 0.5) {
-		ck_assert_int_eq(t.ops->key_hash(t.inst, key, strlen(key), h), 0);
+		ck_assert_int_eq(t.ops->key_hash(t.inst, key, strlen(key), h),
+				 0);
 		ck_assert_int_eq(t.ops->key_lookup(t.inst, h, &k), 0);
 		n++;
 	}

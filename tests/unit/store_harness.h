@@ -26,7 +26,7 @@ struct st {
 	struct engy_host *h;
 	void *conf;
 	void *inst;
-	int start_rc;			/* create's, else start's result */
+	int start_rc; /* create's, else start's result */
 };
 
 /* @opts: "name=value", NULL-terminated; the first of a name wins. */
@@ -40,7 +40,8 @@ static inline const char *st_opt(const char *const *opts, const char *name)
 	return NULL;
 }
 
-static inline void *st_fill(const struct engy_plugin *p, const char *const *opts)
+static inline void *st_fill(const struct engy_plugin *p,
+			    const char *const *opts)
 {
 	uint8_t *conf = calloc(1, p->conf_size);
 	const struct engy_opt *o;

@@ -52,7 +52,7 @@ struct fx_spec {
 	int missing; /* a byte left out of the vocab (0: none) */
 };
 
-#define FX(...) fx(&(struct fx_spec){._ = 0, __VA_ARGS__})
+#define FX(...) fx(&(struct fx_spec){ ._ = 0, __VA_ARGS__ })
 
 /*
  * Every byte (but .missing) is in the vocab with id = byte value, .vocab
@@ -163,7 +163,7 @@ static inline void expect_ids(const struct engy_tokenizer *t, const char *text,
 
 #define EXPECT(t, text, ...)                                                   \
 	do {                                                                   \
-		const uint32_t w_[] = {__VA_ARGS__};                           \
+		const uint32_t w_[] = { __VA_ARGS__ };                         \
 		expect_ids(t, text, sizeof(text) - 1, w_,                      \
 			   sizeof(w_) / sizeof(w_[0]), __LINE__);              \
 	} while (0)
@@ -185,7 +185,7 @@ static inline void expect_text(const struct engy_tokenizer *t,
 
 #define DECODES(t, skip, want, ...)                                            \
 	do {                                                                   \
-		const uint32_t i_[] = {__VA_ARGS__};                           \
+		const uint32_t i_[] = { __VA_ARGS__ };                         \
 		expect_text(t, i_, sizeof(i_) / sizeof(i_[0]), skip, want,     \
 			    sizeof(want) - 1);                                 \
 	} while (0)
