@@ -41,7 +41,8 @@
  *                    shutdown() and notify() (sd_notify READY/WATCHDOG);
  *                    engy_model_info.serve_urls; the descriptor's
  *                    optional check op (engy/check.h) and the host
- *                    service opt_source().
+ *                    service opt_source(); transport ops client_tls()
+ *                    and ws_set_max_message().
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H
