@@ -162,6 +162,8 @@ int main(int argc, char **argv)
 			      "%s: the role could not find what it needs "
 			      "(see above)",
 			      conf);
+	/* The report is on stdout: out before anything can cut exit short. */
+	fflush(stdout);
 	if (rc || e.n) {
 		for (i = 0; i < e.n; i++)
 			fprintf(stderr, "engyd: %s\n", e.v[i]);

@@ -291,7 +291,8 @@ int engy_valstate_set_cache(struct engy_valstate *st,
 
 	if (!copy)
 		return -ENOMEM;
-	memcpy(copy, rows, n * sizeof(*copy));
+	if (n) /* a burn caches no rows, and may pass rows NULL */
+		memcpy(copy, rows, n * sizeof(*copy));
 	free(st->rows);
 	st->rows = copy;
 	st->n_rows = n;

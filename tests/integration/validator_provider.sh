@@ -45,7 +45,7 @@ provider good 5 "$VEC"
 node "$top_srcdir/tests/integration/epoch_provider.mjs" "$PEERS" "$T/provider.json" \
   "$T/beats.jsonl" > "$T/provider.out" 2>&1 &
 PIDS="$PIDS $!"
-wait_for "$T/provider.out" "^port" 10 || fail "provider did not start: $(cat "$T/provider.out")"
+wait_for "$T/provider.out" "^port" 60 || fail "provider did not start: $(cat "$T/provider.out")"
 PORT=$(sed -n 's/^port \([0-9]*\) .*/\1/p' "$T/provider.out")
 grep -q "master $MASTER" "$T/provider.out" || fail "the provider signs with another key: $(cat "$T/provider.out")"
 
@@ -136,7 +136,7 @@ ok "an unregistered hotkey is logged with the share of weight it held"
 out=$(state)
 case "$out" in *"last_applied: 5"*"cached_digest: "*"cached_weights: 3 rows"*) ;; *) fail "state: $out";; esac
 ok "the state file holds the epoch, the block, the time and the cached vector"
-wait_for "$T/beats.jsonl" '"ok":true' 10 || fail "no provider heartbeat: $(cat "$T/beats.jsonl" 2>/dev/null)"
+wait_for "$T/beats.jsonl" '"ok":true' 60 || fail "no provider heartbeat: $(cat "$T/beats.jsonl" 2>/dev/null)"
 grep -q "\"hotkey\":\"$VAL\",\"body\":{\"v\":1,\"version\":\"engy/[^\"]*\",\"synced_epoch\":5,\"consensus\":{\"epoch_index\":5,\"digest\":\"[0-9a-f]\{64\}\"}}" "$T/beats.jsonl" ||
   fail "heartbeat body: $(tail -1 "$T/beats.jsonl")"
 ok "the provider heartbeat is signed by the validator's hotkey (verified by @scure/sr25519)"
@@ -145,10 +145,10 @@ expect_ok "health is 0 while the heartbeat is fresh" "ok (last tick" \
 
 # --- the same epoch waits its interval ---
 mark=$(lines "$T/run.log")
-after "$T/run.log" "$mark" 'next resubmit in .* (not contacting the chain yet)' 10 ||
+after "$T/run.log" "$mark" 'next resubmit in .* (not contacting the chain yet)' 60 ||
   fail "no pre-gate skip: $(tail -5 "$T/run.log")"
 ok "a resubmission is not even attempted before 80% of the interval by the clock"
-after "$T/run.log" "$mark" "outcome=submitted epoch=5 source=payload standby=no uids=2 block=[0-9]* blocks_since_last=[3-9]" 15 ||
+after "$T/run.log" "$mark" "outcome=submitted epoch=5 source=payload standby=no uids=2 block=[0-9]* blocks_since_last=[3-9]" 60 ||
   fail "no resubmission after the interval: $(tail -5 "$T/run.log")"
 b1=$(sed -n '1s/^{"block":\([0-9]*\).*/\1/p' "$T/weights.jsonl")
 b2=$(sed -n '2s/^{"block":\([0-9]*\).*/\1/p' "$T/weights.jsonl")
@@ -159,45 +159,45 @@ ok "the same epoch is resubmitted only after resubmit_blocks (here $((b2 - b1)) 
 for reason in version netuid malformed digest signature; do
   mark=$(lines "$T/run.log")
   provider "$reason" 5 "$VEC"
-  after "$T/run.log" "$mark" "event=payload_rejected reason=$reason " 10 ||
+  after "$T/run.log" "$mark" "event=payload_rejected reason=$reason " 60 ||
     fail "no rejection '$reason': $(tail -5 "$T/run.log")"
 done
 ok "payloads are rejected by name: version, netuid, malformed, digest, signature"
 mark=$(lines "$T/run.log")
 provider badweights 5 "$VEC"
-after "$T/run.log" "$mark" "event=payload_rejected reason=malformed detail=\"[^\"]*weight" 10 ||
+after "$T/run.log" "$mark" "event=payload_rejected reason=malformed detail=\"[^\"]*weight" 60 ||
   fail "bad weights not rejected: $(tail -5 "$T/run.log")"
-after "$T/run.log" "$mark" "event=fallback_cached epoch=5 rows=3" 10 || fail "no fallback"
-after "$T/run.log" "$mark" "outcome=submitted epoch=5 source=cached" 15 ||
+after "$T/run.log" "$mark" "event=fallback_cached epoch=5 rows=3" 60 || fail "no fallback"
+after "$T/run.log" "$mark" "outcome=submitted epoch=5 source=cached" 60 ||
   fail "cached vector not resubmitted: $(tail -5 "$T/run.log")"
 [ "$(tail -1 "$T/weights.jsonl" | sed 's/.*"uids"/"uids"/')" = '"uids":[1,2],"weights":[43690,21845]}' ] ||
   fail "fallback vector differs: $(tail -1 "$T/weights.jsonl")"
 ok "a rejected payload falls back to the cached vector, on the same cadence"
 mark=$(lines "$T/run.log")
 provider down 5 "$VEC"
-after "$T/run.log" "$mark" 'event=fetch_failed .*error="HTTP 503"' 10 || fail "no fetch failure"
+after "$T/run.log" "$mark" 'event=fetch_failed .*error="HTTP 503"' 60 || fail "no fetch failure"
 provider big 5 "$VEC"
-after "$T/run.log" "$mark" 'event=fetch_failed .*error="payload over 1048576 bytes"' 10 ||
+after "$T/run.log" "$mark" 'event=fetch_failed .*error="payload over 1048576 bytes"' 60 ||
   fail "Content-Length over the cap accepted: $(tail -3 "$T/run.log")"
 mark=$(lines "$T/run.log")
 provider chunked 5 "$VEC"
-after "$T/run.log" "$mark" 'event=fetch_failed .*error="payload over 1048576 bytes"' 10 ||
+after "$T/run.log" "$mark" 'event=fetch_failed .*error="payload over 1048576 bytes"' 60 ||
   fail "a chunked body over the cap accepted: $(tail -3 "$T/run.log")"
 ok "fetch failures fall back too; bodies over 1 MiB are refused by length and by count"
 
 # --- the replay guard, then a new epoch at once ---
 mark=$(lines "$T/run.log")
 provider good 4 "$VEC"
-after "$T/run.log" "$mark" "event=payload_older epoch=4 last_applied=5" 10 || fail "epoch 4 not refused"
+after "$T/run.log" "$mark" "event=payload_older epoch=4 last_applied=5" 60 || fail "epoch 4 not refused"
 bmark=$(lines "$T/beats.jsonl")
-beats=$(beats_after "$bmark" 2 10) || fail "no heartbeat after the replayed epoch"
+beats=$(beats_after "$bmark" 2 60) || fail "no heartbeat after the replayed epoch"
 echo "$beats" | grep -q '"epoch_index":4' && fail "the heartbeat claims the refused epoch 4: $beats"
 echo "$beats" | tail -1 | grep -q "\"synced_epoch\":5,\"consensus\":{\"epoch_index\":5," ||
   fail "the heartbeat does not report the submitted epoch 5: $beats"
 ok "after a replayed older epoch the heartbeat still reports the submitted one"
 mark=$(lines "$T/run.log")
 provider good 6 "[[\"$B\",1],[\"$A\",2],[\"$A\",1]]"
-after "$T/run.log" "$mark" "outcome=submitted epoch=6 source=payload" 10 || fail "epoch 6 not submitted"
+after "$T/run.log" "$mark" "outcome=submitted epoch=6 source=payload" 60 || fail "epoch 6 not submitted"
 grep -q "event=hotkeys_duplicate vector=payload count=1 first=$A " "$T/run.log" ||
   fail "a hotkey listed twice was summed silently: $(grep -c duplicate "$T/run.log")"
 grep -q '"epoch":4\|epoch=4 source' "$T/run.log" && fail "epoch 4 was submitted"
@@ -211,9 +211,9 @@ provider good 5 "$VEC"
 mark=$(lines "$T/run.log")
 start run
 bmark=$(lines "$T/beats.jsonl")
-after "$T/run.log" "$mark" "event=payload_older epoch=5 last_applied=6" 10 ||
+after "$T/run.log" "$mark" "event=payload_older epoch=5 last_applied=6" 60 ||
   fail "restart forgot the applied epoch: $(tail -5 "$T/run.log")"
-beats=$(beats_after "$bmark" 1 10) || fail "no heartbeat after a restart"
+beats=$(beats_after "$bmark" 1 60) || fail "no heartbeat after a restart"
 echo "$beats" | head -1 | grep -q "\"synced_epoch\":6,\"consensus\":{\"epoch_index\":6,\"digest\":\"[0-9a-f]\{64\}\"}}" ||
   fail "after a restart the heartbeat does not report the state file's epoch 6: $beats"
 stop
@@ -226,12 +226,12 @@ provider down 5 "$VEC"
 n=$(lines "$T/weights.jsonl")
 mark=$(lines "$T/run.log")
 start run
-after "$T/run.log" "$mark" "event=state_fields_dropped .*fields=last_applied,cached_digest,cached_weights" 10 ||
+after "$T/run.log" "$mark" "event=state_fields_dropped .*fields=last_applied,cached_digest,cached_weights" 60 ||
   fail "corrupt fields not named: $(tail -5 "$T/run.log")"
 bmark=$(lines "$T/beats.jsonl")
-after "$T/run.log" "$mark" 'outcome=skipped reason="fetch failed: HTTP 503; no cached vector to fall back on"' 10 ||
+after "$T/run.log" "$mark" 'outcome=skipped reason="fetch failed: HTTP 503; no cached vector to fall back on"' 60 ||
   fail "corrupt cache used: $(tail -5 "$T/run.log")"
-beats=$(beats_after "$bmark" 1 10) || fail "no heartbeat when nothing verified in this process"
+beats=$(beats_after "$bmark" 1 60) || fail "no heartbeat when nothing verified in this process"
 echo "$beats" | head -1 | grep -q "\"body\":{\"v\":1,$VER}}\$" ||
   fail "not a liveness-only heartbeat: $beats"
 stop
@@ -243,15 +243,15 @@ rm -f "$T/state/validator-state.json"
 provider good 7 "$VEC"
 mark=$(lines "$T/run.log")
 start run
-after "$T/run.log" "$mark" "outcome=submitted epoch=7 source=payload" 10 || fail "epoch 7"
+after "$T/run.log" "$mark" "outcome=submitted epoch=7 source=payload" 60 || fail "epoch 7"
 mark=$(lines "$T/run.log")
 provider good 8 "[[\"$C\",65535]]"
-after "$T/run.log" "$mark" "event=burn_target_unexpected target=$C expected=$MASTER" 10 ||
+after "$T/run.log" "$mark" "event=burn_target_unexpected target=$C expected=$MASTER" 60 ||
   fail "no burn tripwire: $(tail -5 "$T/run.log")"
 bmark=$(lines "$T/beats.jsonl")
-after "$T/run.log" "$mark" "outcome=submitted epoch=8 source=cached standby=yes" 10 ||
+after "$T/run.log" "$mark" "outcome=submitted epoch=8 source=cached standby=yes" 60 ||
   fail "standby did not resubmit the cache: $(tail -5 "$T/run.log")"
-beats=$(beat_for "$bmark" 8 10) || fail "no heartbeat for epoch 8 after standby"
+beats=$(beat_for "$bmark" 8 60) || fail "no heartbeat for epoch 8 after standby"
 echo "$beats" | grep -q "\"body\":{\"v\":1,$VER,\"synced_epoch\":8}}\$" ||
   fail "standby (epoch 7's vector under epoch 8): the heartbeat claims a digest: $beats"
 state | grep -q "last_applied: 8" || fail "standby did not advance the schedule"
@@ -263,10 +263,10 @@ provider good 9 "[[\"$C\",65535]]"
 mark=$(lines "$T/run.log")
 bmark=$(lines "$T/beats.jsonl")
 start run
-after "$T/run.log" "$mark" "outcome=submitted epoch=9 source=burn standby=yes uids=1" 10 ||
+after "$T/run.log" "$mark" "outcome=submitted epoch=9 source=burn standby=yes uids=1" 60 ||
   fail "no burn to the owner: $(tail -5 "$T/run.log")"
 tail -1 "$T/weights.jsonl" | grep -q '"uids":\[3\],"weights":\[65535\]' || fail "burn: $(tail -1 "$T/weights.jsonl")"
-beats=$(beat_for "$bmark" 9 10) || fail "no heartbeat for epoch 9 after the burn"
+beats=$(beat_for "$bmark" 9 60) || fail "no heartbeat for epoch 9 after the burn"
 echo "$beats" | grep -q "\"body\":{\"v\":1,$VER,\"synced_epoch\":9}}\$" ||
   fail "a burn: the heartbeat claims the digest of a vector that did not land: $beats"
 ok "with no cache, standby burns to the expected owner (uid 3); the heartbeat claims no digest"
@@ -280,7 +280,7 @@ conf noperm "" 'permits = { "1", "2" }
 printf '# the subnet, uid = line\n%s\n%s  # miner A\n\n%s\n%s\n' "$VAL" "$A" "$B" "$MASTER" > "$T/hotkeys.txt"
 sed -i '/^  hotkeys = /d' "$T/noperm.conf"
 start noperm
-wait_for "$T/noperm.log" "outcome=failed" 10 || fail "no failure: $(tail -5 "$T/noperm.log")"
+wait_for "$T/noperm.log" "outcome=failed" 60 || fail "no failure: $(tail -5 "$T/noperm.log")"
 grep -q 'outcome=failed epoch=10 source=payload block=[0-9]* error="SubtensorModule.NeuronNoValidatorPermit" hint="no validator permit' "$T/noperm.log" ||
   fail "permit failure not named: $(grep outcome= "$T/noperm.log")"
 grep -q "event=no_validator_permit hotkey=$VAL uid=0" "$T/noperm.log" || fail "no permit warning"
@@ -289,7 +289,7 @@ stop
 ok "a hotkey without a validator permit: the chain's refusal reaches the log as such"
 conf cr "" "commit_reveal = true"
 start cr
-wait_for "$T/cr.log" "outcome=refused" 10 || fail "commit-reveal: $(tail -5 "$T/cr.log")"
+wait_for "$T/cr.log" "outcome=refused" 60 || fail "commit-reveal: $(tail -5 "$T/cr.log")"
 grep -q 'reason="commit-reveal is enabled on subnet 53' "$T/cr.log" || fail "commit-reveal not said plainly"
 stop
 ok "commit-reveal on the subnet is said plainly, and nothing is submitted"
@@ -309,15 +309,15 @@ n=$(lines "$T/weights.jsonl")
 mark=$(lines "$T/sdir.log")
 rm -rf "$T/sdir"
 provider good 10 "$VEC"
-after "$T/sdir.log" "$mark" "outcome=failed reason=\"state file $T/sdir/a/validator-state.json does not hold epoch 11, submitted by this process, and cannot be rewritten: No such file or directory; the replay guard does not run without it: nothing submitted\"" 10 ||
+after "$T/sdir.log" "$mark" "outcome=failed reason=\"state file $T/sdir/a/validator-state.json does not hold epoch 11, submitted by this process, and cannot be rewritten: No such file or directory; the replay guard does not run without it: nothing submitted\"" 60 ||
   fail "a lost state file not refused: $(tail -5 "$T/sdir.log")"
 [ "$(lines "$T/weights.jsonl")" = "$n" ] || fail "submitted without the state file: $(tail -1 "$T/weights.jsonl")"
 ok "without its state file the validator submits nothing (no replay guard, no submission)"
 mark=$(lines "$T/sdir.log")
 mkdir -p "$T/sdir/a"
-after "$T/sdir.log" "$mark" "event=state_rewritten path=$T/sdir/a/validator-state.json last_applied=11" 10 ||
+after "$T/sdir.log" "$mark" "event=state_rewritten path=$T/sdir/a/validator-state.json last_applied=11" 60 ||
   fail "the state file was not rewritten: $(tail -5 "$T/sdir.log")"
-after "$T/sdir.log" "$mark" "event=payload_older epoch=10 last_applied=11" 10 ||
+after "$T/sdir.log" "$mark" "event=payload_older epoch=10 last_applied=11" 60 ||
   fail "the replay guard after the rewrite: $(tail -5 "$T/sdir.log")"
 stop
 [ "$(lines "$T/weights.jsonl")" = "$n" ] || fail "epoch 10 submitted: $(tail -1 "$T/weights.jsonl")"
@@ -358,7 +358,7 @@ conf idle "" ""
 sed -i '/wallet = "w"/d; /hotkey = "v"/d' "$T/idle.conf"
 rm -rf "$T/state"
 start idle
-wait_for "$T/idle.log" "event=idle reason=" 10 || fail "no idle line: $(tail -3 "$T/idle.log")"
+wait_for "$T/idle.log" "event=idle reason=" 60 || fail "no idle line: $(tail -3 "$T/idle.log")"
 expect_fail "without a wallet the role idles and health says so" "no heartbeat yet" \
   "$ENGYCTL" validator health --state-dir "$T/state"
 stop
