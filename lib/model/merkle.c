@@ -6,13 +6,14 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <openssl/evp.h>
 
+#include "errbuf.h"
+#include "hex.h"
 #include "merkle.h"
 #include "safetensors.h"
 
@@ -118,20 +119,6 @@ void engy_mh_sha256(struct engy_mh *h, const void *p, size_t n, uint8_t out[32])
 	engy_mh_end(h, out);
 }
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static bool mul_ok(uint64_t a, uint64_t b, uint64_t *out)
 {
 	return !__builtin_mul_overflow(a, b, out);
@@ -147,24 +134,26 @@ int engy_mc_desc_check(const struct engy_mc_tensor_desc *d, uint64_t *n_rows,
 
 	es = engy_st_dtype_size(d->dtype);
 	if (!d->name || !d->name[0] || strlen(d->name) > 65535) {
-		seterr(err, errlen, "a tensor name must have 1 to 65535 bytes");
+		engy_seterr(err, errlen,
+			    "a tensor name must have 1 to 65535 bytes");
 		return -EINVAL;
 	}
 	if (!es || d->ndim > ENGY_ST_MAX_DIMS) {
-		seterr(err, errlen, "%.200s: unknown dtype or rank over 8",
-		       d->name);
+		engy_seterr(err, errlen, "%.200s: unknown dtype or rank over 8",
+			    d->name);
 		return -EINVAL;
 	}
 	/* A row is everything below the first axis (rank < 2: the tensor). */
 	rb = es;
 	for (k = d->ndim >= 2 ? 1 : 0; k < d->ndim; k++)
 		if (!mul_ok(rb, d->shape[k], &rb)) {
-			seterr(err, errlen, "%.200s: size overflows", d->name);
+			engy_seterr(err, errlen, "%.200s: size overflows",
+				    d->name);
 			return -EINVAL;
 		}
 	n = d->ndim >= 2 ? d->shape[0] : 1;
 	if (!mul_ok(n, rb, &per)) {
-		seterr(err, errlen, "%.200s: size overflows", d->name);
+		engy_seterr(err, errlen, "%.200s: size overflows", d->name);
 		return -EINVAL;
 	}
 	*n_rows = n;
@@ -177,15 +166,17 @@ int engy_mc_desc_check(const struct engy_mc_tensor_desc *d, uint64_t *n_rows,
 	    strlen(d->scale_name) > 65535 ||
 	    (d->scale_dtype != ENGY_ST_F32 && d->scale_dtype != ENGY_ST_BF16 &&
 	     d->scale_dtype != ENGY_ST_F16)) {
-		seterr(err, errlen,
-		       "%.200s: the scale tensor must be named and F32, BF16 or F16",
-		       d->name);
+		engy_seterr(
+			err, errlen,
+			"%.200s: the scale tensor must be named and F32, BF16 or F16",
+			d->name);
 		return -EINVAL;
 	}
 	if (d->ndim != 2 || !d->qparam) {
-		seterr(err, errlen,
-		       "%.200s: a quantized weight must be 2-D with a block or group",
-		       d->name);
+		engy_seterr(
+			err, errlen,
+			"%.200s: a quantized weight must be 2-D with a block or group",
+			d->name);
 		return -EINVAL;
 	}
 	if (d->quant == ENGY_MC_Q_FP8_BLOCK) {
@@ -194,9 +185,10 @@ int engy_mc_desc_check(const struct engy_mc_tensor_desc *d, uint64_t *n_rows,
 		if (d->dtype != ENGY_ST_F8_E4M3 ||
 		    d->scale_shape[0] != (d->shape[0] + b - 1) / b ||
 		    d->scale_shape[1] != (d->shape[1] + b - 1) / b) {
-			seterr(err, errlen,
-			       "%.200s: FP8 needs F8_E4M3 [out, in] and scales [ceil(out/%u), ceil(in/%u)]",
-			       d->name, d->qparam, d->qparam);
+			engy_seterr(
+				err, errlen,
+				"%.200s: FP8 needs F8_E4M3 [out, in] and scales [ceil(out/%u), ceil(in/%u)]",
+				d->name, d->qparam, d->qparam);
 			return -EINVAL;
 		}
 	} else if (d->quant == ENGY_MC_Q_INT4) {
@@ -206,18 +198,19 @@ int engy_mc_desc_check(const struct engy_mc_tensor_desc *d, uint64_t *n_rows,
 		    d->shape[1] > (UINT64_C(1) << 62) ||
 		    !mul_ok(d->scale_shape[1], d->qparam, &per) ||
 		    per != cols) {
-			seterr(err, errlen,
-			       "%.200s: INT4 needs U8 [out, in/2] and scales [out, in/%u]",
-			       d->name, d->qparam);
+			engy_seterr(
+				err, errlen,
+				"%.200s: INT4 needs U8 [out, in/2] and scales [out, in/%u]",
+				d->name, d->qparam);
 			return -EINVAL;
 		}
 	} else {
-		seterr(err, errlen, "%.200s: unknown quantization kind %d",
-		       d->name, d->quant);
+		engy_seterr(err, errlen, "%.200s: unknown quantization kind %d",
+			    d->name, d->quant);
 		return -EINVAL;
 	}
 	if (!mul_ok(d->scale_shape[1], ss, aux_bytes)) {
-		seterr(err, errlen, "%.200s: size overflows", d->name);
+		engy_seterr(err, errlen, "%.200s: size overflows", d->name);
 		return -EINVAL;
 	}
 	return 0;
@@ -407,17 +400,6 @@ void engy_mc_hex(const uint8_t *b, size_t n, char *out)
 	out[2 * n] = 0;
 }
 
-static int nib(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int engy_mc_unhex(const char *s, uint8_t *out, size_t n)
 {
 	size_t i;
@@ -426,8 +408,8 @@ int engy_mc_unhex(const char *s, uint8_t *out, size_t n)
 	if (!s || strlen(s) != 2 * n)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
-		a = nib(s[2 * i]);
-		b = nib(s[2 * i + 1]);
+		a = engy_hexval((unsigned char)s[2 * i]);
+		b = engy_hexval((unsigned char)s[2 * i + 1]);
 		if (a < 0 || b < 0)
 			return -EINVAL;
 		out[i] = (uint8_t)(a << 4 | b);
@@ -448,30 +430,32 @@ int engy_mc_opening_verify(const struct engy_mc_opening *o,
 	if (rc)
 		return rc;
 	if (o->row >= n_rows) {
-		seterr(err, errlen, "%.200s: row %llu past its %llu rows",
-		       o->d.name, (unsigned long long)o->row,
-		       (unsigned long long)n_rows);
+		engy_seterr(err, errlen, "%.200s: row %llu past its %llu rows",
+			    o->d.name, (unsigned long long)o->row,
+			    (unsigned long long)n_rows);
 		return -EINVAL;
 	}
 	if (o->row_len != row_bytes || o->aux_len != aux_bytes) {
-		seterr(err, errlen,
-		       "%.200s: row has %llu bytes and %llu scale bytes, the header says %llu and %llu",
-		       o->d.name, (unsigned long long)o->row_len,
-		       (unsigned long long)o->aux_len,
-		       (unsigned long long)row_bytes,
-		       (unsigned long long)aux_bytes);
+		engy_seterr(
+			err, errlen,
+			"%.200s: row has %llu bytes and %llu scale bytes, the header says %llu and %llu",
+			o->d.name, (unsigned long long)o->row_len,
+			(unsigned long long)o->aux_len,
+			(unsigned long long)row_bytes,
+			(unsigned long long)aux_bytes);
 		return -EINVAL;
 	}
 	if (o->row_depth != engy_mc_depth(n_rows) ||
 	    o->tensor_depth != engy_mc_depth(o->n_tensors) ||
 	    o->tensor_index >= o->n_tensors) {
-		seterr(err, errlen,
-		       "a path has the wrong length or the tensor index is out of range");
+		engy_seterr(
+			err, errlen,
+			"a path has the wrong length or the tensor index is out of range");
 		return -EINVAL;
 	}
 	h = engy_mh_new();
 	if (!h) {
-		seterr(err, errlen, "no SHA-256");
+		engy_seterr(err, errlen, "no SHA-256");
 		return -ENOMEM;
 	}
 	engy_mc_tid(h, &o->d, n_rows, row_bytes, tid);
@@ -488,9 +472,10 @@ int engy_mc_opening_verify(const struct engy_mc_opening *o,
 		char hex[65];
 
 		engy_mc_hex(mr, 32, hex);
-		seterr(err, errlen,
-		       "%.200s row %llu opens to model root %s, not the one given",
-		       o->d.name, (unsigned long long)o->row, hex);
+		engy_seterr(
+			err, errlen,
+			"%.200s row %llu opens to model root %s, not the one given",
+			o->d.name, (unsigned long long)o->row, hex);
 		return -EINVAL;
 	}
 	return 0;

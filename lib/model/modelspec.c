@@ -6,7 +6,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "errbuf.h"
 #include "fsutil.h"
 #include "modelspec.h"
 #include "safetensors.h"
@@ -48,20 +48,6 @@ struct engy_ms {
 	cJSON *experts;	      /* expert_roots_by_layer */
 };
 
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void seterr(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* ---- config.json -> the canonical config ---- */
 
 struct kv {
@@ -83,7 +69,7 @@ static int cfg_int(const cJSON *c, const char *k, long long def, uint64_t *out,
 
 	if (!v || cJSON_IsNull(v)) {
 		if (def < 0) {
-			seterr(err, errlen, "config.json: no %s", k);
+			engy_seterr(err, errlen, "config.json: no %s", k);
 			return -EINVAL;
 		}
 		*out = (uint64_t)def;
@@ -91,8 +77,8 @@ static int cfg_int(const cJSON *c, const char *k, long long def, uint64_t *out,
 	}
 	d = cJSON_IsNumber(v) ? v->valuedouble : -1;
 	if (d < 0 || d > 9007199254740992.0 || d != (double)(uint64_t)d) {
-		seterr(err, errlen,
-		       "config.json: %s is not a non-negative integer", k);
+		engy_seterr(err, errlen,
+			    "config.json: %s is not a non-negative integer", k);
 		return -EINVAL;
 	}
 	*out = (uint64_t)d;
@@ -117,14 +103,14 @@ static int read_config(struct engy_ms *m, const char *dir, char *err,
 	snprintf(path, sizeof(path), "%s/config.json", dir);
 	rc = engy_read_file(path, CFG_MAX, &buf, &len);
 	if (rc) {
-		seterr(err, errlen, "%s: %s", path, strerror(-rc));
+		engy_seterr(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
 	c = cJSON_ParseWithLength((const char *)buf, len);
 	free(buf);
 	if (!cJSON_IsObject(c)) {
 		cJSON_Delete(c);
-		seterr(err, errlen, "%s: not a JSON object", path);
+		engy_seterr(err, errlen, "%s: not a JSON object", path);
 		return -EINVAL;
 	}
 	rc = -EINVAL;
@@ -135,9 +121,9 @@ static int read_config(struct engy_ms *m, const char *dir, char *err,
 		   "abcdefghijklmnopqrstuvwxyz"
 		   "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") !=
 		    strlen(mt->valuestring)) {
-		seterr(err, errlen,
-		       "%s: model_type must be 1 to 64 of [A-Za-z0-9_.-]",
-		       path);
+		engy_seterr(err, errlen,
+			    "%s: model_type must be 1 to 64 of [A-Za-z0-9_.-]",
+			    path);
 		goto out;
 	}
 	if (cfg_int(c, "hidden_size", -1, &hidden, err, errlen) ||
@@ -154,9 +140,10 @@ static int read_config(struct engy_ms *m, const char *dir, char *err,
 		    errlen))
 		goto out;
 	if (!heads || layers > ENGY_MS_MAX_LAYERS || ne > ENGY_MS_MAX_EXPERTS) {
-		seterr(err, errlen,
-		       "%s: num_attention_heads is 0, or over %u layers or %u experts",
-		       path, ENGY_MS_MAX_LAYERS, ENGY_MS_MAX_EXPERTS);
+		engy_seterr(
+			err, errlen,
+			"%s: num_attention_heads is 0, or over %u layers or %u experts",
+			path, ENGY_MS_MAX_LAYERS, ENGY_MS_MAX_EXPERTS);
 		goto out;
 	}
 	if (cfg_int(c, "head_dim", (long long)(hidden / heads), &hd, err,
@@ -164,8 +151,8 @@ static int read_config(struct engy_ms *m, const char *dir, char *err,
 		goto out;
 	t = cJSON_GetObjectItemCaseSensitive(c, "tie_word_embeddings");
 	if (t && !cJSON_IsBool(t) && !cJSON_IsNull(t)) {
-		seterr(err, errlen, "%s: tie_word_embeddings is not a boolean",
-		       path);
+		engy_seterr(err, errlen,
+			    "%s: tie_word_embeddings is not a boolean", path);
 		goto out;
 	}
 #define KV(key, fmt, val)                                                      \
@@ -193,9 +180,10 @@ static int read_config(struct engy_ms *m, const char *dir, char *err,
 	if (q && !cJSON_IsNull(q)) {
 		qm = cJSON_GetObjectItemCaseSensitive(q, "quant_method");
 		if (!cJSON_IsString(qm)) {
-			seterr(err, errlen,
-			       "%s: quantization_config has no quant_method",
-			       path);
+			engy_seterr(
+				err, errlen,
+				"%s: quantization_config has no quant_method",
+				path);
 			goto out;
 		}
 		if (strcmp(qm->valuestring, "fp8") == 0) {
@@ -216,9 +204,10 @@ static int read_config(struct engy_ms *m, const char *dir, char *err,
 				    b0->valuedouble > 65536 ||
 				    b0->valuedouble !=
 					    (double)(uint64_t)b0->valuedouble) {
-					seterr(err, errlen,
-					       "%s: weight_block_size must be [B, B], 1 <= B <= 65536",
-					       path);
+					engy_seterr(
+						err, errlen,
+						"%s: weight_block_size must be [B, B], 1 <= B <= 65536",
+						path);
 					goto out;
 				}
 				g = (uint64_t)b0->valuedouble;
@@ -231,9 +220,10 @@ static int read_config(struct engy_ms *m, const char *dir, char *err,
 			quant = "int4";
 			KV("int4_group", "%llu", (unsigned long long)g);
 		} else {
-			seterr(err, errlen,
-			       "%s: quant_method '%.40s': fp8 or engy_int4",
-			       path, qm->valuestring);
+			engy_seterr(
+				err, errlen,
+				"%s: quant_method '%.40s': fp8 or engy_int4",
+				path, qm->valuestring);
 			goto out;
 		}
 	}
@@ -288,7 +278,7 @@ static int open_one(struct engy_ms *m, const char *dir, const char *file,
 	struct engy_st **st;
 
 	if (m->n_st == MAX_SHARDS) {
-		seterr(err, errlen, "%s: over %d shards", dir, MAX_SHARDS);
+		engy_seterr(err, errlen, "%s: over %d shards", dir, MAX_SHARDS);
 		return -EINVAL;
 	}
 	st = realloc(m->st, (m->n_st + 1) * sizeof(*st));
@@ -317,7 +307,7 @@ static int open_shards(struct engy_ms *m, const char *dir, char *err,
 	if (rc == -ENOENT)
 		return open_one(m, dir, "model.safetensors", err, errlen);
 	if (rc) {
-		seterr(err, errlen, "%s: %s", path, strerror(-rc));
+		engy_seterr(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
 	j = cJSON_ParseWithLength((const char *)buf, len);
@@ -325,7 +315,7 @@ static int open_shards(struct engy_ms *m, const char *dir, char *err,
 	map = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
 	if (!cJSON_IsObject(map)) {
 		cJSON_Delete(j);
-		seterr(err, errlen, "%s: no weight_map object", path);
+		engy_seterr(err, errlen, "%s: no weight_map object", path);
 		return -EINVAL;
 	}
 	rc = 0;
@@ -334,9 +324,10 @@ static int open_shards(struct engy_ms *m, const char *dir, char *err,
 		bool seen = false;
 
 		if (!cJSON_IsString(e) || !shard_name_ok(e->valuestring)) {
-			seterr(err, errlen,
-			       "%s: weight_map names '%.60s', not a .safetensors file beside it",
-			       path, cJSON_IsString(e) ? e->valuestring : "");
+			engy_seterr(
+				err, errlen,
+				"%s: weight_map names '%.60s', not a .safetensors file beside it",
+				path, cJSON_IsString(e) ? e->valuestring : "");
 			rc = -EINVAL;
 			break;
 		}
@@ -438,7 +429,8 @@ static int plan(struct engy_ms *m, char *err, size_t errlen)
 	for (i = 0; i < m->n_st; i++)
 		n += engy_st_count(m->st[i]);
 	if (n > ENGY_MS_MAX_TENSORS) {
-		seterr(err, errlen, "over %u tensors", ENGY_MS_MAX_TENSORS);
+		engy_seterr(err, errlen, "over %u tensors",
+			    ENGY_MS_MAX_TENSORS);
 		return -EINVAL;
 	}
 	all = calloc(n ? n : 1, sizeof(*all));
@@ -455,8 +447,9 @@ static int plan(struct engy_ms *m, char *err, size_t errlen)
 	qsort(all, n, sizeof(*all), tcmp);
 	for (i = 1; i < n; i++)
 		if (strcmp(all[i - 1]->name, all[i]->name) == 0) {
-			seterr(err, errlen, "tensor %.200s is in two shards",
-			       all[i]->name);
+			engy_seterr(err, errlen,
+				    "tensor %.200s is in two shards",
+				    all[i]->name);
 			rc = -EINVAL;
 			goto out;
 		}
@@ -518,9 +511,10 @@ static int plan(struct engy_ms *m, char *err, size_t errlen)
 			t->d.scale_name = s->name;
 			t->d.scale_dtype = s->dtype;
 			if (s->ndim != 2) {
-				seterr(err, errlen,
-				       "%.200s: scale tensor %.200s is not 2-D",
-				       nm, s->name);
+				engy_seterr(
+					err, errlen,
+					"%.200s: scale tensor %.200s is not 2-D",
+					nm, s->name);
 				rc = -EINVAL;
 				goto out;
 			}
@@ -532,7 +526,7 @@ static int plan(struct engy_ms *m, char *err, size_t errlen)
 		if (rc)
 			goto out;
 		if (t->d.quant == ENGY_MC_Q_FP8_BLOCK && t->d.qparam == 0) {
-			seterr(err, errlen, "%.200s: no block", nm);
+			engy_seterr(err, errlen, "%.200s: no block", nm);
 			rc = -EINVAL;
 			goto out;
 		}
@@ -560,7 +554,7 @@ int engy_ms_open(const char *dir, struct engy_ms **out, char *err,
 		rc = plan(m, err, errlen);
 	if (rc) {
 		if (rc == -ENOMEM)
-			seterr(err, errlen, "%s: out of memory", dir);
+			engy_seterr(err, errlen, "%s: out of memory", dir);
 		engy_ms_close(m);
 		return rc;
 	}
@@ -822,7 +816,7 @@ int engy_ms_build(struct engy_ms *m, unsigned threads,
 	if (!j.order || !tid) {
 		free(j.order);
 		free(tid);
-		seterr(err, errlen, "out of memory");
+		engy_seterr(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	for (i = 0; i < m->n; i++)
@@ -868,7 +862,8 @@ int engy_ms_build(struct engy_ms *m, unsigned threads,
 		engy_mh_free(h);
 	}
 	if (rc) {
-		seterr(err, errlen, "building the roots: %s", strerror(-rc));
+		engy_seterr(err, errlen, "building the roots: %s",
+			    strerror(-rc));
 		return rc;
 	}
 	m->built = true;
@@ -970,7 +965,7 @@ static char *config_text(const cJSON *c, char *err, size_t errlen)
 	char *s, *p;
 
 	if (!cJSON_IsObject(c)) {
-		seterr(err, errlen, "config is not an object");
+		engy_seterr(err, errlen, "config is not an object");
 		return NULL;
 	}
 	cJSON_ArrayForEach(e, c)
@@ -980,8 +975,9 @@ static char *config_text(const cJSON *c, char *err, size_t errlen)
 		    strspn(e->string,
 			   "abcdefghijklmnopqrstuvwxyz0123456789_") !=
 			    strlen(e->string)) {
-			seterr(err, errlen,
-			       "config: over 64 keys or a key not of [a-z0-9_]");
+			engy_seterr(
+				err, errlen,
+				"config: over 64 keys or a key not of [a-z0-9_]");
 			return NULL;
 		}
 		kv[n].k = e->string;
@@ -998,9 +994,10 @@ static char *config_text(const cJSON *c, char *err, size_t errlen)
 			snprintf(kv[n].v, sizeof(kv[n].v), "\"%s\"",
 				 e->valuestring);
 		} else {
-			seterr(err, errlen,
-			       "config: %.40s is not an integer, a boolean or a plain string",
-			       e->string);
+			engy_seterr(
+				err, errlen,
+				"config: %.40s is not an integer, a boolean or a plain string",
+				e->string);
 			return NULL;
 		}
 		n++;
@@ -1008,14 +1005,15 @@ static char *config_text(const cJSON *c, char *err, size_t errlen)
 	qsort(kv, n, sizeof(kv[0]), kv_cmp);
 	for (i = 0; i < n; i++) {
 		if (i && strcmp(kv[i - 1].k, kv[i].k) == 0) {
-			seterr(err, errlen, "config: key %.40s twice", kv[i].k);
+			engy_seterr(err, errlen, "config: key %.40s twice",
+				    kv[i].k);
 			return NULL;
 		}
 		cap += strlen(kv[i].k) + strlen(kv[i].v) + 4;
 	}
 	s = p = malloc(cap);
 	if (!s) {
-		seterr(err, errlen, "out of memory");
+		engy_seterr(err, errlen, "out of memory");
 		return NULL;
 	}
 	*p++ = '{';
@@ -1031,14 +1029,15 @@ static int hex_array(const cJSON *a, size_t max, const char *what, char *err,
 	const cJSON *e;
 
 	if (!cJSON_IsArray(a) || (size_t)cJSON_GetArraySize(a) > max) {
-		seterr(err, errlen, "%s: not an array of at most %zu roots",
-		       what, max);
+		engy_seterr(err, errlen,
+			    "%s: not an array of at most %zu roots", what, max);
 		return -EINVAL;
 	}
 	cJSON_ArrayForEach(e, a) if (!is_hex64(e))
 	{
-		seterr(err, errlen,
-		       "%s: an entry is not 64 lowercase hex digits", what);
+		engy_seterr(err, errlen,
+			    "%s: an entry is not 64 lowercase hex digits",
+			    what);
 		return -EINVAL;
 	}
 	return 0;
@@ -1052,13 +1051,14 @@ static int spec_valid(const cJSON *o, char *err, size_t errlen)
 	char *c;
 
 	if (!cJSON_IsObject(o)) {
-		seterr(err, errlen, "not a JSON object");
+		engy_seterr(err, errlen, "not a JSON object");
 		return -EINVAL;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "hashing");
 	if (!cJSON_IsString(v) ||
 	    strcmp(v->valuestring, ENGY_MC_HASHING) != 0) {
-		seterr(err, errlen, "hashing is not \"%s\"", ENGY_MC_HASHING);
+		engy_seterr(err, errlen, "hashing is not \"%s\"",
+			    ENGY_MC_HASHING);
 		return -EINVAL;
 	}
 	c = config_text(cJSON_GetObjectItemCaseSensitive(o, "config"), err,
@@ -1068,8 +1068,9 @@ static int spec_valid(const cJSON *o, char *err, size_t errlen)
 	free(c);
 	if (!is_hex64(cJSON_GetObjectItemCaseSensitive(o, "model_root")) ||
 	    !is_hex64(cJSON_GetObjectItemCaseSensitive(o, "lm_root"))) {
-		seterr(err, errlen,
-		       "model_root or lm_root is not 64 lowercase hex digits");
+		engy_seterr(
+			err, errlen,
+			"model_root or lm_root is not 64 lowercase hex digits");
 		return -EINVAL;
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "layer_roots");
@@ -1078,7 +1079,8 @@ static int spec_valid(const cJSON *o, char *err, size_t errlen)
 	nl = (size_t)cJSON_GetArraySize(v);
 	v = cJSON_GetObjectItemCaseSensitive(o, "expert_roots_by_layer");
 	if (!cJSON_IsObject(v)) {
-		seterr(err, errlen, "expert_roots_by_layer is not an object");
+		engy_seterr(err, errlen,
+			    "expert_roots_by_layer is not an object");
 		return -EINVAL;
 	}
 	cJSON_ArrayForEach(e, v)
@@ -1089,9 +1091,10 @@ static int spec_valid(const cJSON *o, char *err, size_t errlen)
 		snprintf(nm, sizeof(nm), "model.layers.%.20s.", e->string);
 		if (layer_of(nm, &r) < 0 || (size_t)layer_of(nm, &r) >= nl ||
 		    *r || !cJSON_IsObject(e)) {
-			seterr(err, errlen,
-			       "expert_roots_by_layer: '%.20s' is not a layer of layer_roots",
-			       e->string);
+			engy_seterr(
+				err, errlen,
+				"expert_roots_by_layer: '%.20s' is not a layer of layer_roots",
+				e->string);
 			return -EINVAL;
 		}
 		cJSON_ArrayForEach(f, e)
@@ -1103,16 +1106,17 @@ static int spec_valid(const cJSON *o, char *err, size_t errlen)
 			} else if ((strcmp(f->string, "router") &&
 				    strcmp(f->string, "shared")) ||
 				   !is_hex64(f)) {
-				seterr(err, errlen,
-				       "expert_roots_by_layer.%.20s: '%.40s' is not router, shared or experts with roots",
-				       e->string, f->string);
+				engy_seterr(
+					err, errlen,
+					"expert_roots_by_layer.%.20s: '%.40s' is not router, shared or experts with roots",
+					e->string, f->string);
 				return -EINVAL;
 			}
 		}
 	}
 	v = cJSON_GetObjectItemCaseSensitive(o, "tensor_roots");
 	if (!cJSON_IsObject(v)) {
-		seterr(err, errlen, "tensor_roots is not an object");
+		engy_seterr(err, errlen, "tensor_roots is not an object");
 		return -EINVAL;
 	}
 	cJSON_ArrayForEach(e, v)
@@ -1120,9 +1124,10 @@ static int spec_valid(const cJSON *o, char *err, size_t errlen)
 		if (++n > ENGY_MS_MAX_TENSORS || !e->string[0] ||
 		    !is_hex64(e) || !plain(e->string) ||
 		    (prev && strcmp(prev->string, e->string) >= 0)) {
-			seterr(err, errlen,
-			       "tensor_roots: entry %zu's name is empty, has a control character or is not after the one before it, or its root is not 64 hex digits",
-			       n);
+			engy_seterr(
+				err, errlen,
+				"tensor_roots: entry %zu's name is empty, has a control character or is not after the one before it, or its root is not 64 hex digits",
+				n);
 			return -EINVAL;
 		}
 		prev = e;
@@ -1135,7 +1140,7 @@ static cJSON *spec_load(const char *buf, size_t len, char *err, size_t errlen)
 	cJSON *o = cJSON_ParseWithLength(buf, len);
 
 	if (!o) {
-		seterr(err, errlen, "not JSON");
+		engy_seterr(err, errlen, "not JSON");
 		return NULL;
 	}
 	if (spec_valid(o, err, errlen)) {
@@ -1172,7 +1177,7 @@ int engy_ms_spec_check(const struct engy_ms *m, const char *buf, size_t len,
 	int rc = -EBADMSG;
 
 	if (!m->built) {
-		seterr(err, errlen, "not built");
+		engy_seterr(err, errlen, "not built");
 		return -EINVAL;
 	}
 	o = spec_load(buf, len, err, errlen);
@@ -1186,9 +1191,10 @@ int engy_ms_spec_check(const struct engy_ms *m, const char *buf, size_t len,
 		goto out;
 	}
 	if (strcmp(c, m->config) != 0) {
-		seterr(err, errlen,
-		       "the config differs: the spec has %.300s, the checkpoint %.300s",
-		       c, m->config);
+		engy_seterr(
+			err, errlen,
+			"the config differs: the spec has %.300s, the checkpoint %.300s",
+			c, m->config);
 		goto out;
 	}
 	/* Both lists are sorted by name: the first difference is named. */
@@ -1202,22 +1208,25 @@ int engy_ms_spec_check(const struct engy_ms *m, const char *buf, size_t len,
 		    : i == m->n ? 1
 				: strcmp(m->mt[i].d.name, e->string);
 		if (d < 0) {
-			seterr(err, errlen,
-			       "tensor %.200s is in the checkpoint, not in the spec",
-			       m->mt[i].d.name);
+			engy_seterr(
+				err, errlen,
+				"tensor %.200s is in the checkpoint, not in the spec",
+				m->mt[i].d.name);
 			goto out;
 		}
 		if (d > 0) {
-			seterr(err, errlen,
-			       "tensor %.200s is in the spec, not in the checkpoint",
-			       e->string);
+			engy_seterr(
+				err, errlen,
+				"tensor %.200s is in the spec, not in the checkpoint",
+				e->string);
 			goto out;
 		}
 		engy_mc_hex(m->mt[i].root, 32, hex);
 		if (strcmp(hex, e->valuestring) != 0) {
-			seterr(err, errlen,
-			       "tensor %.200s differs: its root is %s, the spec's %s",
-			       e->string, hex, e->valuestring);
+			engy_seterr(
+				err, errlen,
+				"tensor %.200s differs: its root is %s, the spec's %s",
+				e->string, hex, e->valuestring);
 			goto out;
 		}
 		i++;
@@ -1228,14 +1237,15 @@ int engy_ms_spec_check(const struct engy_ms *m, const char *buf, size_t len,
 			    cJSON_GetObjectItemCaseSensitive(o, keys[k]),
 			    cJSON_GetObjectItemCaseSensitive(mine, keys[k]),
 			    true)) {
-			seterr(err, errlen, "%s differs from the checkpoint's",
-			       keys[k]);
+			engy_seterr(err, errlen,
+				    "%s differs from the checkpoint's",
+				    keys[k]);
 			goto out;
 		}
 	rc = 0;
 out:
 	if (rc == -ENOMEM)
-		seterr(err, errlen, "out of memory");
+		engy_seterr(err, errlen, "out of memory");
 	free(c);
 	cJSON_Delete(mine);
 	cJSON_Delete(o);
@@ -1302,13 +1312,13 @@ char *engy_ms_open_row(const struct engy_ms *m, const char *name, uint64_t row,
 			k = i;
 		}
 	if (!m->built || !t) {
-		seterr(err, errlen, "no committed tensor %.200s%s", name,
-		       m->built ? "" : " (not built)");
+		engy_seterr(err, errlen, "no committed tensor %.200s%s", name,
+			    m->built ? "" : " (not built)");
 		return NULL;
 	}
 	if (row >= t->n_rows) {
-		seterr(err, errlen, "%.200s has %llu rows", name,
-		       (unsigned long long)t->n_rows);
+		engy_seterr(err, errlen, "%.200s has %llu rows", name,
+			    (unsigned long long)t->n_rows);
 		return NULL;
 	}
 	rd = engy_mc_depth(t->n_rows);
@@ -1377,7 +1387,7 @@ char *engy_ms_open_row(const struct engy_ms *m, const char *name, uint64_t row,
 		goto nomem;
 	goto out;
 nomem:
-	seterr(err, errlen, "out of memory");
+	engy_seterr(err, errlen, "out of memory");
 out:
 	cJSON_Delete(o);
 	free(leaves);
@@ -1532,7 +1542,7 @@ int engy_mc_opening_parse(const char *buf, size_t len,
 	*out = o;
 	return 0;
 bad:
-	seterr(err, errlen, "opening: %s is missing or malformed", what);
+	engy_seterr(err, errlen, "opening: %s is missing or malformed", what);
 	cJSON_Delete(j);
 	engy_mc_opening_free(o);
 	return -EINVAL;
