@@ -47,7 +47,7 @@ plugin "store-sqlite" { path = "$T/gw/engy.db" }
 C
 ENGY_KEY_PEPPER=doctor-test-pepper-0123456789 "$ENGYD" -c "$T/gw.conf" 2> "$T/gw.stderr" &
 PIDS="$PIDS $!"
-wait_for "$T/gw.log" "event=ready" 20 || fail "gateway did not start: $(cat "$T/gw.log" "$T/gw.stderr")"
+wait_for "$T/gw.log" "event=ready" 60 || fail "gateway did not start: $(cat "$T/gw.log" "$T/gw.stderr")"
 WSPORT=$(sed -n 's/.*event=ws_listen addr=127.0.0.1:\([0-9]*\).*/\1/p' "$T/gw.log" | tail -1)
 [ -n "$WSPORT" ] || fail "no gateway port in $(cat "$T/gw.log")"
 GOOD_GW="ws://127.0.0.1:$WSPORT/gw"

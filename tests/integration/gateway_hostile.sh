@@ -160,7 +160,7 @@ legs_closed_after() {
 nc0=$(grep -c 'event=leg_closed ' "$T/gw.log" || true)
 node "$RAW" "$WSPORT" /gw big > "$T/big.out" 2>&1 &
 PIDS="$PIDS $!"
-wait_for "$T/big.out" "closed 0 code=1009\\|eof 0" 10 || fail "64 MiB before hello: $(cat "$T/big.out")"
+wait_for "$T/big.out" "closed 0 code=1009\\|eof 0" 60 || fail "64 MiB before hello: $(cat "$T/big.out")"
 grep -q "closed 0 code=1009" "$T/big.out" || fail "64 MiB before hello: $(cat "$T/big.out")"
 legs_closed_after "$nc0"
 ok "a 64 MiB message before the hello is refused at its header (1009), nothing buffered"
@@ -174,7 +174,7 @@ while [ "$(grep -c '^open ' "$T/idle.out" || true)" -lt 4 ]; do
 done
 node "$RAW" "$WSPORT" /gw idle 1 > "$T/fifth.out" 2>&1 &
 PIDS="$PIDS $!"
-wait_for "$T/fifth.out" "closed 0 code=1008\\|eof 0\\|refused 0" 10 || fail "a 5th leg without hello: $(cat "$T/fifth.out")"
+wait_for "$T/fifth.out" "closed 0 code=1008\\|eof 0\\|refused 0" 60 || fail "a 5th leg without hello: $(cat "$T/fifth.out")"
 grep -q "closed 0 code=1008" "$T/fifth.out" || fail "5th: $(cat "$T/fifth.out")"
 grep -q 'event=leg_refused .*reason="too many legs without a hello" max_unauthenticated=4' "$T/gw.log" ||
 	fail "no leg_refused line"

@@ -105,7 +105,7 @@ plugin "store-sqlite" { path = "$T/gw/engy.db" }
 C
 ENGY_KEY_PEPPER=operators-test-pepper-0123456789 "$ENGYD" -c "$T/gw.conf" 2> "$T/gw.stderr" &
 PIDS="$PIDS $!"
-wait_for "$T/gw.log" "event=ready" 20 || fail "gateway did not start: $(cat "$T/gw.log" "$T/gw.stderr")"
+wait_for "$T/gw.log" "event=ready" 60 || fail "gateway did not start: $(cat "$T/gw.log" "$T/gw.stderr")"
 WSPORT=$(sed -n 's/.*event=ws_listen addr=127.0.0.1:\([0-9]*\).*/\1/p' "$T/gw.log" | tail -1)
 GWURL="ws://127.0.0.1:$WSPORT/gw"
 
@@ -149,7 +149,7 @@ miner_run() {  # log-name extra-env... -- wrapper args...
 		"$MINER_SH" "$@" > "$T/$name.out" 2>&1 &
 	MPID=$!
 	PIDS="$PIDS $MPID"
-	wait_for "$T/miner.log" "event=leg_open" 30 ||
+	wait_for "$T/miner.log" "event=leg_open" 60 ||
 		fail "$name: the miner never opened a leg: $(cat "$T/miner.log" "$T/$name.out")"
 }
 miner_stop() {
@@ -164,7 +164,7 @@ line=$(grep 'event=miner_prepared' "$T/miner.log")
 case "$line" in *"model=$MODEL_ID model_root=$ROOT "*) ;; *) fail "--checkpoint was not the checkpoint: $line";; esac
 case "$line" in *"worker_name=$INS instance_id=$INS "*) ;; *) fail "--serve-url was not the serve list: $line (want $INS)";; esac
 # Our gateway denies the unregistered key: the hello reached GW.
-wait_for "$T/gw.log" "event=worker_denied" 10 || fail "the miner did not say hello to GW: $(cat "$T/gw.log")"
+wait_for "$T/gw.log" "event=worker_denied" 60 || fail "the miner did not say hello to GW: $(cat "$T/gw.log")"
 grep -q "$KEY" "$T/miner.log" "$T/gw.log" && fail "the miner key reached a log"
 miner_stop
 ok "engy-miner --checkpoint DIR --serve-url URL,URL: model_root of DIR, instance id of both serves, a hello at GW"
@@ -217,7 +217,7 @@ with open(sys.argv[2], "a", buffering=1) as f:
         f.write(s.recv(4096).decode() + "\n")
 PY
 PIDS="$PIDS $!"
-wait_for "$T/notify.log" "^listening" 10 || fail "notify socket: $(cat "$T/notify.out")"
+wait_for "$T/notify.log" "^listening" 60 || fail "notify socket: $(cat "$T/notify.out")"
 # The file unchanged; the environment, which wins over it, keeps this run
 # off the network and out of /var/lib: the provider and the chain are a
 # closed local port, the state files live here.
@@ -230,7 +230,7 @@ env $VENV NOTIFY_SOCKET="$T/notify.sock" WATCHDOG_USEC=900000000 \
 	"$VALIDATOR_SH" --env-file "$ENVF" > "$T/val.out" 2>&1 &
 VPID=$!
 PIDS="$PIDS $VPID"
-wait_for "$T/notify.log" "^WATCHDOG=1" 30 || fail "no WATCHDOG=1 after a tick: $(cat "$T/notify.log" "$T/val.log" "$T/val.out")"
+wait_for "$T/notify.log" "^WATCHDOG=1" 60 || fail "no WATCHDOG=1 after a tick: $(cat "$T/notify.log" "$T/val.log" "$T/val.out")"
 grep -q 'event=wallet wallet=default hotkey=default' "$T/val.log" || fail "the wallet names: $(cat "$T/val.log")"
 grep -q 'event=validator_start netuid=53 .*poll_s=300 ' "$T/val.log" || fail "netuid, poll_s: $(grep validator_start "$T/val.log")"
 grep -q "event=tick n=1 outcome=skipped reason=\"fetch failed" "$T/val.log" || fail "the tick: $(grep event=tick "$T/val.log")"
