@@ -17,6 +17,7 @@ int engyctl_keys(int argc, char **argv);
 int engyctl_epoch(int argc, char **argv);
 int engyctl_mkmodel(int argc, char **argv);
 int engyctl_ref(int argc, char **argv);
+int engyctl_separation(int argc, char **argv);
 int engyctl_validator(int argc, char **argv);
 int engyctl_admin(int argc, char **argv);
 int engyctl_verdicts(int argc, char **argv);
@@ -35,6 +36,9 @@ static const struct engyctl_cmd cmds[] = {
 	{ "mkmodel", "write a generated Qwen3 / Qwen3-MoE checkpoint",
 	  engyctl_mkmodel },
 	{ "ref", "run the reference engine on a checkpoint", engyctl_ref },
+	{ "separation",
+	  "measure TOPLOC's honest and cheat margins across kernel profiles",
+	  engyctl_separation },
 	{ "model-spec",
 	  "build, verify and open a checkpoint's Merkle commitment",
 	  engyctl_modelspec },

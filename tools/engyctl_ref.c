@@ -27,6 +27,7 @@
 
 struct ref_args {
 	const char *dir, *ids, *text, *chat, *hidden, *logits, *device;
+	const char *profile;
 	uint32_t gen, chunk, threads;
 	bool step, decode, ignore_eos;
 	struct q3_sampling sp;
@@ -41,6 +42,7 @@ static void usage(FILE *f)
 		"                  [--device cpu|cuda] [--temperature T] [--top-p P]\n"
 		"                  [--top-k K] [--seed S] [--ignore-eos] [--decode]\n"
 		"                  [--hidden FILE] [--logits FILE]\n"
+		"                  [--kernel-profile ref|splitk|warp32|bf16act|splitk-f32]\n"
 		"\n"
 		"Runs the reference engine: feeds the prompt in chunks of C tokens\n"
 		"(default 128; --step: one at a time), then generates up to N tokens\n"
@@ -50,7 +52,9 @@ static void usage(FILE *f)
 		"the final hidden state / logits of every position fed (prompt, then\n"
 		"each generated token but the last), little-endian float32, row\n"
 		"after row.  --chat wraps TEXT as one user turn of the checkpoint's\n"
-		"Qwen3 chat template.  Timings go to stderr.\n");
+		"Qwen3 chat template.  --kernel-profile computes in another\n"
+		"summation order or activation precision (specs/checkpoints.md,\n"
+		"\"Kernel profiles\"; default ref).  Timings go to stderr.\n");
 }
 
 static double now(void)
@@ -312,6 +316,8 @@ static int parse_args(int argc, char **argv, struct ref_args *a)
 			a->logits = v;
 		else if (strcmp(o, "--device") == 0)
 			a->device = v;
+		else if (strcmp(o, "--kernel-profile") == 0)
+			a->profile = v;
 		else if (strcmp(o, "--generate") == 0 && !parse_u32(v, &a->gen))
 			continue;
 		else if (strcmp(o, "--chunk") == 0 &&
@@ -369,6 +375,10 @@ int engyctl_ref(int argc, char **argv)
 	if (engy_q3_sampling_check(&a.sp, &why))
 		return engyctl_fail("ref: %s", why);
 	lo.threads = a.threads;
+	if (a.profile && (lo.profile = engy_q3_profile_parse(a.profile)) < 0)
+		return engyctl_fail(
+			"ref: --kernel-profile '%s': ref, splitk, warp32, bf16act or splitk-f32",
+			a.profile);
 	if (a.device && strcmp(a.device, "cpu") && strcmp(a.device, "cuda"))
 		return engyctl_fail("ref: --device '%s': cpu or cuda",
 				    a.device);

@@ -436,6 +436,65 @@ float engy_mm_dot(const float *a, const float *b, size_t n)
 	return y;
 }
 
+/* ---- Kernel profiles (matmul.h): one output element at a time ---- */
+
+static inline float wat(const void *w, int wt, size_t k)
+{
+	return wt == MM_BF16 ? bf16f(((const uint16_t *)w)[k])
+			     : ((const float *)w)[k];
+}
+
+/* Eight lanes over [k0, k1), then the lanes added left to right. */
+static float slice8(const float *a, const void *b, int wt, size_t k0, size_t k1)
+{
+	float l[8] = { 0 }, s = 0;
+	size_t k;
+	int i;
+
+	for (k = k0; k + 8 <= k1; k += 8)
+		for (i = 0; i < 8; i++)
+			l[i] = l[i] + a[k + i] * wat(b, wt, k + i);
+	for (i = 0; k + (size_t)i < k1; i++)
+		l[i] = l[i] + a[k + i] * wat(b, wt, k + i);
+	for (i = 0; i < 8; i++)
+		s = s + l[i];
+	return s;
+}
+
+static float dot_splitk(const float *a, const void *b, int wt, size_t n)
+{
+	/* Slices of a multiple of 8 elements; the last takes the rest. */
+	size_t len = (n + MM_SPLITK_SLICES - 1) / MM_SPLITK_SLICES, k0, k1;
+	float p[MM_SPLITK_SLICES];
+	int s;
+
+	len = (len + 7) / 8 * 8;
+	for (s = 0; s < MM_SPLITK_SLICES; s++) {
+		k0 = (size_t)s * len < n ? (size_t)s * len : n;
+		k1 = k0 + len < n ? k0 + len : n;
+		p[s] = slice8(a, b, wt, k0, k1);
+	}
+	return (p[0] + p[1]) + (p[2] + p[3]);
+}
+
+static float dot_warp32(const float *a, const void *b, int wt, size_t n)
+{
+	float l[32] = { 0 };
+	size_t k;
+	int i, off;
+
+	for (k = 0; k + 32 <= n; k += 32)
+		for (i = 0; i < 32; i++)
+			l[i] = l[i] + a[k + i] * wat(b, wt, k + i);
+	for (i = 0; k + (size_t)i < n; i++)
+		l[i] = l[i] + a[k + i] * wat(b, wt, k + i);
+	/* Lane i takes lane i + off, as __shfl_down_sync does. */
+	for (off = 16; off; off /= 2)
+		for (i = 0; i < off; i++)
+			l[i] = l[i] + l[i + off];
+	return l[0];
+}
+
 #define COLS_PER_TASK 16
 #define MAX_PARTS     512
 
@@ -444,7 +503,25 @@ struct mm_job {
 	size_t n_parts;
 	size_t first[MAX_PARTS + 1]; /* first task of each part */
 	block_fn k;
+	int profile; /* enum mm_profile */
 };
+
+static void profile_cols(const struct mm_job *j, const struct mm_part *pt,
+			 size_t c0, size_t c1)
+{
+	size_t r, c;
+
+	for (r = 0; r < pt->n; r++)
+		for (c = c0; c < c1; c++) {
+			const float *x = pt->x + r * pt->in;
+			const void *w = WROW(pt->w, pt->wt, c, pt->in);
+
+			pt->y[r * pt->out + c] =
+				j->profile == MM_PROFILE_SPLITK
+					? dot_splitk(x, w, pt->wt, pt->in)
+					: dot_warp32(x, w, pt->wt, pt->in);
+		}
+}
 
 static void mm_task(void *arg, size_t task, unsigned thread)
 {
@@ -464,6 +541,10 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 	pt = &j->parts[lo];
 	c0 = (task - j->first[lo]) * COLS_PER_TASK;
 	c1 = c0 + COLS_PER_TASK < pt->out ? c0 + COLS_PER_TASK : pt->out;
+	if (j->profile != MM_PROFILE_REF) {
+		profile_cols(j, pt, c0, c1);
+		return;
+	}
 	for (r = 0; r < pt->n; r += 2) {
 		int R = pt->n - r >= 2 ? 2 : 1;
 
@@ -480,12 +561,20 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 void engy_mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
 			  size_t n_parts)
 {
+	engy_mm_matmul_batch_profile(p, parts, n_parts, MM_PROFILE_REF);
+}
+
+void engy_mm_matmul_batch_profile(struct mm_pool *p,
+				  const struct mm_part *parts, size_t n_parts,
+				  int profile)
+{
 	struct mm_job j;
 	size_t i, tasks = 0, k = 0;
 
 	j.k = kernel();
+	j.profile = profile;
 	while (n_parts > MAX_PARTS) {
-		engy_mm_matmul_batch(p, parts, MAX_PARTS);
+		engy_mm_matmul_batch_profile(p, parts, MAX_PARTS, profile);
 		parts += MAX_PARTS;
 		n_parts -= MAX_PARTS;
 	}

@@ -58,6 +58,37 @@ struct mm_part {
 void engy_mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
 			  size_t n_parts);
 
+/*
+ * Kernel profiles: alternative summation orders of the same products, as
+ * other hardware computes them (specs/checkpoints.md, "Kernel profiles").
+ * Each keeps the row independence above; only MM_PROFILE_REF is the
+ * order the auditor recomputes with.  The alternatives use separate
+ * multiply and add (no fused multiply-add), so they give the same bits on
+ * every CPU.
+ *
+ * MM_PROFILE_REF     eight lanes striding over k, the tree above (default)
+ * MM_PROFILE_SPLITK  split-K: k cut into 4 contiguous slices, each summed
+ *                    on its own (8 lanes, lanes added left to right), the
+ *                    4 partials added as a pairwise tree: a split-K GEMM
+ * MM_PROFILE_WARP32  32 lanes striding over k reduced by a butterfly
+ *                    (offsets 16, 8, 4, 2, 1): a warp-per-output GEMV
+ */
+enum mm_profile {
+	MM_PROFILE_REF = 0,
+	MM_PROFILE_SPLITK,
+	MM_PROFILE_WARP32,
+};
+
+#define MM_SPLITK_SLICES 4
+
+/*
+ * engy_mm_matmul_batch_profile() - engy_mm_matmul_batch() summing in the
+ * order of @profile (MM_PROFILE_REF is engy_mm_matmul_batch() itself).
+ */
+void engy_mm_matmul_batch_profile(struct mm_pool *p,
+				  const struct mm_part *parts, size_t n_parts,
+				  int profile);
+
 /* engy_mm_dot() - the same dot product as one element of engy_mm_matmul(). */
 float engy_mm_dot(const float *a, const float *b, size_t n);
 

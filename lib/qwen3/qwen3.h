@@ -56,10 +56,31 @@ enum q3_device {
 	Q3_DEVICE_CUDA,
 };
 
+/*
+ * Kernel profiles (specs/checkpoints.md, "Kernel profiles"): the same
+ * model computed in the summation order or activation precision of other
+ * hardware, so an honest miner's numbers need not be the auditor's bits.
+ * Q3_PROFILE_REF is the order the auditor recomputes with.
+ */
+enum q3_profile {
+	Q3_PROFILE_REF = 0, /* 8-lane dot products, float32 activations */
+	Q3_PROFILE_SPLITK,  /* split-K matmuls, bf16 activations: a GPU GEMM */
+	Q3_PROFILE_WARP32,  /* warp-reduced matmuls, bf16 activations: a GEMV */
+	Q3_PROFILE_BF16ACT, /* the ref matmuls, bf16 activations */
+	Q3_PROFILE_SPLITK_F32, /* split-K matmuls, float32 activations */
+	Q3_PROFILE_MAX
+};
+
+/* "ref", "splitk", "warp32", "bf16act", "splitk-f32"; NULL out of range. */
+const char *engy_q3_profile_name(int profile);
+/* The profile called @name, or -1. */
+int engy_q3_profile_parse(const char *name);
+
 struct q3_load_opts {
 	unsigned threads; /* 0: every online CPU */
 	int device;	  /* enum q3_device */
 	bool naive;	  /* textbook one-thread matmul (a bench baseline) */
+	int profile;	  /* enum q3_profile; CPU only, not with naive */
 };
 
 /*
@@ -129,7 +150,9 @@ int engy_q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
 int engy_q3_logits(struct q3_model *m, const float *hidden, size_t n,
 		   float *logits);
 
-/* Where matmuls run: "cpu avx2+fma x2 threads", "cuda". */
+/* Where matmuls run: "cpu avx2+fma x2", "cpu splitk x2", "cuda". */
 const char *engy_q3_model_device(const struct q3_model *m);
+/* The model's enum q3_profile. */
+int engy_q3_model_profile(const struct q3_model *m);
 
 #endif /* Q3_QWEN3_H */

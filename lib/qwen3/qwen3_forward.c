@@ -110,8 +110,13 @@ void engy_q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
 						pt[i].out, pt[i].y))
 				engy_mm_matmul_batch(m->pool, &pt[i], 1);
 	} else {
-		engy_mm_matmul_batch(m->pool, pt, n);
+		engy_mm_matmul_batch_profile(m->pool, pt, n,
+					     engy_q3_mm_order(m));
 	}
+	/* A bf16 GEMM writes bf16 (lm_head's logits stay float32). */
+	if (engy_q3_bf16act(m) && layer >= 0)
+		for (i = 0; i < n; i++)
+			engy_q3_bf16_round(pt[i].y, pt[i].n * pt[i].out);
 	if (m->hook)
 		for (i = 0; i < n; i++)
 			if (pt[i].n)
@@ -142,6 +147,22 @@ static void rmsnorm(float *out, const float *x, const float *w, size_t d,
 		out[i] = w[i] * (x[i] * inv);
 }
 
+void engy_q3_bf16_round(float *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t u;
+
+		memcpy(&u, &v[i], sizeof(u));
+		if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFFu))
+			u = (u | 0x400000u) & 0xFFFF0000u; /* quiet NaN */
+		else
+			u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+		memcpy(&v[i], &u, sizeof(u));
+	}
+}
+
 float engy_q3_silu(float x)
 {
 	return x / (1.0f + expf(-x));
@@ -165,6 +186,8 @@ void engy_q3_mlp_run(struct q3_model *m, int layer, const char *pre,
 	engy_q3_mm_batch(m, layer, names, gu, 2);
 	for (i = 0; i < ni; i++)
 		g[i] = silu(g[i]) * u[i];
+	if (engy_q3_bf16act(m))
+		engy_q3_bf16_round(g, ni);
 	engy_q3_mm(m, layer, dname, g, n, mlp->down, mlp->inter, h, y);
 }
 
@@ -273,6 +296,8 @@ static int layer_forward(struct fwd *f)
 
 	for (r = 0; r < f->n; r++)
 		rmsnorm(f->xn + r * h, f->x + r * h, l->in_norm, h, c->eps);
+	if (engy_q3_bf16act(m))
+		engy_q3_bf16_round(f->xn, f->n * h);
 	{
 		static const char *const names[3] = { "q_proj", "k_proj",
 						      "v_proj" };
@@ -286,11 +311,17 @@ static int layer_forward(struct fwd *f)
 	}
 	qk_prepare(f);
 	engy_mm_pool_run(m->pool, attn_task, f, f->n * c->n_heads);
+	if (engy_q3_bf16act(m))
+		engy_q3_bf16_round(f->att, f->n * qd);
 	engy_q3_mm(m, L, "o_proj", f->att, f->n, l->wo, qd, h, f->tmp);
 	for (i = 0; i < f->n * h; i++)
 		f->x[i] += f->tmp[i];
+	if (engy_q3_bf16act(m))
+		engy_q3_bf16_round(f->x, f->n * h);
 	for (r = 0; r < f->n; r++)
 		rmsnorm(f->xn + r * h, f->x + r * h, l->post_norm, h, c->eps);
+	if (engy_q3_bf16act(m))
+		engy_q3_bf16_round(f->xn, f->n * h);
 	if (c->sparse[L]) {
 		rc = engy_q3_moe(m, L, f->xn, f->n, f->tmp);
 		if (rc)
@@ -301,6 +332,8 @@ static int layer_forward(struct fwd *f)
 	}
 	for (i = 0; i < f->n * h; i++)
 		f->x[i] += f->tmp[i];
+	if (engy_q3_bf16act(m))
+		engy_q3_bf16_round(f->x, f->n * h);
 	return 0;
 }
 

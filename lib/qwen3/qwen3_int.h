@@ -42,6 +42,7 @@ struct q3_model {
 	void *hook_arg;
 	struct q3_cuda *cuda;
 	bool naive;
+	int profile; /* enum q3_profile */
 	char device[64];
 };
 
@@ -77,6 +78,31 @@ void engy_q3_mlp_run(struct q3_model *m, int layer, const char *name_prefix,
 		     float *g, float *u, float *y);
 
 float engy_q3_silu(float x);
+
+/* bf16 activations: round @n floats to bf16 (nearest, ties to even). */
+void engy_q3_bf16_round(float *v, size_t n);
+
+/* Whether @m keeps its activations in bf16 (splitk, warp32, bf16act). */
+static inline bool engy_q3_bf16act(const struct q3_model *m)
+{
+	return m->profile == Q3_PROFILE_SPLITK ||
+	       m->profile == Q3_PROFILE_WARP32 ||
+	       m->profile == Q3_PROFILE_BF16ACT;
+}
+
+/* The enum mm_profile of @m's matmuls. */
+static inline int engy_q3_mm_order(const struct q3_model *m)
+{
+	switch (m->profile) {
+	case Q3_PROFILE_SPLITK:
+	case Q3_PROFILE_SPLITK_F32:
+		return MM_PROFILE_SPLITK;
+	case Q3_PROFILE_WARP32:
+		return MM_PROFILE_WARP32;
+	default:
+		return MM_PROFILE_REF;
+	}
+}
 
 /* CUDA (matmul_cuda.cu); stubs refuse when built without it. */
 int engy_q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,

@@ -454,6 +454,20 @@ int engy_q3_model_load(const char *dir, const struct q3_load_opts *o,
 	for (i = 0; i < ld.n_st; i++)
 		engy_st_close(ld.st[i]);
 	free(ld.st);
+	if (!rc && o && (o->profile < 0 || o->profile >= Q3_PROFILE_MAX)) {
+		snprintf(err, errlen, "kernel profile %d is unknown",
+			 o->profile);
+		rc = -EINVAL;
+	}
+	if (!rc && o && o->profile &&
+	    (o->device == Q3_DEVICE_CUDA || o->naive)) {
+		snprintf(err, errlen,
+			 "kernel profile %s runs on the CPU kernels only",
+			 engy_q3_profile_name(o->profile));
+		rc = -EINVAL;
+	}
+	if (!rc && o)
+		m->profile = o->profile;
 	if (!rc && o && o->device == Q3_DEVICE_CUDA)
 		rc = engy_q3_cuda_open(&m->cuda, m->device, sizeof(m->device),
 				       err, errlen);
@@ -470,7 +484,9 @@ int engy_q3_model_load(const char *dir, const struct q3_load_opts *o,
 			snprintf(m->device, sizeof(m->device), "cpu naive x1");
 		else if (!m->cuda)
 			snprintf(m->device, sizeof(m->device), "cpu %s x%u",
-				 engy_mm_kernel_name(), threads);
+				 m->profile ? engy_q3_profile_name(m->profile)
+					    : engy_mm_kernel_name(),
+				 threads);
 	}
 	if (rc) {
 		engy_q3_model_free(m);
@@ -529,4 +545,33 @@ void engy_q3_model_set_hook(struct q3_model *m, q3_hook_fn fn, void *arg)
 const char *engy_q3_model_device(const struct q3_model *m)
 {
 	return m->device;
+}
+
+int engy_q3_model_profile(const struct q3_model *m)
+{
+	return m->profile;
+}
+
+static const char *const profile_names[Q3_PROFILE_MAX] = {
+	[Q3_PROFILE_REF] = "ref",
+	[Q3_PROFILE_SPLITK] = "splitk",
+	[Q3_PROFILE_WARP32] = "warp32",
+	[Q3_PROFILE_BF16ACT] = "bf16act",
+	[Q3_PROFILE_SPLITK_F32] = "splitk-f32",
+};
+
+const char *engy_q3_profile_name(int profile)
+{
+	return profile >= 0 && profile < Q3_PROFILE_MAX ? profile_names[profile]
+							: NULL;
+}
+
+int engy_q3_profile_parse(const char *name)
+{
+	int i;
+
+	for (i = 0; name && i < Q3_PROFILE_MAX; i++)
+		if (!strcmp(name, profile_names[i]))
+			return i;
+	return -1;
 }

@@ -169,6 +169,8 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 	engy_q3_mm_batch(m, layer, names, parts, na);
 	for (r = 0; r < nk * I; r++)
 		ge[r] = engy_q3_silu(ge[r]) * ue[r];
+	if (engy_q3_bf16act(m))
+		engy_q3_bf16_round(ge, nk * I);
 	for (e = 0, na = 0; e < E; e++) {
 		size_t cnt = off[e + 1] - off[e];
 

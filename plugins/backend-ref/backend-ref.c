@@ -28,6 +28,7 @@ struct ref_conf {
 	const char *checkpoint;
 	const char *device;
 	const char *name;
+	const char *kernel_profile;
 	int64_t threads;
 	int64_t max_context;
 	int64_t max_batch;
@@ -46,6 +47,10 @@ static const struct engy_opt ref_opts[] = {
 	  "where matmuls run: cpu, or cuda (needs a --with-cuda build and a GPU)" },
 	{ "name", ENGY_OPT_STR, 0, OFF(name), NULL, NULL, 0, 0,
 	  "served model name (default: the checkpoint directory's name)" },
+	{ "kernel_profile", ENGY_OPT_STR, 0, OFF(kernel_profile), "ref",
+	  "ENGY_REF_KERNEL_PROFILE", 0, 0,
+	  "summation order and activation precision (specs/checkpoints.md): "
+	  "ref (the auditor's), splitk, warp32, bf16act or splitk-f32" },
 	{ "threads", ENGY_OPT_INT, 0, OFF(threads), "0", "ENGY_REF_THREADS", 0,
 	  1024,
 	  "compute threads for matmuls and attention (0: every online CPU)" },
@@ -84,6 +89,16 @@ static int ref_create(const struct engy_host *host, const void *conf,
 			"event=config_invalid option=device reason=\"cpu or cuda\"");
 		return -EINVAL;
 	}
+	if (c->kernel_profile &&
+	    (engy_q3_profile_parse(c->kernel_profile) < 0 ||
+	     (engy_q3_profile_parse(c->kernel_profile) != Q3_PROFILE_REF &&
+	      c->device && !strcmp(c->device, "cuda")))) {
+		engy_err(host,
+			 "event=config_invalid option=kernel_profile "
+			 "reason=\"ref, splitk, warp32, bf16act or splitk-f32; "
+			 "only ref with device cuda\"");
+		return -EINVAL;
+	}
 #ifndef HAVE_CUDA
 	if (c->device && !strcmp(c->device, "cuda")) {
 		engy_err(
@@ -111,6 +126,9 @@ static int ref_create(const struct engy_host *host, const void *conf,
 	snprintf(r->name, sizeof(r->name), "%.127s",
 		 c->name && *c->name ? c->name : base);
 	r->lo.threads = (unsigned)c->threads;
+	r->lo.profile = c->kernel_profile
+				? engy_q3_profile_parse(c->kernel_profile)
+				: Q3_PROFILE_REF;
 	r->lo.device = c->device && !strcmp(c->device, "cuda") ? Q3_DEVICE_CUDA
 							       : Q3_DEVICE_CPU;
 	r->max_ctx = c->max_context ? (uint32_t)c->max_context : r->cfg.max_pos;

@@ -271,6 +271,7 @@ START_TEST(test_descriptor)
 	ck_assert_str_eq(opt("max_queue")->def, "64");
 	ck_assert_str_eq(opt("max_context")->def, "0");
 	ck_assert_str_eq(opt("prefill_chunk")->def, "128");
+	ck_assert_str_eq(opt("kernel_profile")->def, "ref");
 	for (o = plug->opts; o->name; o++)
 		ck_assert(o->help && *o->help);
 }
@@ -533,6 +534,64 @@ START_TEST(test_cancel)
 END_TEST
 
 /* Three requests decoded together give what each gives alone. */
+/*
+ * kernel_profile is per instance: two instances on one checkpoint, ref and
+ * splitk, in one process, give rows that differ bitwise but stay close
+ * (the same model in another summation order, bf16 activations), and the
+ * load line names the profile; unknown names, and a profile other than
+ * ref on CUDA, are refused at create.
+ */
+START_TEST(test_kernel_profile)
+{
+	struct engy_host *h = fake_host_new("ref0");
+	char *dir = tiny_model(false, 1, 0);
+	struct engy_gen_params q = params(prompt, NPROMPT, 6);
+	struct inst a, b;
+	struct col ra, rb;
+	void *c, *p = NULL;
+	size_t i;
+	double d = 0;
+
+	load();
+	c = conf_new(dir);
+	set_str(c, "kernel_profile", "fast");
+	ck_assert_int_eq(plug->create(h, c, &p), -EINVAL);
+	ck_assert_ptr_nonnull(
+		strstr(fake_host_log(h), "option=kernel_profile"));
+	set_str(c, "kernel_profile", "splitk");
+	set_str(c, "device", "cuda");
+	ck_assert_int_eq(plug->create(h, c, &p), -EINVAL);
+	free(c);
+	fake_host_free(h);
+
+	a = start(dir, 1, 0, true);
+	ck_assert_ptr_nonnull(strstr(fake_host_log(a.h), "device=\"cpu "));
+	ck_assert_ptr_null(strstr(fake_host_log(a.h), "splitk"));
+	b.h = fake_host_new("ref1");
+	b.conf = conf_new(dir);
+	set_int(b.conf, "threads", 2);
+	set_str(b.conf, "kernel_profile", "splitk");
+	ck_assert_int_eq(plug->create(b.h, b.conf, &b.p), 0);
+	ck_assert_int_eq(plug->start(b.p), 0);
+	run_loop(NULL);
+	ck_assert_ptr_nonnull(
+		strstr(fake_host_log(b.h), "device=\"cpu splitk x2\""));
+	gen(&a, &q, &ra);
+	gen(&b, &q, &rb);
+	ck_assert_uint_eq(ra.n, 6);
+	ck_assert_uint_eq(rb.n, 6);
+	ck_assert(memcmp(ra.rows, rb.rows, sizeof(ra.rows)) != 0);
+	/* The prompt's last row: the same inputs, only the kernels differ. */
+	for (i = 0; i < H; i++)
+		d = fmax(d, fabs((double)ra.rows[0][i] - rb.rows[0][i]) /
+				    (fabs(ra.rows[0][i]) + 1));
+	ck_assert_msg(d < 0.05, "the first row differs by %g", d);
+	finish(&a);
+	finish(&b);
+	rm_model(dir);
+}
+END_TEST
+
 START_TEST(test_batch_equals_solo)
 {
 	char *dir = tiny_model(true, 6, 0);
@@ -741,6 +800,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_sampling_seeded);
 	tcase_add_test(tc, test_cancel);
 	tcase_add_test(tc, test_batch_equals_solo);
+	tcase_add_test(tc, test_kernel_profile);
 	tcase_add_test(tc, test_stop_eos_context);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_sync_host);

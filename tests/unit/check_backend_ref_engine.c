@@ -18,6 +18,7 @@
 
 #include "matmul.h"
 #include "qwen3.h"
+#include "qwen3_int.h"
 #include "ref_testlib.h"
 #include "sampler.h"
 
@@ -286,6 +287,274 @@ END_TEST
 START_TEST(test_paths_moe)
 {
 	paths_identical(true);
+}
+END_TEST
+
+/*
+ * Kernel profiles (matmul.h): each alternative summation order is within
+ * the float32 error bound of the float64 product, n * 2^-23 * sum |x w|
+ * (an independent bound: any order of n rounded additions of rounded
+ * products), keeps a row's result independent of its batch and of the
+ * thread count, and on a typical input (in >= 64) differs bitwise from
+ * the ref order somewhere, which is the point of having it.  The bf16act
+ * matmul (the ref kernel on bf16-rounded inputs, its output rounded to
+ * bf16, as qwen3_forward.c runs it) adds 2^-8 (|y| + sum |x w|): one bf16
+ * rounding of each input and of the output.
+ */
+START_TEST(test_profile_kernels)
+{
+	static const size_t shapes[][3] = { { 1, 1, 1 },    { 1, 7, 3 },
+					    { 3, 37, 9 },   { 4, 64, 64 },
+					    { 2, 128, 48 }, { 3, 512, 40 },
+					    { 2, 1536, 24 } };
+	/* The three orders, then bf16act (-1). */
+	static const int profiles[] = { MM_PROFILE_REF, MM_PROFILE_SPLITK,
+					MM_PROFILE_WARP32, -1 };
+	uint64_t s = 7;
+	unsigned t;
+	size_t k, i, j, c;
+	int pi;
+
+	for (t = 1; t <= 3; t += 2) {
+		struct mm_pool *p = engy_mm_pool_new(t);
+
+		for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+			size_t n = shapes[k][0], in = shapes[k][1],
+			       out = shapes[k][2];
+			float *x = malloc(n * in * 4), *y = malloc(n * out * 4);
+			float *yr = malloc(n * out * 4), *y1 = malloc(out * 4);
+			float *xb = malloc(n * in * 4);
+			uint16_t *wb = malloc(out * in * 2);
+			double *y64 = malloc(n * out * sizeof(double));
+			double *mag = malloc(n * out * sizeof(double));
+
+			for (i = 0; i < n * in; i++)
+				x[i] = frand(&s);
+			memcpy(xb, x, n * in * 4);
+			engy_q3_bf16_round(xb, n * in);
+			for (i = 0; i < out * in; i++) {
+				float f = frand(&s);
+				uint32_t u;
+
+				memcpy(&u, &f, 4);
+				wb[i] = (uint16_t)(u >> 16);
+			}
+			for (i = 0; i < n; i++)
+				for (c = 0; c < out; c++) {
+					double a = 0, m = 0;
+
+					for (j = 0; j < in; j++) {
+						uint32_t u =
+							(uint32_t)wb[c * in + j]
+							<< 16;
+						float w;
+						double pr;
+
+						memcpy(&w, &u, 4);
+						pr = (double)x[i * in + j] * w;
+						a += pr;
+						m += fabs(pr);
+					}
+					y64[i * out + c] = a;
+					mag[i * out + c] = m;
+				}
+			for (pi = 0; pi < 4; pi++) {
+				int bf = profiles[pi] < 0,
+				    mp = bf ? MM_PROFILE_REF : profiles[pi];
+				const float *xi = bf ? xb : x;
+				struct mm_part part = { xi, wb,	 y,	 n,
+							in, out, MM_BF16 };
+
+				engy_mm_matmul_batch_profile(p, &part, 1, mp);
+				if (bf)
+					engy_q3_bf16_round(y, n * out);
+				for (i = 0; i < n * out; i++)
+					ck_assert_msg(
+						fabs(y[i] - y64[i]) <=
+							(double)in * ldexp(1, -23) *
+									mag[i] +
+								(bf ? ldexp(1,
+									    -8) *
+										 (fabs(y64[i]) +
+										  mag[i])
+								    : 0),
+						"profile %d %zux%zux%zu [%zu]: "
+						"%.9g vs %.9g",
+						profiles[pi], n, in, out, i,
+						y[i], y64[i]);
+				for (i = 0; i < n; i++) {
+					struct mm_part one = { xi + i * in, wb,
+							       y1,	    1,
+							       in,	    out,
+							       MM_BF16 };
+
+					engy_mm_matmul_batch_profile(p, &one, 1,
+								     mp);
+					if (bf)
+						engy_q3_bf16_round(y1, out);
+					ck_assert(memcmp(y1, y + i * out,
+							 out * 4) == 0);
+				}
+				if (profiles[pi] == MM_PROFILE_REF)
+					memcpy(yr, y, n * out * 4);
+				else if (in >= 64)
+					ck_assert_msg(
+						memcmp(yr, y, n * out * 4) != 0,
+						"profile %d equals ref on "
+						"%zux%zux%zu",
+						profiles[pi], n, in, out);
+			}
+			free(x);
+			free(xb);
+			free(y);
+			free(yr);
+			free(y1);
+			free(wb);
+			free(y64);
+			free(mag);
+		}
+		engy_mm_pool_free(p);
+	}
+}
+END_TEST
+
+/* The bf16act matmul: q_proj's input and output as the hook sees them. */
+struct bf16_seen {
+	float *in, *out;
+	size_t rows, in_dim, out_dim;
+};
+
+static void bf16_hook(void *arg, int layer, const char *name, const float *in,
+		      size_t rows, size_t in_dim, const float *out,
+		      size_t out_dim)
+{
+	struct bf16_seen *b = arg;
+
+	if (layer != 0 || strcmp(name, "q_proj") || b->in)
+		return;
+	b->in = malloc(rows * in_dim * 4);
+	b->out = malloc(rows * out_dim * 4);
+	memcpy(b->in, in, rows * in_dim * 4);
+	memcpy(b->out, out, rows * out_dim * 4);
+	b->rows = rows;
+	b->in_dim = in_dim;
+	b->out_dim = out_dim;
+}
+
+static int bf16_exact(const float *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t u;
+
+		memcpy(&u, &v[i], 4);
+		if (u & 0xFFFFu)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Every profile, whole model: names round-trip, prefill equals decode
+ * bit for bit (the row independence an honest miner and its own KV cache
+ * need), the hidden states differ bitwise from ref but stay within 5% RMS
+ * of them (measured: 0.4% dense, 3.6% MoE, where a bf16 router logit can
+ * flip an expert; splitk-f32 1.5e-7; INT4 weights are 8.7-9.7%): a
+ * profile is the same model, not noise.  bf16act's matmuls
+ * take and give bf16-exact activations.  Profiles are CPU only.
+ */
+static void profiles_model(bool moe)
+{
+	char *dir = tiny_model(moe, 3, 0);
+	struct q3_load_opts lo = { .threads = 2 };
+	struct q3_model *m, *mr;
+	uint32_t ids[NP];
+	float *ref, *all, *step;
+	size_t i, H;
+	int p;
+
+	ck_assert_msg(engy_q3_model_load(dir, &lo, &mr, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_int_eq(engy_q3_model_profile(mr), Q3_PROFILE_REF);
+	H = engy_q3_model_config(mr)->hidden;
+	for (i = 0; i < NP; i++)
+		ids[i] = (uint32_t)((i * 131 + 7) %
+				    engy_q3_model_config(mr)->vocab);
+	ref = feed(mr, ids, NP, 0);
+	for (p = 0; p < Q3_PROFILE_MAX; p++) {
+		double d2 = 0, r2 = 0;
+
+		ck_assert_int_eq(engy_q3_profile_parse(engy_q3_profile_name(p)),
+				 p);
+		lo.profile = p;
+		ck_assert_msg(
+			engy_q3_model_load(dir, &lo, &m, err, sizeof(err)) == 0,
+			"%s", err);
+		ck_assert_int_eq(engy_q3_model_profile(m), p);
+		all = feed(m, ids, NP, 0);
+		step = feed(m, ids, NP, 1);
+		ck_assert(memcmp(all, step, NP * H * 4) == 0);
+		for (i = 0; i < NP * H; i++) {
+			d2 += ((double)all[i] - ref[i]) *
+			      ((double)all[i] - ref[i]);
+			r2 += (double)ref[i] * ref[i];
+		}
+		if (p == Q3_PROFILE_REF)
+			ck_assert(memcmp(all, ref, NP * H * 4) == 0);
+		else
+			ck_assert_msg(memcmp(all, ref, NP * H * 4) != 0 &&
+					      sqrt(d2 / r2) < 0.05,
+				      "%s: relative RMS %g",
+				      engy_q3_profile_name(p), sqrt(d2 / r2));
+		if (p == Q3_PROFILE_BF16ACT) {
+			struct bf16_seen b = { 0 };
+			struct q3_seq *sq = engy_q3_seq_new(m, 64);
+			struct q3_row r[4];
+			float *h4 = malloc(4 * H * 4);
+
+			for (i = 0; i < 4; i++)
+				r[i] = (struct q3_row){ sq, ids[i] };
+			engy_q3_model_set_hook(m, bf16_hook, &b);
+			ck_assert_int_eq(engy_q3_forward(m, r, 4, h4), 0);
+			ck_assert_ptr_nonnull(b.in);
+			ck_assert(bf16_exact(b.in, b.rows * b.in_dim));
+			ck_assert(bf16_exact(b.out, b.rows * b.out_dim));
+			free(h4);
+			engy_q3_seq_free(sq);
+			free(b.in);
+			free(b.out);
+		}
+		free(all);
+		free(step);
+		engy_q3_model_free(m);
+	}
+	/* No profile but ref on the naive path (nor on CUDA). */
+	lo.profile = Q3_PROFILE_SPLITK;
+	lo.naive = true;
+	ck_assert_int_eq(engy_q3_model_load(dir, &lo, &m, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "CPU kernels only"));
+	lo.naive = false;
+	lo.profile = Q3_PROFILE_MAX;
+	ck_assert_int_eq(engy_q3_model_load(dir, &lo, &m, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_int_eq(engy_q3_profile_parse("fast"), -1);
+	ck_assert_ptr_null(engy_q3_profile_name(-1));
+	free(ref);
+	engy_q3_model_free(mr);
+	rm_model(dir);
+}
+
+START_TEST(test_profiles_dense)
+{
+	profiles_model(false);
+}
+END_TEST
+
+START_TEST(test_profiles_moe)
+{
+	profiles_model(true);
 }
 END_TEST
 
@@ -596,6 +865,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_sampler);
 	tcase_add_test(tc, test_paths_dense);
 	tcase_add_test(tc, test_paths_moe);
+	tcase_add_test(tc, test_profile_kernels);
+	tcase_add_test(tc, test_profiles_dense);
+	tcase_add_test(tc, test_profiles_moe);
 	tcase_add_test(tc, test_hook);
 	tcase_add_test(tc, test_forward_errors);
 	tcase_add_test(tc, test_load_refusals);
