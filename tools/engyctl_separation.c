@@ -6,7 +6,8 @@
  *   engyctl separation --checkpoint DIR --cheat DIR
  *                      [--profiles P,P,...] [--requests N] [--cheats M]
  *                      [--generate G] [--topk K] [--dbs B]
- *                      [--max-mismatches V] [--min-pass P] [--seed S]
+ *                      [--max-mismatches V] [--min-pass P]
+ *                      [--max-mant-mean M] [--seed S]
  *
  * Each honest request i runs on profile i mod |profiles| of the canonical
  * checkpoint, each cheat request on the cheat checkpoint (ref profile):
@@ -16,11 +17,13 @@
  * does (skip_prefill, decode_batching_size B).  The verifier is the
  * auditor's (specs/auditor.md §2): the canonical checkpoint on the ref
  * profile prefills prompt ‖ output[:-1], and engy_toploc_verify_rows()
- * judges the proofs under V and P.  One line per profile and one for the
+ * judges the proofs under V and P (and M, a chunk's mantissa mean limit,
+ * when given: the verifier plugin's max_mant_mean).  One line per profile and one for the
  * cheat give the verdicts and the statistics the auditor records
  * (exponent mismatches per chunk, the request's P99 chunk score
  * exp_p99/K, mantissa mean and median); the last four lines give the
- * margins (honest maximum, cheat minimum).  Exit status 0 whatever the verdicts (the caller judges).
+ * margins (honest maximum, cheat minimum).  Exit status 0 whatever the
+ * verdicts (the caller judges).
  */
 #include <errno.h>
 #include <math.h>
@@ -38,7 +41,7 @@
 struct sep_args {
 	const char *dir, *cheat, *profiles;
 	uint64_t requests, cheats, gen, topk, dbs, v, seed;
-	double p;
+	double p, mant_mean;
 };
 
 /* What one group (a profile, or the cheat) saw. */
@@ -58,7 +61,8 @@ static void usage(FILE *f)
 		"usage: engyctl separation --checkpoint DIR --cheat DIR\n"
 		"                          [--profiles P,P,...] [--requests N] [--cheats M]\n"
 		"                          [--generate G] [--topk K] [--dbs B]\n"
-		"                          [--max-mismatches V] [--min-pass P] [--seed S]\n"
+		"                          [--max-mismatches V] [--min-pass P]\n"
+		"                          [--max-mant-mean M] [--seed S]\n"
 		"\n"
 		"Runs N honest requests spread over the kernel profiles (default\n"
 		"ref,splitk,warp32,bf16act,splitk-f32) on the canonical checkpoint\n"
@@ -66,7 +70,8 @@ static void usage(FILE *f)
 		"prompt and G (default 32) greedy tokens, proves their hidden rows\n"
 		"and verifies them as the auditor does (a ref-profile prefill of the\n"
 		"canonical checkpoint, TOPLOC with V mismatches per chunk and a pass\n"
-		"ratio P; defaults 128, 32, 8, 0.99).  Prints per group the verdicts\n"
+		"ratio P, a chunk's mantissa mean at most M when given; defaults\n"
+		"128, 32, 8, 0.99, unchecked).  Prints per group the verdicts\n"
 		"and statistics, then the margins.\n");
 }
 
@@ -109,6 +114,9 @@ static int parse_args(int argc, char **argv, struct sep_args *a)
 		else if (!strcmp(o, "--min-pass")) {
 			a->p = strtod(v, &end);
 			bad = !*v || *end || !(a->p >= 0 && a->p <= 1);
+		} else if (!strcmp(o, "--max-mant-mean")) {
+			a->mant_mean = strtod(v, &end);
+			bad = !*v || *end || !(a->mant_mean > 0);
 		} else
 			bad = 1;
 		if (bad)
@@ -299,8 +307,8 @@ static int one(const struct sep_args *a, struct q3_model *gm,
 	const struct q3_config *c = engy_q3_model_config(am);
 	struct engy_toploc_params p = { (uint32_t)a->topk, (uint32_t)a->dbs,
 					true };
-	struct engy_proof_limits lim = { sizeof(lim), (uint32_t)a->v, a->p, 0,
-					 0 };
+	struct engy_proof_limits lim = { sizeof(lim), (uint32_t)a->v, a->p,
+					 a->mant_mean, 0 };
 	struct engy_toploc_report rep = { 0 };
 	uint32_t prompt[20], out[4096];
 	size_t np = 4 + xorshift(rng) % 16, i, n = 0;
