@@ -4,15 +4,18 @@
 #   ./scripts/devnet.sh          run until Ctrl-C (paste the printed curl)
 #   ./scripts/devnet.sh --once   exit after printing the table
 #
-# Starts a gateway (etc/devnet/gateway.conf), an honest miner
-# (miner-ref.conf: backend-ref on the canonical checkpoint), an INT4-cheat
-# miner (miner-int4.conf: the --quant int4 copy, claiming the canonical
-# root through the miner's model_root option) and an auditor
+# Starts a gateway (etc/devnet/gateway.conf), two honest miners
+# (miner-ref.conf, miner-ref2.conf: backend-ref on the canonical checkpoint
+# on the splitk and warp32 kernel profiles, so their numbers are not the
+# auditor's bits), an INT4-cheat miner (miner-int4.conf: the --quant int4
+# copy, claiming the canonical root through the miner's model_root option)
+# and an auditor
 # (auditor.conf); generates the models on first run; sends buyer traffic
 # through the OpenAI API; once the auditor has closed the epoch, starts
 # the light validator (validator.conf) on chain-dev, the dev chain, which
 # fetches the signed epoch from the auditor's provider API and sets the
-# weights; and prints each miner's P99 TOPLOC score and verdict, the closed
+# weights; and prints each miner's kernel profile, P99 TOPLOC score, largest
+# exponent mismatches and mantissa mean of a chunk, and verdict, the closed
 # epoch's signed weights, the weights as they landed on the dev chain and
 # a curl to chat with the gateway.  Progress goes to stderr, the table to
 # stdout.  Everything lives under var/devnet/ (models and keys are kept
@@ -25,8 +28,8 @@
 # (tiny|small: the model), ENGY_PEERS (npm peers with openai; else curl),
 # ENGY_DEVNET_THEN (a command run after the table while the network is up,
 # with DEVNET_PROVIDER, DEVNET_GATEWAY, DEVNET_TEE_TOKEN, DEVNET_STATE,
-# DEVNET_EPOCH and DEVNET_HONEST/DEVNET_CHEAT (hotkeys) set; its failure
-# fails the devnet).
+# DEVNET_EPOCH and DEVNET_HONEST/DEVNET_HONEST2/DEVNET_CHEAT (hotkeys)
+# set; its failure fails the devnet).
 # Exit status: 0 done, 1 failed, 3 a role this tree lacks (not ready).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +38,7 @@ ONCE=0
 for a in "$@"; do
 	case $a in
 	--once) ONCE=1 ;;
-	-h | --help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "devnet: unknown argument $a (--once, --help)" >&2; exit 2 ;;
 	esac
 done
@@ -110,9 +113,10 @@ RUN="$STATE/run"
 LOGS="$STATE/logs"
 PLUG="$STATE/plugins"
 rm -rf "$RUN" "$LOGS" "$PLUG" "$STATE/gateway" "$STATE/auditor" "$STATE/miner-honest" \
-	"$STATE/miner-int4" "$STATE/validator" "$STATE/chain"
+	"$STATE/miner-honest-2" "$STATE/miner-int4" "$STATE/validator" "$STATE/chain"
 mkdir -p "$RUN" "$LOGS" "$PLUG" "$STATE/models" "$STATE/keys" "$STATE/gateway" \
-	"$STATE/auditor" "$STATE/miner-honest" "$STATE/miner-int4" "$STATE/validator" \
+	"$STATE/auditor" "$STATE/miner-honest" "$STATE/miner-honest-2" "$STATE/miner-int4" \
+	"$STATE/validator" \
 	"$STATE/chain" "$STATE/wallets/devnet/hotkeys"
 for so in "$BUILD"/plugins/*/.libs/*.so; do
 	[ -f "$so" ] && ln -sf "$so" "$PLUG/"
@@ -120,12 +124,13 @@ done
 
 # configs: etc/devnet's, with this state dir and port 0 (the ports are read
 # from the logs)
-for c in gateway miner-ref miner-int4 auditor validator; do
+for c in gateway miner-ref miner-ref2 miner-int4 auditor validator; do
 	[ -f "etc/devnet/$c.conf" ] || die "etc/devnet/$c.conf is missing"
 	sed -e "s#\./var/devnet#$STATE#g" -e 's#127\.0\.0\.1:80[0-9][0-9]#127.0.0.1:0#g' \
 		"etc/devnet/$c.conf" > "$RUN/$c.conf"
 done
 mv "$RUN/miner-ref.conf" "$RUN/honest.conf"
+mv "$RUN/miner-ref2.conf" "$RUN/honest-2.conf"
 mv "$RUN/miner-int4.conf" "$RUN/int4-cheat.conf"
 # models, generated once
 mk() {  # dir [--quant int4]
@@ -152,23 +157,25 @@ ROOT=$(
 # keys, made once: the auditor's master hotkey, the two miners' hotkeys and
 # the validator's (a wallet hotkey: wallets/devnet/hotkeys/validator)
 VKEY="$STATE/wallets/devnet/hotkeys/validator"
-for k in master honest int4-cheat "$VKEY"; do
+for k in master honest honest-2 int4-cheat "$VKEY"; do
 	case $k in /*) f=$k ;; *) f="$STATE/keys/$k" ;; esac
 	[ -f "$f" ] || "$ENGYCTL" keys new --out "$f" > /dev/null || die "keys new $k"
 done
 ss58() { "$ENGYCTL" keys show "$1" | sed -n 's/^ss58Address: //p' | head -1; }
 MASTER=$(ss58 "$STATE/keys/master")
 H_HONEST=$(ss58 "$STATE/keys/honest")
+H_HONEST2=$(ss58 "$STATE/keys/honest-2")
 H_CHEAT=$(ss58 "$STATE/keys/int4-cheat")
 H_VAL=$(ss58 "$VKEY")
-[ -n "$MASTER" ] && [ -n "$H_HONEST" ] && [ -n "$H_CHEAT" ] && [ -n "$H_VAL" ] || die "keys show"
+[ -n "$MASTER" ] && [ -n "$H_HONEST" ] && [ -n "$H_HONEST2" ] && [ -n "$H_CHEAT" ] &&
+	[ -n "$H_VAL" ] || die "keys show"
 # the dev chain's subnet, uid = line: the owner (the auditor burns to the
 # master hotkey), the validator, then the miners as the auditor names them
-printf '%s  # owner\n%s  # validator\n%s  # honest\n%s  # int4-cheat\n' \
-	"$MASTER" "$H_VAL" "$H_HONEST" "$H_CHEAT" > "$STATE/chain/hotkeys.txt"
-UIDNAMES=(owner validator honest int4-cheat)
+printf '%s  # owner\n%s  # validator\n%s  # honest\n%s  # int4-cheat\n%s  # honest-2\n' \
+	"$MASTER" "$H_VAL" "$H_HONEST" "$H_CHEAT" "$H_HONEST2" > "$STATE/chain/hotkeys.txt"
+UIDNAMES=(owner validator honest int4-cheat honest-2)
 ready=1
-for c in gateway honest int4-cheat auditor validator; do
+for c in gateway honest honest-2 int4-cheat auditor validator; do
 	if ! out=$(ENGY_PLUGIN_DIR="$PLUG" "$ENGYD" -t -c "$RUN/$c.conf" 2>&1); then
 		ready=0
 		say "etc/devnet/$c.conf is not ready in this tree:"
@@ -194,9 +201,10 @@ A accounts create devnet-buyer > /dev/null || die "accounts create"
 A topup devnet-buyer 10 > /dev/null || die "topup"
 KEY=$(A keys create devnet-buyer 2>/dev/null) || die "keys create"
 MK_HONEST=$(A miners register "$H_HONEST" --label honest 2>/dev/null) || die "register honest"
+MK_HONEST2=$(A miners register "$H_HONEST2" --label honest-2 2>/dev/null) || die "register honest-2"
 MK_CHEAT=$(A miners register "$H_CHEAT" --label int4-cheat 2>/dev/null) || die "register cheat"
 V=$(tr -d ' \t\n' < etc/devnet/model-spec.json | sed -n 's/.*"toploc_v":\([0-9]*\).*/\1/p')
-say "store: model $MODEL (root ${ROOT:0:16}…, TOPLOC v=$V of 128, p=0.99), a buyer with \$10, two miners"
+say "store: model $MODEL (root ${ROOT:0:16}…, TOPLOC v=$V of 128, p=0.99), a buyer with \$10, three miners"
 
 # --- the network ----------------------------------------------------------------
 start gateway ENGY_TEE_TOKEN="$TEE_TOKEN"
@@ -219,11 +227,21 @@ say "auditor: ${EPOCH_S} s epochs, provider API on $API, master hotkey $MASTER"
 
 start honest GW="ws://127.0.0.1:$WSPORT/gw" MINER_KEY="$MK_HONEST"
 wait_log honest "event=admit" 60
+start honest-2 GW="ws://127.0.0.1:$WSPORT/gw" MINER_KEY="$MK_HONEST2"
+wait_log honest-2 "event=admit" 60
 start int4-cheat GW="ws://127.0.0.1:$WSPORT/gw" MINER_KEY="$MK_CHEAT" ENGY_MODEL_ROOT="$ROOT"
 wait_log int4-cheat "event=admit" 60
-grep -q "event=miner_prepared .*model_root=$ROOT " "$LOGS/honest.log" ||
-	die "the honest miner's root is not $ROOT: $(grep miner_prepared "$LOGS/honest.log")"
-say "miners admitted: honest (canonical $CKPT_DTYPE), int4-cheat (INT4 weights claiming the canonical root)"
+for n in honest honest-2; do
+	grep -q "event=miner_prepared .*model_root=$ROOT " "$LOGS/$n.log" ||
+		die "the $n miner's root is not $ROOT: $(grep miner_prepared "$LOGS/$n.log")"
+done
+# a miner's kernel profile, as its config names it (ref when it does not)
+profile() {
+	local p
+	p=$(sed -n 's/^ *kernel_profile *= *"\([a-z0-9-]*\)".*/\1/p' "$RUN/$1.conf" | head -1)
+	echo "${p:-ref}"
+}
+say "miners admitted: honest (canonical $CKPT_DTYPE, $(profile honest) kernels), honest-2 (canonical $CKPT_DTYPE, $(profile honest-2) kernels), int4-cheat (INT4 weights claiming the canonical root)"
 
 # --- buyer traffic, inside one epoch ---------------------------------------------------
 # The requests and their verdicts must fall in the same epoch: start with
@@ -271,19 +289,37 @@ else
 	BUYER="curl"
 fi
 grep -q "^ok=$NREQ\$" "$LOGS/buyer.out" || die "buyer traffic: $(tail -3 "$LOGS/buyer.out")"
+# both honest miners serve: a prompt's prefix picks its worker
+# (specs/gateway.md, "Routing"), so a miner no answer reached gets more
+# requests, each with a new prefix (at most 40)
+SENT=$NREQ
+served() { A log tail -n 100000 | grep -c " worker=$1 status=200 " || true; }
+for n in honest honest-2; do
+	i=0
+	while [ "$(served $n)" = 0 ]; do
+		[ $i -lt 40 ] || die "$n: none of $SENT buyer requests reached it"
+		curl -sf -o /dev/null "$BASE/v1/chat/completions" -H "Authorization: Bearer $KEY" \
+			-H 'Content-Type: application/json' \
+			-d "{\"model\":\"$MODEL\",\"max_tokens\":24,\"messages\":[{\"role\":\"user\",\"content\":\"$SENT more: say something.\"}]}" ||
+			die "buyer request $SENT failed"
+		SENT=$((SENT + 1))
+		i=$((i + 1))
+	done
+done
 say "$NREQ answers ($BUYER); the auditor pulls every commitment from the gateway's tee"
+[ $SENT = $NREQ ] || say "$((SENT - NREQ)) more (curl), so that each honest miner served"
 
 # every response audited
 i=0
-while [ "$(grep -c 'event=verdict ' "$LOGS/auditor.log" || true)" -lt "$NREQ" ]; do
+while [ "$(grep -c 'event=verdict ' "$LOGS/auditor.log" || true)" -lt "$SENT" ]; do
 	i=$((i + 1))
-	[ $i -le 1200 ] || die "verdicts: $(grep -c 'event=verdict ' "$LOGS/auditor.log" || true) of $NREQ"
+	[ $i -le 1200 ] || die "verdicts: $(grep -c 'event=verdict ' "$LOGS/auditor.log" || true) of $SENT"
 	sleep 0.1
 done
 late=$(( $(date +%s) / EPOCH_S ))
 [ "$late" = "$E" ] || say "warning: the verdicts ran into epoch $late"
 left=$(((E + 1) * EPOCH_S + 3 - $(date +%s)))
-say "$NREQ verdicts; epoch $E closes in ${left} s"
+say "$SENT verdicts; epoch $E closes in ${left} s"
 wait_log auditor "event=epoch_closed epoch=$E " $((left + 60))
 curl -sf "$API/epoch/$E" > "$RUN/payload.json" || die "GET $API/epoch/$E"
 "$ENGYCTL" epoch verify --ss58 "$MASTER" --netuid 53 --payload "$RUN/payload.json" > /dev/null 2>&1 &&
@@ -293,7 +329,7 @@ curl -sf "$API/epoch/$E" > "$RUN/payload.json" || die "GET $API/epoch/$E"
 CHAIN="$STATE/chain/weights.jsonl"
 start validator ENGY_SN53_API="http://127.0.0.1:$APORT" ENGY_SN53_MASTER_HOTKEY="$MASTER" \
 	ENGY_DEV_CHAIN_HOTKEYS="$STATE/chain/hotkeys.txt"
-say "validator: $H_VAL on chain-dev (uids: owner 0, validator 1, honest 2, int4-cheat 3), provider $API"
+say "validator: $H_VAL on chain-dev (uids: owner 0, validator 1, honest 2, int4-cheat 3, honest-2 4), provider $API"
 i=0
 while ! grep -q 'outcome=submitted ' "$LOGS/validator.log"; do
 	i=$((i + 1))
@@ -312,11 +348,11 @@ BLOCK=$(echo "$LANDED" | sed -n 's/.*"block":\([0-9]*\).*/\1/p')
 CUIDS=($(echo "$LANDED" | sed -n 's/.*"uids":\[\([0-9,]*\)\].*/\1/p' | tr ',' ' '))
 CWS=($(echo "$LANDED" | sed -n 's/.*"weights":\[\([0-9,]*\)\].*/\1/p' | tr ',' ' '))
 [ ${#CUIDS[@]} = ${#CWS[@]} ] && [ ${#CUIDS[@]} -gt 0 ] || die "the chain's line: $LANDED"
-CH_honest=0 CH_int4_cheat=0 OTHERS=""
+CH_honest=0 CH_honest_2=0 CH_int4_cheat=0 OTHERS=""
 for ((i = 0; i < ${#CUIDS[@]}; i++)); do
 	n=${UIDNAMES[${CUIDS[i]}]:-uid${CUIDS[i]}}
 	case $n in
-	honest | int4-cheat) eval "CH_${n//-/_}=${CWS[i]}" ;;
+	honest | honest-2 | int4-cheat) eval "CH_${n//-/_}=${CWS[i]}" ;;
 	*) OTHERS="$OTHERS, $n (uid ${CUIDS[i]}) ${CWS[i]}" ;;
 	esac
 done
@@ -328,8 +364,8 @@ weight_of() {  # hotkey -> its weight in the signed result_json (0 when absent)
 		grep -o "\\\\\"$1\\\\\",[0-9]*" | sed 's/.*,//' | head -1)
 	echo "${w:-0}"
 }
-row() {  # name hotkey checkpoint
-	local req scores n r p99 cheats verd
+row() {  # name hotkey checkpoint profile
+	local req scores n r p99 cheats verd emax mmean
 	req=$(grep -c " worker=$1 status=200 " "$RUN/requests.txt" || true)
 	grep "event=verdict .* miner=$2 " "$LOGS/auditor.log" > "$RUN/v-$1" || true
 	n=$(wc -l < "$RUN/v-$1")
@@ -337,28 +373,36 @@ row() {  # name hotkey checkpoint
 	r=$(((99 * n + 99) / 100))
 	p99=$(echo "$scores" | sed -n "${r}p")
 	[ -z "$p99" ] || p99=$(awk -v x="$p99" 'BEGIN { printf "%.3f", x }')
+	# the largest chunk's exponent mismatches and mantissa mean over its verdicts
+	emax=$(sed -n 's/.* exp_max=\([0-9]*\).*/\1/p' "$RUN/v-$1" | sort -n | tail -1)
+	mmean=$(sed -n 's/.* mant_mean_max=\([0-9.]*\).*/\1/p' "$RUN/v-$1" | sort -n | tail -1)
 	cheats=$(grep -c " verdict=cheat " "$RUN/v-$1" || true)
 	# the cheat gate (specs/scoring.md): cheat verdicts over 1% of those rendered
 	verd=pass
 	[ $((cheats * 100)) -gt "$n" ] && verd=cheat
 	[ "$n" = 0 ] && verd=unaudited
-	printf '%-14s %-11s %-9s %-8s %-17s %s\n' "$1" "$3" "$req" "$n" "${p99:--}" "$verd"
+	printf '%-14s %-11s %-11s %-9s %-8s %-17s %-8s %-10s %s\n' "$1" "$3" "$4" "$req" "$n" \
+		"${p99:--}" "${emax:--}" "${mmean:--}" "$verd"
 	eval "VERDICT_${1//-/_}=$verd"
 }
 WH=$(weight_of "$H_HONEST")
+WH2=$(weight_of "$H_HONEST2")
 WC=$(weight_of "$H_CHEAT")
-if [ "$CH_honest" = "$WH" ] && [ "$CH_int4_cheat" = "$WC" ] && [ -z "$OTHERS" ]; then
+if [ "$CH_honest" = "$WH" ] && [ "$CH_honest_2" = "$WH2" ] && [ "$CH_int4_cheat" = "$WC" ] &&
+	[ -z "$OTHERS" ]; then
 	MATCH="matches the signed epoch"
 else
 	MATCH="DIFFERS FROM THE SIGNED EPOCH"
 fi
 {
 	echo
-	printf '%-14s %-11s %-9s %-8s %-17s %s\n' miner checkpoint requests audited "p99 toploc score" verdict
-	row honest "$H_HONEST" "$CKPT_DTYPE"
-	row int4-cheat "$H_CHEAT" int4
-	echo "epoch $E weights: honest $WH, int4-cheat $WC   (signed by $MASTER; $VERIFIED)"
-	echo "dev chain: set_weights by $H_VAL at block $BLOCK: honest (uid 2) $CH_honest, int4-cheat (uid 3) $CH_int4_cheat$OTHERS   ($MATCH)"
+	printf '%-14s %-11s %-11s %-9s %-8s %-17s %-8s %-10s %s\n' miner checkpoint profile \
+		requests audited "p99 toploc score" "exp max" "mant mean" verdict
+	row honest "$H_HONEST" "$CKPT_DTYPE" "$(profile honest)"
+	row honest-2 "$H_HONEST2" "$CKPT_DTYPE" "$(profile honest-2)"
+	row int4-cheat "$H_CHEAT" int4 "$(profile int4-cheat)"
+	echo "epoch $E weights: honest $WH, honest-2 $WH2, int4-cheat $WC   (signed by $MASTER; $VERIFIED)"
+	echo "dev chain: set_weights by $H_VAL at block $BLOCK: honest (uid 2) $CH_honest, int4-cheat (uid 3) $CH_int4_cheat, honest-2 (uid 4) $CH_honest_2$OTHERS   ($MATCH)"
 	echo "chat with the gateway:"
 	echo "  curl -s $BASE/v1/chat/completions -H 'Authorization: Bearer $KEY' -H 'Content-Type: application/json' -d '{\"model\":\"$MODEL\",\"messages\":[{\"role\":\"user\",\"content\":\"Hello\"}]}'"
 	echo "provider API: curl -s $API/epoch/latest"
@@ -371,7 +415,8 @@ fi
 if [ -n "${ENGY_DEVNET_THEN:-}" ]; then
 	say "running ENGY_DEVNET_THEN"
 	DEVNET_PROVIDER="http://127.0.0.1:$APORT" DEVNET_GATEWAY="$BASE" DEVNET_TEE_TOKEN="$TEE_TOKEN" \
-		DEVNET_STATE="$STATE" DEVNET_EPOCH="$E" DEVNET_HONEST="$H_HONEST" DEVNET_CHEAT="$H_CHEAT" \
+		DEVNET_STATE="$STATE" DEVNET_EPOCH="$E" DEVNET_HONEST="$H_HONEST" \
+		DEVNET_HONEST2="$H_HONEST2" DEVNET_CHEAT="$H_CHEAT" \
 		sh -c "$ENGY_DEVNET_THEN" >&2 || die "ENGY_DEVNET_THEN failed"
 fi
 if [ $ONCE = 1 ]; then

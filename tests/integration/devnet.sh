@@ -1,14 +1,17 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The README's first command, shortened: scripts/devnet.sh --once with
-# this build, a state dir of its own and 12 s epochs.  A gateway, an
-# honest miner, an INT4-cheat miner claiming the canonical root and an
-# auditor on 127.0.0.1, then the light validator on chain-dev; buyer
-# traffic through the OpenAI SDK; the table: the honest miner passes with
-# P99 score 0, the cheat is caught, the closed epoch's signed weights give
-# the cheat 0 and the payload verifies; the validator submits that epoch
-# and the weights on the dev chain (chain-dev's file, read here by uid)
-# are the signed epoch's, the cheat's 0; and nothing is left running.
+# this build, a state dir of its own and 12 s epochs.  A gateway, two
+# honest miners on the splitk and warp32 kernel profiles (their numbers
+# are not the auditor's ref bits), an INT4-cheat miner claiming the
+# canonical root and an auditor on 127.0.0.1, then the light validator on
+# chain-dev; buyer traffic through the OpenAI SDK; the table: each honest
+# miner names its profile and passes with TOPLOC statistics above zero
+# (mantissa mean > 0) and a P99 score at most v/topk, the cheat is caught,
+# the closed epoch's signed weights give the cheat 0 and the honest
+# miners all of it, and the payload verifies; the validator submits that
+# epoch and the weights on the dev chain (chain-dev's file, read here by
+# uid) are the signed epoch's, the cheat's 0; and nothing is left running.
 . "$(dirname "$0")/lib.sh"
 
 command -v node >/dev/null || skip_or_fail "no node"
@@ -26,20 +29,33 @@ cat "$T/out"
 [ $rc = 0 ] || fail "devnet.sh exit $rc: $(tail -15 "$T/err")"
 ok "scripts/devnet.sh --once ran ($(grep -c '^devnet: ' "$T/err") progress lines on stderr)"
 
-grep -Eq '^honest +bf16 +[1-9][0-9]* +[1-9][0-9]* +0\.000 +pass$' "$T/out" ||
-	fail "honest row: $(cat "$T/out")"
-ok "honest: served, every response audited, P99 TOPLOC score 0.000, pass"
+V=$(tr -d ' \t\n' < "$top_srcdir/etc/devnet/model-spec.json" | sed -n 's/.*"toploc_v":\([0-9]*\).*/\1/p')
+[ -n "$V" ] || fail "no toploc_v in etc/devnet/model-spec.json"
+# columns: miner checkpoint profile requests audited p99 exp-max mant-mean verdict
+for m in honest:splitk honest-2:warp32; do
+	n=${m%%:*}
+	line=$(grep "^$n " "$T/out") || fail "no $n row: $(cat "$T/out")"
+	echo "$line" | grep -Eq "^$n +bf16 +${m#*:} +[1-9][0-9]* +[1-9][0-9]* +[0-9.]+ +[0-9]+ +[0-9.]+ +pass\$" ||
+		fail "$n row: $line"
+	set -- $line
+	awk -v s="$6" -v mm="$8" -v v="$V" 'BEGIN { exit !(s <= v / 128 && mm > 0) }' ||
+		fail "$n: P99 score $6 (v $V), mantissa mean $8"
+	ok "$n on ${m#*:}: served, every response audited, pass; not bit-identical: P99 score $6, exp max $7, mantissa mean $8"
+done
 line=$(grep '^int4-cheat ' "$T/out") || fail "no cheat row"
-echo "$line" | grep -Eq '^int4-cheat +int4 +[1-9][0-9]* +[1-9][0-9]* +0\.[0-9]+ +cheat$' ||
+echo "$line" | grep -Eq '^int4-cheat +int4 +ref +[1-9][0-9]* +[1-9][0-9]* +0\.[0-9]+ +[0-9]+ +[0-9.]+ +cheat$' ||
 	fail "cheat row: $line"
-s=$(echo "$line" | awk '{ print $5 }')
-awk -v s="$s" 'BEGIN { exit !(s > 8 / 128) }' || fail "cheat score $s is not above v/topk"
-ok "int4-cheat: served, audited, P99 score $s above the spec's 8/128, caught"
-grep -Eq '^epoch [0-9]+ weights: honest 65535, int4-cheat 0 .*payload verifies\)$' "$T/out" ||
+s=$(echo "$line" | awk '{ print $6 }')
+awk -v s="$s" -v v="$V" 'BEGIN { exit !(s > v / 128) }' || fail "cheat score $s is not above v/topk"
+ok "int4-cheat: served, audited, P99 score $s above the spec's $V/128, caught"
+wl=$(grep -E '^epoch [0-9]+ weights: honest [0-9]+, honest-2 [0-9]+, int4-cheat 0 .*payload verifies\)$' "$T/out") ||
 	fail "weights: $(grep weights "$T/out")"
-ok "the closed epoch's signed weights: honest 65535, the cheat 0; the payload verifies"
+w1=$(echo "$wl" | sed -n 's/.* honest \([0-9]*\),.*/\1/p'); w2=$(echo "$wl" | sed -n 's/.* honest-2 \([0-9]*\),.*/\1/p')
+[ $((w1 + w2)) -ge 65534 ] && [ $((w1 + w2)) -le 65535 ] && [ "$w1" -gt 0 ] && [ "$w2" -gt 0 ] ||
+	fail "honest weights $w1 + $w2: $wl"
+ok "the closed epoch's signed weights: honest $w1, honest-2 $w2, the cheat 0; the payload verifies"
 E=$(sed -n 's/^epoch \([0-9]*\) weights: .*/\1/p' "$T/out")
-grep -Eq '^dev chain: set_weights by 5[1-9A-HJ-NP-Za-km-z]{47} at block [0-9]+: honest \(uid 2\) 65535, int4-cheat \(uid 3\) 0 +\(matches the signed epoch\)$' "$T/out" ||
+grep -Eq "^dev chain: set_weights by 5[1-9A-HJ-NP-Za-km-z]{47} at block [0-9]+: honest \\(uid 2\\) $w1, int4-cheat \\(uid 3\\) 0, honest-2 \\(uid 4\\) $w2 +\\(matches the signed epoch\\)\$" "$T/out" ||
   fail "dev chain line: $(grep '^dev chain' "$T/out")"
 grep -q "event=tick n=1 outcome=submitted epoch=$E source=payload standby=no " "$T/devnet/logs/validator.log" ||
   fail "the validator did not submit epoch $E first: $(grep 'outcome=' "$T/devnet/logs/validator.log")"
@@ -68,9 +84,10 @@ while read -r hk _; do
   [ "$cw" = "$sw" ] || fail "uid $uid ($hk): $cw on the dev chain, $sw in the signed epoch ($line)"
   uid=$((uid + 1))
 done < "$hk_file"
-[ "$uid" = 4 ] || fail "the subnet has $uid hotkeys: $(cat "$hk_file")"
-[ "$(chain_w 2)" = 65535 ] && [ "$(chain_w 3)" = 0 ] || fail "honest/cheat on the dev chain: $line"
-ok "the validator set epoch $E's weights on the dev chain: each uid's weight is the signed epoch's (honest 65535, the cheat 0)"
+[ "$uid" = 5 ] || fail "the subnet has $uid hotkeys: $(cat "$hk_file")"
+[ "$(chain_w 2)" = "$w1" ] && [ "$(chain_w 4)" = "$w2" ] && [ "$(chain_w 3)" = 0 ] ||
+	fail "honest/cheat on the dev chain: $line"
+ok "the validator set epoch $E's weights on the dev chain: each uid's weight is the signed epoch's (honest $w1, honest-2 $w2, the cheat 0)"
 grep -q "curl -s http://127.0.0.1:[0-9]*/v1/chat/completions -H 'Authorization: Bearer sk-engy-" "$T/out" ||
 	fail "no curl line"
 ok "a curl to chat with the gateway is printed"
