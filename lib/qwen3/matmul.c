@@ -444,16 +444,24 @@ static inline float wat(const void *w, int wt, size_t k)
 			     : ((const float *)w)[k];
 }
 
-/* Eight lanes over [k0, k1), then the lanes added left to right. */
+/* Eight lanes over [k0, k1), then the lanes added left to right.  The
+ * vector adds are lane-wise, so these are the scalar loops' very bits. */
 static float slice8(const float *a, const void *b, int wt, size_t k0, size_t k1)
 {
-	float l[8] = { 0 }, s = 0;
+	v8 acc = { 0 }, xv, wv;
+	float l[8], s = 0;
 	size_t k;
 	int i;
 
-	for (k = k0; k + 8 <= k1; k += 8)
-		for (i = 0; i < 8; i++)
-			l[i] = l[i] + a[k + i] * wat(b, wt, k + i);
+	for (k = k0; k + 8 <= k1; k += 8) {
+		LD8(xv, a + k);
+		if (wt == MM_BF16)
+			gen_loadw(&wv, b, MM_BF16, k);
+		else
+			gen_loadw(&wv, b, MM_F32, k);
+		acc = acc + xv * wv;
+	}
+	memcpy(l, &acc, sizeof(l));
 	for (i = 0; k + (size_t)i < k1; i++)
 		l[i] = l[i] + a[k + i] * wat(b, wt, k + i);
 	for (i = 0; i < 8; i++)
@@ -479,13 +487,21 @@ static float dot_splitk(const float *a, const void *b, int wt, size_t n)
 
 static float dot_warp32(const float *a, const void *b, int wt, size_t n)
 {
-	float l[32] = { 0 };
+	v8 acc[4] = { { 0 } }, xv, wv;
+	float l[32];
 	size_t k;
 	int i, off;
 
 	for (k = 0; k + 32 <= n; k += 32)
-		for (i = 0; i < 32; i++)
-			l[i] = l[i] + a[k + i] * wat(b, wt, k + i);
+		for (i = 0; i < 4; i++) {
+			LD8(xv, a + k + 8 * i);
+			if (wt == MM_BF16)
+				gen_loadw(&wv, b, MM_BF16, k + 8 * i);
+			else
+				gen_loadw(&wv, b, MM_F32, k + 8 * i);
+			acc[i] = acc[i] + xv * wv;
+		}
+	memcpy(l, acc, sizeof(l));
 	for (i = 0; k + (size_t)i < n; i++)
 		l[i] = l[i] + a[k + i] * wat(b, wt, k + i);
 	/* Lane i takes lane i + off, as __shfl_down_sync does. */
