@@ -42,7 +42,7 @@ static void usage(FILE *f)
 		"                  [--device cpu|cuda] [--temperature T] [--top-p P]\n"
 		"                  [--top-k K] [--seed S] [--ignore-eos] [--decode]\n"
 		"                  [--hidden FILE] [--logits FILE]\n"
-		"                  [--kernel-profile ref|splitk|warp32|bf16act|splitk-f32]\n"
+		"                  [--kernel-profile PROFILE]\n"
 		"\n"
 		"Runs the reference engine: feeds the prompt in chunks of C tokens\n"
 		"(default 128; --step: one at a time), then generates up to N tokens\n"
@@ -53,8 +53,9 @@ static void usage(FILE *f)
 		"each generated token but the last), little-endian float32, row\n"
 		"after row.  --chat wraps TEXT as one user turn of the checkpoint's\n"
 		"Qwen3 chat template.  --kernel-profile computes in another\n"
-		"summation order or activation precision (specs/checkpoints.md,\n"
-		"\"Kernel profiles\"; default ref).  Timings go to stderr.\n");
+		"summation order or activation precision: ref (default), splitk,\n"
+		"warp32, bf16act, splitk-f32, fp8-bf16 (specs/checkpoints.md,\n"
+		"\"Kernel profiles\").  Timings go to stderr.\n");
 }
 
 static double now(void)
@@ -377,7 +378,7 @@ int engyctl_ref(int argc, char **argv)
 	lo.threads = a.threads;
 	if (a.profile && (lo.profile = engy_q3_profile_parse(a.profile)) < 0)
 		return engyctl_fail(
-			"ref: --kernel-profile '%s': ref, splitk, warp32, bf16act or splitk-f32",
+			"ref: --kernel-profile '%s': ref, splitk, warp32, bf16act, splitk-f32 or fp8-bf16",
 			a.profile);
 	if (a.device && strcmp(a.device, "cpu") && strcmp(a.device, "cuda"))
 		return engyctl_fail("ref: --device '%s': cpu or cuda",

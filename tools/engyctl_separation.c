@@ -416,7 +416,8 @@ int engyctl_separation(int argc, char **argv)
 			free(list);
 			return engyctl_fail(
 				"separation: --profiles: '%s' is not a profile "
-				"(ref, splitk, warp32, bf16act, splitk-f32), or "
+				"(ref, splitk, warp32, bf16act, splitk-f32, "
+				"fp8-bf16), or "
 				"one too many",
 				tok);
 		}

@@ -82,12 +82,13 @@ float engy_q3_silu(float x);
 /* bf16 activations: round @n floats to bf16 (nearest, ties to even). */
 void engy_q3_bf16_round(float *v, size_t n);
 
-/* Whether @m keeps its activations in bf16 (splitk, warp32, bf16act). */
+/* Whether @m keeps its activations in bf16 (all but ref and splitk-f32). */
 static inline bool engy_q3_bf16act(const struct q3_model *m)
 {
 	return m->profile == Q3_PROFILE_SPLITK ||
 	       m->profile == Q3_PROFILE_WARP32 ||
-	       m->profile == Q3_PROFILE_BF16ACT;
+	       m->profile == Q3_PROFILE_BF16ACT ||
+	       m->profile == Q3_PROFILE_FP8_BF16;
 }
 
 /* The enum mm_profile of @m's matmuls. */

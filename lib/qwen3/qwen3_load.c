@@ -184,10 +184,15 @@ static int linear(struct loader *ld, const char *prefix, uint64_t rows,
 				 n1);
 			return -EINVAL;
 		}
-		return engy_st_dequant_fp8(
+		rc = engy_st_dequant_fp8(
 			w, s,
 			ld->m->cfg.quant_block ? ld->m->cfg.quant_block : 128,
 			p, ld->err, ld->errlen);
+		/* fp8-bf16: the weight a GPU without FP8 GEMMs multiplies,
+		 * q x scale rounded to bf16 (specs/checkpoints.md §4.1). */
+		if (!rc && ld->m->profile == Q3_PROFILE_FP8_BF16)
+			engy_q3_bf16_round(p, (size_t)rows * cols);
+		return rc;
 	}
 	return float_tensor(ld, w, p);
 }
@@ -444,6 +449,9 @@ int engy_q3_model_load(const char *dir, const struct q3_load_opts *o,
 		return -ENOMEM;
 	pthread_mutex_init(&m->mu, NULL);
 	ld.m = m;
+	if (o && o->profile > 0 && o->profile < Q3_PROFILE_MAX)
+		m->profile =
+			o->profile; /* checked below; the loader reads it */
 	rc = engy_q3_config_load(dir, &m->cfg, err, errlen);
 	if (!rc)
 		rc = open_shards(&ld, dir);
@@ -558,6 +566,7 @@ static const char *const profile_names[Q3_PROFILE_MAX] = {
 	[Q3_PROFILE_WARP32] = "warp32",
 	[Q3_PROFILE_BF16ACT] = "bf16act",
 	[Q3_PROFILE_SPLITK_F32] = "splitk-f32",
+	[Q3_PROFILE_FP8_BF16] = "fp8-bf16",
 };
 
 const char *engy_q3_profile_name(int profile)

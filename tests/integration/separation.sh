@@ -18,8 +18,9 @@
 # (etc/devnet/model-spec.json).
 #
 # Part 2, volume: `engyctl separation` runs 1,000 honest requests on the
-# devnet model (qwen3 tiny seed 3) spread over four profiles and 300 on
-# the MoE one over three, each a pseudo-random prompt and 32 greedy
+# devnet model (qwen3 tiny seed 3) spread over four profiles, 300 on the
+# MoE one over three and 200 on its FP8 copy over two (fp8-bf16: FP8
+# weights dequantized to bf16), each a pseudo-random prompt and 32 greedy
 # tokens, plus INT4 cheat requests, through the same prove and verify
 # code (lib/toploc) in one process.
 #
@@ -107,14 +108,16 @@ done
 # --- part 2: volume, in one process ----------------------------------------
 # field NAME LINE: the value of NAME=... in LINE
 field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
-# volume ARCH PROFILES REQUESTS CHEATS [MANT_MEAN]
+# volume LABEL CANONICAL CHEAT PROFILES REQUESTS CHEATS [MANT_MEAN]
 volume() {
-	"$ENGYCTL" separation --checkpoint "$T/$1-3/m" --cheat "$T/$1-3/m4" \
-		--profiles "$2" --requests $3 --cheats $4 --generate 32 --topk "$TOPK" \
-		--dbs 32 --max-mismatches "$V" --min-pass "$P" ${5:+--max-mant-mean $5} \
-		--seed 53 > "$T/vol-$1" || fail "engyctl separation $1: $(cat "$T/vol-$1")"
-	echo "$1: $3 honest requests over $2, $4 INT4 cheat requests, 32 tokens each;" \
-		"V $V${5:+, mantissa mean <= $5}"
+	lab=$1 ck=$2 chk=$3 prof=$4 nreq=$5 nch=$6 mant=${7:-}
+	out="$T/vol-$lab"
+	"$ENGYCTL" separation --checkpoint "$ck" --cheat "$chk" \
+		--profiles "$prof" --requests $nreq --cheats $nch --generate 32 --topk "$TOPK" \
+		--dbs 32 --max-mismatches "$V" --min-pass "$P" ${mant:+--max-mant-mean $mant} \
+		--seed 53 > "$out" || fail "engyctl separation $lab: $(cat "$out")"
+	echo "$lab: $nreq honest requests over $prof, $nch INT4 cheat requests, 32 tokens each;" \
+		"V $V${mant:+, mantissa mean <= $mant}"
 	echo "group       requests pass cheat unproven nonzero exp_mismatches/chunk p99_score    mant_mean     mant_median"
 	n=0
 	while read -r line; do
@@ -130,28 +133,34 @@ volume() {
 		if [ "$kind" = honest ]; then
 			n=$((n + req))
 			[ "$pass" = "$req" ] && [ "$ch" = 0 ] && [ "$un" = 0 ] ||
-				fail "$1 $g: $ch false positives, $un unproven of $req"
-			case $g in splitk | warp32 | bf16act)
+				fail "$lab $g: $ch false positives, $un unproven of $req"
+			case $g in splitk | warp32 | bf16act | fp8-bf16)
 				[ "$nz" = "$req" ] ||
-					fail "$1 $g: $((req - nz)) honest requests bit-identical to the recompute" ;;
+					fail "$lab $g: $((req - nz)) honest requests bit-identical to the recompute" ;;
 			esac
 		else
-			[ "$ch" = "$req" ] && [ "$req" -gt 0 ] || fail "$1: $pass of $req INT4 requests pass"
+			[ "$ch" = "$req" ] && [ "$req" -gt 0 ] || fail "$lab: $pass of $req INT4 requests pass"
 		fi
-	done < "$T/vol-$1"
-	[ "$n" = $3 ] || fail "$1: $n honest requests reported, not $3"
-	grep '^margin ' "$T/vol-$1" | sed 's/^/  /'
-	m=$(grep '^margin metric=exp_mismatches ' "$T/vol-$1")
+	done < "$out"
+	[ "$n" = $nreq ] || fail "$lab: $n honest requests reported, not $nreq"
+	grep '^margin ' "$out" | sed 's/^/  /'
+	m=$(grep '^margin metric=exp_mismatches ' "$out")
 	hmax=$(field honest_max "$m"); cmin=$(field cheat_min "$m")
-	[ "$hmax" -le "$V" ] && [ "$cmin" -gt "$V" ] || fail "$1: honest max $hmax, cheat min $cmin, V $V"
-	m=$(grep '^margin metric=mant_mean ' "$T/vol-$1")
+	[ "$hmax" -le "$V" ] && [ "$cmin" -gt "$V" ] || fail "$lab: honest max $hmax, cheat min $cmin, V $V"
+	m=$(grep '^margin metric=mant_mean ' "$out")
 	hm=$(field honest_max "$m"); cm=$(field cheat_min "$m")
-	awk -v h="$hm" -v c="$cm" 'BEGIN { exit !(h < c) }' || fail "$1: mantissa mean honest max $hm, cheat min $cm"
-	ok "$1, $3 honest requests over $2: 0 false positives, $4 of $4 INT4 caught; exp mismatches per chunk honest max $hmax <= V $V < cheat min $cmin; mantissa mean honest max $hm < cheat min $cm"
+	awk -v h="$hm" -v c="$cm" 'BEGIN { exit !(h < c) }' || fail "$lab: mantissa mean honest max $hm, cheat min $cm"
+	ok "$lab, $nreq honest requests over $prof: 0 false positives, $nch of $nch INT4 caught; exp mismatches per chunk honest max $hmax <= V $V < cheat min $cmin; mantissa mean honest max $hm < cheat min $cm"
 }
-volume qwen3 splitk,warp32,bf16act,splitk-f32 1000 100
+volume qwen3 "$T/qwen3-3/m" "$T/qwen3-3/m4" splitk,warp32,bf16act,splitk-f32 1000 100
 # On the tiny MoE model exponent mismatches alone can overlap (other seeds:
 # honest up to 10, an INT4 chunk down to 5 of 128); the mantissa mean
 # separates it (honest <= ~1.4, INT4 >= ~2.9), as the TOPLOC paper's
 # thresholds use it.
-volume qwen3-moe splitk,warp32,bf16act 300 60 2
+volume qwen3-moe "$T/qwen3-moe-3/m" "$T/qwen3-moe-3/m4" splitk,warp32,bf16act 300 60 2
+# An FP8 checkpoint (the same seed-3 model, --quant fp8) audited on ref:
+# honest miners dequantize it to bf16 (fp8-bf16) or keep float32 weights
+# with bf16 activations (bf16act); the cheat is the INT4 copy.
+"$ENGYCTL" mkmodel --arch qwen3 --size tiny --seed 3 --quant fp8 --out "$T/qwen3-3/m8" \
+	--quiet || fail "mkmodel fp8"
+volume qwen3-fp8 "$T/qwen3-3/m8" "$T/qwen3-3/m4" fp8-bf16,bf16act 200 40

@@ -771,6 +771,32 @@ START_TEST(test_quantized)
 	/* The same model, perturbed: measurably, not wildly. */
 	ck_assert_msg(d4 > 0.05f && d4 < 2.0f, "int4 differs by %g", d4);
 	ck_assert_msg(d8 > 1e-3f && d8 < d4, "fp8 %g, int4 %g", d8, d4);
+	/* fp8-bf16 (bf16 activations and FP8 weights rounded to bf16 after
+	 * the scale) is neither bf16act nor ref on an FP8 checkpoint, and
+	 * stays closer to ref than INT4 is. */
+	{
+		struct q3_load_opts lb = { .profile = Q3_PROFILE_BF16ACT };
+		struct q3_load_opts lf = { .profile = Q3_PROFILE_FP8_BF16 };
+		struct q3_model *mb, *mf;
+		float *hb, *hf, df;
+
+		ck_assert_msg(
+			engy_q3_model_load(f8, &lb, &mb, err, sizeof(err)) == 0,
+			"%s", err);
+		ck_assert_msg(
+			engy_q3_model_load(f8, &lf, &mf, err, sizeof(err)) == 0,
+			"%s", err);
+		hb = feed(mb, ids, 12, 0);
+		hf = feed(mf, ids, 12, 1);
+		ck_assert(memcmp(hb, hf, 12 * 64 * 4) != 0);
+		ck_assert(memcmp(h8, hf, 12 * 64 * 4) != 0);
+		df = max_abs_diff(h8, hf, 12 * 64);
+		ck_assert_msg(df < d4, "fp8-bf16 %g, int4 %g", df, d4);
+		free(hb);
+		free(hf);
+		engy_q3_model_free(mb);
+		engy_q3_model_free(mf);
+	}
 	free(h0);
 	free(h4);
 	free(h8);
