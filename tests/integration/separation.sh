@@ -12,6 +12,9 @@
 # honest run passes, every cheat run is caught, and the margin (the
 # honest maximum against the cheat minimum of exponent mismatches per
 # chunk, and of the P99 chunk score) is printed.
+# Oracle: engy's prover and verifier on engy's reference engine (self-
+# consistency); the cheat is an INT4 copy the test makes, the honest
+# recompute must be bit-exact.
 . "$(dirname "$0")/lib.sh"
 
 SPEC="$top_srcdir/etc/devnet/model-spec.json"

@@ -10,6 +10,11 @@
  * the models passed on, the store read in pages by id, the payload signed
  * by the master hotkey, an epoch already stored never settled again, a
  * settle failure retried.  No tee is set: nothing is pulled.
+ *
+ * Oracle: hand-derived from specs/scoring.md §2 by the test's author
+ * (which rows count, the histograms, the tallies); the fake peers record
+ * what the role passes on. Real traffic scored end to end:
+ * scaleout_postgres.sh.
  */
 #include <check.h>
 #include <dirent.h>
