@@ -309,7 +309,9 @@ static int settle_sign(struct eclose *e)
 	e->rec.n_weights = (uint32_t)res.n_weights;
 	engy_epoch_digest(res.result_json, res.result_len, e->rec.digest);
 	rc = a->st->epoch_put(a->sti, &e->rec, e->payload, e->aggregates);
-	if (rc)
+	if (rc == -EEXIST) /* another auditor on this store closed it */
+		rc = -EALREADY;
+	else if (rc)
 		snprintf(e->why, sizeof(e->why), "epoch_put: %s",
 			 strerror(-rc));
 out:
@@ -382,6 +384,9 @@ static void close_done(void *arg, int prc)
 			e->rec.burn ? "true" : "false", e->rec.digest);
 		a->next_close = e->index + 1;
 	} else if (e->rc == -EALREADY) {
+		aud_log(a, ENGY_LOG_INFO,
+			"event=epoch_already_closed epoch=%lld source=store",
+			(long long)e->index);
 		a->next_close = e->index + 1;
 	} else {
 		aud_log(a, ENGY_LOG_ERR,

@@ -7,6 +7,9 @@
 # operator sees of it: balances, the request log, a 402, a revoked key,
 # a crashed gateway's hold released; and zero data retention: the buyer's
 # content and the key texts are nowhere in the database files.
+# Oracle: money worked by hand in the script from the amounts it tops up
+# and the costs it settles (specs/store.md §2); the database files are
+# searched with grep, not with engy.
 . "$top_srcdir/tests/integration/lib.sh"
 
 PLUG="$top_builddir/plugins/store-sqlite/.libs"

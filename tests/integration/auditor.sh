@@ -10,6 +10,11 @@
 # signs it, and serves it on the provider API: the payload verifies
 # against the master hotkey and `engyctl epoch score` on the published
 # aggregates gives back the published result_json byte for byte.
+# Oracle: verdicts come from engy's own prover and verifier on engy's
+# reference engine (self-consistency: honest = bit-exact recompute, cheat =
+# an INT4 copy); the burn epoch's weights follow from specs/scoring.md §3.4
+# by hand. Real billed traffic scored into weights the test computes
+# itself: scaleout_postgres.sh.
 . "$(dirname "$0")/lib.sh"
 
 command -v node >/dev/null || skip_or_fail "no node"

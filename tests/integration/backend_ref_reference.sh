@@ -7,6 +7,8 @@
 # hidden states and logits (measured: about 2e-7, float32 rounding).
 # Also: one token at a time gives the same bytes as chunks, greedy and
 # seeded sampling repeat exactly, and INT4 moves the hidden states.
+# Oracle: independent: a float64 numpy forward pass
+# (tests/ref/qwen3_ref.py) written separately from the C engine.
 . "$top_srcdir/tests/integration/lib.sh"
 
 PY=/usr/bin/python3

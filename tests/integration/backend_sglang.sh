@@ -8,6 +8,9 @@
 # one-token overlap, radix-cache hits, cancel as /abort_request, several
 # serves, info, prefill, and every failure: serve down, slow, garbage, no
 # hidden states, HTTP errors, errors inside the stream, a cut stream.
+# Oracle: fake_sglang.mjs, a scripted serve whose deterministic model
+# predicts every token, row and logprob (written from sglang's API, not
+# from engy's code); the engy-serve leg is self-consistency.
 . "$top_srcdir/tests/integration/lib.sh"
 if ! command -v node >/dev/null || ! command -v curl >/dev/null; then
 	skip_or_fail "node and curl are required for the fake sglang serve"

@@ -27,6 +27,8 @@
 // stream=… tools=N max_tokens=N", "cancel corr=…", "ping", "reconnect",
 // "closed code=…", "done corr=…".  Never exits on its own unless the
 // connection is refused.
+// Oracle: this file is an oracle, not engy: written from specs/protocol.md
+// alone on the npm ws package.
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 

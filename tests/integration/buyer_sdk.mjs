@@ -6,6 +6,8 @@
 //
 // usage: node buyer_sdk.mjs PEERS_DIR PORT SCENARIOS.json
 //   prints one "ok - ..." line per check, exits 1 at the first failure.
+// Oracle: independent: the official SDKs parse; expectations computed here
+// from the miner frames replayed.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -7,6 +7,8 @@
 # status as the SDK's own error type.  Then, from the server's log: how
 # often each failure was attempted (the retry headers at work) and that no
 # content reached it.
+# Oracle: independent: the official openai and @anthropic-ai/sdk SDKs parse
+# every answer; expectations are computed from the scripted miner frames.
 . "$top_srcdir/tests/integration/lib.sh"
 
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}

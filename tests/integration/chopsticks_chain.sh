@@ -10,6 +10,9 @@
 # blocks, a rate-limited and a permitless submission fail with the
 # runtime's error names, and a vector over 256 bytes of payload lands
 # (the signing payload is hashed).
+# Oracle: independent: a real subtensor runtime (the 2023 testnet spec) run
+# by @acala-network/chopsticks; the weights are read back from chain
+# storage.
 . "$top_srcdir/tests/integration/lib.sh"
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 SPEC=${ENGY_SUBTENSOR_SPEC:-$top_srcdir/../shared/fixtures/subtensor/raw_spec_testfinney.json}

@@ -14,6 +14,8 @@
 //       "last_update N" and "block N".
 //
 // usage: node chopsticks_setup.mjs PEERS_NODE_MODULES COMMAND ARGS...
+// Oracle: this file drives the independent chain (chopsticks' own RPC and
+// the runtime's metadata).
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 

@@ -12,6 +12,10 @@
 # miners all of it, and the payload verifies; the validator submits that
 # epoch and the weights on the dev chain (chain-dev's file, read here by
 # uid) are the signed epoch's, the cheat's 0; and nothing is left running.
+# Oracle: mostly engy against itself (gateway, miners, auditor, validator
+# all engy); the buyer side is the official OpenAI SDK, and the cheat is an
+# INT4 copy the test makes. Weights are checked as the cheat's 0, the
+# honest miners' sum and the payload's signature.
 . "$(dirname "$0")/lib.sh"
 
 command -v node >/dev/null || skip_or_fail "no node"

@@ -4,6 +4,8 @@
 # goes through its curl fallback (each answer on a line of its own, then
 # ok=N), and the devnet still ends with the honest miners passing, the
 # cheat caught and the cheat's weight 0 on the dev chain.  About 20 s.
+# Oracle: engy against itself with curl as the buyer; checks the honest
+# pass, the cheat caught, the cheat's weight 0.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$top_srcdir/scripts/devnet.sh" ] && [ -f "$top_srcdir/etc/devnet/auditor.conf" ] ||

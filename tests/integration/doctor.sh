@@ -5,6 +5,8 @@
 # the setting to fix.  Peers on 127.0.0.1: engy's own gateway (GET
 # /gw/meta), fake_sglang.mjs (an sglang serve, with hidden states on, off
 # or missing), and closed ports.
+# Oracle: behaviour: each deliberately broken config must name its setting;
+# peers are engy's gateway and fake_sglang.mjs. No computed values.
 . "$top_srcdir/tests/integration/lib.sh"
 command -v node >/dev/null || fail "node is required (fake_sglang.mjs)"
 make_plugin_dir "$T/plug"

@@ -1,5 +1,7 @@
 #!/bin/sh
 # engyd -t, --plugin-info, --version: every refusal names what is wrong.
+# Oracle: behaviour: refusals naming what is wrong, hand-written by the
+# test's author. No computed values.
 . "$top_srcdir/tests/integration/lib.sh"
 # Roles are plugins (role-NAME.so) found in the plugin directory: one
 # directory with the test plugins and the built ones.

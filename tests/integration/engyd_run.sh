@@ -2,6 +2,8 @@
 # engyd runs a role on 127.0.0.1: host services work end to end, metrics
 # are served, SIGHUP reopens the log, SIGTERM drains in-flight work, runs
 # stop() then destroy(), and exits 0 leaving nothing behind.
+# Oracle: behaviour of the host (signals, metrics, logs) observed from
+# outside with curl and the log; no computed values.
 . "$top_srcdir/tests/integration/lib.sh"
 # Roles are plugins (role-NAME.so) found in the plugin directory: one
 # directory with the test plugins and the built ones.

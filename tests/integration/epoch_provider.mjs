@@ -15,6 +15,8 @@
 //
 // usage: node epoch_provider.mjs PEERS_NODE_MODULES CONFIG HEARTBEATS
 // prints "port N" once listening on 127.0.0.1.
+// Oracle: this file is an independent provider: payloads signed with
+// @scure/sr25519 from specs/settlement.md §4.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';

@@ -5,6 +5,9 @@
 # payload comparisons (a falsified epoch exits 1); the command line's
 # netuid / epoch / owner against the file's; one-line errors naming the
 # field; and no floating point in the scoring code.
+# Oracle: specs/scoring.md's vectors, worked by hand in the spec;
+# tests/data/scoring/*.result were produced by engy and are regression
+# locks, not evidence.
 . "${top_srcdir:?}/tests/integration/lib.sh"
 V="$top_srcdir/tests/data/scoring"
 SPEC="$top_srcdir/specs/scoring.md"

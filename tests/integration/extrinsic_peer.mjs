@@ -10,6 +10,8 @@
 // empty vectors, large nonces, tips and version keys.
 //
 // usage: node extrinsic_peer.mjs CHAIN_TOOL PEERS_NODE_MODULES
+// Oracle: this file is the independent peer (@polkadot/types,
+// @scure/sr25519).
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';

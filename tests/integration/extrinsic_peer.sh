@@ -3,6 +3,8 @@
 # Signed set_weights extrinsics built and signed in C against
 # @polkadot/types (call, signing payload, signature part, whole extrinsic)
 # and @scure/sr25519 (signature with a fixed rng): extrinsic_peer.mjs.
+# Oracle: independent: @polkadot/types and @scure/sr25519 build the same
+# extrinsics (extrinsic_peer.mjs).
 . "$top_srcdir/tests/integration/lib.sh"
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 if [ ! -d "$PEERS/@polkadot/types" ] || [ ! -d "$PEERS/@scure/sr25519" ]; then

@@ -19,6 +19,8 @@
 //   EXP_TOTAL, EXP_LEGS, EXP_SHARE, EXP_SERVE_URLS, EXP_WORKER_NAME,
 //   EXP_MAX_INPUT, EXP_MAX_OUTPUT, EXP_MAX_TOKENS, EXP_DBS, EXP_TESTLM=1,
 //   EXP_FOLD=1 (output token 0 is folded into the prompt)
+// Oracle: this file is the independent gateway, written from
+// specs/protocol.md on the npm ws package.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';

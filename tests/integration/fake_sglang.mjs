@@ -30,6 +30,8 @@
 //          prints {"ids":[..],"rowhash":"..","lphash":"..","finish":".."}
 //          (fold: token 0's row left out; prefill: the rows of every
 //          prompt position instead)
+// Oracle: this file is an independent scripted serve whose model predicts
+// every output (no engy code).
 import http from 'node:http';
 
 const EOS = 2;

@@ -14,6 +14,9 @@
 #  - One that turns slow (TTFT over the model's p99 ceiling) is pulled.
 #  - A 1st-party worker that fails is never pulled (always eligible).
 #  Every trip is logged and counted; `engyctl workers` shows the breakers.
+# Oracle: behaviour against scripted miners (probe_miner.mjs, written from
+# specs/protocol.md): trips and re-qualification observed in the gateway's
+# log and internal API.
 . "$top_srcdir/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/gateway_mod_lib.sh"
 

@@ -9,6 +9,7 @@
 // usage: node gateway_buyer.mjs PEERS BASE KEY API MODEL STREAM [N] [ABORT_AFTER] [MAX_TOKENS] [PROMPT]
 //   API openai|anthropic, STREAM 0|1, N parallel requests (default 1),
 //   ABORT_AFTER: hang up after that many content chunks (0: never).
+// Oracle: the official SDKs' own parsing and error classes; no engy code.
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 

@@ -5,6 +5,9 @@
 # shown to fail; the books balance after every one of them (balance =
 # credited - spent, nothing reserved once requests settled, spent = the
 # request log's costs).
+# Oracle: attacks from raw sockets and scripted peers written from the
+# specs; the money invariants are checked against the request log by the
+# script.
 . "$top_srcdir/tests/integration/gateway_lib.sh"
 
 TOKEN="tee-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"

@@ -11,6 +11,8 @@
 # older leg; SIGTERM sends `reconnect` to idle legs at once and to busy
 # ones when their request ends.  Miner faults cost the buyer nothing and
 # the books balance to the micro-dollar.
+# Oracle: the official OpenAI SDK as the buyer and scripted misbehaving
+# miners (bad_miner.mjs); statuses and errors as the SDK classifies them.
 . "$top_srcdir/tests/integration/gateway_lib.sh"
 
 A models put bad --max-input-tokens 4096 --max-output-tokens 64 --max-request-s 4 \

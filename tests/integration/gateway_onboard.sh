@@ -18,6 +18,9 @@
 #  - The gateway's own probe verifier (backend-ref + verifier-toploc in
 #    its config): an engy miner on the canonical checkpoint qualifies, one
 #    on its INT4 copy is caught (cheat) and never becomes active.
+# Oracle: scripted miners (probe_miner.mjs) and engy's own miners; verdicts
+# from engy's verifier on an honest and an INT4 checkpoint (self-
+# consistency); states read from the internal API.
 . "$top_srcdir/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/gateway_mod_lib.sh"
 

@@ -8,6 +8,8 @@
 # database and its WAL; with ENGY_TEST_STORE=store-postgres, the whole
 # PostgreSQL data directory), its log, the engy miners' logs and state,
 # while the request log does hold the metadata rows.
+# Oracle: grep over the state directory, the databases and the logs for a
+# marker the test invents; independent of engy's code.
 . "$top_srcdir/tests/integration/gateway_lib.sh"
 
 tiny_model

@@ -10,6 +10,8 @@
 //   prints "ok - ..." per check and "route tag=T request=ID" per routed
 //   request of the routing checks (the shell maps ids to workers through
 //   the request log); exits 1 at the first failure.
+// Oracle: independent: the official SDKs; expected outputs from the
+// scripted miner's frames.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';

@@ -10,6 +10,9 @@
 # by free capacity is exactly 1:2 for short prompts, a long prompt prefix
 # stays on one worker, and the books balance.  Also GET /gw/meta and
 # the hello checks (unknown key, unknown model, max_inflight_total).
+# Oracle: independent: the official SDKs as buyers; the routing ratios and
+# costs computed by the script from the capacities and the price card it
+# set.
 . "$top_srcdir/tests/integration/gateway_lib.sh"
 
 tiny_model

@@ -9,6 +9,8 @@
 # per cancel_bytes_per_token bytes) and the miner gets `cancel`; the
 # books balance to the micro-dollar.  Scripted miner peers make every
 # token count known.
+# Oracle: money computed by the script from the price card and the token
+# counts the scripted miners send (bad_miner.mjs); the SDK classifies 402s.
 . "$top_srcdir/tests/integration/gateway_lib.sh"
 
 tiny_model

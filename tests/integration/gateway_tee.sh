@@ -17,6 +17,8 @@
 #  - With engy's auditor role built: it pulls the probes of an engy miner
 #    (backend-ref) from this tee, verifies them, and its verdicts (acks)
 #    qualify the miner.
+# Oracle: tee entries checked against the marker ids the scripted miner
+# sends and the request ids curl saw; the auditor leg is engy against engy.
 . "$top_srcdir/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/gateway_mod_lib.sh"
 

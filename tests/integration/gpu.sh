@@ -3,6 +3,8 @@
 # CPU.  Skips (exit 77) when the machine has no GPU, and only then: a
 # driver that is missing or too old or another CUDA error fails with
 # engy-gpu's own message (the error's name and text).
+# Oracle: cuBLAS SGEMM and the bf16 cast against a CPU computation (engy-
+# gpu's self-check).
 . "$top_srcdir/tests/integration/lib.sh"
 out=$("$top_builddir/cuda/engy-gpu" 2>&1) && rc=0 || rc=$?
 echo "$out"

@@ -12,6 +12,8 @@
 # the proofs of served requests pass `engyctl toploc verify` on rows
 # recomputed independently: through engy's serve role for test-lm, and
 # with `engyctl ref` on a generated Qwen3 checkpoint for backend-ref.
+# Oracle: independent: fake_gateway.mjs, written from specs/protocol.md on
+# the npm ws package, checks every frame and predicts test-lm's output.
 . "$top_srcdir/tests/integration/lib.sh"
 
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}

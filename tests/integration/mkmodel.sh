@@ -4,6 +4,9 @@
 # tokenizer loading in lib/tokenizer and round-tripping text, the chat
 # template rendering as engy's Qwen3 renderer does (peer: @huggingface/jinja
 # when installed), and the generated model saying something varied.
+# Oracle: byte-identical reruns and seed effects (self-consistency); the
+# tokenizer round trip and @huggingface/jinja for the chat template when
+# installed.
 . "$top_srcdir/tests/integration/lib.sh"
 
 "$ENGYCTL" mkmodel >/dev/null 2>&1 && fail "mkmodel without options ran"

@@ -8,6 +8,8 @@
 # its group scales) verify against the root alone in C and in Python, and
 # a forged row, a moved row index or another root is refused; on a
 # terminal a progress line goes to stderr.
+# Oracle: independent: tests/ref/model_commitment.py, written separately
+# from specs/model-commitment.md, recomputes every root and opening.
 . "$top_srcdir/tests/integration/lib.sh"
 
 PY=/usr/bin/python3

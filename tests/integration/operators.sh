@@ -7,6 +7,8 @@
 # start engyd; READY=1, WATCHDOG=1 and STOPPING=1 reach $NOTIFY_SOCKET.
 # Peers on 127.0.0.1: engy's gateway, fake_sglang.mjs serves, a datagram
 # socket bound as systemd binds it (python3).
+# Oracle: systemd-analyze verify for the units, a datagram socket for
+# sd_notify; the command lines are the documented ones. No computed values.
 . "$top_srcdir/tests/integration/lib.sh"
 command -v node >/dev/null || fail "node is required (fake_sglang.mjs)"
 command -v python3 >/dev/null || fail "python3 is required (the notify socket)"

@@ -10,6 +10,8 @@
 # content.  Then in headless Chromium (pages_browser.mjs): no console
 # error, the tables as the JSON API, the SVG charts with a box, the label
 # shown as text; a screenshot of each page in tests/integration/pages.out/.
+# Oracle: numbers on the pages against the JSON API (engy against engy),
+# HTML checked by curl and headless Chromium for escaping and completeness.
 . "$(dirname "$0")/lib.sh"
 
 command -v node >/dev/null || skip_or_fail "no node"

@@ -5,6 +5,8 @@
 // rows the JSON API says, its SVG charts have a non-zero box, and a
 // hostile miner label is text.  A screenshot of each page goes to OUT.
 // argv: provider gateway tee_token epoch honest cheat out hostile_label
+// Oracle: headless Chromium (Debian's, via playwright-core) renders the
+// pages; console errors and CSP violations come from the browser.
 import { createRequire } from 'node:module';
 import { writeFileSync } from 'node:fs';
 const require = createRequire(process.env.ENGY_PEERS + '/');

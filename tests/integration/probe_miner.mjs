@@ -21,6 +21,8 @@
 // "serve CORR KIND MODE set=S" (KIND buyer when the prompt holds BUYER-,
 // else probe; S 1 when it holds PROBE-SET-), "cancel CORR", "closed
 // CODE".  Exits on close.
+// Oracle: this file is a scripted miner written from specs/protocol.md on
+// the npm ws package (no engy code).
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';

@@ -9,6 +9,8 @@
 // Prints "open I" once connection I is upgraded, "closed I code=C" when the
 // server closes it (C from its close frame; 0: none), "eof I" when the
 // socket ends.  Runs until its connections end or it is killed.
+// Oracle: a raw websocket client written from RFC 6455 on node's net
+// module (no engy code).
 import net from 'node:net';
 import crypto from 'node:crypto';
 

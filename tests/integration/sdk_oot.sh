@@ -1,6 +1,8 @@
 #!/bin/sh
 # The installed SDK builds a plugin out of tree with pkg-config, and engyd
 # loads it: headers + engy.pc are installed into a scratch DESTDIR.
+# Oracle: behaviour: pkg-config and the installed headers build a plugin
+# engyd loads. No computed values.
 . "$top_srcdir/tests/integration/lib.sh"
 unset MAKEFLAGS MFLAGS MAKELEVEL
 make -s -C "$top_builddir" DESTDIR="$T/root" \

@@ -30,6 +30,9 @@
 # chunk score, mantissa mean and median) are printed.  Expected values:
 # the verdicts and V come from the model spec; the statistics are engy's
 # own (TOPLOC as specs/toploc.md defines it), deterministic for the seeds.
+# Oracle: engy's prover and verifier on engy's reference engine; the
+# honest miners' numbers come from other kernel profiles than the
+# auditor's recompute, and the cheat is an INT4 copy the test makes.
 . "$(dirname "$0")/lib.sh"
 
 SPEC="$top_srcdir/etc/devnet/model-spec.json"

@@ -6,6 +6,8 @@
 # which also predicts every answer from test-lm's published function).
 # Every route, every error, streaming, abort by rid prefix, client
 # disconnects, the queue, concurrency, and a draining shutdown.
+# Oracle: independent: curl and node's fetch (serve_stream.mjs), which
+# predicts every answer from test-lm's published function.
 . "$top_srcdir/tests/integration/lib.sh"
 command -v curl >/dev/null || fail "curl is required"
 if ! command -v node >/dev/null; then

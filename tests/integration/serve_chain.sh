@@ -10,6 +10,8 @@
 # independent numpy forward pass in backend_ref_reference.sh); what it
 # shows is that backend-sglang's client loses and changes nothing.  Every
 # field compared must be present in both answers.
+# Oracle: engy against engy (stated below): serve B's answers through
+# backend-sglang must equal serve A's.
 . "$top_srcdir/tests/integration/lib.sh"
 command -v curl >/dev/null || fail "curl is required"
 for p in backend-ref backend-sglang transport-http; do

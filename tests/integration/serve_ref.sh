@@ -6,6 +6,8 @@
 # token of the model's hidden size, the text is what an independent
 # tokenizer (the transformers.js peer) decodes, streaming matches the
 # whole answer, and abort and disconnect stop the engine's work.
+# Oracle: repeatability is self-consistency; the text is decoded by an
+# independent tokenizer (transformers.js peer).
 . "$top_srcdir/tests/integration/lib.sh"
 command -v curl >/dev/null || fail "curl is required"
 REF="$top_builddir/plugins/backend-ref/.libs/backend-ref.so"

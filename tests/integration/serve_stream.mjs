@@ -16,6 +16,8 @@
 //   node serve_stream.mjs peer PEERS MODEL_DIR encode TEXT
 //       the transformers.js tokenizer (the test peers) on a checkpoint's
 //       tokenizer.json: check a response's text / print a text's ids
+// Oracle: independent: node's fetch and an SSE reader written here,
+// predicting answers from test-lm's published function.
 
 const EOS = 256;
 

@@ -6,6 +6,8 @@
 // per line) and from engyctl itself.
 //
 // usage: node sr25519_peer.mjs SR25519_TOOL ENGYCTL PEERS_NODE_MODULES TMPDIR
+// Oracle: this file is the independent peer (@scure/sr25519,
+// @polkadot/util-crypto).
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';

@@ -3,6 +3,7 @@
 # engyctl keys / epoch on their own (usage, refusals, round trips), then
 # sr25519, Merlin, SS58, BIP-39, hotkey files and signed epochs against
 # @scure/sr25519 and @polkadot/util-crypto (sr25519_peer.mjs).
+# Oracle: independent: @scure/sr25519 and @polkadot/util-crypto.
 . "$top_srcdir/tests/integration/lib.sh"
 DATA=$top_srcdir/tests/data/hotkeys
 DEV_SEED=fac7959dbfe72f052e5a0c3c8d6530f202b02fd8f9f5ca3580ec8deb7797479e

@@ -8,6 +8,9 @@
 # from password_file, $ENGY_PG_PASSWORD, PGPASSWORD or PGPASSFILE and
 # never printed.  Skips (77) when store-postgres is not built or no
 # server binaries are installed.
+# Oracle: check_store_postgres's hand-worked money (specs/store.md §2) and
+# the database's constraints; engyctl admin output against amounts the
+# script set.
 . "$top_srcdir/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/pg_lib.sh"
 

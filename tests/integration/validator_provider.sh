@@ -10,6 +10,9 @@
 # such, a corrupted state file, the heartbeat file and `engyctl validator
 # health`, the signed provider heartbeat, the watchdog, and configuration
 # refusals.
+# Oracle: epoch_provider.mjs signs payloads with @scure/sr25519
+# (independent); the expected renormalized weights are written out in the
+# script, hand-derived from specs/validator.md.
 . "$top_srcdir/tests/integration/lib.sh"
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}
 if [ ! -d "$PEERS/@scure/sr25519" ]; then

@@ -9,6 +9,7 @@
 //   a battery against an engy echo server (tests/ws_driver serve, started
 //   with ping_interval_s=1 and max_message_bytes=2097152); prints one
 //   "ok - ..." line per check and exits 1 at the first failure.
+// Oracle: this file is the independent peer (the npm ws package).
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';

@@ -5,6 +5,8 @@
 # leg against a ws server, a ws client against the engy server, certificate
 # verification (a CA file, the IP and name checks, an untrusted chain, a
 # name mismatch, the insecure escape hatch), and no payload in any log.
+# Oracle: independent: the npm ws package and certificates made by the
+# openssl CLI.
 . "$top_srcdir/tests/integration/lib.sh"
 
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}

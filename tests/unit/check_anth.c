@@ -7,6 +7,10 @@
  * naming its field; the anthropic-version header; the Message rendering
  * (block order, signature, stop_reason, usage excluding cache reads); and
  * the event stream, event by event.
+ *
+ * Oracle: hand-derived by the test's author from Anthropic's Messages API
+ * reference and specs/buyer-api.md, not from engy's output; the official
+ * @anthropic-ai/sdk reads the same output in buyer_sdk.sh.
  */
 #include <check.h>
 #include <errno.h>

@@ -5,6 +5,10 @@
  * a stream already under way, status line texts, the retry rule, the
  * keep-alives, and the field a validation message names; and what both
  * APIs share: /v1/models, the buyer's key, ids, the JSON/SSE writer.
+ *
+ * Oracle: hand-written from specs/buyer-api.md and the two APIs' error
+ * shapes; the official SDKs classify the errors independently in
+ * buyer_sdk.sh.
  */
 #include <check.h>
 #include <stdio.h>

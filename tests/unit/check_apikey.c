@@ -3,6 +3,9 @@
  * API and miner keys: the generated shape, uniqueness and an even spread
  * of characters, HMAC-SHA-256 against RFC 4231 and Python's hmac, the
  * pepper's effect, input bounds, constant-time equality, the shown part.
+ *
+ * Oracle: independent for HMAC-SHA-256 (RFC 4231's vectors, Python's
+ * hmac); the key shape and spread are properties of engy's own output.
  */
 #include <check.h>
 #include <errno.h>

@@ -5,6 +5,10 @@
  * a fake host whose work() queues jobs (run on a thread, done on the
  * "loop", here the test) or, in one test, runs them inline.  Results are
  * checked against lib/qwen3 driven directly.
+ *
+ * Oracle: engy itself: the plugin's results against lib/qwen3 driven
+ * directly (self-consistency). lib/qwen3's numbers are held against an
+ * independent numpy forward pass in backend_ref_reference.sh.
  */
 #include <check.h>
 #include <dlfcn.h>

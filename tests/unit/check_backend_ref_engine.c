@@ -6,6 +6,10 @@
  * chunks, batched with another sequence), the matmul hook, errors, and
  * checkpoint loading (refusals, INT4, FP8, shards).  Numerics against an
  * independent implementation are in tests/integration/backend_ref_reference.sh.
+ *
+ * Oracle: the textbook matmul loop written in the test, and engy's engine
+ * against itself fed in different ways (self-consistency); the independent
+ * numerics are in backend_ref_reference.sh.
  */
 #include <check.h>
 #include <errno.h>

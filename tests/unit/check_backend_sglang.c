@@ -7,6 +7,10 @@
  * sees it (descriptor, options with their environment twins, create's
  * refusals, info() from a checkpoint).  tests/integration/backend_sglang.sh
  * drives it against serves.
+ *
+ * Oracle: hand-derived by the test's author from sglang's /generate API
+ * and specs/serve.md; the serve side is exercised against scripted serves
+ * in backend_sglang.sh.
  */
 #include <check.h>
 #include <cjson/cJSON.h>

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Oracle: independent: RFC 4648 §10's published vectors.
+ */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>

@@ -4,6 +4,9 @@
  * discount, zero tokens, the caps), a randomized comparison with a plain
  * 128-bit computation, reservations never below the later cost, and the
  * dollar text parser and formatter.
+ *
+ * Oracle: independent of the code under test: vectors worked by hand from
+ * specs/store.md §2, and a plain 128-bit computation written in the test.
  */
 #include <check.h>
 #include <errno.h>

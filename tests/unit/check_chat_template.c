@@ -5,6 +5,11 @@
  * thinking switches, request errors, and the Python-style JSON helpers.
  * (The Qwen3 variant is also compared byte for byte with a Jinja engine in
  * tests/integration/chat_template_peer.sh.)
+ *
+ * Oracle: Qwen3: renders recorded from the model's reference Jinja
+ * template (independent); Qwen3.6: hand-derived from its template's rules
+ * by the test's author. chat_template_peer.sh compares live with
+ * @huggingface/jinja.
  */
 #include <check.h>
 #include <errno.h>

@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Config: two passes, option tables, env twins, secrets, clear errors. */
+/*
+ * Config: two passes, option tables, env twins, secrets, clear errors.
+ *
+ * Oracle: hand-written by the test's author from the config rules (specs);
+ * no outside peer exists for engy's config language.
+ */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>

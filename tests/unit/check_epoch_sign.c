@@ -3,6 +3,10 @@
  * The signed epoch: the exact message (specs/settlement.md §4), signatures over
  * it, the result_json rules, and the payload check's named reasons in the
  * light validator's order (§5.2).
+ *
+ * Oracle: the message of specs/settlement.md §4, written out by hand;
+ * signatures checked with engy's sr25519, which sr25519_peer.sh holds
+ * against @scure/sr25519.
  */
 #include <check.h>
 #include <errno.h>

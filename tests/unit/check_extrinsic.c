@@ -6,6 +6,9 @@
  * @scure/sr25519 produced), era encodings, the >256-byte hash rule, the
  * 2023 runtime's shorter layout, and the extension layout read from
  * metadata: known ones, unknown zero-byte ones, and refusals.
+ *
+ * Oracle: independent: the golden vector was produced by @polkadot/types
+ * and @scure/sr25519 (extrinsic_peer.sh compares live on many more cases).
  */
 #include <check.h>
 #include <errno.h>

@@ -3,6 +3,10 @@
  * Generation parser rules: reasoning split, Qwen3-coder XML and hermes JSON
  * tool calls, schema typing, finish_reason, the message JSON.  Every text is
  * also streamed at every byte split (genparse_check.c) and must agree.
+ *
+ * Oracle: expected parses hand-written from specs/chat.md by the test's
+ * author; the byte-split streaming runs are compared with the batch parse
+ * (self-consistency).
  */
 #include <check.h>
 #include <stdlib.h>

@@ -4,6 +4,9 @@
  * chunks and byte by byte must match the batch parse; deltas come out as
  * early as is safe (never a partial marker or UTF-8 character); a callback
  * can stop the stream; a finished stream refuses more input.
+ *
+ * Oracle: engy itself: the streaming parser against the batch parser on
+ * random input (self-consistency); no expected values of its own.
  */
 #include <check.h>
 #include <errno.h>

@@ -5,6 +5,9 @@
  * @polkadot/util-crypto) load to the keys their own fields name, encrypted
  * files are refused by name, inconsistent files are refused with the
  * field named, and written files load back.
+ *
+ * Oracle: independent: BIP-39's published vectors and fixture fields
+ * computed by @polkadot/util-crypto.
  */
 #include <check.h>
 #include <errno.h>

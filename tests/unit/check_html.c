@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Oracle: hand-written expected markup (HTML escaping rules) by the test's
+ * author; no outside peer.
+ */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

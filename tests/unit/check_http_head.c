@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The HTTP/1.1 head parser (lib/ws/http_head.c): each rule of http_head.h. */
+/*
+ * The HTTP/1.1 head parser (lib/ws/http_head.c): each rule of http_head.h.
+ *
+ * Oracle: hand-written by the test's author from RFC 9112's rules; no
+ * outside parser.
+ */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>

@@ -8,6 +8,9 @@
  * cancel, headers and the bearer token as the server sees them, a kept
  * connection that carries no option over, bad requests, and many threads
  * at once.
+ *
+ * Oracle: an independent peer: libevent's evhttp server, which sees and
+ * answers the requests.
  */
 #include <check.h>
 #include <errno.h>

@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The loader refuses every broken plugin with its own reason. */
+/*
+ * The loader refuses every broken plugin with its own reason.
+ *
+ * Oracle: hand-written expected refusals; engy's loader only (no outside
+ * peer).
+ */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>

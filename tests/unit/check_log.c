@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The event log: logfmt values, levels, one line per event, reopen, the
- * writer thread. */
+ * writer thread.
+ *
+ * Oracle: hand-written expected lines (logfmt quoting rules) by the test's
+ * author; no outside peer.
+ */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>

@@ -6,6 +6,9 @@
  * polkadot-js, walking event records to an extrinsic's outcome with its
  * dispatch error named, and refusals: bad magic, other versions, dangling
  * type references, every truncation.
+ *
+ * Oracle: independent: storage keys computed with polkadot-js; the
+ * fixtures are encoded by hand from the frame-metadata layout.
  */
 #include <check.h>
 #include <errno.h>

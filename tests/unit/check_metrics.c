@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Metrics registry and its Prometheus text rendering. */
+/*
+ * Metrics registry and its Prometheus text rendering.
+ *
+ * Oracle: hand-written expected Prometheus text (the exposition format) by
+ * the test's author; no outside parser is run (Debian's prometheus package
+ * ships promtool, which could check it).
+ */
 #include <check.h>
 #include <errno.h>
 #include <stdlib.h>

@@ -4,6 +4,9 @@
  * plan, the gateway URLs and /meta, the worker name, every frame both
  * ways against specs/protocol.md §2, the request's sampling fields, model_root
  * and the chat variant of a checkpoint directory.
+ *
+ * Oracle: hand-written from specs/protocol.md §2 by the test's author;
+ * fake_gateway.mjs checks the live frames independently in miner_gw.sh.
  */
 #include <check.h>
 #include <errno.h>

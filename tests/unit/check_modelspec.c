@@ -4,6 +4,10 @@
  * (computed by the independent tests/ref/model_commitment.py), every
  * leaf's path folding back to the root for trees of 0 to 33 leaves, and
  * the shape rules and refusals of a tensor description.
+ *
+ * Oracle: independent: known answers computed by
+ * tests/ref/model_commitment.py, written separately from specs/model-
+ * commitment.md.
  */
 #include <check.h>
 #include <errno.h>

@@ -6,6 +6,10 @@
  * accept), every refusal naming its field, the model's limits, the
  * miner's output read back, chat.completion and the chunk stream
  * (role first, deltas, tool-call fragments, finish, usage, [DONE]).
+ *
+ * Oracle: hand-written from OpenAI's API reference and specs/buyer-api.md
+ * by the test's author; the official openai SDK reads the same output in
+ * buyer_sdk.sh.
  */
 #include <check.h>
 #include <errno.h>

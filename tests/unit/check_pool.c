@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Worker pool: jobs run off the loop, completions come back on it. */
+/*
+ * Worker pool: jobs run off the loop, completions come back on it.
+ *
+ * Oracle: properties only (every job runs once, its completion on the
+ * loop); no expected values.
+ */
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>

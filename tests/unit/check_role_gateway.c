@@ -8,6 +8,9 @@
  * (quantiles, slots, the state event) and the circuit breaker's window
  * arithmetic (consecutive failures, the error and slow ratios at their
  * boundaries, what never counts, a fresh window once qualified).
+ *
+ * Oracle: hand-derived from specs/gateway.md by the test's author (routing
+ * sequences, breaker windows at their boundaries); no outside peer.
  */
 #include <check.h>
 #include <stdlib.h>

@@ -8,6 +8,9 @@
  * frees everything, and what start() does once wired (the lock file with
  * our pid, the backend asked for its model, a failure there asking the
  * host to exit 1).  No leg dials: the fake backend never names a model.
+ *
+ * Oracle: behaviour from specs/miner.md (what is refused, what is freed);
+ * no computed values, no outside peer.
  */
 #include <check.h>
 #include <dirent.h>

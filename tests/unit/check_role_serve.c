@@ -11,6 +11,10 @@
  * its admission (running up to max_running, then queued; abort_request by
  * rid prefix and abort_all: a queued one ends at once, a running one is
  * cancelled at the backend).
+ *
+ * Oracle: behaviour from sglang's API and specs/serve.md as written by the
+ * test's author; curl and node's fetch drive it independently in
+ * serve_api.sh.
  */
 #include <check.h>
 #include <errno.h>

@@ -12,6 +12,9 @@
  * reveal, nothing lands).  The provider answers nothing: its API is
  * 127.0.0.1 port 1, where a connection is refused, so every tick takes
  * the cache path.
+ *
+ * Oracle: hand-derived from specs/validator.md by the test's author; the
+ * fake chain records what the role submits.
  */
 #include <check.h>
 #include <dirent.h>

@@ -3,6 +3,10 @@
  * lib/safetensors: the reader against hand-built files (every refusal
  * names its reason), the writer round trip, the dtype conversions over
  * all bit patterns against their formulas, and the FP8 / INT4 layouts.
+ *
+ * Oracle: files built by hand from the safetensors format and dtype
+ * formulas (independent of the reader); the writer round trip is self-
+ * consistency.
  */
 #include <check.h>
 #include <errno.h>

@@ -4,6 +4,9 @@
  * encodings, refusal of non-canonical and oversized compacts, truncation,
  * the sticky error, hex; xxHash64/twox and blake2 against
  * @polkadot/util-crypto's values.
+ *
+ * Oracle: independent: parity-scale-codec's encodings and @polkadot/util-
+ * crypto's hash values.
  */
 #include <check.h>
 #include <errno.h>

@@ -6,6 +6,11 @@
  * 65535, monotonic in tokens, a gate zeroes only its row, row order does
  * not matter, the aggregates round-trip), named errors, and the
  * scorer-sn53 plugin as the host sees it.
+ *
+ * Oracle: the numbers of specs/scoring.md §9 worked by hand in the spec;
+ * tests/data/scoring/NAME.result were produced by engy and are regression
+ * locks, not evidence; properties over random epochs. scaleout_postgres.sh
+ * computes weights from a request log independently.
  */
 #include <check.h>
 #include <dlfcn.h>

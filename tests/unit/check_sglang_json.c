@@ -3,6 +3,9 @@
  * sglang's /generate and /abort_request bodies, and the objects the serve
  * role answers with: every accepted field, every refusal with its reason,
  * and the response shapes read back with cJSON (an independent parser).
+ *
+ * Oracle: read back with cJSON (an independent parser) against sglang's
+ * API as written by the test's author.
  */
 #include <check.h>
 #include <cjson/cJSON.h>

@@ -5,6 +5,9 @@
  * curve25519-voi's zero-seed expansions), verification's refusals, and
  * random round trips.  The peer test compares with @scure/sr25519 and
  * @polkadot/util-crypto on many more inputs.
+ *
+ * Oracle: independent: published known answers (Substrate's dev seed,
+ * curve25519-voi's expansions) and the golden extrinsic's signature.
  */
 #include <check.h>
 #include <errno.h>

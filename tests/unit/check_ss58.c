@@ -3,6 +3,9 @@
  * base58 (published vectors) and SS58 (the well-known dev and Alice
  * addresses), round trips over random accounts and every prefix, and each
  * kind of bad address.
+ *
+ * Oracle: independent: published base58 vectors and the well-known dev
+ * addresses.
  */
 #include <check.h>
 #include <errno.h>

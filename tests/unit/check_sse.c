@@ -1,5 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The SSE splitter: framing rules, every split of the stream, no buffering. */
+/*
+ * The SSE splitter: framing rules, every split of the stream, no
+ * buffering.
+ *
+ * Oracle: hand-written from the WHATWG server-sent events framing rules by
+ * the test's author.
+ */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>

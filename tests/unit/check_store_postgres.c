@@ -15,6 +15,10 @@
  * store_postgres.sh starts a cluster and sets it); without it the
  * program skips (77).  ENGY_TEST_PG_DATA, when set, is the cluster's
  * data directory: the retention check searches its files as well.
+ *
+ * Oracle: the conformance cases' money worked by hand from specs/store.md
+ * §2, and the database's own constraints; no engy output is used as an
+ * expected value.
  */
 #include <check.h>
 #include <errno.h>

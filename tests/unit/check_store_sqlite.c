@@ -6,6 +6,9 @@
  * and a file that is not a database refused, and the live schema read
  * back (no column could hold content; money columns hold integers).  The
  * concurrency cases and throughput are in check_store_sqlite_race.c.
+ *
+ * Oracle: the conformance cases' money worked by hand from specs/store.md
+ * §2, and SQLite's own schema tables read back.
  */
 #include <check.h>
 #include <errno.h>

@@ -5,6 +5,9 @@
  * spend race over two instances, churn with a concurrent reader, crash
  * recovery), and the throughput of reserve + settle pairs at each
  * synchronous setting (printed, with a loose floor).
+ *
+ * Oracle: invariants (balance = credited - spent, reserved = open holds,
+ * no negative balance) under concurrency; no expected values from engy.
  */
 #include <check.h>
 #include <stdio.h>

@@ -16,6 +16,9 @@
  * frames plus one transaction's (TX_PAGES) when a checkpoint starts it
  * again.  An in-line checkpoint that stays busy is reported, never
  * dropped: none is in these runs (no other process checkpoints).
+ *
+ * Oracle: SQLite's documented WAL file format (a 32-byte header, frames of
+ * 24 bytes plus a page) for the bounds.
  */
 #include <check.h>
 #include <stdio.h>

@@ -3,6 +3,9 @@
  * Keccak-f[1600] against OpenSSL's SHA-3 and SHAKE (a sponge built here on
  * our permutation must give their digests), STROBE's operation framing,
  * and Merlin's published test vector.
+ *
+ * Oracle: independent: OpenSSL's SHA-3 and SHAKE, and Merlin's published
+ * test vector.
  */
 #include <check.h>
 #include <stdlib.h>

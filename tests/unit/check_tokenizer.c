@@ -2,6 +2,10 @@
 /*
  * Tokenizer unit tests on hand-made fixtures (tok_fixture.h): BPE merges,
  * pre-tokenizer splits, white space, NFC, added tokens, decoding, threads.
+ *
+ * Oracle: hand-made fixtures whose tokenizations were worked by hand; the
+ * real Qwen3 tokenizer is compared with an independent JavaScript
+ * implementation in tokenizer_peer.sh.
  */
 #include <check.h>
 #include <errno.h>

@@ -3,6 +3,10 @@
  * Tokenizer unit tests: loading (refusals with reasons, tokenizer_config.json,
  * model options) on hand-made fixtures (tok_fixture.h), and known answers on
  * Qwen3's real tokenizer.json when the test peers are installed.
+ *
+ * Oracle: hand-made fixtures, and Qwen3 ids for a few fixed texts as
+ * Qwen's own tokenizer gives them (tokenizer_peer.sh compares live with an
+ * independent implementation).
  */
 #include <check.h>
 #include <errno.h>

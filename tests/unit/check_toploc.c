@@ -5,6 +5,10 @@
  * peer, and the properties the scheme promises: same rows give zero
  * mismatches, ~1% noise passes, another model fails, every malformed
  * proof is UNPROVEN.
+ *
+ * Oracle: independent: the reference README's known answers; toploc_ref.c
+ * is a second, straightforward port in this repository (same authors, so a
+ * cross-check rather than an outside oracle).
  */
 #include <check.h>
 #include <errno.h>

@@ -2,6 +2,9 @@
 /*
  * TOPLOC per request: chunking of engy_rows, the verdict rule, every
  * unusable proof or commitment giving UNPROVEN, and the commitment JSON.
+ *
+ * Oracle: hand-derived from specs/verification.md by the test's author;
+ * proofs made by engy and verified by engy (self-consistency).
  */
 #include <check.h>
 #include <cjson/cJSON.h>

@@ -8,6 +8,9 @@
  * chunked bodies, 413 / 408 / 4xx for bad requests, streamed (chunked)
  * replies, HEAD, longest-prefix routes, asynchronous replies, on_gone()
  * when a client leaves, max_connections, stop(), and the metrics.
+ *
+ * Oracle: raw HTTP/1.1 bytes written by hand from RFC 9112; every byte on
+ * the wire asserted.
  */
 #include <arpa/inet.h>
 #include <check.h>

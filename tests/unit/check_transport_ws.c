@@ -4,6 +4,9 @@
  * through its ops on a real event loop, engy client against engy server:
  * echo, closes and re-dials, backoff, argument checks, limits, a plain
  * GET answered by on_get(), teardown.
+ *
+ * Oracle: engy's client against engy's server (self-consistency);
+ * ws_peer.sh uses the npm ws package as the independent peer.
  */
 #include <check.h>
 #include <errno.h>

@@ -4,6 +4,8 @@
  * bad handshakes and frames a well-behaved peer never would, and reads
  * exactly what the transport puts on the wire: refusals, masking rules,
  * fragments, close handshakes, keepalive.
+ *
+ * Oracle: RFC 6455's rules, through a raw peer written in the test.
  */
 #include <check.h>
 #include <errno.h>

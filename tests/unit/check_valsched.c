@@ -6,6 +6,9 @@
  * with renormalization onto 65535 (the remainder to the top row, ties to
  * the lower uid; dropped hotkeys and their share; duplicates summed), and
  * the state file: round trip, per-field validation, corruption.
+ *
+ * Oracle: hand-derived from specs/validator.md by the test's author;
+ * state-file round trips are self-consistency.
  */
 #include <check.h>
 #include <errno.h>

@@ -4,6 +4,8 @@
  * the descriptor, fill the conf from its option table (defaults and env
  * twins, as the host does), and drive create / prove / verify / destroy
  * with the fake host.
+ *
+ * Oracle: engy itself: the plugin against lib/toploc (self-consistency).
  */
 #include <check.h>
 #include <cjson/cJSON.h>

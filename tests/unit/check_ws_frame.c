@@ -3,6 +3,9 @@
  * The websocket frame codec: RFC 6455's own example frames, every
  * protocol error with its close code, UTF-8 checks across fragments,
  * size limits, and builder/parser round trips at every split point.
+ *
+ * Oracle: independent: RFC 6455's example frames; builder/parser round
+ * trips are self-consistency.
  */
 #include <check.h>
 #include <errno.h>

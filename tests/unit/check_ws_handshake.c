@@ -2,6 +2,8 @@
 /*
  * The opening handshake (RFC 6455 §4 and its worked example), the HTTP
  * head parser behind it, and the ws/wss URL parser.
+ *
+ * Oracle: independent: RFC 6455 §4's worked example.
  */
 #include <check.h>
 #include <errno.h>

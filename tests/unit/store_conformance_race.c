@@ -4,6 +4,9 @@
  * the spend race over two instances, churn with a concurrent reader, a
  * process killed with open reservations; and the throughput figures
  * each engine's tests print.
+ *
+ * Oracle: invariants under concurrency (balance = credited - spent,
+ * reserved = open holds); no expected values from engy.
  */
 #include <errno.h>
 #include <pthread.h>
