@@ -143,6 +143,28 @@ void drand_test_sign(const uint8_t sk[32], uint64_t round,
 	blst_p1_compress(sig, &out);
 }
 
+void drand_test_pair(const uint8_t a[32], const uint8_t b[32], uint8_t p[48],
+		     uint8_t q[96], uint8_t gt[576])
+{
+	blst_scalar sa, sb;
+	blst_p1 P;
+	blst_p2 Q;
+	blst_p1_affine Pa;
+	blst_p2_affine Qa;
+	blst_fp12 f;
+	blst_scalar_from_be_bytes(&sa, a, 32);
+	blst_scalar_from_be_bytes(&sb, b, 32);
+	blst_p1_mult(&P, blst_p1_generator(), sa.b, 255);
+	blst_p2_mult(&Q, blst_p2_generator(), sb.b, 255);
+	blst_p1_compress(p, &P);
+	blst_p2_compress(q, &Q);
+	blst_p1_to_affine(&Pa, &P);
+	blst_p2_to_affine(&Qa, &Q);
+	blst_miller_loop(&f, &Qa, &Pa);
+	blst_final_exp(&f, &f);
+	drand_gt_bytes(&f, gt);
+}
+
 uint64_t drand_round_at(uint64_t t)
 {
 	if (t < DRAND_QUICKNET_GENESIS)

@@ -54,6 +54,13 @@ void drand_test_keygen(const uint8_t sk[32], drand_pk *pk);
 void drand_test_sign(const uint8_t sk[32], uint64_t round,
 		     uint8_t sig[DRAND_G1_LEN]);
 
+/* For the arithmetic checks against another implementation: P = a*G1 and
+ * Q = b*G2 (a, b 32 big-endian bytes reduced modulo the group order),
+ * compressed, and e(P, Q) in the serialization the timelock hashes
+ * (12 Fp coefficients, 48 bytes little-endian each). */
+void drand_test_pair(const uint8_t a[32], const uint8_t b[32], uint8_t p[48],
+		     uint8_t q[96], uint8_t gt[576]);
+
 /* The quicknet round whose pulse is published at or before unix time t. */
 uint64_t drand_round_at(uint64_t unix_seconds);
 

@@ -57,16 +57,21 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-/* SHA-256 of the GT element in arkworks' serialization. */
-static void gt_hash(const blst_fp12 *f, uint8_t out[32])
+void drand_gt_bytes(const blst_fp12 *f, uint8_t out[576])
 {
-	uint8_t buf[12 * 48];
 	size_t k = 0;
 	for (int i = 0; i < 2; i++)
 		for (int j = 0; j < 3; j++)
 			for (int l = 0; l < 2; l++, k++)
-				blst_lendian_from_fp(buf + 48 * k,
+				blst_lendian_from_fp(out + 48 * k,
 						     &f->fp6[i].fp2[j].fp[l]);
+}
+
+/* SHA-256 of the GT element in arkworks' serialization. */
+static void gt_hash(const blst_fp12 *f, uint8_t out[32])
+{
+	uint8_t buf[576];
+	drand_gt_bytes(f, buf);
 	drand_sha256(buf, sizeof buf, NULL, 0, out);
 }
 
