@@ -50,6 +50,18 @@ export ENGY_PEERS="$top/tests/peers/node_modules"
 log "building blst for commit-reveal"
 blst_dir="$top/build-deps/blst"
 scripts/build-blst.sh "$blst_dir"
+# Subtensor runtime metadata with commit-reveal v3 (spec 219/224), as
+# @bitgo/sdk-coin-tao 1.16.4 ships it: only its tarball (npm pack; the
+# package's own dependency tree is not installed).  tests/integration/
+# commit_peer.sh builds the commit call against it.
+tao_dir="$top/build-deps/sdk-coin-tao-1.16.4"
+if [ ! -f "$tao_dir/package/dist/src/resources/testnet.js" ]; then
+  log "fetching @bitgo/sdk-coin-tao 1.16.4 (its tarball only) for subtensor metadata"
+  mkdir -p "$tao_dir"
+  (cd "$tao_dir" && npm pack @bitgo/sdk-coin-tao@1.16.4 --silent >/dev/null &&
+    tar xzf bitgo-sdk-coin-tao-1.16.4.tgz package/dist/src/resources)
+fi
+export ENGY_TAO_RESOURCES="$tao_dir/package/dist/src/resources"
 # The shared fixtures CI lays beside the checkout, named absolutely so the
 # distcheck tree (elsewhere) finds them too.
 spec="$top/../shared/fixtures/subtensor/raw_spec_testfinney.json"
