@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "errbuf.h"
@@ -54,16 +55,37 @@ int engy_cr_reveal_round(const struct engy_cr_sched *s, uint64_t *round,
 	uint64_t epoch = (s->block + n1) / t1;
 	uint64_t first = (epoch + s->reveal_period) * t1;
 	first = first > n1 ? first - n1 : 0;
-	uint64_t target = first + ENGY_CR_SECURITY_BLOCKS;
-	uint64_t ahead = target > s->block ? target - s->block : 0;
-	double when = s->now + (double)ahead * s->block_time;
+	uint64_t rr;
+	int rc = engy_cr_round_for_block(s->block, first, s->block_time, s->now,
+					 &rr, err, errlen);
+	if (rc)
+		return rc;
+	*round = rr;
+	if (reveal_block)
+		*reveal_block = first;
+	return 0;
+}
+
+int engy_cr_round_for_block(uint64_t block, uint64_t reveal_block,
+			    double block_time, double now, uint64_t *round,
+			    char *err, size_t errlen)
+{
+	if (!(block_time > 0) || !(now > 0) || reveal_block > UINT64_MAX / 4) {
+		engy_seterr(err, errlen,
+			    "reveal round: block time %g, now %g, reveal block "
+			    "%llu",
+			    block_time, now, (unsigned long long)reveal_block);
+		return -EINVAL;
+	}
+	uint64_t target = reveal_block + ENGY_CR_SECURITY_BLOCKS;
+	uint64_t ahead = target > block ? target - block : 0;
+	double when = now + (double)ahead * block_time;
 	double r = floor((when - ENGY_CR_DRAND_GENESIS) / ENGY_CR_DRAND_PERIOD);
 	uint64_t rr = r < 1 ? 1 : (uint64_t)r;
 	/* The round published now (or before): the commit must name a later
 	 * one, or anyone could open it at once. */
 	double cur =
-		floor((s->now - ENGY_CR_DRAND_GENESIS) / ENGY_CR_DRAND_PERIOD) +
-		1;
+		floor((now - ENGY_CR_DRAND_GENESIS) / ENGY_CR_DRAND_PERIOD) + 1;
 	if ((double)rr <= cur) {
 		engy_seterr(err, errlen,
 			    "reveal round %llu is not in the future (drand is "
@@ -72,9 +94,74 @@ int engy_cr_reveal_round(const struct engy_cr_sched *s, uint64_t *round,
 		return -EINVAL;
 	}
 	*round = rr;
-	if (reveal_block)
-		*reveal_block = first;
 	return 0;
+}
+
+static bool epoch_runs(const struct engy_cr_epochs *s, uint64_t b)
+{
+	if (s->tempo == 0)
+		return false;
+	if (s->pending_epoch_at > 0 && b >= s->pending_epoch_at)
+		return true;
+	if (s->blocks_since_last_step > ENGY_CR_MAX_TEMPO)
+		return true;
+	return (b > s->last_epoch_block ? b - s->last_epoch_block : 0) >=
+	       s->tempo;
+}
+
+/* The subnet's epoch as block b starts, before b's own epoch runs. */
+static uint64_t epoch_before(const struct engy_cr_epochs *s, uint64_t b)
+{
+	return s->epoch_index + (epoch_runs(s, b) ? 1 : 0);
+}
+
+/* Block b's coinbase: counts the step, runs the epoch when due. */
+static void run_block(struct engy_cr_epochs *s, uint64_t b)
+{
+	s->blocks_since_last_step++;
+	s->block = b;
+	if (epoch_runs(s, b)) {
+		s->last_epoch_block = b;
+		s->pending_epoch_at = 0;
+		s->epoch_index++;
+		s->blocks_since_last_step = 0;
+	}
+}
+
+int engy_cr_reveal_block_epochs(const struct engy_cr_epochs *s,
+				uint64_t reveal_period, uint64_t *reveal_block,
+				char *err, size_t errlen)
+{
+	if (s->tempo == 0) {
+		engy_seterr(err, errlen,
+			    "reveal block: tempo 0, the subnet runs no epochs");
+		return -EINVAL;
+	}
+	if (reveal_period > (1u << 20) || s->block > UINT64_MAX / 4 ||
+	    s->epoch_index > UINT64_MAX / 4) {
+		engy_seterr(err, errlen,
+			    "reveal block: reveal period %llu or block %llu "
+			    "out of range",
+			    (unsigned long long)reveal_period,
+			    (unsigned long long)s->block);
+		return -EINVAL;
+	}
+	/* The commit lands in the next block. */
+	struct engy_cr_epochs st = *s;
+	uint64_t at = s->block + 1;
+	uint64_t target = epoch_before(&st, at) + reveal_period;
+	uint64_t budget = (reveal_period + 1) * ENGY_CR_MAX_TEMPO;
+	for (uint64_t b = at; b <= at + budget; b++) {
+		if (epoch_before(&st, b) == target) {
+			*reveal_block = b;
+			return 0;
+		}
+		run_block(&st, b);
+	}
+	engy_seterr(err, errlen,
+		    "reveal block: none within %llu blocks of %llu",
+		    (unsigned long long)budget, (unsigned long long)at);
+	return -EINVAL;
 }
 
 static int check_args(const struct engy_metadata *md,

@@ -51,6 +51,44 @@ struct engy_cr_sched {
 int engy_cr_reveal_round(const struct engy_cr_sched *s, uint64_t *round,
 			 uint64_t *reveal_block, char *err, size_t errlen);
 
+/*
+ * The runtime's stateful epoch schedule (newer subtensor; bittensor-drand
+ * 2.x simulates it): an epoch runs at block b when an owner-triggered
+ * epoch is pending at or before b, when more than ENGY_CR_MAX_TEMPO blocks
+ * passed since the last step, or when b is at least tempo blocks after the
+ * last epoch.
+ */
+#define ENGY_CR_MAX_TEMPO 50400u
+struct engy_cr_epochs {
+	uint64_t last_epoch_block; /* the block the last epoch ran at */
+	uint64_t pending_epoch_at; /* 0: none */
+	uint64_t epoch_index;	   /* the subnet's epoch counter */
+	uint64_t blocks_since_last_step;
+	uint64_t block; /* the chain's current block */
+	uint16_t tempo;
+};
+
+/*
+ * engy_cr_reveal_block_epochs() - the first block whose epoch (counted
+ * before that block's own epoch runs) is @reveal_period epochs after the
+ * epoch of the block that includes a commit sent now (the next block).
+ * -EINVAL for a zero tempo or when no such block comes within
+ * (reveal_period + 1) * ENGY_CR_MAX_TEMPO blocks.
+ */
+int engy_cr_reveal_block_epochs(const struct engy_cr_epochs *s,
+				uint64_t reveal_period, uint64_t *reveal_block,
+				char *err, size_t errlen);
+
+/*
+ * engy_cr_round_for_block() - the drand round for a reveal at
+ * @reveal_block: ENGY_CR_SECURITY_BLOCKS later, its time estimated from
+ * @block (now) and @block_time, rounded down.  -EINVAL when that round is
+ * not after the one drand is at @now.
+ */
+int engy_cr_round_for_block(uint64_t block, uint64_t reveal_block,
+			    double block_time, double now, uint64_t *round,
+			    char *err, size_t errlen);
+
 /* The commit call a runtime offers for a version. */
 struct engy_cr_call {
 	unsigned version; /* 3 or 4 */

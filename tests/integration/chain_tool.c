@@ -15,6 +15,10 @@
  *       (hex).
  *   chain_tool payload key=value...     the commit plaintext (SCALE) as
  *       hex.  Keys: version hotkey (hex) uids weights version_key.
+ *   chain_tool reveal key=value...      the reveal block and drand round:
+ *       "block", "round" lines or "error".  Keys: block period block_time
+ *       now tempo, then netuid (epochs every tempo+1 blocks) or last
+ *       pending index since (the stateful epoch schedule).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -234,6 +238,59 @@ static int payload(int argc, char **argv)
 	return rc ? 1 : 0;
 }
 
+static const char *opt(int argc, char **argv, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (int i = 2; i < argc; i++)
+		if (strncmp(argv[i], key, n) == 0 && argv[i][n] == '=')
+			return argv[i] + n + 1;
+	return NULL;
+}
+
+static int reveal(int argc, char **argv)
+{
+	uint64_t block = num(argc, argv, "block"),
+		 period = num(argc, argv, "period");
+	double bt = strtod(arg(argc, argv, "block_time"), NULL);
+	double now = strtod(arg(argc, argv, "now"), NULL);
+	uint16_t tempo = (uint16_t)num(argc, argv, "tempo");
+	uint64_t rb = 0, round = 0;
+	char err[256];
+	int rc;
+
+	if (opt(argc, argv, "netuid")) {
+		struct engy_cr_sched s = { .netuid = (uint16_t)num(argc, argv,
+								   "netuid"),
+					   .tempo = tempo,
+					   .reveal_period = period,
+					   .block = block,
+					   .block_time = bt,
+					   .now = now };
+		rc = engy_cr_reveal_round(&s, &round, &rb, err, sizeof(err));
+	} else {
+		struct engy_cr_epochs e = {
+			.last_epoch_block = num(argc, argv, "last"),
+			.pending_epoch_at = num(argc, argv, "pending"),
+			.epoch_index = num(argc, argv, "index"),
+			.blocks_since_last_step = num(argc, argv, "since"),
+			.block = block,
+			.tempo = tempo,
+		};
+		rc = engy_cr_reveal_block_epochs(&e, period, &rb, err,
+						 sizeof(err));
+		if (!rc)
+			rc = engy_cr_round_for_block(block, rb, bt, now, &round,
+						     err, sizeof(err));
+	}
+	if (rc) {
+		printf("error %s\n", err);
+		return 1;
+	}
+	printf("block %" PRIu64 "\nround %" PRIu64 "\n", rb, round);
+	return 0;
+}
+
 static int meta(const char *path)
 {
 	struct engy_metadata *md;
@@ -289,6 +346,8 @@ int main(int argc, char **argv)
 		return commit(argc, argv);
 	if (argc >= 2 && strcmp(argv[1], "payload") == 0)
 		return payload(argc, argv);
+	if (argc >= 2 && strcmp(argv[1], "reveal") == 0)
+		return reveal(argc, argv);
 	fprintf(stderr, "usage: chain_tool extrinsic key=value... | chain_tool "
 			"meta FILE | chain_tool commit FILE key=value... | "
 			"chain_tool payload key=value...\n");

@@ -6,16 +6,23 @@ layouts agree field by field.  Expected values: drand quicknet's published
 pulses (tests/data/drand/quicknet.txt, an independent source) and
 bittensor-drand itself.
 
-usage: tlock_peer.py TLOCK_TOOL QUICKNET_TXT
+It also checks the reveal round bittensor-drand 2.0 computes for a CRv4
+commit (get_encrypted_commit_v2: the runtime's stateful epoch schedule)
+against engy's (chain_tool reveal), bracketing bittensor-drand's clock
+between two of engy's, and the layout of the commit bytes it returns.
+
+usage: tlock_peer.py TLOCK_TOOL QUICKNET_TXT CHAIN_TOOL
 """
 import os
+import random
 import struct
+import time
 import subprocess
 import sys
 
 import bittensor_drand as bd
 
-tool, data = sys.argv[1], sys.argv[2]
+tool, data, chain_tool = sys.argv[1], sys.argv[2], sys.argv[3]
 proc = subprocess.Popen([tool], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 n_ok = 0
 
@@ -143,6 +150,50 @@ for rnd, sig in pulses:
         other = [s for r, s in pulses if r != rnd][0]
         assert ask("decrypt %s %s" % (other, theirs.hex())).startswith("error: ")
 ok("engy decrypts bittensor-drand's ciphertexts; the layouts agree field by field")
+
+
+# 4. The reveal round of a CRv4 commit: bittensor-drand 2.0's
+#    get_encrypted_commit_v2 against engy's schedule, over random states.
+def engy_reveal(st, period, now):
+    out = subprocess.run([chain_tool, "reveal", "block=%d" % st["block"], "period=%d" % period,
+                          "block_time=12", "now=%.6f" % now, "tempo=%d" % st["tempo"],
+                          "last=%d" % st["last"], "pending=%d" % st["pending"],
+                          "index=%d" % st["index"], "since=%d" % st["since"]],
+                         capture_output=True, text=True).stdout
+    kv = dict(l.split(" ", 1) for l in out.strip().split("\n"))
+    return kv
+
+
+rng = random.Random(int.from_bytes(os.urandom(8), "little"))
+cases = 0
+for _ in range(300):
+    tempo = rng.choice([1, 2, 10, 99, 360, rng.randint(1, 1000)])
+    block = rng.randint(10_000, 8_000_000)
+    last = block - rng.randint(0, 2 * tempo + 5)
+    pending = rng.choice([0, 0, block + rng.randint(-3, 3 * tempo + 3)])
+    st = dict(tempo=tempo, block=block, last=last, pending=max(pending, 0),
+              index=rng.randint(0, 100_000), since=rng.choice([0, rng.randint(0, 60_000)]))
+    period = rng.randint(0, 4)
+    before = time.time()
+    ct, rnd = bd.get_encrypted_commit_v2(uids, vals, 2003, st["last"], st["pending"], st["index"],
+                                         st["tempo"], st["since"], st["block"], period, 12.0, hotkey)
+    after = time.time()
+    lo, hi = engy_reveal(st, period, before), engy_reveal(st, period, after)
+    assert "round" in lo and "round" in hi, (st, period, lo, hi)
+    assert lo["block"] == hi["block"]
+    assert int(lo["round"]) <= rnd <= int(hi["round"]), (st, period, rnd, lo, hi)
+    layout(ct, len(payload))  # the on-chain commit bytes: raw, no wrapper
+    cases += 1
+ok("%d random epoch states: bittensor-drand 2.0's reveal round lies within engy's for its clock; "
+   "its commit bytes have the layout engy writes" % cases)
+try:
+    bd.get_encrypted_commit_v2(uids, vals, 1, 0, 0, 0, 0, 0, 100, 1, 12.0, hotkey)
+    raise AssertionError("tempo 0 accepted")
+except ValueError:
+    pass
+st = dict(tempo=0, block=100, last=0, pending=0, index=0, since=0)
+assert "tempo 0" in engy_reveal(st, 1, time.time()).get("error", ""), "engy accepted tempo 0"
+ok("tempo 0: both refuse")
 
 proc.stdin.close()
 proc.wait()

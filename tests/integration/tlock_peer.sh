@@ -13,7 +13,8 @@ PY=${ENGY_PYTHON:-python3}
 if ! "$PY" -c 'import bittensor_drand' 2>/dev/null; then
   skip_or_fail "bittensor-drand is not importable by $PY (pip install -r tests/peers/requirements.txt; ENGY_PYTHON names that interpreter)"
 fi
-"$PY" "$top_srcdir/tests/integration/tlock_peer.py" "$TOOL" "$top_srcdir/tests/data/drand/quicknet.txt" ||
+"$PY" "$top_srcdir/tests/integration/tlock_peer.py" "$TOOL" "$top_srcdir/tests/data/drand/quicknet.txt" \
+  "$top_builddir/tests/integration/chain_tool" ||
   fail "the bittensor-drand comparison failed"
 ok "bittensor-drand comparison"
 PEERS=${ENGY_PEERS:-$top_srcdir/tests/peers/node_modules}

@@ -84,6 +84,37 @@ START_TEST(test_reveal_round_refusals)
 }
 END_TEST
 
+START_TEST(test_reveal_block_epochs)
+{
+	/* bittensor-drand 2.0's vector "cycle_reset" (after subtensor's
+	 * tempo_control test of the next epoch's start block): the last epoch
+	 * at block 10, tempo 50, now block 10, one epoch -> block 60. */
+	struct engy_cr_epochs e = { .last_epoch_block = 10,
+				    .tempo = 50,
+				    .block = 10 };
+	uint64_t b = 0;
+	char err[256];
+	ck_assert_int_eq(
+		engy_cr_reveal_block_epochs(&e, 1, &b, err, sizeof err), 0);
+	ck_assert_uint_eq(b, 60);
+	/* A pending owner-triggered epoch at 95 (tempo 20, last 80, now 91):
+	 * the commit (block 92) is in epoch 0, epoch 1 starts at 95 when the
+	 * pending epoch fires, so the reveal epoch's first block is 95. */
+	e = (struct engy_cr_epochs){ .last_epoch_block = 80,
+				     .pending_epoch_at = 95,
+				     .tempo = 20,
+				     .block = 91 };
+	ck_assert_int_eq(
+		engy_cr_reveal_block_epochs(&e, 1, &b, err, sizeof err), 0);
+	ck_assert_uint_eq(b, 95);
+	e.tempo = 0;
+	ck_assert_int_eq(
+		engy_cr_reveal_block_epochs(&e, 1, &b, err, sizeof err),
+		-EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "tempo 0"));
+}
+END_TEST
+
 START_TEST(test_payload_versions)
 {
 	uint8_t hk[32];
@@ -121,6 +152,7 @@ int main(void)
 
 	tcase_add_test(tc, test_reveal_round);
 	tcase_add_test(tc, test_reveal_round_refusals);
+	tcase_add_test(tc, test_reveal_block_epochs);
 	tcase_add_test(tc, test_payload_versions);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
