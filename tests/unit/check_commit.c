@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lib/chain/commit: the reveal round (the bittensor SDK's formula, worked
+ * lib/chain/commit: the reveal round (the bittensor SDK 1.x formula, worked
  * by hand in the comments: expected values from the formula as
- * specs/commit-reveal.md states it, not from a peer), its refusals, and
- * the payload's refusal of unknown versions.  The payload bytes and the
+ * specs/commit-reveal.md states it), the stateful epoch schedule (two of
+ * bittensor-drand 2.0's pinned vectors, which cite subtensor's tests), the
+ * refusals, and the payload's refusal of unknown versions.  The payload bytes and the
  * commit call are checked against @polkadot/types in commit_peer.sh.
  */
 #include <check.h>
