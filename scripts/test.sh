@@ -25,6 +25,7 @@ APT_PKGS="build-essential autoconf automake autoconf-archive libtool pkg-config
   python3-numpy"
 command -v node >/dev/null 2>&1 || APT_PKGS="$APT_PKGS nodejs npm"
 command -v npm >/dev/null 2>&1 || APT_PKGS="$APT_PKGS npm"
+command -v cargo >/dev/null 2>&1 || APT_PKGS="$APT_PKGS cargo"
 missing=()
 for p in $APT_PKGS; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
@@ -43,6 +44,24 @@ if [ -f tests/peers/package-lock.json ]; then
   npm ci --prefix tests/peers --no-audit --no-fund --loglevel=error
 fi
 export ENGY_PEERS="$top/tests/peers/node_modules"
+# blst (BLS12-381) for the validator's timelocked commit-reveal: built from
+# the crates.io crate's C sources (scripts/build-blst.sh), found by
+# configure through --with-blst like any other dependency.
+log "building blst for commit-reveal"
+blst_dir="$top/build-deps/blst"
+scripts/build-blst.sh "$blst_dir"
+# Subtensor runtime metadata with commit-reveal v3 (spec 219/224), as
+# @bitgo/sdk-coin-tao 1.16.4 ships it: only its tarball (npm pack; the
+# package's own dependency tree is not installed).  tests/integration/
+# commit_peer.sh builds the commit call against it.
+tao_dir="$top/build-deps/sdk-coin-tao-1.16.4"
+if [ ! -f "$tao_dir/package/dist/src/resources/testnet.js" ]; then
+  log "fetching @bitgo/sdk-coin-tao 1.16.4 (its tarball only) for subtensor metadata"
+  mkdir -p "$tao_dir"
+  (cd "$tao_dir" && npm pack @bitgo/sdk-coin-tao@1.16.4 --silent >/dev/null &&
+    tar xzf bitgo-sdk-coin-tao-1.16.4.tgz package/dist/src/resources)
+fi
+export ENGY_TAO_RESOURCES="$tao_dir/package/dist/src/resources"
 # The shared fixtures CI lays beside the checkout, named absolutely so the
 # distcheck tree (elsewhere) finds them too.
 spec="$top/../shared/fixtures/subtensor/raw_spec_testfinney.json"
@@ -61,7 +80,7 @@ run_suite() {  # name, configure flags...
   local name=$1; shift
   log "$name: configure $*"
   mkdir -p "build-$name"
-  (cd "build-$name" && ../configure -q --enable-werror "$@")
+  (cd "build-$name" && ../configure -q --enable-werror --with-blst="$blst_dir" "$@")
   log "$name: build"
   make -C "build-$name" -j"$jobs" >/dev/null
   log "$name: make check"
@@ -85,7 +104,7 @@ log "bootstrap"
 if [ -n "${ENGY_BUILD_ONLY:-}" ]; then
   log "main: configure and build (no tests)"
   mkdir -p build-main
-  (cd build-main && ../configure -q --enable-werror)
+  (cd build-main && ../configure -q --enable-werror --with-blst="$blst_dir")
   make -C build-main -j"$jobs" >/dev/null
   exit 0
 fi
@@ -110,7 +129,8 @@ if [ -z "${ENGY_TEST_QUICK:-}" ]; then
   run_suite asan --enable-sanitizers
   unset ASAN_OPTIONS UBSAN_OPTIONS ENGY_NO_DLCLOSE
   log "distcheck"
-  make -C build-main -j"$jobs" distcheck >build-main/distcheck.log 2>&1 ||
+  make -C build-main -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS="--without-cuda --with-blst=$blst_dir" \
+    >build-main/distcheck.log 2>&1 ||
     { tail -60 build-main/distcheck.log; echo "distcheck: 0 passed, 1 failed"; exit 1; }
   grep -E 'archives ready|^=+$' build-main/distcheck.log | head -3
   summary+=("distcheck: 1 passed, 0 failed")
@@ -118,7 +138,7 @@ if [ -z "${ENGY_TEST_QUICK:-}" ]; then
   # each for ENGY_FUZZ_SECONDS (5) from its seed corpus.
   log "libfuzzer: build the fuzz targets with clang, fuzz each ${ENGY_FUZZ_SECONDS:-5} s"
   mkdir -p build-fuzz
-  (cd build-fuzz && ../configure -q CC=clang --enable-libfuzzer --enable-sanitizers)
+  (cd build-fuzz && ../configure -q CC=clang --enable-libfuzzer --enable-sanitizers --with-blst="$blst_dir")
   make -C build-fuzz -j"$jobs" fuzz FUZZ_SECONDS="${ENGY_FUZZ_SECONDS:-5}" \
     >build-fuzz/fuzz.log 2>&1 ||
     { tail -60 build-fuzz/fuzz.log; echo "libfuzzer: 0 passed, 1 failed"; exit 1; }

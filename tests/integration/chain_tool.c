@@ -9,6 +9,16 @@
  *       weights version_key ids (lists comma separated).
  *   chain_tool meta FILE                parse a metadata blob (hex text, as
  *       state_getMetadata answers) and print what chain-subtensor uses.
+ *   chain_tool commit FILE key=value... the timelocked commit call
+ *       against that metadata: "name", "call" lines, or "error" with the
+ *       reason.  Keys: version (0: no storage item) netuid round commit
+ *       (hex).
+ *   chain_tool payload key=value...     the commit plaintext (SCALE) as
+ *       hex.  Keys: version hotkey (hex) uids weights version_key.
+ *   chain_tool reveal key=value...      the reveal block and drand round:
+ *       "block", "round" lines or "error".  Keys: block period block_time
+ *       now tempo, then netuid (epochs every tempo+1 blocks) or last
+ *       pending index since (the stateful epoch schedule).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "commit.h"
 #include "extrinsic.h"
 #include "fsutil.h"
 #include "metadata.h"
@@ -131,6 +142,155 @@ static int extrinsic(int argc, char **argv)
 	return 0;
 }
 
+static int load_meta(const char *path, struct engy_metadata **md)
+{
+	uint8_t *text, *blob;
+	size_t len, n;
+	char err[256];
+	int rc;
+
+	if (engy_read_file(path, 64u << 20, &text, &len)) {
+		fprintf(stderr, "chain_tool: cannot read %s\n", path);
+		return 1;
+	}
+	while (len && (text[len - 1] == '\n' || text[len - 1] == '"'))
+		text[--len] = '\0';
+	rc = engy_hex_decode_alloc((const char *)text + (text[0] == '"'), &blob,
+				   &n);
+	free(text);
+	if (rc) {
+		fprintf(stderr, "chain_tool: %s is not hex\n", path);
+		return 1;
+	}
+	rc = engy_meta_parse(blob, n, md, err, sizeof(err));
+	free(blob);
+	if (rc) {
+		printf("error %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+static int commit(int argc, char **argv)
+{
+	struct engy_metadata *md;
+	struct engy_cr_call c;
+	struct engy_scale_buf call;
+	uint8_t *bytes = NULL;
+	size_t n = 0;
+	char err[256];
+	int rc;
+
+	if (load_meta(argv[2], &md))
+		return 1;
+	if (engy_hex_decode_alloc(arg(argc, argv, "commit"), &bytes, &n)) {
+		fprintf(stderr, "chain_tool: commit= is not hex\n");
+		engy_meta_free(md);
+		return 2;
+	}
+	engy_scale_buf_init(&call);
+	rc = engy_cr_find_call(md, (unsigned)num(argc, argv, "version"), &c,
+			       err, sizeof(err));
+	if (!rc)
+		rc = engy_cr_call_encode(
+			md, &c, (uint16_t)num(argc, argv, "netuid"), bytes, n,
+			num(argc, argv, "round"), &call, err, sizeof(err));
+	if (rc) {
+		printf("error %s\n", err);
+	} else {
+		printf("name %s\n", c.name);
+		print("call", call.p, call.len);
+	}
+	free(bytes);
+	engy_scale_buf_free(&call);
+	engy_meta_free(md);
+	return rc ? 1 : 0;
+}
+
+static int payload(int argc, char **argv)
+{
+	uint16_t uids[4096], w[4096];
+	uint8_t *hk = NULL;
+	size_t n, nw, hn = 0;
+	struct engy_scale_buf out;
+	char err[256];
+	int rc;
+
+	n = list16(arg(argc, argv, "uids"), uids, 4096);
+	nw = list16(arg(argc, argv, "weights"), w, 4096);
+	if (n != nw ||
+	    engy_hex_decode_alloc(arg(argc, argv, "hotkey"), &hk, &hn) ||
+	    hn != 32) {
+		fprintf(stderr, "chain_tool: bad uids/weights/hotkey\n");
+		free(hk);
+		return 2;
+	}
+	engy_scale_buf_init(&out);
+	rc = engy_cr_payload((unsigned)num(argc, argv, "version"), hk, uids, w,
+			     n, num(argc, argv, "version_key"), &out, err,
+			     sizeof(err));
+	if (rc)
+		printf("error %s\n", err);
+	else
+		print("payload", out.p, out.len);
+	free(hk);
+	engy_scale_buf_free(&out);
+	return rc ? 1 : 0;
+}
+
+static const char *opt(int argc, char **argv, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (int i = 2; i < argc; i++)
+		if (strncmp(argv[i], key, n) == 0 && argv[i][n] == '=')
+			return argv[i] + n + 1;
+	return NULL;
+}
+
+static int reveal(int argc, char **argv)
+{
+	uint64_t block = num(argc, argv, "block"),
+		 period = num(argc, argv, "period");
+	double bt = strtod(arg(argc, argv, "block_time"), NULL);
+	double now = strtod(arg(argc, argv, "now"), NULL);
+	uint16_t tempo = (uint16_t)num(argc, argv, "tempo");
+	uint64_t rb = 0, round = 0;
+	char err[256];
+	int rc;
+
+	if (opt(argc, argv, "netuid")) {
+		struct engy_cr_sched s = { .netuid = (uint16_t)num(argc, argv,
+								   "netuid"),
+					   .tempo = tempo,
+					   .reveal_period = period,
+					   .block = block,
+					   .block_time = bt,
+					   .now = now };
+		rc = engy_cr_reveal_round(&s, &round, &rb, err, sizeof(err));
+	} else {
+		struct engy_cr_epochs e = {
+			.last_epoch_block = num(argc, argv, "last"),
+			.pending_epoch_at = num(argc, argv, "pending"),
+			.epoch_index = num(argc, argv, "index"),
+			.blocks_since_last_step = num(argc, argv, "since"),
+			.block = block,
+			.tempo = tempo,
+		};
+		rc = engy_cr_reveal_block_epochs(&e, period, &rb, err,
+						 sizeof(err));
+		if (!rc)
+			rc = engy_cr_round_for_block(block, rb, bt, now, &round,
+						     err, sizeof(err));
+	}
+	if (rc) {
+		printf("error %s\n", err);
+		return 1;
+	}
+	printf("block %" PRIu64 "\nround %" PRIu64 "\n", rb, round);
+	return 0;
+}
+
 static int meta(const char *path)
 {
 	struct engy_metadata *md;
@@ -182,7 +342,14 @@ int main(int argc, char **argv)
 		return extrinsic(argc, argv);
 	if (argc == 3 && strcmp(argv[1], "meta") == 0)
 		return meta(argv[2]);
+	if (argc >= 3 && strcmp(argv[1], "commit") == 0)
+		return commit(argc, argv);
+	if (argc >= 2 && strcmp(argv[1], "payload") == 0)
+		return payload(argc, argv);
+	if (argc >= 2 && strcmp(argv[1], "reveal") == 0)
+		return reveal(argc, argv);
 	fprintf(stderr, "usage: chain_tool extrinsic key=value... | chain_tool "
-			"meta FILE\n");
+			"meta FILE | chain_tool commit FILE key=value... | "
+			"chain_tool payload key=value...\n");
 	return 2;
 }
