@@ -519,6 +519,9 @@ int engy_api_result_parse(const cJSON *output, struct engy_api_result *r,
 				     "expected an object");
 	r->finish_reason = finish_name(
 		cJSON_GetObjectItemCaseSensitive(ch, "finish_reason"));
+	j = cJSON_GetObjectItemCaseSensitive(ch, "matched_stop");
+	if (cJSON_IsString(j))
+		r->matched_stop = j->valuestring;
 	j = cJSON_GetObjectItemCaseSensitive(msg, "content");
 	if (cJSON_IsString(j))
 		r->content = j->valuestring;
