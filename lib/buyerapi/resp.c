@@ -19,8 +19,10 @@
 struct rparse {
 	char *err;
 	size_t errlen;
-	cJSON *msgs;   /* the chat messages being built */
-	cJSON *system; /* the leading system message, once any */
+	const struct engy_api_limits *lim;
+	cJSON *msgs;		    /* the chat messages being built */
+	struct engy_sse_out system; /* the system texts, joined */
+	size_t n_system;
 };
 
 static bool is_str(const cJSON *j, const char *s)
@@ -44,41 +46,34 @@ static int pass(const cJSON *in, const char *key, cJSON *out, const char *as)
 	return 0;
 }
 
-/* A text into the leading system message (instructions, and system or
+/* A text for the leading system message (instructions, and system or
  * developer items wherever they stand: the chat template takes one
- * system turn, first). */
+ * system turn, first).  Gathered here, put first at the end (linear in
+ * the body however many such items it has). */
 static int add_system(struct rparse *p, const char *text)
 {
-	cJSON *c;
-	char *joined;
-	size_t a, b;
+	if (p->n_system++)
+		engy_sse_out_add(&p->system, "\n\n", 2);
+	engy_sse_out_adds(&p->system, text);
+	return p->system.err;
+}
 
-	if (!p->system) {
-		p->system = cJSON_CreateObject();
-		if (!p->system ||
-		    !cJSON_AddStringToObject(p->system, "role", "system") ||
-		    !cJSON_AddStringToObject(p->system, "content", text)) {
-			cJSON_Delete(p->system);
-			p->system = NULL;
-			return -ENOMEM;
-		}
-		return cJSON_InsertItemInArray(p->msgs, 0, p->system) ? 0
-								      : -ENOMEM;
+static int put_system(struct rparse *p)
+{
+	cJSON *m;
+
+	if (!p->n_system)
+		return 0;
+	if (p->system.err)
+		return -ENOMEM;
+	m = cJSON_CreateObject();
+	if (!m || !cJSON_AddStringToObject(m, "role", "system") ||
+	    !cJSON_AddStringToObject(m, "content",
+				     p->system.buf ? p->system.buf : "") ||
+	    !cJSON_InsertItemInArray(p->msgs, 0, m)) {
+		cJSON_Delete(m);
+		return -ENOMEM;
 	}
-	c = cJSON_GetObjectItemCaseSensitive(p->system, "content");
-	a = strlen(c->valuestring);
-	b = strlen(text);
-	joined = malloc(a + b + 3);
-	if (!joined)
-		return -ENOMEM;
-	memcpy(joined, c->valuestring, a);
-	memcpy(joined + a, "\n\n", 2);
-	memcpy(joined + a + 2, text, b + 1);
-	c = cJSON_CreateString(joined);
-	free(joined);
-	if (!c)
-		return -ENOMEM;
-	cJSON_ReplaceItemInObjectCaseSensitive(p->system, "content", c);
 	return 0;
 }
 
@@ -156,11 +151,11 @@ static char *content_text(struct rparse *p, const cJSON *c, const char *where,
  * text, reasoning or calls; else a new assistant message (content null). */
 static cJSON *assistant(struct rparse *p)
 {
-	cJSON *last =
-		cJSON_GetArrayItem(p->msgs, cJSON_GetArraySize(p->msgs) - 1);
+	/* a cJSON array's first child links back to its last: O(1) */
+	cJSON *last = p->msgs->child ? p->msgs->child->prev : NULL;
 	cJSON *m;
 
-	if (last && last != p->system &&
+	if (last &&
 	    is_str(cJSON_GetObjectItemCaseSensitive(last, "role"), "assistant"))
 		return last;
 	m = cJSON_CreateObject();
@@ -345,7 +340,7 @@ static int reasoning_item(struct rparse *p, size_t i, const cJSON *it)
 static int copy_input(struct rparse *p, const cJSON *in)
 {
 	char *err = p->err;
-	size_t errlen = p->errlen, i = 0;
+	size_t errlen = p->errlen, i = 0, n;
 	const cJSON *input = engy_api_get(in, "input"), *it, *type;
 	int rc;
 
@@ -365,8 +360,12 @@ static int copy_input(struct rparse *p, const cJSON *in)
 	}
 	if (!cJSON_IsArray(input))
 		return FAIL("input: expected a string or an array of items");
-	if (!cJSON_GetArraySize(input))
+	n = (size_t)cJSON_GetArraySize(input);
+	if (!n)
 		return FAIL("input: empty");
+	if (p->lim && p->lim->max_messages && n > p->lim->max_messages)
+		return FAIL("input: %zu items is above the limit of %zu", n,
+			    p->lim->max_messages);
 	cJSON_ArrayForEach(it, input)
 	{
 		if (!cJSON_IsObject(it))
@@ -553,6 +552,8 @@ static int resp_chat(struct rparse *p, const cJSON *in, cJSON *chat)
 		return rc;
 	rc = copy_input(p, in);
 	if (!rc)
+		rc = put_system(p);
+	if (!rc)
 		rc = copy_tools(p, in, chat);
 	if (!rc)
 		rc = copy_tool_choice(p, in, chat);
@@ -638,13 +639,14 @@ static int translate(const char *json, size_t len,
 		     struct engy_api_req *req, char *err, size_t errlen,
 		     enum engy_api_route route)
 {
-	struct rparse p = { .err = err, .errlen = errlen };
+	struct rparse p = { .err = err, .errlen = errlen, .lim = lim };
 	struct engy_api_limits l2 = { 0 };
 	cJSON *in = NULL, *chat = NULL;
 	char *text = NULL;
 	int rc;
 
 	memset(req, 0, sizeof(*req));
+	engy_sse_out_init(&p.system);
 	rc = engy_api_parse_root(json, len, lim, &in, err, errlen);
 	if (rc)
 		return rc;
@@ -657,6 +659,7 @@ static int translate(const char *json, size_t len,
 		rc = route == ENGY_ROUTE_RESPONSES ? resp_chat(&p, in, chat)
 						   : cmpl_chat(&p, in, chat);
 	cJSON_Delete(in);
+	engy_sse_out_free(&p.system);
 	if (!rc && !(text = cJSON_PrintUnformatted(chat)))
 		rc = -ENOMEM;
 	cJSON_Delete(chat);

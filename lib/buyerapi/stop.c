@@ -34,16 +34,25 @@ void engy_api_stops_init(struct engy_api_stops *st, const cJSON *body)
 int engy_api_stops_find(const struct engy_api_stops *st, const char *p,
 			size_t n, size_t *at)
 {
+	size_t i, start, end, best_end = 0;
 	const char *hit;
 	int best = -1;
-	size_t i;
 
+	/* The match that ends first (the longest of those), whatever the
+	 * text's chunking: a stream that cuts as soon as one is complete cuts
+	 * where the whole text is cut. */
 	for (i = 0; i < st->n; i++) {
 		hit = n >= st->len[i] ? memmem(p, n, st->s[i], st->len[i])
 				      : NULL;
-		if (hit && (best < 0 || (size_t)(hit - p) < *at)) {
+		if (!hit)
+			continue;
+		start = (size_t)(hit - p);
+		end = start + st->len[i];
+		if (best < 0 || end < best_end ||
+		    (end == best_end && start < *at)) {
 			best = (int)i;
-			*at = (size_t)(hit - p);
+			best_end = end;
+			*at = start;
 		}
 	}
 	return best;

@@ -2,7 +2,8 @@
 /*
  * Stop strings held at the gateway (specs/buyer-api.md §8): a buyer's
  * stop strings are matched in the decoded answer text, across chunk and
- * token boundaries, the text is cut exactly before the earliest match,
+ * token boundaries, the text is cut exactly before the first match (the one
+ * completed first),
  * and a stream never carries a byte past it: the tail of the text that
  * could still begin a stop string is held back until the next chunk
  * settles it.  The miner matches them too (it stops generating); this is
@@ -29,8 +30,9 @@ struct engy_api_stops {
 /* The chat body's "stop" (a string or up to 4 strings; others ignored). */
 void engy_api_stops_init(struct engy_api_stops *st, const cJSON *body);
 
-/* The earliest match in @p[0..@n): the stop's index, its offset in *@at;
- * -1 when none. */
+/* The first match in @p[0..@n) (the one that ends first; of those, the
+ * one that starts first): the stop's index, its offset in *@at; -1 when
+ * none. */
 int engy_api_stops_find(const struct engy_api_stops *st, const char *p,
 			size_t n, size_t *at);
 
