@@ -417,7 +417,9 @@ static cJSON *output(const struct engy_miner_result *r)
 	}
 	cJSON_AddItemToArray(choices, ch);
 	ok = cJSON_AddNumberToObject(ch, "index", 0) &&
-	     cJSON_AddStringToObject(ch, "finish_reason", r->finish_reason);
+	     cJSON_AddStringToObject(ch, "finish_reason", r->finish_reason) &&
+	     (!r->matched_stop ||
+	      cJSON_AddStringToObject(ch, "matched_stop", r->matched_stop));
 	if (ok) {
 		cJSON *m = engy_gen_msg_json(r->msg);
 

@@ -134,6 +134,9 @@ struct engy_miner_result {
 	size_t n_schemes;
 	const struct engy_gen_msg *msg;
 	const char *finish_reason;
+	/* The buyer's stop string that ended the answer (choices[0].
+	 * matched_stop, sglang's name), NULL when none did. */
+	const char *matched_stop;
 	uint32_t prompt_tokens;	    /* as fed, before any folding */
 	uint32_t completion_tokens; /* every generated token */
 	uint32_t cached_tokens;	    /* 0: no prompt_tokens_details */

@@ -28,6 +28,23 @@ static uint32_t *prompt_with_fold(const struct mreq *r)
 }
 
 /* Pool thread: reads the request, which nothing else touches meanwhile. */
+/* The buyer's stop string that ended the answer: matched in the text,
+ * or sampled as its one token; NULL for an end of sequence or the cap. */
+static const char *matched_stop(const struct mreq *r)
+{
+	size_t i;
+
+	if (r->stop_hit)
+		return r->stop_str[r->stop_which];
+	if (r->res.finish != ENGY_FINISH_STOP || r->res.matched_stop < 0)
+		return NULL;
+	for (i = 0; i < r->n_stop; i++)
+		if (r->stop_of[i] &&
+		    r->stop[i] == (uint32_t)r->res.matched_stop)
+			return r->stop_of[i];
+	return NULL;
+}
+
 static void prove_fn(void *arg)
 {
 	struct mreq *r = arg;
@@ -91,6 +108,7 @@ static void prove_fn(void *arg)
 			.finish_reason = engy_gen_finish_reason(
 				r->res.finish == ENGY_FINISH_LENGTH,
 				msg.n_calls),
+			.matched_stop = matched_stop(r),
 			.prompt_tokens = (uint32_t)r->n_prompt,
 			.completion_tokens = (uint32_t)r->n_out,
 			.cached_tokens = r->res.cached_tokens,

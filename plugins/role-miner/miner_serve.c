@@ -345,8 +345,8 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 	cancel_backend(arg);
 }
 
-/* Stop strings that are one token stop as ids at the backend; longer
- * ones are matched in the decoded text (sglang's semantics: the text ends
+/* Stop strings that are one token stop as ids at the backend; every one
+ * is matched in the decoded text (sglang's semantics: the text ends
  * before the match, the ids generated stay in the commitment). */
 static int stop_ids(struct mreq *r)
 {
@@ -361,15 +361,18 @@ static int stop_ids(struct mreq *r)
 		ids = NULL;
 		if (!len)
 			continue;
+		/* One token: a stop id at the backend as well, for the
+		 * sampled token itself; the text match catches it inside
+		 * longer tokens. */
 		if (engy_tokenizer_encode(m->tok, r->p.stop[i], len, &ids,
 					  &n) == 0 &&
 		    n == 1 && r->n_stop < MAX_STOP) {
+			r->stop_of[r->n_stop] = r->p.stop[i];
 			r->stop[r->n_stop++] = ids[0];
-		} else {
-			r->stop_str[r->n_stop_str++] = r->p.stop[i];
-			if (len > r->stop_max)
-				r->stop_max = len;
 		}
+		r->stop_str[r->n_stop_str++] = r->p.stop[i];
+		if (len > r->stop_max)
+			r->stop_max = len;
 		free(ids);
 	}
 	if (r->n_stop_str &&

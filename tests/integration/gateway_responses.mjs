@@ -153,6 +153,43 @@ ok('openai: previous_response_id is a BadRequestError saying zero data retention
 	ok('openai: a one-character stop "}" inside a chunk ends the stream before it');
 }
 
+// One-character stops on an engy miner: greedy decoding gives the same
+// text each time, so each stop must cut it before the character's first
+// place, wherever it sits inside a token; the miner stops generating
+// there (fewer tokens) and names the string it matched.
+{
+	const body = { model: 'tiny', temperature: 0, max_tokens: 40,
+		messages: [{ role: 'user', content: 'Tell me a long story' }] };
+	const full = await oai.chat.completions.create(body);
+	const text = full.choices[0].message.content;
+	const chars = [...new Set([...text.slice(1)].filter((c) => /^[!-~\n]$/.test(c)))].slice(0, 8);
+	assert.ok(chars.length >= 3, `too few characters in ${JSON.stringify(text)}`);
+	// (Anthropic's template turns thinking off: a prompt of its own)
+	const abody = { model: 'tiny', max_tokens: 40, temperature: 0, messages: body.messages };
+	const atext = (await ant.messages.create(abody)).content[0].text;
+	let fewer = 0, anth = 0;
+	for (const c of chars) {
+		const r = await oai.chat.completions.create({ ...body, stop: [c] });
+		// (the miner's answer parser trims the text's ends)
+		const want = text.slice(0, text.indexOf(c)).trimEnd();
+		assert.equal(r.choices[0].message.content.trimEnd(), want, `stop ${JSON.stringify(c)}`);
+		assert.equal(r.choices[0].finish_reason, 'stop');
+		if (r.usage.completion_tokens < full.usage.completion_tokens)
+			fewer++;
+		if (!atext.includes(c))
+			continue;
+		const m = await ant.messages.create({ ...abody, stop_sequences: [c] });
+		assert.equal(m.content[0].text.trimEnd(), atext.slice(0, atext.indexOf(c)).trimEnd());
+		assert.equal(m.stop_reason, 'stop_sequence');
+		assert.equal(m.stop_sequence, c);
+		anth++;
+	}
+	assert.equal(fewer, chars.length, 'the miner generated past a stop');
+	assert.ok(anth >= 1, `no stop character in the Anthropic text ${JSON.stringify(atext)}`);
+	ok(`engy miner: ${chars.length} one-character stops cut the greedy text before their first place, ` +
+		`the miner stopping there; ${anth} on Anthropic with stop_sequence named`);
+}
+
 // ---------------------------------------------------------------- the AI SDK 6
 {
 	const provider = createOpenAI({ apiKey: key, baseURL: `${base}/v1` });
