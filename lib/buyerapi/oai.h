@@ -67,6 +67,7 @@ struct engy_api_req {
 	cJSON *body;
 	bool stream;
 	bool include_usage; /* OpenAI stream_options.include_usage */
+	bool logprobs;	    /* OpenAI logprobs: true (the sampled token's) */
 	/* Reasoning reaches the buyer: always on OpenAI
 	 * (reasoning_content); on Anthropic only when thinking was asked. */
 	bool show_reasoning;
@@ -138,6 +139,9 @@ struct engy_api_result {
 	 * NULL when none; the miner's choices[0].matched_stop as given. */
 	const char *stop_sequence;
 	const char *matched_stop;
+	/* choices[0].logprobs.content when well formed (borrowed; each entry
+	 * has a string token and a finite number logprob), else NULL. */
+	const cJSON *logprobs;
 	uint64_t prompt_tokens;	    /* including cached_tokens */
 	uint64_t completion_tokens; /* including reasoning */
 	uint64_t cached_tokens;
@@ -186,6 +190,7 @@ struct engy_oai_stream {
 	char *head; /* {"id":…,…,"choices":[ */
 	size_t head_len;
 	bool include_usage;
+	bool logprobs;
 	bool started;
 	bool finished;
 	size_t args_frag; /* default 32 */

@@ -427,6 +427,13 @@ static cJSON *output(const struct engy_miner_result *r)
 		if (!ok)
 			cJSON_Delete(m);
 	}
+	if (ok && r->logprobs) {
+		cJSON *l = cJSON_Duplicate(r->logprobs, true);
+
+		ok = l && cJSON_AddItemToObject(ch, "logprobs", l);
+		if (!ok)
+			cJSON_Delete(l);
+	}
 	ok = ok && (u = cJSON_AddObjectToObject(o, "usage")) &&
 	     cJSON_AddNumberToObject(u, "prompt_tokens", r->prompt_tokens) &&
 	     cJSON_AddNumberToObject(u, "completion_tokens",
@@ -646,5 +653,9 @@ int engy_chat_params_parse(const cJSON *req, struct engy_chat_params *p,
 	j = field(req, "stop");
 	if (j && parse_stop(j, p, err, errlen))
 		return -EINVAL;
+	j = field(req, "logprobs");
+	if (j && !cJSON_IsBool(j))
+		return bad(err, errlen, "logprobs", "not true or false");
+	p->logprobs = cJSON_IsTrue(j);
 	return 0;
 }

@@ -58,6 +58,8 @@ struct mreq {
 	struct engy_gen *g;
 	uint32_t *out;
 	size_t n_out, cap_out, n_fold;
+	float *lp; /* each output id's logprob (NaN: none), when asked */
+	size_t cap_lp;
 	uint16_t *rows;
 	size_t n_rows, cap_rows;
 	uint32_t hidden;

@@ -24,6 +24,7 @@
  * prompt or a completion is ever logged.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,7 @@ static void req_free(struct mreq *r)
 	free(r->corr_id);
 	free(r->prompt);
 	free(r->out);
+	free(r->lp);
 	free(r->rows);
 	free(r->pc);
 	free(r->pr);
@@ -194,6 +196,17 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 		r->n_fold = 1;
 	else
 		r->rows_bad = true;
+	if (r->p.logprobs) {
+		size_t k;
+
+		if (!engy_grow((void **)&r->lp, &r->cap_lp, r->n_out + n,
+			       sizeof(*r->lp))) {
+			r->rows_bad = true;
+			return;
+		}
+		for (k = 0; k < n; k++)
+			r->lp[r->n_out + k] = logprobs ? logprobs[k] : NAN;
+	}
 	memcpy(r->out + r->n_out, ids, n * sizeof(*ids));
 	r->n_out += n;
 	/* A stop string: cancel from the loop, not inside the backend's

@@ -190,6 +190,30 @@ ok('openai: previous_response_id is a BadRequestError saying zero data retention
 		`the miner stopping there; ${anth} on Anthropic with stop_sequence named`);
 }
 
+// logprobs from an engy miner: one per output token of the text, each a
+// log-probability (<= 0); streamed, in a chunk before the finish.
+{
+	const c = await oai.chat.completions.create({ model: 'tiny', logprobs: true, max_tokens: 8,
+		messages: [{ role: 'user', content: 'Say hi' }] });
+	const lp = c.choices[0].logprobs.content;
+	assert.ok(lp.length >= 1 && lp.length <= c.usage.completion_tokens, `${lp.length} entries`);
+	for (const e of lp) {
+		assert.ok(Number.isFinite(e.logprob) && e.logprob <= 0, `logprob ${e.logprob}`);
+		assert.equal(typeof e.token, 'string');
+		assert.deepEqual(e.top_logprobs, []);
+	}
+	const s = await oai.chat.completions.create({ model: 'tiny', logprobs: true, max_tokens: 8,
+		stream: true, messages: [{ role: 'user', content: 'Say hi' }] });
+	let n = 0;
+	for await (const ch of s)
+		n += ch.choices[0]?.logprobs?.content?.length || 0;
+	assert.ok(n >= 1, 'no streamed logprobs');
+	await assert.rejects(oai.chat.completions.create({ model: 'tiny', logprobs: true, top_logprobs: 3,
+		messages: [{ role: 'user', content: 'x' }] }), (e) => e instanceof OpenAI.BadRequestError &&
+		/top_logprobs: only 0 is served/.test(e.message));
+	ok(`openai: logprobs from an engy miner (${lp.length} tokens plain, ${n} streamed); top_logprobs > 0 a 400 saying why`);
+}
+
 // ---------------------------------------------------------------- the AI SDK 6
 {
 	const provider = createOpenAI({ apiKey: key, baseURL: `${base}/v1` });

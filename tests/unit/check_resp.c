@@ -305,6 +305,66 @@ START_TEST(test_resp_stream)
 }
 END_TEST
 
+/* logprobs: true reaches the miner; its logprobs come back rendered from
+ * checked fields, and a malformed list (a positive or non-number
+ * logprob, a token not a string) is dropped, not relayed. */
+START_TEST(test_logprobs)
+{
+	const char *b = "{\"model\":\"m\",\"logprobs\":true,\"messages\":"
+			"[{\"role\":\"user\",\"content\":\"x\"}]}";
+	static const char *const outs[] = {
+		"{\"choices\":[{\"finish_reason\":\"stop\",\"message\":{"
+		"\"content\":\"Hi!\"},\"logprobs\":{\"content\":[{\"token\":"
+		"\"Hi\",\"logprob\":-0.5,\"bytes\":[72,105],\"top_logprobs\":"
+		"[]},{\"token\":\"!\",\"logprob\":-1.25}]}}]}",
+		"{\"choices\":[{\"finish_reason\":\"stop\",\"message\":{"
+		"\"content\":\"Hi\"},\"logprobs\":{\"content\":[{\"token\":"
+		"\"Hi\",\"logprob\":0.5}]}}]}",
+		"{\"choices\":[{\"finish_reason\":\"stop\",\"message\":{"
+		"\"content\":\"Hi\"},\"logprobs\":{\"content\":[{\"token\":"
+		"7,\"logprob\":-1}]}}]}",
+	};
+	struct engy_api_req req;
+	struct engy_api_result r;
+	struct engy_sse_out o;
+	cJSON *out, *j;
+	size_t i;
+
+	ck_assert_int_eq(
+		engy_oai_parse(b, strlen(b), NULL, &req, err, sizeof(err)), 0);
+	ck_assert(req.logprobs && cJSON_IsTrue(jget(req.body, "logprobs")));
+	miner_accepts(&req);
+	for (i = 0; i < 3; i++) {
+		out = jparse(outs[i]);
+		ck_assert_int_eq(
+			engy_api_result_parse(out, &r, err, sizeof(err)), 0);
+		engy_sse_out_init(&o);
+		ck_assert_int_eq(engy_oai_response(&o, &req, "c", 1, &r), 0);
+		j = jparse(o.buf);
+		if (i == 0) {
+			ck_assert_int_eq(jsize(j, "choices.0.logprobs.content"),
+					 2);
+			ck_assert_str_eq(
+				jstr(j, "choices.0.logprobs.content.0.token"),
+				"Hi");
+			ck_assert(jnum(j, "choices.0.logprobs.content.1."
+					  "logprob") == -1.25);
+			/* bytes the miner left out are the token's */
+			ck_assert_int_eq(jnum(j, "choices.0.logprobs.content."
+						 "1.bytes.0"),
+					 33);
+		} else {
+			ck_assert(cJSON_IsNull(jget(j, "choices.0.logprobs")));
+		}
+		cJSON_Delete(j);
+		engy_sse_out_free(&o);
+		engy_api_result_free(&r);
+		cJSON_Delete(out);
+	}
+	engy_api_req_free(&req);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("resp");
@@ -318,6 +378,7 @@ int main(void)
 	tcase_add_test(tc, test_stops);
 	tcase_add_test(tc, test_finish_rules);
 	tcase_add_test(tc, test_resp_stream);
+	tcase_add_test(tc, test_logprobs);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
