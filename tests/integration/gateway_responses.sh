@@ -123,6 +123,44 @@ post /v1/chat/completions '{"model":"scripted","max_tokens":3,"messages":[{"role
 [ "$(jq_ 'o.choices[0].finish_reason')" = length ] || fail "stop at max_tokens: $(cat "$T/out")"
 ok "a worker's \"stop\" on a completion that used all of max_tokens is reported as length"
 
+# --- a buyer who leaves a Responses stream pays for what reached it ----------------
+A models put slow --max-input-tokens 4096 --max-output-tokens 4096 --max-request-s 60 \
+	--price-input 1 --price-cached-input 0.5 --price-output 2 >/dev/null || fail "models put slow"
+KB=$(register 5FHneW46xGXgs5mUiveU4sbTyGBzmstUspZC92UhjJM694ty)
+peer slowp slow MINER_KEY="$KB" MODEL=slow WORKER_NAME=slowp CHUNKS=40 CHUNK_MS=200
+peer_wait slowp admit
+cat > "$T/leave.mjs" <<'JS'
+const [base, key] = process.argv.slice(2);
+const ac = new AbortController();
+const r = await fetch(`${base}/v1/responses`, { method: 'POST', signal: ac.signal,
+	headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+	body: JSON.stringify({ model: 'slow', input: 'go', stream: true }) });
+const rd = r.body.getReader(), dec = new TextDecoder();
+let buf = '';
+for (;;) {
+	const { value, done } = await rd.read();
+	if (done)
+		break;
+	buf += dec.decode(value);
+	if (buf.includes('event: response.output_text.delta')) {
+		ac.abort();
+		break;
+	}
+}
+console.log(buf.includes('event: response.created') && buf.includes('event: response.output_text.delta')
+	? 'left after the first delta' : `unexpected: ${buf}`);
+JS
+node "$T/leave.mjs" "$BASE" "$KEY" > "$T/leave.out" 2>&1 || fail "leave: $(cat "$T/leave.out")"
+grep -q "^left after the first delta" "$T/leave.out" || fail "leave: $(cat "$T/leave.out")"
+peer_wait slowp "cancel corr="
+wait_settled
+A log tail -n 100000 > "$T/log.txt"
+row=$(grep "model=slow .*status=499 " "$T/log.txt") || fail "no 499 row: $(grep model=slow "$T/log.txt")"
+comp=$(echo "$row" | sed -n 's/.* completion=\([0-9]*\) .*/\1/p')
+cost=$(echo "$row" | sed -n 's/.* cost=\([0-9.]*\).*/\1/p')
+[ "$comp" -ge 1 ] && [ "$comp" -lt 40 ] && [ "$cost" != 0.000000 ] || fail "499 row: $row"
+ok "a buyer who leaves a Responses stream: cancel to the miner, 499, billed for what reached it ($comp tokens, $cost USD)"
+
 node "$top_srcdir/tests/integration/gateway_responses.mjs" "$PEERS" "$BASE" "$KEY" > "$T/sdk.out" 2>&1 ||
 	fail "client checks: $(cat "$T/sdk.out")"
 n=$(grep -c "^ok - " "$T/sdk.out")
@@ -135,8 +173,22 @@ wait_settled
 money acme
 [ "$SPENT" -gt 0 ] || fail "nothing spent"
 A log tail -n 100000 > "$T/log.txt"
-grep -v "status=200 " "$T/log.txt" | grep -v "cost=0.000000" && fail "a request that failed was charged"
-ok "books balance: nothing reserved, balance = credited - spent, the log's costs = spent ($SPENT micro-USD)"
+grep -v "status=200 \|status=499 " "$T/log.txt" | grep -v "cost=0.000000" && fail "a request that failed was charged"
+# Each row costs its usage on the price card (input 1, cached input 0.5,
+# output 2 USD per million tokens, rounded up to the micro-dollar).
+awk '{ p = c = k = cost = -1
+	for (i = 1; i <= NF; i++) {
+		split($i, kv, "=")
+		if (kv[1] == "prompt") p = kv[2]; else if (kv[1] == "cached") c = kv[2]
+		else if (kv[1] == "completion") k = kv[2]; else if (kv[1] == "cost") cost = kv[2]
+	}
+	if (p < 0 || c < 0 || k < 0 || cost < 0) { print "unparsed: " $0; bad = 1; next }
+	half = 2 * (p - c) + c + 4 * k
+	want = k == 0 ? 0 : int((half + 1) / 2)
+	if (sprintf("%.6f", want / 1000000) != cost) { print "want " want " micro-USD: " $0; bad = 1 }
+	n++ }
+	END { if (bad) exit 1; print n }' "$T/log.txt" > "$T/priced" || fail "rows priced wrong: $(cat "$T/priced")"
+ok "books balance: nothing reserved, balance = credited - spent, the log's costs = spent ($SPENT micro-USD); $(cat "$T/priced") rows each priced at the card"
 
 gw_stop
 grep -q "level=err" "$T/gw.log" && fail "errors in the gateway log: $(grep level=err "$T/gw.log")"
