@@ -23,16 +23,13 @@ static void usage_json(struct engy_sse_out *o, const struct engy_api_result *r)
 		(unsigned long long)r->cached_tokens);
 }
 
-/* {"content":[{token, logprob, bytes, top_logprobs: []}…],"refusal":null}
- * from the checked entries; bytes are the miner's when all are bytes,
- * else the token's own. */
-static void logprobs_json(struct engy_sse_out *o, const cJSON *content)
+void engy_api_logprobs_entries(struct engy_sse_out *o, const cJSON *content)
 {
 	const cJSON *e, *t, *b, *x;
 	bool first = true, ok;
 	size_t i, n;
 
-	engy_sse_out_adds(o, "{\"content\":[");
+	engy_sse_out_add(o, "[", 1);
 	cJSON_ArrayForEach(e, content)
 	{
 		t = cJSON_GetObjectItemCaseSensitive(e, "token");
@@ -61,7 +58,15 @@ static void logprobs_json(struct engy_sse_out *o, const cJSON *content)
 		}
 		engy_sse_out_adds(o, "],\"top_logprobs\":[]}");
 	}
-	engy_sse_out_adds(o, "],\"refusal\":null}");
+	engy_sse_out_add(o, "]", 1);
+}
+
+/* {"content":[…],"refusal":null} */
+static void logprobs_json(struct engy_sse_out *o, const cJSON *content)
+{
+	engy_sse_out_adds(o, "{\"content\":");
+	engy_api_logprobs_entries(o, content);
+	engy_sse_out_adds(o, ",\"refusal\":null}");
 }
 
 int engy_oai_response(struct engy_sse_out *o, const struct engy_api_req *req,

@@ -534,7 +534,7 @@ static int resp_chat(struct rparse *p, const cJSON *in, cJSON *chat)
 {
 	char *err = p->err;
 	size_t errlen = p->errlen;
-	const cJSON *j, *eff;
+	const cJSON *j, *eff, *inc, *it;
 	int rc;
 
 	rc = refuse_stored(p, in);
@@ -567,6 +567,16 @@ static int resp_chat(struct rparse *p, const cJSON *in, cJSON *chat)
 	eff = j ? engy_api_get(j, "effort") : NULL;
 	if (eff && !cJSON_IsString(eff))
 		return FAIL("reasoning.effort: expected a string");
+	/* include: "message.output_text.logprobs" asks for logprobs */
+	inc = engy_api_get(in, "include");
+	if (inc && !cJSON_IsArray(inc))
+		return FAIL("include: expected an array of strings");
+	cJSON_ArrayForEach(
+		it,
+		inc) if (is_str(it, "message.output_text.logprobs") &&
+			 !cJSON_GetObjectItemCaseSensitive(chat, "logprobs") &&
+			 !cJSON_AddTrueToObject(chat,
+						"logprobs")) return -ENOMEM;
 	if (pass(in, "max_output_tokens", chat, "max_completion_tokens") ||
 	    pass(in, "temperature", chat, "temperature") ||
 	    pass(in, "top_p", chat, "top_p") ||

@@ -34,15 +34,22 @@ static void reasoning_item(struct engy_sse_out *o, const char *id,
 	engy_sse_out_adds(o, "]}");
 }
 
-static void text_part(struct engy_sse_out *o, const char *text, size_t len)
+static void text_part(struct engy_sse_out *o, const char *text, size_t len,
+		      const cJSON *lp)
 {
 	engy_sse_out_adds(o, "{\"type\":\"output_text\",\"text\":");
 	engy_sse_out_jstr(o, text ? text : "", text ? len : 0);
-	engy_sse_out_adds(o, ",\"annotations\":[],\"logprobs\":[]}");
+	engy_sse_out_adds(o, ",\"annotations\":[],\"logprobs\":");
+	if (lp)
+		engy_api_logprobs_entries(o, lp);
+	else
+		engy_sse_out_adds(o, "[]");
+	engy_sse_out_add(o, "}", 1);
 }
 
 static void message_item(struct engy_sse_out *o, const char *id,
-			 const char *status, const char *text, size_t len)
+			 const char *status, const char *text, size_t len,
+			 const cJSON *lp)
 {
 	engy_sse_out_adds(o, "{\"id\":");
 	engy_sse_out_jstrz(o, id);
@@ -51,7 +58,7 @@ static void message_item(struct engy_sse_out *o, const char *id,
 			  "\"role\":\"assistant\",\"content\":[",
 			  status);
 	if (text)
-		text_part(o, text, len);
+		text_part(o, text, len, lp);
 	engy_sse_out_adds(o, "]}");
 }
 
@@ -126,7 +133,8 @@ static void response_obj(struct engy_sse_out *o, const struct engy_api_req *req,
 		if (!first)
 			engy_sse_out_add(o, ",", 1);
 		message_item(o, ids->message, "completed", r->content,
-			     r->content_len);
+			     r->content_len,
+			     req->logprobs ? r->logprobs : NULL);
 		first = false;
 	}
 	for (i = 0; r && i < r->n_calls; i++) {
@@ -267,14 +275,14 @@ static void close_item(struct engy_resp_stream *s, struct engy_sse_out *o)
 		ev_item(o, id, s->open_index);
 		engy_sse_out_adds(o, ",\"content_index\":0,\"part\":");
 		text_part(o, s->content.buf ? s->content.buf : "",
-			  s->content.len);
+			  s->content.len, NULL);
 		ev_end(o);
 		ev_begin(s, o, "response.output_item.done");
 		engy_sse_out_addf(
 			o, ",\"output_index\":%zu,\"item\":", s->open_index);
 		message_item(o, id, "completed",
 			     s->content.buf ? s->content.buf : "",
-			     s->content.len);
+			     s->content.len, NULL);
 		ev_end(o);
 	}
 	s->open = 0;
@@ -302,12 +310,12 @@ static void open_item(struct engy_resp_stream *s, struct engy_sse_out *o,
 		ev_end(o);
 		return;
 	}
-	message_item(o, s->ids.message, "in_progress", NULL, 0);
+	message_item(o, s->ids.message, "in_progress", NULL, 0, NULL);
 	ev_end(o);
 	ev_begin(s, o, "response.content_part.added");
 	ev_item(o, s->ids.message, s->open_index);
 	engy_sse_out_adds(o, ",\"content_index\":0,\"part\":");
-	text_part(o, "", 0);
+	text_part(o, "", 0, NULL);
 	ev_end(o);
 }
 

@@ -208,10 +208,14 @@ ok('openai: previous_response_id is a BadRequestError saying zero data retention
 	for await (const ch of s)
 		n += ch.choices[0]?.logprobs?.content?.length || 0;
 	assert.ok(n >= 1, 'no streamed logprobs');
+	const rr = await oai.responses.create({ model: 'tiny', input: 'Say hi', max_output_tokens: 8,
+		include: ['message.output_text.logprobs'] });
+	const rlp = rr.output.find((i) => i.type === 'message').content[0].logprobs;
+	assert.ok(rlp.length >= 1 && rlp.every((e) => e.logprob <= 0), 'responses logprobs');
 	await assert.rejects(oai.chat.completions.create({ model: 'tiny', logprobs: true, top_logprobs: 3,
 		messages: [{ role: 'user', content: 'x' }] }), (e) => e instanceof OpenAI.BadRequestError &&
 		/top_logprobs: only 0 is served/.test(e.message));
-	ok(`openai: logprobs from an engy miner (${lp.length} tokens plain, ${n} streamed); top_logprobs > 0 a 400 saying why`);
+	ok(`openai: logprobs from an engy miner (${lp.length} tokens plain, ${n} streamed, ${rlp.length} on responses.create with include); top_logprobs > 0 a 400 saying why`);
 }
 
 // ---------------------------------------------------------------- the AI SDK 6

@@ -365,6 +365,51 @@ START_TEST(test_logprobs)
 }
 END_TEST
 
+/* Outside bytes bounded: input holds at most max_messages items (the
+ * parser is linear in the body); a stream broken off ends with the
+ * Responses error event. */
+START_TEST(test_limits_and_error)
+{
+	struct engy_api_limits lim = { .max_body_bytes = 4096,
+				       .max_messages = 2 };
+	const char *b = "{\"model\":\"m\",\"input\":[{\"role\":\"user\","
+			"\"content\":\"a\"},{\"role\":\"developer\","
+			"\"content\":\"b\"},{\"role\":\"user\",\"content\":"
+			"\"c\"}]}";
+	struct engy_apierr e = { .status = 502,
+				 .message = "the worker's leg closed" };
+	struct engy_api_req req;
+	struct engy_resp_stream s;
+	struct engy_sse_out o;
+	struct evs v;
+
+	ck_assert_int_eq(
+		engy_resp_parse(b, strlen(b), &lim, &req, err, sizeof(err)),
+		-EINVAL);
+	ck_assert_str_eq(err, "input: 3 items is above the limit of 2");
+	lim.max_body_bytes = 16;
+	ck_assert_int_eq(
+		engy_resp_parse(b, strlen(b), &lim, &req, err, sizeof(err)),
+		-E2BIG);
+	ck_assert_int_eq(rparse("{\"model\":\"m\",\"input\":\"x\"}", &req), 0);
+	engy_sse_out_init(&o);
+	engy_resp_stream_init(&s, &req, "resp_1", 1);
+	engy_resp_stream_text(&s, "Hi", 2, NULL, 0, &o);
+	ck_assert_int_eq(engy_resp_stream_error(&s, &o, &e), 0);
+	evs_read(&v, o.buf);
+	ck_assert_str_eq(v.e[v.n - 1].name, "error");
+	ck_assert_str_eq(jstr(v.e[v.n - 1].json, "type"), "error");
+	ck_assert_str_eq(jstr(v.e[v.n - 1].json, "code"), "bad_gateway");
+	ck_assert_str_eq(jstr(v.e[v.n - 1].json, "message"),
+			 "the worker's leg closed");
+	ck_assert_int_eq(jnum(v.e[v.n - 1].json, "sequence_number"), v.n - 1);
+	evs_free(&v);
+	engy_resp_stream_free(&s);
+	engy_sse_out_free(&o);
+	engy_api_req_free(&req);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("resp");
@@ -379,6 +424,7 @@ int main(void)
 	tcase_add_test(tc, test_finish_rules);
 	tcase_add_test(tc, test_resp_stream);
 	tcase_add_test(tc, test_logprobs);
+	tcase_add_test(tc, test_limits_and_error);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
