@@ -164,6 +164,16 @@ static int h_request(void *arg, struct engy_http_exchange *x,
 			models(g, x, hr, api);
 		return 0;
 	}
+	if (strncmp(p, "/v1/responses/", 14) == 0 ||
+	    strncmp(p, "/v1/conversations", 17) == 0) {
+		/* retrieve, cancel, delete, input_items: nothing was kept */
+		coded_error(g, x, ENGY_API_OPENAI, 404,
+			    "engy stores no responses or conversations (zero "
+			    "data retention): there is nothing to retrieve, "
+			    "cancel or delete",
+			    "not_found");
+		return 0;
+	}
 	if (strcmp(p, "/v1/chat/completions") && strcmp(p, "/v1/messages") &&
 	    !count && route == ENGY_ROUTE_CHAT) {
 		/* the path, quoted only when it is short and plain */

@@ -52,7 +52,9 @@ post /v1/nope '{"model":"tiny"}'
 grep -q 'no such route: POST /v1/nope' "$T/out" || fail "404 body: $(cat "$T/out")"
 grep -q 'model_not_found' "$T/out" && fail "404 says model_not_found: $(cat "$T/out")"
 grep -q '"code":"unknown_url"' "$T/out" || fail "404 code: $(cat "$T/out")"
-ok "an unknown route is a 404 naming the route (code unknown_url, not model_not_found)"
+curl -s -o "$T/out" -w '%{http_code}' "$BASE/v1/responses/resp_0123" -H "$H" > "$T/status"
+[ "$(cat "$T/status")" = 404 ] && grep -q 'zero data retention' "$T/out" || fail "GET /v1/responses/ID: $(cat "$T/status") $(cat "$T/out")"
+ok "an unknown route is a 404 naming the route (code unknown_url, not model_not_found); GET /v1/responses/ID says nothing is stored"
 
 # --- Responses: plain ------------------------------------------------------------
 post /v1/responses '{"model":"scripted","instructions":"Be brief.","input":"script:{\"pieces\":[\"Hel\",\"lo\"]}"}'
