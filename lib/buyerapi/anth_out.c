@@ -98,8 +98,12 @@ int engy_anth_response(struct engy_sse_out *o, const struct engy_api_req *req,
 		first = false;
 	}
 	engy_sse_out_adds(o, "],\"stop_reason\":");
-	engy_sse_out_jstrz(o, engy_anth_stop_reason(r->finish_reason));
-	engy_sse_out_adds(o, ",\"stop_sequence\":null,\"usage\":");
+	engy_sse_out_jstrz(
+		o, r->stop_sequence ? "stop_sequence"
+				    : engy_anth_stop_reason(r->finish_reason));
+	engy_sse_out_adds(o, ",\"stop_sequence\":");
+	engy_sse_out_jstrz(o, r->stop_sequence);
+	engy_sse_out_adds(o, ",\"usage\":");
 	usage_json(o, r);
 	return engy_sse_out_add(o, "}", 1);
 }
@@ -328,8 +332,12 @@ int engy_anth_stream_finish(struct engy_anth_stream *s,
 	engy_sse_out_begin(o, "message_delta");
 	engy_sse_out_adds(o, "{\"type\":\"message_delta\",\"delta\":"
 			     "{\"stop_reason\":");
-	engy_sse_out_jstrz(o, engy_anth_stop_reason(r->finish_reason));
-	engy_sse_out_adds(o, ",\"stop_sequence\":null},\"usage\":");
+	engy_sse_out_jstrz(
+		o, r->stop_sequence ? "stop_sequence"
+				    : engy_anth_stop_reason(r->finish_reason));
+	engy_sse_out_adds(o, ",\"stop_sequence\":");
+	engy_sse_out_jstrz(o, r->stop_sequence);
+	engy_sse_out_adds(o, "},\"usage\":");
 	usage_json(o, r);
 	engy_sse_out_add(o, "}", 1);
 	engy_sse_out_end(o);

@@ -441,6 +441,25 @@ static const char *finish_name(const cJSON *fr)
 	return "stop";
 }
 
+/* A miner's logprobs.content, when every entry has a string token and a
+ * finite logprob (bytes, when given, are rendered only if all are bytes). */
+static const cJSON *logprobs_ok(const cJSON *content)
+{
+	const cJSON *e, *t, *l;
+
+	if (!cJSON_IsArray(content))
+		return NULL;
+	cJSON_ArrayForEach(e, content)
+	{
+		t = cJSON_GetObjectItemCaseSensitive(e, "token");
+		l = cJSON_GetObjectItemCaseSensitive(e, "logprob");
+		if (!cJSON_IsString(t) || !cJSON_IsNumber(l) ||
+		    !(l->valuedouble >= -1e300 && l->valuedouble <= 0))
+			return NULL;
+	}
+	return content;
+}
+
 static uint64_t count(const cJSON *obj, const char *key)
 {
 	const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
@@ -519,6 +538,11 @@ int engy_api_result_parse(const cJSON *output, struct engy_api_result *r,
 				     "expected an object");
 	r->finish_reason = finish_name(
 		cJSON_GetObjectItemCaseSensitive(ch, "finish_reason"));
+	j = cJSON_GetObjectItemCaseSensitive(ch, "matched_stop");
+	if (cJSON_IsString(j))
+		r->matched_stop = j->valuestring;
+	r->logprobs = logprobs_ok(cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(ch, "logprobs"), "content"));
 	j = cJSON_GetObjectItemCaseSensitive(msg, "content");
 	if (cJSON_IsString(j))
 		r->content = j->valuestring;

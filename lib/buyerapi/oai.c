@@ -419,11 +419,16 @@ static int read_options(struct oparse *p, const cJSON *in,
 	v = 0;
 	if (get_bool(p, in, "logprobs", "", &v))
 		return -EINVAL;
-	if (v)
-		return FAIL("logprobs: not served");
+	req->logprobs = v;
+	if (v && !cJSON_AddTrueToObject(req->body, "logprobs"))
+		return -ENOMEM;
 	j = engy_api_get(in, "top_logprobs");
-	if (j && !engy_api_int(j, 0, 0))
-		return FAIL("top_logprobs: not served");
+	if (j && !engy_api_int(j, 0, 20))
+		return FAIL("top_logprobs: expected an integer in 0..20");
+	if (j && j->valuedouble > 0)
+		return FAIL("top_logprobs: only 0 is served (the backends "
+			    "return the sampled token's logprob, no "
+			    "alternatives)");
 	v = 1;
 	if (get_bool(p, in, "parallel_tool_calls", "", &v))
 		return -EINVAL;

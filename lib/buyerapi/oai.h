@@ -45,9 +45,18 @@ struct engy_api_model {
 	uint64_t default_max_tokens;
 };
 
+/* Which OpenAI route a request came in on (lib/buyerapi/resp.h): the
+ * chat body the miner gets is the same, the rendering differs. */
+enum engy_api_route {
+	ENGY_ROUTE_CHAT = 0,	/* /v1/chat/completions, /v1/messages */
+	ENGY_ROUTE_RESPONSES,	/* /v1/responses */
+	ENGY_ROUTE_COMPLETIONS, /* /v1/completions */
+};
+
 /* One buyer request, either API, as the miner will get it. */
 struct engy_api_req {
 	enum engy_api api;
+	enum engy_api_route route;
 	char *model; /* as the buyer named it */
 	/*
 	 * The OpenAI chat body for the `serve` frame: messages (roles
@@ -58,6 +67,7 @@ struct engy_api_req {
 	cJSON *body;
 	bool stream;
 	bool include_usage; /* OpenAI stream_options.include_usage */
+	bool logprobs;	    /* OpenAI logprobs: true (the sampled token's) */
 	/* Reasoning reaches the buyer: always on OpenAI
 	 * (reasoning_content); on Anthropic only when thinking was asked. */
 	bool show_reasoning;
@@ -125,6 +135,13 @@ struct engy_api_result {
 	size_t n_calls;
 	/* "stop", "length", "tool_calls", "content_filter" (borrowed). */
 	const char *finish_reason;
+	/* The stop string that ended the answer (engy_api_result_stops()),
+	 * NULL when none; the miner's choices[0].matched_stop as given. */
+	const char *stop_sequence;
+	const char *matched_stop;
+	/* choices[0].logprobs.content when well formed (borrowed; each entry
+	 * has a string token and a finite number logprob), else NULL. */
+	const cJSON *logprobs;
 	uint64_t prompt_tokens;	    /* including cached_tokens */
 	uint64_t completion_tokens; /* including reasoning */
 	uint64_t cached_tokens;
@@ -173,6 +190,7 @@ struct engy_oai_stream {
 	char *head; /* {"id":…,…,"choices":[ */
 	size_t head_len;
 	bool include_usage;
+	bool logprobs;
 	bool started;
 	bool finished;
 	size_t args_frag; /* default 32 */

@@ -23,6 +23,52 @@ static void usage_json(struct engy_sse_out *o, const struct engy_api_result *r)
 		(unsigned long long)r->cached_tokens);
 }
 
+void engy_api_logprobs_entries(struct engy_sse_out *o, const cJSON *content)
+{
+	const cJSON *e, *t, *b, *x;
+	bool first = true, ok;
+	size_t i, n;
+
+	engy_sse_out_add(o, "[", 1);
+	cJSON_ArrayForEach(e, content)
+	{
+		t = cJSON_GetObjectItemCaseSensitive(e, "token");
+		b = cJSON_GetObjectItemCaseSensitive(e, "bytes");
+		engy_sse_out_adds(o, first ? "{\"token\":" : ",{\"token\":");
+		first = false;
+		engy_sse_out_jstrz(o, t->valuestring);
+		engy_sse_out_addf(o, ",\"logprob\":%.9g,\"bytes\":[",
+				  cJSON_GetObjectItemCaseSensitive(e, "logprob")
+					  ->valuedouble);
+		ok = cJSON_IsArray(b);
+		if (ok) {
+			cJSON_ArrayForEach(x, b) if (!engy_api_int(x, 0, 255))
+				ok = false;
+		}
+		if (ok) {
+			i = 0;
+			cJSON_ArrayForEach(x, b) engy_sse_out_addf(
+				o, i++ ? ",%d" : "%d", (int)x->valuedouble);
+		} else {
+			n = strlen(t->valuestring);
+			for (i = 0; i < n; i++)
+				engy_sse_out_addf(
+					o, i ? ",%d" : "%d",
+					(unsigned char)t->valuestring[i]);
+		}
+		engy_sse_out_adds(o, "],\"top_logprobs\":[]}");
+	}
+	engy_sse_out_add(o, "]", 1);
+}
+
+/* {"content":[…],"refusal":null} */
+static void logprobs_json(struct engy_sse_out *o, const cJSON *content)
+{
+	engy_sse_out_adds(o, "{\"content\":");
+	engy_api_logprobs_entries(o, content);
+	engy_sse_out_adds(o, ",\"refusal\":null}");
+}
+
 int engy_oai_response(struct engy_sse_out *o, const struct engy_api_req *req,
 		      const char *id, int64_t created,
 		      const struct engy_api_result *r)
@@ -60,8 +106,12 @@ int engy_oai_response(struct engy_sse_out *o, const struct engy_api_req *req,
 		}
 		engy_sse_out_add(o, "]", 1);
 	}
-	engy_sse_out_adds(o, ",\"refusal\":null},\"logprobs\":null,"
-			     "\"finish_reason\":");
+	engy_sse_out_adds(o, ",\"refusal\":null},\"logprobs\":");
+	if (req->logprobs && r->logprobs)
+		logprobs_json(o, r->logprobs);
+	else
+		engy_sse_out_adds(o, "null");
+	engy_sse_out_adds(o, ",\"finish_reason\":");
 	engy_sse_out_jstrz(o, r->finish_reason);
 	engy_sse_out_adds(o, "}],\"usage\":");
 	usage_json(o, r);
@@ -90,6 +140,7 @@ int engy_oai_stream_init(struct engy_oai_stream *s,
 	if (!s->head)
 		return -ENOMEM;
 	s->include_usage = req->include_usage;
+	s->logprobs = req->logprobs;
 	s->args_frag = 32;
 	s->content_hash = s->reasoning_hash = FNV_OFFSET;
 	return 0;
@@ -217,6 +268,17 @@ int engy_oai_stream_finish(struct engy_oai_stream *s,
 			     t.reasoning_len, o);
 	for (i = 0; i < r->n_calls; i++)
 		tool_call_chunks(s, o, i, &r->calls[i]);
+	if (s->logprobs && r->logprobs) {
+		/* the answer's logprobs in one chunk of their own */
+		chunk_begin(s, o);
+		engy_sse_out_adds(o, "},\"logprobs\":");
+		logprobs_json(o, r->logprobs);
+		engy_sse_out_adds(o, ",\"finish_reason\":null}]");
+		if (s->include_usage)
+			engy_sse_out_adds(o, ",\"usage\":null");
+		engy_sse_out_add(o, "}", 1);
+		engy_sse_out_end(o);
+	}
 	chunk_begin(s, o);
 	chunk_end(s, o, r->finish_reason);
 	if (s->include_usage) {

@@ -417,13 +417,22 @@ static cJSON *output(const struct engy_miner_result *r)
 	}
 	cJSON_AddItemToArray(choices, ch);
 	ok = cJSON_AddNumberToObject(ch, "index", 0) &&
-	     cJSON_AddStringToObject(ch, "finish_reason", r->finish_reason);
+	     cJSON_AddStringToObject(ch, "finish_reason", r->finish_reason) &&
+	     (!r->matched_stop ||
+	      cJSON_AddStringToObject(ch, "matched_stop", r->matched_stop));
 	if (ok) {
 		cJSON *m = engy_gen_msg_json(r->msg);
 
 		ok = m && cJSON_AddItemToObject(ch, "message", m);
 		if (!ok)
 			cJSON_Delete(m);
+	}
+	if (ok && r->logprobs) {
+		cJSON *l = cJSON_Duplicate(r->logprobs, true);
+
+		ok = l && cJSON_AddItemToObject(ch, "logprobs", l);
+		if (!ok)
+			cJSON_Delete(l);
 	}
 	ok = ok && (u = cJSON_AddObjectToObject(o, "usage")) &&
 	     cJSON_AddNumberToObject(u, "prompt_tokens", r->prompt_tokens) &&
@@ -644,5 +653,9 @@ int engy_chat_params_parse(const cJSON *req, struct engy_chat_params *p,
 	j = field(req, "stop");
 	if (j && parse_stop(j, p, err, errlen))
 		return -EINVAL;
+	j = field(req, "logprobs");
+	if (j && !cJSON_IsBool(j))
+		return bad(err, errlen, "logprobs", "not true or false");
+	p->logprobs = cJSON_IsTrue(j);
 	return 0;
 }

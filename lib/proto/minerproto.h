@@ -134,6 +134,12 @@ struct engy_miner_result {
 	size_t n_schemes;
 	const struct engy_gen_msg *msg;
 	const char *finish_reason;
+	/* The buyer's stop string that ended the answer (choices[0].
+	 * matched_stop, sglang's name), NULL when none did. */
+	const char *matched_stop;
+	/* choices[0].logprobs when asked for: {"content":[{token, logprob,
+	 * bytes, top_logprobs: []}, …]} (borrowed; NULL: null). */
+	const cJSON *logprobs;
 	uint32_t prompt_tokens;	    /* as fed, before any folding */
 	uint32_t completion_tokens; /* every generated token */
 	uint32_t cached_tokens;	    /* 0: no prompt_tokens_details */
@@ -192,6 +198,7 @@ struct engy_chat_params {
 	const char *request_id; /* engy_request_id, borrowed, or NULL */
 	const char *stop[4];	/* stop strings, borrowed */
 	size_t n_stop;
+	bool logprobs; /* "logprobs": true: each output token's logprob */
 };
 
 /*

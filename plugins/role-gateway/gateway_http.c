@@ -4,6 +4,8 @@
  * specs/gateway.md):
  *
  *   POST /v1/chat/completions      OpenAI, plain or SSE
+ *   POST /v1/responses             OpenAI Responses, plain or SSE
+ *   POST /v1/completions           OpenAI legacy completions
  *   POST /v1/messages              Anthropic (anthropic-version required)
  *   POST /v1/messages/count_tokens Anthropic, the prompt's count
  *   GET  /v1/models[/ID]           both SDKs' shapes in one list
@@ -40,16 +42,25 @@ static void models_fn(void *arg)
 	j->rc = g->st->model_list(g->sti, &j->m, &j->n);
 }
 
-static void simple_error(struct gw *g, struct engy_http_exchange *x,
-			 enum engy_api api, int status, const char *msg)
+static void coded_error(struct gw *g, struct engy_http_exchange *x,
+			enum engy_api api, int status, const char *msg,
+			const char *code)
 {
-	struct engy_apierr e = { .status = status, .message = msg };
+	struct engy_apierr e = { .status = status,
+				 .message = msg,
+				 .code = code };
 	size_t len;
 	char *body = engy_apierr_body(api, &e, &len);
 
 	g->t->http_reply(g->ti, x, status, "application/json", NULL, body,
 			 body ? len : 0);
 	free(body);
+}
+
+static void simple_error(struct gw *g, struct engy_http_exchange *x,
+			 enum engy_api api, int status, const char *msg)
+{
+	coded_error(g, x, api, status, msg, NULL);
 }
 
 static void models_done(void *arg, int rc)
@@ -139,6 +150,11 @@ static int h_request(void *arg, struct engy_http_exchange *x,
 	struct gw_req *r;
 	size_t len = 0;
 	int count = strcmp(p, "/v1/messages/count_tokens") == 0;
+	enum engy_api_route route =
+		strcmp(p, "/v1/responses") == 0	    ? ENGY_ROUTE_RESPONSES
+		: strcmp(p, "/v1/completions") == 0 ? ENGY_ROUTE_COMPLETIONS
+						    : ENGY_ROUTE_CHAT;
+	char why[160];
 
 	if (strcmp(p, "/v1/models") == 0 ||
 	    strncmp(p, "/v1/models/", 11) == 0) {
@@ -148,9 +164,34 @@ static int h_request(void *arg, struct engy_http_exchange *x,
 			models(g, x, hr, api);
 		return 0;
 	}
+	if (strncmp(p, "/v1/responses/", 14) == 0 ||
+	    strncmp(p, "/v1/conversations", 17) == 0) {
+		/* retrieve, cancel, delete, input_items: nothing was kept */
+		coded_error(g, x, ENGY_API_OPENAI, 404,
+			    "engy stores no responses or conversations (zero "
+			    "data retention): there is nothing to retrieve, "
+			    "cancel or delete",
+			    "not_found");
+		return 0;
+	}
 	if (strcmp(p, "/v1/chat/completions") && strcmp(p, "/v1/messages") &&
-	    !count) {
-		simple_error(g, x, api, 404, "no such route");
+	    !count && route == ENGY_ROUTE_CHAT) {
+		/* the path, quoted only when it is short and plain */
+		size_t i, n = strlen(p);
+
+		for (i = 0; i < n && n <= 64; i++)
+			if (!((p[i] >= 'a' && p[i] <= 'z') ||
+			      (p[i] >= 'A' && p[i] <= 'Z') ||
+			      (p[i] >= '0' && p[i] <= '9') ||
+			      strchr("/_-.", p[i])))
+				break;
+		snprintf(why, sizeof(why),
+			 "no such route: %s %s (served: /v1/chat/completions, "
+			 "/v1/responses, /v1/completions, /v1/messages, "
+			 "/v1/messages/count_tokens, /v1/models)",
+			 strlen(hr->method) <= 8 ? hr->method : "?",
+			 n && i == n && n <= 64 ? p : "(this path)");
+		coded_error(g, x, api, 404, why, "unknown_url");
 		return 0;
 	}
 	if (!post) {
@@ -163,8 +204,11 @@ static int h_request(void *arg, struct engy_http_exchange *x,
 		return 0;
 	}
 	r->x = x;
-	r->api = strcmp(p, "/v1/chat/completions") == 0 ? ENGY_API_OPENAI
-							: ENGY_API_ANTHROPIC;
+	r->api = strcmp(p, "/v1/chat/completions") == 0 ||
+				 route != ENGY_ROUTE_CHAT
+			 ? ENGY_API_OPENAI
+			 : ENGY_API_ANTHROPIC;
+	r->route = route;
 	r->count_only = count;
 	if (g->stopping) {
 		gw_req_error(r, 503, "the gateway is shutting down; retry");

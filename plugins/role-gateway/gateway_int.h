@@ -68,6 +68,8 @@
 #include "anth.h"
 #include "gateway_mod_conf.h"
 #include "oai.h"
+#include "resp.h"
+#include "stop.h"
 
 struct event;
 struct engy_metric;
@@ -225,6 +227,7 @@ struct gw_req {
 	bool is_probe;
 	bool count_only; /* /v1/messages/count_tokens */
 	enum engy_api api;
+	enum engy_api_route route; /* the OpenAI route it came in on */
 	struct engy_api_req areq;
 	char request_id[40];	/* x-request-id, engy_request_id */
 	char completion_id[48]; /* chatcmpl-... / msg_... */
@@ -258,6 +261,11 @@ struct gw_req {
 	bool first_chunk;  /* this attempt had a chunk */
 	struct engy_oai_stream os;
 	struct engy_anth_stream as;
+	struct engy_resp_stream rs;	 /* /v1/responses */
+	struct engy_cmpl_stream cs;	 /* /v1/completions */
+	struct engy_resp_ids rids;	 /* a plain response's item ids */
+	struct engy_api_stopper stopper; /* the buyer's stop strings */
+	struct engy_sse_out cut;	 /* scratch: a delta's content */
 	struct engy_sse_out out;
 	size_t relayed_bytes; /* content + reasoning to the buyer */
 	char *relayed;	      /* that text, kept only to count it

@@ -219,6 +219,33 @@ static char *serve_frame(struct gw_req *r, size_t *len)
 	return s;
 }
 
+/* The answer's id: chatcmpl-, resp_, cmpl- or msg_. */
+static const char *id_prefix(const struct gw_req *r)
+{
+	if (r->api != ENGY_API_OPENAI)
+		return "msg_";
+	return r->areq.route == ENGY_ROUTE_RESPONSES	 ? "resp_"
+	       : r->areq.route == ENGY_ROUTE_COMPLETIONS ? "cmpl-"
+							 : "chatcmpl-";
+}
+
+/* Text to a streaming buyer, in the route's shape. */
+static void stream_text(struct gw_req *r, const char *content, size_t clen,
+			const char *reasoning, size_t rlen)
+{
+	if (r->areq.route == ENGY_ROUTE_RESPONSES)
+		engy_resp_stream_text(&r->rs, content, clen, reasoning, rlen,
+				      &r->out);
+	else if (r->areq.route == ENGY_ROUTE_COMPLETIONS)
+		engy_cmpl_stream_text(&r->cs, content, clen, &r->out);
+	else if (r->api == ENGY_API_OPENAI)
+		engy_oai_stream_text(&r->os, content, clen, reasoning, rlen,
+				     &r->out);
+	else
+		engy_anth_stream_text(&r->as, content, clen, reasoning, rlen,
+				      &r->out);
+}
+
 int gw_relay_prepare(struct gw_req *r)
 {
 	cJSON *id;
@@ -229,10 +256,17 @@ int gw_relay_prepare(struct gw_req *r)
 	cJSON_DeleteItemFromObjectCaseSensitive(r->areq.body,
 						"engy_request_id");
 	cJSON_AddItemToObject(r->areq.body, "engy_request_id", id);
+	engy_api_stopper_init(&r->stopper, r->areq.body);
 	if (r->internal || !r->areq.stream)
 		return 0;
 	engy_api_new_id(r->completion_id, sizeof(r->completion_id),
-			r->api == ENGY_API_OPENAI ? "chatcmpl-" : "msg_");
+			id_prefix(r));
+	if (r->areq.route == ENGY_ROUTE_RESPONSES)
+		return engy_resp_stream_init(&r->rs, &r->areq, r->completion_id,
+					     r->t0_ms / 1000);
+	if (r->areq.route == ENGY_ROUTE_COMPLETIONS)
+		return engy_cmpl_stream_init(&r->cs, &r->areq, r->completion_id,
+					     r->t0_ms / 1000);
 	if (r->api == ENGY_API_OPENAI)
 		return engy_oai_stream_init(&r->os, &r->areq, r->completion_id,
 					    r->t0_ms / 1000);
@@ -256,6 +290,9 @@ void gw_relay_start(struct gw_req *r, struct gw_worker *w)
 	snprintf(r->miner, sizeof(r->miner), "%s", w->hotkey);
 	snprintf(r->worker_name, sizeof(r->worker_name), "%s", w->worker_name);
 	r->w = w;
+	/* nothing held reached the buyer: a new attempt starts afresh */
+	r->stopper.held_len = 0;
+	r->stopper.hit = false;
 	r->wnext = w->reqs;
 	if (r->wnext)
 		r->wnext->wprev = &r->wnext;
@@ -357,12 +394,21 @@ static void on_chunk(struct gw_worker *w, const char *corr_id,
 	}
 	if (!r->x || !r->areq.stream || (!content && !reasoning))
 		return;
+	/* Stop strings: what may go out now (a possible prefix waits). */
+	engy_sse_out_reset(&r->cut);
+	if (content &&
+	    engy_api_stopper_feed(&r->stopper, content, clen, &r->cut) == 0) {
+		content = r->cut.len ? r->cut.buf : NULL;
+		clen = r->cut.len;
+	} else if (content) {
+		content = NULL; /* out of memory: the final answer carries it */
+		clen = 0;
+	}
+	if (!content && !reasoning)
+		return;
 	if (gw_reply_stream_begin(r) < 0)
 		return;
-	if (r->api == ENGY_API_OPENAI)
-		engy_oai_stream_delta(&r->os, delta, &r->out);
-	else
-		engy_anth_stream_delta(&r->as, delta, &r->out);
+	stream_text(r, content, clen, reasoning, rlen);
 	if (r->out.len)
 		r->content_sent = true;
 	gw_reply_flush(r);
@@ -400,7 +446,11 @@ static int answer(struct gw_req *r, const struct engy_api_result *res)
 		return 0;
 	if (r->areq.stream) {
 		rc = gw_reply_stream_begin(r);
-		if (rc == 0)
+		if (rc == 0 && r->areq.route == ENGY_ROUTE_RESPONSES)
+			rc = engy_resp_stream_finish(&r->rs, res, &r->out);
+		else if (rc == 0 && r->areq.route == ENGY_ROUTE_COMPLETIONS)
+			rc = engy_cmpl_stream_finish(&r->cs, res, &r->out);
+		else if (rc == 0)
 			rc = r->api == ENGY_API_OPENAI
 				     ? engy_oai_stream_finish(&r->os, res,
 							      &r->out)
@@ -414,8 +464,16 @@ static int answer(struct gw_req *r, const struct engy_api_result *res)
 		return 0;
 	}
 	engy_api_new_id(r->completion_id, sizeof(r->completion_id),
-			r->api == ENGY_API_OPENAI ? "chatcmpl-" : "msg_");
-	rc = r->api == ENGY_API_OPENAI
+			id_prefix(r));
+	engy_api_new_id(r->rids.reasoning, sizeof(r->rids.reasoning), "rs_");
+	engy_api_new_id(r->rids.message, sizeof(r->rids.message), "msg_");
+	rc = r->areq.route == ENGY_ROUTE_RESPONSES
+		     ? engy_resp_response(&r->out, &r->areq, r->completion_id,
+					  r->t0_ms / 1000, &r->rids, res)
+	     : r->areq.route == ENGY_ROUTE_COMPLETIONS
+		     ? engy_cmpl_response(&r->out, &r->areq, r->completion_id,
+					  r->t0_ms / 1000, res)
+	     : r->api == ENGY_API_OPENAI
 		     ? engy_oai_response(&r->out, &r->areq, r->completion_id,
 					 r->t0_ms / 1000, res)
 		     : engy_anth_response(&r->out, &r->areq, r->completion_id,
@@ -459,6 +517,8 @@ static void on_response(struct gw_worker *w, const char *corr_id,
 		return;
 	}
 	clamp_usage(r, &res);
+	if (!r->internal)
+		engy_api_result_stops(&res, &r->stopper.st, r->areq.max_tokens);
 	if (answer(r, &res) < 0) {
 		engy_api_result_free(&res);
 		attempt_failed(r, 502, "the worker's output cannot be rendered",

@@ -75,7 +75,9 @@ int gw_reply_stream_begin(struct gw_req *r)
 	if (rc < 0)
 		return rc;
 	r->stream_begun = true;
-	if (r->api == ENGY_API_ANTHROPIC)
+	if (r->areq.route == ENGY_ROUTE_RESPONSES && r->rs.req)
+		engy_resp_stream_start(&r->rs, &r->out);
+	else if (r->api == ENGY_API_ANTHROPIC)
 		engy_anth_stream_start(
 			&r->as, r->prompt_exact ? r->prompt_bound : 0, &r->out);
 	gw_reply_flush(r);
@@ -95,7 +97,13 @@ void gw_reply_error(struct gw_req *r, int status, const char *msg)
 
 	engy_apierr_param_of(msg, param, sizeof(param));
 	e.param = param[0] ? param : NULL;
-	if (r->x && r->stream_begun) {
+	if (r->x && r->stream_begun && r->areq.route == ENGY_ROUTE_RESPONSES &&
+	    r->rs.req) {
+		engy_resp_stream_error(&r->rs, &r->out, &e);
+		gw_reply_flush(r);
+		r->g->t->http_stream_end(r->g->ti, r->x);
+		r->x = NULL;
+	} else if (r->x && r->stream_begun) {
 		engy_apierr_sse(&r->out, r->api, &e);
 		gw_reply_flush(r);
 		r->g->t->http_stream_end(r->g->ti, r->x);

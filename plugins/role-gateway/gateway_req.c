@@ -39,6 +39,7 @@ struct gw_req *gw_req_new(struct gw *g)
 	clock_gettime(CLOCK_MONOTONIC, &r->t0);
 	r->t0_ms = gw_now_ms();
 	engy_sse_out_init(&r->out);
+	engy_sse_out_init(&r->cut);
 	r->next = g->reqs;
 	if (r->next)
 		r->next->pprev = &r->next;
@@ -61,6 +62,10 @@ void gw_req_free(struct gw_req *r)
 	engy_api_req_free(&r->areq);
 	engy_oai_stream_free(&r->os);
 	engy_anth_stream_free(&r->as);
+	engy_resp_stream_free(&r->rs);
+	engy_cmpl_stream_free(&r->cs);
+	engy_api_stopper_free(&r->stopper);
+	engy_sse_out_free(&r->cut);
 	engy_sse_out_free(&r->out);
 	free(r->relayed);
 	free(r->body);

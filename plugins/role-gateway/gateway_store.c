@@ -228,7 +228,13 @@ static void check_fn(void *arg)
 				       : "invalid API key");
 		return;
 	}
-	if (r->api == ENGY_API_OPENAI)
+	if (r->route == ENGY_ROUTE_RESPONSES)
+		rc = engy_resp_parse((const char *)r->body, r->body_len, &lim,
+				     &r->areq, r->err, sizeof(r->err));
+	else if (r->route == ENGY_ROUTE_COMPLETIONS)
+		rc = engy_cmpl_parse((const char *)r->body, r->body_len, &lim,
+				     &r->areq, r->err, sizeof(r->err));
+	else if (r->api == ENGY_API_OPENAI)
 		rc = engy_oai_parse((const char *)r->body, r->body_len, &lim,
 				    &r->areq, r->err, sizeof(r->err));
 	else

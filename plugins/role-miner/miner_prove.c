@@ -8,6 +8,7 @@
  * A cancel that came meanwhile drops the result.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,79 @@ static uint32_t *prompt_with_fold(const struct mreq *r)
 }
 
 /* Pool thread: reads the request, which nothing else touches meanwhile. */
+/* The buyer's stop string that ended the answer: matched in the text,
+ * or sampled as its one token; NULL for an end of sequence or the cap. */
+static const char *matched_stop(const struct mreq *r)
+{
+	size_t i;
+
+	if (r->stop_hit)
+		return r->stop_str[r->stop_which];
+	if (r->res.finish != ENGY_FINISH_STOP || r->res.matched_stop < 0)
+		return NULL;
+	for (i = 0; i < r->n_stop; i++)
+		if (r->stop_of[i] &&
+		    r->stop[i] == (uint32_t)r->res.matched_stop)
+			return r->stop_of[i];
+	return NULL;
+}
+
+/*
+ * choices[0].logprobs when the request asked: one entry per output token
+ * of the text (up to a stop string's cut), {token, logprob, bytes,
+ * top_logprobs: []} (the backends give the sampled token's logprob
+ * only).  NULL when not asked, or when a token has none.
+ */
+static cJSON *logprobs_json(const struct mreq *r)
+{
+	size_t i, k, n = mreq_text_ids(r), at = 0, len;
+	cJSON *o, *arr, *e, *bytes;
+	char *t;
+
+	if (!r->p.logprobs || !r->lp)
+		return NULL;
+	o = cJSON_CreateObject();
+	arr = o ? cJSON_AddArrayToObject(o, "content") : NULL;
+	if (!arr || !cJSON_AddNullToObject(o, "refusal"))
+		goto fail;
+	for (i = 0; i < n && (!r->stop_hit || at < r->stop_at); i++) {
+		if (isnan(r->lp[i]))
+			goto fail;
+		t = NULL;
+		len = 0;
+		if (engy_tokenizer_decode(r->m->tok, r->out + i, 1, true, &t,
+					  &len) < 0) {
+			free(t);
+			goto fail;
+		}
+		e = cJSON_CreateObject();
+		if (!e || !cJSON_AddItemToArray(arr, e)) {
+			cJSON_Delete(e);
+			free(t);
+			goto fail;
+		}
+		bytes = cJSON_AddArrayToObject(e, "bytes");
+		for (k = 0; bytes && k < len; k++)
+			if (!cJSON_AddItemToArray(
+				    bytes,
+				    cJSON_CreateNumber((unsigned char)t[k])))
+				bytes = NULL;
+		if (!bytes ||
+		    !cJSON_AddStringToObject(e, "token", t ? t : "") ||
+		    !cJSON_AddNumberToObject(e, "logprob", r->lp[i]) ||
+		    !cJSON_AddArrayToObject(e, "top_logprobs")) {
+			free(t);
+			goto fail;
+		}
+		free(t);
+		at += len;
+	}
+	return o;
+fail:
+	cJSON_Delete(o);
+	return NULL;
+}
+
 static void prove_fn(void *arg)
 {
 	struct mreq *r = arg;
@@ -39,6 +113,7 @@ static void prove_fn(void *arg)
 	struct engy_gen_msg msg = { 0 };
 	const char *schemes[MINER_MAX_PROOFS];
 	char *proofs[MINER_MAX_PROOFS] = { NULL }, *text = NULL;
+	cJSON *lp = NULL;
 	uint32_t *prompt = NULL;
 	struct timespec t0;
 	size_t i, len = 0;
@@ -75,6 +150,8 @@ static void prove_fn(void *arg)
 	}
 	if (!rc && !(prompt = prompt_with_fold(r)))
 		rc = -ENOMEM;
+	if (!rc)
+		lp = logprobs_json(r);
 	if (!rc) {
 		struct engy_miner_result res = {
 			.corr_id = r->corr_id,
@@ -91,6 +168,8 @@ static void prove_fn(void *arg)
 			.finish_reason = engy_gen_finish_reason(
 				r->res.finish == ENGY_FINISH_LENGTH,
 				msg.n_calls),
+			.matched_stop = matched_stop(r),
+			.logprobs = lp,
 			.prompt_tokens = (uint32_t)r->n_prompt,
 			.completion_tokens = (uint32_t)r->n_out,
 			.cached_tokens = r->res.cached_tokens,
@@ -108,6 +187,7 @@ static void prove_fn(void *arg)
 	for (i = 0; i < m->n_proofs; i++)
 		free(proofs[i]);
 	engy_gen_msg_free(&msg);
+	cJSON_Delete(lp);
 	free(text);
 	free(prompt);
 	r->prove_s = miner_since(&t0);

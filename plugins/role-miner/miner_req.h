@@ -43,11 +43,13 @@ struct mreq {
 	size_t n_prompt;
 	uint32_t max_new;
 	uint32_t stop[MAX_STOP];
+	const char *stop_of[MAX_STOP]; /* the buyer's string of an id */
 	size_t n_stop;
-	/* Stop strings of several tokens, matched in the decoded text: the
-	 * text ends before the match, the backend request is cancelled. */
+	/* The buyer's stop strings, matched in the decoded text (one-token
+	 * ones too: "\n" inside a longer token): the text ends before the
+	 * match, the backend request is cancelled. */
 	const char *stop_str[4];
-	size_t n_stop_str, stop_max;
+	size_t n_stop_str, stop_max, stop_which;
 	char *text; /* decoded output (stream or stop strings) */
 	size_t text_len, text_cap, fed;
 	size_t stop_at;
@@ -56,6 +58,8 @@ struct mreq {
 	struct engy_gen *g;
 	uint32_t *out;
 	size_t n_out, cap_out, n_fold;
+	float *lp; /* each output id's logprob (NaN: none), when asked */
+	size_t cap_lp;
 	uint16_t *rows;
 	size_t n_rows, cap_rows;
 	uint32_t hidden;

@@ -24,6 +24,7 @@
  * prompt or a completion is ever logged.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +70,7 @@ static void req_free(struct mreq *r)
 	free(r->corr_id);
 	free(r->prompt);
 	free(r->out);
+	free(r->lp);
 	free(r->rows);
 	free(r->pc);
 	free(r->pr);
@@ -194,6 +196,17 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 		r->n_fold = 1;
 	else
 		r->rows_bad = true;
+	if (r->p.logprobs) {
+		size_t k;
+
+		if (!engy_grow((void **)&r->lp, &r->cap_lp, r->n_out + n,
+			       sizeof(*r->lp))) {
+			r->rows_bad = true;
+			return;
+		}
+		for (k = 0; k < n; k++)
+			r->lp[r->n_out + k] = logprobs ? logprobs[k] : NAN;
+	}
 	memcpy(r->out + r->n_out, ids, n * sizeof(*ids));
 	r->n_out += n;
 	/* A stop string: cancel from the loop, not inside the backend's
@@ -345,8 +358,8 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 	cancel_backend(arg);
 }
 
-/* Stop strings that are one token stop as ids at the backend; longer
- * ones are matched in the decoded text (sglang's semantics: the text ends
+/* Stop strings that are one token stop as ids at the backend; every one
+ * is matched in the decoded text (sglang's semantics: the text ends
  * before the match, the ids generated stay in the commitment). */
 static int stop_ids(struct mreq *r)
 {
@@ -361,15 +374,18 @@ static int stop_ids(struct mreq *r)
 		ids = NULL;
 		if (!len)
 			continue;
+		/* One token: a stop id at the backend as well, for the
+		 * sampled token itself; the text match catches it inside
+		 * longer tokens. */
 		if (engy_tokenizer_encode(m->tok, r->p.stop[i], len, &ids,
 					  &n) == 0 &&
 		    n == 1 && r->n_stop < MAX_STOP) {
+			r->stop_of[r->n_stop] = r->p.stop[i];
 			r->stop[r->n_stop++] = ids[0];
-		} else {
-			r->stop_str[r->n_stop_str++] = r->p.stop[i];
-			if (len > r->stop_max)
-				r->stop_max = len;
 		}
+		r->stop_str[r->n_stop_str++] = r->p.stop[i];
+		if (len > r->stop_max)
+			r->stop_max = len;
 		free(ids);
 	}
 	if (r->n_stop_str &&

@@ -115,6 +115,7 @@ static void find_stop(struct mreq *r, size_t old)
 		    (!r->stop_hit || (size_t)(hit - r->text) < r->stop_at)) {
 			r->stop_hit = true;
 			r->stop_at = (size_t)(hit - r->text);
+			r->stop_which = i;
 		}
 	}
 }

@@ -66,9 +66,29 @@ function hello() {
 	};
 }
 
+// A request whose last message is "script:JSON" gets that output:
+// {"pieces":["text", …], "finish":"stop", "tokens":N} (the pieces as
+// content chunks, N completion tokens; default one per piece).
+function scripted(req) {
+	const msgs = Array.isArray(req.messages) ? req.messages : [];
+	const last = msgs.length ? msgs[msgs.length - 1].content : null;
+	if (typeof last !== 'string' || !last.startsWith('script:'))
+		return null;
+	const s = JSON.parse(last.slice(7));
+	return {
+		pieces: s.pieces.map((p) => ({ content: p })),
+		message: { role: 'assistant', content: s.pieces.join('') },
+		finish: s.finish || 'stop',
+		usage: { prompt_tokens: 11, completion_tokens: s.tokens || s.pieces.length, cached: 0 },
+	};
+}
+
 // The scripted output: text in chunks, or a tool call with reasoning.
 function output(req) {
 	const tools = Array.isArray(req.tools) && req.tools.length > 0;
+	const script = scripted(req);
+	if (script)
+		return script;
 	if (tools)
 		return {
 			pieces: [{ reasoning_content: 'Let me look.' }],

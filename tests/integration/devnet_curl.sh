@@ -23,6 +23,9 @@ if [ $rc = 3 ]; then
 fi
 cat "$T/out"
 [ $rc = 0 ] || fail "devnet.sh without peers exit $rc: $(tail -15 "$T/err")"
+grep -q "event=tokenizer_loaded model=devnet-qwen3 " "$T/devnet/logs/gateway.log" ||
+	fail "the devnet gateway counts without the model's tokenizer: $(grep -i tokenizer "$T/devnet/logs/gateway.log")"
+ok "the devnet gateway loads the checkpoint's tokenizer (exact prompt counts)"
 grep -q '^devnet: 8 answers (curl);' "$T/err" || fail "the buyer was not curl: $(grep answers "$T/err")"
 grep -qx 'ok=8' "$T/devnet/logs/buyer.out" || fail "buyer.out: $(tail -3 "$T/devnet/logs/buyer.out")"
 ok "devnet.sh --once without the npm peers: 8 answers through curl, ok=8 on a line of its own"

@@ -276,9 +276,9 @@ START_TEST(test_parse_errors)
 		  "object\"},"
 		  "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
 		  "response_format.type: only \"text\" is served" },
-		{ "{\"model\":\"m\",\"logprobs\":true,\"messages\":[{\"role\":"
-		  "\"user\",\"content\":\"x\"}]}",
-		  "logprobs: not served" },
+		{ "{\"model\":\"m\",\"logprobs\":true,\"top_logprobs\":2,"
+		  "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+		  "top_logprobs: only 0 is served" },
 		{ "{\"model\":\"m\",\"stream\":\"yes\",\"messages\":[{\"role\":"
 		  "\"user\",\"content\":\"x\"}]}",
 		  "stream: expected true or false" },
