@@ -112,4 +112,22 @@ size_t engy_cons_mask_logits(const struct engy_cons_state *s,
 int engy_cons_feed_id(struct engy_cons_state *s,
 		      const struct engy_cons_vocab *v, uint32_t id);
 
+/* ---- forced tool calls (an OpenAI chat body's tools and tool_choice) ---- */
+
+/*
+ * engy_cons_tool_choice() - 1 when @body forces a tool call (tool_choice
+ * "required", or naming a function, *@only then that name, borrowed),
+ * else 0.
+ */
+int engy_cons_tool_choice(const cJSON *body, const char **only);
+
+/*
+ * engy_cons_tool_schema() - the schema a forced call's JSON must match:
+ * {"name": const, "arguments": the tool's parameters (any object when it
+ * has none)}, one tool's or an anyOf over @tools (normalized OpenAI
+ * tools; only the one named @only when not NULL).  NULL when no tool
+ * matches or out of memory.
+ */
+cJSON *engy_cons_tool_schema(const cJSON *tools, const char *only);
+
 #endif /* ENGY_CONSTRAIN_H */
