@@ -215,8 +215,21 @@ static bool hex(uint8_t b)
 }
 
 /* Phases: 0 before '"', 1 in the text, 2 after '\', 3 \u digits (a of
- * them), 4 UTF-8 continuation bytes (x left; b = lo << 8 | hi of the next
- * one).  mask counts code points. */
+ * them, b their value), 4 UTF-8 continuation bytes (x left; b = lo << 8 |
+ * hi of the next one).  Lengths: mask's high half counts code points (for
+ * minLength), its low half UTF-16 units (for maxLength), so that a string
+ * meets both readings of a length (JSON Schema's code points, and the
+ * UTF-16 units of JavaScript validators such as zod). */
+#define CP(f)  ((uint32_t)((f)->mask >> 32))
+#define U16(f) ((uint32_t)(f)->mask)
+static bool take(struct cons_frame *f, const struct cons_node *n, uint32_t u16)
+{
+	if ((uint64_t)U16(f) + u16 > n->max)
+		return false;
+	f->mask += (1ull << 32) + u16;
+	return true;
+}
+
 static void step_string(struct ctx *x, const struct cons_node *n,
 			struct cons_frame *fr, int d, uint8_t b)
 {
@@ -230,14 +243,15 @@ static void step_string(struct ctx *x, const struct cons_node *n,
 		break;
 	case 1:
 		if (b == '"') {
-			if (f->mask < n->min)
+			if (CP(f) < n->min)
 				return;
 			emit(x, fr, d - 1);
 			return;
 		}
-		if (b < 0x20 || b == 0x7f || f->mask >= n->max)
+		if (b < 0x20 || b == 0x7f)
 			return;
-		f->mask++;
+		if (!take(f, n, b >= 0xF0 ? 2 : 1))
+			return;
 		if (b == '\\') {
 			f->phase = 2;
 		} else if (b < 0x80) {
@@ -258,7 +272,8 @@ static void step_string(struct ctx *x, const struct cons_node *n,
 		if (b == 'u') {
 			f->phase = 3;
 			f->a = 0;
-		} else if (strchr("\"\\/bfnrt", b) && b) {
+			f->b = 0;
+		} else if (b && strchr("\"\\/bfnrt", b)) {
 			f->phase = 1;
 		} else {
 			return;
@@ -267,15 +282,21 @@ static void step_string(struct ctx *x, const struct cons_node *n,
 	case 3:
 		if (!hex(b))
 			return;
-		if (++f->a == 4)
-			f->phase = 1, f->a = 0;
+		f->b = f->b << 4 |
+		       (uint32_t)(DIGIT(b) ? b - '0' : (b | 0x20) - 'a' + 10);
+		if (++f->a == 4) {
+			/* a low surrogate completes the code point before it */
+			if (f->b >= 0xDC00 && f->b <= 0xDFFF && CP(f) > 0)
+				f->mask -= 1ull << 32;
+			f->phase = 1, f->a = 0, f->b = 0;
+		}
 		break;
 	default:
 		if (b < (f->b >> 8) || b > (f->b & 0xff))
 			return;
 		f->b = 0x80BF;
 		if (--f->x == 0)
-			f->phase = 1;
+			f->phase = 1, f->b = 0;
 		break;
 	}
 	emit(x, fr, d);

@@ -294,6 +294,29 @@ START_TEST(test_matrix_texts)
 }
 END_TEST
 
+/* Lengths hold under both readings: minLength in code points (JSON
+ * Schema), maxLength in UTF-16 units too (zod's .max()). */
+START_TEST(test_string_lengths)
+{
+	cJSON *j = cJSON_Parse("{\"type\":\"string\",\"minLength\":2,"
+			       "\"maxLength\":5}");
+	struct engy_cons *c;
+
+	ck_assert_int_eq(engy_cons_compile(j, NULL, NULL, &c, err, sizeof(err)),
+			 0);
+	/* U+1F600 is one code point, two UTF-16 units */
+	ck_assert(accepts(c, "\"\xf0\x9f\x98\x80\xf0\x9f\x98\x80\""));
+	ck_assert(accepts(c, "\"\xf0\x9f\x98\x80\xf0\x9f\x98\x80z\""));
+	ck_assert(!accepts(c, "\"\xf0\x9f\x98\x80\xf0\x9f\x98\x80zz\""));
+	ck_assert(!accepts(c, "\"\xf0\x9f\x98\x80\""));
+	ck_assert(accepts(c, "\"\\ud83d\\ude00a\""));
+	ck_assert(!accepts(c, "\"\\ud83d\\ude00\""));
+	ck_assert(accepts(c, "\"\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\xc3\xa9\""));
+	engy_cons_free(c);
+	cJSON_Delete(j);
+}
+END_TEST
+
 /* A refused byte leaves the state as it was; a prefix is not done. */
 START_TEST(test_feed_state)
 {
@@ -622,6 +645,7 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, test_matrix_texts);
+	tcase_add_test(tc, test_string_lengths);
 	tcase_add_test(tc, test_feed_state);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_hostile);
