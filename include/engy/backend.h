@@ -40,6 +40,8 @@ struct engy_model_info {
 
 /* generate() takes cons_schema (engy_gen_params, 1.2). */
 #define ENGY_BACKEND_CONS_JSON 1u
+/* ... and cons_prefix / cons_suffix around it (a forced tool call). */
+#define ENGY_BACKEND_CONS_AFFIX 2u
 
 enum engy_finish {
 	ENGY_FINISH_STOP = 1,	/* EOS or a stop id */

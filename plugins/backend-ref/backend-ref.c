@@ -302,11 +302,12 @@ static int ref_info(void *inst, struct engy_model_info *out)
 	for (i = 0; i < r->cfg.n_eos && i < 4; i++)
 		out->eos_ids[i] = r->cfg.eos[i];
 	/* known once the checkpoint (and its tokenizer) has loaded */
-	out->constraints = r->cvocab || ((r->state == REF_INIT ||
-					  r->state == REF_LOADING) &&
-					 r->has_tok)
-				   ? ENGY_BACKEND_CONS_JSON
-				   : 0;
+	out->constraints =
+		r->cvocab || ((r->state == REF_INIT ||
+			       r->state == REF_LOADING) &&
+			      r->has_tok)
+			? ENGY_BACKEND_CONS_JSON | ENGY_BACKEND_CONS_AFFIX
+			: 0;
 	return 0;
 }
 

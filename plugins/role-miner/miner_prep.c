@@ -190,9 +190,12 @@ static int apply(struct miner *m, struct mprep *p)
 	if (m->info.size >= offsetof(struct engy_model_info, constraints) +
 				    sizeof(m->info.constraints) &&
 	    (m->info.constraints & ENGY_BACKEND_CONS_JSON))
-		m->constraints =
-			MINER_CONS_JSON |
-			(m->variant == ENGY_CHAT_QWEN3 ? MINER_CONS_TOOL : 0);
+		m->constraints = MINER_CONS_JSON |
+				 (m->variant == ENGY_CHAT_QWEN3 &&
+						  (m->info.constraints &
+						   ENGY_BACKEND_CONS_AFFIX)
+					  ? MINER_CONS_TOOL
+					  : 0);
 	snprintf(m->model, sizeof(m->model), "%s",
 		 c->model && c->model[0] ? c->model : m->info.name);
 	/* instance_id names the machine; worker_name may be chosen. */
