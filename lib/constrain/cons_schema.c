@@ -577,22 +577,29 @@ struct walk {
 	uint16_t *path;
 	uint8_t *took; /* the edge into path[k] consumed a byte */
 	size_t depth;
+	uint64_t (*first)[4]; /* first_bytes() memo */
+	uint8_t *fmark;	      /* 1 being built, 2 done */
 };
 
-typedef uint64_t bset[4];
-
-/* The bytes a value of @n may start with (anyOf through anyOf only; the
- * ref checks refuse cycles there). */
-static void first_bytes(const struct engy_cons *c, uint16_t n, bset out,
-			int budget)
+/* The bytes a value of @n may start with, memoized per node (a walk
+ * over a DAG of $refs costs its nodes, not its paths); a node met again
+ * while its own set is being built (a cycle through anyOf only, refused
+ * as left recursion anyway) counts as every byte. */
+static const uint64_t *first_bytes(struct walk *w, uint16_t n)
 {
-	const struct cons_node *d = &c->nodes[n];
-	unsigned i, b;
+	const struct cons_node *d = &w->c->nodes[n];
+	uint64_t *out = w->first[n];
+	unsigned i, b, k;
 
-	if (budget <= 0) {
-		memset(out, 0xff, sizeof(bset));
-		return;
+	if (w->fmark[n] == 2)
+		return out;
+	if (w->fmark[n] == 1) {
+		static const uint64_t all[4] = { ~0ull, ~0ull, ~0ull, ~0ull };
+
+		return all;
 	}
+	w->fmark[n] = 1;
+	memset(out, 0, 4 * sizeof(uint64_t));
 	switch (d->kind) {
 	case K_OBJECT:
 	case K_ANYOBJ:
@@ -611,31 +618,38 @@ static void first_bytes(const struct engy_cons *c, uint16_t n, bset out,
 		break;
 	case K_ENUM:
 		for (i = 0; i < d->n; i++) {
-			b = (uint8_t)c->items[d->first + i].s[0];
+			b = (uint8_t)w->c->items[d->first + i].s[0];
 			out[b / 64] |= 1ull << (b % 64);
 		}
 		break;
-	default:
-		for (i = 0; i < d->n; i++)
-			first_bytes(c, c->items[d->first + i].node, out,
-				    budget - 1);
+	default: /* anyOf (the root's sequence is never asked) */
+		for (i = 0; i < d->n; i++) {
+			const uint64_t *f =
+				first_bytes(w, w->c->items[d->first + i].node);
+
+			for (k = 0; k < 4; k++)
+				out[k] |= f[k];
+		}
 	}
+	w->fmark[n] = 2;
+	return out;
 }
 
 /* An anyOf whose branches start with different bytes: after its first
  * byte one branch at most is alive. */
-static bool deterministic(const struct engy_cons *c, const struct cons_node *d)
+static bool deterministic(struct walk *w, const struct cons_node *d)
 {
-	bset seen = { 0 }, f;
-	unsigned i, w;
+	uint64_t seen[4] = { 0 };
+	unsigned i, k;
 
 	for (i = 0; i < d->n; i++) {
-		memset(f, 0, sizeof(f));
-		first_bytes(c, c->items[d->first + i].node, f, 32);
-		for (w = 0; w < 4; w++) {
-			if (seen[w] & f[w])
+		const uint64_t *f =
+			first_bytes(w, w->c->items[d->first + i].node);
+
+		for (k = 0; k < 4; k++) {
+			if (seen[k] & f[k])
 				return false;
-			seen[w] |= f[w];
+			seen[k] |= f[k];
 		}
 	}
 	return true;
@@ -658,7 +672,7 @@ static unsigned amb(struct walk *w, uint16_t n, bool consumed)
 
 			any |= w->took[k];
 			if (e->kind == K_ANYOF && e->n > 1 &&
-			    !deterministic(w->c, e))
+			    !deterministic(w, e))
 				return UINT16_MAX;
 		}
 		return any ? 1 : UINT16_MAX; /* else left recursion */
@@ -671,14 +685,19 @@ static unsigned amb(struct walk *w, uint16_t n, bool consumed)
 	w->took[w->depth] = consumed;
 	w->path[w->depth++] = n;
 	if (d->kind == K_ANYOF) {
-		bool det = deterministic(w->c, d);
+		bool det = deterministic(w, d);
 
 		r = 0;
 		for (i = 0; i < d->n; i++) {
 			a = amb(w, w->c->items[d->first + i].node, false);
+			if (a == UINT16_MAX) { /* unbounded: stays so */
+				r = a;
+				break;
+			}
 			r = det ? (a > r ? a : r) : r + a;
-			if (r > UINT16_MAX)
-				r = UINT16_MAX;
+			/* saturate above the limit, below the sentinel */
+			if (r > ENGY_CONS_MAX_STACKS + 1)
+				r = ENGY_CONS_MAX_STACKS + 1;
 		}
 	} else if (d->kind != K_STRING && d->kind != K_NUMBER &&
 		   d->kind != K_ENUM) {
@@ -757,8 +776,10 @@ int engy_cons_compile(const cJSON *schema, const char *prefix,
 	w.amb = calloc(p.c->n_nodes, sizeof(*w.amb));
 	w.path = calloc(p.c->n_nodes + 1, sizeof(*w.path));
 	w.took = calloc(p.c->n_nodes + 1, 1);
+	w.first = calloc(p.c->n_nodes, sizeof(*w.first));
+	w.fmark = calloc(p.c->n_nodes, 1);
 	rc = -ENOMEM;
-	if (!w.mark || !w.amb || !w.path || !w.took)
+	if (!w.mark || !w.amb || !w.path || !w.took || !w.first || !w.fmark)
 		goto fail_walk;
 	a = amb(&w, p.c->root, true);
 	if (a == UINT16_MAX) {
@@ -777,10 +798,12 @@ int engy_cons_compile(const cJSON *schema, const char *prefix,
 		goto fail_walk;
 	}
 	free(w.mark), free(w.amb), free(w.path), free(w.took);
+	free(w.first), free(w.fmark);
 	*out = p.c;
 	return 0;
 fail_walk:
 	free(w.mark), free(w.amb), free(w.path), free(w.took);
+	free(w.first), free(w.fmark);
 fail:
 	if (rc == -ENOMEM && errlen)
 		snprintf(err, errlen, "out of memory");

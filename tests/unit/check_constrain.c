@@ -412,6 +412,26 @@ START_TEST(test_hostile)
 		"\"type\":\"string\"},{\"type\":\"string\"}]},{\"anyOf\":[{\"type\":\"string\"},{\"type\":\"string\"},{"
 		"\"type\":\"string\"},{\"type\":\"string\"}]},{\"type\":\"string\"}]}}}",
 		-E2BIG, "alternatives");
+	/* a DAG of $refs (each level 16 branches to the next): the walks
+	 * over it are memoized, not 16^levels paths */
+	{
+		char *dag = malloc(65536), *q = dag;
+		int lv, b;
+
+		q += sprintf(q, "{\"$defs\":{");
+		for (lv = 0; lv < 10; lv++) {
+			q += sprintf(q, "%s\"d%d\":{\"anyOf\":[", lv ? "," : "",
+				     lv);
+			for (b = 0; b < 16; b++)
+				q += sprintf(q, "%s{\"$ref\":\"#/$defs/d%d\"}",
+					     b ? "," : "", lv + 1);
+			q += sprintf(q, "]}");
+		}
+		q += sprintf(q, ",\"d10\":{\"type\":\"null\"}},"
+				"\"$ref\":\"#/$defs/d0\"}");
+		refused(dag, -E2BIG, "alternatives");
+		free(dag);
+	}
 	/* a recursive schema that is fine: deterministic branches */
 	{
 		cJSON *j = cJSON_Parse(
