@@ -280,9 +280,9 @@ static int run(const struct ref_args *a, struct q3_model *m,
 	for (i = 0; i < a->gen; i++) {
 		struct q3_row row;
 
-		if (cons.c &&
-		    !engy_cons_mask_logits(cons.s, cons.v, lg + off, c->eos,
-					   c->n_eos, cons.scratch)) {
+		if (cons.c && !engy_cons_mask_logits(
+				      cons.s, cons.v, lg + off, c->eos,
+				      c->n_eos, a->gen - i, cons.scratch)) {
 			rc = engyctl_fail("ref: no token may follow");
 			goto out;
 		}

@@ -35,6 +35,7 @@ struct cons_node {
 	uint32_t first; /* index of the first item */
 	uint32_t min, max;
 	uint64_t required; /* K_OBJECT: bit i for items[first + i] */
+	uint32_t minlen;   /* bytes of the shortest complete value */
 };
 
 struct engy_cons {
@@ -69,5 +70,8 @@ bool engy_cons_step(const struct engy_cons_state *in, uint8_t b,
 		    struct engy_cons_state *out);
 void engy_cons_copy(struct engy_cons_state *dst,
 		    const struct engy_cons_state *src);
+/* Sets every node's minlen (a fixpoint: recursion); false when some
+ * node has no finite value. */
+bool engy_cons_minlen(struct engy_cons *c);
 
 #endif /* ENGY_CONS_INT_H */

@@ -710,3 +710,241 @@ bool engy_cons_more(const struct engy_cons_state *s)
 			return true;
 	return false;
 }
+
+/* ---- the shortest way to finish ---- */
+
+#define INF_LEN 0x3fffffffu
+
+static uint32_t add(uint32_t a, uint32_t b)
+{
+	return a >= INF_LEN || b >= INF_LEN || a + b >= INF_LEN ? INF_LEN
+								: a + b;
+}
+
+/* @k more items, each with its comma, then ']'. */
+static uint32_t items_len(uint32_t m, uint32_t k)
+{
+	uint64_t r = (uint64_t)k * ((uint64_t)m + 1) + 1;
+
+	return m >= INF_LEN || r >= INF_LEN ? INF_LEN : (uint32_t)r;
+}
+
+/* Bytes of a property written in full after a comma: ,"key":value */
+static uint32_t prop_len(const struct engy_cons *c, const struct cons_item *it)
+{
+	return add(it->len + 4, c->nodes[it->node].minlen);
+}
+
+/* The required properties from @j on, then '}'. */
+static uint32_t req_rest(const struct engy_cons *c, const struct cons_node *n,
+			 uint32_t j)
+{
+	uint32_t r = 1;
+
+	for (; j < n->n; j++)
+		if (n->required >> j & 1)
+			r = add(r, prop_len(c, &c->items[n->first + j]));
+	return r;
+}
+
+/* A key to write next, one of @cand (@done of its bytes written), its
+ * value, and what must follow it. */
+static uint32_t key_rest(const struct engy_cons *c, const struct cons_node *n,
+			 uint64_t cand, uint32_t done)
+{
+	uint32_t best = INF_LEN, i, l;
+
+	for (i = 0; i < n->n; i++) {
+		const struct cons_item *it = &c->items[n->first + i];
+
+		if (!(cand >> i & 1))
+			continue;
+		l = add(add(it->len - (done < it->len ? done : it->len) + 2,
+			    c->nodes[it->node].minlen),
+			req_rest(c, n, i + 1));
+		best = l < best ? l : best;
+	}
+	return best;
+}
+
+static uint32_t node_min(const struct engy_cons *c, const struct cons_node *n)
+{
+	uint32_t r = INF_LEN, i, m, l;
+
+	switch (n->kind) {
+	case K_STRING:
+		return add(2, n->min);
+	case K_NUMBER:
+		return 1;
+	case K_ENUM:
+		for (i = 0; i < n->n; i++)
+			r = c->items[n->first + i].len < r
+				    ? c->items[n->first + i].len
+				    : r;
+		return r;
+	case K_ANYOBJ:
+		return 2;
+	case K_ARRAY:
+		m = c->nodes[c->items[n->first].node].minlen;
+		/* [ item (,item)* ] */
+		return n->min ? add(1, items_len(m, n->min)) : 2;
+	case K_OBJECT:
+		/* '{' the required properties (the first without its
+		 * comma: one byte over, never under) '}' */
+		return add(1, req_rest(c, n, 0));
+	case K_SEQ:
+		r = 0;
+		for (i = 0; i < n->n; i++) {
+			const struct cons_item *it = &c->items[n->first + i];
+
+			r = add(r, it->s ? it->len : c->nodes[it->node].minlen);
+		}
+		return r;
+	default: /* anyOf */
+		for (i = 0; i < n->n; i++) {
+			l = c->nodes[c->items[n->first + i].node].minlen;
+			r = l < r ? l : r;
+		}
+		return r;
+	}
+}
+
+bool engy_cons_minlen(struct engy_cons *c)
+{
+	bool changed = true;
+	size_t i, rounds = 0;
+
+	for (i = 0; i < c->n_nodes; i++)
+		c->nodes[i].minlen = INF_LEN;
+	/* Each round fixes one more level at least; the lengths only go
+	 * down, so n_nodes + 1 rounds reach the fixpoint. */
+	while (changed && rounds++ <= c->n_nodes) {
+		changed = false;
+		for (i = 0; i < c->n_nodes; i++) {
+			uint32_t m = node_min(c, &c->nodes[i]);
+
+			if (m < c->nodes[i].minlen) {
+				c->nodes[i].minlen = m;
+				changed = true;
+			}
+		}
+	}
+	return c->nodes[c->root].minlen < INF_LEN;
+}
+
+/* Bytes that finish @f once the frames above it are done (never fewer
+ * than needed). */
+static uint32_t frame_close(const struct engy_cons *c,
+			    const struct cons_frame *f)
+{
+	const struct cons_node *n = &c->nodes[f->node];
+	uint32_t r, i, m;
+
+	switch (n->kind) {
+	case K_STRING:
+		switch (f->phase) {
+		case 0:
+			return n->minlen;
+		case 1:
+			return 1 + (CP(f) < n->min ? n->min - CP(f) : 0);
+		case 2:
+			return 2 + (CP(f) < n->min ? n->min - CP(f) : 0);
+		case 3:
+			return 5 - f->a + (CP(f) < n->min ? n->min - CP(f) : 0);
+		default:
+			return f->x + 1 + (CP(f) < n->min ? n->min - CP(f) : 0);
+		}
+	case K_NUMBER:
+		return f->phase == 2 || f->phase == 3 || f->phase == 5 ||
+				       f->phase == 8
+			       ? 0
+			       : 1;
+	case K_ENUM:
+		if (!f->phase)
+			return n->minlen;
+		r = INF_LEN;
+		for (i = 0; i < n->n; i++)
+			if ((f->mask >> i & 1) &&
+			    c->items[n->first + i].len - f->a < r)
+				r = c->items[n->first + i].len - f->a;
+		return r;
+	case K_ANYOBJ:
+		switch (f->phase) {
+		case 0:
+			return 2;
+		case 1:
+		case 5:
+			return 1;
+		case 2:
+			return 5; /* "":0} */
+		case 3:
+			return 3; /* :0} */
+		default:
+			return 2; /* 0} */
+		}
+	case K_ARRAY:
+		m = c->nodes[c->items[n->first].node].minlen;
+		switch (f->phase) {
+		case 0:
+			return n->minlen;
+		case 1:
+			return n->min ? n->minlen - 1 : 1;
+		case 2:
+			return add(
+				items_len(m, n->min > f->a ? n->min - f->a : 0),
+				0);
+		default:
+			return add(m, items_len(m, n->min > f->a + 1
+							   ? n->min - f->a - 1
+							   : 0));
+		}
+	case K_OBJECT:
+		switch (f->phase) {
+		case 0:
+			return n->minlen;
+		case 1:
+			return req_rest(c, n, 0);
+		case 2:
+			return key_rest(c, n, candidates(n, f->a), 0) + 1;
+		case 3:
+			return key_rest(c, n, f->mask, f->b);
+		case 4:
+			return add(1,
+				   add(c->nodes[c->items[n->first + f->x].node]
+					       .minlen,
+				       req_rest(c, n, f->x + 1u)));
+		case 5:
+			return add(
+				c->nodes[c->items[n->first + f->x].node].minlen,
+				req_rest(c, n, f->x + 1u));
+		default:
+			return req_rest(c, n, f->a);
+		}
+	case K_SEQ:
+		r = 0;
+		for (i = f->phase; i < n->n; i++) {
+			const struct cons_item *it = &c->items[n->first + i];
+
+			r = add(r, it->s ? it->len - (i == f->phase ? f->a : 0)
+					 : c->nodes[it->node].minlen);
+		}
+		return r;
+	default: /* anyOf not yet expanded */
+		return n->minlen;
+	}
+}
+
+uint32_t engy_cons_min_close(const struct engy_cons_state *s)
+{
+	uint32_t best = INF_LEN, r;
+	unsigned i;
+	int k;
+
+	for (i = 0; i < s->n; i++) {
+		r = 0;
+		for (k = 0; k < s->depth[i]; k++)
+			r = add(r, frame_close(s->c, &s->fr[i][k]));
+		best = r < best ? r : best;
+	}
+	return best;
+}

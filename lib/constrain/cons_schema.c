@@ -799,6 +799,13 @@ int engy_cons_compile(const cJSON *schema, const char *prefix,
 	}
 	free(w.mark), free(w.amb), free(w.path), free(w.took);
 	free(w.first), free(w.fmark);
+	if (!engy_cons_minlen(p.c)) {
+		p.path_len = 0, p.path[0] = 0;
+		rc = fail(&p, -EINVAL,
+			  "unsupported schema: no finite value matches it (a "
+			  "required $ref cycle)");
+		goto fail;
+	}
 	*out = p.c;
 	return 0;
 fail_walk:

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -165,14 +166,76 @@ int engy_cons_feed_id(struct engy_cons_state *s,
 	return engy_cons_feed(s, v->bytes[id], v->len[id]);
 }
 
+/* @s advanced by @n bytes in @a/@b (scratch): the result, or NULL. */
+static const struct engy_cons_state *advance(const struct engy_cons_state *s,
+					     const uint8_t *p, size_t n,
+					     struct engy_cons_state *a,
+					     struct engy_cons_state *b)
+{
+	const struct engy_cons_state *cur = s;
+	struct engy_cons_state *next = a;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!engy_cons_step(cur, p[i], next))
+			return NULL;
+		cur = next;
+		next = next == a ? b : a;
+	}
+	return cur;
+}
+
+/* Near the end of the budget: only ids after which the output can still
+ * be finished, and ended, in the tokens left (one byte a token at worst).
+ * When none can, those that get closest. */
+static size_t budget(const struct engy_cons_state *s,
+		     const struct engy_cons_vocab *v, uint8_t *allow,
+		     uint32_t left)
+{
+	struct engy_cons_state *a = malloc(2 * sizeof(*a));
+	uint32_t best = UINT32_MAX, *need;
+	size_t i, n = 0;
+
+	need = a ? malloc(v->n_ids * sizeof(*need)) : NULL;
+	if (!need) {
+		free(a);
+		return SIZE_MAX; /* keep the plain mask */
+	}
+	for (i = 0; i < v->n_ids; i++) {
+		const struct engy_cons_state *t;
+
+		if (!allow[i])
+			continue;
+		t = advance(s, v->bytes[i], v->len[i], a, a + 1);
+		need[i] = t ? engy_cons_min_close(t) : UINT32_MAX;
+		if (need[i] < best)
+			best = need[i];
+	}
+	for (i = 0; i < v->n_ids; i++) {
+		if (!allow[i])
+			continue;
+		/* this id, then @need bytes, then an end id: all within
+		 * @left tokens */
+		allow[i] =
+			(left >= 2 && need[i] <= left - 2) || need[i] == best;
+		n += allow[i];
+	}
+	free(need);
+	free(a);
+	return n;
+}
+
 size_t engy_cons_mask_logits(const struct engy_cons_state *s,
 			     const struct engy_cons_vocab *v, float *logits,
-			     const uint32_t *eos, size_t n_eos,
+			     const uint32_t *eos, size_t n_eos, uint32_t left,
 			     uint8_t *scratch)
 {
-	size_t i, n = engy_cons_mask(s, v, scratch);
+	size_t i, n = engy_cons_mask(s, v, scratch), k;
 	bool done = engy_cons_done(s);
 
+	if (n && left && engy_cons_min_close(s) + 16 >= left &&
+	    (k = budget(s, v, scratch, left)) != SIZE_MAX)
+		n = k;
 	for (i = 0; i < n_eos; i++)
 		if (eos[i] < v->n_ids && done && !scratch[eos[i]]) {
 			scratch[eos[i]] = 1;

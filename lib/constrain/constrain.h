@@ -72,6 +72,13 @@ bool engy_cons_done(const struct engy_cons_state *s);
 bool engy_cons_more(const struct engy_cons_state *s);
 
 /*
+ * engy_cons_min_close() - at least how many bytes still finish the output
+ * (0: complete; never fewer than needed).  A byte-level vocabulary has a
+ * token for each byte, so that many tokens always suffice.
+ */
+uint32_t engy_cons_min_close(const struct engy_cons_state *s);
+
+/*
  * A vocabulary as the mask needs it: each id's bytes (the tokenizer's
  * decoding of that one id, without UTF-8 repair); ids with no bytes
  * (special tokens, unused ids) are never allowed.
@@ -100,12 +107,16 @@ size_t engy_cons_mask(const struct engy_cons_state *s,
 /*
  * engy_cons_mask_logits() - the mask applied to @logits [vocab_size]:
  * refused ids get -INFINITY; the @n_eos ids in @eos stay only when the
- * output is complete.  @scratch has vocab_size bytes.  Returns the ids
- * left (0: nothing may follow, the generation must stop).
+ * output is complete.  @left: the tokens the generation may still emit,
+ * this one included (0: no limit); near its end only ids after which the
+ * output can still be completed in time stay (so that a long string or
+ * an open object is closed before max_tokens rather than cut).
+ * @scratch has vocab_size bytes.  Returns the ids left (0: nothing may
+ * follow, the generation must stop).
  */
 size_t engy_cons_mask_logits(const struct engy_cons_state *s,
 			     const struct engy_cons_vocab *v, float *logits,
-			     const uint32_t *eos, size_t n_eos,
+			     const uint32_t *eos, size_t n_eos, uint32_t left,
 			     uint8_t *scratch);
 
 /* engy_cons_feed() of id @id's bytes. */

@@ -50,6 +50,17 @@ static bool is_end(const struct engy_gen *g, uint32_t tok)
 	return false;
 }
 
+/* Tokens @g may still emit, this one included. */
+static uint32_t cons_left(const struct ref *r, const struct engy_gen *g)
+{
+	size_t room = r->max_ctx > g->n_prompt + g->n_out
+			      ? r->max_ctx - g->n_prompt - g->n_out
+			      : 1;
+	size_t left = g->max_new > g->n_out ? g->max_new - g->n_out : 1;
+
+	return (uint32_t)(left < room ? left : room);
+}
+
 static void step_free(struct step *s)
 {
 	if (!s)
@@ -151,9 +162,10 @@ static void step_run(void *arg)
 		 * (an end id only where the output is complete); the
 		 * hidden state is the model's all the same. */
 		if (g->cst &&
-		    (!r->cvocab || !engy_cons_mask_logits(
-					   g->cst, r->cvocab, s->logits + j * V,
-					   g->cend, g->n_cend, r->cscratch))) {
+		    (!r->cvocab ||
+		     !engy_cons_mask_logits(
+			     g->cst, r->cvocab, s->logits + j * V, g->cend,
+			     g->n_cend, cons_left(r, g), r->cscratch))) {
 			g->cons_stuck = true;
 			j++;
 			continue;

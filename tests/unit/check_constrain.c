@@ -280,10 +280,34 @@ START_TEST(test_matrix_texts)
 		cJSON *schema;
 		struct engy_cons *c = compile_case(&matrix[i], &schema);
 
-		for (k = 0; k < 4 && matrix[i].good[k]; k++)
-			ck_assert_msg(accepts(c, matrix[i].good[k]),
-				      "case %zu refuses %s", i,
-				      matrix[i].good[k]);
+		for (k = 0; k < 4 && matrix[i].good[k]; k++) {
+			const char *g = matrix[i].good[k];
+			size_t len = strlen(g), at;
+			struct engy_cons_state *s = engy_cons_state_new(c);
+
+			ck_assert_msg(accepts(c, g), "case %zu refuses %s", i,
+				      g);
+			/* the shortest way to finish is never longer than
+			 * this text's rest (2 bytes of slack: an object's
+			 * or array's first comma is counted) */
+			for (at = 0; at <= len; at++) {
+				uint32_t need = engy_cons_min_close(s);
+
+				ck_assert_msg(need <= len - at + 2,
+					      "case %zu %s at %zu: %u", i, g,
+					      at, need);
+				if (at == len)
+					ck_assert_uint_eq(need, 0);
+				else
+					ck_assert_int_eq(
+						engy_cons_feed(
+							s,
+							(const uint8_t *)g + at,
+							1),
+						0);
+			}
+			engy_cons_state_free(s);
+		}
 		for (k = 0; k < 4 && matrix[i].bad[k]; k++)
 			ck_assert_msg(!accepts(c, matrix[i].bad[k]),
 				      "case %zu accepts %s", i,
@@ -432,6 +456,10 @@ START_TEST(test_hostile)
 		refused(dag, -E2BIG, "alternatives");
 		free(dag);
 	}
+	/* a required recursion: no finite value, so no output could end */
+	refused("{\"type\":\"object\",\"properties\":{\"a\":{\"$ref\":"
+		"\"#\"}},\"required\":[\"a\"]}",
+		-EINVAL, "no finite value");
 	/* a recursive schema that is fine: deterministic branches */
 	{
 		cJSON *j = cJSON_Parse(
@@ -584,7 +612,7 @@ START_TEST(test_model_matrix)
 				engy_q3_logits(m, hid, 1, logits);
 				left = engy_cons_mask_logits(
 					st, v, logits, cfg->eos, cfg->n_eos,
-					scratch);
+					(uint32_t)(MAX_OUT - k), scratch);
 				ck_assert_uint_gt(left, 0);
 				t = engy_q3_sample(smp, logits, &sp, &rng,
 						   NULL);
@@ -637,9 +665,9 @@ START_TEST(test_model_matrix)
 			engy_cons_state_free(st);
 			engy_q3_seq_free(sq);
 		}
-		/* every schema got finished outputs (the others ran out of
-		 * tokens, a valid prefix each) */
-		ck_assert_msg(finished > 0, "case %zu: no seed finished", i);
+		/* the budget closes every output before max_tokens */
+		ck_assert_msg(finished == SEEDS, "case %zu: %u of %d finished",
+			      i, finished, SEEDS);
 		finished_total += finished;
 		engy_cons_free(c);
 		cJSON_Delete(schema);
