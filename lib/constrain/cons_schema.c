@@ -34,6 +34,17 @@ struct comp {
 static int fail(struct comp *p, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* What a reason may quote of a schema (it reaches the gateway's log): a
+ * name of 1..32 of [A-Za-z0-9_$], else "?". */
+static const char *quot(const char *s)
+{
+	size_t n =
+		strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			  "0123456789_$");
+
+	return n && n <= 32 && !s[n] ? s : "?";
+}
+
 static int fail(struct comp *p, int rc, const char *fmt, ...)
 {
 	va_list ap;
@@ -52,7 +63,8 @@ static int fail(struct comp *p, int rc, const char *fmt, ...)
 static size_t path_push(struct comp *p, const char *seg)
 {
 	size_t old = p->path_len;
-	int k = snprintf(p->path + old, sizeof(p->path) - old, "/%.40s", seg);
+	int k = snprintf(p->path + old, sizeof(p->path) - old, "/%s",
+			 quot(seg));
 
 	if (k > 0)
 		p->path_len = old + (size_t)k < sizeof(p->path)
@@ -301,8 +313,8 @@ static int compile_object(struct comp *p, const cJSON *s, int depth)
 		for (r = props->child; r != q; r = r->next)
 			if (!strcmp(r->string, q->string))
 				return fail(p, -EINVAL,
-					    "properties: \"%.40s\" twice",
-					    q->string);
+					    "properties: \"%s\" twice",
+					    quot(q->string));
 		if (strlen(q->string) > ENGY_CONS_MAX_LITERAL)
 			return fail(p, -E2BIG,
 				    "properties: a name over %d "
@@ -324,8 +336,8 @@ static int compile_object(struct comp *p, const cJSON *s, int depth)
 				break;
 		if (!q)
 			return fail(p, -EINVAL,
-				    "required: \"%.40s\" is not in properties",
-				    r->valuestring);
+				    "required: \"%s\" is not in properties",
+				    quot(r->valuestring));
 		required |= 1ull << i;
 	}
 	id = new_node(p, K_OBJECT);
@@ -425,7 +437,7 @@ static int compile_typed(struct comp *p, const cJSON *s, const char *t,
 		return enum_of(p, (const char *const[]){ "true", "false" }, 2);
 	if (!strcmp(t, "null"))
 		return enum_of(p, (const char *const[]){ "null" }, 1);
-	return fail(p, -EINVAL, "type: unknown type \"%.20s\"", t);
+	return fail(p, -EINVAL, "type: unknown type \"%s\"", quot(t));
 }
 
 /* The target of a local $ref: "#", "#/$defs/NAME", "#/definitions/NAME". */
@@ -469,9 +481,8 @@ static int compile_ref(struct comp *p, const cJSON *ref, int depth)
 	t = resolve(p, ref->valuestring);
 	if (!t)
 		return fail(p, -EINVAL,
-			    "unsupported $ref \"%.60s\" (only \"#\", "
-			    "\"#/$defs/NAME\", \"#/definitions/NAME\")",
-			    ref->valuestring);
+			    "unsupported $ref (only \"#\", "
+			    "\"#/$defs/NAME\", \"#/definitions/NAME\")");
 	for (i = 0; i < p->n_refs; i++)
 		if (p->refs[i].target == t)
 			return p->refs[i].node;
@@ -509,8 +520,8 @@ static int compile(struct comp *p, const cJSON *s, int depth)
 	for (k = s->child; k; k = k->next)
 		if (!in_list(keywords, k->string) &&
 		    !in_list(annotations, k->string))
-			return fail(p, -EINVAL, "unsupported keyword \"%.40s\"",
-				    k->string);
+			return fail(p, -EINVAL, "unsupported keyword \"%s\"",
+				    quot(k->string));
 	if ((k = cJSON_GetObjectItemCaseSensitive(s, "$ref")))
 		return compile_ref(p, k, depth);
 	if ((k = cJSON_GetObjectItemCaseSensitive(s, "const")))

@@ -385,6 +385,11 @@ START_TEST(test_refusals)
 		"unsupported keyword \"pattern\" at /properties/email");
 	refused("{\"type\":\"string\",\"format\":\"email\"}", -EINVAL,
 		"\"format\"");
+	/* a reason reaches the gateway's log: names that are not short
+	 * identifiers are not quoted */
+	refused("{\"type\":\"object\",\"properties\":{\"my e-mail\":{"
+		"\"type\":\"string\",\"secret keyword\":1}}}",
+		-EINVAL, "unsupported keyword \"?\" at /properties/?");
 	refused("{\"allOf\":[{\"type\":\"string\"}]}", -EINVAL, "\"allOf\"");
 	refused("{\"type\":\"object\",\"additionalProperties\":{\"type\":"
 		"\"string\"}}",
