@@ -185,15 +185,15 @@ static int apply(struct miner *m, struct mprep *p)
 	}
 	m->variant = p->variant;
 	/* Constrained decoding where the backend enforces it; forced tool
-	 * calls only with the hermes JSON template (an XML call is not
-	 * JSON). */
+	 * calls where it also takes text around the JSON: the call is
+	 * written in the hermes JSON form, which both templates' parsers
+	 * read (specs/chat.md: a <tool_call> followed by a JSON object with
+	 * a string name opens a call). */
 	if (m->info.size >= offsetof(struct engy_model_info, constraints) +
 				    sizeof(m->info.constraints) &&
 	    (m->info.constraints & ENGY_BACKEND_CONS_JSON))
 		m->constraints = MINER_CONS_JSON |
-				 (m->variant == ENGY_CHAT_QWEN3 &&
-						  (m->info.constraints &
-						   ENGY_BACKEND_CONS_AFFIX)
+				 (m->info.constraints & ENGY_BACKEND_CONS_AFFIX
 					  ? MINER_CONS_TOOL
 					  : 0);
 	snprintf(m->model, sizeof(m->model), "%s",

@@ -58,6 +58,33 @@ grep -q "^done checks=$n\$" "$T/sdk.out" || fail "client run incomplete: $(cat "
 grep "^ok - " "$T/sdk.out" | sed 's/^ok - /  /'
 ok "client libraries against the gateway, constrained on an engy miner: $n checks"
 wait_settled
+
+# The same with the Qwen3.6 template (XML tool calls): a forced call is
+# written in the hermes JSON form, which its parser reads too.
+kill -TERM "$PID_mA"
+wait "$PID_mA" || fail "miner mA exit $?"
+cat > "$T/m36.conf" <<C
+role = "miner"
+state_dir = "$T/state-m36"
+log_file = "$T/m36.log"
+shutdown_timeout = 5
+miner { model = "tiny" gpu_probe = false max_tokens = 16 chat_template = "qwen3.6" }
+plugin "transport-ws" { reconnect_min_ms = 100 reconnect_max_ms = 500 }
+plugin "backend-ref" { checkpoint = "$T/model" threads = 1 max_batch = 4 }
+plugin "verifier-toploc" { topk = 128 decode_batching_size = 32 }
+C
+GW="$GWURL" MINER_KEY="$KA" ENGY_WORKER_NAME=m36 MAX_INFLIGHT=8 \
+	"$ENGYD" --no-dlclose -c "$T/m36.conf" 2> "$T/m36.stderr" &
+PIDS="$PIDS $!"
+wait_for "$T/m36.log" "event=admit" 30 || fail "m36 not admitted: $(tail -5 "$T/m36.log")"
+grep -q "event=miner_prepared .*chat_template=qwen3.6 " "$T/m36.log" ||
+	fail "m36 does not render qwen3.6: $(grep -m1 miner_prepared "$T/m36.log")"
+node "$top_srcdir/tests/integration/gateway_constrain.mjs" "$PEERS" "$BASE" "$KEY" \
+	> "$T/sdk36.out" 2>&1 || fail "client checks, qwen3.6: $(cat "$T/sdk36.out")"
+n=$(grep -c "^ok - " "$T/sdk36.out")
+grep -q "^done checks=$n\$" "$T/sdk36.out" || fail "client run incomplete (qwen3.6): $(cat "$T/sdk36.out")"
+ok "the same $n checks on a miner rendering the Qwen3.6 template"
+wait_settled
 money acme
 [ "$SPENT" -gt 0 ] || fail "nothing spent"
 ok "books balance: nothing reserved, balance = credited - spent, the log's costs = spent ($SPENT micro-USD)"
