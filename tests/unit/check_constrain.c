@@ -545,6 +545,80 @@ START_TEST(test_mask_vocab)
 }
 END_TEST
 
+/* Whatever the sampler picks among the allowed ids (here uniformly at
+ * random, the worst sampler for closing), the budget ends every output
+ * complete within its tokens: one id per byte plus a few longer ones (every case fits in 100 bytes). */
+START_TEST(test_budget_walk)
+{
+	static const char *const multi[] = { "{\"",  "\":", "\"a",   "[1",
+					     "22]",  "}",   "\",\"", "true",
+					     "null", ", \"" };
+	uint32_t eos[1] = { 299 };
+	struct engy_cons_vocab *v = engy_cons_vocab_new(300);
+	uint64_t seed = 1;
+	uint8_t scratch[300];
+	float lg[300];
+	size_t i, k, run;
+	unsigned done_runs = 0;
+
+	for (i = 0; i < 256; i++) {
+		uint8_t b = (uint8_t)i;
+
+		ck_assert_int_eq(engy_cons_vocab_set(v, (uint32_t)i, &b, 1), 0);
+	}
+	for (i = 0; i < 10; i++)
+		ck_assert_int_eq(engy_cons_vocab_set(v, 256 + (uint32_t)i,
+						     (const uint8_t *)multi[i],
+						     strlen(multi[i])),
+				 0);
+	ck_assert_int_eq(engy_cons_vocab_seal(v), 0);
+	for (i = 0; i < N_MATRIX; i++) {
+		cJSON *schema;
+		struct engy_cons *c = compile_case(&matrix[i], &schema);
+
+		for (run = 0; run < 20; run++) {
+			struct engy_cons_state *s = engy_cons_state_new(c);
+			uint32_t budget = 100 + (uint32_t)run;
+			bool done = false;
+
+			for (k = 0; k < budget && !done; k++) {
+				size_t n, want, cnt = 0, pick = 0, t;
+
+				for (t = 0; t < 300; t++)
+					lg[t] = 0;
+				n = engy_cons_mask_logits(s, v, lg, eos, 1,
+							  budget - (uint32_t)k,
+							  scratch);
+				ck_assert_uint_gt(n, 0);
+				seed = seed * 6364136223846793005ull +
+				       1442695040888963407ull;
+				want = (size_t)(seed >> 33) % n;
+				for (t = 0; t < 300; t++)
+					if (lg[t] == 0 && cnt++ == want) {
+						pick = t;
+						break;
+					}
+				if (pick == 299)
+					done = true;
+				else
+					ck_assert_int_eq(
+						engy_cons_feed_id(
+							s, v, (uint32_t)pick),
+						0);
+			}
+			ck_assert_msg(done, "case %zu run %zu: not ended in %u",
+				      i, run, budget);
+			done_runs++;
+			engy_cons_state_free(s);
+		}
+		engy_cons_free(c);
+		cJSON_Delete(schema);
+	}
+	ck_assert_uint_eq(done_runs, N_MATRIX * 20);
+	engy_cons_vocab_free(v);
+}
+END_TEST
+
 /* ---- the tiny model under the mask ---- */
 
 #define SEEDS	6
@@ -703,6 +777,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_hostile);
 	tcase_add_test(tc, test_mask_vocab);
+	tcase_add_test(tc, test_budget_walk);
 	tcase_add_test(tc, test_model_matrix);
 	suite_add_tcase(s, tc);
 	return s;
