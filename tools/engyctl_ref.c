@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "chat_template.h"
+#include "constrain.h"
 #include "engyctl.h"
 #include "qwen3.h"
 #include "sampler.h"
@@ -28,6 +29,7 @@
 struct ref_args {
 	const char *dir, *ids, *text, *chat, *hidden, *logits, *device;
 	const char *profile;
+	const char *json_schema; /* a file: constrained decoding */
 	uint32_t gen, chunk, threads;
 	bool step, decode, ignore_eos;
 	struct q3_sampling sp;
@@ -41,7 +43,7 @@ static void usage(FILE *f)
 		"                  [--generate N] [--chunk C] [--step] [--threads T]\n"
 		"                  [--device cpu|cuda] [--temperature T] [--top-p P]\n"
 		"                  [--top-k K] [--seed S] [--ignore-eos] [--decode]\n"
-		"                  [--hidden FILE] [--logits FILE]\n"
+		"                  [--hidden FILE] [--logits FILE] [--json-schema FILE]\n"
 		"                  [--kernel-profile PROFILE]\n"
 		"\n"
 		"Runs the reference engine: feeds the prompt in chunks of C tokens\n"
@@ -55,7 +57,9 @@ static void usage(FILE *f)
 		"Qwen3 chat template.  --kernel-profile computes in another\n"
 		"summation order or activation precision: ref (default), splitk,\n"
 		"warp32, bf16act, splitk-f32, fp8-bf16 (specs/checkpoints.md,\n"
-		"\"Kernel profiles\").  Timings go to stderr.\n");
+		"\"Kernel profiles\").  --json-schema: sampling is masked so that the\n"
+		"output is JSON matching the schema in FILE (lib/constrain; an EOS\n"
+		"id only once it is complete).  Timings go to stderr.\n");
 }
 
 static double now(void)
@@ -165,9 +169,71 @@ static bool is_eos(const struct q3_config *c, uint32_t id)
 	return false;
 }
 
+/* --json-schema: the compiled schema, its matcher, the vocabulary's
+ * bytes. */
+struct ref_cons {
+	struct engy_cons *c;
+	struct engy_cons_state *s;
+	struct engy_cons_vocab *v;
+	uint8_t *scratch;
+};
+
+static int cons_open(const char *file, const struct engy_tokenizer *tok,
+		     uint32_t n_ids, struct ref_cons *rc)
+{
+	char *text = NULL, why[200];
+	size_t len = 0, n;
+	const uint8_t *p;
+	FILE *f = fopen(file, "rb");
+	cJSON *j = NULL;
+	uint32_t id;
+
+	if (f) {
+		text = malloc(1 << 20);
+		len = text ? fread(text, 1, (1 << 20) - 1, f) : 0;
+		fclose(f);
+	}
+	if (!text) {
+		free(text);
+		return engyctl_fail("ref: %s: %s", file, strerror(errno));
+	}
+	text[len] = 0;
+	j = cJSON_Parse(text);
+	free(text);
+	if (!j)
+		return engyctl_fail("ref: %s: not JSON", file);
+	if (engy_cons_compile(j, NULL, NULL, &rc->c, why, sizeof(why))) {
+		cJSON_Delete(j);
+		return engyctl_fail("ref: %s: %s", file, why);
+	}
+	cJSON_Delete(j);
+	rc->s = engy_cons_state_new(rc->c);
+	rc->v = engy_cons_vocab_new(n_ids);
+	rc->scratch = malloc(n_ids);
+	if (!rc->s || !rc->v || !rc->scratch)
+		return engyctl_fail("ref: out of memory");
+	for (id = 0; id < n_ids; id++)
+		if (!engy_tokenizer_token_bytes(tok, id, &p, &n) &&
+		    !engy_tokenizer_is_special(tok, id) &&
+		    engy_cons_vocab_set(rc->v, id, p, n))
+			return engyctl_fail("ref: out of memory");
+	if (engy_cons_vocab_seal(rc->v))
+		return engyctl_fail("ref: out of memory");
+	return 0;
+}
+
+static void cons_close(struct ref_cons *rc)
+{
+	engy_cons_state_free(rc->s);
+	engy_cons_free(rc->c);
+	engy_cons_vocab_free(rc->v);
+	free(rc->scratch);
+}
+
 static int run(const struct ref_args *a, struct q3_model *m,
 	       struct engy_tokenizer *tok, FILE *fh, FILE *fl)
 {
+	struct ref_cons cons = { 0 };
 	const struct q3_config *c = engy_q3_model_config(m);
 	uint32_t *ids = NULL, *out = NULL, i, n_out = 0;
 	size_t n = 0, off, step;
@@ -181,6 +247,8 @@ static int run(const struct ref_args *a, struct q3_model *m,
 
 	engy_q3_rng_seed(&rng, a->seed);
 	if (prompt_ids(a, tok, &ids, &n))
+		goto out;
+	if (a->json_schema && cons_open(a->json_schema, tok, c->vocab, &cons))
 		goto out;
 	step = a->step ? 1 : a->chunk;
 	seq = engy_q3_seq_new(m, (uint32_t)n + a->gen + 1);
@@ -217,8 +285,22 @@ static int run(const struct ref_args *a, struct q3_model *m,
 	for (i = 0; i < a->gen; i++) {
 		struct q3_row row;
 
+		if (cons.c && !engy_cons_mask_logits(
+				      cons.s, cons.v, lg + off, c->eos,
+				      c->n_eos, a->gen - i, cons.scratch)) {
+			rc = engyctl_fail("ref: no token may follow");
+			goto out;
+		}
 		out[n_out++] =
 			engy_q3_sample(smp, lg + off, &a->sp, &rng, NULL);
+		if (cons.c && is_eos(c, out[n_out - 1]))
+			break; /* complete: the constraint ends it */
+		if (cons.c &&
+		    engy_cons_feed_id(cons.s, cons.v, out[n_out - 1])) {
+			rc = engyctl_fail(
+				"ref: the constraint refused a token");
+			goto out;
+		}
 		if ((!a->ignore_eos && is_eos(c, out[n_out - 1])) ||
 		    i + 1 == a->gen)
 			break;
@@ -261,6 +343,7 @@ static int run(const struct ref_args *a, struct q3_model *m,
 		engy_q3_model_device(m));
 	rc = 0;
 out:
+	cons_close(&cons);
 	engy_q3_sampler_free(smp);
 	engy_q3_seq_free(seq);
 	free(hid);
@@ -315,6 +398,8 @@ static int parse_args(int argc, char **argv, struct ref_args *a)
 			a->hidden = v;
 		else if (strcmp(o, "--logits") == 0)
 			a->logits = v;
+		else if (strcmp(o, "--json-schema") == 0)
+			a->json_schema = v;
 		else if (strcmp(o, "--device") == 0)
 			a->device = v;
 		else if (strcmp(o, "--kernel-profile") == 0)
@@ -388,7 +473,7 @@ int engyctl_ref(int argc, char **argv)
 	rc = engy_q3_model_load(a.dir, &lo, &m, err, sizeof(err));
 	if (rc)
 		return engyctl_fail("ref: %s", err[0] ? err : strerror(-rc));
-	if ((a.text || a.chat || a.decode) &&
+	if ((a.text || a.chat || a.decode || a.json_schema) &&
 	    engy_tokenizer_load(a.dir, &tok, err, sizeof(err))) {
 		rc = engyctl_fail("ref: tokenizer: %s", err);
 		goto out;

@@ -33,7 +33,15 @@ struct engy_model_info {
 	/* appended in 1.1: the serves behind the backend, "," between
 	 * them ("" for an in-process engine); check @size. */
 	char serve_urls[1024];
+	/* appended in 1.2: the output constraints generate() enforces,
+	 * ENGY_BACKEND_CONS_* bits (0: none); check @size. */
+	uint32_t constraints;
 };
+
+/* generate() takes cons_schema (engy_gen_params, 1.2). */
+#define ENGY_BACKEND_CONS_JSON 1u
+/* ... and cons_prefix / cons_suffix around it (a forced tool call). */
+#define ENGY_BACKEND_CONS_AFFIX 2u
 
 enum engy_finish {
 	ENGY_FINISH_STOP = 1,	/* EOS or a stop id */
@@ -64,6 +72,20 @@ struct engy_gen_params {
 	const uint32_t *stop_ids;
 	size_t n_stop;
 	const char *rid;
+	/*
+	 * appended in 1.2 (check @size): constrained decoding, for a backend
+	 * whose info() has ENGY_BACKEND_CONS_JSON.  @cons_schema: NULL for
+	 * none, else the text of a JSON schema (lib/constrain's subset; ""
+	 * for any JSON object) the output must match, between the literal
+	 * texts @cons_prefix and @cons_suffix (NULL: none; a forced tool
+	 * call's template).  Only sampling is masked: hidden states stay
+	 * the model's.  A stop or EOS id ends the output only where the
+	 * constraint is complete.  A schema the backend cannot compile:
+	 * -EINVAL.
+	 */
+	const char *cons_schema;
+	const char *cons_prefix;
+	const char *cons_suffix;
 };
 
 struct engy_gen_result {

@@ -60,7 +60,7 @@ extern "C" {
 
 #define ENGY_PLUGIN_MAGIC  0x454e4731u /* "ENG1" */
 #define ENGY_ABI_MAJOR	   1
-#define ENGY_ABI_MINOR	   1
+#define ENGY_ABI_MINOR	   2
 #define ENGY_PLUGIN_SYMBOL "engy_plugin"
 
 #if defined(__GNUC__)

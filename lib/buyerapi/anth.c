@@ -491,6 +491,42 @@ static int add_options(struct aparse *p, const cJSON *in, unsigned flags,
 	return 0;
 }
 
+/* Structured output: output_config.format, or the beta's output_format:
+ * {"type": "json_schema", "schema": {...}}. */
+static int add_output_format(struct aparse *p, const cJSON *in,
+			     struct engy_api_req *req)
+{
+	char *err = p->err;
+	size_t errlen = p->errlen;
+	const cJSON *cfg = engy_api_get(in, "output_config");
+	const cJSON *f = engy_api_get(in, "output_format"), *t, *schema;
+	const char *field = "output_format";
+
+	if (cfg && !cJSON_IsObject(cfg))
+		return FAIL("output_config: expected an object");
+	if (cfg && engy_api_get(cfg, "format")) {
+		if (f)
+			return FAIL("output_format: give output_config.format "
+				    "or output_format, not both");
+		f = engy_api_get(cfg, "format");
+		field = "output_config.format";
+	}
+	if (!f)
+		return 0;
+	t = cJSON_GetObjectItemCaseSensitive(f, "type");
+	if (!cJSON_IsObject(f) || !cJSON_IsString(t) ||
+	    strcmp(t->valuestring, "json_schema"))
+		return FAIL("%s.type: expected \"json_schema\"", field);
+	schema = cJSON_GetObjectItemCaseSensitive(f, "schema");
+	if (!cJSON_IsObject(schema))
+		return FAIL("%s.schema: expected an object", field);
+	return engy_api_set_format(req, schema, NULL,
+				   cfg && f == engy_api_get(cfg, "format")
+					   ? "output_config.format.schema"
+					   : "output_format.schema",
+				   err, errlen);
+}
+
 int engy_anth_parse(const char *json, size_t len,
 		    const struct engy_api_limits *lim, unsigned flags,
 		    struct engy_api_req *req, char *err, size_t errlen)
@@ -540,7 +576,11 @@ int engy_anth_parse(const char *json, size_t len,
 		rc = add_tool_choice(&p, engy_api_get(in, "tool_choice"),
 				     req->body);
 	if (!rc)
+		rc = engy_api_check_forced_tool(req, err, errlen);
+	if (!rc)
 		rc = add_options(&p, in, flags, req);
+	if (!rc)
+		rc = add_output_format(&p, in, req);
 out:
 	return engy_api_parse_end(in, req, rc, err, errlen);
 }

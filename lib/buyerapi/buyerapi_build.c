@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "buyerapi_int.h"
+#include "constrain.h"
 
 int engy_api_parse_end(cJSON *in, struct engy_api_req *req, int rc, char *err,
 		       size_t errlen)
@@ -192,4 +193,93 @@ void engy_api_text_rest(const struct engy_api_result *r, size_t content_sent,
 	t->content = t->content_len
 			     ? r->content + r->content_len - t->content_len
 			     : NULL;
+}
+
+int engy_api_set_format(struct engy_api_req *req, const cJSON *schema,
+			const char *name, const char *field, char *err,
+			size_t errlen)
+{
+	struct engy_cons *c;
+	char why[200];
+	cJSON *rf, *js;
+	int rc;
+
+	rc = engy_cons_compile(schema, NULL, NULL, &c, why, sizeof(why));
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc)
+		return engy_api_fail(err, errlen, rc, "%s: %s", field, why);
+	engy_cons_free(c);
+	cJSON_DeleteItemFromObjectCaseSensitive(req->body, "response_format");
+	rf = cJSON_AddObjectToObject(req->body, "response_format");
+	if (!rf)
+		return -ENOMEM;
+	req->constraint |= ENGY_API_CONS_JSON;
+	if (!schema)
+		return cJSON_AddStringToObject(rf, "type", "json_object")
+			       ? 0
+			       : -ENOMEM;
+	if (!cJSON_AddStringToObject(rf, "type", "json_schema") ||
+	    !(js = cJSON_AddObjectToObject(rf, "json_schema")) ||
+	    !cJSON_AddStringToObject(js, "name", name ? name : "response") ||
+	    !cJSON_AddItemToObject(js, "schema",
+				   cJSON_Duplicate(schema, true)) ||
+	    !cJSON_AddTrueToObject(js, "strict"))
+		return -ENOMEM;
+	return 0;
+}
+
+int engy_api_check_forced_tool(struct engy_api_req *req, char *err,
+			       size_t errlen)
+{
+	const cJSON *tools =
+		cJSON_GetObjectItemCaseSensitive(req->body, "tools");
+	const cJSON *t, *name;
+	const char *only;
+	struct engy_cons *c;
+	char why[200];
+	cJSON *one;
+	size_t i;
+	int rc;
+
+	if (!engy_cons_tool_choice(req->body, &only))
+		return 0;
+	/* each tool on its own, so that a refusal names it */
+	i = 0;
+	cJSON_ArrayForEach(t, tools)
+	{
+		name = cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(t, "function"),
+			"name");
+		i++;
+		if (!cJSON_IsString(name) ||
+		    (only && strcmp(only, name->valuestring)))
+			continue;
+		one = engy_cons_tool_schema(tools, name->valuestring);
+		if (!one)
+			return -ENOMEM;
+		rc = engy_cons_compile(one, NULL, NULL, &c, why, sizeof(why));
+		cJSON_Delete(one);
+		if (rc == -ENOMEM)
+			return rc;
+		if (rc)
+			return engy_api_fail(err, errlen, rc,
+					     "tools[%zu].parameters: %s (the "
+					     "call is forced by tool_choice)",
+					     i - 1, why);
+		engy_cons_free(c);
+	}
+	/* all of them at once: the alternatives' own limits */
+	one = engy_cons_tool_schema(tools, only);
+	if (!one)
+		return -ENOMEM;
+	rc = engy_cons_compile(one, NULL, NULL, &c, why, sizeof(why));
+	cJSON_Delete(one);
+	if (rc == -ENOMEM)
+		return rc;
+	if (rc)
+		return engy_api_fail(err, errlen, rc, "tools: %s", why);
+	engy_cons_free(c);
+	req->constraint |= ENGY_API_CONS_TOOL;
+	return 0;
 }

@@ -73,6 +73,26 @@ int engy_api_set_thinking(cJSON *body, int think, int preserve);
  * when they are not the JSON text of an object ("" is {}). */
 cJSON *engy_api_args_object(const char *args);
 
+/*
+ * engy_api_set_format() - constrain the output to JSON matching @schema
+ * (NULL: any JSON object): the schema is compiled once to check it
+ * (lib/constrain), refusals naming @field and the unsupported feature
+ * (-EINVAL/-E2BIG, 400); body.response_format is set in OpenAI's shape
+ * (json_schema named @name, "response" when NULL) and
+ * ENGY_API_CONS_JSON added to req->constraint.
+ */
+int engy_api_set_format(struct engy_api_req *req, const cJSON *schema,
+			const char *name, const char *field, char *err,
+			size_t errlen);
+
+/*
+ * engy_api_check_forced_tool() - when the body's tool_choice forces a
+ * call, the schema each callable tool's call must match is checked as
+ * above (a refusal names the tool) and ENGY_API_CONS_TOOL added.
+ */
+int engy_api_check_forced_tool(struct engy_api_req *req, char *err,
+			       size_t errlen);
+
 /* ---- lib/buyerapi/buyerapi_build.c: what both parsers build, both streams read ---- */
 
 /*

@@ -398,12 +398,51 @@ static int copy_sampling(struct oparse *p, const cJSON *in, cJSON *body,
 }
 
 /* stream, stream_options, and what engy does not serve. */
+/* response_format: text, json_object, or json_schema {name, schema,
+ * strict}; the last two enforced by constrained decoding. */
+static int read_format(struct oparse *p, const cJSON *j,
+		       struct engy_api_req *req)
+{
+	char *err = p->err;
+	size_t errlen = p->errlen;
+	const cJSON *t, *js, *schema, *name;
+
+	if (!j)
+		return 0;
+	t = cJSON_GetObjectItemCaseSensitive(j, "type");
+	if (!cJSON_IsObject(j) || !cJSON_IsString(t))
+		return FAIL("response_format.type: expected a string");
+	if (strcmp(t->valuestring, "text") == 0)
+		return 0;
+	if (strcmp(t->valuestring, "json_object") == 0)
+		return engy_api_set_format(req, NULL, NULL, "response_format",
+					   err, errlen);
+	if (strcmp(t->valuestring, "json_schema"))
+		return FAIL("response_format.type: expected \"text\", "
+			    "\"json_object\" or \"json_schema\"");
+	js = cJSON_GetObjectItemCaseSensitive(j, "json_schema");
+	if (!cJSON_IsObject(js))
+		return FAIL("response_format.json_schema: expected an object");
+	name = cJSON_GetObjectItemCaseSensitive(js, "name");
+	if (name &&
+	    !(cJSON_IsString(name) && engy_api_tool_name_ok(name->valuestring)))
+		return FAIL("response_format.json_schema.name: expected 1..64 "
+			    "of [A-Za-z0-9_.:-]");
+	schema = engy_api_get(js, "schema");
+	if (schema && !cJSON_IsObject(schema) && !cJSON_IsBool(schema))
+		return FAIL("response_format.json_schema.schema: expected an "
+			    "object");
+	return engy_api_set_format(req, schema, name ? name->valuestring : NULL,
+				   "response_format.json_schema.schema", err,
+				   errlen);
+}
+
 static int read_options(struct oparse *p, const cJSON *in,
 			struct engy_api_req *req)
 {
 	char *err = p->err;
 	size_t errlen = p->errlen;
-	const cJSON *j, *t;
+	const cJSON *j;
 	int v = 0;
 
 	if (get_bool(p, in, "stream", "", &v))
@@ -432,16 +471,7 @@ static int read_options(struct oparse *p, const cJSON *in,
 	v = 1;
 	if (get_bool(p, in, "parallel_tool_calls", "", &v))
 		return -EINVAL;
-	j = engy_api_get(in, "response_format");
-	if (j) {
-		t = cJSON_GetObjectItemCaseSensitive(j, "type");
-		if (!cJSON_IsObject(j) || !cJSON_IsString(t))
-			return FAIL("response_format.type: expected a string");
-		if (strcmp(t->valuestring, "text"))
-			return FAIL("response_format.type: only \"text\" is "
-				    "served");
-	}
-	return 0;
+	return read_format(p, engy_api_get(in, "response_format"), req);
 }
 
 /* enable_thinking: chat_template_kwargs, then the top-level field, then
@@ -495,6 +525,8 @@ int engy_oai_parse(const char *json, size_t len,
 	if (!rc)
 		rc = copy_tool_choice(&p, engy_api_get(in, "tool_choice"),
 				      req->body);
+	if (!rc)
+		rc = engy_api_check_forced_tool(req, err, errlen);
 	if (!rc)
 		rc = read_options(&p, in, req);
 	if (!rc)

@@ -76,7 +76,23 @@ struct engy_api_req {
 	const char *max_tokens_field; /* static: the field it came in */
 	size_t n_messages;
 	size_t n_tools;
+	/*
+	 * The output constraint, ENGY_API_CONS_* bits (specs/buyer-api.md
+	 * "Structured outputs and forced tool calls"); every API's parser
+	 * sets it through engy_api_set_format() and
+	 * engy_api_check_forced_tool().  The body carries what it
+	 * constrains to: "response_format" in OpenAI's shape for JSON,
+	 * "tools" and "tool_choice" for a forced call.
+	 */
+	unsigned constraint;
 };
+
+/* The output is JSON: body.response_format is {"type":"json_object"} or
+ * {"type":"json_schema","json_schema":{"name","schema","strict":true}}. */
+#define ENGY_API_CONS_JSON 1u
+/* The output is a tool call: body.tool_choice is "required" or names a
+ * function of body.tools; its arguments match that tool's parameters. */
+#define ENGY_API_CONS_TOOL 2u
 
 void engy_api_req_free(struct engy_api_req *req);
 
@@ -110,8 +126,8 @@ int engy_api_key(const char *authorization, const char *x_api_key,
 /*
  * engy_oai_parse() - a /v1/chat/completions body (@len bytes, need not be
  * NUL-terminated) into @req.  Unknown fields are ignored; fields engy
- * cannot honour (n > 1, logprobs, non-text parts, a JSON response_format,
- * custom tools) are refused.  Returns 0, -EINVAL, -E2BIG or -ENOMEM;
+ * cannot honour (n > 1, logprobs, non-text parts, a response_format schema
+ * outside lib/constrain's subset, custom tools) are refused.  Returns 0, -EINVAL, -E2BIG or -ENOMEM;
  * @req is empty (engy_api_req_free-able) on failure too.
  */
 int engy_oai_parse(const char *json, size_t len,

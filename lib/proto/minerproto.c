@@ -278,6 +278,16 @@ char *engy_miner_hello_json(const struct engy_miner_hello *h, size_t *len)
 	     cJSON_AddStringToObject(root, "worker_name", h->worker_name) &&
 	     cJSON_AddStringToObject(root, "instance_id", h->instance_id) &&
 	     cJSON_AddStringToObject(root, "worker_id", h->worker_id);
+	if (ok && h->constraints) {
+		cJSON *a = cJSON_AddArrayToObject(root, "constraints");
+
+		ok = a &&
+		     (!(h->constraints & 1) ||
+		      cJSON_AddItemToArray(
+			      a, cJSON_CreateString("json_schema"))) &&
+		     (!(h->constraints & 2) ||
+		      cJSON_AddItemToArray(a, cJSON_CreateString("tool_call")));
+	}
 	return finish(root, ok, len);
 }
 

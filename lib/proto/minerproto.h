@@ -96,6 +96,9 @@ struct engy_miner_hello {
 	const char *worker_name;
 	const char *instance_id;
 	const char *worker_id;
+	/* "constraints" (left out when 0): bit 1 "json_schema", bit 2
+	 * "tool_call" (ENGY_API_CONS_JSON, ENGY_API_CONS_TOOL) */
+	unsigned constraints;
 };
 
 /*

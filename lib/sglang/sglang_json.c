@@ -296,7 +296,6 @@ static int check_default(const cJSON *v, const char *key, char *err,
 		{ "n", 1 },
 		{ "stop", NAN },
 		{ "stop_regex", NAN },
-		{ "json_schema", NAN },
 		{ "regex", NAN },
 		{ "ebnf", NAN },
 		{ "structural_tag", NAN },
@@ -396,6 +395,19 @@ static int parse_sampling(const cJSON *sp, struct engy_sgl_gen *g, char *err,
 					"sampling_seed must be a non-negative integer");
 			g->seed = (uint64_t)v->valuedouble;
 			g->has_seed = true;
+		} else if (strcmp(k, "json_schema") == 0) {
+			/* sglang's: the schema as a JSON string; the
+			 * serve checks it against its backend */
+			if (null)
+				continue;
+			if (!cJSON_IsString(v) || !v->valuestring[0])
+				return fail(err, errlen,
+					    "json_schema must be a JSON schema "
+					    "as a string");
+			free(g->json_schema);
+			g->json_schema = strdup(v->valuestring);
+			if (!g->json_schema)
+				return -ENOMEM;
 		} else if (strcmp(k, "ignore_eos") == 0) {
 			if (cJSON_IsTrue(v))
 				return fail(err, errlen,
@@ -592,6 +604,7 @@ void engy_sgl_gen_free(struct engy_sgl_gen *g)
 	free(g->text);
 	free(g->rid);
 	free(g->stop_ids);
+	free(g->json_schema);
 	memset(g, 0, sizeof(*g));
 }
 

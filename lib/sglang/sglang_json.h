@@ -39,6 +39,9 @@ struct engy_sgl_gen {
 	bool has_seed;
 	bool skip_special_tokens; /* true by default */
 	bool no_stop_trim;
+	/* sampling_params.json_schema (a JSON schema's text, malloc'd) or
+	 * NULL; regex and ebnf are refused */
+	char *json_schema;
 };
 
 /*

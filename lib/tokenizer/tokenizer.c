@@ -157,3 +157,15 @@ size_t engy_tokenizer_vocab_size(const struct engy_tokenizer *t)
 {
 	return t ? t->n_ids : 0;
 }
+
+int engy_tokenizer_token_bytes(const struct engy_tokenizer *t, uint32_t id,
+			       const uint8_t **p, size_t *n)
+{
+	*p = NULL;
+	*n = 0;
+	if (!t || id >= t->n_ids || t->dec[id].len == TOK_NONE)
+		return -ERANGE;
+	*p = t->dec_arena + t->dec[id].off;
+	*n = t->dec[id].len;
+	return 0;
+}

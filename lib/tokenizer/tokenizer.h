@@ -55,6 +55,14 @@ int engy_tokenizer_token_id(const struct engy_tokenizer *t, const char *token);
 /* engy_tokenizer_is_special() - true for added tokens flagged special. */
 bool engy_tokenizer_is_special(const struct engy_tokenizer *t, uint32_t id);
 
+/*
+ * engy_tokenizer_token_bytes() - the bytes id @id decodes to on its own,
+ * without the UTF-8 repair decode applies (borrowed from @t): what a
+ * constrained sampler matches (lib/constrain).  -ERANGE on an unused id.
+ */
+int engy_tokenizer_token_bytes(const struct engy_tokenizer *t, uint32_t id,
+			       const uint8_t **p, size_t *n);
+
 /* engy_tokenizer_vocab_size() - max id + 1 over vocab and added tokens. */
 size_t engy_tokenizer_vocab_size(const struct engy_tokenizer *t);
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <engy/backend.h>
 #include <engy/plugin.h>
@@ -23,6 +24,7 @@
 #include "checkfmt.h"
 #include "config.h"
 #include "ref.h"
+#include "tokenizer.h"
 
 struct ref_conf {
 	const char *checkpoint;
@@ -115,6 +117,12 @@ static int ref_create(const struct engy_host *host, const void *conf,
 		return -ENOMEM;
 	r->host = host;
 	snprintf(r->dir, sizeof(r->dir), "%s", c->checkpoint);
+	{
+		char tp[600];
+
+		snprintf(tp, sizeof(tp), "%s/tokenizer.json", r->dir);
+		r->has_tok = access(tp, R_OK) == 0;
+	}
 	rc = engy_q3_config_load(r->dir, &r->cfg, err, sizeof(err));
 	if (rc) {
 		engy_err(host,
@@ -157,7 +165,41 @@ struct load {
 	char err[512];
 	int rc;
 	double secs;
+	struct engy_cons_vocab *cvocab;
 };
+
+/*
+ * The checkpoint's tokenizer as constrained decoding needs it: each id's
+ * bytes (special tokens never match).  NULL when the checkpoint has no
+ * tokenizer.json: the backend then enforces no constraint.
+ */
+static struct engy_cons_vocab *cons_vocab(const char *dir, uint32_t n_ids)
+{
+	struct engy_tokenizer *t;
+	struct engy_cons_vocab *v;
+	const uint8_t *p;
+	size_t n;
+	uint32_t id;
+
+	if (engy_tokenizer_load(dir, &t, NULL, 0))
+		return NULL;
+	v = engy_cons_vocab_new(n_ids);
+	for (id = 0; v && id < n_ids; id++) {
+		if (engy_tokenizer_token_bytes(t, id, &p, &n) ||
+		    engy_tokenizer_is_special(t, id))
+			continue;
+		if (engy_cons_vocab_set(v, id, p, n)) {
+			engy_cons_vocab_free(v);
+			v = NULL;
+		}
+	}
+	if (v && engy_cons_vocab_seal(v)) {
+		engy_cons_vocab_free(v);
+		v = NULL;
+	}
+	engy_tokenizer_free(t);
+	return v;
+}
 
 static void load_run(void *arg)
 {
@@ -167,6 +209,8 @@ static void load_run(void *arg)
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	l->rc = engy_q3_model_load(l->r->dir, &l->r->lo, &l->m, l->err,
 				   sizeof(l->err));
+	if (!l->rc)
+		l->cvocab = cons_vocab(l->r->dir, l->r->cfg.vocab);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	l->secs =
 		(double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9;
@@ -184,7 +228,13 @@ static void load_done(void *arg, int rc)
 		if (!r->smp)
 			rc = -ENOMEM;
 	}
+	if (!rc && l->cvocab) {
+		r->cscratch = malloc(r->cfg.vocab);
+		if (!r->cscratch)
+			rc = -ENOMEM;
+	}
 	if (rc) {
+		engy_cons_vocab_free(l->cvocab);
 		engy_q3_model_free(l->m);
 		snprintf(r->load_err, sizeof(r->load_err), "%s",
 			 l->err[0] ? l->err : strerror(-rc));
@@ -196,6 +246,7 @@ static void load_done(void *arg, int rc)
 		return;
 	}
 	r->m = l->m;
+	r->cvocab = l->cvocab;
 	r->state = REF_READY;
 	engy_info(r->host,
 		  "event=model_loaded model=%s layers=%u hidden=%u vocab=%u "
@@ -251,6 +302,8 @@ static void ref_destroy(void *inst)
 	}
 	engy_q3_sampler_free(r->smp);
 	engy_q3_model_free(r->m);
+	engy_cons_vocab_free(r->cvocab);
+	free(r->cscratch);
 	free(r);
 }
 
@@ -268,6 +321,13 @@ static int ref_info(void *inst, struct engy_model_info *out)
 	out->max_context = r->max_ctx;
 	for (i = 0; i < r->cfg.n_eos && i < 4; i++)
 		out->eos_ids[i] = r->cfg.eos[i];
+	/* known once the checkpoint (and its tokenizer) has loaded */
+	out->constraints =
+		r->cvocab || ((r->state == REF_INIT ||
+			       r->state == REF_LOADING) &&
+			      r->has_tok)
+			? ENGY_BACKEND_CONS_JSON | ENGY_BACKEND_CONS_AFFIX
+			: 0;
 	return 0;
 }
 
@@ -316,6 +376,40 @@ static void enqueue(struct ref *r, struct engy_gen *g)
 	*p = g;
 	r->n_queued++;
 	ref_kick(r);
+}
+
+/* The request's constraint compiled, its matcher at the start. */
+static int cons_start(struct ref *r, struct engy_gen *g,
+		      const struct engy_gen_params *q)
+{
+	cJSON *schema = NULL;
+	char why[200];
+	size_t i;
+	int rc;
+
+	if (!r->cvocab && r->state == REF_READY)
+		return -EOPNOTSUPP;
+	if (q->cons_schema[0]) {
+		schema = cJSON_Parse(q->cons_schema);
+		if (!schema)
+			return -EINVAL;
+	}
+	rc = engy_cons_compile(schema, q->cons_prefix, q->cons_suffix, &g->cons,
+			       why, sizeof(why));
+	cJSON_Delete(schema);
+	if (rc) {
+		engy_dbg(r->host, "event=generate_refused reason=\"%s\"", why);
+		return rc == -ENOMEM ? rc : -EINVAL;
+	}
+	g->cst = engy_cons_state_new(g->cons);
+	g->cend = malloc((r->cfg.n_eos + g->n_stop + 1) * sizeof(*g->cend));
+	if (!g->cst || !g->cend)
+		return -ENOMEM;
+	for (i = 0; i < r->cfg.n_eos; i++)
+		g->cend[g->n_cend++] = r->cfg.eos[i];
+	for (i = 0; i < g->n_stop; i++)
+		g->cend[g->n_cend++] = g->stop[i];
+	return 0;
 }
 
 static int ref_generate(void *inst, const struct engy_gen_params *p,
@@ -372,6 +466,15 @@ static int ref_generate(void *inst, const struct engy_gen_params *p,
 	if (!g->hidden || (q.n_stop && !g->stop)) {
 		ref_req_free(g);
 		return q.n_stop && !q.stop_ids ? -EINVAL : -ENOMEM;
+	}
+	if (p->size >= offsetof(struct engy_gen_params, cons_suffix) +
+			       sizeof(q.cons_suffix) &&
+	    q.cons_schema) {
+		rc = cons_start(r, g, &q);
+		if (rc) {
+			ref_req_free(g);
+			return rc;
+		}
 	}
 	*out = g;
 	enqueue(r, g);

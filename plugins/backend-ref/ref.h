@@ -22,6 +22,7 @@
 #include <engy/plugin.h>
 
 #include "qwen3.h"
+#include "constrain.h"
 #include "sampler.h"
 
 enum ref_state {
@@ -57,6 +58,13 @@ struct engy_gen {
 	struct q3_seq *seq;
 	size_t n_fed; /* positions in the KV cache */
 	bool cancelled;
+	/* constrained decoding (NULL: none): the matcher is advanced by the
+	 * step job only */
+	struct engy_cons *cons;
+	struct engy_cons_state *cst;
+	bool cons_stuck; /* no id may follow: ends with an error */
+	uint32_t *cend;	 /* EOS and stop ids: allowed once complete */
+	size_t n_cend;
 	/* This step's share and results (written by the step job). */
 	size_t step_rows, step_first;
 	bool step_samples;
@@ -72,8 +80,11 @@ struct ref {
 	struct q3_config cfg;
 	struct q3_load_opts lo;
 	struct q3_model *m;
-	struct q3_sampler *smp; /* used by the step job only */
-	int state;		/* enum ref_state */
+	struct q3_sampler *smp;		/* used by the step job only */
+	struct engy_cons_vocab *cvocab; /* NULL: no constraints */
+	uint8_t *cscratch;		/* the step job's mask */
+	bool has_tok; /* the checkpoint has a tokenizer.json */
+	int state;    /* enum ref_state */
 	char load_err[512];
 	uint32_t max_ctx, max_batch, max_queue, chunk;
 	struct engy_gen *active, *queue;

@@ -30,10 +30,35 @@ void ref_req_free(struct engy_gen *g)
 	if (!g)
 		return;
 	engy_q3_seq_free(g->seq);
+	engy_cons_state_free(g->cst);
+	engy_cons_free(g->cons);
+	free(g->cend);
 	free(g->ids);
 	free(g->stop);
 	free(g->hidden);
 	free(g);
+}
+
+/* An id that ends a constrained output (EOS or a stop id). */
+static bool is_end(const struct engy_gen *g, uint32_t tok)
+{
+	size_t i;
+
+	for (i = 0; i < g->n_cend; i++)
+		if (g->cend[i] == tok)
+			return true;
+	return false;
+}
+
+/* Tokens @g may still emit, this one included. */
+static uint32_t cons_left(const struct ref *r, const struct engy_gen *g)
+{
+	size_t room = r->max_ctx > g->n_prompt + g->n_out
+			      ? r->max_ctx - g->n_prompt - g->n_out
+			      : 1;
+	size_t left = g->max_new > g->n_out ? g->max_new - g->n_out : 1;
+
+	return (uint32_t)(left < room ? left : room);
 }
 
 static void step_free(struct step *s)
@@ -133,9 +158,24 @@ static void step_run(void *arg)
 		if (!g->step_samples)
 			continue;
 		memcpy(g->hidden, s->last + j * H, H * sizeof(float));
+		/* Constrained: ids the constraint refuses are masked out
+		 * (an end id only where the output is complete); the
+		 * hidden state is the model's all the same. */
+		if (g->cst &&
+		    (!r->cvocab ||
+		     !engy_cons_mask_logits(
+			     g->cst, r->cvocab, s->logits + j * V, g->cend,
+			     g->n_cend, cons_left(r, g), r->cscratch))) {
+			g->cons_stuck = true;
+			j++;
+			continue;
+		}
 		g->step_tok = engy_q3_sample(
 			r->smp, s->logits + j * V, &g->sp, &g->rng,
 			g->want_logprobs ? &g->step_lp : NULL);
+		if (g->cst && !is_end(g, g->step_tok) &&
+		    engy_cons_feed_id(g->cst, r->cvocab, g->step_tok))
+			g->cons_stuck = true; /* not reached: it was allowed */
 		j++;
 	}
 }
@@ -198,6 +238,15 @@ static bool deliver(struct ref *r, struct engy_gen *g)
 	struct engy_rows rows = { g->hidden, ENGY_DTYPE_F32, 1, r->cfg.hidden,
 				  0 };
 	uint32_t tok = g->step_tok;
+
+	if (g->cons_stuck && !g->cancelled && g->step_samples) {
+		g->n_fed += g->step_rows;
+		unlink_active(r, g);
+		finish(r, g, -EPROTO,
+		       "constrained decoding: no token may follow",
+		       ENGY_FINISH_ERROR, -1);
+		return true;
+	}
 
 	g->n_fed += g->step_rows;
 	if (g->cancelled)

@@ -276,6 +276,12 @@ static int sgl_info(void *inst, struct engy_model_info *out)
 			len += (size_t)n;
 		}
 	}
+	/* sglang's /generate (and engy's serve on backend-ref) take
+	 * sampling_params.json_schema; nothing around it (no forced tool
+	 * call's template) */
+	if (size >= offsetof(struct engy_model_info, constraints) +
+			    sizeof(out->constraints))
+		out->constraints = ENGY_BACKEND_CONS_JSON;
 	return s->info_ckpt || s->info_serve ? 0 : -EAGAIN;
 }
 

@@ -66,6 +66,7 @@ struct sgl {
 /* One generate() or prefill() in flight. */
 struct sgl_gen {
 	struct sgl *s;
+	char *json_schema; /* the constraint (malloc'd), or NULL */
 	struct sgl_gen *next, **pprev;
 	struct sgl_serve *serve;
 	/* the request, copied */

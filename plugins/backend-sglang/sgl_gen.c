@@ -55,6 +55,7 @@ double sgl_now(void)
 
 static void gen_free(struct sgl_gen *g)
 {
+	free(g->json_schema);
 	if (g->call)
 		sgl_call_cancel(g->call);
 	if (g->abort_call)
@@ -305,7 +306,10 @@ static int start_call(struct sgl_gen *g)
 		g->plan.feed_out = 0;
 		g->plan.ask = 1;
 		g->plan.drop = 0;
-	} else if (sgl_plan_chunk(g->n_out, g->max_new, s->gen_chunk,
+	} else if (sgl_plan_chunk(g->n_out, g->max_new,
+				  /* a grammar restarts with each call:
+				   * constrained, one call */
+				  g->json_schema ? UINT32_MAX : s->gen_chunk,
 				  g->sp.temperature == 0, &g->plan)) {
 		return 1;
 	}
@@ -529,6 +533,24 @@ int sgl_generate(struct sgl *s, const struct engy_gen_params *p,
 		memcpy(g->stop, q.stop_ids, q.n_stop * sizeof(*g->stop));
 		g->sp.stop = g->stop;
 		g->sp.n_stop = q.n_stop;
+	}
+	if (p->size >= offsetof(struct engy_gen_params, cons_suffix) +
+			       sizeof(q.cons_suffix) &&
+	    q.cons_schema) {
+		/* sglang's json_schema has no literal text around it */
+		if ((q.cons_prefix && q.cons_prefix[0]) ||
+		    (q.cons_suffix && q.cons_suffix[0])) {
+			gen_free(g);
+			return -EOPNOTSUPP;
+		}
+		g->json_schema =
+			strdup(q.cons_schema[0] ? q.cons_schema
+						: "{\"type\":\"object\"}");
+		if (!g->json_schema) {
+			gen_free(g);
+			return -ENOMEM;
+		}
+		g->sp.json_schema = g->json_schema;
 	}
 	g->hidden = q.return_hidden;
 	g->logprobs = q.return_logprobs;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 #include "grow.h"
 #include "sgl_resp.h"
 #include "sgl_request.h"
@@ -116,6 +118,17 @@ char *sgl_body_generate(const struct sgl_call_spec *c, size_t *len)
 		puts_(&b, ",\"stop_token_ids\":[");
 		put_ids(&b, sp->stop, sp->n_stop, false);
 		puts_(&b, "]");
+	}
+	if (sp->json_schema) { /* sglang takes the schema as a string */
+		cJSON *j = cJSON_CreateString(sp->json_schema);
+		char *t = j ? cJSON_PrintUnformatted(j) : NULL;
+
+		cJSON_Delete(j);
+		if (!t)
+			b.oom = true;
+		else
+			puts_(&b, ",\"json_schema\":"), puts_(&b, t);
+		free(t);
 	}
 	puts_(&b, "},\"rid\":\"");
 	puts_(&b, c->rid);

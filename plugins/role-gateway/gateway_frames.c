@@ -79,6 +79,30 @@ static int capacity(const cJSON *o, struct gw_capacity *c)
 	return ok ? 0 : -EINVAL;
 }
 
+/* "constraints": the output constraints the worker enforces by
+ * constrained decoding ("json_schema", "tool_call"; names it does not
+ * know are ignored).  Absent: none. */
+static int constraints(const cJSON *o, unsigned *out)
+{
+	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "constraints"), *c;
+
+	*out = 0;
+	if (!a || cJSON_IsNull(a))
+		return 0;
+	if (!cJSON_IsArray(a) || cJSON_GetArraySize(a) > 8)
+		return -EINVAL;
+	cJSON_ArrayForEach(c, a)
+	{
+		if (!cJSON_IsString(c))
+			return -EINVAL;
+		if (strcmp(c->valuestring, "json_schema") == 0)
+			*out |= ENGY_API_CONS_JSON;
+		else if (strcmp(c->valuestring, "tool_call") == 0)
+			*out |= ENGY_API_CONS_TOOL;
+	}
+	return 0;
+}
+
 static int hello(struct gw_mframe *f, char *err, size_t errlen)
 {
 	const cJSON *o = f->root;
@@ -106,6 +130,9 @@ static int hello(struct gw_mframe *f, char *err, size_t errlen)
 			   "control characters");
 	if (capacity(o, &f->cap) < 0)
 		return bad(err, errlen, "hello.capacity: numbers out of range");
+	if (constraints(o, &f->constraints) < 0)
+		return bad(err, errlen,
+			   "hello.constraints: an array of at most 8 strings");
 	if (!f->cap.max_inflight)
 		return bad(err, errlen,
 			   "hello.capacity.max_inflight: required, >= 1");

@@ -158,6 +158,9 @@ struct gw_worker {
 	uint64_t max_input_tokens;
 	uint64_t max_output_tokens;
 	double max_request_s;
+	/* the output constraints it enforces (hello "constraints"):
+	 * ENGY_API_CONS_* bits */
+	unsigned constraints;
 	/* load */
 	unsigned inflight;	 /* attempts routed here, open */
 	unsigned miner_inflight; /* its last heartbeat */
@@ -511,6 +514,10 @@ bool gw_worker_eligible(const struct gw *g, const struct gw_worker *w);
 bool gw_route_any(const struct gw *g, const char *model);
 /* The worker for @r's next attempt, or NULL. */
 struct gw_worker *gw_route_pick(struct gw *g, struct gw_req *r);
+/* An eligible worker of @model enforces every ENGY_API_CONS_* bit of
+ * @constraint. */
+bool gw_route_constrained(const struct gw *g, const char *model,
+			  unsigned constraint);
 /* The prefix hash of a rendered prompt (affinity_chars of it). */
 uint64_t gw_route_affinity(const struct gw *g, const char *prompt, size_t len,
 			   bool *use);
@@ -608,6 +615,7 @@ struct gw_mframe {
 	const char *instance_id;
 	struct gw_capacity cap; /* hello, heartbeat */
 	unsigned inflight;	/* heartbeat */
+	unsigned constraints;	/* hello: ENGY_API_CONS_* it enforces */
 };
 
 /*

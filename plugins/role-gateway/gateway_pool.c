@@ -315,6 +315,7 @@ static void on_hello(struct gw_worker *w, const struct gw_mframe *f)
 	w->max_input_tokens = c->max_input_tokens;
 	w->max_output_tokens = c->max_output_tokens;
 	w->max_request_s = c->max_request_s;
+	w->constraints = f->constraints;
 	gw_worker_set_state(w, GW_W_CHECKING, "hello");
 	if (!c->has_total) {
 		deny(w, "capacity.max_inflight_total is required");

@@ -218,6 +218,25 @@ static void checked(struct gw_req *r)
 	/* No worker: 503 at once, or 404 once the model is known not to
 	 * exist (the reserve job looks it up, and reserves nothing). */
 	r->no_worker = !gw_route_any(r->g, r->areq.model);
+	/* Structured output or a forced tool call where workers serve the
+	 * model but none enforces it: 400 (it would be only a hint). */
+	if (!r->no_worker && r->areq.constraint &&
+	    !gw_route_constrained(r->g, r->areq.model, r->areq.constraint)) {
+		gw_req_error(
+			r, 400,
+			!(r->areq.constraint & ENGY_API_CONS_JSON)
+				? "tool_choice: no worker serving this "
+				  "model enforces forced tool calls "
+				  "(constrained decoding); use \"auto\""
+			: r->api == ENGY_API_OPENAI
+				? "response_format: no worker serving this "
+				  "model enforces structured outputs "
+				  "(constrained decoding)"
+				: "output_format: no worker serving this "
+				  "model enforces structured outputs "
+				  "(constrained decoding)");
+		return;
+	}
 	gw_store_reserve(r, reserved);
 }
 

@@ -74,6 +74,18 @@ bool gw_worker_eligible(const struct gw *g, const struct gw_worker *w)
 	}
 }
 
+bool gw_route_constrained(const struct gw *g, const char *model,
+			  unsigned constraint)
+{
+	const struct gw_worker *w;
+
+	for (w = g->workers; w; w = w->next)
+		if (gw_worker_eligible(g, w) && strcmp(w->model, model) == 0 &&
+		    (constraint & ~w->constraints) == 0)
+			return true;
+	return false;
+}
+
 bool gw_route_any(const struct gw *g, const char *model)
 {
 	const struct gw_worker *w;
@@ -108,6 +120,7 @@ static bool candidate(const struct gw *g, const struct gw_req *r,
 		       w->inflight < w->max_inflight;
 	return gw_worker_eligible(g, w) && w->inflight < w->max_inflight &&
 	       strcmp(w->model, r->spec.name) == 0 && !tried(r, w) &&
+	       (r->areq.constraint & ~w->constraints) == 0 &&
 	       r->areq.max_tokens <= w->max_output_tokens &&
 	       r->prompt_bound <= w->max_input_tokens;
 }

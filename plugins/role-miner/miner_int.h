@@ -97,6 +97,10 @@ struct mprep {
 	char gpus[256];
 };
 
+/* The hello's "constraints" bits (specs/protocol.md §2). */
+#define MINER_CONS_JSON 1u /* "json_schema" */
+#define MINER_CONS_TOOL 2u /* "tool_call" */
+
 struct miner {
 	const struct engy_host *h;
 	const struct miner_conf *c;
@@ -107,6 +111,9 @@ struct miner {
 	struct mproof proofs[MINER_MAX_PROOFS];
 	size_t n_proofs;
 	struct engy_model_info info;
+	/* ENGY_API_CONS_* this worker enforces (the backend's info() and
+	 * the template), advertised in the hello */
+	unsigned constraints;
 	struct engy_tokenizer *tok;
 	int variant;
 	uint32_t stop_ids[4];

@@ -106,6 +106,7 @@ static int h_open(void *arg, struct engy_ws_conn *c,
 		.worker_name = m->worker_name,
 		.instance_id = m->instance_id,
 		.worker_id = m->worker_id,
+		.constraints = m->constraints,
 	};
 	size_t len = 0;
 	char *s;

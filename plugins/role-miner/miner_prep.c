@@ -184,6 +184,18 @@ static int apply(struct miner *m, struct mprep *p)
 		p->variant = ENGY_CHAT_QWEN36;
 	}
 	m->variant = p->variant;
+	/* Constrained decoding where the backend enforces it; forced tool
+	 * calls where it also takes text around the JSON: the call is
+	 * written in the hermes JSON form, which both templates' parsers
+	 * read (specs/chat.md: a <tool_call> followed by a JSON object with
+	 * a string name opens a call). */
+	if (m->info.size >= offsetof(struct engy_model_info, constraints) +
+				    sizeof(m->info.constraints) &&
+	    (m->info.constraints & ENGY_BACKEND_CONS_JSON))
+		m->constraints = MINER_CONS_JSON |
+				 (m->info.constraints & ENGY_BACKEND_CONS_AFFIX
+					  ? MINER_CONS_TOOL
+					  : 0);
 	snprintf(m->model, sizeof(m->model), "%s",
 		 c->model && c->model[0] ? c->model : m->info.name);
 	/* instance_id names the machine; worker_name may be chosen. */

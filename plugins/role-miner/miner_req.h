@@ -41,6 +41,11 @@ struct mreq {
 	char err[400];
 	uint32_t *prompt;
 	size_t n_prompt;
+	/* The output constraint (prep): a JSON schema's text ("" any JSON
+	 * object) between a literal prefix and suffix (a forced tool
+	 * call's template), or NULL. */
+	char *cons_schema;
+	const char *cons_prefix, *cons_suffix;
 	uint32_t max_new;
 	uint32_t stop[MAX_STOP];
 	const char *stop_of[MAX_STOP]; /* the buyer's string of an id */

@@ -36,6 +36,7 @@
 
 #include "bf16.h"
 #include "chat_template.h"
+#include "constrain.h"
 #include "grow.h"
 #include "logfmt.h"
 #include "miner_req.h"
@@ -69,6 +70,7 @@ static void req_free(struct mreq *r)
 	cJSON_Delete(r->body);
 	free(r->corr_id);
 	free(r->prompt);
+	free(r->cons_schema);
 	free(r->out);
 	free(r->lp);
 	free(r->rows);
@@ -319,6 +321,43 @@ static void finish_gen(struct mreq *r)
 
 /* ---- PREP ---- */
 
+/*
+ * The body's output constraint (specs/miner.md "Constrained decoding"):
+ * a forced tool call (tool_choice "required" or named; the Qwen3 hermes
+ * template's <tool_call> JSON), else response_format json_object or
+ * json_schema.  0 when there is none or it is set; -EOPNOTSUPP when this
+ * worker does not enforce it (the gateway routes by the hello).
+ */
+static int constraint_of(struct mreq *r)
+{
+	const cJSON *rf =
+		cJSON_GetObjectItemCaseSensitive(r->body, "response_format");
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(rf, "type");
+	const char *only;
+	cJSON *s;
+
+	if (engy_cons_tool_choice(r->body, &only)) {
+		if (!(r->m->constraints & MINER_CONS_TOOL))
+			return -EOPNOTSUPP;
+		s = engy_cons_tool_schema(
+			cJSON_GetObjectItemCaseSensitive(r->body, "tools"),
+			only);
+		r->cons_schema = s ? cJSON_PrintUnformatted(s) : NULL;
+		cJSON_Delete(s);
+		r->cons_prefix = "<tool_call>\n";
+		r->cons_suffix = "\n</tool_call>";
+		return r->cons_schema ? 0 : -ENOMEM;
+	}
+	if (!cJSON_IsString(t) || strcmp(t->valuestring, "text") == 0)
+		return 0;
+	if (!(r->m->constraints & MINER_CONS_JSON))
+		return -EOPNOTSUPP;
+	s = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(rf, "json_schema"), "schema");
+	r->cons_schema = s ? cJSON_PrintUnformatted(s) : strdup("");
+	return r->cons_schema ? 0 : -ENOMEM;
+}
+
 /* Pool thread: the body and the tokenizer are read-only here. */
 static void prep_fn(void *arg)
 {
@@ -332,6 +371,18 @@ static void prep_fn(void *arg)
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	rc = constraint_of(r);
+	if (rc < 0) {
+		snprintf(r->err, sizeof(r->err), "%s",
+			 rc == -ENOMEM ? "out of memory"
+				       : "this worker does not enforce the "
+					 "request's output constraint");
+		r->prep_rc = rc;
+		return;
+	}
+	/* A constrained output starts at once: no thinking block. */
+	if (r->cons_schema)
+		o.enable_thinking = 0;
 	rc = engy_chat_render(r->body, &o, &text, &len, &r->ci, err,
 			      sizeof(err));
 	if (rc < 0) {
@@ -467,6 +518,9 @@ static void prep_done(void *arg, int rc)
 	gp.stop_ids = r->stop;
 	gp.n_stop = r->n_stop;
 	gp.rid = r->rid;
+	gp.cons_schema = r->cons_schema;
+	gp.cons_prefix = r->cons_prefix;
+	gp.cons_suffix = r->cons_suffix;
 	r->state = MR_GEN;
 	clock_gettime(CLOCK_MONOTONIC, &r->t_gen);
 	r->t_flush = r->t_gen;

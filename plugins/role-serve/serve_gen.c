@@ -19,6 +19,7 @@
 
 #include <engy/plugin.h>
 
+#include "constrain.h"
 #include "bf16.h"
 #include "grow.h"
 #include "logfmt.h"
@@ -443,6 +444,7 @@ static void start_req(struct sreq *r)
 		.stop_ids = r->p.stop_ids,
 		.n_stop = r->p.n_stop,
 		.rid = r->rid,
+		.cons_schema = r->p.json_schema,
 	};
 	int rc;
 
@@ -665,6 +667,41 @@ static bool accepting(struct serve *s, struct engy_http_exchange *x,
  * body's syntax, sglang reports problems inside the stream of a streamed
  * request (its tokenizer_manager runs after the response began).
  */
+/* sampling_params.json_schema: enforced only where the backend masks
+ * sampling (backend-ref); the schema in lib/constrain's subset. */
+static const char *check_schema(struct serve *s, struct sreq *q, char *msg,
+				size_t n)
+{
+	struct engy_cons *c;
+	char why[200];
+	cJSON *j;
+	int rc;
+
+	if (!q->p.json_schema)
+		return NULL;
+	if (s->info.size < offsetof(struct engy_model_info, constraints) +
+				   sizeof(s->info.constraints) ||
+	    !(s->info.constraints & ENGY_BACKEND_CONS_JSON)) {
+		snprintf(msg, n,
+			 "sampling_params.json_schema is not supported by "
+			 "this server's backend");
+		return msg;
+	}
+	j = cJSON_Parse(q->p.json_schema);
+	if (!j) {
+		snprintf(msg, n, "sampling_params.json_schema is not JSON");
+		return msg;
+	}
+	rc = engy_cons_compile(j, NULL, NULL, &c, why, sizeof(why));
+	cJSON_Delete(j);
+	if (rc) {
+		snprintf(msg, n, "sampling_params.json_schema: %s", why);
+		return msg;
+	}
+	engy_cons_free(c);
+	return NULL;
+}
+
 static const char *invalid(struct serve *s, struct sreq *q, char *msg, size_t n)
 {
 	const char *bad = NULL;
@@ -673,6 +710,8 @@ static const char *invalid(struct serve *s, struct sreq *q, char *msg, size_t n)
 		bad = msg;
 	if (!bad)
 		bad = check(s, q, msg, n);
+	if (!bad)
+		bad = check_schema(s, q, msg, n);
 	if (!bad && rid_open(s, q->rid)) {
 		snprintf(msg, n, "Duplicate request ID detected: %s", q->rid);
 		bad = msg;

@@ -5,7 +5,9 @@
 # checkpoint, a cheat one on its --quant int4 copy claiming the canonical
 # root, a malformed one, one with a root the model does not accept) are
 # served by a stand-in of the gateway's tee; the auditor recomputes and
-# verifies them (verdicts pass, cheat, unproven x2 in the store and in
+# verifies them (verdicts pass, cheat, unproven x2, and pass for a
+# commitment generated under a JSON schema by constrained decoding: only
+# sampling is masked, the hidden states are the model's; in the store and in
 # `engyctl verdicts`), closes a 10 s epoch with no billed traffic (burn),
 # signs it, and serves it on the provider API: the payload verifies
 # against the master hotkey and `engyctl epoch score` on the published
@@ -35,15 +37,28 @@ OTHER=$(printf 'another root' | sha256sum | cut -c1-64)
 PROMPT="10 11 12 13 14 15 16 17 18 19 20 21"
 NP=12
 NGEN=64
-commit() {  # name checkpoint
-	"$ENGYCTL" ref --checkpoint "$2" --ids "$PROMPT" --generate $NGEN --ignore-eos \
-		--threads 1 --hidden "$T/$1.f32" > "$T/$1.ids" 2>/dev/null || fail "ref $1"
+commit() {  # name checkpoint [ref options]
+	n=$1 ck=$2
+	shift 2
+	"$ENGYCTL" ref --checkpoint "$ck" --ids "$PROMPT" --generate $NGEN --ignore-eos \
+		--threads 1 --hidden "$T/$n.f32" "$@" > "$T/$n.ids" 2>/dev/null || fail "ref $n"
+	set -- "$n"
 	"$ENGYCTL" toploc prove --topk 128 --dbs 32 --hidden "$HID" --dtype f32 \
 		--prefill $((NP - 1)) "$T/$1.f32" > "$T/$1.proofs" || fail "prove $1"
 }
 commit honest "$T/m"
 commit cheat "$T/m4"
 ok "commitments: $NGEN tokens from the canonical and the INT4 checkpoint"
+echo '{"type":"object","properties":{"k":{"enum":["a","b"]},"n":{"type":"integer"},"s":{"type":"string","maxLength":8}},"required":["k","n","s"]}' > "$T/schema.json"
+commit constrained "$T/m" --json-schema "$T/schema.json" --temperature 1 --seed 9
+"$ENGYCTL" ref --checkpoint "$T/m" --ids "$PROMPT" --generate $NGEN --ignore-eos --threads 1 \
+	--json-schema "$T/schema.json" --temperature 1 --seed 9 --decode 2>/dev/null |
+	sed 's/<|im_end|>$//; s/<|endoftext|>$//' > "$T/constrained.txt" || fail "ref --decode"
+node -e 'const v = JSON.parse(require("fs").readFileSync(0, "utf8"));
+	if (Object.keys(v).join() !== "k,n,s" || !["a", "b"].includes(v.k) || !Number.isInteger(v.n) ||
+	    [...v.s].length > 8) throw new Error("no match");' < "$T/constrained.txt" ||
+	fail "constrained output: $(cat "$T/constrained.txt")"
+ok "a commitment generated under a JSON schema ($(wc -w < "$T/constrained.ids") tokens, output matches it)"
 
 "$ENGYCTL" keys new --out "$T/master" --seed-hex $(printf 'ee%.0s' $(seq 32)) > /dev/null
 "$ENGYCTL" keys new --out "$T/h1" --seed-hex $(printf '01%.0s' $(seq 32)) > /dev/null
@@ -70,7 +85,8 @@ console.log(JSON.stringify({ entries: [
 	it('req-cheat', h2, c('cheat', root), false),
 	it('req-malformed', h1, { model_root: root, toploc: 'junk' }, true),
 	it('req-otherroot', h2, c('honest', other), true),
-], next: 4 }));
+	it('req-constrained', h1, c('constrained', root), false),
+], next: 5 }));
 JS
 
 # The tee stand-in (the gateway's GET /internal/v1/tee/sample and POST
@@ -87,7 +103,7 @@ http.createServer((q, s) => {
 		return q.on('end', () => { fs.appendFileSync(process.argv[3], b + '\n'); s.end('{}'); });
 	}
 	s.writeHead(200, { 'content-type': 'application/json' });
-	s.end(u.searchParams.get('since') === '0' ? items : '{"entries":[],"next":4}');
+	s.end(u.searchParams.get('since') === '0' ? items : '{"entries":[],"next":5}');
 }).listen(0, '127.0.0.1', function () { console.log('port=' + this.address().port); });
 JS
 node "$T/tee.js" "$T/items.json" "$T/acks" > "$T/tee.out" &
@@ -123,7 +139,7 @@ chmod 600 "$T/master"
 ENGY_TEE_TOKEN=tee-secret "$ENGYD" --no-dlclose -c "$T/auditor.conf" 2> "$T/aud.log" &
 APID=$!
 PIDS="$PIDS $APID"
-for r in req-honest req-cheat req-malformed req-otherroot; do
+for r in req-honest req-cheat req-malformed req-otherroot req-constrained; do
 	wait_for "$T/aud.log" "event=verdict request_id=$r " 120 ||
 		fail "no verdict for $r: $(tail -5 "$T/aud.log")"
 done
@@ -138,18 +154,21 @@ vline req-malformed | grep -q "verdict=unproven reason=bad_commitment" ||
 vline req-otherroot | grep -q "verdict=unproven reason=root_unknown" ||
 	fail "root: $(vline req-otherroot)"
 ok "malformed commitment and unknown root: unproven"
+vline req-constrained | grep -q "verdict=pass reason=ok .*exp_p99=0 exp_max=0" ||
+	fail "constrained: $(vline req-constrained)"
+ok "constrained commitment: pass, 0 exponent mismatches (only sampling was masked)"
 grep -q 'tee-secret' "$T/aud.log" && fail "the tee token reached the log"
-wait_for "$T/acks" '"seq":4' 10 || fail "acks: $(cat "$T/acks" 2>&1)"
+wait_for "$T/acks" '"seq":5' 10 || fail "acks: $(cat "$T/acks" 2>&1)"
 grep -q '"seq":1,"verdict":"pass"' "$T/acks" && grep -q '"seq":2,"verdict":"cheat"' "$T/acks" ||
 	fail "acks: $(cat "$T/acks")"
 ok "every verdict acknowledged to the tee (seq and verdict)"
 
 out=$("$ENGYCTL" verdicts --state-dir "$ST" --limit 10) || fail "engyctl verdicts"
-[ "$(echo "$out" | grep -c ' tiny ')" = 4 ] || fail "engyctl verdicts: $out"
+[ "$(echo "$out" | grep -c ' tiny ')" = 5 ] || fail "engyctl verdicts: $out"
 echo "$out" | grep req-cheat | grep -q ' cheat ' || fail "verdicts cheat row: $out"
 out=$("$ENGYCTL" verdicts --state-dir "$ST" --miner "$H1") || fail "verdicts --miner"
-[ "$(echo "$out" | grep -c ' tiny ')" = 2 ] || fail "--miner: $out"
-ok "engyctl verdicts: 4 rows, --miner filters"
+[ "$(echo "$out" | grep -c ' tiny ')" = 3 ] || fail "--miner: $out"
+ok "engyctl verdicts: 5 rows, --miner filters"
 
 # The epoch in flight now holds the last verdict: wait for it to close.
 EV=$(( $(date +%s) / 10 ))
@@ -171,7 +190,7 @@ ok "the provider payload verifies against the master hotkey; /epoch/$E is the sa
 curl -sf "$API/epoch/$E/aggregates" > "$T/agg.json" || fail "aggregates"
 "$ENGYCTL" epoch score --aggregates "$T/agg.json" --payload "$T/payload.json" > /dev/null ||
 	fail "engyctl epoch score disagrees"
-# The four verdicts were rendered in the epochs from the first one's (by
+# The five verdicts were rendered in the epochs from the first one's (by
 # its log line's time; a slow machine may have taken more than one) to E.
 t1=$(grep 'event=verdict ' "$T/aud.log" | head -1 | cut -d' ' -f1)
 E0=$(( $(date -d "$t1" +%s) / 10 - 1 ))

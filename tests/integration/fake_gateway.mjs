@@ -134,7 +134,12 @@ function checkCapacity(cap, share, where) {
 function checkHello(m, conn) {
 	const want = ['type', 'miner_key', 'model', 'model_root', 'hw', 'versions',
 		'capacity', 'worker_name', 'instance_id', 'worker_id'];
-	check(keysOnly(m, want) && want.every((k) => k in m), `hello keys: ${Object.keys(m)}`);
+	// constraints (specs/protocol.md §2) is optional: a list of known names
+	check(keysOnly(m, [...want, 'constraints']) && want.every((k) => k in m),
+		`hello keys: ${Object.keys(m)}`);
+	check(!('constraints' in m) || (Array.isArray(m.constraints) && m.constraints.length > 0 &&
+		m.constraints.every((c) => c === 'json_schema' || c === 'tool_call')),
+		`hello.constraints: ${JSON.stringify(m.constraints)}`);
 	check(m.miner_key === env.EXP_KEY, 'hello.miner_key is the key');
 	check(m.model === env.EXP_MODEL, `hello.model ${m.model}`);
 	check(m.model_root === expRoot, `hello.model_root ${m.model_root} != ${expRoot}`);

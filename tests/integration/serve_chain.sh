@@ -77,6 +77,34 @@ for f in output_ids text meta_info.finish_reason meta_info.hidden_states; do
 done
 ok "streamed through B: A's answer"
 
+# sampling_params.json_schema (sglang's): A masks backend-ref's sampling;
+# B passes it on through backend-sglang.  The output is checked by
+# JSON.parse and a direct reading of the schema (not engy's code).
+SCH='{\"type\":\"object\",\"properties\":{\"k\":{\"enum\":[\"a\",\"b\"]},\"n\":{\"type\":\"integer\"},\"s\":{\"type\":\"string\",\"maxLength\":6}},\"required\":[\"k\",\"n\",\"s\"],\"additionalProperties\":false}'
+J='{"input_ids":[10,20,30,40],"sampling_params":{"temperature":1,"sampling_seed":7,"max_new_tokens":200,"json_schema":"'"$SCH"'"},"return_hidden_states":true}'
+for n in a b; do
+	eval "port=\$PORT_$n"
+	code=$(curl -s -o "$T/j$n" -w '%{http_code}' --data-binary "$J" "http://127.0.0.1:$port/generate")
+	[ "$code" = 200 ] || fail "json_schema at $n: HTTP $code: $(head -c 300 "$T/j$n")"
+	node -e '
+		const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
+		const v = JSON.parse(r.text);
+		const keys = Object.keys(v).join(",");
+		if (keys !== "k,n,s" || !["a", "b"].includes(v.k) || !Number.isInteger(v.n) ||
+		    typeof v.s !== "string" || [...v.s].length > 6 || r.meta_info.finish_reason.type !== "stop")
+			throw new Error("does not match: " + r.text);' < "$T/j$n" || fail "json_schema at $n: $(head -c 300 "$T/j$n")"
+done
+for f in output_ids text meta_info.hidden_states; do
+	same "$f" "$T/ja" "$T/jb"
+done
+ok "sampling_params.json_schema: A's output matches the schema; B (through backend-sglang) gives the same ids and hidden states"
+for bad in '"regex":"a+"' '"ebnf":"root ::= \"a\""' '"json_schema":"{\"type\":\"string\",\"pattern\":\"a\"}"'; do
+	code=$(curl -s -o "$T/jbad" -w '%{http_code}' --data-binary '{"input_ids":[1],"sampling_params":{'"$bad"'}}' "http://127.0.0.1:$PORT_a/generate")
+	[ "$code" = 400 ] || fail "$bad: HTTP $code: $(head -c 300 "$T/jbad")"
+	grep -q 'regex is not supported\|ebnf is not supported\|unsupported keyword \\"pattern\\"' "$T/jbad" || fail "$bad: $(head -c 300 "$T/jbad")"
+done
+ok "regex, ebnf and a schema outside the subset: 400 naming them"
+
 node "$MJS" stream "http://127.0.0.1:$PORT_b/generate" '{"input_ids":[5,6,7],"stream":true,"rid":"chain-1","sampling_params":{"temperature":0,"max_new_tokens":3000}}' > "$T/ab.json" &
 S=$!
 # A has the request: B sent it, so B knows its rid.

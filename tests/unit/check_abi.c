@@ -106,10 +106,11 @@ PIN(offsetof(struct engy_backend_ops, generate), 16);
 PIN(offsetof(struct engy_backend_ops, cancel), 24);
 PIN(offsetof(struct engy_backend_ops, prefill), 32);
 PIN(sizeof(struct engy_backend_ops), 40);
-PIN(sizeof(struct engy_gen_params), 96);
+PIN(sizeof(struct engy_gen_params), 120);
 PIN(sizeof(struct engy_gen_result), 40);
 PIN(offsetof(struct engy_model_info, serve_urls), 672);
-PIN(sizeof(struct engy_model_info), 1696);
+PIN(offsetof(struct engy_model_info, constraints), 1696);
+PIN(sizeof(struct engy_model_info), 1700);
 PIN(sizeof(struct engy_proof_result), 80);
 PIN(offsetof(struct engy_chain_ops, block), 8);
 PIN(offsetof(struct engy_chain_ops, metagraph), 16);
@@ -194,7 +195,7 @@ PIN(ENGY_WS_CLOSE_TOO_BIG, 1009);
 START_TEST(test_versions)
 {
 	ck_assert_int_eq(ENGY_ABI_MAJOR, 1);
-	ck_assert_int_eq(ENGY_ABI_MINOR, 1);
+	ck_assert_int_eq(ENGY_ABI_MINOR, 2);
 }
 END_TEST
 

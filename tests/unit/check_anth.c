@@ -348,6 +348,77 @@ static struct engy_api_req mkreq(bool thinking)
 	return req;
 }
 
+/* Structured output (output_config.format, the beta's output_format) and
+ * forced tools (expected values from Anthropic's API reference). */
+START_TEST(test_parse_constraint)
+{
+	static const char *const fmt =
+		"{\"model\":\"m\",\"max_tokens\":9,%s,\"messages\":[{\"role\":"
+		"\"user\",\"content\":\"x\"}]}";
+	static const char *const tools =
+		"\"tools\":[{\"name\":\"f\",\"input_schema\":{\"type\":"
+		"\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}}}}]";
+	struct engy_api_req req;
+	char body[1024], part[512];
+	const cJSON *js;
+
+	snprintf(body, sizeof(body), fmt,
+		 "\"output_config\":{\"format\":{\"type\":\"json_schema\","
+		 "\"schema\":{\"type\":\"object\",\"properties\":{\"n\":{"
+		 "\"type\":\"string\"}},\"required\":[\"n\"],"
+		 "\"additionalProperties\":false}}}");
+	ck_assert_int_eq(parse(body, 0, &req), 0);
+	ck_assert_uint_eq(req.constraint, ENGY_API_CONS_JSON);
+	js = cJSON_GetObjectItemCaseSensitive(
+		cJSON_GetObjectItemCaseSensitive(req.body, "response_format"),
+		"json_schema");
+	ck_assert_str_eq(
+		cJSON_GetObjectItemCaseSensitive(
+			cJSON_GetObjectItemCaseSensitive(js, "schema"), "type")
+			->valuestring,
+		"object");
+	engy_api_req_free(&req);
+
+	snprintf(body, sizeof(body), fmt,
+		 "\"output_format\":{\"type\":\"json_schema\",\"schema\":{"
+		 "\"type\":\"array\",\"items\":{\"type\":\"integer\"}}}");
+	ck_assert_int_eq(parse(body, 0, &req), 0);
+	ck_assert_uint_eq(req.constraint, ENGY_API_CONS_JSON);
+	engy_api_req_free(&req);
+
+	snprintf(body, sizeof(body), fmt,
+		 "\"output_format\":{\"type\":\"json_schema\",\"schema\":{"
+		 "\"type\":\"string\",\"pattern\":\"^a$\"}}");
+	ck_assert_int_eq(parse(body, 0, &req), -EINVAL);
+	ck_assert_str_eq(err, "output_format.schema: unsupported keyword "
+			      "\"pattern\" at /");
+	snprintf(body, sizeof(body), fmt,
+		 "\"output_format\":{\"type\":\"text\"}");
+	ck_assert_int_eq(parse(body, 0, &req), -EINVAL);
+	ck_assert_str_eq(err, "output_format.type: expected \"json_schema\"");
+
+	snprintf(part, sizeof(part), "%s,\"tool_choice\":{\"type\":\"any\"}",
+		 tools);
+	snprintf(body, sizeof(body), fmt, part);
+	ck_assert_int_eq(parse(body, 0, &req), 0);
+	ck_assert_uint_eq(req.constraint, ENGY_API_CONS_TOOL);
+	engy_api_req_free(&req);
+	snprintf(part, sizeof(part),
+		 "%s,\"tool_choice\":{\"type\":\"tool\",\"name\":\"f\"}",
+		 tools);
+	snprintf(body, sizeof(body), fmt, part);
+	ck_assert_int_eq(parse(body, 0, &req), 0);
+	ck_assert_uint_eq(req.constraint, ENGY_API_CONS_TOOL);
+	engy_api_req_free(&req);
+	snprintf(part, sizeof(part), "%s,\"tool_choice\":{\"type\":\"auto\"}",
+		 tools);
+	snprintf(body, sizeof(body), fmt, part);
+	ck_assert_int_eq(parse(body, 0, &req), 0);
+	ck_assert_uint_eq(req.constraint, 0);
+	engy_api_req_free(&req);
+}
+END_TEST
+
 START_TEST(test_response)
 {
 	struct engy_api_req req = mkreq(true);
@@ -611,6 +682,7 @@ int main(void)
 	tcase_add_test(tc, test_parse_translation);
 	tcase_add_test(tc, test_parse_variants);
 	tcase_add_test(tc, test_parse_errors);
+	tcase_add_test(tc, test_parse_constraint);
 	tcase_add_test(tc, test_response);
 	tcase_add_test(tc, test_stream);
 	suite_add_tcase(s, tc);

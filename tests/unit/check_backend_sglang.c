@@ -72,6 +72,19 @@ START_TEST(test_body_generate)
 			    "\"return_hidden_states\":true,\"stream\":true}");
 	free(b);
 
+	/* A constraint: sglang's sampling_params.json_schema, a string. */
+	sp.json_schema = "{\"enum\":[\"a\\\"b\"]}";
+	b = sgl_body_generate(&c, &len);
+	j = cJSON_Parse(b);
+	ck_assert_str_eq(
+		cJSON_GetObjectItem(cJSON_GetObjectItem(j, "sampling_params"),
+				    "json_schema")
+			->valuestring,
+		"{\"enum\":[\"a\\\"b\"]}");
+	cJSON_Delete(j);
+	free(b);
+	sp.json_schema = NULL;
+
 	/* A continuation: kept tokens follow the prompt; every sampling
 	 * option that is not off is sent. */
 	sp.temperature = 0.5;

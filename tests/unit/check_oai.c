@@ -272,10 +272,23 @@ START_TEST(test_parse_errors)
 		{ "{\"model\":\"m\",\"tool_choice\":\"sometimes\",\"messages\":"
 		  "[{\"role\":\"user\",\"content\":\"x\"}]}",
 		  "tool_choice: expected" },
-		{ "{\"model\":\"m\",\"response_format\":{\"type\":\"json_"
-		  "object\"},"
+		{ "{\"model\":\"m\",\"response_format\":{\"type\":\"xml\"},"
 		  "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-		  "response_format.type: only \"text\" is served" },
+		  "response_format.type: expected \"text\", \"json_object\" or "
+		  "\"json_schema\"" },
+		{ "{\"model\":\"m\",\"response_format\":{\"type\":\"json_"
+		  "schema\",\"json_schema\":{\"name\":\"p\",\"schema\":{"
+		  "\"type\":\"object\",\"properties\":{\"e\":{\"type\":"
+		  "\"string\",\"format\":\"email\"}}}}},"
+		  "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+		  "response_format.json_schema.schema: unsupported keyword "
+		  "\"format\" at /properties/e" },
+		{ "{\"model\":\"m\",\"tools\":[{\"function\":{\"name\":\"f\","
+		  "\"parameters\":{\"type\":\"object\",\"properties\":{\"a\":"
+		  "{\"allOf\":[]}}}}}],\"tool_choice\":\"required\","
+		  "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+		  "tools[0].parameters: unsupported keyword \"allOf\" at "
+		  "/properties/arguments/properties/a" },
 		{ "{\"model\":\"m\",\"logprobs\":true,\"top_logprobs\":2,"
 		  "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
 		  "top_logprobs: only 0 is served" },
@@ -320,6 +333,72 @@ START_TEST(test_parse_errors)
 	engy_apierr_param_of("messages[3].content[0].type: x", param,
 			     sizeof(param));
 	ck_assert_str_eq(param, "messages[3].content[0].type");
+}
+END_TEST
+
+/* Structured outputs and forced tools: the constraint and what the body
+ * carries to the miner (expected values from OpenAI's API reference). */
+START_TEST(test_parse_constraint)
+{
+	static const char *const j_obj =
+		"{\"model\":\"m\",\"response_format\":{\"type\":\"json_object\"},"
+		"\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
+	static const char *const j_schema =
+		"{\"model\":\"m\",\"response_format\":{\"type\":\"json_schema\","
+		"\"json_schema\":{\"name\":\"person\",\"strict\":true,\"schema\":"
+		"{\"type\":\"object\",\"properties\":{\"n\":{\"type\":"
+		"\"string\"}},\"required\":[\"n\"],\"additionalProperties\":"
+		"false}}},\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
+	static const char *const j_tool =
+		"{\"model\":\"m\",\"tools\":[{\"type\":\"function\",\"function\":"
+		"{\"name\":\"f\",\"parameters\":{\"type\":\"object\",\"properties\""
+		":{\"a\":{\"type\":\"integer\"}}}}},{\"type\":\"function\","
+		"\"function\":{\"name\":\"g\"}}],\"tool_choice\":%s,\"messages\":"
+		"[{\"role\":\"user\",\"content\":\"x\"}]}";
+	struct engy_api_req req;
+	char body[1024];
+	const cJSON *rf, *js;
+
+	ck_assert_int_eq(engy_oai_parse(j_obj, strlen(j_obj), NULL, &req, err,
+					sizeof(err)),
+			 0);
+	ck_assert_uint_eq(req.constraint, ENGY_API_CONS_JSON);
+	rf = jget(req.body, "response_format");
+	ck_assert_str_eq(jget(rf, "type")->valuestring, "json_object");
+	engy_api_req_free(&req);
+
+	ck_assert_int_eq(engy_oai_parse(j_schema, strlen(j_schema), NULL, &req,
+					err, sizeof(err)),
+			 0);
+	ck_assert_uint_eq(req.constraint, ENGY_API_CONS_JSON);
+	rf = jget(req.body, "response_format");
+	js = jget(rf, "json_schema");
+	ck_assert_str_eq(jget(rf, "type")->valuestring, "json_schema");
+	ck_assert_str_eq(jget(js, "name")->valuestring, "person");
+	ck_assert_str_eq(jget(jget(js, "schema"), "type")->valuestring,
+			 "object");
+	engy_api_req_free(&req);
+
+	snprintf(body, sizeof(body), j_tool, "\"required\"");
+	ck_assert_int_eq(engy_oai_parse(body, strlen(body), NULL, &req, err,
+					sizeof(err)),
+			 0);
+	ck_assert_uint_eq(req.constraint, ENGY_API_CONS_TOOL);
+	engy_api_req_free(&req);
+	snprintf(body, sizeof(body), j_tool,
+		 "{\"type\":\"function\",\"function\":{\"name\":\"g\"}}");
+	ck_assert_int_eq(engy_oai_parse(body, strlen(body), NULL, &req, err,
+					sizeof(err)),
+			 0);
+	ck_assert_uint_eq(req.constraint, ENGY_API_CONS_TOOL);
+	engy_api_req_free(&req);
+	snprintf(body, sizeof(body), j_tool, "\"auto\"");
+	ck_assert_int_eq(engy_oai_parse(body, strlen(body), NULL, &req, err,
+					sizeof(err)),
+			 0);
+	ck_assert_uint_eq(req.constraint, 0);
+	ck_assert_ptr_null(jget(req.body, "response_format"));
+	engy_api_req_free(&req);
 }
 END_TEST
 
@@ -722,6 +801,7 @@ int main(void)
 	tcase_add_test(tc, test_parse_minimal);
 	tcase_add_test(tc, test_parse_full);
 	tcase_add_test(tc, test_parse_errors);
+	tcase_add_test(tc, test_parse_constraint);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_result_parse);
 	tcase_add_test(tc, test_response);

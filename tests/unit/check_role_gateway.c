@@ -299,6 +299,28 @@ START_TEST(hello)
 	ck_assert_int_eq(fr.cap.max_inflight_total, 8);
 	ck_assert_uint_eq(fr.cap.max_output_tokens, 512);
 	ck_assert_uint_eq(fr.cap.max_input_tokens, 0); /* not sent */
+	/* constraints: known names become bits, unknown ones are ignored,
+	 * absent is none; anything but an array of strings is refused */
+	ck_assert_uint_eq(fr.constraints, 0);
+	gw_frame_free(&fr);
+	ck_assert_int_eq(
+		parse("{\"type\":\"hello\",\"miner_key\":\"k\","
+		      "\"model\":\"m\",\"capacity\":{\"max_inflight\":4},"
+		      "\"constraints\":[\"tool_call\",\"regex\","
+		      "\"json_schema\"]}",
+		      &fr, err),
+		0);
+	ck_assert_uint_eq(fr.constraints,
+			  ENGY_API_CONS_JSON | ENGY_API_CONS_TOOL);
+	gw_frame_free(&fr);
+	ck_assert_int_eq(
+		parse("{\"type\":\"hello\",\"miner_key\":\"k\","
+		      "\"model\":\"m\",\"capacity\":{\"max_inflight\":4},"
+		      "\"constraints\":[\"json_schema\",1]}",
+		      &fr, err),
+		-EINVAL);
+	ck_assert_str_eq(err,
+			 "hello.constraints: an array of at most 8 strings");
 	gw_frame_free(&fr);
 	/* A hello without the total parses: the pool denies it, naming it. */
 	ck_assert_int_eq(parse("{\"type\":\"hello\",\"miner_key\":\"k\","

@@ -173,8 +173,12 @@ static const struct {
 	  "stop is not supported" },
 	{ "{\"input_ids\":[1],\"sampling_params\":{\"stop\":\"x\"}}",
 	  "stop is not supported" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"json_schema\":\"{}\"}}",
-	  "json_schema is not supported" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"json_schema\":{}}}",
+	  "json_schema must be a JSON schema as a string" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"regex\":\"a+\"}}",
+	  "regex is not supported" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"ebnf\":\"r ::= x\"}}",
+	  "ebnf is not supported" },
 	{ "{\"input_ids\":[1],\"sampling_params\":{\"temprature\":0}}",
 	  "Unknown sampling parameter: temprature" },
 	{ "{\"input_ids\":[1],\"sampling_params\":{\"skip_special_tokens\":0}}",
@@ -187,6 +191,28 @@ static const struct {
 	{ "{\"input_ids\":[1],\"lora_path\":\"x\"}",
 	  "lora_path is not supported" },
 };
+
+/* sampling_params.json_schema, as sglang takes it: a string. */
+START_TEST(test_json_schema)
+{
+	struct engy_sgl_gen g;
+	char err[256] = "";
+
+	ck_assert_int_eq(
+		parse("{\"input_ids\":[1],\"sampling_params\":{"
+		      "\"json_schema\":\"{\\\"type\\\":\\\"object\\\"}\"}}",
+		      &g, err),
+		0);
+	ck_assert_str_eq(g.json_schema, "{\"type\":\"object\"}");
+	engy_sgl_gen_free(&g);
+	ck_assert_int_eq(parse("{\"input_ids\":[1],\"sampling_params\":{"
+			       "\"json_schema\":null}}",
+			       &g, err),
+			 0);
+	ck_assert_ptr_null(g.json_schema);
+	engy_sgl_gen_free(&g);
+}
+END_TEST
 
 START_TEST(test_refused)
 {
@@ -558,6 +584,7 @@ int main(void)
 
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_full);
+	tcase_add_test(tc, test_json_schema);
 	tcase_add_loop_test(tc, test_refused, 0,
 			    sizeof(refused) / sizeof(refused[0]));
 	tcase_add_test(tc, test_long_rid);
