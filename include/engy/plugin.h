@@ -42,7 +42,9 @@
  *                    engy_model_info.serve_urls; the descriptor's
  *                    optional check op (engy/check.h) and the host
  *                    service opt_source(); transport ops client_tls()
- *                    and ws_set_max_message().
+ *                    and ws_set_max_message(); the role op abort()
+ *                    (the drain's deadline, appended before 1.1 was
+ *                    tagged).
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H
