@@ -8,11 +8,14 @@
 # (miner-ref.conf: backend-ref on the canonical checkpoint), an INT4-cheat
 # miner (miner-int4.conf: the --quant int4 copy, claiming the canonical
 # root through the miner's model_root option) and an auditor
-# (auditor.conf); generates the models on first run; sends buyer traffic
+# (auditor.conf); generates the models on first run; lets onboarding
+# probe both miners (the auditor's TOPLOC verdicts on the probes qualify
+# the honest one and keep the cheat out of buyer traffic); sends buyer traffic
 # through the OpenAI API; once the auditor has closed the epoch, starts
 # the light validator (validator.conf) on chain-dev, the dev chain, which
 # fetches the signed epoch from the auditor's provider API and sets the
-# weights; and prints each miner's P99 TOPLOC score and verdict, the closed
+# weights; and prints each miner's onboarding outcome, P99 TOPLOC score
+# and verdict (probes included), the closed
 # epoch's signed weights, the weights as they landed on the dev chain and
 # a curl to chat with the gateway.  Progress goes to stderr, the table to
 # stdout.  Everything lives under var/devnet/ (models and keys are kept
@@ -225,6 +228,17 @@ grep -q "event=miner_prepared .*model_root=$ROOT " "$LOGS/honest.log" ||
 	die "the honest miner's root is not $ROOT: $(grep miner_prepared "$LOGS/honest.log")"
 say "miners admitted: honest (canonical $CKPT_DTYPE), int4-cheat (INT4 weights claiming the canonical root)"
 
+# --- onboarding: probes before any buyer ---------------------------------------------
+# etc/devnet/gateway.conf: a round of 4 probes per miner; the auditor pulls
+# them from the tee and acks its TOPLOC verdicts.  The honest miner
+# qualifies; the cheat's probe proofs fail, so it stays out of buyer traffic.
+t_ob=$(date +%s)
+wait_log gateway "event=worker_qualified .* miner=$H_HONEST " 300
+wait_log gateway "event=onboard_failed .* miner=$H_CHEAT " 300
+grep -q "event=worker_qualified .* miner=$H_CHEAT " "$LOGS/gateway.log" &&
+	die "the INT4 cheat qualified: $(grep "miner=$H_CHEAT" "$LOGS/gateway.log" | grep onboard | tail -2)"
+say "onboarding ($(($(date +%s) - t_ob)) s): honest qualified; int4-cheat failed its probes ($(grep "event=onboard_failed .* miner=$H_CHEAT " "$LOGS/gateway.log" | head -1 | sed 's/.* reason=//'))"
+
 # --- buyer traffic, inside one epoch ---------------------------------------------------
 # The requests and their verdicts must fall in the same epoch: start with
 # at least half an epoch left.
@@ -273,11 +287,11 @@ fi
 grep -q "^ok=$NREQ\$" "$LOGS/buyer.out" || die "buyer traffic: $(tail -3 "$LOGS/buyer.out")"
 say "$NREQ answers ($BUYER); the auditor pulls every commitment from the gateway's tee"
 
-# every response audited
+# every response audited (probes are audited too: buyer verdicts counted)
 i=0
-while [ "$(grep -c 'event=verdict ' "$LOGS/auditor.log" || true)" -lt "$NREQ" ]; do
+while [ "$(grep -c 'event=verdict .* probe=0 ' "$LOGS/auditor.log" || true)" -lt "$NREQ" ]; do
 	i=$((i + 1))
-	[ $i -le 1200 ] || die "verdicts: $(grep -c 'event=verdict ' "$LOGS/auditor.log" || true) of $NREQ"
+	[ $i -le 1200 ] || die "verdicts: $(grep -c 'event=verdict .* probe=0 ' "$LOGS/auditor.log" || true) of $NREQ"
 	sleep 0.1
 done
 late=$(( $(date +%s) / EPOCH_S ))
@@ -329,8 +343,12 @@ weight_of() {  # hotkey -> its weight in the signed result_json (0 when absent)
 	echo "${w:-0}"
 }
 row() {  # name hotkey checkpoint
-	local req scores n r p99 cheats verd
-	req=$(grep -c " worker=$1 status=200 " "$RUN/requests.txt" || true)
+	local req probes ob scores n r p99 cheats verd
+	req=$(grep " miner=$2 .* status=200 " "$RUN/requests.txt" | grep -vc ' probe$' || true)
+	probes=$(grep " miner=$2 .* probe$" "$RUN/requests.txt" | grep -c ' status=200 ' || true)
+	ob=$(grep -o "event=worker_qualified .* miner=$2 \|event=onboard_failed .* miner=$2 " \
+		"$LOGS/gateway.log" | head -1 | sed 's/event=\([a-z_]*\) .*/\1/')
+	case $ob in worker_qualified) ob=qualified ;; onboard_failed) ob=refused ;; *) ob=- ;; esac
 	grep "event=verdict .* miner=$2 " "$LOGS/auditor.log" > "$RUN/v-$1" || true
 	n=$(wc -l < "$RUN/v-$1")
 	scores=$(sed -n 's/.* p99_score=\([0-9.]*\).*/\1/p' "$RUN/v-$1" | sort -n)
@@ -342,7 +360,7 @@ row() {  # name hotkey checkpoint
 	verd=pass
 	[ $((cheats * 100)) -gt "$n" ] && verd=cheat
 	[ "$n" = 0 ] && verd=unaudited
-	printf '%-14s %-11s %-9s %-8s %-17s %s\n' "$1" "$3" "$req" "$n" "${p99:--}" "$verd"
+	printf '%-14s %-11s %-11s %-9s %-8s %-17s %s\n' "$1" "$3" "$ob/$probes" "$req" "$n" "${p99:--}" "$verd"
 	eval "VERDICT_${1//-/_}=$verd"
 }
 WH=$(weight_of "$H_HONEST")
@@ -354,7 +372,7 @@ else
 fi
 {
 	echo
-	printf '%-14s %-11s %-9s %-8s %-17s %s\n' miner checkpoint requests audited "p99 toploc score" verdict
+	printf '%-14s %-11s %-11s %-9s %-8s %-17s %s\n' miner checkpoint onboard/prb requests audited "p99 toploc score" verdict
 	row honest "$H_HONEST" "$CKPT_DTYPE"
 	row int4-cheat "$H_CHEAT" int4
 	echo "epoch $E weights: honest $WH, int4-cheat $WC   (signed by $MASTER; $VERIFIED)"
@@ -365,6 +383,11 @@ fi
 	echo "pages: http://127.0.0.1:$APORT/epochs  http://127.0.0.1:$APORT/miners  (the provider's)"
 	echo "  gateway status: curl -s $BASE/internal/v1/status -H 'Authorization: Bearer $TEE_TOKEN'"
 } | tee "$RUN/table.txt"
+# onboarding kept the cheat out: no buyer row of it, cheat verdicts on its probes
+n=$(grep " miner=$H_CHEAT " "$RUN/requests.txt" | grep -vc ' probe$' || true)
+[ "$n" = 0 ] || die "the INT4 cheat reached buyers: $n request-log rows"
+grep -q "event=verdict .* miner=$H_CHEAT .* verdict=cheat " "$LOGS/auditor.log" ||
+	die "no cheat verdict on the INT4 cheat's probes"
 [ "$VERIFIED" = "payload verifies" ] || die "the epoch payload does not verify"
 [ "$MATCH" = "matches the signed epoch" ] || die "the dev chain's weights are not the signed epoch's"
 

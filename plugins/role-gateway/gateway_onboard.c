@@ -635,6 +635,9 @@ static void vpoll_done(void *arg, int rc)
 				gw_onboard_cheat(ob->g, v->miner, v->model,
 						 v->request_id, "store");
 		}
+		/* A full page: more are waiting, read on at the next tick. */
+		if (j->n >= j->q.limit)
+			ob_later(&ob->vp_next, 0);
 	}
 	free(j->v);
 	free(j);

@@ -87,6 +87,7 @@ struct tee {
 	char boot[17]; /* this process's id: a cursor's seqs are its own */
 	struct tee_holder **hs;
 	size_t n_hs, cap_hs;
+	struct tee_holder *pinned; /* push()'s own: kept while it evicts */
 	struct event *tick;
 	struct engy_metric *m_entries, *m_bytes, *m_kept[2], *m_drop[4],
 		*m_verdict[4];
@@ -154,7 +155,7 @@ static void holder_gc(struct tee *t, struct tee_holder *h)
 {
 	size_t i;
 
-	if (h->count)
+	if (h->count || h == t->pinned)
 		return;
 	for (i = 0; i < t->n_hs && t->hs[i] != h; i++)
 		;
@@ -258,10 +259,13 @@ static int push(struct tee *t, struct tee_ent *e)
 	if (!h)
 		return -ENOMEM;
 	/* Over the cap: the miner holding the most gives up its oldest, so a
-	 * flood from one miner pushes out only its own entries. */
+	 * flood from one miner pushes out only its own entries.  @h may lose
+	 * all of its own: it stays (pinned) until this entry is in. */
+	t->pinned = h;
 	while (t->bytes + e->bytes > (size_t)t->c->tee_max_bytes &&
 	       (v = victim(t, h, e->bytes)))
 		drop(t, v->first->seq, DROP_CAP);
+	t->pinned = NULL;
 	if ((t->next - t->head == t->cap && grow(t) < 0) ||
 	    t->bytes + e->bytes > (size_t)t->c->tee_max_bytes) {
 		holder_gc(t, h);

@@ -3,9 +3,11 @@
 # The README's first command, shortened: scripts/devnet.sh --once with
 # this build, a state dir of its own and 12 s epochs.  A gateway, an
 # honest miner, an INT4-cheat miner claiming the canonical root and an
-# auditor on 127.0.0.1, then the light validator on chain-dev; buyer
-# traffic through the OpenAI SDK; the table: the honest miner passes with
-# P99 score 0, the cheat is caught, the closed epoch's signed weights give
+# auditor on 127.0.0.1, then the light validator on chain-dev; onboarding
+# probes both miners first: the honest one qualifies, the cheat fails its
+# probes' TOPLOC verdicts and never reaches a buyer; buyer traffic through
+# the OpenAI SDK; the table: the honest miner passes with P99 score 0, the
+# cheat is caught on its probes, the closed epoch's signed weights give
 # the cheat 0 and the payload verifies; the validator submits that epoch
 # and the weights on the dev chain (chain-dev's file, read here by uid)
 # are the signed epoch's, the cheat's 0; and nothing is left running.
@@ -26,15 +28,17 @@ cat "$T/out"
 [ $rc = 0 ] || fail "devnet.sh exit $rc: $(tail -15 "$T/err")"
 ok "scripts/devnet.sh --once ran ($(grep -c '^devnet: ' "$T/err") progress lines on stderr)"
 
-grep -Eq '^honest +bf16 +[1-9][0-9]* +[1-9][0-9]* +0\.000 +pass$' "$T/out" ||
+grep -Eq '^honest +bf16 +qualified/[1-9][0-9]* +8 +[1-9][0-9]* +0\.000 +pass$' "$T/out" ||
 	fail "honest row: $(cat "$T/out")"
-ok "honest: served, every response audited, P99 TOPLOC score 0.000, pass"
+ok "honest: qualified by its probes, served all 8 buyer requests, audited, P99 TOPLOC score 0.000, pass"
 line=$(grep '^int4-cheat ' "$T/out") || fail "no cheat row"
-echo "$line" | grep -Eq '^int4-cheat +int4 +[1-9][0-9]* +[1-9][0-9]* +0\.[0-9]+ +cheat$' ||
+echo "$line" | grep -Eq '^int4-cheat +int4 +refused/[1-9][0-9]* +0 +[1-9][0-9]* +0\.[0-9]+ +cheat$' ||
 	fail "cheat row: $line"
-s=$(echo "$line" | awk '{ print $5 }')
+s=$(echo "$line" | awk '{ print $6 }')
 awk -v s="$s" 'BEGIN { exit !(s > 8 / 128) }' || fail "cheat score $s is not above v/topk"
-ok "int4-cheat: served, audited, P99 score $s above the spec's 8/128, caught"
+grep -q 'event=onboard_failed .*reason="a TOPLOC verdict is cheat"' "$T/devnet/logs/gateway.log" ||
+	fail "the cheat's round did not fail on a cheat verdict: $(grep onboard_failed "$T/devnet/logs/gateway.log" | head -2)"
+ok "int4-cheat: refused by onboarding (a cheat verdict on its probes), no buyer request, P99 score $s above the spec's 8/128, caught"
 grep -Eq '^epoch [0-9]+ weights: honest 65535, int4-cheat 0 .*payload verifies\)$' "$T/out" ||
 	fail "weights: $(grep weights "$T/out")"
 ok "the closed epoch's signed weights: honest 65535, the cheat 0; the payload verifies"
