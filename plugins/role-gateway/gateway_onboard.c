@@ -555,7 +555,7 @@ unsigned gw_onboard_cheat(struct gw *g, const char *miner, const char *model,
 	struct gw_worker *w;
 	struct ob_w *rec;
 	unsigned n = 0;
-	char qn[300], qm[300];
+	char qn[300], qm[300], qr[200];
 
 	for (w = g->workers; w; w = w->next) {
 		if (strcmp(w->hotkey, miner) != 0 ||
@@ -569,7 +569,7 @@ unsigned gw_onboard_cheat(struct gw *g, const char *miner, const char *model,
 			       "name=%s miner=%s request=%s source=%s",
 			       (unsigned long long)w->id,
 			       ob_q(qn, sizeof(qn), w->worker_name), w->hotkey,
-			       request_id, source);
+			       ob_q(qr, sizeof(qr), request_id), source);
 			continue;
 		}
 		GW_LOG(g, ENGY_LOG_NOTICE,
@@ -577,7 +577,8 @@ unsigned gw_onboard_cheat(struct gw *g, const char *miner, const char *model,
 		       "request=%s source=%s cooldown_s=%.1f",
 		       (unsigned long long)w->id,
 		       ob_q(qn, sizeof(qn), w->worker_name), w->hotkey,
-		       ob_q(qm, sizeof(qm), w->model), request_id, source,
+		       ob_q(qm, sizeof(qm), w->model),
+		       ob_q(qr, sizeof(qr), request_id), source,
 		       g->c->mod.breaker_cooldown_s);
 		gw_worker_set_state(w, GW_W_PULLED, "cheat verdict");
 		rec = ob ? ob_rec_of(ob, w) : NULL;

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # scripts/devnet.sh --once without the npm test peers: the buyer traffic
 # goes through its curl fallback (each answer on a line of its own, then
-# ok=N), and the devnet still ends with the honest miner passing, the
-# cheat caught and the cheat's weight 0 on the dev chain.  About 20 s.
+# ok=N), and the devnet still ends with the honest miner qualified and
+# passing, the cheat refused by onboarding (no buyer request) and caught
+# on its probes, and the cheat's weight 0 on the dev chain.  About 20 s.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$top_srcdir/scripts/devnet.sh" ] && [ -f "$top_srcdir/etc/devnet/auditor.conf" ] ||
@@ -24,9 +25,9 @@ cat "$T/out"
 grep -q '^devnet: 8 answers (curl);' "$T/err" || fail "the buyer was not curl: $(grep answers "$T/err")"
 grep -qx 'ok=8' "$T/devnet/logs/buyer.out" || fail "buyer.out: $(tail -3 "$T/devnet/logs/buyer.out")"
 ok "devnet.sh --once without the npm peers: 8 answers through curl, ok=8 on a line of its own"
-grep -Eq '^honest +bf16 +[1-9][0-9]* +[1-9][0-9]* +0\.000 +pass$' "$T/out" || fail "honest row: $(cat "$T/out")"
-grep -Eq '^int4-cheat +int4 +[1-9][0-9]* +[1-9][0-9]* +0\.[0-9]+ +cheat$' "$T/out" || fail "cheat row: $(cat "$T/out")"
+grep -Eq '^honest +bf16 +qualified/[1-9][0-9]* +8 +[1-9][0-9]* +0\.000 +pass$' "$T/out" || fail "honest row: $(cat "$T/out")"
+grep -Eq '^int4-cheat +int4 +refused/[1-9][0-9]* +0 +[1-9][0-9]* +0\.[0-9]+ +cheat$' "$T/out" || fail "cheat row: $(cat "$T/out")"
 grep -Eq '^dev chain: set_weights .*int4-cheat \(uid 3\) 0 +\(matches the signed epoch\)$' "$T/out" ||
 	fail "dev chain: $(grep '^dev chain' "$T/out")"
-ok "the honest miner passes, the cheat is caught, the dev chain's weights match the signed epoch"
+ok "the honest miner qualifies and passes, the cheat is refused (0 buyer requests) and caught, the dev chain's weights match the signed epoch"
 echo "1..$N_OK"
