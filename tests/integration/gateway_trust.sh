@@ -8,7 +8,7 @@
 #    proofs out of the tee: a commitment over what its request can need
 #    (the prompt bound and max_tokens) is never kept (`oversize`), and over
 #    the tee's byte cap the miner holding the most bytes loses its oldest
-#    entries first.
+#    entries first (also when that takes all of its own entries).
 #  - A cheat verdict an auditor acks on a buyer answer pulls the miner at
 #    once; it re-qualifies through a probe round before it serves again.
 #    A cheat verdict that reached the store through another gateway (a
@@ -110,8 +110,32 @@ internal /internal/v1/tee > /dev/null
 ok "over tee_max_bytes the bloating miner loses its own oldest ($((NB2 - KB)) of $NB2), all $NH honest entries stay"
 books "a tee flood"
 
-# --- the cursor across a gateway restart ------------------------------------------------
+gw_stop a
+
+# A tiny cap (16 KiB) where one flood entry (about 7 KB) is over a third of
+# it: the flooding miner can lose all of its own entries to fit its new
+# one (its bookkeeping must outlive that; the sanitizer pass would see a
+# use after free).  Every answer is 200, the tee stays under its cap and
+# keeps honest entries.
+gw_conf a2 'onboarding = false
+  tee_sample_rate = 1
+  tee_max_bytes = 16384'
+gw_start a2
+pm m1b "$K1" PM_NAME=m1b
+pm big3 "$K2" PM_NAME=big3 PM_PAD_BYTES=6000
+for i in $(seq 1 40); do
+	[ "$(chat "tiny$i")" = 200 ] || fail "request $i: $(cat "$T/chat.out")"
+done
+internal /internal/v1/tee > /dev/null
+[ "$(js "$T/int.out" "j.bytes <= 16384 && j.entries >= 2")" = true ] || fail "tiny cap: $(cat "$T/int.out")"
 BOOT=$(js "$T/int.out" "j.boot")
+internal '/internal/v1/tee/sample?n=1000' > /dev/null
+[ "$(js "$T/int.out" "j.entries.filter((e) => e.worker_name === 'm1b').length > 0")" = true ] ||
+	fail "no honest entry under the tiny cap: $(js "$T/int.out" "j.entries.map((e) => e.worker_name)")"
+ok "a 16 KiB tee under 7 KB flood entries: 40 answers, the cap held, honest entries kept"
+books "a tiny tee"
+
+# --- the cursor across a gateway restart ------------------------------------------------
 internal '/internal/v1/tee/sample?n=1000' > /dev/null
 ALL=$(js "$T/int.out" "j.entries.length")
 [ "$(js "$T/int.out" "j.boot")" = "$BOOT" ] && [ ${#BOOT} = 16 ] || fail "boot: $BOOT"
@@ -120,9 +144,9 @@ internal "/internal/v1/tee/sample?n=1000&since=$LAST&boot=$BOOT" > /dev/null
 [ "$(js "$T/int.out" "j.entries.length")" = 0 ] || fail "since=next of this process: $(cat "$T/int.out")"
 internal "/internal/v1/tee/sample?n=1000&since=$LAST&boot=0123456789abcdef" > /dev/null
 [ "$(js "$T/int.out" "j.entries.length")" = "$ALL" ] || fail "a cursor of another process: $(cat "$T/int.out")"
-grep -q 'event=tee_cursor_reset ' "$T/a.log" || fail "no tee_cursor_reset line"
+grep -q 'event=tee_cursor_reset ' "$T/a2.log" || fail "no tee_cursor_reset line"
 ok "a cursor of another gateway process (boot) reads the tee from its oldest entry; this process's reads on"
-gw_stop a
+gw_stop a2
 
 # --- a cheat verdict on buyer traffic ------------------------------------------------------
 gw_conf b 'onboarding = true
