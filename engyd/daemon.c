@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -232,6 +233,18 @@ static void on_drain(evutil_socket_t fd, short what, void *arg)
 		engy_log(ENGY_LOG_WARNING, NULL,
 			 "event=shutdown_deadline inflight=%u timeout_s=%ld", n,
 			 d->cfg.shutdown_timeout);
+		if (!d->aborted && role_ops(d) &&
+		    role_ops(d)->size >= offsetof(struct engy_role_ops, abort) +
+						 sizeof(role_ops(d)->abort) &&
+		    role_ops(d)->abort) {
+			/* The role ends what is left (answers, rows, holds);
+			 * a few seconds more for that to settle. */
+			d->aborted = true;
+			role_ops(d)->abort(d->role_in.inst);
+			d->drain_deadline = now;
+			d->drain_deadline.tv_sec += ENGY_ABORT_GRACE_S;
+			return;
+		}
 	} else {
 		return;
 	}

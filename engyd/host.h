@@ -40,6 +40,7 @@ struct engyd {
 	struct event *sigs[4];
 	struct event *drain_ev;
 	struct timespec drain_deadline;
+	bool aborted; /* the role's abort() ran at the deadline */
 	struct timespec started_at;
 	int exit_code;
 };

@@ -10,12 +10,15 @@
 # auditor's bits), an INT4-cheat miner (miner-int4.conf: the --quant int4
 # copy, claiming the canonical root through the miner's model_root option)
 # and an auditor
-# (auditor.conf); generates the models on first run; sends buyer traffic
-# through the OpenAI API; once the auditor has closed the epoch, starts
+# (auditor.conf); generates the models on first run; lets onboarding
+# probe every miner (the auditor's TOPLOC verdicts on the probes qualify
+# the honest ones and keep the cheat out of buyer traffic); sends buyer
+# traffic through the OpenAI API; once the auditor has closed the epoch, starts
 # the light validator (validator.conf) on chain-dev, the dev chain, which
 # fetches the signed epoch from the auditor's provider API and sets the
-# weights; and prints each miner's kernel profile, P99 TOPLOC score, largest
-# exponent mismatches and mantissa mean of a chunk, and verdict, the closed
+# weights; and prints each miner's kernel profile, onboarding outcome, P99
+# TOPLOC score, largest exponent mismatches and mantissa mean of a chunk,
+# and verdict (probes included), the closed
 # epoch's signed weights, the weights as they landed on the dev chain and
 # a curl to chat with the gateway.  Progress goes to stderr, the table to
 # stdout.  Everything lives under var/devnet/ (models and keys are kept
@@ -243,6 +246,19 @@ profile() {
 }
 say "miners admitted: honest (canonical $CKPT_DTYPE, $(profile honest) kernels), honest-2 (canonical $CKPT_DTYPE, $(profile honest-2) kernels), int4-cheat (INT4 weights claiming the canonical root)"
 
+# --- onboarding: probes before any buyer ---------------------------------------------
+# etc/devnet/gateway.conf: a round of 4 probes per miner; the auditor pulls
+# them from the tee and acks its TOPLOC verdicts.  The honest miners
+# qualify (on their kernel profiles); the cheat's probe proofs fail, so it
+# stays out of buyer traffic.
+t_ob=$(date +%s)
+wait_log gateway "event=worker_qualified .* miner=$H_HONEST " 300
+wait_log gateway "event=worker_qualified .* miner=$H_HONEST2 " 300
+wait_log gateway "event=onboard_failed .* miner=$H_CHEAT " 300
+grep -q "event=worker_qualified .* miner=$H_CHEAT " "$LOGS/gateway.log" &&
+	die "the INT4 cheat qualified: $(grep "miner=$H_CHEAT" "$LOGS/gateway.log" | grep onboard | tail -2)"
+say "onboarding ($(($(date +%s) - t_ob)) s): honest and honest-2 qualified; int4-cheat failed its probes ($(grep "event=onboard_failed .* miner=$H_CHEAT " "$LOGS/gateway.log" | head -1 | sed 's/.* reason=//'))"
+
 # --- buyer traffic, inside one epoch ---------------------------------------------------
 # The requests and their verdicts must fall in the same epoch: start with
 # at least half an epoch left.
@@ -293,7 +309,7 @@ grep -q "^ok=$NREQ\$" "$LOGS/buyer.out" || die "buyer traffic: $(tail -3 "$LOGS/
 # (specs/gateway.md, "Routing"), so a miner no answer reached gets more
 # requests, each with a new prefix (at most 40)
 SENT=$NREQ
-served() { A log tail -n 100000 | grep -c " worker=$1 status=200 " || true; }
+served() { A log tail -n 100000 | grep " worker=$1 status=200 " | grep -vc ' probe$' || true; }
 for n in honest honest-2; do
 	i=0
 	while [ "$(served $n)" = 0 ]; do
@@ -309,11 +325,11 @@ done
 say "$NREQ answers ($BUYER); the auditor pulls every commitment from the gateway's tee"
 [ $SENT = $NREQ ] || say "$((SENT - NREQ)) more (curl), so that each honest miner served"
 
-# every response audited
+# every response audited (probes are audited too: buyer verdicts counted)
 i=0
-while [ "$(grep -c 'event=verdict ' "$LOGS/auditor.log" || true)" -lt "$SENT" ]; do
+while [ "$(grep -c 'event=verdict .* probe=0 ' "$LOGS/auditor.log" || true)" -lt "$SENT" ]; do
 	i=$((i + 1))
-	[ $i -le 1200 ] || die "verdicts: $(grep -c 'event=verdict ' "$LOGS/auditor.log" || true) of $SENT"
+	[ $i -le 1200 ] || die "verdicts: $(grep -c 'event=verdict .* probe=0 ' "$LOGS/auditor.log" || true) of $SENT"
 	sleep 0.1
 done
 late=$(( $(date +%s) / EPOCH_S ))
@@ -365,8 +381,12 @@ weight_of() {  # hotkey -> its weight in the signed result_json (0 when absent)
 	echo "${w:-0}"
 }
 row() {  # name hotkey checkpoint profile
-	local req scores n r p99 cheats verd emax mmean
-	req=$(grep -c " worker=$1 status=200 " "$RUN/requests.txt" || true)
+	local req probes ob scores n r p99 cheats verd emax mmean
+	req=$(grep " miner=$2 .* status=200 " "$RUN/requests.txt" | grep -vc ' probe$' || true)
+	probes=$(grep " miner=$2 .* probe$" "$RUN/requests.txt" | grep -c ' status=200 ' || true)
+	ob=$(grep -o "event=worker_qualified .* miner=$2 \|event=onboard_failed .* miner=$2 " \
+		"$LOGS/gateway.log" | head -1 | sed 's/event=\([a-z_]*\) .*/\1/')
+	case $ob in worker_qualified) ob=qualified ;; onboard_failed) ob=refused ;; *) ob=- ;; esac
 	grep "event=verdict .* miner=$2 " "$LOGS/auditor.log" > "$RUN/v-$1" || true
 	n=$(wc -l < "$RUN/v-$1")
 	scores=$(sed -n 's/.* p99_score=\([0-9.]*\).*/\1/p' "$RUN/v-$1" | sort -n)
@@ -381,8 +401,8 @@ row() {  # name hotkey checkpoint profile
 	verd=pass
 	[ $((cheats * 100)) -gt "$n" ] && verd=cheat
 	[ "$n" = 0 ] && verd=unaudited
-	printf '%-14s %-11s %-11s %-9s %-8s %-17s %-8s %-10s %s\n' "$1" "$3" "$4" "$req" "$n" \
-		"${p99:--}" "${emax:--}" "${mmean:--}" "$verd"
+	printf '%-14s %-11s %-11s %-11s %-9s %-8s %-17s %-8s %-10s %s\n' "$1" "$3" "$4" "$ob/$probes" \
+		"$req" "$n" "${p99:--}" "${emax:--}" "${mmean:--}" "$verd"
 	eval "VERDICT_${1//-/_}=$verd"
 }
 WH=$(weight_of "$H_HONEST")
@@ -396,8 +416,8 @@ else
 fi
 {
 	echo
-	printf '%-14s %-11s %-11s %-9s %-8s %-17s %-8s %-10s %s\n' miner checkpoint profile \
-		requests audited "p99 toploc score" "exp max" "mant mean" verdict
+	printf '%-14s %-11s %-11s %-11s %-9s %-8s %-17s %-8s %-10s %s\n' miner checkpoint profile \
+		onboard/prb requests audited "p99 toploc score" "exp max" "mant mean" verdict
 	row honest "$H_HONEST" "$CKPT_DTYPE" "$(profile honest)"
 	row honest-2 "$H_HONEST2" "$CKPT_DTYPE" "$(profile honest-2)"
 	row int4-cheat "$H_CHEAT" int4 "$(profile int4-cheat)"
@@ -409,6 +429,11 @@ fi
 	echo "pages: http://127.0.0.1:$APORT/epochs  http://127.0.0.1:$APORT/miners  (the provider's)"
 	echo "  gateway status: curl -s $BASE/internal/v1/status -H 'Authorization: Bearer $TEE_TOKEN'"
 } | tee "$RUN/table.txt"
+# onboarding kept the cheat out: no buyer row of it, cheat verdicts on its probes
+n=$(grep " miner=$H_CHEAT " "$RUN/requests.txt" | grep -vc ' probe$' || true)
+[ "$n" = 0 ] || die "the INT4 cheat reached buyers: $n request-log rows"
+grep -q "event=verdict .* miner=$H_CHEAT .* verdict=cheat " "$LOGS/auditor.log" ||
+	die "no cheat verdict on the INT4 cheat's probes"
 [ "$VERIFIED" = "payload verifies" ] || die "the epoch payload does not verify"
 [ "$MATCH" = "matches the signed epoch" ] || die "the dev chain's weights are not the signed epoch's"
 

@@ -43,6 +43,10 @@
  *                    optional check op (engy/check.h) and the host
  *                    service opt_source(); transport ops client_tls()
  *                    and ws_set_max_message().
+ *   1.2  2026-12-03  Constrained decoding: engy_gen_params.cons_schema,
+ *                    cons_prefix, cons_suffix and engy_model_info.constraints
+ *                    (engy/backend.h); the role op abort() (engy/role.h:
+ *                    the drain reached shutdown_timeout).
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H

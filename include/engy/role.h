@@ -13,6 +13,9 @@
  *             host->peer() / host->peer_at() and wire them.
  *   stop()    first step of shutdown, before any other instance's stop().
  *   inflight() polled while the host drains; 0 lets it exit early.
+ *   abort()   the drain reached shutdown_timeout with requests left: end
+ *             them now (answer, account, release); the host then waits
+ *             up to ENGY_ABORT_GRACE_S more for inflight() to reach 0.
  *   destroy() first of all destroys, while the peers are still alive.
  * A role that cannot go on asks the host to stop with host->shutdown().
  */
@@ -45,7 +48,12 @@ struct engy_role_ops {
 	const struct engy_role_need *needs;
 	/* Optional: requests the role still has in flight. */
 	unsigned (*inflight)(void *inst);
+	/* Optional (appended in 1.2): end what is in flight at the drain deadline. */
+	void (*abort)(void *inst);
 };
+
+/* Seconds the host waits after abort() for what it ended to settle. */
+#define ENGY_ABORT_GRACE_S 5
 
 #ifdef __cplusplus
 }

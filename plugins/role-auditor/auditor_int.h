@@ -117,6 +117,7 @@ struct aud {
 	struct event *pull_ev;
 	bool pulling;
 	char cursor[64];
+	char boot[40]; /* the tee's process id the cursor belongs to */
 	struct aud_job *q_head, *q_tail;
 	unsigned q_len;
 	bool checking;

@@ -7,7 +7,10 @@
  * serving never does).  A buyer request is sampled when the first four
  * bytes of SHA-256(request_id) read below sample_ppm / 10^6 of 2^32, so a
  * miner cannot tell which of its requests are audited and a restart
- * samples the same ones; a probe always is.
+ * samples the same ones; a probe always is.  The cursor travels with the
+ * tee's "boot" (the gateway process's id): after a gateway restart its
+ * seqs begin at 1 again, and the tee, seeing another boot, answers from
+ * its oldest entry instead of skipping what is below the old cursor.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,6 +35,7 @@ struct pull {
 	char err[160];
 	struct aud_job *jobs; /* parsed, in order */
 	char next[64];
+	char boot[40];
 	unsigned n_items, n_sampled;
 };
 
@@ -155,6 +159,9 @@ static void pull_fn(void *arg)
 		strcpy(u->next, nx->valuestring);
 	else if (cJSON_IsNumber(nx))
 		snprintf(u->next, sizeof(u->next), "%.0f", nx->valuedouble);
+	copy_str(u->boot, sizeof(u->boot), doc, "boot");
+	if (strspn(u->boot, "0123456789abcdefABCDEF") != strlen(u->boot))
+		u->boot[0] = '\0';
 	cJSON_Delete(doc);
 out:
 	engy_httpc_resp_free(&rs);
@@ -173,8 +180,14 @@ static void pull_done(void *arg, int prc)
 		aud_log(a, ENGY_LOG_WARNING,
 			"event=tee_pull_failed error=\"%s\" retry_s=%lld",
 			u->err, (long long)a->c->pull_s);
-	if (u->next[0])
+	if (u->next[0]) {
 		memcpy(a->cursor, u->next, sizeof(a->cursor));
+		if (u->boot[0] && a->boot[0] && strcmp(u->boot, a->boot))
+			aud_log(a, ENGY_LOG_NOTICE,
+				"event=tee_restarted boot=%s was=%s", u->boot,
+				a->boot);
+		memcpy(a->boot, u->boot, sizeof(a->boot));
+	}
 	while ((j = u->jobs)) {
 		u->jobs = j->next;
 		j->next = NULL;
@@ -211,9 +224,9 @@ void aud_pull_start(struct aud *a)
 	if (!u)
 		return;
 	u->a = a;
-	snprintf(u->url, sizeof(u->url), "%s%ssince=%s&n=%d", base,
+	snprintf(u->url, sizeof(u->url), "%s%ssince=%s&n=%d%s%s", base,
 		 strchr(base, '?') ? "&" : "?", a->cursor[0] ? a->cursor : "0",
-		 PULL_LIMIT);
+		 PULL_LIMIT, a->boot[0] ? "&boot=" : "", a->boot);
 	a->pulling = true;
 	a->inflight++;
 	if (a->h->work(a->h, pull_fn, pull_done, u) < 0) {

@@ -8,7 +8,10 @@
  *
  * Shutdown (SIGTERM): new buyer requests get 503, every idle leg gets
  * `reconnect` at once and a busy one when its last request ends, and the
- * host waits (shutdown_timeout) for the requests and their settles.
+ * host waits (shutdown_timeout) for the requests and their settles.  Past
+ * it (gw_abort()), what is still at a worker ends with 503: the miner is
+ * cancelled, a streaming buyer gets an error event, the row is written
+ * and what reached the buyer charged, the hold released.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -316,6 +319,14 @@ static void gw_stop(void *inst)
 	gw_pool_drain(g);
 }
 
+static void gw_abort(void *inst)
+{
+	struct gw *g = inst;
+
+	if (g)
+		gw_req_abort_all(g);
+}
+
 static unsigned gw_inflight(void *inst)
 {
 	const struct gw *g = inst;
@@ -359,6 +370,7 @@ static const struct engy_role_ops gw_role_ops = {
 	.size = sizeof(struct engy_role_ops),
 	.needs = gw_needs,
 	.inflight = gw_inflight,
+	.abort = gw_abort,
 };
 
 ENGY_PLUGIN(.kind = ENGY_KIND_ROLE, .name = "role-gateway",

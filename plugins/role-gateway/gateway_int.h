@@ -229,6 +229,7 @@ struct gw_req {
 	bool sink_called;
 	bool is_probe;
 	bool count_only; /* /v1/messages/count_tokens */
+	bool aborted;	 /* ended at the shutdown deadline (503) */
 	enum engy_api api;
 	enum engy_api_route route; /* the OpenAI route it came in on */
 	struct engy_api_req areq;
@@ -257,7 +258,16 @@ struct gw_req {
 	uint64_t tried[GW_MAX_ATTEMPTS];
 	char miner[64]; /* last worker's hotkey and name */
 	char worker_name[128];
-	double deadline_s; /* min(model, worker) max_request_s */
+	/* earlier attempts that failed on a worker (502/504) and were retried:
+	 * each gets a request-log row of its own (scoring counts it) */
+	struct gw_failed_attempt {
+		char miner[64];
+		char worker_name[64];
+		int status;
+	} failed_attempts[GW_MAX_ATTEMPTS];
+	unsigned n_failed_attempts;
+	int attempt_rows_rc; /* their log_append() (pool) */
+	double deadline_s;   /* min(model, worker) max_request_s */
 	/* relay */
 	bool stream_begun; /* buyer: status line and headers out */
 	bool content_sent; /* buyer: a content byte out */
@@ -416,6 +426,7 @@ struct gw {
 	struct event *tick;	  /* stale, ping, hello timeouts */
 	struct event *release_ev; /* release_expired */
 	bool stopping;
+	bool aborting; /* past shutdown_timeout: requests end with 503 */
 	uint64_t served, refused;
 	struct engy_metric *m_workers, *m_inflight, *m_ttft, *m_overhead,
 		*m_attempts;
@@ -462,6 +473,11 @@ void gw_req_gone(struct gw_req *r);
 void gw_req_finish(struct gw_req *r, int status, const char *reason);
 /* Answer @r's buyer with an error (gw_reply_error()), then end @r. */
 void gw_req_error(struct gw_req *r, int status, const char *msg);
+/* The drain reached shutdown_timeout: every routed request ends now with
+ * 503 (a streaming buyer gets it as an error event), its row written and
+ * what reached the buyer charged, its hold released; those still in a
+ * store trip end so when they come back. */
+void gw_req_abort_all(struct gw *g);
 /*
  * gw_submit() - an internal request (probe, bench): @body (an OpenAI
  * chat body, taken) for @model, sent to @pin (NULL: routed like a buyer

@@ -57,6 +57,12 @@ int gw_onboard_init(struct gw *g);
  * worker @worker_id, from an auditor (tee ack). */
 void gw_onboard_verdict(struct gw *g, uint64_t worker_id,
 			const char *request_id, int verdict);
+/* A cheat verdict on @miner's buyer request @request_id on @model (""
+ * or NULL: any): every admitted permissionless leg of it is pulled and
+ * re-qualifies after breaker_cooldown_s; @source (tee, store) is logged.
+ * Returns the legs pulled. */
+unsigned gw_onboard_cheat(struct gw *g, const char *miner, const char *model,
+			  const char *request_id, const char *source);
 /* The latency ceilings that apply to @w, 0 when none. */
 void gw_onboard_ceilings(struct gw *g, const struct gw_worker *w,
 			 uint32_t *ttft_ms, uint32_t *tpot_ms);

@@ -35,6 +35,7 @@ struct gw_mod_conf {
 	int64_t breaker_consecutive;
 	double breaker_stall_s;
 	double breaker_cooldown_s;
+	double verdict_poll_s; /* the store's cheat verdicts; 0: never */
 	/* proof tee and the internal API */
 	const char *tee_token;
 	double tee_sample_rate;
@@ -228,6 +229,16 @@ struct gw_mod_conf {
 		  0,                                                                   \
 		  0,                                                                   \
 		  "breaker: a pulled worker waits this long before it re-qualifies" }, \
+		{ "verdict_poll_s",                                                    \
+		  ENGY_OPT_FLOAT,                                                      \
+		  0,                                                                   \
+		  GW_MOD_OFF(verdict_poll_s),                                          \
+		  "10",                                                                \
+		  "ENGY_GW_VERDICT_POLL_S",                                            \
+		  0,                                                                   \
+		  0,                                                                   \
+		  "onboarding: how often the store's new cheat verdicts (any "         \
+		  "gateway's auditor) are read; their miners are pulled (0: never)" }, \
 		{ "tee_token",                                                         \
 		  ENGY_OPT_STR,                                                        \
 		  ENGY_OPT_SECRET,                                                     \

@@ -23,6 +23,12 @@
  * the wait is remembered by (miner key, worker_name).  With onboarding
  * off, admitted workers serve at once and a pulled one returns (NEW)
  * after the cooldown.  1st-party workers are never probed.
+ *
+ * A cheat verdict on a miner's buyer traffic pulls every leg of that
+ * miner on the model (gw_onboard_cheat()): at once when an auditor acks
+ * it to this gateway's tee, and, for verdicts acked to another gateway
+ * on the same store, when the store's verdicts are read (every
+ * verdict_poll_s).  The miner then re-qualifies as after a breaker pull.
  */
 #include <errno.h>
 #include <math.h>
@@ -540,6 +546,128 @@ static void ob_state(void *arg, struct gw_worker *w, enum gw_wstate from)
 	snprintf(rec->last, sizeof(rec->last), "pulled by the breaker");
 }
 
+/* ---- cheat verdicts ------------------------------------------------------ */
+
+unsigned gw_onboard_cheat(struct gw *g, const char *miner, const char *model,
+			  const char *request_id, const char *source)
+{
+	struct ob *ob = gw_mod_find(g, GW_MOD_ONBOARD);
+	struct gw_worker *w;
+	struct ob_w *rec;
+	unsigned n = 0;
+	char qn[300], qm[300], qr[200];
+
+	for (w = g->workers; w; w = w->next) {
+		if (strcmp(w->hotkey, miner) != 0 ||
+		    (model && model[0] && strcmp(w->model, model) != 0) ||
+		    (w->state != GW_W_NEW && w->state != GW_W_PROBING &&
+		     w->state != GW_W_ACTIVE))
+			continue;
+		if (w->first_party) {
+			GW_LOG(g, ENGY_LOG_WARNING,
+			       "event=cheat_verdict_first_party worker=%llu "
+			       "name=%s miner=%s request=%s source=%s",
+			       (unsigned long long)w->id,
+			       ob_q(qn, sizeof(qn), w->worker_name), w->hotkey,
+			       ob_q(qr, sizeof(qr), request_id), source);
+			continue;
+		}
+		GW_LOG(g, ENGY_LOG_NOTICE,
+		       "event=cheat_pull worker=%llu name=%s miner=%s model=%s "
+		       "request=%s source=%s cooldown_s=%.1f",
+		       (unsigned long long)w->id,
+		       ob_q(qn, sizeof(qn), w->worker_name), w->hotkey,
+		       ob_q(qm, sizeof(qm), w->model),
+		       ob_q(qr, sizeof(qr), request_id), source,
+		       g->c->mod.breaker_cooldown_s);
+		gw_worker_set_state(w, GW_W_PULLED, "cheat verdict");
+		rec = ob ? ob_rec_of(ob, w) : NULL;
+		if (rec)
+			snprintf(rec->last, sizeof(rec->last),
+				 "pulled: cheat verdict on %s (%s)", request_id,
+				 source);
+		n++;
+	}
+	if (ob && n && ob->m_cheat)
+		gw_madd(g, ob->m_cheat, n);
+	return n;
+}
+
+/* The store's new verdicts, read on the pool: the cheats on buyer
+ * traffic that another gateway's auditor rendered. */
+struct vpoll_job {
+	struct ob *ob;
+	struct engy_verdict_query q;
+	struct engy_verdict *v;
+	size_t n;
+	int rc;
+};
+
+static void vpoll_fn(void *arg)
+{
+	struct vpoll_job *j = arg;
+	const struct gw *g = j->ob->g;
+
+	j->rc = g->st->verdict_list(g->sti, &j->q, &j->v, &j->n);
+}
+
+static void vpoll_done(void *arg, int rc)
+{
+	struct vpoll_job *j = arg;
+	struct ob *ob = j->ob;
+	size_t i;
+
+	ob->vp_busy = false;
+	if (rc < 0 || j->rc < 0) {
+		if (!ob->vp_failed)
+			GW_LOG(ob->g, ENGY_LOG_WARNING,
+			       "event=verdict_poll_failed error=\"%s\"",
+			       strerror(-(rc < 0 ? rc : j->rc)));
+		ob->vp_failed = true;
+	} else {
+		ob->vp_failed = false;
+		for (i = 0; i < j->n; i++) {
+			const struct engy_verdict *v = &j->v[i];
+
+			if (v->id > ob->vp_after)
+				ob->vp_after = v->id;
+			if (v->verdict == ENGY_VERDICT_CHEAT && !v->is_probe &&
+			    !ob->stopping)
+				gw_onboard_cheat(ob->g, v->miner, v->model,
+						 v->request_id, "store");
+		}
+		/* A full page: more are waiting, read on at the next tick. */
+		if (j->n >= j->q.limit)
+			ob_later(&ob->vp_next, 0);
+	}
+	free(j->v);
+	free(j);
+}
+
+static void vpoll(struct ob *ob)
+{
+	const struct engy_host *h = ob->g->h;
+	struct vpoll_job *j;
+
+	if (ob->vp_busy || ob->stopping || !ob->g->st->verdict_list ||
+	    ob->c->verdict_poll_s <= 0 || !ob_due(&ob->vp_next))
+		return;
+	ob_later(&ob->vp_next, ob->c->verdict_poll_s);
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return;
+	j->ob = ob;
+	j->q.size = sizeof(j->q);
+	j->q.limit = 1000;
+	j->q.since_ms = ob->vp_since_ms;
+	j->q.after_id = ob->vp_after;
+	ob->vp_busy = true;
+	if (h->work(h, vpoll_fn, vpoll_done, j) < 0) {
+		ob->vp_busy = false;
+		free(j);
+	}
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct ob *ob = arg;
@@ -567,6 +695,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 			}
 		}
 	}
+	vpoll(ob);
 	kick(ob);
 }
 
@@ -645,6 +774,9 @@ int gw_onboard_init(struct gw *g)
 		return rc;
 	}
 	ob->rng = (uint64_t)gw_now_ms() * 0x9e3779b97f4a7c15ull | 1;
+	/* Verdicts rendered from now on: a leg admitted later is probed
+	 * anyway (with onboarding on). */
+	ob->vp_since_ms = gw_now_ms();
 	ob_metrics(ob);
 	if (c->probe_prompts &&
 	    (rc = ob_load_prompts(ob, c->probe_prompts)) < 0)

@@ -68,7 +68,11 @@ struct ob {
 	struct ob_probe *orphans;
 	struct ob_penalty *penalties;
 	uint64_t passed, failed;
-	struct engy_metric *m_pass, *m_fail, *m_ok, *m_err, *m_v[4];
+	/* the store's verdicts (vpoll) */
+	int64_t vp_since_ms, vp_after;
+	struct timespec vp_next;
+	bool vp_busy, vp_failed;
+	struct engy_metric *m_pass, *m_fail, *m_ok, *m_err, *m_v[4], *m_cheat;
 };
 
 static inline unsigned ob_verdicts_needed(const struct ob *ob)

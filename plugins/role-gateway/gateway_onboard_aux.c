@@ -229,6 +229,8 @@ int ob_check_conf(const struct gw *g, const struct gw_mod_conf *c)
 			g, "probe_window_s",
 			"probe_window_s and "
 			"probe_verdict_timeout_s must be > 0, probe_retry_s >= 0");
+	if (!(c->verdict_poll_s >= 0))
+		return ob_bad(g, "verdict_poll_s", "must be >= 0");
 	if (!(c->breaker_window_s > 0) || !(c->breaker_cooldown_s >= 0))
 		return ob_bad(g, "breaker_window_s",
 			      "breaker_window_s must be > 0, "
@@ -271,6 +273,9 @@ void ob_metrics(struct ob *ob)
 			  "engy_gw_probe_verdicts_total",
 			  "TOPLOC verdicts on probes", l, NULL, 0, &ob->m_v[i]);
 	}
+	r->metric(r, ENGY_METRIC_COUNTER, "engy_gw_cheat_pulls_total",
+		  "legs pulled by a cheat verdict on buyer traffic", NULL, NULL,
+		  0, &ob->m_cheat);
 }
 
 size_t ob_n_builtin(void)

@@ -122,6 +122,11 @@ static void dispatch(struct gw_req *r)
 		gw_req_finish(r, 499, "buyer left");
 		return;
 	}
+	if (r->g->aborting) {
+		r->aborted = true;
+		gw_req_error(r, 503, "the gateway is shutting down; retry");
+		return;
+	}
 	if (!r->attempts && gw_relay_prepare(r) < 0) {
 		gw_req_error(r, 500, "out of memory");
 		return;
@@ -142,6 +147,29 @@ static void dispatch(struct gw_req *r)
 	gw_relay_start(r, w);
 }
 
+void gw_req_abort_all(struct gw *g)
+{
+	struct gw_req *r, *next;
+	unsigned n = 0;
+
+	g->aborting = true;
+	for (r = g->reqs; r; r = next) {
+		next = r->next;
+		if (r->state != GW_R_ROUTED || !r->w)
+			continue;
+		GW_LOG(g, ENGY_LOG_WARNING,
+		       "event=request_aborted request=%s miner=%s "
+		       "relayed_bytes=%zu reason=shutdown_timeout",
+		       r->request_id, r->w->hotkey, r->relayed_bytes);
+		gw_relay_cancel(r);
+		r->aborted = true;
+		gw_req_error(r, 503, "the gateway is shutting down; retry");
+		n++;
+	}
+	GW_LOG(g, ENGY_LOG_WARNING, "event=shutdown_abort aborted=%u left=%u",
+	       n, g->n_reqs);
+}
+
 /* An attempt failed (the observers know): another worker, or @status. */
 static void attempt_failed(struct gw_req *r, int status, bool retry)
 {
@@ -152,6 +180,18 @@ static void attempt_failed(struct gw_req *r, int status, bool retry)
 	    r->attempts < (unsigned)g->c->max_attempts && left > 1) {
 		if (g->m_attempts)
 			gw_madd(g, g->m_attempts, 1);
+		/* The worker's failure stays on record (scoring) though
+		 * another worker may answer. */
+		if ((status == 502 || status == 504) && r->miner[0] &&
+		    r->n_failed_attempts < GW_MAX_ATTEMPTS) {
+			struct gw_failed_attempt *f =
+				&r->failed_attempts[r->n_failed_attempts++];
+
+			snprintf(f->miner, sizeof(f->miner), "%s", r->miner);
+			snprintf(f->worker_name, sizeof(f->worker_name),
+				 "%.63s", r->worker_name);
+			f->status = status;
+		}
 		GW_LOG(g, ENGY_LOG_INFO,
 		       "event=attempt_retry request=%s attempt=%u status=%d",
 		       r->request_id, r->attempts, status);

@@ -503,6 +503,33 @@ static void count_relayed(struct gw_req *r)
 	r->cached_tokens = 0;
 }
 
+/* A row of its own, before the request's, for each attempt a worker
+ * failed (502/504) before another was tried: the same request id, that
+ * worker, no tokens, cost 0 (specs/scoring.md §2: every attempt counts). */
+static void log_failed_attempts(struct gw_req *r,
+				const struct engy_request_row *req_row)
+{
+	struct engy_request_row rows[GW_MAX_ATTEMPTS];
+	unsigned i;
+
+	for (i = 0; i < r->n_failed_attempts; i++) {
+		memset(&rows[i], 0, sizeof(rows[i]));
+		rows[i].time_ms = req_row->time_ms;
+		rows[i].key_id = req_row->key_id;
+		rows[i].account_id = req_row->account_id;
+		rows[i].status = (uint32_t)r->failed_attempts[i].status;
+		memcpy(rows[i].request_id, req_row->request_id,
+		       sizeof(rows[i].request_id));
+		memcpy(rows[i].model, req_row->model, sizeof(rows[i].model));
+		snprintf(rows[i].miner, sizeof(rows[i].miner), "%s",
+			 r->failed_attempts[i].miner);
+		snprintf(rows[i].worker_name, sizeof(rows[i].worker_name), "%s",
+			 r->failed_attempts[i].worker_name);
+	}
+	r->attempt_rows_rc =
+		r->g->st->log_append(r->g->sti, rows, r->n_failed_attempts);
+}
+
 static void settle_fn(void *arg)
 {
 	struct gw_req *r = arg;
@@ -511,9 +538,13 @@ static void settle_fn(void *arg)
 	int64_t cost = 0, charged = 0;
 	int rc = 0;
 
-	if (r->status == 499 && r->relayed_bytes)
+	/* The buyer left, or the gateway stopped (shutdown_timeout): what
+	 * reached the buyer is paid for. */
+	if ((r->status == 499 || r->aborted) && r->relayed_bytes)
 		count_relayed(r);
-	if ((r->status == 200 || r->status == 499) && !r->is_probe &&
+	if ((r->status == 200 || r->status == 499 ||
+	     (r->aborted && r->relayed_bytes)) &&
+	    !r->is_probe &&
 	    engy_billing_cost(&r->spec.price, r->prompt_tokens,
 			      r->cached_tokens, r->completion_tokens,
 			      &cost) < 0)
@@ -522,6 +553,8 @@ static void settle_fn(void *arg)
 		cost = r->reserved_micro;
 	r->cost_micro = cost;
 	fill_row(r, &row);
+	if (r->n_failed_attempts && r->key_id && !r->is_probe)
+		log_failed_attempts(r, &row);
 	if (r->reservation_id) {
 		rc = g->st->settle(g->sti, r->reservation_id, cost, &row,
 				   &charged);
@@ -543,6 +576,12 @@ static void settle_done(void *arg, int rc)
 		       "error=\"%s\" effect=\"the hold lapses at its expiry\"",
 		       r->request_id, (long long)r->reservation_id,
 		       strerror(rc < 0 ? -rc : -r->job_rc));
+	if (r->attempt_rows_rc < 0)
+		GW_LOG(r->g, ENGY_LOG_ERR,
+		       "event=attempt_rows_failed request=%s rows=%u "
+		       "error=\"%s\"",
+		       r->request_id, r->n_failed_attempts,
+		       strerror(-r->attempt_rows_rc));
 	GW_LOG(r->g, ENGY_LOG_INFO,
 	       "event=request_settled request=%s status=%d cost_micro=%lld "
 	       "prompt_tokens=%u completion_tokens=%u cached_tokens=%u",

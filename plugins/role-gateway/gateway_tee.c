@@ -5,17 +5,24 @@
  * buyer responses at tee_sample_rate) is kept with its metadata in an
  * in-RAM ring, in arrival order, each entry numbered (seq) and forgotten
  * tee_ttl_s after it came, or earlier when the ring is over tee_max_bytes
- * (the oldest go first) or an auditor acknowledged it.  Commitments carry
- * buyer token ids: they never reach a disk or a log, and their bytes are
- * wiped when an entry goes.  Auditors pull on the buyer listener:
+ * (the miner holding the most bytes loses its oldest first: one miner
+ * cannot push the others' proofs out) or an auditor acknowledged it.  A
+ * commitment larger than its request can need (entry_limit(): the ids
+ * and proofs of the prompt bound and max_tokens) is never kept.
+ * Commitments carry buyer token ids: they never reach a disk or a log,
+ * and their bytes are wiped when an entry goes.  Auditors pull on the
+ * buyer listener:
  *
  *   GET  /internal/v1/tee                      the ring's figures
- *   GET  /internal/v1/tee/sample?n=&since=&probe=
+ *   GET  /internal/v1/tee/sample?n=&since=&probe=&boot=
  *        up to n (100, at most 1000) entries with seq > since, oldest
  *        first; probe=1 only probes, probe=0 only buyer responses;
- *        "next" is the cursor for the next call
+ *        "next" is the cursor for the next call and "boot" this
+ *        process's id: a boot= naming another process (the gateway
+ *        restarted, seqs begin at 1 again) reads from the oldest entry
  *   POST /internal/v1/tee/ack  {"acks":[{"seq":N,"verdict":"pass"}]}
- *        the entries are dropped; a verdict on a probe feeds onboarding
+ *        the entries are dropped; a verdict on a probe feeds onboarding,
+ *        a cheat on a buyer answer pulls the miner (gw_onboard_cheat())
  *
  * every one behind `Authorization: Bearer <tee_token>` (gw_internal_auth,
  * shared with /internal/v1/workers).
@@ -25,16 +32,31 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
 #include "gateway_mod.h"
 
 #define TEE_MAX_N 1000
+/* What a commitment may need (specs/protocol.md §3): its JSON frame, each
+ * token id as at most 11 digits and a comma, and per output token the
+ * bytes of a TOPLOC proof of a one-token chunk at topk 128 (344 base64
+ * characters) with room to spare.  Honest commitments are a few KB per
+ * 32 tokens, far below. */
+#define TEE_ENT_BASE	   4096u
+#define TEE_ENT_PER_ID	   12u
+#define TEE_ENT_PER_OUT	   512u
+#define TEE_DEF_IN_TOKENS  131072u
+#define TEE_DEF_OUT_TOKENS 32768u
+
+struct tee_holder; /* one miner's entries */
 
 struct tee_ent {
 	uint64_t seq;
-	int64_t time_ms, expires_ms; /* Unix ms */
+	struct tee_holder *h;
+	struct tee_ent *hprev, *hnext; /* h's entries, oldest first */
+	int64_t time_ms, expires_ms;   /* Unix ms */
 	uint64_t worker_id;
 	bool is_probe;
 	uint32_t prompt_tokens, completion_tokens;
@@ -48,6 +70,12 @@ struct tee_ent {
 	size_t clen;
 };
 
+struct tee_holder {
+	char miner[64];
+	size_t bytes, count;
+	struct tee_ent *first, *last;
+};
+
 struct tee {
 	struct gw *g;
 	const struct gw_mod_conf *c;
@@ -56,13 +84,18 @@ struct tee {
 	uint64_t head, next; /* live seqs are [head, next) */
 	size_t bytes, count;
 	uint64_t rng;
+	char boot[17]; /* this process's id: a cursor's seqs are its own */
+	struct tee_holder **hs;
+	size_t n_hs, cap_hs;
+	struct tee_holder *pinned; /* push()'s own: kept while it evicts */
 	struct event *tick;
-	struct engy_metric *m_entries, *m_bytes, *m_kept[2], *m_drop[3],
+	struct engy_metric *m_entries, *m_bytes, *m_kept[2], *m_drop[4],
 		*m_verdict[4];
 };
 
-enum { DROP_EXPIRED, DROP_CAP, DROP_ACKED };
-static const char *const drop_names[] = { "expired", "cap", "acked" };
+enum { DROP_EXPIRED, DROP_CAP, DROP_ACKED, DROP_OVERSIZE };
+static const char *const drop_names[] = { "expired", "cap", "acked",
+					  "oversize" };
 static const char *const verdict_names[] = { NULL, "pass", "cheat",
 					     "unproven" };
 
@@ -91,6 +124,84 @@ static void gauges(struct tee *t)
 		gw_mset(t->g, t->m_bytes, (double)t->bytes);
 }
 
+/* ---- holders: the bytes of each miner ------------------------------------ */
+
+static struct tee_holder *holder_get(struct tee *t, const char *miner)
+{
+	struct tee_holder *h, **n;
+	size_t i;
+
+	for (i = 0; i < t->n_hs; i++)
+		if (!strcmp(t->hs[i]->miner, miner))
+			return t->hs[i];
+	if (t->n_hs == t->cap_hs) {
+		n = realloc(t->hs,
+			    (t->cap_hs ? t->cap_hs * 2 : 16) * sizeof(*n));
+		if (!n)
+			return NULL;
+		t->hs = n;
+		t->cap_hs = t->cap_hs ? t->cap_hs * 2 : 16;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	snprintf(h->miner, sizeof(h->miner), "%s", miner);
+	t->hs[t->n_hs++] = h;
+	return h;
+}
+
+/* @h goes once it holds nothing. */
+static void holder_gc(struct tee *t, struct tee_holder *h)
+{
+	size_t i;
+
+	if (h->count || h == t->pinned)
+		return;
+	for (i = 0; i < t->n_hs && t->hs[i] != h; i++)
+		;
+	if (i < t->n_hs)
+		t->hs[i] = t->hs[--t->n_hs];
+	free(h);
+}
+
+static void holder_unlink(struct tee *t, struct tee_ent *e)
+{
+	struct tee_holder *h = e->h;
+
+	if (!h)
+		return;
+	if (e->hprev)
+		e->hprev->hnext = e->hnext;
+	else
+		h->first = e->hnext;
+	if (e->hnext)
+		e->hnext->hprev = e->hprev;
+	else
+		h->last = e->hprev;
+	h->bytes -= e->bytes;
+	h->count--;
+	e->h = NULL;
+	holder_gc(t, h);
+}
+
+/* The holder that gives up its oldest entry when @add more bytes of
+ * @mine must fit: the one holding the most (counting @add to @mine). */
+static struct tee_holder *victim(struct tee *t, const struct tee_holder *mine,
+				 size_t add)
+{
+	struct tee_holder *best = NULL;
+	size_t i, b, bb = 0;
+
+	for (i = 0; i < t->n_hs; i++) {
+		b = t->hs[i]->bytes + (t->hs[i] == mine ? add : 0);
+		if (t->hs[i]->first && b > bb) {
+			best = t->hs[i];
+			bb = b;
+		}
+	}
+	return best;
+}
+
 static void drop(struct tee *t, uint64_t seq, int why)
 {
 	struct tee_ent **p = slot(t, seq), *e = *p;
@@ -98,6 +209,7 @@ static void drop(struct tee *t, uint64_t seq, int why)
 	if (!e || e->seq != seq)
 		return;
 	*p = NULL;
+	holder_unlink(t, e);
 	t->bytes -= e->bytes;
 	t->count--;
 	if (t->m_drop[why])
@@ -142,13 +254,34 @@ static int grow(struct tee *t)
 
 static int push(struct tee *t, struct tee_ent *e)
 {
-	while (t->head < t->next &&
-	       t->bytes + e->bytes > (size_t)t->c->tee_max_bytes)
-		drop(t, t->head, DROP_CAP);
-	if (t->next - t->head == t->cap && grow(t) < 0)
+	struct tee_holder *h = holder_get(t, e->miner), *v;
+
+	if (!h)
 		return -ENOMEM;
+	/* Over the cap: the miner holding the most gives up its oldest, so a
+	 * flood from one miner pushes out only its own entries.  @h may lose
+	 * all of its own: it stays (pinned) until this entry is in. */
+	t->pinned = h;
+	while (t->bytes + e->bytes > (size_t)t->c->tee_max_bytes &&
+	       (v = victim(t, h, e->bytes)))
+		drop(t, v->first->seq, DROP_CAP);
+	t->pinned = NULL;
+	if ((t->next - t->head == t->cap && grow(t) < 0) ||
+	    t->bytes + e->bytes > (size_t)t->c->tee_max_bytes) {
+		holder_gc(t, h);
+		return -ENOMEM;
+	}
 	e->seq = t->next++;
 	*slot(t, e->seq) = e;
+	e->h = h;
+	e->hprev = h->last;
+	if (h->last)
+		h->last->hnext = e;
+	else
+		h->first = e;
+	h->last = e;
+	h->bytes += e->bytes;
+	h->count++;
 	t->bytes += e->bytes;
 	t->count++;
 	gauges(t);
@@ -170,12 +303,44 @@ static bool keep(struct tee *t, const struct gw_req *r)
 	return u < t->c->tee_sample_rate;
 }
 
+/*
+ * The most bytes @r's commitment can need: its prompt bound (exact, or
+ * the rendered prompt's bytes) and max_tokens, else the worker's limits
+ * (min of the model's spec and its hello).
+ */
+static size_t entry_limit(const struct gw_worker *w, const struct gw_req *r)
+{
+	uint64_t in = r->prompt_bound ? r->prompt_bound : w->max_input_tokens;
+	uint64_t out =
+		r->areq.max_tokens ? r->areq.max_tokens : w->max_output_tokens;
+
+	if (!in || in > TEE_DEF_IN_TOKENS)
+		in = TEE_DEF_IN_TOKENS;
+	if (!out || out > TEE_DEF_OUT_TOKENS)
+		out = TEE_DEF_OUT_TOKENS;
+	return TEE_ENT_BASE + TEE_ENT_PER_ID * (size_t)(in + out + 1) +
+	       TEE_ENT_PER_OUT * (size_t)out;
+}
+
+static void oversize(struct tee *t, struct gw_worker *w, const struct gw_req *r,
+		     size_t limit)
+{
+	if (t->m_drop[DROP_OVERSIZE])
+		gw_madd(t->g, t->m_drop[DROP_OVERSIZE], 1);
+	GW_LOG(t->g, ENGY_LOG_NOTICE,
+	       "event=tee_oversize worker=%llu miner=%s request=%s "
+	       "limit=%zu",
+	       (unsigned long long)w->id, w->hotkey, r->request_id, limit);
+}
+
 static void tee_response(void *arg, struct gw_worker *w, const struct gw_req *r,
 			 const cJSON *frame)
 {
 	struct tee *t = arg;
 	const cJSON *c = cJSON_GetObjectItemCaseSensitive(frame, "commitment");
+	size_t limit = entry_limit(w, r);
 	struct tee_ent *e;
+	char *s;
 
 	if (!keep(t, r))
 		return;
@@ -183,12 +348,25 @@ static void tee_response(void *arg, struct gw_worker *w, const struct gw_req *r,
 	if (!e)
 		return;
 	if (c && !cJSON_IsNull(c)) {
-		e->commitment = cJSON_PrintUnformatted(c);
+		/* Printed into a buffer of the limit: a larger one stops
+		 * there, costing no more than an honest one. */
+		e->commitment = malloc(limit + 1);
 		if (!e->commitment) {
 			free(e);
 			return;
 		}
+		if (limit > INT32_MAX - 8 ||
+		    !cJSON_PrintPreallocated((cJSON *)c, e->commitment,
+					     (int)limit + 1, 0)) {
+			explicit_bzero(e->commitment, limit + 1);
+			ent_free(e);
+			oversize(t, w, r, limit);
+			return;
+		}
 		e->clen = strlen(e->commitment);
+		s = realloc(e->commitment, e->clen + 1);
+		if (s)
+			e->commitment = s;
 	}
 	e->bytes = sizeof(*e) + e->clen;
 	if (e->bytes > (size_t)t->c->tee_max_bytes) {
@@ -357,8 +535,10 @@ static void sample(struct tee *t, struct engy_http_exchange *x,
 {
 	uint64_t n, since, probe, s, last;
 	cJSON *o, *arr;
-	char pb[8];
+	char pb[8], bb[40];
 	const char *pv = qparam(hr->query, "probe", pb, sizeof(pb));
+	const char *bv = qparam(hr->query, "boot", bb, sizeof(bb));
+	bool reboot;
 
 	if (qnum(hr->query, "n", 100, TEE_MAX_N, &n) < 0 ||
 	    qnum(hr->query, "since", 0, UINT64_MAX, &since) < 0 ||
@@ -369,6 +549,11 @@ static void sample(struct tee *t, struct engy_http_exchange *x,
 				  "and probe (0 or 1) are numbers");
 		return;
 	}
+	/* A cursor of another process (this gateway restarted): its seqs
+	 * say nothing here, read from the oldest entry. */
+	reboot = bv && bv[0] && strcmp(bv, t->boot) != 0;
+	if (reboot)
+		since = 0;
 	expire(t);
 	o = cJSON_CreateObject();
 	arr = o ? cJSON_AddArrayToObject(o, "entries") : NULL;
@@ -391,6 +576,12 @@ static void sample(struct tee *t, struct engy_http_exchange *x,
 		last = t->next - 1;
 	cJSON_AddNumberToObject(o, "next", (double)last);
 	cJSON_AddNumberToObject(o, "head", (double)t->head);
+	cJSON_AddStringToObject(o, "boot", t->boot);
+	if (reboot)
+		GW_LOG(t->g, ENGY_LOG_NOTICE,
+		       "event=tee_cursor_reset remote=%s reason=\"a cursor of "
+		       "another gateway process\"",
+		       hr->remote ? hr->remote : "-");
 	GW_LOG(t->g, ENGY_LOG_INFO,
 	       "event=tee_sample remote=%s since=%llu "
 	       "entries=%d next=%llu",
@@ -457,6 +648,9 @@ static void ack(struct tee *t, struct engy_http_exchange *x,
 			if (e->is_probe)
 				gw_onboard_verdict(t->g, e->worker_id,
 						   e->request_id, vk);
+			else if (vk == ENGY_VERDICT_CHEAT)
+				gw_onboard_cheat(t->g, e->miner, e->model,
+						 e->request_id, "tee");
 		}
 		drop(t, s, DROP_ACKED);
 		acked++;
@@ -491,6 +685,7 @@ static void stats(struct tee *t, struct engy_http_exchange *x)
 		cJSON_AddNumberToObject(o, "ttl_s", t->c->tee_ttl_s);
 		cJSON_AddNumberToObject(o, "sample_rate",
 					t->c->tee_sample_rate);
+		cJSON_AddStringToObject(o, "boot", t->boot);
 	}
 	gw_internal_reply(t->g, x, 200, o, NULL);
 }
@@ -544,6 +739,9 @@ static void tee_destroy(void *arg)
 		*p = NULL;
 	}
 	free(t->ring);
+	while (t->n_hs)
+		free(t->hs[--t->n_hs]);
+	free(t->hs);
 	if (t->tick)
 		event_free(t->tick);
 	free(t);
@@ -566,7 +764,7 @@ static void metrics(struct tee *t)
 	r->metric(r, ENGY_METRIC_COUNTER, "engy_gw_tee_kept_total",
 		  "commitments taken into the tee", "kind=\"probe\"", NULL, 0,
 		  &t->m_kept[1]);
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 4; i++) {
 		snprintf(l, sizeof(l), "reason=\"%s\"", drop_names[i]);
 		r->metric(r, ENGY_METRIC_COUNTER, "engy_gw_tee_dropped_total",
 			  "tee entries forgotten", l, NULL, 0, &t->m_drop[i]);
@@ -596,6 +794,19 @@ int gw_tee_init(struct gw *g)
 	t->c = &g->c->mod;
 	t->head = t->next = 1;
 	t->rng = (uint64_t)gw_now_ms() * 0xbf58476d1ce4e5b9ull | 1;
+	{
+		uint8_t b[8];
+		uint64_t x = 0;
+		int i;
+
+		if (getentropy(b, sizeof(b)) == 0)
+			memcpy(&x, b, sizeof(x));
+		x ^= t->rng ^ (uint64_t)getpid() << 32;
+		for (i = 0; i < 16; i++)
+			t->boot[i] =
+				"0123456789abcdef"[(x >> (60 - 4 * i)) & 15];
+		t->boot[16] = '\0';
+	}
 	o.arg = t;
 	rc = grow(t);
 	if (rc == 0)

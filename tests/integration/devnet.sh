@@ -5,10 +5,12 @@
 # honest miners on the splitk and warp32 kernel profiles (their numbers
 # are not the auditor's ref bits), an INT4-cheat miner claiming the
 # canonical root and an auditor on 127.0.0.1, then the light validator on
-# chain-dev; buyer traffic through the OpenAI SDK; the table: each honest
+# chain-dev; onboarding probes every miner first: the honest ones qualify,
+# the cheat fails its probes' TOPLOC verdicts and never reaches a buyer;
+# buyer traffic through the OpenAI SDK; the table: each honest
 # miner names its profile and passes with TOPLOC statistics above zero
-# (mantissa mean > 0) and a P99 score at most v/topk, the cheat is caught,
-# the closed epoch's signed weights give the cheat 0 and the honest
+# (mantissa mean > 0) and a P99 score at most v/topk, the cheat is caught
+# on its probes, the closed epoch's signed weights give the cheat 0 and the honest
 # miners all of it, and the payload verifies; the validator submits that
 # epoch and the weights on the dev chain (chain-dev's file, read here by
 # uid) are the signed epoch's, the cheat's 0; and nothing is left running.
@@ -35,23 +37,25 @@ ok "scripts/devnet.sh --once ran ($(grep -c '^devnet: ' "$T/err") progress lines
 
 V=$(tr -d ' \t\n' < "$top_srcdir/etc/devnet/model-spec.json" | sed -n 's/.*"toploc_v":\([0-9]*\).*/\1/p')
 [ -n "$V" ] || fail "no toploc_v in etc/devnet/model-spec.json"
-# columns: miner checkpoint profile requests audited p99 exp-max mant-mean verdict
+# columns: miner checkpoint profile onboard/probes requests audited p99 exp-max mant-mean verdict
 for m in honest:splitk honest-2:warp32; do
 	n=${m%%:*}
 	line=$(grep "^$n " "$T/out") || fail "no $n row: $(cat "$T/out")"
-	echo "$line" | grep -Eq "^$n +bf16 +${m#*:} +[1-9][0-9]* +[1-9][0-9]* +[0-9.]+ +[0-9]+ +[0-9.]+ +pass\$" ||
+	echo "$line" | grep -Eq "^$n +bf16 +${m#*:} +qualified/[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]* +[0-9.]+ +[0-9]+ +[0-9.]+ +pass\$" ||
 		fail "$n row: $line"
 	set -- $line
-	awk -v s="$6" -v mm="$8" -v v="$V" 'BEGIN { exit !(s <= v / 128 && mm > 0) }' ||
-		fail "$n: P99 score $6 (v $V), mantissa mean $8"
-	ok "$n on ${m#*:}: served, every response audited, pass; not bit-identical: P99 score $6, exp max $7, mantissa mean $8"
+	awk -v s="$7" -v mm="$9" -v v="$V" 'BEGIN { exit !(s <= v / 128 && mm > 0) }' ||
+		fail "$n: P99 score $7 (v $V), mantissa mean $9"
+	ok "$n on ${m#*:}: qualified by its probes, served, every response audited, pass; not bit-identical: P99 score $7, exp max $8, mantissa mean $9"
 done
 line=$(grep '^int4-cheat ' "$T/out") || fail "no cheat row"
-echo "$line" | grep -Eq '^int4-cheat +int4 +ref +[1-9][0-9]* +[1-9][0-9]* +0\.[0-9]+ +[0-9]+ +[0-9.]+ +cheat$' ||
+echo "$line" | grep -Eq '^int4-cheat +int4 +ref +refused/[1-9][0-9]* +0 +[1-9][0-9]* +0\.[0-9]+ +[0-9]+ +[0-9.]+ +cheat$' ||
 	fail "cheat row: $line"
-s=$(echo "$line" | awk '{ print $6 }')
+s=$(echo "$line" | awk '{ print $7 }')
 awk -v s="$s" -v v="$V" 'BEGIN { exit !(s > v / 128) }' || fail "cheat score $s is not above v/topk"
-ok "int4-cheat: served, audited, P99 score $s above the spec's $V/128, caught"
+grep -q 'event=onboard_failed .*reason="a TOPLOC verdict is cheat"' "$T/devnet/logs/gateway.log" ||
+	fail "the cheat's round did not fail on a cheat verdict: $(grep onboard_failed "$T/devnet/logs/gateway.log" | head -2)"
+ok "int4-cheat: refused by onboarding (a cheat verdict on its probes), no buyer request, P99 score $s above the spec's $V/128, caught"
 wl=$(grep -E '^epoch [0-9]+ weights: honest [0-9]+, honest-2 [0-9]+, int4-cheat 0 .*payload verifies\)$' "$T/out") ||
 	fail "weights: $(grep weights "$T/out")"
 w1=$(echo "$wl" | sed -n 's/.* honest \([0-9]*\),.*/\1/p'); w2=$(echo "$wl" | sed -n 's/.* honest-2 \([0-9]*\),.*/\1/p')

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # scripts/devnet.sh --once without the npm test peers: the buyer traffic
 # goes through its curl fallback (each answer on a line of its own, then
-# ok=N), and the devnet still ends with the honest miners passing, the
-# cheat caught and the cheat's weight 0 on the dev chain.  About 20 s.
+# ok=N), and the devnet still ends with the honest miners qualified and
+# passing, the cheat refused by onboarding (no buyer request) and caught
+# on its probes, and the cheat's weight 0 on the dev chain.  About 20 s.
 # Oracle: engy against itself with curl as the buyer; checks the honest
 # pass, the cheat caught, the cheat's weight 0.
 . "$(dirname "$0")/lib.sh"
@@ -29,13 +30,13 @@ ok "the devnet gateway loads the checkpoint's tokenizer (exact prompt counts)"
 grep -q '^devnet: 8 answers (curl);' "$T/err" || fail "the buyer was not curl: $(grep answers "$T/err")"
 grep -qx 'ok=8' "$T/devnet/logs/buyer.out" || fail "buyer.out: $(tail -3 "$T/devnet/logs/buyer.out")"
 ok "devnet.sh --once without the npm peers: 8 answers through curl, ok=8 on a line of its own"
-# columns: miner checkpoint profile requests audited p99 exp-max mant-mean verdict
+# columns: miner checkpoint profile onboard/probes requests audited p99 exp-max mant-mean verdict
 for m in honest:splitk honest-2:warp32; do
-	grep -Eq "^${m%%:*} +bf16 +${m#*:} +[1-9][0-9]* +[1-9][0-9]* +[0-9.]+ +[0-9]+ +[0-9.]+ +pass\$" "$T/out" ||
+	grep -Eq "^${m%%:*} +bf16 +${m#*:} +qualified/[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]* +[0-9.]+ +[0-9]+ +[0-9.]+ +pass\$" "$T/out" ||
 		fail "${m%%:*} row: $(cat "$T/out")"
 done
-grep -Eq '^int4-cheat +int4 +ref +[1-9][0-9]* +[1-9][0-9]* +0\.[0-9]+ +[0-9]+ +[0-9.]+ +cheat$' "$T/out" || fail "cheat row: $(cat "$T/out")"
+grep -Eq '^int4-cheat +int4 +ref +refused/[1-9][0-9]* +0 +[1-9][0-9]* +0\.[0-9]+ +[0-9]+ +[0-9.]+ +cheat$' "$T/out" || fail "cheat row: $(cat "$T/out")"
 grep -Eq '^dev chain: set_weights .*int4-cheat \(uid 3\) 0, honest-2 \(uid 4\) [0-9]+ +\(matches the signed epoch\)$' "$T/out" ||
 	fail "dev chain: $(grep '^dev chain' "$T/out")"
-ok "the honest miners pass, the cheat is caught, the dev chain's weights match the signed epoch"
+ok "the honest miners qualify and pass, the cheat is refused (0 buyer requests) and caught, the dev chain's weights match the signed epoch"
 echo "1..$N_OK"

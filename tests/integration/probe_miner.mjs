@@ -17,6 +17,8 @@
 //   PM_TOKENS      completion tokens of an answer (4)
 //   PM_MARK_IDS    comma-separated ids put first in prompt_ids (a marker
 //                  the zero-retention checks look for)
+//   PM_PAD_BYTES   a "pad" string of this many bytes in every commitment
+//                  (a miner bloating the proof tee; 0)
 // Writes one line per event to OUT_FILE: "admitted", "denied REASON",
 // "serve CORR KIND MODE set=S" (KIND buyer when the prompt holds BUYER-,
 // else probe; S 1 when it holds PROBE-SET-), "cancel CORR", "closed
@@ -87,6 +89,8 @@ function answer(corr, req, m) {
 		output_token_ids: ids,
 		toploc: { proofs: ['AAAAAAAAAAA='], topk: 128, decode_batching_size: 32,
 			skip_prefill: true, n_tokens: n, prompt_ids: promptIds } };
+	if (num(env.PM_PAD_BYTES, 0) > 0)
+		commitment.pad = 'x'.repeat(num(env.PM_PAD_BYTES, 0));
 	const text = Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
 	send({ type: 'response', corr_id: corr, request_id: req.engy_request_id || corr,
 		commitment, output: {

@@ -71,7 +71,8 @@ PIN(sizeof(struct engy_peer_info), 48);
 PIN(ENGY_KIND_ROLE, 7);
 PIN(offsetof(struct engy_role_ops, needs), 8);
 PIN(offsetof(struct engy_role_ops, inflight), 16);
-PIN(sizeof(struct engy_role_ops), 24);
+PIN(offsetof(struct engy_role_ops, abort), 24);
+PIN(sizeof(struct engy_role_ops), 32);
 PIN(sizeof(struct engy_role_need), 24);
 /* Kind ops 1.0. */
 PIN(offsetof(struct engy_proof_ops, scheme), 8);
