@@ -517,8 +517,13 @@ static void on_response(struct gw_worker *w, const char *corr_id,
 		return;
 	}
 	clamp_usage(r, &res);
+	/* A constrained answer is routed only to a worker that enforces the
+	 * constraint, which closes the value within max_tokens and says stop
+	 * once it is complete: its last token may be the max_tokens-th. */
 	if (!r->internal)
-		engy_api_result_stops(&res, &r->stopper.st, r->areq.max_tokens);
+		engy_api_result_stops(&res, &r->stopper.st,
+				      r->areq.constraint ? 0
+							 : r->areq.max_tokens);
 	if (answer(r, &res) < 0) {
 		engy_api_result_free(&res);
 		attempt_failed(r, 502, "the worker's output cannot be rendered",
