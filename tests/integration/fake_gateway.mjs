@@ -334,6 +334,19 @@ function onFrame(conn, data, binary) {
 		}
 		break;
 	}
+	case 'cancelled': {
+		// the slot of a cancelled corr_id is free (once per corr_id)
+		check(conn.hello && keysOnly(m, ['type', 'corr_id']) && typeof m.corr_id === 'string',
+			'cancelled fields');
+		const r = reqs.get(m.corr_id);
+		if (r) {
+			check(r.conn === conn, `cancelled for ${m.corr_id} on the leg the serve came on`);
+			check(!r.acked, `a second cancelled for ${m.corr_id}`);
+			r.acked = true;
+		}
+		conn.frames++;
+		return;
+	}
 	default:
 		fail(`unknown frame type from the miner: ${m.type}`);
 	}
