@@ -155,11 +155,11 @@ books "poison requests"
 
 # --- 3. a capacity claim alone does not win traffic ----------------------------
 # An honest worker (8 slots, quick) and a liar claiming 1,000,000 (held to
-# worker_max_inflight 16) that answers slowly (250 ms a chunk): 48
+# worker_max_inflight 16) that answers slowly (1 s a chunk): 48
 # requests, 8 at a time.  Weights start at worker_start_inflight (4) and
 # grow only with answers in time, so the liar's share stays small.
 peer honest good MINER_KEY="$MK" MODEL=hw WORKER_NAME=honest MAX_INFLIGHT=8 CHUNK_MS=5
-peer liar good MINER_KEY="$MK" MODEL=hw WORKER_NAME=liar MAX_INFLIGHT=1000000 CHUNK_MS=250
+peer liar good MINER_KEY="$MK" MODEL=hw WORKER_NAME=liar MAX_INFLIGHT=1000000 CHUNK_MS=1000
 [ "$(wjs '(ws.find((w) => w.name === "liar") || {}).capacity')" = 16 ] ||
 	fail "liar's ceiling: $(cat "$T/workers.json")"
 req hw "weights" > "$T/hw.json"
