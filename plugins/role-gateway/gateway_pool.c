@@ -180,6 +180,11 @@ static void expire_holds(struct gw_worker *w)
 			pp = &h->next;
 			continue;
 		}
+		GW_LOG(w->g, ENGY_LOG_INFO,
+		       "event=cancel_hold_expired worker=%llu held_s=%.1f "
+		       "acks_cancel=%s",
+		       (unsigned long long)w->id, gw_since(&h->t),
+		       w->acks_cancel ? "yes" : "no");
 		*pp = h->next;
 		free(h);
 		w->held--;
@@ -399,8 +404,10 @@ static void on_hello(struct gw_worker *w, const struct gw_mframe *f)
 static void on_heartbeat(struct gw_worker *w, const struct gw_mframe *f)
 {
 	w->miner_inflight = f->inflight;
-	/* Nothing runs there: no cancelled request holds a slot. */
-	if (!f->inflight)
+	/* Nothing runs there: no cancelled request holds a slot (a miner
+	 * that confirms its cancels is believed on those alone: this
+	 * heartbeat may predate a serve it has not read yet). */
+	if (!f->inflight && !w->acks_cancel)
 		unhold_all(w);
 	/* A miner may lower its share, never raise it past its hello. */
 	if (f->cap.max_inflight && f->cap.max_inflight < w->max_inflight)

@@ -30,6 +30,7 @@ gw_conf "  first_token_timeout_s = 10
   key_max_inflight = 0
   affinity_min_chars = 100000
   worker_max_inflight = 16
+  cancel_hold_s = 2
   tee_sample_rate = 0"
 gw_start
 
@@ -223,7 +224,16 @@ done
 [ "$(grep -c 'event=attempt_oversize ' "$T/gw.log")" = 2 ] || fail "no oversize lines: $(grep oversize "$T/gw.log")"
 [ "$(wjs '(ws.find((w) => w.name === "big") || {}).failed')" = 2 ] || fail "big not charged: $(cat "$T/workers.json")"
 peer_wait big "cancel corr="
-ok "1 MB of content for max_tokens 16: cut (502, nothing relayed), cancel to the miner, counted against it"
+# The scripted peer never sends `cancelled`: its two held slots come back
+# after cancel_hold_s (2 s).
+bid=$(wjs '(ws.find((w) => w.name === "big") || {}).id')
+i=0
+while [ "$(grep -c "event=cancel_hold_expired worker=$bid .* acks_cancel=no" "$T/gw.log")" -lt 2 ]; do
+	i=$((i + 1)); [ $i -le 600 ] || fail "held slots of big: $(grep cancel_hold "$T/gw.log")"
+	sleep 0.1
+done
+wait_wjs 'ws.find((w) => w.name === "big").cancels_held === 0'
+ok "1 MB of content for max_tokens 16: cut (502, nothing relayed), cancel to the miner, counted against it; the slots of a miner that never confirms a cancel come back after cancel_hold_s"
 books "answers longer than max_tokens"
 
 echo "$N_OK passed, 0 failed"
