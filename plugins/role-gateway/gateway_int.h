@@ -218,7 +218,8 @@ struct gw_outcome {
 };
 
 /* How an attempt failed: a buyer request's failures are charged to
- * workers at its end, by kind (specs/gateway.md, "Failures"). */
+ * workers at its end, by kind (specs/gateway.md, "Failures: who is
+ * charged").  The kinds from GW_F_ERROR on are the worker's fault. */
 enum gw_fail {
 	GW_F_NONE = 0,
 	GW_F_GATEWAY,  /* 500: the gateway's own failure */
