@@ -5,8 +5,7 @@
  * (breaker_window_s, in 30 buckets): answered (200), failed (502, 504
  * charged to the worker: at most one per buyer request, told when the
  * request ends, gateway_relay.c; 499 and refusals never count) and slow
- * (answered
- * with a TTFT or TPOT over the model's p99 ceiling).  An eligible
+ * (answered with a TTFT or TPOT over the model's p99 ceiling).  An eligible
  * permissionless worker is pulled (state PULLED) when
  *
  *   - breaker_consecutive attempts in a row failed, or
