@@ -240,4 +240,9 @@ wait_wjs 'ws.find((w) => w.name === "quiet").cancels_held === 0'
 ok "1 MB of content for max_tokens 16: cut (502, nothing relayed), cancel to the miner, counted against it; the slot of a miner that never confirms a cancel comes back after cancel_hold_s"
 books "answers longer than max_tokens"
 
+# SIGTERM after all this: the gateway drains and exits 0, and its stderr
+# (where sanitizer reports land) is empty.
+gw_stop
+ok "the gateway drains and exits 0 on SIGTERM after every attack"
+
 echo "$N_OK passed, 0 failed"
