@@ -337,6 +337,16 @@ char *engy_miner_chunk_json(const char *corr_id, const char *content,
 	return finish(root, ok, len);
 }
 
+char *engy_miner_cancelled_json(const char *corr_id, size_t *len)
+{
+	cJSON *root = cJSON_CreateObject();
+	bool ok;
+
+	ok = root && cJSON_AddStringToObject(root, "type", "cancelled") &&
+	     cJSON_AddStringToObject(root, "corr_id", corr_id);
+	return finish(root, ok, len);
+}
+
 char *engy_miner_error_json(const char *corr_id, const char *request_id,
 			    const char *error, size_t *len)
 {

@@ -115,6 +115,8 @@ char *engy_miner_chunk_json(const char *corr_id, const char *content,
 			    size_t content_len, const char *reasoning,
 			    size_t reasoning_len, size_t *len);
 /* The failure form of `response`: commitment null, output {}, error. */
+/* {"type":"cancelled","corr_id":…}: a cancelled request's slot is free. */
+char *engy_miner_cancelled_json(const char *corr_id, size_t *len);
 char *engy_miner_error_json(const char *corr_id, const char *request_id,
 			    const char *error, size_t *len);
 

@@ -118,6 +118,18 @@ static const struct engy_opt gw_opts[] = {
 	  OFF(cancel_bytes_per_token), "4", NULL, 1, 64,
 	  "a cancelled stream without a tokenizer pays one token per this "
 	  "many bytes it received" },
+	{ "cancel_hold_s", ENGY_OPT_FLOAT, 0, OFF(cancel_hold_s), "10", NULL, 0,
+	  0,
+	  "a cancelled request keeps its slot on the worker until the miner "
+	  "says `cancelled`; from a miner that never did, this long" },
+	{ "max_bytes_per_token", ENGY_OPT_INT, 0, OFF(max_bytes_per_token),
+	  "128", NULL, 1, 1 << 20,
+	  "an answer longer than max_tokens times this (+1 KiB) is cut and "
+	  "counted against its worker" },
+	{ "worker_start_inflight", ENGY_OPT_INT, 0, OFF(worker_start_inflight),
+	  "4", NULL, 1, 1 << 20,
+	  "a new worker's routing weight; it grows by serving at full "
+	  "weight in time, up to worker_max_inflight" },
 	GW_MOD_OPTS,
 	ENGY_OPT_END
 };

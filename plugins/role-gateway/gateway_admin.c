@@ -66,6 +66,9 @@ static cJSON *worker_json(struct gw *g, const struct gw_worker *w)
 	cJSON_AddNumberToObject(o, "priority", w->priority);
 	cJSON_AddNumberToObject(o, "inflight", w->inflight);
 	cJSON_AddNumberToObject(o, "capacity", w->max_inflight);
+	cJSON_AddNumberToObject(o, "earned", w->earned);
+	cJSON_AddNumberToObject(o, "cancels_held", w->held);
+	cJSON_AddNumberToObject(o, "ms_per_token", w->ms_per_token);
 	cJSON_AddNumberToObject(o, "capacity_total", w->max_inflight_total);
 	cJSON_AddNumberToObject(o, "miner_inflight", w->miner_inflight);
 	cJSON_AddNumberToObject(o, "served", (double)w->served);

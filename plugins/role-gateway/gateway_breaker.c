@@ -2,9 +2,10 @@
 /*
  * The circuit breaker (specs/gateway.md, "Circuit breaker"): every buyer
  * attempt that ends on a worker lands in that worker's sliding window
- * (breaker_window_s, in 30 buckets): answered (200), failed (502, 504:
- * the worker's fault; 499 and refusals never count) and slow (answered
- * with a TTFT or TPOT over the model's p99 ceiling).  An eligible
+ * (breaker_window_s, in 30 buckets): answered (200), failed (502, 504
+ * charged to the worker: at most one per buyer request, told when the
+ * request ends, gateway_relay.c; 499 and refusals never count) and slow
+ * (answered with a TTFT or TPOT over the model's p99 ceiling).  An eligible
  * permissionless worker is pulled (state PULLED) when
  *
  *   - breaker_consecutive attempts in a row failed, or

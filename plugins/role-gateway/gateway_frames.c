@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What a miner sends (specs/protocol.md §2), parsed on the gateway's side:
- * hello, heartbeat, chunk, response; anything else with a "type" is
+ * hello, heartbeat, chunk, response, cancelled; anything else with a "type" is
  * ignored (forward compatibility).  Outside bytes: every field is checked
  * for type and size before it is used, and nothing here logs.
  */
@@ -179,6 +179,13 @@ int gw_frame_parse(const char *data, size_t len, struct gw_mframe *f, char *err,
 				return bad(err, errlen,
 					   "chunk.delta: an object");
 		}
+		return 0;
+	}
+	if (strcmp(f->type_name, "cancelled") == 0) {
+		f->type = GW_M_CANCELLED;
+		f->corr_id = str(f->root, "corr_id", ENGY_GW_MAX_CORR_ID);
+		if (!f->corr_id)
+			return bad(err, errlen, "no usable corr_id");
 		return 0;
 	}
 	f->type = GW_M_UNKNOWN;

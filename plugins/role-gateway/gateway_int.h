@@ -116,6 +116,9 @@ struct gw_conf {
 	const char *chat_template;   /* qwen3.6 or qwen3 */
 	double reserve_margin_s;
 	int64_t cancel_bytes_per_token; /* cancelled stream, no tokenizer */
+	double cancel_hold_s;		/* a cancelled slot, unconfirmed */
+	int64_t max_bytes_per_token;	/* content bound from max_tokens */
+	int64_t worker_start_inflight;	/* a new worker's earned share */
 	struct gw_mod_conf mod;		/* onboarding, breaker, tee */
 };
 
@@ -129,6 +132,13 @@ enum gw_wstate {
 	GW_W_ACTIVE,	/* serves buyers */
 	GW_W_PULLED,	/* taken out (breaker, control plane): re-prove */
 	GW_W_CLOSED,	/* the leg is gone */
+};
+
+/* A cancelled attempt whose slot the miner has not released yet. */
+struct gw_hold {
+	struct gw_hold *next;
+	char corr_id[48];
+	struct timespec t;
 };
 
 /* One leg: a miner's connection to this gateway worker. */
@@ -165,8 +175,17 @@ struct gw_worker {
 	unsigned inflight;	 /* attempts routed here, open */
 	unsigned miner_inflight; /* its last heartbeat */
 	struct gw_req *reqs;	 /* those attempts */
-	int64_t swrr;		 /* smooth weighted round-robin */
-	uint64_t ident;		 /* hash of (key, worker_name) */
+	/* cancelled attempts still holding a slot until the miner says
+	 * `cancelled` (or cancel_hold_s, for a miner that never did) */
+	struct gw_hold *holds;
+	unsigned held;
+	bool acks_cancel; /* it sent a `cancelled` frame */
+	/* the share it earned by serving (routing weight), <= max_inflight */
+	unsigned earned;
+	double ms_per_token; /* its answers' time per token, a moving mean */
+	uint64_t answered;   /* buyer answers in that mean */
+	int64_t swrr;	     /* smooth weighted round-robin */
+	uint64_t ident;	     /* hash of (key, worker_name) */
 	/* timing (CLOCK_MONOTONIC) */
 	struct timespec opened, last_seen, last_ping;
 	uint64_t served, failed, bad_frames;
@@ -201,6 +220,28 @@ struct gw_outcome {
 	int64_t cost_micro; /* what settle was asked to charge */
 	bool is_probe;
 	const char *reason; /* short, never content */
+};
+
+/* How an attempt failed: a buyer request's failures are charged to
+ * workers at its end, by kind (specs/gateway.md, "Failures: who is
+ * charged").  The kinds from GW_F_ERROR on are the worker's fault. */
+enum gw_fail {
+	GW_F_NONE = 0,
+	GW_F_GATEWAY,  /* 500: the gateway's own failure */
+	GW_F_CANCELS,  /* an error while cancels were in flight there */
+	GW_F_ERROR,    /* an error response */
+	GW_F_RENDER,   /* output that cannot be rendered */
+	GW_F_LEG,      /* the leg was lost */
+	GW_F_TIMEOUT,  /* no token in time, or past max_request_s */
+	GW_F_OVERSIZE, /* more content than max_tokens can produce */
+};
+
+/* A failed attempt of a buyer request, told to the observers when the
+ * request ends (charged or not). */
+struct gw_failed_attempt {
+	uint64_t worker; /* its id */
+	enum gw_fail kind;
+	struct gw_outcome o;
 };
 
 /*
@@ -256,7 +297,10 @@ struct gw_req {
 	struct gw_worker *w; /* the current attempt's worker */
 	unsigned attempts;
 	uint64_t tried[GW_MAX_ATTEMPTS];
-	char miner[64]; /* last worker's hotkey and name */
+	struct gw_failed_attempt fails[GW_MAX_ATTEMPTS];
+	unsigned n_fails;
+	size_t content_bytes; /* this attempt's text, all chunks */
+	char miner[64];	      /* last worker's hotkey and name */
 	char worker_name[128];
 	/* earlier attempts that failed on a worker (502/504) and were retried:
 	 * each gets a request-log row of its own (scoring counts it) */
@@ -376,6 +420,15 @@ struct gw_pool_sink {
 	/* @w's leg is gone: fail its attempts over. */
 	void (*orphan)(struct gw_worker *w);
 };
+
+/* A cancelled attempt's slot on @w stays taken until the miner releases
+ * it (gateway_pool.c). */
+void gw_worker_hold(struct gw_worker *w, const char *corr_id);
+/* The miner released @corr_id's slot (`cancelled`, or a late response
+ * frame): true when it was held. */
+bool gw_worker_unhold(struct gw_worker *w, const char *corr_id);
+/* Slots taken on @w: open attempts and held cancels. */
+unsigned gw_worker_busy(const struct gw_worker *w);
 
 /* The end of an attempt (set by gw_req_init()).  The observers were
  * told already and r->w is detached. */
@@ -522,6 +575,9 @@ void gw_relay_outcome(const struct gw_req *r, int status, const char *reason,
 void gw_relay_end(struct gw_req *r);
 /* @r is freed: off its worker, timers freed. */
 void gw_relay_drop(struct gw_req *r);
+/* @r ends (@answered: a worker answered it): its failed attempts are
+ * told to the observers, at most one charged to its worker. */
+void gw_relay_charge(struct gw_req *r, bool answered);
 
 /* gateway_route.c */
 /* Whether @w may get buyer traffic (state, 1st-party, onboarding). */
@@ -605,6 +661,7 @@ enum gw_mtype {
 	GW_M_HEARTBEAT,
 	GW_M_CHUNK,
 	GW_M_RESPONSE,
+	GW_M_CANCELLED, /* the miner released a cancelled corr_id's slot */
 };
 
 struct gw_capacity {
@@ -620,7 +677,7 @@ struct gw_mframe {
 	int type; /* enum gw_mtype */
 	const char *type_name;
 	cJSON *root;
-	const char *corr_id; /* chunk, response */
+	const char *corr_id; /* chunk, response, cancelled */
 	const cJSON *delta;  /* chunk */
 	/* hello */
 	const char *miner_key;

@@ -120,9 +120,83 @@ void gw_worker_close(struct gw_worker *w, int code, const char *reason)
 	gauge(g);
 }
 
+/* ---- cancelled slots -------------------------------------------------- */
+
+void gw_worker_hold(struct gw_worker *w, const char *corr_id)
+{
+	struct gw_hold *h;
+
+	if (!w->conn || !(h = calloc(1, sizeof(*h))))
+		return;
+	snprintf(h->corr_id, sizeof(h->corr_id), "%s", corr_id);
+	clock_gettime(CLOCK_MONOTONIC, &h->t);
+	h->next = w->holds;
+	w->holds = h;
+	w->held++;
+}
+
+bool gw_worker_unhold(struct gw_worker *w, const char *corr_id)
+{
+	struct gw_hold **pp, *h;
+
+	for (pp = &w->holds; (h = *pp); pp = &h->next) {
+		if (strcmp(h->corr_id, corr_id) != 0)
+			continue;
+		*pp = h->next;
+		free(h);
+		w->held--;
+		return true;
+	}
+	return false;
+}
+
+unsigned gw_worker_busy(const struct gw_worker *w)
+{
+	return w->inflight + w->held;
+}
+
+static void unhold_all(struct gw_worker *w)
+{
+	struct gw_hold *h;
+
+	while ((h = w->holds)) {
+		w->holds = h->next;
+		free(h);
+	}
+	w->held = 0;
+}
+
+/* A miner that confirmed a cancel before frees every slot by itself (its
+ * own deadline ends what runs: max_request_s); one that never did gets
+ * them back after cancel_hold_s. */
+static void expire_holds(struct gw_worker *w)
+{
+	double limit = w->acks_cancel ? w->max_request_s + w->g->c->stale_s
+				      : w->g->c->cancel_hold_s;
+	struct gw_hold **pp, *h;
+
+	for (pp = &w->holds; (h = *pp);) {
+		if (gw_since(&h->t) <= limit) {
+			pp = &h->next;
+			continue;
+		}
+		GW_LOG(w->g, ENGY_LOG_INFO,
+		       "event=cancel_hold_expired worker=%llu held_s=%.1f "
+		       "acks_cancel=%s",
+		       (unsigned long long)w->id, gw_since(&h->t),
+		       w->acks_cancel ? "yes" : "no");
+		*pp = h->next;
+		free(h);
+		w->held--;
+		gw_count(w->g, "engy_gw_cancel_holds_expired_total", NULL);
+	}
+}
+
 static void worker_free(struct gw_worker *w)
 {
 	size_t i;
+
+	unhold_all(w);
 
 	for (i = 0; i < GW_EXT_SLOTS; i++)
 		if (w->ext[i])
@@ -271,6 +345,10 @@ static void hello_done(struct gw_worker *w, int rc, const struct engy_miner *m,
 	 * routing weight and the requests the worker is given at once. */
 	if (w->max_inflight > (unsigned)g->c->worker_max_inflight)
 		w->max_inflight = (unsigned)g->c->worker_max_inflight;
+	/* ... and its weight starts small: it grows by serving. */
+	w->earned = (unsigned)g->c->worker_start_inflight < w->max_inflight
+			    ? (unsigned)g->c->worker_start_inflight
+			    : w->max_inflight;
 	w->ident = ident_of(w);
 	supersede(w);
 	gw_worker_set_state(w, w->first_party ? GW_W_ACTIVE : GW_W_NEW,
@@ -327,6 +405,11 @@ static void on_hello(struct gw_worker *w, const struct gw_mframe *f)
 static void on_heartbeat(struct gw_worker *w, const struct gw_mframe *f)
 {
 	w->miner_inflight = f->inflight;
+	/* Nothing runs there: no cancelled request holds a slot (a miner
+	 * that confirms its cancels is believed on those alone: this
+	 * heartbeat may predate a serve it has not read yet). */
+	if (!f->inflight && !w->acks_cancel)
+		unhold_all(w);
 	/* A miner may lower its share, never raise it past its hello. */
 	if (f->cap.max_inflight && f->cap.max_inflight < w->max_inflight)
 		w->max_inflight = f->cap.max_inflight;
@@ -440,7 +523,8 @@ static void h_message(void *arg, struct engy_ws_conn *c, int type,
 		 * fails over), what is no frame at all closes the leg. */
 		if (w->state == GW_W_HELLO && f.type == GW_M_HELLO)
 			deny(w, err);
-		else if (f.type == GW_M_CHUNK || f.type == GW_M_RESPONSE)
+		else if (f.type == GW_M_CHUNK || f.type == GW_M_RESPONSE ||
+			 f.type == GW_M_CANCELLED)
 			gw_count(g, "engy_gw_frames_ignored_total",
 				 "reason=\"no corr_id\"");
 		else
@@ -459,7 +543,14 @@ static void h_message(void *arg, struct engy_ws_conn *c, int type,
 	} else if (f.type == GW_M_CHUNK) {
 		g->pool_sink->chunk(w, f.corr_id, f.delta);
 	} else if (f.type == GW_M_RESPONSE) {
-		g->pool_sink->response(w, f.corr_id, f.root);
+		/* A response that crossed our cancel frees its slot too. */
+		if (!gw_worker_unhold(w, f.corr_id))
+			g->pool_sink->response(w, f.corr_id, f.root);
+	} else if (f.type == GW_M_CANCELLED) {
+		w->acks_cancel = true;
+		if (!gw_worker_unhold(w, f.corr_id))
+			gw_count(g, "engy_gw_frames_ignored_total",
+				 "reason=\"unknown corr_id\"");
 	} else {
 		gw_count(g, "engy_gw_frames_ignored_total",
 			 f.type == GW_M_HELLO ? "reason=\"repeat hello\""
@@ -545,6 +636,8 @@ void gw_pool_tick(struct gw *g)
 		next = w->next;
 		if (!w->conn)
 			continue;
+		if (w->holds)
+			expire_holds(w);
 		if (w->state == GW_W_HELLO &&
 		    gw_since(&w->opened) > g->c->hello_timeout_s) {
 			deny(w, "no hello in time");

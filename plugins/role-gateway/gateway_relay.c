@@ -126,6 +126,8 @@ static struct gw_req *find(struct gw_worker *w, const char *corr_id)
 	return NULL;
 }
 
+/* `cancel` to the attempt's worker; its slot stays taken until the
+ * miner releases it (gw_worker_hold()). */
 static void send_cancel(struct gw_req *r)
 {
 	cJSON *o;
@@ -137,31 +139,143 @@ static void send_cancel(struct gw_req *r)
 	if (o && cJSON_AddStringToObject(o, "type", "cancel") &&
 	    cJSON_AddStringToObject(o, "corr_id", r->corr_id)) {
 		s = cJSON_PrintUnformatted(o);
-		gw_send(r->g, r->w, s, s ? strlen(s) : 0);
+		if (gw_send(r->g, r->w, s, s ? strlen(s) : 0) >= 0)
+			gw_worker_hold(r->w, r->corr_id);
 	}
 	cJSON_Delete(o);
 }
 
-/* An attempt ended without a result: tell the observers, then the
- * driver (another worker, or the buyer gets @status). */
+static bool miner_kind(enum gw_fail k)
+{
+	return k >= GW_F_ERROR;
+}
+
+/* An attempt ended without a result: tell the observers (a buyer
+ * request's possible fault when the request ends: gw_relay_charge()),
+ * then the driver (another worker, or the buyer gets @status). */
 static void attempt_failed(struct gw_req *r, int status, const char *reason,
-			   bool retry)
+			   bool retry, enum gw_fail kind)
 {
 	struct gw *g = r->g;
 	struct gw_worker *w = r->w;
+	struct gw_failed_attempt *fa;
 	struct gw_outcome o;
 
 	timers_off(r);
 	if (w) {
-		if (status == 502 || status == 504)
-			w->failed++;
 		gw_relay_outcome(r, status, reason, &o);
+		o.miner_fault = miner_kind(kind);
 		detach(r);
-		gw_notify_finished(g, w, r, &o);
+		if (!r->internal && o.miner_fault &&
+		    r->n_fails < GW_MAX_ATTEMPTS) {
+			fa = &r->fails[r->n_fails++];
+			fa->worker = w->id;
+			fa->kind = kind;
+			fa->o = o;
+		} else {
+			if (o.miner_fault)
+				w->failed++;
+			gw_notify_finished(g, w, r, &o);
+		}
 	}
 	r->first_chunk = false;
 	r->status = status;
 	g->relay_sink->failed(r, status, retry);
+}
+
+/* A charged failure halves what @w earned (not below the start). */
+static void forfeit(struct gw_worker *w)
+{
+	unsigned start = (unsigned)w->g->c->worker_start_inflight;
+
+	w->earned /= 2;
+	if (w->earned < start)
+		w->earned = start < w->max_inflight ? start : w->max_inflight;
+}
+
+/*
+ * A buyer answer from @w (still counted in its slots): its time per
+ * token joins a moving mean; answered at its full earned share and no
+ * slower than twice the model's fastest eligible worker, the share grows
+ * by one (up to the ceiling).  A claim alone never grows it.
+ */
+static void earn(struct gw_req *r, struct gw_worker *w)
+{
+	double mpt = (double)ms_between(&r->t_sent, &r->t_last) /
+		     (r->completion_tokens ? r->completion_tokens : 1);
+	double best = mpt;
+	const struct gw_worker *x;
+
+	if (r->internal)
+		return;
+	w->ms_per_token = w->answered ? 0.8 * w->ms_per_token + 0.2 * mpt : mpt;
+	w->answered++;
+	for (x = r->g->workers; x; x = x->next)
+		if (x->answered && x->ms_per_token < best &&
+		    strcmp(x->model, w->model) == 0 &&
+		    gw_worker_eligible(r->g, x))
+			best = x->ms_per_token;
+	if (w->ms_per_token < best)
+		best = w->ms_per_token;
+	if (gw_worker_busy(w) >= w->earned && w->earned < w->max_inflight &&
+	    w->ms_per_token <= 2 * best)
+		w->earned++;
+}
+
+static struct gw_worker *worker_by_id(struct gw *g, uint64_t id)
+{
+	struct gw_worker *w;
+
+	for (w = g->workers; w; w = w->next)
+		if (w->id == id)
+			return w;
+	return NULL;
+}
+
+/*
+ * One buyer request counts at most once against the workers it failed
+ * on: answered elsewhere, the first failed attempt is charged; failed
+ * everywhere, the same way (kind) on two workers or more, it is the
+ * request's fault (a poison request) and nobody is charged; otherwise
+ * the first failed attempt is.  Every attempt is still told.
+ */
+void gw_relay_charge(struct gw_req *r, bool answered)
+{
+	struct gw *g = r->g;
+	int charge = 0;
+	unsigned i, j;
+
+	if (!r->n_fails)
+		return;
+	for (i = 0; !answered && i < r->n_fails && charge >= 0; i++)
+		for (j = i + 1; j < r->n_fails; j++)
+			if (r->fails[i].kind == r->fails[j].kind &&
+			    r->fails[i].worker != r->fails[j].worker) {
+				charge = -1;
+				break;
+			}
+	if (charge < 0) {
+		gw_count(g, "engy_gw_poison_requests_total", NULL);
+		GW_LOG(g, ENGY_LOG_NOTICE,
+		       "event=request_poison request=%s attempts=%u "
+		       "reason=\"failed the same way on %u workers: charged to "
+		       "none\"",
+		       r->request_id, r->attempts, r->n_fails);
+	}
+	for (i = 0; i < r->n_fails; i++) {
+		struct gw_failed_attempt *fa = &r->fails[i];
+		struct gw_worker *w = worker_by_id(g, fa->worker);
+
+		fa->o.miner_fault = (int)i == charge;
+		if (!w)
+			continue;
+		if (fa->o.miner_fault) {
+			w->failed++;
+			forfeit(w);
+		}
+		gw_notify_finished(g, w, r, &fa->o);
+	}
+	r->n_fails = 0;
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -172,7 +286,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	attempt_failed(r, 504,
 		       r->first_chunk ? "past max_request_s"
 				      : "no first token in time",
-		       false);
+		       false, GW_F_TIMEOUT);
 }
 
 static void arm(struct gw_req *r, double s)
@@ -300,6 +414,7 @@ void gw_relay_start(struct gw_req *r, struct gw_worker *w)
 	w->reqs = r;
 	w->inflight++;
 	r->first_chunk = false;
+	r->content_bytes = 0;
 	deadline = r->spec.max_request_s;
 	if (w->max_request_s > 0 && w->max_request_s < deadline)
 		deadline = w->max_request_s;
@@ -317,7 +432,8 @@ void gw_relay_start(struct gw_req *r, struct gw_worker *w)
 		else /* the gateway's failure, never the worker's: not
 			 * counted against it, and not retried (it would fail
 			 * the same way on every worker) */
-			attempt_failed(r, 500, "serve not sent", false);
+			attempt_failed(r, 500, "serve not sent", false,
+				       GW_F_GATEWAY);
 		return;
 	}
 	arm(r, g->c->first_token_timeout_s < deadline - gw_since(&r->t0)
@@ -364,6 +480,51 @@ static void keep_text(struct gw_req *r, const char *s, size_t n)
 	r->relayed[r->relayed_bytes] = '\0';
 }
 
+/* The most text @r's max_tokens can produce (content, reasoning, tool
+ * calls): a token decodes to max_bytes_per_token bytes at most; the
+ * slack covers a tool call's JSON. */
+static size_t content_bound(const struct gw_req *r)
+{
+	uint64_t b =
+		r->areq.max_tokens * (uint64_t)r->g->c->max_bytes_per_token +
+		1024;
+
+	return b > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)b;
+}
+
+static size_t calls_bytes(const cJSON *calls)
+{
+	const cJSON *c, *f, *j;
+	size_t n = 0;
+
+	cJSON_ArrayForEach(c, calls)
+	{
+		f = cJSON_GetObjectItemCaseSensitive(c, "function");
+		j = cJSON_GetObjectItemCaseSensitive(f, "arguments");
+		if (cJSON_IsString(j) && j->valuestring)
+			n += strlen(j->valuestring);
+		j = cJSON_GetObjectItemCaseSensitive(f, "name");
+		if (cJSON_IsString(j) && j->valuestring)
+			n += strlen(j->valuestring);
+	}
+	return n;
+}
+
+/* More text than max_tokens can produce: cut, `cancel`, the worker's
+ * fault (another worker while nothing reached the buyer). */
+static void oversize(struct gw_req *r)
+{
+	gw_count(r->g, "engy_gw_oversize_total", NULL);
+	GW_LOG(r->g, ENGY_LOG_NOTICE,
+	       "event=attempt_oversize request=%s worker=%llu bytes=%zu "
+	       "max_tokens=%llu bound=%zu",
+	       r->request_id, (unsigned long long)r->w->id, r->content_bytes,
+	       (unsigned long long)r->areq.max_tokens, content_bound(r));
+	send_cancel(r);
+	attempt_failed(r, 502, "more content than max_tokens can produce",
+		       !r->content_sent, GW_F_OVERSIZE);
+}
+
 static void on_chunk(struct gw_worker *w, const char *corr_id,
 		     const cJSON *delta)
 {
@@ -377,6 +538,13 @@ static void on_chunk(struct gw_worker *w, const char *corr_id,
 	reasoning = dstr(delta, "reasoning_content", &rlen);
 	if (!reasoning)
 		reasoning = dstr(delta, "reasoning", &rlen);
+	r->content_bytes += clen + rlen +
+			    calls_bytes(cJSON_GetObjectItemCaseSensitive(
+				    delta, "tool_calls"));
+	if (r->content_bytes > content_bound(r)) {
+		oversize(r);
+		return;
+	}
 	/* Only a token is a token: an empty chunk neither starts the
 	 * first-token clock (a forged TTFT) nor re-arms the timer. */
 	if (!content && !reasoning &&
@@ -503,9 +671,18 @@ static void on_response(struct gw_worker *w, const char *corr_id,
 		r->t_first = r->t_last;
 	}
 	if (cJSON_IsString(err) || (err && !cJSON_IsNull(err))) {
-		/* The miner's text is not relayed: it may quote the prompt. */
-		attempt_failed(r, 502, "the worker answered with an error",
-			       true);
+		/* The miner's text is not relayed: it may quote the prompt.
+		 * While cancelled requests still hold slots there, a refusal
+		 * is the cancels' doing, not the worker's fault. */
+		if (w->held)
+			attempt_failed(r, 502,
+				       "the worker refused while cancels were "
+				       "in flight",
+				       true, GW_F_CANCELS);
+		else
+			attempt_failed(r, 502,
+				       "the worker answered with an error",
+				       true, GW_F_ERROR);
 		return;
 	}
 	if (engy_api_result_parse(
@@ -513,7 +690,24 @@ static void on_response(struct gw_worker *w, const char *corr_id,
 		    why, sizeof(why)) < 0) {
 		engy_api_result_free(&res);
 		attempt_failed(r, 502, "the worker's output cannot be rendered",
-			       true);
+			       true, GW_F_RENDER);
+		return;
+	}
+	{
+		size_t n = res.content_len + res.reasoning_len, i;
+
+		for (i = 0; i < res.n_calls; i++)
+			n += (res.calls[i].name ? strlen(res.calls[i].name)
+						: 0) +
+			     (res.calls[i].arguments
+				      ? strlen(res.calls[i].arguments)
+				      : 0);
+		if (n > r->content_bytes)
+			r->content_bytes = n;
+	}
+	if (r->content_bytes > content_bound(r)) {
+		engy_api_result_free(&res);
+		oversize(r);
 		return;
 	}
 	clamp_usage(r, &res);
@@ -527,11 +721,12 @@ static void on_response(struct gw_worker *w, const char *corr_id,
 	if (answer(r, &res) < 0) {
 		engy_api_result_free(&res);
 		attempt_failed(r, 502, "the worker's output cannot be rendered",
-			       !r->content_sent);
+			       !r->content_sent, GW_F_RENDER);
 		return;
 	}
 	engy_api_result_free(&res);
 	w->served++;
+	earn(r, w);
 	timers_off(r);
 	gw_relay_outcome(r, 200, NULL, &o);
 	if (r->sink && !r->sink_called) {
@@ -547,7 +742,8 @@ static void on_response(struct gw_worker *w, const char *corr_id,
 static void on_orphan(struct gw_worker *w)
 {
 	while (w->reqs)
-		attempt_failed(w->reqs, 502, "the worker's leg closed", true);
+		attempt_failed(w->reqs, 502, "the worker's leg closed", true,
+			       GW_F_LEG);
 }
 
 void gw_relay_cancel(struct gw_req *r)

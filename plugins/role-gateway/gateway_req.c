@@ -78,6 +78,7 @@ void gw_req_finish(struct gw_req *r, int status, const char *reason)
 	char labels[64], qr[200];
 
 	gw_relay_end(r);
+	gw_relay_charge(r, status == 200);
 	r->status = status;
 	gw_relay_outcome(r, status, reason, &r->out_come);
 	gw_store_key_release(r);

@@ -10,13 +10,16 @@
  *     (miner key, worker_name) picks the affine worker, so one prefix
  *     lands on one worker while that worker stays eligible, whatever
  *     else joins or leaves, and a reconnecting worker keeps its
- *     prefixes.  Weights are capacity x priority, so prefixes spread in
- *     proportion to capacity.  The affine worker is taken unless its load
+ *     prefixes.  Weights are earned share x priority, so prefixes spread
+ *     in proportion to measured capacity.  The affine worker is taken unless its load
  *     (inflight / capacity) exceeds the least loaded candidate's by more
  *     than affinity_slack: a hot prefix spills instead of queueing;
  *  3. otherwise smooth weighted round-robin (nginx's) with weights =
- *     free slots x priority: fair by free capacity, deterministic, no
- *     starvation.
+ *     free earned slots x priority: fair by earned capacity,
+ *     deterministic, no starvation.  A worker's earned share starts at
+ *     worker_start_inflight and grows by serving (gateway_relay.c);
+ *     only when every candidate is at its earned share are the slots
+ *     up to its ceiling used, weighted by the earned share.
  *
  * Priority is a bias, not a tier: a worker of priority p weighs 2^p
  * (p clamped to -8..8), so priority 1 gets about twice the share.
@@ -117,8 +120,9 @@ static bool candidate(const struct gw *g, const struct gw_req *r,
 	if (r->pin)
 		return w->id == r->pin && w->conn && !w->reconnect_sent &&
 		       w->state >= GW_W_NEW && w->state < GW_W_CLOSED &&
-		       w->inflight < w->max_inflight;
-	return gw_worker_eligible(g, w) && w->inflight < w->max_inflight &&
+		       gw_worker_busy(w) < w->max_inflight;
+	return gw_worker_eligible(g, w) &&
+	       gw_worker_busy(w) < w->max_inflight &&
 	       strcmp(w->model, r->spec.name) == 0 && !tried(r, w) &&
 	       (r->areq.constraint & ~w->constraints) == 0 &&
 	       r->areq.max_tokens <= w->max_output_tokens &&
@@ -127,7 +131,15 @@ static bool candidate(const struct gw *g, const struct gw_req *r,
 
 static double load(const struct gw_worker *w)
 {
-	return (double)w->inflight / (double)w->max_inflight;
+	return (double)gw_worker_busy(w) / (double)w->max_inflight;
+}
+
+/* The earned share, within the ceiling (a heartbeat may lower it). */
+static unsigned earned(const struct gw_worker *w)
+{
+	unsigned e = w->earned ? w->earned : 1;
+
+	return e < w->max_inflight ? e : w->max_inflight;
 }
 
 /* -w / ln(u), u uniform in (0, 1) from the hash: the weighted
@@ -136,7 +148,7 @@ static double hrw(uint64_t affinity, const struct gw_worker *w)
 {
 	double u = ((double)(mix(affinity ^ w->ident) >> 11) + 0.5) /
 		   9007199254740992.0;
-	double weight = (double)w->max_inflight * ldexp(1.0, prio(w));
+	double weight = (double)earned(w) * ldexp(1.0, prio(w));
 
 	return weight / -log(u);
 }
@@ -146,12 +158,14 @@ struct gw_worker *gw_route_pick(struct gw *g, struct gw_req *r)
 	struct gw_worker *w, *best = NULL, *aff = NULL;
 	double min_load = 2, aff_score = -1;
 	int64_t total = 0;
+	bool room = false; /* a candidate below its earned share */
 
 	for (w = g->workers; w; w = w->next) {
 		if (!candidate(g, r, w))
 			continue;
 		if (load(w) < min_load)
 			min_load = load(w);
+		room |= gw_worker_busy(w) < earned(w);
 		if (r->has_affinity) {
 			double s = hrw(r->affinity, w);
 
@@ -168,7 +182,10 @@ struct gw_worker *gw_route_pick(struct gw *g, struct gw_req *r)
 
 		if (!candidate(g, r, w))
 			continue;
-		weight = (int64_t)(w->max_inflight - w->inflight)
+		if (room && gw_worker_busy(w) >= earned(w))
+			continue;
+		weight = (int64_t)(room ? earned(w) - gw_worker_busy(w)
+					: earned(w))
 			 << (prio(w) + 8);
 		w->swrr += weight;
 		total += weight;

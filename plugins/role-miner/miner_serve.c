@@ -80,6 +80,17 @@ static void req_free(struct mreq *r)
 	free(r);
 }
 
+/* The gateway's slot for @corr_id is free again (specs/protocol.md §2). */
+static void send_cancelled(struct miner *m, struct engy_ws_conn *conn,
+			   const char *corr_id)
+{
+	size_t len = 0;
+	char *s = engy_miner_cancelled_json(corr_id, &len);
+
+	if (s)
+		miner_send(m, conn, s, len);
+}
+
 void mreq_end(struct mreq *r, const char *outcome)
 {
 	struct miner *m = r->m;
@@ -95,6 +106,8 @@ void mreq_end(struct mreq *r, const char *outcome)
 		m->h->metric_add(m->m_tokens, (double)r->n_out);
 	miner_count(m, outcome);
 	log_done(r, outcome);
+	if (r->cancelled && r->conn && strcmp(outcome, "cancelled") == 0)
+		send_cancelled(m, r->conn, r->corr_id);
 	req_free(r);
 }
 
@@ -671,6 +684,9 @@ void miner_cancel(struct mleg *leg, const char *corr_id)
 		engy_logfmt_value(cid, sizeof(cid), corr_id);
 		MLOG(leg->m, ENGY_LOG_DEBUG,
 		     "event=cancel_unknown leg=%u corr_id=%s", leg->idx, cid);
+		/* Over already (its response crossed the cancel): the slot
+		 * is free. */
+		send_cancelled(leg->m, leg->conn, corr_id);
 		return;
 	}
 	cancel_req(r, "cancelled");

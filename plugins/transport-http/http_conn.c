@@ -55,6 +55,8 @@ struct th_conn {
 	struct event *timer;
 	struct event *kick;
 	char remote[72];
+	char addr[48]; /* the client's address, without the port */
+	struct timespec idle_since;
 	int state;
 	bool counted; /* holds a max_connections slot */
 	bool started; /* the current request has begun */
@@ -467,6 +469,55 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static bool idle(const struct th_conn *c)
+{
+	return c->state == ST_HEAD && !c->started && !c->x;
+}
+
+static bool older(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec ||
+	       (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/*
+ * Idle keep-alive connections are what a client can hold for free: at
+ * most max_idle_per_client per address (a new one closes that address's
+ * oldest idle one), and at max_connections the oldest idle one anywhere
+ * makes room.  A client's pool re-dials a closed idle connection.
+ */
+static void reclaim(struct th_inst *ti, struct th_conn *c)
+{
+	struct th_conn *x, *old = NULL;
+	int64_t n = 0;
+
+	for (x = ti->conns; x; x = x->next) {
+		if (x == c || !x->counted || !idle(x) ||
+		    strcmp(x->addr, c->addr) != 0)
+			continue;
+		n++;
+		if (!old || older(&x->idle_since, &old->idle_since))
+			old = x;
+	}
+	if (old && n >= ti->conf.max_idle_per_client) {
+		th_conn_free(old);
+		if (ti->m_reclaimed)
+			ti->host->metric_add(ti->m_reclaimed, 1);
+	}
+	if (ti->n_conns < (unsigned)ti->conf.max_connections)
+		return;
+	old = NULL;
+	for (x = ti->conns; x; x = x->next)
+		if (x != c && x->counted && idle(x) &&
+		    (!old || older(&x->idle_since, &old->idle_since)))
+			old = x;
+	if (old) {
+		th_conn_free(old);
+		if (ti->m_reclaimed)
+			ti->host->metric_add(ti->m_reclaimed, 1);
+	}
+}
+
 void th_conn_accept(struct th_inst *ti, int fd, const struct sockaddr *sa,
 		    int salen)
 {
@@ -512,6 +563,8 @@ void th_conn_accept(struct th_inst *ti, int fd, const struct sockaddr *sa,
 	} else {
 		snprintf(c->remote, sizeof(c->remote), "local");
 	}
+	snprintf(c->addr, sizeof(c->addr), "%s", addr);
+	clock_gettime(CLOCK_MONOTONIC, &c->idle_since);
 	c->next = ti->conns;
 	if (c->next)
 		c->next->pprev = &c->next;
@@ -522,6 +575,7 @@ void th_conn_accept(struct th_inst *ti, int fd, const struct sockaddr *sa,
 	bufferevent_set_timeouts(c->bev, NULL, &wt);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	c->state = ST_HEAD;
+	reclaim(ti, c);
 	if (ti->n_conns >= (unsigned)ti->conf.max_connections) {
 		if (ti->m_refused)
 			ti->host->metric_add(ti->m_refused, 1);
@@ -618,6 +672,7 @@ void th_conn_end(struct engy_http_exchange *x)
 	if (keep) {
 		c->state = ST_HEAD;
 		c->started = false;
+		clock_gettime(CLOCK_MONOTONIC, &c->idle_since);
 		arm_timer(c, (long)ti->conf.timeout_s * 1000);
 		event_active(c->kick, 0, 0); /* pipelined bytes, if any */
 		return;

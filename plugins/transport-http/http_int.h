@@ -29,6 +29,7 @@ struct th_conf {
 	int64_t max_body;
 	int64_t timeout_s;
 	int64_t max_connections;
+	int64_t max_idle_per_client; /* idle keep-alives per address */
 };
 
 struct th_route {
@@ -63,6 +64,7 @@ struct th_inst {
 	struct th_status_metric by_status[32];
 	size_t n_status;
 	struct engy_metric *m_inflight, *m_conns, *m_gone, *m_refused;
+	struct engy_metric *m_reclaimed;
 };
 
 struct engy_http_exchange {

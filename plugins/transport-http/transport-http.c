@@ -38,7 +38,13 @@ static const struct engy_opt th_opts[] = {
 	  "seconds to receive a whole request, to idle between requests, "
 	  "and for a stalled write" },
 	{ "max_connections", ENGY_OPT_INT, 0, OFF(max_connections), "1024",
-	  NULL, 1, 1 << 20, "open connections at most (503 above)" },
+	  NULL, 1, 1 << 20,
+	  "open connections at most: at the limit the oldest idle one is "
+	  "closed for a new one, else 503" },
+	{ "max_idle_per_client", ENGY_OPT_INT, 0, OFF(max_idle_per_client),
+	  "64", NULL, 1, 1 << 20,
+	  "idle keep-alive connections per client address: a new one "
+	  "past it closes that address's oldest idle one" },
 	ENGY_OPT_END
 };
 
@@ -153,6 +159,10 @@ static void metrics_init(struct th_inst *ti)
 	h->metric(h, ENGY_METRIC_COUNTER, "engy_http_refused_total",
 		  "HTTP connections refused at max_connections", labels, NULL,
 		  0, &ti->m_refused);
+	h->metric(h, ENGY_METRIC_COUNTER, "engy_http_idle_reclaimed_total",
+		  "idle keep-alive connections closed for new ones "
+		  "(max_idle_per_client, max_connections)",
+		  labels, NULL, 0, &ti->m_reclaimed);
 }
 
 static int th_start(void *inst)

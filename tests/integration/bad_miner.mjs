@@ -19,10 +19,13 @@
 //   emptyfirst  empty chunks at once ({"content":""} and {}), then after
 //            DELAY_MS (default 300) the answer of `good`
 //   emptyonly   an empty chunk every CHUNK_MS, never a token
+//   poison   good, but an error response to a request whose last message
+//            contains "poison"
 // Environment: MINER_KEY, MODEL, WORKER_NAME, MAX_INFLIGHT (leg share,
 // default 8), MAX_TOTAL (max_inflight_total, default MAX_INFLIGHT; "none"
 // leaves it out), CHUNKS (default 3), CHUNK_MS (default 5), MARKER (text
-// in the completion), MODEL_ROOT, REDIAL=1 (dial again after a close).
+// in the completion; MARKER_KB=N: N KiB of x instead), MODEL_ROOT,
+// REDIAL=1 (dial again after a close).
 // Prints one line per event: "admit", "deny reason=…", "serve corr=…
 // stream=… tools=N max_tokens=N", "cancel corr=…", "ping", "reconnect",
 // "closed code=…", "done corr=…".  Never exits on its own unless the
@@ -50,7 +53,7 @@ if (env.MAX_TOTAL !== 'none')
 	capacity.max_inflight_total = Number(env.MAX_TOTAL || share);
 const chunks = Number(env.CHUNKS || 3);
 const chunkMs = Number(env.CHUNK_MS || (mode === 'slow' ? 400 : 5));
-const marker = env.MARKER || 'scripted';
+const marker = env.MARKER || (env.MARKER_KB ? 'x'.repeat(Number(env.MARKER_KB) * 1024) : 'scripted');
 const say = (s) => console.log(s);
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -144,7 +147,9 @@ async function serve(f) {
 		return ws.send(Buffer.from([1, 2, 3]));
 	const corr = mode === 'wrongid' ? `${f.corr_id}-x` : f.corr_id;
 	const out = output(req);
-	if (mode === 'errresp')
+	const msgs = Array.isArray(req.messages) ? req.messages : [];
+	const last = msgs.length ? JSON.stringify(msgs[msgs.length - 1].content) : '';
+	if (mode === 'errresp' || (mode === 'poison' && last.includes('poison')))
 		return send({ type: 'response', corr_id: corr, request_id: req.engy_request_id,
 			commitment: null, output: {}, error: 'serve failed: scripted' });
 	let i = 0;

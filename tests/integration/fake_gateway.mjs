@@ -341,6 +341,20 @@ function onFrame(conn, data, binary) {
 		}
 		break;
 	}
+	case 'cancelled': {
+		// the slot of a cancelled corr_id is free (once per corr_id)
+		check(conn.hello && keysOnly(m, ['type', 'corr_id']) && typeof m.corr_id === 'string',
+			'cancelled fields');
+		const r = reqs.get(m.corr_id);
+		if (r) {
+			check(r.conn === conn, `cancelled for ${m.corr_id} on the leg the serve came on`);
+			check(!r.acked, `a second cancelled for ${m.corr_id}`);
+			r.acked = true;
+		}
+		nAcked++;
+		conn.frames++;
+		return;
+	}
 	default:
 		fail(`unknown frame type from the miner: ${m.type}`);
 	}
@@ -441,7 +455,7 @@ function serve(conn, text, o = {}) {
 // come, until the answer to a serve sent right after the cancel (a bad one,
 // answered at once with an error).  The miner handles a leg's frames in
 // order, so from that answer on, any frame for @r is a fault.
-let nsync = 0;
+let nsync = 0, nAcked = 0;
 function cancel(r) {
 	if (!r.done)
 		r.cancelling = true;
@@ -880,5 +894,6 @@ r.cancelled = true;		// from here any frame for it is an error
 	ok('gateway restart: both legs re-dial and say hello; the orphaned request ends silently');
 }
 await quiet(300);
+console.log(`cancelled acks=${nAcked}`);
 console.log(`done frames=${conns.reduce((a, c) => a + c.frames, 0)}`);
 process.exit(0);

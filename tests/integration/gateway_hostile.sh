@@ -186,11 +186,12 @@ s=$(post "$T/ok.json")
 kill "$IDLE"
 peer late good MINER_KEY="$MK" MODEL=hm3 WORKER_NAME=late REDIAL=1
 peer_wait late admit
-A models put hm4 --max-input-tokens 4096 --max-output-tokens 64 --max-request-s 10 \
+# max_tokens 1000: room for 100 kB (max_bytes_per_token 128).
+A models put hm4 --max-input-tokens 4096 --max-output-tokens 1024 --max-request-s 10 \
 	--price-input 1 --price-output 2 >/dev/null || fail "models put hm4"
 peer bigans good MINER_KEY="$MK" MODEL=hm4 WORKER_NAME=bigans \
 	MARKER="$(head -c 100000 /dev/zero | tr '\0' x)"
-sed 's/"hm"/"hm4"/' "$T/ok.json" > "$T/hm4.json"
+sed 's/"hm"/"hm4"/; s/"max_tokens":4/"max_tokens":1000/' "$T/ok.json" > "$T/hm4.json"
 s=$(post "$T/hm4.json")
 [ "$s" = 200 ] && [ "$(wc -c < "$T/post.out")" -gt 100000 ] ||
 	fail "a 100 kB answer after admission: $s $(head -c 300 "$T/post.out")"

@@ -42,7 +42,8 @@ A() {
 	fi
 }
 
-# gw_conf [gateway-section-lines]: $T/gw.conf.
+# gw_conf [gateway-section-lines]: $T/gw.conf (GW_HTTP_OPTS: more
+# transport-http options).
 gw_conf() {
 	cat > "$T/gw.conf" <<C
 role = "gateway"
@@ -53,7 +54,7 @@ shutdown_timeout = 10
 gateway {
 $1
 }
-plugin "transport-http" { listen = { "127.0.0.1:0" } timeout_s = 10 }
+plugin "transport-http" { listen = { "127.0.0.1:0" } timeout_s = 10 ${GW_HTTP_OPTS:-} }
 plugin "transport-ws" { listen = "127.0.0.1:0" }
 plugin "$STORE" { $STORE_CONF }
 C

@@ -20,7 +20,10 @@ A models put bad --max-input-tokens 4096 --max-output-tokens 64 --max-request-s 
 A accounts create acme >/dev/null && A topup acme 1 >/dev/null || fail "account"
 KEY=$(A keys create acme 2>/dev/null) || fail "key"
 MK=$(register 5DAAnrj7VHTznn2AWBemMuyBwZWs6FNFjdyVXUeYum3PTXFy)
+# worker_start_inflight 256: routing weights are the hellos' shares from
+# the start, so a claim of 64 draws the first request below.
 gw_conf "  first_token_timeout_s = 2
+  worker_start_inflight = 256
   keepalive_s = 0.5
   stale_s = 3
   ping_s = 1

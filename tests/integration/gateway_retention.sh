@@ -25,7 +25,9 @@ KEY=$(A keys create zdr 2>/dev/null) || fail "key"
 POOR=$(A keys create poor 2>/dev/null) || fail "key"
 MA=$(register 5CiPPseXPECbkjWCa6MnjNokrgYjMqmKndv2rSnekmSK2DjL)
 MS=$(register 5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY)
+# No prefix affinity: the broken peer (the newest) gets the first pick.
 gw_conf "  first_token_timeout_s = 10
+  affinity_min_chars = 100000
   max_body_bytes = 4096"
 sed -i 's/^log_level = "info"/log_level = "debug"/' "$T/gw.conf"
 gw_start

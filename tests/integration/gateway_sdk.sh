@@ -30,7 +30,10 @@ KB=$(register 5FHneW46xGXgs5mUiveU4sbTyGBzmstUspZC92UhjJM694ty)
 KC=$(register 5FLSigC9HGRKVhB9FiEo4Y3koPsNmBmLJbpXg2mp1hXcS59Y)
 ok "store: two models, two accounts, three miners"
 
+# worker_start_inflight 16: the weights are the hellos' capacities from
+# the start (a trusted pool), so the split below is exact.
 gw_conf "  affinity_min_chars = 200
+  worker_start_inflight = 16
   keepalive_s = 1
   first_token_timeout_s = 20"
 "$ENGYD" -t -c "$T/gw.conf" >/dev/null 2>&1 || fail "engyd -t refuses the gateway config"

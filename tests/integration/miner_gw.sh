@@ -183,6 +183,10 @@ grep -q 'event=request_cancel corr_id=c-early rid=engy-[0-9a-f]* state=prep why=
 n=$(grep -c 'inst=test-lm event=cancel rid=engy-' "$L")
 c=$(grep -c 'event=request_cancel .* why=cancelled' "$L")
 [ "$c" -ge 10 ] || fail "$c cancels logged by the miner, want 10 (early, mid-stream, 8 at capacity)"
+# Each of them freed its slot with one `cancelled` frame (the fake
+# gateway checks one per corr_id, on its leg).
+a=$(sed -n 's/^cancelled acks=\([0-9]*\)$/\1/p' "$T/gw-main.out")
+[ -n "$a" ] && [ "$a" -ge 10 ] || fail "cancelled frames: '$a', want >= 10"
 g=0
 for rid in $(sed -n 's/.*event=request_cancel .* rid=\([^ ]*\) state=gen .*/\1/p' "$L"); do
 	grep -q "inst=test-lm event=cancel rid=$rid " "$L" || fail "the cancel of $rid in generation did not reach test-lm"

@@ -66,6 +66,7 @@ static struct gw_worker *fx_worker(struct fx *f, int i, const char *model,
 	w->ident = 0x1000u * ((uint64_t)i + 1) + 7;
 	w->state = GW_W_ACTIVE;
 	w->max_inflight = cap;
+	w->earned = cap; /* a worker that earned its whole share */
 	w->max_input_tokens = 1000;
 	w->max_output_tokens = 1000;
 	snprintf(w->model, sizeof(w->model), "%s", model);
@@ -175,6 +176,39 @@ START_TEST(round_robin_by_capacity)
 		n[gw_route_pick(&f.g, &r) == &f.w[1]]++;
 	ck_assert_int_eq(n[0], 80);
 	ck_assert_int_eq(n[1], 10);
+	fx_free(&f);
+}
+END_TEST
+
+/* Weights are earned shares, not claims: a worker claiming 16 that
+ * earned 4 against one that earned its 8 gets a third; at its earned
+ * share it gets nothing while another has room; when every one is at
+ * its share, the rest of the ceilings are used by earned weight; held
+ * cancels take slots. */
+START_TEST(earned_weights)
+{
+	struct fx f;
+	struct gw_req r;
+	int n[2] = { 0, 0 }, i;
+
+	fx_init(&f);
+	fx_worker(&f, 0, "m", 16)->earned = 4;
+	fx_worker(&f, 1, "m", 8);
+	req_for(&r, "m");
+	for (i = 0; i < 120; i++)
+		n[gw_route_pick(&f.g, &r) == &f.w[1]]++;
+	ck_assert_int_eq(n[0], 40);
+	ck_assert_int_eq(n[1], 80);
+	f.w[0].inflight = 4; /* at its earned share */
+	f.w[1].inflight = 2;
+	for (i = 0; i < 20; i++)
+		ck_assert_ptr_eq(gw_route_pick(&f.g, &r), &f.w[1]);
+	f.w[1].inflight = 6;
+	f.w[1].held = 2; /* 8 slots taken: no room there at all */
+	for (i = 0; i < 20; i++)
+		ck_assert_ptr_eq(gw_route_pick(&f.g, &r), &f.w[0]);
+	f.w[0].inflight = 16; /* at its ceiling */
+	ck_assert_ptr_null(gw_route_pick(&f.g, &r));
 	fx_free(&f);
 }
 END_TEST
@@ -646,6 +680,7 @@ static Suite *suite(void)
 
 	tcase_add_test(t, eligibility);
 	tcase_add_test(t, round_robin_by_capacity);
+	tcase_add_test(t, earned_weights);
 	tcase_add_test(t, candidates);
 	tcase_add_test(t, affinity);
 	suite_add_tcase(s, t);

@@ -663,14 +663,11 @@ START_TEST(test_gone)
 }
 END_TEST
 
-/* Until the loop has @n connections open (the gauge), up to 20 s. */
-static void wait_conns(int n)
+/* Until the metrics show @want, up to 20 s. */
+static void wait_metric(const char *want)
 {
-	char want[96];
 	bool seen = false;
 
-	snprintf(want, sizeof(want),
-		 "engy_http_connections{instance=\"web\"} %d\n", n);
 	for (int i = 0; i < 2000 && !seen; i++) {
 		char *m = engy_metrics_render(d.metrics);
 
@@ -682,14 +679,27 @@ static void wait_conns(int n)
 	ck_assert_msg(seen, "never saw %s", want);
 }
 
+/* Until the loop has @n connections open (the gauge). */
+static void wait_conns(int n)
+{
+	char want[96];
+
+	snprintf(want, sizeof(want),
+		 "engy_http_connections{instance=\"web\"} %d\n", n);
+	wait_metric(want);
+}
+
 START_TEST(test_max_connections_and_stop)
 {
 	int fds[8], fd, i;
 	char *m;
 
-	for (i = 0; i < 8; i++)
+	/* 8 busy connections (handlers that never answer): a 9th is 503. */
+	for (i = 0; i < 8; i++) {
 		fds[i] = http_raw_dial(port);
-	wait_conns(8); /* the loop accepted them */
+		http_raw_put(fds[i], "GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
+	}
+	wait_metric("engy_http_inflight{instance=\"web\"} 8\n");
 	fd = http_raw_dial(port);
 	http_raw_read(fd, &R, false);
 	ck_assert_int_eq(R.status, 503);
@@ -697,6 +707,17 @@ START_TEST(test_max_connections_and_stop)
 	for (i = 0; i < 8; i++)
 		close(fds[i]);
 	wait_conns(0); /* the loop saw them go */
+	/* 8 idle ones: a 9th closes the oldest idle one and is served. */
+	for (i = 0; i < 8; i++) {
+		fds[i] = http_raw_dial(port);
+		wait_conns(i + 1); /* accepted in this order */
+	}
+	one("GET /a HTTP/1.1\r\nHost: t\r\n\r\n", false);
+	ck_assert_int_eq(R.status, 200);
+	ck_assert(http_raw_closed(fds[0]));
+	for (i = 0; i < 8; i++)
+		close(fds[i]);
+	wait_conns(0);
 	one("GET /a HTTP/1.1\r\nHost: t\r\n\r\n", false);
 	ck_assert_int_eq(R.status, 200);
 	/* stop(): listeners close, new connections are refused. */
@@ -728,9 +749,11 @@ START_TEST(test_max_connections_and_stop)
 		"engy_http_requests_total{instance=\"web\",status=\"503\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(
 		m,
-		"engy_http_requests_total{instance=\"web\",status=\"200\"} 1\n"));
+		"engy_http_requests_total{instance=\"web\",status=\"200\"} 2\n"));
 	ck_assert_ptr_nonnull(
 		strstr(m, "engy_http_refused_total{instance=\"web\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(
+		m, "engy_http_idle_reclaimed_total{instance=\"web\"} 1\n"));
 	ck_assert_ptr_nonnull(
 		strstr(m, "engy_http_inflight{instance=\"web\"} 0\n"));
 	free(m);
