@@ -42,7 +42,9 @@
  *                    engy_model_info.serve_urls; the descriptor's
  *                    optional check op (engy/check.h) and the host
  *                    service opt_source(); transport ops client_tls()
- *                    and ws_set_max_message().
+ *                    and ws_set_max_message(); engy_model's
+ *                    toploc_mant_mean_centi and toploc_mant_median_centi
+ *                    (in what was padding: sizes and offsets unchanged).
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H
