@@ -93,6 +93,49 @@ START_TEST(test_schema_refusals)
 }
 END_TEST
 
+/* A schema 2 database (no mantissa limits) migrates to 3: its models are
+ * kept, their limits 0 (unchecked), and they can be set afterwards. */
+START_TEST(test_migrate_mantissa_limits)
+{
+	struct engy_model m, g;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "v2.db", NULL);
+	memset(&m, 0, sizeof(m));
+	snprintf(m.name, sizeof(m.name), "old-model");
+	m.max_input_tokens = m.max_output_tokens = m.max_request_s = 10;
+	m.toploc_topk = 128;
+	m.toploc_v = 40;
+	m.toploc_p_ppm = 990000;
+	m.toploc_mant_mean_centi = 7;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
+	st_close(&t);
+	/* back to schema 2's shape, the row kept */
+	sq_test_run("v2.db",
+		    "ALTER TABLE models DROP COLUMN toploc_mant_mean_centi;"
+		    " ALTER TABLE models DROP COLUMN toploc_mant_median_centi;"
+		    " DELETE FROM engy_schema WHERE version = 3");
+	ck_assert_int_eq(sql1("v2.db", "SELECT MAX(version) FROM engy_schema"),
+			 2);
+	st_open(&t, "v2.db", NULL);
+	ck_assert(strstr(fake_host_log(t.h), "from=2 version=3"));
+	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
+	ck_assert_uint_eq(g.toploc_v, 40);
+	ck_assert_uint_eq(g.toploc_mant_mean_centi, 0);
+	ck_assert_uint_eq(g.toploc_mant_median_centi, 0);
+	m.toploc_mant_median_centi = 300;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
+	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
+	ck_assert_uint_eq(g.toploc_mant_mean_centi, 7);
+	ck_assert_uint_eq(g.toploc_mant_median_centi, 300);
+	st_close(&t);
+	/* still the one row */
+	ck_assert_int_eq(sql1("v2.db", "SELECT COUNT(*) FROM models"), 1);
+	st_engine->teardown();
+}
+END_TEST
+
 /* No column could hold content: every text column is a bounded
  * identifier, every blob a 32-byte hash or root; money is integer. */
 START_TEST(test_retention_schema)
@@ -148,6 +191,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_descriptor_and_schema);
 	tcase_add_test(tc, test_schema_refusals);
+	tcase_add_test(tc, test_migrate_mantissa_limits);
 	store_conformance_ops(tc);
 	tcase_add_test(tc, test_retention_schema);
 	suite_add_tcase(s, tc);
