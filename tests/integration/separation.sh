@@ -25,6 +25,10 @@
 # tokens, plus INT4 cheat requests, through the same prove and verify
 # code (lib/toploc) in one process.
 #
+# Part 3: the case the mantissa limits exist for: on the MoE model with
+# prompt seed 2 an INT4 request passes on the exponent count alone, and
+# the model spec's full rule catches all of them, honest ones passing.
+#
 # Every honest request passes, every cheat request is caught (under the
 # model spec's rule, the same in both parts), the bf16
 # profiles' honest statistics are above zero, and the margins (honest
@@ -180,3 +184,27 @@ volume qwen3-moe "$T/qwen3-moe-3/m" "$T/qwen3-moe-3/m4" splitk,warp32,bf16act 30
 "$ENGYCTL" mkmodel --arch qwen3 --size tiny --seed 3 --quant fp8 --out "$T/qwen3-3/m8" \
 	--quiet || fail "mkmodel fp8"
 volume qwen3-fp8 "$T/qwen3-3/m8" "$T/qwen3-3/m4" fp8-bf16,bf16act 200 40
+
+# --- part 3: the exponent count alone lets INT4 through; the rule does not --
+# The tiny MoE model (seed 3) with prompt seed 2: one INT4 request's chunk
+# has only 10 exponent mismatches, so V alone passes it, while every INT4
+# chunk's mantissa mean is above 3.  Under the model spec's rule (the
+# auditor's) all 60 are caught and the 30 honest requests still pass.
+sep2() {
+	"$ENGYCTL" separation --checkpoint "$T/qwen3-moe-3/m" --cheat "$T/qwen3-moe-3/m4" \
+		--profiles splitk,warp32,bf16act --requests 30 --cheats 60 --generate 32 \
+		--topk "$TOPK" --dbs 32 --max-mismatches "$V" --min-pass "$P" --seed 2 "$@" ||
+		fail "engyctl separation --seed 2"
+}
+line=$(sep2 | grep '^group=cheat ')
+p=$(field pass "$line")
+[ "$p" -ge 1 ] || fail "prompt seed 2: no INT4 request passes on V alone ($line): the case is gone"
+# shellcheck disable=SC2086 # MANT is a list of flags
+out=$(sep2 $MANT)
+line=$(echo "$out" | grep '^group=cheat ')
+[ "$(field pass "$line")" = 0 ] && [ "$(field cheat "$line")" = 60 ] ||
+	fail "prompt seed 2 under the model spec's rule: $line"
+h=$(echo "$out" | grep '^group=' | grep 'kind=honest' | while read -r l; do field pass "$l"; done |
+	awk '{ s += $1 } END { print s }')
+[ "$h" = 30 ] || fail "prompt seed 2 under the rule: $h of 30 honest requests pass"
+ok "qwen3-moe, prompt seed 2: $p of 60 INT4 requests pass on exponent mismatches alone (V $V); under the model spec's rule (mantissa mean <= $MM) 60 of 60 are caught, 30 of 30 honest pass"
