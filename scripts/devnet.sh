@@ -157,6 +157,22 @@ ROOT=$(
 	{ cat config.json; for f in $(LC_ALL=C ls -- *.safetensors); do
 		printf '%s%s' "$f" "$(stat -L -c %s "$f")"; done; } | sha256sum | cut -c1-64
 )
+# The canonical checkpoint's weight commitment (specs/model-commitment.md):
+# the Merkle root the auditor checks its checkpoint against at start.  The
+# tiny model's is pinned in etc/devnet/model-spec.json (model_root): the
+# generated checkpoint must be that one; the small model has no published
+# pin, so its generated root is pinned in the store (--spec-root).
+SPEC_ROOT=$("$ENGYCTL" model-spec build "$STATE/models/canonical" | tr -d ' \t\n' |
+	sed -n 's/.*"model_root":"\([0-9a-f]\{64\}\)".*/\1/p')
+[ -n "$SPEC_ROOT" ] || die "engyctl model-spec build: no model_root"
+PINNED=$(tr -d ' \t\n' < etc/devnet/model-spec.json | sed -n 's/.*"model_root":"\([0-9a-f]*\)".*/\1/p')
+SPEC_FLAGS=""
+if [ "$SIZE" = tiny ]; then
+	[ "$SPEC_ROOT" = "$PINNED" ] ||
+		die "the generated checkpoint's Merkle root $SPEC_ROOT is not the pinned $PINNED (etc/devnet/model-spec.json): remove $STATE/models and retry"
+else
+	SPEC_FLAGS="--spec-root $SPEC_ROOT"
+fi
 # keys, made once: the auditor's master hotkey, the two miners' hotkeys and
 # the validator's (a wallet hotkey: wallets/devnet/hotkeys/validator)
 VKEY="$STATE/wallets/devnet/hotkeys/validator"
@@ -198,8 +214,9 @@ rnd() { od -An -N16 -tx1 /dev/urandom | tr -d ' \n'; }
 export ENGY_KEY_PEPPER="devnet-$(rnd)"
 TEE_TOKEN="tee-$(rnd)"
 A() { ENGY_PLUGIN_DIR="$PLUG" "$ENGYCTL" admin --state-dir "$STATE/gateway" "$@"; }
+# shellcheck disable=SC2086 # SPEC_FLAGS is empty or one flag and its value
 A models put "$MODEL" --spec etc/devnet/model-spec.json --root "$ROOT" --quant "$CKPT_DTYPE" \
-	> /dev/null || die "models put"
+	$SPEC_FLAGS > /dev/null || die "models put"
 A accounts create devnet-buyer > /dev/null || die "accounts create"
 A topup devnet-buyer 10 > /dev/null || die "topup"
 KEY=$(A keys create devnet-buyer 2>/dev/null) || die "keys create"
@@ -207,7 +224,7 @@ MK_HONEST=$(A miners register "$H_HONEST" --label honest 2>/dev/null) || die "re
 MK_HONEST2=$(A miners register "$H_HONEST2" --label honest-2 2>/dev/null) || die "register honest-2"
 MK_CHEAT=$(A miners register "$H_CHEAT" --label int4-cheat 2>/dev/null) || die "register cheat"
 V=$(tr -d ' \t\n' < etc/devnet/model-spec.json | sed -n 's/.*"toploc_v":\([0-9]*\).*/\1/p')
-say "store: model $MODEL (root ${ROOT:0:16}…, TOPLOC v=$V of 128, p=0.99), a buyer with \$10, three miners"
+say "store: model $MODEL (root ${ROOT:0:16}…, weights pinned to ${SPEC_ROOT:0:16}…, TOPLOC v=$V of 128, p=0.99), a buyer with \$10, three miners"
 
 # --- the network ----------------------------------------------------------------
 start gateway ENGY_TEE_TOKEN="$TEE_TOKEN"

@@ -11,21 +11,25 @@
 #include <sodium.h>
 
 #include "billing.h"
+#include "catalogspec.h"
 #include "engyctl_admin.h"
 
 #define SPEC_MAX (64u << 20)
 
 static const char models_usage[] =
 	"usage: engyctl admin models put NAME [--spec FILE|-] [--root HEX] [--quant Q]\n"
+	"           [--spec-root HEX]\n"
 	"           [--max-input-tokens N] [--max-output-tokens N] [--max-request-s N]\n"
 	"           [--toploc-topk N] [--toploc-v N] [--toploc-p P]\n"
 	"           [--qual-ttft-p99-ms N] [--qual-tpot-p99-ms N] [--score-rate MICRO]\n"
 	"           [--price-input USD] [--price-cached-input USD] [--price-output USD]\n"
+	"           [--toploc-mant-mean M] [--toploc-mant-median M]\n"
 	"           [--enable | --disable]\n"
 	"       engyctl admin models list\n"
 	"       engyctl admin models show NAME\n"
 	"       engyctl admin models roots [MODEL]\n"
 	"       engyctl admin models root-add MODEL --root HEX [--quant Q] [--spec FILE|-]\n"
+	"           [--spec-root HEX]\n"
 	"       engyctl admin models root-del HEX\n"
 	"\n"
 	"put creates or updates a buyer-facing model.  --spec reads a published\n"
@@ -33,12 +37,16 @@ static const char models_usage[] =
 	"the weight commitment and config.arch as the architecture, and any of\n"
 	"max_input_tokens, max_output_tokens, max_request_s, toploc_topk (or\n"
 	"toploc_k), toploc_v, toploc_p, qual_ttft_p99_ms, qual_tpot_p99_ms,\n"
-	"score_rate and price {input, cached_input, output} (micro-USD per 1M\n"
-	"tokens) it carries; flags override them.  --root is the checkpoint\n"
+	"score_rate, price {input, cached_input, output} (micro-USD per 1M\n"
+	"tokens), toploc_mant_mean and toploc_mant_median it carries (a field of\n"
+	"the wrong type or range refuses the file); flags override them.  --root is the checkpoint\n"
 	"identity miners send as hello.model_root (default: the spec's\n"
-	"model_root).  Prices are US dollars per 1M tokens, --score-rate\n"
+	"model_root); --spec-root the checkpoint's pinned Merkle root\n"
+	"(engyctl model-spec build; default: the spec's model_root), which an\n"
+	"auditor checks its checkpoint against at start.  Prices are US dollars per 1M tokens, --score-rate\n"
 	"micro-USD per 1k tokens, --toploc-p a share (0.99).  A new model needs\n"
-	"the three limits; TOPLOC defaults to topk 128, v 40, p 0.99.\n";
+	"the three limits; TOPLOC defaults to topk 128, v 40, p 0.99, and no\n"
+	"mantissa limits (0: a chunk's mantissa mean and median unchecked).\n";
 
 static const char miners_usage[] =
 	"usage: engyctl admin miners register HOTKEY [--label L] [--first-party] [--priority N]\n"
@@ -63,6 +71,8 @@ enum {
 	F_PIN,
 	F_PCACHE,
 	F_POUT,
+	F_MEAN,
+	F_MEDIAN,
 	F_N
 };
 
@@ -79,21 +89,20 @@ static const struct option put_lo[] = {
 	{ "price-input", required_argument, NULL, F_PIN },
 	{ "price-cached-input", required_argument, NULL, F_PCACHE },
 	{ "price-output", required_argument, NULL, F_POUT },
+	{ "toploc-mant-mean", required_argument, NULL, F_MEAN },
+	{ "toploc-mant-median", required_argument, NULL, F_MEDIAN },
 	{ "spec", required_argument, NULL, 's' },
 	{ "root", required_argument, NULL, 'r' },
 	{ "quant", required_argument, NULL, 'q' },
+	{ "spec-root", required_argument, NULL, 'S' },
 	{ "enable", no_argument, NULL, 'e' },
 	{ "disable", no_argument, NULL, 'd' },
 	{ NULL, 0, NULL, 0 }
 };
 
-/* What a published spec file gives. */
-struct spec {
-	uint8_t model_root[32];
-	char arch[32];
-	int have[F_N];
-	int64_t val[F_N];
-};
+/* A published spec file's fields (lib/model/catalogspec.h) are the flags'. */
+_Static_assert((int)F_N == (int)ENGY_CS_N,
+	       "the flags follow the spec file's fields");
 
 static int read_all(const char *path, char **out, size_t *len)
 {
@@ -134,27 +143,10 @@ static int read_all(const char *path, char **out, size_t *len)
 	return 0;
 }
 
-/* JSON field name for each flag a spec may carry. */
-static const char *const spec_names[F_N] = {
-	"max_input_tokens",
-	"max_output_tokens",
-	"max_request_s",
-	"toploc_topk",
-	"toploc_v",
-	"toploc_p",
-	"qual_ttft_p99_ms",
-	"qual_tpot_p99_ms",
-	"score_rate",
-	NULL,
-	NULL,
-	NULL,
-};
-
-static int spec_load(const char *path, struct spec *sp)
+static int spec_load(const char *path, struct engy_cspec *sp)
 {
-	const cJSON *j, *root, *cfg, *arch, *price, *it;
-	char *text = NULL;
-	size_t len = 0, i;
+	char *text = NULL, err[160];
+	size_t len = 0;
 	int rc;
 
 	memset(sp, 0, sizeof(*sp));
@@ -172,51 +164,25 @@ static int spec_load(const char *path, struct spec *sp)
 		free(text);
 		return 1;
 	}
-	j = cJSON_ParseWithLength(text, len);
+	rc = engy_cspec_parse(text, len, sp, err, sizeof(err));
 	free(text);
-	root = cJSON_GetObjectItemCaseSensitive(j, "model_root");
-	if (!cJSON_IsObject(j) || !cJSON_IsString(root) ||
-	    admin_hex32(root->valuestring, sp->model_root)) {
-		fprintf(stderr,
-			"engyctl: admin models: %s: not a model spec (no 64-hex model_root)\n",
-			path);
-		cJSON_Delete((cJSON *)j);
+	if (rc) {
+		fprintf(stderr, "engyctl: admin models: %s: %s\n", path, err);
 		return 1;
 	}
-	cfg = cJSON_GetObjectItemCaseSensitive(j, "config");
-	arch = cJSON_GetObjectItemCaseSensitive(cfg, "arch");
-	if (cJSON_IsString(arch))
-		snprintf(sp->arch, sizeof(sp->arch), "%s", arch->valuestring);
-	for (i = 0; i < F_N; i++) {
-		if (!spec_names[i])
-			continue;
-		it = cJSON_GetObjectItemCaseSensitive(j, spec_names[i]);
-		if (!it && i == F_TOPK)
-			it = cJSON_GetObjectItemCaseSensitive(j, "toploc_k");
-		if (!cJSON_IsNumber(it))
-			continue;
-		sp->have[i] = 1;
-		sp->val[i] = i == F_P ? llround(it->valuedouble * 1e6)
-				      : (int64_t)it->valuedouble;
-	}
-	price = cJSON_GetObjectItemCaseSensitive(j, "price");
-	for (i = F_PIN; i <= F_POUT; i++) {
-		static const char *const pn[] = { "input", "cached_input",
-						  "output" };
-
-		it = cJSON_GetObjectItemCaseSensitive(price, pn[i - F_PIN]);
-		if (cJSON_IsNumber(it)) {
-			sp->have[i] = 1;
-			sp->val[i] = (int64_t)it->valuedouble;
-		}
-	}
-	cJSON_Delete((cJSON *)j);
 	return 0;
 }
 
 /* A flag's text into its value: dollars, a share, or an integer. */
 static int flag_value(int f, const char *s, int64_t *v)
 {
+	if (f >= F_MEAN) { /* hundredths: at most two decimals */
+		if (engy_money_parse(s, v) || *v % 10000 ||
+		    *v / 10000 > ENGY_CS_MANT_MAX_CENTI)
+			return -EINVAL;
+		*v /= 10000;
+		return 0;
+	}
 	if (f >= F_PIN)
 		return engy_money_parse(s, v);
 	if (f == F_P)
@@ -241,15 +207,19 @@ static void model_set(struct engy_model *m, int f, int64_t v)
 		m->price.input = v;
 	else if (f == F_PCACHE)
 		m->price.cached_input = v;
-	else
+	else if (f == F_POUT)
 		m->price.output = v;
+	else if (f == F_MEAN)
+		m->toploc_mant_mean_centi = (uint16_t)v;
+	else
+		m->toploc_mant_median_centi = (uint16_t)v;
 }
 
 static void print_model(const struct engy_model *m)
 {
 	char pi[32], pc[32], po[32], p[32];
 
-	printf("model name=%s status=%s price_input=%s price_cached_input=%s price_output=%s score_rate=%lld max_input_tokens=%u max_output_tokens=%u max_request_s=%u toploc_topk=%u toploc_v=%u toploc_p=%s qual_ttft_p99_ms=%u qual_tpot_p99_ms=%u\n",
+	printf("model name=%s status=%s price_input=%s price_cached_input=%s price_output=%s score_rate=%lld max_input_tokens=%u max_output_tokens=%u max_request_s=%u toploc_topk=%u toploc_v=%u toploc_p=%s qual_ttft_p99_ms=%u qual_tpot_p99_ms=%u toploc_mant_mean=%u.%02u toploc_mant_median=%u.%02u\n",
 	       m->name,
 	       m->status == ENGY_MODEL_DISABLED ? "disabled" : "enabled",
 	       admin_usd(pi, m->price.input),
@@ -257,7 +227,11 @@ static void print_model(const struct engy_model *m)
 	       admin_usd(po, m->price.output), (long long)m->score_rate,
 	       m->max_input_tokens, m->max_output_tokens, m->max_request_s,
 	       m->toploc_topk, m->toploc_v, admin_usd(p, m->toploc_p_ppm),
-	       m->qual_ttft_p99_ms, m->qual_tpot_p99_ms);
+	       m->qual_ttft_p99_ms, m->qual_tpot_p99_ms,
+	       m->toploc_mant_mean_centi / 100u,
+	       m->toploc_mant_mean_centi % 100u,
+	       m->toploc_mant_median_centi / 100u,
+	       m->toploc_mant_median_centi % 100u);
 }
 
 static void print_root(const struct engy_model_root *r)
@@ -274,9 +248,11 @@ static void print_root(const struct engy_model_root *r)
 	       admin_time(t, r->added_ms));
 }
 
-/* Put a root for @model: --root, else the spec's own model_root. */
+/* Put a root for @model: --root, else the spec's own model_root; its
+ * pinned spec_root is --spec-root, else the spec's model_root. */
 static int put_root(struct admin *a, const char *model, const char *hex,
-		    const char *quant, const struct spec *sp)
+		    const char *quant, const struct engy_cspec *sp,
+		    const char *spec_hex)
 {
 	struct engy_model_root r;
 	int rc;
@@ -285,12 +261,18 @@ static int put_root(struct admin *a, const char *model, const char *hex,
 	if (hex && admin_hex32(hex, r.root))
 		return admin_usage("admin models",
 				   "--root takes 64 hex digits");
+	if (!hex && !sp)
+		return admin_usage("admin models",
+				   "--spec-root needs --root or --spec");
 	if (!hex)
 		memcpy(r.root, sp->model_root, 32);
 	if (sp) {
 		memcpy(r.spec_root, sp->model_root, 32);
 		memcpy(r.arch, sp->arch, sizeof(r.arch));
 	}
+	if (spec_hex && admin_hex32(spec_hex, r.spec_root))
+		return admin_usage("admin models",
+				   "--spec-root takes 64 hex digits");
 	snprintf(r.model, sizeof(r.model), "%s", model);
 	snprintf(r.quant, sizeof(r.quant), "%s", quant ? quant : "");
 	rc = a->ops->model_root_put(a->inst, &r);
@@ -305,10 +287,11 @@ static int put_root(struct admin *a, const char *model, const char *hex,
 static int mod_put(struct admin *a, int argc, char **argv)
 {
 	const char *spec = NULL, *root = NULL, *quant = NULL, *name;
+	const char *spec_root = NULL;
 	int have[F_N] = { 0 }, c, rc, status = 0, fresh = 0, i;
 	int64_t val[F_N];
 	struct engy_model m;
-	struct spec sp;
+	struct engy_cspec sp;
 
 	while ((c = getopt_long(argc, argv, "", put_lo, NULL)) != -1) {
 		if (c >= 0 && c < F_N) {
@@ -322,6 +305,8 @@ static int mod_put(struct admin *a, int argc, char **argv)
 			root = optarg;
 		} else if (c == 'q') {
 			quant = optarg;
+		} else if (c == 'S') {
+			spec_root = optarg;
 		} else if (c == 'e' || c == 'd') {
 			status = c == 'e' ? ENGY_MODEL_ENABLED
 					  : ENGY_MODEL_DISABLED;
@@ -365,8 +350,9 @@ static int mod_put(struct admin *a, int argc, char **argv)
 	if (rc)
 		return admin_fail("models put", name, rc);
 	print_model(&m);
-	if (root || spec)
-		return put_root(a, name, root, quant, spec ? &sp : NULL);
+	if (root || spec || spec_root)
+		return put_root(a, name, root, quant, spec ? &sp : NULL,
+				spec_root);
 	return 0;
 }
 
@@ -426,7 +412,8 @@ static int mod_roots_cmd(struct admin *a, int argc, char **argv)
 static int mod_root_add(struct admin *a, int argc, char **argv)
 {
 	const char *spec = NULL, *root = NULL, *quant = NULL;
-	struct spec sp;
+	const char *spec_root = NULL;
+	struct engy_cspec sp;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "", put_lo, NULL)) != -1) {
@@ -436,6 +423,8 @@ static int mod_root_add(struct admin *a, int argc, char **argv)
 			root = optarg;
 		else if (c == 'q')
 			quant = optarg;
+		else if (c == 'S')
+			spec_root = optarg;
 		else
 			return admin_usage("admin models root-add",
 					   "unknown option");
@@ -445,7 +434,8 @@ static int mod_root_add(struct admin *a, int argc, char **argv)
 				   "give MODEL and --root HEX (or --spec)");
 	if (spec && spec_load(spec, &sp))
 		return 1;
-	return put_root(a, argv[optind], root, quant, spec ? &sp : NULL);
+	return put_root(a, argv[optind], root, quant, spec ? &sp : NULL,
+			spec_root);
 }
 
 static int mod_root_del(struct admin *a, int argc, char **argv)

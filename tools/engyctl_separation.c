@@ -7,7 +7,8 @@
  *                      [--profiles P,P,...] [--requests N] [--cheats M]
  *                      [--generate G] [--topk K] [--dbs B]
  *                      [--max-mismatches V] [--min-pass P]
- *                      [--max-mant-mean M] [--seed S]
+ *                      [--max-mant-mean M] [--max-mant-median D]
+ *                      [--seed S]
  *
  * Each honest request i runs on profile i mod |profiles| of the canonical
  * checkpoint, each cheat request on the cheat checkpoint (ref profile):
@@ -18,7 +19,9 @@
  * auditor's (specs/auditor.md §2): the canonical checkpoint on the ref
  * profile prefills prompt ‖ output[:-1], and engy_toploc_verify_rows()
  * judges the proofs under V and P (and M, a chunk's mantissa mean limit,
- * when given: the verifier plugin's max_mant_mean).  One line per profile and one for the
+ * when given, and D its mantissa median's: the model spec's
+ * toploc_mant_mean and toploc_mant_median, the verifier plugin's
+ * max_mant_mean and max_mant_median).  One line per profile and one for the
  * cheat give the verdicts and the statistics the auditor records
  * (exponent mismatches per chunk, the request's P99 chunk score
  * exp_p99/K, mantissa mean and median); the last four lines give the
@@ -41,7 +44,7 @@
 struct sep_args {
 	const char *dir, *cheat, *profiles;
 	uint64_t requests, cheats, gen, topk, dbs, v, seed;
-	double p, mant_mean;
+	double p, mant_mean, mant_median;
 };
 
 /* What one group (a profile, or the cheat) saw. */
@@ -62,7 +65,8 @@ static void usage(FILE *f)
 		"                          [--profiles P,P,...] [--requests N] [--cheats M]\n"
 		"                          [--generate G] [--topk K] [--dbs B]\n"
 		"                          [--max-mismatches V] [--min-pass P]\n"
-		"                          [--max-mant-mean M] [--seed S]\n"
+		"                          [--max-mant-mean M] [--max-mant-median D]\n"
+		"                          [--seed S]\n"
 		"\n"
 		"Runs N honest requests spread over the kernel profiles (default\n"
 		"ref,splitk,warp32,bf16act,splitk-f32) on the canonical checkpoint\n"
@@ -70,8 +74,9 @@ static void usage(FILE *f)
 		"prompt and G (default 32) greedy tokens, proves their hidden rows\n"
 		"and verifies them as the auditor does (a ref-profile prefill of the\n"
 		"canonical checkpoint, TOPLOC with V mismatches per chunk and a pass\n"
-		"ratio P, a chunk's mantissa mean at most M when given; defaults\n"
-		"128, 32, 8, 0.99, unchecked).  Prints per group the verdicts\n"
+		"ratio P, a chunk's mantissa mean at most M and median at most D\n"
+		"when given; defaults 128, 32, 8, 0.99, unchecked, unchecked).\n"
+		"Prints per group the verdicts\n"
 		"and statistics, then the margins.\n");
 }
 
@@ -117,6 +122,9 @@ static int parse_args(int argc, char **argv, struct sep_args *a)
 		} else if (!strcmp(o, "--max-mant-mean")) {
 			a->mant_mean = strtod(v, &end);
 			bad = !*v || *end || !(a->mant_mean > 0);
+		} else if (!strcmp(o, "--max-mant-median")) {
+			a->mant_median = strtod(v, &end);
+			bad = !*v || *end || !(a->mant_median > 0);
 		} else
 			bad = 1;
 		if (bad)
@@ -308,7 +316,7 @@ static int one(const struct sep_args *a, struct q3_model *gm,
 	struct engy_toploc_params p = { (uint32_t)a->topk, (uint32_t)a->dbs,
 					true };
 	struct engy_proof_limits lim = { sizeof(lim), (uint32_t)a->v, a->p,
-					 a->mant_mean, 0 };
+					 a->mant_mean, a->mant_median };
 	struct engy_toploc_report rep = { 0 };
 	uint32_t prompt[20], out[4096];
 	size_t np = 4 + xorshift(rng) % 16, i, n = 0;

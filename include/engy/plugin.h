@@ -46,7 +46,9 @@
  *   1.2  2026-12-03  Constrained decoding: engy_gen_params.cons_schema,
  *                    cons_prefix, cons_suffix and engy_model_info.constraints
  *                    (engy/backend.h); the role op abort() (engy/role.h:
- *                    the drain reached shutdown_timeout).
+ *                    the drain reached shutdown_timeout); engy_model's
+ *                    toploc_mant_mean_centi and toploc_mant_median_centi
+ *                    (in what was padding: sizes and offsets unchanged).
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H

@@ -103,6 +103,9 @@ struct engy_api_key {
  *     every miner of the model gets (a miner can only lower them).
  * @toploc_topk/@toploc_v: TOPLOC top-k and per-chunk mismatch threshold.
  * @toploc_p_ppm: share of chunks that must pass, in millionths (990000).
+ * @toploc_mant_mean_centi/@toploc_mant_median_centi: a chunk's largest
+ *     mantissa mean / median, in hundredths (200 = 2.00); 0 = not checked
+ *     (ABI 1.1: they sit in what was padding, so callers zero the struct).
  * @qual_ttft_p99_ms/@qual_tpot_p99_ms: qualification and scoring ceilings.
  * @score_rate: µUSD per 1k tokens for scoring (not the buyer's price).
  */
@@ -117,6 +120,8 @@ struct engy_model {
 	uint32_t toploc_p_ppm;
 	uint32_t qual_ttft_p99_ms;
 	uint32_t qual_tpot_p99_ms;
+	uint16_t toploc_mant_mean_centi;
+	uint16_t toploc_mant_median_centi;
 	int64_t score_rate;
 	struct engy_price_card price;
 	int64_t updated_ms; /* out only */

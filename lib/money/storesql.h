@@ -60,13 +60,14 @@
 	"name, status, max_input_tokens, max_output_tokens, max_request_s,"    \
 	" toploc_topk, toploc_v, toploc_p_ppm, qual_ttft_p99_ms,"              \
 	" qual_tpot_p99_ms, score_rate, price_input, price_cached_input,"      \
-	" price_output, updated_ms"
+	" price_output, updated_ms, toploc_mant_mean_centi,"                   \
+	" toploc_mant_median_centi"
 #define STORESQL_ROOT_COLS "root, spec_root, model, quant, arch, added_ms"
 #define STORESQL_MINER_COLS                                                      \
 	"id, hotkey, key_hash, key_shown, label, status, first_party, priority," \
 	" created_ms, updated_ms"
 #define STORESQL_MODEL_PUT(D)                                                             \
-	"INSERT INTO models (" STORESQL_MODEL_COLS ") VALUES (" STORESQL_L15(             \
+	"INSERT INTO models (" STORESQL_MODEL_COLS ") VALUES (" STORESQL_L17(             \
 		D) ") ON CONFLICT (name) DO UPDATE SET status = excluded.status,"         \
 		   " max_input_tokens = excluded.max_input_tokens, max_output_tokens ="   \
 		   " excluded.max_output_tokens, max_request_s = excluded.max_request_s," \
@@ -76,7 +77,9 @@
 		   " excluded.qual_tpot_p99_ms, score_rate = excluded.score_rate,"        \
 		   " price_input = excluded.price_input, price_cached_input ="            \
 		   " excluded.price_cached_input, price_output = excluded.price_output,"  \
-		   " updated_ms = excluded.updated_ms"
+		   " updated_ms = excluded.updated_ms, toploc_mant_mean_centi ="          \
+		   " excluded.toploc_mant_mean_centi, toploc_mant_median_centi ="         \
+		   " excluded.toploc_mant_median_centi"
 #define STORESQL_MODEL_GET(D)                                                  \
 	"SELECT " STORESQL_MODEL_COLS                                          \
 	" FROM models WHERE name = " STORESQL_P(D, 1)

@@ -55,6 +55,9 @@ static const struct engy_opt aud_opts[] = {
 	  NULL, 0, 0, "where the provider API is served" },
 	{ "fetch_timeout_s", ENGY_OPT_INT, 0, OFF(fetch_timeout_s), "10", NULL,
 	  1, 600, "seconds for one pull" },
+	{ "spec_root", ENGY_OPT_STR, 0, OFF(spec_root), NULL,
+	  "ENGY_AUDITOR_SPEC_ROOT", 0, 0,
+	  "the checkpoint's pinned Merkle root (64 hex, engyctl model-spec build); checked at start with the store's spec_root" },
 	ENGY_OPT_END
 };
 
@@ -193,6 +196,8 @@ static int aud_start(void *inst)
 	rc = wire(a);
 	if (!rc)
 		rc = load_key(a);
+	if (!rc)
+		rc = aud_pin_check(a);
 	if (rc)
 		return rc;
 	owner = c->owner_hotkey ? c->owner_hotkey

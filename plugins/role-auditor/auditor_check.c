@@ -171,6 +171,8 @@ static void verify_fn(void *arg)
 		.size = sizeof(lim),
 		.max_exp_mismatches = j->spec.toploc_v,
 		.min_pass_ratio = j->spec.toploc_p_ppm / 1e6,
+		.max_mant_mean = j->spec.toploc_mant_mean_centi / 100.0,
+		.max_mant_median = j->spec.toploc_mant_median_centi / 100.0,
 	};
 	cJSON *c = j->commitment ? cJSON_Parse(j->commitment) : NULL;
 	unsigned i;

@@ -3,6 +3,7 @@
  * The auditor role's shared state (specs/auditor.md).  Files:
  *
  *   auditor.c        options, wiring, the timers, start/stop
+ *   auditor_pin.c    the checkpoint's Merkle root against the pinned one
  *   auditor_pull.c   pulling sampled commitments from the gateway's tee
  *                    (lib/http/httpc on the pool) into a bounded queue
  *   auditor_check.c  one job: model and thresholds from the store, the
@@ -51,6 +52,7 @@ struct aud_conf {
 	const char *owner_hotkey; /* the burn target */
 	const char *api_prefix;	  /* "/api/subnet/v1" */
 	int64_t fetch_timeout_s;
+	const char *spec_root; /* the pinned Merkle root (64 hex), or NULL */
 };
 
 /* One sampled request: its metadata and its commitment (RAM only). */
@@ -128,6 +130,10 @@ struct aud {
 	int64_t next_close; /* the next epoch index to close */
 };
 
+/* auditor_pin.c: every backend's checkpoint against its pinned Merkle
+ * root (the spec_root option, the store's); at start, blocking. */
+int aud_pin_check(struct aud *a);
+int aud_pin_parse(const char *s, uint8_t out[32]);
 /* auditor_pull.c */
 void aud_pull_start(struct aud *a);
 void aud_job_free(struct aud_job *j);

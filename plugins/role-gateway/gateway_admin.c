@@ -60,6 +60,7 @@ static cJSON *worker_json(struct gw *g, const struct gw_worker *w)
 	cJSON_AddStringToObject(o, "miner", w->hotkey);
 	cJSON_AddStringToObject(o, "model", w->model);
 	cJSON_AddStringToObject(o, "model_root", w->model_root);
+	cJSON_AddStringToObject(o, "spec_root", w->spec_root);
 	cJSON_AddStringToObject(o, "state", gw_wstate_name(w->state));
 	cJSON_AddBoolToObject(o, "eligible", gw_worker_eligible(g, w));
 	cJSON_AddBoolToObject(o, "first_party", w->first_party);

@@ -25,6 +25,7 @@ struct hello_job {
 	char root_hex[129];
 	struct engy_miner m;
 	struct engy_model spec;
+	char spec_root[65]; /* the accepted root's pinned spec_root, or "" */
 	int rc;
 	bool cache; /* remember the refusal */
 	char why[96];
@@ -94,6 +95,17 @@ static void hello_fn(void *arg)
 		snprintf(j->why, sizeof(j->why),
 			 "model_root is not an accepted "
 			 "checkpoint of this model");
+	} else if (n) {
+		static const uint8_t zero[ENGY_STORE_HASH_BYTES];
+		static const char d[] = "0123456789abcdef";
+		size_t i;
+
+		for (i = 0; memcmp(root.spec_root, zero, sizeof(zero)) &&
+			    i < ENGY_STORE_HASH_BYTES;
+		     i++) {
+			j->spec_root[2 * i] = d[root.spec_root[i] >> 4];
+			j->spec_root[2 * i + 1] = d[root.spec_root[i] & 15];
+		}
 	}
 }
 
@@ -125,6 +137,9 @@ static void hello_done(void *arg, int rc)
 			g->denied = e;
 		}
 	}
+	if (!j->rc)
+		snprintf(w->spec_root, sizeof(w->spec_root), "%s",
+			 j->spec_root);
 	j->done(w, j->rc, &j->m, &j->spec, j->why);
 	free(j);
 }

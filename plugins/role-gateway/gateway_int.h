@@ -162,6 +162,7 @@ struct gw_worker {
 	char remote[64];
 	char model[128];
 	char model_root[129];
+	char spec_root[65]; /* its accepted root's pinned Merkle root, or "" */
 	/* capacity and limits: min(model spec, hello) */
 	unsigned max_inflight; /* this leg's share */
 	unsigned max_inflight_total;

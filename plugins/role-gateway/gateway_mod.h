@@ -83,8 +83,9 @@ int gw_pv_new(struct gw *g, gw_pv_done done, struct gw_pv **out);
  * worker's hello (a commitment naming another is a cheat); @limits from
  * the model spec (0: the proof instance's own).  0 or -errno. */
 int gw_pv_submit(struct gw_pv *pv, const cJSON *frame, const char *model_root,
-		 uint32_t toploc_v, uint32_t toploc_p_ppm, uint64_t worker_id,
-		 uint32_t round);
+		 uint32_t toploc_v, uint32_t toploc_p_ppm,
+		 uint16_t mant_mean_centi, uint16_t mant_median_centi,
+		 uint64_t worker_id, uint32_t round);
 /* Stop: cancel the recompute under way, refuse new work. */
 void gw_pv_stop(struct gw_pv *pv);
 void gw_pv_free(struct gw_pv *pv);

@@ -300,8 +300,9 @@ static void probe_done(void *arg, const struct gw_outcome *o,
 	if (frame && o->status == 200 && rec->phase == OB_PROBING &&
 	    ob->verify == OBV_GATEWAY && rec->v_sent < ob_verdicts_needed(ob)) {
 		if (gw_pv_submit(ob->pv, frame, rec->w->model_root,
-				 rec->toploc_v, rec->toploc_p_ppm, rec->w->id,
-				 rec->round) == 0)
+				 rec->toploc_v, rec->toploc_p_ppm,
+				 rec->mant_mean_centi, rec->mant_median_centi,
+				 rec->w->id, rec->round) == 0)
 			rec->v_sent++;
 	}
 	kick(ob);
@@ -424,6 +425,8 @@ static void spec_in(struct ob *ob, struct ob_w *rec, const struct engy_model *m,
 		rec->tpot_ms = m->qual_tpot_p99_ms;
 		rec->toploc_v = m->toploc_v;
 		rec->toploc_p_ppm = m->toploc_p_ppm;
+		rec->mant_mean_centi = m->toploc_mant_mean_centi;
+		rec->mant_median_centi = m->toploc_mant_median_centi;
 	} else {
 		GW_LOG(ob->g, ENGY_LOG_WARNING,
 		       "event=onboard_spec_failed worker=%llu error=\"%s\"",

@@ -34,6 +34,7 @@ struct ob_w { /* w->ext[ob->slot] */
 	struct timespec began, next_at;
 	/* the model's spec */
 	uint32_t ttft_ms, tpot_ms, toploc_v, toploc_p_ppm;
+	uint16_t mant_mean_centi, mant_median_centi; /* 0: unchecked */
 	/* this round */
 	unsigned sent, inflight, ok, failed;
 	uint32_t *ttft, *tpot;

@@ -257,8 +257,9 @@ static int prepare(struct gw_pv *pv, struct pv_job *j, const cJSON *frame,
 }
 
 int gw_pv_submit(struct gw_pv *pv, const cJSON *frame, const char *model_root,
-		 uint32_t toploc_v, uint32_t toploc_p_ppm, uint64_t worker_id,
-		 uint32_t round)
+		 uint32_t toploc_v, uint32_t toploc_p_ppm,
+		 uint16_t mant_mean_centi, uint16_t mant_median_centi,
+		 uint64_t worker_id, uint32_t round)
 {
 	struct pv_job *j;
 	int rc;
@@ -276,6 +277,8 @@ int gw_pv_submit(struct gw_pv *pv, const cJSON *frame, const char *model_root,
 		j->lim.size = sizeof(j->lim);
 		j->lim.max_exp_mismatches = toploc_v;
 		j->lim.min_pass_ratio = toploc_p_ppm / 1e6;
+		j->lim.max_mant_mean = mant_mean_centi / 100.0;
+		j->lim.max_mant_median = mant_median_centi / 100.0;
 	}
 	rc = prepare(pv, j, frame, model_root);
 	if (rc < 0) {

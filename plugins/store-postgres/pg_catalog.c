@@ -60,6 +60,8 @@ static void rd_model(const PGresult *r, int i, void *elem)
 	m->price.cached_input = pg_i64(r, i, 12);
 	m->price.output = pg_i64(r, i, 13);
 	m->updated_ms = pg_i64(r, i, 14);
+	m->toploc_mant_mean_centi = (uint16_t)pg_i64(r, i, 15);
+	m->toploc_mant_median_centi = (uint16_t)pg_i64(r, i, 16);
 }
 
 int pg_model_put(void *inst, const struct engy_model *m)
@@ -85,6 +87,8 @@ int pg_model_put(void *inst, const struct engy_model *m)
 	pg_arg_i64(&w.a, m->price.cached_input);
 	pg_arg_i64(&w.a, m->price.output);
 	pg_arg_i64(&w.a, pg_now_ms());
+	pg_arg_i64(&w.a, m->toploc_mant_mean_centi);
+	pg_arg_i64(&w.a, m->toploc_mant_median_centi);
 	return pg_run(s, true, "model_put", do_write, &w);
 }
 

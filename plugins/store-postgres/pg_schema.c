@@ -142,4 +142,9 @@ const char *const pg_migrations[PG_SCHEMA_VERSION] = {
 	" digest TEXT NOT NULL CHECK (length(digest) = 64),"
 	" payload TEXT NOT NULL CHECK (length(payload) <= 16777216),"
 	" aggregates TEXT NOT NULL CHECK (length(aggregates) <= 16777216));",
+	/* 3: a model's TOPLOC mantissa limits (hundredths; 0 = unchecked). */
+	"ALTER TABLE models ADD COLUMN toploc_mant_mean_centi BIGINT NOT NULL"
+	" DEFAULT 0 CHECK (toploc_mant_mean_centi BETWEEN 0 AND 65535),"
+	" ADD COLUMN toploc_mant_median_centi BIGINT NOT NULL"
+	" DEFAULT 0 CHECK (toploc_mant_median_centi BETWEEN 0 AND 65535);",
 };

@@ -125,6 +125,8 @@ static void bind_model(sqlite3_stmt *st, const void *arg)
 	sqlite3_bind_int64(st, 13, m->price.cached_input);
 	sqlite3_bind_int64(st, 14, m->price.output);
 	sqlite3_bind_int64(st, 15, sq_now_ms());
+	sqlite3_bind_int64(st, 16, m->toploc_mant_mean_centi);
+	sqlite3_bind_int64(st, 17, m->toploc_mant_median_centi);
 }
 
 static void rd_model(sqlite3_stmt *st, void *elem)
@@ -146,6 +148,8 @@ static void rd_model(sqlite3_stmt *st, void *elem)
 	m->price.cached_input = sqlite3_column_int64(st, 12);
 	m->price.output = sqlite3_column_int64(st, 13);
 	m->updated_ms = sqlite3_column_int64(st, 14);
+	m->toploc_mant_mean_centi = (uint16_t)sqlite3_column_int64(st, 15);
+	m->toploc_mant_median_centi = (uint16_t)sqlite3_column_int64(st, 16);
 }
 
 int sq_model_put(void *inst, const struct engy_model *m)

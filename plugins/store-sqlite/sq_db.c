@@ -159,6 +159,11 @@ static const char *const migrations[SQ_SCHEMA_VERSION] = {
 	" digest TEXT NOT NULL CHECK (length(digest) <= 64 AND length(digest) >= 64),"
 	" payload TEXT NOT NULL CHECK (length(payload) <= 16777216),"
 	" aggregates TEXT NOT NULL CHECK (length(aggregates) <= 16777216));",
+	/* 3: a model's TOPLOC mantissa limits (hundredths; 0 = unchecked). */
+	"ALTER TABLE models ADD COLUMN toploc_mant_mean_centi INTEGER NOT NULL"
+	" DEFAULT 0 CHECK (toploc_mant_mean_centi BETWEEN 0 AND 65535);"
+	"ALTER TABLE models ADD COLUMN toploc_mant_median_centi INTEGER NOT NULL"
+	" DEFAULT 0 CHECK (toploc_mant_median_centi BETWEEN 0 AND 65535);",
 };
 
 int64_t sq_now_ms(void)

@@ -71,6 +71,37 @@ expect_ok "spec root kept with its arch" "root 15ef6d8cf34edcb340a24d0d124303bbe
 expect_ok "price update keeps the rest" "price_output=0.700000 score_rate=500 max_input_tokens=229376" A models put qwen3.6-35b-a3b --price-output 0.70
 expect_fail "bad price refused" "bad value" A models put qwen3.6-35b-a3b --price-output -1
 expect_fail "bad toploc-p refused" "bad value" A models put qwen3.6-35b-a3b --toploc-p 1.5
+expect_ok "no mantissa limits unless set" "toploc_mant_mean=0.00 toploc_mant_median=0.00" A models show qwen3.6-35b-a3b
+expect_ok "mantissa limits by flag" "toploc_p=0.990000 qual_ttft_p99_ms=5000 qual_tpot_p99_ms=100 toploc_mant_mean=2.50 toploc_mant_median=8.00" \
+  A models put qwen3.6-35b-a3b --toploc-mant-mean 2.5 --toploc-mant-median 8
+expect_fail "a mantissa limit of three decimals refused" "bad value" A models put qwen3.6-35b-a3b --toploc-mant-mean 2.125
+expect_fail "a mantissa limit above 655.35 refused" "bad value" A models put qwen3.6-35b-a3b --toploc-mant-median 655.36
+# a spec file's fields: mantissa limits kept; a wrong type or range refused, naming the field
+Z=15ef6d8cf34edcb340a24d0d124303bbe91f0c435cb0041db220bfcc7087c610
+spec() { printf '{"model_root":"%s",%s}' "$Z" "$1" > "$T/s.json"; }
+spec '"toploc_mant_mean":1.75,"toploc_mant_median":3'
+expect_ok "mantissa limits from a spec file" "toploc_mant_mean=1.75 toploc_mant_median=3.00" A models put qwen3.6-35b-a3b --spec "$T/s.json"
+expect_ok "the other limits kept" "toploc_topk=128 toploc_v=40 toploc_p=0.990000" A models show qwen3.6-35b-a3b
+for bad in '"toploc_mant_mean":-1|toploc_mant_mean is not a number from 0 to 655.35' \
+	'"toploc_mant_median":"2"|toploc_mant_median is not a number' \
+	'"toploc_mant_mean":0.001|toploc_mant_mean is not a number from 0 to 655.35 with at most two decimals' \
+	'"toploc_mant_median":700|toploc_mant_median is not a number from 0 to 655.35' \
+	'"toploc_v":"10"|toploc_v is not an integer' \
+	'"toploc_p":1.5|toploc_p is not a number from 0 to 1' \
+	'"max_input_tokens":0|max_input_tokens is not an integer from 1' \
+	'"toploc_topk":8,"toploc_v":9|toploc_v is larger than toploc_topk' \
+	'"price":{"input":-5}|price.input is not an integer' \
+	'"price":7|price is not an object'; do
+	spec "${bad%%|*}"
+	expect_fail "spec ${bad%%|*} refused" "${bad#*|}" A models put qwen3.6-35b-a3b --spec "$T/s.json"
+done
+expect_ok "a refused spec changed nothing" "toploc_mant_mean=1.75 toploc_mant_median=3.00" A models show qwen3.6-35b-a3b
+# the pinned Merkle root: --spec-root names it, else the spec's model_root
+SR=bb$(printf '%062d' 7)
+expect_ok "spec root pinned by flag" "root 15ef6d8cf34edcb340a24d0d124303bbe91f0c435cb0041db220bfcc7087c610 model=qwen3.6-35b-a3b quant=fp8 arch=- spec_root=$SR" \
+  A models root-add qwen3.6-35b-a3b --root 15ef6d8cf34edcb340a24d0d124303bbe91f0c435cb0041db220bfcc7087c610 --quant fp8 --spec-root "$SR"
+expect_fail "bad spec root" "--spec-root takes 64 hex digits" A models root-add qwen3.6-35b-a3b --root "$SR" --spec-root xyz
+expect_fail "spec root needs a root" "--spec-root needs --root or --spec" A models put qwen3.6-35b-a3b --spec-root "$SR"
 HELLO=aa$(printf '%062d' 0)
 expect_ok "a second root" "root $HELLO model=qwen3.6-35b-a3b quant=int4" A models root-add qwen3.6-35b-a3b --root "$HELLO" --quant int4
 [ "$(A models roots qwen3.6-35b-a3b | wc -l)" = 2 ] || fail "two roots"

@@ -12,6 +12,13 @@
 # signs it, and serves it on the provider API: the payload verifies
 # against the master hotkey and `engyctl epoch score` on the published
 # aggregates gives back the published result_json byte for byte.
+# Before that, the pinned checkpoint: the auditor hashes its checkpoint
+# into the Merkle root (specs/model-commitment.md) at start and refuses to
+# start, exit status non-zero with the reason in its log, when the root
+# pinned for it (its spec_root option, or the store's spec_root for the
+# model) is another; with the right pin it starts.  The expected root is
+# recomputed by tests/ref/model_commitment.py (an independent
+# implementation written from the spec) when /usr/bin/python3 has numpy.
 # Oracle: verdicts come from engy's own prover and verifier on engy's
 # reference engine (self-consistency: honest = bit-exact recompute, cheat =
 # an INT4 copy); the burn epoch's weights follow from specs/scoring.md §3.4
@@ -136,9 +143,44 @@ auditor {
 C
 chmod 600 "$T/master"
 "$ENGYD" -t -c "$T/auditor.conf" > /dev/null 2>&1 || fail "engyd -t: $("$ENGYD" -t -c "$T/auditor.conf" 2>&1)"
-ENGY_TEE_TOKEN=tee-secret "$ENGYD" --no-dlclose -c "$T/auditor.conf" 2> "$T/aud.log" &
+
+# --- the pinned checkpoint --------------------------------------------------
+SR=$("$ENGYCTL" model-spec build "$T/m" | tr -d ' \t\n' |
+	sed -n 's/.*"model_root":"\([0-9a-f]\{64\}\)".*/\1/p')
+[ -n "$SR" ] || fail "engyctl model-spec build: no model_root"
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+	IR=$(/usr/bin/python3 "$top_srcdir/tests/ref/model_commitment.py" spec "$T/m" |
+		tr -d ' \t\n' | sed -n 's/.*"model_root":"\([0-9a-f]\{64\}\)".*/\1/p')
+	[ "$IR" = "$SR" ] || fail "the independent root $IR is not engyctl's $SR"
+	ok "the checkpoint's Merkle root $SR, recomputed independently"
+fi
+# refused SOURCE [ENV...]: the auditor exits non-zero with the mismatch
+refused() {
+	src=$1
+	shift
+	rc=0
+	env "$@" ENGY_TEE_TOKEN=tee-secret timeout 120 "$ENGYD" --no-dlclose \
+		-c "$T/auditor.conf" 2> "$T/pin.log" || rc=$?
+	[ $rc != 0 ] && [ $rc != 124 ] || fail "pinned to $OTHER: exit $rc: $(tail -3 "$T/pin.log")"
+	grep -q "event=spec_root_mismatch model=tiny path=$T/m spec_root=$SR pinned=$OTHER source=$src " "$T/pin.log" ||
+		fail "no mismatch ($src): $(tail -3 "$T/pin.log")"
+	grep -q "refusing to start" "$T/pin.log" || fail "no reason: $(tail -3 "$T/pin.log")"
+	grep -q "event=verdict\|event=auditor_start" "$T/pin.log" && fail "it audited ($src)"
+	ok "a checkpoint whose root is not the pinned one ($src): exit $rc, refused with the reason"
+}
+refused config ENGY_AUDITOR_SPEC_ROOT="$OTHER"
+adm models root-add tiny --root "$ROOT" --spec-root "$OTHER" > /dev/null || fail "root-add"
+refused store
+adm models root-add tiny --root "$ROOT" --spec-root "$SR" > "$T/root.out" || fail "root-add"
+grep -q "spec_root=$SR " "$T/root.out" || fail "root-add: $(cat "$T/root.out")"
+ENGY_TEE_TOKEN=tee-secret ENGY_AUDITOR_SPEC_ROOT="$SR" "$ENGYD" --no-dlclose -c "$T/auditor.conf" 2> "$T/aud.log" &
 APID=$!
 PIDS="$PIDS $APID"
+wait_for "$T/aud.log" "event=auditor_start " 120 || fail "no start: $(tail -5 "$T/aud.log")"
+grep -q "event=spec_root_ok model=tiny spec_root=$SR bytes=[0-9]* ms=[0-9]* source=config+store" "$T/aud.log" ||
+	fail "no spec_root_ok: $(grep spec_root "$T/aud.log")"
+grep -q "event=spec_root_check model=tiny .*takes a while" "$T/aud.log" || fail "no spec_root_check"
+ok "the right pin (option and store): the root is checked and the auditor starts"
 for r in req-honest req-cheat req-malformed req-otherroot req-constrained; do
 	wait_for "$T/aud.log" "event=verdict request_id=$r " 120 ||
 		fail "no verdict for $r: $(tail -5 "$T/aud.log")"

@@ -13,7 +13,9 @@
 # on its probes, the closed epoch's signed weights give the cheat 0 and the honest
 # miners all of it, and the payload verifies; the validator submits that
 # epoch and the weights on the dev chain (chain-dev's file, read here by
-# uid) are the signed epoch's, the cheat's 0; and nothing is left running.
+# uid) are the signed epoch's, the cheat's 0; the auditor checked its
+# checkpoint against the Merkle root etc/devnet/model-spec.json pins; and
+# nothing is left running.
 # Oracle: mostly engy against itself (gateway, miners, auditor, validator
 # all engy); the buyer side is the official OpenAI SDK, and the cheat is an
 # INT4 copy the test makes. Weights are checked as the cheat's 0, the
@@ -101,6 +103,14 @@ grep -q "curl -s http://127.0.0.1:[0-9]*/v1/chat/completions -H 'Authorization: 
 ok "a curl to chat with the gateway is printed"
 grep -q 'event=model_root_override ' "$T/devnet/logs/int4-cheat.log" ||
 	fail "the cheat did not override its root"
+# the auditor checked its checkpoint against the Merkle root pinned in the
+# store from etc/devnet/model-spec.json (specs/auditor.md)
+PIN=$(tr -d ' \t\n' < "$top_srcdir/etc/devnet/model-spec.json" |
+	sed -n 's/.*"model_root":"\([0-9a-f]*\)".*/\1/p')
+grep -q "event=spec_root_ok model=devnet-qwen3 spec_root=$PIN .*source=store" \
+	"$T/devnet/logs/auditor.log" ||
+	fail "the auditor did not check its checkpoint against $PIN: $(grep spec_root "$T/devnet/logs/auditor.log")"
+ok "the auditor's checkpoint is the pinned one (Merkle root ${PIN%"${PIN#????????????????}"}…)"
 grep -q 'level=err' "$T/devnet/logs/gateway.log" "$T/devnet/logs/auditor.log" \
 	"$T/devnet/logs/validator.log" &&
 	fail "errors: $(grep -h level=err "$T/devnet/logs/gateway.log" "$T/devnet/logs/auditor.log" "$T/devnet/logs/validator.log" | head -3)"

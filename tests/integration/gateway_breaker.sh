@@ -16,11 +16,16 @@
 #  Every trip is logged and counted; `engyctl workers` shows the breakers.
 # Oracle: behaviour against scripted miners (probe_miner.mjs, written from
 # specs/protocol.md): trips and re-qualification observed in the gateway's
-# log and internal API.
+# log and internal API; the pinned spec_root is the one the test stores.
 . "$top_srcdir/tests/integration/lib.sh"
 . "$top_srcdir/tests/integration/gateway_mod_lib.sh"
 
 store_init --qual-ttft-p99-ms 300 --qual-tpot-p99-ms 200
+# the scripted miners' hello root, accepted with a pinned Merkle root: the
+# workers list shows it beside the root (specs/gateway.md, "Internal API")
+PM_ROOT_HEX=$(printf 'ab%.0s' $(seq 32)) SPEC_ROOT_HEX=$(printf 'cd%.0s' $(seq 32))
+A models root-add test-model --root "$PM_ROOT_HEX" --spec-root "$SPEC_ROOT_HEX" > /dev/null ||
+	fail "root-add"
 K1=$(miner_key $HK_A --label fails)
 K2=$(miner_key $HK_B --label hangs)
 K3=$(miner_key $HK_C --label slows)
@@ -188,6 +193,9 @@ internal /internal/v1/workers > /dev/null
 [ "$(js "$T/int.out" "j.workers.find((w) => w.name === 'fpbad').breaker.failed >= 3")" = true ] ||
 	fail "fpbad failures not counted"
 ok "a failing 1st-party worker stays eligible (breaker exempt, its failures counted)"
+[ "$(js "$T/int.out" "j.workers.filter((w) => w.model_root === '$PM_ROOT_HEX' && w.spec_root === '$SPEC_ROOT_HEX').length === j.workers.length && j.workers.length > 0")" = true ] ||
+	fail "spec_root beside model_root: $(cat "$T/int.out")"
+ok "every worker shows its accepted root's pinned spec_root beside model_root"
 
 # --- counted and shown ----------------------------------------------------------------
 t=$(grep -c 'event=breaker_trip' "$T/a.log")

@@ -15,7 +15,8 @@
 # auditor does it (specs/auditor.md §2): the canonical checkpoint
 # prefills prompt ‖ output[:-1], and `engyctl toploc verify` compares the
 # rows with the proofs under the devnet model spec's thresholds
-# (etc/devnet/model-spec.json).
+# (etc/devnet/model-spec.json: toploc_v, toploc_p and the mantissa limits
+# toploc_mant_mean and toploc_mant_median, the rule the auditor applies).
 #
 # Part 2, volume: `engyctl separation` runs 1,000 honest requests on the
 # devnet model (qwen3 tiny seed 3) spread over four profiles, 300 on the
@@ -24,7 +25,12 @@
 # tokens, plus INT4 cheat requests, through the same prove and verify
 # code (lib/toploc) in one process.
 #
-# Every honest request passes, every cheat request is caught, the bf16
+# Part 3: the case the mantissa limits exist for: on the MoE model with
+# prompt seed 2 an INT4 request passes on the exponent count alone, and
+# the model spec's full rule catches all of them, honest ones passing.
+#
+# Every honest request passes, every cheat request is caught (under the
+# model spec's rule, the same in both parts), the bf16
 # profiles' honest statistics are above zero, and the margins (honest
 # maximum against cheat minimum: exponent mismatches per chunk, the P99
 # chunk score, mantissa mean and median) are printed.  Expected values:
@@ -38,7 +44,13 @@
 SPEC="$top_srcdir/etc/devnet/model-spec.json"
 num() { tr -d ' \t\n' < "$SPEC" | sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
 V=$(num toploc_v); P=$(num toploc_p); TOPK=$(num toploc_topk)
+MM=$(num toploc_mant_mean); MD=$(num toploc_mant_median)
 [ -n "$V" ] && [ -n "$P" ] && [ "$TOPK" = 128 ] || fail "model spec: v=$V p=$P topk=$TOPK"
+[ -n "$MM" ] && [ -n "$MD" ] || fail "model spec: no toploc_mant_mean ($MM) or toploc_mant_median ($MD)"
+# the rule as engyctl's flags give it (a limit of 0 is unchecked)
+MANT=""
+awk -v x="$MM" 'BEGIN { exit !(x > 0) }' && MANT="$MANT --max-mant-mean $MM"
+awk -v x="$MD" 'BEGIN { exit !(x > 0) }' && MANT="$MANT --max-mant-median $MD"
 NGEN=96            # 3 chunks of 32
 sc() { awk -v x="$1" 'BEGIN { printf "%.3f", x / 128 }'; }
 : > "$T/runs"
@@ -68,7 +80,7 @@ run() {
 		rc=0
 		"$ENGYCTL" toploc verify --topk 128 --dbs 32 --hidden "$hid" --dtype f32 \
 			--prefill $((np - 1)) --proofs "$T/c.proofs" --max-mismatches "$V" \
-			--min-pass "$P" "$T/v.f32" > "$T/verify.out" 2>&1 || rc=$?
+			--min-pass "$P" $MANT "$T/v.f32" > "$T/verify.out" 2>&1 || rc=$?
 		verdict=$(sed -n 's/^verdict=\([a-z]*\).*/\1/p' "$T/verify.out")
 		want=pass; [ $who = cheat ] && want=cheat
 		[ "$verdict" = $want ] || fail "$1 seed $2 $who: $verdict (rc $rc): $(cat "$T/verify.out")"
@@ -111,16 +123,16 @@ done
 # --- part 2: volume, in one process ----------------------------------------
 # field NAME LINE: the value of NAME=... in LINE
 field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
-# volume LABEL CANONICAL CHEAT PROFILES REQUESTS CHEATS [MANT_MEAN]
+# volume LABEL CANONICAL CHEAT PROFILES REQUESTS CHEATS
 volume() {
-	lab=$1 ck=$2 chk=$3 prof=$4 nreq=$5 nch=$6 mant=${7:-}
+	lab=$1 ck=$2 chk=$3 prof=$4 nreq=$5 nch=$6
 	out="$T/vol-$lab"
 	"$ENGYCTL" separation --checkpoint "$ck" --cheat "$chk" \
 		--profiles "$prof" --requests $nreq --cheats $nch --generate 32 --topk "$TOPK" \
-		--dbs 32 --max-mismatches "$V" --min-pass "$P" ${mant:+--max-mant-mean $mant} \
+		--dbs 32 --max-mismatches "$V" --min-pass "$P" $MANT \
 		--seed 53 > "$out" || fail "engyctl separation $lab: $(cat "$out")"
 	echo "$lab: $nreq honest requests over $prof, $nch INT4 cheat requests, 32 tokens each;" \
-		"V $V${mant:+, mantissa mean <= $mant}"
+		"V $V, mantissa mean <= $MM, median <= $MD (0: unchecked)"
 	echo "group       requests pass cheat unproven nonzero exp_mismatches/chunk p99_score    mant_mean     mant_median"
 	n=0
 	while read -r line; do
@@ -152,18 +164,47 @@ volume() {
 	[ "$hmax" -le "$V" ] && [ "$cmin" -gt "$V" ] || fail "$lab: honest max $hmax, cheat min $cmin, V $V"
 	m=$(grep '^margin metric=mant_mean ' "$out")
 	hm=$(field honest_max "$m"); cm=$(field cheat_min "$m")
-	awk -v h="$hm" -v c="$cm" 'BEGIN { exit !(h < c) }' || fail "$lab: mantissa mean honest max $hm, cheat min $cm"
-	ok "$lab, $nreq honest requests over $prof: 0 false positives, $nch of $nch INT4 caught; exp mismatches per chunk honest max $hmax <= V $V < cheat min $cmin; mantissa mean honest max $hm < cheat min $cm"
+	awk -v h="$hm" -v c="$cm" -v l="$MM" 'BEGIN { exit !(h <= l && l < c) }' ||
+		fail "$lab: mantissa mean honest max $hm, limit $MM, cheat min $cm"
+	m=$(grep '^margin metric=mant_median ' "$out")
+	hd=$(field honest_max "$m"); cd=$(field cheat_min "$m")
+	awk -v h="$hd" -v l="$MD" 'BEGIN { exit !(l == 0 || h <= l) }' ||
+		fail "$lab: mantissa median honest max $hd above the limit $MD"
+	ok "$lab, $nreq honest requests over $prof: 0 false positives, $nch of $nch INT4 caught; exp mismatches per chunk honest max $hmax <= V $V < cheat min $cmin; mantissa mean honest max $hm <= limit $MM < cheat min $cm; median honest max $hd <= limit $MD (cheat min $cd)"
 }
 volume qwen3 "$T/qwen3-3/m" "$T/qwen3-3/m4" splitk,warp32,bf16act,splitk-f32 1000 100
 # On the tiny MoE model exponent mismatches alone can overlap (other seeds:
 # honest up to 10, an INT4 chunk down to 5 of 128); the mantissa mean
 # separates it (honest <= ~1.4, INT4 >= ~2.9), as the TOPLOC paper's
-# thresholds use it.
-volume qwen3-moe "$T/qwen3-moe-3/m" "$T/qwen3-moe-3/m4" splitk,warp32,bf16act 300 60 2
+# thresholds use it: the model spec's toploc_mant_mean.
+volume qwen3-moe "$T/qwen3-moe-3/m" "$T/qwen3-moe-3/m4" splitk,warp32,bf16act 300 60
 # An FP8 checkpoint (the same seed-3 model, --quant fp8) audited on ref:
 # honest miners dequantize it to bf16 (fp8-bf16) or keep float32 weights
 # with bf16 activations (bf16act); the cheat is the INT4 copy.
 "$ENGYCTL" mkmodel --arch qwen3 --size tiny --seed 3 --quant fp8 --out "$T/qwen3-3/m8" \
 	--quiet || fail "mkmodel fp8"
 volume qwen3-fp8 "$T/qwen3-3/m8" "$T/qwen3-3/m4" fp8-bf16,bf16act 200 40
+
+# --- part 3: the exponent count alone lets INT4 through; the rule does not --
+# The tiny MoE model (seed 3) with prompt seed 2: one INT4 request's chunk
+# has only 10 exponent mismatches, so V alone passes it, while every INT4
+# chunk's mantissa mean is above 3.  Under the model spec's rule (the
+# auditor's) all 60 are caught and the 30 honest requests still pass.
+sep2() {
+	"$ENGYCTL" separation --checkpoint "$T/qwen3-moe-3/m" --cheat "$T/qwen3-moe-3/m4" \
+		--profiles splitk,warp32,bf16act --requests 30 --cheats 60 --generate 32 \
+		--topk "$TOPK" --dbs 32 --max-mismatches "$V" --min-pass "$P" --seed 2 "$@" ||
+		fail "engyctl separation --seed 2"
+}
+line=$(sep2 | grep '^group=cheat ')
+p=$(field pass "$line")
+[ "$p" -ge 1 ] || fail "prompt seed 2: no INT4 request passes on V alone ($line): the case is gone"
+# shellcheck disable=SC2086 # MANT is a list of flags
+out=$(sep2 $MANT)
+line=$(echo "$out" | grep '^group=cheat ')
+[ "$(field pass "$line")" = 0 ] && [ "$(field cheat "$line")" = 60 ] ||
+	fail "prompt seed 2 under the model spec's rule: $line"
+h=$(echo "$out" | grep '^group=' | grep 'kind=honest' | while read -r l; do field pass "$l"; done |
+	awk '{ s += $1 } END { print s }')
+[ "$h" = 30 ] || fail "prompt seed 2 under the rule: $h of 30 honest requests pass"
+ok "qwen3-moe, prompt seed 2: $p of 60 INT4 requests pass on exponent mismatches alone (V $V); under the model spec's rule (mantissa mean <= $MM) 60 of 60 are caught, 30 of 30 honest pass"

@@ -162,6 +162,8 @@ PIN(offsetof(struct engy_account, name), 48);
 PIN(sizeof(struct engy_account), 112);
 PIN(offsetof(struct engy_api_key, shown), 36);
 PIN(sizeof(struct engy_api_key), 120);
+PIN(offsetof(struct engy_model, toploc_mant_mean_centi), 164);
+PIN(offsetof(struct engy_model, toploc_mant_median_centi), 166);
 PIN(offsetof(struct engy_model, score_rate), 168);
 PIN(offsetof(struct engy_model, price), 176);
 PIN(sizeof(struct engy_model), 208);

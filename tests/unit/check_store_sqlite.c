@@ -38,8 +38,8 @@ START_TEST(test_descriptor_and_schema)
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
 	ck_assert_int_eq(sql1("a.db", "SELECT MAX(version) FROM engy_schema"),
-			 2);
-	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 2);
+			 3);
+	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 3);
 	/* WAL, and the file is its owner's only. */
 	ck_assert_int_eq(sql1("a.db", "SELECT journal_mode = 'wal' FROM"
 				      " pragma_journal_mode"),
@@ -51,7 +51,7 @@ START_TEST(test_descriptor_and_schema)
 	st_open(&t, "a.db", NULL);
 	ck_assert(!strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
-	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 2);
+	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 3);
 	st_engine->teardown();
 }
 END_TEST
@@ -71,9 +71,9 @@ START_TEST(test_schema_refusals)
 	ck_assert_int_eq(t.start_rc, -EPROTO);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema_newer") !=
 		  NULL);
-	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=2"));
+	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=3"));
 	st_close(&t);
-	ck_assert_int_eq(sql1("new.db", "SELECT COUNT(*) FROM engy_schema"), 3);
+	ck_assert_int_eq(sql1("new.db", "SELECT COUNT(*) FROM engy_schema"), 4);
 	/* A file that is not a database: a clear error, not a crash. */
 	snprintf(path, sizeof(path), "%s/junk.db", st_dir);
 	fd = open(path, O_WRONLY | O_CREAT, 0600);
@@ -89,6 +89,49 @@ START_TEST(test_schema_refusals)
 	ck_assert(strstr(fake_host_log(t.h), "event=store_error"));
 	ck_assert(strstr(fake_host_log(t.h), "not a database"));
 	st_close(&t);
+	st_engine->teardown();
+}
+END_TEST
+
+/* A schema 2 database (no mantissa limits) migrates to 3: its models are
+ * kept, their limits 0 (unchecked), and they can be set afterwards. */
+START_TEST(test_migrate_mantissa_limits)
+{
+	struct engy_model m, g;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "v2.db", NULL);
+	memset(&m, 0, sizeof(m));
+	snprintf(m.name, sizeof(m.name), "old-model");
+	m.max_input_tokens = m.max_output_tokens = m.max_request_s = 10;
+	m.toploc_topk = 128;
+	m.toploc_v = 40;
+	m.toploc_p_ppm = 990000;
+	m.toploc_mant_mean_centi = 7;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
+	st_close(&t);
+	/* back to schema 2's shape, the row kept */
+	sq_test_run("v2.db",
+		    "ALTER TABLE models DROP COLUMN toploc_mant_mean_centi;"
+		    " ALTER TABLE models DROP COLUMN toploc_mant_median_centi;"
+		    " DELETE FROM engy_schema WHERE version = 3");
+	ck_assert_int_eq(sql1("v2.db", "SELECT MAX(version) FROM engy_schema"),
+			 2);
+	st_open(&t, "v2.db", NULL);
+	ck_assert(strstr(fake_host_log(t.h), "from=2 version=3"));
+	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
+	ck_assert_uint_eq(g.toploc_v, 40);
+	ck_assert_uint_eq(g.toploc_mant_mean_centi, 0);
+	ck_assert_uint_eq(g.toploc_mant_median_centi, 0);
+	m.toploc_mant_median_centi = 300;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
+	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
+	ck_assert_uint_eq(g.toploc_mant_mean_centi, 7);
+	ck_assert_uint_eq(g.toploc_mant_median_centi, 300);
+	st_close(&t);
+	/* still the one row */
+	ck_assert_int_eq(sql1("v2.db", "SELECT COUNT(*) FROM models"), 1);
 	st_engine->teardown();
 }
 END_TEST
@@ -148,6 +191,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_descriptor_and_schema);
 	tcase_add_test(tc, test_schema_refusals);
+	tcase_add_test(tc, test_migrate_mantissa_limits);
 	store_conformance_ops(tc);
 	tcase_add_test(tc, test_retention_schema);
 	suite_add_tcase(s, tc);

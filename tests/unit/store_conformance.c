@@ -344,10 +344,17 @@ START_TEST(test_models_and_roots)
 	ck_assert_uint_eq(g.toploc_p_ppm, 990000);
 	ck_assert_int_eq(g.price.cached_input, 75000);
 	ck_assert_int_gt(g.updated_ms, 0);
+	/* the mantissa limits: 0 (unchecked) unless set, then kept */
+	ck_assert_uint_eq(g.toploc_mant_mean_centi, 0);
+	ck_assert_uint_eq(g.toploc_mant_median_centi, 0);
 	m.price.output = 700000;
 	m.status = ENGY_MODEL_DISABLED;
+	m.toploc_mant_mean_centi = 1000;
+	m.toploc_mant_median_centi = 65535;
 	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
 	ck_assert_int_eq(t.ops->model_get(t.inst, m.name, &g), 0);
+	ck_assert_uint_eq(g.toploc_mant_mean_centi, 1000);
+	ck_assert_uint_eq(g.toploc_mant_median_centi, 65535);
 	ck_assert_int_eq(g.price.output, 700000);
 	ck_assert_uint_eq(g.status, ENGY_MODEL_DISABLED);
 	ck_assert_int_eq(t.ops->model_get(t.inst, "nope", &g), -ENOENT);
