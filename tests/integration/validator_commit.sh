@@ -123,12 +123,14 @@ for ver in 4 3; do
   out=$("$ENGYCTL" validator state --state-dir "$T/$n-state")
   case "$out" in *"last_applied: 5"*) ;; *) fail "v$ver: state: $out";; esac
   ok "v$ver: the commit that landed is recorded as the epoch's submission"
+  # The heartbeat file is stamped just after the tick line is logged.
+  wait_for "$T/$n-state/validator-heartbeat.json" \
+    "\"path\":\"commit_v$ver\",\"reveal_round\":$rr,\"reveal_block\":$rb}" 60 ||
+    fail "v$ver: heartbeat file: $(cat "$T/$n-state/validator-heartbeat.json" 2>&1)"
+  ok "v$ver: the heartbeat file carries the path and the reveal"
   expect_ok "v$ver: health names the commit and its reveal" \
     "last submission: commit_v$ver, reveal round $rr, due at block $rb" \
     "$ENGYCTL" validator health --state-dir "$T/$n-state"
-  grep -q "\"path\":\"commit_v$ver\",\"reveal_round\":$rr,\"reveal_block\":$rb}" \
-    "$T/$n-state/validator-heartbeat.json" || fail "v$ver: heartbeat file: $(cat "$T/$n-state/validator-heartbeat.json")"
-  ok "v$ver: the heartbeat file carries the path and the reveal"
   # The reveal: the chain waits for drand's clock to reach the round.
   wait_for "$T/$n.jsonl" '"revealed"' 60 || fail "v$ver: never revealed: $(cat "$T/$n.jsonl")"
   last=$(tail -1 "$T/$n.jsonl")
