@@ -11,13 +11,13 @@
  * business.  Signing stays with the caller: set_weights() gets a signer,
  * never a secret key.
  *
- * Ops are appended, never reordered (see plugin.h).  1.2 appended
+ * Ops are appended, never reordered (see plugin.h).  1.3 appended
  * commit_weights() (timelocked commit-reveal, CRv3/CRv4: the chain reveals
  * by itself, so there is no reveal op) and the commit-reveal fields at the
  * end of the metagraph and submit results.  Those result structs carry no
  * size: a caller reads the appended fields only from a plugin whose ops
  * table has commit_weights (non-NULL after the host's copy), which is
- * exactly a plugin built against 1.2 or later.
+ * exactly a plugin built against 1.3 or later.
  */
 #ifndef ENGY_CHAIN_H
 #define ENGY_CHAIN_H
@@ -54,7 +54,7 @@ struct engy_chain_block {
  *     set_weights (CommitRevealEnabled) and wants a commit instead.
  * @exists: the subnet exists on this chain.
  *
- * Appended in 1.2 (valid only when the plugin has commit_weights), read
+ * Appended in 1.3 (valid only when the plugin has commit_weights), read
  * from storage at the same block as the rest:
  * @cr_version: the commit-reveal version the chain runs
  *     (CommitRevealWeightsVersion; 3 on a runtime without that item).  Any
@@ -79,7 +79,7 @@ struct engy_chain_metagraph {
 	uint64_t rate_limit;
 	uint64_t version_key;
 	bool commit_reveal;
-	/* 1.2 */
+	/* 1.3 */
 	uint16_t cr_version;
 	uint64_t reveal_period;
 	uint16_t tempo;
@@ -125,7 +125,7 @@ struct engy_chain_weights {
  *     it cannot sign for), with @error saying why.
  * @tx_hash: blake2b-256 of the extrinsic (all zero when none was built).
  *
- * Appended in 1.2, set by commit_weights() only:
+ * Appended in 1.3, set by commit_weights() only:
  * @commit: this answers a commit; @cr_version the version committed in.
  * @reveal_round: the drand round the weights are encrypted to.
  * @reveal_block: the first block of the epoch the chain reveals in (an
@@ -140,7 +140,7 @@ struct engy_chain_submit {
 	uint64_t block;
 	uint8_t block_hash[32];
 	uint8_t tx_hash[32];
-	/* 1.2 */
+	/* 1.3 */
 	bool commit;
 	uint16_t cr_version;
 	uint64_t reveal_round;
@@ -178,7 +178,7 @@ struct engy_chain_ops {
 			   void *arg);
 
 	/**
-	 * commit_weights() - (1.2, optional) commit @w timelocked, in the
+	 * commit_weights() - (1.3, optional) commit @w timelocked, in the
 	 * commit-reveal version the chain runs, as @s's account: build the
 	 * payload (version 4 names @s's account as hotkey), the reveal round
 	 * and its ciphertext, sign and submit the version's commit call and

@@ -65,7 +65,7 @@ static struct {
 	size_t n;
 	uint16_t uids[8], weights[8];
 	uint16_t netuid;
-	/* an ABI 1.2 chain: commit_weights() present */
+	/* an ABI 1.3 chain: commit_weights() present */
 	bool with_commit;
 	unsigned n_commit;
 } ch;
@@ -643,7 +643,7 @@ START_TEST(tick_commit_reveal)
 }
 END_TEST
 
-/* An ABI 1.2 chain with commit-reveal on: the tick commits in the
+/* An ABI 1.3 chain with commit-reveal on: the tick commits in the
  * chain's version (never set_weights), the landed commit is the epoch's
  * submission, the log names the path and the reveal. */
 START_TEST(tick_commit_lands)
