@@ -102,9 +102,35 @@ static char *path_of(const struct opts *o, const char *name)
 	return p;
 }
 
+/* The heartbeat's last submission path, as one line (0: none). */
+static int last_path(const cJSON *root, char *out, size_t cap)
+{
+	const cJSON *p = cJSON_GetObjectItemCaseSensitive(root, "path");
+	const cJSON *rr =
+		cJSON_GetObjectItemCaseSensitive(root, "reveal_round");
+	const cJSON *rb =
+		cJSON_GetObjectItemCaseSensitive(root, "reveal_block");
+
+	if (!cJSON_IsString(p) ||
+	    strspn(p->valuestring, "abcdefghijklmnopqrstuvwxyz_0123456789") !=
+		    strlen(p->valuestring) ||
+	    strlen(p->valuestring) > 32)
+		return 0;
+	if (cJSON_IsNumber(rr) && cJSON_IsNumber(rb))
+		snprintf(out, cap,
+			 "last submission: %s, reveal round %.0f, due at block "
+			 "%.0f",
+			 p->valuestring, rr->valuedouble, rb->valuedouble);
+	else
+		snprintf(out, cap, "last submission: %s", p->valuestring);
+	return 1;
+}
+
 static int health(int argc, char **argv)
 {
 	const cJSON *ts, *lim;
+	char sub[160];
+	int how;
 	uint8_t *buf = NULL;
 	struct opts o;
 	cJSON *root;
@@ -143,6 +169,7 @@ static int health(int argc, char **argv)
 	age = (double)time(NULL) - ts->valuedouble;
 	if (age < 0)
 		age = 0;
+	how = last_path(root, sub, sizeof(sub));
 	cJSON_Delete(root);
 	free(path);
 	if (age > (double)limit)
@@ -150,6 +177,8 @@ static int health(int argc, char **argv)
 				    "tick %.0fs ago (limit %lds)",
 				    age, limit);
 	printf("ok (last tick %.0fs ago, limit %lds)\n", age, limit);
+	if (how)
+		printf("%s\n", sub);
 	return 0;
 }
 

@@ -11,9 +11,13 @@
  * business.  Signing stays with the caller: set_weights() gets a signer,
  * never a secret key.
  *
- * Ops are appended, never reordered (see plugin.h).  A commit-reveal path
- * adds commit_weights() and reveal_weights() after set_weights(), with
- * the same request and result shapes (the reveal carrying its salt).
+ * Ops are appended, never reordered (see plugin.h).  1.3 appended
+ * commit_weights() (timelocked commit-reveal, CRv3/CRv4: the chain reveals
+ * by itself, so there is no reveal op) and the commit-reveal fields at the
+ * end of the metagraph and submit results.  Those result structs carry no
+ * size: a caller reads the appended fields only from a plugin whose ops
+ * table has commit_weights (non-NULL after the host's copy), which is
+ * exactly a plugin built against 1.3 or later.
  */
 #ifndef ENGY_CHAIN_H
 #define ENGY_CHAIN_H
@@ -47,8 +51,19 @@ struct engy_chain_block {
  * @rate_limit: WeightsSetRateLimit, blocks between two weight settings.
  * @version_key: WeightsVersionKey; set_weights must send at least this.
  * @commit_reveal: CommitRevealWeightsEnabled; while true the chain refuses
- *     set_weights (CommitRevealEnabled) and wants commit/reveal instead.
+ *     set_weights (CommitRevealEnabled) and wants a commit instead.
  * @exists: the subnet exists on this chain.
+ *
+ * Appended in 1.3 (valid only when the plugin has commit_weights), read
+ * from storage at the same block as the rest:
+ * @cr_version: the commit-reveal version the chain runs
+ *     (CommitRevealWeightsVersion; 3 on a runtime without that item).  Any
+ *     value is reported as read; the caller refuses what it cannot speak.
+ * @reveal_period: RevealPeriodEpochs, in epochs.
+ * @tempo: Tempo, blocks per epoch (minus one).
+ * @can_commit: the plugin can commit in @cr_version here (its crypto is
+ *     built in and the runtime offers the version's call); when false,
+ *     @cr_why says why in one line.
  */
 struct engy_chain_metagraph {
 	int status;
@@ -64,6 +79,12 @@ struct engy_chain_metagraph {
 	uint64_t rate_limit;
 	uint64_t version_key;
 	bool commit_reveal;
+	/* 1.3 */
+	uint16_t cr_version;
+	uint64_t reveal_period;
+	uint16_t tempo;
+	bool can_commit;
+	const char *cr_why;
 };
 
 /**
@@ -103,6 +124,13 @@ struct engy_chain_weights {
  *     errors, -ENOTSUP (refused by the plugin: commit-reveal on, a runtime
  *     it cannot sign for), with @error saying why.
  * @tx_hash: blake2b-256 of the extrinsic (all zero when none was built).
+ *
+ * Appended in 1.3, set by commit_weights() only:
+ * @commit: this answers a commit; @cr_version the version committed in.
+ * @reveal_round: the drand round the weights are encrypted to.
+ * @reveal_block: the first block of the epoch the chain reveals in (an
+ *     estimate, as the SDK makes it; the chain reveals once it holds the
+ *     round's pulse).
  */
 struct engy_chain_submit {
 	int status;
@@ -112,6 +140,11 @@ struct engy_chain_submit {
 	uint64_t block;
 	uint8_t block_hash[32];
 	uint8_t tx_hash[32];
+	/* 1.3 */
+	bool commit;
+	uint16_t cr_version;
+	uint64_t reveal_round;
+	uint64_t reveal_block;
 };
 
 struct engy_chain_ops {
@@ -143,6 +176,23 @@ struct engy_chain_ops {
 			   void (*done)(void *arg,
 					const struct engy_chain_submit *r),
 			   void *arg);
+
+	/**
+	 * commit_weights() - (1.3, optional) commit @w timelocked, in the
+	 * commit-reveal version the chain runs, as @s's account: build the
+	 * payload (version 4 names @s's account as hotkey), the reveal round
+	 * and its ciphertext, sign and submit the version's commit call and
+	 * wait for its outcome exactly as set_weights() does.  The answer
+	 * carries the version, reveal round and reveal block.  Refuses
+	 * before submitting anything (status -ENOTSUP or -EINVAL, @error
+	 * saying why) when commit-reveal is off, for a version it does not
+	 * speak, or when the reveal round would not be in the future.
+	 */
+	int (*commit_weights)(void *inst, const struct engy_chain_weights *w,
+			      const struct engy_chain_signer *s,
+			      void (*done)(void *arg,
+					   const struct engy_chain_submit *r),
+			      void *arg);
 };
 
 #ifdef __cplusplus

@@ -49,6 +49,11 @@
  *                    the drain reached shutdown_timeout); engy_model's
  *                    toploc_mant_mean_centi and toploc_mant_median_centi
  *                    (in what was padding: sizes and offsets unchanged).
+ *   1.3  2026-12-03  Chain: commit_weights() (timelocked commit-reveal);
+ *                    the metagraph's cr_version, reveal_period, tempo,
+ *                    can_commit, cr_why and the submit result's commit,
+ *                    cr_version, reveal_round, reveal_block, appended
+ *                    and read only from plugins that have the op.
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H
@@ -66,7 +71,7 @@ extern "C" {
 
 #define ENGY_PLUGIN_MAGIC  0x454e4731u /* "ENG1" */
 #define ENGY_ABI_MAJOR	   1
-#define ENGY_ABI_MINOR	   2
+#define ENGY_ABI_MINOR	   3
 #define ENGY_PLUGIN_SYMBOL "engy_plugin"
 
 #if defined(__GNUC__)

@@ -14,6 +14,26 @@
  * The signer is exercised for real: it signs the line's digest and the
  * signature is verified before anything is written.  Rate limits survive
  * restarts: the file's accepted lines are read back at start.
+ *
+ * With commit_reveal on, set_weights is refused (CommitRevealEnabled) and
+ * commit_weights simulates subtensor's timelocked commits
+ * (specs/commit-reveal.md): the payload of commit_reveal_version (3 or 4)
+ * is encrypted (lib/drand) to the reveal round engy_cr_reveal_round()
+ * computes from tempo, reveal_period and this chain's clock, to a test
+ * beacon whose key is fixed below, and the commit is appended as
+ *
+ *   {"block":N,"netuid":53,"hotkey":"5...","uid":U,"ok":true,
+ *    "commit":4,"reveal_round":R,"reveal_block":B}
+ *
+ * When drand's clock reaches the round, the chain signs the round with the
+ * test beacon, decrypts the commit as the runtime would, checks the
+ * payload (the hotkey of a version 4 payload must be the committer) and
+ * appends the revealed weights:
+ *
+ *   {"block":N,"netuid":53,"hotkey":"5...","uid":U,"ok":true,
+ *    "revealed":R,"uids":[...],"weights":[...]}
+ *
+ * Pending commits live in memory only: a restart drops them.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -28,8 +48,13 @@
 
 #include <engy/engy.h>
 
+#include "config.h"
 #include "checkfmt.h"
+#include "commit.h"
 #include "fsutil.h"
+#ifdef HAVE_BLST
+#include "drand.h"
+#endif
 #include "sr25519.h"
 #include "ss58.h"
 
@@ -43,6 +68,19 @@ struct dev_conf {
 	int64_t block_ms;
 	int64_t version_key;
 	bool commit_reveal;
+	int64_t cr_version;
+	int64_t reveal_period;
+	int64_t tempo;
+};
+
+/* A commit waiting for its round (chain-dev's CRv3/CRv4 storage). */
+struct pending {
+	struct pending *next;
+	uint8_t acc[32];
+	unsigned version;
+	uint64_t round;
+	uint8_t *ct;
+	size_t len;
 };
 
 struct dev {
@@ -54,7 +92,22 @@ struct dev {
 	uint64_t *last; /* under lock: workers write it */
 	pthread_mutex_t lock;
 	bool stopping;
+	struct pending *pending; /* under lock */
+	struct engy_timer *reveal_timer;
 };
+
+#ifdef HAVE_BLST
+/*
+ * The test beacon's secret key: chain-dev stands in for drand, so it can
+ * sign any round.  Fixed, so a devnet's commits are readable by anyone
+ * (it is a test chain).
+ */
+static const uint8_t beacon_sk[32] = {
+	0x65, 0x6e, 0x67, 0x79, 0x2d, 0x63, 0x68, 0x61, 0x69, 0x6e, 0x2d,
+	0x64, 0x65, 0x76, 0x20, 0x74, 0x65, 0x73, 0x74, 0x20, 0x62, 0x65,
+	0x61, 0x63, 0x6f, 0x6e, 0x20, 0x6b, 0x65, 0x79, 0x21, 0x01,
+};
+#endif
 
 struct job {
 	struct dev *d;
@@ -215,12 +268,337 @@ static void submit_run(struct job *j)
 		snprintf(j->error, sizeof(j->error), "%s", err);
 }
 
+#ifdef HAVE_BLST
+/* Appends "uids":[...],"weights":[...]} and the newline. */
+static size_t put_vectors(char *line, size_t cap, size_t i,
+			  const uint16_t *uids, const uint16_t *weights,
+			  size_t n)
+{
+	i += (size_t)snprintf(line + i, cap - i, ",\"uids\":[");
+	for (size_t k = 0; k < n; k++)
+		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "",
+				      uids[k]);
+	i += (size_t)snprintf(line + i, cap - i, "],\"weights\":[");
+	for (size_t k = 0; k < n; k++)
+		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "",
+				      weights[k]);
+	i += (size_t)snprintf(line + i, cap - i, "]}\n");
+	return i;
+}
+
+#endif
+
+/* What the metagraph says about committing here. */
+static const char *cr_why(const struct dev *d)
+{
+#ifndef HAVE_BLST
+	(void)d;
+	return "chain-dev was built without blst (configure --with-blst)";
+#else
+	if (d->c->cr_version != 3 && d->c->cr_version != 4)
+		return "engy commits in commit-reveal versions 3 and 4 only";
+	return NULL;
+#endif
+}
+
+#ifdef HAVE_BLST
+/* Subtensor's checks of a commit: the subnet, the hotkey, the rate limit. */
+static const char *check_commit(struct job *j, long *me)
+{
+	struct dev *d = j->d;
+
+	if (j->netuid != d->c->netuid)
+		return "SubtensorModule.SubNetworkDoesNotExist";
+	*me = uid_of(d, j->signer.account);
+	if (*me < 0)
+		return "SubtensorModule.HotKeyNotRegisteredInSubNet";
+	if (d->last[*me] &&
+	    j->block - d->last[*me] < (uint64_t)d->c->rate_limit)
+		return "SubtensorModule.CommittingWeightsTooFast";
+	return NULL;
+}
+
+static void commit_run(struct job *j)
+{
+	struct dev *d = j->d;
+	unsigned version = (unsigned)d->c->cr_version;
+	struct engy_cr_sched sc = { 0 };
+	struct engy_scale_buf pl;
+	struct timespec ts;
+	struct pending *p = NULL;
+	uint8_t digest[32], sig[64];
+	char ss58[ENGY_SS58_ADDR_SIZE], err[200], line[512];
+	const char *cerr;
+	uint8_t *ct = NULL;
+	size_t ctlen = 0;
+	drand_pk pk;
+	long me = -1;
+	int rc;
+
+	j->res.commit = true;
+	j->res.cr_version = (uint16_t)version;
+	j->block = dev_block(d);
+	if (!d->c->commit_reveal) {
+		j->res.status = -ENOTSUP;
+		snprintf(j->error, sizeof(j->error),
+			 "commit-reveal is off on subnet %lld: set weights "
+			 "instead; nothing submitted",
+			 (long long)d->c->netuid);
+		return;
+	}
+	if (cr_why(d)) {
+		j->res.status = -ENOTSUP;
+		snprintf(j->error, sizeof(j->error),
+			 "the chain runs commit-reveal version %u: %s; nothing "
+			 "submitted",
+			 version, cr_why(d));
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	sc.netuid = j->netuid;
+	sc.tempo = (uint16_t)d->c->tempo;
+	sc.reveal_period = (uint64_t)d->c->reveal_period;
+	sc.block = j->block;
+	sc.block_time = (double)d->c->block_ms / 1000.0;
+	sc.now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	rc = engy_cr_reveal_round(&sc, &j->res.reveal_round,
+				  &j->res.reveal_block, err, sizeof(err));
+	if (rc) {
+		j->res.status = rc;
+		snprintf(j->error, sizeof(j->error), "%s; nothing submitted",
+			 err);
+		return;
+	}
+	engy_scale_buf_init(&pl);
+	rc = engy_cr_payload(version, j->signer.account, j->uids, j->weights,
+			     j->n, j->version_key, &pl, err, sizeof(err));
+	if (!rc && pl.err)
+		rc = pl.err;
+	drand_test_keygen(beacon_sk, &pk);
+	if (!rc && tlock_encrypt(&pk, j->res.reveal_round, pl.p, pl.len, &ct,
+				 &ctlen, err, sizeof(err)))
+		rc = -EINVAL;
+	engy_scale_buf_free(&pl);
+	if (rc) {
+		j->res.status = rc;
+		snprintf(j->error, sizeof(j->error),
+			 "commit: %s; nothing submitted", err);
+		free(ct);
+		return;
+	}
+	crypto_generichash(digest, 32, ct, ctlen, NULL, 0);
+	rc = j->signer.sign(j->signer.arg, digest, 32, sig);
+	if (!rc)
+		rc = engy_sr25519_verify(j->signer.account,
+					 ENGY_SR25519_SUBSTRATE_CTX, digest, 32,
+					 sig);
+	if (rc) {
+		snprintf(
+			j->error, sizeof(j->error),
+			"Invalid Transaction: Transaction has a bad signature");
+		free(ct);
+		return;
+	}
+	engy_ss58_encode(ss58, sizeof(ss58), j->signer.account,
+			 ENGY_SS58_PREFIX_BITTENSOR);
+	pthread_mutex_lock(&d->lock);
+	cerr = check_commit(j, &me);
+	if (cerr)
+		snprintf(line, sizeof(line),
+			 "{\"block\":%" PRIu64 ",\"netuid\":%u,\"hotkey\":"
+			 "\"%s\",\"uid\":%ld,\"ok\":false,\"error\":\"%s\","
+			 "\"commit\":%u}\n",
+			 j->block, j->netuid, ss58, me, cerr, version);
+	else
+		snprintf(line, sizeof(line),
+			 "{\"block\":%" PRIu64 ",\"netuid\":%u,\"hotkey\":"
+			 "\"%s\",\"uid\":%ld,\"ok\":true,\"commit\":%u,"
+			 "\"reveal_round\":%" PRIu64
+			 ",\"reveal_block\":%" PRIu64 "}\n",
+			 j->block, j->netuid, ss58, me, version,
+			 j->res.reveal_round, j->res.reveal_block);
+	rc = append(d->c->file, line);
+	if (!rc && !cerr) {
+		p = calloc(1, sizeof(*p));
+		if (p) {
+			memcpy(p->acc, j->signer.account, 32);
+			p->version = version;
+			p->round = j->res.reveal_round;
+			p->ct = ct;
+			p->len = ctlen;
+			ct = NULL;
+			p->next = d->pending;
+			d->pending = p;
+		}
+		d->last[me] = j->block;
+	}
+	pthread_mutex_unlock(&d->lock);
+	free(ct);
+	if (rc) {
+		j->res.status = rc;
+		snprintf(j->error, sizeof(j->error), "cannot append to %s: %s",
+			 d->c->file, strerror(-rc));
+		return;
+	}
+	j->res.included = true;
+	j->res.block = j->block;
+	j->res.success = !cerr;
+	if (cerr)
+		snprintf(j->error, sizeof(j->error), "%s", cerr);
+}
+
+/* A revealed payload, checked as subtensor checks set weights. */
+static const char *reveal_check(struct dev *d, const struct pending *p,
+				const uint8_t *pt, size_t n, long *me,
+				uint16_t **uids, uint16_t **weights,
+				size_t *count)
+{
+	struct engy_scale_rd r;
+	const uint8_t *hk = NULL, *u = NULL, *w = NULL;
+	size_t hn = 0, un = 0, wn = 0, i, k;
+	uint32_t len = 0;
+	uint64_t vk = 0;
+
+	engy_scale_rd_init(&r, pt, n);
+	if (p->version == 4)
+		engy_scale_vec(&r, &hk, &hn);
+	if (!engy_scale_compact32(&r, &len) && len <= engy_scale_left(&r) / 2)
+		engy_scale_bytes(&r, (size_t)len * 2, &u);
+	else
+		engy_scale_fail(&r, -EMSGSIZE);
+	un = len;
+	if (!engy_scale_compact32(&r, &len) && len <= engy_scale_left(&r) / 2)
+		engy_scale_bytes(&r, (size_t)len * 2, &w);
+	else
+		engy_scale_fail(&r, -EMSGSIZE);
+	wn = len;
+	engy_scale_u64(&r, &vk);
+	if (r.err || engy_scale_left(&r))
+		return "SubtensorModule.InvalidRevealCommitHashNotMatch";
+	if (p->version == 4 && (hn != 32 || memcmp(hk, p->acc, 32) != 0))
+		return "SubtensorModule.InvalidRevealCommitHashNotMatch";
+	*me = uid_of(d, p->acc);
+	if (*me < 0)
+		return "SubtensorModule.HotKeyNotRegisteredInSubNet";
+	if (un != wn)
+		return "SubtensorModule.WeightVecNotEqualSize";
+	if (vk < (uint64_t)d->c->version_key)
+		return "SubtensorModule.IncorrectWeightVersionKey";
+	*uids = calloc(un ? un : 1, 2);
+	*weights = calloc(un ? un : 1, 2);
+	if (!*uids || !*weights)
+		return "out of memory";
+	for (i = 0; i < un; i++) {
+		(*uids)[i] = (uint16_t)(u[2 * i] | u[2 * i + 1] << 8);
+		(*weights)[i] = (uint16_t)(w[2 * i] | w[2 * i + 1] << 8);
+	}
+	*count = un;
+	if (!d->permit[*me] && !(un == 1 && (*uids)[0] == *me))
+		return "SubtensorModule.NeuronNoValidatorPermit";
+	for (i = 0; i < un; i++) {
+		if ((*uids)[i] >= d->n)
+			return "SubtensorModule.UidVecContainInvalidOne";
+		for (k = 0; k < i; k++)
+			if ((*uids)[k] == (*uids)[i])
+				return "SubtensorModule.DuplicateUids";
+	}
+	return NULL;
+}
+
+/* Decrypts and applies one commit whose round has come. */
+static void reveal_one(struct dev *d, struct pending *p)
+{
+	uint8_t sig[DRAND_G1_LEN], *pt = NULL;
+	uint16_t *uids = NULL, *weights = NULL;
+	size_t ptlen = 0, n = 0, i, cap;
+	char ss58[ENGY_SS58_ADDR_SIZE], err[200], *line;
+	const char *e;
+	long me = -1;
+	int rc;
+
+	drand_test_sign(beacon_sk, p->round, sig);
+	if (tlock_decrypt(p->ct, p->len, sig, &pt, &ptlen, err, sizeof(err)))
+		e = "SubtensorModule.InvalidRevealCommitHashNotMatch";
+	else
+		e = reveal_check(d, p, pt, ptlen, &me, &uids, &weights, &n);
+	engy_ss58_encode(ss58, sizeof(ss58), p->acc,
+			 ENGY_SS58_PREFIX_BITTENSOR);
+	cap = 320 + n * 16;
+	line = malloc(cap);
+	if (line) {
+		i = (size_t)snprintf(line, cap,
+				     "{\"block\":%" PRIu64 ",\"netuid\":%lld,"
+				     "\"hotkey\":\"%s\",\"uid\":%ld,\"ok\":%s",
+				     dev_block(d), (long long)d->c->netuid,
+				     ss58, me, e ? "false" : "true");
+		if (e)
+			i += (size_t)snprintf(line + i, cap - i,
+					      ",\"error\":\"%s\"", e);
+		i += (size_t)snprintf(line + i, cap - i,
+				      ",\"revealed\":%" PRIu64, p->round);
+		put_vectors(line, cap, i, uids, weights, n);
+		rc = append(d->c->file, line);
+		if (rc)
+			engy_err(d->h,
+				 "event=reveal_write_failed path=%s "
+				 "error=\"%s\"",
+				 d->c->file, strerror(-rc));
+		else
+			engy_info(d->h,
+				  "event=revealed round=%" PRIu64 " hotkey=%s "
+				  "ok=%s%s%s uids=%zu",
+				  p->round, ss58, e ? "false" : "true",
+				  e ? " error=" : "", e ? e : "", n);
+		free(line);
+	}
+	free(pt);
+	free(uids);
+	free(weights);
+}
+
+/* The loop's reveal step: every commit whose round drand has reached. */
+static void reveal_due(void *arg)
+{
+	struct dev *d = arg;
+	struct pending *due = NULL, **pp, *p;
+	uint64_t now_round = drand_round_at((uint64_t)time(NULL));
+
+	pthread_mutex_lock(&d->lock);
+	for (pp = &d->pending; (p = *pp);) {
+		if (p->round <= now_round) {
+			*pp = p->next;
+			p->next = due;
+			due = p;
+		} else {
+			pp = &p->next;
+		}
+	}
+	while ((p = due)) {
+		due = p->next;
+		reveal_one(d, p);
+		free(p->ct);
+		free(p);
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+#endif
+
 static void job_run(void *arg)
 {
 	struct job *j = arg;
 
-	if (j->op == 3)
+	if (j->op == 3) {
 		submit_run(j);
+	} else if (j->op == 4) {
+#ifdef HAVE_BLST
+		commit_run(j);
+#else
+		j->res.commit = true;
+		j->res.status = -ENOTSUP;
+		snprintf(j->error, sizeof(j->error), "%s; nothing submitted",
+			 cr_why(j->d));
+#endif
+	}
 }
 
 static void job_done(void *arg, int rc)
@@ -245,6 +623,11 @@ static void job_done(void *arg, int rc)
 			.rate_limit = (uint64_t)d->c->rate_limit,
 			.version_key = (uint64_t)d->c->version_key,
 			.commit_reveal = d->c->commit_reveal,
+			.cr_version = (uint16_t)d->c->cr_version,
+			.reveal_period = (uint64_t)d->c->reveal_period,
+			.tempo = (uint16_t)d->c->tempo,
+			.can_commit = cr_why(d) == NULL,
+			.cr_why = cr_why(d),
 		};
 
 		if (m.exists) {
@@ -319,11 +702,10 @@ static int op_metagraph(void *inst, uint16_t netuid,
 	return queue(inst, j);
 }
 
-static int op_set_weights(void *inst, const struct engy_chain_weights *w,
-			  const struct engy_chain_signer *s,
-			  void (*done)(void *,
-				       const struct engy_chain_submit *),
-			  void *arg)
+static int submit_job(void *inst, int op, const struct engy_chain_weights *w,
+		      const struct engy_chain_signer *s,
+		      void (*done)(void *, const struct engy_chain_submit *),
+		      void *arg)
 {
 	struct job *j;
 
@@ -347,10 +729,29 @@ static int op_set_weights(void *inst, const struct engy_chain_weights *w,
 	j->netuid = w->netuid;
 	j->version_key = w->version_key;
 	j->signer = *s;
-	j->op = 3;
+	j->op = op;
 	j->done_sub = done;
 	j->arg = arg;
 	return queue(inst, j);
+}
+
+static int op_set_weights(void *inst, const struct engy_chain_weights *w,
+			  const struct engy_chain_signer *s,
+			  void (*done)(void *,
+				       const struct engy_chain_submit *),
+			  void *arg)
+{
+	return submit_job(inst, 3, w, s, done, arg);
+}
+
+/* Without blst the job answers -ENOTSUP (job_run leaves it unrun). */
+static int op_commit_weights(void *inst, const struct engy_chain_weights *w,
+			     const struct engy_chain_signer *s,
+			     void (*done)(void *,
+					  const struct engy_chain_submit *),
+			     void *arg)
+{
+	return submit_job(inst, 4, w, s, done, arg);
 }
 
 static const struct engy_chain_ops ops = {
@@ -358,6 +759,7 @@ static const struct engy_chain_ops ops = {
 	.block = op_block,
 	.metagraph = op_metagraph,
 	.set_weights = op_set_weights,
+	.commit_weights = op_commit_weights,
 };
 
 /* Rate limits survive restarts: the last accepted block per uid. */
@@ -374,9 +776,13 @@ static void read_back(struct dev *d)
 		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(o, "uid");
 		const cJSON *blk = cJSON_GetObjectItemCaseSensitive(o, "block");
 
-		if (cJSON_IsTrue(ok) && cJSON_IsNumber(uid) &&
-		    cJSON_IsNumber(blk) && uid->valuedouble >= 0 &&
-		    uid->valuedouble < (double)d->n && blk->valuedouble >= 0)
+		/* A reveal applies weights; the rate limit counts the
+		 * submissions (set_weights and commits). */
+		if (cJSON_IsTrue(ok) &&
+		    !cJSON_GetObjectItemCaseSensitive(o, "revealed") &&
+		    cJSON_IsNumber(uid) && cJSON_IsNumber(blk) &&
+		    uid->valuedouble >= 0 && uid->valuedouble < (double)d->n &&
+		    blk->valuedouble >= 0)
 			d->last[(size_t)uid->valuedouble] =
 				(uint64_t)blk->valuedouble;
 		cJSON_Delete(o);
@@ -390,6 +796,13 @@ static void dev_destroy(void *inst)
 
 	if (!d)
 		return;
+	while (d->pending) {
+		struct pending *p = d->pending;
+
+		d->pending = p->next;
+		free(p->ct);
+		free(p);
+	}
 	free(d->acc);
 	free(d->permit);
 	free(d->last);
@@ -512,6 +925,23 @@ static int dev_start(void *inst)
 		  d->c->file, (long long)d->c->netuid, d->n, dev_block(d),
 		  (long long)d->c->rate_limit,
 		  d->c->commit_reveal ? "true" : "false");
+#ifdef HAVE_BLST
+	if (d->c->commit_reveal) {
+		uint64_t ms =
+			d->c->block_ms < 1000 ? (uint64_t)d->c->block_ms : 1000;
+		int rc = d->h->timer_add(d->h, ms, 1, reveal_due, d,
+					 &d->reveal_timer);
+
+		if (rc)
+			return rc;
+		engy_info(d->h,
+			  "event=commit_reveal version=%lld reveal_period=%lld "
+			  "tempo=%lld beacon=test",
+			  (long long)d->c->cr_version,
+			  (long long)d->c->reveal_period,
+			  (long long)d->c->tempo);
+	}
+#endif
 	return 0;
 }
 
@@ -541,7 +971,15 @@ static const struct engy_opt opts[] = {
 	{ "version_key", ENGY_OPT_INT, 0, OFF(version_key), "0", NULL, 0, 0,
 	  "the subnet's weights version key" },
 	{ "commit_reveal", ENGY_OPT_BOOL, 0, OFF(commit_reveal), "false", NULL,
-	  0, 0, "refuse set_weights as a commit-reveal subnet does" },
+	  0, 0,
+	  "commit-reveal on: refuse set_weights, take timelocked commits "
+	  "and reveal them with a test beacon" },
+	{ "commit_reveal_version", ENGY_OPT_INT, 0, OFF(cr_version), "4", NULL,
+	  0, 65535, "CommitRevealWeightsVersion (engy commits in 3 and 4)" },
+	{ "reveal_period", ENGY_OPT_INT, 0, OFF(reveal_period), "1", NULL, 0,
+	  1000, "RevealPeriodEpochs: epochs from a commit to its reveal" },
+	{ "tempo", ENGY_OPT_INT, 0, OFF(tempo), "360", NULL, 0, 65535,
+	  "the subnet's tempo (an epoch is tempo + 1 blocks)" },
 	ENGY_OPT_END,
 };
 

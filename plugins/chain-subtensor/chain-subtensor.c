@@ -2,8 +2,9 @@
 /*
  * chain-subtensor: a subtensor node over JSON-RPC (HTTP POST).  Reads the
  * metagraph from storage with the key hashers the runtime's metadata
- * declares, signs set_weights with the caller's signer against the
- * runtime's own call indices and signed extensions, submits it, and
+ * declares, signs set_weights (or, where the subnet runs commit-reveal,
+ * the timelocked commit: sub_commit.c) with the caller's signer against
+ * the runtime's own call indices and signed extensions, submits it, and
  * follows new blocks until it is in one, then reads its outcome from the
  * block's events.  Each op is one job on the worker pool (blocking
  * lib/http/httpc there); jobs of an instance run one at a time.
@@ -94,6 +95,9 @@ static void job_run(void *arg)
 	case SUB_SET_WEIGHTS:
 		sub_do_set_weights(j, &r);
 		break;
+	case SUB_COMMIT_WEIGHTS:
+		sub_do_commit_weights(j, &r);
+		break;
 	}
 	rpc_free(&r);
 out:
@@ -131,9 +135,11 @@ static void job_done(void *arg, int rc)
 		j->mg.uids = (const uint8_t(*)[32])j->mg_uids;
 		j->mg.permit = j->mg_permit;
 		j->mg.last_update = j->mg_last;
+		j->mg.cr_why = j->mg.can_commit ? NULL : j->cr_why;
 		j->done.metagraph(j->arg, &j->mg);
 		break;
 	case SUB_SET_WEIGHTS:
+	case SUB_COMMIT_WEIGHTS:
 		if (rc)
 			j->submit.status = rc;
 		j->submit.error = j->error[0] ? j->error : NULL;
@@ -192,11 +198,10 @@ static int op_metagraph(void *inst, uint16_t netuid,
 	return queue(inst, j);
 }
 
-static int op_set_weights(void *inst, const struct engy_chain_weights *w,
-			  const struct engy_chain_signer *sg,
-			  void (*done)(void *,
-				       const struct engy_chain_submit *),
-			  void *arg)
+static int submit_job(void *inst, int op, const struct engy_chain_weights *w,
+		      const struct engy_chain_signer *sg,
+		      void (*done)(void *, const struct engy_chain_submit *),
+		      void *arg)
 {
 	struct sub_job *j;
 	size_t i;
@@ -226,10 +231,28 @@ static int op_set_weights(void *inst, const struct engy_chain_weights *w,
 	j->netuid = w->netuid;
 	j->version_key = w->version_key;
 	memcpy(&j->signer, sg, sizeof(j->signer));
-	j->op = SUB_SET_WEIGHTS;
+	j->op = op;
 	j->done.submit = done;
 	j->arg = arg;
 	return queue(inst, j);
+}
+
+static int op_set_weights(void *inst, const struct engy_chain_weights *w,
+			  const struct engy_chain_signer *sg,
+			  void (*done)(void *,
+				       const struct engy_chain_submit *),
+			  void *arg)
+{
+	return submit_job(inst, SUB_SET_WEIGHTS, w, sg, done, arg);
+}
+
+static int op_commit_weights(void *inst, const struct engy_chain_weights *w,
+			     const struct engy_chain_signer *sg,
+			     void (*done)(void *,
+					  const struct engy_chain_submit *),
+			     void *arg)
+{
+	return submit_job(inst, SUB_COMMIT_WEIGHTS, w, sg, done, arg);
 }
 
 static const struct engy_chain_ops ops = {
@@ -237,6 +260,7 @@ static const struct engy_chain_ops ops = {
 	.block = op_block,
 	.metagraph = op_metagraph,
 	.set_weights = op_set_weights,
+	.commit_weights = op_commit_weights,
 };
 
 static int sub_create(const struct engy_host *h, const void *conf, void **inst)

@@ -48,7 +48,7 @@ struct sub_at {
 	char hex[67];
 };
 
-enum { SUB_BLOCK = 1, SUB_METAGRAPH, SUB_SET_WEIGHTS };
+enum { SUB_BLOCK = 1, SUB_METAGRAPH, SUB_SET_WEIGHTS, SUB_COMMIT_WEIGHTS };
 
 struct sub_job {
 	struct sub *s;
@@ -74,6 +74,7 @@ struct sub_job {
 	uint64_t *mg_last;
 	struct engy_chain_submit submit;
 	char error[640];
+	char cr_why[256]; /* the metagraph's cr_why */
 };
 
 /* sub_read.c */
@@ -99,6 +100,22 @@ void sub_do_metagraph(struct sub_job *j, struct rpc *r);
 
 /* sub_submit.c */
 void sub_do_set_weights(struct sub_job *j, struct rpc *r);
+/* Timelocked commit-reveal (sub_commit.c). */
+void sub_do_commit_weights(struct sub_job *j, struct rpc *r);
+/*
+ * sub_cr_settings() - the commit-reveal settings at @at into the
+ * metagraph fields (version, reveal period, tempo, whether this plugin can
+ * commit there, else why in j->cr_why).
+ */
+int sub_cr_settings(struct sub_job *j, struct rpc *r, const struct sub_at *at,
+		    struct engy_chain_metagraph *m);
+/*
+ * sub_submit_call() - sign @call (an encoded call) as j->signer, submit
+ * it and wait for its outcome into j->submit (sub_submit.c, shared by
+ * set_weights and the commits).  @what names the call in the log.
+ */
+int sub_submit_call(struct sub_job *j, struct rpc *r, const struct sub_at *best,
+		    const uint8_t *call, size_t call_len, const char *what);
 
 /* Sleep @ms in short steps; false when cancelled. */
 bool sub_nap(struct sub *s, long ms);

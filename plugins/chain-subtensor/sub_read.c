@@ -508,6 +508,8 @@ void sub_do_metagraph(struct sub_job *j, struct rpc *r)
 				  sizeof(j->error));
 		m->commit_reveal = cr != 0;
 	}
+	if (!rc)
+		rc = sub_cr_settings(j, r, &at, m);
 out:
 	m->status = rc;
 }

@@ -261,25 +261,20 @@ static int params(struct sub_job *j, struct rpc *r, const struct sub_at *best,
 }
 
 static int build(struct sub_job *j, const struct engy_ext_params *p,
-		 uint8_t pallet, uint8_t call, struct engy_scale_buf *ext,
-		 size_t *payload_len)
+		 const uint8_t *call, size_t call_len, const char *what,
+		 struct engy_scale_buf *ext, size_t *payload_len)
 {
 	struct sub *s = j->s;
-	struct engy_scale_buf cbuf, pay;
+	struct engy_scale_buf pay;
 	uint8_t hash[32], sig[64];
 	const uint8_t *msg;
 	size_t mlen;
 	int rc;
 
-	engy_scale_buf_init(&cbuf);
 	engy_scale_buf_init(&pay);
-	rc = engy_call_set_weights(s->md, pallet, call, j->netuid, j->uids,
-				   j->weights, j->n, j->version_key, &cbuf);
-	if (!rc)
-		rc = engy_ext_payload(&s->layout, p, cbuf.p, cbuf.len, &pay);
+	rc = engy_ext_payload(&s->layout, p, call, call_len, &pay);
 	if (rc) {
-		snprintf(j->error, sizeof(j->error),
-			 "cannot encode set_weights");
+		snprintf(j->error, sizeof(j->error), "cannot encode %s", what);
 		goto out;
 	}
 	*payload_len = pay.len;
@@ -290,12 +285,11 @@ static int build(struct sub_job *j, const struct engy_ext_params *p,
 			 strerror(-rc));
 		goto out;
 	}
-	rc = engy_ext_signed(&s->layout, p, cbuf.p, cbuf.len, j->signer.account,
+	rc = engy_ext_signed(&s->layout, p, call, call_len, j->signer.account,
 			     sig, ext);
 	if (!rc)
 		engy_ext_hash(ext->p, ext->len, j->submit.tx_hash);
 out:
-	engy_scale_buf_free(&cbuf);
 	engy_scale_buf_free(&pay);
 	return rc;
 }
@@ -303,19 +297,14 @@ out:
 void sub_do_set_weights(struct sub_job *j, struct rpc *r)
 {
 	struct sub *s = j->s;
-	struct engy_ext_params p = { 0 };
 	const struct engy_meta_variant *v;
-	struct engy_scale_buf ext;
+	struct engy_scale_buf cbuf;
 	uint8_t pallet, call;
 	struct sub_at best;
-	const cJSON *res;
-	cJSON *root;
-	size_t payload_len = 0;
 	uint64_t cr;
-	char *arg;
 	int rc;
 
-	engy_scale_buf_init(&ext);
+	engy_scale_buf_init(&cbuf);
 	rc = sub_best(s, r, &best, j->error, sizeof(j->error));
 	if (!rc)
 		rc = sub_runtime(s, r, &best, j->error, sizeof(j->error));
@@ -345,15 +334,43 @@ void sub_do_set_weights(struct sub_job *j, struct rpc *r)
 	if (cr) {
 		snprintf(j->error, sizeof(j->error),
 			 "commit-reveal is enabled on subnet %u: the chain "
-			 "refuses set_weights there (CommitRevealEnabled), and "
-			 "engy does not submit commit/reveal yet",
+			 "refuses set_weights there (CommitRevealEnabled); "
+			 "commit instead (commit_weights)",
 			 j->netuid);
 		rc = -ENOTSUP;
 		goto out;
 	}
-	rc = params(j, r, &best, &p);
+	rc = engy_call_set_weights(s->md, pallet, call, j->netuid, j->uids,
+				   j->weights, j->n, j->version_key, &cbuf);
+	if (rc) {
+		snprintf(j->error, sizeof(j->error),
+			 "cannot encode set_weights");
+		goto out;
+	}
+	rc = sub_submit_call(j, r, &best, cbuf.p, cbuf.len, "set_weights");
+out:
+	j->submit.status = rc;
+	if (!rc && j->submit.success)
+		j->error[0] = '\0';
+	engy_scale_buf_free(&cbuf);
+}
+
+int sub_submit_call(struct sub_job *j, struct rpc *r, const struct sub_at *best,
+		    const uint8_t *call, size_t call_len, const char *what)
+{
+	struct sub *s = j->s;
+	struct engy_ext_params p = { 0 };
+	struct engy_scale_buf ext;
+	const cJSON *res;
+	cJSON *root;
+	size_t payload_len = 0;
+	char *arg;
+	int rc;
+
+	engy_scale_buf_init(&ext);
+	rc = params(j, r, best, &p);
 	if (!rc)
-		rc = build(j, &p, pallet, call, &ext, &payload_len);
+		rc = build(j, &p, call, call_len, what, &ext, &payload_len);
 	if (rc)
 		goto out;
 	arg = malloc(2 * ext.len + 8);
@@ -379,16 +396,26 @@ void sub_do_set_weights(struct sub_job *j, struct rpc *r)
 		goto out;
 	}
 	cJSON_Delete(root);
-	engy_info(s->h,
-		  "event=submitted netuid=%u uids=%zu nonce=%u era_block=%llu "
-		  "bytes=%zu payload_bytes=%zu signed=%s",
-		  j->netuid, j->n, p.nonce, (unsigned long long)p.era_block,
-		  ext.len, payload_len,
-		  payload_len > ENGY_EXT_HASH_OVER ? "blake2b-256" : "payload");
-	rc = wait_inclusion(j, r, best.number + 1, ext.p, ext.len);
+	if (strcmp(what, "set_weights") == 0)
+		engy_info(
+			s->h,
+			"event=submitted netuid=%u uids=%zu nonce=%u "
+			"era_block=%llu bytes=%zu payload_bytes=%zu signed=%s",
+			j->netuid, j->n, p.nonce,
+			(unsigned long long)p.era_block, ext.len, payload_len,
+			payload_len > ENGY_EXT_HASH_OVER ? "blake2b-256"
+							 : "payload");
+	else
+		engy_info(
+			s->h,
+			"event=submitted call=%s netuid=%u uids=%zu nonce=%u "
+			"era_block=%llu bytes=%zu payload_bytes=%zu signed=%s",
+			what, j->netuid, j->n, p.nonce,
+			(unsigned long long)p.era_block, ext.len, payload_len,
+			payload_len > ENGY_EXT_HASH_OVER ? "blake2b-256"
+							 : "payload");
+	rc = wait_inclusion(j, r, best->number + 1, ext.p, ext.len);
 out:
-	j->submit.status = rc;
-	if (!rc && j->submit.success)
-		j->error[0] = '\0';
 	engy_scale_buf_free(&ext);
+	return rc;
 }

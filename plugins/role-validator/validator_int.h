@@ -69,6 +69,11 @@ struct val {
 	/* the state this process last recorded (the replay guard's floor) */
 	bool has_recorded;
 	struct engy_valstate recorded;
+	/* the last submission that landed this process: its path and, for a
+	 * commit, when the chain reveals it (the heartbeat file says it) */
+	char last_path[16]; /* "", "set_weights", "commit_v3", "commit_v4" */
+	uint64_t last_reveal_round;
+	uint64_t last_reveal_block;
 };
 
 /* What a fetch brought back (validator_http.c). */
@@ -93,6 +98,8 @@ struct tick {
 	bool fresh;	    /* verified this tick (not the cache) */
 	const char *source; /* "payload", "cached", "burn" */
 	bool standby;
+	bool commit; /* commit-reveal is on: commit_weights, not set_weights */
+	uint16_t cr_version;
 	bool has_block;
 	uint64_t block;
 	struct val_fetch fetch;

@@ -33,6 +33,8 @@ static const char *hint(const char *error)
 		{ "IncorrectWeightVersionKey",
 		  "the subnet wants a higher weights version key" },
 		{ "NotEnoughStake", "not enough stake to set weights" },
+		{ "CommittingWeightsTooFast",
+		  "rate limited: too soon after this hotkey's last commit" },
 		{ "StakeAmountTooLow", "not enough stake to set weights" },
 	};
 	size_t i;
@@ -98,6 +100,43 @@ static void log_duplicates(struct tick *t, const struct engy_valrow *rows,
 		what, res->duplicates, rows[res->first_duplicate].hotkey);
 }
 
+/* A commit that did not land: the same outcomes, naming the path. */
+static void commit_failed(struct tick *t, const struct engy_chain_submit *r,
+			  const char *h)
+{
+	const char *e = r->error ? r->error : strerror(-r->status);
+
+	if (r->status == 0 && r->included)
+		val_tick_end(t, "failed",
+			     "epoch=%" PRIu64 " source=%s block=%" PRIu64
+			     " path=commit_v%u error=\"%s\"%s%s%s reason=\"the "
+			     "commit was included but failed; nothing "
+			     "recorded\"",
+			     t->epoch, t->source, r->block, t->cr_version, e,
+			     h ? " hint=\"" : "", h ? h : "", h ? "\"" : "");
+	else if (r->status == 0)
+		val_tick_end(t, "refused",
+			     "epoch=%" PRIu64
+			     " source=%s path=commit_v%u error=\"%s\"%s%s%s "
+			     "reason=\"the node refused the commit; nothing "
+			     "recorded\"",
+			     t->epoch, t->source, t->cr_version, e,
+			     h ? " hint=\"" : "", h ? h : "", h ? "\"" : "");
+	else if (r->status == -ENOTSUP || r->status == -EINVAL ||
+		 r->status == -EPROTONOSUPPORT)
+		val_tick_end(t, "refused",
+			     "epoch=%" PRIu64 " source=%s path=commit_v%u "
+			     "error=\"%s\" reason=\"the chain plugin refused "
+			     "to commit; nothing submitted\"",
+			     t->epoch, t->source, t->cr_version, e);
+	else
+		val_tick_end(t, "failed",
+			     "epoch=%" PRIu64 " source=%s path=commit_v%u "
+			     "error=\"%s\" reason=\"the commit did not "
+			     "complete; nothing recorded\"",
+			     t->epoch, t->source, t->cr_version, e);
+}
+
 static void after_submit(void *arg, const struct engy_chain_submit *r)
 {
 	struct tick *t = arg;
@@ -142,12 +181,38 @@ static void after_submit(void *arg, const struct engy_chain_submit *r)
 				 r->block - prev);
 		else
 			strcpy(since, "none");
+		if (t->commit) {
+			snprintf(v->last_path, sizeof(v->last_path),
+				 "commit_v%u", r->cr_version);
+			v->last_reveal_round = r->reveal_round;
+			v->last_reveal_block = r->reveal_block;
+			val_tick_end(
+				t, "submitted",
+				"epoch=%" PRIu64 " source=%s standby=%s "
+				"uids=%zu block=%" PRIu64
+				" blocks_since_last=%s path=%s reveal_round=%" PRIu64
+				" reveal_block=%" PRIu64
+				" reveal_in_blocks=%" PRIu64,
+				t->epoch, t->source, t->standby ? "yes" : "no",
+				t->res.n, r->block, since, v->last_path,
+				r->reveal_round, r->reveal_block,
+				r->reveal_block > r->block
+					? r->reveal_block - r->block
+					: 0);
+			return;
+		}
+		strcpy(v->last_path, "set_weights");
+		v->last_reveal_round = v->last_reveal_block = 0;
 		val_tick_end(t, "submitted",
 			     "epoch=%" PRIu64
 			     " source=%s standby=%s uids=%zu block=%" PRIu64
-			     " blocks_since_last=%s",
+			     " blocks_since_last=%s path=set_weights",
 			     t->epoch, t->source, t->standby ? "yes" : "no",
 			     t->res.n, r->block, since);
+		return;
+	}
+	if (t->commit) {
+		commit_failed(t, r, h);
 		return;
 	}
 	if (r->status == 0 && r->included)
@@ -239,6 +304,35 @@ static bool metagraph_usable(struct tick *t,
 			t->epoch, (long long)v->c->netuid);
 		return false;
 	}
+	if (m->commit_reveal && v->ch->commit_weights) {
+		if (m->cr_version != 3 && m->cr_version != 4) {
+			val_tick_end(
+				t, "refused",
+				"epoch=%" PRIu64
+				" reason=\"commit-reveal is enabled on "
+				"subnet %lld in version %u, which engy does "
+				"not speak (it commits in versions 3 and "
+				"4); nothing submitted\"",
+				t->epoch, (long long)v->c->netuid,
+				m->cr_version);
+			return false;
+		}
+		if (!m->can_commit) {
+			val_tick_end(t, "refused",
+				     "epoch=%" PRIu64
+				     " reason=\"commit-reveal is enabled on "
+				     "subnet %lld (version %u) and the chain "
+				     "plugin cannot commit: %s; nothing "
+				     "submitted\"",
+				     t->epoch, (long long)v->c->netuid,
+				     m->cr_version,
+				     m->cr_why ? m->cr_why : "no reason given");
+			return false;
+		}
+		t->commit = true;
+		t->cr_version = m->cr_version;
+		return true;
+	}
 	if (m->commit_reveal) {
 		val_tick_end(t, "refused",
 			     "epoch=%" PRIu64
@@ -317,11 +411,22 @@ static void submit(struct tick *t, const struct engy_chain_metagraph *m)
 	w.uids = t->res.uids;
 	w.weights = t->res.weights;
 	w.version_key = m->version_key;
-	rc = v->ch->set_weights(v->ci, &w, &v->signer, after_submit, t);
+	if (t->commit) {
+		val_log(v, ENGY_LOG_INFO,
+			"event=commit epoch=%" PRIu64 " version=%u "
+			"reveal_period=%" PRIu64 " tempo=%u uids=%zu",
+			t->epoch, t->cr_version, m->reveal_period, m->tempo,
+			w.n);
+		rc = v->ch->commit_weights(v->ci, &w, &v->signer, after_submit,
+					   t);
+	} else {
+		rc = v->ch->set_weights(v->ci, &w, &v->signer, after_submit, t);
+	}
 	if (rc) {
-		val_tick_end(t, "failed",
-			     "epoch=%" PRIu64 " reason=\"set_weights: %s\"",
-			     t->epoch, strerror(-rc));
+		val_tick_end(t, "failed", "epoch=%" PRIu64 " reason=\"%s: %s\"",
+			     t->epoch,
+			     t->commit ? "commit_weights" : "set_weights",
+			     strerror(-rc));
 		return;
 	}
 	v->inflight++;

@@ -32,14 +32,23 @@ static void tick_free(struct tick *t)
 
 void val_stamp(struct val *v, int64_t now, const char *outcome)
 {
-	char buf[512];
+	char buf[640], path[160] = "";
 	int n;
 
+	/* The last submission's path; a commit says when it is revealed. */
+	if (strncmp(v->last_path, "commit", 6) == 0)
+		snprintf(path, sizeof(path),
+			 ",\"path\":\"%s\",\"reveal_round\":%" PRIu64
+			 ",\"reveal_block\":%" PRIu64,
+			 v->last_path, v->last_reveal_round,
+			 v->last_reveal_block);
+	else if (v->last_path[0])
+		snprintf(path, sizeof(path), ",\"path\":\"%s\"", v->last_path);
 	n = snprintf(buf, sizeof(buf),
 		     "{\"v\":1,\"ts\":%lld,\"pid\":%ld,\"poll_s\":%lld,\"stall_"
-		     "limit_s\":%lld,\"outcome\":\"%s\"}\n",
+		     "limit_s\":%lld,\"outcome\":\"%s\"%s}\n",
 		     (long long)now, (long)getpid(), (long long)v->c->poll_s,
-		     (long long)v->stall_limit_s, outcome);
+		     (long long)v->stall_limit_s, outcome, path);
 	if (n < 0 || (size_t)n >= sizeof(buf) ||
 	    engy_write_file_atomic(v->hb_path, buf, (size_t)n, 0644) < 0)
 		val_log(v, ENGY_LOG_WARNING,

@@ -6,7 +6,10 @@
  *       call, payload, signed (the bytes signed), signature, extrinsic
  *       and hash as "name hex" lines.  Keys: mini rng spec tx genesis
  *       era_period era_block era_hash nonce tip pallet call netuid uids
- *       weights version_key ids (lists comma separated).
+ *       weights version_key ids (lists comma separated); call_hex
+ *       signs that call instead of set_weights (the commit extrinsic),
+ *       meta=FILE takes the signed extensions from that metadata (as
+ *       chain-subtensor does) instead of ids.
  *   chain_tool meta FILE                parse a metadata blob (hex text, as
  *       state_getMetadata answers) and print what chain-subtensor uses.
  *   chain_tool commit FILE key=value... the timelocked commit call
@@ -32,6 +35,9 @@
 #include "metadata.h"
 #include "scale.h"
 #include "sr25519.h"
+
+static const char *opt(int argc, char **argv, const char *key);
+static int load_meta(const char *path, struct engy_metadata **md);
 
 static const char *arg(int argc, char **argv, const char *key)
 {
@@ -109,20 +115,51 @@ static int extrinsic(int argc, char **argv)
 	for (tok = strtok_r(idbuf, ",", &save); tok && n_ids < ENGY_EXT_MAX;
 	     tok = strtok_r(NULL, ",", &save))
 		ids[n_ids++] = tok;
-	if (n != nw ||
-	    engy_ext_layout_names(&l, ids, n_ids, err, sizeof(err))) {
-		fprintf(stderr, "chain_tool: %s\n",
-			n != nw ? "uids and weights differ in length" : err);
+	if (opt(argc, argv, "meta")) {
+		/* The runtime's own layout, as chain-subtensor reads it. */
+		struct engy_metadata *md;
+		int lrc;
+
+		if (load_meta(opt(argc, argv, "meta"), &md))
+			return 1;
+		lrc = engy_ext_layout_meta(&l, md, err, sizeof(err));
+		engy_meta_free(md);
+		if (lrc) {
+			fprintf(stderr, "chain_tool: %s\n", err);
+			return 2;
+		}
+	} else if (n == nw &&
+		   engy_ext_layout_names(&l, ids, n_ids, err, sizeof(err))) {
+		fprintf(stderr, "chain_tool: %s\n", err);
+		return 2;
+	}
+	if (n != nw) {
+		fprintf(stderr,
+			"chain_tool: uids and weights differ in length\n");
 		return 2;
 	}
 	engy_sr25519_keypair_from_mini(&kp, mini, ENGY_SR25519_EXPAND_ED25519);
 	engy_scale_buf_init(&call);
 	engy_scale_buf_init(&pay);
 	engy_scale_buf_init(&ext);
-	engy_call_set_weights(NULL, (uint8_t)num(argc, argv, "pallet"),
-			      (uint8_t)num(argc, argv, "call"),
-			      (uint16_t)num(argc, argv, "netuid"), uids, w, n,
-			      num(argc, argv, "version_key"), &call);
+	if (opt(argc, argv, "call_hex")) {
+		uint8_t *cb = NULL;
+		size_t cn = 0;
+
+		if (engy_hex_decode_alloc(opt(argc, argv, "call_hex"), &cb,
+					  &cn)) {
+			fprintf(stderr, "chain_tool: call_hex= is not hex\n");
+			return 2;
+		}
+		engy_scale_put(&call, cb, cn);
+		free(cb);
+	} else {
+		engy_call_set_weights(NULL, (uint8_t)num(argc, argv, "pallet"),
+				      (uint8_t)num(argc, argv, "call"),
+				      (uint16_t)num(argc, argv, "netuid"), uids,
+				      w, n, num(argc, argv, "version_key"),
+				      &call);
+	}
 	engy_ext_payload(&l, &p, call.p, call.len, &pay);
 	msg = engy_ext_to_sign(pay.p, pay.len, hash, &mlen);
 	engy_sr25519_sign_rng(&kp, ENGY_SR25519_SUBSTRATE_CTX, msg, mlen, rng,

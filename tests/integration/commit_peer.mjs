@@ -7,16 +7,23 @@
 // engy's payload (tlock_tool), which opens with drand quicknet's published
 // pulse to exactly the uids, weights and version key given, as
 // @polkadot/types decodes the runtime's CRv3 payload struct.
+// The call is then signed into an extrinsic the way chain-subtensor's
+// commit path does it (chain_tool extrinsic call_hex=, the runtime's own
+// signed extensions from the metadata), decoded and re-encoded by
+// @polkadot/types against the same metadata, its signature verified by
+// @scure/sr25519.
 // Expected values: @polkadot/types, the bitgo metadata, the drand pulse.
 //   node commit_peer.mjs CHAIN_TOOL TLOCK_TOOL RESOURCES PEERS QUICKNET_TXT TMPDIR
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 const [chainTool, tlockTool, resources, peers, quicknet, tmp] = process.argv.slice(2);
 const require = createRequire(path.join(peers, 'x.js'));
 const { TypeRegistry, Metadata } = require('@polkadot/types');
+const scure = await import(pathToFileURL(path.join(peers, '@scure/sr25519/index.js')).href);
 let nOk = 0;
 const ok = (what) => console.log(`ok ${++nOk} - ${what}`);
 const assert = (c, what) => { if (!c) throw new Error(what); };
@@ -73,6 +80,45 @@ for (const [net, spec] of [['mainnet', 219], ['testnet', 224]]) {
     assert(p.toHex() === '0x' + plain, 'payload bytes');
   }
   ok(`${net} (spec ${spec}): commit_crv3_weights ${index} built by engy, decoded and re-encoded byte for byte by @polkadot/types; its commit opens to the payload`);
+
+  // The signed commit extrinsic: the call wrapped as chain-subtensor wraps
+  // it, with this runtime's signed extensions read from its metadata.
+  {
+    const x = md.asLatest.extrinsic;
+    const ids = (x.signedExtensions ?? x.transactionExtensions).map((e) => e.identifier.toString());
+    const payload = tool('payload', 'version=3', `hotkey=${'ab'.repeat(32)}`, 'uids=1,2',
+      'weights=43690,21845', 'version_key=0').payload;
+    const [ct] = tlock([`encrypt ${pk} ${round} ${payload}`]);
+    const c = tool('commit', file, 'version=0', 'netuid=53', `round=${round}`, `commit=${ct}`);
+    const mini = '11'.repeat(32), genesis = '33'.repeat(32), eraHash = '44'.repeat(32);
+    const r = spawnSync(chainTool, ['extrinsic', `mini=${mini}`, `rng=${'22'.repeat(32)}`,
+      `spec=${spec}`, 'tx=1', `genesis=${genesis}`, 'era_period=64', 'era_block=4000000',
+      `era_hash=${eraHash}`, 'nonce=7', 'tip=0', 'pallet=0', 'call=0', 'netuid=0', 'uids=',
+      'weights=', 'version_key=0', 'ids=', `meta=${file}`, `call_hex=${c.call}`], { encoding: 'utf8' });
+    assert(r.status === 0, `${net}: chain_tool extrinsic: ${r.stderr}`);
+    const got = Object.fromEntries(r.stdout.trim().split('\n').map((l) => l.split(' ')));
+    assert(got.call === c.call, `${net}: the call signed is the commit call`);
+    const ext = registry.createType('Extrinsic', '0x' + got.extrinsic);
+    assert(ext.isSigned, `${net}: not signed`);
+    assert(ext.method.section === 'subtensorModule' && ext.method.method === 'commitCrv3Weights',
+      `${net}: ${ext.method.section}.${ext.method.method}`);
+    assert(ext.method.toHex() === '0x' + c.call, `${net}: method bytes`);
+    assert(ext.method.args[1].toHex() === '0x' + ct, `${net}: the commit bytes`);
+    assert(Buffer.from(ext.signer.toU8a()).toString('hex').endsWith(got.public), `${net}: signer`);
+    assert(ext.nonce.toNumber() === 7 && ext.tip.toNumber() === 0, `${net}: nonce, tip`);
+    assert(ext.era.asMortalEra.period.toNumber() === 64, `${net}: era`);
+    assert(ext.toHex() === '0x' + got.extrinsic, `${net}: @polkadot/types re-encodes the extrinsic`);
+    const pl = registry.createType('ExtrinsicPayload', {
+      method: '0x' + c.call, era: ext.era, nonce: 7, tip: 0, specVersion: spec,
+      transactionVersion: 1, genesisHash: '0x' + genesis, blockHash: '0x' + eraHash,
+      mode: 0, metadataHash: null,
+    }, { version: 4 }).toU8a({ method: true });
+    assert(Buffer.from(pl).toString('hex') === got.payload, `${net}: the signing payload`);
+    const signed = Buffer.from(got.signed, 'hex');
+    assert(scure.verify(signed, Buffer.from(got.signature, 'hex'), Buffer.from(got.public, 'hex')),
+      `${net}: the signature does not verify`);
+    ok(`${net}: the signed commit extrinsic (${ids.length} signed extensions from the metadata) decodes and re-encodes byte for byte; its signature verifies`);
+  }
 
   // Bad input: the version this runtime does not have, an unknown version.
   let out = tool('commit', file, 'version=4', 'netuid=1', 'round=5', 'commit=00');

@@ -4,7 +4,9 @@
 # (spec 219 and 224, shipped by @bitgo/sdk-coin-tao 1.16.4, whose tarball
 # the test command unpacks and names in ENGY_TAO_RESOURCES), checked byte
 # for byte by @polkadot/types against the same metadata, with a timelocked
-# commit that opens to the payload (commit_peer.mjs).  No runtime with
+# commit that opens to the payload, and signed into an extrinsic with the
+# runtime's own signed extensions as chain-subtensor's commit path does
+# (decoded, re-encoded, its signature verified; commit_peer.mjs).  No runtime with
 # commit-reveal runs offline here (the chopsticks fixture predates it), so
 # the chain's own acceptance of a commit is not exercised.
 . "$top_srcdir/tests/integration/lib.sh"

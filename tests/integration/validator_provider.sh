@@ -6,10 +6,10 @@
 # renormalized u16 values), the resubmit interval, every rejection reason
 # with the fallback to the cached vector, the replay guard within a run and
 # across restarts, the 1 MiB fetch cap, standby (cache, then burn to the
-# owner), the burn tripwire, a missing permit and commit-reveal reported as
-# such, a corrupted state file, the heartbeat file and `engyctl validator
-# health`, the signed provider heartbeat, the watchdog, and configuration
-# refusals.
+# owner), the burn tripwire, a missing permit and commit-reveal in an unknown
+# version reported as such (the commit path: validator_commit.sh), a
+# corrupted state file, the heartbeat file and `engyctl validator health`,
+# the signed provider heartbeat, the watchdog, and configuration refusals.
 # Oracle: epoch_provider.mjs signs payloads with @scure/sr25519
 # (independent); the expected renormalized weights are written out in the
 # script, hand-derived from specs/validator.md.
@@ -290,12 +290,14 @@ grep -q "event=no_validator_permit hotkey=$VAL uid=0" "$T/noperm.log" || fail "n
 stop
 [ ! -e "$T/state/validator-state.json" ] || fail "a failed submission wrote the state file"
 ok "a hotkey without a validator permit: the chain's refusal reaches the log as such"
-conf cr "" "commit_reveal = true"
+conf cr "" "commit_reveal = true
+  commit_reveal_version = 7"
 start cr
 wait_for "$T/cr.log" "outcome=refused" 60 || fail "commit-reveal: $(tail -5 "$T/cr.log")"
 grep -q 'reason="commit-reveal is enabled on subnet 53' "$T/cr.log" || fail "commit-reveal not said plainly"
 stop
-ok "commit-reveal on the subnet is said plainly, and nothing is submitted"
+! grep -q '"commit"' "$T/weights.jsonl" || fail "commit-reveal: a commit was submitted: $(cat "$T/weights.jsonl")"
+ok "commit-reveal in a version engy does not speak is said plainly, and nothing is submitted"
 
 # --- a state file in a directory that does not exist; a state file lost ---
 provider good 11 "$VEC"

@@ -116,17 +116,27 @@ PIN(sizeof(struct engy_proof_result), 80);
 PIN(offsetof(struct engy_chain_ops, block), 8);
 PIN(offsetof(struct engy_chain_ops, metagraph), 16);
 PIN(offsetof(struct engy_chain_ops, set_weights), 24);
-PIN(sizeof(struct engy_chain_ops), 32);
+PIN(offsetof(struct engy_chain_ops, commit_weights), 32); /* 1.3 */
+PIN(sizeof(struct engy_chain_ops), 40);
 PIN(sizeof(struct engy_chain_block), 56);
 PIN(offsetof(struct engy_chain_metagraph, n), 64);
 PIN(offsetof(struct engy_chain_metagraph, commit_reveal), 112);
-PIN(sizeof(struct engy_chain_metagraph), 120);
+PIN(offsetof(struct engy_chain_metagraph, cr_version), 114); /* 1.3 */
+PIN(offsetof(struct engy_chain_metagraph, reveal_period), 120);
+PIN(offsetof(struct engy_chain_metagraph, tempo), 128);
+PIN(offsetof(struct engy_chain_metagraph, can_commit), 130);
+PIN(offsetof(struct engy_chain_metagraph, cr_why), 136);
+PIN(sizeof(struct engy_chain_metagraph), 144);
 PIN(offsetof(struct engy_chain_signer, sign), 40);
 PIN(sizeof(struct engy_chain_signer), 56);
 PIN(offsetof(struct engy_chain_weights, version_key), 32);
 PIN(sizeof(struct engy_chain_weights), 40);
 PIN(offsetof(struct engy_chain_submit, block), 24);
-PIN(sizeof(struct engy_chain_submit), 96);
+PIN(offsetof(struct engy_chain_submit, commit), 96); /* 1.3 */
+PIN(offsetof(struct engy_chain_submit, cr_version), 98);
+PIN(offsetof(struct engy_chain_submit, reveal_round), 104);
+PIN(offsetof(struct engy_chain_submit, reveal_block), 112);
+PIN(sizeof(struct engy_chain_submit), 120);
 PIN(offsetof(struct engy_scorer_ops, rules), 8);
 PIN(offsetof(struct engy_scorer_ops, settle), 16);
 PIN(offsetof(struct engy_scorer_ops, aggregates), 24);
@@ -198,7 +208,7 @@ PIN(ENGY_WS_CLOSE_TOO_BIG, 1009);
 START_TEST(test_versions)
 {
 	ck_assert_int_eq(ENGY_ABI_MAJOR, 1);
-	ck_assert_int_eq(ENGY_ABI_MINOR, 2);
+	ck_assert_int_eq(ENGY_ABI_MINOR, 3);
 }
 END_TEST
 

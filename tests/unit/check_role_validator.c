@@ -65,6 +65,9 @@ static struct {
 	size_t n;
 	uint16_t uids[8], weights[8];
 	uint16_t netuid;
+	/* an ABI 1.3 chain: commit_weights() present */
+	bool with_commit;
+	unsigned n_commit;
 } ch;
 
 static int ch_block(void *inst,
@@ -114,6 +117,30 @@ static const struct engy_chain_ops chain_ops = {
 	.set_weights = ch_set_weights,
 };
 
+static int ch_commit_weights(void *inst, const struct engy_chain_weights *w,
+			     const struct engy_chain_signer *s,
+			     void (*done)(void *arg,
+					  const struct engy_chain_submit *r),
+			     void *arg)
+{
+	ch.n_commit++;
+	ck_assert_uint_le(w->n, 8);
+	ch.n = w->n;
+	memcpy(ch.uids, w->uids, w->n * sizeof(*w->uids));
+	memcpy(ch.weights, w->weights, w->n * sizeof(*w->weights));
+	ck_assert_ptr_nonnull(s->sign);
+	done(arg, &ch.sub);
+	return 0;
+}
+
+static const struct engy_chain_ops chain_ops_cr = {
+	.size = sizeof(chain_ops_cr),
+	.block = ch_block,
+	.metagraph = ch_metagraph,
+	.set_weights = ch_set_weights,
+	.commit_weights = ch_commit_weights,
+};
+
 static bool have_chain;
 
 static int test_peer(const struct engy_host *h, uint32_t kind,
@@ -121,7 +148,7 @@ static int test_peer(const struct engy_host *h, uint32_t kind,
 {
 	if (kind != ENGY_KIND_CHAIN || !have_chain)
 		return -ENOENT;
-	*ops = &chain_ops;
+	*ops = ch.with_commit ? &chain_ops_cr : &chain_ops;
 	*inst = NULL;
 	return 0;
 }
@@ -616,6 +643,111 @@ START_TEST(tick_commit_reveal)
 }
 END_TEST
 
+/* An ABI 1.3 chain with commit-reveal on: the tick commits in the
+ * chain's version (never set_weights), the landed commit is the epoch's
+ * submission, the log names the path and the reveal. */
+START_TEST(tick_commit_lands)
+{
+	struct fx f;
+	struct engy_valstate st;
+
+	fx_init(&f);
+	write_state(&f, 41, 1200, 900);
+	ch.with_commit = true;
+	ch.block = 1020;
+	ch.mg.commit_reveal = true;
+	ch.mg.cr_version = 4;
+	ch.mg.reveal_period = 1;
+	ch.mg.tempo = 360;
+	ch.mg.can_commit = true;
+	ch.sub.block = 1021;
+	ch.sub.commit = true;
+	ch.sub.cr_version = 4;
+	ch.sub.reveal_round = 5000000;
+	ch.sub.reveal_block = 1500;
+	ck_assert_int_eq(fx_start(&f), 0);
+	ck_assert_uint_eq(ch.n_set, 0);
+	ck_assert_uint_eq(ch.n_commit, 1);
+	ck_assert_uint_eq(ch.n, 2);
+	ck_assert_uint_eq(ch.weights[0], 49151);
+	assert_log(&f, "event=commit epoch=41 version=4 reveal_period=1 "
+		       "tempo=360 uids=2");
+	assert_log(&f, "event=tick n=1 outcome=submitted epoch=41 "
+		       "source=cached standby=no uids=2 block=1021 "
+		       "blocks_since_last=121 path=commit_v4 "
+		       "reveal_round=5000000 reveal_block=1500 "
+		       "reveal_in_blocks=479");
+	read_state(&f, &st);
+	ck_assert(st.last.has_applied);
+	ck_assert_uint_eq(st.last.applied, 41);
+	ck_assert_uint_eq(st.last.block, 1021);
+	engy_valstate_free(&st);
+	fx_free(&f);
+}
+END_TEST
+
+/* Bad input: a version engy does not speak, a plugin that cannot commit,
+ * a commit the plugin refuses: refused, nothing submitted or recorded. */
+START_TEST(tick_commit_refusals)
+{
+	struct fx f;
+	struct engy_valstate st;
+
+	fx_init(&f);
+	write_state(&f, 41, 1200, 900);
+	ch.with_commit = true;
+	ch.block = 1020;
+	ch.mg.commit_reveal = true;
+	ch.mg.cr_version = 5;
+	ch.mg.can_commit = false;
+	ch.mg.cr_why = "engy commits in versions 3 and 4 only";
+	ck_assert_int_eq(fx_start(&f), 0);
+	ck_assert_uint_eq(ch.n_set + ch.n_commit, 0);
+	assert_log(&f, "outcome=refused epoch=41 reason=\"commit-reveal is "
+		       "enabled on subnet 53 in version 5, which engy does not "
+		       "speak (it commits in versions 3 and 4); nothing "
+		       "submitted\"");
+	fx_free(&f);
+
+	fx_init(&f);
+	write_state(&f, 41, 1200, 900);
+	ch.with_commit = true;
+	ch.block = 1020;
+	ch.mg.commit_reveal = true;
+	ch.mg.cr_version = 4;
+	ch.mg.can_commit = false;
+	ch.mg.cr_why = "chain-x was built without blst";
+	ck_assert_int_eq(fx_start(&f), 0);
+	ck_assert_uint_eq(ch.n_set + ch.n_commit, 0);
+	assert_log(&f, "outcome=refused epoch=41 reason=\"commit-reveal is "
+		       "enabled on subnet 53 (version 4) and the chain plugin "
+		       "cannot commit: chain-x was built without blst; "
+		       "nothing submitted\"");
+	fx_free(&f);
+
+	fx_init(&f);
+	write_state(&f, 41, 1200, 900);
+	ch.with_commit = true;
+	ch.block = 1020;
+	ch.mg.commit_reveal = true;
+	ch.mg.cr_version = 4;
+	ch.mg.can_commit = true;
+	ch.sub.status = -EINVAL;
+	ch.sub.commit = true;
+	ch.sub.error = "reveal round 9 is not in the future (drand is at "
+		       "round 10): nothing to commit to; nothing submitted";
+	ck_assert_int_eq(fx_start(&f), 0);
+	ck_assert_uint_eq(ch.n_commit, 1);
+	assert_log(&f, "outcome=refused epoch=41 source=cached path=commit_v4 "
+		       "error=\"reveal round 9 is not in the future");
+	refute_log(&f, "outcome=submitted");
+	read_state(&f, &st);
+	ck_assert_uint_eq(st.last.block, 900);
+	engy_valstate_free(&st);
+	fx_free(&f);
+}
+END_TEST
+
 /* Nothing of the vector is registered and neither is the owner: standby
  * has nothing to submit. */
 START_TEST(tick_nothing_lands)
@@ -692,6 +824,8 @@ static Suite *suite(void)
 	tcase_add_test(t, tick_submit_failed);
 	tcase_add_test(t, tick_submit_refused);
 	tcase_add_test(t, tick_commit_reveal);
+	tcase_add_test(t, tick_commit_lands);
+	tcase_add_test(t, tick_commit_refusals);
 	tcase_add_test(t, tick_nothing_lands);
 	tcase_add_test(t, tick_block_unknown);
 	tcase_add_test(t, fmt_wait);
