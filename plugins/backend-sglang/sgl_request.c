@@ -117,6 +117,8 @@ char *sgl_body_generate(const struct sgl_call_spec *c, size_t *len)
 		put_ids(&b, sp->stop, sp->n_stop, false);
 		puts_(&b, "]");
 	}
+	if (sp->ignore_eos)
+		puts_(&b, ",\"ignore_eos\":true");
 	puts_(&b, "},\"rid\":\"");
 	puts_(&b, c->rid);
 	puts_(&b, "\",\"return_logprob\":");

@@ -27,6 +27,7 @@ struct sgl_sampling {
 	bool has_seed;
 	const uint32_t *stop;
 	size_t n_stop;
+	bool ignore_eos;
 };
 
 /* One /generate call: input_ids = prompt then out[0..n_out). */
