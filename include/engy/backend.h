@@ -48,8 +48,8 @@ enum engy_finish {
  * @seed/@has_seed: sampling seed (deterministic given the same batch).
  * @stop_ids: ids that end generation (EOS ids always do).
  * @rid: request id the backend passes to its serve (abort uses it).
- * @ignore_eos: appended in 1.1 (check @size): neither EOS nor @stop_ids
- *	end the generation, only max_new_tokens or the context (sglang's
+ * @ignore_eos: appended (check @size): neither EOS nor @stop_ids end the
+ *	generation, only max_new_tokens or the context (sglang's
  *	sampling_params.ignore_eos).
  */
 struct engy_gen_params {
