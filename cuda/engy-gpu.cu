@@ -3,8 +3,9 @@
 // compute what the CPU computes (SGEMM, and fp32 -> bf16 round-to-nearest-
 // even as torch casts hidden states).  Exit 0 when every device passes,
 // 1 on a wrong result or a CUDA error, 3 when there is no device
-// (cudaErrorNoDevice, or none counted) and only then: a driver that is
-// missing or too old, or any other error of the runtime, is 1, with the
+// (cudaErrorNoDevice, none counted, or no CUDA driver installed at all)
+// and only then, the reason on the "no GPU (...)" line: a driver that is
+// there but too old, or any other error of the runtime, is 1, with the
 // error's name and text.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -125,24 +126,38 @@ out:
 
 int main(void)
 {
-	int n = 0, rc = 0;
+	int n = 0, rc = 0, drv = 0, rt = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 
+	cudaDriverGetVersion(&drv);	// 0: no driver library (libcuda) at all
+	cudaRuntimeGetVersion(&rt);
 	if (e == cudaErrorNoDevice || (e == cudaSuccess && n == 0)) {
-		std::printf("engy-gpu: no GPU (%s)\n",
+		std::printf("engy-gpu: no GPU (%s: %s)\n",
+			    e != cudaSuccess ? cudaGetErrorName(e)
+					     : "cudaGetDeviceCount",
 			    e != cudaSuccess ? cudaGetErrorString(e)
-					     : "cudaGetDeviceCount: 0 devices");
+					     : "0 devices");
 		return 3;
 	}
+	// No driver installed: a machine without a GPU, said as such.  A
+	// driver that is there but older than the runtime, or any other
+	// error, is a failure with its own name and text.
+	if (e != cudaSuccess && drv == 0) {
+		std::printf("engy-gpu: no GPU (no CUDA driver installed: %s: "
+			    "%s; runtime %d)\n",
+			    cudaGetErrorName(e), cudaGetErrorString(e), rt);
+		return 3;
+	}
+	if (e == cudaErrorInsufficientDriver) {
+		std::fprintf(stderr, "engy-gpu: the CUDA driver is too old: "
+			     "driver API version %d, runtime %d (%s: %s)\n",
+			     drv, rt, cudaGetErrorName(e), cudaGetErrorString(e));
+		return 1;
+	}
 	if (e != cudaSuccess) {
-		int drv = 0, rt = 0;
-
-		cudaDriverGetVersion(&drv);
-		cudaRuntimeGetVersion(&rt);
 		std::fprintf(stderr, "engy-gpu: cudaGetDeviceCount: %s: %s "
-			     "(driver API version %d%s, runtime %d)\n",
-			     cudaGetErrorName(e), cudaGetErrorString(e), drv,
-			     drv ? "" : ": no CUDA driver installed", rt);
+			     "(driver API version %d, runtime %d)\n",
+			     cudaGetErrorName(e), cudaGetErrorString(e), drv, rt);
 		return 1;
 	}
 	for (int d = 0; d < n; d++) {

@@ -22,7 +22,7 @@ APT_PKGS="build-essential autoconf automake autoconf-archive libtool pkg-config
   libsystemd-dev systemd
   clang libclang-rt-14-dev clang-format
   curl ca-certificates chromium
-  python3-numpy"
+  python3-numpy python3-venv"
 command -v node >/dev/null 2>&1 || APT_PKGS="$APT_PKGS nodejs npm"
 command -v npm >/dev/null 2>&1 || APT_PKGS="$APT_PKGS npm"
 command -v cargo >/dev/null 2>&1 || APT_PKGS="$APT_PKGS cargo"
@@ -62,13 +62,38 @@ if [ ! -f "$tao_dir/package/dist/src/resources/testnet.js" ]; then
     tar xzf bitgo-sdk-coin-tao-1.16.4.tgz package/dist/src/resources)
 fi
 export ENGY_TAO_RESOURCES="$tao_dir/package/dist/src/resources"
+
+# --- 2b. Python test peers and the CUDA toolkit (PyPI) ---------------------
+# A virtualenv (tests/peers/venv, ignored by git) holding the pinned
+# tests/peers/requirements.txt: the reference TOPLOC library with torch,
+# transformers and the public miner's other imports, bittensor-drand, and
+# NVIDIA's CUDA 13.2 wheels (nvcc, the runtime, cuBLAS, cuDNN) that the
+# CUDA build below compiles and links against.  Installed with --no-deps
+# (the file lists every package), and only when the file changed since
+# the last install: otherwise the virtualenv is reused as it is.  Not
+# for ENGY_BUILD_ONLY (devnet.sh's build): nothing there needs it.
+venv="$top/tests/peers/venv"
+req_sum=$(sha256sum tests/peers/requirements.txt | cut -d' ' -f1)
+if [ -z "${ENGY_BUILD_ONLY:-}" ] &&
+  [ "$(cat "$venv/.requirements.sha256" 2>/dev/null)" != "$req_sum" ]; then
+  log "installing Python test peers and the CUDA wheels (tests/peers/requirements.txt)"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  t0=$(date +%s)
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-deps \
+    -r tests/peers/requirements.txt
+  echo "$req_sum" >"$venv/.requirements.sha256"
+  echo "installed in $(($(date +%s) - t0)) s: $(du -sh "$venv" | cut -f1)"
+fi
+export ENGY_PYTHON="$venv/bin/python"
+cuda_dir=$(echo "$venv"/lib/python3*/site-packages/nvidia/cu13)
 # The shared fixtures CI lays beside the checkout, named absolutely so the
 # distcheck tree (elsewhere) finds them too.
 spec="$top/../shared/fixtures/subtensor/raw_spec_testfinney.json"
 [ -f "$spec" ] && export ENGY_SUBTENSOR_SPEC="${ENGY_SUBTENSOR_SPEC:-$(cd "$(dirname "$spec")" && pwd)/$(basename "$spec")}"
 # In CI, whatever a test needs is this command's to install, build, start
-# or lay out (the peers above, node, PostgreSQL, numpy, every plugin, the
-# shared fixtures): a test that would skip for want of one fails instead
+# or lay out (the peers above, node, PostgreSQL, numpy, the Python peers,
+# every plugin, the shared fixtures): a test that would skip for want of one fails instead
 # (tests/integration/lib.sh, skip_or_fail).  Only the no-GPU skip stays.
 if [ "${CI:-}" = true ]; then
   export ENGY_REQUIRE_PEERS=1
@@ -119,6 +144,23 @@ if [ -n "$unformatted" ]; then
 fi
 summary+=("style: 1 passed, 0 failed")
 run_suite main
+# The CUDA paths compile and link on every run: a build of only the CUDA
+# objects (engy-gpu and the reference engine's cuBLAS matmul, with the
+# backend-ref plugin linking it) against the toolkit from the wheels, then
+# the GPU self-check, which skips on a machine without a GPU, saying why.
+log "cuda: configure --with-cuda=$cuda_dir, build the CUDA paths"
+mkdir -p build-cuda
+(cd build-cuda && ../configure -q --enable-werror --with-cuda="$cuda_dir")
+grep -q '^#define HAVE_CUDA 1' build-cuda/config.h
+make -C build-cuda -j"$jobs" cuda/engy-gpu plugins/backend-ref/backend-ref.la >/dev/null
+gpu_rc=0
+(cd build-cuda && top_srcdir=$top top_builddir=$top/build-cuda \
+  sh "$top/tests/integration/gpu.sh") || gpu_rc=$?
+case $gpu_rc in
+  0) summary+=("cuda: built and linked; gpu.sh: 1 passed, 0 failed") ;;
+  77) summary+=("cuda: built and linked; gpu.sh: 0 passed, 0 failed, 1 skipped") ;;
+  *) echo "cuda: gpu.sh failed (exit $gpu_rc)"; printf '%s\n' "${summary[@]}"; exit 1 ;;
+esac
 if [ -z "${ENGY_TEST_QUICK:-}" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

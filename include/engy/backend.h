@@ -56,6 +56,9 @@ enum engy_finish {
  * @seed/@has_seed: sampling seed (deterministic given the same batch).
  * @stop_ids: ids that end generation (EOS ids always do).
  * @rid: request id the backend passes to its serve (abort uses it).
+ * @ignore_eos: appended in 1.3 (check @size): neither EOS nor @stop_ids end the
+ *	generation, only max_new_tokens or the context (sglang's
+ *	sampling_params.ignore_eos).
  */
 struct engy_gen_params {
 	uint32_t size; /* sizeof(struct engy_gen_params) */
@@ -86,6 +89,8 @@ struct engy_gen_params {
 	const char *cons_schema;
 	const char *cons_prefix;
 	const char *cons_suffix;
+	/* appended in 1.3 (check @size): see @ignore_eos above. */
+	bool ignore_eos;
 };
 
 struct engy_gen_result {

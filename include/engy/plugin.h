@@ -53,7 +53,8 @@
  *                    the metagraph's cr_version, reveal_period, tempo,
  *                    can_commit, cr_why and the submit result's commit,
  *                    cr_version, reveal_round, reveal_block, appended
- *                    and read only from plugins that have the op.
+ *                    and read only from plugins that have the op;
+ *                    engy_gen_params.ignore_eos (sglang's, for the serve).
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H

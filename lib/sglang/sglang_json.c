@@ -409,13 +409,12 @@ static int parse_sampling(const cJSON *sp, struct engy_sgl_gen *g, char *err,
 			if (!g->json_schema)
 				return -ENOMEM;
 		} else if (strcmp(k, "ignore_eos") == 0) {
-			if (cJSON_IsTrue(v))
-				return fail(err, errlen,
-					    "sampling_params.ignore_eos is not "
-					    "supported by this server");
-			if (!null && !cJSON_IsBool(v))
+			if (null)
+				continue;
+			if (!cJSON_IsBool(v))
 				return fail(err, errlen,
 					    "ignore_eos must be a boolean");
+			g->ignore_eos = cJSON_IsTrue(v);
 		} else if (strcmp(k, "skip_special_tokens") == 0 ||
 			   strcmp(k, "no_stop_trim") == 0 ||
 			   strcmp(k, "spaces_between_special_tokens") == 0) {
@@ -734,6 +733,10 @@ char *engy_sgl_response(const struct engy_sgl_out *o, bool sse, size_t *len)
 
 			if (i)
 				sb_put(&b, ",", 1);
+			if (i < o->rows_elided) {
+				sb_put(&b, "[]", 2);
+				continue;
+			}
 			if (block)
 				sb_put(&b, "[", 1);
 			put_row(&b, o->rows + i * o->hidden_size,

@@ -37,6 +37,7 @@ struct engy_sgl_gen {
 	size_t n_stop;
 	uint64_t seed; /* sampling_seed */
 	bool has_seed;
+	bool ignore_eos;	  /* neither EOS nor stop_token_ids end it */
 	bool skip_special_tokens; /* true by default */
 	bool no_stop_trim;
 	/* sampling_params.json_schema (a JSON schema's text, malloc'd) or
@@ -99,6 +100,8 @@ struct engy_sgl_out {
 	bool prefill_empty; /* a full prefix-cache hit: output token
 					 * 0 has no row, rows[k] made token k+1 */
 	uint32_t hidden_size;
+	size_t rows_elided; /* the first ones written as [] (a stream's
+					 * running event: rows an earlier one had) */
 };
 
 /*
@@ -107,7 +110,8 @@ struct engy_sgl_out {
  *    "prompt_tokens":..,"completion_tokens":..,"cached_tokens":..,...}}
  * hidden_states is ragged as sglang's: [[row 0], row 1, row 2, ...] (a
  * one-row prefill block, then one row per decode step), or with
- * @prefill_empty [[], row 1, row 2, ...] as sglang after a full cache hit.  With @sse the
+ * @prefill_empty [[], row 1, row 2, ...] as sglang after a full cache hit;
+ * the first @rows_elided rows are written as [] (each keeps its index).  With @sse the
  * object is framed as one event, "data: {...}\n\n".  Returns a malloc'd
  * NUL-terminated string (*@len bytes), or NULL when out of memory.
  */

@@ -452,6 +452,7 @@ static int ref_generate(void *inst, const struct engy_gen_params *p,
 						       (uint64_t)(uintptr_t)g);
 	g->want_hidden = q.return_hidden;
 	g->want_logprobs = q.return_logprobs;
+	g->ignore_eos = q.ignore_eos;
 	g->cb = *cb;
 	g->arg = arg;
 	g->hidden = malloc(r->cfg.hidden * sizeof(float));

@@ -52,6 +52,7 @@ struct engy_gen {
 	bool want_hidden, want_logprobs;
 	uint32_t *stop;
 	size_t n_stop;
+	bool ignore_eos; /* neither EOS nor a stop id ends it */
 	struct engy_gen_cb cb;
 	void (*pdone)(void *arg, int rc, const struct engy_rows *rows);
 	void *arg;

@@ -223,6 +223,8 @@ static bool is_stop(const struct ref *r, const struct engy_gen *g, uint32_t tok)
 {
 	size_t i;
 
+	if (g->ignore_eos)
+		return false;
 	for (i = 0; i < r->cfg.n_eos; i++)
 		if (r->cfg.eos[i] == tok)
 			return true;

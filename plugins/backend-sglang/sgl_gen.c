@@ -524,6 +524,7 @@ int sgl_generate(struct sgl *s, const struct engy_gen_params *p,
 	g->sp.top_k = q.top_k;
 	g->sp.seed = q.seed;
 	g->sp.has_seed = q.has_seed;
+	g->sp.ignore_eos = q.ignore_eos;
 	if (q.n_stop) {
 		g->stop = malloc(q.n_stop * sizeof(*g->stop));
 		if (!g->stop) {

@@ -130,6 +130,8 @@ char *sgl_body_generate(const struct sgl_call_spec *c, size_t *len)
 			puts_(&b, ",\"json_schema\":"), puts_(&b, t);
 		free(t);
 	}
+	if (sp->ignore_eos)
+		puts_(&b, ",\"ignore_eos\":true");
 	puts_(&b, "},\"rid\":\"");
 	puts_(&b, c->rid);
 	puts_(&b, "\",\"return_logprob\":");

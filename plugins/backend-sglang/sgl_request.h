@@ -28,6 +28,7 @@ struct sgl_sampling {
 	const uint32_t *stop;
 	size_t n_stop;
 	const char *json_schema; /* sampling_params.json_schema, or NULL */
+	bool ignore_eos;
 };
 
 /* One /generate call: input_ids = prompt then out[0..n_out). */

@@ -14,9 +14,11 @@
  * Requests run at most max_running at a time (ENGY_SERVE_MAX_RUNNING);
  * up to max_queued (ENGY_SERVE_MAX_QUEUED) more wait in a FIFO; beyond
  * that the answer is sglang's 503 "The request queue is full.".  A
- * streamed event repeats every hidden row so far, as sglang does (a miner
- * can then stream tokens as their rows arrive), while that is at most
- * stream_hidden_max floats; past it only the final event has them.
+ * running streamed event carries the hidden rows no earlier event had,
+ * the others written as [] (a miner can then stream tokens as their rows
+ * arrive, and the stream stays O(n) in rows), or with stream_hidden_repeat
+ * every row so far as sglang does; either while that is at most
+ * stream_hidden_max floats.  The final event has them all.
  * `text` prompts are encoded
  * with the tokenizer of the backend's checkpoint directory (no chat
  * template, like sglang); without one, send input_ids.
@@ -245,6 +247,7 @@ struct serve_conf {
 	int64_t max_running;
 	int64_t max_queued;
 	int64_t stream_hidden_max;
+	bool stream_hidden_repeat;
 };
 
 static const struct engy_opt serve_opts[] = {
@@ -259,7 +262,11 @@ static const struct engy_opt serve_opts[] = {
 	{ "stream_hidden_max", ENGY_OPT_INT, 0,
 	  offsetof(struct serve_conf, stream_hidden_max), "1048576",
 	  "ENGY_SERVE_STREAM_HIDDEN_MAX", 0, 1073741824,
-	  "floats of hidden states a streamed event repeats (all so far, as sglang does); past it only the final event has them; 0: final only" },
+	  "floats of hidden states a running streamed event may carry; past it only the final event has them; 0: final only" },
+	{ "stream_hidden_repeat", ENGY_OPT_BOOL, 0,
+	  offsetof(struct serve_conf, stream_hidden_repeat), "false",
+	  "ENGY_SERVE_STREAM_HIDDEN_REPEAT", 0, 0,
+	  "a running streamed event repeats every hidden row so far, as sglang does (O(n^2) bytes); false: only the rows no earlier event had, the others as []" },
 	ENGY_OPT_END,
 };
 
@@ -325,6 +332,7 @@ static int serve_start(void *inst)
 	s->max_running = (unsigned)sc->max_running;
 	s->max_queued = (unsigned)sc->max_queued;
 	s->stream_hidden_max = (size_t)sc->stream_hidden_max;
+	s->stream_hidden_repeat = sc->stream_hidden_repeat;
 	s->h->metric(s->h, ENGY_METRIC_GAUGE, "engy_serve_running",
 		     "serve requests at the backend", NULL, NULL, 0,
 		     &s->m_running);

@@ -228,14 +228,27 @@ static char *render(struct serve *s, struct sreq *r, int finish, bool sse,
 	o.logprob_v = r->lp_missing ? NULL : r->lp;
 	o.token_text = r->n_tok_text == r->n_ids ? r->tok_text : NULL;
 	o.last_prompt_id = r->p.input_ids[r->p.n_input - 1];
-	/* sglang repeats the whole list in every event: O(n^2) bytes, so a
-	 * running event has them only while they are at most
-	 * stream_hidden_max floats (a miner pairs each token with its row
-	 * and streams what has both); the final object always has them. */
-	o.hidden = r->p.return_hidden_states &&
-		   (finish != ENGY_SGL_RUNNING ||
-		    (r->n_rows > 0 &&
-		     r->n_rows * (size_t)r->hidden <= r->s->stream_hidden_max));
+	/* A running event carries the rows no earlier event carried, the
+	 * ones before them written as [] (a miner pairs each token with its
+	 * row and streams what has both; the list keeps sglang's indices),
+	 * while they are at most stream_hidden_max floats.  With
+	 * stream_hidden_repeat it repeats every row so far, as sglang does:
+	 * O(n^2) bytes.  The final object always has them all. */
+	if (finish != ENGY_SGL_RUNNING) {
+		o.hidden = r->p.return_hidden_states;
+	} else if (s->stream_hidden_repeat) {
+		o.hidden =
+			r->p.return_hidden_states && r->n_rows > 0 &&
+			r->n_rows * (size_t)r->hidden <= s->stream_hidden_max;
+	} else {
+		o.hidden = r->p.return_hidden_states &&
+			   r->n_rows > r->rows_sent &&
+			   (r->n_rows - r->rows_sent) * (size_t)r->hidden <=
+				   s->stream_hidden_max;
+		o.rows_elided = r->rows_sent;
+		if (o.hidden)
+			r->rows_sent = r->n_rows;
+	}
 	o.rows = r->rows;
 	o.n_rows = r->n_rows;
 	o.prefill_empty = r->prefill_empty;
@@ -445,6 +458,7 @@ static void start_req(struct sreq *r)
 		.n_stop = r->p.n_stop,
 		.rid = r->rid,
 		.cons_schema = r->p.json_schema,
+		.ignore_eos = r->p.ignore_eos,
 	};
 	int rc;
 

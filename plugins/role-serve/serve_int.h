@@ -55,6 +55,7 @@ struct sreq {
 	size_t n_rows, cap_rows;
 	uint32_t hidden;
 	bool prefill_empty; /* token 0 came without a row */
+	size_t rows_sent;   /* rows a running event of the stream had */
 	struct timespec t0;
 	struct event *flush_ev; /* stream: sends the pending event */
 };
@@ -74,7 +75,8 @@ struct serve {
 	struct sreq *qhead, **qtail;
 	unsigned n_open, n_running, n_queued;
 	unsigned max_running, max_queued;
-	size_t stream_hidden_max; /* floats in a running event */
+	size_t stream_hidden_max;  /* floats in a running event */
+	bool stream_hidden_repeat; /* sglang's: every row so far */
 	bool stopping, pumping;
 	struct engy_metric *m_running, *m_queued, *m_tokens;
 };

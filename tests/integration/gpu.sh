@@ -1,8 +1,11 @@
 #!/bin/sh
 # The CUDA self-check: cuBLAS SGEMM and our bf16 cast kernel against the
-# CPU.  Skips (exit 77) when the machine has no GPU, and only then: a
-# driver that is missing or too old or another CUDA error fails with
-# engy-gpu's own message (the error's name and text).
+# CPU.  Skips (exit 77) when the machine has no GPU, and only then: no
+# device (cudaErrorNoDevice, or none counted) or no CUDA driver installed
+# at all, the skip line saying which, with the runtime's error name and
+# text.  A driver that is there but too old, or any other CUDA error,
+# fails with engy-gpu's own message.  Expected values: the CPU's (engy-gpu
+# computes the reference in double precision itself).
 # Oracle: cuBLAS SGEMM and the bf16 cast against a CPU computation (engy-
 # gpu's self-check).
 . "$top_srcdir/tests/integration/lib.sh"

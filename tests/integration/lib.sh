@@ -45,8 +45,10 @@ make_plugin_dir() {
 # 77) that says why; under the project's test command in CI
 # (ENGY_REQUIRE_PEERS=1, which scripts/test.sh sets when CI=true) what is
 # missing is something that command installs, builds or lays out itself
-# (npm peers, node, PostgreSQL, numpy, a plugin, the shared fixtures), so
-# its absence is a failure.  The no-GPU skip does not use this.
+# (npm peers, node, PostgreSQL, numpy, the Python peers of
+# tests/peers/requirements.txt in ENGY_PYTHON's virtualenv, a plugin, the
+# shared fixtures), so its absence is a failure.  The no-GPU skip does not
+# use this.
 skip_or_fail() {
   if [ "${ENGY_REQUIRE_PEERS:-}" = 1 ]; then
     echo "FAIL: $* (a skip is a failure with ENGY_REQUIRE_PEERS=1)" >&2

@@ -49,8 +49,10 @@ C
 "$ENGYD" -t -c "$T/serve.conf" >/dev/null 2>&1 || fail "engyd -t refuses the serve config"
 ok "engyd -t accepts a serve config"
 
-# 80 floats of hidden states in a running event: 10 rows of 8.
+# 80 floats of hidden states in a running event: 10 rows of 8, every row
+# so far in each (sglang's way; serve_ref.sh checks the default).
 ENGY_SERVE_MAX_RUNNING=2 ENGY_SERVE_MAX_QUEUED=8 ENGY_SERVE_STREAM_HIDDEN_MAX=80 \
+	ENGY_SERVE_STREAM_HIDDEN_REPEAT=1 \
 	"$ENGYD" -c "$T/serve.conf" 2> "$T/serve.stderr" &
 PID=$!
 PIDS="$PIDS $PID"

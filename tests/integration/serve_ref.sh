@@ -62,6 +62,21 @@ N=$(js meta_info.completion_tokens "$T/g1")
 [ "$(js output_ids "$T/g1")" = "$(js output_ids "$T/g2")" ] || fail "greedy differs: $(js output_ids "$T/g1") / $(js output_ids "$T/g2")"
 [ "$(js meta_info.hidden_states "$T/g1")" = "$(js meta_info.hidden_states "$T/g2")" ] || fail "hidden states differ"
 ok "greedy /generate twice: identical output_ids ($N tokens) and hidden states"
+# ignore_eos (sglang's; the public miner sends it under TOPLOC_IGNORE_EOS=1):
+# the greedy answer's first token as a stop id ends the generation at once;
+# with ignore_eos it does not, and the answer runs to max_new_tokens with
+# the same tokens as without the stop id (expected values: the greedy
+# answer above, and sglang's documented meaning of the field).
+FIRST=$(js output_ids.0 "$T/g1")
+gen '{"input_ids":[10,20,30,40,50],"sampling_params":{"temperature":0,"max_new_tokens":16,"stop_token_ids":['"$FIRST"']}}' "$T/st"
+[ "$(js meta_info.finish_reason "$T/st")" = "{\"type\":\"stop\",\"matched\":$FIRST}" ] &&
+	[ "$(js meta_info.completion_tokens "$T/st")" = 1 ] || fail "stop id: $(head -c 300 "$T/st")"
+gen '{"input_ids":[10,20,30,40,50],"sampling_params":{"temperature":0,"max_new_tokens":16,"stop_token_ids":['"$FIRST"'],"ignore_eos":true}}' "$T/ie"
+[ "$(js meta_info.finish_reason "$T/ie")" = '{"type":"length","length":16}' ] &&
+	[ "$(js meta_info.completion_tokens "$T/ie")" = 16 ] || fail "ignore_eos: $(head -c 300 "$T/ie")"
+G1=$(js output_ids "$T/g1")
+case "$(js output_ids "$T/ie")" in "$G1" | "${G1%]},"*) ;; *) fail "ignore_eos changed the tokens: $G1";; esac
+ok "sampling_params.ignore_eos: neither the stop id nor EOS ends the generation; 16 tokens, the greedy ones"
 node -e '
 	const o = JSON.parse(require("fs").readFileSync(process.argv[1])), H = Number(process.argv[2]);
 	const hs = o.meta_info.hidden_states, n = o.meta_info.completion_tokens;
@@ -96,9 +111,14 @@ node -e '
 	if (JSON.stringify(f.output_ids) !== JSON.stringify(g.output_ids) || f.text !== g.text ||
 	    JSON.stringify(f.meta_info.hidden_states) !== JSON.stringify(g.meta_info.hidden_states))
 		throw new Error("stream differs");
-	if (s.events < 2 && g.output_ids.length > 1) throw new Error("one event");' "$T/st.json" "$T/g1" ||
+	if (s.events < 2 && g.output_ids.length > 1) throw new Error("one event");
+	// the default (not stream_hidden_repeat): running events carry each
+	// row once, the earlier ones as [], so the miner streams as it goes
+	if (s.hidden_new_bad || s.hidden_running < 1 ||
+	    s.hidden_rows_sent > g.output_ids.length)
+		throw new Error(`running rows: ${s.hidden_new_bad} ${s.hidden_running} events, ${s.hidden_rows_sent} rows`);' "$T/st.json" "$T/g1" ||
 	fail "stream vs whole: $(head -c 300 "$T/st.json")"
-ok "streamed greedy answer equals the whole one, hidden states included"
+ok "streamed greedy answer equals the whole one, hidden states included; running events carry each row once ($(node "$MJS" get hidden_rows_sent < "$T/st.json") rows in $(node "$MJS" get hidden_running < "$T/st.json") events)"
 
 # Abort and disconnect stop the engine mid-generation.
 LONGB='{"input_ids":[5,6,7],"stream":true,"rid":"ref-a","sampling_params":{"temperature":0,"max_new_tokens":3000}}'

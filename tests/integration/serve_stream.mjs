@@ -152,10 +152,15 @@ async function stream(url, body) {
   if (buf !== '') fail(`stream: trailing bytes ${JSON.stringify(buf)}`);
   if (!done) fail('stream: no [DONE]');
   const last = events.at(-1);
-  // Running events with hidden states: each repeats every row so far (as
-  // sglang does), one per output id, the same rows as the final event's.
+  // Running events with hidden states: one element per output id.  With
+  // stream_hidden_repeat each repeats every row so far (as sglang does),
+  // the same rows as the final event's (hidden_bad); by default each has
+  // the rows no earlier event had, equal to the final event's, and [] for
+  // the earlier ones (hidden_new_bad), so every row is sent once
+  // (hidden_rows_sent counts the rows written in running events).
   const fin = last?.obj?.meta_info?.hidden_states;
-  let hiddenRunning = 0, hiddenMaxRows = 0, hiddenBad = '';
+  let hiddenRunning = 0, hiddenMaxRows = 0, hiddenBad = '', hiddenNewBad = '';
+  let sent = 0, rowsSent = 0;
   for (const e of events) {
     const mi = e.obj.meta_info;
     if (!mi || mi.finish_reason !== null || !('hidden_states' in mi)) continue;
@@ -166,9 +171,19 @@ async function stream(url, body) {
       hiddenBad ||= `an event with ${e.obj.output_ids.length} ids has ${hs.length} rows`;
     else if (!fin || JSON.stringify(hs) !== JSON.stringify(fin.slice(0, hs.length)))
       hiddenBad ||= `the ${hs.length} rows of a running event are not the final event's`;
+    if (hs.length <= sent || hs.length !== e.obj.output_ids.length)
+      hiddenNewBad ||= `an event with ${e.obj.output_ids.length} ids has ${hs.length} rows after ${sent}`;
+    for (let k = 0; k < hs.length && fin; k++) {
+      const want = k < sent ? [] : fin[k];
+      if (JSON.stringify(hs[k]) !== JSON.stringify(want))
+        hiddenNewBad ||= `row ${k} of a running event (after ${sent} sent) is not ${k < sent ? '[]' : "the final event's"}`;
+    }
+    rowsSent += hs.length - sent;
+    sent = hs.length;
   }
   console.log(JSON.stringify({
     hidden_running: hiddenRunning, hidden_max_rows: hiddenMaxRows, hidden_bad: hiddenBad,
+    hidden_new_bad: hiddenNewBad, hidden_rows_sent: rowsSent,
     events: events.length,
     reads,
     running: events.filter((e) => e.obj.meta_info?.finish_reason === null).length,

@@ -175,9 +175,10 @@ static void peers_init(void)
 
 /* ---- fixture ------------------------------------------------------------ */
 
-/* serve.c's own conf layout: three int64s. */
+/* serve.c's own conf layout: three int64s and a bool. */
 struct conf {
 	int64_t max_running, max_queued, stream_hidden_max;
+	bool stream_hidden_repeat;
 };
 
 struct fx {

@@ -71,9 +71,25 @@ START_TEST(test_full)
 	ck_assert_uint_eq(g.n_stop, 1);
 	ck_assert_uint_eq(g.stop_ids[0], 151645);
 	ck_assert(g.has_seed && g.seed == 42);
+	ck_assert(!g.ignore_eos);
 	ck_assert(!g.skip_special_tokens && g.no_stop_trim);
 	ck_assert(g.stream && g.return_logprob && g.return_hidden_states &&
 		  g.return_text_in_logprobs);
+	engy_sgl_gen_free(&g);
+
+	/* ignore_eos true, as the public miner sends it
+	 * (TOPLOC_IGNORE_EOS=1); null is its default, false. */
+	ck_assert_int_eq(
+		parse("{\"input_ids\":[1],\"sampling_params\":{\"ignore_eos\":true}}",
+		      &g, err),
+		0);
+	ck_assert(g.ignore_eos);
+	engy_sgl_gen_free(&g);
+	ck_assert_int_eq(
+		parse("{\"input_ids\":[1],\"sampling_params\":{\"ignore_eos\":null}}",
+		      &g, err),
+		0);
+	ck_assert(!g.ignore_eos);
 	engy_sgl_gen_free(&g);
 
 	/* sglang's greedy: any temperature below 1e-6. */
@@ -163,8 +179,8 @@ static const struct {
 	  "non-negative integers" },
 	{ "{\"input_ids\":[1],\"sampling_params\":{\"sampling_seed\":-1}}",
 	  "sampling_seed" },
-	{ "{\"input_ids\":[1],\"sampling_params\":{\"ignore_eos\":true}}",
-	  "ignore_eos is not supported" },
+	{ "{\"input_ids\":[1],\"sampling_params\":{\"ignore_eos\":1}}",
+	  "ignore_eos must be a boolean" },
 	{ "{\"input_ids\":[1],\"sampling_params\":{\"min_p\":0.1}}",
 	  "min_p is not supported" },
 	{ "{\"input_ids\":[1],\"sampling_params\":{\"n\":2}}",
