@@ -303,14 +303,17 @@ struct gw_req {
 	size_t content_bytes; /* this attempt's text, all chunks */
 	char miner[64];	      /* last worker's hotkey and name */
 	char worker_name[128];
-	/* earlier attempts that failed on a worker (502/504) and were retried:
-	 * each gets a request-log row of its own (scoring counts it) */
-	struct gw_failed_attempt {
+	/* earlier attempts that failed on a worker by its own fault (502/504)
+	 * and were retried: each gets a request-log row of its own (scoring
+	 * counts it), unless the request was poison (gw_relay_charge()) */
+	struct gw_attempt_row {
 		char miner[64];
 		char worker_name[64];
 		int status;
 	} failed_attempts[GW_MAX_ATTEMPTS];
 	unsigned n_failed_attempts;
+	bool last_fault; /* the last failed attempt was the worker's fault */
+	bool poison;	 /* failed the same way on several workers */
 	int attempt_rows_rc; /* their log_append() (pool) */
 	double deadline_s;   /* min(model, worker) max_request_s */
 	/* relay */

@@ -162,9 +162,11 @@ static void attempt_failed(struct gw_req *r, int status, const char *reason,
 	struct gw_outcome o;
 
 	timers_off(r);
+	r->last_fault = false;
 	if (w) {
 		gw_relay_outcome(r, status, reason, &o);
 		o.miner_fault = miner_kind(kind);
+		r->last_fault = o.miner_fault;
 		detach(r);
 		if (!r->internal && o.miner_fault &&
 		    r->n_fails < GW_MAX_ATTEMPTS) {
@@ -255,6 +257,7 @@ void gw_relay_charge(struct gw_req *r, bool answered)
 				break;
 			}
 	if (charge < 0) {
+		r->poison = true; /* no attempt rows either (scoring) */
 		gw_count(g, "engy_gw_poison_requests_total", NULL);
 		GW_LOG(g, ENGY_LOG_NOTICE,
 		       "event=request_poison request=%s attempts=%u "

@@ -184,8 +184,8 @@ static void attempt_failed(struct gw_req *r, int status, bool retry)
 		/* The worker's failure stays on record (scoring) though
 		 * another worker may answer. */
 		if ((status == 502 || status == 504) && r->miner[0] &&
-		    r->n_failed_attempts < GW_MAX_ATTEMPTS) {
-			struct gw_failed_attempt *f =
+		    r->last_fault && r->n_failed_attempts < GW_MAX_ATTEMPTS) {
+			struct gw_attempt_row *f =
 				&r->failed_attempts[r->n_failed_attempts++];
 
 			snprintf(f->miner, sizeof(f->miner), "%s", r->miner);

@@ -553,7 +553,7 @@ static void settle_fn(void *arg)
 		cost = r->reserved_micro;
 	r->cost_micro = cost;
 	fill_row(r, &row);
-	if (r->n_failed_attempts && r->key_id && !r->is_probe)
+	if (r->n_failed_attempts && r->key_id && !r->is_probe && !r->poison)
 		log_failed_attempts(r, &row);
 	if (r->reservation_id) {
 		rc = g->st->settle(g->sti, r->reservation_id, cost, &row,
