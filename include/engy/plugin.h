@@ -43,6 +43,9 @@
  *                    optional check op (engy/check.h) and the host
  *                    service opt_source(); transport ops client_tls()
  *                    and ws_set_max_message().
+ *   1.2  2026-12-03  Store ops audit_claim() (one auditor per job on a
+ *                    shared store, with a lapsing claim) and holds_open()
+ *                    (an epoch closes once its requests have settled).
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H
@@ -60,7 +63,7 @@ extern "C" {
 
 #define ENGY_PLUGIN_MAGIC  0x454e4731u /* "ENG1" */
 #define ENGY_ABI_MAJOR	   1
-#define ENGY_ABI_MINOR	   1
+#define ENGY_ABI_MINOR	   2
 #define ENGY_PLUGIN_SYMBOL "engy_plugin"
 
 #if defined(__GNUC__)

@@ -142,4 +142,13 @@ const char *const pg_migrations[PG_SCHEMA_VERSION] = {
 	" digest TEXT NOT NULL CHECK (length(digest) = 64),"
 	" payload TEXT NOT NULL CHECK (length(payload) <= 16777216),"
 	" aggregates TEXT NOT NULL CHECK (length(aggregates) <= 16777216));",
+	/* 3 (ABI 1.2): the auditors' claims on jobs; open holds by age. */
+	"CREATE TABLE audit_claims ("
+	" request_id TEXT PRIMARY KEY"
+	"  CHECK (length(request_id) BETWEEN 1 AND 63),"
+	" holder TEXT NOT NULL CHECK (length(holder) BETWEEN 1 AND 63),"
+	" until_ms BIGINT NOT NULL,"
+	" claimed_ms BIGINT NOT NULL);"
+	"CREATE INDEX audit_claims_claimed ON audit_claims(claimed_ms);"
+	"CREATE INDEX reservations_created ON reservations(created_ms);",
 };

@@ -8,7 +8,7 @@
 make_plugin_dir "$T/plug"
 TEST_PLUGINS="$T/plug"
 
-expect_ok "--version" "plugin ABI 1.1" "$ENGYD" --version
+expect_ok "--version" "plugin ABI 1.2" "$ENGYD" --version
 expect_ok "--help" "engyd -t -c FILE" "$ENGYD" --help
 expect_fail "no arguments is a usage error" "usage:" "$ENGYD"
 

@@ -151,7 +151,9 @@ PIN(offsetof(struct engy_store_ops, log_append), 192);
 PIN(offsetof(struct engy_store_ops, log_prune), 208);
 PIN(offsetof(struct engy_store_ops, verdict_put), 216);
 PIN(offsetof(struct engy_store_ops, epoch_get), 240);
-PIN(sizeof(struct engy_store_ops), 248);
+PIN(offsetof(struct engy_store_ops, audit_claim), 248);
+PIN(offsetof(struct engy_store_ops, holds_open), 256);
+PIN(sizeof(struct engy_store_ops), 264);
 PIN(sizeof(struct engy_verdict), 424);
 PIN(sizeof(struct engy_verdict_query), 104);
 PIN(sizeof(struct engy_epoch_rec), 112);
@@ -194,7 +196,7 @@ PIN(ENGY_WS_CLOSE_TOO_BIG, 1009);
 START_TEST(test_versions)
 {
 	ck_assert_int_eq(ENGY_ABI_MAJOR, 1);
-	ck_assert_int_eq(ENGY_ABI_MINOR, 1);
+	ck_assert_int_eq(ENGY_ABI_MINOR, 2);
 }
 END_TEST
 

@@ -221,11 +221,11 @@ START_TEST(test_pg_schema)
 	ck_assert_str_eq(t.plug->name, "store-postgres");
 	ck_assert_uint_ge(t.ops->size, sizeof(struct engy_store_ops));
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema host="));
-	ck_assert(strstr(fake_host_log(t.h), "from=0 version=2"));
+	ck_assert(strstr(fake_host_log(t.h), "from=0 version=3"));
 	ck_assert(strstr(fake_host_log(t.h), "event=store_open host="));
 	st_close(&t);
-	ck_assert_int_eq(sql1("s1", "SELECT MAX(version) FROM engy_schema"), 2);
-	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 2);
+	ck_assert_int_eq(sql1("s1", "SELECT MAX(version) FROM engy_schema"), 3);
+	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 3);
 	/* A second start migrates nothing. */
 	st_open(&t, "s1", NULL);
 	ck_assert(!strstr(fake_host_log(t.h), "event=store_schema host="));
@@ -235,9 +235,9 @@ START_TEST(test_pg_schema)
 	st_open_rc(&t, "s1", NULL);
 	ck_assert_int_eq(t.start_rc, -EPROTO);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema_newer"));
-	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=2"));
+	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=3"));
 	st_close(&t);
-	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 3);
+	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 4);
 	st_engine->teardown();
 }
 END_TEST
@@ -394,7 +394,7 @@ START_TEST(test_pg_schema_read_back)
 		     " WHERE table_schema = current_schema() AND data_type = 'text'"
 		     " AND column_name NOT IN ('name', 'shown', 'label', 'model', 'quant',"
 		     " 'arch', 'hotkey', 'key_shown', 'request_id', 'miner',"
-		     " 'worker_name', 'scheme', 'reason', 'digest', 'payload',"
+		     " 'worker_name', 'scheme', 'reason', 'digest', 'payload', 'holder',"
 		     " 'aggregates')"),
 		0);
 	ck_assert_int_eq(

@@ -38,8 +38,8 @@ START_TEST(test_descriptor_and_schema)
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
 	ck_assert_int_eq(sql1("a.db", "SELECT MAX(version) FROM engy_schema"),
-			 2);
-	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 2);
+			 3);
+	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 3);
 	/* WAL, and the file is its owner's only. */
 	ck_assert_int_eq(sql1("a.db", "SELECT journal_mode = 'wal' FROM"
 				      " pragma_journal_mode"),
@@ -51,7 +51,7 @@ START_TEST(test_descriptor_and_schema)
 	st_open(&t, "a.db", NULL);
 	ck_assert(!strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
-	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 2);
+	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 3);
 	st_engine->teardown();
 }
 END_TEST
@@ -71,9 +71,9 @@ START_TEST(test_schema_refusals)
 	ck_assert_int_eq(t.start_rc, -EPROTO);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema_newer") !=
 		  NULL);
-	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=2"));
+	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=3"));
 	st_close(&t);
-	ck_assert_int_eq(sql1("new.db", "SELECT COUNT(*) FROM engy_schema"), 3);
+	ck_assert_int_eq(sql1("new.db", "SELECT COUNT(*) FROM engy_schema"), 4);
 	/* A file that is not a database: a clear error, not a crash. */
 	snprintf(path, sizeof(path), "%s/junk.db", st_dir);
 	fd = open(path, O_WRONLY | O_CREAT, 0600);
@@ -122,7 +122,7 @@ START_TEST(test_retention_schema)
 		     " WHERE s.type = 'table' AND upper(c.type) IN ('TEXT', '')"
 		     " AND c.name NOT IN ('name', 'shown', 'label', 'model', 'quant',"
 		     " 'arch', 'hotkey', 'key_shown', 'request_id', 'miner',"
-		     " 'worker_name', 'scheme', 'reason', 'digest', 'payload',"
+		     " 'worker_name', 'scheme', 'reason', 'digest', 'payload', 'holder',"
 		     " 'aggregates')"),
 		0);
 	ck_assert_int_eq(
