@@ -51,6 +51,14 @@ struct aud_conf {
 	const char *owner_hotkey; /* the burn target */
 	const char *api_prefix;	  /* "/api/subnet/v1" */
 	int64_t fetch_timeout_s;
+	int64_t claim_s; /* an audit claim lapses this long after it */
+};
+
+/* A job's claim (store audit_claim(), ABI 1.2). */
+enum aud_claim {
+	AUD_CLAIM_OURS = 0, /* ours, or the store has no claims */
+	AUD_CLAIM_HELD,	    /* another auditor's, live: retry later */
+	AUD_CLAIM_DONE,	    /* audited by another auditor */
 };
 
 /* One sampled request: its metadata and its commitment (RAM only). */
@@ -80,6 +88,11 @@ struct aud_job {
 	/* results, one per proof plugin */
 	struct engy_verdict v[AUD_MAX_PROOFS];
 	int rc;
+	/* the claim */
+	enum aud_claim claim;
+	bool claimed;	  /* we hold it: mark it done after the verdict */
+	int64_t retry_ms; /* AUD_CLAIM_HELD: when to try again */
+	int done_rc;	  /* marking it done */
 };
 
 struct aud_backend {
@@ -121,15 +134,22 @@ struct aud {
 	unsigned q_len;
 	bool checking;
 	uint64_t n_dropped, n_done;
+	/* claims: this process's holder name, jobs another auditor holds */
+	char holder[64];
+	struct aud_job *d_head;
+	unsigned d_len;
 	/* epochs */
 	struct event *epoch_ev;
 	bool closing;
-	int64_t next_close; /* the next epoch index to close */
+	int64_t next_close;  /* the next epoch index to close */
+	uint64_t wait_holds; /* open holds the last wait was logged with */
 };
 
 /* auditor_pull.c */
 void aud_pull_start(struct aud *a);
 void aud_job_free(struct aud_job *j);
+/* Jobs another auditor held whose retry time came go back in the queue. */
+void aud_requeue_deferred(struct aud *a);
 /* POST the verdict to the tee's ack (.../sample -> .../ack); pool only. */
 void aud_ack(struct aud *a, const struct aud_job *j);
 /* auditor_check.c */
