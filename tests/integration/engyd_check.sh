@@ -104,8 +104,8 @@ case "$out" in *"must be in 0..1"*) ok "and the plugin says why";; *) fail "plug
 
 # Every broken plugin is refused with its own reason.
 for pair in "bad-magic|bad magic 0xdeadbeef" \
-            "bad-major|built for plugin ABI 2.1" \
-            "newer-minor|built for plugin ABI 1.2, newer than this engyd's 1.1: upgrade engyd" \
+            "bad-major|built for plugin ABI 2.2" \
+            "newer-minor|built for plugin ABI 1.3, newer than this engyd's 1.2: upgrade engyd" \
             "short-size|descriptor of 24 bytes" \
             "bad-kind|unknown kind 99" \
             "missing-op|missing required proof op 'verify'" \
