@@ -242,6 +242,31 @@ START_TEST(test_pg_schema)
 }
 END_TEST
 
+/* A schema-2 database (before audit claims) migrates to 3 and keeps its
+ * rows; the claim op works on it. */
+START_TEST(test_pg_migrate_2_to_3)
+{
+	struct engy_account a;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "old", NULL);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "kept", &a), 0);
+	st_close(&t);
+	ck_assert(sql_ok("old", "DROP TABLE audit_claims"));
+	ck_assert(sql_ok("old", "DROP INDEX reservations_created"));
+	ck_assert(sql_ok("old", "DELETE FROM engy_schema WHERE version = 3"));
+	st_open(&t, "old", NULL);
+	ck_assert(strstr(fake_host_log(t.h), "from=2 version=3"));
+	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 0);
+	ck_assert_int_eq(t.ops->audit_claim(t.inst, "r", "h", 1, 2, NULL), 0);
+	st_close(&t);
+	ck_assert_int_eq(sql1("old", "SELECT MAX(version) FROM engy_schema"),
+			 3);
+	st_engine->teardown();
+}
+END_TEST
+
 START_TEST(test_pg_options)
 {
 	char bad_conn[600], pw_conn[600];
@@ -543,6 +568,7 @@ int main(void)
 	st_engine = &pg_engine;
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_pg_schema);
+	tcase_add_test(tc, test_pg_migrate_2_to_3);
 	tcase_add_test(tc, test_pg_options);
 	tcase_add_test(tc, test_pg_reconnect);
 	tcase_add_test(tc, test_pg_busy);

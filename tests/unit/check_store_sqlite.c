@@ -56,6 +56,31 @@ START_TEST(test_descriptor_and_schema)
 }
 END_TEST
 
+/* A schema-2 database (before audit claims) migrates to 3 and keeps its
+ * rows; the claim op works on it. */
+START_TEST(test_migrate_2_to_3)
+{
+	struct engy_account a;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "old.db", NULL);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "kept", &a), 0);
+	st_close(&t);
+	sq_test_run("old.db", "DROP TABLE audit_claims");
+	sq_test_run("old.db", "DROP INDEX reservations_created");
+	sq_test_run("old.db", "DELETE FROM engy_schema WHERE version = 3");
+	st_open(&t, "old.db", NULL);
+	ck_assert(strstr(fake_host_log(t.h), "from=2 version=3"));
+	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 0);
+	ck_assert_int_eq(t.ops->audit_claim(t.inst, "r", "h", 1, 2, NULL), 0);
+	st_close(&t);
+	ck_assert_int_eq(sql1("old.db", "SELECT MAX(version) FROM engy_schema"),
+			 3);
+	st_engine->teardown();
+}
+END_TEST
+
 START_TEST(test_schema_refusals)
 {
 	char path[128];
@@ -148,6 +173,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_descriptor_and_schema);
 	tcase_add_test(tc, test_schema_refusals);
+	tcase_add_test(tc, test_migrate_2_to_3);
 	store_conformance_ops(tc);
 	tcase_add_test(tc, test_retention_schema);
 	suite_add_tcase(s, tc);
