@@ -43,7 +43,7 @@
  *                    optional check op (engy/check.h) and the host
  *                    service opt_source(); transport ops client_tls()
  *                    and ws_set_max_message().
- *   1.2  2026-12-03  Store ops audit_claim() (one auditor per job on a
+ *   1.3  2026-12-03  Store ops audit_claim() (one auditor per job on a
  *                    shared store, with a lapsing claim) and holds_open()
  *                    (an epoch closes once its requests have settled).
  */
@@ -63,7 +63,7 @@ extern "C" {
 
 #define ENGY_PLUGIN_MAGIC  0x454e4731u /* "ENG1" */
 #define ENGY_ABI_MAJOR	   1
-#define ENGY_ABI_MINOR	   2
+#define ENGY_ABI_MINOR	   3
 #define ENGY_PLUGIN_SYMBOL "engy_plugin"
 
 #if defined(__GNUC__)

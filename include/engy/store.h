@@ -23,8 +23,9 @@
  * an empty result is *out = NULL, *n = 0.
  *
  * Ops are appended, never reordered (plugin.h); the auditor's verdict and
- * epoch ops follow log_prune(), then (1.2) audit_claim() and holds_open().  The buyer's content (prompts, completions,
- * token ids) never reaches a store: no op takes it, no struct holds it.
+ * epoch ops follow log_prune(), then (1.3) audit_claim() and
+ * holds_open().  The buyer's content (prompts, completions, token ids)
+ * never reaches a store: no op takes it, no struct holds it.
  */
 #ifndef ENGY_STORE_H
 #define ENGY_STORE_H
@@ -512,7 +513,7 @@ struct engy_store_ops {
 			 char **aggregates);
 
 	/*
-	 * Appended in 1.2 (optional: NULL in an older store; the auditor
+	 * Appended in 1.3 (optional: NULL in an older store; the auditor
 	 * then audits without claims and closes epochs on the grace alone).
 	 */
 

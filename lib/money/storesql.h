@@ -273,7 +273,7 @@
 	" FROM epochs ORDER BY epoch_index DESC LIMIT 1"
 
 /*
- * --- the auditor's claims (1.2): ?1 request_id, ?2 holder, ?3 until_ms,
+ * --- the auditor's claims (1.3): ?1 request_id, ?2 holder, ?3 until_ms,
  * ?4 now_ms for all three writes.  A fresh claim, then a lapsed one (or
  * the holder's own, whose until_ms only grows), then who holds it.
  */

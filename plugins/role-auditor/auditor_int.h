@@ -54,7 +54,7 @@ struct aud_conf {
 	int64_t claim_s; /* an audit claim lapses this long after it */
 };
 
-/* A job's claim (store audit_claim(), ABI 1.2). */
+/* A job's claim (store audit_claim(), ABI 1.3). */
 enum aud_claim {
 	AUD_CLAIM_OURS = 0, /* ours, or the store has no claims */
 	AUD_CLAIM_HELD,	    /* another auditor's, live: retry later */

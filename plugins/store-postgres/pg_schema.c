@@ -142,7 +142,7 @@ const char *const pg_migrations[PG_SCHEMA_VERSION] = {
 	" digest TEXT NOT NULL CHECK (length(digest) = 64),"
 	" payload TEXT NOT NULL CHECK (length(payload) <= 16777216),"
 	" aggregates TEXT NOT NULL CHECK (length(aggregates) <= 16777216));",
-	/* 3 (ABI 1.2): the auditors' claims on jobs; open holds by age. */
+	/* 3 (ABI 1.3): the auditors' claims on jobs; open holds by age. */
 	"CREATE TABLE audit_claims ("
 	" request_id TEXT PRIMARY KEY"
 	"  CHECK (length(request_id) BETWEEN 1 AND 63),"

@@ -196,7 +196,7 @@ PIN(ENGY_WS_CLOSE_TOO_BIG, 1009);
 START_TEST(test_versions)
 {
 	ck_assert_int_eq(ENGY_ABI_MAJOR, 1);
-	ck_assert_int_eq(ENGY_ABI_MINOR, 2);
+	ck_assert_int_eq(ENGY_ABI_MINOR, 3);
 }
 END_TEST
 

@@ -39,14 +39,14 @@ END_TEST
 
 START_TEST(test_bad_major)
 {
-	refused("bad-major", "built for plugin ABI 2.2");
+	refused("bad-major", "built for plugin ABI 2.3");
 	ck_assert_ptr_nonnull(strstr(err, "rebuild the plugin"));
 }
 END_TEST
 
 START_TEST(test_newer_minor)
 {
-	refused("newer-minor", "newer than this engyd's 1.2");
+	refused("newer-minor", "newer than this engyd's 1.3");
 }
 END_TEST
 

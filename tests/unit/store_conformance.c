@@ -744,7 +744,7 @@ static int64_t st_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Audit claims (1.2): one holder at a time, a lapsed claim is taken over,
+/* Audit claims (1.3): one holder at a time, a lapsed claim is taken over,
  * the holder's renewal never shortens it, done is for good, log_prune()
  * drops old claims; open holds by age.  Times are the test's own. */
 START_TEST(test_audit_claims)
