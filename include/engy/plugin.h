@@ -54,7 +54,10 @@
  *                    can_commit, cr_why and the submit result's commit,
  *                    cr_version, reveal_round, reveal_block, appended
  *                    and read only from plugins that have the op;
- *                    engy_gen_params.ignore_eos (sglang's, for the serve).
+ *                    engy_gen_params.ignore_eos (sglang's, for the serve);
+ *                    store ops audit_claim() (one auditor per job on a
+ *                    shared store, with a lapsing claim) and holds_open()
+ *                    (an epoch closes once its requests have settled).
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H

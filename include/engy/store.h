@@ -23,8 +23,9 @@
  * an empty result is *out = NULL, *n = 0.
  *
  * Ops are appended, never reordered (plugin.h); the auditor's verdict and
- * epoch ops follow log_prune().  The buyer's content (prompts, completions,
- * token ids) never reaches a store: no op takes it, no struct holds it.
+ * epoch ops follow log_prune(), then (1.3) audit_claim() and
+ * holds_open().  The buyer's content (prompts, completions, token ids)
+ * never reaches a store: no op takes it, no struct holds it.
  */
 #ifndef ENGY_STORE_H
 #define ENGY_STORE_H
@@ -515,7 +516,42 @@ struct engy_store_ops {
 	int (*epoch_get)(void *inst, int64_t index, int latest,
 			 struct engy_epoch_rec *out, char **payload,
 			 char **aggregates);
+
+	/*
+	 * Appended in 1.3 (optional: NULL in an older store; the auditor
+	 * then audits without claims and closes epochs on the grace alone).
+	 */
+
+	/**
+	 * audit_claim() - take the audit of @request_id (1..63 characters)
+	 * for @holder (1..63 characters, one per auditor process) until
+	 * @until_ms, atomically across every process on the store: 0 when
+	 * there was no claim, when the claim lapsed (its until_ms <=
+	 * @now_ms), or when @holder holds it already (its until_ms then
+	 * only grows: ENGY_CLAIM_DONE marks the job done for good);
+	 * -EALREADY when another holder's claim is live, *@held_until (may
+	 * be NULL) getting its until_ms (ENGY_CLAIM_DONE: audited).
+	 * log_prune() drops claims last taken before its bound.
+	 * Context: any thread, blocking; called from the worker pool.
+	 * Optional.
+	 */
+	int (*audit_claim)(void *inst, const char *request_id,
+			   const char *holder, int64_t now_ms, int64_t until_ms,
+			   int64_t *held_until);
+
+	/**
+	 * holds_open() - *@n gets how many reservations made before
+	 * @created_before_ms are still open at @now_ms (neither settled,
+	 * released nor lapsed): requests that started by then and whose
+	 * request-log row may still come.  Context: any thread, blocking;
+	 * called from the worker pool.  Optional.
+	 */
+	int (*holds_open)(void *inst, int64_t created_before_ms, int64_t now_ms,
+			  uint64_t *n);
 };
+
+/* audit_claim()'s until_ms of an audited job: it never lapses. */
+#define ENGY_CLAIM_DONE INT64_MAX
 
 #ifdef __cplusplus
 }

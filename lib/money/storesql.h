@@ -275,4 +275,33 @@
 	"SELECT " STORESQL_E_COLS                                              \
 	" FROM epochs ORDER BY epoch_index DESC LIMIT 1"
 
+/*
+ * --- the auditor's claims (1.3): ?1 request_id, ?2 holder, ?3 until_ms,
+ * ?4 now_ms for all three writes.  A fresh claim, then a lapsed one (or
+ * the holder's own, whose until_ms only grows), then who holds it.
+ */
+#define STORESQL_CLAIM_INSERT(D)                                               \
+	"INSERT INTO audit_claims (request_id, holder, until_ms, claimed_ms)"  \
+	" VALUES (" STORESQL_L4(D) ") ON CONFLICT (request_id) DO NOTHING"
+/* clang-format off */
+#define STORESQL_CLAIM_TAKE(D)                                                 \
+	"UPDATE audit_claims SET holder = " STORESQL_P(D, 2) ","               \
+	" claimed_ms = " STORESQL_P(D, 4) ","                                  \
+	" until_ms = CASE WHEN holder = " STORESQL_P(D, 2)                     \
+	" AND until_ms > " STORESQL_P(D, 3) " THEN until_ms"                   \
+	" ELSE " STORESQL_P(D, 3) " END"                                       \
+	" WHERE request_id = " STORESQL_P(D, 1)                                \
+	" AND (holder = " STORESQL_P(D, 2)                                     \
+	" OR until_ms <= " STORESQL_P(D, 4) ")"
+/* clang-format on */
+#define STORESQL_CLAIM_GET(D)                                                  \
+	"SELECT until_ms FROM audit_claims WHERE request_id = " STORESQL_P(D, 1)
+/* ?1 before_ms: claims last taken before it go with the log's rows. */
+#define STORESQL_CLAIM_PRUNE(D)                                                \
+	"DELETE FROM audit_claims WHERE claimed_ms < " STORESQL_P(D, 1)
+/* ?1 created_before_ms, ?2 now_ms */
+#define STORESQL_HOLDS_OPEN(D)                                                 \
+	"SELECT COUNT(*) FROM reservations WHERE created_ms < " STORESQL_P(    \
+		D, 1) " AND expires_ms > " STORESQL_P(D, 2)
+
 #endif /* ENGY_STORESQL_H */

@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <event2/event.h>
+#include <sodium.h>
 
 #include <engy/host.h>
 #include <engy/plugin.h>
@@ -58,6 +60,8 @@ static const struct engy_opt aud_opts[] = {
 	{ "spec_root", ENGY_OPT_STR, 0, OFF(spec_root), NULL,
 	  "ENGY_AUDITOR_SPEC_ROOT", 0, 0,
 	  "the checkpoint's pinned Merkle root (64 hex, engyctl model-spec build); checked at start with the store's spec_root" },
+	{ "claim_s", ENGY_OPT_INT, 0, OFF(claim_s), "600", NULL, 1, 86400,
+	  "an audit claim on a shared store lapses this long after it was taken (another auditor then takes the job)" },
 	ENGY_OPT_END
 };
 
@@ -242,6 +246,20 @@ static int aud_start(void *inst)
 		(long long)a->next_close, (long long)c->sample_ppm, a->n_be,
 		a->n_pr, a->have_key ? a->hk.ss58 : "-",
 		a->owner[0] ? a->owner : "-", c->tee_url ? c->tee_url : "-");
+	if (a->st->audit_claim) {
+		char host[64] = "host";
+		unsigned char rnd[4];
+
+		gethostname(host, sizeof(host) - 1);
+		host[sizeof(host) - 1] = '\0';
+		randombytes_buf(rnd, sizeof(rnd));
+		snprintf(a->holder, sizeof(a->holder),
+			 "%.40s:%ld:%02x%02x%02x%02x", host, (long)getpid(),
+			 rnd[0], rnd[1], rnd[2], rnd[3]);
+		aud_log(a, ENGY_LOG_INFO,
+			"event=audit_claims holder=%s claim_s=%lld", a->holder,
+			(long long)c->claim_s);
+	}
 	if (c->tee_url && *c->tee_url)
 		aud_pull_start(a);
 	return 0;
@@ -276,6 +294,10 @@ static void aud_destroy(void *inst)
 		return;
 	while ((j = a->q_head)) {
 		a->q_head = j->next;
+		aud_job_free(j);
+	}
+	while ((j = a->d_head)) {
+		a->d_head = j->next;
 		aud_job_free(j);
 	}
 	if (a->pull_ev)

@@ -68,6 +68,27 @@ static void prep_fn(void *arg)
 	size_t np = 0, no = 0;
 	cJSON *c;
 
+	/* One auditor per job on a shared store (specs/auditor.md §2). */
+	if (a->st->audit_claim && j->request_id[0]) {
+		int64_t now = aud_now_ms(), held = 0;
+		int rc = a->st->audit_claim(a->sti, j->request_id, a->holder,
+					    now, now + a->c->claim_s * 1000,
+					    &held);
+
+		if (rc == -EALREADY && held == ENGY_CLAIM_DONE) {
+			j->claim = AUD_CLAIM_DONE;
+			return;
+		}
+		if (rc < 0) { /* held elsewhere, or the store failed */
+			int64_t soon = now + 2 * a->c->pull_s * 1000;
+
+			j->claim = AUD_CLAIM_HELD;
+			j->retry_ms =
+				rc == -EALREADY && held < soon ? held : soon;
+			return;
+		}
+		j->claimed = true;
+	}
 	j->model_rc = a->st->model_get(a->sti, j->model, &j->spec);
 	if (j->model_rc) {
 		j->why = "model_unknown";
@@ -219,6 +240,12 @@ static void verify_fn(void *arg)
 		j->rc = a->st->verdict_put(a->sti, v);
 	}
 	cJSON_Delete(c);
+	/* Done for good once its verdicts are stored; a failed write lets
+	 * the claim lapse, and another auditor tries again. */
+	if (j->claimed && !j->rc && a->n_pr)
+		j->done_rc =
+			a->st->audit_claim(a->sti, j->request_id, a->holder,
+					   aud_now_ms(), ENGY_CLAIM_DONE, NULL);
 	if (a->n_pr)
 		aud_ack(a, j);
 }
@@ -273,6 +300,32 @@ static int pick_backend(struct aud *a, const char *model)
 	return a->n_be == 1 ? 0 : -1;
 }
 
+/* Another auditor has (or had) the job: drop it, or retry it later. */
+static void claim_skip(struct aud *a, struct aud_job *j)
+{
+	if (j->claim == AUD_CLAIM_DONE) {
+		aud_log(a, ENGY_LOG_INFO,
+			"event=audit_skipped request_id=%s reason=audited_elsewhere",
+			j->request_id);
+		aud_job_free(j);
+	} else if (a->d_len >= (unsigned)a->c->queue_max) {
+		a->n_dropped++;
+		aud_log(a, ENGY_LOG_WARNING,
+			"event=audit_dropped request_id=%s reason=deferred_full",
+			j->request_id);
+		aud_job_free(j);
+	} else {
+		aud_log(a, ENGY_LOG_INFO,
+			"event=audit_deferred request_id=%s reason=claimed_elsewhere retry_ms=%lld",
+			j->request_id, (long long)j->retry_ms);
+		j->next = a->d_head;
+		a->d_head = j;
+		a->d_len++;
+	}
+	a->checking = false;
+	aud_check_next(a);
+}
+
 static void prep_done(void *arg, int prc)
 {
 	struct aud_job *j = arg;
@@ -282,6 +335,10 @@ static void prep_done(void *arg, int prc)
 	a->inflight--;
 	if (prc < 0 || a->stopping) {
 		verify_done(j, -ESHUTDOWN);
+		return;
+	}
+	if (j->claim != AUD_CLAIM_OURS) {
+		claim_skip(a, j);
 		return;
 	}
 	if (j->why) {
@@ -332,6 +389,10 @@ static void verify_done(void *arg, int prc)
 			v->mant_mean_max_milli / 1000.0, v->limit_v,
 			j->rc ? "no" : "yes");
 	}
+	if (prc >= 0 && j->done_rc == -EALREADY)
+		aud_log(a, ENGY_LOG_WARNING,
+			"event=claim_lost request_id=%s claim_s=%lld effect=\"another auditor took the job after the claim lapsed\"",
+			j->request_id, (long long)a->c->claim_s);
 	a->n_done++;
 	a->checking = false;
 	aud_job_free(j);

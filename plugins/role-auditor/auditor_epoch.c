@@ -6,7 +6,11 @@
  * slice to one row per (miner, model), settle with the scorer, build the
  * public aggregates, sign result_json with the master hotkey and store
  * the payload and the aggregates.  An epoch already stored is never
- * settled again (a restart picks up where it left).
+ * settled again (a restart picks up where it left).  A request's row
+ * carries its start time but is written when it ends: while a hold made
+ * before the grace ran out is still open (a request that started in the
+ * epoch and is still running), the close waits for it (store
+ * holds_open(), specs/auditor.md §3).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,6 +42,7 @@ struct eclose {
 	struct aud *a;
 	int64_t index;
 	int rc;
+	uint64_t open_holds; /* -EAGAIN: requests still running */
 	char why[256];
 	struct engy_epoch_rec rec;
 	char *payload, *aggregates;
@@ -335,6 +340,19 @@ static void close_fn(void *arg)
 		e->rc = -EALREADY;
 		return;
 	}
+	if (a->st->holds_open) {
+		e->rc = a->st->holds_open(a->sti,
+					  e->rec.end_ms + CLOSE_GRACE_MS,
+					  aud_now_ms(), &e->open_holds);
+		if (!e->rc && e->open_holds)
+			e->rc = -EAGAIN;
+		if (e->rc) {
+			if (e->rc != -EAGAIN)
+				snprintf(e->why, sizeof(e->why),
+					 "holds_open: %s", strerror(-e->rc));
+			return;
+		}
+	}
 	e->rc = a->st->model_list(a->sti, &e->models, &e->n_models);
 	if (!e->rc)
 		e->rc = a->st->miner_list(a->sti, &e->miners, &e->n_miners);
@@ -377,6 +395,18 @@ static void close_done(void *arg, int prc)
 		eclose_free(e);
 		return;
 	}
+	if (e->rc == -EAGAIN) {
+		/* Logged when the count changes, not every tick. */
+		if (e->open_holds != a->wait_holds)
+			aud_log(a, ENGY_LOG_INFO,
+				"event=epoch_waiting epoch=%lld open_holds=%llu reason=\"requests that started in it are still running\"",
+				(long long)e->index,
+				(unsigned long long)e->open_holds);
+		a->wait_holds = e->open_holds;
+		eclose_free(e);
+		return;
+	}
+	a->wait_holds = 0;
 	if (e->rc == 0) {
 		aud_log(a, ENGY_LOG_NOTICE,
 			"event=epoch_closed epoch=%lld rows=%zu weights=%u burn=%s digest=%s",

@@ -53,6 +53,14 @@ struct aud_conf {
 	const char *api_prefix;	  /* "/api/subnet/v1" */
 	int64_t fetch_timeout_s;
 	const char *spec_root; /* the pinned Merkle root (64 hex), or NULL */
+	int64_t claim_s; /* an audit claim lapses this long after it */
+};
+
+/* A job's claim (store audit_claim(), ABI 1.3). */
+enum aud_claim {
+	AUD_CLAIM_OURS = 0, /* ours, or the store has no claims */
+	AUD_CLAIM_HELD,	    /* another auditor's, live: retry later */
+	AUD_CLAIM_DONE,	    /* audited by another auditor */
 };
 
 /* One sampled request: its metadata and its commitment (RAM only). */
@@ -82,6 +90,11 @@ struct aud_job {
 	/* results, one per proof plugin */
 	struct engy_verdict v[AUD_MAX_PROOFS];
 	int rc;
+	/* the claim */
+	enum aud_claim claim;
+	bool claimed;	  /* we hold it: mark it done after the verdict */
+	int64_t retry_ms; /* AUD_CLAIM_HELD: when to try again */
+	int done_rc;	  /* marking it done */
 };
 
 struct aud_backend {
@@ -124,10 +137,15 @@ struct aud {
 	unsigned q_len;
 	bool checking;
 	uint64_t n_dropped, n_done;
+	/* claims: this process's holder name, jobs another auditor holds */
+	char holder[64];
+	struct aud_job *d_head;
+	unsigned d_len;
 	/* epochs */
 	struct event *epoch_ev;
 	bool closing;
-	int64_t next_close; /* the next epoch index to close */
+	int64_t next_close;  /* the next epoch index to close */
+	uint64_t wait_holds; /* open holds the last wait was logged with */
 };
 
 /* auditor_pin.c: every backend's checkpoint against its pinned Merkle
@@ -137,6 +155,8 @@ int aud_pin_parse(const char *s, uint8_t out[32]);
 /* auditor_pull.c */
 void aud_pull_start(struct aud *a);
 void aud_job_free(struct aud_job *j);
+/* Jobs another auditor held whose retry time came go back in the queue. */
+void aud_requeue_deferred(struct aud *a);
 /* POST the verdict to the tee's ack (.../sample -> .../ack); pool only. */
 void aud_ack(struct aud *a, const struct aud_job *j);
 /* auditor_check.c */

@@ -213,10 +213,45 @@ static void pull_done(void *arg, int prc)
 	aud_check_next(a);
 }
 
+/*
+ * Jobs another auditor on the store held when this one came to them wait
+ * here (bounded by queue_max, past it dropped and counted) and go back to
+ * the queue when their retry time comes: the holder may have finished
+ * (then the claim says done and the job goes) or crashed (then its claim
+ * lapses and this auditor takes the job).  Called every pull_s.
+ */
+void aud_requeue_deferred(struct aud *a)
+{
+	struct aud_job **pp = &a->d_head, *j;
+	int64_t now = aud_now_ms();
+
+	while ((j = *pp)) {
+		if (j->retry_ms > now ||
+		    a->q_len >= (unsigned)a->c->queue_max) {
+			pp = &j->next;
+			continue;
+		}
+		*pp = j->next;
+		a->d_len--;
+		j->next = NULL;
+		j->claim = AUD_CLAIM_OURS;
+		if (a->q_tail)
+			a->q_tail->next = j;
+		else
+			a->q_head = j;
+		a->q_tail = j;
+		a->q_len++;
+	}
+	aud_check_next(a);
+}
+
 void aud_pull_start(struct aud *a)
 {
 	const char *base = a->c->tee_url;
 	struct pull *u;
+
+	if (a->d_head && !a->stopping)
+		aud_requeue_deferred(a);
 
 	if (a->pulling || a->stopping || !base || !*base)
 		return;

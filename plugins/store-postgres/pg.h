@@ -20,7 +20,7 @@
 #include <engy/plugin.h>
 #include <engy/store.h>
 
-#define PG_SCHEMA_VERSION 3
+#define PG_SCHEMA_VERSION 4
 #define PG_MAX_CONNS	  64
 #define PG_STMT_CACHE	  96
 #define PG_MAX_PARAMS	  20
@@ -184,5 +184,10 @@ int pg_epoch_put(void *inst, const struct engy_epoch_rec *e,
 		 const char *payload, const char *aggregates);
 int pg_epoch_get(void *inst, int64_t index, int latest,
 		 struct engy_epoch_rec *out, char **payload, char **aggregates);
+/* pg_claim.c */
+int pg_audit_claim(void *inst, const char *request_id, const char *holder,
+		   int64_t now_ms, int64_t until_ms, int64_t *held_until);
+int pg_holds_open(void *inst, int64_t created_before_ms, int64_t now_ms,
+		  uint64_t *n);
 
 #endif /* ENGY_STORE_POSTGRES_PG_H */

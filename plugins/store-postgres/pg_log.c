@@ -15,6 +15,7 @@ static const char sql_desc[] = STORESQL_LOG_DESC(POSTGRES);
 static const char sql_acct_asc[] = STORESQL_LOG_ACCT_ASC(POSTGRES);
 static const char sql_acct_desc[] = STORESQL_LOG_ACCT_DESC(POSTGRES);
 static const char sql_prune[] = STORESQL_LOG_PRUNE(POSTGRES);
+static const char sql_claim_prune[] = STORESQL_CLAIM_PRUNE(POSTGRES);
 
 int pg_log_check(struct pg *s, const struct engy_request_row *r)
 {
@@ -138,9 +139,13 @@ static int do_prune(struct pg *s, struct pg_conn *c, void *arg)
 {
 	struct prune_args *x = arg;
 	struct pg_args a = { 0 };
+	int rc;
 
 	pg_arg_i64(&a, x->before_ms);
-	return pg_exec(s, c, sql_prune, &a, "log_prune", &x->n);
+	rc = pg_exec(s, c, sql_prune, &a, "log_prune", &x->n);
+	if (!rc) /* the auditors' claims go with the rows */
+		rc = pg_exec(s, c, sql_claim_prune, &a, "log_prune", NULL);
+	return rc;
 }
 
 int pg_log_prune(void *inst, int64_t before_ms, uint64_t *n)

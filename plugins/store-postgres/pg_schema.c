@@ -147,4 +147,13 @@ const char *const pg_migrations[PG_SCHEMA_VERSION] = {
 	" DEFAULT 0 CHECK (toploc_mant_mean_centi BETWEEN 0 AND 65535),"
 	" ADD COLUMN toploc_mant_median_centi BIGINT NOT NULL"
 	" DEFAULT 0 CHECK (toploc_mant_median_centi BETWEEN 0 AND 65535);",
+	/* 4 (ABI 1.3): the auditors' claims on jobs; open holds by age. */
+	"CREATE TABLE audit_claims ("
+	" request_id TEXT PRIMARY KEY"
+	"  CHECK (length(request_id) BETWEEN 1 AND 63),"
+	" holder TEXT NOT NULL CHECK (length(holder) BETWEEN 1 AND 63),"
+	" until_ms BIGINT NOT NULL,"
+	" claimed_ms BIGINT NOT NULL);"
+	"CREATE INDEX audit_claims_claimed ON audit_claims(claimed_ms);"
+	"CREATE INDEX reservations_created ON reservations(created_ms);",
 };

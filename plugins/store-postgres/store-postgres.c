@@ -216,6 +216,8 @@ static const struct engy_store_ops ops = {
 	.verdict_list = pg_verdict_list,
 	.epoch_put = pg_epoch_put,
 	.epoch_get = pg_epoch_get,
+	.audit_claim = pg_audit_claim,
+	.holds_open = pg_holds_open,
 };
 
 ENGY_PLUGIN(.kind = ENGY_KIND_STORE, .name = "store-postgres", .version = "1.0",

@@ -18,7 +18,7 @@
 #include <engy/plugin.h>
 #include <engy/store.h>
 
-#define SQ_SCHEMA_VERSION 3
+#define SQ_SCHEMA_VERSION 4
 #define SQ_MAX_CONNS	  64
 #define SQ_STMT_CACHE	  96
 #define SQ_CKPT_INLINE	  8 /* x checkpoint_pages: in line */
@@ -160,5 +160,10 @@ int sq_epoch_put(void *inst, const struct engy_epoch_rec *e,
 		 const char *payload, const char *aggregates);
 int sq_epoch_get(void *inst, int64_t index, int latest,
 		 struct engy_epoch_rec *out, char **payload, char **aggregates);
+/* sq_claim.c */
+int sq_audit_claim(void *inst, const char *request_id, const char *holder,
+		   int64_t now_ms, int64_t until_ms, int64_t *held_until);
+int sq_holds_open(void *inst, int64_t created_before_ms, int64_t now_ms,
+		  uint64_t *n);
 
 #endif /* ENGY_STORE_SQLITE_SQ_H */

@@ -15,6 +15,7 @@ static const char sql_desc[] = STORESQL_LOG_DESC(SQLITE);
 static const char sql_acct_asc[] = STORESQL_LOG_ACCT_ASC(SQLITE);
 static const char sql_acct_desc[] = STORESQL_LOG_ACCT_DESC(SQLITE);
 static const char sql_prune[] = STORESQL_LOG_PRUNE(SQLITE);
+static const char sql_claim_prune[] = STORESQL_CLAIM_PRUNE(SQLITE);
 
 int sq_log_check(struct sq *s, const struct engy_request_row *r)
 {
@@ -155,6 +156,12 @@ int sq_log_prune(void *inst, int64_t before_ms, uint64_t *n)
 	}
 	if (!rc)
 		cnt = (uint64_t)sqlite3_changes(c->db);
+	if (!rc)
+		rc = sq_prep(s, c, sql_claim_prune, &st);
+	if (!rc) { /* the auditors' claims go with the rows */
+		sqlite3_bind_int64(st, 1, before_ms);
+		rc = sq_exec(s, c, st, "log_prune");
+	}
 	rc = sq_end(s, c, rc);
 out:
 	sq_release(s, c);

@@ -188,6 +188,8 @@ static const struct engy_store_ops ops = {
 	.verdict_list = sq_verdict_list,
 	.epoch_put = sq_epoch_put,
 	.epoch_get = sq_epoch_get,
+	.audit_claim = sq_audit_claim,
+	.holds_open = sq_holds_open,
 };
 
 ENGY_PLUGIN(.kind = ENGY_KIND_STORE, .name = "store-sqlite", .version = "1.0",

@@ -21,6 +21,8 @@
 //   emptyonly   an empty chunk every CHUNK_MS, never a token
 //   poison   good, but an error response to a request whose last message
 //            contains "poison"
+//   held     says "held corr=…", sends nothing until the file RELEASE_FILE
+//            exists, then "released corr=…" and the answer of `good`
 // Environment: MINER_KEY, MODEL, WORKER_NAME, MAX_INFLIGHT (leg share,
 // default 8), MAX_TOTAL (max_inflight_total, default MAX_INFLIGHT; "none"
 // leaves it out), CHUNKS (default 3), CHUNK_MS (default 5), MARKER (text
@@ -133,6 +135,13 @@ async function serve(f) {
 			await sleep(chunkMs);
 		}
 		return;
+	}
+	if (mode === 'held') {
+		const { existsSync } = await import('node:fs');
+		say(`held corr=${f.corr_id}`);
+		while (!existsSync(env.RELEASE_FILE) && !st.cancelled)
+			await sleep(20);
+		say(`released corr=${f.corr_id}`);
 	}
 	if (mode === 'emptyfirst') {
 		send({ type: 'chunk', corr_id: f.corr_id, delta: { content: '' } });

@@ -9,7 +9,8 @@
  * (miner, model) row, the exact ttft/tpot histograms, the verdict tallies,
  * the models passed on, the store read in pages by id, the payload signed
  * by the master hotkey, an epoch already stored never settled again, a
- * settle failure retried.  No tee is set: nothing is pulled.
+ * settle failure retried, a close that waits for requests still running.
+ * No tee is set: nothing is pulled.
  *
  * Oracle: hand-derived from specs/scoring.md §2 by the test's author
  * (which rows count, the histograms, the tallies); the fake peers record
@@ -70,7 +71,20 @@ static struct {
 	struct engy_score_bucket ttft[8], tpot[8];
 	char hotkey[64], model[128], owner[64], model0[128];
 	char result[512]; /* the result_json settle() gave */
+	/* holds_open() */
+	uint64_t holds;
+	int64_t holds_before;
+	unsigned n_holds;
 } fk;
+
+static int st_holds_open(void *inst, int64_t created_before_ms, int64_t now_ms,
+			 uint64_t *n)
+{
+	fk.n_holds++;
+	fk.holds_before = created_before_ms;
+	*n = fk.holds;
+	return 0;
+}
 
 static int st_verdict_put(void *inst, const struct engy_verdict *v)
 {
@@ -664,6 +678,57 @@ START_TEST(epoch_put_lost_race)
 }
 END_TEST
 
+/*
+ * A request that started in the epoch is still running (an open hold made
+ * before its end + 3 s): the close waits, logs it once per count, and
+ * closes when the hold is gone (specs/auditor.md §3).
+ */
+START_TEST(epoch_waits_for_holds)
+{
+	struct fx f;
+	struct aud *a;
+	int64_t idx;
+	char want[200];
+	const char *log, *p;
+	int n = 0;
+
+	fx_init(&f);
+	f.c.hotkey_file = HOTKEY_DATA "/plain";
+	ck_assert_int_eq(fx_start(&f), 0);
+	store.holds_open = st_holds_open;
+	a = f.inst;
+	idx = a->next_close - 2; /* ended over 3 s ago */
+	a->next_close = idx;
+	fk.holds = 2;
+	aud_epoch_tick(a);
+	aud_epoch_tick(a);
+	ck_assert_uint_eq(fk.n_holds, 2);
+	ck_assert_int_eq(fk.holds_before, (idx + 1) * EPOCH_S * 1000 + 3000);
+	ck_assert_uint_eq(fk.n_log, 0);
+	ck_assert_uint_eq(fk.n_settle, 0);
+	ck_assert_uint_eq(fk.n_put, 0);
+	ck_assert_int_eq(a->next_close, idx);
+	ck_assert(!a->closing);
+	snprintf(want, sizeof(want),
+		 "event=epoch_waiting epoch=%lld open_holds=2 ",
+		 (long long)idx);
+	log = fake_host_log(f.h);
+	for (p = log; (p = strstr(p, want)); p++)
+		n++;
+	ck_assert_msg(n == 1, "%d waiting lines in:\n%s", n, log);
+	ck_assert_msg(!strstr(log, "event=epoch_failed"), "%s", log);
+	/* the request settled: the epoch closes */
+	fk.holds = 0;
+	aud_epoch_tick(a);
+	ck_assert_uint_eq(fk.n_settle, 1);
+	ck_assert_uint_eq(fk.n_put, 1);
+	ck_assert_int_eq(fk.put.epoch_index, idx);
+	ck_assert_int_eq(a->next_close, idx + 1);
+	store.holds_open = NULL;
+	fx_free(&f);
+}
+END_TEST
+
 /* The scorer refuses: logged with its reason, the same epoch next tick. */
 START_TEST(epoch_settle_fails)
 {
@@ -718,6 +783,7 @@ static Suite *suite(void)
 	tcase_add_test(t, epoch_close);
 	tcase_add_test(t, epoch_settle_fails);
 	tcase_add_test(t, epoch_put_lost_race);
+	tcase_add_test(t, epoch_waits_for_holds);
 	suite_add_tcase(s, t);
 	return s;
 }

@@ -221,11 +221,11 @@ START_TEST(test_pg_schema)
 	ck_assert_str_eq(t.plug->name, "store-postgres");
 	ck_assert_uint_ge(t.ops->size, sizeof(struct engy_store_ops));
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema host="));
-	ck_assert(strstr(fake_host_log(t.h), "from=0 version=3"));
+	ck_assert(strstr(fake_host_log(t.h), "from=0 version=4"));
 	ck_assert(strstr(fake_host_log(t.h), "event=store_open host="));
 	st_close(&t);
-	ck_assert_int_eq(sql1("s1", "SELECT MAX(version) FROM engy_schema"), 3);
-	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 3);
+	ck_assert_int_eq(sql1("s1", "SELECT MAX(version) FROM engy_schema"), 4);
+	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 4);
 	/* A second start migrates nothing. */
 	st_open(&t, "s1", NULL);
 	ck_assert(!strstr(fake_host_log(t.h), "event=store_schema host="));
@@ -235,9 +235,34 @@ START_TEST(test_pg_schema)
 	st_open_rc(&t, "s1", NULL);
 	ck_assert_int_eq(t.start_rc, -EPROTO);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema_newer"));
-	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=3"));
+	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=4"));
 	st_close(&t);
-	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 4);
+	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 5);
+	st_engine->teardown();
+}
+END_TEST
+
+/* A schema-3 database (before audit claims) migrates to 4 and keeps its
+ * rows; the claim op works on it. */
+START_TEST(test_pg_migrate_3_to_4)
+{
+	struct engy_account a;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "old", NULL);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "kept", &a), 0);
+	st_close(&t);
+	ck_assert(sql_ok("old", "DROP TABLE audit_claims"));
+	ck_assert(sql_ok("old", "DROP INDEX reservations_created"));
+	ck_assert(sql_ok("old", "DELETE FROM engy_schema WHERE version = 4"));
+	st_open(&t, "old", NULL);
+	ck_assert(strstr(fake_host_log(t.h), "from=3 version=4"));
+	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 0);
+	ck_assert_int_eq(t.ops->audit_claim(t.inst, "r", "h", 1, 2, NULL), 0);
+	st_close(&t);
+	ck_assert_int_eq(sql1("old", "SELECT MAX(version) FROM engy_schema"),
+			 4);
 	st_engine->teardown();
 }
 END_TEST
@@ -394,7 +419,7 @@ START_TEST(test_pg_schema_read_back)
 		     " WHERE table_schema = current_schema() AND data_type = 'text'"
 		     " AND column_name NOT IN ('name', 'shown', 'label', 'model', 'quant',"
 		     " 'arch', 'hotkey', 'key_shown', 'request_id', 'miner',"
-		     " 'worker_name', 'scheme', 'reason', 'digest', 'payload',"
+		     " 'worker_name', 'scheme', 'reason', 'digest', 'payload', 'holder',"
 		     " 'aggregates')"),
 		0);
 	ck_assert_int_eq(
@@ -543,6 +568,7 @@ int main(void)
 	st_engine = &pg_engine;
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_pg_schema);
+	tcase_add_test(tc, test_pg_migrate_3_to_4);
 	tcase_add_test(tc, test_pg_options);
 	tcase_add_test(tc, test_pg_reconnect);
 	tcase_add_test(tc, test_pg_busy);

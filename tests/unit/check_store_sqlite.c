@@ -38,8 +38,8 @@ START_TEST(test_descriptor_and_schema)
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
 	ck_assert_int_eq(sql1("a.db", "SELECT MAX(version) FROM engy_schema"),
-			 3);
-	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 3);
+			 4);
+	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 4);
 	/* WAL, and the file is its owner's only. */
 	ck_assert_int_eq(sql1("a.db", "SELECT journal_mode = 'wal' FROM"
 				      " pragma_journal_mode"),
@@ -51,7 +51,32 @@ START_TEST(test_descriptor_and_schema)
 	st_open(&t, "a.db", NULL);
 	ck_assert(!strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
-	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 3);
+	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 4);
+	st_engine->teardown();
+}
+END_TEST
+
+/* A schema-3 database (before audit claims) migrates to 4 and keeps its
+ * rows; the claim op works on it. */
+START_TEST(test_migrate_3_to_4)
+{
+	struct engy_account a;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "old.db", NULL);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "kept", &a), 0);
+	st_close(&t);
+	sq_test_run("old.db", "DROP TABLE audit_claims");
+	sq_test_run("old.db", "DROP INDEX reservations_created");
+	sq_test_run("old.db", "DELETE FROM engy_schema WHERE version = 4");
+	st_open(&t, "old.db", NULL);
+	ck_assert(strstr(fake_host_log(t.h), "from=3 version=4"));
+	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 0);
+	ck_assert_int_eq(t.ops->audit_claim(t.inst, "r", "h", 1, 2, NULL), 0);
+	st_close(&t);
+	ck_assert_int_eq(sql1("old.db", "SELECT MAX(version) FROM engy_schema"),
+			 4);
 	st_engine->teardown();
 }
 END_TEST
@@ -71,7 +96,7 @@ START_TEST(test_schema_refusals)
 	ck_assert_int_eq(t.start_rc, -EPROTO);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema_newer") !=
 		  NULL);
-	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=3"));
+	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=4"));
 	st_close(&t);
 	ck_assert_int_eq(sql1("new.db", "SELECT COUNT(*) FROM engy_schema"), 4);
 	/* A file that is not a database: a clear error, not a crash. */
@@ -93,7 +118,7 @@ START_TEST(test_schema_refusals)
 }
 END_TEST
 
-/* A schema 2 database (no mantissa limits) migrates to 3: its models are
+/* A schema 2 database (no mantissa limits) migrates to 4: its models are
  * kept, their limits 0 (unchecked), and they can be set afterwards. */
 START_TEST(test_migrate_mantissa_limits)
 {
@@ -115,11 +140,12 @@ START_TEST(test_migrate_mantissa_limits)
 	sq_test_run("v2.db",
 		    "ALTER TABLE models DROP COLUMN toploc_mant_mean_centi;"
 		    " ALTER TABLE models DROP COLUMN toploc_mant_median_centi;"
-		    " DELETE FROM engy_schema WHERE version = 3");
+		    " DROP TABLE audit_claims; DROP INDEX reservations_created;"
+		    " DELETE FROM engy_schema WHERE version >= 3");
 	ck_assert_int_eq(sql1("v2.db", "SELECT MAX(version) FROM engy_schema"),
 			 2);
 	st_open(&t, "v2.db", NULL);
-	ck_assert(strstr(fake_host_log(t.h), "from=2 version=3"));
+	ck_assert(strstr(fake_host_log(t.h), "from=2 version=4"));
 	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
 	ck_assert_uint_eq(g.toploc_v, 40);
 	ck_assert_uint_eq(g.toploc_mant_mean_centi, 0);
@@ -165,7 +191,7 @@ START_TEST(test_retention_schema)
 		     " WHERE s.type = 'table' AND upper(c.type) IN ('TEXT', '')"
 		     " AND c.name NOT IN ('name', 'shown', 'label', 'model', 'quant',"
 		     " 'arch', 'hotkey', 'key_shown', 'request_id', 'miner',"
-		     " 'worker_name', 'scheme', 'reason', 'digest', 'payload',"
+		     " 'worker_name', 'scheme', 'reason', 'digest', 'payload', 'holder',"
 		     " 'aggregates')"),
 		0);
 	ck_assert_int_eq(
@@ -192,6 +218,7 @@ int main(void)
 	tcase_add_test(tc, test_descriptor_and_schema);
 	tcase_add_test(tc, test_schema_refusals);
 	tcase_add_test(tc, test_migrate_mantissa_limits);
+	tcase_add_test(tc, test_migrate_3_to_4);
 	store_conformance_ops(tc);
 	tcase_add_test(tc, test_retention_schema);
 	suite_add_tcase(s, tc);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "apikey.h"
 #include "store_conformance.h"
@@ -742,6 +743,104 @@ START_TEST(test_retention_traffic)
 }
 END_TEST
 
+static int64_t st_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Audit claims (1.3): one holder at a time, a lapsed claim is taken over,
+ * the holder's renewal never shortens it, done is for good, log_prune()
+ * drops old claims; open holds by age.  Times are the test's own. */
+START_TEST(test_audit_claims)
+{
+	char long_name[65];
+	struct engy_account a;
+	int64_t held, r1, r2, now;
+	uint64_t n = 99;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "c.db", NULL);
+	ck_assert_ptr_nonnull(t.ops->audit_claim);
+	ck_assert_ptr_nonnull(t.ops->holds_open);
+	memset(long_name, 'h', 64);
+	long_name[64] = '\0';
+	ck_assert_int_eq(t.ops->audit_claim(t.inst, "", "A", 1000, 5000, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(
+		t.ops->audit_claim(t.inst, "r1", long_name, 1000, 5000, NULL),
+		-EINVAL);
+	ck_assert_int_eq(
+		t.ops->audit_claim(t.inst, "r1", "A", 1000, 1000, NULL),
+		-EINVAL);
+	/* A takes r1 until 5000; B is refused and told until when. */
+	ck_assert_int_eq(
+		t.ops->audit_claim(t.inst, "r1", "A", 1000, 5000, NULL), 0);
+	held = 0;
+	ck_assert_int_eq(
+		t.ops->audit_claim(t.inst, "r1", "B", 2000, 6000, &held),
+		-EALREADY);
+	ck_assert_int_eq(held, 5000);
+	/* Another request is its own. */
+	ck_assert_int_eq(
+		t.ops->audit_claim(t.inst, "r2", "B", 2000, 6000, NULL), 0);
+	/* A's renewal to 4000 keeps 5000. */
+	ck_assert_int_eq(
+		t.ops->audit_claim(t.inst, "r1", "A", 2000, 4000, NULL), 0);
+	ck_assert_int_eq(
+		t.ops->audit_claim(t.inst, "r1", "B", 4500, 9000, &held),
+		-EALREADY);
+	ck_assert_int_eq(held, 5000);
+	/* At 5000 it has lapsed (A crashed): B takes it over until 9000. */
+	ck_assert_int_eq(
+		t.ops->audit_claim(t.inst, "r1", "B", 5000, 9000, NULL), 0);
+	ck_assert_int_eq(
+		t.ops->audit_claim(t.inst, "r1", "A", 5500, 9500, &held),
+		-EALREADY);
+	ck_assert_int_eq(held, 9000);
+	/* B is done: nobody takes it again, however late. */
+	ck_assert_int_eq(t.ops->audit_claim(t.inst, "r1", "B", 6000,
+					    ENGY_CLAIM_DONE, NULL),
+			 0);
+	ck_assert_int_eq(
+		t.ops->audit_claim(t.inst, "r1", "A", FAR, FAR + 1, &held),
+		-EALREADY);
+	ck_assert(held == ENGY_CLAIM_DONE);
+	/* Retention: claims last taken before the bound go. */
+	ck_assert_int_eq(t.ops->log_prune(t.inst, 5800, NULL), 0);
+	ck_assert_int_eq(
+		t.ops->audit_claim(t.inst, "r2", "A", 7000, 8000, NULL),
+		0); /* r2's (taken at 2000) went */
+	ck_assert_int_eq(
+		t.ops->audit_claim(t.inst, "r1", "A", FAR, FAR + 1, &held),
+		-EALREADY); /* r1's (taken at 6000) stays */
+
+	/* Open holds: made before a bound and neither settled nor lapsed. */
+	ck_assert_int_eq(t.ops->account_create(t.inst, "holder", &a), 0);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 1000, NULL), 0);
+	now = st_now_ms();
+	ck_assert_int_eq(t.ops->holds_open(t.inst, now + 60000, now, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 10, FAR, &r1), 0);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 10, now + 60000, &r2),
+			 0);
+	ck_assert_int_eq(t.ops->holds_open(t.inst, now + 60000, now, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(t.ops->holds_open(t.inst, now - 60000, now, &n), 0);
+	ck_assert_uint_eq(n, 0); /* made after the bound */
+	ck_assert_int_eq(
+		t.ops->holds_open(t.inst, now + 60000, now + 60000, &n), 0);
+	ck_assert_uint_eq(n, 1); /* r2 lapsed by then */
+	ck_assert_int_eq(t.ops->settle(t.inst, r1, 5, NULL, NULL), 0);
+	ck_assert_int_eq(t.ops->holds_open(t.inst, now + 60000, now, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	st_close(&t);
+}
+END_TEST
+
 void store_conformance_ops(TCase *tc)
 {
 	tcase_add_test(tc, test_accounts_and_topup);
@@ -752,4 +851,5 @@ void store_conformance_ops(TCase *tc)
 	tcase_add_test(tc, test_log);
 	tcase_add_test(tc, test_verdicts_and_epochs);
 	tcase_add_test(tc, test_retention_traffic);
+	tcase_add_test(tc, test_audit_claims);
 }

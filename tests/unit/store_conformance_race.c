@@ -65,6 +65,63 @@ static void *race_settle(void *arg)
 	return NULL;
 }
 
+struct claimer {
+	struct st *t;
+	char holder[16];
+	int rc;
+	pthread_barrier_t *go;
+};
+
+static void *race_claim(void *arg)
+{
+	struct claimer *c = arg;
+	int64_t now = now_ms();
+
+	pthread_barrier_wait(c->go);
+	c->rc = c->t->ops->audit_claim(c->t->inst, "req-raced", c->holder, now,
+				       now + 600000, NULL);
+	return NULL;
+}
+
+/* N auditors (threads on two instances, as two processes would be) claim
+ * one request at once: exactly one wins, the others get -EALREADY. */
+START_TEST(test_claim_race)
+{
+	const char *const wide[] = { "connections=16", NULL };
+	struct claimer cs[RACERS];
+	pthread_t th[RACERS];
+	pthread_barrier_t go;
+	struct st t1, t2;
+	int i, won = 0, refused = 0;
+
+	st_engine->setup();
+	st_open(&t1, "claim.db", wide);
+	st_open(&t2, "claim.db", wide);
+	ck_assert_int_eq(pthread_barrier_init(&go, NULL, RACERS), 0);
+	for (i = 0; i < RACERS; i++) {
+		cs[i].t = i % 2 ? &t1 : &t2;
+		snprintf(cs[i].holder, sizeof(cs[i].holder), "aud-%d", i);
+		cs[i].rc = 1;
+		cs[i].go = &go;
+		ck_assert_int_eq(
+			pthread_create(&th[i], NULL, race_claim, &cs[i]), 0);
+	}
+	for (i = 0; i < RACERS; i++)
+		pthread_join(th[i], NULL);
+	for (i = 0; i < RACERS; i++) {
+		ck_assert_msg(cs[i].rc == 0 || cs[i].rc == -EALREADY,
+			      "claimer %d: %d", i, cs[i].rc);
+		won += cs[i].rc == 0;
+		refused += cs[i].rc == -EALREADY;
+	}
+	ck_assert_int_eq(won, 1);
+	ck_assert_int_eq(refused, RACERS - 1);
+	pthread_barrier_destroy(&go);
+	st_close(&t2);
+	st_close(&t1);
+}
+END_TEST
+
 /* N threads on two instances (as two processes would be) reserve at once
  * against a balance that covers K < N: exactly K win, the rest get
  * -EDQUOT, and the concurrent settles leave exact totals. */
@@ -324,6 +381,7 @@ END_TEST
 void store_conformance_race(TCase *tc)
 {
 	tcase_add_test(tc, test_spend_race);
+	tcase_add_test(tc, test_claim_race);
 	tcase_add_test(tc, test_churn);
 	tcase_add_test(tc, test_crash_recovery);
 }
