@@ -53,7 +53,7 @@ struct aud_conf {
 	const char *api_prefix;	  /* "/api/subnet/v1" */
 	int64_t fetch_timeout_s;
 	const char *spec_root; /* the pinned Merkle root (64 hex), or NULL */
-	int64_t claim_s; /* an audit claim lapses this long after it */
+	int64_t claim_s;       /* an audit claim lapses this long after it */
 };
 
 /* A job's claim (store audit_claim(), ABI 1.3). */
