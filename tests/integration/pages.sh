@@ -32,7 +32,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 trap 'cp "$T"/*.html "$OUT/" 2>/dev/null || :' EXIT
 P=$DEVNET_PROVIDER G=$DEVNET_GATEWAY E=$DEVNET_EPOCH
 ENGY_PLUGIN_DIR="$DEVNET_STATE/plugins" "$ENGYCTL" admin --state-dir "$DEVNET_STATE/gateway" \
-	miners set "$DEVNET_CHEAT" --label "$HOSTILE" > /dev/null || fail "miners set --label"
+	miners set "$DEVNET_HONEST2" --label "$HOSTILE" > /dev/null || fail "miners set --label"
 get() {  # url file [curl args]: 200, text/html, a whole document
 	u=$1 f=$2; shift 2
 	curl -s -D "$f.h" -o "$f" "$@" "$u" || fail "curl $u"
@@ -70,9 +70,19 @@ ESC='&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; it&#39;s &amp; co'
 grep -qF "<td class=\"label\">$ESC</td>" "$T/miners.html" || fail "hostile label: $(grep -o 'class="label">[^/]*' "$T/miners.html")"
 grep "<code>$DEVNET_HONEST</code>" "$T/miners.html" | grep 'class="n weight">[1-9][0-9]*<' | grep -q 'class="gate ok">ok<' ||
 	fail "honest row: $(grep "$DEVNET_HONEST" "$T/miners.html")"
-grep "<code>$DEVNET_CHEAT</code>" "$T/miners.html" | grep 'class="n weight">0<' | grep -q 'class="gate bad">cheat<' ||
-	fail "cheat row: $(grep "$DEVNET_CHEAT" "$T/miners.html")"
-for hk in "$DEVNET_HONEST" "$DEVNET_CHEAT"; do
+# Onboarding keeps the cheat out of buyer traffic: it has an aggregates
+# row (gated cheat, weight 0) only when its probes' verdicts fell in this
+# epoch; either way it has no weight in the signed vector.
+CHEATS=
+if grep -q "\"hotkey\":\"$DEVNET_CHEAT\"" "$T/agg.json"; then
+	grep "<code>$DEVNET_CHEAT</code>" "$T/miners.html" | grep 'class="n weight">0<' | grep -q 'class="gate bad">cheat<' ||
+		fail "cheat row: $(grep "$DEVNET_CHEAT" "$T/miners.html")"
+	CHEATS=$DEVNET_CHEAT
+else
+	! grep -q "<code>$DEVNET_CHEAT</code>" "$T/miners.html" || fail "a cheat row with no aggregates row"
+fi
+echo "$W" | grep -q "^$DEVNET_CHEAT,[1-9]" && fail "the cheat has weight: $W"
+for hk in "$DEVNET_HONEST" "$DEVNET_HONEST2" $CHEATS; do
 	c=$(grep -o "\"hotkey\":\"$hk\",\"uid\":[0-9]*,\"model\":\"[^\"]*\",\"counted\":[0-9]*,\"tokens\":[0-9]*" "$T/agg.json" | sed 's/.*"counted":\([0-9]*\),"tokens":\([0-9]*\)/\1 \2/')
 	set -- $c
 	[ -n "${1:-}" ] || fail "no aggregates row for $hk"
@@ -82,7 +92,7 @@ for hk in "$DEVNET_HONEST" "$DEVNET_CHEAT"; do
 done
 code=$(curl -s -o /dev/null -w '%{http_code}' "$P/miners?epoch=999")
 [ "$code" = 404 ] || fail "/miners?epoch=999: $code"
-echo "curl: /miners?epoch=$E: honest ok with a weight, cheat gated by cheat 0, counted and tokens as the aggregates, verdicts by scheme, the label escaped"
+echo "curl: /miners?epoch=$E: honest ok with a weight, cheat ${CHEATS:+gated by cheat }0, counted and tokens as the aggregates, verdicts by scheme, the label escaped"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$P/epochs/999")
 [ "$code" = 404 ] || fail "/epochs/999: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$P/epochs/x")
@@ -94,7 +104,7 @@ grep -q '<meta http-equiv="refresh" content="5">' "$T/status.html" || fail "no r
 curl -sf "$G/internal/v1/workers" -H "Authorization: Bearer $DEVNET_TEE_TOKEN" > "$T/workers.json" ||
 	fail "GET /internal/v1/workers"
 for hk in "$DEVNET_HONEST" "$DEVNET_CHEAT"; do
-	j=$(grep -o "\"name\":\"[^\"]*\",\"miner\":\"$hk\",\"model\":\"[^\"]*\",\"model_root\":\"[0-9a-f]*\",\"state\":\"[a-z]*\"" "$T/workers.json") ||
+	j=$(grep -o "\"name\":\"[^\"]*\",\"miner\":\"$hk\",\"model\":\"[^\"]*\",\"model_root\":\"[0-9a-f]*\",\(\"spec_root\":\"[0-9a-f]*\",\)\{0,1\}\"state\":\"[a-z]*\"" "$T/workers.json") ||
 		fail "no worker $hk in $(cat "$T/workers.json")"
 	name=$(echo "$j" | sed 's/^"name":"\([^"]*\)".*/\1/')
 	st=$(echo "$j" | sed 's/.*"state":"\([a-z]*\)"/\1/')
@@ -109,7 +119,7 @@ grep -q "<tr><td>devnet-qwen3</td><td class=\"n\">$BILLED</td>" "$T/status.html"
 echo "curl: gateway status behind the token (401 without): both workers in their /internal/v1/workers state and served count, spend of $BILLED billed requests, refresh"
 if [ "$BROWSER" = 1 ]; then
 	node "$top_srcdir/tests/integration/pages_browser.mjs" "$P" "$G" "$DEVNET_TEE_TOKEN" "$E" \
-		"$DEVNET_HONEST" "$DEVNET_CHEAT" "$OUT" "$HOSTILE" || fail "browser"
+		"$DEVNET_HONEST" "$DEVNET_HONEST2" "$OUT" "$HOSTILE" || fail "browser"
 fi
 SH
 export ENGYCTL T OUT HOSTILE BROWSER top_srcdir ENGY_PEERS="$PEERS"

@@ -4,7 +4,8 @@
 // loads with no console error and no failed request, its tables hold the
 // rows the JSON API says, its SVG charts have a non-zero box, and a
 // hostile miner label is text.  A screenshot of each page goes to OUT.
-// argv: provider gateway tee_token epoch honest cheat out hostile_label
+// argv: provider gateway tee_token epoch honest labelled out hostile_label
+// (labelled: a miner whose label was set to hostile_label)
 // Oracle: headless Chromium (Debian's, via playwright-core) renders the
 // pages; console errors and CSP violations come from the browser.
 import { createRequire } from 'node:module';
@@ -12,7 +13,7 @@ import { writeFileSync } from 'node:fs';
 const require = createRequire(process.env.ENGY_PEERS + '/');
 const { chromium } = require('playwright-core');
 
-const [prov, gw, token, epoch, honest, cheat, out, hostile] = process.argv.slice(2);
+const [prov, gw, token, epoch, honest, labelled, out, hostile] = process.argv.slice(2);
 const fail = (m) => { console.error('FAIL: ' + m); process.exit(1); };
 const okl = (m) => console.log('browser: ' + m);
 const getJson = async (u) => (await fetch(u)).json();
@@ -114,8 +115,8 @@ async function svgsRender(page, sel, name, min) {
 		    g.gate !== r.gate_reason || g.score !== String(r.score) || g.weight !== String(w))
 			fail(`/miners row ${a.hotkey}: ${JSON.stringify(g)} vs ${JSON.stringify(a)} ${JSON.stringify(r)} w=${w}`);
 	}
-	const c = rows.find((r) => r.hotkey === cheat);
-	if (!c) fail('/miners has no row for the cheat');
+	const c = rows.find((r) => r.hotkey === labelled);
+	if (!c) fail('/miners has no row for the labelled miner');
 	if (c.label !== hostile) fail(`the hostile label shows as ${JSON.stringify(c.label)}`);
 	if (rows.some((r) => r.scripts)) fail('a script element in a row');
 	if (dialogs) fail('a dialog opened');
