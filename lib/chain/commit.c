@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "errbuf.h"
@@ -255,4 +256,41 @@ int engy_cr_call_encode(const struct engy_metadata *md,
 			engy_scale_put_u16(out, (uint16_t)c->version);
 	}
 	return out->err;
+}
+
+int engy_cr_schedule_of(const struct engy_metadata *md, char *err,
+			size_t errlen)
+{
+	static const char *const items[] = ENGY_CR_EPOCH_ITEMS;
+	const size_t n = sizeof(items) / sizeof(items[0]);
+	char missing[128] = "";
+	size_t have = 0, marks = 0, i;
+
+	for (i = 0; i < n; i++) {
+		bool mark = strcmp(items[i], "BlocksSinceLastStep") != 0;
+
+		if (engy_meta_entry(md, "SubtensorModule", items[i])) {
+			have++;
+			marks += mark;
+		} else {
+			size_t l = strlen(missing);
+
+			snprintf(missing + l, sizeof(missing) - l, "%s%s",
+				 l ? ", " : "", items[i]);
+		}
+	}
+	if (marks == 0)
+		return ENGY_CR_SCHED_TEMPO;
+	if (have == n)
+		return ENGY_CR_SCHED_STATEFUL;
+	engy_seterr(err, errlen,
+		    "the runtime has part of the stateful epoch schedule "
+		    "(SubtensorModule lacks %s)",
+		    missing);
+	return -EPROTO;
+}
+
+const char *engy_cr_schedule_name(int schedule)
+{
+	return schedule == ENGY_CR_SCHED_STATEFUL ? "stateful" : "tempo";
 }

@@ -89,6 +89,37 @@ int engy_cr_round_for_block(uint64_t block, uint64_t reveal_block,
 			    double block_time, double now, uint64_t *round,
 			    char *err, size_t errlen);
 
+/*
+ * Which epoch schedule a runtime runs, told by its metadata: the stateful
+ * one when SubtensorModule has SubnetEpochIndex, LastEpochBlock and
+ * PendingEpochAt (all maps netuid -> u64) besides BlocksSinceLastStep;
+ * the older tempo + 1 schedule (the bittensor SDK 1.x formula) when it
+ * has none of the three.
+ */
+enum engy_cr_schedule {
+	ENGY_CR_SCHED_TEMPO = 1,    /* engy_cr_reveal_round() */
+	ENGY_CR_SCHED_STATEFUL = 2, /* engy_cr_reveal_block_epochs() */
+};
+
+/* The storage items the stateful schedule is read from, in the order
+ * struct engy_cr_epochs names them (Tempo is read as well). */
+#define ENGY_CR_EPOCH_ITEMS                                                    \
+	{                                                                      \
+		"LastEpochBlock", "PendingEpochAt", "SubnetEpochIndex",        \
+			"BlocksSinceLastStep"                                  \
+	}
+
+/*
+ * engy_cr_schedule_of() - the schedule the runtime described by @md runs
+ * (a positive enum engy_cr_schedule), or -EPROTO with the items named in
+ * @err when it has some of the stateful items but not all of them.
+ */
+int engy_cr_schedule_of(const struct engy_metadata *md, char *err,
+			size_t errlen);
+
+/* "stateful" or "tempo", as the log names a schedule. */
+const char *engy_cr_schedule_name(int schedule);
+
 /* The commit call a runtime offers for a version. */
 struct engy_cr_call {
 	unsigned version; /* 3 or 4 */

@@ -2,7 +2,9 @@
 /*
  * Timelocked commit-reveal (specs/commit-reveal.md): the settings read
  * from storage with each metagraph, and the commit: payload
- * (lib/chain/commit), reveal round as the SDK computes it, ciphertext to
+ * (lib/chain/commit), reveal round as the SDK computes it (under the
+ * runtime's stateful epoch schedule when its metadata has one, else the
+ * SDK 1.x formula), ciphertext to
  * drand quicknet's pinned key (lib/drand, blst), the version's call from
  * the runtime's metadata, then signed, submitted and followed exactly as
  * set_weights is.  Without blst the plugin reads the settings and says it
@@ -84,6 +86,43 @@ static int refuse(struct sub_job *j, int rc, const char *what, const char *why)
 	return rc;
 }
 
+/*
+ * The reveal under the runtime's stateful epoch schedule: its state read
+ * at @at (the best block), the reveal block simulated from it, the round
+ * from that block.
+ */
+static int stateful_reveal(struct sub_job *j, struct rpc *r,
+			   const struct sub_at *at, uint64_t tempo, uint64_t rp,
+			   double now)
+{
+	static const char *const items[] = ENGY_CR_EPOCH_ITEMS;
+	uint64_t v[sizeof(items) / sizeof(items[0])];
+	struct engy_cr_epochs e = { 0 };
+	char err[256];
+	size_t i;
+	int rc;
+
+	for (i = 0; i < sizeof(items) / sizeof(items[0]); i++) {
+		rc = sub_u64_item(j->s, r, at, items[i], j->netuid, 0, &v[i],
+				  j->error, sizeof(j->error));
+		if (rc)
+			return rc;
+	}
+	e.last_epoch_block = v[0];
+	e.pending_epoch_at = v[1];
+	e.epoch_index = v[2];
+	e.blocks_since_last_step = v[3];
+	e.block = at->number;
+	e.tempo = (uint16_t)tempo;
+	if (engy_cr_reveal_block_epochs(&e, rp, &j->submit.reveal_block, err,
+					sizeof(err)) ||
+	    engy_cr_round_for_block(at->number, j->submit.reveal_block,
+				    SUB_BLOCK_TIME, now,
+				    &j->submit.reveal_round, err, sizeof(err)))
+		return refuse(j, -EINVAL, "", err);
+	return 0;
+}
+
 static int commit(struct sub_job *j, struct rpc *r)
 {
 	struct sub *s = j->s;
@@ -93,6 +132,7 @@ static int commit(struct sub_job *j, struct rpc *r)
 	struct sub_at best;
 	struct timespec ts;
 	uint64_t cr, ver, rp, tempo;
+	int sched;
 	uint8_t *ct = NULL;
 	size_t ctlen = 0;
 	char err[256], what[64];
@@ -133,6 +173,9 @@ static int commit(struct sub_job *j, struct rpc *r)
 	j->submit.cr_version = (uint16_t)(ver ? ver : 3);
 	if (engy_cr_find_call(s->md, (unsigned)ver, &c, err, sizeof(err)))
 		return refuse(j, -ENOTSUP, "", err);
+	sched = engy_cr_schedule_of(s->md, err, sizeof(err));
+	if (sched < 0)
+		return refuse(j, sched, "", err);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	sc.netuid = j->netuid;
 	sc.tempo = (uint16_t)tempo;
@@ -140,9 +183,22 @@ static int commit(struct sub_job *j, struct rpc *r)
 	sc.block = best.number;
 	sc.block_time = SUB_BLOCK_TIME;
 	sc.now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-	if (engy_cr_reveal_round(&sc, &j->submit.reveal_round,
-				 &j->submit.reveal_block, err, sizeof(err)))
+	if (sched == ENGY_CR_SCHED_STATEFUL) {
+		rc = stateful_reveal(j, r, &best, tempo, rp, sc.now);
+		if (rc)
+			return rc;
+	} else if (engy_cr_reveal_round(&sc, &j->submit.reveal_round,
+					&j->submit.reveal_block, err,
+					sizeof(err))) {
 		return refuse(j, -EINVAL, "", err);
+	}
+	engy_info(s->h,
+		  "event=commit_schedule netuid=%u schedule=%s block=%llu "
+		  "reveal_block=%llu reveal_round=%llu",
+		  j->netuid, engy_cr_schedule_name(sched),
+		  (unsigned long long)best.number,
+		  (unsigned long long)j->submit.reveal_block,
+		  (unsigned long long)j->submit.reveal_round);
 	if (drand_pk_parse_hex(&pk, DRAND_QUICKNET_PK_HEX, err, sizeof(err)))
 		return refuse(j, -EINVAL,
 			      "drand quicknet's key does not "

@@ -4,8 +4,11 @@
  * by hand in the comments: expected values from the formula as
  * specs/commit-reveal.md states it), the stateful epoch schedule (two of
  * bittensor-drand 2.0's pinned vectors, which cite subtensor's tests), the
- * refusals, and the payload's refusal of unknown versions.  The payload bytes and the
- * commit call are checked against @polkadot/types in commit_peer.sh.
+ * refusals, the payload's refusal of unknown versions, and the choice of
+ * schedule from a runtime's storage names (the names from subtensor's
+ * pallet source, the expected choice from specs/commit-reveal.md).  The
+ * payload bytes and the commit call are checked against @polkadot/types
+ * in commit_peer.sh.
  */
 #include <check.h>
 #include <errno.h>
@@ -116,6 +119,84 @@ START_TEST(test_reveal_block_epochs)
 }
 END_TEST
 
+/* A runtime's metadata reduced to the SubtensorModule storage names the
+ * schedule choice looks at (types are not consulted for the choice). */
+static void fake_md(struct engy_metadata *md, struct engy_meta_pallet *p,
+		    struct engy_meta_entry *e, const char *const *names,
+		    size_t n)
+{
+	memset(md, 0, sizeof *md);
+	memset(p, 0, sizeof *p);
+	for (size_t i = 0; i < n; i++) {
+		memset(&e[i], 0, sizeof e[i]);
+		e[i].name = names[i];
+	}
+	p->name = "SubtensorModule";
+	p->has_storage = true;
+	p->n_entries = (uint32_t)n;
+	p->entries = e;
+	md->n_pallets = 1;
+	md->pallets = p;
+}
+
+START_TEST(test_schedule_choice)
+{
+	/* Item names from subtensor's pallet (LastEpochBlock, PendingEpochAt,
+	 * SubnetEpochIndex: maps netuid -> u64 added with the stateful
+	 * scheduler; BlocksSinceLastStep and Tempo predate it). */
+	static const char *const old_rt[] = { "Tempo", "BlocksSinceLastStep",
+					      "RevealPeriodEpochs" };
+	static const char *const new_rt[] = {
+		"Tempo",	  "BlocksSinceLastStep", "RevealPeriodEpochs",
+		"LastEpochBlock", "PendingEpochAt",	 "SubnetEpochIndex"
+	};
+	static const char *const part_rt[] = { "Tempo", "BlocksSinceLastStep",
+					       "SubnetEpochIndex" };
+	static const char *const no_steps[] = { "Tempo", "LastEpochBlock",
+						"PendingEpochAt",
+						"SubnetEpochIndex" };
+	static const char *const items[] = ENGY_CR_EPOCH_ITEMS;
+	struct engy_metadata md;
+	struct engy_meta_pallet p;
+	struct engy_meta_entry e[8];
+	char err[256];
+
+	fake_md(&md, &p, e, old_rt, 3);
+	ck_assert_int_eq(engy_cr_schedule_of(&md, err, sizeof err),
+			 ENGY_CR_SCHED_TEMPO);
+	ck_assert_str_eq(engy_cr_schedule_name(ENGY_CR_SCHED_TEMPO), "tempo");
+
+	fake_md(&md, &p, e, new_rt, 6);
+	ck_assert_int_eq(engy_cr_schedule_of(&md, err, sizeof err),
+			 ENGY_CR_SCHED_STATEFUL);
+	ck_assert_str_eq(engy_cr_schedule_name(ENGY_CR_SCHED_STATEFUL),
+			 "stateful");
+
+	/* Part of the state: refused, the missing items named. */
+	err[0] = '\0';
+	fake_md(&md, &p, e, part_rt, 3);
+	ck_assert_int_eq(engy_cr_schedule_of(&md, err, sizeof err), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(err, "LastEpochBlock, PendingEpochAt"));
+	ck_assert_ptr_null(strstr(err, "SubnetEpochIndex"));
+	err[0] = '\0';
+	fake_md(&md, &p, e, no_steps, 4);
+	ck_assert_int_eq(engy_cr_schedule_of(&md, err, sizeof err), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(err, "lacks BlocksSinceLastStep"));
+
+	/* A runtime without the pallet speaks the older schedule. */
+	md.n_pallets = 0;
+	ck_assert_int_eq(engy_cr_schedule_of(&md, err, sizeof err),
+			 ENGY_CR_SCHED_TEMPO);
+
+	/* The items are read into struct engy_cr_epochs in this order. */
+	ck_assert_uint_eq(sizeof items / sizeof items[0], 4);
+	ck_assert_str_eq(items[0], "LastEpochBlock");
+	ck_assert_str_eq(items[1], "PendingEpochAt");
+	ck_assert_str_eq(items[2], "SubnetEpochIndex");
+	ck_assert_str_eq(items[3], "BlocksSinceLastStep");
+}
+END_TEST
+
 START_TEST(test_payload_versions)
 {
 	uint8_t hk[32];
@@ -154,6 +235,7 @@ int main(void)
 	tcase_add_test(tc, test_reveal_round);
 	tcase_add_test(tc, test_reveal_round_refusals);
 	tcase_add_test(tc, test_reveal_block_epochs);
+	tcase_add_test(tc, test_schedule_choice);
 	tcase_add_test(tc, test_payload_versions);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
