@@ -136,7 +136,7 @@ fi
 # The committed .clang-format is followed: every C file as it formats.
 log "style: clang-format --dry-run on every C source"
 if [ -d .git ]; then c_files=$(git ls-files '*.c' '*.h')
-else c_files=$(find . -name '*.[ch]' -not -path './build*' -not -path '*/node_modules/*'); fi
+else c_files=$(find . -name '*.[ch]' -not -path './build*' -not -path '*/node_modules/*' -not -path './tests/peers/venv/*'); fi
 unformatted=$(for f in $c_files; do clang-format --style=file "$f" | cmp -s - "$f" || echo "$f"; done)
 if [ -n "$unformatted" ]; then
   echo "$unformatted" | head -20
