@@ -15,14 +15,16 @@
 #    with the miner's commitment.
 #  - Every verdict the auditor renders is `pass` with exact mantissas
 #    (toploc_v 10: a top-k tie, see below), one per buyer request, each
-#    acknowledged to the tee; the buyer's books balance afterwards
+#    acknowledged to the tee; the reference library's verifier finds no
+#    mismatch on rows engy's serve recomputes; the buyer's books balance afterwards
 #    (balance = credited - spent, nothing reserved, spent = the request
 #    log's costs); no prompt and no MINER_KEY in engy's logs or state.
 # ENGY_PUBLIC_MINER=/path/to/engy_miner.py runs it, with ENGY_PYTHON (or
 # python3) holding its dependencies; without it the test is skipped.
 # Oracle: independent: the proofs are built by the reference toploc
 # library inside a miner engy did not write, and engy's verifier must
-# accept them on engy's recomputation; the money checks are engy's books
+# accept them on engy's recomputation, and the reference library's own
+# verifier on the serve's rows; the money checks are engy's books
 # against engy's request log.
 . "$top_srcdir/tests/integration/lib.sh"
 
@@ -179,7 +181,46 @@ if grep 'event=verdict ' "$T/auditor.log" | grep -v ' mant_mean_max=0.000 '; the
 	fail "a mantissa error: the rows are not the auditor's bit for bit"
 fi
 nt=$(grep 'event=verdict ' "$T/auditor.log" | grep -vc ' exp_max=0 ') || :
-ok "engy's auditor: $NREQ verdicts, every one pass, mantissas exact ($nt with a tie at the top-k boundary)"
+ok "engy's auditor: $NREQ verdicts, every one pass, mantissas exact ($nt with exp_max > 0, within toploc_v 10)"
+# The reference library's verifier on the same proofs, over rows engy's
+# serve computes afresh for each tee entry's prompt: zero exponent
+# mismatches (its top-k breaks ties as the prover's did).
+node -e '
+	const fs = require("fs");
+	const j = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+	j.entries.filter((e) => !e.is_probe).forEach((e, k) => {
+		const t = e.commitment.toploc;
+		fs.writeFileSync(`${process.argv[2]}/ref-${k}.body`, JSON.stringify({ input_ids: t.prompt_ids,
+			sampling_params: { temperature: 0, max_new_tokens: t.n_tokens }, return_hidden_states: true }));
+		fs.writeFileSync(`${process.argv[2]}/ref-${k}.proofs`, t.proofs.join("\n") + "\n");
+	});' "$T/int.out" "$T"
+# refverify GEN PROOFS: the reference library's verify_proofs_base64 on
+# the rows of a /generate answer; exit 0 when every chunk is exact.
+refverify() {
+	"$PY" - "$1" "$2" <<'PY'
+import json, sys
+import numpy as np, torch
+from toploc import verify_proofs_base64
+hs = json.load(open(sys.argv[1]))["meta_info"]["hidden_states"]
+rows = [np.asarray(h, dtype=np.float32) for h in hs]
+rows = [torch.from_numpy(r[-1] if r.ndim == 2 else r).to(torch.bfloat16) for r in rows]
+proofs = open(sys.argv[2]).read().split()
+res = verify_proofs_base64(rows, proofs, decode_batching_size=32, topk=128, skip_prefill=True)
+print("chunks=%d exp=%s mant=%s" % (len(res), [r.exp_mismatches for r in res], [r.mant_err_mean for r in res]))
+sys.exit(0 if res and all(r.exp_mismatches == 0 and r.mant_err_mean == 0 for r in res) else 1)
+PY
+}
+for k in $(seq 0 $((NREQ - 1))); do
+	code=$(curl -s -o "$T/ref-$k.gen" -w '%{http_code}' --data-binary @"$T/ref-$k.body" \
+		"http://127.0.0.1:$SPORT/generate")
+	[ "$code" = 200 ] || fail "serve /generate: HTTP $code"
+	refverify "$T/ref-$k.gen" "$T/ref-$k.proofs" > "$T/ref-$k.out" 2>&1 ||
+		fail "reference verify of entry $k: $(cat "$T/ref-$k.out")"
+done
+# The check has teeth: another request's proofs do not pass on these rows.
+refverify "$T/ref-0.gen" "$T/ref-1.proofs" > "$T/ref-x.out" 2>&1 &&
+	fail "another request's proofs passed: $(cat "$T/ref-x.out")"
+ok "the reference toploc verifier: 0 mismatches on all $NREQ proofs over rows engy's serve recomputes (another request's proofs fail: $(cat "$T/ref-x.out"))"
 i=0
 while [ "$(count 'event=tee_ack ' "$T/g.log")" -lt 1 ]; do
 	i=$((i + 1)); [ $i -le 600 ] || fail "no ack reached the tee"; sleep 0.1
