@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "catalogspec.h"
+#include "hex.h"
 
 static const char *const names[ENGY_CS_N] = {
 	"max_input_tokens", "max_output_tokens",  "max_request_s",
@@ -32,31 +33,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 		vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
 	return -EINVAL;
-}
-
-static int hex32(const char *s, uint8_t out[32])
-{
-	size_t i;
-
-	if (strlen(s) != 64)
-		return -1;
-	for (i = 0; i < 64; i++) {
-		int c = s[i], v;
-
-		if (c >= '0' && c <= '9')
-			v = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			v = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			v = c - 'A' + 10;
-		else
-			return -1;
-		if (i % 2)
-			out[i / 2] |= (uint8_t)v;
-		else
-			out[i / 2] = (uint8_t)(v << 4);
-	}
-	return 0;
 }
 
 /* One field's value: its type and range, into the kept unit. */
@@ -118,7 +94,7 @@ int engy_cspec_parse(const char *buf, size_t len, struct engy_cspec *out,
 	j = buf ? cJSON_ParseWithLength(buf, len) : NULL;
 	root = cJSON_GetObjectItemCaseSensitive(j, "model_root");
 	if (!cJSON_IsObject(j) || !cJSON_IsString(root) ||
-	    hex32(root->valuestring, out->model_root)) {
+	    engy_hex_parse(root->valuestring, out->model_root, 32)) {
 		cJSON_Delete(j);
 		return fail(err, errlen,
 			    "not a model spec (no 64-hex model_root)");

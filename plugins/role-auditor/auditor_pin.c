@@ -18,43 +18,12 @@
 #include <unistd.h>
 
 #include "auditor_int.h"
+#include "hex.h"
 #include "modelspec.h"
-
-static void hex(const uint8_t *b, char out[65])
-{
-	static const char d[] = "0123456789abcdef";
-	int i;
-
-	for (i = 0; i < 32; i++) {
-		out[2 * i] = d[b[i] >> 4];
-		out[2 * i + 1] = d[b[i] & 15];
-	}
-	out[64] = 0;
-}
 
 int aud_pin_parse(const char *s, uint8_t out[32])
 {
-	size_t i;
-
-	if (!s || strlen(s) != 64)
-		return -EINVAL;
-	for (i = 0; i < 64; i++) {
-		int c = s[i], v;
-
-		if (c >= '0' && c <= '9')
-			v = c - '0';
-		else if (c >= 'a' && c <= 'f')
-			v = c - 'a' + 10;
-		else if (c >= 'A' && c <= 'F')
-			v = c - 'A' + 10;
-		else
-			return -EINVAL;
-		if (i % 2)
-			out[i / 2] |= (uint8_t)v;
-		else
-			out[i / 2] = (uint8_t)(v << 4);
-	}
-	return 0;
+	return s && !engy_hex_parse(s, out, 32) ? 0 : -EINVAL;
 }
 
 struct progress {
@@ -165,10 +134,10 @@ static int check_one(struct aud *a, struct aud_backend *b, const uint8_t *conf)
 		return rc < 0 ? rc : -EIO;
 	}
 	root = engy_ms_model_root(m);
-	hex(root, got);
+	engy_hex_print(root, 32, got);
 	rc = 0;
 	if (conf && memcmp(root, conf, 32)) {
-		hex(conf, want);
+		engy_hex_print(conf, 32, want);
 		aud_log(a, ENGY_LOG_ERR,
 			"event=spec_root_mismatch model=%s path=%s spec_root=%s pinned=%s source=config error=\"the checkpoint's Merkle root is not the pinned one (auditor { spec_root }): refusing to start\"",
 			b->name, mi.path, got, want);
@@ -178,7 +147,7 @@ static int check_one(struct aud *a, struct aud_backend *b, const uint8_t *conf)
 		if (!memcmp(root, pins[i], 32))
 			break;
 	if (!rc && np && i == np) {
-		hex(pins[0], want);
+		engy_hex_print(pins[0], 32, want);
 		aud_log(a, ENGY_LOG_ERR,
 			"event=spec_root_mismatch model=%s path=%s spec_root=%s pinned=%s source=store pinned_n=%zu error=\"the checkpoint's Merkle root is none the store pins for the model: refusing to start\"",
 			b->name, mi.path, got, want, np);
