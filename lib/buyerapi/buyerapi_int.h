@@ -13,6 +13,11 @@
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 
+/* A streamed chunk's fixed head, `{"id":ID,"object":OBJECT,"created":T,
+ * "model":MODEL,"choices":[` (T: now when @created is 0); malloc'd. */
+char *engy_api_chunk_head(const char *id, const char *object, int64_t created,
+			  const char *model, size_t *len);
+
 /* Write a reason into @err and return @rc. */
 int engy_api_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

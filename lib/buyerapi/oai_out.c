@@ -120,23 +120,28 @@ int engy_oai_response(struct engy_sse_out *o, const struct engy_api_req *req,
 
 /* ---- the stream ---- */
 
+char *engy_api_chunk_head(const char *id, const char *object, int64_t created,
+			  const char *model, size_t *len)
+{
+	struct engy_sse_out h;
+
+	engy_sse_out_init(&h);
+	engy_sse_out_adds(&h, "{\"id\":");
+	engy_sse_out_jstrz(&h, id);
+	engy_sse_out_addf(&h, ",\"object\":\"%s\",\"created\":%lld,\"model\":",
+			  object, (long long)(created ? created : time(NULL)));
+	engy_sse_out_jstrz(&h, model);
+	engy_sse_out_adds(&h, ",\"choices\":[");
+	return engy_sse_out_take(&h, len);
+}
+
 int engy_oai_stream_init(struct engy_oai_stream *s,
 			 const struct engy_api_req *req, const char *id,
 			 int64_t created)
 {
-	struct engy_sse_out h;
-
 	memset(s, 0, sizeof(*s));
-	engy_sse_out_init(&h);
-	engy_sse_out_adds(&h, "{\"id\":");
-	engy_sse_out_jstrz(&h, id);
-	engy_sse_out_addf(&h,
-			  ",\"object\":\"chat.completion.chunk\","
-			  "\"created\":%lld,\"model\":",
-			  (long long)(created ? created : time(NULL)));
-	engy_sse_out_jstrz(&h, req->model);
-	engy_sse_out_adds(&h, ",\"choices\":[");
-	s->head = engy_sse_out_take(&h, &s->head_len);
+	s->head = engy_api_chunk_head(id, "chat.completion.chunk", created,
+				      req->model, &s->head_len);
 	if (!s->head)
 		return -ENOMEM;
 	s->include_usage = req->include_usage;

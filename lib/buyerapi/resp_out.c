@@ -497,20 +497,9 @@ int engy_cmpl_stream_init(struct engy_cmpl_stream *s,
 			  const struct engy_api_req *req, const char *id,
 			  int64_t created)
 {
-	struct engy_sse_out h;
-
 	memset(s, 0, sizeof(*s));
-	engy_sse_out_init(&h);
-	engy_sse_out_adds(&h, "{\"id\":");
-	engy_sse_out_jstrz(&h, id);
-	engy_sse_out_addf(&h,
-			  ",\"object\":\"text_completion\",\"created\":%lld,"
-			  "\"model\":",
-			  (long long)(created ? created : time(NULL)));
-	engy_sse_out_jstrz(&h, req->model);
-	engy_sse_out_adds(&h, ",\"choices\":[");
-	s->head = engy_sse_out_take(&h, &s->head_len);
-	engy_sse_out_free(&h);
+	s->head = engy_api_chunk_head(id, "text_completion", created,
+				      req->model, &s->head_len);
 	if (!s->head)
 		return -ENOMEM;
 	s->include_usage = req->include_usage;
