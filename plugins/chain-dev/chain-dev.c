@@ -188,6 +188,40 @@ static int append(const char *path, const char *line)
 	return rc;
 }
 
+/* Appends "uids":[...],"weights":[...]} and the newline. */
+static size_t put_vectors(char *line, size_t cap, size_t i,
+			  const uint16_t *uids, const uint16_t *weights,
+			  size_t n)
+{
+	i += (size_t)snprintf(line + i, cap - i, ",\"uids\":[");
+	for (size_t k = 0; k < n; k++)
+		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "",
+				      uids[k]);
+	i += (size_t)snprintf(line + i, cap - i, "],\"weights\":[");
+	for (size_t k = 0; k < n; k++)
+		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "",
+				      weights[k]);
+	i += (size_t)snprintf(line + i, cap - i, "]}\n");
+	return i;
+}
+
+/* Ends a submit job: the append's result @rc, else included in the block,
+ * a success unless the chain's check said @err. */
+static void submit_done(struct dev *d, struct job *j, int rc, const char *err)
+{
+	if (rc) {
+		j->res.status = rc;
+		snprintf(j->error, sizeof(j->error), "cannot append to %s: %s",
+			 d->c->file, strerror(-rc));
+		return;
+	}
+	j->res.included = true;
+	j->res.block = j->block;
+	j->res.success = !err;
+	if (err)
+		snprintf(j->error, sizeof(j->error), "%s", err);
+}
+
 static void submit_run(struct job *j)
 {
 	struct dev *d = j->d;
@@ -241,52 +275,14 @@ static void submit_run(struct job *j)
 	if (err)
 		i += (size_t)snprintf(line + i, cap - i, ",\"error\":\"%s\"",
 				      err);
-	i += (size_t)snprintf(line + i, cap - i, ",\"uids\":[");
-	for (size_t k = 0; k < j->n; k++)
-		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "",
-				      j->uids[k]);
-	i += (size_t)snprintf(line + i, cap - i, "],\"weights\":[");
-	for (size_t k = 0; k < j->n; k++)
-		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "",
-				      j->weights[k]);
-	snprintf(line + i, cap - i, "]}\n");
+	put_vectors(line, cap, i, j->uids, j->weights, j->n);
 	rc = append(d->c->file, line);
 	if (!rc && !err)
 		d->last[me] = j->block;
 	pthread_mutex_unlock(&d->lock);
 	free(line);
-	if (rc) {
-		j->res.status = rc;
-		snprintf(j->error, sizeof(j->error), "cannot append to %s: %s",
-			 d->c->file, strerror(-rc));
-		return;
-	}
-	j->res.included = true;
-	j->res.block = j->block;
-	j->res.success = !err;
-	if (err)
-		snprintf(j->error, sizeof(j->error), "%s", err);
+	submit_done(d, j, rc, err);
 }
-
-#ifdef HAVE_BLST
-/* Appends "uids":[...],"weights":[...]} and the newline. */
-static size_t put_vectors(char *line, size_t cap, size_t i,
-			  const uint16_t *uids, const uint16_t *weights,
-			  size_t n)
-{
-	i += (size_t)snprintf(line + i, cap - i, ",\"uids\":[");
-	for (size_t k = 0; k < n; k++)
-		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "",
-				      uids[k]);
-	i += (size_t)snprintf(line + i, cap - i, "],\"weights\":[");
-	for (size_t k = 0; k < n; k++)
-		i += (size_t)snprintf(line + i, cap - i, "%s%u", k ? "," : "",
-				      weights[k]);
-	i += (size_t)snprintf(line + i, cap - i, "]}\n");
-	return i;
-}
-
-#endif
 
 /* What the metagraph says about committing here. */
 static const char *cr_why(const struct dev *d)
@@ -434,17 +430,7 @@ static void commit_run(struct job *j)
 	}
 	pthread_mutex_unlock(&d->lock);
 	free(ct);
-	if (rc) {
-		j->res.status = rc;
-		snprintf(j->error, sizeof(j->error), "cannot append to %s: %s",
-			 d->c->file, strerror(-rc));
-		return;
-	}
-	j->res.included = true;
-	j->res.block = j->block;
-	j->res.success = !cerr;
-	if (cerr)
-		snprintf(j->error, sizeof(j->error), "%s", cerr);
+	submit_done(d, j, rc, cerr);
 }
 
 /* A revealed payload, checked as subtensor checks set weights. */
