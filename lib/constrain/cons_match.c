@@ -302,6 +302,37 @@ static void step_string(struct ctx *x, const struct cons_node *n,
 	emit(x, fr, d);
 }
 
+/* The moves objects and arrays share.  Each records one optional space
+ * after ',' or ':' in a flag field of the frame (@flag). */
+#define OPT_SPACE(b, flag) ((b) == ' ' && !(flag) && ((flag) = 1))
+
+/* Phase 0 of a container: take its opening byte @open. */
+static void open_with(struct ctx *x, struct cons_frame *fr, int d, uint8_t b,
+		      uint8_t open)
+{
+	if (b == open) {
+		fr[d - 1].phase = 1;
+		emit(x, fr, d);
+	}
+}
+
+/* After a member: ',' (if @more) goes to @comma_phase with no space
+ * taken yet; @close (if @end) closes the container. */
+static void after_member(struct ctx *x, struct cons_frame *fr, int d, uint8_t b,
+			 uint8_t close, uint8_t comma_phase, bool more,
+			 bool end)
+{
+	struct cons_frame *f = &fr[d - 1];
+
+	if (b == ',' && more) {
+		f->phase = comma_phase;
+		f->x = 0;
+		emit(x, fr, d);
+	} else if (b == close && end) {
+		emit(x, fr, d - 1);
+	}
+}
+
 /* Phases: 0 before '{', 1 after '{', 2 after ',' (x: space taken), 3 in
  * a key (b bytes of it; mask: the properties it may still be), 4 before
  * ':' (x: the property), 5 after ':' (b: space taken), 6 after a value.
@@ -310,19 +341,16 @@ static void step_object(struct ctx *x, const struct cons_node *n,
 			struct cons_frame *fr, int d, uint8_t b)
 {
 	struct cons_frame *f = &fr[d - 1];
+	uint64_t keep = 0;
 	unsigned i;
 
 	switch (f->phase) {
 	case 0:
-		if (b != '{')
-			return;
-		f->phase = 1;
-		break;
+		open_with(x, fr, d, b, '{');
+		return;
 	case 2:
-		if (b == ' ' && !f->x) {
-			f->x = 1;
+		if (OPT_SPACE(b, f->x))
 			break;
-		}
 		/* fall through */
 	case 1:
 		if (b == '}' && f->phase == 1 && !required_from(n, 0)) {
@@ -335,12 +363,9 @@ static void step_object(struct ctx *x, const struct cons_node *n,
 		if (!f->mask)
 			return;
 		f->phase = 3;
-		f->b = 0;
 		f->x = 0;
 		break;
-	case 3: {
-		uint64_t keep = 0;
-
+	case 3:
 		for (i = 0; i < n->n; i++) {
 			const struct cons_item *it = item(x, n, i);
 
@@ -362,18 +387,14 @@ static void step_object(struct ctx *x, const struct cons_node *n,
 		f->mask = keep;
 		f->b++;
 		break;
-	}
 	case 4:
 		if (b != ':')
 			return;
 		f->phase = 5;
-		f->b = 0;
 		break;
 	case 5:
-		if (b == ' ' && !f->b) {
-			f->b = 1;
+		if (OPT_SPACE(b, f->b))
 			break;
-		}
 		i = f->x;
 		f->phase = 6;
 		f->a = i + 1;
@@ -382,15 +403,8 @@ static void step_object(struct ctx *x, const struct cons_node *n,
 		push(x, fr, d, item(x, n, i)->node, 0, true, b);
 		return;
 	default:
-		if (b == ',' && candidates(n, f->a)) {
-			f->phase = 2;
-			f->x = 0;
-			break;
-		}
-		if (b == '}' && !required_from(n, f->a)) {
-			emit(x, fr, d - 1);
-			return;
-		}
+		after_member(x, fr, d, b, '}', 2, candidates(n, f->a) != 0,
+			     !required_from(n, f->a));
 		return;
 	}
 	emit(x, fr, d);
@@ -405,15 +419,11 @@ static void step_anyobj(struct ctx *x, const struct cons_node *n,
 
 	switch (f->phase) {
 	case 0:
-		if (b != '{')
-			return;
-		f->phase = 1;
-		break;
+		open_with(x, fr, d, b, '{');
+		return;
 	case 2:
-		if (b == ' ' && !f->x) {
-			f->x = 1;
+		if (OPT_SPACE(b, f->x))
 			break;
-		}
 		/* fall through */
 	case 1:
 		if (b == '}' && f->phase == 1) {
@@ -430,25 +440,16 @@ static void step_anyobj(struct ctx *x, const struct cons_node *n,
 		if (b != ':')
 			return;
 		f->phase = 4;
-		f->x = 0;
 		break;
 	case 4:
-		if (b == ' ' && !f->x) {
-			f->x = 1;
+		if (OPT_SPACE(b, f->x))
 			break;
-		}
 		f->phase = 5;
 		f->x = 0;
 		push(x, fr, d, item(x, n, 1)->node, 0, true, b);
 		return;
 	default:
-		if (b == ',') {
-			f->phase = 2;
-			f->x = 0;
-			break;
-		}
-		if (b == '}')
-			emit(x, fr, d - 1);
+		after_member(x, fr, d, b, '}', 2, true, true);
 		return;
 	}
 	emit(x, fr, d);
@@ -463,10 +464,8 @@ static void step_array(struct ctx *x, const struct cons_node *n,
 
 	switch (f->phase) {
 	case 0:
-		if (b != '[')
-			return;
-		f->phase = 1;
-		break;
+		open_with(x, fr, d, b, '[');
+		return;
 	case 1:
 		if (b == ']') {
 			if (n->min == 0)
@@ -480,19 +479,12 @@ static void step_array(struct ctx *x, const struct cons_node *n,
 		push(x, fr, d, item(x, n, 0)->node, 0, true, b);
 		return;
 	case 2:
-		if (b == ',' && f->a < n->max) {
-			f->phase = 3;
-			f->x = 0;
-			break;
-		}
-		if (b == ']' && f->a >= n->min)
-			emit(x, fr, d - 1);
+		after_member(x, fr, d, b, ']', 3, f->a < n->max,
+			     f->a >= n->min);
 		return;
 	default:
-		if (b == ' ' && !f->x) {
-			f->x = 1;
+		if (OPT_SPACE(b, f->x))
 			break;
-		}
 		f->phase = 2;
 		f->a++;
 		f->x = 0;
