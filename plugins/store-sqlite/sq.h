@@ -65,7 +65,8 @@ struct sq {
 	pthread_cond_t ckpt_cv;	  /* the thread: ckpt_want or ckpt_stop */
 	pthread_cond_t ckpt_idle; /* ckpt_busy went false */
 	bool ckpt_want, ckpt_stop, ckpt_running;
-	bool ckpt_busy; /* a checkpoint is running */
+	bool ckpt_busy;	 /* a checkpoint is running */
+	bool ckpt_ready; /* the thread's connection is open (ckpt_idle) */
 	pthread_t ckpt_thread;
 	struct engy_metric *m_ckpt, *m_ckpt_inline;
 };

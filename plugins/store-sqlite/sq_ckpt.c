@@ -128,6 +128,13 @@ static void *ckpt_main(void *arg)
 			"event=store_checkpoint_failed path=%s code=%d error=\"%s\" fallback=none",
 			s->path, rc, db ? sqlite3_errmsg(db) : "no memory");
 	pthread_mutex_lock(&s->ckpt_mu);
+	/* Opening read the file: a reader on the WAL as it was then, which
+	 * no checkpoint can copy past.  sq_ckpt_start() waits for this, so
+	 * that read is over before the first request commits (a thread the
+	 * machine left waiting with it open held every in-line checkpoint at
+	 * 0 frames while the WAL grew). */
+	s->ckpt_ready = true;
+	pthread_cond_broadcast(&s->ckpt_idle);
 	for (;;) {
 		while ((!s->ckpt_want || s->ckpt_busy) && !s->ckpt_stop)
 			pthread_cond_wait(s->ckpt_busy ? &s->ckpt_idle
@@ -156,6 +163,7 @@ int sq_ckpt_start(struct sq *s)
 	if (!s->ckpt_pages)
 		return 0;
 	s->ckpt_stop = false;
+	s->ckpt_ready = false;
 	rc = pthread_create(&s->ckpt_thread, NULL, ckpt_main, s);
 	if (rc) {
 		engy_err(s->h, "event=store_checkpoint_thread error=\"%s\"",
@@ -163,6 +171,10 @@ int sq_ckpt_start(struct sq *s)
 		return -rc;
 	}
 	s->ckpt_running = true;
+	pthread_mutex_lock(&s->ckpt_mu);
+	while (!s->ckpt_ready)
+		pthread_cond_wait(&s->ckpt_idle, &s->ckpt_mu);
+	pthread_mutex_unlock(&s->ckpt_mu);
 	return 0;
 }
 

@@ -16,6 +16,10 @@
  * frames plus one transaction's (TX_PAGES) when a checkpoint starts it
  * again.  An in-line checkpoint that stays busy is reported, never
  * dropped: none is in these runs (no other process checkpoints).
+ * Only a reader can hold a checkpoint back; there is none here, and the
+ * store's own checkpoint thread has finished opening (it reads the file)
+ * before the store opens: a thread left waiting with that read open once
+ * held the in-line checkpoints at 0 frames on a loaded CI machine.
  *
  * Oracle: SQLite's documented WAL file format (a 32-byte header, frames of
  * 24 bytes plus a page) for the bounds.
