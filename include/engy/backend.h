@@ -36,12 +36,17 @@ struct engy_model_info {
 	/* appended in 1.2: the output constraints generate() enforces,
 	 * ENGY_BACKEND_CONS_* bits (0: none); check @size. */
 	uint32_t constraints;
+	/* appended in 1.4: what else generate() can do, ENGY_BACKEND_CAP_*
+	 * bits (0: nothing more); check @size. */
+	uint32_t caps;
 };
 
 /* generate() takes cons_schema (engy_gen_params, 1.2). */
 #define ENGY_BACKEND_CONS_JSON 1u
 /* ... and cons_prefix / cons_suffix around it (a forced tool call). */
 #define ENGY_BACKEND_CONS_AFFIX 2u
+/* generate() gives top_logprobs alternatives (engy_gen_params, 1.4). */
+#define ENGY_BACKEND_CAP_TOP_LOGPROBS 1u
 
 enum engy_finish {
 	ENGY_FINISH_STOP = 1,	/* EOS or a stop id */
@@ -59,6 +64,23 @@ enum engy_finish {
  * @ignore_eos: appended in 1.3 (check @size): neither EOS nor @stop_ids end the
  *	generation, only max_new_tokens or the context (sglang's
  *	sampling_params.ignore_eos).
+ * @top_logprobs, @on_top_logprobs: appended in 1.4; read both only when
+ *	@size covers @on_top_logprobs (a 1.3 caller's struct ends at 128
+ *	bytes, and @top_logprobs sits in what was its padding).  When
+ *	@top_logprobs is 1..ENGY_TOP_LOGPROBS_MAX and @on_top_logprobs is
+ *	set, the backend calls @on_top_logprobs with the same @arg
+ *	generate() got, immediately before each on_tokens, with the
+ *	alternatives of exactly those ids: @k = min(@top_logprobs, vocab)
+ *	per id, row-major (@ids[i * k + j], @logprobs[i * k + j]), each
+ *	row sorted by logprob descending (ties: lower id first).  The
+ *	logprobs are of the same distribution the sampled token's logprob
+ *	(on_tokens' @logprobs) is taken from: the log-softmax of the raw
+ *	logits, before temperature, top_k and top_p (a constraint's mask,
+ *	where one applies, is part of the logits).  An alternative a
+ *	backend does not have is logprob NaN, id 0.  A backend that cannot
+ *	give alternatives leaves on_top_logprobs uncalled (it also tells
+ *	by ENGY_BACKEND_CAP_TOP_LOGPROBS in engy_model_info.caps).  Above
+ *	ENGY_TOP_LOGPROBS_MAX: generate() returns -EINVAL.
  */
 struct engy_gen_params {
 	uint32_t size; /* sizeof(struct engy_gen_params) */
@@ -91,7 +113,19 @@ struct engy_gen_params {
 	const char *cons_suffix;
 	/* appended in 1.3 (check @size): see @ignore_eos above. */
 	bool ignore_eos;
+	/* appended in 1.4 (check @size covers @on_top_logprobs): see above. */
+	uint32_t top_logprobs;
+	void (*on_top_logprobs)(void *arg, size_t n, uint32_t k,
+				const uint32_t *ids, const float *logprobs);
 };
+
+/* The most alternatives per token (OpenAI's top_logprobs bound). */
+#define ENGY_TOP_LOGPROBS_MAX 20u
+
+/* A 1.4 struct engy_gen_params: @size at least this. */
+#define ENGY_GEN_PARAMS_SIZE_1_4                                               \
+	(offsetof(struct engy_gen_params, on_top_logprobs) +                   \
+	 sizeof(((struct engy_gen_params *)0)->on_top_logprobs))
 
 struct engy_gen_result {
 	int status;	      /* 0 or a negative errno */

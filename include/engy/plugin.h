@@ -58,6 +58,10 @@
  *                    store ops audit_claim() (one auditor per job on a
  *                    shared store, with a lapsing claim) and holds_open()
  *                    (an epoch closes once its requests have settled).
+ *   1.4  2026-12-03  Top logprobs: engy_gen_params.top_logprobs and
+ *                    on_top_logprobs (the top-N alternatives of each
+ *                    output token), engy_model_info.caps
+ *                    (ENGY_BACKEND_CAP_TOP_LOGPROBS) (engy/backend.h).
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H
@@ -75,7 +79,7 @@ extern "C" {
 
 #define ENGY_PLUGIN_MAGIC  0x454e4731u /* "ENG1" */
 #define ENGY_ABI_MAJOR	   1
-#define ENGY_ABI_MINOR	   3
+#define ENGY_ABI_MINOR	   4
 #define ENGY_PLUGIN_SYMBOL "engy_plugin"
 
 #if defined(__GNUC__)

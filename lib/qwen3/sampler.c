@@ -116,17 +116,27 @@ static int cmp_cand(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static float logprob_of(const float *logits, uint32_t vocab, uint32_t id)
+/* The log-softmax normaliser: max + log(sum(exp(logit - max))). */
+static void lse_of(const float *logits, uint32_t vocab, float *mx, double *ls)
 {
-	float mx = -INFINITY;
 	double sum = 0;
 	uint32_t i;
 
+	*mx = -INFINITY;
 	for (i = 0; i < vocab; i++)
-		mx = fmaxf(mx, logits[i]);
+		*mx = fmaxf(*mx, logits[i]);
 	for (i = 0; i < vocab; i++)
-		sum += exp((double)logits[i] - mx);
-	return (float)((double)logits[id] - mx - log(sum));
+		sum += exp((double)logits[i] - *mx);
+	*ls = log(sum);
+}
+
+static float logprob_of(const float *logits, uint32_t vocab, uint32_t id)
+{
+	float mx;
+	double ls;
+
+	lse_of(logits, vocab, &mx, &ls);
+	return (float)((double)logits[id] - mx - ls);
 }
 
 /* The k best into s->c[0..k), sorted; a partial selection when k is small. */
@@ -202,4 +212,23 @@ done:
 	if (logprob)
 		*logprob = logprob_of(logits, s->vocab, best);
 	return best;
+}
+
+uint32_t engy_q3_top_logprobs(struct q3_sampler *s, const float *logits,
+			      uint32_t k, uint32_t *ids, float *lps)
+{
+	uint32_t i, n;
+	float mx;
+	double ls;
+
+	if (!k)
+		return 0;
+	/* The logit order is the logprob order (one normaliser for all). */
+	n = top_candidates(s, logits, k);
+	lse_of(logits, s->vocab, &mx, &ls);
+	for (i = 0; i < n; i++) {
+		ids[i] = s->c[i].id;
+		lps[i] = (float)((double)s->c[i].logit - mx - ls);
+	}
+	return n;
 }

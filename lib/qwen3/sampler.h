@@ -42,4 +42,15 @@ uint32_t engy_q3_sample(struct q3_sampler *s, const float *logits,
 			const struct q3_sampling *p, struct q3_rng *rng,
 			float *logprob);
 
+/*
+ * engy_q3_top_logprobs() - the @k most likely ids of @logits [@vocab] and
+ * their log-probabilities under the same distribution engy_q3_sample()'s
+ * *logprob is taken from (log-softmax of the raw logits, in double,
+ * before temperature, top_k and top_p), sorted by logprob descending
+ * (ties: lower id first), into @ids and @lps.  Returns min(@k, @vocab).
+ * Uses the sampler's scratch: call it after engy_q3_sample().
+ */
+uint32_t engy_q3_top_logprobs(struct q3_sampler *s, const float *logits,
+			      uint32_t k, uint32_t *ids, float *lps);
+
 #endif /* Q3_SAMPLER_H */

@@ -307,13 +307,18 @@ static void ref_destroy(void *inst)
 	free(r);
 }
 
-static int ref_info(void *inst, struct engy_model_info *out)
+static int ref_info(void *inst, struct engy_model_info *caller)
 {
 	struct ref *r = inst;
+	struct engy_model_info mi = { 0 };
 	uint32_t i;
 
-	memset(out, 0, sizeof(*out));
-	out->size = sizeof(*out);
+	/* A caller built before 1.4 has a shorter struct: fill a whole one,
+	 * copy what the caller's @size covers. */
+	size_t size = caller->size && caller->size < sizeof(mi) ? caller->size
+								: sizeof(mi);
+	struct engy_model_info *out = &mi;
+
 	snprintf(out->name, sizeof(out->name), "%s", r->name);
 	snprintf(out->path, sizeof(out->path), "%s", r->dir);
 	out->hidden_size = r->cfg.hidden;
@@ -328,6 +333,9 @@ static int ref_info(void *inst, struct engy_model_info *out)
 			      r->has_tok)
 			? ENGY_BACKEND_CONS_JSON | ENGY_BACKEND_CONS_AFFIX
 			: 0;
+	out->caps = ENGY_BACKEND_CAP_TOP_LOGPROBS;
+	mi.size = (uint32_t)size;
+	memcpy(caller, &mi, size);
 	return 0;
 }
 
@@ -427,6 +435,14 @@ static int ref_generate(void *inst, const struct engy_gen_params *p,
 	if (!p || !cb || !cb->on_tokens || !cb->on_done)
 		return -EINVAL;
 	memcpy(&q, p, p->size < sizeof(q) ? p->size : sizeof(q));
+	if (p->size < ENGY_GEN_PARAMS_SIZE_1_4) { /* 1.3: that was padding */
+		q.top_logprobs = 0;
+		q.on_top_logprobs = NULL;
+	}
+	if (q.top_logprobs > ENGY_TOP_LOGPROBS_MAX)
+		return -EINVAL;
+	if (!q.on_top_logprobs)
+		q.top_logprobs = 0;
 	if (q.n_input >= r->max_ctx)
 		return -E2BIG; /* no room for even one output token */
 	{
@@ -456,6 +472,16 @@ static int ref_generate(void *inst, const struct engy_gen_params *p,
 	g->cb = *cb;
 	g->arg = arg;
 	g->hidden = malloc(r->cfg.hidden * sizeof(float));
+	if (q.top_logprobs) {
+		g->top_n = q.top_logprobs;
+		g->on_top = q.on_top_logprobs;
+		g->step_top_ids = malloc(g->top_n * sizeof(*g->step_top_ids));
+		g->step_top_lp = malloc(g->top_n * sizeof(*g->step_top_lp));
+		if (!g->step_top_ids || !g->step_top_lp) {
+			ref_req_free(g);
+			return -ENOMEM;
+		}
+	}
 	if (q.n_stop) {
 		g->stop =
 			q.stop_ids ? malloc(q.n_stop * sizeof(*g->stop)) : NULL;

@@ -53,6 +53,12 @@ struct engy_gen {
 	uint32_t *stop;
 	size_t n_stop;
 	bool ignore_eos; /* neither EOS nor a stop id ends it */
+	/* top_logprobs alternatives (0: none asked), filled by the step job */
+	uint32_t top_n, step_top_n;
+	void (*on_top)(void *arg, size_t n, uint32_t k, const uint32_t *ids,
+		       const float *logprobs);
+	uint32_t *step_top_ids;
+	float *step_top_lp;
 	struct engy_gen_cb cb;
 	void (*pdone)(void *arg, int rc, const struct engy_rows *rows);
 	void *arg;

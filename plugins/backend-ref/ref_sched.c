@@ -36,6 +36,8 @@ void ref_req_free(struct engy_gen *g)
 	free(g->ids);
 	free(g->stop);
 	free(g->hidden);
+	free(g->step_top_ids);
+	free(g->step_top_lp);
 	free(g);
 }
 
@@ -173,6 +175,10 @@ static void step_run(void *arg)
 		g->step_tok = engy_q3_sample(
 			r->smp, s->logits + j * V, &g->sp, &g->rng,
 			g->want_logprobs ? &g->step_lp : NULL);
+		if (g->top_n)
+			g->step_top_n = engy_q3_top_logprobs(
+				r->smp, s->logits + j * V, g->top_n,
+				g->step_top_ids, g->step_top_lp);
 		if (g->cst && !is_end(g, g->step_tok) &&
 		    engy_cons_feed_id(g->cst, r->cvocab, g->step_tok))
 			g->cons_stuck = true; /* not reached: it was allowed */
@@ -274,6 +280,9 @@ static bool deliver(struct ref *r, struct engy_gen *g)
 	g->n_out++;
 	if (r->m_tokens)
 		r->host->metric_add(r->m_tokens, 1);
+	if (g->top_n)
+		g->on_top(g->arg, 1, g->step_top_n, g->step_top_ids,
+			  g->step_top_lp);
 	g->cb.on_tokens(g->arg, &tok, 1, g->want_hidden ? &rows : NULL,
 			g->want_logprobs ? &g->step_lp : NULL);
 	if (is_stop(r, g, tok)) {

@@ -108,11 +108,15 @@ PIN(offsetof(struct engy_backend_ops, cancel), 24);
 PIN(offsetof(struct engy_backend_ops, prefill), 32);
 PIN(sizeof(struct engy_backend_ops), 40);
 PIN(offsetof(struct engy_gen_params, ignore_eos), 120);
-PIN(sizeof(struct engy_gen_params), 128);
+PIN(offsetof(struct engy_gen_params, top_logprobs), 124);
+PIN(offsetof(struct engy_gen_params, on_top_logprobs), 128);
+PIN(sizeof(struct engy_gen_params), 136);
+PIN(ENGY_GEN_PARAMS_SIZE_1_4, 136);
 PIN(sizeof(struct engy_gen_result), 40);
 PIN(offsetof(struct engy_model_info, serve_urls), 672);
 PIN(offsetof(struct engy_model_info, constraints), 1696);
-PIN(sizeof(struct engy_model_info), 1700);
+PIN(offsetof(struct engy_model_info, caps), 1700);
+PIN(sizeof(struct engy_model_info), 1704);
 PIN(sizeof(struct engy_proof_result), 80);
 PIN(offsetof(struct engy_chain_ops, block), 8);
 PIN(offsetof(struct engy_chain_ops, metagraph), 16);
@@ -211,7 +215,7 @@ PIN(ENGY_WS_CLOSE_TOO_BIG, 1009);
 START_TEST(test_versions)
 {
 	ck_assert_int_eq(ENGY_ABI_MAJOR, 1);
-	ck_assert_int_eq(ENGY_ABI_MINOR, 3);
+	ck_assert_int_eq(ENGY_ABI_MINOR, 4);
 }
 END_TEST
 

@@ -184,7 +184,30 @@ struct col {
 	void *inst;
 	size_t cancel_after;
 	bool rows_seen, lp_seen;
+	/* top_logprobs: each token's alternatives, given just before it */
+	uint32_t top_ids[MAXTOK][ENGY_TOP_LOGPROBS_MAX];
+	float top_lp[MAXTOK][ENGY_TOP_LOGPROBS_MAX];
+	uint32_t top_k[MAXTOK];
+	size_t n_top;
 };
+
+static void on_top(void *arg, size_t n, uint32_t k, const uint32_t *ids,
+		   const float *lps)
+{
+	struct col *c = arg;
+	size_t i;
+
+	/* exactly the ids of the on_tokens that follows */
+	ck_assert_uint_eq(c->n_top, c->n);
+	ck_assert_uint_le(k, ENGY_TOP_LOGPROBS_MAX);
+	for (i = 0; i < n; i++) {
+		ck_assert_uint_lt(c->n_top, MAXTOK);
+		c->top_k[c->n_top] = k;
+		memcpy(c->top_ids[c->n_top], ids + i * k, k * sizeof(*ids));
+		memcpy(c->top_lp[c->n_top], lps + i * k, k * sizeof(*lps));
+		c->n_top++;
+	}
+}
 
 static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 		      const struct engy_rows *rows, const float *lp)
@@ -341,7 +364,7 @@ END_TEST
 START_TEST(test_info)
 {
 	char *dir = tiny_model(false, 1, 0);
-	struct engy_model_info mi;
+	struct engy_model_info mi = { .size = sizeof(mi) };
 	struct inst in;
 
 	load();
@@ -356,6 +379,14 @@ START_TEST(test_info)
 	ck_assert_uint_eq(mi.eos_ids[0], 488);	 /* <|im_end|> */
 	ck_assert_uint_eq(mi.eos_ids[1], 486);	 /* <|endoftext|> */
 	ck_assert_uint_eq(mi.eos_ids[2], 0);
+	ck_assert_uint_eq(mi.caps, ENGY_BACKEND_CAP_TOP_LOGPROBS);
+	/* a caller built before 1.4: nothing past its size is written */
+	memset(&mi, 0xa5, sizeof(mi));
+	mi.size = offsetof(struct engy_model_info, caps);
+	ck_assert_int_eq(ops->info(in.p, &mi), 0);
+	ck_assert_uint_eq(mi.size, offsetof(struct engy_model_info, caps));
+	ck_assert_uint_eq(mi.caps, 0xa5a5a5a5u);
+	ck_assert_uint_eq(mi.vocab_size, 512);
 	finish(&in);
 	rm_model(dir);
 }
@@ -383,6 +414,38 @@ static void on_prefill(void *arg, int rc, const struct engy_rows *rows)
 	memcpy(p->rows, rows->data, (size_t)rows->n_rows * H * 4);
 }
 
+/*
+ * The plugin's top-N alternatives against an independent log-softmax of
+ * the same logits, in double: the N largest logits (ties: lower id), each
+ * log p = logit - log(sum(exp(logit))) computed here from scratch.
+ */
+static void check_top(const float *lg, uint32_t vocab, const uint32_t *ids,
+		      const float *lps, uint32_t k, uint32_t want)
+{
+	double mx = -INFINITY, sum = 0, lp;
+	bool used[512] = { false };
+	uint32_t i, j, b;
+
+	ck_assert_uint_le(vocab, 512);
+	ck_assert_uint_eq(k, want);
+	for (i = 0; i < vocab; i++)
+		mx = lg[i] > mx ? lg[i] : mx;
+	for (i = 0; i < vocab; i++)
+		sum += exp((double)lg[i] - mx);
+	for (j = 0; j < k; j++) {
+		for (b = vocab, i = 0; i < vocab; i++)
+			if (!used[i] && (b == vocab || lg[i] > lg[b]))
+				b = i;
+		used[b] = true;
+		lp = (double)lg[b] - mx - log(sum);
+		ck_assert_uint_eq(ids[j], b);
+		ck_assert(lps[j] <= 0);
+		ck_assert(fabs((double)lps[j] - lp) < 1e-6);
+		if (j)
+			ck_assert(lps[j] <= lps[j - 1]);
+	}
+}
+
 /* Greedy through the plugin == greedy through lib/qwen3, and the auditor's
  * prefill of prompt + output reproduces the streamed rows bit for bit. */
 static void stream_and_audit(bool moe)
@@ -399,9 +462,12 @@ static void stream_and_audit(bool moe)
 	struct col c;
 	size_t i, k;
 
+	p.top_logprobs = 5;
+	p.on_top_logprobs = on_top;
 	load();
 	in = start(dir, 2, 0, true);
 	gen(&in, &p, &c);
+	ck_assert_uint_eq(c.n_top, 16);
 	ck_assert_int_eq(c.res.status, 0);
 	ck_assert_int_eq(c.res.finish, ENGY_FINISH_LENGTH);
 	ck_assert_int_eq(c.res.matched_stop, -1);
@@ -426,6 +492,11 @@ static void stream_and_audit(bool moe)
 		for (k = 1; k < 512; k++)
 			best = lg[k] > lg[best] ? (uint32_t)k : best;
 		ck_assert_uint_eq(c.ids[i], best);
+		check_top(lg, 512, c.top_ids[i], c.top_lp[i], c.top_k[i], 5);
+		/* greedy: the sampled token is the first alternative, with
+		 * the same logprob */
+		ck_assert_uint_eq(c.top_ids[i][0], best);
+		ck_assert_float_eq(c.top_lp[i][0], c.lp[i]);
 		ck_assert(memcmp(c.rows[i], h, H * 4) == 0);
 		rows[0] = (struct q3_row){ s, best };
 		ck_assert_int_eq(engy_q3_forward(m, rows, 1, h), 0);
@@ -706,6 +777,11 @@ START_TEST(test_refusals)
 	ck_assert_int_eq(ops->generate(in.p, &p, &cb, &c, &g), -EINVAL);
 	p.temperature = 0;
 	p.top_p = 0;
+	ck_assert_int_eq(ops->generate(in.p, &p, &cb, &c, &g), -EINVAL);
+	/* more alternatives than OpenAI's bound */
+	p = params(prompt, 4, 4);
+	p.top_logprobs = ENGY_TOP_LOGPROBS_MAX + 1;
+	p.on_top_logprobs = on_top;
 	ck_assert_int_eq(ops->generate(in.p, &p, &cb, &c, &g), -EINVAL);
 	p = params(&bad, 1, 4);
 	ck_assert_int_eq(ops->generate(in.p, &p, &cb, &c, &g), -ERANGE);
