@@ -441,8 +441,45 @@ static const char *finish_name(const cJSON *fr)
 	return "stop";
 }
 
+/* A logprob a buyer may see: a finite number <= 0. */
+static bool logprob_ok(const cJSON *l)
+{
+	return cJSON_IsNumber(l) && l->valuedouble >= -1e300 &&
+	       l->valuedouble <= 0;
+}
+
+/* An entry's top_logprobs: absent, or at most ENGY_API_TOP_LOGPROBS_MAX
+ * {token, logprob[, id]} sorted by logprob descending. */
+static bool top_ok(const cJSON *top)
+{
+	const cJSON *a, *id;
+	double last = 0;
+	int n = 0;
+
+	if (!top)
+		return true;
+	if (!cJSON_IsArray(top))
+		return false;
+	cJSON_ArrayForEach(a, top)
+	{
+		const cJSON *l = cJSON_GetObjectItemCaseSensitive(a, "logprob");
+
+		if (++n > (int)ENGY_API_TOP_LOGPROBS_MAX ||
+		    !cJSON_IsString(
+			    cJSON_GetObjectItemCaseSensitive(a, "token")) ||
+		    !logprob_ok(l) || (n > 1 && l->valuedouble > last))
+			return false;
+		id = cJSON_GetObjectItemCaseSensitive(a, "id");
+		if (id && !engy_api_int(id, 0, 4294967295.0))
+			return false;
+		last = l->valuedouble;
+	}
+	return true;
+}
+
 /* A miner's logprobs.content, when every entry has a string token and a
- * finite logprob (bytes, when given, are rendered only if all are bytes). */
+ * finite logprob <= 0, and well-formed top_logprobs (bytes, when given,
+ * are rendered only if all are bytes). */
 static const cJSON *logprobs_ok(const cJSON *content)
 {
 	const cJSON *e, *t, *l;
@@ -453,11 +490,71 @@ static const cJSON *logprobs_ok(const cJSON *content)
 	{
 		t = cJSON_GetObjectItemCaseSensitive(e, "token");
 		l = cJSON_GetObjectItemCaseSensitive(e, "logprob");
-		if (!cJSON_IsString(t) || !cJSON_IsNumber(l) ||
-		    !(l->valuedouble >= -1e300 && l->valuedouble <= 0))
+		if (!cJSON_IsString(t) || !logprob_ok(l) ||
+		    !top_ok(cJSON_GetObjectItemCaseSensitive(e,
+							     "top_logprobs")))
 			return NULL;
 	}
 	return content;
+}
+
+int engy_api_logprobs_name(cJSON *content,
+			   int (*decode)(void *arg, uint32_t id, char **text,
+					 size_t *len),
+			   void *arg)
+{
+	cJSON *e, *a, *id, *b;
+	char *t;
+	size_t len, k;
+	int rc;
+
+	cJSON_ArrayForEach(e, content)
+	{
+		cJSON_ArrayForEach(
+			a, cJSON_GetObjectItemCaseSensitive(e, "top_logprobs"))
+		{
+			id = cJSON_GetObjectItemCaseSensitive(a, "id");
+			if (!engy_api_int(id, 0, 4294967295.0))
+				return -EINVAL;
+			t = NULL;
+			len = 0;
+			rc = decode(arg, (uint32_t)id->valuedouble, &t, &len);
+			if (rc < 0) {
+				free(t);
+				return rc;
+			}
+			b = cJSON_CreateArray();
+			for (k = 0; b && k < len; k++)
+				if (!cJSON_AddItemToArray(
+					    b, cJSON_CreateNumber(
+						       (unsigned char)t[k]))) {
+					cJSON_Delete(b);
+					b = NULL;
+				}
+			/* the text as JSON can hold (the bytes are exact) */
+			rc = b && cJSON_ReplaceItemInObjectCaseSensitive(
+					  a, "token",
+					  cJSON_CreateString(t ? t : ""))
+				     ? 0
+				     : -ENOMEM;
+			free(t);
+			if (!rc &&
+			    !cJSON_GetObjectItemCaseSensitive(a, "bytes"))
+				rc = cJSON_AddItemToObject(a, "bytes", b)
+					     ? 0
+					     : -ENOMEM;
+			else if (!rc)
+				rc = cJSON_ReplaceItemInObjectCaseSensitive(
+					     a, "bytes", b)
+					     ? 0
+					     : -ENOMEM;
+			else
+				cJSON_Delete(b);
+			if (rc)
+				return rc;
+		}
+	}
+	return 0;
 }
 
 static uint64_t count(const cJSON *obj, const char *key)

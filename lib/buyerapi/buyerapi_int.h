@@ -164,8 +164,13 @@ void engy_api_text_rest(const struct engy_api_result *r, size_t content_sent,
 			uint64_t reasoning_hash, struct engy_api_text *t);
 
 /* The checked logprobs entries (engy_api_result.logprobs) as an array of
- * {token, logprob, bytes, top_logprobs: []}; bytes are the miner's when
- * all are bytes, else the token's own. */
-void engy_api_logprobs_entries(struct engy_sse_out *o, const cJSON *content);
+ * {token, logprob, bytes, top_logprobs: [{token, logprob, bytes}, …]}
+ * with at most @top alternatives each; bytes are the miner's when all are
+ * bytes, else the token's own. */
+void engy_api_logprobs_entries(struct engy_sse_out *o, const cJSON *content,
+			       uint32_t top);
+
+/* The bytes of a checked entry or alternative: "[…]" after @prefix. */
+void engy_api_token_bytes(struct engy_sse_out *o, const cJSON *e);
 
 #endif /* ENGY_BUYERAPI_INT_H */

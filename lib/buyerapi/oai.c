@@ -462,12 +462,19 @@ static int read_options(struct oparse *p, const cJSON *in,
 	if (v && !cJSON_AddTrueToObject(req->body, "logprobs"))
 		return -ENOMEM;
 	j = engy_api_get(in, "top_logprobs");
-	if (j && !engy_api_int(j, 0, 20))
+	if (j && !cJSON_IsNull(j) && !engy_api_int(j, 0, 20))
 		return FAIL("top_logprobs: expected an integer in 0..20");
-	if (j && j->valuedouble > 0)
-		return FAIL("top_logprobs: only 0 is served (the backends "
-			    "return the sampled token's logprob, no "
-			    "alternatives)");
+	/* OpenAI: top_logprobs needs logprobs: true */
+	if (j && cJSON_IsNumber(j) && j->valuedouble > 0) {
+		if (!req->logprobs)
+			return FAIL("top_logprobs: logprobs must be set to "
+				    "true when top_logprobs is used");
+		req->top_logprobs = (uint32_t)j->valuedouble;
+		req->constraint |= ENGY_API_CONS_TOPLP;
+		if (!cJSON_AddNumberToObject(req->body, "top_logprobs",
+					     req->top_logprobs))
+			return -ENOMEM;
+	}
 	v = 1;
 	if (get_bool(p, in, "parallel_tool_calls", "", &v))
 		return -EINVAL;

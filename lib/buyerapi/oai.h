@@ -68,6 +68,8 @@ struct engy_api_req {
 	bool stream;
 	bool include_usage; /* OpenAI stream_options.include_usage */
 	bool logprobs;	    /* OpenAI logprobs: true (the sampled token's) */
+	uint32_t
+		top_logprobs; /* alternatives per token (0..20), with logprobs */
 	/* Reasoning reaches the buyer: always on OpenAI
 	 * (reasoning_content); on Anthropic only when thinking was asked. */
 	bool show_reasoning;
@@ -93,6 +95,26 @@ struct engy_api_req {
 /* The output is a tool call: body.tool_choice is "required" or names a
  * function of body.tools; its arguments match that tool's parameters. */
 #define ENGY_API_CONS_TOOL 2u
+/* Not an output constraint but routed the same way: the answer carries
+ * top_logprobs alternatives (body.top_logprobs > 0); only workers whose
+ * hello lists "top_logprobs" get it. */
+#define ENGY_API_CONS_TOPLP 4u
+
+/* The most top_logprobs alternatives per token (OpenAI's bound). */
+#define ENGY_API_TOP_LOGPROBS_MAX 20u
+
+/*
+ * engy_api_logprobs_name() - name each top_logprobs alternative of the
+ * checked entries @content (engy_api_result.logprobs, cast: the caller
+ * owns the frame) by its "id" with @decode (a tokenizer: a malloc'd text
+ * of @len bytes), replacing the miner's "token" and "bytes".  Returns 0,
+ * -EINVAL (an alternative without an id), what @decode returned (-ERANGE:
+ * an id out of the vocabulary) or -ENOMEM; then drop the logprobs.
+ */
+int engy_api_logprobs_name(cJSON *content,
+			   int (*decode)(void *arg, uint32_t id, char **text,
+					 size_t *len),
+			   void *arg);
 
 void engy_api_req_free(struct engy_api_req *req);
 
@@ -156,7 +178,9 @@ struct engy_api_result {
 	const char *stop_sequence;
 	const char *matched_stop;
 	/* choices[0].logprobs.content when well formed (borrowed; each entry
-	 * has a string token and a finite number logprob), else NULL. */
+	 * has a string token and a finite number logprob <= 0, and its
+	 * top_logprobs, when present, at most ENGY_API_TOP_LOGPROBS_MAX
+	 * such entries sorted descending, each "id" a uint32), else NULL. */
 	const cJSON *logprobs;
 	uint64_t prompt_tokens;	    /* including cached_tokens */
 	uint64_t completion_tokens; /* including reasoning */
@@ -207,6 +231,7 @@ struct engy_oai_stream {
 	size_t head_len;
 	bool include_usage;
 	bool logprobs;
+	uint32_t top_logprobs; /* alternatives per token rendered at most */
 	bool started;
 	bool finished;
 	size_t args_frag; /* default 32 */

@@ -23,49 +23,81 @@ static void usage_json(struct engy_sse_out *o, const struct engy_api_result *r)
 		(unsigned long long)r->cached_tokens);
 }
 
-void engy_api_logprobs_entries(struct engy_sse_out *o, const cJSON *content)
+void engy_api_token_bytes(struct engy_sse_out *o, const cJSON *e)
 {
-	const cJSON *e, *t, *b, *x;
-	bool first = true, ok;
+	const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "token"),
+		    *b = cJSON_GetObjectItemCaseSensitive(e, "bytes"), *x;
 	size_t i, n;
+	bool ok;
+
+	engy_sse_out_add(o, "[", 1);
+	ok = cJSON_IsArray(b);
+	if (ok) {
+		cJSON_ArrayForEach(x, b) if (!engy_api_int(x, 0, 255)) ok =
+			false;
+	}
+	if (ok) {
+		i = 0;
+		cJSON_ArrayForEach(x, b) engy_sse_out_addf(
+			o, i++ ? ",%d" : "%d", (int)x->valuedouble);
+	} else {
+		n = strlen(t->valuestring);
+		for (i = 0; i < n; i++)
+			engy_sse_out_addf(o, i ? ",%d" : "%d",
+					  (unsigned char)t->valuestring[i]);
+	}
+	engy_sse_out_add(o, "]", 1);
+}
+
+/* {"token":…,"logprob":…,"bytes":[…] (no closing brace) */
+static void token_head(struct engy_sse_out *o, const cJSON *e)
+{
+	engy_sse_out_adds(o, "{\"token\":");
+	engy_sse_out_jstrz(
+		o, cJSON_GetObjectItemCaseSensitive(e, "token")->valuestring);
+	engy_sse_out_addf(
+		o, ",\"logprob\":%.9g,\"bytes\":",
+		cJSON_GetObjectItemCaseSensitive(e, "logprob")->valuedouble);
+	engy_api_token_bytes(o, e);
+}
+
+void engy_api_logprobs_entries(struct engy_sse_out *o, const cJSON *content,
+			       uint32_t top)
+{
+	const cJSON *e, *a;
+	bool first = true;
+	uint32_t k;
 
 	engy_sse_out_add(o, "[", 1);
 	cJSON_ArrayForEach(e, content)
 	{
-		t = cJSON_GetObjectItemCaseSensitive(e, "token");
-		b = cJSON_GetObjectItemCaseSensitive(e, "bytes");
-		engy_sse_out_adds(o, first ? "{\"token\":" : ",{\"token\":");
+		if (!first)
+			engy_sse_out_add(o, ",", 1);
 		first = false;
-		engy_sse_out_jstrz(o, t->valuestring);
-		engy_sse_out_addf(o, ",\"logprob\":%.9g,\"bytes\":[",
-				  cJSON_GetObjectItemCaseSensitive(e, "logprob")
-					  ->valuedouble);
-		ok = cJSON_IsArray(b);
-		if (ok) {
-			cJSON_ArrayForEach(x, b) if (!engy_api_int(x, 0, 255))
-				ok = false;
+		token_head(o, e);
+		engy_sse_out_adds(o, ",\"top_logprobs\":[");
+		k = 0;
+		cJSON_ArrayForEach(
+			a, cJSON_GetObjectItemCaseSensitive(e, "top_logprobs"))
+		{
+			if (k == top)
+				break;
+			if (k++)
+				engy_sse_out_add(o, ",", 1);
+			token_head(o, a);
+			engy_sse_out_add(o, "}", 1);
 		}
-		if (ok) {
-			i = 0;
-			cJSON_ArrayForEach(x, b) engy_sse_out_addf(
-				o, i++ ? ",%d" : "%d", (int)x->valuedouble);
-		} else {
-			n = strlen(t->valuestring);
-			for (i = 0; i < n; i++)
-				engy_sse_out_addf(
-					o, i ? ",%d" : "%d",
-					(unsigned char)t->valuestring[i]);
-		}
-		engy_sse_out_adds(o, "],\"top_logprobs\":[]}");
+		engy_sse_out_adds(o, "]}");
 	}
 	engy_sse_out_add(o, "]", 1);
 }
 
 /* {"content":[…],"refusal":null} */
-static void logprobs_json(struct engy_sse_out *o, const cJSON *content)
+static void logprobs_json(struct engy_sse_out *o, const cJSON *content,
+			  uint32_t top)
 {
 	engy_sse_out_adds(o, "{\"content\":");
-	engy_api_logprobs_entries(o, content);
+	engy_api_logprobs_entries(o, content, top);
 	engy_sse_out_adds(o, ",\"refusal\":null}");
 }
 
@@ -108,7 +140,7 @@ int engy_oai_response(struct engy_sse_out *o, const struct engy_api_req *req,
 	}
 	engy_sse_out_adds(o, ",\"refusal\":null},\"logprobs\":");
 	if (req->logprobs && r->logprobs)
-		logprobs_json(o, r->logprobs);
+		logprobs_json(o, r->logprobs, req->top_logprobs);
 	else
 		engy_sse_out_adds(o, "null");
 	engy_sse_out_adds(o, ",\"finish_reason\":");
@@ -146,6 +178,7 @@ int engy_oai_stream_init(struct engy_oai_stream *s,
 		return -ENOMEM;
 	s->include_usage = req->include_usage;
 	s->logprobs = req->logprobs;
+	s->top_logprobs = req->top_logprobs;
 	s->args_frag = 32;
 	s->content_hash = s->reasoning_hash = FNV_OFFSET;
 	return 0;
@@ -277,7 +310,7 @@ int engy_oai_stream_finish(struct engy_oai_stream *s,
 		/* the answer's logprobs in one chunk of their own */
 		chunk_begin(s, o);
 		engy_sse_out_adds(o, "},\"logprobs\":");
-		logprobs_json(o, r->logprobs);
+		logprobs_json(o, r->logprobs, s->top_logprobs);
 		engy_sse_out_adds(o, ",\"finish_reason\":null}]");
 		if (s->include_usage)
 			engy_sse_out_adds(o, ",\"usage\":null");

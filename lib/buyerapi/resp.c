@@ -580,7 +580,9 @@ static int resp_chat(struct rparse *p, const cJSON *in, cJSON *chat)
 	if (pass(in, "max_output_tokens", chat, "max_completion_tokens") ||
 	    pass(in, "temperature", chat, "temperature") ||
 	    pass(in, "top_p", chat, "top_p") ||
-	    pass(in, "top_logprobs", chat, "top_logprobs") ||
+	    /* top_logprobs without the include: logprobs [] (OpenAI) */
+	    (cJSON_GetObjectItemCaseSensitive(chat, "logprobs") &&
+	     pass(in, "top_logprobs", chat, "top_logprobs")) ||
 	    pass(in, "parallel_tool_calls", chat, "parallel_tool_calls") ||
 	    pass(in, "stream", chat, "stream") ||
 	    (eff && pass(j, "effort", chat, "reasoning_effort")))
@@ -612,9 +614,15 @@ static int cmpl_chat(struct rparse *p, const cJSON *in, cJSON *chat)
 	j = engy_api_get(in, "best_of");
 	if (j && !engy_api_int(j, 1, 1))
 		return FAIL("best_of: only 1 is served");
+	/* logprobs: N (1..5) the N likeliest alternatives of each token,
+	 * as chat's logprobs: true, top_logprobs: N; 0 as absent */
 	j = engy_api_get(in, "logprobs");
-	if (j && !engy_api_int(j, 0, 0))
-		return FAIL("logprobs: not served");
+	if (j && !cJSON_IsNull(j) && !engy_api_int(j, 0, 5))
+		return FAIL("logprobs: expected an integer in 0..5");
+	if (j && cJSON_IsNumber(j) && j->valuedouble > 0 &&
+	    (!cJSON_AddTrueToObject(chat, "logprobs") ||
+	     !cJSON_AddNumberToObject(chat, "top_logprobs", j->valuedouble)))
+		return -ENOMEM;
 	p->msgs = cJSON_AddArrayToObject(chat, "messages");
 	m = p->msgs ? cJSON_CreateObject() : NULL;
 	if (!m || !cJSON_AddItemToArray(p->msgs, m)) {

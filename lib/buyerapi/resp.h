@@ -124,6 +124,8 @@ struct engy_cmpl_stream {
 	char *head; /* {"id":…,"object":…,"created":…,"model":…,"choices":[ */
 	size_t head_len;
 	bool include_usage, finished;
+	bool logprobs;	       /* logprobs: N was asked (N > 0) */
+	uint32_t top_logprobs; /* that N */
 	size_t content_sent;
 	uint64_t content_hash;
 };

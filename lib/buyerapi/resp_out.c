@@ -35,13 +35,13 @@ static void reasoning_item(struct engy_sse_out *o, const char *id,
 }
 
 static void text_part(struct engy_sse_out *o, const char *text, size_t len,
-		      const cJSON *lp)
+		      const cJSON *lp, uint32_t top)
 {
 	engy_sse_out_adds(o, "{\"type\":\"output_text\",\"text\":");
 	engy_sse_out_jstr(o, text ? text : "", text ? len : 0);
 	engy_sse_out_adds(o, ",\"annotations\":[],\"logprobs\":");
 	if (lp)
-		engy_api_logprobs_entries(o, lp);
+		engy_api_logprobs_entries(o, lp, top);
 	else
 		engy_sse_out_adds(o, "[]");
 	engy_sse_out_add(o, "}", 1);
@@ -49,7 +49,7 @@ static void text_part(struct engy_sse_out *o, const char *text, size_t len,
 
 static void message_item(struct engy_sse_out *o, const char *id,
 			 const char *status, const char *text, size_t len,
-			 const cJSON *lp)
+			 const cJSON *lp, uint32_t top)
 {
 	engy_sse_out_adds(o, "{\"id\":");
 	engy_sse_out_jstrz(o, id);
@@ -58,7 +58,7 @@ static void message_item(struct engy_sse_out *o, const char *id,
 			  "\"role\":\"assistant\",\"content\":[",
 			  status);
 	if (text)
-		text_part(o, text, len, lp);
+		text_part(o, text, len, lp, top);
 	engy_sse_out_adds(o, "]}");
 }
 
@@ -133,8 +133,8 @@ static void response_obj(struct engy_sse_out *o, const struct engy_api_req *req,
 		if (!first)
 			engy_sse_out_add(o, ",", 1);
 		message_item(o, ids->message, "completed", r->content,
-			     r->content_len,
-			     req->logprobs ? r->logprobs : NULL);
+			     r->content_len, req->logprobs ? r->logprobs : NULL,
+			     req->top_logprobs);
 		first = false;
 	}
 	for (i = 0; r && i < r->n_calls; i++) {
@@ -275,14 +275,14 @@ static void close_item(struct engy_resp_stream *s, struct engy_sse_out *o)
 		ev_item(o, id, s->open_index);
 		engy_sse_out_adds(o, ",\"content_index\":0,\"part\":");
 		text_part(o, s->content.buf ? s->content.buf : "",
-			  s->content.len, NULL);
+			  s->content.len, NULL, 0);
 		ev_end(o);
 		ev_begin(s, o, "response.output_item.done");
 		engy_sse_out_addf(
 			o, ",\"output_index\":%zu,\"item\":", s->open_index);
 		message_item(o, id, "completed",
 			     s->content.buf ? s->content.buf : "",
-			     s->content.len, NULL);
+			     s->content.len, NULL, 0);
 		ev_end(o);
 	}
 	s->open = 0;
@@ -310,12 +310,12 @@ static void open_item(struct engy_resp_stream *s, struct engy_sse_out *o,
 		ev_end(o);
 		return;
 	}
-	message_item(o, s->ids.message, "in_progress", NULL, 0, NULL);
+	message_item(o, s->ids.message, "in_progress", NULL, 0, NULL, 0);
 	ev_end(o);
 	ev_begin(s, o, "response.content_part.added");
 	ev_item(o, s->ids.message, s->open_index);
 	engy_sse_out_adds(o, ",\"content_index\":0,\"part\":");
-	text_part(o, "", 0, NULL);
+	text_part(o, "", 0, NULL, 0);
 	ev_end(o);
 }
 
@@ -472,6 +472,75 @@ static const char *cmpl_finish(const struct engy_api_result *r)
 							   : r->finish_reason;
 }
 
+/*
+ * The legacy logprobs object: {"tokens":[…],"token_logprobs":[…],
+ * "top_logprobs":[{token: logprob, …}, …],"text_offset":[…]}, offsets in
+ * bytes of the tokens' text from the start of the completion.
+ */
+static void cmpl_logprobs(struct engy_sse_out *o, const cJSON *content,
+			  uint32_t top)
+{
+	const cJSON *e, *a;
+	size_t off = 0;
+	uint32_t k;
+	bool first;
+
+	engy_sse_out_adds(o, "{\"tokens\":[");
+	first = true;
+	cJSON_ArrayForEach(e, content)
+	{
+		if (!first)
+			engy_sse_out_add(o, ",", 1);
+		first = false;
+		engy_sse_out_jstrz(o,
+				   cJSON_GetObjectItemCaseSensitive(e, "token")
+					   ->valuestring);
+	}
+	engy_sse_out_adds(o, "],\"token_logprobs\":[");
+	first = true;
+	cJSON_ArrayForEach(e, content)
+	{
+		engy_sse_out_addf(o, first ? "%.9g" : ",%.9g",
+				  cJSON_GetObjectItemCaseSensitive(e, "logprob")
+					  ->valuedouble);
+		first = false;
+	}
+	engy_sse_out_adds(o, "],\"top_logprobs\":[");
+	first = true;
+	cJSON_ArrayForEach(e, content)
+	{
+		engy_sse_out_adds(o, first ? "{" : ",{");
+		first = false;
+		k = 0;
+		cJSON_ArrayForEach(
+			a, cJSON_GetObjectItemCaseSensitive(e, "top_logprobs"))
+		{
+			if (k == top)
+				break;
+			if (k++)
+				engy_sse_out_add(o, ",", 1);
+			engy_sse_out_jstrz(
+				o, cJSON_GetObjectItemCaseSensitive(a, "token")
+					   ->valuestring);
+			engy_sse_out_addf(
+				o, ":%.9g",
+				cJSON_GetObjectItemCaseSensitive(a, "logprob")
+					->valuedouble);
+		}
+		engy_sse_out_add(o, "}", 1);
+	}
+	engy_sse_out_adds(o, "],\"text_offset\":[");
+	first = true;
+	cJSON_ArrayForEach(e, content)
+	{
+		engy_sse_out_addf(o, first ? "%zu" : ",%zu", off);
+		first = false;
+		off += strlen(cJSON_GetObjectItemCaseSensitive(e, "token")
+				      ->valuestring);
+	}
+	engy_sse_out_adds(o, "]}");
+}
+
 int engy_cmpl_response(struct engy_sse_out *o, const struct engy_api_req *req,
 		       const char *id, int64_t created,
 		       const struct engy_api_result *r)
@@ -485,8 +554,12 @@ int engy_cmpl_response(struct engy_sse_out *o, const struct engy_api_req *req,
 	engy_sse_out_jstrz(o, req->model);
 	engy_sse_out_adds(o, ",\"choices\":[{\"text\":");
 	engy_sse_out_jstr(o, r->content, r->content_len);
-	engy_sse_out_adds(o, ",\"index\":0,\"logprobs\":null,"
-			     "\"finish_reason\":");
+	engy_sse_out_adds(o, ",\"index\":0,\"logprobs\":");
+	if (req->logprobs && r->logprobs)
+		cmpl_logprobs(o, r->logprobs, req->top_logprobs);
+	else
+		engy_sse_out_adds(o, "null");
+	engy_sse_out_adds(o, ",\"finish_reason\":");
 	engy_sse_out_jstrz(o, cmpl_finish(r));
 	engy_sse_out_adds(o, "}],\"usage\":");
 	cmpl_usage(o, r);
@@ -503,6 +576,8 @@ int engy_cmpl_stream_init(struct engy_cmpl_stream *s,
 	if (!s->head)
 		return -ENOMEM;
 	s->include_usage = req->include_usage;
+	s->logprobs = req->logprobs;
+	s->top_logprobs = req->top_logprobs;
 	s->content_hash = FNV_OFFSET;
 	return 0;
 }
@@ -514,14 +589,19 @@ void engy_cmpl_stream_free(struct engy_cmpl_stream *s)
 }
 
 static void cmpl_chunk(struct engy_cmpl_stream *s, struct engy_sse_out *o,
-		       const char *text, size_t len, const char *finish)
+		       const char *text, size_t len, const char *finish,
+		       const cJSON *lp)
 {
 	engy_sse_out_begin(o, NULL);
 	engy_sse_out_add(o, s->head, s->head_len);
 	engy_sse_out_adds(o, "{\"text\":");
 	engy_sse_out_jstr(o, text, len);
-	engy_sse_out_adds(o, ",\"index\":0,\"logprobs\":null,"
-			     "\"finish_reason\":");
+	engy_sse_out_adds(o, ",\"index\":0,\"logprobs\":");
+	if (lp)
+		cmpl_logprobs(o, lp, s->top_logprobs);
+	else
+		engy_sse_out_adds(o, "null");
+	engy_sse_out_adds(o, ",\"finish_reason\":");
 	engy_sse_out_jstrz(o, finish);
 	engy_sse_out_adds(o, "}]");
 	if (s->include_usage)
@@ -537,7 +617,7 @@ int engy_cmpl_stream_text(struct engy_cmpl_stream *s, const char *content,
 		return -EINVAL;
 	if (!content || !content_len)
 		return o->err;
-	cmpl_chunk(s, o, content, content_len, NULL);
+	cmpl_chunk(s, o, content, content_len, NULL, NULL);
 	s->content_hash = engy_api_fnv(s->content_hash, content, content_len);
 	s->content_sent += content_len;
 	return o->err;
@@ -554,7 +634,10 @@ int engy_cmpl_stream_finish(struct engy_cmpl_stream *s,
 	engy_api_text_rest(r, s->content_sent, s->content_hash, 0, FNV_OFFSET,
 			   &t);
 	engy_cmpl_stream_text(s, t.content, t.content_len, o);
-	cmpl_chunk(s, o, "", 0, cmpl_finish(r));
+	/* the answer's logprobs ride on the finish chunk (its text is
+	 * empty: the tokens came with the deltas before) */
+	cmpl_chunk(s, o, "", 0, cmpl_finish(r),
+		   s->logprobs && r->logprobs ? r->logprobs : NULL);
 	if (s->include_usage) {
 		engy_sse_out_begin(o, NULL);
 		engy_sse_out_add(o, s->head, s->head_len);

@@ -286,7 +286,11 @@ char *engy_miner_hello_json(const struct engy_miner_hello *h, size_t *len)
 		      cJSON_AddItemToArray(
 			      a, cJSON_CreateString("json_schema"))) &&
 		     (!(h->constraints & 2) ||
-		      cJSON_AddItemToArray(a, cJSON_CreateString("tool_call")));
+		      cJSON_AddItemToArray(a,
+					   cJSON_CreateString("tool_call"))) &&
+		     (!(h->constraints & 4) ||
+		      cJSON_AddItemToArray(a,
+					   cJSON_CreateString("top_logprobs")));
 	}
 	return finish(root, ok, len);
 }
@@ -677,5 +681,13 @@ int engy_chat_params_parse(const cJSON *req, struct engy_chat_params *p,
 	if (j && !cJSON_IsBool(j))
 		return bad(err, errlen, "logprobs", "not true or false");
 	p->logprobs = cJSON_IsTrue(j);
+	j = field(req, "top_logprobs");
+	if (j && !cJSON_IsNull(j) &&
+	    !integral(j, 0, ENGY_CHAT_TOP_LOGPROBS_MAX))
+		return bad(err, errlen, "top_logprobs",
+			   "not an integer in 0..20");
+	p->top_logprobs = p->logprobs && j && !cJSON_IsNull(j)
+				  ? (uint32_t)j->valuedouble
+				  : 0;
 	return 0;
 }

@@ -97,7 +97,8 @@ struct engy_miner_hello {
 	const char *instance_id;
 	const char *worker_id;
 	/* "constraints" (left out when 0): bit 1 "json_schema", bit 2
-	 * "tool_call" (ENGY_API_CONS_JSON, ENGY_API_CONS_TOOL) */
+	 * "tool_call", bit 4 "top_logprobs" (ENGY_API_CONS_JSON,
+	 * ENGY_API_CONS_TOOL, ENGY_API_CONS_TOPLP) */
 	unsigned constraints;
 };
 
@@ -143,7 +144,8 @@ struct engy_miner_result {
 	 * matched_stop, sglang's name), NULL when none did. */
 	const char *matched_stop;
 	/* choices[0].logprobs when asked for: {"content":[{token, logprob,
-	 * bytes, top_logprobs: []}, …]} (borrowed; NULL: null). */
+	 * bytes, top_logprobs: [{token, logprob, bytes, id}, …]}, …]}
+	 * (borrowed; NULL: null). */
 	const cJSON *logprobs;
 	uint32_t prompt_tokens;	    /* as fed, before any folding */
 	uint32_t completion_tokens; /* every generated token */
@@ -204,7 +206,12 @@ struct engy_chat_params {
 	const char *stop[4];	/* stop strings, borrowed */
 	size_t n_stop;
 	bool logprobs; /* "logprobs": true: each output token's logprob */
+	/* "top_logprobs" (0..ENGY_CHAT_TOP_LOGPROBS_MAX): alternatives per
+	 * output token; 0 unless logprobs */
+	uint32_t top_logprobs;
 };
+
+#define ENGY_CHAT_TOP_LOGPROBS_MAX 20u
 
 /*
  * engy_chat_params_parse() - read and check those fields of @req.

@@ -80,8 +80,9 @@ static int capacity(const cJSON *o, struct gw_capacity *c)
 }
 
 /* "constraints": the output constraints the worker enforces by
- * constrained decoding ("json_schema", "tool_call"; names it does not
- * know are ignored).  Absent: none. */
+ * constrained decoding ("json_schema", "tool_call") and "top_logprobs"
+ * (it returns alternatives); names it does not know are ignored.
+ * Absent: none. */
 static int constraints(const cJSON *o, unsigned *out)
 {
 	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "constraints"), *c;
@@ -99,6 +100,8 @@ static int constraints(const cJSON *o, unsigned *out)
 			*out |= ENGY_API_CONS_JSON;
 		else if (strcmp(c->valuestring, "tool_call") == 0)
 			*out |= ENGY_API_CONS_TOOL;
+		else if (strcmp(c->valuestring, "top_logprobs") == 0)
+			*out |= ENGY_API_CONS_TOPLP;
 	}
 	return 0;
 }

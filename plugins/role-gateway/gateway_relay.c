@@ -41,6 +41,7 @@
 #include "gateway_int.h"
 #include "grow.h"
 #include "logfmt.h"
+#include "tokenizer.h"
 
 static uint32_t u32(uint64_t v)
 {
@@ -657,6 +658,27 @@ static int answer(struct gw_req *r, const struct engy_api_result *res)
 	return 0;
 }
 
+static int decode_id(void *arg, uint32_t id, char **text, size_t *len)
+{
+	return engy_tokenizer_decode(arg, &id, 1, true, text, len);
+}
+
+/* top_logprobs alternatives named by the gateway's own tokenizer of the
+ * model, from their ids (the miner's text is only used without one); an
+ * id out of the vocabulary, or an alternative without one, drops the
+ * answer's logprobs (null), as other malformed logprobs are. */
+static void name_alternatives(struct gw_req *r, struct engy_api_result *res)
+{
+	const struct gw_tok *t;
+
+	if (!res->logprobs || !r->areq.top_logprobs)
+		return;
+	t = gw_store_tok(r->g, r->areq.model);
+	if (t && engy_api_logprobs_name((cJSON *)res->logprobs, decode_id,
+					t->tok) < 0)
+		res->logprobs = NULL;
+}
+
 static void on_response(struct gw_worker *w, const char *corr_id,
 			const cJSON *frame)
 {
@@ -714,13 +736,16 @@ static void on_response(struct gw_worker *w, const char *corr_id,
 		return;
 	}
 	clamp_usage(r, &res);
+	name_alternatives(r, &res);
 	/* A constrained answer is routed only to a worker that enforces the
 	 * constraint, which closes the value within max_tokens and says stop
 	 * once it is complete: its last token may be the max_tokens-th. */
 	if (!r->internal)
 		engy_api_result_stops(&res, &r->stopper.st,
-				      r->areq.constraint ? 0
-							 : r->areq.max_tokens);
+				      r->areq.constraint & (ENGY_API_CONS_JSON |
+							    ENGY_API_CONS_TOOL)
+					      ? 0
+					      : r->areq.max_tokens);
 	if (answer(r, &res) < 0) {
 		engy_api_result_free(&res);
 		attempt_failed(r, 502, "the worker's output cannot be rendered",

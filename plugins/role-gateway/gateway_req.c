@@ -263,9 +263,18 @@ static void checked(struct gw_req *r)
 	 * model but none enforces it: 400 (it would be only a hint). */
 	if (!r->no_worker && r->areq.constraint &&
 	    !gw_route_constrained(r->g, r->areq.model, r->areq.constraint)) {
+		unsigned c = r->areq.constraint;
+
 		gw_req_error(
 			r, 400,
-			!(r->areq.constraint & ENGY_API_CONS_JSON)
+			(c & ENGY_API_CONS_TOPLP) &&
+					!gw_route_constrained(
+						r->g, r->areq.model,
+						ENGY_API_CONS_TOPLP)
+				? "top_logprobs: no worker serving this "
+				  "model returns alternatives; ask "
+				  "logprobs without top_logprobs"
+			: !(c & ENGY_API_CONS_JSON)
 				? "tool_choice: no worker serving this "
 				  "model enforces forced tool calls "
 				  "(constrained decoding); use \"auto\""

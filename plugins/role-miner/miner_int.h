@@ -98,8 +98,9 @@ struct mprep {
 };
 
 /* The hello's "constraints" bits (specs/protocol.md §2). */
-#define MINER_CONS_JSON 1u /* "json_schema" */
-#define MINER_CONS_TOOL 2u /* "tool_call" */
+#define MINER_CONS_JSON	 1u /* "json_schema" */
+#define MINER_CONS_TOOL	 2u /* "tool_call" */
+#define MINER_CONS_TOPLP 4u /* "top_logprobs": alternatives are served */
 
 struct miner {
 	const struct engy_host *h;

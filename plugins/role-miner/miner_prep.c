@@ -196,6 +196,11 @@ static int apply(struct miner *m, struct mprep *p)
 				 (m->info.constraints & ENGY_BACKEND_CONS_AFFIX
 					  ? MINER_CONS_TOOL
 					  : 0);
+	/* top_logprobs where the backend gives alternatives */
+	if (m->info.size >= offsetof(struct engy_model_info, caps) +
+				    sizeof(m->info.caps) &&
+	    (m->info.caps & ENGY_BACKEND_CAP_TOP_LOGPROBS))
+		m->constraints |= MINER_CONS_TOPLP;
 	snprintf(m->model, sizeof(m->model), "%s",
 		 c->model && c->model[0] ? c->model : m->info.name);
 	/* instance_id names the machine; worker_name may be chosen. */

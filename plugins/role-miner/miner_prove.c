@@ -46,17 +46,53 @@ static const char *matched_stop(const struct mreq *r)
 	return NULL;
 }
 
+/* {token, logprob, bytes} of @id into @arr, plus "id" when @with_id. */
+static bool add_token(const struct mreq *r, cJSON *arr, uint32_t id, float lp,
+		      bool with_id, cJSON **out, size_t *len_out)
+{
+	cJSON *e, *bytes;
+	size_t k, len = 0;
+	char *t = NULL;
+	bool ok;
+
+	if (engy_tokenizer_decode(r->m->tok, &id, 1, true, &t, &len) < 0) {
+		free(t);
+		return false;
+	}
+	e = cJSON_CreateObject();
+	if (!e || !cJSON_AddItemToArray(arr, e)) {
+		cJSON_Delete(e);
+		free(t);
+		return false;
+	}
+	bytes = cJSON_AddArrayToObject(e, "bytes");
+	for (k = 0; bytes && k < len; k++)
+		if (!cJSON_AddItemToArray(
+			    bytes, cJSON_CreateNumber((unsigned char)t[k])))
+			bytes = NULL;
+	ok = bytes && cJSON_AddStringToObject(e, "token", t ? t : "") &&
+	     cJSON_AddNumberToObject(e, "logprob", lp) &&
+	     (!with_id || cJSON_AddNumberToObject(e, "id", id));
+	free(t);
+	if (out)
+		*out = e;
+	if (len_out)
+		*len_out = len;
+	return ok;
+}
+
 /*
  * choices[0].logprobs when the request asked: one entry per output token
  * of the text (up to a stop string's cut), {token, logprob, bytes,
- * top_logprobs: []} (the backends give the sampled token's logprob
- * only).  NULL when not asked, or when a token has none.
+ * top_logprobs: [{token, logprob, bytes, id}, …]} (top_logprobs' count
+ * of the backend's alternatives, best first; [] when none were asked;
+ * "id" lets a gateway with a tokenizer name the token itself).  NULL
+ * when not asked, or when a token has no logprob.
  */
 static cJSON *logprobs_json(const struct mreq *r)
 {
-	size_t i, k, n = mreq_text_ids(r), at = 0, len;
-	cJSON *o, *arr, *e, *bytes;
-	char *t;
+	size_t i, j, n = mreq_text_ids(r), at = 0, len, K = r->p.top_logprobs;
+	cJSON *o, *arr, *e, *top;
 
 	if (!r->p.logprobs || !r->lp)
 		return NULL;
@@ -65,35 +101,16 @@ static cJSON *logprobs_json(const struct mreq *r)
 	if (!arr || !cJSON_AddNullToObject(o, "refusal"))
 		goto fail;
 	for (i = 0; i < n && (!r->stop_hit || at < r->stop_at); i++) {
-		if (isnan(r->lp[i]))
+		if (isnan(r->lp[i]) || (K && i >= r->n_tlp))
 			goto fail;
-		t = NULL;
-		len = 0;
-		if (engy_tokenizer_decode(r->m->tok, r->out + i, 1, true, &t,
-					  &len) < 0) {
-			free(t);
+		if (!add_token(r, arr, r->out[i], r->lp[i], false, &e, &len) ||
+		    !(top = cJSON_AddArrayToObject(e, "top_logprobs")))
 			goto fail;
-		}
-		e = cJSON_CreateObject();
-		if (!e || !cJSON_AddItemToArray(arr, e)) {
-			cJSON_Delete(e);
-			free(t);
-			goto fail;
-		}
-		bytes = cJSON_AddArrayToObject(e, "bytes");
-		for (k = 0; bytes && k < len; k++)
-			if (!cJSON_AddItemToArray(
-				    bytes,
-				    cJSON_CreateNumber((unsigned char)t[k])))
-				bytes = NULL;
-		if (!bytes ||
-		    !cJSON_AddStringToObject(e, "token", t ? t : "") ||
-		    !cJSON_AddNumberToObject(e, "logprob", r->lp[i]) ||
-		    !cJSON_AddArrayToObject(e, "top_logprobs")) {
-			free(t);
-			goto fail;
-		}
-		free(t);
+		for (j = 0; j < K; j++)
+			if (!isnan(r->tlp_lp[i * K + j]) &&
+			    !add_token(r, top, r->tlp_ids[i * K + j],
+				       r->tlp_lp[i * K + j], true, NULL, NULL))
+				goto fail;
 		at += len;
 	}
 	return o;

@@ -65,6 +65,11 @@ struct mreq {
 	size_t n_out, cap_out, n_fold;
 	float *lp; /* each output id's logprob (NaN: none), when asked */
 	size_t cap_lp;
+	/* top_logprobs: r->p.top_logprobs alternatives per output id (ids,
+	 * logprobs; NaN: none), given by the backend before the id */
+	uint32_t *tlp_ids;
+	float *tlp_lp;
+	size_t n_tlp, cap_tlp_ids, cap_tlp_lp;
 	uint16_t *rows;
 	size_t n_rows, cap_rows;
 	uint32_t hidden;

@@ -73,6 +73,8 @@ static void req_free(struct mreq *r)
 	free(r->cons_schema);
 	free(r->out);
 	free(r->lp);
+	free(r->tlp_ids);
+	free(r->tlp_lp);
 	free(r->rows);
 	free(r->pc);
 	free(r->pr);
@@ -230,6 +232,34 @@ static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 		event_active(r->stop_ev, 0, 0);
 }
 
+/* The alternatives of the ids on_tokens gets next: kept at n_out. */
+static void on_top(void *arg, size_t n, uint32_t k, const uint32_t *ids,
+		   const float *lps)
+{
+	struct mreq *r = arg;
+	size_t K = r->p.top_logprobs, i, j, at;
+
+	if (!n || r->done || r->cancelled || !K)
+		return;
+	at = r->n_out;
+	if (!engy_grow((void **)&r->tlp_ids, &r->cap_tlp_ids, (at + n) * K,
+		       sizeof(*r->tlp_ids)) ||
+	    !engy_grow((void **)&r->tlp_lp, &r->cap_tlp_lp, (at + n) * K,
+		       sizeof(*r->tlp_lp))) {
+		r->rows_bad = true;
+		return;
+	}
+	/* fewer than asked (a small vocabulary): NaN marks the rest */
+	for (i = 0; i < n; i++)
+		for (j = 0; j < K; j++) {
+			r->tlp_ids[(at + i) * K + j] =
+				j < k ? ids[i * k + j] : 0;
+			r->tlp_lp[(at + i) * K + j] =
+				j < k ? lps[i * k + j] : NAN;
+		}
+	r->n_tlp = at + n;
+}
+
 static void finish_gen(struct mreq *r);
 
 static void on_done(void *arg, const struct engy_gen_result *res)
@@ -384,6 +414,12 @@ static void prep_fn(void *arg)
 	int rc;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (r->p.top_logprobs && !(r->m->constraints & MINER_CONS_TOPLP)) {
+		snprintf(r->err, sizeof(r->err),
+			 "this worker's backend returns no top_logprobs");
+		r->prep_rc = -EOPNOTSUPP;
+		return;
+	}
 	rc = constraint_of(r);
 	if (rc < 0) {
 		snprintf(r->err, sizeof(r->err), "%s",
@@ -534,6 +570,8 @@ static void prep_done(void *arg, int rc)
 	gp.cons_schema = r->cons_schema;
 	gp.cons_prefix = r->cons_prefix;
 	gp.cons_suffix = r->cons_suffix;
+	gp.top_logprobs = r->p.top_logprobs;
+	gp.on_top_logprobs = r->p.top_logprobs ? on_top : NULL;
 	r->state = MR_GEN;
 	clock_gettime(CLOCK_MONOTONIC, &r->t_gen);
 	r->t_flush = r->t_gen;

@@ -245,6 +245,16 @@ START_TEST(test_hello)
 	j = parse(s);
 	ck_assert_ptr_null(get(j, "hw.parallelism"));
 	ck_assert(cJSON_IsObject(get(j, "versions")));
+	ck_assert_ptr_null(get(j, "constraints"));
+	cJSON_Delete(j);
+	free(s);
+	/* a worker that serves alternatives says "top_logprobs" */
+	h.constraints = 1 | 4;
+	s = engy_miner_hello_json(&h, &len);
+	j = parse(s);
+	ck_assert_int_eq(cJSON_GetArraySize(get(j, "constraints")), 2);
+	ck_assert_str_eq(str(j, "constraints.0"), "json_schema");
+	ck_assert_str_eq(str(j, "constraints.1"), "top_logprobs");
 	cJSON_Delete(j);
 	free(s);
 }
@@ -502,6 +512,10 @@ START_TEST(test_params)
 		{ "{\"engy_request_id\":\"\"}", "engy_request_id:" },
 		{ "{\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop:" },
 		{ "{\"stop\":[1]}", "stop:" },
+		{ "{\"logprobs\":true,\"top_logprobs\":21}", "top_logprobs:" },
+		{ "{\"logprobs\":true,\"top_logprobs\":-1}", "top_logprobs:" },
+		{ "{\"logprobs\":true,\"top_logprobs\":\"3\"}",
+		  "top_logprobs:" },
 	};
 	struct engy_chat_params p;
 	char err[128];
@@ -537,6 +551,14 @@ START_TEST(test_params)
 	ck_assert_uint_eq(p.n_stop, 1);
 	ck_assert_int_eq(params("{\"max_tokens\":12}", &p, err), 0);
 	ck_assert_uint_eq(p.max_tokens, 12);
+	ck_assert_uint_eq(p.top_logprobs, 0);
+	ck_assert_int_eq(
+		params("{\"logprobs\":true,\"top_logprobs\":20}", &p, err), 0);
+	ck_assert(p.logprobs);
+	ck_assert_uint_eq(p.top_logprobs, 20);
+	/* alternatives only come with logprobs */
+	ck_assert_int_eq(params("{\"top_logprobs\":3}", &p, err), 0);
+	ck_assert_uint_eq(p.top_logprobs, 0);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert_int_eq(params(bad[i].body, &p, err), -EINVAL);
 		ck_assert_msg(

@@ -289,9 +289,12 @@ START_TEST(test_parse_errors)
 		  "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
 		  "tools[0].parameters: unsupported keyword \"allOf\" at "
 		  "/properties/arguments/properties/a" },
-		{ "{\"model\":\"m\",\"logprobs\":true,\"top_logprobs\":2,"
+		{ "{\"model\":\"m\",\"top_logprobs\":2,"
 		  "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
-		  "top_logprobs: only 0 is served" },
+		  "top_logprobs: logprobs must be set to true" },
+		{ "{\"model\":\"m\",\"logprobs\":true,\"top_logprobs\":21,"
+		  "\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
+		  "top_logprobs: expected an integer in 0..20" },
 		{ "{\"model\":\"m\",\"stream\":\"yes\",\"messages\":[{\"role\":"
 		  "\"user\",\"content\":\"x\"}]}",
 		  "stream: expected true or false" },

@@ -365,6 +365,230 @@ START_TEST(test_logprobs)
 }
 END_TEST
 
+/* A tokenizer stand-in: ids below 100 are "t<id>", the rest unknown. */
+static int fake_decode(void *arg, uint32_t id, char **text, size_t *len)
+{
+	char buf[16];
+
+	(void)arg;
+	if (id >= 100)
+		return -ERANGE;
+	snprintf(buf, sizeof(buf), "t%u", id);
+	*text = strdup(buf);
+	*len = strlen(buf);
+	return *text ? 0 : -ENOMEM;
+}
+
+/* One miner output whose single token has @top as its alternatives. */
+static char *top_out(const char *top)
+{
+	static char buf[8192];
+
+	snprintf(buf, sizeof(buf),
+		 "{\"choices\":[{\"finish_reason\":\"stop\",\"message\":{"
+		 "\"content\":\"Hi\"},\"logprobs\":{\"content\":[{\"token\":"
+		 "\"Hi\",\"logprob\":-0.5,\"bytes\":[72,105],\"top_logprobs\":"
+		 "%s}]}}]}",
+		 top);
+	return buf;
+}
+
+/*
+ * top_logprobs: chat's top_logprobs N (with logprobs) reaches the miner
+ * and routes only to workers that serve alternatives; at most N of the
+ * miner's alternatives are rendered, without its ids; hostile lists (more
+ * than 20, unsorted, a positive logprob, an id that is no uint32) drop the
+ * logprobs; the gateway's tokenizer renames alternatives by id and an id
+ * out of its vocabulary drops them.  Legacy completions' logprobs: N and
+ * the Responses include map to the same request.  Expected values are
+ * written here by hand from OpenAI's documented shapes.
+ */
+START_TEST(test_top_logprobs)
+{
+	const char *b =
+		"{\"model\":\"m\",\"logprobs\":true,\"top_logprobs\":"
+		"2,\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}";
+	static const char three[] =
+		"[{\"token\":\"Hi\",\"logprob\":-0.5,\"bytes\":[72,105],"
+		"\"id\":7},{\"token\":\"Ho\",\"logprob\":-1.5,\"id\":8},"
+		"{\"token\":\"He\",\"logprob\":-2,\"id\":9}]";
+	const char *bad[] = {
+		"[{\"token\":\"a\",\"logprob\":-2},{\"token\":\"b\","
+		"\"logprob\":-1}]", /* unsorted */
+		"[{\"token\":\"a\",\"logprob\":0.5}]",
+		"[{\"token\":\"a\",\"logprob\":-1,\"id\":-1}]",
+		"[{\"token\":\"a\",\"logprob\":-1,\"id\":1.5}]",
+		"[{\"token\":7,\"logprob\":-1}]",
+		"{\"token\":\"a\"}",
+		NULL, /* 21 alternatives, built below */
+	};
+	struct engy_api_req req;
+	struct engy_api_result r;
+	struct engy_sse_out o, many;
+	struct engy_oai_stream st;
+	struct engy_resp_ids rids = { "rs_1", "msg_1", 0 };
+	cJSON *out, *j;
+	size_t i;
+	char *ev;
+
+	ck_assert_int_eq(
+		engy_oai_parse(b, strlen(b), NULL, &req, err, sizeof(err)), 0);
+	ck_assert_uint_eq(req.top_logprobs, 2);
+	ck_assert_uint_eq(req.constraint, ENGY_API_CONS_TOPLP);
+	ck_assert_int_eq(jnum(req.body, "top_logprobs"), 2);
+	miner_accepts(&req);
+	/* rendered: at most 2, each {token, logprob, bytes}, no id */
+	out = jparse(top_out(three));
+	ck_assert_int_eq(engy_api_result_parse(out, &r, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(r.logprobs);
+	engy_sse_out_init(&o);
+	ck_assert_int_eq(engy_oai_response(&o, &req, "c", 1, &r), 0);
+	j = jparse(o.buf);
+	ck_assert_int_eq(jsize(j, "choices.0.logprobs.content.0.top_logprobs"),
+			 2);
+	ck_assert_str_eq(
+		jstr(j, "choices.0.logprobs.content.0.top_logprobs.1.token"),
+		"Ho");
+	ck_assert(jnum(j, "choices.0.logprobs.content.0.top_logprobs.1."
+			  "logprob") == -1.5);
+	ck_assert_int_eq(
+		jnum(j, "choices.0.logprobs.content.0.top_logprobs.1.bytes.1"),
+		'o');
+	ck_assert_int_eq(
+		jnum(j, "choices.0.logprobs.content.0.top_logprobs.0.bytes.0"),
+		72);
+	ck_assert_ptr_null(
+		jget(j, "choices.0.logprobs.content.0.top_logprobs.0.id"));
+	cJSON_Delete(j);
+	engy_sse_out_free(&o);
+	/* streamed: the logprobs chunk carries the same */
+	engy_sse_out_init(&o);
+	ck_assert_int_eq(engy_oai_stream_init(&st, &req, "c", 1), 0);
+	ck_assert_int_eq(engy_oai_stream_finish(&st, &r, &o), 0);
+	ev = strstr(o.buf, "\"top_logprobs\":[{\"token\":\"Hi\"");
+	ck_assert_ptr_nonnull(ev);
+	ck_assert_ptr_nonnull(strstr(ev, "\"token\":\"Ho\""));
+	ck_assert_ptr_null(strstr(ev, "\"token\":\"He\""));
+	engy_oai_stream_free(&st);
+	engy_sse_out_free(&o);
+	/* the gateway's tokenizer names them by id */
+	ck_assert_int_eq(
+		engy_api_logprobs_name((cJSON *)r.logprobs, fake_decode, NULL),
+		0);
+	engy_sse_out_init(&o);
+	ck_assert_int_eq(engy_oai_response(&o, &req, "c", 1, &r), 0);
+	j = jparse(o.buf);
+	ck_assert_str_eq(
+		jstr(j, "choices.0.logprobs.content.0.top_logprobs.0.token"),
+		"t7");
+	ck_assert_int_eq(
+		jnum(j, "choices.0.logprobs.content.0.top_logprobs.0.bytes.1"),
+		'7');
+	ck_assert_int_eq(
+		jsize(j, "choices.0.logprobs.content.0.top_logprobs.0.bytes"),
+		2);
+	cJSON_Delete(j);
+	engy_sse_out_free(&o);
+	engy_api_result_free(&r);
+	cJSON_Delete(out);
+	/* an id out of the tokenizer's vocabulary, or none: refused */
+	out = jparse(top_out("[{\"token\":\"a\",\"logprob\":-1,\"id\":100}]"));
+	ck_assert_int_eq(engy_api_result_parse(out, &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+		engy_api_logprobs_name((cJSON *)r.logprobs, fake_decode, NULL),
+		-ERANGE);
+	engy_api_result_free(&r);
+	cJSON_Delete(out);
+	out = jparse(top_out("[{\"token\":\"a\",\"logprob\":-1}]"));
+	ck_assert_int_eq(engy_api_result_parse(out, &r, err, sizeof(err)), 0);
+	ck_assert_int_eq(
+		engy_api_logprobs_name((cJSON *)r.logprobs, fake_decode, NULL),
+		-EINVAL);
+	engy_api_result_free(&r);
+	cJSON_Delete(out);
+	/* hostile lists: the logprobs are dropped (null), the answer stays */
+	engy_sse_out_init(&many);
+	engy_sse_out_add(&many, "[", 1);
+	for (i = 0; i < 21; i++)
+		engy_sse_out_addf(&many, "%s{\"token\":\"a\",\"logprob\":-%zu}",
+				  i ? "," : "", i + 1);
+	engy_sse_out_add(&many, "]", 1);
+	bad[6] = many.buf;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		out = jparse(top_out(bad[i]));
+		ck_assert_int_eq(
+			engy_api_result_parse(out, &r, err, sizeof(err)), 0);
+		ck_assert_msg(r.logprobs == NULL, "accepted %s", bad[i]);
+		ck_assert_str_eq(r.content, "Hi");
+		engy_api_result_free(&r);
+		cJSON_Delete(out);
+	}
+	engy_sse_out_free(&many);
+	engy_api_req_free(&req);
+
+	/* legacy completions: logprobs: 2 */
+	b = "{\"model\":\"m\",\"prompt\":\"Once\",\"logprobs\":2}";
+	ck_assert_int_eq(
+		engy_cmpl_parse(b, strlen(b), NULL, &req, err, sizeof(err)), 0);
+	ck_assert(req.logprobs);
+	ck_assert_uint_eq(req.top_logprobs, 2);
+	miner_accepts(&req);
+	out = jparse(top_out(three));
+	ck_assert_int_eq(engy_api_result_parse(out, &r, err, sizeof(err)), 0);
+	engy_sse_out_init(&o);
+	ck_assert_int_eq(engy_cmpl_response(&o, &req, "cmpl-1", 1, &r), 0);
+	j = jparse(o.buf);
+	ck_assert_str_eq(jstr(j, "choices.0.logprobs.tokens.0"), "Hi");
+	ck_assert(jnum(j, "choices.0.logprobs.token_logprobs.0") == -0.5);
+	ck_assert(jnum(j, "choices.0.logprobs.top_logprobs.0.Ho") == -1.5);
+	ck_assert(jnum(j, "choices.0.logprobs.top_logprobs.0.Hi") == -0.5);
+	ck_assert_int_eq(jsize(j, "choices.0.logprobs.top_logprobs.0"), 2);
+	ck_assert_int_eq(jnum(j, "choices.0.logprobs.text_offset.0"), 0);
+	cJSON_Delete(j);
+	engy_sse_out_free(&o);
+	engy_api_result_free(&r);
+	cJSON_Delete(out);
+	engy_api_req_free(&req);
+	b = "{\"model\":\"m\",\"prompt\":\"Once\",\"logprobs\":6}";
+	ck_assert_int_eq(
+		engy_cmpl_parse(b, strlen(b), NULL, &req, err, sizeof(err)),
+		-EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "logprobs: expected an integer"));
+
+	/* Responses: the include and top_logprobs */
+	ck_assert_int_eq(
+		rparse("{\"model\":\"m\",\"input\":\"x\",\"top_logprobs\":2,"
+		       "\"include\":[\"message.output_text.logprobs\"]}",
+		       &req),
+		0);
+	ck_assert_uint_eq(req.top_logprobs, 2);
+	out = jparse(top_out(three));
+	ck_assert_int_eq(engy_api_result_parse(out, &r, err, sizeof(err)), 0);
+	engy_sse_out_init(&o);
+	ck_assert_int_eq(engy_resp_response(&o, &req, "resp_1", 1, &rids, &r),
+			 0);
+	j = jparse(o.buf);
+	ck_assert_int_eq(jsize(j, "output.0.content.0.logprobs.0.top_logprobs"),
+			 2);
+	ck_assert_str_eq(
+		jstr(j, "output.0.content.0.logprobs.0.top_logprobs.1.token"),
+		"Ho");
+	cJSON_Delete(j);
+	engy_sse_out_free(&o);
+	engy_api_result_free(&r);
+	cJSON_Delete(out);
+	engy_api_req_free(&req);
+	/* without the include: no logprobs asked (OpenAI answers []) */
+	ck_assert_int_eq(rparse("{\"model\":\"m\",\"input\":\"x\","
+				"\"top_logprobs\":2}",
+				&req),
+			 0);
+	ck_assert_uint_eq(req.top_logprobs, 0);
+	ck_assert_ptr_null(jget(req.body, "top_logprobs"));
+	engy_api_req_free(&req);
+}
+END_TEST
+
 /* Outside bytes bounded: input holds at most max_messages items (the
  * parser is linear in the body); a stream broken off ends with the
  * Responses error event. */
@@ -424,6 +648,7 @@ int main(void)
 	tcase_add_test(tc, test_finish_rules);
 	tcase_add_test(tc, test_resp_stream);
 	tcase_add_test(tc, test_logprobs);
+	tcase_add_test(tc, test_top_logprobs);
 	tcase_add_test(tc, test_limits_and_error);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

@@ -341,11 +341,12 @@ START_TEST(hello)
 		parse("{\"type\":\"hello\",\"miner_key\":\"k\","
 		      "\"model\":\"m\",\"capacity\":{\"max_inflight\":4},"
 		      "\"constraints\":[\"tool_call\",\"regex\","
-		      "\"json_schema\"]}",
+		      "\"json_schema\",\"top_logprobs\"]}",
 		      &fr, err),
 		0);
-	ck_assert_uint_eq(fr.constraints,
-			  ENGY_API_CONS_JSON | ENGY_API_CONS_TOOL);
+	ck_assert_uint_eq(fr.constraints, ENGY_API_CONS_JSON |
+						  ENGY_API_CONS_TOOL |
+						  ENGY_API_CONS_TOPLP);
 	gw_frame_free(&fr);
 	ck_assert_int_eq(
 		parse("{\"type\":\"hello\",\"miner_key\":\"k\","
