@@ -475,14 +475,34 @@ static const char *cmpl_finish(const struct engy_api_result *r)
 /*
  * The legacy logprobs object: {"tokens":[…],"token_logprobs":[…],
  * "top_logprobs":[{token: logprob, …}, …],"text_offset":[…]}, offsets in
- * bytes of the tokens' text from the start of the completion.
+ * bytes of the tokens' text from the start of the completion; of
+ * alternatives with the same text only the first (likeliest) is a key.
  */
+static bool seen(const cJSON *e, const cJSON *a)
+{
+	const char *t =
+		cJSON_GetObjectItemCaseSensitive(a, "token")->valuestring;
+	const cJSON *b;
+
+	cJSON_ArrayForEach(b,
+			   cJSON_GetObjectItemCaseSensitive(e, "top_logprobs"))
+	{
+		if (b == a)
+			return false;
+		if (strcmp(cJSON_GetObjectItemCaseSensitive(b, "token")
+				   ->valuestring,
+			   t) == 0)
+			return true;
+	}
+	return false;
+}
+
 static void cmpl_logprobs(struct engy_sse_out *o, const cJSON *content,
 			  uint32_t top)
 {
 	const cJSON *e, *a;
 	size_t off = 0;
-	uint32_t k;
+	uint32_t k, n;
 	bool first;
 
 	engy_sse_out_adds(o, "{\"tokens\":[");
@@ -512,12 +532,17 @@ static void cmpl_logprobs(struct engy_sse_out *o, const cJSON *content,
 		engy_sse_out_adds(o, first ? "{" : ",{");
 		first = false;
 		k = 0;
+		n = 0;
 		cJSON_ArrayForEach(
 			a, cJSON_GetObjectItemCaseSensitive(e, "top_logprobs"))
 		{
-			if (k == top)
+			if (k++ == top)
 				break;
-			if (k++)
+			/* one key per text (lone bytes of a UTF-8 sequence
+			 * share one): the likeliest, which comes first */
+			if (seen(e, a))
+				continue;
+			if (n++)
 				engy_sse_out_add(o, ",", 1);
 			engy_sse_out_jstrz(
 				o, cJSON_GetObjectItemCaseSensitive(a, "token")

@@ -68,12 +68,32 @@ function hello() {
 		worker_name: env.WORKER_NAME || `peer-${mode}`,
 		instance_id: env.WORKER_NAME || `peer-${mode}`,
 		worker_id: env.WORKER_ID || Math.random().toString(16).slice(2).padEnd(32, '0'),
+		...(env.CONSTRAINTS ? { constraints: env.CONSTRAINTS.split(',') } : {}),
 	};
 }
 
+// A script's "top": {"n": N, "bad": B}: each piece is one token with
+// logprob -0.5 and N alternatives, -1, -2, …; B spoils them: "positive"
+// (the first is +0.5), "null" (its logprob is null), "unsorted" (the
+// first two swapped).
+function top_logprobs(pieces, t) {
+	const content = pieces.map((p) => {
+		const top = Array.from({ length: t.n }, (_, i) => ({ token: `a${i}`, logprob: -(i + 1), bytes: [97], id: i }));
+		if (t.bad === 'positive')
+			top[0].logprob = 0.5;
+		if (t.bad === 'null')
+			top[0].logprob = null;
+		if (t.bad === 'unsorted')
+			[top[0], top[1]] = [top[1], top[0]];
+		return { token: p, logprob: -0.5, bytes: [...Buffer.from(p)], top_logprobs: top };
+	});
+	return { content, refusal: null };
+}
+
 // A request whose last message is "script:JSON" gets that output:
-// {"pieces":["text", …], "finish":"stop", "tokens":N} (the pieces as
-// content chunks, N completion tokens; default one per piece).
+// {"pieces":["text", …], "finish":"stop", "tokens":N, "top":{…}} (the
+// pieces as content chunks, N completion tokens; default one per piece;
+// top: logprobs with alternatives, see top_logprobs()).
 function scripted(req) {
 	const msgs = Array.isArray(req.messages) ? req.messages : [];
 	const last = msgs.length ? msgs[msgs.length - 1].content : null;
@@ -85,6 +105,7 @@ function scripted(req) {
 		message: { role: 'assistant', content: s.pieces.join('') },
 		finish: s.finish || 'stop',
 		usage: { prompt_tokens: 11, completion_tokens: s.tokens || s.pieces.length, cached: 0 },
+		...(s.top ? { logprobs: top_logprobs(s.pieces, s.top) } : {}),
 	};
 }
 
@@ -192,7 +213,8 @@ async function serve(f) {
 		commitment: { model_root: 'ab'.repeat(32), output_token_ids: [1, 2, 3],
 			toploc: { proofs: [], topk: 128, decode_batching_size: 32,
 				skip_prefill: true, n_tokens: u.completion_tokens, prompt_ids: [4, 5] } },
-		output: { choices: [{ index: 0, finish_reason: out.finish, message: out.message }], usage } });
+		output: { choices: [{ index: 0, finish_reason: out.finish, message: out.message,
+			...(out.logprobs ? { logprobs: out.logprobs } : {}) }], usage } });
 	open.delete(f.corr_id);
 	say(`done corr=${f.corr_id}`);
 }

@@ -212,10 +212,84 @@ ok('openai: previous_response_id is a BadRequestError saying zero data retention
 		include: ['message.output_text.logprobs'] });
 	const rlp = rr.output.find((i) => i.type === 'message').content[0].logprobs;
 	assert.ok(rlp.length >= 1 && rlp.every((e) => e.logprob <= 0), 'responses logprobs');
-	await assert.rejects(oai.chat.completions.create({ model: 'tiny', logprobs: true, top_logprobs: 3,
+	ok(`openai: logprobs from an engy miner (${lp.length} tokens plain, ${n} streamed, ${rlp.length} on responses.create with include)`);
+}
+
+// top_logprobs from an engy miner (backend-ref computes the alternatives
+// as the log-softmax of the logits that chose each token): exactly N per
+// token, sorted descending, each <= 0, the sampled token consistent with
+// them (greedy: it is the first, with the same logprob; sampled: it is
+// one of them with the same logprob, or below the last).  The scripted
+// peer serves no alternatives: a request for them is a 400 saying so.
+{
+	const alts = (e, want, what) => {
+		assert.equal(e.top_logprobs.length, want, `${what}: ${e.top_logprobs.length} alternatives`);
+		e.top_logprobs.forEach((a, i) => {
+			assert.equal(typeof a.token, 'string');
+			assert.ok(Number.isFinite(a.logprob) && a.logprob <= 0, `${what}: logprob ${a.logprob}`);
+			assert.ok(Array.isArray(a.bytes), `${what}: bytes`);
+			if (i)
+				assert.ok(a.logprob <= e.top_logprobs[i - 1].logprob, `${what}: not sorted`);
+		});
+		const same = e.top_logprobs.find((a) => a.token === e.token && a.logprob === e.logprob);
+		assert.ok(same || e.logprob <= e.top_logprobs[want - 1].logprob,
+			`${what}: sampled ${JSON.stringify(e)} not consistent with its alternatives`);
+	};
+	const msgs = [{ role: 'user', content: 'Say hi' }];
+	const g = await oai.chat.completions.create({ model: 'tiny', logprobs: true, top_logprobs: 3,
+		temperature: 0, max_tokens: 8, messages: msgs });
+	const glp = g.choices[0].logprobs.content;
+	assert.ok(glp.length >= 1);
+	for (const e of glp) {
+		alts(e, 3, 'greedy');
+		assert.equal(e.top_logprobs[0].token, e.token, 'greedy: the sampled token is not the first');
+		assert.equal(e.top_logprobs[0].logprob, e.logprob);
+	}
+	const t = await oai.chat.completions.create({ model: 'tiny', logprobs: true, top_logprobs: 3,
+		temperature: 1, seed: 7, max_tokens: 8, messages: msgs });
+	for (const e of t.choices[0].logprobs.content)
+		alts(e, 3, 'sampled');
+	const s = await oai.chat.completions.create({ model: 'tiny', logprobs: true, top_logprobs: 3,
+		temperature: 0, max_tokens: 8, stream: true, messages: msgs });
+	const slp = [];
+	for await (const ch of s)
+		slp.push(...(ch.choices[0]?.logprobs?.content || []));
+	assert.equal(slp.length, glp.length, 'streamed logprobs');
+	slp.forEach((e, i) => {
+		alts(e, 3, 'streamed');
+		assert.deepEqual(e.top_logprobs, glp[i].top_logprobs, 'streamed greedy != plain greedy');
+	});
+	const c = await oai.completions.create({ model: 'tiny', prompt: 'Say hi', logprobs: 3,
+		temperature: 0, max_tokens: 8 });
+	const clp = c.choices[0].logprobs;
+	assert.ok(clp.tokens.length >= 1 && clp.tokens.length === clp.token_logprobs.length &&
+		clp.tokens.length === clp.top_logprobs.length && clp.tokens.length === clp.text_offset.length,
+		`legacy logprobs ${JSON.stringify(clp)}`);
+	clp.top_logprobs.forEach((d, i) => {
+		// (alternatives whose texts are the same, as lone bytes of a
+		// UTF-8 sequence are, share one key of the dict: the likeliest)
+		const v = Object.values(d);
+		assert.ok(v.length >= 1 && v.length <= 3, `legacy alternatives ${JSON.stringify(d)}`);
+		assert.ok(v.every((x) => Number.isFinite(x) && x <= 0));
+		assert.ok(clp.token_logprobs[i] <= 0);
+		assert.equal(d[clp.tokens[i]], clp.token_logprobs[i], 'legacy greedy: sampled not among');
+		assert.equal(Math.max(...v), clp.token_logprobs[i]);
+	});
+	const rr = await oai.responses.create({ model: 'tiny', input: 'Say hi', max_output_tokens: 8,
+		temperature: 0, top_logprobs: 3, include: ['message.output_text.logprobs'] });
+	const rlp = rr.output.find((i) => i.type === 'message').content[0].logprobs;
+	assert.ok(rlp.length >= 1);
+	for (const e of rlp)
+		alts(e, 3, 'responses');
+	await assert.rejects(oai.chat.completions.create({ model: 'scripted', logprobs: true, top_logprobs: 3,
 		messages: [{ role: 'user', content: 'x' }] }), (e) => e instanceof OpenAI.BadRequestError &&
-		/top_logprobs: only 0 is served/.test(e.message));
-	ok(`openai: logprobs from an engy miner (${lp.length} tokens plain, ${n} streamed, ${rlp.length} on responses.create with include); top_logprobs > 0 a 400 saying why`);
+		/top_logprobs: no worker serving this model returns alternatives/.test(e.message));
+	await assert.rejects(oai.chat.completions.create({ model: 'tiny', top_logprobs: 3,
+		messages: [{ role: 'user', content: 'x' }] }), (e) => e instanceof OpenAI.BadRequestError &&
+		/logprobs must be set to true/.test(e.message));
+	ok(`openai: top_logprobs 3 from an engy miner: chat greedy (${glp.length} tokens) and sampled, ` +
+		`streamed (${slp.length}), legacy completions logprobs: 3, responses.create with include; ` +
+		'a model whose workers serve no alternatives is a 400 saying so');
 }
 
 // ---------------------------------------------------------------- the AI SDK 6

@@ -37,7 +37,14 @@ gw_start
 miner mA "$KA" mA 8
 peer scripted good MINER_KEY="$KC" MODEL=scripted WORKER_NAME=scripted CHUNK_MS=1
 peer_wait scripted admit
-ok "gateway, an engy miner (tiny) and a scripted peer (scripted)"
+# a scripted peer that says it serves top_logprobs and sends what a
+# script names: too many alternatives, or malformed ones
+A models put hostile --max-input-tokens 4096 --max-output-tokens 4096 --max-request-s 30 \
+	--price-input 1 --price-cached-input 0.5 --price-output 2 >/dev/null || fail "models put hostile"
+KH=$(register 5DAAnrj7VHTznn2AWBemMuyBwZWs6FNFjdyVXUeYum3PTXFy)
+peer hostile good MINER_KEY="$KH" MODEL=hostile WORKER_NAME=hostile CHUNK_MS=1 CONSTRAINTS=top_logprobs
+peer_wait hostile admit
+ok "gateway, an engy miner (tiny), a scripted peer (scripted) and one that claims top_logprobs (hostile)"
 
 H="Authorization: Bearer $KEY"
 post() {  # post PATH JSON [HEADER] -> body in $T/out, status in $T/status
@@ -91,6 +98,22 @@ grep -q '"arguments":"{\\"city\\":\\"Paris\\",\\"days\\":3}"' "$T/sse" || fail "
 tail -3 "$T/sse" | grep -q '"usage":{"input_tokens":20,"input_tokens_details":{"cached_tokens":5},"output_tokens":12' ||
 	fail "completed usage: $(tail -3 "$T/sse")"
 ok "responses stream: created, in_progress, reasoning item, function_call item, completed with usage; sequence numbers 0..12"
+
+# --- top_logprobs from a hostile worker -----------------------------------------------
+# The worker's alternatives are checked: at most 20 per token, each a
+# finite logprob <= 0, sorted; anything else and the answer goes out with
+# logprobs null (the text intact, billed as usual).  Expected values:
+# OpenAI's bound of 20 (its API reference); the texts are the script's.
+for t in '{"n":10000}' '{"n":21}' '{"n":3,"bad":"positive"}' '{"n":3,"bad":"null"}' '{"n":3,"bad":"unsorted"}'; do
+	post /v1/chat/completions '{"model":"hostile","logprobs":true,"top_logprobs":3,"messages":[{"role":"user","content":"script:{\"pieces\":[\"Hi\",\"!\"],\"top\":'"$(printf '%s' "$t" | sed 's/"/\\"/g')"'}"}]}'
+	[ "$(cat "$T/status")" = 200 ] || fail "hostile $t: $(cat "$T/status") $(head -c 300 "$T/out")"
+	[ "$(jq_ 'o.choices[0].message.content+" "+o.choices[0].logprobs')" = "Hi! null" ] ||
+		fail "hostile $t relayed: $(head -c 600 "$T/out")"
+done
+post /v1/chat/completions '{"model":"hostile","logprobs":true,"top_logprobs":2,"messages":[{"role":"user","content":"script:{\"pieces\":[\"Hi\"],\"top\":{\"n\":20}}"}]}'
+[ "$(jq_ 'o.choices[0].logprobs.content[0].top_logprobs.map((a)=>a.token+":"+a.logprob).join(" ")')" = "a0:-1 a1:-2" ] ||
+	fail "20 alternatives, 2 asked: $(head -c 600 "$T/out")"
+ok "top_logprobs: a worker's 10000 or 21 alternatives, a positive or null logprob, an unsorted list: logprobs null, text intact; 20 sent, 2 asked: the first 2"
 
 # --- legacy completions ------------------------------------------------------------
 post /v1/completions '{"model":"scripted","prompt":"script:{\"pieces\":[\"a\",\"b\"]}"}'
