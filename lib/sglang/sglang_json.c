@@ -469,11 +469,6 @@ static int check_unsupported(const cJSON *j, char *err, size_t errlen)
 				    "%s is not supported by this server",
 				    keys[i]);
 	}
-	v = cJSON_GetObjectItemCaseSensitive(j, "top_logprobs_num");
-	if (v && !cJSON_IsNull(v) &&
-	    !(cJSON_IsNumber(v) && v->valuedouble == 0))
-		return fail(err, errlen,
-			    "top_logprobs_num is not supported by this server");
 	v = cJSON_GetObjectItemCaseSensitive(j, "logprob_start_len");
 	if (v && !cJSON_IsNull(v) &&
 	    !(cJSON_IsNumber(v) && v->valuedouble == -1))
@@ -586,6 +581,21 @@ int engy_sgl_parse_generate(const void *body, size_t len,
 		      errlen);
 	if (!rc)
 		rc = check_unsupported(j, err, errlen);
+	v = cJSON_GetObjectItemCaseSensitive(j, "top_logprobs_num");
+	if (!rc && v && !cJSON_IsNull(v)) {
+		if (!cJSON_IsNumber(v) ||
+		    v->valuedouble != floor(v->valuedouble) ||
+		    v->valuedouble < 0)
+			rc = fail(err, errlen,
+				  "top_logprobs_num must be an integer >= 0");
+		else if (v->valuedouble > ENGY_SGL_MAX_TOP_LOGPROBS)
+			rc = fail(err, errlen,
+				  "top_logprobs_num above %d is not "
+				  "supported by this server",
+				  ENGY_SGL_MAX_TOP_LOGPROBS);
+		else if (g->return_logprob)
+			g->top_logprobs_num = (uint32_t)v->valuedouble;
+	}
 	if (!rc)
 		rc = parse_sampling(
 			cJSON_GetObjectItemCaseSensitive(j, "sampling_params"),
@@ -677,6 +687,40 @@ static void put_row(struct sb *b, const float *r, uint32_t n)
 	sb_put(b, "]", 1);
 }
 
+/* input_top_logprobs (one position: null, as the prompt's logprob) and
+ * output_top_logprobs: per output position a list of [logprob, id,
+ * text-or-null], or null where the backend gave none. */
+static void put_top(struct sb *b, const struct engy_sgl_out *o)
+{
+	size_t i, k, at;
+
+	sb_puts(b, ",\"input_top_logprobs\":[null]");
+	sb_puts(b, ",\"output_top_logprobs\":[");
+	for (i = 0; i < o->n_ids; i++) {
+		if (i)
+			sb_put(b, ",", 1);
+		at = i * o->top_n;
+		if (!o->top_lp || isnan(o->top_lp[at])) {
+			sb_puts(b, "null");
+			continue;
+		}
+		sb_put(b, "[", 1);
+		for (k = 0; k < o->top_n && !isnan(o->top_lp[at + k]); k++) {
+			sb_puts(b, k ? ",[" : "[");
+			sb_float(b, o->top_lp[at + k]);
+			sb_printf(b, ",%u,", o->top_ids[at + k]);
+			if (o->top_text && o->top_text[at + k])
+				sb_str(b, o->top_text[at + k],
+				       strlen(o->top_text[at + k]));
+			else
+				sb_puts(b, "null");
+			sb_put(b, "]", 1);
+		}
+		sb_put(b, "]", 1);
+	}
+	sb_put(b, "]", 1);
+}
+
 static void put_logprobs(struct sb *b, const struct engy_sgl_out *o)
 {
 	size_t i;
@@ -700,6 +744,8 @@ static void put_logprobs(struct sb *b, const struct engy_sgl_out *o)
 		sb_put(b, "]", 1);
 	}
 	sb_put(b, "]", 1);
+	if (o->top_n)
+		put_top(b, o);
 }
 
 char *engy_sgl_response(const struct engy_sgl_out *o, bool sse, size_t *len)

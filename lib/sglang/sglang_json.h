@@ -13,9 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define ENGY_SGL_MAX_RID	 256 /* bytes of a request id */
-#define ENGY_SGL_MAX_STOP_IDS	 1024
-#define ENGY_SGL_DEFAULT_MAX_NEW 128 /* sglang's native default */
+#define ENGY_SGL_MAX_RID	  256 /* bytes of a request id */
+#define ENGY_SGL_MAX_STOP_IDS	  1024
+#define ENGY_SGL_DEFAULT_MAX_NEW  128 /* sglang's native default */
+#define ENGY_SGL_MAX_TOP_LOGPROBS 20  /* engy's backends give at most this */
 
 /* A parsed POST /generate (one prompt; batches are refused). */
 struct engy_sgl_gen {
@@ -27,6 +28,9 @@ struct engy_sgl_gen {
 	bool return_logprob;
 	bool return_text_in_logprobs;
 	bool return_hidden_states;
+	/* top_logprobs_num (0..ENGY_SGL_MAX_TOP_LOGPROBS): alternatives per
+	 * output token, with return_logprob (else 0) */
+	uint32_t top_logprobs_num;
 	/* sampling_params */
 	double temperature;	/* 0 = greedy (sglang: < 1e-6) */
 	double top_p;		/* (0, 1] */
@@ -92,6 +96,13 @@ struct engy_sgl_out {
 	bool logprobs;		 /* write the logprob lists */
 	const float *logprob_v;	 /* @n_ids values, or NULL (nulls) */
 	char *const *token_text; /* @n_ids strings, or NULL (nulls) */
+	/* output_top_logprobs (with @logprobs, when @top_n > 0): @top_n
+	 * alternatives per id, row-major; a logprob NaN writes the
+	 * position as null; @top_lp NULL: every position null */
+	uint32_t top_n;
+	const uint32_t *top_ids;
+	const float *top_lp;
+	char *const *top_text;	 /* @n_ids * @top_n strings, or NULL */
 	uint32_t last_prompt_id; /* input_token_logprobs' one entry */
 	bool hidden;		 /* write hidden_states */
 	const float *rows;	 /* @n_rows x @hidden_size, row k made

@@ -10,6 +10,7 @@
  * request is freed under its caller.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,11 @@ void serve_req_free(struct sreq *r)
 	while (r->n_tok_text)
 		free(r->tok_text[--r->n_tok_text]);
 	free(r->tok_text);
+	while (r->n_top_text)
+		free(r->top_text[--r->n_top_text]);
+	free(r->top_text);
+	free(r->top_ids);
+	free(r->top_lp);
 	free(r->ctext);
 	free(r->ids);
 	free(r->lp);
@@ -167,6 +173,25 @@ static void token_texts(struct serve *s, struct sreq *r)
 			s, &r->ids[r->n_tok_text], 1, false, false, &l, &clean);
 }
 
+/* Each alternative's own text (return_text_in_logprobs), made once. */
+static void top_texts(struct serve *s, struct sreq *r)
+{
+	size_t l, want = r->n_top * r->p.top_logprobs_num;
+	bool clean;
+
+	if (!r->top_lp || r->n_top_text >= want)
+		return;
+	if (!engy_grow((void **)&r->top_text, &r->cap_top_text, want,
+		       sizeof(*r->top_text)))
+		return;
+	for (; r->n_top_text < want; r->n_top_text++)
+		r->top_text[r->n_top_text] =
+			isnan(r->top_lp[r->n_top_text])
+				? NULL
+				: decode(s, &r->top_ids[r->n_top_text], 1,
+					 false, false, &l, &clean);
+}
+
 static void send_chunk(struct serve *s, struct sreq *r, char *buf, size_t len)
 {
 	if (buf && r->x)
@@ -208,8 +233,10 @@ static char *render(struct serve *s, struct sreq *r, int finish, bool sse,
 	    r->ids[n_text - 1] == (uint32_t)r->res.matched_stop)
 		n_text--; /* the matched stop id is not in the text */
 	text = text_of(s, r, n_text, finish == ENGY_SGL_RUNNING, &tl);
-	if (r->p.return_logprob && r->p.return_text_in_logprobs)
+	if (r->p.return_logprob && r->p.return_text_in_logprobs) {
 		token_texts(s, r);
+		top_texts(s, r);
+	}
 	o.rid = r->rid;
 	o.text = text;
 	o.text_len = text ? tl : 0;
@@ -227,6 +254,10 @@ static char *render(struct serve *s, struct sreq *r, int finish, bool sse,
 	o.logprobs = r->p.return_logprob;
 	o.logprob_v = r->lp_missing ? NULL : r->lp;
 	o.token_text = r->n_tok_text == r->n_ids ? r->tok_text : NULL;
+	o.top_n = r->p.top_logprobs_num;
+	o.top_ids = r->top_ids;
+	o.top_lp = r->n_top >= r->n_ids ? r->top_lp : NULL;
+	o.top_text = r->n_top_text == r->n_ids * o.top_n ? r->top_text : NULL;
 	o.last_prompt_id = r->p.input_ids[r->p.n_input - 1];
 	/* A running event carries the rows no earlier event carried, the
 	 * ones before them written as [] (a miner pairs each token with its
@@ -382,6 +413,36 @@ static void flush_event(evutil_socket_t fd, short what, void *arg)
 	send_chunk(r->s, r, buf, len);
 }
 
+/* The alternatives of the ids on_tokens gets next, kept at n_ids; a
+ * position the backend gave fewer for is padded with NaN (written as
+ * the end of its list). */
+static void on_top(void *arg, size_t n, uint32_t k, const uint32_t *ids,
+		   const float *lps)
+{
+	struct sreq *r = arg;
+	size_t K = r->p.top_logprobs_num, i, j, at = r->n_ids, need;
+
+	if (!n || r->done || !K)
+		return;
+	need = (at + n) * K;
+	if (!engy_grow((void **)&r->top_ids, &r->cap_top_ids, need,
+		       sizeof(*r->top_ids)) ||
+	    !engy_grow((void **)&r->top_lp, &r->cap_top_lp, need,
+		       sizeof(*r->top_lp)))
+		return;
+	/* ids that came without alternatives before these: none */
+	for (i = r->n_top * K; i < at * K; i++)
+		r->top_lp[i] = NAN;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < K; j++) {
+			r->top_ids[(at + i) * K + j] =
+				j < k ? ids[i * k + j] : 0;
+			r->top_lp[(at + i) * K + j] =
+				j < k ? lps[i * k + j] : NAN;
+		}
+	r->n_top = at + n;
+}
+
 static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 		      const struct engy_rows *rows, const float *logprobs)
 {
@@ -459,6 +520,8 @@ static void start_req(struct sreq *r)
 		.rid = r->rid,
 		.cons_schema = r->p.json_schema,
 		.ignore_eos = r->p.ignore_eos,
+		.top_logprobs = r->p.top_logprobs_num,
+		.on_top_logprobs = r->p.top_logprobs_num ? on_top : NULL,
 	};
 	int rc;
 

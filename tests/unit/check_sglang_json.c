@@ -75,6 +75,7 @@ START_TEST(test_full)
 	ck_assert(!g.skip_special_tokens && g.no_stop_trim);
 	ck_assert(g.stream && g.return_logprob && g.return_hidden_states &&
 		  g.return_text_in_logprobs);
+	ck_assert_uint_eq(g.top_logprobs_num, 0);
 	engy_sgl_gen_free(&g);
 
 	/* ignore_eos true, as the public miner sends it
@@ -199,8 +200,12 @@ static const struct {
 	  "Unknown sampling parameter: temprature" },
 	{ "{\"input_ids\":[1],\"sampling_params\":{\"skip_special_tokens\":0}}",
 	  "must be a boolean" },
-	{ "{\"input_ids\":[1],\"top_logprobs_num\":5}",
-	  "top_logprobs_num is not supported" },
+	{ "{\"input_ids\":[1],\"top_logprobs_num\":21}",
+	  "top_logprobs_num above 20 is not supported" },
+	{ "{\"input_ids\":[1],\"top_logprobs_num\":-1}",
+	  "top_logprobs_num must be an integer >= 0" },
+	{ "{\"input_ids\":[1],\"top_logprobs_num\":1.5}",
+	  "top_logprobs_num must be an integer >= 0" },
 	{ "{\"input_ids\":[1],\"logprob_start_len\":0}", "logprob_start_len" },
 	{ "{\"input_ids\":[1],\"input_embeds\":[[0.1]]}",
 	  "input_embeds is not supported" },
@@ -226,6 +231,18 @@ START_TEST(test_json_schema)
 			       &g, err),
 			 0);
 	ck_assert_ptr_null(g.json_schema);
+	engy_sgl_gen_free(&g);
+	/* top_logprobs_num: 0..20, only with return_logprob (sglang's) */
+	ck_assert_int_eq(parse("{\"input_ids\":[1],\"return_logprob\":true,"
+			       "\"top_logprobs_num\":20}",
+			       &g, err),
+			 0);
+	ck_assert_uint_eq(g.top_logprobs_num, 20);
+	engy_sgl_gen_free(&g);
+	ck_assert_int_eq(
+		parse("{\"input_ids\":[1],\"top_logprobs_num\":3}", &g, err),
+		0);
+	ck_assert_uint_eq(g.top_logprobs_num, 0);
 	engy_sgl_gen_free(&g);
 }
 END_TEST
@@ -414,8 +431,44 @@ START_TEST(test_response_shape)
 			ck_assert((float)cJSON_GetArrayItem(row, (int)k)
 					  ->valuedouble == rows[i * 4 + k]);
 	}
+	ck_assert_ptr_null(cJSON_GetObjectItem(m, "output_top_logprobs"));
 	cJSON_Delete(j);
 	free(s);
+
+	/* top_logprobs_num 2: per position [[lp, id, text|null], …], a
+	 * position without alternatives (NaN) null; input's one null. */
+	{
+		static const uint32_t tid[] = { 9, 4, 8, 3, 0, 0 };
+		static const float tlp[] = { -0.5f, -1.5f, -0.25f,
+					     -2.0f, NAN,   NAN };
+		char *ttx[] = { "a", "b", NULL, "c", NULL, NULL };
+
+		o.top_n = 2;
+		o.top_ids = tid;
+		o.top_lp = tlp;
+		o.top_text = ttx;
+		s = engy_sgl_response(&o, false, &len);
+		j = reparse(s, len);
+		m = path(j, "meta_info", NULL);
+		v = path(m, "input_top_logprobs", NULL);
+		ck_assert_int_eq(cJSON_GetArraySize(v), 1);
+		ck_assert(cJSON_IsNull(cJSON_GetArrayItem(v, 0)));
+		v = path(m, "output_top_logprobs", NULL);
+		ck_assert_int_eq(cJSON_GetArraySize(v), 3);
+		ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetArrayItem(v, 0)),
+				 2);
+		hs = cJSON_GetArrayItem(cJSON_GetArrayItem(v, 0), 1);
+		ck_assert((float)cJSON_GetArrayItem(hs, 0)->valuedouble ==
+			  -1.5f);
+		ck_assert(cJSON_GetArrayItem(hs, 1)->valuedouble == 4);
+		ck_assert_str_eq(cJSON_GetArrayItem(hs, 2)->valuestring, "b");
+		hs = cJSON_GetArrayItem(cJSON_GetArrayItem(v, 1), 0);
+		ck_assert(cJSON_IsNull(cJSON_GetArrayItem(hs, 2)));
+		ck_assert(cJSON_IsNull(cJSON_GetArrayItem(v, 2)));
+		cJSON_Delete(j);
+		free(s);
+		o.top_n = 0;
+	}
 
 	/* SSE framing, a running event: no e2e_latency, finish null, no
 	 * optional lists when not asked for. */
