@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzz the streaming /generate response parser differentially.  The first
- * byte picks the options (skip_elems, all_block_rows) and a piece size;
+ * byte picks the options (skip_elems, all_block_rows, top_n 0 or 2) and a
+ * piece size;
  * the rest is parsed whole and in pieces, which must agree on success and,
  * when both succeed, on every field and every row (hashed).  Short inputs
  * are also tried as one number against strtof.
@@ -59,6 +60,27 @@ static void resp_hash(struct acc *a, const struct engy_sglresp_resp *r)
 	mix(a, &r->n_elems, sizeof(r->n_elems));
 	mix(a, &r->elem0_rows, sizeof(r->elem0_rows));
 	mix(a, &r->width, sizeof(r->width));
+	mix(a, &r->has_top, sizeof(r->has_top));
+	mix(a, &r->n_top, sizeof(r->n_top));
+	mix(a, r->top_cnt, r->n_top);
+}
+
+/* Every position holds at most top_n alternatives, each read back. */
+static void top_check(struct acc *a, const struct engy_sglresp_resp *r,
+		      uint32_t top_n)
+{
+	size_t i, k;
+
+	if (!top_n && (r->has_top || r->n_top))
+		abort(); /* not asked: skipped */
+	for (i = 0; i < r->n_top; i++) {
+		if (r->top_cnt[i] > top_n)
+			abort();
+		for (k = 0; k < r->top_cnt[i]; k++) {
+			mix(a, &r->top_ids[i * top_n + k], sizeof(uint32_t));
+			mix(a, &r->top_lp[i * top_n + k], sizeof(float));
+		}
+	}
 }
 
 static int run(const uint8_t *p, size_t n, size_t piece, uint8_t opt,
@@ -71,6 +93,7 @@ static int run(const uint8_t *p, size_t n, size_t piece, uint8_t opt,
 		.max_ids = 4096,
 		.on_row = on_row,
 		.arg = a,
+		.top_n = (opt & 8) ? 2 : 0,
 	};
 	struct engy_jf *j;
 	size_t at, k;
@@ -88,8 +111,10 @@ static int run(const uint8_t *p, size_t n, size_t piece, uint8_t opt,
 		rc = engy_sglresp_finish(j);
 	if (rc && !engy_sglresp_error(j)[0])
 		abort(); /* every failure says why */
-	if (!rc)
+	if (!rc) {
 		resp_hash(a, engy_sglresp_resp(j));
+		top_check(a, engy_sglresp_resp(j), o.top_n);
+	}
 	engy_sglresp_free(j);
 	return rc;
 }

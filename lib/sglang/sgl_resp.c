@@ -46,6 +46,9 @@ void engy_sglresp_free(struct engy_jf *j)
 	free(j->r.ids);
 	free(j->r.lp);
 	free(j->r.lp_ids);
+	free(j->r.top_lp);
+	free(j->r.top_ids);
+	free(j->r.top_cnt);
 	free(j->row);
 	free(j->last);
 	free(j);
@@ -53,11 +56,18 @@ void engy_sglresp_free(struct engy_jf *j)
 
 void engy_sglresp_reset(struct engy_jf *j, const struct engy_sglresp_opts *o)
 {
-	uint32_t *ids = j->r.ids, *lp_ids = j->r.lp_ids;
-	float *lp = j->r.lp;
+	uint32_t *ids = j->r.ids, *lp_ids = j->r.lp_ids,
+		 *top_ids = j->r.top_ids;
+	float *lp = j->r.lp, *top_lp = j->r.top_lp;
+	uint8_t *top_cnt = j->r.top_cnt;
+	uint32_t top_n = j->o.top_n;
 
 	if (o)
 		j->o = *o;
+	if (j->o.top_n > ENGY_SGLRESP_TOP_MAX)
+		j->o.top_n = ENGY_SGLRESP_TOP_MAX;
+	if (j->o.top_n != top_n) /* another stride: start over */
+		j->top_cap = 0;
 	if (!j->o.max_width)
 		j->o.max_width = 1u << 20;
 	if (!j->o.max_ids)
@@ -66,6 +76,9 @@ void engy_sglresp_reset(struct engy_jf *j, const struct engy_sglresp_opts *o)
 	j->r.ids = ids;
 	j->r.lp = lp;
 	j->r.lp_ids = lp_ids;
+	j->r.top_lp = top_lp;
+	j->r.top_ids = top_ids;
+	j->r.top_cnt = top_cnt;
 	j->r.prompt_tokens = -1;
 	j->r.completion_tokens = -1;
 	j->r.cached_tokens = -1;

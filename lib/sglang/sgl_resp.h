@@ -13,6 +13,8 @@
  *  - output_ids, meta_info.output_token_logprobs ([logprob, id, text]
  *    entries), meta_info.{prompt,completion,cached}_tokens and
  *    meta_info.finish_reason {type, matched, message};
+ *  - when asked (top_n > 0), meta_info.output_top_logprobs: per output
+ *    position null or a list of at most top_n [logprob, id, text];
  *  - error messages: {"error": {"message": ...}}, {"error": "..."} and a
  *    top-level "message" or "detail" string.
  *
@@ -50,7 +52,12 @@ struct engy_sglresp_opts {
 	int (*on_row)(void *arg, uint32_t elem, uint32_t row, const float *v,
 		      uint32_t width);
 	void *arg;
+	/* output_top_logprobs: alternatives per position at most (more:
+	 * -E2BIG; at most ENGY_SGLRESP_TOP_MAX); 0: the list is skipped */
+	uint32_t top_n;
 };
+
+#define ENGY_SGLRESP_TOP_MAX 64
 
 struct engy_sglresp_resp {
 	bool has_meta;
@@ -63,6 +70,14 @@ struct engy_sglresp_resp {
 	float *lp;	  /* output_token_logprobs: logprob (null: NaN) */
 	uint32_t *lp_ids; /* ... and token id */
 	size_t n_lp;
+	/* output_top_logprobs (top_n > 0): @n_top positions, each
+	 * @top_cnt[i] alternatives (0: null or []) at @top_lp/@top_ids
+	 * [i * top_n ...] (logprob null: NaN) */
+	bool has_top;
+	float *top_lp;
+	uint32_t *top_ids;
+	uint8_t *top_cnt;
+	size_t n_top;
 	int64_t prompt_tokens; /* -1 when absent */
 	int64_t completion_tokens;
 	int64_t cached_tokens;

@@ -40,6 +40,8 @@ int engy_sglresp_value_slot(const struct engy_jf *j)
 			return V_HS;
 		if (key_is(j, "output_token_logprobs"))
 			return V_LPS;
+		if (key_is(j, "output_top_logprobs") && j->o.top_n)
+			return V_TLPS;
 		if (key_is(j, "prompt_tokens"))
 			return V_PROMPT;
 		if (key_is(j, "completion_tokens"))
@@ -65,6 +67,12 @@ int engy_sglresp_value_slot(const struct engy_jf *j)
 		return V_LPE;
 	case C_LPE:
 		return f->n == 0 ? V_LPV : f->n == 1 ? V_LPID : V_SKIP;
+	case C_TLPS:
+		return V_TLPE;
+	case C_TLPE:
+		return V_TLPA;
+	case C_TLPA:
+		return f->n == 0 ? V_TLPV : f->n == 1 ? V_TLPID : V_SKIP;
 	case C_HS:
 		return V_HSE;
 	case C_HSE:
@@ -118,6 +126,53 @@ static int lp_append(struct engy_jf *j)
 	return 0;
 }
 
+/* A new output_top_logprobs position, without alternatives yet; room is
+ * made for top_n of them (positions are bounded like output ids). */
+static int top_append(struct engy_jf *j)
+{
+	size_t n = j->r.n_top + 1, k = j->o.top_n, c1 = 0, c2 = 0, c3 = 0;
+
+	if (n > j->o.max_ids)
+		return engy_sglresp_fail(j, -E2BIG, "too many output tokens");
+	if (n > j->top_cap) {
+		size_t cap = j->top_cap ? j->top_cap * 2 : 64;
+
+		if (cap > j->o.max_ids)
+			cap = j->o.max_ids;
+		if (!engy_grow((void **)&j->r.top_cnt, &c1, cap, 1) ||
+		    !engy_grow((void **)&j->r.top_lp, &c2, cap * k,
+			       sizeof(float)) ||
+		    !engy_grow((void **)&j->r.top_ids, &c3, cap * k,
+			       sizeof(uint32_t)))
+			return engy_sglresp_fail(j, -ENOMEM, "out of memory");
+		j->top_cap = cap;
+	}
+	j->r.top_cnt[n - 1] = 0;
+	j->r.n_top = n;
+	return 0;
+}
+
+/* Its next alternative, preset to a null logprob. */
+static int top_alt(struct engy_jf *j)
+{
+	size_t pos = j->r.n_top - 1, at;
+
+	if (j->r.top_cnt[pos] >= j->o.top_n)
+		return engy_sglresp_fail(j, -E2BIG,
+					 "more top logprobs than asked");
+	at = pos * j->o.top_n + j->r.top_cnt[pos]++;
+	j->r.top_lp[at] = NAN;
+	j->r.top_ids[at] = 0;
+	return 0;
+}
+
+static size_t top_at(const struct engy_jf *j)
+{
+	size_t pos = j->r.n_top - 1;
+
+	return pos * j->o.top_n + j->r.top_cnt[pos] - 1;
+}
+
 int engy_sglresp_open_array(struct engy_jf *j, int slot)
 {
 	struct frame *f;
@@ -138,6 +193,18 @@ int engy_sglresp_open_array(struct engy_jf *j, int slot)
 		if (lp_append(j))
 			return j->err;
 		return engy_sglresp_push(j, C_LPE, false);
+	case V_TLPS:
+		j->r.has_top = true;
+		j->r.n_top = 0;
+		return engy_sglresp_push(j, C_TLPS, false);
+	case V_TLPE:
+		if (top_append(j))
+			return j->err;
+		return engy_sglresp_push(j, C_TLPE, false);
+	case V_TLPA:
+		if (top_alt(j))
+			return j->err;
+		return engy_sglresp_push(j, C_TLPA, false);
 	case V_HSE:
 		f = jf_top(j);
 		j->r.n_elems = f->n + 1;
@@ -257,6 +324,11 @@ int engy_sglresp_close(struct engy_jf *j, char c)
 				j, -EBADMSG,
 				"short output_token_logprobs entry");
 		break;
+	case C_TLPA:
+		if (f->n < 2)
+			return engy_sglresp_fail(
+				j, -EBADMSG, "short output_top_logprobs entry");
+		break;
 	default:
 		break;
 	}
@@ -309,6 +381,16 @@ int engy_sglresp_number_value(struct engy_jf *j, int slot,
 				j, -EBADMSG, "logprob id is not a token id");
 		j->r.lp_ids[j->r.n_lp - 1] = (uint32_t)v;
 		return 0;
+	case V_TLPV:
+		j->r.top_lp[top_at(j)] = jf_num_float(n, text, len);
+		return 0;
+	case V_TLPID:
+		if (engy_sglresp_num_int(n, &v) || v < 0 || v > UINT32_MAX)
+			return engy_sglresp_fail(
+				j, -EBADMSG,
+				"top logprob id is not a token id");
+		j->r.top_ids[top_at(j)] = (uint32_t)v;
+		return 0;
 	case V_PROMPT:
 		return count_value(j, &j->r.prompt_tokens, n);
 	case V_COMPL:
@@ -348,8 +430,12 @@ int engy_sglresp_token_value(struct engy_jf *j)
 		  slot == V_ERROR;
 	if (strcmp(t, "null") == 0) {
 		switch (slot) {
+		case V_TLPE: /* a position without alternatives */
+			return top_append(j) ? j->err : 0;
 		case V_ID:
 		case V_LPID:
+		case V_TLPID:
+		case V_TLPA:
 		case V_LPE:
 		case V_HSE:
 		case V_BROW:
@@ -373,6 +459,10 @@ int engy_sglresp_token_value(struct engy_jf *j)
 		v = t[0] == 'N' ? NAN : t[0] == '-' ? -INFINITY : INFINITY;
 		if (slot == V_LPV) {
 			j->r.lp[j->r.n_lp - 1] = v;
+			return 0;
+		}
+		if (slot == V_TLPV) {
+			j->r.top_lp[top_at(j)] = v;
 			return 0;
 		}
 		if (row)

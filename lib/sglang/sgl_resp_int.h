@@ -180,6 +180,9 @@ enum ctx {
 	C_HSE,
 	C_ROW,
 	C_BLOCK,
+	C_TLPS, /* output_top_logprobs */
+	C_TLPE, /* one position's alternatives */
+	C_TLPA, /* one [logprob, id, text] */
 };
 
 /* What a value is for, decided at its first byte. */
@@ -208,6 +211,11 @@ enum slot {
 	V_HSFIRST,
 	V_ROWV,
 	V_BROW,
+	V_TLPS,
+	V_TLPE,
+	V_TLPA,
+	V_TLPV,
+	V_TLPID,
 };
 
 enum st {
@@ -234,6 +242,7 @@ struct engy_jf {
 	struct engy_sglresp_opts o;
 	struct engy_sglresp_resp r;
 	size_t ids_cap, lp_cap;
+	size_t top_cap; /* positions the top arrays hold */
 	int st;
 	bool first; /* a container just opened: it may close */
 	int depth;

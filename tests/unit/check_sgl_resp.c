@@ -687,6 +687,83 @@ START_TEST(test_limits_and_callback)
 END_TEST
 
 /* One parser, many documents (what a stream of events does). */
+/*
+ * output_top_logprobs (sglang's shape, written here by hand): per
+ * position null or [[logprob, id, text], …]; read only when asked, at
+ * most top_n per position, in every split; hostile shapes refused.
+ */
+START_TEST(test_top_logprobs)
+{
+	static const char top[] =
+		"{\"output_ids\":[5,6,7],\"meta_info\":{\"output_top_logprobs\":"
+		"[[[-0.5,5,\"a\"],[-1.5,9,null]],null,[[-Infinity,1,null]]],"
+		"\"completion_tokens\":3}}";
+	static const struct {
+		const char *in;
+		int err;
+	} bad[] = {
+		{ "{\"meta_info\":{\"output_top_logprobs\":[[[-1,1],[-2,2],"
+		  "[-3,3]]]}}",
+		  -E2BIG },
+		{ "{\"meta_info\":{\"output_top_logprobs\":[[[-1]]]}}",
+		  -EBADMSG },
+		{ "{\"meta_info\":{\"output_top_logprobs\":[[[-1,-2]]]}}",
+		  -EBADMSG },
+		{ "{\"meta_info\":{\"output_top_logprobs\":[[[-1,1.5]]]}}",
+		  -EBADMSG },
+		{ "{\"meta_info\":{\"output_top_logprobs\":[[[-1,null]]]}}",
+		  -EBADMSG },
+		{ "{\"meta_info\":{\"output_top_logprobs\":[[null]]}}",
+		  -EBADMSG },
+		{ "{\"meta_info\":{\"output_top_logprobs\":[[1]]}}", -EBADMSG },
+		{ "{\"meta_info\":{\"output_top_logprobs\":[\"x\"]}}",
+		  -EBADMSG },
+		{ "{\"meta_info\":{\"output_top_logprobs\":{\"a\":1}}}",
+		  -EBADMSG },
+	};
+	struct engy_sglresp_opts o = { .top_n = 2 };
+	const struct engy_sglresp_resp *p;
+	size_t len = strlen(top), i, cuts[1];
+	struct engy_jf *j;
+	struct rows r;
+
+	for (i = 0; i <= len; i++) {
+		cuts[0] = i;
+		ck_assert_int_eq(parse_cut(top, len, cuts, 1, &o, &r, &j), 0);
+		p = engy_sglresp_resp(j);
+		ck_assert(p->has_top);
+		ck_assert_uint_eq(p->n_top, 3);
+		ck_assert_uint_eq(p->top_cnt[0], 2);
+		ck_assert_uint_eq(p->top_cnt[1], 0);
+		ck_assert_uint_eq(p->top_cnt[2], 1);
+		ck_assert(p->top_lp[0] == -0.5f && p->top_lp[1] == -1.5f);
+		ck_assert_uint_eq(p->top_ids[1], 9);
+		ck_assert(isinf(p->top_lp[4]) && p->top_lp[4] < 0);
+		ck_assert_uint_eq(p->top_ids[4], 1);
+		engy_sglresp_free(j);
+	}
+	/* not asked: skipped, whatever it holds */
+	o.top_n = 0;
+	ck_assert_int_eq(parse(bad[0].in, &o, &r, &j), 0);
+	ck_assert(!engy_sglresp_resp(j)->has_top);
+	engy_sglresp_free(j);
+	o.top_n = 2;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_msg(parse(bad[i].in, &o, &r, &j) == bad[i].err, "%s",
+			      bad[i].in);
+		ck_assert(engy_sglresp_error(j)[0]);
+		engy_sglresp_free(j);
+	}
+	/* positions are bounded like output ids */
+	o.max_ids = 2;
+	ck_assert_int_eq(parse("{\"meta_info\":{\"output_top_logprobs\":"
+			       "[null,null,null]}}",
+			       &o, &r, &j),
+			 -E2BIG);
+	engy_sglresp_free(j);
+}
+END_TEST
+
 START_TEST(test_reset_reuse)
 {
 	struct engy_sglresp_opts o = { 0 };
@@ -735,6 +812,7 @@ static Suite *jf_suite(void)
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_limits_and_callback);
 	tcase_add_test(tc, test_reset_reuse);
+	tcase_add_test(tc, test_top_logprobs);
 	suite_add_tcase(s, tc);
 	return s;
 }
