@@ -282,6 +282,9 @@ static int sgl_info(void *inst, struct engy_model_info *out)
 	if (size >= offsetof(struct engy_model_info, constraints) +
 			    sizeof(out->constraints))
 		out->constraints = ENGY_BACKEND_CONS_JSON;
+	/* sglang's top_logprobs_num (output_top_logprobs) */
+	if (size >= offsetof(struct engy_model_info, caps) + sizeof(out->caps))
+		out->caps = ENGY_BACKEND_CAP_TOP_LOGPROBS;
 	return s->info_ckpt || s->info_serve ? 0 : -EAGAIN;
 }
 

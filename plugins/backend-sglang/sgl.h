@@ -76,6 +76,10 @@ struct sgl_gen {
 	struct sgl_sampling sp;
 	uint32_t *stop;
 	bool hidden, logprobs, prefill;
+	/* top_logprobs (0: none) and where they go (engy_gen_params 1.4) */
+	uint32_t top_n;
+	void (*on_top)(void *arg, size_t n, uint32_t k, const uint32_t *ids,
+		       const float *logprobs);
 	char rid[136];
 	char call_rid[160];
 	struct engy_gen_cb cb;
@@ -86,6 +90,8 @@ struct sgl_gen {
 	uint32_t *out;
 	float *lp; /* one per kept token (NaN: none) */
 	size_t n_out, cap_out;
+	uint32_t *tid; /* top_n alternatives per kept token (NaN: none) */
+	float *tlp;
 	size_t delivered;	       /* tokens handed to on_tokens */
 	bool fold;		       /* token 0 has no row (see sgl_gen.c) */
 	float *rows;		       /* rows of tokens [row0, row_hi) */
@@ -101,6 +107,11 @@ struct sgl_gen {
 	size_t c_rows;	/* hidden elements taken (or skipped) */
 	size_t c_taken; /* call tokens consumed */
 	bool c_lp_seen;
+	/* its output_top_logprobs so far: top_n per position */
+	uint32_t *c_tid;
+	float *c_tlp;
+	size_t c_ntop, c_tcap;
+	bool c_top_seen;
 	struct sgl_call *call;
 	struct sgl_call *abort_call; /* after cancel, until it answers */
 	bool sse_mode, ev_json;

@@ -69,9 +69,13 @@ static void gen_free(struct sgl_gen *g)
 	free(g->stop);
 	free(g->out);
 	free(g->lp);
+	free(g->tid);
+	free(g->tlp);
 	free(g->rows);
 	free(g->c_ids);
 	free(g->c_lp);
+	free(g->c_tid);
+	free(g->c_tlp);
 	free(g->errbody);
 	free(g);
 }
@@ -174,6 +178,9 @@ static void flush(struct sgl_gen *g)
 			rp = &rows;
 		}
 		g->delivered += n;
+		if (g->top_n)
+			g->on_top(g->arg, n, g->top_n, g->tid + from * g->top_n,
+				  g->tlp + from * g->top_n);
 		g->cb.on_tokens(g->arg, g->out + from, n, rp,
 				g->logprobs ? g->lp + from : NULL);
 	}
@@ -335,6 +342,7 @@ static int start_call(struct sgl_gen *g)
 	spec.stream = s->stream && !g->prefill;
 	spec.hidden = g->hidden;
 	spec.logprob = g->logprobs || !g->prefill;
+	spec.top_n = g->prefill ? 0 : g->top_n;
 	spec.all_positions = g->prefill;
 	r.body = sgl_body_generate(&spec, &r.len);
 	if (!r.body)
@@ -506,6 +514,14 @@ int sgl_generate(struct sgl *s, const struct engy_gen_params *p,
 
 	*out = NULL;
 	memcpy(&q, p, p->size < sizeof(q) ? p->size : sizeof(q));
+	if (p->size < ENGY_GEN_PARAMS_SIZE_1_4) { /* 1.3: that was padding */
+		q.top_logprobs = 0;
+		q.on_top_logprobs = NULL;
+	}
+	if (q.top_logprobs > ENGY_TOP_LOGPROBS_MAX)
+		return -EINVAL;
+	if (!q.on_top_logprobs)
+		q.top_logprobs = 0;
 	if (!s->started || s->stopped)
 		return s->stopped ? -ESHUTDOWN : -EAGAIN;
 	if (!cb || !cb->on_tokens || !cb->on_done || !q.input_ids ||
@@ -555,6 +571,8 @@ int sgl_generate(struct sgl *s, const struct engy_gen_params *p,
 	}
 	g->hidden = q.return_hidden;
 	g->logprobs = q.return_logprobs;
+	g->top_n = q.top_logprobs;
+	g->on_top = q.on_top_logprobs;
 	g->cb = *cb;
 	g->arg = arg;
 	if (q.rid)

@@ -136,6 +136,8 @@ char *sgl_body_generate(const struct sgl_call_spec *c, size_t *len)
 	puts_(&b, c->rid);
 	puts_(&b, "\",\"return_logprob\":");
 	puts_(&b, c->logprob ? "true" : "false");
+	if (c->logprob && c->top_n)
+		putf(&b, ",\"top_logprobs_num\":%u", c->top_n);
 	if (c->hidden)
 		puts_(&b, ",\"return_hidden_states\":true");
 	if (c->all_positions)

@@ -43,6 +43,7 @@ struct sgl_call_spec {
 	bool stream;
 	bool hidden;
 	bool logprob;
+	uint32_t top_n;	    /* top_logprobs_num, with logprob */
 	bool all_positions; /* logprob_start_len 0: no cache hit,
 					 * the prefill block covers all */
 };

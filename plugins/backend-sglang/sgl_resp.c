@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "sgl.h"
 #include "sgl_http.h"
 
@@ -120,23 +121,96 @@ static int out_grow(struct sgl_gen *g, size_t need)
 	if (!l)
 		return -ENOMEM;
 	g->lp = l;
+	if (g->top_n) {
+		o = realloc(g->tid, n * g->top_n * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		g->tid = o;
+		l = realloc(g->tlp, n * g->top_n * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		g->tlp = l;
+	}
 	g->cap_out = n;
+	return 0;
+}
+
+/*
+ * The new positions of an event's output_top_logprobs, checked: ids in
+ * the vocabulary (when known), logprobs <= 0 and sorted; a null or
+ * non-finite logprob, and the rest of a short list, read as none (NaN).
+ */
+static int append_top(struct sgl_gen *g, const struct engy_sglresp_resp *r)
+{
+	size_t K = g->top_n, k, i, from_i, need;
+	uint32_t vocab = g->s->info.vocab_size, cnt;
+	long from =
+		sgl_list_new_from(g->c_ntop, r->n_top, r->completion_tokens);
+	float v, last;
+
+	if (from < 0) {
+		sgl_gen_fail(g, -EPROTO, "serve's output list went backwards");
+		return -EPROTO;
+	}
+	from_i = (size_t)from;
+	need = g->c_ntop + (r->n_top - from_i);
+	if (need > g->c_tcap) {
+		size_t c1 = 0, c2 = 0;
+
+		if (!engy_grow((void **)&g->c_tid, &c1, need * K,
+			       sizeof(*g->c_tid)) ||
+		    !engy_grow((void **)&g->c_tlp, &c2, need * K,
+			       sizeof(*g->c_tlp)))
+			return -ENOMEM;
+		g->c_tcap = need;
+	}
+	for (k = from_i; k < r->n_top; k++, g->c_ntop++) {
+		cnt = r->top_cnt[k];
+		last = 0;
+		for (i = 0; i < K; i++) {
+			uint32_t id = i < cnt ? r->top_ids[k * K + i] : 0;
+
+			v = i < cnt ? r->top_lp[k * K + i] : NAN;
+			if (!isfinite(v)) /* null, -Infinity: none */
+				v = NAN;
+			if (!isnan(v) && (v > 0 || v > last)) {
+				sgl_gen_fail(g, -EPROTO,
+					     "serve's top logprobs are not "
+					     "sorted log-probabilities");
+				return -EPROTO;
+			}
+			if (i < cnt && vocab && id >= vocab) {
+				sgl_gen_fail(g, -EPROTO,
+					     "serve's top logprob id %u is "
+					     "out of the vocabulary (%u)",
+					     id, vocab);
+				return -EPROTO;
+			}
+			if (!isnan(v))
+				last = v;
+			g->c_tid[g->c_ntop * K + i] = id;
+			g->c_tlp[g->c_ntop * K + i] = v;
+		}
+	}
 	return 0;
 }
 
 /* Move the call's tokens that have all they need into the output. */
 int sgl_ingest(struct sgl_gen *g, bool final)
 {
+	size_t tops = g->top_n && g->c_top_seen && !final ? g->c_ntop
+							  : SIZE_MAX,
+	       lps = g->logprobs && g->c_lp_seen && !final ? g->c_nlp
+							   : SIZE_MAX;
 	struct sgl_avail a = {
 		.ids = g->c_nids,
 		.rows = g->hidden ? g->c_rows : SIZE_MAX,
-		.lps = g->logprobs && g->c_lp_seen && !final ? g->c_nlp
-							     : SIZE_MAX,
+		.lps = lps < tops ? lps : tops,
 		.taken = g->c_taken,
 		.drop = g->plan.drop,
 		.room = g->max_new - g->n_out,
 	};
-	size_t n = sgl_take(&a), j;
+	size_t n = sgl_take(&a), j, k;
 
 	if (out_grow(g, g->n_out + (n - g->c_taken)))
 		return -ENOMEM;
@@ -154,6 +228,14 @@ int sgl_ingest(struct sgl_gen *g, bool final)
 		g->out[g->n_out] = g->c_ids[j];
 		g->lp[g->n_out] =
 			g->c_lp_seen && j < g->c_nlp ? g->c_lp[j] : NAN;
+		for (k = 0; k < g->top_n; k++) {
+			bool have = g->c_top_seen && j < g->c_ntop;
+
+			g->tid[g->n_out * g->top_n + k] =
+				have ? g->c_tid[j * g->top_n + k] : 0;
+			g->tlp[g->n_out * g->top_n + k] =
+				have ? g->c_tlp[j * g->top_n + k] : NAN;
+		}
 		g->n_out++;
 	}
 	g->c_taken = n;
@@ -206,6 +288,10 @@ static int take_event(struct sgl_gen *g)
 		rc = append_list(g, &g->c_nlp, NULL, r->lp, r->n_lp,
 				 r->completion_tokens);
 	}
+	if (!rc && g->top_n && r->has_top) {
+		g->c_top_seen = true;
+		rc = append_top(g, r);
+	}
 	if (rc)
 		return rc;
 	if (r->has_hidden) {
@@ -250,6 +336,7 @@ static struct engy_sglresp_opts jf_opts(struct sgl_gen *g)
 		.max_ids = (size_t)g->plan.ask + 16,
 		.on_row = on_row,
 		.arg = g,
+		.top_n = g->prefill ? 0 : g->top_n,
 	};
 
 	return o;
@@ -401,7 +488,8 @@ void sgl_resp_failed(struct sgl_gen *g, int code, long status)
 
 void sgl_resp_begin(struct sgl_gen *g)
 {
-	g->c_nids = g->c_nlp = g->c_taken = 0;
+	g->c_nids = g->c_nlp = g->c_taken = g->c_ntop = 0;
+	g->c_top_seen = false;
 	g->c_rows = g->plan.drop;
 	g->c_lp_seen = g->have_final = g->c_hidden_seen = false;
 	g->c_finish = ENGY_SGLRESP_FINISH_NONE;

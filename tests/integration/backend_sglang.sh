@@ -244,6 +244,31 @@ drive serve_urls=http://127.0.0.1:1 connect_timeout_s=1 -- info 100
 is "info, nothing known" rc -11
 ok "info: the checkpoint's config.json (text_config), the serve's model and context, the hidden size from rows"
 
+# --- top_logprobs ------------------------------------------------------------------
+# top_logprobs 3 reaches the serve as top_logprobs_num, and each token's 3
+# alternatives (the fake's tops(): the token itself first) come to
+# on_top_logprobs just before the token, exact, streamed or not, chunked,
+# with incremental events; hostile lists fail the generation saying why.
+WT=$(expect 5,6,7 30 '{"top":3}' | node "$FAKE" get tophash)
+WT9=$(expect 5,6,7 9 '{"top":3}' | node "$FAKE" get tophash)
+for st in false true; do
+	drive $OPTS checkpoint=$T/ckpt stream=$st gen_chunk=7 -- gen 5,6,7 30 rid=tp-$st top=3 \
+		";" gen 5,6,7 9 rid=m_incr-tpi-$st top=3
+	same_as "top_logprobs ($st)" "$W30"
+	is "top_logprobs ($st)" tophash "$WT"
+	same_as "top_logprobs, incremental ($st)" "$W9" 2
+	is "top_logprobs, incremental ($st)" tophash "$WT9" 2
+done
+curl -s "$A/_log" | grep -q '"rid":"tp-true-c2",.*"top":3}' || fail "top_logprobs_num not sent: $(curl -s "$A/_log")"
+for m in topbig:vocabulary topunsorted:sorted topmany:logprobs; do
+	drive $OPTS checkpoint=$T/ckpt -- gen 5,6,7 5 rid=m_${m%%:*}-tx top=3
+	get status; [ "$g" != 0 ] || fail "${m%%:*}: accepted"
+	has "${m%%:*}" error "${m#*:}"
+done
+drive $OPTS -- gen 5,6,7 4 rid=tp-big top=21
+[ "$(sed -n 1p "$OUT")" = '{"generate_rc":-22}' ] || fail "top 21: $(sed -n 1p "$OUT")"
+ok "top_logprobs 3: top_logprobs_num sent, alternatives exact before each token (streamed or not, chunked, incremental); an id out of the vocabulary, an unsorted or too long list fail the generation; 21 is -EINVAL"
+
 drive $OPTS -- prefill 5,6,7,8
 is "prefill" rc 0; is "prefill" rows 4; is "prefill" n_prefill 4; is "prefill" hidden 8
 is "prefill" rowhash "$(expect 5,6,7,8 1 '{"prefill":true}' | node "$FAKE" get rowhash)"

@@ -19,14 +19,15 @@
 //   (incremental streaming: output_ids and logprobs as deltas), lastonly
 //   (hidden states only in the final event), stopN (EOS at length N),
 //   shortpf (a prefill block one row short), slowev (80 ms per event),
-//   json (a JSON body even when a stream is asked for).  Continuation
+//   json (a JSON body even when a stream is asked for), topmany, topbig,
+//   topunsorted (see tops()).  Continuation
 // calls (rid "...-cN") report all but one prompt token as cached.  A
 // request whose rid names no mode gets the serve's default modes.
 // GET /_log returns what was asked: generate calls and aborted rids.
 //
 // Usage: node fake_sglang.mjs serve PORTFILE [HIDDEN] [DEFAULT_MODES]
 //        node fake_sglang.mjs expect IDS MAX [OPTS]
-//          OPTS: {"stop":N,"hidden":H,"fold":true,"prefill":true}
+//          OPTS: {"stop":N,"hidden":H,"fold":true,"prefill":true,"top":K}
 //          prints {"ids":[..],"rowhash":"..","lphash":"..","finish":".."}
 //          (fold: token 0's row left out; prefill: the rows of every
 //          prompt position instead)
@@ -62,6 +63,36 @@ function row(seq, hidden) {
 
 function logprob(seq) {
   return -(fnv(seq) % 1000) / 997;
+}
+
+// top_logprobs_num K: the token itself with its logprob, then K-1 others
+// (3 + (t - 3 + 7i) mod 997) each 1 less likely.  Modes spoil them:
+// topmany (K+1 entries), topbig (an id of 5000), topunsorted.
+function tops(t, lp, K, mo) {
+  const l = [[lp, t, null]];
+  for (let i = 1; i < K + (mo.topmany ? 1 : 0); i++)
+    l.push([lp - i, 3 + ((t - 3 + 7 * i) % 997 + 997) % 997, null]);
+  if (mo.topbig) l[l.length - 1][1] = 5000;
+  if (mo.topunsorted && l.length > 1) [l[0], l[1]] = [l[1], l[0]];
+  return l;
+}
+
+// FNV-1a 64 over each alternative's id (uint32 LE) and logprob (float32
+// LE), as the C driver hashes what on_top_logprobs gave.
+function hashTops(ids, lps, K) {
+  let h = 0xcbf29ce484222325n;
+  const buf = Buffer.alloc(8);
+  ids.forEach((t, k) => {
+    for (const [lp, id] of tops(t, lps[k], K, {})) {
+      buf.writeUInt32LE(id, 0);
+      buf.writeFloatLE(lp, 4);
+      for (const b of buf) {
+        h ^= BigInt(b);
+        h = (h * 0x100000001b3n) & 0xffffffffffffffffn;
+      }
+    }
+  });
+  return h.toString(16).padStart(16, '0');
 }
 
 // Greedy generation of up to max tokens after prompt.
@@ -139,6 +170,8 @@ function serve(portFile, hidden, dflt) {
     }
     if (req.return_logprob)
       meta.output_token_logprobs = lps.map((lp, i) => [lp, ids[i], null]);
+    if (req.return_logprob && req.top_logprobs_num > 0)
+      meta.output_top_logprobs = lps.map((lp, i) => tops(ids[i], lp, req.top_logprobs_num, mo));
     if (req.return_hidden_states && !mo.nohidden && (final || !mo.lastonly)) {
       // Element 0: the prefill block (uncached prompt positions, whose
       // last row made token 0); then one decode row per later token.
@@ -163,7 +196,7 @@ function serve(portFile, hidden, dflt) {
       stream: !!req.stream, hidden: !!req.return_hidden_states,
       logprob: !!req.return_logprob, logprob_start_len: req.logprob_start_len ?? null,
       temperature: sp.temperature, stop_token_ids: sp.stop_token_ids ?? null,
-      sampling_seed: sp.sampling_seed ?? null,
+      sampling_seed: sp.sampling_seed ?? null, top: req.top_logprobs_num ?? null,
     });
     if (mo.http) return reply(res, mo.http, { error: { message: 'internal boom' } });
     if (mo.hsoff && req.return_hidden_states)
@@ -258,6 +291,7 @@ if (cmd === 'serve') {
   console.log(JSON.stringify({
     ids: g.ids, rowhash: hashFloats(flat), lphash: hashFloats(g.lps),
     finish: g.finish.type, matched: g.finish.matched ?? -1,
+    ...(o.top ? { tophash: hashTops(g.ids, g.lps, o.top) } : {}),
   }));
 } else if (cmd === 'expect-lm') {
   // engy's scripted backend test-lm (tests/plugins/test-lm.c), greedy:

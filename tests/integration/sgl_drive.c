@@ -8,14 +8,15 @@
  *
  *   sgl_drive PLUGIN.so [option=value ...] -- COMMAND [; COMMAND ...]
  *   gen IDS MAX [temp=T hidden=0 lp=0 rid=R stop=A,B seed=S
- *                cancel_after=N cancel_ms=MS]
+ *                cancel_after=N cancel_ms=MS top=K]
  *   multi N IDS MAX [same keys]     N generations at once
  *   prefill IDS                     hidden rows of every position
  *   info MS                         info() after MS ms on the loop
  *   busy N IDS MAX                  N generate() calls at once: their rcs
  *
  * Rows and logprobs are printed as FNV-1a 64 hashes over their float32
- * bytes (the fake serve computes the same).  Token content goes to stdout
+ * bytes, top_logprobs alternatives over (uint32 id, float32 logprob) each
+ * (the fake serve computes the same).  Token content goes to stdout
  * because these are test vectors, never to a log.
  */
 #include <dlfcn.h>
@@ -249,7 +250,9 @@ struct req {
 	size_t n;
 	size_t calls, folds, rows;
 	uint32_t hidden;
-	uint64_t rowhash, lphash;
+	uint64_t rowhash, lphash, tophash;
+	uint32_t top;	  /* top_logprobs asked */
+	size_t top_ahead; /* ids on_top_logprobs announced, not yet given */
 	int cancel_after;
 	bool cancelled, done, want_hidden, want_lp;
 	struct engy_gen_result res;
@@ -273,10 +276,32 @@ static void fnv(uint64_t *h, const void *p, size_t n)
 		*h = (*h ^ b[i]) * 0x100000001b3ull;
 }
 
+/* The alternatives of the next on_tokens' ids: K each, hashed. */
+static void on_top(void *arg, size_t n, uint32_t k, const uint32_t *ids,
+		   const float *lp)
+{
+	struct req *r = arg;
+	size_t i;
+
+	if (r->done || r->cancelled || r->top_ahead || k != r->top || !n)
+		die("on_top_logprobs: %zu ids, %u each (asked %u)", n, k,
+		    r->top);
+	r->top_ahead = n;
+	for (i = 0; i < n * k; i++) {
+		fnv(&r->tophash, &ids[i], 4);
+		fnv(&r->tophash, &lp[i], 4);
+	}
+}
+
 static void on_tokens(void *arg, const uint32_t *ids, size_t n,
 		      const struct engy_rows *rows, const float *lp)
 {
 	struct req *r = arg;
+
+	if (r->top && r->top_ahead != n)
+		die("on_tokens with %zu ids after alternatives of %zu", n,
+		    r->top_ahead);
+	r->top_ahead = 0;
 
 	if (r->done || r->cancelled)
 		die("on_tokens after on_done or cancel");
@@ -431,11 +456,12 @@ static void print_req(struct req *r)
 	printf(",\"finish\":%d,\"matched\":%d,\"prompt\":%u,\"completion\":%u,"
 	       "\"cached\":%u,\"calls\":%zu,\"fold\":%zu,\"rows\":%zu,"
 	       "\"hidden\":%u,\"rowhash\":\"%016llx\",\"lphash\":\"%016llx\","
-	       "\"ms\":%.0f,\"ids\":[",
+	       "\"tophash\":\"%016llx\",\"ms\":%.0f,\"ids\":[",
 	       r->res.finish, r->res.matched_stop, r->res.prompt_tokens,
 	       r->res.completion_tokens, r->res.cached_tokens, r->calls,
 	       r->folds, r->rows, r->hidden, (unsigned long long)r->rowhash,
-	       (unsigned long long)r->lphash, r->ms);
+	       (unsigned long long)r->lphash, (unsigned long long)r->tophash,
+	       r->ms);
 	for (i = 0; i < r->n; i++)
 		printf("%s%u", i ? "," : "", r->ids[i]);
 	printf("]}\n");
@@ -456,7 +482,7 @@ static int start_gen(struct req *r, char **a, int n, const uint32_t *in,
 	int rc;
 
 	memset(r, 0, sizeof(*r));
-	r->rowhash = r->lphash = 0xcbf29ce484222325ull;
+	r->rowhash = r->lphash = r->tophash = 0xcbf29ce484222325ull;
 	p.input_ids = in;
 	p.n_input = n_in;
 	p.max_new_tokens = max;
@@ -464,6 +490,10 @@ static int start_gen(struct req *r, char **a, int n, const uint32_t *in,
 	p.top_p = 1;
 	p.return_hidden = r->want_hidden = !(v = kv(a, n, "hidden")) || atoi(v);
 	p.return_logprobs = r->want_lp = !(v = kv(a, n, "lp")) || atoi(v);
+	if ((v = kv(a, n, "top"))) { /* top_logprobs */
+		p.top_logprobs = r->top = (uint32_t)atoi(v);
+		p.on_top_logprobs = on_top;
+	}
 	p.rid = kv(a, n, "rid");
 	if (p.rid && index >= 0) { /* several at once: rid.0, rid.1, ... */
 		snprintf(rid, sizeof(rid), "%s.%d", p.rid, index);
