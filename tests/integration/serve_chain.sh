@@ -77,6 +77,24 @@ for f in output_ids text meta_info.finish_reason meta_info.hidden_states; do
 done
 ok "streamed through B: A's answer"
 
+# top_logprobs_num through backend-sglang: B asks A for the alternatives
+# and answers the same output_top_logprobs (texts made by each serve from
+# the ids), plain and streamed.
+TB='{"input_ids":[10,20,30,40],"sampling_params":{"temperature":0,"max_new_tokens":8},"return_logprob":true,"top_logprobs_num":3,"return_text_in_logprobs":true}'
+code=$(curl -s -o "$T/ta" -w '%{http_code}' --data-binary "$TB" "http://127.0.0.1:$PORT_a/generate")
+[ "$code" = 200 ] || fail "A top: HTTP $code: $(head -c 300 "$T/ta")"
+code=$(curl -s -o "$T/tb" -w '%{http_code}' --data-binary "$TB" "http://127.0.0.1:$PORT_b/generate")
+[ "$code" = 200 ] || fail "B top: HTTP $code: $(head -c 300 "$T/tb")"
+node "$MJS" stream "http://127.0.0.1:$PORT_b/generate" "$(echo "$TB" | sed 's/^{/{"stream":true,/')" > "$T/tsb.json" ||
+	fail "top stream through B"
+js final "$T/tsb.json" > "$T/tsb_final"
+for f in output_ids meta_info.output_token_logprobs meta_info.output_top_logprobs meta_info.input_top_logprobs; do
+	same "$f" "$T/ta" "$T/tb"
+	same "$f" "$T/ta" "$T/tsb_final"
+done
+[ "$(js meta_info.output_top_logprobs.0.length "$T/tb")" = 3 ] || fail "not 3 alternatives: $(head -c 300 "$T/tb")"
+ok "top_logprobs_num 3 through B: A's output_top_logprobs, plain and streamed"
+
 # sampling_params.json_schema (sglang's): A masks backend-ref's sampling;
 # B passes it on through backend-sglang.  The output is checked by
 # JSON.parse and a direct reading of the schema (not engy's code).
