@@ -281,6 +281,18 @@ ok('openai: previous_response_id is a BadRequestError saying zero data retention
 	assert.ok(rlp.length >= 1);
 	for (const e of rlp)
 		alts(e, 3, 'responses');
+	// the same checkpoint through backend-sglang and engy's serve: the
+	// same greedy tokens and alternatives, plain and streamed
+	const gs = await oai.chat.completions.create({ model: 'tiny-sgl', logprobs: true, top_logprobs: 3,
+		temperature: 0, max_tokens: 8, messages: msgs });
+	assert.equal(gs.choices[0].message.content, g.choices[0].message.content);
+	assert.deepEqual(gs.choices[0].logprobs.content, glp, 'backend-sglang: other alternatives');
+	const ss = await oai.chat.completions.create({ model: 'tiny-sgl', logprobs: true, top_logprobs: 3,
+		temperature: 0, max_tokens: 8, stream: true, messages: msgs });
+	const sslp = [];
+	for await (const ch of ss)
+		sslp.push(...(ch.choices[0]?.logprobs?.content || []));
+	assert.deepEqual(sslp, glp, 'backend-sglang streamed: other alternatives');
 	await assert.rejects(oai.chat.completions.create({ model: 'scripted', logprobs: true, top_logprobs: 3,
 		messages: [{ role: 'user', content: 'x' }] }), (e) => e instanceof OpenAI.BadRequestError &&
 		/top_logprobs: no worker serving this model returns alternatives/.test(e.message));
@@ -289,6 +301,7 @@ ok('openai: previous_response_id is a BadRequestError saying zero data retention
 		/logprobs must be set to true/.test(e.message));
 	ok(`openai: top_logprobs 3 from an engy miner: chat greedy (${glp.length} tokens) and sampled, ` +
 		`streamed (${slp.length}), legacy completions logprobs: 3, responses.create with include; ` +
+		'the same through backend-sglang and engy\'s serve (plain and streamed); ' +
 		'a model whose workers serve no alternatives is a 400 saying so');
 }
 

@@ -3,8 +3,10 @@
 # The OpenAI Responses API, legacy completions and stop strings through
 # engyd -c as a gateway, on 127.0.0.1: an engy miner on backend-ref with a
 # generated tiny checkpoint (model "tiny": the text is noise, the shapes
-# and counts are real) and a scripted miner peer (bad_miner.mjs good,
-# model "scripted") whose output a request names exactly ("script:JSON").
+# and counts are real), one on backend-sglang driving engy's serve on the
+# same checkpoint (model "tiny-sgl"), a scripted miner peer (bad_miner.mjs
+# good, model "scripted") whose output a request names exactly
+# ("script:JSON"), and one that claims top_logprobs (model "hostile").
 # Buyers: raw curl for the exact event order and the error bodies, then
 # the client libraries nobody here tuned for (gateway_responses.mjs):
 # openai 6 responses.create and completions.create, the Vercel AI SDK 6
@@ -44,7 +46,38 @@ A models put hostile --max-input-tokens 4096 --max-output-tokens 4096 --max-requ
 KH=$(register 5DAAnrj7VHTznn2AWBemMuyBwZWs6FNFjdyVXUeYum3PTXFy)
 peer hostile good MINER_KEY="$KH" MODEL=hostile WORKER_NAME=hostile CHUNK_MS=1 CONSTRAINTS=top_logprobs
 peer_wait hostile admit
-ok "gateway, an engy miner (tiny), a scripted peer (scripted) and one that claims top_logprobs (hostile)"
+# the same checkpoint on the production path: an engy miner on
+# backend-sglang (model "tiny-sgl") driving engy's serve on backend-ref
+A models put tiny-sgl --max-input-tokens 4096 --max-output-tokens 64 --max-request-s 30 \
+	--price-input 1 --price-cached-input 0.5 --price-output 2 >/dev/null || fail "models put tiny-sgl"
+[ -f "$T/plug/backend-sglang.so" ] && [ -f "$T/plug/transport-http.so" ] || fail "backend-sglang.so and transport-http.so are needed"
+cat > "$T/serve.conf" <<C
+role = "serve"
+state_dir = "$T/state-serve"
+log_file = "$T/serve.log"
+plugin "transport-http" { listen = {"127.0.0.1:0"} }
+plugin "backend-ref" { checkpoint = "$T/model" threads = 1 }
+C
+"$ENGYD" --no-dlclose -c "$T/serve.conf" 2> "$T/serve.stderr" &
+PIDS="$PIDS $!"
+wait_for "$T/serve.log" "event=ready" 60 || fail "serve: $(cat "$T/serve.log" "$T/serve.stderr")"
+SPORT=$(sed -n 's/.*inst=transport-http event=listen .*port=\([0-9]*\).*/\1/p' "$T/serve.log" | head -1)
+KS=$(register 5HGjWAeFDfFCWPsjFQdVV2Msvz2XtMktvgocEZcCj68kUMaw)
+cat > "$T/mS.conf" <<C
+role = "miner"
+state_dir = "$T/state-mS"
+log_file = "$T/mS.log"
+shutdown_timeout = 5
+miner { model = "tiny-sgl" gpu_probe = false max_tokens = 16 }
+plugin "transport-ws" { reconnect_min_ms = 100 reconnect_max_ms = 500 }
+plugin "backend-sglang" { serve_urls = {"http://127.0.0.1:$SPORT"} checkpoint = "$T/model" }
+plugin "verifier-toploc" { topk = 128 decode_batching_size = 32 }
+C
+GW="$GWURL" MINER_KEY="$KS" ENGY_WORKER_NAME=mS MAX_INFLIGHT=8 \
+	"$ENGYD" --no-dlclose -c "$T/mS.conf" 2> "$T/mS.stderr" &
+PIDS="$PIDS $!"
+wait_for "$T/mS.log" "event=admit" 60 || fail "miner mS not admitted: $(tail -5 "$T/mS.log")"
+ok "gateway, an engy miner (tiny), one on backend-sglang and engy's serve (tiny-sgl), a scripted peer (scripted) and one that claims top_logprobs (hostile)"
 
 H="Authorization: Bearer $KEY"
 post() {  # post PATH JSON [HEADER] -> body in $T/out, status in $T/status
@@ -218,7 +251,7 @@ ok "books balance: nothing reserved, balance = credited - spent, the log's costs
 gw_stop
 grep -q "level=err" "$T/gw.log" && fail "errors in the gateway log: $(grep level=err "$T/gw.log")"
 for s in Hello Paris 'Once upon'; do
-	grep -q "$s" "$T/gw.log" "$T/mA.log" && fail "content ($s) in a log"
+	grep -q "$s" "$T/gw.log" "$T/mA.log" "$T/mS.log" && fail "content ($s) in a log"
 done
 ok "no error lines and no content in the logs"
 echo "$N_OK passed, 0 failed"
