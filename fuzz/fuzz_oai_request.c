@@ -5,17 +5,37 @@
  * or yields a request the chat template renders and the miner's field
  * parser accepts.  It is also tried as a miner's `response` output and,
  * when readable, rendered as a chat.completion and as a chunk stream
- * (streamed whole, and as its first half then the rest): every byte out
- * must be JSON or SSE of JSON.
+ * (streamed whole, and as its first half then the rest), with logprobs and
+ * 3 top_logprobs asked, and again once its alternatives are named by id
+ * (as a gateway with a tokenizer does): every byte out must be JSON or SSE
+ * of JSON.
  */
+#include <stdio.h>
+
 #include "buyerapi_fuzz.h"
 #include "fuzz.h"
+
+/* A tokenizer stand-in for the gateway's naming of alternatives. */
+static int decode(void *arg, uint32_t id, char **text, size_t *len)
+{
+	char buf[16];
+
+	(void)arg;
+	if (id >= 1000)
+		return -ERANGE;
+	snprintf(buf, sizeof(buf), "\xe2t%u", id); /* a lone UTF-8 byte */
+	*text = strdup(buf);
+	*len = strlen(buf);
+	return *text ? 0 : -ENOMEM;
+}
 
 static void render(const cJSON *output)
 {
 	struct engy_api_req req = { .model = "m",
 				    .include_usage = true,
-				    .show_reasoning = true };
+				    .show_reasoning = true,
+				    .logprobs = true,
+				    .top_logprobs = 3 };
 	struct engy_oai_stream s;
 	struct engy_api_result r;
 	struct engy_sse_out o;
@@ -34,6 +54,14 @@ static void render(const cJSON *output)
 		if (engy_oai_stream_finish(&s, &r, &o) == 0)
 			fuzz_check_sse(o.buf, o.len);
 		engy_oai_stream_free(&s);
+	}
+	/* the checked logprobs named by id, as a gateway with the model's
+	 * tokenizer does, render as JSON too (or are dropped) */
+	if (r.logprobs &&
+	    engy_api_logprobs_name((cJSON *)r.logprobs, decode, NULL) == 0) {
+		engy_sse_out_reset(&o);
+		if (engy_oai_response(&o, &req, "chatcmpl-f", 1, &r) == 0)
+			fuzz_check_json(o.buf, o.len);
 	}
 	engy_sse_out_free(&o);
 	engy_api_result_free(&r);
