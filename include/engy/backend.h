@@ -76,8 +76,9 @@ enum engy_finish {
  *	logprobs are of the same distribution the sampled token's logprob
  *	(on_tokens' @logprobs) is taken from: the log-softmax of the raw
  *	logits, before temperature, top_k and top_p (a constraint's mask,
- *	where one applies, is part of the logits).  An alternative a
- *	backend does not have is logprob NaN, id 0.  A backend that cannot
+ *	where one applies, is part of the logits: an alternative it
+ *	masked out is -INFINITY).  An alternative a backend does not have
+ *	is logprob NaN, id 0.  A backend that cannot
  *	give alternatives leaves on_top_logprobs uncalled (it also tells
  *	by ENGY_BACKEND_CAP_TOP_LOGPROBS in engy_model_info.caps).  Above
  *	ENGY_TOP_LOGPROBS_MAX: generate() returns -EINVAL.

@@ -85,7 +85,8 @@ static bool add_token(const struct mreq *r, cJSON *arr, uint32_t id, float lp,
  * choices[0].logprobs when the request asked: one entry per output token
  * of the text (up to a stop string's cut), {token, logprob, bytes,
  * top_logprobs: [{token, logprob, bytes, id}, …]} (top_logprobs' count
- * of the backend's alternatives, best first; [] when none were asked;
+ * of the backend's alternatives, best first, less those it did not have
+ * or that a constraint masked out (not finite); [] when none were asked;
  * "id" lets a gateway with a tokenizer name the token itself).  NULL
  * when not asked, or when a token has no logprob.
  */
@@ -107,7 +108,7 @@ static cJSON *logprobs_json(const struct mreq *r)
 		    !(top = cJSON_AddArrayToObject(e, "top_logprobs")))
 			goto fail;
 		for (j = 0; j < K; j++)
-			if (!isnan(r->tlp_lp[i * K + j]) &&
+			if (isfinite(r->tlp_lp[i * K + j]) &&
 			    !add_token(r, top, r->tlp_ids[i * K + j],
 				       r->tlp_lp[i * K + j], true, NULL, NULL))
 				goto fail;
