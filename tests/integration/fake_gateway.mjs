@@ -138,7 +138,7 @@ function checkHello(m, conn) {
 	check(keysOnly(m, [...want, 'constraints']) && want.every((k) => k in m),
 		`hello keys: ${Object.keys(m)}`);
 	check(!('constraints' in m) || (Array.isArray(m.constraints) && m.constraints.length > 0 &&
-		m.constraints.every((c) => c === 'json_schema' || c === 'tool_call')),
+		m.constraints.every((c) => c === 'json_schema' || c === 'tool_call' || c === 'top_logprobs')),
 		`hello.constraints: ${JSON.stringify(m.constraints)}`);
 	check(m.miner_key === env.EXP_KEY, 'hello.miner_key is the key');
 	check(m.model === env.EXP_MODEL, `hello.model ${m.model}`);
