@@ -75,7 +75,7 @@ function hello() {
 // A script's "top": {"n": N, "bad": B}: each piece is one token with
 // logprob -0.5 and N alternatives, -1, -2, …; B spoils them: "positive"
 // (the first is +0.5), "null" (its logprob is null), "unsorted" (the
-// first two swapped).
+// first two swapped), "bigid" (the first's id is 100000).
 function top_logprobs(pieces, t) {
 	const content = pieces.map((p) => {
 		const top = Array.from({ length: t.n }, (_, i) => ({ token: `a${i}`, logprob: -(i + 1), bytes: [97], id: i }));
@@ -85,6 +85,8 @@ function top_logprobs(pieces, t) {
 			top[0].logprob = null;
 		if (t.bad === 'unsorted')
 			[top[0], top[1]] = [top[1], top[0]];
+		if (t.bad === 'bigid')
+			top[0].id = 100000;
 		return { token: p, logprob: -0.5, bytes: [...Buffer.from(p)], top_logprobs: top };
 	});
 	return { content, refusal: null };

@@ -33,7 +33,10 @@ A accounts create acme >/dev/null && A topup acme 5 >/dev/null || fail "account"
 KEY=$(A keys create acme 2>/dev/null) || fail "key"
 KA=$(register 5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY)
 KC=$(register 5FLSigC9HGRKVhB9FiEo4Y3koPsNmBmLJbpXg2mp1hXcS59Y)
+# (the gateway has the tiny checkpoint's tokenizer for "hostile" only:
+# it names that worker's alternatives from their ids itself)
 gw_conf "  keepalive_s = 1
+  tokenizers = { \"hostile=$T/model\" }
   first_token_timeout_s = 20"
 gw_start
 miner mA "$KA" mA 8
@@ -134,19 +137,27 @@ ok "responses stream: created, in_progress, reasoning item, function_call item, 
 
 # --- top_logprobs from a hostile worker -----------------------------------------------
 # The worker's alternatives are checked: at most 20 per token, each a
-# finite logprob <= 0, sorted; anything else and the answer goes out with
+# finite logprob <= 0, sorted, an id in the vocabulary of the gateway's
+# tokenizer, which names them; anything else and the answer goes out with
 # logprobs null (the text intact, billed as usual).  Expected values:
-# OpenAI's bound of 20 (its API reference); the texts are the script's.
-for t in '{"n":10000}' '{"n":21}' '{"n":3,"bad":"positive"}' '{"n":3,"bad":"null"}' '{"n":3,"bad":"unsorted"}'; do
+# OpenAI's bound of 20 (its API reference); the texts are the script's and
+# the checkpoint's tokenizer.json's (read here).
+for t in '{"n":10000}' '{"n":21}' '{"n":3,"bad":"positive"}' '{"n":3,"bad":"null"}' '{"n":3,"bad":"unsorted"}' '{"n":3,"bad":"bigid"}'; do
 	post /v1/chat/completions '{"model":"hostile","logprobs":true,"top_logprobs":3,"messages":[{"role":"user","content":"script:{\"pieces\":[\"Hi\",\"!\"],\"top\":'"$(printf '%s' "$t" | sed 's/"/\\"/g')"'}"}]}'
 	[ "$(cat "$T/status")" = 200 ] || fail "hostile $t: $(cat "$T/status") $(head -c 300 "$T/out")"
 	[ "$(jq_ 'o.choices[0].message.content+" "+o.choices[0].logprobs')" = "Hi! null" ] ||
 		fail "hostile $t relayed: $(head -c 600 "$T/out")"
 done
 post /v1/chat/completions '{"model":"hostile","logprobs":true,"top_logprobs":2,"messages":[{"role":"user","content":"script:{\"pieces\":[\"Hi\"],\"top\":{\"n\":20}}"}]}'
-[ "$(jq_ 'o.choices[0].logprobs.content[0].top_logprobs.map((a)=>a.token+":"+a.logprob).join(" ")')" = "a0:-1 a1:-2" ] ||
-	fail "20 alternatives, 2 asked: $(head -c 600 "$T/out")"
-ok "top_logprobs: a worker's 10000 or 21 alternatives, a positive or null logprob, an unsorted list: logprobs null, text intact; 20 sent, 2 asked: the first 2"
+# ids 0 and 1 of the tokenizer.json's vocabulary (printable ASCII: their
+# own text), not the worker's "a0" and "a1"
+want=$(node -e 'const v = JSON.parse(require("fs").readFileSync(process.argv[1])).model.vocab;
+	const inv = {}; for (const [k, i] of Object.entries(v)) inv[i] = k;
+	if (!/^[!-~]$/.test(inv[0]) || !/^[!-~]$/.test(inv[1])) throw new Error("not printable");
+	console.log(`${inv[0]}:-1 ${inv[1]}:-2`)' "$T/model/tokenizer.json") || fail "tokenizer.json"
+[ "$(jq_ 'o.choices[0].logprobs.content[0].top_logprobs.map((a)=>a.token+":"+a.logprob).join(" ")')" = "$want" ] ||
+	fail "20 alternatives, 2 asked, want $want: $(head -c 600 "$T/out")"
+ok "top_logprobs: a worker's 10000 or 21 alternatives, a positive or null logprob, an unsorted list, an id out of the vocabulary: logprobs null, text intact; 20 sent, 2 asked: the first 2, named by the gateway's tokenizer"
 
 # --- legacy completions ------------------------------------------------------------
 post /v1/completions '{"model":"scripted","prompt":"script:{\"pieces\":[\"a\",\"b\"]}"}'
