@@ -85,6 +85,19 @@ START_TEST(test_body_generate)
 	free(b);
 	sp.json_schema = NULL;
 
+	/* top_logprobs: sglang's top_logprobs_num, only with return_logprob */
+	c.top_n = 3;
+	b = sgl_body_generate(&c, &len);
+	ck_assert_ptr_nonnull(strstr(b, "\"return_logprob\":true,"
+					"\"top_logprobs_num\":3,"));
+	free(b);
+	c.logprob = false;
+	b = sgl_body_generate(&c, &len);
+	ck_assert_ptr_null(strstr(b, "top_logprobs_num"));
+	free(b);
+	c.logprob = true;
+	c.top_n = 0;
+
 	/* A continuation: kept tokens follow the prompt; every sampling
 	 * option that is not off is sent. */
 	sp.temperature = 0.5;
