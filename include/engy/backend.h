@@ -91,6 +91,8 @@ struct engy_gen_params {
 	const char *cons_suffix;
 	/* appended in 1.3 (check @size): see @ignore_eos above. */
 	bool ignore_eos;
+	/* appended in 1.4 (check @size): build a GEMM trace */
+	bool gemm_trace;
 };
 
 struct engy_gen_result {
@@ -154,6 +156,14 @@ struct engy_backend_ops {
 		       void (*done)(void *arg, int rc,
 				    const struct engy_rows *rows),
 		       void *arg, struct engy_gen **out);
+
+	/* appended in 1.4 (check @size): the GEMM trace */
+	char *(*gemm_commit)(void *inst, struct engy_gen *g); /* in on_done */
+	int (*gemm_open)(void *inst, const char *rid, const char *challenge,
+			 size_t len,
+			 void (*done)(void *arg, int rc, const char *json,
+				      size_t len),
+			 void *arg);
 };
 
 #ifdef __cplusplus

@@ -42,6 +42,9 @@ struct engy_proof_limits {
 	double min_pass_ratio;	     /* toploc_p: share of chunks passing */
 	double max_mant_mean;	     /* optional, 0 = not checked */
 	double max_mant_median;	     /* optional, 0 = not checked */
+	/* appended in 1.4 (check @size): the GEMM audit's sizes */
+	uint32_t gemm_layers, gemm_tokens, gemm_projections, gemm_spots;
+	double gemm_z, gemm_c_el, gemm_rate;
 };
 
 struct engy_proof_ops {
@@ -72,6 +75,28 @@ struct engy_proof_ops {
 		      const char *json, size_t json_len,
 		      const struct engy_proof_limits *limits,
 		      struct engy_proof_result *out);
+
+	/* appended in 1.4 (check @size); a scheme with challenge() may
+	 * leave prove()/verify() NULL. */
+	/**
+	 * challenge() - @commitment: the whole commitment JSON (untrusted).
+	 * 0 and *@json set: ask the miner.  0 and *@json NULL: not
+	 * challengeable, *@out says why (unproven, e.g. no_gemm).
+	 */
+	int (*challenge)(void *inst, const char *commitment, size_t len,
+			 const char *request_id, const uint8_t nonce[32],
+			 const struct engy_proof_limits *limits, char **json,
+			 struct engy_proof_result *out);
+	/**
+	 * check() - @opening NULL: no answer came (the caller says why in a
+	 * reason it sets itself when the result is unproven/cheat by its
+	 * rule).
+	 */
+	int (*check)(void *inst, const char *commitment, size_t len,
+		     const char *request_id, const uint8_t nonce[32],
+		     const char *opening, size_t olen,
+		     const struct engy_proof_limits *limits,
+		     struct engy_proof_result *out);
 };
 
 #ifdef __cplusplus
