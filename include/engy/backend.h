@@ -91,7 +91,15 @@ struct engy_gen_params {
 	const char *cons_suffix;
 	/* appended in 1.3 (check @size): see @ignore_eos above. */
 	bool ignore_eos;
-	/* appended in 1.4 (check @size): build a GEMM trace */
+	/*
+	 * appended in 1.4 (check @size): keep a GEMM audit trace of this
+	 * request (specs/gemm-audit.md): the backend commits to every audited
+	 * matrix multiply's rows, gemm_commit() gives the commitment in
+	 * on_done and gemm_open() answers a challenge for a while after.  A
+	 * backend without the ops, or that cannot trace this request, ignores
+	 * it (gemm_commit() then gives NULL); the request is served all the
+	 * same.
+	 */
 	bool gemm_trace;
 };
 
@@ -157,8 +165,30 @@ struct engy_backend_ops {
 				    const struct engy_rows *rows),
 		       void *arg, struct engy_gen **out);
 
-	/* appended in 1.4 (check @size): the GEMM trace */
-	char *(*gemm_commit)(void *inst, struct engy_gen *g); /* in on_done */
+	/* ---- appended in 1.4 (check @size); optional ---- */
+
+	/**
+	 * gemm_commit() - the GEMM audit member of a request started with
+	 * params.gemm_trace, called from its on_done (the handle is still
+	 * alive there): malloc'd JSON text, one object
+	 *   {"hashing":"engy-ga1","gemm_root":"<hex>","spec_root":"<hex>",
+	 *    "n_prompt":N,"n_tokens":M,"sampling":"<hex>","rid":"<rid>"}
+	 * (specs/gemm-audit.md), or NULL when there is none (not asked,
+	 * not finished normally, evicted, the serve did not offer one).
+	 * "rid" names the kept trace for gemm_open().  The caller frees it.
+	 */
+	char *(*gemm_commit)(void *inst, struct engy_gen *g);
+
+	/**
+	 * gemm_open() - answer a challenge (@challenge: JSON text
+	 * {"nonce":"<hex>","cells":[[layer,pos],...]}, untrusted) against the
+	 * trace gemm_commit() named @rid.  0: @done comes once, on the loop
+	 * thread, with 0 and the opening JSON (borrowed for the call) or a
+	 * negative errno and NULL: -ENOENT no such trace (never kept, expired
+	 * or evicted), -EINVAL a malformed challenge, -EBADMSG the rows the
+	 * backend re-derived do not match its commitment (an internal error),
+	 * -ECANCELED shutting down.  A negative return: @done never comes.
+	 */
 	int (*gemm_open)(void *inst, const char *rid, const char *challenge,
 			 size_t len,
 			 void (*done)(void *arg, int rc, const char *json,

@@ -58,6 +58,10 @@
  *                    store ops audit_claim() (one auditor per job on a
  *                    shared store, with a lapsing claim) and holds_open()
  *                    (an epoch closes once its requests have settled).
+ *   1.4  2026-12-03  The GEMM audit trace (specs/gemm-audit.md):
+ *                    engy_gen_params.gemm_trace and the backend ops
+ *                    gemm_commit() and gemm_open() (engy/backend.h),
+ *                    appended and optional.
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H
@@ -75,7 +79,7 @@ extern "C" {
 
 #define ENGY_PLUGIN_MAGIC  0x454e4731u /* "ENG1" */
 #define ENGY_ABI_MAJOR	   1
-#define ENGY_ABI_MINOR	   3
+#define ENGY_ABI_MINOR	   4
 #define ENGY_PLUGIN_SYMBOL "engy_plugin"
 
 #if defined(__GNUC__)

@@ -108,11 +108,11 @@ PIN(offsetof(struct engy_backend_ops, info), 8);
 PIN(offsetof(struct engy_backend_ops, generate), 16);
 PIN(offsetof(struct engy_backend_ops, cancel), 24);
 PIN(offsetof(struct engy_backend_ops, prefill), 32);
-PIN(offsetof(struct engy_backend_ops, gemm_commit), 40);
-PIN(offsetof(struct engy_backend_ops, gemm_open), 48);
+PIN(offsetof(struct engy_backend_ops, gemm_commit), 40); /* 1.4 */
+PIN(offsetof(struct engy_backend_ops, gemm_open), 48);	 /* 1.4 */
 PIN(sizeof(struct engy_backend_ops), 56);
 PIN(offsetof(struct engy_gen_params, ignore_eos), 120);
-PIN(offsetof(struct engy_gen_params, gemm_trace), 121);
+PIN(offsetof(struct engy_gen_params, gemm_trace), 121); /* 1.4 */
 PIN(sizeof(struct engy_gen_params), 128);
 PIN(sizeof(struct engy_gen_result), 40);
 PIN(offsetof(struct engy_model_info, serve_urls), 672);
@@ -216,7 +216,7 @@ PIN(ENGY_WS_CLOSE_TOO_BIG, 1009);
 START_TEST(test_versions)
 {
 	ck_assert_int_eq(ENGY_ABI_MAJOR, 1);
-	ck_assert_int_eq(ENGY_ABI_MINOR, 3);
+	ck_assert_int_eq(ENGY_ABI_MINOR, 4);
 }
 END_TEST
 
