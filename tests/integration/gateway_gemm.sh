@@ -1,0 +1,201 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The GEMM audit's opening relay end to end (specs/protocol.md §2,
+# "gemm_open"; specs/gateway.md, "Proof tee"): engyd -c as a gateway with
+# the tee on every answer, a scripted miner (probe_miner.mjs, PM_OPEN modes)
+# and an auditor played by curl on POST /internal/v1/tee/open.
+#  - An open of a held entry reaches the leg that served it as a gemm_open
+#    frame with the entry's request id and the challenge as sent; the
+#    miner's opening comes back as {"opening": ...}.
+#  - Hostile miners are bounded: silence is no_answer after
+#    gemm_open_timeout_s, an opening over gemm_open_max_bytes is oversize,
+#    a frame with neither opening nor error malformed, a second answer or
+#    one for a corr_id never asked is ignored (counted), an error is
+#    relayed short and printable, a leg that closes is gone.
+#  - Hostile auditors are bounded: one open per entry (409), at most
+#    gemm_open_max_pending at once (429), bad bodies 400, unknown seqs
+#    404, the token required; one that leaves early costs nothing.
+#  - The buyer's money adds up afterwards.
+#  - With verifier-gemm and a tracing backend-ref built: an honest engy
+#    miner passes the auditor's GEMM audit, an INT4 miner is cheat
+#    (product), a miner that never answers is cheat no_opening.
+# Oracle: the scripted miner and curl are written from specs/protocol.md
+# and specs/gateway.md (no engy code); the expected answers follow from what
+# the scripted miner was told to send.
+. "$top_srcdir/tests/integration/lib.sh"
+. "$top_srcdir/tests/integration/gateway_mod_lib.sh"
+
+store_init
+K1=$(miner_key $HK_A --label gemm)
+
+gw_conf a 'onboarding = false
+  tee_sample_rate = 1
+  gemm_open_timeout_s = 2
+  gemm_open_max_bytes = 1048576
+  gemm_open_max_pending = 2'
+gw_start a
+echo echo > "$T/open.mode"
+pm m1 "$K1" PM_OPEN_FILE="$T/open.mode"
+for i in $(seq 1 10); do
+	[ "$(chat "gemm$i")" = 200 ] || fail "buyer $i: $(cat "$T/chat.out")"
+done
+[ "$(internal '/internal/v1/tee/sample?n=100')" = 200 ] || fail "sample: $(cat "$T/int.out")"
+cp "$T/int.out" "$T/all.json"
+[ "$(js "$T/all.json" "j.entries.length")" = 10 ] || fail "entries: $(js "$T/all.json" "j.entries.length")"
+seq_of() { js "$T/all.json" "j.entries[$1 - 1].seq"; }
+rid_of() { js "$T/all.json" "j.entries[$1 - 1].request_id"; }
+
+CH='{"nonce":"'$(printf 'ab%.0s' $(seq 32))'","cells":[[0,1],[65535,2]]}'
+# open SEQ [BODY]: POST tee/open; the status printed, the body in $T/int.out
+open() {
+	if [ $# -ge 2 ]; then
+		b=$2
+	else
+		b="{\"seq\":$1,\"challenge\":$CH}"
+	fi
+	internal /internal/v1/tee/open -X POST -H 'Content-Type: application/json' --data "$b"
+}
+# open_bg SEQ OUT: the same in the background (its pid in BGPID)
+open_bg() {
+	curl -s -o "$T/$2" -w '%{http_code}' -H "Authorization: Bearer $TOKEN" \
+		-X POST -H 'Content-Type: application/json' \
+		--data "{\"seq\":$1,\"challenge\":$CH}" \
+		"http://127.0.0.1:$HPORT/internal/v1/tee/open" > "$T/$2.code" &
+	BGPID=$!
+}
+# opens_seen N: the miner has had N gemm_open frames (bounded wait)
+opens_seen() {
+	i=0
+	while [ "$(grep -c '^gemm_open ' "$T/pm-m1.out")" -lt "$1" ]; do
+		i=$((i + 1)); [ $i -le 600 ] || fail "gemm_open frames: $(grep -c '^gemm_open ' "$T/pm-m1.out") of $1"
+		sleep 0.1
+	done
+}
+# metric_is NAME VALUE: wait until /metrics shows it (bounded)
+metric_is() {
+	i=0
+	while [ "$(metric "$1")" != "$2" ]; do
+		i=$((i + 1)); [ $i -le 600 ] || fail "$1 = $(metric "$1"), want $2"
+		sleep 0.1
+	done
+}
+
+# --- an honest opening ---------------------------------------------------------------------
+S1=$(seq_of 1)
+[ "$(open "$S1")" = 200 ] || fail "open: $(cat "$T/int.out")"
+node -e '
+const fs = require("fs");
+const j = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+const ch = JSON.parse(process.argv[2]);
+if (JSON.stringify(j.opening.echo) !== JSON.stringify(ch) || j.opening.request_id !== process.argv[3] ||
+    Object.keys(j).join() !== "opening") { console.log(JSON.stringify(j)); process.exit(1); }
+' "$T/int.out" "$CH" "$(rid_of 1)" || fail "the opening relayed"
+grep -q "^gemm_open gemm-[0-9a-f]*-[0-9]* $(rid_of 1) echo\$" "$T/pm-m1.out" ||
+	fail "the miner's frame: $(grep gemm_open "$T/pm-m1.out")"
+ok "an open of a held entry reaches the leg that served it (its request id, the challenge as sent) and the opening comes back"
+
+# --- silence: no_answer at the deadline; one open per entry ---------------------------------------
+echo silent > "$T/open.mode"
+S2=$(seq_of 2)
+t0=$(date +%s%3N)
+open_bg "$S2" bg2
+opens_seen 2
+[ "$(open "$S2")" = 409 ] || fail "a second open of one entry: $(cat "$T/int.out")"
+[ "$(js "$T/int.out" "j.status")" = refused ] || fail "409 body: $(cat "$T/int.out")"
+wait "$BGPID"
+t1=$(date +%s%3N)
+[ "$(cat "$T/bg2.code")" = 200 ] && [ "$(js "$T/bg2" "j.status")" = no_answer ] ||
+	fail "silence: $(cat "$T/bg2.code") $(cat "$T/bg2")"
+[ $((t1 - t0)) -ge 2000 ] || fail "no_answer before gemm_open_timeout_s: $((t1 - t0)) ms"
+ok "a silent miner is no_answer once gemm_open_timeout_s (2 s) passed; a second open of the entry meanwhile is 409"
+
+# --- flood: gemm_open_max_pending -------------------------------------------------------------------
+open_bg "$(seq_of 3)" bg3
+B3=$BGPID
+open_bg "$(seq_of 4)" bg4
+B4=$BGPID
+opens_seen 4
+[ "$(open "$(seq_of 5)")" = 429 ] || fail "over gemm_open_max_pending: $(cat "$T/int.out")"
+wait "$B3"
+wait "$B4"
+[ "$(js "$T/bg3" "j.status")" = no_answer ] && [ "$(js "$T/bg4" "j.status")" = no_answer ] ||
+	fail "flood: $(cat "$T/bg3" "$T/bg4")"
+[ "$(grep -c '^gemm_open ' "$T/pm-m1.out")" = 4 ] || fail "the refused open reached the miner"
+ok "at most gemm_open_max_pending (2) openings in flight: the third is 429 and never reaches the miner"
+
+# --- answers twice, answers for a corr_id never asked ----------------------------------------------
+echo twice > "$T/open.mode"
+[ "$(open "$(seq_of 6)")" = 200 ] && [ "$(js "$T/int.out" "JSON.stringify(j.opening.echo)")" = "$CH" ] ||
+	fail "twice: $(cat "$T/int.out")"
+metric_is 'engy_gw_frames_ignored_total{reason="unknown corr_id"}' 1
+echo foreign > "$T/open.mode"
+[ "$(open "$(seq_of 6)")" = 200 ] && [ "$(js "$T/int.out" "JSON.stringify(j.opening.echo)")" = "$CH" ] ||
+	fail "foreign: $(cat "$T/int.out")"
+metric_is 'engy_gw_frames_ignored_total{reason="unknown corr_id"}' 2
+ok "a second answer and an answer for a corr_id never asked are ignored (counted); the asked one is relayed"
+
+# --- oversize, malformed, errors -----------------------------------------------------------------------
+echo huge > "$T/open.mode"
+[ "$(open "$(seq_of 6)")" = 200 ] && [ "$(js "$T/int.out" "j.status")" = oversize ] ||
+	fail "huge: $(head -c 300 "$T/int.out")"
+[ "$(wc -c < "$T/int.out")" -lt 1024 ] || fail "the oversize opening was relayed"
+echo neither > "$T/open.mode"
+[ "$(open "$(seq_of 6)")" = 200 ] && [ "$(js "$T/int.out" "j.status")" = malformed ] ||
+	fail "neither: $(cat "$T/int.out")"
+echo error > "$T/open.mode"
+[ "$(open "$(seq_of 6)")" = 200 ] &&
+	[ "$(js "$T/int.out" "j.status + ' ' + j.error")" = "miner_error not_held" ] || fail "error: $(cat "$T/int.out")"
+echo ctrl > "$T/open.mode"
+[ "$(open "$(seq_of 6)")" = 200 ] &&
+	[ "$(js "$T/int.out" "j.status + ' ' + j.error")" = "miner_error a__b_c_d" ] || fail "ctrl: $(cat "$T/int.out")"
+ok "an opening over gemm_open_max_bytes is oversize (not relayed), one with neither opening nor error malformed, a miner's error relayed short and printable"
+
+# --- the auditor's side ------------------------------------------------------------------------------
+[ "$(open 999999)" = 404 ] && [ "$(js "$T/int.out" "j.status")" = not_held ] || fail "unknown seq: $(cat "$T/int.out")"
+for body in '' '{"seq":1}' "{\"seq\":$S1,\"challenge\":3}" "{\"seq\":-1,\"challenge\":{}}" '[1]'; do
+	[ "$(open 0 "$body")" = 400 ] || fail "body '$body': $(cat "$T/int.out")"
+done
+[ "$(internal /internal/v1/tee/open)" = 405 ] || fail "GET open"
+[ "$(curl -s -o /dev/null -w '%{http_code}' -X POST --data "{\"seq\":$S1,\"challenge\":{}}" \
+	"http://127.0.0.1:$HPORT/internal/v1/tee/open")" = 401 ] || fail "no token"
+echo silent > "$T/open.mode"
+n=$(grep -c 'event=tee_open_done' "$T/a.log")
+curl -s -m 0.5 -o /dev/null -H "Authorization: Bearer $TOKEN" -X POST \
+	--data "{\"seq\":$(seq_of 7),\"challenge\":$CH}" "http://127.0.0.1:$HPORT/internal/v1/tee/open" &&
+	fail "a silent open answered within 0.5 s"
+opens_seen 11
+i=0
+until [ "$(grep -c 'event=tee_open_done' "$T/a.log")" -gt "$n" ]; do
+	i=$((i + 1)); [ $i -le 600 ] || fail "the abandoned open never ended"
+	sleep 0.1
+done
+grep -q "event=tee_open_done seq=$(seq_of 7) .* outcome=no_answer" "$T/a.log" || fail "abandoned: $(grep tee_open_done "$T/a.log" | tail -1)"
+echo echo > "$T/open.mode"
+[ "$(open "$(seq_of 7)")" = 200 ] && [ "$(js "$T/int.out" "JSON.stringify(j.opening.echo)")" = "$CH" ] ||
+	fail "after the abandoned open: $(cat "$T/int.out")"
+ok "the auditor's side: unknown seq 404, bad bodies 400, GET 405, no token 401; an auditor that leaves early costs nothing"
+
+# --- the leg closes ----------------------------------------------------------------------------------
+echo close > "$T/open.mode"
+[ "$(open "$(seq_of 8)")" = 200 ] && [ "$(js "$T/int.out" "j.status")" = gone ] || fail "close: $(cat "$T/int.out")"
+[ "$(open "$S1")" = 200 ] && [ "$(js "$T/int.out" "j.status")" = gone ] || fail "after the close: $(cat "$T/int.out")"
+for o in opened no_answer refused oversize malformed miner_error not_held gone; do
+	printf '%s=%s ' "$o" "$(metric "engy_gw_tee_opens_total{outcome=\"$o\"}")"
+done > "$T/opens.txt"
+[ "$(cat "$T/opens.txt")" = "opened=4 no_answer=4 refused=7 oversize=1 malformed=1 miner_error=2 not_held=1 gone=2 " ] ||
+	fail "metrics: $(cat "$T/opens.txt")"
+ok "a leg that closes while asked, and one already gone, are gone; engy_gw_tee_opens_total counts every outcome"
+
+gw_stop a
+# --- the buyer's money -------------------------------------------------------------------------------
+line=$(A accounts show buyer | head -1)
+m6() { echo "$line" | sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" | awk -F. '{ printf "%d\n", $1 * 1000000 + $2 }'; }
+logged=$(A log tail -n 100000 --account buyer | sed -n 's/.* cost=\([0-9.]*\).*/\1/p' |
+	awk -F. '{ s += $1 * 1000000 + $2 } END { printf "%d\n", s }')
+[ "$(m6 reserved)" = 0 ] || fail "reserved: $line"
+[ "$(($(m6 credited) - $(m6 spent)))" = "$(m6 balance)" ] || fail "balance: $line"
+[ "$logged" = "$(m6 spent)" ] && [ "$logged" -gt 0 ] || fail "log costs $logged != spent: $line"
+ok "money: nothing reserved, balance = credited - spent, spent = the request log's costs ($logged µUSD)"
+
+no_sanitizer_reports
+echo "$N_OK passed, 0 failed"
