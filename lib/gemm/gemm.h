@@ -16,6 +16,9 @@
  * Each (layer, mm, expert, role) has one token tree over the n_tokens
  * positions (padded with EMPTY to a power of two; a position with no row,
  * e.g. an expert the router did not pick for that token, is EMPTY too).
+ * The last token is sampled, never fed: layers have rows at positions
+ * 0 .. n_tokens-2, lm_head at n_prompt-1 .. n_tokens-2; a challenge
+ * draws only positions that must have rows.
  * The sub-roots, sorted by their key, form the sub tree; the gemm root
  * binds it with the pinned weight root (spec_root), the ids and the
  * sampling; the trace root binds the gemm root with the TOPLOC member.
@@ -76,6 +79,9 @@ enum engy_ga_mm {
 /* The hook name ("q_proj", "experts.3.up_proj", "lm_head", ...) as mm and
  * expert; -EINVAL for a name that is not audited. */
 int engy_ga_mm_parse(const char *hook_name, int *mm, uint32_t *expert);
+/* The hook name of @mm ("q_proj", "experts.down_proj" for the expert
+ * mms, ...); "?" out of range. */
+const char *engy_ga_mm_name(int mm);
 /* The checkpoint tensor name of (layer, mm, expert) into @out. */
 int engy_ga_mm_tensor(uint32_t layer, int mm, uint32_t expert, bool tied,
 		      char *out, size_t outlen);
@@ -112,30 +118,45 @@ void engy_ga_sampling_hash(double temperature, double top_p, int32_t top_k,
 struct engy_ga_trace;
 
 /*
- * engy_ga_trace_new() - a trace of @n_tokens positions.  Leaves are hashed
- * as rows arrive (engy_ga_trace_add()); only their 32-byte hashes are
- * kept (rows are re-derived for an opening: see engy_ga_trace_open()).
- * NULL on ENOMEM.
+ * engy_ga_trace_new() - a trace of at most @max_tokens positions (the
+ * output's length is not known while the forward runs: the binding comes
+ * at engy_ga_trace_gemm_root()).  Leaves are hashed as rows arrive
+ * (engy_ga_trace_add()); only their 32-byte hashes are kept (rows are
+ * re-derived for an opening: see engy_ga_open_new()).  Not thread-safe:
+ * one caller at a time.  NULL on ENOMEM.
  */
-struct engy_ga_trace *engy_ga_trace_new(const struct engy_ga_bind *b);
+struct engy_ga_trace *engy_ga_trace_new(uint32_t max_tokens);
 void engy_ga_trace_free(struct engy_ga_trace *t);
 /* Bytes the trace holds (for the owner's memory cap). */
 size_t engy_ga_trace_bytes(const struct engy_ga_trace *t);
 
 /*
- * engy_ga_trace_add() - the row of @key at position @pos (< n_tokens):
- * @n float32 values.  A second row for the same key and position is
- * -EEXIST; a position out of range -ERANGE; -ENOMEM.
+ * engy_ga_trace_add() - the row of @key at position @pos (< max_tokens):
+ * @n float32 values (1 .. ENGY_GA_MAX_ROW).  A second row for the same
+ * key and position is -EEXIST; a position out of range -ERANGE; a key
+ * that is not well formed (expert only with the EXPERT_* mms, layer
+ * ENGY_GA_LM_LAYER only with LM_HEAD) -EINVAL; after the root -EBUSY;
+ * -ENOMEM.
  */
 int engy_ga_trace_add(struct engy_ga_trace *t, const struct engy_ga_key *key,
 		      uint32_t pos, const float *row, size_t n);
 
-/* The leaf hash of one row (what engy_ga_trace_add() stores). */
-void engy_ga_leaf(const uint8_t ids_hash[32], const struct engy_ga_key *key,
-		  uint32_t pos, const float *row, size_t n, uint8_t out[32]);
+/* The leaf hash of one row (what engy_ga_trace_add() stores).  It binds
+ * the key, the position and the bytes; the request is bound by the gemm
+ * root (ids hash), which is why the leaf can be hashed before the output
+ * is known. */
+void engy_ga_leaf(const struct engy_ga_key *key, uint32_t pos, const float *row,
+		  size_t n, uint8_t out[32]);
 
-/* engy_ga_trace_root() - the gemm root (after the last add). */
-int engy_ga_trace_gemm_root(struct engy_ga_trace *t, uint8_t out[32]);
+/*
+ * engy_ga_trace_gemm_root() - the gemm root (after the last add), binding
+ * @b (kept for the opening).  -ERANGE when a row lies at a position >=
+ * b->n_tokens, -EINVAL for n_prompt > n_tokens or n_tokens 0, -ENOMEM.
+ * Once called, the trace takes no more rows; a second call with the same
+ * binding gives the same root.
+ */
+int engy_ga_trace_gemm_root(struct engy_ga_trace *t,
+			    const struct engy_ga_bind *b, uint8_t out[32]);
 
 /* trace root = H(TRACE ‖ gemm_root ‖ toploc_hash); toploc_hash is
  * engy_ga_toploc_hash() of the commitment's TOPLOC member. */
@@ -182,13 +203,17 @@ struct engy_ga_cell {
 
 /*
  * engy_ga_challenge() - expand @seed into at most layers x tokens cells
- * over a model of @n_layers layers (+ lm_head) and @n_tokens positions:
- * distinct layers, then distinct positions per layer, in the order the
- * PRNG gives them (the spec states the algorithm).  *@n gets the count.
+ * over a model of @n_layers layers (+ lm_head) and a request of @n_prompt
+ * prompt and @n_tokens positions in all: distinct layers, then distinct
+ * positions per layer (layers: 0 .. n_tokens-2; lm_head: n_prompt-1 ..
+ * n_tokens-2), in the order the PRNG gives them (the spec states the
+ * algorithm).  *@n gets the count (0 when nothing can be challenged);
+ * -ENOSPC when @cap is short (layers x tokens always suffices), -EINVAL.
  */
 int engy_ga_challenge(const uint8_t seed[32], uint32_t n_layers,
-		      uint32_t n_tokens, const struct engy_ga_params *p,
-		      struct engy_ga_cell *out, size_t cap, size_t *n);
+		      uint32_t n_prompt, uint32_t n_tokens,
+		      const struct engy_ga_params *p, struct engy_ga_cell *out,
+		      size_t cap, size_t *n);
 /* The challenge as JSON text (malloc'd): {"nonce":"hex","cells":[[l,t],..]}
  * and its parse (untrusted; bounded). */
 char *engy_ga_challenge_json(const uint8_t nonce[32],
@@ -205,22 +230,35 @@ int engy_ga_challenge_parse(const char *buf, size_t len, uint8_t nonce[32],
  * the replay bit-identical) and hands each (key, pos) row to the builder.
  */
 struct engy_ga_open;
+/* After engy_ga_trace_gemm_root() (else NULL, EINVAL); the trace must
+ * outlive the builder.  NULL with errno set. */
 struct engy_ga_open *engy_ga_open_new(struct engy_ga_trace *t,
 				      const struct engy_ga_cell *cells,
 				      size_t n);
-/* Offer a row: kept when its (layer, pos) is challenged, else ignored.
- * Its leaf must equal the trace's (else -EBADMSG: the replay diverged). */
+/* Offer a row: kept when its (layer, pos) is challenged (0), else ignored
+ * (0).  Its leaf must equal the trace's (else -EBADMSG: the replay
+ * diverged; -ENOENT: the trace has no row there); -EEXIST twice. */
 int engy_ga_open_add(struct engy_ga_open *o, const struct engy_ga_key *key,
 		     uint32_t pos, const float *row, size_t n);
-/* The opening JSON (malloc'd) and free. */
+/* The opening JSON (malloc'd; specs/gemm-audit.md gives its shape).  NULL
+ * with errno ENOENT when a row the trace holds at a challenged (layer,
+ * pos) was not offered, ENOMEM. */
 char *engy_ga_open_json(struct engy_ga_open *o);
 void engy_ga_open_free(struct engy_ga_open *o);
+
+/* Parser bounds: a row's values, rows and sub-trees per opening. */
+#define ENGY_GA_MAX_ROW	  (1u << 20)
+#define ENGY_GA_MAX_ROWS  65536u
+#define ENGY_GA_MAX_CELLS 4096u
 
 struct engy_ga_opening; /* parsed, untrusted */
 int engy_ga_opening_parse(const char *buf, size_t len,
 			  struct engy_ga_opening **out, char *err,
 			  size_t errlen);
 void engy_ga_opening_free(struct engy_ga_opening *o);
+/* A parsed opening written out again in the canonical form (malloc'd):
+ * parse(json(parse(x))) equals parse(x). */
+char *engy_ga_opening_json(const struct engy_ga_opening *o);
 
 /* ---- The check (auditor side) ---- */
 
@@ -234,6 +272,11 @@ struct engy_ga_weights {
 	bool tied;
 	uint32_t n_layers, top_k; /* top_k: experts per token (0 dense) */
 };
+
+/* The tolerance's units (specs/gemm-audit.md §5). */
+#define ENGY_GA_U_F32  (1.0 / 16777216.0) /* 2^-24: f32 rounding */
+#define ENGY_GA_U_BF16 (1.0 / 256.0)	  /* 2^-8: bf16 rounding */
+#define ENGY_GA_U_ACC  (1.0 / 16777216.0) /* 2^-24: f32 accumulation */
 
 enum engy_ga_outcome {
 	ENGY_GA_PASS = 0,

@@ -67,6 +67,9 @@ static void *conf_new(const char *dir)
 			memcpy(c + o->offset, &o->def, sizeof(o->def));
 		else if (o->type == ENGY_OPT_INT)
 			memcpy(c + o->offset, &i, sizeof(i));
+		else if (o->type == ENGY_OPT_BOOL)
+			*(bool *)(c + o->offset) =
+				o->def && !strcmp(o->def, "true");
 		else
 			ck_abort_msg("unexpected option type for %s", o->name);
 	}
