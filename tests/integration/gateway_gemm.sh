@@ -187,6 +187,124 @@ done > "$T/opens.txt"
 ok "a leg that closes while asked, and one already gone, are gone; engy_gw_tee_opens_total counts every outcome"
 
 gw_stop a
+# --- engy end to end: an honest miner, an INT4 miner, a silent replay -----------------------
+if [ -f "$T/plug/backend-ref.so" ] && [ -f "$T/plug/verifier-toploc.so" ] &&
+	[ -f "$T/plug/verifier-gemm.so" ] && [ -f "$T/plug/scorer-sn53.so" ]; then
+	"$ENGYCTL" mkmodel --arch qwen3 --size tiny --seed 3 --out "$T/m" --quiet || fail mkmodel
+	"$ENGYCTL" mkmodel --arch qwen3 --size tiny --seed 3 --quant int4 --out "$T/m4" --quiet ||
+		fail "mkmodel int4"
+	gw_conf d 'onboarding = false
+  tee_sample_rate = 1
+  gemm_open_timeout_s = 30'
+	gw_start d
+	# engy_miner NAME KEY CHECKPOINT PROFILE [VAR=VALUE...]: an engy miner on backend-ref
+	engy_miner() {
+		cat > "$T/$1.conf" <<C
+role = "miner"
+plugin_dir = "$T/plug"
+state_dir = "$T/state-$1"
+log_file = "$T/$1.log"
+shutdown_timeout = 5
+miner { model = "test-model" gpu_probe = false max_tokens = 8 worker_name = "$1" }
+plugin "transport-ws" { reconnect_min_ms = 100 reconnect_max_ms = 500 }
+plugin "backend-ref" { checkpoint = "$3" kernel_profile = "$4" threads = 1 max_batch = 2 }
+plugin "verifier-toploc" { topk = 128 decode_batching_size = 32 }
+C
+		n=$1 k=$2
+		shift 4
+		env GW="$GW" MINER_KEY="$k" "$@" "$ENGYD" --no-dlclose -c "$T/$n.conf" 2> "$T/$n.stderr" &
+		MPID=$!
+		PIDS="$PIDS $MPID"
+		wait_for "$T/$n.log" "event=admit" 60 || fail "$n: $(tail -5 "$T/$n.log")"
+	}
+	stop_miner() {
+		kill -TERM "$MPID"
+		wait "$MPID" || fail "miner exit $?"
+	}
+	# verdicts NAME HOTKEY N: wait for N verdict lines of each scheme for HOTKEY
+	verdicts() {
+		i=0
+		while [ "$(grep -c "event=verdict .* miner=$2 .* scheme=gemm " "$T/auditor.log")" -lt "$3" ] ||
+			[ "$(grep -c "event=verdict .* miner=$2 .* scheme=toploc " "$T/auditor.log")" -lt "$3" ]; do
+			i=$((i + 1)); [ $i -le 1200 ] || fail "$1: verdicts $(grep "miner=$2" "$T/auditor.log" | tail -3)"
+			sleep 0.1
+		done
+	}
+	KH=$(miner_key $HK_B --label honest)
+	KC=$(miner_key $HK_C --label int4)
+	KS=$(miner_key $HK_D --label silent)
+	engy_miner honest "$KH" "$T/m" splitk
+	HPID=$MPID
+	ROOT=$(sed -n 's/.*event=miner_prepared .*model_root=\([0-9a-f]*\).*/\1/p' "$T/honest.log")
+	A models root-add test-model --root "$ROOT" > /dev/null || fail "root-add"
+	A models put test-model --toploc-v 10 > /dev/null || fail "toploc-v"
+	# the honest miner's commitment, replayed later by a miner that never opens
+	[ "$(chat replay)" = 200 ] || fail "replay chat: $(cat "$T/chat.out")"
+	internal '/internal/v1/tee/sample?n=1000' > /dev/null
+	js "$T/int.out" "j.entries[j.entries.length - 1].commitment" > "$T/replay.json"
+	[ "$(js "$T/replay.json" "typeof j.gemm.trace_root + ' ' + j.gemm.hashing")" = "string engy-ga1" ] ||
+		fail "no gemm member: $(head -c 600 "$T/replay.json")"
+	"$ENGYCTL" keys new --out "$T/master" --seed-hex $(printf 'ee%.0s' $(seq 32)) > /dev/null
+	chmod 600 "$T/master"
+	cat > "$T/auditor.conf" <<C
+role = "auditor"
+plugin_dir = "$T/plug"
+state_dir = "$T/state"
+log_file = "$T/auditor.log"
+shutdown_timeout = 5
+plugin "backend-ref" { checkpoint = "$T/m" threads = 1 name = "test-model" }
+plugin "verifier-toploc" { }
+plugin "verifier-gemm" { checkpoint = "$T/m" }
+plugin "scorer-sn53" { }
+plugin "store-sqlite" { }
+auditor {
+  tee_url = "http://127.0.0.1:$HPORT/internal/v1/tee/sample"
+  sample_ppm = 1000000
+  pull_s = 1
+  gemm_rate = 1
+  gemm_miss_allowance = 0
+}
+C
+	"$ENGYD" --no-dlclose -c "$T/auditor.conf" 2> "$T/auditor.stderr" &
+	APID=$!
+	PIDS="$PIDS $APID"
+	wait_for "$T/auditor.log" "event=ready" 60 || fail "auditor: $(tail -5 "$T/auditor.log")"
+	for i in 1 2; do
+		[ "$(chat "honest$i")" = 200 ] || fail "honest chat $i"
+	done
+	verdicts honest "$HK_B" 3
+	grep "event=verdict .* miner=$HK_B " "$T/auditor.log" > "$T/v-honest"
+	[ "$(grep -c ' verdict=pass ' "$T/v-honest")" = 6 ] || fail "honest: $(cat "$T/v-honest")"
+	grep -q 'event=gemm_opening .* outcome=sent' "$T/honest.log" || fail "the honest miner sent no opening"
+	ok "an honest engy miner (splitk kernels) passes both schemes on 3 answers: toploc and gemm (its trace opened and checked)"
+	stop_miner
+	engy_miner int4 "$KC" "$T/m4" ref ENGY_MODEL_ROOT="$ROOT"
+	[ "$(chat int4)" = 200 ] || fail "int4 chat"
+	verdicts int4 "$HK_C" 1
+	grep -q "event=verdict .* miner=$HK_C .* scheme=gemm verdict=cheat reason=product " "$T/auditor.log" ||
+		fail "int4 gemm: $(grep "miner=$HK_C .* scheme=gemm" "$T/auditor.log")"
+	grep -q "event=verdict .* miner=$HK_C .* scheme=toploc verdict=cheat " "$T/auditor.log" ||
+		fail "int4 toploc: $(grep "miner=$HK_C .* scheme=toploc" "$T/auditor.log")"
+	ok "an INT4 miner claiming the canonical root: gemm cheat (reason product) and toploc cheat"
+	stop_miner
+	pm silent "$KS" PM_ROOT="$ROOT" PM_OPEN=silent PM_COMMITMENT_FILE="$T/replay.json"
+	[ "$(chat silent)" = 200 ] || fail "silent chat"
+	verdicts silent "$HK_D" 1
+	grep -q "event=verdict .* miner=$HK_D .* scheme=gemm verdict=cheat reason=no_opening " "$T/auditor.log" ||
+		fail "silent gemm: $(grep "miner=$HK_D .* scheme=gemm" "$T/auditor.log")"
+	grep -q '^gemm_open ' "$T/pm-silent.out" || fail "the silent miner was never asked"
+	ok "a miner that never answers the opening (a replayed honest commitment): gemm cheat no_opening"
+	kill -TERM "$APID"
+	wait "$APID" || fail "auditor exit $?: $(tail -5 "$T/auditor.log")"
+	gw_stop d
+	for f in "$T"/honest.log "$T"/int4.log "$T"/auditor.log "$T"/d.log; do
+		grep -qa 'BUYER-honest\|BUYER-int4' "$f" && fail "prompt text in $f"
+	done
+	ok "no prompt text in the miners', the auditor's or the gateway's logs"
+else
+	skip_part "engy end to end: backend-ref, verifier-toploc, verifier-gemm or scorer-sn53 not built"
+fi
+
 # --- the buyer's money -------------------------------------------------------------------------------
 line=$(A accounts show buyer | head -1)
 m6() { echo "$line" | sed -n "s/.* $1=\([0-9.-]*\).*/\1/p" | awk -F. '{ printf "%d\n", $1 * 1000000 + $2 }'; }

@@ -27,6 +27,8 @@
 //                  ctrl (an error with control characters and quotes),
 //                  neither (no opening, no error), close (the leg closes)
 //   PM_OPEN_FILE   a file holding that mode (overrides PM_OPEN when present)
+//   PM_COMMITMENT_FILE  a file whose JSON is sent as every commitment as it
+//                  is (a replay of another miner's)
 // Writes one line per event to OUT_FILE: "admitted", "denied REASON",
 // "serve CORR KIND MODE set=S" (KIND buyer when the prompt holds BUYER-,
 // else probe; S 1 when it holds PROBE-SET-), "cancel CORR", "gemm_open
@@ -97,6 +99,8 @@ function answer(corr, req, m) {
 		output_token_ids: ids,
 		toploc: { proofs: ['AAAAAAAAAAA='], topk: 128, decode_batching_size: 32,
 			skip_prefill: true, n_tokens: n, prompt_ids: promptIds } };
+	if (env.PM_COMMITMENT_FILE)
+		Object.assign(commitment, JSON.parse(readFileSync(env.PM_COMMITMENT_FILE, 'utf8')));
 	if (num(env.PM_PAD_BYTES, 0) > 0)
 		commitment.pad = 'x'.repeat(num(env.PM_PAD_BYTES, 0));
 	const text = Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
