@@ -58,6 +58,12 @@
  *                    store ops audit_claim() (one auditor per job on a
  *                    shared store, with a lapsing claim) and holds_open()
  *                    (an epoch closes once its requests have settled).
+ *   1.4  2026-12-03  Proof: challenged schemes (the GEMM audit): ops
+ *                    challenge() and check() appended, with which
+ *                    prove() and verify() may be NULL; engy_proof_limits
+ *                    gemm_layers, gemm_tokens, gemm_projections,
+ *                    gemm_spots, gemm_z, gemm_c_el, gemm_rate appended
+ *                    (read only when limits->size covers them).
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H
@@ -75,7 +81,7 @@ extern "C" {
 
 #define ENGY_PLUGIN_MAGIC  0x454e4731u /* "ENG1" */
 #define ENGY_ABI_MAJOR	   1
-#define ENGY_ABI_MINOR	   3
+#define ENGY_ABI_MINOR	   4
 #define ENGY_PLUGIN_SYMBOL "engy_plugin"
 
 #if defined(__GNUC__)
