@@ -62,6 +62,12 @@
  *                    engy_gen_params.gemm_trace and the backend ops
  *                    gemm_commit() and gemm_open() (engy/backend.h),
  *                    appended and optional.
+ *                    Proof: challenged schemes (the GEMM audit): ops
+ *                    challenge() and check() appended, with which
+ *                    prove() and verify() may be NULL; engy_proof_limits
+ *                    gemm_layers, gemm_tokens, gemm_projections,
+ *                    gemm_spots, gemm_z, gemm_c_el, gemm_rate appended
+ *                    (read only when limits->size covers them).
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H

@@ -177,6 +177,7 @@ START_TEST(test_prove_verify)
 	struct engy_host *h = fake_host_new("toploc0");
 	struct engy_proof_result res;
 	struct engy_proof_limits strict = { .size = sizeof(strict),
+					    .max_exp_mismatches = 0,
 					    .min_pass_ratio = 0.99 };
 	void *conf, *inst;
 	char *json;
