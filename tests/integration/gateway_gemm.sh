@@ -195,9 +195,10 @@ if [ -f "$T/plug/backend-ref.so" ] && [ -f "$T/plug/verifier-toploc.so" ] &&
 		fail "mkmodel int4"
 	gw_conf d 'onboarding = false
   tee_sample_rate = 1
-  gemm_open_timeout_s = 30'
+  gemm_open_timeout_s = 20'
 	gw_start d
-	# engy_miner NAME KEY CHECKPOINT PROFILE [VAR=VALUE...]: an engy miner on backend-ref
+	# engy_miner NAME KEY CHECKPOINT PROFILE [VAR=VALUE...]: an engy miner on
+	# backend-ref ($REF_MORE: more backend-ref options)
 	engy_miner() {
 		cat > "$T/$1.conf" <<C
 role = "miner"
@@ -207,7 +208,7 @@ log_file = "$T/$1.log"
 shutdown_timeout = 5
 miner { model = "test-model" gpu_probe = false max_tokens = 8 worker_name = "$1" }
 plugin "transport-ws" { reconnect_min_ms = 100 reconnect_max_ms = 500 }
-plugin "backend-ref" { checkpoint = "$3" kernel_profile = "$4" threads = 1 max_batch = 2 }
+plugin "backend-ref" { checkpoint = "$3" kernel_profile = "$4" threads = 1 max_batch = 2 ${REF_MORE:-} }
 plugin "verifier-toploc" { topk = 128 decode_batching_size = 32 }
 C
 		n=$1 k=$2
@@ -233,6 +234,7 @@ C
 	KH=$(miner_key $HK_B --label honest)
 	KC=$(miner_key $HK_C --label int4)
 	KS=$(miner_key $HK_D --label silent)
+	KG=$(miner_key $HK_E --label gone)
 	engy_miner honest "$KH" "$T/m" splitk
 	HPID=$MPID
 	ROOT=$(sed -n 's/.*event=miner_prepared .*model_root=\([0-9a-f]*\).*/\1/p' "$T/honest.log")
@@ -244,6 +246,9 @@ C
 	js "$T/int.out" "j.entries[j.entries.length - 1].commitment" > "$T/replay.json"
 	[ "$(js "$T/replay.json" "typeof j.gemm.trace_root + ' ' + j.gemm.hashing")" = "string engy-ga1" ] ||
 		fail "no gemm member: $(head -c 600 "$T/replay.json")"
+	SPEC_ROOT=$("$ENGYCTL" model-spec build "$T/m" | tr -d ' \t\n' |
+		sed -n 's/.*"model_root":"\([0-9a-f]\{64\}\)".*/\1/p')
+	[ -n "$SPEC_ROOT" ] || fail "model-spec build"
 	"$ENGYCTL" keys new --out "$T/master" --seed-hex $(printf 'ee%.0s' $(seq 32)) > /dev/null
 	chmod 600 "$T/master"
 	cat > "$T/auditor.conf" <<C
@@ -254,7 +259,7 @@ log_file = "$T/auditor.log"
 shutdown_timeout = 5
 plugin "backend-ref" { checkpoint = "$T/m" threads = 1 name = "test-model" }
 plugin "verifier-toploc" { }
-plugin "verifier-gemm" { checkpoint = "$T/m" }
+plugin "verifier-gemm" { checkpoint = "$T/m" spec_root = "$SPEC_ROOT" }
 plugin "scorer-sn53" { }
 plugin "store-sqlite" { }
 auditor {
@@ -262,7 +267,7 @@ auditor {
   sample_ppm = 1000000
   pull_s = 1
   gemm_rate = 1
-  gemm_miss_allowance = 0
+  gemm_miss_allowance = 1
 }
 C
 	"$ENGYD" --no-dlclose -c "$T/auditor.conf" 2> "$T/auditor.stderr" &
@@ -278,22 +283,49 @@ C
 	grep -q 'event=gemm_opening .* outcome=sent' "$T/honest.log" || fail "the honest miner sent no opening"
 	ok "an honest engy miner (splitk kernels) passes both schemes on 3 answers: toploc and gemm (its trace opened and checked)"
 	stop_miner
+	# INT4 weights claiming the canonical checkpoint: first with its trace
+	# bound to its own weights' root, then lying about that too
 	engy_miner int4 "$KC" "$T/m4" ref ENGY_MODEL_ROOT="$ROOT"
 	[ "$(chat int4)" = 200 ] || fail "int4 chat"
 	verdicts int4 "$HK_C" 1
-	grep -q "event=verdict .* miner=$HK_C .* scheme=gemm verdict=cheat reason=product " "$T/auditor.log" ||
+	grep -q "event=verdict .* miner=$HK_C .* scheme=gemm verdict=cheat reason=spec_root " "$T/auditor.log" ||
 		fail "int4 gemm: $(grep "miner=$HK_C .* scheme=gemm" "$T/auditor.log")"
 	grep -q "event=verdict .* miner=$HK_C .* scheme=toploc verdict=cheat " "$T/auditor.log" ||
 		fail "int4 toploc: $(grep "miner=$HK_C .* scheme=toploc" "$T/auditor.log")"
-	ok "an INT4 miner claiming the canonical root: gemm cheat (reason product) and toploc cheat"
 	stop_miner
+	KC2=$K1 # HK_A: part A's scripted miner, no verdict yet
+	REF_MORE="gemm_spec_root = \"$SPEC_ROOT\"" engy_miner int4-liar "$KC2" "$T/m4" ref ENGY_MODEL_ROOT="$ROOT"
+	[ "$(chat int4liar)" = 200 ] || fail "int4-liar chat"
+	verdicts int4-liar "$HK_A" 1
+	grep -q "event=verdict .* miner=$HK_A .* scheme=gemm verdict=cheat reason=product " "$T/auditor.log" ||
+		fail "int4-liar gemm: $(grep "miner=$HK_A .* scheme=gemm" "$T/auditor.log")"
+	grep -q "event=verdict .* miner=$HK_A .* scheme=toploc verdict=cheat " "$T/auditor.log" ||
+		fail "int4-liar toploc: $(grep "miner=$HK_A .* scheme=toploc" "$T/auditor.log")"
+	ok "an INT4 miner claiming the canonical root is cheat in both schemes: gemm spec_root (its trace binds its own weights), and gemm product when it claims the pinned weight root too"
+	stop_miner
+	# The non-answer rule (specs/auditor.md): misses within the allowance
+	# (1) are unproven, beyond it cheat; silence is cheat at once.
+	echo error > "$T/gone.mode"
+	pm gone "$KG" PM_ROOT="$ROOT" PM_OPEN_FILE="$T/gone.mode" PM_COMMITMENT_FILE="$T/replay.json"
+	[ "$(chat gone1)" = 200 ] || fail "gone chat 1"
+	verdicts gone "$HK_E" 1
+	grep -q "event=verdict .* miner=$HK_E .* scheme=gemm verdict=unproven reason=miner_not_held " "$T/auditor.log" ||
+		fail "miner error: $(grep "miner=$HK_E .* scheme=gemm" "$T/auditor.log")"
+	echo close > "$T/gone.mode"
+	[ "$(chat gone2)" = 200 ] || fail "gone chat 2"
+	verdicts gone "$HK_E" 2
+	grep -q "event=gemm_miss .* miner=$HK_E reason=gone misses=2 allowance=1" "$T/auditor.log" ||
+		fail "gone miss: $(grep gemm_miss "$T/auditor.log")"
+	grep -q "event=verdict .* miner=$HK_E .* scheme=gemm verdict=cheat reason=no_opening " "$T/auditor.log" ||
+		fail "gone beyond the allowance: $(grep "miner=$HK_E .* scheme=gemm" "$T/auditor.log")"
+	ok "a miner that cannot open (not_held) is unproven within the allowance (1); its next miss (the leg gone) is cheat no_opening"
 	pm silent "$KS" PM_ROOT="$ROOT" PM_OPEN=silent PM_COMMITMENT_FILE="$T/replay.json"
 	[ "$(chat silent)" = 200 ] || fail "silent chat"
 	verdicts silent "$HK_D" 1
 	grep -q "event=verdict .* miner=$HK_D .* scheme=gemm verdict=cheat reason=no_opening " "$T/auditor.log" ||
 		fail "silent gemm: $(grep "miner=$HK_D .* scheme=gemm" "$T/auditor.log")"
 	grep -q '^gemm_open ' "$T/pm-silent.out" || fail "the silent miner was never asked"
-	ok "a miner that never answers the opening (a replayed honest commitment): gemm cheat no_opening"
+	ok "a connected miner that never answers the opening (a replayed honest commitment): gemm cheat no_opening at the gateway's deadline"
 	kill -TERM "$APID"
 	wait "$APID" || fail "auditor exit $?: $(tail -5 "$T/auditor.log")"
 	gw_stop d
