@@ -171,7 +171,9 @@ static void open_done(void *arg, int rc, const char *json, size_t len)
 
 	open_unlink(o);
 	if (rc < 0)
-		err = rc == -ENOENT ? "not_held" : "failed";
+		err = rc == -ENOENT   ? "not_held"
+		      : rc == -EINVAL ? "malformed"
+				      : "failed";
 	else if (!json || !len)
 		err = "failed";
 	else if (len > (size_t)m->c->gemm_open_max_bytes)

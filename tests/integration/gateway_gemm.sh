@@ -246,6 +246,19 @@ C
 	js "$T/int.out" "j.entries[j.entries.length - 1].commitment" > "$T/replay.json"
 	[ "$(js "$T/replay.json" "typeof j.gemm.trace_root + ' ' + j.gemm.hashing")" = "string engy-ga1" ] ||
 		fail "no gemm member: $(head -c 600 "$T/replay.json")"
+	# before any auditor: the engy miner's own answers to opens of that
+	# held entry (a challenge of layer 0, position 0; one it cannot read)
+	RS=$(js "$T/int.out" "j.entries[j.entries.length - 1].seq")
+	Z=$(printf '00%.0s' $(seq 32))
+	[ "$(open "$RS" "{\"seq\":$RS,\"challenge\":{\"nonce\":\"$Z\",\"cells\":[[0,0]]}}")" = 200 ] &&
+		[ "$(js "$T/int.out" "typeof j.opening + ' ' + (JSON.stringify(j.opening).length > 64)")" = "object true" ] ||
+		fail "engy miner's opening: $(head -c 300 "$T/int.out")"
+	[ "$(open "$RS" "{\"seq\":$RS,\"challenge\":{\"bogus\":1}}")" = 200 ] &&
+		[ "$(js "$T/int.out" "j.status + ' ' + j.error")" = "miner_error malformed" ] ||
+		fail "engy miner, a bad challenge: $(cat "$T/int.out")"
+	grep -q "event=gemm_opening .* outcome=sent" "$T/honest.log" &&
+		grep -q "event=gemm_opening .* outcome=malformed" "$T/honest.log" || fail "miner log: $(grep gemm_open "$T/honest.log")"
+	ok "an engy miner (backend-ref) answers an open of its held answer with the opening, a challenge it cannot read with error malformed"
 	SPEC_ROOT=$("$ENGYCTL" model-spec build "$T/m" | tr -d ' \t\n' |
 		sed -n 's/.*"model_root":"\([0-9a-f]\{64\}\)".*/\1/p')
 	[ -n "$SPEC_ROOT" ] || fail "model-spec build"
