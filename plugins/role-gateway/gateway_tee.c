@@ -797,7 +797,11 @@ static struct gw_worker *leg_of(struct tee *t, uint64_t id)
 static void open_req(struct tee *t, struct engy_http_exchange *x,
 		     const struct engy_http_request *hr)
 {
-	cJSON *in = cJSON_ParseWithLength((const char *)hr->body, hr->body_len);
+	/* a body over the bound is not even parsed */
+	cJSON *in = hr->body_len > OPEN_MAX_CHALLENGE
+			    ? NULL
+			    : cJSON_ParseWithLength((const char *)hr->body,
+						    hr->body_len);
 	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(in, "seq");
 	cJSON *ch = cJSON_GetObjectItemCaseSensitive(in, "challenge");
 	cJSON *fr = NULL;
@@ -810,8 +814,7 @@ static void open_req(struct tee *t, struct engy_http_exchange *x,
 	uint64_t s;
 
 	if (!cJSON_IsNumber(seq) || seq->valuedouble < 1 ||
-	    seq->valuedouble > 9007199254740992.0 || !cJSON_IsObject(ch) ||
-	    hr->body_len > OPEN_MAX_CHALLENGE) {
+	    seq->valuedouble > 9007199254740992.0 || !cJSON_IsObject(ch)) {
 		cJSON_Delete(in);
 		open_refuse(t, x, 400, "refused",
 			    "want {\"seq\": N, \"challenge\": {...}} "
@@ -934,14 +937,15 @@ static void tee_opening(struct gw *g, struct gw_worker *w, const char *corr_id,
 		return;
 	}
 	if (cJSON_IsString(err) && err->valuestring) {
-		/* the miner's reason, printable and short */
-		for (i = 0; i < 63 && err->valuestring[i]; i++)
-			why[i] = (unsigned char)err->valuestring[i] < 0x20 ||
-						 err->valuestring[i] == '"' ||
-						 err->valuestring[i] == '\\' ||
-						 err->valuestring[i] == 0x7f
+		/* the miner's reason, printable ASCII and short */
+		for (i = 0; i < 63 && err->valuestring[i]; i++) {
+			unsigned char ch8 = (unsigned char)err->valuestring[i];
+
+			why[i] = ch8 < 0x20 || ch8 > 0x7e || ch8 == '"' ||
+						 ch8 == '\\'
 					 ? '_'
-					 : err->valuestring[i];
+					 : (char)ch8;
+		}
 		why[i] = '\0';
 		open_end(o, NULL, "miner_error", why);
 		return;

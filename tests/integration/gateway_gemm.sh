@@ -152,8 +152,9 @@ ok "an opening over gemm_open_max_bytes is oversize (not relayed), one with neit
 
 # --- the auditor's side ------------------------------------------------------------------------------
 [ "$(open 999999)" = 404 ] && [ "$(js "$T/int.out" "j.status")" = not_held ] || fail "unknown seq: $(cat "$T/int.out")"
-for body in '' '{"seq":1}' "{\"seq\":$S1,\"challenge\":3}" "{\"seq\":-1,\"challenge\":{}}" '[1]'; do
-	[ "$(open 0 "$body")" = 400 ] || fail "body '$body': $(cat "$T/int.out")"
+BIG="{\"seq\":$S1,\"challenge\":{\"pad\":\"$(head -c 70000 /dev/zero | tr '\0' x)\"}}"
+for body in '' '{"seq":1}' "{\"seq\":$S1,\"challenge\":3}" "{\"seq\":-1,\"challenge\":{}}" '[1]' "$BIG"; do
+	[ "$(open 0 "$body")" = 400 ] || fail "body '$(echo "$body" | head -c 80)': $(cat "$T/int.out")"
 done
 [ "$(internal /internal/v1/tee/open)" = 405 ] || fail "GET open"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST --data "{\"seq\":$S1,\"challenge\":{}}" \
@@ -173,7 +174,7 @@ grep -q "event=tee_open_done seq=$(seq_of 7) .* outcome=no_answer" "$T/a.log" ||
 echo echo > "$T/open.mode"
 [ "$(open "$(seq_of 7)")" = 200 ] && [ "$(js "$T/int.out" "JSON.stringify(j.opening.echo)")" = "$CH" ] ||
 	fail "after the abandoned open: $(cat "$T/int.out")"
-ok "the auditor's side: unknown seq 404, bad bodies 400, GET 405, no token 401; an auditor that leaves early costs nothing"
+ok "the auditor's side: unknown seq 404, bad bodies (and one over 64 KiB) 400, GET 405, no token 401; an auditor that leaves early costs nothing"
 
 # --- the leg closes ----------------------------------------------------------------------------------
 echo close > "$T/open.mode"
@@ -182,7 +183,7 @@ echo close > "$T/open.mode"
 for o in opened no_answer refused oversize malformed miner_error not_held gone; do
 	printf '%s=%s ' "$o" "$(metric "engy_gw_tee_opens_total{outcome=\"$o\"}")"
 done > "$T/opens.txt"
-[ "$(cat "$T/opens.txt")" = "opened=4 no_answer=4 refused=7 oversize=1 malformed=1 miner_error=2 not_held=1 gone=2 " ] ||
+[ "$(cat "$T/opens.txt")" = "opened=4 no_answer=4 refused=8 oversize=1 malformed=1 miner_error=2 not_held=1 gone=2 " ] ||
 	fail "metrics: $(cat "$T/opens.txt")"
 ok "a leg that closes while asked, and one already gone, are gone; engy_gw_tee_opens_total counts every outcome"
 
@@ -239,7 +240,8 @@ C
 	HPID=$MPID
 	ROOT=$(sed -n 's/.*event=miner_prepared .*model_root=\([0-9a-f]*\).*/\1/p' "$T/honest.log")
 	A models root-add test-model --root "$ROOT" > /dev/null || fail "root-add"
-	A models put test-model --toploc-v 10 > /dev/null || fail "toploc-v"
+	A models put test-model --toploc-v 10 --toploc-mant-mean 2 --toploc-mant-median 2 > /dev/null ||
+		fail "toploc limits (the devnet model spec's)"
 	# the honest miner's commitment, replayed later by a miner that never opens
 	[ "$(chat replay)" = 200 ] || fail "replay chat: $(cat "$T/chat.out")"
 	internal '/internal/v1/tee/sample?n=1000' > /dev/null
