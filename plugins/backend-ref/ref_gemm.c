@@ -267,6 +267,8 @@ static int hold_insert(struct ref *r, struct ref_hold *h)
 	r->holds_tail = &h->next;
 	r->hold_bytes += h->bytes;
 	r->n_holds++;
+	engy_dbg(r->host, "event=gemm_kept rid=%s bytes=%zu held_bytes=%zu",
+		 h->rid, h->bytes, r->hold_bytes);
 	gauges(r);
 	return 0;
 }
