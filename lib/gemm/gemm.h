@@ -271,7 +271,19 @@ struct engy_ga_weights {
 		   const double **w, size_t *out, size_t *in);
 	bool tied;
 	uint32_t n_layers, top_k; /* top_k: experts per token (0 dense) */
+	/* Optional (NULL: the check computes them): per input column k,
+	 * colsq[k] = sum_j W[j][k]^2 and rerr[k] = sum_j (bf16(W[j][k]) -
+	 * W[j][k])^2 (what rounding the weights to bf16 moves), borrowed as
+	 * W is.  They do not depend on the challenge, so an owner caches
+	 * them with W. */
+	int (*cols)(void *arg, uint32_t layer, int mm, uint32_t expert,
+		    const double **colsq, const double **rerr);
 };
+
+/* engy_ga_cols() - colsq and rerr of W [out, in] into @colsq, @rerr (in
+ * doubles each), as engy_ga_check() computes them without a cols(). */
+void engy_ga_cols(const double *w, size_t out, size_t in, double *colsq,
+		  double *rerr);
 
 /* The tolerance's units (specs/gemm-audit.md §5). */
 #define ENGY_GA_U_F32  (1.0 / 16777216.0) /* 2^-24: f32 rounding */

@@ -78,7 +78,18 @@ PIN(sizeof(struct engy_role_need), 24);
 PIN(offsetof(struct engy_proof_ops, scheme), 8);
 PIN(offsetof(struct engy_proof_ops, prove), 16);
 PIN(offsetof(struct engy_proof_ops, verify), 24);
-PIN(sizeof(struct engy_proof_ops), 32);
+PIN(offsetof(struct engy_proof_ops, challenge), 32); /* 1.4 */
+PIN(offsetof(struct engy_proof_ops, check), 40);
+PIN(sizeof(struct engy_proof_ops), 48);
+PIN(offsetof(struct engy_proof_limits, max_mant_median), 24);
+PIN(offsetof(struct engy_proof_limits, gemm_layers), 32); /* 1.4 */
+PIN(offsetof(struct engy_proof_limits, gemm_tokens), 36);
+PIN(offsetof(struct engy_proof_limits, gemm_projections), 40);
+PIN(offsetof(struct engy_proof_limits, gemm_spots), 44);
+PIN(offsetof(struct engy_proof_limits, gemm_z), 48);
+PIN(offsetof(struct engy_proof_limits, gemm_c_el), 56);
+PIN(offsetof(struct engy_proof_limits, gemm_rate), 64);
+PIN(sizeof(struct engy_proof_limits), 72);
 PIN(sizeof(struct engy_rows), 24);
 PIN(offsetof(struct engy_transport_ops, proto), 8);
 PIN(offsetof(struct engy_transport_ops, http_route), 16);

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalogspec.h"
 #include "gemm.h"
 #include "gemm_int.h"
 #include "merkle.h"
@@ -367,6 +368,57 @@ START_TEST(opening_roundtrip)
 }
 END_TEST
 
+/* The model spec file's gemm_* fields: defaults, values, refusals. */
+START_TEST(spec_fields)
+{
+	static const char root[] = "{\"model_root\":\"000000000000000000000000"
+				   "0000000000000000000000000000000000000000\"";
+	static const char *const bad[] = {
+		",\"gemm_layers\":0}",
+		",\"gemm_tokens\":2.5}",
+		",\"gemm_z\":\"6\"}",
+		",\"gemm_rate\":1.5}",
+		",\"gemm_projections\":65}",
+		",\"gemm_c_el\":0.5}",
+		",\"gemm_layers\":100,\"gemm_tokens\":100}",
+	};
+	struct engy_cspec cs;
+	char buf[512], err[160];
+	size_t i;
+
+	snprintf(buf, sizeof(buf), "%s}", root);
+	ck_assert_int_eq(
+		engy_cspec_parse(buf, strlen(buf), &cs, err, sizeof(err)), 0);
+	ck_assert_uint_eq(cs.gemm.layers, ENGY_CS_GEMM_LAYERS);
+	ck_assert_uint_eq(cs.gemm.tokens, ENGY_CS_GEMM_TOKENS);
+	ck_assert_uint_eq(cs.gemm.projections, ENGY_CS_GEMM_PROJECTIONS);
+	ck_assert_uint_eq(cs.gemm.spots, ENGY_CS_GEMM_SPOTS);
+	ck_assert(cs.gemm.z == ENGY_CS_GEMM_Z && cs.gemm.rate == 0.05);
+	ck_assert_uint_eq(cs.gemm.have, 0);
+	snprintf(buf, sizeof(buf),
+		 "%s,\"gemm_layers\":3,\"gemm_tokens\":16,"
+		 "\"gemm_projections\":4,\"gemm_spots\":0,\"gemm_z\":8,"
+		 "\"gemm_c_el\":7.5,\"gemm_rate\":0.25}",
+		 root);
+	ck_assert_int_eq(
+		engy_cspec_parse(buf, strlen(buf), &cs, err, sizeof(err)), 0);
+	ck_assert_uint_eq(cs.gemm.layers, 3);
+	ck_assert_uint_eq(cs.gemm.tokens, 16);
+	ck_assert_uint_eq(cs.gemm.projections, 4);
+	ck_assert_uint_eq(cs.gemm.spots, 0);
+	ck_assert(cs.gemm.z == 8 && cs.gemm.c_el == 7.5 &&
+		  cs.gemm.rate == 0.25);
+	ck_assert_uint_eq(cs.gemm.have, 0x7f);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(buf, sizeof(buf), "%s%s", root, bad[i]);
+		ck_assert_int_eq(engy_cspec_parse(buf, strlen(buf), &cs, err,
+						  sizeof(err)),
+				 -EINVAL);
+		ck_assert_ptr_nonnull(strstr(err, "gemm_"));
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("gemm");
@@ -378,6 +430,7 @@ int main(void)
 	tcase_add_test(tc, kat_challenge);
 	tcase_add_test(tc, keys_and_refusals);
 	tcase_add_test(tc, opening_roundtrip);
+	tcase_add_test(tc, spec_fields);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
