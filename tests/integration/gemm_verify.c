@@ -3,8 +3,13 @@
  * gemm_verify: checks a GEMM opening against the member it answers, for
  * tests/integration/serve_gemm.sh, with lib/gemm:
  *
+ *   gemm_verify challenge MEMBER.json NONCE RID CKPT > CHALLENGE.json
  *   gemm_verify MEMBER.json OPENING.json CHALLENGE.json IDS SPEC_ROOT
+ *               [CKPT RID]
  *
+ * challenge: the auditor's cells for NONCE (64 hex digits) and request id
+ * RID over the member (trace root with no TOPLOC member), all layers and
+ * up to 4 positions each, as engy_ga_challenge() draws them.
  * IDS: prompt ‖ output, comma-separated; SPEC_ROOT: the checkpoint's model
  * root (engyctl model-spec build).  Checked: the opening parses; its
  * binding is the member's (spec root, the ids' hash, counts, sampling);
@@ -12,8 +17,9 @@
  * rows there and every lm_head cell lm_head's; every row's leaf folds
  * along its token path into a token root, every sub leaf along its sub
  * path into one sub root, and that with the binding into the member's
- * gemm root.  Prints "ok: ..." and exits 0, or names the first failure
- * and exits 1.
+ * gemm root.  With CKPT and RID, then engy_ga_check() with the
+ * checkpoint's weights (lib/gemm's gemm_ckpt) must say pass.  Prints
+ * "ok: ..." and exits 0, or names the first failure and exits 1.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +29,7 @@
 #include <cjson/cJSON.h>
 
 #include "gemm.h"
+#include "gemm_ckpt.h"
 #include "gemm_int.h"
 #include "merkle.h"
 
@@ -63,6 +70,106 @@ static int hex_of(const cJSON *m, const char *k, uint8_t out[32])
 		       : -1;
 }
 
+static const struct engy_ga_params params = { .layers = 100,
+					      .tokens = 4,
+					      .projections = 2,
+					      .spots = 4,
+					      .z = 6,
+					      .c_el = 6 };
+
+/* The seed an auditor derives for @rid and @nonce from the member. */
+static int seed_of(const cJSON *m, const char *rid, const char *nonce_hex,
+		   uint8_t nonce[32], uint8_t trace_root[32], uint8_t seed[32])
+{
+	uint8_t groot[32], spec[32], tl[32];
+
+	if (hex_of(m, "gemm_root", groot) || hex_of(m, "spec_root", spec) ||
+	    strlen(nonce_hex) != 64 || engy_mc_unhex(nonce_hex, nonce, 32))
+		return -1;
+	engy_ga_toploc_hash(NULL, 0, tl);
+	engy_ga_trace_root(groot, tl, trace_root);
+	engy_ga_seed(spec, trace_root, rid, nonce, seed);
+	return 0;
+}
+
+static struct engy_ga_ckpt *ckpt_open(const char *dir)
+{
+	struct engy_ga_ckpt *c;
+	char err[256];
+
+	if (engy_ga_ckpt_open(dir, (size_t)1 << 28, &c, err, sizeof(err))) {
+		fprintf(stderr, "gemm_verify: %s\n", err);
+		exit(1);
+	}
+	return c;
+}
+
+static int challenge(char **argv)
+{
+	struct engy_ga_cell cells[ENGY_GA_MAX_CELLS];
+	uint8_t nonce[32], tr[32], seed[32];
+	struct engy_ga_ckpt *c;
+	size_t ml, n;
+	char *mtext = slurp(argv[2], &ml), *json;
+	cJSON *m = mtext ? cJSON_Parse(mtext) : NULL;
+
+	if (!m || seed_of(m, argv[4], argv[3], nonce, tr, seed))
+		return bad("challenge: member or nonce");
+	c = ckpt_open(argv[5]);
+	if (engy_ga_challenge(
+		    seed, engy_ga_ckpt_layers(c),
+		    (uint32_t)cJSON_GetObjectItem(m, "n_prompt")->valuedouble,
+		    (uint32_t)cJSON_GetObjectItem(m, "n_tokens")->valuedouble,
+		    &params, cells, ENGY_GA_MAX_CELLS, &n) ||
+	    !n)
+		return bad("challenge: no cells");
+	json = engy_ga_challenge_json(nonce, cells, n);
+	if (!json)
+		return bad("challenge: out of memory");
+	printf("%s", json);
+	free(json);
+	engy_ga_ckpt_close(c);
+	cJSON_Delete(m);
+	free(mtext);
+	return 0;
+}
+
+/* engy_ga_check() with the checkpoint's weights: must pass. */
+static int check(const cJSON *m, const struct engy_ga_opening *op,
+		 const uint8_t ids_hash[32], const char *nonce_hex,
+		 const char *dir, const char *rid)
+{
+	uint8_t nonce[32], tr[32], seed[32], tl[32];
+	struct engy_ga_ckpt *c = ckpt_open(dir);
+	struct engy_ga_ckpt_use *u;
+	struct engy_ga_weights w;
+	struct engy_ga_verdict v;
+	struct engy_ga_bind b;
+
+	if (seed_of(m, rid, nonce_hex, nonce, tr, seed))
+		return bad("check: member or nonce");
+	memset(&b, 0, sizeof(b));
+	hex_of(m, "spec_root", b.spec_root);
+	hex_of(m, "sampling", b.sampling);
+	memcpy(b.ids_hash, ids_hash, 32);
+	b.n_prompt = (uint32_t)cJSON_GetObjectItem(m, "n_prompt")->valuedouble;
+	b.n_tokens = (uint32_t)cJSON_GetObjectItem(m, "n_tokens")->valuedouble;
+	engy_ga_toploc_hash(NULL, 0, tl);
+	u = engy_ga_ckpt_use(c, &w);
+	if (!u || engy_ga_check(op, seed, tr, tl, &b, &params, &w, &v))
+		return bad("check: out of memory");
+	engy_ga_ckpt_done(u);
+	engy_ga_ckpt_close(c);
+	if (v.outcome != ENGY_GA_PASS) {
+		fprintf(stderr, "gemm_verify: engy_ga_check: %d %s at %s\n",
+			v.outcome, v.reason, v.where);
+		return 1;
+	}
+	printf("ok: engy_ga_check pass, %u products, rho_max %.3g\n",
+	       v.products, v.rho_max);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	uint8_t groot[32], spec[32], samp[32], ids_hash[32], want[32];
@@ -77,8 +184,11 @@ int main(int argc, char **argv)
 	cJSON *m;
 	bool have_sub = false;
 
-	if (argc != 6)
-		return bad("usage: MEMBER OPENING CHALLENGE IDS SPEC_ROOT");
+	if (argc == 6 && !strcmp(argv[1], "challenge"))
+		return challenge(argv);
+	if (argc != 6 && argc != 8)
+		return bad("usage: MEMBER OPENING CHALLENGE IDS SPEC_ROOT "
+			   "[CKPT RID]");
 	mtext = slurp(argv[1], &ml);
 	otext = slurp(argv[2], &ol);
 	ctext = slurp(argv[3], &cl);
@@ -175,6 +285,13 @@ int main(int argc, char **argv)
 	printf("ok: %zu cells, %zu subs, %zu rows; paths lead to the gemm "
 	       "root\n",
 	       n_cells, op->n_osubs, rows);
+	if (argc == 8) {
+		char nh[65];
+
+		engy_mc_hex(nonce, 32, nh);
+		if (check(m, op, ids_hash, nh, argv[6], argv[7]))
+			return 1;
+	}
 	engy_mh_free(h);
 	engy_ga_opening_free(op);
 	free(cells);

@@ -5,14 +5,16 @@
 # checkpoint.  /generate with return_gemm_trace answers meta_info.gemm
 # (without it: no member); streamed, the final event carries the same
 # member; POST /engy/gemm_open answers a challenge with an opening whose
-# binding and Merkle paths lead to that member's gemm root (gemm_verify,
+# binding and Merkle paths lead to that member's gemm root and which
+# engy_ga_check() passes against the checkpoint's weights (gemm_verify,
 # lib/gemm); backend-sglang sends the extension, parses the member and
 # opens through the same endpoint; refusals answer 404/400; a memory cap
 # evicts the older trace, counted in /metrics, and its rid answers 404.
 # Oracle: the spec root is `engyctl model-spec build`'s model root (lib/model,
 # checked independently by tests/ref/model_commitment.py); the sampling hash
 # is recomputed here in node from specs/gemm-audit.md's byte layout; paths
-# and roots are engy's own lib/gemm (self-consistency with the member).
+# and roots are engy's own lib/gemm (self-consistency with the member); the
+# products are checked in fp64 against the checkpoint's own weights.
 . "$top_srcdir/tests/integration/lib.sh"
 command -v curl >/dev/null || fail "curl is required"
 REF="$top_builddir/plugins/backend-ref/.libs/backend-ref.so"
@@ -92,17 +94,27 @@ grep '^data: {' "$T/s2" | tail -1 | sed 's/^data: //' > "$T/s2.last"
 	[ "$(grep -c '"gemm"' "$T/s2")" = 1 ] || fail "streamed member: $(tail -c 400 "$T/s2")"
 ok "streamed: only the final event carries meta_info.gemm, with the same gemm root"
 
-# A challenge: layer 0 at the first position, the last layer at the first
-# output position, lm_head where the prompt's last position chose token 0.
-L=$(node -e 'console.log(JSON.parse(require("fs").readFileSync(process.argv[1])).num_hidden_layers-1)' "$T/model/config.json")
+# An auditor's challenge: the seed from the member's trace root (no TOPLOC
+# member), the request id and a fresh nonce; every layer and lm_head, up
+# to 4 positions each.  The opening must lead to the member's gemm root
+# and pass engy_ga_check() against the checkpoint's own weights.
 NONCE=$(node -e 'console.log(require("crypto").randomBytes(32).toString("hex"))')
-CH='{"nonce":"'$NONCE'","cells":[[0,0],['$L',5],[65535,4]]}'
-printf '%s' "$CH" > "$T/ch"
+"$VERIFY" challenge "$T/m1" "$NONCE" req-g1 "$T/model" > "$T/ch" || fail "challenge"
+CH=$(cat "$T/ch")
 IDS=$(js '[10,20,30,40,50].concat(j.output_ids).join(",")' "$T/g1")
 CODE=$(post /engy/gemm_open '{"rid":"g1","challenge":'"$CH"'}' "$T/o1")
 [ "$CODE" = 200 ] || fail "gemm_open: $CODE $(head -c 300 "$T/o1")"
-"$VERIFY" "$T/m1" "$T/o1" "$T/ch" "$IDS" "$ROOT" > "$T/v1" 2>&1 || fail "verify: $(cat "$T/v1")"
-ok "/engy/gemm_open: $(cat "$T/v1")"
+"$VERIFY" "$T/m1" "$T/o1" "$T/ch" "$IDS" "$ROOT" "$T/model" req-g1 > "$T/v1" 2>&1 || fail "verify: $(cat "$T/v1")"
+ok "/engy/gemm_open: $(tr '\n' ' ' < "$T/v1")"
+# The same opening against other weights (the same model in INT4) fails:
+# the check reads the weights, not just the paths.
+"$ENGYCTL" mkmodel --arch qwen3-moe --size tiny --seed 5 --quant int4 --out "$T/int4" --quiet ||
+	fail "engyctl mkmodel int4"
+if "$VERIFY" "$T/m1" "$T/o1" "$T/ch" "$IDS" "$ROOT" "$T/int4" req-g1 > "$T/v1b" 2>&1; then
+	fail "an opening passed against INT4 weights: $(cat "$T/v1b")"
+fi
+grep -q "engy_ga_check: 1 " "$T/v1b" || fail "INT4: not a cheat verdict: $(cat "$T/v1b")"
+ok "against INT4 weights the same opening is a cheat ($(grep -o 'engy_ga_check: .*' "$T/v1b"))"
 grep -q "event=gemm_replay_diverged" "$T/a.log" && fail "a replay diverged"
 
 CODE=$(post /engy/gemm_open '{"rid":"nope","challenge":'"$CH"'}' "$T/o2")
@@ -117,22 +129,23 @@ ok "refusals: unknown rid 404, malformed challenge 400, GET 405"
 
 # backend-sglang against this serve: the extension sent, the member read
 # (its rid names the serve), the opening fetched through the endpoint.
-"$DRIVE" "$SGL" serve_urls="$U" -- gen 10,20,30,40,50 6 gemm=1 rid=sg1 hidden=0 lp=0 \; \
-	open 0/sg1 "$CH" > "$T/drive" 2> "$T/drive.err" || fail "sgl_drive: $(cat "$T/drive.err")"
-sed -n 1p "$T/drive" > "$T/d1"
-sed -n 2p "$T/drive" > "$T/d2"
+"$DRIVE" "$SGL" serve_urls="$U" -- gen 10,20,30,40,50 6 gemm=1 rid=sg1 hidden=0 lp=0 \
+	> "$T/d1" 2> "$T/drive.err" || fail "sgl_drive: $(cat "$T/drive.err")"
 js 'j.gemm' "$T/d1" > "$T/m3"
+"$VERIFY" challenge "$T/m3" "$NONCE" req-sg1 "$T/model" > "$T/ch3" || fail "challenge (sglang)"
+"$DRIVE" "$SGL" serve_urls="$U" -- open 0/sg1 "$(cat "$T/ch3")" > "$T/d2" 2> "$T/drive.err" ||
+	fail "sgl_drive: $(cat "$T/drive.err")"
 [ "$(js 'j.rid' "$T/m3")" = 0/sg1 ] && [ "$(js 'j.spec_root' "$T/m3")" = "$ROOT" ] &&
 	[ "$(js 'j.n_tokens' "$T/m3")" = "$((5 + $(js 'j.ids.length' "$T/d1")))" ] || fail "backend-sglang member: $(cat "$T/d1")"
 [ "$(js 'j.rc' "$T/d2")" = 0 ] || fail "backend-sglang open: $(cat "$T/d2")"
 js 'j.opening' "$T/d2" > "$T/o5"
 IDS=$(js '[10,20,30,40,50].concat(j.ids).join(",")' "$T/d1")
-"$VERIFY" "$T/m3" "$T/o5" "$T/ch" "$IDS" "$ROOT" > "$T/v5" 2>&1 || fail "verify (sglang): $(cat "$T/v5")"
+"$VERIFY" "$T/m3" "$T/o5" "$T/ch3" "$IDS" "$ROOT" "$T/model" req-sg1 > "$T/v5" 2>&1 || fail "verify (sglang): $(cat "$T/v5")"
 "$DRIVE" "$SGL" serve_urls="$U" -- open 0/nope "$CH" \; open 7/sg1 "$CH" \; gen 1,2,3 2 rid=sg2 hidden=0 lp=0 > "$T/drive2" 2> "$T/drive2.err" ||
 	fail "sgl_drive: $(cat "$T/drive2.err")"
 [ "$(sed -n 1p "$T/drive2")" = '{"rc":-2,"opening":null}' ] && [ "$(sed -n 2p "$T/drive2")" = '{"rc":-2,"opening":null}' ] &&
 	sed -n 3p "$T/drive2" | grep -q '"gemm":null' || fail "backend-sglang refusals: $(cat "$T/drive2")"
-ok "backend-sglang: member parsed (rid 0/sg1), opening through the serve verifies; unknown rids -ENOENT; not asked: no member"
+ok "backend-sglang: member parsed (rid 0/sg1), opening through the serve passes engy_ga_check; unknown rids -ENOENT; not asked: no member"
 
 # The memory cap: room for one and a half traces of this size.
 BYTES=$(grep -o 'event=gemm_kept rid=g1 bytes=[0-9]*' "$T/a.log" | head -1 | sed 's/.*=//')
