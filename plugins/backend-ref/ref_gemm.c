@@ -376,9 +376,10 @@ static void open_done(struct ref *r, struct engy_gen *rg, int rc)
 	char *json = NULL;
 
 	if (!rc) {
+		errno = 0;
 		json = engy_ga_open_json(rg->gs->o);
 		if (!json)
-			rc = -ENOMEM;
+			rc = errno ? -errno : -ENOMEM;
 	}
 	if (rc == -EBADMSG)
 		engy_err(
@@ -578,6 +579,9 @@ int ref_gemm_open(void *inst, const char *rid, const char *challenge,
 	h = r->gemm_ready ? hold_find(r, rid, NULL) : NULL;
 	if (!h)
 		return -ENOENT;
+	/* A replay takes a request's place: the same bound as generate(). */
+	if (r->n_active + r->n_queued >= (size_t)r->max_batch + r->max_queue)
+		return -EBUSY;
 	if (engy_ga_challenge_parse(challenge, len, nonce, &cells, &n, err,
 				    sizeof(err))) {
 		engy_dbg(r->host, "event=gemm_open_refused reason=\"%s\"", err);

@@ -66,7 +66,7 @@ char *sgl_gemm_commit(void *inst, struct engy_gen *eg)
 	struct sgl_gen *g = (struct sgl_gen *)eg;
 	struct sgl *s = inst;
 
-	if (!g || !g->gemm_member)
+	if (!g || !g->gemm_member || g->err || g->cancelled)
 		return NULL;
 	/* A member about other tokens than these binds nothing useful. */
 	if (g->gemm_np != (int64_t)g->n_input ||

@@ -50,6 +50,7 @@ static int status_of(int rc)
 		return 400;
 	case -ESHUTDOWN:
 	case -ECANCELED:
+	case -EBUSY:
 		return 503;
 	default:
 		return 500;
@@ -67,6 +68,8 @@ static const char *message_of(int rc)
 	case -ESHUTDOWN:
 	case -ECANCELED:
 		return "shutting down";
+	case -EBUSY:
+		return "the backend's queue is full";
 	case -EBADMSG:
 		return "the trace could not be re-derived";
 	default:

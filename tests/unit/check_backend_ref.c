@@ -1047,6 +1047,28 @@ START_TEST(test_gemm_evict)
 	free(o.json);
 	free(a.gemm);
 	free(b.gemm);
+	/* Replays count against max_batch + max_queue (4 + 64 by default):
+	 * the 69th open in a row is refused, the others answer. */
+	{
+		struct opened many[69];
+		int k;
+
+		memset(many, 0, sizeof(many));
+		for (k = 0; k < 68; k++)
+			ck_assert_int_eq(ops->gemm_open(in.p, "second", ch,
+							strlen(ch), open_cb,
+							&many[k]),
+					 0);
+		ck_assert_int_eq(ops->gemm_open(in.p, "second", ch, strlen(ch),
+						open_cb, &many[68]),
+				 -EBUSY);
+		run_loop(NULL);
+		for (k = 0; k < 68; k++) {
+			ck_assert_int_eq(many[k].done, 1);
+			ck_assert_int_eq(many[k].rc, 0);
+			free(many[k].json);
+		}
+	}
 	finish(&in);
 
 	/* Over the cap alone: not kept, no member. */
