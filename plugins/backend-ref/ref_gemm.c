@@ -467,6 +467,14 @@ void ref_gemm_ready(struct ref *r, int rc, const uint8_t root[32],
 
 	if (!r->gemm_on)
 		return;
+	/* cuBLAS picks its algorithm by shape: a row's bits may depend on
+	 * how many rows share the call, and a replay could not be proven. */
+	if (r->lo.device == Q3_DEVICE_CUDA) {
+		engy_warn(r->host,
+			  "event=gemm_unavailable reason=\"device cuda: a "
+			  "row's bits may depend on its batch\"");
+		return;
+	}
 	if (!r->spec_set) {
 		if (rc) {
 			engy_warn(r->host,
