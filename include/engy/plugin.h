@@ -58,16 +58,16 @@
  *                    store ops audit_claim() (one auditor per job on a
  *                    shared store, with a lapsing claim) and holds_open()
  *                    (an epoch closes once its requests have settled).
- *   1.4  2026-12-03  The GEMM audit trace (specs/gemm-audit.md):
- *                    engy_gen_params.gemm_trace and the backend ops
- *                    gemm_commit() and gemm_open() (engy/backend.h),
- *                    appended and optional.
- *                    Proof: challenged schemes (the GEMM audit): ops
- *                    challenge() and check() appended, with which
- *                    prove() and verify() may be NULL; engy_proof_limits
- *                    gemm_layers, gemm_tokens, gemm_projections,
- *                    gemm_spots, gemm_z, gemm_c_el, gemm_rate appended
- *                    (read only when limits->size covers them).
+ *   1.4  2026-12-03  The GEMM audit (specs/gemm-audit.md).  Proof:
+ *                    challenged schemes: ops challenge() and check()
+ *                    appended, with which prove() and verify() may be
+ *                    NULL; engy_proof_limits gemm_layers, gemm_tokens,
+ *                    gemm_projections, gemm_spots, gemm_z, gemm_c_el,
+ *                    gemm_rate appended (read only when limits->size
+ *                    covers them).  Backend: the trace:
+ *                    engy_gen_params.gemm_trace and the ops gemm_commit()
+ *                    and gemm_open() (engy/backend.h), appended and
+ *                    optional.
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H

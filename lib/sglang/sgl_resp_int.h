@@ -180,6 +180,7 @@ enum ctx {
 	C_HSE,
 	C_ROW,
 	C_BLOCK,
+	C_GEMM, /* meta_info.gemm */
 };
 
 /* What a value is for, decided at its first byte. */
@@ -208,6 +209,9 @@ enum slot {
 	V_HSFIRST,
 	V_ROWV,
 	V_BROW,
+	V_GEMM, /* meta_info.gemm */
+	V_GSTR, /* one of its string members */
+	V_GNUM, /* one of its counts */
 };
 
 enum st {

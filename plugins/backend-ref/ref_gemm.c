@@ -267,6 +267,8 @@ static int hold_insert(struct ref *r, struct ref_hold *h)
 	r->holds_tail = &h->next;
 	r->hold_bytes += h->bytes;
 	r->n_holds++;
+	engy_dbg(r->host, "event=gemm_kept rid=%s bytes=%zu held_bytes=%zu",
+		 h->rid, h->bytes, r->hold_bytes);
 	gauges(r);
 	return 0;
 }
@@ -374,9 +376,10 @@ static void open_done(struct ref *r, struct engy_gen *rg, int rc)
 	char *json = NULL;
 
 	if (!rc) {
+		errno = 0;
 		json = engy_ga_open_json(rg->gs->o);
 		if (!json)
-			rc = -ENOMEM;
+			rc = errno ? -errno : -ENOMEM;
 	}
 	if (rc == -EBADMSG)
 		engy_err(
@@ -464,6 +467,14 @@ void ref_gemm_ready(struct ref *r, int rc, const uint8_t root[32],
 
 	if (!r->gemm_on)
 		return;
+	/* cuBLAS picks its algorithm by shape: a row's bits may depend on
+	 * how many rows share the call, and a replay could not be proven. */
+	if (r->lo.device == Q3_DEVICE_CUDA) {
+		engy_warn(r->host,
+			  "event=gemm_unavailable reason=\"device cuda: a "
+			  "row's bits may depend on its batch\"");
+		return;
+	}
 	if (!r->spec_set) {
 		if (rc) {
 			engy_warn(r->host,
@@ -576,6 +587,9 @@ int ref_gemm_open(void *inst, const char *rid, const char *challenge,
 	h = r->gemm_ready ? hold_find(r, rid, NULL) : NULL;
 	if (!h)
 		return -ENOENT;
+	/* A replay takes a request's place: the same bound as generate(). */
+	if (r->n_active + r->n_queued >= (size_t)r->max_batch + r->max_queue)
+		return -EBUSY;
 	if (engy_ga_challenge_parse(challenge, len, nonce, &cells, &n, err,
 				    sizeof(err))) {
 		engy_dbg(r->host, "event=gemm_open_refused reason=\"%s\"", err);

@@ -73,6 +73,7 @@ static void gen_free(struct sgl_gen *g)
 	free(g->c_ids);
 	free(g->c_lp);
 	free(g->errbody);
+	free(g->gemm_member);
 	free(g);
 }
 
@@ -309,7 +310,8 @@ static int start_call(struct sgl_gen *g)
 	} else if (sgl_plan_chunk(g->n_out, g->max_new,
 				  /* a grammar restarts with each call:
 				   * constrained, one call */
-				  g->json_schema ? UINT32_MAX : s->gen_chunk,
+				  g->json_schema || g->gemm ? UINT32_MAX
+							    : s->gen_chunk,
 				  g->sp.temperature == 0, &g->plan)) {
 		return 1;
 	}
@@ -336,6 +338,7 @@ static int start_call(struct sgl_gen *g)
 	spec.hidden = g->hidden;
 	spec.logprob = g->logprobs || !g->prefill;
 	spec.all_positions = g->prefill;
+	spec.gemm_trace = g->gemm;
 	r.body = sgl_body_generate(&spec, &r.len);
 	if (!r.body)
 		return -ENOMEM;
@@ -555,6 +558,11 @@ int sgl_generate(struct sgl *s, const struct engy_gen_params *p,
 	}
 	g->hidden = q.return_hidden;
 	g->logprobs = q.return_logprobs;
+	/* A trace covers one call: a traced generation is never cut. */
+	g->gemm = s->gemm_on &&
+		  p->size >= offsetof(struct engy_gen_params, gemm_trace) +
+				     sizeof(q.gemm_trace) &&
+		  q.gemm_trace;
 	g->cb = *cb;
 	g->arg = arg;
 	if (q.rid)

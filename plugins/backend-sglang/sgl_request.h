@@ -45,6 +45,7 @@ struct sgl_call_spec {
 	bool logprob;
 	bool all_positions; /* logprob_start_len 0: no cache hit,
 					 * the prefill block covers all */
+	bool gemm_trace;    /* engy's return_gemm_trace (specs/serve.md) */
 };
 
 /* sgl_body_generate() - the JSON body (malloc'd, *@len bytes), or NULL. */
