@@ -475,16 +475,95 @@ static double out_unit(const float *y, size_t n)
 struct tok {
 	const float *x, *y;
 	uint32_t pos;
-	double uy, sy2, sxc, sxe, var;
+	double uy, sy2, sxc, sxe, var, eps;
 };
+
+/* Rows summed plainly per block of this many, blocks compensated. */
+#define VBLK 32
+
+typedef double v4d __attribute__((vector_size(32)));
+
+/* acc += w (neg: -= w) over n doubles. */
+static void acc_row(double *restrict acc, const double *restrict w, size_t n,
+		    bool neg)
+{
+	size_t k = 0;
+
+	if (neg) {
+		for (; k + 4 <= n; k += 4) {
+			v4d a, b;
+
+			memcpy(&a, acc + k, sizeof(a));
+			memcpy(&b, w + k, sizeof(b));
+			a -= b;
+			memcpy(acc + k, &a, sizeof(a));
+		}
+		for (; k < n; k++)
+			acc[k] -= w[k];
+	} else {
+		for (; k + 4 <= n; k += 4) {
+			v4d a, b;
+
+			memcpy(&a, acc + k, sizeof(a));
+			memcpy(&b, w + k, sizeof(b));
+			a += b;
+			memcpy(acc + k, &a, sizeof(a));
+		}
+		for (; k < n; k++)
+			acc[k] += w[k];
+	}
+}
+
+/* (hi, lo) += x elementwise, the error of each addition kept (TwoSum). */
+static void acc_two(double *restrict hi, double *restrict lo,
+		    const double *restrict x, size_t n)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		double s = hi[k] + x[k], bp = s - hi[k];
+
+		lo[k] += (hi[k] - (s - bp)) + (x[k] - bp);
+		hi[k] = s;
+	}
+}
+
+/*
+ * V[q] = W^T r_q for the @np projections at once, one pass over W: rows
+ * summed plainly in blocks of VBLK, the blocks' sums compensated.  Each
+ * column's error is below 2^-48 sum_j |W[j][k]| (eps in the tolerance).
+ */
+static void project(const double *w, size_t out, size_t in,
+		    const uint64_t *bits, size_t words, size_t np, double *V,
+		    double *lo, double *blk)
+{
+	size_t j0, j, q;
+
+	memset(V, 0, np * in * sizeof(*V));
+	memset(lo, 0, np * in * sizeof(*lo));
+	for (j0 = 0; j0 < out; j0 += VBLK) {
+		size_t j1 = j0 + VBLK < out ? j0 + VBLK : out;
+
+		memset(blk, 0, np * in * sizeof(*blk));
+		for (j = j0; j < j1; j++)
+			for (q = 0; q < np; q++)
+				acc_row(blk + q * in, w + j * in, in,
+					(bits[q * words + j / 64] >> (j % 64)) &
+						1);
+		for (q = 0; q < np; q++)
+			acc_two(V + q * in, lo + q * in, blk + q * in, in);
+	}
+	for (q = 0; q < np * in; q++)
+		V[q] += lo[q];
+}
 
 static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 			 struct tok *t, size_t nt)
 {
 	const struct engy_ga_params *p = c->p;
 	const double *w, *colsq = NULL, *rerr = NULL;
-	double *own = NULL, *v = NULL, *vc = NULL;
-	size_t out, in, i, j, k;
+	double *own = NULL, *v = NULL, *vc = NULL, *blk = NULL, *cn = NULL;
+	size_t out, in, i, j, k, words, np = p->projections;
 	uint8_t ps[32];
 	struct engy_ga_prng g;
 	uint64_t *bits = NULL;
@@ -507,17 +586,25 @@ static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 		colsq = own;
 		rerr = own + in;
 	}
-	v = malloc(in * sizeof(*v));
-	vc = malloc(in * sizeof(*vc));
-	bits = malloc(((out + 63) / 64) * sizeof(*bits));
-	if (!v || !vc || !bits) {
+	words = (out + 63) / 64;
+	v = malloc((np ? np : 1) * in * sizeof(*v));
+	vc = malloc((np ? np : 1) * in * sizeof(*vc));
+	blk = malloc((np ? np : 1) * in * sizeof(*blk));
+	cn = malloc(in * sizeof(*cn));
+	bits = malloc((np ? np : 1) * words * sizeof(*bits));
+	if (!v || !vc || !blk || !cn || !bits) {
 		c->err = -ENOMEM;
 		rc = 1;
 		goto out;
 	}
+	/* sum_j |W[j][k]| <= sqrt(out colsq[k]): bounds the projection's
+	 * error. */
+	for (k = 0; k < in; k++)
+		cn[k] = sqrt((double)out * colsq[k]);
 	/* Per token: the tolerance's parts (they do not depend on r). */
 	for (i = 0; i < nt; i++) {
 		struct csum a = { 0, 0 }, b = { 0, 0 }, e = { 0, 0 };
+		double ex = 0;
 
 		t[i].uy = out_unit(t[i].y, out);
 		for (j = 0; j < out; j++)
@@ -527,7 +614,9 @@ static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 
 			cadd(&b, x2 * colsq[k]);
 			cadd(&e, x2 * rerr[k]);
+			ex += fabs((double)t[i].x[k]) * cn[k];
 		}
+		t[i].eps = ldexp(ex, -47);
 		t[i].sy2 = cval(&a);
 		t[i].sxc = cval(&b);
 		t[i].sxe = cval(&e);
@@ -538,26 +627,13 @@ static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 	}
 	engy_ga_product_seed(c->seed, layer, (uint8_t)mm, expert, ps);
 	engy_ga_prng_init(&g, ps);
-	for (i = 0; i < p->projections && !rc; i++) {
-		for (j = 0; j < (out + 63) / 64; j++)
-			bits[j] = engy_ga_prng_u64(&g);
-		/* v = W^T r, compensated per column. */
-		memset(v, 0, in * sizeof(*v));
-		memset(vc, 0, in * sizeof(*vc));
-		for (j = 0; j < out; j++) {
-			const double *r = w + j * in;
-			double sg = (bits[j / 64] >> (j % 64)) & 1 ? -1.0 : 1.0;
+	for (i = 0; i < np * words; i++)
+		bits[i] = engy_ga_prng_u64(&g);
+	project(w, out, in, bits, words, np, v, vc, blk);
+	for (i = 0; i < np && !rc; i++) {
+		const uint64_t *rb = bits + i * words;
+		const double *vi = v + i * in;
 
-			for (k = 0; k < in; k++) {
-				double x = sg * r[k], s = v[k] + x,
-				       bp = s - v[k];
-
-				vc[k] += (v[k] - (s - bp)) + (x - bp);
-				v[k] = s;
-			}
-		}
-		for (k = 0; k < in; k++)
-			v[k] += vc[k];
 		for (j = 0; j < nt && !rc; j++) {
 			struct csum l = { 0, 0 }, r = { 0, 0 };
 			double mag = 0, d, tol, rho;
@@ -565,18 +641,18 @@ static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 			for (k = 0; k < out; k++) {
 				double y = t[j].y[k];
 
-				cadd(&l,
-				     (bits[k / 64] >> (k % 64)) & 1 ? -y : y);
+				cadd(&l, (rb[k / 64] >> (k % 64)) & 1 ? -y : y);
 				mag += fabs(y);
 			}
 			for (k = 0; k < in; k++) {
-				double q = v[k] * t[j].x[k];
+				double q = vi[k] * t[j].x[k];
 
 				cadd(&r, q);
 				mag += fabs(q);
 			}
 			d = fabs(cval(&l) - cval(&r));
-			tol = p->z * sqrt(t[j].var) + ldexp(mag, -50);
+			tol = p->z * sqrt(t[j].var) + ldexp(mag, -50) +
+			      t[j].eps;
 			rho = tol > 0 ? d / tol : (d > 0 ? INFINITY : 0);
 			if (rho > c->v->rho_max)
 				c->v->rho_max = rho;
@@ -628,6 +704,8 @@ out:
 	free(own);
 	free(v);
 	free(vc);
+	free(blk);
+	free(cn);
 	free(bits);
 	return rc;
 }

@@ -576,7 +576,7 @@ static void after_cases(bool moe)
 	const uint32_t other_prompt[] = { 40, 41, 42, 43, 44 };
 	struct engy_ga_opening *xo;
 	struct run r, o;
-	uint32_t ids[64];
+	uint32_t ids[512];
 	uint8_t tr[32], seed[32];
 	char *j, err[128], what[64];
 	const char *pre = moe ? "moe" : "dense";
