@@ -58,7 +58,7 @@ static double naive(const struct engy_ga_opening *o,
 
 	for (i = 0; i < o->n_osubs; i++) {
 		const struct engy_ga_osub *x = &o->subs[i], *y;
-		const double *wm;
+		struct engy_ga_matrix m;
 		size_t out, in;
 
 		if (x->key.role != ENGY_GA_X || i + 1 >= o->n_osubs)
@@ -70,15 +70,22 @@ static double naive(const struct engy_ga_opening *o,
 			      y->n_rows == x->n_rows,
 		      "subs out of order");
 		GT_OK(w->get(w->arg, x->key.layer, x->key.mm, x->key.expert,
-			     &wm, &out, &in) == 0,
+			     &m) == 0,
 		      "no weights");
+		out = m.out;
+		in = m.in;
 		for (r = 0; r < x->n_rows; r++)
 			for (j = 0; j < out; j++) {
-				const double *row = wm + j * in;
 				double s = 0;
 
-				for (k = 0; k < in; k++)
-					s += row[k] * x->rows[r].data[k];
+				if (m.w)
+					for (k = 0; k < in; k++)
+						s += m.w[j * in + k] *
+						     x->rows[r].data[k];
+				else
+					for (k = 0; k < in; k++)
+						s += (double)m.wf[j * in + k] *
+						     x->rows[r].data[k];
 				bad += fabs(s - y->rows[r].data[j]);
 			}
 	}

@@ -37,17 +37,45 @@ static inline double cval(const struct csum *a)
 	return a->s + a->c;
 }
 
-void engy_ga_cols(const double *w, size_t out, size_t in, double *colsq,
-		  double *rerr)
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+
+/* Row @j of @m as doubles (@tmp holds in doubles when W is float32). */
+static inline __attribute__((always_inline)) const double *
+mrow(const struct engy_ga_matrix *m, size_t j, double *restrict tmp)
 {
+	const float *f;
+	size_t k = 0;
+
+	if (m->w)
+		return m->w + j * m->in;
+	f = m->wf + j * m->in;
+	for (; k + 4 <= m->in; k += 4) {
+		v4f a;
+		v4d b;
+
+		memcpy(&a, f + k, sizeof(a));
+		b = __builtin_convertvector(a, v4d);
+		memcpy(tmp + k, &b, sizeof(b));
+	}
+	for (; k < m->in; k++)
+		tmp[k] = f[k];
+	return tmp;
+}
+
+void engy_ga_cols(const struct engy_ga_matrix *m, double *colsq, double *rerr)
+{
+	double *tmp = m->w ? NULL : malloc(m->in * sizeof(*tmp));
 	size_t j, k;
 
-	memset(colsq, 0, in * sizeof(*colsq));
-	memset(rerr, 0, in * sizeof(*rerr));
-	for (j = 0; j < out; j++) {
-		const double *r = w + j * in;
+	memset(colsq, 0, m->in * sizeof(*colsq));
+	memset(rerr, 0, m->in * sizeof(*rerr));
+	if (!m->w && !tmp)
+		abort(); /* one row: nothing sensible to do without it */
+	for (j = 0; j < m->out; j++) {
+		const double *r = mrow(m, j, tmp);
 
-		for (k = 0; k < in; k++) {
+		for (k = 0; k < m->in; k++) {
 			double d = (double)engy_bf16_to_f32(
 					   engy_bf16_from_f32((float)r[k])) -
 				   r[k];
@@ -56,6 +84,7 @@ void engy_ga_cols(const double *w, size_t out, size_t in, double *colsq,
 			rerr[k] += d * d;
 		}
 	}
+	free(tmp);
 }
 
 /* The rows of one cell's key, found by binary search. */
@@ -273,12 +302,16 @@ static bool in_cells(const struct engy_ga_opening *o, uint16_t layer,
 }
 
 static int get_w(struct ck *c, uint16_t layer, int mm, uint16_t expert,
-		 const double **w, size_t *out, size_t *in)
+		 struct engy_ga_matrix *m)
 {
-	int rc = c->w->get(c->w->arg, layer, mm, expert, w, out, in);
+	int rc;
 
+	memset(m, 0, sizeof(*m));
+	rc = c->w->get(c->w->arg, layer, mm, expert, m);
 	if (rc == -ENOMEM)
 		c->err = rc;
+	else if (!rc && (!m->w == !m->wf || !m->out || !m->in))
+		rc = -ENOENT; /* not a matrix: as if none */
 	return rc;
 }
 
@@ -298,22 +331,21 @@ static int need_pair(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 {
 	const struct engy_ga_orow *x = row_at(c, pk(layer, mm, expert, 0), pos),
 				  *y = row_at(c, pk(layer, mm, expert, 1), pos);
-	const double *w;
-	size_t out, in;
+	struct engy_ga_matrix m;
 	char wh[96];
 
 	where_key(wh, sizeof(wh), layer, mm, expert, pos);
 	if (!x || !y)
 		return verdict(c, ENGY_GA_CHEAT, "missing_row", "%s %s", wh,
 			       x ? "Y" : "X");
-	if (get_w(c, layer, mm, expert, &w, &out, &in) < 0)
+	if (get_w(c, layer, mm, expert, &m) < 0)
 		return c->err ? 1
 			      : verdict(c, ENGY_GA_UNPROVEN, "weights",
 					"%s: no weights", wh);
-	if (x->n != in || y->n != out)
+	if (x->n != m.in || y->n != m.out)
 		return verdict(c, ENGY_GA_CHEAT, "shape",
 			       "%s: rows of %zu and %zu for [%zu, %zu]", wh,
-			       x->n, y->n, out, in);
+			       x->n, y->n, m.out, m.in);
 	if (!finite_row(x) || !finite_row(y))
 		return verdict(c, ENGY_GA_CHEAT, "nonfinite", "%s", wh);
 	if (shared_x) {
@@ -331,10 +363,9 @@ static int need_pair(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 
 static bool has_w(struct ck *c, uint16_t layer, int mm)
 {
-	const double *w;
-	size_t out, in;
+	struct engy_ga_matrix m;
 
-	return get_w(c, layer, mm, ENGY_GA_NO_EXPERT, &w, &out, &in) == 0;
+	return get_w(c, layer, mm, ENGY_GA_NO_EXPERT, &m) == 0;
 }
 
 /* The router's top-k must be exactly the experts opened. */
@@ -481,11 +512,9 @@ struct tok {
 /* Rows summed plainly per block of this many, blocks compensated. */
 #define VBLK 32
 
-typedef double v4d __attribute__((vector_size(32)));
-
 /* acc += w (neg: -= w) over n doubles. */
-static void acc_row(double *restrict acc, const double *restrict w, size_t n,
-		    bool neg)
+static inline __attribute__((always_inline)) void
+acc_row(double *restrict acc, const double *restrict w, size_t n, bool neg)
 {
 	size_t k = 0;
 
@@ -515,8 +544,9 @@ static void acc_row(double *restrict acc, const double *restrict w, size_t n,
 }
 
 /* (hi, lo) += x elementwise, the error of each addition kept (TwoSum). */
-static void acc_two(double *restrict hi, double *restrict lo,
-		    const double *restrict x, size_t n)
+static inline __attribute__((always_inline)) void
+acc_two(double *restrict hi, double *restrict lo, const double *restrict x,
+	size_t n)
 {
 	size_t k;
 
@@ -533,11 +563,11 @@ static void acc_two(double *restrict hi, double *restrict lo,
  * summed plainly in blocks of VBLK, the blocks' sums compensated.  Each
  * column's error is below 2^-48 sum_j |W[j][k]| (eps in the tolerance).
  */
-static void project(const double *w, size_t out, size_t in,
-		    const uint64_t *bits, size_t words, size_t np, double *V,
-		    double *lo, double *blk)
+static inline __attribute__((always_inline)) void
+project_body(const struct engy_ga_matrix *m, const uint64_t *bits, size_t words,
+	     size_t np, double *V, double *lo, double *blk, double *tmp)
 {
-	size_t j0, j, q;
+	size_t j0, j, q, out = m->out, in = m->in;
 
 	memset(V, 0, np * in * sizeof(*V));
 	memset(lo, 0, np * in * sizeof(*lo));
@@ -545,11 +575,14 @@ static void project(const double *w, size_t out, size_t in,
 		size_t j1 = j0 + VBLK < out ? j0 + VBLK : out;
 
 		memset(blk, 0, np * in * sizeof(*blk));
-		for (j = j0; j < j1; j++)
+		for (j = j0; j < j1; j++) {
+			const double *r = mrow(m, j, tmp);
+
 			for (q = 0; q < np; q++)
-				acc_row(blk + q * in, w + j * in, in,
+				acc_row(blk + q * in, r, in,
 					(bits[q * words + j / 64] >> (j % 64)) &
 						1);
+		}
 		for (q = 0; q < np; q++)
 			acc_two(V + q * in, lo + q * in, blk + q * in, in);
 	}
@@ -557,32 +590,63 @@ static void project(const double *w, size_t out, size_t in,
 		V[q] += lo[q];
 }
 
+/* The same, compiled for AVX2 where the CPU has it (the sums are the
+ * same: the order of every addition is fixed by the code, not the ISA). */
+static __attribute__((target("avx2"))) void
+project_avx2(const struct engy_ga_matrix *m, const uint64_t *bits, size_t words,
+	     size_t np, double *V, double *lo, double *blk, double *tmp)
+{
+	project_body(m, bits, words, np, V, lo, blk, tmp);
+}
+
+static void project_generic(const struct engy_ga_matrix *m,
+			    const uint64_t *bits, size_t words, size_t np,
+			    double *V, double *lo, double *blk, double *tmp)
+{
+	project_body(m, bits, words, np, V, lo, blk, tmp);
+}
+
+static void project(const struct engy_ga_matrix *m, const uint64_t *bits,
+		    size_t words, size_t np, double *V, double *lo, double *blk,
+		    double *tmp)
+{
+	static int avx2 = -1;
+
+	if (avx2 < 0)
+		avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+	(avx2 ? project_avx2 : project_generic)(m, bits, words, np, V, lo, blk,
+						tmp);
+}
+
 static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 			 struct tok *t, size_t nt)
 {
 	const struct engy_ga_params *p = c->p;
-	const double *w, *colsq = NULL, *rerr = NULL;
+	const double *colsq, *rerr;
 	double *own = NULL, *v = NULL, *vc = NULL, *blk = NULL, *cn = NULL;
+	double *tmp = NULL;
 	size_t out, in, i, j, k, words, np = p->projections;
+	struct engy_ga_matrix m;
 	uint8_t ps[32];
 	struct engy_ga_prng g;
 	uint64_t *bits = NULL;
 	char wh[96];
 	int rc = 0;
 
-	if (get_w(c, layer, mm, expert, &w, &out, &in) < 0)
+	if (get_w(c, layer, mm, expert, &m) < 0)
 		return c->err ? 1
 			      : verdict(c, ENGY_GA_UNPROVEN, "weights",
 					"layer %u %s: no weights", layer,
 					engy_ga_mm_name(mm));
-	if (c->w->cols &&
-	    c->w->cols(c->w->arg, layer, mm, expert, &colsq, &rerr) < 0)
-		colsq = rerr = NULL;
+	out = m.out;
+	in = m.in;
+	colsq = m.colsq;
+	rerr = m.rerr;
 	if (!colsq || !rerr) {
 		own = malloc(2 * in * sizeof(*own));
 		if (!own)
 			return c->err = -ENOMEM, 1;
-		engy_ga_cols(w, out, in, own, own + in);
+		engy_ga_cols(&m, own, own + in);
 		colsq = own;
 		rerr = own + in;
 	}
@@ -591,8 +655,9 @@ static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 	vc = malloc((np ? np : 1) * in * sizeof(*vc));
 	blk = malloc((np ? np : 1) * in * sizeof(*blk));
 	cn = malloc(in * sizeof(*cn));
+	tmp = malloc(in * sizeof(*tmp));
 	bits = malloc((np ? np : 1) * words * sizeof(*bits));
-	if (!v || !vc || !blk || !cn || !bits) {
+	if (!v || !vc || !blk || !cn || !tmp || !bits) {
 		c->err = -ENOMEM;
 		rc = 1;
 		goto out;
@@ -629,7 +694,7 @@ static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 	engy_ga_prng_init(&g, ps);
 	for (i = 0; i < np * words; i++)
 		bits[i] = engy_ga_prng_u64(&g);
-	project(w, out, in, bits, words, np, v, vc, blk);
+	project(&m, bits, words, np, v, vc, blk, tmp);
 	for (i = 0; i < np && !rc; i++) {
 		const uint64_t *rb = bits + i * words;
 		const double *vi = v + i * in;
@@ -668,7 +733,7 @@ static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 	for (i = 0; i < p->spots && !rc && nt; i++) {
 		size_t ti = (size_t)engy_ga_prng_below(&g, nt),
 		       jo = (size_t)engy_ga_prng_below(&g, out);
-		const double *r = w + jo * in;
+		const double *r = mrow(&m, jo, tmp);
 		struct csum s = { 0, 0 }, q2 = { 0, 0 }, e2 = { 0, 0 };
 		double yhat, d, tol, mag = 0, rho;
 
@@ -706,6 +771,7 @@ out:
 	free(vc);
 	free(blk);
 	free(cn);
+	free(tmp);
 	free(bits);
 	return rc;
 }
@@ -793,12 +859,11 @@ int engy_ga_check(const struct engy_ga_opening *o, const uint8_t seed[32],
 			goto out;
 	for (i = 0; i < c.n_rr; i++) {
 		struct engy_ga_key k;
-		const double *wm;
-		size_t a, b;
+		struct engy_ga_matrix m;
 
 		engy_ga_key_unpack(c.rr[i].key, &k);
 		if (!row_at(&c, c.rr[i].key ^ 1, c.rr[i].pos) ||
-		    get_w(&c, k.layer, k.mm, k.expert, &wm, &a, &b) < 0) {
+		    get_w(&c, k.layer, k.mm, k.expert, &m) < 0) {
 			if (c.err)
 				goto out;
 			verdict(&c, ENGY_GA_CHEAT, "extra_row",
