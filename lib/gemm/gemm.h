@@ -262,28 +262,36 @@ char *engy_ga_opening_json(const struct engy_ga_opening *o);
 
 /* ---- The check (auditor side) ---- */
 
-/* Where the verifier gets W: the exact dequantized matrix [out, in] in
- * float64, from its own checkpoint checked against the pinned root. */
-struct engy_ga_weights {
-	void *arg;
-	/* 0 with *@w borrowed until the check returns; -ENOENT none. */
-	int (*get)(void *arg, uint32_t layer, int mm, uint32_t expert,
-		   const double **w, size_t *out, size_t *in);
-	bool tied;
-	uint32_t n_layers, top_k; /* top_k: experts per token (0 dense) */
-	/* Optional (NULL: the check computes them): per input column k,
-	 * colsq[k] = sum_j W[j][k]^2 and rerr[k] = sum_j (bf16(W[j][k]) -
-	 * W[j][k])^2 (what rounding the weights to bf16 moves), borrowed as
-	 * W is.  They do not depend on the challenge, so an owner caches
-	 * them with W. */
-	int (*cols)(void *arg, uint32_t layer, int mm, uint32_t expert,
-		    const double **colsq, const double **rerr);
+/*
+ * One weight matrix W [out, in] as the verifier holds it: exactly the
+ * dequantized values, as float32 when every one is a float32 (@wf: half
+ * the memory traffic), else float64 (@w); one of the two is set.
+ * @colsq[k] = sum_j W[j][k]^2 and @rerr[k] = sum_j (bf16(W[j][k]) -
+ * W[j][k])^2 (what rounding the weights to bf16 moves) do not depend on
+ * the challenge: an owner caches them with W (NULL: the check computes
+ * them).
+ */
+struct engy_ga_matrix {
+	const double *w;
+	const float *wf;
+	size_t out, in;
+	const double *colsq, *rerr;
 };
 
-/* engy_ga_cols() - colsq and rerr of W [out, in] into @colsq, @rerr (in
- * doubles each), as engy_ga_check() computes them without a cols(). */
-void engy_ga_cols(const double *w, size_t out, size_t in, double *colsq,
-		  double *rerr);
+/* Where the verifier gets W, from its own checkpoint checked against the
+ * pinned root. */
+struct engy_ga_weights {
+	void *arg;
+	/* 0 with *@m borrowed until the check returns; -ENOENT none. */
+	int (*get)(void *arg, uint32_t layer, int mm, uint32_t expert,
+		   struct engy_ga_matrix *m);
+	bool tied;
+	uint32_t n_layers, top_k; /* top_k: experts per token (0 dense) */
+};
+
+/* engy_ga_cols() - colsq and rerr of @m (in doubles each), as
+ * engy_ga_check() computes them when the owner has none. */
+void engy_ga_cols(const struct engy_ga_matrix *m, double *colsq, double *rerr);
 
 /* The tolerance's units (specs/gemm-audit.md §5). */
 #define ENGY_GA_U_F32  (1.0 / 16777216.0) /* 2^-24: f32 rounding */

@@ -37,17 +37,45 @@ static inline double cval(const struct csum *a)
 	return a->s + a->c;
 }
 
-void engy_ga_cols(const double *w, size_t out, size_t in, double *colsq,
-		  double *rerr)
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+
+/* Row @j of @m as doubles (@tmp holds in doubles when W is float32). */
+static inline __attribute__((always_inline)) const double *
+mrow(const struct engy_ga_matrix *m, size_t j, double *restrict tmp)
 {
+	const float *f;
+	size_t k = 0;
+
+	if (m->w)
+		return m->w + j * m->in;
+	f = m->wf + j * m->in;
+	for (; k + 4 <= m->in; k += 4) {
+		v4f a;
+		v4d b;
+
+		memcpy(&a, f + k, sizeof(a));
+		b = __builtin_convertvector(a, v4d);
+		memcpy(tmp + k, &b, sizeof(b));
+	}
+	for (; k < m->in; k++)
+		tmp[k] = f[k];
+	return tmp;
+}
+
+void engy_ga_cols(const struct engy_ga_matrix *m, double *colsq, double *rerr)
+{
+	double *tmp = m->w ? NULL : malloc(m->in * sizeof(*tmp));
 	size_t j, k;
 
-	memset(colsq, 0, in * sizeof(*colsq));
-	memset(rerr, 0, in * sizeof(*rerr));
-	for (j = 0; j < out; j++) {
-		const double *r = w + j * in;
+	memset(colsq, 0, m->in * sizeof(*colsq));
+	memset(rerr, 0, m->in * sizeof(*rerr));
+	if (!m->w && !tmp)
+		abort(); /* one row: nothing sensible to do without it */
+	for (j = 0; j < m->out; j++) {
+		const double *r = mrow(m, j, tmp);
 
-		for (k = 0; k < in; k++) {
+		for (k = 0; k < m->in; k++) {
 			double d = (double)engy_bf16_to_f32(
 					   engy_bf16_from_f32((float)r[k])) -
 				   r[k];
@@ -56,6 +84,7 @@ void engy_ga_cols(const double *w, size_t out, size_t in, double *colsq,
 			rerr[k] += d * d;
 		}
 	}
+	free(tmp);
 }
 
 /* The rows of one cell's key, found by binary search. */
@@ -273,12 +302,16 @@ static bool in_cells(const struct engy_ga_opening *o, uint16_t layer,
 }
 
 static int get_w(struct ck *c, uint16_t layer, int mm, uint16_t expert,
-		 const double **w, size_t *out, size_t *in)
+		 struct engy_ga_matrix *m)
 {
-	int rc = c->w->get(c->w->arg, layer, mm, expert, w, out, in);
+	int rc;
 
+	memset(m, 0, sizeof(*m));
+	rc = c->w->get(c->w->arg, layer, mm, expert, m);
 	if (rc == -ENOMEM)
 		c->err = rc;
+	else if (!rc && (!m->w == !m->wf || !m->out || !m->in))
+		rc = -ENOENT; /* not a matrix: as if none */
 	return rc;
 }
 
@@ -298,22 +331,21 @@ static int need_pair(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 {
 	const struct engy_ga_orow *x = row_at(c, pk(layer, mm, expert, 0), pos),
 				  *y = row_at(c, pk(layer, mm, expert, 1), pos);
-	const double *w;
-	size_t out, in;
+	struct engy_ga_matrix m;
 	char wh[96];
 
 	where_key(wh, sizeof(wh), layer, mm, expert, pos);
 	if (!x || !y)
 		return verdict(c, ENGY_GA_CHEAT, "missing_row", "%s %s", wh,
 			       x ? "Y" : "X");
-	if (get_w(c, layer, mm, expert, &w, &out, &in) < 0)
+	if (get_w(c, layer, mm, expert, &m) < 0)
 		return c->err ? 1
 			      : verdict(c, ENGY_GA_UNPROVEN, "weights",
 					"%s: no weights", wh);
-	if (x->n != in || y->n != out)
+	if (x->n != m.in || y->n != m.out)
 		return verdict(c, ENGY_GA_CHEAT, "shape",
 			       "%s: rows of %zu and %zu for [%zu, %zu]", wh,
-			       x->n, y->n, out, in);
+			       x->n, y->n, m.out, m.in);
 	if (!finite_row(x) || !finite_row(y))
 		return verdict(c, ENGY_GA_CHEAT, "nonfinite", "%s", wh);
 	if (shared_x) {
@@ -331,10 +363,9 @@ static int need_pair(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 
 static bool has_w(struct ck *c, uint16_t layer, int mm)
 {
-	const double *w;
-	size_t out, in;
+	struct engy_ga_matrix m;
 
-	return get_w(c, layer, mm, ENGY_GA_NO_EXPERT, &w, &out, &in) == 0;
+	return get_w(c, layer, mm, ENGY_GA_NO_EXPERT, &m) == 0;
 }
 
 /* The router's top-k must be exactly the experts opened. */
@@ -475,49 +506,170 @@ static double out_unit(const float *y, size_t n)
 struct tok {
 	const float *x, *y;
 	uint32_t pos;
-	double uy, sy2, sxc, sxe, var;
+	double uy, sy2, sxc, sxe, var, eps;
 };
+
+/* Rows summed plainly per block of this many, blocks compensated. */
+#define VBLK 32
+
+/* acc += w (neg: -= w) over n doubles. */
+static inline __attribute__((always_inline)) void
+acc_row(double *restrict acc, const double *restrict w, size_t n, bool neg)
+{
+	size_t k = 0;
+
+	if (neg) {
+		for (; k + 4 <= n; k += 4) {
+			v4d a, b;
+
+			memcpy(&a, acc + k, sizeof(a));
+			memcpy(&b, w + k, sizeof(b));
+			a -= b;
+			memcpy(acc + k, &a, sizeof(a));
+		}
+		for (; k < n; k++)
+			acc[k] -= w[k];
+	} else {
+		for (; k + 4 <= n; k += 4) {
+			v4d a, b;
+
+			memcpy(&a, acc + k, sizeof(a));
+			memcpy(&b, w + k, sizeof(b));
+			a += b;
+			memcpy(acc + k, &a, sizeof(a));
+		}
+		for (; k < n; k++)
+			acc[k] += w[k];
+	}
+}
+
+/* (hi, lo) += x elementwise, the error of each addition kept (TwoSum). */
+static inline __attribute__((always_inline)) void
+acc_two(double *restrict hi, double *restrict lo, const double *restrict x,
+	size_t n)
+{
+	size_t k;
+
+	for (k = 0; k < n; k++) {
+		double s = hi[k] + x[k], bp = s - hi[k];
+
+		lo[k] += (hi[k] - (s - bp)) + (x[k] - bp);
+		hi[k] = s;
+	}
+}
+
+/*
+ * V[q] = W^T r_q for the @np projections at once, one pass over W: rows
+ * summed plainly in blocks of VBLK, the blocks' sums compensated.  Each
+ * column's error is below 2^-48 sum_j |W[j][k]| (eps in the tolerance).
+ */
+static inline __attribute__((always_inline)) void
+project_body(const struct engy_ga_matrix *m, const uint64_t *bits, size_t words,
+	     size_t np, double *V, double *lo, double *blk, double *tmp)
+{
+	size_t j0, j, q, out = m->out, in = m->in;
+
+	memset(V, 0, np * in * sizeof(*V));
+	memset(lo, 0, np * in * sizeof(*lo));
+	for (j0 = 0; j0 < out; j0 += VBLK) {
+		size_t j1 = j0 + VBLK < out ? j0 + VBLK : out;
+
+		memset(blk, 0, np * in * sizeof(*blk));
+		for (j = j0; j < j1; j++) {
+			const double *r = mrow(m, j, tmp);
+
+			for (q = 0; q < np; q++)
+				acc_row(blk + q * in, r, in,
+					(bits[q * words + j / 64] >> (j % 64)) &
+						1);
+		}
+		for (q = 0; q < np; q++)
+			acc_two(V + q * in, lo + q * in, blk + q * in, in);
+	}
+	for (q = 0; q < np * in; q++)
+		V[q] += lo[q];
+}
+
+/* The same, compiled for AVX2 where the CPU has it (the sums are the
+ * same: the order of every addition is fixed by the code, not the ISA). */
+static __attribute__((target("avx2"))) void
+project_avx2(const struct engy_ga_matrix *m, const uint64_t *bits, size_t words,
+	     size_t np, double *V, double *lo, double *blk, double *tmp)
+{
+	project_body(m, bits, words, np, V, lo, blk, tmp);
+}
+
+static void project_generic(const struct engy_ga_matrix *m,
+			    const uint64_t *bits, size_t words, size_t np,
+			    double *V, double *lo, double *blk, double *tmp)
+{
+	project_body(m, bits, words, np, V, lo, blk, tmp);
+}
+
+static void project(const struct engy_ga_matrix *m, const uint64_t *bits,
+		    size_t words, size_t np, double *V, double *lo, double *blk,
+		    double *tmp)
+{
+	static int avx2 = -1;
+
+	if (avx2 < 0)
+		avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+	(avx2 ? project_avx2 : project_generic)(m, bits, words, np, V, lo, blk,
+						tmp);
+}
 
 static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 			 struct tok *t, size_t nt)
 {
 	const struct engy_ga_params *p = c->p;
-	const double *w, *colsq = NULL, *rerr = NULL;
-	double *own = NULL, *v = NULL, *vc = NULL;
-	size_t out, in, i, j, k;
+	const double *colsq, *rerr;
+	double *own = NULL, *v = NULL, *vc = NULL, *blk = NULL, *cn = NULL;
+	double *tmp = NULL;
+	size_t out, in, i, j, k, words, np = p->projections;
+	struct engy_ga_matrix m;
 	uint8_t ps[32];
 	struct engy_ga_prng g;
 	uint64_t *bits = NULL;
 	char wh[96];
 	int rc = 0;
 
-	if (get_w(c, layer, mm, expert, &w, &out, &in) < 0)
+	if (get_w(c, layer, mm, expert, &m) < 0)
 		return c->err ? 1
 			      : verdict(c, ENGY_GA_UNPROVEN, "weights",
 					"layer %u %s: no weights", layer,
 					engy_ga_mm_name(mm));
-	if (c->w->cols &&
-	    c->w->cols(c->w->arg, layer, mm, expert, &colsq, &rerr) < 0)
-		colsq = rerr = NULL;
+	out = m.out;
+	in = m.in;
+	colsq = m.colsq;
+	rerr = m.rerr;
 	if (!colsq || !rerr) {
 		own = malloc(2 * in * sizeof(*own));
 		if (!own)
 			return c->err = -ENOMEM, 1;
-		engy_ga_cols(w, out, in, own, own + in);
+		engy_ga_cols(&m, own, own + in);
 		colsq = own;
 		rerr = own + in;
 	}
-	v = malloc(in * sizeof(*v));
-	vc = malloc(in * sizeof(*vc));
-	bits = malloc(((out + 63) / 64) * sizeof(*bits));
-	if (!v || !vc || !bits) {
+	words = (out + 63) / 64;
+	v = malloc((np ? np : 1) * in * sizeof(*v));
+	vc = malloc((np ? np : 1) * in * sizeof(*vc));
+	blk = malloc((np ? np : 1) * in * sizeof(*blk));
+	cn = malloc(in * sizeof(*cn));
+	tmp = malloc(in * sizeof(*tmp));
+	bits = malloc((np ? np : 1) * words * sizeof(*bits));
+	if (!v || !vc || !blk || !cn || !tmp || !bits) {
 		c->err = -ENOMEM;
 		rc = 1;
 		goto out;
 	}
+	/* sum_j |W[j][k]| <= sqrt(out colsq[k]): bounds the projection's
+	 * error. */
+	for (k = 0; k < in; k++)
+		cn[k] = sqrt((double)out * colsq[k]);
 	/* Per token: the tolerance's parts (they do not depend on r). */
 	for (i = 0; i < nt; i++) {
 		struct csum a = { 0, 0 }, b = { 0, 0 }, e = { 0, 0 };
+		double ex = 0;
 
 		t[i].uy = out_unit(t[i].y, out);
 		for (j = 0; j < out; j++)
@@ -527,7 +679,9 @@ static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 
 			cadd(&b, x2 * colsq[k]);
 			cadd(&e, x2 * rerr[k]);
+			ex += fabs((double)t[i].x[k]) * cn[k];
 		}
+		t[i].eps = ldexp(ex, -47);
 		t[i].sy2 = cval(&a);
 		t[i].sxc = cval(&b);
 		t[i].sxe = cval(&e);
@@ -538,26 +692,13 @@ static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 	}
 	engy_ga_product_seed(c->seed, layer, (uint8_t)mm, expert, ps);
 	engy_ga_prng_init(&g, ps);
-	for (i = 0; i < p->projections && !rc; i++) {
-		for (j = 0; j < (out + 63) / 64; j++)
-			bits[j] = engy_ga_prng_u64(&g);
-		/* v = W^T r, compensated per column. */
-		memset(v, 0, in * sizeof(*v));
-		memset(vc, 0, in * sizeof(*vc));
-		for (j = 0; j < out; j++) {
-			const double *r = w + j * in;
-			double sg = (bits[j / 64] >> (j % 64)) & 1 ? -1.0 : 1.0;
+	for (i = 0; i < np * words; i++)
+		bits[i] = engy_ga_prng_u64(&g);
+	project(&m, bits, words, np, v, vc, blk, tmp);
+	for (i = 0; i < np && !rc; i++) {
+		const uint64_t *rb = bits + i * words;
+		const double *vi = v + i * in;
 
-			for (k = 0; k < in; k++) {
-				double x = sg * r[k], s = v[k] + x,
-				       bp = s - v[k];
-
-				vc[k] += (v[k] - (s - bp)) + (x - bp);
-				v[k] = s;
-			}
-		}
-		for (k = 0; k < in; k++)
-			v[k] += vc[k];
 		for (j = 0; j < nt && !rc; j++) {
 			struct csum l = { 0, 0 }, r = { 0, 0 };
 			double mag = 0, d, tol, rho;
@@ -565,18 +706,18 @@ static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 			for (k = 0; k < out; k++) {
 				double y = t[j].y[k];
 
-				cadd(&l,
-				     (bits[k / 64] >> (k % 64)) & 1 ? -y : y);
+				cadd(&l, (rb[k / 64] >> (k % 64)) & 1 ? -y : y);
 				mag += fabs(y);
 			}
 			for (k = 0; k < in; k++) {
-				double q = v[k] * t[j].x[k];
+				double q = vi[k] * t[j].x[k];
 
 				cadd(&r, q);
 				mag += fabs(q);
 			}
 			d = fabs(cval(&l) - cval(&r));
-			tol = p->z * sqrt(t[j].var) + ldexp(mag, -50);
+			tol = p->z * sqrt(t[j].var) + ldexp(mag, -50) +
+			      t[j].eps;
 			rho = tol > 0 ? d / tol : (d > 0 ? INFINITY : 0);
 			if (rho > c->v->rho_max)
 				c->v->rho_max = rho;
@@ -592,7 +733,7 @@ static int check_product(struct ck *c, uint16_t layer, int mm, uint16_t expert,
 	for (i = 0; i < p->spots && !rc && nt; i++) {
 		size_t ti = (size_t)engy_ga_prng_below(&g, nt),
 		       jo = (size_t)engy_ga_prng_below(&g, out);
-		const double *r = w + jo * in;
+		const double *r = mrow(&m, jo, tmp);
 		struct csum s = { 0, 0 }, q2 = { 0, 0 }, e2 = { 0, 0 };
 		double yhat, d, tol, mag = 0, rho;
 
@@ -628,6 +769,9 @@ out:
 	free(own);
 	free(v);
 	free(vc);
+	free(blk);
+	free(cn);
+	free(tmp);
 	free(bits);
 	return rc;
 }
@@ -715,12 +859,11 @@ int engy_ga_check(const struct engy_ga_opening *o, const uint8_t seed[32],
 			goto out;
 	for (i = 0; i < c.n_rr; i++) {
 		struct engy_ga_key k;
-		const double *wm;
-		size_t a, b;
+		struct engy_ga_matrix m;
 
 		engy_ga_key_unpack(c.rr[i].key, &k);
 		if (!row_at(&c, c.rr[i].key ^ 1, c.rr[i].pos) ||
-		    get_w(&c, k.layer, k.mm, k.expert, &wm, &a, &b) < 0) {
+		    get_w(&c, k.layer, k.mm, k.expert, &m) < 0) {
 			if (c.err)
 				goto out;
 			verdict(&c, ENGY_GA_CHEAT, "extra_row",

@@ -22,7 +22,8 @@
 
 struct ent {
 	uint64_t key;
-	double *w, *colsq, *rerr;
+	double *w, *colsq, *rerr; /* w NULL when wf holds W */
+	float *wf;
 	size_t out, in, bytes;
 	unsigned refs;
 	uint64_t used;
@@ -45,6 +46,13 @@ struct engy_ga_ckpt_use {
 	uint64_t *keys; /* held: by key, as e[] may move */
 	size_t n, cap;
 };
+
+static void ent_free(struct ent *e)
+{
+	free(e->w);
+	free(e->wf);
+	free(e->colsq);
+}
 
 static bool shard_ok(const char *s)
 {
@@ -205,7 +213,7 @@ void engy_ga_ckpt_close(struct engy_ga_ckpt *c)
 	for (i = 0; i < c->n_st; i++)
 		engy_st_close(c->st[i]);
 	for (i = 0; i < c->n_e; i++)
-		free(c->e[i].w);
+		ent_free(&c->e[i]);
 	free(c->e);
 	free(c->st);
 	pthread_mutex_destroy(&c->mu);
@@ -287,7 +295,7 @@ static int load(struct engy_ga_ckpt *c, uint32_t layer, int mm, uint32_t expert,
 	}
 	if (!out || !in || out > ((uint64_t)1 << 36) / in)
 		return -EINVAL;
-	w = malloc((size_t)(out * in + 2 * in) * sizeof(*w));
+	w = malloc((size_t)(out * in) * sizeof(*w));
 	if (!w)
 		return -ENOMEM;
 	if (t->dtype == ENGY_ST_F8_E4M3) {
@@ -334,24 +342,58 @@ out:
 		free(w);
 		return rc == -ENOTSUP ? -EINVAL : rc;
 	}
+	{
+		struct engy_ga_matrix m = { .w = w, .out = out, .in = in };
+		bool f32 = true;
+
+		e->colsq = malloc(2 * in * sizeof(*e->colsq));
+		if (!e->colsq) {
+			free(w);
+			return -ENOMEM;
+		}
+		e->rerr = e->colsq + in;
+		engy_ga_cols(&m, e->colsq, e->rerr);
+		/* Exactly float32 (BF16, F16, F32, INT4 with F16 scales):
+		 * kept as such, half the bytes each check streams. */
+		for (r = 0; f32 && r < out * in; r++)
+			f32 = (double)(float)w[r] == w[r];
+		if (f32 && (e->wf = malloc(out * in * sizeof(float)))) {
+			for (r = 0; r < out * in; r++)
+				e->wf[r] = (float)w[r];
+			free(w);
+			w = NULL;
+		}
+	}
 	e->w = w;
-	e->colsq = w + out * in;
-	e->rerr = e->colsq + in;
-	engy_ga_cols(w, out, in, e->colsq, e->rerr);
 	e->out = out;
 	e->in = in;
-	e->bytes = (size_t)(out * in + 2 * in) * sizeof(*w);
+	e->bytes =
+		(size_t)(out * in) * (e->wf ? sizeof(float) : sizeof(double)) +
+		2 * in * sizeof(double);
 	return 0;
+}
+
+/* e[] is sorted by key: the entry of @key, or where it would go. */
+static size_t place(const struct engy_ga_ckpt *c, uint64_t key)
+{
+	size_t lo = 0, hi = c->n_e;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->e[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 static struct ent *lookup(struct engy_ga_ckpt *c, uint64_t key)
 {
-	size_t i;
+	size_t i = place(c, key);
 
-	for (i = 0; i < c->n_e; i++)
-		if (c->e[i].key == key)
-			return &c->e[i];
-	return NULL;
+	return i < c->n_e && c->e[i].key == key ? &c->e[i] : NULL;
 }
 
 static void evict(struct engy_ga_ckpt *c)
@@ -366,8 +408,10 @@ static void evict(struct engy_ga_ckpt *c)
 		if (best == c->n_e)
 			return;
 		c->bytes -= c->e[best].bytes;
-		free(c->e[best].w);
-		c->e[best] = c->e[--c->n_e];
+		ent_free(&c->e[best]);
+		memmove(&c->e[best], &c->e[best + 1],
+			(c->n_e - best - 1) * sizeof(c->e[0]));
+		c->n_e--;
 	}
 }
 
@@ -401,13 +445,18 @@ static int hold(struct engy_ga_ckpt_use *u, uint32_t layer, int mm,
 	if (!e) {
 		rc = load(c, layer, mm, expert, &fresh);
 		if (!rc && !ENGY_GROW_BY(c->e, c->cap_e, c->n_e, 1)) {
-			free(fresh.w);
+			ent_free(&fresh);
 			rc = -ENOMEM;
 		}
 		if (!rc) {
 			fresh.key = key;
-			c->e[c->n_e] = fresh;
-			e = &c->e[c->n_e++];
+			size_t at = place(c, key);
+
+			memmove(&c->e[at + 1], &c->e[at],
+				(c->n_e - at) * sizeof(c->e[0]));
+			c->e[at] = fresh;
+			c->n_e++;
+			e = &c->e[at];
 			c->bytes += fresh.bytes;
 			c->loads++;
 		}
@@ -425,29 +474,19 @@ static int hold(struct engy_ga_ckpt_use *u, uint32_t layer, int mm,
 }
 
 static int get(void *arg, uint32_t layer, int mm, uint32_t expert,
-	       const double **w, size_t *out, size_t *in)
+	       struct engy_ga_matrix *m)
 {
 	struct ent e;
 	int rc = hold(arg, layer, mm, expert, &e);
 
 	if (rc)
 		return rc == -ENOMEM ? rc : -ENOENT;
-	*w = e.w;
-	*out = e.out;
-	*in = e.in;
-	return 0;
-}
-
-static int cols(void *arg, uint32_t layer, int mm, uint32_t expert,
-		const double **colsq, const double **rerr)
-{
-	struct ent e;
-	int rc = hold(arg, layer, mm, expert, &e);
-
-	if (rc)
-		return rc;
-	*colsq = e.colsq;
-	*rerr = e.rerr;
+	m->w = e.w;
+	m->wf = e.wf;
+	m->out = e.out;
+	m->in = e.in;
+	m->colsq = e.colsq;
+	m->rerr = e.rerr;
 	return 0;
 }
 
@@ -462,7 +501,6 @@ struct engy_ga_ckpt_use *engy_ga_ckpt_use(struct engy_ga_ckpt *c,
 	memset(w, 0, sizeof(*w));
 	w->arg = u;
 	w->get = get;
-	w->cols = cols;
 	w->tied = c->tied;
 	w->n_layers = c->n_layers;
 	w->top_k = c->top_k;

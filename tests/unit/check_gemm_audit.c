@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "catalogspec.h"
 #include "fsutil.h"
 #include "gemm.h"
 #include "gemm_ckpt.h"
@@ -45,6 +46,7 @@ struct audit {
 	/* What differs from the honest protocol. */
 	const uint32_t *auditor_ids; /* the commitment's ids, else the run's */
 	bool other_sampling, other_toploc, other_spec, other_nonce_cells;
+	const uint8_t *nonce; /* NULL: nonce1 */
 	void (*mutate)(struct engy_ga_opening *o, void *arg);
 	void *arg;
 };
@@ -122,7 +124,7 @@ static void audit(const struct audit *a, const struct run *r,
 	char err[128], *j;
 	const char *other[] = { "AAAA" };
 
-	j = open_run(a, r, nonce1, tr, seed);
+	j = open_run(a, r, a->nonce ? a->nonce : nonce1, tr, seed);
 	ck_assert_msg(
 		engy_ga_opening_parse(j, strlen(j), &op, err, sizeof(err)) == 0,
 		"%s", err);
@@ -576,7 +578,7 @@ static void after_cases(bool moe)
 	const uint32_t other_prompt[] = { 40, 41, 42, 43, 44 };
 	struct engy_ga_opening *xo;
 	struct run r, o;
-	uint32_t ids[64];
+	uint32_t ids[512];
 	uint8_t tr[32], seed[32];
 	char *j, err[128], what[64];
 	const char *pre = moe ? "moe" : "dense";
@@ -634,6 +636,86 @@ START_TEST(after_moe)
 }
 END_TEST
 
+/*
+ * Soundness per audited request at the model spec's default sizes (4
+ * layers, 4 positions, 2 projections, 2 spots, z 6), over 200 nonces:
+ * INT4 weights never pass; an honest run always does; one skipped matmul
+ * (layer 1's down_proj writing zeros) is caught exactly when its layer is
+ * drawn, with 1 layer challenged of the 3 a tiny model has (2 layers and
+ * lm_head): a third of the audits.
+ */
+START_TEST(soundness)
+{
+	char *dir = tiny_model(false, 3, MKMODEL_QUANT_NONE),
+	     *q4 = tiny_model(false, 3, MKMODEL_QUANT_INT4);
+	struct engy_ga_ckpt *ck = ckpt(dir);
+	struct audit a = audit_all(ck, dir);
+	struct run hon, bad, skip;
+	uint8_t nonce[32] = { 0 };
+	unsigned i, pass_int4 = 0, pass_hon = 0, caught = 0;
+	double rho_hon = 0, rho_int4 = INFINITY;
+	size_t k;
+
+	run_model(dir, Q3_PROFILE_SPLITK, 2, prompt, 5, 6, &hon);
+	run_model(q4, Q3_PROFILE_REF, 2, prompt, 5, 6, &bad);
+	run_model(dir, Q3_PROFILE_REF, 2, prompt, 5, 6, &skip);
+	for (k = 0; k < skip.n; k++) {
+		struct engy_ga_key key;
+
+		engy_ga_key_unpack(skip.r[k].key, &key);
+		if (key.layer == 1 && key.mm == ENGY_GA_MM_DOWN &&
+		    key.role == ENGY_GA_Y)
+			memset(skip.r[k].d, 0, skip.r[k].n * sizeof(float));
+	}
+	a.p.layers = ENGY_CS_GEMM_LAYERS;
+	a.p.tokens = ENGY_CS_GEMM_TOKENS;
+	a.p.projections = ENGY_CS_GEMM_PROJECTIONS;
+	a.p.spots = ENGY_CS_GEMM_SPOTS;
+	a.p.z = ENGY_CS_GEMM_Z;
+	a.p.c_el = ENGY_CS_GEMM_C_EL;
+	a.nonce = nonce;
+	for (i = 0; i < 200; i++) {
+		struct engy_ga_verdict v;
+
+		nonce[0] = (uint8_t)i;
+		nonce[1] = (uint8_t)(i >> 8);
+		a.p.layers = ENGY_CS_GEMM_LAYERS;
+		audit(&a, &hon, &v);
+		pass_hon += v.outcome == ENGY_GA_PASS;
+		if (v.rho_max > rho_hon)
+			rho_hon = v.rho_max;
+		audit(&a, &bad, &v);
+		pass_int4 += v.outcome == ENGY_GA_PASS;
+		ck_assert(v.outcome == ENGY_GA_PASS ||
+			  !strcmp(v.reason, "product"));
+		if (v.rho_max < rho_int4)
+			rho_int4 = v.rho_max;
+		a.p.layers = 1;
+		audit(&a, &skip, &v);
+		if (v.outcome == ENGY_GA_CHEAT) {
+			ck_assert_str_eq(v.reason, "product");
+			caught++;
+		}
+	}
+	printf("gemm-audit: soundness over 200 nonces at the defaults: honest "
+	       "(splitk) %u pass, rho_max %.3g; INT4 %u pass, smallest "
+	       "failing rho %.3g; skipped down_proj with 1 layer of 3 "
+	       "challenged: caught %u\n",
+	       pass_hon, rho_hon, pass_int4, rho_int4, caught);
+	ck_assert_uint_eq(pass_hon, 200);
+	ck_assert_uint_eq(pass_int4, 0);
+	/* Binomial(200, 1/3): 67 expected; 3 sigma is 20. */
+	ck_assert_uint_ge(caught, 47);
+	ck_assert_uint_le(caught, 87);
+	run_free(&hon);
+	run_free(&bad);
+	run_free(&skip);
+	engy_ga_ckpt_close(ck);
+	rm_model(dir);
+	rm_model(q4);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("gemm_audit");
@@ -651,6 +733,7 @@ int main(void)
 	tcase_add_test(tc, commit_moe);
 	tcase_add_test(tc, after_dense);
 	tcase_add_test(tc, after_moe);
+	tcase_add_test(tc, soundness);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

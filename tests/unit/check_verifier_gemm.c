@@ -193,7 +193,7 @@ START_TEST(plugin)
 					 .gemm_layers = 1,
 					 .gemm_tokens = 1 };
 	char root[65], *c, *c2, *chal, *chal2, *open;
-	uint32_t ids[64];
+	uint32_t ids[512];
 	uint8_t samp[32];
 	struct req q;
 	void *conf, *inst;

@@ -8,8 +8,8 @@
 #ifndef GEMM_TESTLIB_H
 #define GEMM_TESTLIB_H
 
-#include <check.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +19,13 @@
 #include "modelspec.h"
 #include "qwen3.h"
 
+/* GT_OK(cond, fmt, ...): a check assertion in the tests; the bench
+ * defines its own (abort with the message) before including this. */
+#ifndef GT_OK
+#include <check.h>
+#define GT_OK(cond, ...) ck_assert_msg(cond, __VA_ARGS__)
+#endif
+
 struct srow {
 	uint64_t key;
 	uint32_t pos;
@@ -27,7 +34,7 @@ struct srow {
 };
 
 struct run {
-	uint32_t ids[64];
+	uint32_t ids[512];
 	uint32_t n_prompt, n_tokens, pos;
 	struct srow *r;
 	size_t n, cap;
@@ -42,14 +49,14 @@ static inline void keep(struct run *r, const struct engy_ga_key *k,
 	if (r->n == r->cap) {
 		r->cap = r->cap ? 2 * r->cap : 256;
 		r->r = realloc(r->r, r->cap * sizeof(*r->r));
-		ck_assert_ptr_nonnull(r->r);
+		GT_OK(r->r != NULL, "out of memory");
 	}
 	s = &r->r[r->n++];
 	s->key = engy_ga_key_pack(k);
 	s->pos = r->pos;
 	s->n = n;
 	s->d = malloc(n * sizeof(float));
-	ck_assert_ptr_nonnull(s->d);
+	GT_OK(s->d != NULL, "out of memory");
 	memcpy(s->d, d, n * sizeof(float));
 }
 
@@ -99,11 +106,11 @@ static inline void run_model(const char *dir, int profile, unsigned threads,
 	uint32_t pos;
 
 	memset(r, 0, sizeof(*r));
-	ck_assert_msg(engy_q3_model_load(dir, &lo, &m, err, sizeof(err)) == 0,
-		      "%s", err);
+	GT_OK(engy_q3_model_load(dir, &lo, &m, err, sizeof(err)) == 0, "%s",
+	      err);
 	c = engy_q3_model_config(m);
 	engy_q3_model_set_hook(m, hook, r);
-	s = engy_q3_seq_new(m, 64);
+	s = engy_q3_seq_new(m, P + G);
 	hidden = malloc(c->hidden * sizeof(float));
 	logits = malloc(c->vocab * sizeof(float));
 	memcpy(r->ids, p, P * sizeof(*p));
@@ -113,19 +120,19 @@ static inline void run_model(const char *dir, int profile, unsigned threads,
 		struct q3_row row = { s, r->ids[pos] };
 
 		r->pos = pos;
-		ck_assert_int_eq(engy_q3_forward(m, &row, 1, hidden), 0);
+		GT_OK(engy_q3_forward(m, &row, 1, hidden) == 0, "forward");
 		if (pos + 1 >= P) {
 			uint32_t v, best = 0;
 
-			ck_assert_int_eq(engy_q3_logits(m, hidden, 1, logits),
-					 0);
+			GT_OK(engy_q3_logits(m, hidden, 1, logits) == 0,
+			      "logits");
 			for (v = 1; v < c->vocab; v++)
 				if (logits[v] > logits[best])
 					best = v;
 			r->ids[pos + 1] = best;
 		}
 	}
-	ck_assert(!r->bad);
+	GT_OK(!r->bad, "a hooked call of several rows");
 	free(hidden);
 	free(logits);
 	engy_q3_seq_free(s);
@@ -150,9 +157,9 @@ static inline void model_root(const char *dir, uint8_t out[32])
 	struct engy_ms *m;
 	char err[256];
 
-	ck_assert_msg(engy_ms_open(dir, &m, err, sizeof(err)) == 0, "%s", err);
-	ck_assert_msg(engy_ms_build(m, 1, NULL, NULL, 0, err, sizeof(err)) == 0,
-		      "%s", err);
+	GT_OK(engy_ms_open(dir, &m, err, sizeof(err)) == 0, "%s", err);
+	GT_OK(engy_ms_build(m, 1, NULL, NULL, 0, err, sizeof(err)) == 0, "%s",
+	      err);
 	memcpy(out, engy_ms_model_root(m), 32);
 	engy_ms_close(m);
 }
