@@ -190,6 +190,7 @@ struct gw_worker {
 	/* timing (CLOCK_MONOTONIC) */
 	struct timespec opened, last_seen, last_ping;
 	uint64_t served, failed, bad_frames;
+	int close_code; /* how the leg closed (the observers' `closed`) */
 	void *ext[GW_EXT_SLOTS]; /* modules' per-worker state */
 };
 

@@ -578,6 +578,7 @@ static void h_close(void *arg, struct engy_ws_conn *c, int code,
 	       (unsigned long long)w->id, code, q(qr, sizeof(qr), reason),
 	       (unsigned long long)w->served, (unsigned long long)w->failed);
 	w->conn = NULL;
+	w->close_code = code;
 	g->pool_sink->orphan(w);
 	if (w->state >= GW_W_NEW && w->state < GW_W_CLOSED)
 		gw_notify_closed(g, w);

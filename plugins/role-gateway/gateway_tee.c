@@ -961,7 +961,15 @@ static void tee_closed(void *arg, struct gw_worker *w)
 
 	for (; o; o = n) {
 		n = o->next;
-		if (o->worker_id == w->id)
+		if (o->worker_id != w->id)
+			continue;
+		/* a message over the transport's bound closed it (1009): an
+		 * opening too large to relay is the miner's, not a drop */
+		if (w->close_code == ENGY_WS_CLOSE_TOO_BIG)
+			open_end(o, NULL, "oversize",
+				 "the leg sent a message over the transport's "
+				 "max_message_bytes");
+		else
 			open_end(o, NULL, "gone",
 				 "the leg closed before it answered");
 	}

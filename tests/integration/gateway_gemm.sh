@@ -33,7 +33,10 @@ gw_conf a 'onboarding = false
   gemm_open_timeout_s = 2
   gemm_open_max_bytes = 1048576
   gemm_open_max_pending = 2'
+# the transport's bound on one message, for an opening too large to parse
+export ENGY_WS_MAX_MESSAGE_BYTES=4194304
 gw_start a
+unset ENGY_WS_MAX_MESSAGE_BYTES
 echo echo > "$T/open.mode"
 pm m1 "$K1" PM_OPEN_FILE="$T/open.mode"
 for i in $(seq 1 10); do
@@ -180,12 +183,20 @@ ok "the auditor's side: unknown seq 404, bad bodies (and one over 64 KiB) 400, G
 echo close > "$T/open.mode"
 [ "$(open "$(seq_of 8)")" = 200 ] && [ "$(js "$T/int.out" "j.status")" = gone ] || fail "close: $(cat "$T/int.out")"
 [ "$(open "$S1")" = 200 ] && [ "$(js "$T/int.out" "j.status")" = gone ] || fail "after the close: $(cat "$T/int.out")"
+# an opening over the transport's own bound (4 MiB here): the leg is
+# closed (1009) before anything is parsed, and that is oversize, not gone
+pm m2 "$K1" PM_OPEN=huge PM_OPEN_BYTES=5242880
+[ "$(chat gemm-m2)" = 200 ] || fail "m2 chat: $(cat "$T/chat.out")"
+internal '/internal/v1/tee/sample?n=1000' > /dev/null
+S9=$(js "$T/int.out" "j.entries.filter((e) => e.worker_name === 'm2')[0].seq")
+[ "$(open "$S9")" = 200 ] && [ "$(js "$T/int.out" "j.status")" = oversize ] || fail "over 1009: $(cat "$T/int.out")"
+grep -q 'event=leg_closed worker=[0-9]* code=1009 ' "$T/a.log" || fail "no 1009 close: $(grep leg_closed "$T/a.log")"
 for o in opened no_answer refused oversize malformed miner_error not_held gone; do
 	printf '%s=%s ' "$o" "$(metric "engy_gw_tee_opens_total{outcome=\"$o\"}")"
 done > "$T/opens.txt"
-[ "$(cat "$T/opens.txt")" = "opened=4 no_answer=4 refused=8 oversize=1 malformed=1 miner_error=2 not_held=1 gone=2 " ] ||
+[ "$(cat "$T/opens.txt")" = "opened=4 no_answer=4 refused=8 oversize=2 malformed=1 miner_error=2 not_held=1 gone=2 " ] ||
 	fail "metrics: $(cat "$T/opens.txt")"
-ok "a leg that closes while asked, and one already gone, are gone; engy_gw_tee_opens_total counts every outcome"
+ok "a leg that closes while asked, and one already gone, are gone; one the transport closes for a message over its bound (1009) is oversize; engy_gw_tee_opens_total counts every outcome"
 
 gw_stop a
 # --- engy end to end: an honest miner, an INT4 miner, a silent replay -----------------------
