@@ -34,10 +34,8 @@ static const struct engy_kind_info kinds[] = {
 	  "proof",
 	  sizeof(struct engy_proof_ops),
 	  OPS_MIN(struct engy_proof_ops, verify),
-	  { REQ(struct engy_proof_ops, scheme),
-	    REQ(struct engy_proof_ops, prove),
-	    REQ(struct engy_proof_ops, verify),
-	    { NULL, 0 } } },
+	  /* prove + verify, or challenge + check: engy_loader's rule. */
+	  { REQ(struct engy_proof_ops, scheme), { NULL, 0 } } },
 	{ ENGY_KIND_SCORER,
 	  "scorer",
 	  sizeof(struct engy_scorer_ops),

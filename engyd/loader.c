@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <engy/proof.h>
+
 #include "kind.h"
 #include "loader.h"
 
@@ -86,6 +88,23 @@ static int check_ops(const char *who, struct engy_loaded *l, char *err,
 			return fail(err, errlen, -EINVAL,
 				    "plugin '%s': missing required %s op '%s'",
 				    who, k->name, k->required[i].name);
+	}
+	if (k->kind == ENGY_KIND_PROOF) {
+		/* A scheme proves and verifies, or is challenged and
+		 * checks (1.4), or both. */
+		const struct engy_proof_ops *p = l->ops;
+		const char *miss = NULL;
+
+		if (p->challenge || p->check)
+			miss = !p->challenge ? "challenge" :
+			       !p->check     ? "check" :
+					       NULL;
+		else
+			miss = !p->prove ? "prove" : !p->verify ? "verify" : NULL;
+		if (miss)
+			return fail(err, errlen, -EINVAL,
+				    "plugin '%s': missing required %s op '%s'",
+				    who, k->name, miss);
 	}
 	return 0;
 }

@@ -4,7 +4,8 @@
  * (lib/model/catalogspec.c): any input is refused with a reason or
  * accepted, never crashes; what is accepted is in range (the TOPLOC pass
  * share at most a million millionths, a mantissa limit fits its
- * hundredths, toploc_v at most toploc_topk when both are given).
+ * hundredths, toploc_v at most toploc_topk when both are given, the
+ * GEMM audit's sizes in range).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    s.val[ENGY_CS_TOPLOC_V] > s.val[ENGY_CS_TOPLOC_TOPK])
 		abort();
 	if (memchr(s.arch, 0, sizeof(s.arch)) == NULL)
+		abort();
+	/* The GEMM audit's sizes: defaults or in range. */
+	if (!s.gemm.layers || !s.gemm.tokens || !s.gemm.projections ||
+	    (uint64_t)s.gemm.layers * s.gemm.tokens > ENGY_CS_GEMM_MAX_CELLS ||
+	    !(s.gemm.z >= 1 && s.gemm.z <= 1000) ||
+	    !(s.gemm.c_el >= 1 && s.gemm.c_el <= 1000) ||
+	    !(s.gemm.rate >= 0 && s.gemm.rate <= 1))
 		abort();
 	return 0;
 }

@@ -5,7 +5,9 @@
  * request's sampling fields.  A frame either fails with a reason or gives
  * a type whose fields hold their invariants; the corr_id of an accepted
  * serve goes back out in a chunk and an error response, which must be
- * JSON that reads back with the same corr_id.
+ * JSON that reads back with the same corr_id.  A gemm_open is usable
+ * (request id and challenge object) or says why not, and its corr_id
+ * goes back out in a gemm_opening, with and without an opening.
  */
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -17,12 +19,15 @@
 static void echo(const char *corr_id)
 {
 	size_t len, i;
-	char *s[2];
+	char *s[4];
 	cJSON *j;
 
 	s[0] = engy_miner_chunk_json(corr_id, "x", 1, NULL, 0, &len);
 	s[1] = engy_miner_error_json(corr_id, "r", "bad", &len);
-	for (i = 0; i < 2; i++) {
+	s[2] = engy_miner_gemm_opening_json(corr_id, "{\"a\":[1]}", 9, NULL,
+					    &len);
+	s[3] = engy_miner_gemm_opening_json(corr_id, NULL, 0, "not_held", &len);
+	for (i = 0; i < 4; i++) {
 		if (!s[i])
 			continue;
 		j = cJSON_Parse(s[i]);
@@ -51,7 +56,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				 sizeof(err));
 	if (rc < 0 && !err[0])
 		abort(); /* a refusal names its reason */
-	if (rc == 0 && (f.type == ENGY_GW_SERVE || f.type == ENGY_GW_CANCEL)) {
+	if (rc == 0 && f.type == ENGY_GW_GEMM_OPEN &&
+	    !f.bad != (f.request_id && cJSON_IsObject(f.challenge)))
+		abort(); /* usable, or says why not */
+	if (rc == 0 && (f.type == ENGY_GW_SERVE || f.type == ENGY_GW_CANCEL ||
+			f.type == ENGY_GW_GEMM_OPEN)) {
 		if (!f.corr_id || !f.corr_id[0] ||
 		    strlen(f.corr_id) > ENGY_GW_MAX_CORR_ID)
 			abort();

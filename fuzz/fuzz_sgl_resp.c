@@ -5,8 +5,10 @@
  * piece size;
  * the rest is parsed whole and in pieces, which must agree on success and,
  * when both succeed, on every field and every row (hashed).  Short inputs
- * are also tried as one number against strtof.
+ * are also tried as one number against strtof.  meta_info.gemm (engy's
+ * extension) is hashed too and checked with engy_sglresp_gemm_json().
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,33 @@ static void resp_hash(struct acc *a, const struct engy_sglresp_resp *r)
 	mix(a, &r->has_top, sizeof(r->has_top));
 	mix(a, &r->n_top, sizeof(r->n_top));
 	mix(a, r->top_cnt, r->n_top);
+	/* meta_info.gemm (engy's extension): the same in pieces, and its
+	 * check gives a canonical text or a reason, never a crash */
+	{
+		const struct engy_sglresp_gemm *g = &r->gemm;
+		const char *why;
+		char *json;
+		int rc;
+
+		mix(a, &g->present, sizeof(g->present));
+		mix(a, &g->bad, sizeof(g->bad));
+		if (g->present) {
+			mix(a, g->hashing, strlen(g->hashing));
+			mix(a, g->gemm_root, strlen(g->gemm_root));
+			mix(a, g->spec_root, strlen(g->spec_root));
+			mix(a, g->sampling, strlen(g->sampling));
+			mix(a, g->rid, strlen(g->rid));
+			mix(a, &g->n_prompt, sizeof(g->n_prompt));
+			mix(a, &g->n_tokens, sizeof(g->n_tokens));
+		}
+		rc = engy_sglresp_gemm_json(g, &json, &why);
+		if ((rc == 0) != (json != NULL) ||
+		    (rc && rc != -ENOMEM && !why))
+			abort();
+		if (json && strlen(json) > 1024)
+			abort(); /* bounded */
+		free(json);
+	}
 }
 
 /* Every position holds at most top_n alternatives, each read back. */

@@ -84,8 +84,13 @@ static void prove_verify(struct engy_toploc_ws *ws, const uint8_t *data,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const struct engy_toploc_params p = { TOPK, 2, true };
-	static const struct engy_proof_limits lim = { sizeof(lim), 2, 0.5, 10,
-						      8 };
+	static const struct engy_proof_limits lim = {
+		.size = sizeof(lim),
+		.max_exp_mismatches = 2,
+		.min_pass_ratio = 0.5,
+		.max_mant_mean = 10,
+		.max_mant_median = 8,
+	};
 	static struct engy_toploc_ws *ws;
 	struct engy_rows rows = { rows_data, ENGY_DTYPE_BF16, N_ROWS, HIDDEN,
 				  1 };

@@ -10,15 +10,19 @@
 # auditor's bits), an INT4-cheat miner (miner-int4.conf: the --quant int4
 # copy, claiming the canonical root through the miner's model_root option)
 # and an auditor
-# (auditor.conf); generates the models on first run; lets onboarding
-# probe every miner (the auditor's TOPLOC verdicts on the probes qualify
+# (auditor.conf: TOPLOC, and the GEMM audit with verifier-gemm on the
+# canonical checkpoint: every miner traces its answers, the auditor opens
+# them); generates the models on first run; lets onboarding
+# probe every miner (the auditor's verdicts on the probes qualify
 # the honest ones and keep the cheat out of buyer traffic); sends buyer
 # traffic through the OpenAI API; once the auditor has closed the epoch, starts
 # the light validator (validator.conf) on chain-dev, the dev chain, which
 # fetches the signed epoch from the auditor's provider API and sets the
 # weights; and prints each miner's kernel profile, onboarding outcome, P99
 # TOPLOC score, largest exponent mismatches and mantissa mean of a chunk,
-# and verdict (probes included), the closed
+# a column per scheme (toploc, gemm: the worst verdict and how many) and
+# verdict (probes included; the INT4 cheat must be cheat in both schemes,
+# the honest miners pass in both), the closed
 # epoch's signed weights, the weights as they landed on the dev chain and
 # a curl to chat with the gateway.  Progress goes to stderr, the table to
 # stdout.  Everything lives under var/devnet/ (models and keys are kept
@@ -41,7 +45,7 @@ ONCE=0
 for a in "$@"; do
 	case $a in
 	--once) ONCE=1 ;;
-	-h | --help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "devnet: unknown argument $a (--once, --help)" >&2; exit 2 ;;
 	esac
 done
@@ -173,6 +177,12 @@ if [ "$SIZE" = tiny ]; then
 else
 	SPEC_FLAGS="--spec-root $SPEC_ROOT"
 fi
+# verifier-gemm checks its checkpoint against this root at start; the
+# INT4 cheat's traces claim it
+sed -i "s#^\( *spec_root = \)\"[0-9a-f]*\"#\1\"$SPEC_ROOT\"#" "$RUN/auditor.conf"
+grep -q "^ *spec_root = \"$SPEC_ROOT\"" "$RUN/auditor.conf" || die "no verifier-gemm spec_root in auditor.conf"
+sed -i "s#^\( *gemm_spec_root = \)\"[0-9a-f]*\"#\1\"$SPEC_ROOT\"#" "$RUN/int4-cheat.conf"
+grep -q "^ *gemm_spec_root = \"$SPEC_ROOT\"" "$RUN/int4-cheat.conf" || die "no gemm_spec_root in miner-int4.conf"
 # keys, made once: the auditor's master hotkey, the two miners' hotkeys and
 # the validator's (a wallet hotkey: wallets/devnet/hotkeys/validator)
 VKEY="$STATE/wallets/devnet/hotkeys/validator"
@@ -397,15 +407,38 @@ weight_of() {  # hotkey -> its weight in the signed result_json (0 when absent)
 		grep -o "\\\\\"$1\\\\\",[0-9]*" | sed 's/.*,//' | head -1)
 	echo "${w:-0}"
 }
+scheme_col() {  # verdict-lines scheme -> "cheat 3/5", "pass 5/5", "- 0"
+	local all c p u
+	all=$(grep -c " scheme=$2 " "$1" || true)
+	c=$(grep " scheme=$2 " "$1" | grep -c " verdict=cheat " || true)
+	p=$(grep " scheme=$2 " "$1" | grep -c " verdict=pass " || true)
+	u=$((all - c - p))
+	if [ "$all" = 0 ]; then
+		echo "- 0"
+	elif [ "$c" != 0 ]; then
+		echo "cheat $c/$all"
+	elif [ "$p" = 0 ]; then
+		echo "unproven $u/$all"
+	else
+		echo "pass $p/$all"
+	fi
+}
 row() {  # name hotkey checkpoint profile
-	local req probes ob scores n r p99 cheats verd emax mmean
+	local req probes ob scores n nall r p99 cheats verd emax mmean tl gm
 	req=$(grep " miner=$2 .* status=200 " "$RUN/requests.txt" | grep -vc ' probe$' || true)
 	probes=$(grep " miner=$2 .* probe$" "$RUN/requests.txt" | grep -c ' status=200 ' || true)
 	ob=$(grep -o "event=worker_qualified .* miner=$2 \|event=onboard_failed .* miner=$2 " \
 		"$LOGS/gateway.log" | head -1 | sed 's/event=\([a-z_]*\) .*/\1/')
 	case $ob in worker_qualified) ob=qualified ;; onboard_failed) ob=refused ;; *) ob=- ;; esac
-	grep "event=verdict .* miner=$2 " "$LOGS/auditor.log" > "$RUN/v-$1" || true
+	grep "event=verdict .* miner=$2 " "$LOGS/auditor.log" > "$RUN/v-all-$1" || true
+	# one column per scheme: its verdicts' worst (cheat, else unproven
+	# when no pass, else pass) and how many
+	tl=$(scheme_col "$RUN/v-all-$1" toploc)
+	gm=$(scheme_col "$RUN/v-all-$1" gemm)
+	# the TOPLOC statistics are over its own rows
+	grep " scheme=toploc " "$RUN/v-all-$1" > "$RUN/v-$1" || true
 	n=$(wc -l < "$RUN/v-$1")
+	nall=$(wc -l < "$RUN/v-all-$1")
 	scores=$(sed -n 's/.* p99_score=\([0-9.]*\).*/\1/p' "$RUN/v-$1" | sort -n)
 	r=$(((99 * n + 99) / 100))
 	p99=$(echo "$scores" | sed -n "${r}p")
@@ -413,13 +446,13 @@ row() {  # name hotkey checkpoint profile
 	# the largest chunk's exponent mismatches and mantissa mean over its verdicts
 	emax=$(sed -n 's/.* exp_max=\([0-9]*\).*/\1/p' "$RUN/v-$1" | sort -n | tail -1)
 	mmean=$(sed -n 's/.* mant_mean_max=\([0-9.]*\).*/\1/p' "$RUN/v-$1" | sort -n | tail -1)
-	cheats=$(grep -c " verdict=cheat " "$RUN/v-$1" || true)
+	cheats=$(grep -c " verdict=cheat " "$RUN/v-all-$1" || true)
 	# the cheat gate (specs/scoring.md): cheat verdicts over 1% of those rendered
 	verd=pass
-	[ $((cheats * 100)) -gt "$n" ] && verd=cheat
+	[ $((cheats * 100)) -gt "$nall" ] && verd=cheat
 	[ "$n" = 0 ] && verd=unaudited
-	printf '%-14s %-11s %-11s %-11s %-9s %-8s %-17s %-8s %-10s %s\n' "$1" "$3" "$4" "$ob/$probes" \
-		"$req" "$n" "${p99:--}" "${emax:--}" "${mmean:--}" "$verd"
+	printf '%-14s %-11s %-11s %-11s %-9s %-8s %-17s %-8s %-10s %-12s %-12s %s\n' "$1" "$3" "$4" \
+		"$ob/$probes" "$req" "$n" "${p99:--}" "${emax:--}" "${mmean:--}" "$tl" "$gm" "$verd"
 	eval "VERDICT_${1//-/_}=$verd"
 }
 WH=$(weight_of "$H_HONEST")
@@ -433,8 +466,9 @@ else
 fi
 {
 	echo
-	printf '%-14s %-11s %-11s %-11s %-9s %-8s %-17s %-8s %-10s %s\n' miner checkpoint profile \
-		onboard/prb requests audited "p99 toploc score" "exp max" "mant mean" verdict
+	printf '%-14s %-11s %-11s %-11s %-9s %-8s %-17s %-8s %-10s %-12s %-12s %s\n' miner checkpoint \
+		profile onboard/prb requests audited "p99 toploc score" "exp max" "mant mean" toploc gemm \
+		verdict
 	row honest "$H_HONEST" "$CKPT_DTYPE" "$(profile honest)"
 	row honest-2 "$H_HONEST2" "$CKPT_DTYPE" "$(profile honest-2)"
 	row int4-cheat "$H_CHEAT" int4 "$(profile int4-cheat)"
@@ -451,6 +485,15 @@ n=$(grep " miner=$H_CHEAT " "$RUN/requests.txt" | grep -vc ' probe$' || true)
 [ "$n" = 0 ] || die "the INT4 cheat reached buyers: $n request-log rows"
 grep -q "event=verdict .* miner=$H_CHEAT .* verdict=cheat " "$LOGS/auditor.log" ||
 	die "no cheat verdict on the INT4 cheat's probes"
+# each scheme on its own: the INT4 cheat caught by both, the honest miners
+# pass both (specs/auditor.md, "GEMM audit")
+for m in "int4-cheat $H_CHEAT cheat" "honest $H_HONEST pass" "honest-2 $H_HONEST2 pass"; do
+	set -- $m
+	for s in toploc gemm; do
+		c=$(scheme_col "$RUN/v-all-$1" $s)
+		[ "${c%% *}" = "$3" ] || die "$1: $s verdicts are $c, not $3"
+	done
+done
 [ "$VERIFIED" = "payload verifies" ] || die "the epoch payload does not verify"
 [ "$MATCH" = "matches the signed epoch" ] || die "the dev chain's weights are not the signed epoch's"
 

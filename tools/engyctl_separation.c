@@ -315,8 +315,11 @@ static int one(const struct sep_args *a, struct q3_model *gm,
 	const struct q3_config *c = engy_q3_model_config(am);
 	struct engy_toploc_params p = { (uint32_t)a->topk, (uint32_t)a->dbs,
 					true };
-	struct engy_proof_limits lim = { sizeof(lim), (uint32_t)a->v, a->p,
-					 a->mant_mean, a->mant_median };
+	struct engy_proof_limits lim = { .size = sizeof(lim),
+					 .max_exp_mismatches = (uint32_t)a->v,
+					 .min_pass_ratio = a->p,
+					 .max_mant_mean = a->mant_mean,
+					 .max_mant_median = a->mant_median };
 	struct engy_toploc_report rep = { 0 };
 	uint32_t prompt[20], out[4096];
 	size_t np = 4 + xorshift(rng) % 16, i, n = 0;

@@ -65,8 +65,8 @@ enum engy_finish {
  *	generation, only max_new_tokens or the context (sglang's
  *	sampling_params.ignore_eos).
  * @top_logprobs, @on_top_logprobs: appended in 1.4; read both only when
- *	@size covers @on_top_logprobs (a 1.3 caller's struct ends at 128
- *	bytes, and @top_logprobs sits in what was its padding).  When
+ *	@size is at least ENGY_GEN_PARAMS_SIZE_1_4 (a 1.3 caller's struct
+ *	ends at 128 bytes, and @top_logprobs sits in what was its padding).  When
  *	@top_logprobs is 1..ENGY_TOP_LOGPROBS_MAX and @on_top_logprobs is
  *	set, the backend calls @on_top_logprobs with the same @arg
  *	generate() got, immediately before each on_tokens, with the
@@ -118,6 +118,17 @@ struct engy_gen_params {
 	uint32_t top_logprobs;
 	void (*on_top_logprobs)(void *arg, size_t n, uint32_t k,
 				const uint32_t *ids, const float *logprobs);
+	/*
+	 * appended in 1.4 (read only when @size is at least
+	 * ENGY_GEN_PARAMS_SIZE_1_4): keep a GEMM audit trace of this
+	 * request (specs/gemm-audit.md): the backend commits to every audited
+	 * matrix multiply's rows, gemm_commit() gives the commitment in
+	 * on_done and gemm_open() answers a challenge for a while after.  A
+	 * backend without the ops, or that cannot trace this request, ignores
+	 * it (gemm_commit() then gives NULL); the request is served all the
+	 * same.
+	 */
+	bool gemm_trace;
 };
 
 /* The most alternatives per token (OpenAI's top_logprobs bound). */
@@ -125,8 +136,8 @@ struct engy_gen_params {
 
 /* A 1.4 struct engy_gen_params: @size at least this. */
 #define ENGY_GEN_PARAMS_SIZE_1_4                                               \
-	(offsetof(struct engy_gen_params, on_top_logprobs) +                   \
-	 sizeof(((struct engy_gen_params *)0)->on_top_logprobs))
+	(offsetof(struct engy_gen_params, gemm_trace) +                        \
+	 sizeof(((struct engy_gen_params *)0)->gemm_trace))
 
 struct engy_gen_result {
 	int status;	      /* 0 or a negative errno */
@@ -189,6 +200,36 @@ struct engy_backend_ops {
 		       void (*done)(void *arg, int rc,
 				    const struct engy_rows *rows),
 		       void *arg, struct engy_gen **out);
+
+	/* ---- appended in 1.4 (check @size); optional ---- */
+
+	/**
+	 * gemm_commit() - the GEMM audit member of a request started with
+	 * params.gemm_trace, called from its on_done (the handle is still
+	 * alive there): malloc'd JSON text, one object
+	 *   {"hashing":"engy-ga1","gemm_root":"<hex>","spec_root":"<hex>",
+	 *    "n_prompt":N,"n_tokens":M,"sampling":"<hex>","rid":"<rid>"}
+	 * (specs/gemm-audit.md), or NULL when there is none (not asked,
+	 * not finished normally, evicted, the serve did not offer one).
+	 * "rid" names the kept trace for gemm_open().  The caller frees it.
+	 */
+	char *(*gemm_commit)(void *inst, struct engy_gen *g);
+
+	/**
+	 * gemm_open() - answer a challenge (@challenge: JSON text
+	 * {"nonce":"<hex>","cells":[[layer,pos],...]}, untrusted) against the
+	 * trace gemm_commit() named @rid.  0: @done comes once, on the loop
+	 * thread, with 0 and the opening JSON (borrowed for the call) or a
+	 * negative errno and NULL: -ENOENT no such trace (never kept, expired
+	 * or evicted), -EINVAL a malformed challenge, -EBADMSG the rows the
+	 * backend re-derived do not match its commitment (an internal error),
+	 * -ECANCELED shutting down.  A negative return: @done never comes.
+	 */
+	int (*gemm_open)(void *inst, const char *rid, const char *challenge,
+			 size_t len,
+			 void (*done)(void *arg, int rc, const char *json,
+				      size_t len),
+			 void *arg);
 };
 
 #ifdef __cplusplus

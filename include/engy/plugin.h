@@ -62,6 +62,16 @@
  *                    on_top_logprobs (the top-N alternatives of each
  *                    output token), engy_model_info.caps
  *                    (ENGY_BACKEND_CAP_TOP_LOGPROBS) (engy/backend.h).
+ *                    The GEMM audit (specs/gemm-audit.md).  Proof:
+ *                    challenged schemes: ops challenge() and check()
+ *                    appended, with which prove() and verify() may be
+ *                    NULL; engy_proof_limits gemm_layers, gemm_tokens,
+ *                    gemm_projections, gemm_spots, gemm_z, gemm_c_el,
+ *                    gemm_rate appended (read only when limits->size
+ *                    covers them).  Backend: the trace:
+ *                    engy_gen_params.gemm_trace and the ops gemm_commit()
+ *                    and gemm_open() (engy/backend.h), appended and
+ *                    optional.
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H

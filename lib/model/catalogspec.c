@@ -2,6 +2,7 @@
 /* A published model spec file as the model catalog reads it. */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -81,6 +82,84 @@ static int value(int f, const cJSON *it, int64_t *v, char *err, size_t errlen)
 	}
 }
 
+void engy_cspec_gemm_defaults(struct engy_cspec_gemm *g)
+{
+	g->layers = ENGY_CS_GEMM_LAYERS;
+	g->tokens = ENGY_CS_GEMM_TOKENS;
+	g->projections = ENGY_CS_GEMM_PROJECTIONS;
+	g->spots = ENGY_CS_GEMM_SPOTS;
+	g->z = ENGY_CS_GEMM_Z;
+	g->c_el = ENGY_CS_GEMM_C_EL;
+	g->rate = ENGY_CS_GEMM_RATE;
+	g->have = 0;
+}
+
+/* The gemm_* fields: type, range, and layers x tokens bounded. */
+static int gemm_fields(const cJSON *j, struct engy_cspec_gemm *g, char *err,
+		       size_t errlen)
+{
+	static const struct {
+		const char *name;
+		double lo, hi;
+		bool integer;
+	} f[7] = {
+		{ "gemm_layers", 1, 65536, true },
+		{ "gemm_tokens", 1, ENGY_CS_GEMM_MAX_CELLS, true },
+		{ "gemm_projections", 1, 64, true },
+		{ "gemm_spots", 0, 4096, true },
+		{ "gemm_z", 1, 1000, false },
+		{ "gemm_c_el", 1, 1000, false },
+		{ "gemm_rate", 0, 1, false },
+	};
+	int i;
+
+	engy_cspec_gemm_defaults(g);
+	for (i = 0; i < 7; i++) {
+		const cJSON *it =
+			cJSON_GetObjectItemCaseSensitive(j, f[i].name);
+		double x;
+
+		if (!it || cJSON_IsNull(it))
+			continue;
+		x = cJSON_IsNumber(it) ? it->valuedouble : NAN;
+		if (!(x >= f[i].lo && x <= f[i].hi) ||
+		    (f[i].integer && x != floor(x)))
+			return fail(err, errlen, "%s is not %s from %g to %g",
+				    f[i].name,
+				    f[i].integer ? "an integer" : "a number",
+				    f[i].lo, f[i].hi);
+		g->have |= 1u << i;
+		switch (i) {
+		case 0:
+			g->layers = (uint32_t)x;
+			break;
+		case 1:
+			g->tokens = (uint32_t)x;
+			break;
+		case 2:
+			g->projections = (uint32_t)x;
+			break;
+		case 3:
+			g->spots = (uint32_t)x;
+			break;
+		case 4:
+			g->z = x;
+			break;
+		case 5:
+			g->c_el = x;
+			break;
+		default:
+			g->rate = x;
+			break;
+		}
+	}
+	if ((uint64_t)g->layers * g->tokens > ENGY_CS_GEMM_MAX_CELLS)
+		return fail(err, errlen,
+			    "gemm_layers x gemm_tokens is above %d",
+			    ENGY_CS_GEMM_MAX_CELLS);
+	return 0;
+}
+
 int engy_cspec_parse(const char *buf, size_t len, struct engy_cspec *out,
 		     char *err, size_t errlen)
 {
@@ -89,6 +168,7 @@ int engy_cspec_parse(const char *buf, size_t len, struct engy_cspec *out,
 	int f, rc = 0;
 
 	memset(out, 0, sizeof(*out));
+	engy_cspec_gemm_defaults(&out->gemm);
 	if (err && errlen)
 		err[0] = 0;
 	j = buf ? cJSON_ParseWithLength(buf, len) : NULL;
@@ -125,6 +205,8 @@ int engy_cspec_parse(const char *buf, size_t len, struct engy_cspec *out,
 	    out->have[ENGY_CS_TOPLOC_V] &&
 	    out->val[ENGY_CS_TOPLOC_V] > out->val[ENGY_CS_TOPLOC_TOPK])
 		rc = fail(err, errlen, "toploc_v is larger than toploc_topk");
+	if (!rc)
+		rc = gemm_fields(j, &out->gemm, err, errlen);
 	cJSON_Delete(j);
 	return rc;
 }

@@ -35,12 +35,36 @@ enum engy_cspec_field {
 /* The largest mantissa limit (hundredths in a uint16_t). */
 #define ENGY_CS_MANT_MAX_CENTI 65535
 
+/*
+ * The GEMM audit's sizes (specs/gemm-audit.md §6): the spec file's
+ * gemm_layers, gemm_tokens, gemm_projections, gemm_spots, gemm_z,
+ * gemm_c_el and gemm_rate, each the default below when absent.
+ */
+#define ENGY_CS_GEMM_LAYERS	 4
+#define ENGY_CS_GEMM_TOKENS	 4
+#define ENGY_CS_GEMM_PROJECTIONS 2
+#define ENGY_CS_GEMM_SPOTS	 2
+#define ENGY_CS_GEMM_Z		 6.0
+#define ENGY_CS_GEMM_C_EL	 6.0
+#define ENGY_CS_GEMM_RATE	 0.05
+#define ENGY_CS_GEMM_MAX_CELLS	 4096 /* layers x tokens at most */
+
+struct engy_cspec_gemm {
+	uint32_t layers, tokens, projections, spots;
+	double z, c_el, rate;
+	unsigned have; /* bit i: the i-th field above was in the file */
+};
+
 struct engy_cspec {
 	uint8_t model_root[32];
 	char arch[32];
 	int have[ENGY_CS_N];
 	int64_t val[ENGY_CS_N];
+	struct engy_cspec_gemm gemm;
 };
+
+/* The defaults into @g (have 0). */
+void engy_cspec_gemm_defaults(struct engy_cspec_gemm *g);
 
 /* The JSON name of a field ("price.input" for the price card's). */
 const char *engy_cspec_name(int field);

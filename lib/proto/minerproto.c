@@ -366,6 +366,39 @@ char *engy_miner_error_json(const char *corr_id, const char *request_id,
 	return finish(root, ok, len);
 }
 
+char *engy_miner_gemm_opening_json(const char *corr_id, const char *opening,
+				   size_t olen, const char *error, size_t *len)
+{
+	cJSON *root = cJSON_CreateObject();
+	char *head, *s;
+	size_t hl;
+	bool ok;
+
+	ok = root && cJSON_AddStringToObject(root, "type", "gemm_opening") &&
+	     cJSON_AddStringToObject(root, "corr_id", corr_id) &&
+	     (opening ||
+	      cJSON_AddStringToObject(root, "error", error ? error : "error"));
+	if (!opening)
+		return finish(root, ok, len);
+	/* The opening (megabytes) is spliced in as it is, not re-parsed. */
+	head = ok ? cJSON_PrintUnformatted(root) : NULL;
+	cJSON_Delete(root);
+	if (!head)
+		return NULL;
+	hl = strlen(head) - 1; /* without the closing brace */
+	s = malloc(hl + 11 + olen + 2);
+	if (s) {
+		memcpy(s, head, hl);
+		memcpy(s + hl, ",\"opening\":", 11);
+		memcpy(s + hl + 11, opening, olen);
+		s[hl + 11 + olen] = '}';
+		s[hl + 12 + olen] = '\0';
+		*len = hl + 12 + olen;
+	}
+	free(head);
+	return s;
+}
+
 /* "[1,2,3]": ids printed directly (a 200k-token prompt is one string,
  * not 200k cJSON nodes). */
 static char *ids_text(const uint32_t *ids, size_t n)
@@ -420,6 +453,18 @@ static cJSON *commitment(const struct engy_miner_result *r, int *rc)
 			goto oom;
 		}
 		cJSON_AddItemToObject(c, r->schemes[i], p);
+	}
+	if (r->has_gemm) {
+		p = r->gemm ? cJSON_Parse(r->gemm) : cJSON_CreateNull();
+		if (!p)
+			goto oom;
+		if (!cJSON_IsObject(p) && !cJSON_IsNull(p)) {
+			cJSON_Delete(p);
+			cJSON_Delete(c);
+			*rc = -EINVAL;
+			return NULL;
+		}
+		cJSON_AddItemToObject(c, "gemm", p);
 	}
 	return c;
 oom:
@@ -503,9 +548,10 @@ static const struct {
 	const char *name;
 	int type;
 } gw_types[] = {
-	{ "admit", ENGY_GW_ADMIT }, { "deny", ENGY_GW_DENY },
-	{ "serve", ENGY_GW_SERVE }, { "cancel", ENGY_GW_CANCEL },
-	{ "ping", ENGY_GW_PING },   { "reconnect", ENGY_GW_RECONNECT },
+	{ "admit", ENGY_GW_ADMIT },	    { "deny", ENGY_GW_DENY },
+	{ "serve", ENGY_GW_SERVE },	    { "cancel", ENGY_GW_CANCEL },
+	{ "ping", ENGY_GW_PING },	    { "reconnect", ENGY_GW_RECONNECT },
+	{ "gemm_open", ENGY_GW_GEMM_OPEN },
 };
 
 static const char *corr_id(const cJSON *root)
@@ -546,6 +592,7 @@ int engy_gw_frame_parse(const char *data, size_t len, struct engy_gw_frame *f,
 		break;
 	case ENGY_GW_SERVE:
 	case ENGY_GW_CANCEL:
+	case ENGY_GW_GEMM_OPEN:
 		f->corr_id = corr_id(f->root);
 		if (!f->corr_id) {
 			snprintf(err, errlen,
@@ -556,6 +603,21 @@ int engy_gw_frame_parse(const char *data, size_t len, struct engy_gw_frame *f,
 		}
 		if (f->type == ENGY_GW_CANCEL)
 			break;
+		if (f->type == ENGY_GW_GEMM_OPEN) {
+			s = cJSON_GetObjectItemCaseSensitive(f->root,
+							     "request_id");
+			f->challenge = cJSON_GetObjectItemCaseSensitive(
+				f->root, "challenge");
+			if (!cJSON_IsString(s) || !s->valuestring[0] ||
+			    strlen(s->valuestring) > ENGY_GW_MAX_REQUEST_ID)
+				f->bad = "gemm_open: no usable request_id";
+			else if (!cJSON_IsObject(f->challenge))
+				f->bad = "gemm_open: challenge is not an "
+					 "object";
+			else
+				f->request_id = s->valuestring;
+			break;
+		}
 		f->request =
 			cJSON_GetObjectItemCaseSensitive(f->root, "request");
 		s = cJSON_GetObjectItemCaseSensitive(f->root, "stream");

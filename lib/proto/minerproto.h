@@ -120,6 +120,10 @@ char *engy_miner_chunk_json(const char *corr_id, const char *content,
 char *engy_miner_cancelled_json(const char *corr_id, size_t *len);
 char *engy_miner_error_json(const char *corr_id, const char *request_id,
 			    const char *error, size_t *len);
+/* {"type":"gemm_opening","corr_id":…,"opening":{…}} with @opening (a JSON
+ * object's text, not checked), else {…,"error":@error}. */
+char *engy_miner_gemm_opening_json(const char *corr_id, const char *opening,
+				   size_t olen, const char *error, size_t *len);
 
 /* What a successful `response` carries. */
 struct engy_miner_result {
@@ -150,6 +154,10 @@ struct engy_miner_result {
 	uint32_t prompt_tokens;	    /* as fed, before any folding */
 	uint32_t completion_tokens; /* every generated token */
 	uint32_t cached_tokens;	    /* 0: no prompt_tokens_details */
+	/* commitment["gemm"] when @has_gemm: the GEMM trace member (a JSON
+	 * object's text), NULL for null; absent when !@has_gemm. */
+	bool has_gemm;
+	const char *gemm;
 };
 
 /* engy_miner_response_json() - NULL on ENOMEM or a proof that is not a
@@ -167,18 +175,22 @@ enum engy_gw_type {
 	ENGY_GW_CANCEL,
 	ENGY_GW_PING,
 	ENGY_GW_RECONNECT,
+	ENGY_GW_GEMM_OPEN, /* a GEMM audit's challenge (specs/protocol.md) */
 };
 
 struct engy_gw_frame {
 	int type;	       /* enum engy_gw_type */
 	const char *type_name; /* borrowed from @root */
-	const char *corr_id;   /* serve, cancel; borrowed */
+	const char *corr_id;   /* serve, cancel, gemm_open; borrowed */
 	const char *reason;    /* deny; borrowed, may be NULL */
 	cJSON *request;	       /* serve: detach it to keep it */
 	bool stream;
 	/* serve: why the frame cannot run (answered with an error
-	 * response), or NULL. */
+	 * response), or NULL; gemm_open: likewise (an error opening). */
 	const char *bad;
+	/* gemm_open: the request it opens and the challenge (borrowed) */
+	const char *request_id;
+	const cJSON *challenge;
 	cJSON *root;
 };
 

@@ -98,6 +98,22 @@ typedef void (*q3_hook_fn)(void *arg, int layer, const char *name,
 			   const float *in, size_t rows, size_t in_dim,
 			   const float *out, size_t out_dim);
 
+/*
+ * The row hook: q3_hook_fn plus which row of the call each hooked row is.
+ * Row i of @in/@out is row @idx[i] of the rows array engy_q3_forward()
+ * was called with (lm_head: of the hidden rows given to engy_q3_logits());
+ * @idx is NULL when row i is row i (every product but the experts', whose
+ * rows are those routed to them, in ascending row order).  The caller
+ * knows each forward row's sequence and position (the sequence's length
+ * plus the rows of it before that one), so a GEMM audit can key every row
+ * by (request, position) even when sequences are batched.  Set alongside
+ * the plain hook (both are called); numerics are unchanged.
+ */
+typedef void (*q3_row_hook_fn)(void *arg, int layer, const char *name,
+			       const uint32_t *idx, const float *in,
+			       size_t rows, size_t in_dim, const float *out,
+			       size_t out_dim);
+
 struct q3_model;
 struct q3_seq;
 
@@ -124,6 +140,8 @@ size_t engy_q3_model_bytes(const struct q3_model *m);
 unsigned engy_q3_model_matrix_bytes(const struct q3_model *m);
 unsigned engy_q3_model_threads(const struct q3_model *m);
 void engy_q3_model_set_hook(struct q3_model *m, q3_hook_fn fn, void *arg);
+void engy_q3_model_set_row_hook(struct q3_model *m, q3_row_hook_fn fn,
+				void *arg);
 
 /* A sequence: its KV cache grows on demand up to @max_ctx positions. */
 struct q3_seq *engy_q3_seq_new(const struct q3_model *m, uint32_t max_ctx);

@@ -92,8 +92,9 @@ static int seq_reserve(struct q3_seq *s, uint32_t need)
 
 /* ---- Building blocks ---- */
 
-void engy_q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
-		      const struct mm_part *pt, size_t n)
+void engy_q3_mm_batch_idx(struct q3_model *m, int layer,
+			  const char *const *names, const struct mm_part *pt,
+			  size_t n, const uint32_t *const *idx)
 {
 	size_t i;
 
@@ -122,6 +123,19 @@ void engy_q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
 			if (pt[i].n)
 				m->hook(m->hook_arg, layer, names[i], pt[i].x,
 					pt[i].n, pt[i].in, pt[i].y, pt[i].out);
+	if (m->row_hook)
+		for (i = 0; i < n; i++)
+			if (pt[i].n)
+				m->row_hook(m->row_hook_arg, layer, names[i],
+					    idx ? idx[i] : NULL, pt[i].x,
+					    pt[i].n, pt[i].in, pt[i].y,
+					    pt[i].out);
+}
+
+void engy_q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
+		      const struct mm_part *pt, size_t n)
+{
+	engy_q3_mm_batch_idx(m, layer, names, pt, n, NULL);
 }
 
 void engy_q3_mm(struct q3_model *m, int layer, const char *name, const float *x,

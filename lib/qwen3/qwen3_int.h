@@ -40,6 +40,8 @@ struct q3_model {
 	pthread_mutex_t mu; /* one forward at a time */
 	q3_hook_fn hook;
 	void *hook_arg;
+	q3_row_hook_fn row_hook;
+	void *row_hook_arg;
 	struct q3_cuda *cuda;
 	bool naive;
 	int profile; /* enum q3_profile */
@@ -60,6 +62,11 @@ void engy_q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
 /* Independent products as one job, then the hook for each, in order. */
 void engy_q3_mm_batch(struct q3_model *m, int layer, const char *const *names,
 		      const struct mm_part *parts, size_t n);
+/* ... with @idx[i] the row hook's row indices of part i (NULL: every
+ * part's rows are the call's rows in order). */
+void engy_q3_mm_batch_idx(struct q3_model *m, int layer,
+			  const char *const *names, const struct mm_part *parts,
+			  size_t n, const uint32_t *const *idx);
 
 /*
  * engy_q3_moe() - the sparse MLP of @layer for @n normed rows @xn into @y

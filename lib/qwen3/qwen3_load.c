@@ -550,6 +550,13 @@ void engy_q3_model_set_hook(struct q3_model *m, q3_hook_fn fn, void *arg)
 	m->hook_arg = arg;
 }
 
+void engy_q3_model_set_row_hook(struct q3_model *m, q3_row_hook_fn fn,
+				void *arg)
+{
+	m->row_hook = fn;
+	m->row_hook_arg = arg;
+}
+
 const char *engy_q3_model_device(const struct q3_model *m)
 {
 	return m->device;

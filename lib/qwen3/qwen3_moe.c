@@ -119,10 +119,13 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 	struct mm_part *parts = malloc(2 * E * sizeof(*parts));
 	char(*nm)[40] = malloc(2 * E * sizeof(*nm));
 	const char **names = malloc(2 * E * sizeof(*names));
+	/* the row hook's indices: the forward row of each gathered slot */
+	uint32_t *slot_row = malloc((nk + 1) * sizeof(*slot_row));
+	const uint32_t **idx = malloc(2 * E * sizeof(*idx));
 	int rc = -ENOMEM;
 
 	if (!logit || !prob || !sel || !off || !fill || !xe || !ge || !ue ||
-	    !ye || !parts || !nm || !names)
+	    !ye || !parts || !nm || !names || !slot_row || !idx)
 		goto out;
 	engy_q3_mm(m, layer, "router", xn, n, l->router, h, E, logit);
 	for (r = 0; r < n; r++)
@@ -138,6 +141,7 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 
 			s->slot =
 				(uint32_t)(off[s->expert] + fill[s->expert]++);
+			slot_row[s->slot] = (uint32_t)r;
 			memcpy(xe + s->slot * h, xn + r * h, h * sizeof(float));
 		}
 	for (e = 0; e < E; e++) {
@@ -153,6 +157,7 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 					      I,
 					      m->wt };
 		snprintf(nm[na], sizeof(nm[na]), "experts.%u.gate_proj", e);
+		idx[na] = idx[na + 1] = slot_row + off[e];
 		parts[na + 1] = (struct mm_part){ xe + off[e] * h,
 						  l->experts[e].up,
 						  ue + off[e] * I,
@@ -166,7 +171,7 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 	}
 	for (r = 0; r < na; r++)
 		names[r] = nm[r];
-	engy_q3_mm_batch(m, layer, names, parts, na);
+	engy_q3_mm_batch_idx(m, layer, names, parts, na, idx);
 	for (r = 0; r < nk * I; r++)
 		ge[r] = engy_q3_silu(ge[r]) * ue[r];
 	if (engy_q3_bf16act(m))
@@ -185,9 +190,10 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 					      m->wt };
 		snprintf(nm[na], sizeof(nm[na]), "experts.%u.down_proj", e);
 		names[na] = nm[na];
+		idx[na] = slot_row + off[e];
 		na++;
 	}
-	engy_q3_mm_batch(m, layer, names, parts, na);
+	engy_q3_mm_batch_idx(m, layer, names, parts, na, idx);
 	/* A row's experts are summed in ascending expert order. */
 	for (r = 0; r < n; r++) {
 		float *yr = y + r * h;
@@ -215,5 +221,7 @@ out:
 	free(parts);
 	free(nm);
 	free(names);
+	free(slot_row);
+	free(idx);
 	return rc;
 }

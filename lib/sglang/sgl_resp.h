@@ -58,6 +58,22 @@ struct engy_sglresp_opts {
 };
 
 #define ENGY_SGLRESP_TOP_MAX 64
+/*
+ * meta_info.gemm, engy's GEMM audit extension (specs/serve.md): a flat
+ * object read leniently, so that a serve's malformed member never fails
+ * the response: a value of the wrong shape sets @bad, strings longer than
+ * their buffer allow set @bad, other members are dropped.
+ * engy_sglresp_gemm_json() checks it and writes it canonically.
+ */
+#define ENGY_SGLRESP_GEMM_RID_MAX 256
+struct engy_sglresp_gemm {
+	bool present; /* meta_info had a non-null "gemm" */
+	bool bad;     /* ... that is not an object of the expected members */
+	char hashing[18];
+	char gemm_root[66], spec_root[66], sampling[66];
+	char rid[ENGY_SGLRESP_GEMM_RID_MAX + 2];
+	int64_t n_prompt, n_tokens; /* -1: absent */
+};
 
 struct engy_sglresp_resp {
 	bool has_meta;
@@ -89,6 +105,7 @@ struct engy_sglresp_resp {
 	bool elem0_block;    /* element 0 was 2-D (or empty) */
 	uint32_t elem0_rows; /* its rows (0: an empty prefill block) */
 	uint32_t width;	     /* floats per converted row (0: none yet) */
+	struct engy_sglresp_gemm gemm;
 };
 
 struct engy_jf;
@@ -116,6 +133,18 @@ const struct engy_sglresp_resp *engy_sglresp_resp(const struct engy_jf *j);
 /* Why feed or finish failed ("" when they did not), and where. */
 const char *engy_sglresp_error(const struct engy_jf *j);
 size_t engy_sglresp_offset(const struct engy_jf *j);
+
+/*
+ * engy_sglresp_gemm_json() - the member @g as canonical JSON text
+ * (malloc'd): {"hashing":"engy-ga1","gemm_root":hex,"spec_root":hex,
+ * "n_prompt":N,"n_tokens":M,"sampling":hex,"rid":R}.  -EBADMSG with the
+ * reason in @why when it is absent, not of that shape, hashing is not
+ * engy-ga1, a root or the sampling hash is not 64 lowercase hex digits,
+ * 0 < n_prompt <= n_tokens < 2^31 fails, or the rid is empty or not
+ * printable ASCII without quotes or backslashes; -ENOMEM.
+ */
+int engy_sglresp_gemm_json(const struct engy_sglresp_gemm *g, char **out,
+			   const char **why);
 
 /*
  * engy_sglresp_parse_float() - the whole of @s (@len bytes) as one JSON number,

@@ -4,7 +4,9 @@
  * lexer (sgl_resp.c) asks at a value's first byte where it goes, and
  * calls back here when a container closes or a scalar is complete.
  */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +17,40 @@
 static bool key_is(const struct engy_jf *j, const char *k)
 {
 	return j->keylen < sizeof(j->key) && strcmp(j->key, k) == 0;
+}
+
+/* meta_info.gemm (sgl_resp.h): wrong shapes mark it, never fail. */
+static void gemm_bad(struct engy_jf *j)
+{
+	j->r.gemm.present = true;
+	j->r.gemm.bad = true;
+}
+
+/* The buffer of the gemm string member named by the current key. */
+static char *gemm_str(struct engy_jf *j)
+{
+	struct engy_sglresp_gemm *g = &j->r.gemm;
+
+	if (key_is(j, "hashing"))
+		return g->hashing;
+	if (key_is(j, "gemm_root"))
+		return g->gemm_root;
+	if (key_is(j, "spec_root"))
+		return g->spec_root;
+	if (key_is(j, "sampling"))
+		return g->sampling;
+	return g->rid;
+}
+
+static size_t gemm_cap(const struct engy_jf *j)
+{
+	const struct engy_sglresp_gemm *g = &j->r.gemm;
+
+	if (key_is(j, "hashing"))
+		return sizeof(g->hashing);
+	if (key_is(j, "rid"))
+		return sizeof(g->rid);
+	return sizeof(g->gemm_root);
 }
 
 int engy_sglresp_value_slot(const struct engy_jf *j)
@@ -50,6 +86,16 @@ int engy_sglresp_value_slot(const struct engy_jf *j)
 			return V_CACHED;
 		if (key_is(j, "finish_reason"))
 			return V_FINISH;
+		if (key_is(j, "gemm"))
+			return V_GEMM;
+		return V_SKIP;
+	case C_GEMM:
+		if (key_is(j, "hashing") || key_is(j, "gemm_root") ||
+		    key_is(j, "spec_root") || key_is(j, "sampling") ||
+		    key_is(j, "rid"))
+			return V_GSTR;
+		if (key_is(j, "n_prompt") || key_is(j, "n_tokens"))
+			return V_GNUM;
 		return V_SKIP;
 	case C_FINISH:
 		if (key_is(j, "type"))
@@ -228,6 +274,11 @@ int engy_sglresp_open_array(struct engy_jf *j, int slot)
 		jf_top(j)->elem = f->elem;
 		j->rown = 0;
 		return 0;
+	case V_GEMM:
+	case V_GSTR:
+	case V_GNUM:
+		gemm_bad(j);
+		/* fall through */
 	case V_SKIP:
 	case V_MSG:
 	case V_ERROR:
@@ -252,6 +303,16 @@ int engy_sglresp_open_object(struct engy_jf *j, int slot)
 	case V_ERROR:
 		j->r.has_error = true;
 		return engy_sglresp_push(j, C_ERROR, true);
+	case V_GEMM:
+		/* a second member starts over */
+		memset(&j->r.gemm, 0, sizeof(j->r.gemm));
+		j->r.gemm.present = true;
+		j->r.gemm.n_prompt = j->r.gemm.n_tokens = -1;
+		return engy_sglresp_push(j, C_GEMM, true);
+	case V_GSTR:
+	case V_GNUM:
+		gemm_bad(j);
+		return engy_sglresp_push(j, C_SKIP, true);
 	case V_SKIP:
 	case V_MSG:
 	case V_FMATCHED:
@@ -402,6 +463,18 @@ int engy_sglresp_number_value(struct engy_jf *j, int slot,
 			v = -1;
 		j->r.matched = v;
 		return 0;
+	case V_GNUM:
+		if (engy_sglresp_num_int(n, &v) || v < 0)
+			gemm_bad(j);
+		else if (key_is(j, "n_prompt"))
+			j->r.gemm.n_prompt = v;
+		else
+			j->r.gemm.n_tokens = v;
+		return 0;
+	case V_GEMM:
+	case V_GSTR:
+		gemm_bad(j);
+		return 0;
 	case V_SKIP:
 	case V_MSG:
 	case V_EMSG:
@@ -425,6 +498,16 @@ int engy_sglresp_token_value(struct engy_jf *j)
 	long k;
 
 	j->tok[j->toklen] = '\0';
+	/* meta_info.gemm: any literal but a count is the wrong shape (a
+	 * null member is absent) */
+	if ((slot == V_GEMM || slot == V_GSTR || slot == V_GNUM) &&
+	    (strcmp(t, "null") == 0 || strcmp(t, "true") == 0 ||
+	     strcmp(t, "false") == 0 || strcmp(t, "NaN") == 0 ||
+	     strcmp(t, "Infinity") == 0 || strcmp(t, "-Infinity") == 0)) {
+		if (slot != V_GEMM || strcmp(t, "null") != 0)
+			gemm_bad(j);
+		return 0;
+	}
 	lenient = slot == V_SKIP || slot == V_MSG || slot == V_EMSG ||
 		  slot == V_FMSG || slot == V_FTYPE || slot == V_FMATCHED ||
 		  slot == V_ERROR;
@@ -506,6 +589,13 @@ int engy_sglresp_open_string(struct engy_jf *j, int slot)
 	case V_FMATCHED: /* a stop string: no token id */
 		j->r.matched = -1;
 		break;
+	case V_GSTR:
+		engy_sglresp_capture_to(j, gemm_str(j), gemm_cap(j));
+		break;
+	case V_GEMM:
+	case V_GNUM:
+		gemm_bad(j);
+		break;
 	case V_SKIP:
 		break;
 	default:
@@ -523,6 +613,8 @@ void engy_sglresp_string_done(struct engy_jf *j)
 		j->st = ST_COLON;
 		return;
 	}
+	if (j->slot == V_GSTR && j->capn + 1 >= j->capmax)
+		j->r.gemm.bad = true; /* longer than any valid value */
 	if (j->slot == V_FTYPE)
 		j->r.finish = strcmp(j->ftype, "stop") == 0
 				      ? ENGY_SGLRESP_FINISH_STOP
@@ -532,4 +624,55 @@ void engy_sglresp_string_done(struct engy_jf *j)
 				      ? ENGY_SGLRESP_FINISH_ABORT
 				      : ENGY_SGLRESP_FINISH_OTHER;
 	engy_sglresp_value_done(j);
+}
+
+static bool hex64(const char *s)
+{
+	size_t i;
+
+	for (i = 0; i < 64; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') ||
+		      (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return s[64] == '\0';
+}
+
+int engy_sglresp_gemm_json(const struct engy_sglresp_gemm *g, char **out,
+			   const char **why)
+{
+	const char *p;
+	size_t cap;
+
+	*out = NULL;
+	*why = NULL;
+	if (!g->present)
+		*why = "absent";
+	else if (g->bad)
+		*why = "not an object of the expected members";
+	else if (strcmp(g->hashing, "engy-ga1") != 0)
+		*why = "hashing is not engy-ga1";
+	else if (!hex64(g->gemm_root) || !hex64(g->spec_root) ||
+		 !hex64(g->sampling))
+		*why = "a root or the sampling hash is not 64 hex digits";
+	else if (g->n_prompt < 1 || g->n_tokens < g->n_prompt ||
+		 g->n_tokens >= (int64_t)1 << 31)
+		*why = "n_prompt / n_tokens out of range";
+	else if (!g->rid[0])
+		*why = "no rid";
+	for (p = g->rid; !*why && *p; p++)
+		if (*p < 0x21 || *p > 0x7e || *p == '"' || *p == '\\')
+			*why = "rid is not printable ASCII";
+	if (*why)
+		return -EBADMSG;
+	cap = 400 + strlen(g->rid);
+	*out = malloc(cap);
+	if (!*out)
+		return -ENOMEM;
+	snprintf(*out, cap,
+		 "{\"hashing\":\"engy-ga1\",\"gemm_root\":\"%s\","
+		 "\"spec_root\":\"%s\",\"n_prompt\":%lld,\"n_tokens\":%lld,"
+		 "\"sampling\":\"%s\",\"rid\":\"%s\"}",
+		 g->gemm_root, g->spec_root, (long long)g->n_prompt,
+		 (long long)g->n_tokens, g->sampling, g->rid);
+	return 0;
 }

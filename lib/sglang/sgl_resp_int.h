@@ -183,6 +183,7 @@ enum ctx {
 	C_TLPS, /* output_top_logprobs */
 	C_TLPE, /* one position's alternatives */
 	C_TLPA, /* one [logprob, id, text] */
+	C_GEMM, /* meta_info.gemm */
 };
 
 /* What a value is for, decided at its first byte. */
@@ -216,6 +217,9 @@ enum slot {
 	V_TLPA,
 	V_TLPV,
 	V_TLPID,
+	V_GEMM, /* meta_info.gemm */
+	V_GSTR, /* one of its string members */
+	V_GNUM, /* one of its counts */
 };
 
 enum st {

@@ -580,6 +580,9 @@ int engy_sgl_parse_generate(const void *body, size_t len,
 	rc = get_bool(j, "return_hidden_states", &g->return_hidden_states, err,
 		      errlen);
 	if (!rc)
+		rc = get_bool(j, "return_gemm_trace", &g->return_gemm_trace,
+			      err, errlen);
+	if (!rc)
 		rc = check_unsupported(j, err, errlen);
 	v = cJSON_GetObjectItemCaseSensitive(j, "top_logprobs_num");
 	if (!rc && v && !cJSON_IsNull(v)) {
@@ -791,6 +794,10 @@ char *engy_sgl_response(const struct engy_sgl_out *o, bool sse, size_t *len)
 				sb_put(&b, "]", 1);
 		}
 		sb_put(&b, "]", 1);
+	}
+	if (o->gemm) {
+		sb_puts(&b, ",\"gemm\":");
+		sb_puts(&b, o->gemm);
 	}
 	if (o->e2e_latency >= 0)
 		sb_printf(&b, ",\"e2e_latency\":%.6f", o->e2e_latency);

@@ -47,6 +47,9 @@ struct engy_sgl_gen {
 	/* sampling_params.json_schema (a JSON schema's text, malloc'd) or
 	 * NULL; regex and ebnf are refused */
 	char *json_schema;
+	/* engy's extension (specs/serve.md, "GEMM audit trace"): keep a
+	 * GEMM audit trace and answer with meta_info.gemm */
+	bool return_gemm_trace;
 };
 
 /*
@@ -113,6 +116,9 @@ struct engy_sgl_out {
 	uint32_t hidden_size;
 	size_t rows_elided; /* the first ones written as [] (a stream's
 					 * running event: rows an earlier one had) */
+	/* meta_info.gemm: a JSON object's text written as is (the
+	 * backend's gemm_commit()), or NULL: none */
+	const char *gemm;
 };
 
 /*

@@ -35,9 +35,12 @@ enum ref_state {
 enum req_kind {
 	REQ_GENERATE = 1,
 	REQ_PREFILL,
+	REQ_REPLAY, /* a GEMM opening's replay (ref_gemm.c): prefill, hooked */
 };
 
 struct ref;
+struct ref_gsink;
+struct ref_hold;
 
 /* One request; the handle generate()/prefill() hand out. */
 struct engy_gen {
@@ -78,6 +81,30 @@ struct engy_gen {
 	uint32_t step_tok;
 	float step_lp;
 	float *hidden; /* the sampled row, or every row (prefill) */
+	/* GEMM audit (ref_gemm.c).  Generate: @gs the trace its rows go to
+	 * as the forward runs (NULL: not traced), @gmember the commitment
+	 * once built (for gemm_commit() in on_done), @gsamp the sampling
+	 * hash, @grid the rid it is kept under.  Replay: @gs the opening
+	 * its rows go to, @hold the trace it opens, @odone its answer. */
+	struct ref_gsink *gs;
+	uint8_t gsamp[32];
+	char *gmember;
+	char grid[128];
+	struct ref_hold *hold;
+	void (*odone)(void *arg, int rc, const char *json, size_t len);
+	void *oarg;
+};
+
+/*
+ * What the row hook (ref_gemm.c) sees of the product being computed: for
+ * each row of the engy_q3_forward() or engy_q3_logits() call, its request
+ * and position.  Set by the step job around each call; NULL when no
+ * request in the step is traced.
+ */
+struct ref_hookctx {
+	struct engy_gen **req;
+	uint32_t *pos;
+	size_t n;
 };
 
 struct ref {
@@ -99,6 +126,21 @@ struct ref {
 	bool step_inflight;
 	bool stopping;
 	struct engy_metric *m_tokens, *m_prefill, *m_requests;
+	/* GEMM audit (ref_gemm.c) */
+	bool gemm_on;	 /* option gemm_trace */
+	bool gemm_ready; /* spec_root known: traces are offered */
+	bool spec_set;	 /* spec_root came from the option */
+	uint8_t spec_root[32];
+	uint64_t hold_ms;		      /* option gemm_hold_s */
+	uint64_t hold_max;		      /* option gemm_max_bytes */
+	struct ref_hold *holds, **holds_tail; /* oldest first */
+	size_t hold_bytes, n_holds;
+	uint64_t rid_seq;
+	uint8_t rid_salt[8];
+	struct ref_hookctx *hctx; /* the step job's, during its calls */
+	struct engy_timer *gtimer;
+	struct engy_metric *m_gheld, *m_gbytes, *m_gevicted, *m_gexpired;
+	struct engy_metric *m_gopens;
 };
 
 /* Start a step if none is running and there is work (loop thread). */
@@ -112,5 +154,47 @@ void ref_fail_all(struct ref *r, int status, const char *why);
 
 /* Free a request (no callbacks). */
 void ref_req_free(struct engy_gen *g);
+
+/* Queue a request (loop thread). */
+void ref_enqueue(struct ref *r, struct engy_gen *g);
+
+/* ---- GEMM audit (ref_gemm.c) ---- */
+
+/* The row hook set on the model (step job thread). */
+void ref_gemm_hook(void *arg, int layer, const char *name, const uint32_t *idx,
+		   const float *in, size_t rows, size_t in_dim,
+		   const float *out, size_t out_dim);
+/* A traced generate request finished normally: its gemm root, the trace
+ * kept, g->gmember set (loop thread, before on_done). */
+void ref_gemm_commit_now(struct ref *r, struct engy_gen *g);
+/* A replay ended (@rc 0: every row fed): answer the opening (loop). */
+void ref_gemm_replay_done(struct ref *r, struct engy_gen *rg, int rc);
+/* Whether @pos of replay @rg needs lm_head's row (step job). */
+bool ref_gemm_lm_want(const struct engy_gen *rg, uint32_t pos);
+/* The sink's first error (replay rows that did not match). */
+int ref_gemm_sink_rc(const struct engy_gen *rg);
+void ref_gemm_sink_free(struct ref_gsink *gs);
+void ref_hold_put(struct ref *r, struct ref_hold *h);
+/* Options (create): tracing on, the spec root's hex (NULL: computed at
+ * load), the hold time and memory cap. */
+void ref_gemm_setup(struct ref *r, bool on, const char *spec_hex,
+		    int64_t hold_s, int64_t max_bytes);
+/* The checkpoint's engy-mc1 model root (the load job). */
+int ref_gemm_spec_root(const char *dir, unsigned threads, uint8_t out[32],
+		       char *err, size_t errlen);
+/* The model is loaded (@rc, @root: ref_gemm_spec_root()'s). */
+void ref_gemm_ready(struct ref *r, int rc, const uint8_t root[32],
+		    const char *err);
+int ref_gemm_start(struct ref *r);
+void ref_gemm_destroy(struct ref *r);
+/* generate(): note params.gemm_trace. */
+void ref_gemm_begin(struct ref *r, struct engy_gen *g,
+		    const struct engy_gen_params *q);
+/* The ops. */
+char *ref_gemm_commit(void *inst, struct engy_gen *g);
+int ref_gemm_open(void *inst, const char *rid, const char *challenge,
+		  size_t len,
+		  void (*done)(void *arg, int rc, const char *json, size_t len),
+		  void *arg);
 
 #endif /* REF_H */

@@ -19,9 +19,11 @@ struct step {
 	size_t n_reqs;
 	struct q3_row *rows;
 	size_t n_rows;
-	float *hidden; /* n_rows x H */
-	float *last;   /* the sampling rows, gathered */
-	float *logits; /* one row per sampling request */
+	float *hidden;	       /* n_rows x H */
+	float *last;	       /* the sampling rows, gathered */
+	float *logits;	       /* one row per sampling request */
+	struct ref_hookctx hc; /* each row's request and position */
+	bool traced;	       /* a request here has a GEMM sink */
 	int rc;
 };
 
@@ -38,6 +40,10 @@ void ref_req_free(struct engy_gen *g)
 	free(g->hidden);
 	free(g->step_top_ids);
 	free(g->step_top_lp);
+	free(g->gmember);
+	ref_gemm_sink_free(g->gs);
+	if (g->hold)
+		ref_hold_put(g->r, g->hold);
 	free(g);
 }
 
@@ -72,13 +78,15 @@ static void step_free(struct step *s)
 	free(s->hidden);
 	free(s->last);
 	free(s->logits);
+	free(s->hc.req);
+	free(s->hc.pos);
 	free(s);
 }
 
 /* Prefill kind: every position; generate: the prompt, then one token. */
 static size_t rows_wanted(const struct ref *r, const struct engy_gen *g)
 {
-	size_t end = g->kind == REQ_PREFILL ? g->n_ids : g->n_prompt;
+	size_t end = g->kind != REQ_GENERATE ? g->n_ids : g->n_prompt;
 
 	if (g->n_fed < end)
 		return end - g->n_fed < r->chunk ? end - g->n_fed : r->chunk;
@@ -100,7 +108,9 @@ static struct step *step_build(struct ref *r)
 	s->reqs = calloc(r->n_active + 1, sizeof(*s->reqs));
 	s->rows = calloc(n_rows + 1, sizeof(*s->rows));
 	s->hidden = malloc((n_rows + 1) * r->cfg.hidden * sizeof(float));
-	if (!s->reqs || !s->rows || !s->hidden)
+	s->hc.req = calloc(n_rows + 1, sizeof(*s->hc.req));
+	s->hc.pos = calloc(n_rows + 1, sizeof(*s->hc.pos));
+	if (!s->reqs || !s->rows || !s->hidden || !s->hc.req || !s->hc.pos)
 		goto fail;
 	for (g = r->active; g; g = g->next) {
 		g->step_rows = g->cancelled ? 0 : rows_wanted(r, g);
@@ -108,9 +118,13 @@ static struct step *step_build(struct ref *r)
 		if (!g->step_rows)
 			continue;
 		g->step_first = s->n_rows;
-		for (i = 0; i < g->step_rows; i++)
+		for (i = 0; i < g->step_rows; i++) {
+			s->hc.req[s->n_rows] = g;
+			s->hc.pos[s->n_rows] = (uint32_t)(g->n_fed + i);
 			s->rows[s->n_rows++] =
 				(struct q3_row){ g->seq, g->ids[g->n_fed + i] };
+		}
+		s->traced |= g->gs != NULL;
 		/* Sample once the prompt is in and more tokens are wanted. */
 		g->step_samples = g->kind == REQ_GENERATE &&
 				  g->n_fed + g->step_rows >= g->n_prompt &&
@@ -128,6 +142,48 @@ fail:
 	return NULL;
 }
 
+#define LM_BATCH 16
+
+/* lm_head of a replay's rows whose logits the generation computed (or
+ * that a challenge opens), hooked; the logits themselves are not needed. */
+static int replay_lm(struct step *s, struct engy_gen *g)
+{
+	struct ref *r = s->r;
+	size_t H = r->cfg.hidden, i, n = 0;
+	float *x = malloc(LM_BATCH * H * sizeof(float));
+	float *y = malloc(LM_BATCH * (size_t)r->cfg.vocab * sizeof(float));
+	struct engy_gen *req[LM_BATCH];
+	uint32_t pos[LM_BATCH];
+	struct ref_hookctx hc = { req, pos, 0 };
+	int rc = 0;
+
+	if (!x || !y) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i <= g->step_rows; i++) {
+		uint32_t p = (uint32_t)(g->n_fed + i);
+
+		if (i < g->step_rows && ref_gemm_lm_want(g, p)) {
+			memcpy(x + n * H, s->hidden + (g->step_first + i) * H,
+			       H * sizeof(float));
+			req[n] = g;
+			pos[n++] = p;
+		}
+		if (n && (n == LM_BATCH || i == g->step_rows)) {
+			hc.n = n;
+			r->hctx = &hc;
+			engy_q3_logits(r->m, x, n, y);
+			r->hctx = NULL;
+			n = 0;
+		}
+	}
+out:
+	free(x);
+	free(y);
+	return rc;
+}
+
 /* The pool job: one batched forward, then sampling.  No loop state here. */
 static void step_run(void *arg)
 {
@@ -137,9 +193,18 @@ static void step_run(void *arg)
 
 	if (!s->n_rows)
 		return;
+	s->hc.n = s->n_rows;
+	r->hctx = s->traced ? &s->hc : NULL;
 	s->rc = engy_q3_forward(r->m, s->rows, s->n_rows, s->hidden);
+	r->hctx = NULL;
 	if (s->rc)
 		return;
+	for (k = 0; k < s->n_reqs && s->traced; k++)
+		if (s->reqs[k]->kind == REQ_REPLAY && s->reqs[k]->gs) {
+			s->rc = replay_lm(s, s->reqs[k]);
+			if (s->rc)
+				return;
+		}
 	for (k = 0; k < s->n_reqs; k++) {
 		struct engy_gen *g = s->reqs[k];
 		const float *h =
@@ -152,8 +217,22 @@ static void step_run(void *arg)
 		if (g->step_samples)
 			memcpy(s->last + j++ * H, h, H * sizeof(float));
 	}
-	if (j)
+	if (j) {
+		/* lm_head's rows are the sampling requests' last rows */
+		for (k = 0, j = 0; k < s->n_reqs; k++) {
+			struct engy_gen *g = s->reqs[k];
+
+			if (!g->step_samples)
+				continue;
+			s->hc.req[j] = g;
+			s->hc.pos[j++] =
+				(uint32_t)(g->n_fed + g->step_rows - 1);
+		}
+		s->hc.n = j;
+		r->hctx = s->traced ? &s->hc : NULL;
 		engy_q3_logits(r->m, s->last, j, s->logits);
+		r->hctx = NULL;
+	}
 	for (k = 0, j = 0; k < s->n_reqs; k++) {
 		struct engy_gen *g = s->reqs[k];
 
@@ -211,6 +290,18 @@ static void finish(struct ref *r, struct engy_gen *g, int status,
 		.completion_tokens = g->n_out,
 	};
 
+	if (g->kind == REQ_REPLAY) {
+		ref_gemm_replay_done(r, g,
+				     status ? status
+				     : reason == ENGY_FINISH_ABORT
+					     ? -ECANCELED
+					     : ref_gemm_sink_rc(g));
+		ref_req_free(g);
+		return;
+	}
+	if (g->kind == REQ_GENERATE && g->gs && !status &&
+	    (reason == ENGY_FINISH_STOP || reason == ENGY_FINISH_LENGTH))
+		ref_gemm_commit_now(r, g);
 	if (g->kind == REQ_PREFILL) {
 		struct engy_rows rows = { g->hidden, ENGY_DTYPE_F32,
 					  (uint32_t)g->n_ids, r->cfg.hidden,
@@ -259,6 +350,13 @@ static bool deliver(struct ref *r, struct engy_gen *g)
 	g->n_fed += g->step_rows;
 	if (g->cancelled)
 		return false; /* no tokens after cancel(); reaped next */
+	if (g->kind == REQ_REPLAY) {
+		if (g->n_fed < g->n_ids)
+			return false;
+		unlink_active(r, g);
+		finish(r, g, 0, NULL, ENGY_FINISH_STOP, -1);
+		return true;
+	}
 	if (g->kind == REQ_PREFILL) {
 		if (r->m_prefill)
 			r->host->metric_add(r->m_prefill, (double)g->step_rows);
@@ -350,6 +448,17 @@ static void step_done(void *arg, int rc)
 	reap_cancelled(r);
 	ref_admit(r);
 	r->step_inflight = false;
+	ref_kick(r);
+}
+
+void ref_enqueue(struct ref *r, struct engy_gen *g)
+{
+	struct engy_gen **p;
+
+	for (p = &r->queue; *p; p = &(*p)->next)
+		;
+	*p = g;
+	r->n_queued++;
 	ref_kick(r);
 }
 

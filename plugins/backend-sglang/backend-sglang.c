@@ -55,6 +55,10 @@ static const struct engy_opt sgl_opts[] = {
 	{ "max_inflight", ENGY_OPT_INT, 0, OFF(max_inflight), "64",
 	  "MAX_INFLIGHT", 1, 65536,
 	  "requests in flight at most (-EBUSY after)" },
+	{ "gemm_trace", ENGY_OPT_BOOL, 0, OFF(gemm_trace), "true", NULL, 0, 0,
+	  "ask the serve for a GEMM audit trace when a request wants one "
+	  "(return_gemm_trace, specs/serve.md; such a generation is one "
+	  "call); false for a serve that refuses unknown fields" },
 	ENGY_OPT_END
 };
 
@@ -139,6 +143,7 @@ static int sgl_create(const struct engy_host *host, const void *conf,
 	s->serve_http_s = c->serve_http_s;
 	s->connect_s = c->connect_timeout_s;
 	s->max_inflight = (unsigned)c->max_inflight;
+	s->gemm_on = c->gemm_trace;
 	s->serves = calloc(c->serve_urls.n, sizeof(*s->serves));
 	s->serve_urls = calloc(c->serve_urls.n, sizeof(*s->serve_urls));
 	if (!s->serves || !s->serve_urls)
@@ -226,6 +231,7 @@ static void sgl_destroy(void *inst)
 		return;
 	while (s->gens)
 		sgl_gen_drop(s->gens);
+	sgl_gemm_drop_all(s);
 	if (s->http)
 		sgl_info_stop(s);
 	if (s->info_timer)
@@ -347,6 +353,8 @@ static const struct engy_backend_ops sgl_ops = {
 	.generate = sgl_op_generate,
 	.cancel = sgl_op_cancel,
 	.prefill = sgl_op_prefill,
+	.gemm_commit = sgl_gemm_commit,
+	.gemm_open = sgl_gemm_open,
 };
 
 ENGY_PLUGIN(.kind = ENGY_KIND_BACKEND, .name = "backend-sglang",

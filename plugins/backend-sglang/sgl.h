@@ -29,6 +29,7 @@ struct sgl_conf {
 	double serve_http_s;
 	double connect_timeout_s;
 	int64_t max_inflight;
+	bool gemm_trace;
 };
 
 struct sgl_serve {
@@ -61,6 +62,8 @@ struct sgl {
 	char *info_buf;
 	size_t info_len;
 	struct engy_metric *m_requests, *m_errors, *m_inflight, *m_calls;
+	bool gemm_on;		/* option gemm_trace */
+	struct sgl_open *opens; /* gemm_open() calls in flight */
 };
 
 /* One generate() or prefill() in flight. */
@@ -133,6 +136,11 @@ struct sgl_gen {
 	bool cancelled, finishing;
 	struct event *flush_ev, *done_ev;
 	bool flush_armed;
+	/* the GEMM audit member (specs/serve.md): asked for, and the one
+	 * the serve's final event carried, checked (NULL: none) */
+	bool gemm;
+	char *gemm_member;
+	int64_t gemm_np, gemm_nt; /* its n_prompt and n_tokens */
 };
 
 /* sgl_gen.c */
@@ -156,6 +164,15 @@ int sgl_resp_data(void *arg, const char *p, size_t n);
 void sgl_resp_end(struct sgl_gen *g);
 void sgl_resp_failed(struct sgl_gen *g, int code, long status);
 int sgl_ingest(struct sgl_gen *g, bool final);
+
+/* sgl_gemm.c: the GEMM audit extension of the serve (specs/serve.md) */
+void sgl_gemm_take(struct sgl_gen *g, const struct engy_sglresp_gemm *m);
+char *sgl_gemm_commit(void *inst, struct engy_gen *g);
+int sgl_gemm_open(void *inst, const char *rid, const char *challenge,
+		  size_t len,
+		  void (*done)(void *arg, int rc, const char *json, size_t len),
+		  void *arg);
+void sgl_gemm_drop_all(struct sgl *s);
 
 /* sgl_info.c */
 int sgl_info_checkpoint(struct sgl *s, const char *dir);

@@ -77,6 +77,7 @@ static void gen_free(struct sgl_gen *g)
 	free(g->c_tid);
 	free(g->c_tlp);
 	free(g->errbody);
+	free(g->gemm_member);
 	free(g);
 }
 
@@ -316,7 +317,8 @@ static int start_call(struct sgl_gen *g)
 	} else if (sgl_plan_chunk(g->n_out, g->max_new,
 				  /* a grammar restarts with each call:
 				   * constrained, one call */
-				  g->json_schema ? UINT32_MAX : s->gen_chunk,
+				  g->json_schema || g->gemm ? UINT32_MAX
+							    : s->gen_chunk,
 				  g->sp.temperature == 0, &g->plan)) {
 		return 1;
 	}
@@ -344,6 +346,7 @@ static int start_call(struct sgl_gen *g)
 	spec.logprob = g->logprobs || !g->prefill;
 	spec.top_n = g->prefill ? 0 : g->top_n;
 	spec.all_positions = g->prefill;
+	spec.gemm_trace = g->gemm;
 	r.body = sgl_body_generate(&spec, &r.len);
 	if (!r.body)
 		return -ENOMEM;
@@ -517,6 +520,7 @@ int sgl_generate(struct sgl *s, const struct engy_gen_params *p,
 	if (p->size < ENGY_GEN_PARAMS_SIZE_1_4) { /* 1.3: that was padding */
 		q.top_logprobs = 0;
 		q.on_top_logprobs = NULL;
+		q.gemm_trace = false;
 	}
 	if (q.top_logprobs > ENGY_TOP_LOGPROBS_MAX)
 		return -EINVAL;
@@ -573,6 +577,8 @@ int sgl_generate(struct sgl *s, const struct engy_gen_params *p,
 	g->logprobs = q.return_logprobs;
 	g->top_n = q.top_logprobs;
 	g->on_top = q.on_top_logprobs;
+	/* A trace covers one call: a traced generation is never cut. */
+	g->gemm = s->gemm_on && q.gemm_trace;
 	g->cb = *cb;
 	g->arg = arg;
 	if (q.rid)

@@ -140,6 +140,8 @@ char *sgl_body_generate(const struct sgl_call_spec *c, size_t *len)
 		putf(&b, ",\"top_logprobs_num\":%u", c->top_n);
 	if (c->hidden)
 		puts_(&b, ",\"return_hidden_states\":true");
+	if (c->gemm_trace)
+		puts_(&b, ",\"return_gemm_trace\":true");
 	if (c->all_positions)
 		puts_(&b, ",\"logprob_start_len\":0");
 	puts_(&b, ",\"stream\":");

@@ -46,6 +46,7 @@ struct sgl_call_spec {
 	uint32_t top_n;	    /* top_logprobs_num, with logprob */
 	bool all_positions; /* logprob_start_len 0: no cache hit,
 					 * the prefill block covers all */
+	bool gemm_trace;    /* engy's return_gemm_trace (specs/serve.md) */
 };
 
 /* sgl_body_generate() - the JSON body (malloc'd, *@len bytes), or NULL. */

@@ -314,6 +314,8 @@ static int take_event(struct sgl_gen *g)
 	}
 	if (g->chunk == 0 && r->cached_tokens >= 0)
 		g->cached = r->cached_tokens;
+	if (g->gemm && r->gemm.present)
+		sgl_gemm_take(g, &r->gemm);
 	if (r->finish != ENGY_SGLRESP_FINISH_NONE) {
 		g->have_final = true;
 		g->c_finish = r->finish;

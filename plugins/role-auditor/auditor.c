@@ -62,6 +62,18 @@ static const struct engy_opt aud_opts[] = {
 	  "the checkpoint's pinned Merkle root (64 hex, engyctl model-spec build); checked at start with the store's spec_root" },
 	{ "claim_s", ENGY_OPT_INT, 0, OFF(claim_s), "600", NULL, 1, 86400,
 	  "an audit claim on a shared store lapses this long after it was taken (another auditor then takes the job)" },
+	{ "gemm_rate", ENGY_OPT_FLOAT, 0, OFF(gemm_rate), "1",
+	  "ENGY_AUDITOR_GEMM_RATE", 0, 0,
+	  "GEMM audit: share of audited entries whose miner is asked to open its trace (needs a proof plugin with challenge(), verifier-gemm)" },
+	{ "gemm_open_timeout_s", ENGY_OPT_FLOAT, 0, OFF(gemm_open_timeout_s),
+	  "60", NULL, 0, 0,
+	  "GEMM audit: the most one POST tee/open may take (above the gateway's gemm_open_timeout_s)" },
+	{ "gemm_open_max_bytes", ENGY_OPT_INT, 0, OFF(gemm_open_max_bytes),
+	  "16777216", NULL, 1024, (int64_t)1 << 30,
+	  "GEMM audit: the largest opening read" },
+	{ "gemm_miss_allowance", ENGY_OPT_INT, 0, OFF(gemm_miss_allowance), "2",
+	  NULL, 0, 1000000,
+	  "GEMM audit: openings a miner may miss per epoch (leg gone, its own error) as unproven; each further one is cheat no_opening" },
 	ENGY_OPT_END
 };
 

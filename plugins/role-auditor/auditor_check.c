@@ -194,6 +194,8 @@ static void verify_fn(void *arg)
 		.min_pass_ratio = j->spec.toploc_p_ppm / 1e6,
 		.max_mant_mean = j->spec.toploc_mant_mean_centi / 100.0,
 		.max_mant_median = j->spec.toploc_mant_median_centi / 100.0,
+		/* the GEMM sizes: 0, the verifier's own (its options) */
+		.gemm_rate = a->c->gemm_rate,
 	};
 	cJSON *c = j->commitment ? cJSON_Parse(j->commitment) : NULL;
 	unsigned i;
@@ -217,7 +219,18 @@ static void verify_fn(void *arg)
 		snprintf(v->miner, sizeof(v->miner), "%s", j->miner);
 		snprintf(v->model, sizeof(v->model), "%s", j->model);
 		v->verdict = ENGY_VERDICT_UNPROVEN;
-		if (j->why) {
+		if (aud_proof_challenges(&a->pr[i])) {
+			/* a challenged scheme: a verdict only when sampled */
+			v->topk = v->limit_v = v->limit_p_ppm = 0;
+			v->scheme[0] = '\0';
+			if (!aud_gemm_audit(a, j, &a->pr[i], &lim, v))
+				continue;
+			snprintf(v->scheme, sizeof(v->scheme), "%s",
+				 a->pr[i].ops->scheme);
+		} else if (!a->pr[i].ops->verify) {
+			v->scheme[0] = '\0';
+			continue;
+		} else if (j->why) {
 			snprintf(v->reason, sizeof(v->reason), "%s", j->why);
 		} else if (!(m = cJSON_GetObjectItemCaseSensitive(c,
 								  v->scheme)) ||
@@ -237,7 +250,8 @@ static void verify_fn(void *arg)
 		if (v->verdict < ENGY_VERDICT_PASS ||
 		    v->verdict > ENGY_VERDICT_UNPROVEN)
 			v->verdict = ENGY_VERDICT_UNPROVEN;
-		j->rc = a->st->verdict_put(a->sti, v);
+		if (a->st->verdict_put(a->sti, v))
+			j->rc = -EIO;
 	}
 	cJSON_Delete(c);
 	/* Done for good once its verdicts are stored; a failed write lets
@@ -380,6 +394,8 @@ static void verify_done(void *arg, int prc)
 	for (i = 0; prc >= 0 && i < a->n_pr; i++) {
 		const struct engy_verdict *v = &j->v[i];
 
+		if (!v->scheme[0]) /* not sampled for that scheme */
+			continue;
 		aud_log(a, ENGY_LOG_NOTICE,
 			"event=verdict request_id=%s miner=%s model=%s probe=%u scheme=%s verdict=%s reason=%s chunks=%u passed=%u exp_p99=%u exp_max=%u topk=%u p99_score=%.4f mant_mean_max=%.3f limit_v=%u stored=%s",
 			v->request_id, v->miner, v->model, v->is_probe,

@@ -54,6 +54,11 @@ struct aud_conf {
 	int64_t fetch_timeout_s;
 	const char *spec_root; /* the pinned Merkle root (64 hex), or NULL */
 	int64_t claim_s;       /* an audit claim lapses this long after it */
+	/* the GEMM audit (auditor_gemm.c) */
+	double gemm_rate;	     /* share of audited entries opened */
+	double gemm_open_timeout_s;  /* one POST tee/open */
+	int64_t gemm_open_max_bytes; /* the largest opening read */
+	int64_t gemm_miss_allowance; /* misses per miner per epoch forgiven */
 };
 
 /* A job's claim (store audit_claim(), ABI 1.3). */
@@ -110,6 +115,14 @@ struct aud_proof {
 	const char *name;
 };
 
+/* One miner's GEMM misses (gone, miner errors) in one epoch. */
+#define AUD_MISS_SLOTS 256
+struct aud_miss {
+	char miner[64];
+	int64_t epoch;
+	unsigned count;
+};
+
 struct aud {
 	const struct engy_host *h;
 	const struct aud_conf *c;
@@ -139,6 +152,7 @@ struct aud {
 	uint64_t n_dropped, n_done;
 	/* claims: this process's holder name, jobs another auditor holds */
 	char holder[64];
+	struct aud_miss misses[AUD_MISS_SLOTS]; /* the verify step's only */
 	struct aud_job *d_head;
 	unsigned d_len;
 	/* epochs */
@@ -159,6 +173,14 @@ void aud_job_free(struct aud_job *j);
 void aud_requeue_deferred(struct aud *a);
 /* POST the verdict to the tee's ack (.../sample -> .../ack); pool only. */
 void aud_ack(struct aud *a, const struct aud_job *j);
+/* auditor_gemm.c: @p (a scheme with challenge()/check()) on @j, on the
+ * pool; false when the entry is not sampled for it (no verdict). */
+bool aud_gemm_audit(struct aud *a, const struct aud_job *j,
+		    const struct aud_proof *p,
+		    const struct engy_proof_limits *lim,
+		    struct engy_verdict *v);
+/* Whether @p is such a scheme. */
+bool aud_proof_challenges(const struct aud_proof *p);
 /* auditor_check.c */
 void aud_check_next(struct aud *a);
 /* auditor_epoch.c */

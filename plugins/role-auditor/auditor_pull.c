@@ -282,6 +282,9 @@ void aud_ack(struct aud *a, const struct aud_job *j)
 					    NULL };
 	const char *base = a->c->tee_url, *v;
 	char url[1024], body[128];
+	uint32_t vk = ENGY_VERDICT_UNPROVEN;
+	bool first = true;
+	unsigned i;
 	struct engy_httpc_req rq = {
 		.method = "POST",
 		.url = url,
@@ -299,9 +302,20 @@ void aud_ack(struct aud *a, const struct aud_job *j)
 	    strcmp(base + n - 7, "/sample") || n >= sizeof(url) - 8)
 		return;
 	snprintf(url, sizeof(url), "%.*s/ack", (int)(n - 7), base);
-	v = j->v[0].verdict == ENGY_VERDICT_PASS    ? "pass"
-	    : j->v[0].verdict == ENGY_VERDICT_CHEAT ? "cheat"
-						    : "unproven";
+	/* One verdict for the entry: cheat when any scheme's is (the
+	 * gateway pulls the miner), else the first scheme's. */
+	for (i = 0; i < a->n_pr; i++) {
+		if (!j->v[i].scheme[0])
+			continue;
+		if (first || j->v[i].verdict == ENGY_VERDICT_CHEAT)
+			vk = j->v[i].verdict;
+		first = false;
+		if (vk == ENGY_VERDICT_CHEAT)
+			break;
+	}
+	v = vk == ENGY_VERDICT_PASS    ? "pass"
+	    : vk == ENGY_VERDICT_CHEAT ? "cheat"
+				       : "unproven";
 	snprintf(body, sizeof(body),
 		 "{\"acks\":[{\"seq\":%llu,\"verdict\":\"%s\"}]}",
 		 (unsigned long long)j->seq, v);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What a miner sends (specs/protocol.md §2), parsed on the gateway's side:
- * hello, heartbeat, chunk, response, cancelled; anything else with a "type" is
- * ignored (forward compatibility).  Outside bytes: every field is checked
- * for type and size before it is used, and nothing here logs.
+ * hello, heartbeat, chunk, response, cancelled, gemm_opening; anything
+ * else with a "type" is ignored (forward compatibility).  Outside bytes:
+ * every field is checked for type and size before it is used, and nothing
+ * here logs.
  */
 #include <errno.h>
 #include <math.h>
@@ -184,8 +185,10 @@ int gw_frame_parse(const char *data, size_t len, struct gw_mframe *f, char *err,
 		}
 		return 0;
 	}
-	if (strcmp(f->type_name, "cancelled") == 0) {
-		f->type = GW_M_CANCELLED;
+	if (strcmp(f->type_name, "cancelled") == 0 ||
+	    strcmp(f->type_name, "gemm_opening") == 0) {
+		f->type = f->type_name[0] == 'c' ? GW_M_CANCELLED
+						 : GW_M_GEMM_OPENING;
 		f->corr_id = str(f->root, "corr_id", ENGY_GW_MAX_CORR_ID);
 		if (!f->corr_id)
 			return bad(err, errlen, "no usable corr_id");

@@ -190,6 +190,7 @@ struct gw_worker {
 	/* timing (CLOCK_MONOTONIC) */
 	struct timespec opened, last_seen, last_ping;
 	uint64_t served, failed, bad_frames;
+	int close_code; /* how the leg closed (the observers' `closed`) */
 	void *ext[GW_EXT_SLOTS]; /* modules' per-worker state */
 };
 
@@ -474,6 +475,11 @@ struct gw {
 	int variant; /* default chat template */
 	/* hooks */
 	const struct gw_pool_sink *pool_sink;
+	/* A miner's `gemm_opening` frame (set by the tee, gateway_tee.c;
+	 * NULL: ignored).  @frame's "opening" may be taken. */
+	void (*gemm_opening)(struct gw *g, struct gw_worker *w,
+			     const char *corr_id, const cJSON *frame,
+			     size_t len);
 	const struct gw_relay_sink *relay_sink;
 	/* modules */
 	struct gw_observer obs[GW_MAX_OBSERVERS];
@@ -665,7 +671,8 @@ enum gw_mtype {
 	GW_M_HEARTBEAT,
 	GW_M_CHUNK,
 	GW_M_RESPONSE,
-	GW_M_CANCELLED, /* the miner released a cancelled corr_id's slot */
+	GW_M_CANCELLED,	   /* the miner released a cancelled corr_id's slot */
+	GW_M_GEMM_OPENING, /* the answer to a gemm_open (gateway_tee.c) */
 };
 
 struct gw_capacity {
@@ -681,7 +688,7 @@ struct gw_mframe {
 	int type; /* enum gw_mtype */
 	const char *type_name;
 	cJSON *root;
-	const char *corr_id; /* chunk, response, cancelled */
+	const char *corr_id; /* chunk, response, cancelled, gemm_opening */
 	const cJSON *delta;  /* chunk */
 	/* hello */
 	const char *miner_key;

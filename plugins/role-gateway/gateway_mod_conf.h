@@ -41,6 +41,10 @@ struct gw_mod_conf {
 	double tee_sample_rate;
 	double tee_ttl_s;
 	int64_t tee_max_bytes;
+	/* GEMM openings relayed for auditors (POST /internal/v1/tee/open) */
+	double gemm_open_timeout_s;
+	int64_t gemm_open_max_bytes;
+	int64_t gemm_open_max_pending;
 };
 
 #define GW_MOD_OFF(f) offsetof(struct gw_conf, mod.f)
@@ -267,10 +271,40 @@ struct gw_mod_conf {
 		  0,                                                                   \
 		  0,                                                                   \
 		  "proof tee: an entry is forgotten this long after it came" },        \
+		{ "tee_max_bytes",                                                     \
+		  ENGY_OPT_INT,                                                        \
+		  0,                                                                   \
+		  GW_MOD_OFF(tee_max_bytes),                                           \
+		  "268435456",                                                         \
+		  NULL,                                                                \
+		  4096,                                                                \
+		  (int64_t)1 << 40,                                                    \
+		  "proof tee: RAM cap; the oldest entries go first" },                 \
+		{ "gemm_open_timeout_s",                                               \
+		  ENGY_OPT_FLOAT,                                                      \
+		  0,                                                                   \
+		  GW_MOD_OFF(gemm_open_timeout_s),                                     \
+		  "30",                                                                \
+		  "ENGY_GW_GEMM_OPEN_TIMEOUT_S",                                       \
+		  0,                                                                   \
+		  0,                                                                   \
+		  "GEMM audit: how long an opening may take the miner (then "          \
+		  "no_answer)" },                                                      \
+		{ "gemm_open_max_bytes",                                               \
+		  ENGY_OPT_INT,                                                        \
+		  0,                                                                   \
+		  GW_MOD_OFF(gemm_open_max_bytes),                                     \
+		  "16777216",                                                          \
+		  NULL,                                                                \
+		  1024,                                                                \
+		  (int64_t)1 << 30,                                                    \
+		  "GEMM audit: the largest gemm_opening frame relayed (larger: "       \
+		  "oversize)" },                                                       \
 	{                                                                              \
-		"tee_max_bytes", ENGY_OPT_INT, 0, GW_MOD_OFF(tee_max_bytes),           \
-			"268435456", NULL, 4096, (int64_t)1 << 40,                     \
-			"proof tee: RAM cap; the oldest entries go first"              \
+		"gemm_open_max_pending", ENGY_OPT_INT, 0,                              \
+			GW_MOD_OFF(gemm_open_max_pending), "16", NULL, 1,              \
+			4096,                                                          \
+			"GEMM audit: openings in flight at once (more: 429)"           \
 	}
 
 #endif /* ENGY_ROLE_GATEWAY_MOD_CONF_H */

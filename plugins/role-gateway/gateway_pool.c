@@ -524,7 +524,8 @@ static void h_message(void *arg, struct engy_ws_conn *c, int type,
 		if (w->state == GW_W_HELLO && f.type == GW_M_HELLO)
 			deny(w, err);
 		else if (f.type == GW_M_CHUNK || f.type == GW_M_RESPONSE ||
-			 f.type == GW_M_CANCELLED)
+			 f.type == GW_M_CANCELLED ||
+			 f.type == GW_M_GEMM_OPENING)
 			gw_count(g, "engy_gw_frames_ignored_total",
 				 "reason=\"no corr_id\"");
 		else
@@ -551,6 +552,8 @@ static void h_message(void *arg, struct engy_ws_conn *c, int type,
 		if (!gw_worker_unhold(w, f.corr_id))
 			gw_count(g, "engy_gw_frames_ignored_total",
 				 "reason=\"unknown corr_id\"");
+	} else if (f.type == GW_M_GEMM_OPENING && g->gemm_opening) {
+		g->gemm_opening(g, w, f.corr_id, f.root, len);
 	} else {
 		gw_count(g, "engy_gw_frames_ignored_total",
 			 f.type == GW_M_HELLO ? "reason=\"repeat hello\""
@@ -575,6 +578,7 @@ static void h_close(void *arg, struct engy_ws_conn *c, int code,
 	       (unsigned long long)w->id, code, q(qr, sizeof(qr), reason),
 	       (unsigned long long)w->served, (unsigned long long)w->failed);
 	w->conn = NULL;
+	w->close_code = code;
 	g->pool_sink->orphan(w);
 	if (w->state >= GW_W_NEW && w->state < GW_W_CLOSED)
 		gw_notify_closed(g, w);

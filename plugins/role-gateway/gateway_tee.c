@@ -23,6 +23,12 @@
  *   POST /internal/v1/tee/ack  {"acks":[{"seq":N,"verdict":"pass"}]}
  *        the entries are dropped; a verdict on a probe feeds onboarding,
  *        a cheat on a buyer answer pulls the miner (gw_onboard_cheat())
+ *   POST /internal/v1/tee/open {"seq":N,"challenge":{...}}
+ *        a GEMM audit's opening: a `gemm_open` frame to the leg that
+ *        served the held entry, its `gemm_opening` relayed back (or
+ *        status no_answer / gone / oversize / miner_error; the answer
+ *        waits at most gemm_open_timeout_s, gemm_open_max_pending at
+ *        once, one per entry)
  *
  * every one behind `Authorization: Bearer <tee_token>` (gw_internal_auth,
  * shared with /internal/v1/workers).
@@ -51,6 +57,17 @@
 #define TEE_DEF_OUT_TOKENS 32768u
 
 struct tee_holder; /* one miner's entries */
+struct tee;
+
+/* One opening asked of a miner for an auditor (POST tee/open). */
+struct tee_open {
+	struct tee_open *next, **pprev;
+	struct tee *t;
+	struct engy_http_exchange *x;
+	uint64_t seq, worker_id;
+	char corr_id[40];
+	struct event *timer;
+};
 
 struct tee_ent {
 	uint64_t seq;
@@ -88,6 +105,9 @@ struct tee {
 	struct tee_holder **hs;
 	size_t n_hs, cap_hs;
 	struct tee_holder *pinned; /* push()'s own: kept while it evicts */
+	struct tee_open *opens;	   /* openings asked of miners */
+	unsigned n_opens;
+	uint64_t open_no;
 	struct event *tick;
 	struct engy_metric *m_entries, *m_bytes, *m_kept[2], *m_drop[4],
 		*m_verdict[4];
@@ -690,6 +710,283 @@ static void stats(struct tee *t, struct engy_http_exchange *x)
 	gw_internal_reply(t->g, x, 200, o, NULL);
 }
 
+/* ---- GEMM openings: auditor -> gateway -> the miner's leg ----------------- */
+
+static void open_free(struct tee_open *o)
+{
+	if (o->timer)
+		event_free(o->timer);
+	*o->pprev = o->next;
+	if (o->next)
+		o->next->pprev = o->pprev;
+	o->t->n_opens--;
+	free(o);
+}
+
+/* Answer the auditor (status 200: every outcome is an answer) and end. */
+static void open_end(struct tee_open *o, cJSON *body, const char *status,
+		     const char *error)
+{
+	struct tee *t = o->t;
+	char lab[48];
+
+	snprintf(lab, sizeof(lab), "outcome=\"%s\"", status);
+	gw_count(t->g, "engy_gw_tee_opens_total", lab);
+	GW_LOG(t->g, ENGY_LOG_INFO,
+	       "event=tee_open_done seq=%llu worker=%llu corr_id=%s outcome=%s",
+	       (unsigned long long)o->seq, (unsigned long long)o->worker_id,
+	       o->corr_id, status);
+	if (!body) {
+		body = cJSON_CreateObject();
+		if (body &&
+		    (!cJSON_AddStringToObject(body, "error", error) ||
+		     !cJSON_AddStringToObject(body, "status", status))) {
+			cJSON_Delete(body);
+			body = NULL;
+		}
+	}
+	if (o->x)
+		gw_internal_reply(t->g, o->x, body ? 200 : 500, body,
+				  "out of memory");
+	else
+		cJSON_Delete(body);
+	open_free(o);
+}
+
+static void open_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct tee_open *o = arg;
+	char why[96];
+
+	snprintf(why, sizeof(why), "the miner did not answer within %g s",
+		 o->t->c->gemm_open_timeout_s);
+	open_end(o, NULL, "no_answer", why);
+}
+
+static void open_refuse(struct tee *t, struct engy_http_exchange *x, int code,
+			const char *status, const char *error)
+{
+	cJSON *o = cJSON_CreateObject();
+	char lab[48];
+
+	if (o && (!cJSON_AddStringToObject(o, "error", error) ||
+		  !cJSON_AddStringToObject(o, "status", status))) {
+		cJSON_Delete(o);
+		o = NULL;
+	}
+	snprintf(lab, sizeof(lab), "outcome=\"%s\"", status);
+	gw_count(t->g, "engy_gw_tee_opens_total", lab);
+	gw_internal_reply(t->g, x, o ? code : 500, o, "out of memory");
+}
+
+static struct gw_worker *leg_of(struct tee *t, uint64_t id)
+{
+	struct gw_worker *w;
+
+	for (w = t->g->workers; w; w = w->next)
+		if (w->id == id)
+			return w->conn && w->state >= GW_W_NEW &&
+					       w->state < GW_W_CLOSED
+				       ? w
+				       : NULL;
+	return NULL;
+}
+
+#define OPEN_MAX_CHALLENGE 65536
+
+static void open_req(struct tee *t, struct engy_http_exchange *x,
+		     const struct engy_http_request *hr)
+{
+	/* a body over the bound is not even parsed */
+	cJSON *in = hr->body_len > OPEN_MAX_CHALLENGE
+			    ? NULL
+			    : cJSON_ParseWithLength((const char *)hr->body,
+						    hr->body_len);
+	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(in, "seq");
+	cJSON *ch = cJSON_GetObjectItemCaseSensitive(in, "challenge");
+	cJSON *fr = NULL;
+	struct tee_ent *e = NULL;
+	struct tee_open *o;
+	struct gw_worker *w;
+	struct timeval tv;
+	double to = t->c->gemm_open_timeout_s;
+	char *text = NULL;
+	uint64_t s;
+
+	if (!cJSON_IsNumber(seq) || seq->valuedouble < 1 ||
+	    seq->valuedouble > 9007199254740992.0 || !cJSON_IsObject(ch)) {
+		cJSON_Delete(in);
+		open_refuse(t, x, 400, "refused",
+			    "want {\"seq\": N, \"challenge\": {...}} "
+			    "(at most 64 KiB)");
+		return;
+	}
+	s = (uint64_t)seq->valuedouble;
+	expire(t);
+	if (s >= t->head && s < t->next)
+		e = *slot(t, s);
+	if (!e || e->seq != s) {
+		cJSON_Delete(in);
+		open_refuse(t, x, 404, "not_held", "no such entry in the tee");
+		return;
+	}
+	for (o = t->opens; o; o = o->next)
+		if (o->seq == s)
+			break;
+	if (o) {
+		cJSON_Delete(in);
+		open_refuse(t, x, 409, "refused",
+			    "an opening of this entry is in flight");
+		return;
+	}
+	if (t->n_opens >= (unsigned)t->c->gemm_open_max_pending) {
+		cJSON_Delete(in);
+		open_refuse(t, x, 429, "refused",
+			    "too many openings in flight "
+			    "(gemm_open_max_pending)");
+		return;
+	}
+	if (!(w = leg_of(t, e->worker_id))) {
+		cJSON_Delete(in);
+		open_refuse(t, x, 200, "gone",
+			    "the leg that served the entry is gone");
+		return;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		cJSON_Delete(in);
+		gw_internal_reply(t->g, x, 500, NULL, "out of memory");
+		return;
+	}
+	o->t = t;
+	o->x = x;
+	o->seq = s;
+	o->worker_id = w->id;
+	snprintf(o->corr_id, sizeof(o->corr_id), "gemm-%s-%llu", t->boot,
+		 (unsigned long long)++t->open_no);
+	o->next = t->opens;
+	if (o->next)
+		o->next->pprev = &o->next;
+	o->pprev = &t->opens;
+	t->opens = o;
+	t->n_opens++;
+	fr = cJSON_CreateObject();
+	if (fr && cJSON_AddStringToObject(fr, "type", "gemm_open") &&
+	    cJSON_AddStringToObject(fr, "corr_id", o->corr_id) &&
+	    cJSON_AddStringToObject(fr, "request_id", e->request_id)) {
+		cJSON_DetachItemViaPointer(in, ch);
+		cJSON_AddItemToObject(fr, "challenge", ch);
+		text = cJSON_PrintUnformatted(fr);
+	}
+	cJSON_Delete(fr);
+	cJSON_Delete(in);
+	if (!(o->timer =
+		      evtimer_new(t->g->h->evbase(t->g->h), open_timeout, o)) ||
+	    !text) {
+		free(text);
+		open_end(o, NULL, "refused", "out of memory");
+		return;
+	}
+	if (!(to > 0))
+		to = 30;
+	tv.tv_sec = (time_t)to;
+	tv.tv_usec = (suseconds_t)((to - (double)tv.tv_sec) * 1e6);
+	evtimer_add(o->timer, &tv);
+	GW_LOG(t->g, ENGY_LOG_INFO,
+	       "event=tee_open seq=%llu worker=%llu corr_id=%s remote=%s",
+	       (unsigned long long)s, (unsigned long long)w->id, o->corr_id,
+	       hr->remote ? hr->remote : "-");
+	if (gw_send(t->g, w, text, strlen(text)) < 0)
+		open_end(o, NULL, "gone", "the frame could not be sent");
+}
+
+static void tee_opening(struct gw *g, struct gw_worker *w, const char *corr_id,
+			const cJSON *frame, size_t len)
+{
+	struct tee *t = gw_mod_find(g, GW_MOD_TEE);
+	struct tee_open *o = NULL;
+	cJSON *op, *body;
+	const cJSON *err;
+	char why[96];
+	size_t i;
+
+	for (o = t ? t->opens : NULL; o; o = o->next)
+		if (o->worker_id == w->id && !strcmp(o->corr_id, corr_id))
+			break;
+	if (!o) { /* never asked, asked of another leg, or answered */
+		gw_count(g, "engy_gw_frames_ignored_total",
+			 "reason=\"unknown corr_id\"");
+		return;
+	}
+	if (len > (size_t)t->c->gemm_open_max_bytes) {
+		snprintf(why, sizeof(why),
+			 "an opening of %zu bytes (at most %lld)", len,
+			 (long long)t->c->gemm_open_max_bytes);
+		open_end(o, NULL, "oversize", why);
+		return;
+	}
+	op = cJSON_GetObjectItemCaseSensitive(frame, "opening");
+	err = cJSON_GetObjectItemCaseSensitive(frame, "error");
+	if (cJSON_IsObject(op)) {
+		body = cJSON_CreateObject();
+		if (body) {
+			cJSON_DetachItemViaPointer((cJSON *)frame, op);
+			cJSON_AddItemToObject(body, "opening", op);
+		}
+		open_end(o, body, "opened", "out of memory");
+		return;
+	}
+	if (cJSON_IsString(err) && err->valuestring) {
+		/* the miner's reason, printable ASCII and short */
+		for (i = 0; i < 63 && err->valuestring[i]; i++) {
+			unsigned char ch8 = (unsigned char)err->valuestring[i];
+
+			why[i] = ch8 < 0x20 || ch8 > 0x7e || ch8 == '"' ||
+						 ch8 == '\\'
+					 ? '_'
+					 : (char)ch8;
+		}
+		why[i] = '\0';
+		open_end(o, NULL, "miner_error", why);
+		return;
+	}
+	open_end(o, NULL, "malformed",
+		 "a gemm_opening with neither an opening object nor an error");
+}
+
+static void tee_closed(void *arg, struct gw_worker *w)
+{
+	struct tee *t = arg;
+	struct tee_open *o = t->opens, *n;
+
+	for (; o; o = n) {
+		n = o->next;
+		if (o->worker_id != w->id)
+			continue;
+		/* a message over the transport's bound closed it (1009): an
+		 * opening too large to relay is the miner's, not a drop */
+		if (w->close_code == ENGY_WS_CLOSE_TOO_BIG)
+			open_end(o, NULL, "oversize",
+				 "the leg sent a message over the transport's "
+				 "max_message_bytes");
+		else
+			open_end(o, NULL, "gone",
+				 "the leg closed before it answered");
+	}
+}
+
+static void h_gone(void *arg, struct engy_http_exchange *x)
+{
+	struct tee *t = arg;
+	struct tee_open *o;
+
+	for (o = t->opens; o; o = o->next)
+		if (o->x == x) {
+			o->x = NULL; /* a late answer is dropped */
+			return;
+		}
+}
+
 static int h_tee(void *arg, struct engy_http_exchange *x,
 		 const struct engy_http_request *hr)
 {
@@ -705,10 +1002,13 @@ static int h_tee(void *arg, struct engy_http_exchange *x,
 		sample(t, x, hr);
 	else if (!strcmp(p, "/ack") && !strcmp(hr->method, "POST"))
 		ack(t, x, hr);
-	else if (!*p || !strcmp(p, "/sample") || !strcmp(p, "/ack"))
+	else if (!strcmp(p, "/open") && !strcmp(hr->method, "POST"))
+		open_req(t, x, hr);
+	else if (!*p || !strcmp(p, "/sample") || !strcmp(p, "/ack") ||
+		 !strcmp(p, "/open"))
 		gw_internal_reply(t->g, x, 405, NULL,
 				  "GET the ring and sample, "
-				  "POST ack");
+				  "POST ack and open");
 	else
 		gw_internal_reply(t->g, x, 404, NULL, "no such route");
 	return 0;
@@ -717,6 +1017,7 @@ static int h_tee(void *arg, struct engy_http_exchange *x,
 static const struct engy_http_handler tee_handler = {
 	.size = sizeof(tee_handler),
 	.on_request = h_tee,
+	.on_gone = h_gone,
 };
 
 /* ---- life ------------------------------------------------------------- */
@@ -731,6 +1032,8 @@ static void tee_destroy(void *arg)
 	struct tee *t = arg;
 	uint64_t s;
 
+	while (t->opens) /* the loop has ended: no reply can go out */
+		open_free(t->opens);
 	for (s = t->head; t->cap && s < t->next; s++) {
 		struct tee_ent **p = slot(t, s);
 
@@ -782,6 +1085,7 @@ int gw_tee_init(struct gw *g)
 	struct gw_observer o = {
 		.name = GW_MOD_TEE,
 		.response = tee_response,
+		.closed = tee_closed,
 		.destroy = tee_destroy,
 	};
 	struct timeval one = { 1, 0 };
@@ -817,6 +1121,7 @@ int gw_tee_init(struct gw *g)
 		return rc;
 	}
 	metrics(t);
+	g->gemm_opening = tee_opening;
 	t->tick = event_new(g->h->evbase(g->h), -1, EV_PERSIST, on_tick, t);
 	if (!t->tick || event_add(t->tick, &one) < 0)
 		return -ENOMEM;

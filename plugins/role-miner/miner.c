@@ -23,6 +23,7 @@
 #include <engy/role.h>
 
 #include "config.h"
+#include "miner_gemm.h"
 #include "miner_int.h"
 #include "chat_template.h"
 #include "httpc.h"
@@ -93,6 +94,15 @@ static const struct engy_opt miner_opts[] = {
 	  "one miner per node (default: STATE_DIR/miner.lock)" },
 	{ "meta_timeout_s", ENGY_OPT_FLOAT, 0, OFF(meta_timeout_s), "10", NULL,
 	  0, 0, "time limit of GET <GW>/meta" },
+	{ "gemm_trace", ENGY_OPT_BOOL, 0, OFF(gemm_trace), "true",
+	  "ENGY_GEMM_TRACE", 0, 0,
+	  "a backend that offers a GEMM trace builds one per request "
+	  "(commitment.gemm; specs/protocol.md)" },
+	{ "gemm_open_max", ENGY_OPT_INT, 0, OFF(gemm_open_max), "2", NULL, 1,
+	  64, "GEMM openings at once per leg (more: error busy)" },
+	{ "gemm_open_max_bytes", ENGY_OPT_INT, 0, OFF(gemm_open_max_bytes),
+	  "16777216", NULL, 1024, (int64_t)1 << 30,
+	  "the largest GEMM opening sent (larger: error too_large)" },
 	ENGY_OPT_END
 };
 
@@ -438,6 +448,7 @@ static void miner_destroy(void *inst)
 	if (!m)
 		return;
 	miner_reqs_free(m);
+	miner_gemm_free(m);
 	miner_legs_close(m);
 	miner_prep_free(m);
 	if (m->hb_ev)

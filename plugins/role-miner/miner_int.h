@@ -23,6 +23,8 @@ struct event;
 struct engy_metric;
 struct engy_tokenizer;
 struct mreq;
+struct mgemm_held;
+struct mgopen;
 
 #define MINER_MAX_PROOFS 4
 
@@ -52,6 +54,9 @@ struct miner_conf {
 	double meta_timeout_s;
 	bool stream_reasoning;
 	bool gpu_probe;
+	bool gemm_trace;	     /* ask a backend that offers one */
+	int64_t gemm_open_max;	     /* openings at once per leg */
+	int64_t gemm_open_max_bytes; /* the largest opening sent */
 };
 
 struct mproof {
@@ -135,6 +140,10 @@ struct miner {
 	size_t n_legs;
 	struct mreq *reqs;
 	unsigned inflight;
+	/* the GEMM audit (miner_gemm.c) */
+	struct mgemm_held *gheld; /* request id -> backend rid, a ring */
+	size_t gheld_next;
+	struct mgopen *gopens; /* openings the backend works on */
 	struct timespec idle_since;
 	struct event *hb_ev, *info_ev;
 	int lock_fd;

@@ -17,6 +17,7 @@
 #include <engy/plugin.h>
 
 #include "logfmt.h"
+#include "miner_gemm.h"
 #include "miner_int.h"
 
 /* A gateway-supplied string as a bounded logfmt value. */
@@ -176,6 +177,9 @@ static void h_message(void *arg, struct engy_ws_conn *c, int type,
 	case ENGY_GW_CANCEL:
 		miner_cancel(l, f.corr_id);
 		break;
+	case ENGY_GW_GEMM_OPEN:
+		miner_gemm_open(l, &f);
+		break;
 	default:
 		MLOG(m, ENGY_LOG_DEBUG, "event=frame_ignored leg=%u type=%s",
 		     l->idx, quote(q, sizeof(q), f.type_name));
@@ -198,6 +202,7 @@ static void h_close(void *arg, struct engy_ws_conn *c, int code,
 	     "event=leg_closed leg=%u worker=%u code=%d reason=%s", l->idx,
 	     l->worker, code, quote(q, sizeof(q), reason));
 	miner_orphan(m, c);
+	miner_gemm_orphan(m, c);
 	legs_gauge(m);
 }
 

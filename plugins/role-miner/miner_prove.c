@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "genparse.h"
+#include "miner_gemm.h"
 #include "miner_req.h"
 #include "tokenizer.h"
 
@@ -130,7 +131,8 @@ static void prove_fn(void *arg)
 					 .tools = r->ci.tools };
 	struct engy_gen_msg msg = { 0 };
 	const char *schemes[MINER_MAX_PROOFS];
-	char *proofs[MINER_MAX_PROOFS] = { NULL }, *text = NULL;
+	char *proofs[MINER_MAX_PROOFS] = { NULL }, *text = NULL, *gemm = NULL;
+	const char *toploc = NULL;
 	cJSON *lp = NULL;
 	uint32_t *prompt = NULL;
 	struct timespec t0;
@@ -148,7 +150,13 @@ static void prove_fn(void *arg)
 			free(proofs[i]);
 			proofs[i] = NULL;
 		}
+		if (!strcmp(schemes[i], "toploc"))
+			toploc = proofs[i];
 	}
+	/* The trace's member binds the TOPLOC proofs sent beside it; one
+	 * that cannot be completed goes out as null (unproven). */
+	if (r->gemm)
+		gemm = miner_gemm_member(r->gemm, toploc);
 	if (!rc && r->stop_hit) {
 		text = strndup(r->text, r->stop_at);
 		len = r->stop_at;
@@ -191,6 +199,8 @@ static void prove_fn(void *arg)
 			.prompt_tokens = (uint32_t)r->n_prompt,
 			.completion_tokens = (uint32_t)r->n_out,
 			.cached_tokens = r->res.cached_tokens,
+			.has_gemm = r->gemm_on,
+			.gemm = gemm,
 		};
 
 		r->frame = engy_miner_response_json(&res, &r->frame_len, &rc);
@@ -205,6 +215,7 @@ static void prove_fn(void *arg)
 	for (i = 0; i < m->n_proofs; i++)
 		free(proofs[i]);
 	engy_gen_msg_free(&msg);
+	free(gemm);
 	cJSON_Delete(lp);
 	free(text);
 	free(prompt);

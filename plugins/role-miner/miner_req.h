@@ -76,6 +76,8 @@ struct mreq {
 	bool rows_bad;
 	struct engy_gen_result res;
 	char res_err[160];
+	bool gemm_on; /* a GEMM trace was asked for */
+	char *gemm;   /* the backend's member (gemm_commit()), or NULL */
 	struct engy_genstream *gs;
 	size_t dec_from;
 	char *pc, *pr; /* pending content / reasoning deltas */

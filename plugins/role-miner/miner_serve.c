@@ -39,6 +39,7 @@
 #include "constrain.h"
 #include "grow.h"
 #include "logfmt.h"
+#include "miner_gemm.h"
 #include "miner_req.h"
 #include "tokenizer.h"
 
@@ -72,6 +73,7 @@ static void req_free(struct mreq *r)
 	free(r->prompt);
 	free(r->cons_schema);
 	free(r->out);
+	free(r->gemm);
 	free(r->lp);
 	free(r->tlp_ids);
 	free(r->tlp_lp);
@@ -269,6 +271,14 @@ static void on_done(void *arg, const struct engy_gen_result *res)
 	if (r->done)
 		return;
 	r->done = true;
+	/* The trace's member, while the handle lives (only a request that
+	 * ended well answers with a commitment). */
+	if (r->gemm_on && r->g && res->status == 0 &&
+	    res->finish != ENGY_FINISH_ERROR) {
+		r->gemm = r->m->b->gemm_commit(r->m->bi, r->g);
+		if (r->gemm)
+			miner_gemm_keep(r->m, r->request_id, r->gemm);
+	}
 	r->g = NULL;
 	r->res = *res;
 	snprintf(r->res_err, sizeof(r->res_err), "%s",
@@ -572,6 +582,7 @@ static void prep_done(void *arg, int rc)
 	gp.cons_suffix = r->cons_suffix;
 	gp.top_logprobs = r->p.top_logprobs;
 	gp.on_top_logprobs = r->p.top_logprobs ? on_top : NULL;
+	gp.gemm_trace = r->gemm_on = miner_gemm_on(m);
 	r->state = MR_GEN;
 	clock_gettime(CLOCK_MONOTONIC, &r->t_gen);
 	r->t_flush = r->t_gen;

@@ -4,7 +4,10 @@
  * miner (or anything that speaks sglang) can drive engy's own engines.
  *
  *   POST /generate        input_ids or text, sampling_params, rid, stream,
- *                         return_logprob, return_hidden_states
+ *                         return_logprob, return_hidden_states, and engy's
+ *                         return_gemm_trace (meta_info.gemm)
+ *   POST /engy/gemm_open  {"rid": R, "challenge": {...}}: the opening of
+ *                         the GEMM trace meta_info.gemm named R
  *   POST /abort_request   {"rid": PREFIX} aborts every open request whose
  *                         rid starts with PREFIX ({"abort_all": true}: all)
  *   GET  /get_model_info  (also /model_info)
@@ -226,6 +229,24 @@ static const struct engy_http_handler hd_generate = {
 	h_generate,
 	h_generate_gone,
 };
+static int h_gemm_open(void *arg, struct engy_http_exchange *x,
+		       const struct engy_http_request *r)
+{
+	if (strcmp(r->path, "/engy/gemm_open") != 0)
+		return -ENOENT;
+	return serve_gemm_open(arg, x, r);
+}
+
+static void h_gemm_open_gone(void *arg, struct engy_http_exchange *x)
+{
+	serve_gemm_gone(arg, x);
+}
+
+static const struct engy_http_handler hd_gemm_open = {
+	sizeof(hd_gemm_open),
+	h_gemm_open,
+	h_gemm_open_gone,
+};
 static const struct engy_http_handler hd_abort = { sizeof(hd_abort), h_abort,
 						   NULL };
 static const struct engy_http_handler hd_info = { sizeof(hd_info), h_model_info,
@@ -237,9 +258,13 @@ static const struct {
 	const char *path;
 	const struct engy_http_handler *h;
 } routes[] = {
-	{ "/generate", &hd_generate },	 { "/abort_request", &hd_abort },
-	{ "/get_model_info", &hd_info }, { "/model_info", &hd_info },
-	{ "/health", &hd_health },	 { "/health_generate", &hd_health },
+	{ "/generate", &hd_generate },
+	{ "/abort_request", &hd_abort },
+	{ "/get_model_info", &hd_info },
+	{ "/model_info", &hd_info },
+	{ "/health", &hd_health },
+	{ "/health_generate", &hd_health },
+	{ "/engy/gemm_open", &hd_gemm_open },
 };
 
 /* The role's `serve { ... }` section; the variables are its env twins. */
@@ -374,7 +399,7 @@ static unsigned serve_inflight(void *inst)
 {
 	struct serve *s = inst;
 
-	return s->n_open;
+	return s->n_open + s->n_opens;
 }
 
 static void serve_destroy(void *inst)
@@ -385,6 +410,7 @@ static void serve_destroy(void *inst)
 	 * (the loop has stopped; backends fire none from destroy). */
 	while (s->open)
 		serve_req_free(s->open);
+	serve_gemm_free_all(s);
 	engy_tokenizer_free(s->tok);
 	free(s);
 }

@@ -82,6 +82,7 @@ void serve_req_free(struct sreq *r)
 	free(r->ids);
 	free(r->lp);
 	free(r->rows);
+	free(r->gemm);
 	free(r);
 }
 
@@ -284,6 +285,7 @@ static char *render(struct serve *s, struct sreq *r, int finish, bool sse,
 	o.n_rows = r->n_rows;
 	o.prefill_empty = r->prefill_empty;
 	o.hidden_size = r->hidden;
+	o.gemm = finish != ENGY_SGL_RUNNING ? r->gemm : NULL;
 	buf = engy_sgl_response(&o, sse, len);
 	free(text);
 	return buf;
@@ -490,6 +492,9 @@ static void on_done(void *arg, const struct engy_gen_result *res)
 	if (r->done)
 		return;
 	r->done = true;
+	/* The handle is alive until this returns: the GEMM commitment. */
+	if (r->p.return_gemm_trace && r->g && serve_has_gemm(r->s))
+		r->gemm = r->s->b->gemm_commit(r->s->bi, r->g);
 	r->g = NULL;
 	r->res = *res;
 	snprintf(r->res_error, sizeof(r->res_error), "%s",
@@ -522,6 +527,7 @@ static void start_req(struct sreq *r)
 		.ignore_eos = r->p.ignore_eos,
 		.top_logprobs = r->p.top_logprobs_num,
 		.on_top_logprobs = r->p.top_logprobs_num ? on_top : NULL,
+		.gemm_trace = r->p.return_gemm_trace,
 	};
 	int rc;
 

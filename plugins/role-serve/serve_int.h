@@ -65,6 +65,14 @@ struct sreq {
 	size_t rows_sent;   /* rows a running event of the stream had */
 	struct timespec t0;
 	struct event *flush_ev; /* stream: sends the pending event */
+	char *gemm; /* meta_info.gemm: the backend's gemm_commit(), or NULL */
+};
+
+/* One POST /engy/gemm_open waiting for the backend (serve_gemm.c). */
+struct sopen {
+	struct sopen *next;
+	struct serve *s;
+	struct engy_http_exchange *x; /* NULL once the client left */
 };
 
 struct serve {
@@ -86,6 +94,8 @@ struct serve {
 	bool stream_hidden_repeat; /* sglang's: every row so far */
 	bool stopping, pumping;
 	struct engy_metric *m_running, *m_queued, *m_tokens;
+	struct sopen *opens; /* gemm_open() calls the backend still owes */
+	unsigned n_opens;
 };
 
 /* serve.c */
@@ -102,5 +112,14 @@ void serve_gone(struct serve *s, struct engy_http_exchange *x);
  * cancelled at the backend and ends when it says so. */
 void serve_abort(struct sreq *r, const char *msg);
 void serve_req_free(struct sreq *r);
+
+/* serve_gemm.c: the GEMM audit extension (specs/serve.md). */
+/* Whether the backend has gemm_commit() and gemm_open() (ABI 1.4). */
+bool serve_has_gemm(const struct serve *s);
+int serve_gemm_open(struct serve *s, struct engy_http_exchange *x,
+		    const struct engy_http_request *r);
+void serve_gemm_gone(struct serve *s, struct engy_http_exchange *x);
+/* destroy(): what the backend never answered, without callbacks. */
+void serve_gemm_free_all(struct serve *s);
 
 #endif /* ENGY_ROLE_SERVE_INT_H */

@@ -10,7 +10,8 @@
 # buyer traffic through the OpenAI SDK; the table: each honest
 # miner names its profile and passes with TOPLOC statistics above zero
 # (mantissa mean > 0) and a P99 score at most v/topk, the cheat is caught
-# on its probes, the closed epoch's signed weights give the cheat 0 and the honest
+# on its probes by both schemes (toploc, gemm: the GEMM audit's opening
+# of its trace fails the product check), the closed epoch's signed weights give the cheat 0 and the honest
 # miners all of it, and the payload verifies; the validator submits that
 # epoch and the weights on the dev chain (chain-dev's file, read here by
 # uid) are the signed epoch's, the cheat's 0; the auditor checked its
@@ -28,7 +29,7 @@ command -v node >/dev/null || skip_or_fail "no node"
 B=$(cd "$top_builddir" && pwd)
 rc=0
 ENGY_DEVNET_BUILD="$B" ENGY_DEVNET_STATE="$T/devnet" ENGY_DEVNET_EPOCH_S=12 \
-	ENGY_DEVNET_REQUESTS=8 timeout 110 "$top_srcdir/scripts/devnet.sh" --once \
+	ENGY_DEVNET_REQUESTS=8 timeout 150 "$top_srcdir/scripts/devnet.sh" --once \
 	> "$T/out" 2> "$T/err" || rc=$?
 if [ $rc = 3 ]; then
 	skip_or_fail "a devnet role is missing here: $(cat "$T/err")"
@@ -39,25 +40,28 @@ ok "scripts/devnet.sh --once ran ($(grep -c '^devnet: ' "$T/err") progress lines
 
 V=$(tr -d ' \t\n' < "$top_srcdir/etc/devnet/model-spec.json" | sed -n 's/.*"toploc_v":\([0-9]*\).*/\1/p')
 [ -n "$V" ] || fail "no toploc_v in etc/devnet/model-spec.json"
-# columns: miner checkpoint profile onboard/probes requests audited p99 exp-max mant-mean verdict
+# columns: miner checkpoint profile onboard/probes requests audited p99 exp-max mant-mean
+# toploc gemm verdict (a scheme's column: its worst verdict and N/M)
 for m in honest:splitk honest-2:warp32; do
 	n=${m%%:*}
 	line=$(grep "^$n " "$T/out") || fail "no $n row: $(cat "$T/out")"
-	echo "$line" | grep -Eq "^$n +bf16 +${m#*:} +qualified/[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]* +[0-9.]+ +[0-9]+ +[0-9.]+ +pass\$" ||
+	echo "$line" | grep -Eq "^$n +bf16 +${m#*:} +qualified/[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]* +[0-9.]+ +[0-9]+ +[0-9.]+ +pass [1-9][0-9]*/[1-9][0-9]* +pass [1-9][0-9]*/[1-9][0-9]* +pass\$" ||
 		fail "$n row: $line"
 	set -- $line
 	awk -v s="$7" -v mm="$9" -v v="$V" 'BEGIN { exit !(s <= v / 128 && mm > 0) }' ||
 		fail "$n: P99 score $7 (v $V), mantissa mean $9"
-	ok "$n on ${m#*:}: qualified by its probes, served, every response audited, pass; not bit-identical: P99 score $7, exp max $8, mantissa mean $9"
+	ok "$n on ${m#*:}: qualified by its probes, served, every response audited, pass in both schemes (toploc ${11}, gemm ${13}); not bit-identical: P99 score $7, exp max $8, mantissa mean $9"
 done
 line=$(grep '^int4-cheat ' "$T/out") || fail "no cheat row"
-echo "$line" | grep -Eq '^int4-cheat +int4 +ref +refused/[1-9][0-9]* +0 +[1-9][0-9]* +0\.[0-9]+ +[0-9]+ +[0-9.]+ +cheat$' ||
+echo "$line" | grep -Eq '^int4-cheat +int4 +ref +refused/[1-9][0-9]* +0 +[1-9][0-9]* +0\.[0-9]+ +[0-9]+ +[0-9.]+ +cheat [1-9][0-9]*/[1-9][0-9]* +cheat [1-9][0-9]*/[1-9][0-9]* +cheat$' ||
 	fail "cheat row: $line"
 s=$(echo "$line" | awk '{ print $7 }')
 awk -v s="$s" -v v="$V" 'BEGIN { exit !(s > v / 128) }' || fail "cheat score $s is not above v/topk"
+grep -q 'event=verdict .* scheme=gemm verdict=cheat reason=product ' "$T/devnet/logs/auditor.log" ||
+	fail "no GEMM cheat for a product out of tolerance: $(grep 'scheme=gemm' "$T/devnet/logs/auditor.log" | head -3)"
 grep -q 'event=onboard_failed .*reason="a TOPLOC verdict is cheat"' "$T/devnet/logs/gateway.log" ||
 	fail "the cheat's round did not fail on a cheat verdict: $(grep onboard_failed "$T/devnet/logs/gateway.log" | head -2)"
-ok "int4-cheat: refused by onboarding (a cheat verdict on its probes), no buyer request, P99 score $s above the spec's $V/128, caught"
+ok "int4-cheat: refused by onboarding (a cheat verdict on its probes), no buyer request, P99 score $s above the spec's $V/128, caught by TOPLOC and by the GEMM audit"
 wl=$(grep -E '^epoch [0-9]+ weights: honest [0-9]+, honest-2 [0-9]+, int4-cheat 0 .*payload verifies\)$' "$T/out") ||
 	fail "weights: $(grep weights "$T/out")"
 w1=$(echo "$wl" | sed -n 's/.* honest \([0-9]*\),.*/\1/p'); w2=$(echo "$wl" | sed -n 's/.* honest-2 \([0-9]*\),.*/\1/p')

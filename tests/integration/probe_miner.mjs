@@ -19,10 +19,20 @@
 //                  the zero-retention checks look for)
 //   PM_PAD_BYTES   a "pad" string of this many bytes in every commitment
 //                  (a miner bloating the proof tee; 0)
+//   PM_OPEN        how a `gemm_open` is answered (specs/protocol.md §2):
+//                  echo (an opening {"echo": the challenge, "request_id"}),
+//                  silent, twice (echo twice), foreign (first an opening
+//                  for a corr_id never asked, then echo), huge (an opening
+//                  of PM_OPEN_BYTES bytes), error (error "not_held"),
+//                  ctrl (an error with control characters and quotes),
+//                  neither (no opening, no error), close (the leg closes)
+//   PM_OPEN_FILE   a file holding that mode (overrides PM_OPEN when present)
+//   PM_COMMITMENT_FILE  a file whose JSON is sent as every commitment as it
+//                  is (a replay of another miner's)
 // Writes one line per event to OUT_FILE: "admitted", "denied REASON",
 // "serve CORR KIND MODE set=S" (KIND buyer when the prompt holds BUYER-,
-// else probe; S 1 when it holds PROBE-SET-), "cancel CORR", "closed
-// CODE".  Exits on close.
+// else probe; S 1 when it holds PROBE-SET-), "cancel CORR", "gemm_open
+// CORR REQUEST_ID MODE", "closed CODE".  Exits on close.
 // Oracle: this file is a scripted miner written from specs/protocol.md on
 // the npm ws package (no engy code).
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
@@ -89,6 +99,8 @@ function answer(corr, req, m) {
 		output_token_ids: ids,
 		toploc: { proofs: ['AAAAAAAAAAA='], topk: 128, decode_batching_size: 32,
 			skip_prefill: true, n_tokens: n, prompt_ids: promptIds } };
+	if (env.PM_COMMITMENT_FILE)
+		Object.assign(commitment, JSON.parse(readFileSync(env.PM_COMMITMENT_FILE, 'utf8')));
 	if (num(env.PM_PAD_BYTES, 0) > 0)
 		commitment.pad = 'x'.repeat(num(env.PM_PAD_BYTES, 0));
 	const text = Array.from({ length: n }, (_, i) => `w${i}`).join(' ');
@@ -141,6 +153,49 @@ function serve(f) {
 	});
 }
 
+function openMode() {
+	const f = env.PM_OPEN_FILE;
+	if (f && existsSync(f))
+		return readFileSync(f, 'utf8').trim();
+	return env.PM_OPEN || 'echo';
+}
+
+function gemmOpen(f) {
+	const m = openMode();
+	out(`gemm_open ${f.corr_id} ${f.request_id} ${m}`);
+	const echo = { type: 'gemm_opening', corr_id: f.corr_id,
+		opening: { echo: f.challenge, request_id: f.request_id } };
+	switch (m) {
+	case 'silent':
+		return;
+	case 'twice':
+		send(echo);
+		send({ ...echo, opening: { second: true } });
+		return;
+	case 'foreign':
+		send({ ...echo, corr_id: 'gemm-forged-1', opening: { forged: true } });
+		send(echo);
+		return;
+	case 'huge':
+		send({ ...echo, opening: { pad: 'x'.repeat(num(env.PM_OPEN_BYTES, 2 << 20)) } });
+		return;
+	case 'error':
+		send({ type: 'gemm_opening', corr_id: f.corr_id, error: 'not_held' });
+		return;
+	case 'ctrl':
+		send({ type: 'gemm_opening', corr_id: f.corr_id, error: 'a\u0001"b\\c\nd' });
+		return;
+	case 'neither':
+		send({ type: 'gemm_opening', corr_id: f.corr_id });
+		return;
+	case 'close':
+		ws.close(1000, 'scripted');
+		return;
+	default:
+		send(echo);
+	}
+}
+
 ws.on('message', (data) => {
 	let f;
 	try {
@@ -169,6 +224,9 @@ ws.on('message', (data) => {
 		break;
 	case 'reconnect':
 		ws.close(1000, 'reconnect');
+		break;
+	case 'gemm_open':
+		gemmOpen(f);
 		break;
 	default:
 		break;

@@ -13,6 +13,9 @@
  *   prefill IDS                     hidden rows of every position
  *   info MS                         info() after MS ms on the loop
  *   busy N IDS MAX                  N generate() calls at once: their rcs
+ *   gen ... gemm=1                  with params.gemm_trace: the line gets
+ *                                   "gemm": gemm_commit()'s member (or null)
+ *   open RID CHALLENGE_JSON         gemm_open(): {"rc":N,"opening":{...}}
  *
  * Rows and logprobs are printed as FNV-1a 64 hashes over their float32
  * bytes, top_logprobs alternatives over (uint32 id, float32 logprob) each
@@ -262,6 +265,7 @@ struct req {
 	int prefill_rc;
 	bool is_prefill;
 	uint32_t n_prefill;
+	char *gemm; /* gemm_commit() in on_done */
 };
 
 static struct req reqs[MAXG];
@@ -355,6 +359,12 @@ static void on_done(void *arg, const struct engy_gen_result *res)
 	r->done = true;
 	r->res = *res;
 	r->ms = ms_since(&r->t0);
+	free(r->gemm);
+	r->gemm = NULL;
+	if (ops->size >= offsetof(struct engy_backend_ops, gemm_commit) +
+				 sizeof(ops->gemm_commit) &&
+	    ops->gemm_commit)
+		r->gemm = ops->gemm_commit(inst, r->g);
 	snprintf(r->error, sizeof(r->error), "%s",
 		 res->error ? res->error : "");
 	n_open--;
@@ -464,7 +474,7 @@ static void print_req(struct req *r)
 	       r->ms);
 	for (i = 0; i < r->n; i++)
 		printf("%s%u", i ? "," : "", r->ids[i]);
-	printf("]}\n");
+	printf("],\"gemm\":%s}\n", r->gemm ? r->gemm : "null");
 	if (r->res.completion_tokens != r->n && r->res.status == 0 &&
 	    r->res.finish != ENGY_FINISH_ABORT)
 		die("completion_tokens %u but %zu ids delivered",
@@ -481,6 +491,7 @@ static int start_gen(struct req *r, char **a, int n, const uint32_t *in,
 	struct timeval tv;
 	int rc;
 
+	free(r->gemm);
 	memset(r, 0, sizeof(*r));
 	r->rowhash = r->lphash = r->tophash = 0xcbf29ce484222325ull;
 	p.input_ids = in;
@@ -508,6 +519,7 @@ static int start_gen(struct req *r, char **a, int n, const uint32_t *in,
 		p.stop_ids = stop;
 	}
 	r->cancel_after = (v = kv(a, n, "cancel_after")) ? atoi(v) : 0;
+	p.gemm_trace = (v = kv(a, n, "gemm")) && atoi(v);
 	clock_gettime(CLOCK_MONOTONIC, &r->t0);
 	rc = ops->generate(inst, &p, &gen_cb, r, &r->g);
 	if (rc)
@@ -519,6 +531,22 @@ static int start_gen(struct req *r, char **a, int n, const uint32_t *in,
 		event_base_once(base, -1, EV_TIMEOUT, on_cancel_timer, r, &tv);
 	}
 	return 0;
+}
+
+struct opened {
+	int rc, done;
+	char *json;
+};
+
+static void on_opened(void *arg, int rc, const char *json, size_t len)
+{
+	struct opened *o = arg;
+
+	if (o->done++)
+		die("gemm_open done twice");
+	o->rc = rc;
+	o->json = json ? strndup(json, len) : NULL;
+	n_open--;
 }
 
 static uint32_t input[1 << 16];
@@ -549,6 +577,7 @@ static void cmd(char **a, int n)
 	} else if (!strcmp(a[0], "prefill") && n >= 2) {
 		struct req *r = &reqs[0];
 
+		free(r->gemm);
 		memset(r, 0, sizeof(*r));
 		r->rowhash = 0xcbf29ce484222325ull;
 		n_in = parse_ids(a[1], input, 1 << 16);
@@ -581,6 +610,21 @@ static void cmd(char **a, int n)
 		       mi.hidden_size, mi.vocab_size, mi.max_context,
 		       mi.eos_ids[0], mi.eos_ids[1], mi.eos_ids[2],
 		       mi.eos_ids[3]);
+	} else if (!strcmp(a[0], "open") && n >= 3) {
+		struct opened o = { 0 };
+
+		if (!ops->gemm_open)
+			die("no gemm_open");
+		rc = ops->gemm_open(inst, a[1], a[2], strlen(a[2]), on_opened,
+				    &o);
+		if (!rc) {
+			n_open++;
+			run_until_done();
+			rc = o.rc;
+		}
+		printf("{\"rc\":%d,\"opening\":%s}\n", rc,
+		       o.json ? o.json : "null");
+		free(o.json);
 	} else if (!strcmp(a[0], "busy") && n >= 4) {
 		int count = atoi(a[1]);
 

@@ -23,7 +23,8 @@ static __attribute__((unused)) void br_destroy(void *inst)
 {
 }
 
-static int br_prove(void *inst, const struct engy_rows *rows, char **json)
+static __attribute__((unused)) int
+br_prove(void *inst, const struct engy_rows *rows, char **json)
 {
 	return -ENOTSUP;
 }
@@ -43,12 +44,36 @@ static __attribute__((unused)) int br_check(const struct engy_host *h,
 	return -EIO;
 }
 
+static __attribute__((unused)) int
+br_challenge(void *inst, const char *c, size_t len, const char *rid,
+	     const uint8_t nonce[32], const struct engy_proof_limits *limits,
+	     char **json, struct engy_proof_result *out)
+{
+	return -ENOTSUP;
+}
+
+static __attribute__((unused)) int
+br_gcheck(void *inst, const char *c, size_t len, const char *rid,
+	  const uint8_t nonce[32], const char *opening, size_t olen,
+	  const struct engy_proof_limits *limits, struct engy_proof_result *out)
+{
+	return -ENOTSUP;
+}
+
 static const struct engy_proof_ops ops = {
 	.size = sizeof(ops),
 	.scheme = "broken",
+#if defined(BROKEN_CHALLENGE_ONLY) || defined(BROKEN_HALF_CHALLENGE)
+	/* 1.4: a challenged scheme, no prove()/verify(). */
+	.challenge = br_challenge,
+#ifndef BROKEN_HALF_CHALLENGE
+	.check = br_gcheck,
+#endif
+#else
 	.prove = br_prove,
 #ifndef BROKEN_MISSING_OP
 	.verify = br_verify,
+#endif
 #endif
 };
 

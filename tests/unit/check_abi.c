@@ -78,7 +78,18 @@ PIN(sizeof(struct engy_role_need), 24);
 PIN(offsetof(struct engy_proof_ops, scheme), 8);
 PIN(offsetof(struct engy_proof_ops, prove), 16);
 PIN(offsetof(struct engy_proof_ops, verify), 24);
-PIN(sizeof(struct engy_proof_ops), 32);
+PIN(offsetof(struct engy_proof_ops, challenge), 32); /* 1.4 */
+PIN(offsetof(struct engy_proof_ops, check), 40);
+PIN(sizeof(struct engy_proof_ops), 48);
+PIN(offsetof(struct engy_proof_limits, max_mant_median), 24);
+PIN(offsetof(struct engy_proof_limits, gemm_layers), 32); /* 1.4 */
+PIN(offsetof(struct engy_proof_limits, gemm_tokens), 36);
+PIN(offsetof(struct engy_proof_limits, gemm_projections), 40);
+PIN(offsetof(struct engy_proof_limits, gemm_spots), 44);
+PIN(offsetof(struct engy_proof_limits, gemm_z), 48);
+PIN(offsetof(struct engy_proof_limits, gemm_c_el), 56);
+PIN(offsetof(struct engy_proof_limits, gemm_rate), 64);
+PIN(sizeof(struct engy_proof_limits), 72);
 PIN(sizeof(struct engy_rows), 24);
 PIN(offsetof(struct engy_transport_ops, proto), 8);
 PIN(offsetof(struct engy_transport_ops, http_route), 16);
@@ -106,12 +117,15 @@ PIN(offsetof(struct engy_backend_ops, info), 8);
 PIN(offsetof(struct engy_backend_ops, generate), 16);
 PIN(offsetof(struct engy_backend_ops, cancel), 24);
 PIN(offsetof(struct engy_backend_ops, prefill), 32);
-PIN(sizeof(struct engy_backend_ops), 40);
+PIN(offsetof(struct engy_backend_ops, gemm_commit), 40); /* 1.4 */
+PIN(offsetof(struct engy_backend_ops, gemm_open), 48);	 /* 1.4 */
+PIN(sizeof(struct engy_backend_ops), 56);
 PIN(offsetof(struct engy_gen_params, ignore_eos), 120);
 PIN(offsetof(struct engy_gen_params, top_logprobs), 124);
 PIN(offsetof(struct engy_gen_params, on_top_logprobs), 128);
-PIN(sizeof(struct engy_gen_params), 136);
-PIN(ENGY_GEN_PARAMS_SIZE_1_4, 136);
+PIN(offsetof(struct engy_gen_params, gemm_trace), 136);
+PIN(sizeof(struct engy_gen_params), 144);
+PIN(ENGY_GEN_PARAMS_SIZE_1_4, 137);
 PIN(sizeof(struct engy_gen_result), 40);
 PIN(offsetof(struct engy_model_info, serve_urls), 672);
 PIN(offsetof(struct engy_model_info, constraints), 1696);

@@ -19,11 +19,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cjson/cJSON.h>
+
 #include <engy/backend.h>
 #include <engy/plugin.h>
 
 #include "config.h"
 #include "fake_host.h"
+#include "gemm.h"
+#include "modelspec.h"
 #include "qwen3.h"
 #include "ref_testlib.h"
 
@@ -67,6 +71,9 @@ static void *conf_new(const char *dir)
 			memcpy(c + o->offset, &o->def, sizeof(o->def));
 		else if (o->type == ENGY_OPT_INT)
 			memcpy(c + o->offset, &i, sizeof(i));
+		else if (o->type == ENGY_OPT_BOOL)
+			*(bool *)(c + o->offset) =
+				o->def && !strcmp(o->def, "true");
 		else
 			ck_abort_msg("unexpected option type for %s", o->name);
 	}
@@ -189,6 +196,7 @@ struct col {
 	float top_lp[MAXTOK][ENGY_TOP_LOGPROBS_MAX];
 	uint32_t top_k[MAXTOK];
 	size_t n_top;
+	char *gemm; /* gemm_commit() in on_done */
 };
 
 static void on_top(void *arg, size_t n, uint32_t k, const uint32_t *ids,
@@ -246,6 +254,8 @@ static void on_done(void *arg, const struct engy_gen_result *res)
 	c->done++;
 	c->res = *res;
 	c->res.error = NULL;
+	/* the GEMM member is asked for here, the handle still alive */
+	c->gemm = ops->gemm_commit(c->inst, c->g);
 }
 
 static const struct engy_gen_cb cb = { on_tokens, on_done };
@@ -866,6 +876,308 @@ START_TEST(test_load_failure)
 }
 END_TEST
 
+/* ---- The GEMM audit trace (ABI 1.4) ---- */
+
+static char err_[256];
+
+struct opened {
+	int done, rc;
+	char *json;
+};
+
+static void open_cb(void *arg, int rc, const char *json, size_t len)
+{
+	struct opened *o = arg;
+
+	o->done++;
+	o->rc = rc;
+	o->json = json ? strndup(json, len) : NULL;
+}
+
+static int gemm_open(struct inst *in, const char *rid, const char *ch,
+		     struct opened *o)
+{
+	int rc;
+
+	memset(o, 0, sizeof(*o));
+	rc = ops->gemm_open(in->p, rid, ch, strlen(ch), open_cb, o);
+	if (rc)
+		return rc;
+	run_loop(&o->done);
+	ck_assert_int_eq(o->done, 1);
+	return o->rc;
+}
+
+static const char *jstr(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	ck_assert_msg(cJSON_IsString(v), "member %s", k);
+	return v->valuestring;
+}
+
+static double jnum(const cJSON *o, const char *k)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+
+	ck_assert_msg(cJSON_IsNumber(v), "member %s", k);
+	return v->valuedouble;
+}
+
+/*
+ * A traced request's member: its fields against values computed here
+ * (lib/model's model root of the checkpoint, lib/gemm's sampling hash),
+ * the same gemm root solo and batched with other requests, an opening
+ * of challenged cells (lm_head included) that lib/gemm's parser takes,
+ * and the refusals.
+ */
+static void gemm_trace(bool moe)
+{
+	char *dir = tiny_model(moe, moe ? 6 : 1, 0);
+	struct engy_gen_params p[3] = { params(prompt, NPROMPT, 7),
+					params(prompt + 5, 3, 9),
+					params(prompt + 1, 12, 5) };
+	struct col solo, both[3], plain;
+	struct engy_ms *ms;
+	struct opened o;
+	struct inst in;
+	char hex[65], *ch;
+	uint8_t samp[32], nonce[32];
+	cJSON *m, *m2;
+	int k;
+
+	load();
+	ck_assert_int_eq(engy_ms_open(dir, &ms, err_, sizeof(err_)), 0);
+	ck_assert_int_eq(
+		engy_ms_build(ms, 1, NULL, NULL, 0, err_, sizeof(err_)), 0);
+	engy_mc_hex(engy_ms_model_root(ms), 32, hex);
+	engy_ms_close(ms);
+	in = start(dir, 4, 0, true);
+	ck_assert_ptr_nonnull(strstr(fake_host_log(in.h), hex));
+	for (k = 0; k < 3; k++) {
+		p[k].gemm_trace = true;
+		p[k].rid = k == 0 ? "req-0" : k == 1 ? "req-1" : NULL;
+	}
+	p[0].temperature = 0.7;
+	p[0].seed = 99;
+	p[0].has_seed = true;
+	p[0].top_k = 20;
+	gen(&in, &p[0], &solo);
+	ck_assert_ptr_nonnull(solo.gemm);
+	m = cJSON_Parse(solo.gemm);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_str_eq(jstr(m, "hashing"), "engy-ga1");
+	ck_assert_str_eq(jstr(m, "spec_root"), hex);
+	ck_assert_str_eq(jstr(m, "rid"), "req-0");
+	ck_assert_int_eq((int)jnum(m, "n_prompt"), NPROMPT);
+	ck_assert_int_eq((int)jnum(m, "n_tokens"), NPROMPT + solo.n);
+	engy_ga_sampling_hash(0.7, 1, 20, 99, true, 7, samp);
+	engy_mc_hex(samp, 32, hex);
+	ck_assert_str_eq(jstr(m, "sampling"), hex);
+	ck_assert_uint_eq(strlen(jstr(m, "gemm_root")), 64);
+
+	/* Batched with two others (and an untraced one): the same root. */
+	memset(both, 0, sizeof(both));
+	memset(&plain, 0, sizeof(plain));
+	plain.inst = in.p;
+	ck_assert_int_eq(ops->generate(in.p, &p[1], &cb, &plain, &plain.g), 0);
+	for (k = 0; k < 3; k++) {
+		both[k].inst = in.p;
+		ck_assert_int_eq(
+			ops->generate(in.p, &p[k], &cb, &both[k], &both[k].g),
+			0);
+	}
+	run_loop(NULL);
+	ck_assert_int_eq(plain.done, 1);
+	free(plain.gemm);
+	for (k = 0; k < 3; k++) {
+		ck_assert_int_eq(both[k].done, 1);
+		ck_assert_ptr_nonnull(both[k].gemm);
+	}
+	m2 = cJSON_Parse(both[0].gemm);
+	ck_assert_ptr_nonnull(m2);
+	ck_assert_uint_eq(both[0].n, solo.n);
+	ck_assert_str_eq(jstr(m2, "gemm_root"), jstr(m, "gemm_root"));
+	cJSON_Delete(m2);
+	/* the third had no rid of its own: the backend named it */
+	m2 = cJSON_Parse(both[2].gemm);
+	ck_assert(strncmp(jstr(m2, "rid"), "ref-", 4) == 0);
+	cJSON_Delete(m2);
+
+	/* Not asked: no member. */
+	p[1].gemm_trace = false;
+	gen(&in, &p[1], &plain);
+	ck_assert_ptr_null(plain.gemm);
+
+	/* An opening: layers 0 and last, lm_head, first and last rows. */
+	{
+		const struct q3_config *cf = NULL;
+		struct q3_config c;
+		struct engy_ga_cell cells[4];
+		struct engy_ga_opening *op;
+		char e[128];
+
+		ck_assert_int_eq(engy_q3_config_load(dir, &c, e, sizeof(e)), 0);
+		cf = &c;
+		cells[0] = (struct engy_ga_cell){ 0, 0 };
+		cells[1] = (struct engy_ga_cell){ (uint16_t)(cf->n_layers - 1),
+						  NPROMPT + 1 };
+		cells[2] =
+			(struct engy_ga_cell){ ENGY_GA_LM_LAYER, NPROMPT - 1 };
+		cells[3] = (struct engy_ga_cell){
+			ENGY_GA_LM_LAYER, (uint32_t)(NPROMPT + solo.n - 2)
+		};
+		memset(nonce, 7, sizeof(nonce));
+		ch = engy_ga_challenge_json(nonce, cells, 4);
+		ck_assert_ptr_nonnull(ch);
+		ck_assert_int_eq(gemm_open(&in, "req-0", ch, &o), 0);
+		ck_assert_ptr_nonnull(o.json);
+		ck_assert_msg(engy_ga_opening_parse(o.json, strlen(o.json), &op,
+						    e, sizeof(e)) == 0,
+			      "%s", e);
+		engy_ga_opening_free(op);
+		free(o.json);
+		ck_assert_int_eq(gemm_open(&in, "nope", ch, &o), -ENOENT);
+		ck_assert_int_eq(gemm_open(&in, "req-0", "{\"nonce\":1}", &o),
+				 -EINVAL);
+		free(ch);
+	}
+	ck_assert_ptr_null(strstr(fake_host_log(in.h), "gemm_replay_diverged"));
+	cJSON_Delete(m);
+	free(solo.gemm);
+	for (k = 0; k < 3; k++)
+		free(both[k].gemm);
+	finish(&in);
+	rm_model(dir);
+}
+
+START_TEST(test_gemm_trace_dense)
+{
+	gemm_trace(false);
+}
+END_TEST
+
+START_TEST(test_gemm_trace_moe)
+{
+	gemm_trace(true);
+}
+END_TEST
+
+/* Bytes of the trace the log's event=gemm_kept names. */
+static size_t kept_bytes(struct inst *in, const char *rid)
+{
+	char pat[64];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "event=gemm_kept rid=%s bytes=", rid);
+	p = strstr(fake_host_log(in->h), pat);
+	ck_assert_ptr_nonnull(p);
+	return (size_t)strtoull(p + strlen(pat), NULL, 10);
+}
+
+/* The memory cap: the oldest trace goes, is logged, and opens -ENOENT;
+ * a trace over the cap on its own is not kept (no member). */
+START_TEST(test_gemm_evict)
+{
+	char *dir = tiny_model(false, 1, 0);
+	struct engy_gen_params p = params(prompt, NPROMPT, 6);
+	struct engy_ga_cell cell = { 0, 1 };
+	struct col a, b;
+	struct opened o;
+	struct inst in;
+	uint8_t nonce[32] = { 1 };
+	size_t bytes;
+	char *ch = engy_ga_challenge_json(nonce, &cell, 1);
+
+	load();
+	p.gemm_trace = true;
+	in = start(dir, 2, 0, true);
+	p.rid = "first";
+	gen(&in, &p, &a);
+	ck_assert_ptr_nonnull(a.gemm);
+	bytes = kept_bytes(&in, "first");
+	ck_assert_uint_gt(bytes, 4096);
+	free(a.gemm);
+	finish(&in);
+
+	/* Room for one and a half. */
+	in.h = fake_host_new("ref0");
+	in.h->work = q_work;
+	in.conf = conf_new(dir);
+	set_int(in.conf, "threads", 2);
+	set_int(in.conf, "gemm_max_bytes", (int64_t)(bytes + bytes / 2));
+	ck_assert_int_eq(plug->create(in.h, in.conf, &in.p), 0);
+	ck_assert_int_eq(plug->start(in.p), 0);
+	run_loop(NULL);
+	p.rid = "first";
+	gen(&in, &p, &a);
+	p.rid = "second";
+	gen(&in, &p, &b);
+	ck_assert_ptr_nonnull(a.gemm);
+	ck_assert_ptr_nonnull(b.gemm);
+	ck_assert_ptr_nonnull(
+		strstr(fake_host_log(in.h), "event=gemm_evicted rid=first"));
+	ck_assert_ptr_nonnull(strstr(fake_host_log(in.h), "reason=cap"));
+	ck_assert_int_eq(gemm_open(&in, "first", ch, &o), -ENOENT);
+	ck_assert_int_eq(gemm_open(&in, "second", ch, &o), 0);
+	free(o.json);
+	free(a.gemm);
+	free(b.gemm);
+	/* Replays count against max_batch + max_queue (4 + 64 by default):
+	 * the 69th open in a row is refused, the others answer. */
+	{
+		struct opened many[69];
+		int k;
+
+		memset(many, 0, sizeof(many));
+		for (k = 0; k < 68; k++)
+			ck_assert_int_eq(ops->gemm_open(in.p, "second", ch,
+							strlen(ch), open_cb,
+							&many[k]),
+					 0);
+		ck_assert_int_eq(ops->gemm_open(in.p, "second", ch, strlen(ch),
+						open_cb, &many[68]),
+				 -EBUSY);
+		run_loop(NULL);
+		for (k = 0; k < 68; k++) {
+			ck_assert_int_eq(many[k].done, 1);
+			ck_assert_int_eq(many[k].rc, 0);
+			free(many[k].json);
+		}
+	}
+	finish(&in);
+
+	/* Over the cap alone: not kept, no member. */
+	in.h = fake_host_new("ref0");
+	in.h->work = q_work;
+	in.conf = conf_new(dir);
+	set_int(in.conf, "gemm_max_bytes", 4096);
+	ck_assert_int_eq(plug->create(in.h, in.conf, &in.p), 0);
+	ck_assert_int_eq(plug->start(in.p), 0);
+	run_loop(NULL);
+	gen(&in, &p, &a);
+	ck_assert_ptr_null(a.gemm);
+	ck_assert_ptr_nonnull(strstr(fake_host_log(in.h), "reason=too_big"));
+	ck_assert_int_eq(gemm_open(&in, "second", ch, &o), -ENOENT);
+	finish(&in);
+
+	/* gemm_trace = false: no member, no model root at load. */
+	in.h = fake_host_new("ref0");
+	in.h->work = q_work;
+	in.conf = conf_new(dir);
+	*(bool *)((uint8_t *)in.conf + opt("gemm_trace")->offset) = false;
+	ck_assert_int_eq(plug->create(in.h, in.conf, &in.p), 0);
+	ck_assert_int_eq(plug->start(in.p), 0);
+	run_loop(NULL);
+	gen(&in, &p, &a);
+	ck_assert_ptr_null(a.gemm);
+	ck_assert_ptr_null(strstr(fake_host_log(in.h), "gemm_ready"));
+	finish(&in);
+	free(ch);
+	rm_model(dir);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("backend_ref");
@@ -885,6 +1197,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_sync_host);
 	tcase_add_test(tc, test_load_failure);
+	tcase_add_test(tc, test_gemm_trace_dense);
+	tcase_add_test(tc, test_gemm_trace_moe);
+	tcase_add_test(tc, test_gemm_evict);
 	suite_add_tcase(s, tc);
 	return s;
 }

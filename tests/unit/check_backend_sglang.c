@@ -71,6 +71,14 @@ START_TEST(test_body_generate)
 			    "\"return_logprob\":true,"
 			    "\"return_hidden_states\":true,\"stream\":true}");
 	free(b);
+	/* engy's GEMM extension (specs/serve.md), only when asked */
+	c.gemm_trace = true;
+	b = sgl_body_generate(&c, &len);
+	ck_assert_ptr_nonnull(strstr(
+		b,
+		"\"return_hidden_states\":true,\"return_gemm_trace\":true,"));
+	free(b);
+	c.gemm_trace = false;
 
 	/* A constraint: sglang's sampling_params.json_schema, a string. */
 	sp.json_schema = "{\"enum\":[\"a\\\"b\"]}";

@@ -39,14 +39,14 @@ END_TEST
 
 START_TEST(test_bad_major)
 {
-	refused("bad-major", "built for plugin ABI 2.3");
+	refused("bad-major", "built for plugin ABI 2.4");
 	ck_assert_ptr_nonnull(strstr(err, "rebuild the plugin"));
 }
 END_TEST
 
 START_TEST(test_newer_minor)
 {
-	refused("newer-minor", "newer than this engyd's 1.3");
+	refused("newer-minor", "newer than this engyd's 1.4");
 }
 END_TEST
 
@@ -65,6 +65,27 @@ END_TEST
 START_TEST(test_missing_op)
 {
 	refused("missing-op", "missing required proof op 'verify'");
+	/* 1.4: a challenged scheme needs both of its ops... */
+	refused("half-challenge", "missing required proof op 'check'");
+}
+END_TEST
+
+/* ...and then neither prove() nor verify(). */
+START_TEST(test_challenge_only)
+{
+	struct engy_loaded l;
+	const struct engy_proof_ops *p;
+
+	ck_assert_int_eq(engy_loader_open_named(TEST_PLUGIN_DIR,
+						"challenge-only", &l, err,
+						sizeof(err)),
+			 0);
+	p = l.ops;
+	ck_assert_ptr_null(p->prove);
+	ck_assert_ptr_null(p->verify);
+	ck_assert_ptr_nonnull(p->challenge);
+	ck_assert_ptr_nonnull(p->check);
+	engy_loader_close(&l, true);
 }
 END_TEST
 
@@ -242,6 +263,7 @@ int main(void)
 	tcase_add_test(tc, test_1_0_descriptor_has_no_check);
 	tcase_add_test(tc, test_bad_kind);
 	tcase_add_test(tc, test_missing_op);
+	tcase_add_test(tc, test_challenge_only);
 	tcase_add_test(tc, test_no_destroy);
 	tcase_add_test(tc, test_no_symbol);
 	tcase_add_test(tc, test_name_mismatch);

@@ -8,6 +8,7 @@
  * from sglang's response shape.
  */
 #include <check.h>
+#include <errno.h>
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -792,6 +793,133 @@ START_TEST(test_reset_reuse)
 }
 END_TEST
 
+/* meta_info.gemm (engy's extension): read, split anywhere; every wrong
+ * shape marks it bad and never fails the response; the check and the
+ * canonical text.  Expected values: the literals written here. */
+#define H64A "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+#define H64B "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+
+static const char gresp[] =
+	"{\"text\":\"\",\"output_ids\":[1,2],\"meta_info\":{\"id\":\"x\","
+	"\"finish_reason\":{\"type\":\"length\",\"length\":2},"
+	"\"gemm\":{\"hashing\":\"engy-ga1\",\"gemm_root\":\"" H64A "\","
+	"\"spec_root\":\"" H64B "\",\"n_prompt\":3,\"n_tokens\":5,"
+	"\"extra\":[1,{\"a\":null}],\"sampling\":\"" H64A "\","
+	"\"rid\":\"r-1\"},\"completion_tokens\":2}}";
+
+static void gemm_of(const char *body, struct engy_sglresp_gemm *g)
+{
+	struct engy_sglresp_opts o = { 0 };
+	struct engy_jf *j;
+	struct rows r;
+
+	ck_assert_msg(parse(body, &o, &r, &j) == 0, "%s: %s", body,
+		      engy_sglresp_error(j));
+	*g = engy_sglresp_resp(j)->gemm;
+	ck_assert_int_eq(engy_sglresp_resp(j)->n_ids, 2);
+	engy_sglresp_free(j);
+}
+
+START_TEST(test_gemm_member)
+{
+	static const char *const bad[] = {
+		"\"gemm\":[1,2]",
+		"\"gemm\":\"x\"",
+		"\"gemm\":7",
+		"\"gemm\":true",
+		"\"gemm\":{\"n_prompt\":\"3\"}",
+		"\"gemm\":{\"n_prompt\":-1}",
+		"\"gemm\":{\"n_prompt\":1.5}",
+		"\"gemm\":{\"rid\":7}",
+		"\"gemm\":{\"rid\":[\"a\"]}",
+		"\"gemm\":{\"gemm_root\":{\"a\":1}}",
+		"\"gemm\":{\"hashing\":null}",
+		"\"gemm\":{\"gemm_root\":\"" H64A "0\"}",
+	};
+	struct engy_sglresp_gemm g;
+	const char *why;
+	char *json, body[600];
+	size_t i, len = strlen(gresp), k;
+
+	gemm_of(gresp, &g);
+	ck_assert(g.present && !g.bad);
+	ck_assert_str_eq(g.hashing, "engy-ga1");
+	ck_assert_str_eq(g.gemm_root, H64A);
+	ck_assert_str_eq(g.spec_root, H64B);
+	ck_assert_str_eq(g.rid, "r-1");
+	ck_assert_int_eq(g.n_prompt, 3);
+	ck_assert_int_eq(g.n_tokens, 5);
+	ck_assert_int_eq(engy_sglresp_gemm_json(&g, &json, &why), 0);
+	ck_assert_str_eq(json, "{\"hashing\":\"engy-ga1\",\"gemm_root\":\"" H64A
+			       "\",\"spec_root\":\"" H64B
+			       "\",\"n_prompt\":3,\"n_tokens\":5,\"sampling\":"
+			       "\"" H64A "\",\"rid\":\"r-1\"}");
+	free(json);
+	/* every split gives the same */
+	for (k = 1; k < len; k++) {
+		struct engy_sglresp_opts o = { 0 };
+		struct engy_jf *j;
+		struct rows r;
+
+		ck_assert_int_eq(parse_cut(gresp, len, &k, 1, &o, &r, &j), 0);
+		ck_assert(!memcmp(&engy_sglresp_resp(j)->gemm, &g, sizeof(g)));
+		engy_sglresp_free(j);
+	}
+	/* absent and null: nothing */
+	gemm_of("{\"output_ids\":[1,2],\"meta_info\":{\"gemm\":null}}", &g);
+	ck_assert(!g.present);
+	ck_assert_int_eq(engy_sglresp_gemm_json(&g, &json, &why), -EBADMSG);
+	ck_assert_ptr_null(json);
+	/* a "gemm" outside meta_info is not it */
+	gemm_of("{\"output_ids\":[1,2],\"gemm\":{\"rid\":\"a\"}}", &g);
+	ck_assert(!g.present);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(body, sizeof(body),
+			 "{\"output_ids\":[1,2],\"meta_info\":{%s}}", bad[i]);
+		gemm_of(body, &g);
+		ck_assert_msg(g.present && g.bad, "%s", bad[i]);
+		ck_assert_int_eq(engy_sglresp_gemm_json(&g, &json, &why),
+				 -EBADMSG);
+	}
+	/* well formed, wrong values */
+	gemm_of(gresp, &g);
+	strcpy(g.hashing, "engy-ga2");
+	ck_assert_int_eq(engy_sglresp_gemm_json(&g, &json, &why), -EBADMSG);
+	gemm_of(gresp, &g);
+	g.gemm_root[3] = 'A';
+	ck_assert_int_eq(engy_sglresp_gemm_json(&g, &json, &why), -EBADMSG);
+	gemm_of(gresp, &g);
+	g.n_tokens = 2;
+	ck_assert_int_eq(engy_sglresp_gemm_json(&g, &json, &why), -EBADMSG);
+	gemm_of(gresp, &g);
+	g.n_prompt = 0;
+	ck_assert_int_eq(engy_sglresp_gemm_json(&g, &json, &why), -EBADMSG);
+	gemm_of(gresp, &g);
+	strcpy(g.rid, "a\"b");
+	ck_assert_int_eq(engy_sglresp_gemm_json(&g, &json, &why), -EBADMSG);
+	gemm_of(gresp, &g);
+	g.rid[0] = '\0';
+	ck_assert_int_eq(engy_sglresp_gemm_json(&g, &json, &why), -EBADMSG);
+	gemm_of(gresp, &g);
+	g.spec_root[0] = '\0';
+	ck_assert_int_eq(engy_sglresp_gemm_json(&g, &json, &why), -EBADMSG);
+	/* a rid past the bound */
+	{
+		char *big = malloc(1000);
+		int n = snprintf(
+			big, 1000,
+			"{\"output_ids\":[1,2],\"meta_info\":{\"gemm\":"
+			"{\"rid\":\"");
+
+		memset(big + n, 'r', 300);
+		strcpy(big + n + 300, "\"}}}");
+		gemm_of(big, &g);
+		ck_assert(g.bad);
+		free(big);
+	}
+}
+END_TEST
+
 static Suite *jf_suite(void)
 {
 	Suite *s = suite_create("sgl_resp");
@@ -813,6 +941,7 @@ static Suite *jf_suite(void)
 	tcase_add_test(tc, test_limits_and_callback);
 	tcase_add_test(tc, test_reset_reuse);
 	tcase_add_test(tc, test_top_logprobs);
+	tcase_add_test(tc, test_gemm_member);
 	suite_add_tcase(s, tc);
 	return s;
 }

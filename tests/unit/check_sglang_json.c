@@ -489,6 +489,42 @@ START_TEST(test_response_shape)
 }
 END_TEST
 
+/* engy's extension: return_gemm_trace in, meta_info.gemm out (the
+ * backend's text as is, before e2e_latency).  Expected: literals here. */
+START_TEST(test_gemm_extension)
+{
+	static const uint32_t ids[1] = { 7 };
+	struct engy_sgl_out o = {
+		.rid = "r", .ids = ids, .n_ids = 1, .e2e_latency = 0.5
+	};
+	struct engy_sgl_gen g;
+	char err[256], *s;
+	size_t len;
+
+	ck_assert_int_eq(parse("{\"input_ids\":[1],\"return_gemm_trace\":true}",
+			       &g, err),
+			 0);
+	ck_assert(g.return_gemm_trace);
+	engy_sgl_gen_free(&g);
+	ck_assert_int_eq(parse("{\"input_ids\":[1]}", &g, err), 0);
+	ck_assert(!g.return_gemm_trace);
+	engy_sgl_gen_free(&g);
+	ck_assert_int_eq(
+		parse("{\"input_ids\":[1],\"return_gemm_trace\":1}", &g, err),
+		-EINVAL);
+	ck_assert_str_eq(err, "return_gemm_trace must be a boolean");
+	engy_sgl_gen_free(&g);
+	s = engy_sgl_response(&o, false, &len);
+	ck_assert_ptr_null(strstr(s, "gemm"));
+	free(s);
+	o.gemm = "{\"a\":1}";
+	s = engy_sgl_response(&o, false, &len);
+	ck_assert_ptr_nonnull(
+		strstr(s, ",\"gemm\":{\"a\":1},\"e2e_latency\":0.500000}}"));
+	free(s);
+}
+END_TEST
+
 START_TEST(test_cache_hit_layout)
 {
 	static const float rows[4] = { 1, 2, 3, 4 };
@@ -660,6 +696,7 @@ int main(void)
 	tcase_add_test(tc, test_abort);
 	tcase_add_test(tc, test_response_shape);
 	tcase_add_test(tc, test_cache_hit_layout);
+	tcase_add_test(tc, test_gemm_extension);
 	tcase_add_test(tc, test_finish_reasons);
 	tcase_add_test(tc, test_float_roundtrip);
 	tcase_add_test(tc, test_error_and_info);

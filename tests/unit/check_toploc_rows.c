@@ -74,7 +74,9 @@ static const struct engy_toploc_params P128 = { 128, 32, true };
 
 static struct engy_proof_limits limits(uint32_t v, double p)
 {
-	struct engy_proof_limits l = { sizeof(l), v, p, 0, 0 };
+	struct engy_proof_limits l = { .size = sizeof(l),
+				       .max_exp_mismatches = v,
+				       .min_pass_ratio = p };
 
 	return l;
 }

@@ -176,7 +176,9 @@ START_TEST(test_prove_verify)
 	struct engy_rows r = { rows, ENGY_DTYPE_BF16, n_rows, hidden, pre };
 	struct engy_host *h = fake_host_new("toploc0");
 	struct engy_proof_result res;
-	struct engy_proof_limits strict = { sizeof(strict), 0, 0.99, 0, 0 };
+	struct engy_proof_limits strict = { .size = sizeof(strict),
+					    .max_exp_mismatches = 0,
+					    .min_pass_ratio = 0.99 };
 	void *conf, *inst;
 	char *json;
 	cJSON *root, *det;
@@ -263,7 +265,11 @@ START_TEST(test_short_limits)
 	uint16_t *nz = rows_bf16((size_t)n_rows * hidden, 3, 0.02);
 	struct engy_rows r = { rows, ENGY_DTYPE_BF16, n_rows, hidden, 0 };
 	struct engy_host *h = fake_host_new("toploc0");
-	struct engy_proof_limits lim = { 0, 128, 1.0, 0.001, 0.001 };
+	struct engy_proof_limits lim = { .size = 0,
+					 .max_exp_mismatches = 128,
+					 .min_pass_ratio = 1.0,
+					 .max_mant_mean = 0.001,
+					 .max_mant_median = 0.001 };
 	struct engy_proof_result res;
 	void *conf, *inst;
 	char *json;
