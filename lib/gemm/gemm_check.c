@@ -115,6 +115,9 @@ struct ck {
 };
 
 static int verdict(struct ck *c, int outcome, const char *reason,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int verdict(struct ck *c, int outcome, const char *reason,
 		   const char *fmt, ...)
 {
 	va_list ap;
