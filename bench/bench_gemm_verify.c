@@ -112,14 +112,19 @@ int main(int argc, char **argv)
 	uint32_t prompt[16];
 	uint8_t gemm[32], tl[32], tr[32], seed[32];
 	struct run r;
-	size_t i, si;
+	size_t i, si, bytes = 0;
+	double t_run, t_trace;
 
 	GT_OK(dir && total > P && total <= 512, "usage: bench_gemm_verify "
 						"[TOKENS 17..512]");
 	GT_OK(mkmodel_write(&mo, dir, err, sizeof(err)) == 0, "%s", err);
 	for (i = 0; i < P; i++)
 		prompt[i] = (uint32_t)(100 + 37 * i);
+	t_run = now();
 	run_model(dir, Q3_PROFILE_REF, 0, prompt, P, total - P, &r);
+	t_run = now() - t_run;
+	model_root(dir, b.spec_root);
+	t_trace = now();
 	t = engy_ga_trace_new(r.n_tokens);
 	for (i = 0; i < r.n; i++) {
 		struct engy_ga_key k;
@@ -129,12 +134,14 @@ int main(int argc, char **argv)
 					r.r[i].n) == 0,
 		      "trace_add");
 	}
-	model_root(dir, b.spec_root);
 	engy_ga_ids_hash(r.ids, r.n_tokens, b.ids_hash);
 	b.n_prompt = r.n_prompt;
 	b.n_tokens = r.n_tokens;
 	engy_ga_sampling_hash(0, 1, 0, 0, false, total - P, b.sampling);
 	GT_OK(engy_ga_trace_gemm_root(t, &b, gemm) == 0, "gemm root");
+	t_trace = now() - t_trace;
+	for (i = 0; i < r.n; i++)
+		bytes += r.r[i].n * sizeof(float);
 	engy_ga_toploc_hash(NULL, 0, tl);
 	engy_ga_trace_root(gemm, tl, tr);
 	engy_ga_seed(b.spec_root, tr, "bench", nonce, seed);
@@ -144,6 +151,12 @@ int main(int argc, char **argv)
 	printf("bench_gemm_verify: small dense (hidden 512, 6 layers, vocab "
 	       "6144), %u tokens (prompt %u), one core\n",
 	       r.n_tokens, P);
+	printf("  trace: %zu rows, %.1f MB hashed into the gemm root in %.1f "
+	       "ms (%.0f MB/s; one token at a time, the engine took %.0f "
+	       "ms on every CPU: %.1f%%), %.1f KB held\n",
+	       r.n, bytes / 1e6, t_trace * 1e3, bytes / 1e6 / t_trace,
+	       t_run * 1e3, 100 * t_trace / t_run,
+	       engy_ga_trace_bytes(t) / 1024.0);
 	for (si = 0; si < sizeof(sizes) / sizeof(sizes[0]); si++) {
 		struct engy_ga_params p = { .layers = sizes[si].layers,
 					    .tokens = sizes[si].tokens,

@@ -305,11 +305,14 @@ enum engy_ga_outcome {
 };
 
 struct engy_ga_verdict {
-	int outcome;	 /* enum engy_ga_outcome */
-	char reason[64]; /* ok, path, gemm_root, trace_root, product, spot,
-			    ids, routing, missing_row, malformed, ... */
-	char where[96];	 /* e.g. "layer 3 down_proj pos 17" */
-	double rho_max;	 /* the largest D/tol seen (honest << 1) */
+	int outcome; /* enum engy_ga_outcome */
+	/* ok; cheat: path, spec_root, ids, sampling, cells, extra_row,
+	 * duplicate, missing_row, shape, nonfinite, input, routing,
+	 * product, spot; unproven: no_cells, params, weights
+	 * (specs/gemm-audit.md §5). */
+	char reason[64];
+	char where[96]; /* e.g. "layer 3 down_proj pos 17" */
+	double rho_max; /* the largest D/tol seen (honest << 1) */
 	uint32_t products;
 };
 

@@ -104,11 +104,12 @@ case "$out" in *"must be in 0..1"*) ok "and the plugin says why";; *) fail "plug
 
 # Every broken plugin is refused with its own reason.
 for pair in "bad-magic|bad magic 0xdeadbeef" \
-            "bad-major|built for plugin ABI 2.3" \
+            "bad-major|built for plugin ABI 2.4" \
             "newer-minor|built for plugin ABI 1.5, newer than this engyd's 1.4: upgrade engyd" \
             "short-size|descriptor of 24 bytes" \
             "bad-kind|unknown kind 99" \
             "missing-op|missing required proof op 'verify'" \
+            "half-challenge|missing required proof op 'check'" \
             "no-destroy|missing required op 'destroy'" \
             "no-symbol|does not export 'engy_plugin'" \
             "name-mismatch|calls itself 'other-name'"; do

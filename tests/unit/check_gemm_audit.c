@@ -238,6 +238,53 @@ START_TEST(honest_moe)
 }
 END_TEST
 
+/* Tied embeddings (lm_head is the embedding) and a Qwen2-MoE style
+ * shared expert with its sigmoid gate (an output of one column). */
+START_TEST(honest_tied_shared)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct mkmodel_opts o = { .moe = i == 1,
+					  .seed = 8,
+					  .dtype = ENGY_ST_BF16,
+					  .tie = i == 0,
+					  .shared_expert = i == 1 };
+		char tmpl[] = "/tmp/engy-ga-XXXXXX", err[256], *dir;
+		struct engy_ga_ckpt *ck;
+		struct audit a;
+		struct run r;
+
+		dir = strdup(mkdtemp(tmpl));
+		ck_assert_msg(mkmodel_write(&o, dir, err, sizeof(err)) == 0,
+			      "%s", err);
+		ck = ckpt(dir);
+		a = audit_all(ck, dir);
+		run_model(dir, Q3_PROFILE_WARP32, 2, prompt, 5, 6, &r);
+		expect(&a, &r, ENGY_GA_PASS, "ok",
+		       i ? "moe shared expert honest" : "dense tied honest");
+		if (i) {
+			/* The shared expert's gate output zeroed. */
+			size_t k;
+
+			for (k = 0; k < r.n; k++) {
+				struct engy_ga_key key;
+
+				engy_ga_key_unpack(r.r[k].key, &key);
+				if (key.mm == ENGY_GA_MM_SHARED_EGATE &&
+				    key.role == ENGY_GA_Y && key.layer == 0)
+					r.r[k].d[0] = 0;
+			}
+			expect(&a, &r, ENGY_GA_CHEAT, "product",
+			       "moe shared expert gate zeroed");
+		}
+		run_free(&r);
+		engy_ga_ckpt_close(ck);
+		rm_model(dir);
+	}
+}
+END_TEST
+
 /* ---- Tampered checkpoints the engine runs ---- */
 
 /* Copy @src to a fresh directory and let @fn edit model.safetensors. */
@@ -726,6 +773,7 @@ int main(void)
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, honest_dense);
 	tcase_add_test(tc, honest_moe);
+	tcase_add_test(tc, honest_tied_shared);
 	tcase_add_test(tc, int4_weights);
 	tcase_add_test(tc, weight_rows);
 	tcase_add_test(tc, fp8_scale_rows);
