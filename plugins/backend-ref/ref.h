@@ -173,6 +173,8 @@ void ref_gemm_replay_done(struct ref *r, struct engy_gen *rg, int rc);
 bool ref_gemm_lm_want(const struct engy_gen *rg, uint32_t pos);
 /* The sink's first error (replay rows that did not match). */
 int ref_gemm_sink_rc(const struct engy_gen *rg);
+/* Record @rc (when non-zero and the first) as the sink's error. */
+void ref_gemm_sink_fail(struct engy_gen *rg, int rc);
 void ref_gemm_sink_free(struct ref_gsink *gs);
 void ref_hold_put(struct ref *r, struct ref_hold *h);
 /* Options (create): tracing on, the spec root's hex (NULL: computed at

@@ -85,6 +85,12 @@ int ref_gemm_sink_rc(const struct engy_gen *rg)
 	return rg->gs ? rg->gs->rc : 0;
 }
 
+void ref_gemm_sink_fail(struct engy_gen *rg, int rc)
+{
+	if (rc && rg->gs && !rg->gs->rc)
+		rg->gs->rc = rc;
+}
+
 void ref_gemm_sink_free(struct ref_gsink *gs)
 {
 	if (!gs)

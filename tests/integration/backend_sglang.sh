@@ -139,6 +139,16 @@ for st in false true; do
 done
 ok "gen_chunk 7 of 30: five calls, each re-sending all but the last kept token and asking one more; same tokens and rows as one call"
 
+# A GEMM trace asked of a serve without engy's extension (the fake, like
+# sglang, ignores the field): served as ever, in one call whatever
+# gen_chunk (a trace covers one call), and no member (specs/serve.md §2.6).
+drive $OPTS gen_chunk=7 -- gen 5,6,7 30 rid=gt gemm=1
+same_as "traced, stock serve" "$W30"
+is "traced, stock serve" finish 2
+[ "$(calls "$A" gt)" = '[["gt",3,30,true,true,true,null]]' ] || fail "traced: calls $(calls "$A" gt)"
+grep -q '"gemm":null' "$OUT" || fail "traced, stock serve: a member: $(cat "$OUT")"
+ok "gemm_trace on a serve without the extension: the same 30 tokens in one call, no member"
+
 drive $OPTS gen_chunk=7 -- gen 5,6,7 30 rid=m_stop20-ce
 same_as "EOS in a later chunk" "$(expect 5,6,7 30 '{"stop":20}')"
 is "EOS in a later chunk" finish 1; is "EOS in a later chunk" matched 2
