@@ -96,11 +96,13 @@ static int check_ops(const char *who, struct engy_loaded *l, char *err,
 		const char *miss = NULL;
 
 		if (p->challenge || p->check)
-			miss = !p->challenge ? "challenge" :
-			       !p->check     ? "check" :
-					       NULL;
+			miss = !p->challenge ? "challenge"
+			       : !p->check   ? "check"
+					     : NULL;
 		else
-			miss = !p->prove ? "prove" : !p->verify ? "verify" : NULL;
+			miss = !p->prove    ? "prove"
+			       : !p->verify ? "verify"
+					    : NULL;
 		if (miss)
 			return fail(err, errlen, -EINVAL,
 				    "plugin '%s': missing required %s op '%s'",

@@ -56,7 +56,7 @@ struct engy_proof_limits {
 	uint32_t gemm_spots;	   /* elementwise recomputes per product */
 	double gemm_z;		   /* tolerance multiplier */
 	double gemm_c_el;	   /* elementwise tolerance multiplier */
-	double gemm_rate;	   /* share of requests audited (the caller's) */
+	double gemm_rate; /* share of requests audited (the caller's) */
 };
 
 struct engy_proof_ops {
