@@ -669,11 +669,10 @@ static int decode_id(void *arg, uint32_t id, char **text, size_t *len)
  * answer's logprobs (null), as other malformed logprobs are. */
 static void name_alternatives(struct gw_req *r, struct engy_api_result *res)
 {
-	const struct gw_tok *t;
+	const struct gw_tok *t = r->tok; /* looked up when it was parsed */
 
 	if (!res->logprobs || !r->areq.top_logprobs)
 		return;
-	t = gw_store_tok(r->g, r->areq.model);
 	if (t && engy_api_logprobs_name((cJSON *)res->logprobs, decode_id,
 					t->tok) < 0)
 		res->logprobs = NULL;

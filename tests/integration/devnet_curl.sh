@@ -30,13 +30,14 @@ ok "the devnet gateway loads the checkpoint's tokenizer (exact prompt counts)"
 grep -q '^devnet: 8 answers (curl);' "$T/err" || fail "the buyer was not curl: $(grep answers "$T/err")"
 grep -qx 'ok=8' "$T/devnet/logs/buyer.out" || fail "buyer.out: $(tail -3 "$T/devnet/logs/buyer.out")"
 ok "devnet.sh --once without the npm peers: 8 answers through curl, ok=8 on a line of its own"
-# columns: miner checkpoint profile onboard/probes requests audited p99 exp-max mant-mean verdict
+# columns: miner checkpoint profile onboard/probes requests audited p99
+# exp-max mant-mean toploc gemm verdict (each scheme: pass|cheat N/M)
 for m in honest:splitk honest-2:warp32; do
-	grep -Eq "^${m%%:*} +bf16 +${m#*:} +qualified/[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]* +[0-9.]+ +[0-9]+ +[0-9.]+ +pass\$" "$T/out" ||
+	grep -Eq "^${m%%:*} +bf16 +${m#*:} +qualified/[1-9][0-9]* +[1-9][0-9]* +[1-9][0-9]* +[0-9.]+ +[0-9]+ +[0-9.]+ +pass ([1-9][0-9]*)/\\1 +pass ([1-9][0-9]*)/\\2 +pass\$" "$T/out" ||
 		fail "${m%%:*} row: $(cat "$T/out")"
 done
-grep -Eq '^int4-cheat +int4 +ref +refused/[1-9][0-9]* +0 +[1-9][0-9]* +0\.[0-9]+ +[0-9]+ +[0-9.]+ +cheat$' "$T/out" || fail "cheat row: $(cat "$T/out")"
+grep -Eq '^int4-cheat +int4 +ref +refused/[1-9][0-9]* +0 +[1-9][0-9]* +0\.[0-9]+ +[0-9]+ +[0-9.]+ +cheat ([1-9][0-9]*)/\1 +cheat ([1-9][0-9]*)/\2 +cheat$' "$T/out" || fail "cheat row: $(cat "$T/out")"
 grep -Eq '^dev chain: set_weights .*int4-cheat \(uid 3\) 0, honest-2 \(uid 4\) [0-9]+ +\(matches the signed epoch\)$' "$T/out" ||
 	fail "dev chain: $(grep '^dev chain' "$T/out")"
-ok "the honest miners qualify and pass, the cheat is refused (0 buyer requests) and caught, the dev chain's weights match the signed epoch"
+ok "the honest miners qualify and pass both schemes (toploc, gemm), the cheat is refused (0 buyer requests) and caught, the dev chain's weights match the signed epoch"
 echo "1..$N_OK"

@@ -305,16 +305,17 @@ END_TEST
 START_TEST(start_routes)
 {
 	static const char *const want[] = {
-		"/generate",   "/abort_request", "/get_model_info",
-		"/model_info", "/health",	 "/health_generate"
+		"/generate",	  "/abort_request", "/get_model_info",
+		"/model_info",	  "/health",	    "/health_generate",
+		"/engy/gemm_open"
 	};
 	struct fx f;
 	size_t i;
 
 	fx_init(&f);
 	ck_assert_int_eq(fx_start(&f), 0);
-	ck_assert_uint_eq(tk.n_routes, 6);
-	for (i = 0; i < 6; i++) {
+	ck_assert_uint_eq(tk.n_routes, 7);
+	for (i = 0; i < 7; i++) {
 		ck_assert_str_eq(tk.paths[i], want[i]);
 		ck_assert_ptr_eq(tk.arg[i], f.inst);
 	}
