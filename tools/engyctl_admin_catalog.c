@@ -24,6 +24,8 @@ static const char models_usage[] =
 	"           [--qual-ttft-p99-ms N] [--qual-tpot-p99-ms N] [--score-rate MICRO]\n"
 	"           [--price-input USD] [--price-cached-input USD] [--price-output USD]\n"
 	"           [--toploc-mant-mean M] [--toploc-mant-median M]\n"
+	"           [--gemm-layers N] [--gemm-tokens N] [--gemm-projections N]\n"
+	"           [--gemm-spots N] [--gemm-z X] [--gemm-c-el X] [--gemm-rate R]\n"
 	"           [--enable | --disable]\n"
 	"       engyctl admin models list\n"
 	"       engyctl admin models show NAME\n"
@@ -46,7 +48,12 @@ static const char models_usage[] =
 	"auditor checks its checkpoint against at start.  Prices are US dollars per 1M tokens, --score-rate\n"
 	"micro-USD per 1k tokens, --toploc-p a share (0.99).  A new model needs\n"
 	"the three limits; TOPLOC defaults to topk 128, v 40, p 0.99, and no\n"
-	"mantissa limits (0: a chunk's mantissa mean and median unchecked).\n";
+	"mantissa limits (0: a chunk's mantissa mean and median unchecked).\n"
+	"The GEMM audit's sizes (specs/gemm-audit.md §6: gemm_layers,\n"
+	"gemm_tokens, gemm_projections, gemm_spots, gemm_z, gemm_c_el,\n"
+	"gemm_rate) come from the spec and the --gemm-* flags; a new model gets\n"
+	"§6's defaults (4, 4, 2, 2, 6, 6, 0.05).  A size, z or c_el of 0 leaves\n"
+	"it to the verifier's option; --gemm-rate is a share (0: never opened).\n";
 
 static const char miners_usage[] =
 	"usage: engyctl admin miners register HOTKEY [--label L] [--first-party] [--priority N]\n"
@@ -76,6 +83,10 @@ enum {
 	F_N
 };
 
+/* The GEMM audit's flags (the spec file's gemm_* fields). */
+enum { G_LAYERS = 256, G_TOKENS, G_PROJ, G_SPOTS, G_Z, G_CEL, G_RATE, G_END };
+#define G_N (G_END - G_LAYERS)
+
 static const struct option put_lo[] = {
 	{ "max-input-tokens", required_argument, NULL, F_IN },
 	{ "max-output-tokens", required_argument, NULL, F_OUT },
@@ -91,6 +102,13 @@ static const struct option put_lo[] = {
 	{ "price-output", required_argument, NULL, F_POUT },
 	{ "toploc-mant-mean", required_argument, NULL, F_MEAN },
 	{ "toploc-mant-median", required_argument, NULL, F_MEDIAN },
+	{ "gemm-layers", required_argument, NULL, G_LAYERS },
+	{ "gemm-tokens", required_argument, NULL, G_TOKENS },
+	{ "gemm-projections", required_argument, NULL, G_PROJ },
+	{ "gemm-spots", required_argument, NULL, G_SPOTS },
+	{ "gemm-z", required_argument, NULL, G_Z },
+	{ "gemm-c-el", required_argument, NULL, G_CEL },
+	{ "gemm-rate", required_argument, NULL, G_RATE },
 	{ "spec", required_argument, NULL, 's' },
 	{ "root", required_argument, NULL, 'r' },
 	{ "quant", required_argument, NULL, 'q' },
@@ -192,6 +210,53 @@ static int flag_value(int f, const char *s, int64_t *v)
 	return admin_int(s, f == F_V ? 0 : 1, UINT32_MAX, v);
 }
 
+/* A --gemm-* flag's text into the store's unit: a count, thousandths (z,
+ * c_el: 0 or 1..1000) or millionths (rate: 0..1). */
+static int gemm_flag_value(int g, const char *s, int64_t *v)
+{
+	if (g == G_RATE)
+		return engy_money_parse(s, v) || *v > 1000000 ? -EINVAL : 0;
+	if (g == G_Z || g == G_CEL) {
+		if (engy_money_parse(s, v) || *v % 1000 ||
+		    (*v && (*v < 1000000 || *v > 1000000000)))
+			return -EINVAL;
+		*v /= 1000;
+		return 0;
+	}
+	return admin_int(s, 0, g == G_LAYERS ? 65536 : 4096, v);
+}
+
+static uint32_t *gemm_field(struct engy_model *m, int g)
+{
+	uint32_t *u[] = { &m->gemm_layers,	&m->gemm_tokens,
+			  &m->gemm_projections, &m->gemm_spots,
+			  &m->gemm_z_milli,	&m->gemm_c_el_milli,
+			  &m->gemm_rate_ppm };
+
+	return u[g - G_LAYERS];
+}
+
+/* The spec's gemm_* fields into @m: those in the file, or all of them
+ * (the file's or §6's defaults) when @all. */
+static void gemm_from_spec(struct engy_model *m,
+			   const struct engy_cspec_gemm *g, int all)
+{
+	const uint32_t v[G_N] = {
+		g->layers,
+		g->tokens,
+		g->projections,
+		g->spots,
+		(uint32_t)(g->z * 1000 + 0.5),
+		(uint32_t)(g->c_el * 1000 + 0.5),
+		(uint32_t)(g->rate * 1000000 + 0.5),
+	};
+	int i;
+
+	for (i = 0; i < G_N; i++)
+		if (all || (g->have & (1u << i)))
+			*gemm_field(m, G_LAYERS + i) = v[i];
+}
+
 static void model_set(struct engy_model *m, int f, int64_t v)
 {
 	uint32_t *u[] = { &m->max_input_tokens, &m->max_output_tokens,
@@ -219,7 +284,7 @@ static void print_model(const struct engy_model *m)
 {
 	char pi[32], pc[32], po[32], p[32];
 
-	printf("model name=%s status=%s price_input=%s price_cached_input=%s price_output=%s score_rate=%lld max_input_tokens=%u max_output_tokens=%u max_request_s=%u toploc_topk=%u toploc_v=%u toploc_p=%s qual_ttft_p99_ms=%u qual_tpot_p99_ms=%u toploc_mant_mean=%u.%02u toploc_mant_median=%u.%02u\n",
+	printf("model name=%s status=%s price_input=%s price_cached_input=%s price_output=%s score_rate=%lld max_input_tokens=%u max_output_tokens=%u max_request_s=%u toploc_topk=%u toploc_v=%u toploc_p=%s qual_ttft_p99_ms=%u qual_tpot_p99_ms=%u toploc_mant_mean=%u.%02u toploc_mant_median=%u.%02u",
 	       m->name,
 	       m->status == ENGY_MODEL_DISABLED ? "disabled" : "enabled",
 	       admin_usd(pi, m->price.input),
@@ -232,6 +297,11 @@ static void print_model(const struct engy_model *m)
 	       m->toploc_mant_mean_centi % 100u,
 	       m->toploc_mant_median_centi / 100u,
 	       m->toploc_mant_median_centi % 100u);
+	printf(" gemm_layers=%u gemm_tokens=%u gemm_projections=%u gemm_spots=%u gemm_z=%u.%03u gemm_c_el=%u.%03u gemm_rate=%s\n",
+	       m->gemm_layers, m->gemm_tokens, m->gemm_projections,
+	       m->gemm_spots, m->gemm_z_milli / 1000u, m->gemm_z_milli % 1000u,
+	       m->gemm_c_el_milli / 1000u, m->gemm_c_el_milli % 1000u,
+	       admin_usd(p, m->gemm_rate_ppm));
 }
 
 static void print_root(const struct engy_model_root *r)
@@ -289,7 +359,9 @@ static int mod_put(struct admin *a, int argc, char **argv)
 	const char *spec = NULL, *root = NULL, *quant = NULL, *name;
 	const char *spec_root = NULL;
 	int have[F_N] = { 0 }, c, rc, status = 0, fresh = 0, i;
-	int64_t val[F_N];
+	int64_t val[F_N], gval[G_N];
+	int ghave[G_N] = { 0 };
+	struct engy_cspec_gemm gdef;
 	struct engy_model m;
 	struct engy_cspec sp;
 
@@ -299,6 +371,11 @@ static int mod_put(struct admin *a, int argc, char **argv)
 				return admin_usage("admin models put",
 						   "bad value for a flag");
 			have[c] = 1;
+		} else if (c >= G_LAYERS && c < G_END) {
+			if (gemm_flag_value(c, optarg, &gval[c - G_LAYERS]))
+				return admin_usage("admin models put",
+						   "bad value for a flag");
+			ghave[c - G_LAYERS] = 1;
 		} else if (c == 's') {
 			spec = optarg;
 		} else if (c == 'r') {
@@ -327,6 +404,8 @@ static int mod_put(struct admin *a, int argc, char **argv)
 		m.toploc_topk = 128;
 		m.toploc_v = 40;
 		m.toploc_p_ppm = 990000;
+		engy_cspec_gemm_defaults(&gdef);
+		gemm_from_spec(&m, &gdef, 1);
 		fresh = 1;
 	} else if (rc) {
 		return admin_fail("models put", name, rc);
@@ -334,9 +413,14 @@ static int mod_put(struct admin *a, int argc, char **argv)
 	for (i = 0; spec && i < F_N; i++)
 		if (sp.have[i])
 			model_set(&m, i, sp.val[i]);
+	if (spec)
+		gemm_from_spec(&m, &sp.gemm, 0);
 	for (i = 0; i < F_N; i++)
 		if (have[i])
 			model_set(&m, i, val[i]);
+	for (i = 0; i < G_N; i++)
+		if (ghave[i])
+			*gemm_field(&m, G_LAYERS + i) = (uint32_t)gval[i];
 	if (status)
 		m.status = (uint32_t)status;
 	if (fresh &&

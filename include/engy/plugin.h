@@ -68,7 +68,11 @@
  *                    NULL; engy_proof_limits gemm_layers, gemm_tokens,
  *                    gemm_projections, gemm_spots, gemm_z, gemm_c_el,
  *                    gemm_rate appended (read only when limits->size
- *                    covers them).  Backend: the trace:
+ *                    covers them).  Store: engy_model's gemm_layers,
+ *                    gemm_tokens, gemm_projections, gemm_spots,
+ *                    gemm_z_milli, gemm_c_el_milli, gemm_rate_ppm
+ *                    appended (sizeof 208 -> 240; store schema 5).
+ *                    Backend: the trace:
  *                    engy_gen_params.gemm_trace and the ops gemm_commit()
  *                    and gemm_open() (engy/backend.h), appended and
  *                    optional.

@@ -109,6 +109,15 @@ struct engy_api_key {
  *     (ABI 1.1: they sit in what was padding, so callers zero the struct).
  * @qual_ttft_p99_ms/@qual_tpot_p99_ms: qualification and scoring ceilings.
  * @score_rate: µUSD per 1k tokens for scoring (not the buyer's price).
+ * @gemm_layers/@gemm_tokens/@gemm_projections/@gemm_spots: the GEMM
+ *     audit's sizes (specs/gemm-audit.md §6); 0 = the verifier's own
+ *     option of the same name.
+ * @gemm_z_milli/@gemm_c_el_milli: its tolerance multipliers, in
+ *     thousandths (6000 = 6.0); 0 = the verifier's own.
+ * @gemm_rate_ppm: share of audited requests opened, in millionths
+ *     (50000 = 0.05; 0 = none), unless the auditor's gemm_rate is set.
+ *     The gemm_* fields are appended in ABI 1.4 (sizeof 208 -> 240): a
+ *     store plugin and its callers are built with the same headers.
  */
 struct engy_model {
 	char name[128];
@@ -126,6 +135,15 @@ struct engy_model {
 	int64_t score_rate;
 	struct engy_price_card price;
 	int64_t updated_ms; /* out only */
+	/* appended in 1.4 */
+	uint32_t gemm_layers;
+	uint32_t gemm_tokens;
+	uint32_t gemm_projections;
+	uint32_t gemm_spots;
+	uint32_t gemm_z_milli;
+	uint32_t gemm_c_el_milli;
+	uint32_t gemm_rate_ppm;
+	uint32_t gemm_pad; /* zero */
 };
 
 /**
@@ -399,7 +417,8 @@ struct engy_store_ops {
 
 	/**
 	 * model_put() - create or replace a model by name (1..127 of
-	 * [A-Za-z0-9._:/-]); limits > 0, toploc_p_ppm <= 1000000, rates
+	 * [A-Za-z0-9._:/-]); limits > 0, toploc_p_ppm <= 1000000, the
+	 * gemm_* sizes within specs/gemm-audit.md §6 (or 0), rates
 	 * 0..1e12 µUSD per 1M tokens, status a known value (0 = enabled).
 	 * Context: any thread, blocking; called from the worker pool.
 	 * Required.

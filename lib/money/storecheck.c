@@ -59,6 +59,20 @@ const char *engy_store_model_bad(const struct engy_model *m)
 		return "toploc";
 	if (m->toploc_p_ppm > 1000000)
 		return "toploc_p_ppm";
+	/* specs/gemm-audit.md §6's ranges; 0 = the verifier's own */
+	if (m->gemm_layers > 65536 || m->gemm_tokens > 4096 ||
+	    (uint64_t)m->gemm_layers * m->gemm_tokens > 4096 ||
+	    m->gemm_projections > 64 || m->gemm_spots > 4096)
+		return "gemm_sizes";
+	if ((m->gemm_z_milli &&
+	     (m->gemm_z_milli < 1000 || m->gemm_z_milli > 1000000)) ||
+	    (m->gemm_c_el_milli &&
+	     (m->gemm_c_el_milli < 1000 || m->gemm_c_el_milli > 1000000)))
+		return "gemm_tolerance";
+	if (m->gemm_rate_ppm > 1000000)
+		return "gemm_rate_ppm";
+	if (m->gemm_pad)
+		return "gemm_pad";
 	if (!rate_ok(m->score_rate))
 		return "score_rate";
 	if (!rate_ok(m->price.input) || !rate_ok(m->price.cached_input) ||

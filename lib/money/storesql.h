@@ -53,6 +53,12 @@
 #define STORESQL_L16(D) STORESQL_L15(D) ", " STORESQL_P(D, 16)
 #define STORESQL_L17(D) STORESQL_L16(D) ", " STORESQL_P(D, 17)
 #define STORESQL_L18(D) STORESQL_L17(D) ", " STORESQL_P(D, 18)
+#define STORESQL_L19(D) STORESQL_L18(D) ", " STORESQL_P(D, 19)
+#define STORESQL_L20(D) STORESQL_L19(D) ", " STORESQL_P(D, 20)
+#define STORESQL_L21(D) STORESQL_L20(D) ", " STORESQL_P(D, 21)
+#define STORESQL_L22(D) STORESQL_L21(D) ", " STORESQL_P(D, 22)
+#define STORESQL_L23(D) STORESQL_L22(D) ", " STORESQL_P(D, 23)
+#define STORESQL_L24(D) STORESQL_L23(D) ", " STORESQL_P(D, 24)
 
 /* --- catalog: models, checkpoint roots, miners --- */
 
@@ -61,13 +67,15 @@
 	" toploc_topk, toploc_v, toploc_p_ppm, qual_ttft_p99_ms,"              \
 	" qual_tpot_p99_ms, score_rate, price_input, price_cached_input,"      \
 	" price_output, updated_ms, toploc_mant_mean_centi,"                   \
-	" toploc_mant_median_centi"
+	" toploc_mant_median_centi, gemm_layers, gemm_tokens,"                 \
+	" gemm_projections, gemm_spots, gemm_z_milli, gemm_c_el_milli,"        \
+	" gemm_rate_ppm"
 #define STORESQL_ROOT_COLS "root, spec_root, model, quant, arch, added_ms"
 #define STORESQL_MINER_COLS                                                      \
 	"id, hotkey, key_hash, key_shown, label, status, first_party, priority," \
 	" created_ms, updated_ms"
 #define STORESQL_MODEL_PUT(D)                                                             \
-	"INSERT INTO models (" STORESQL_MODEL_COLS ") VALUES (" STORESQL_L17(             \
+	"INSERT INTO models (" STORESQL_MODEL_COLS ") VALUES (" STORESQL_L24(             \
 		D) ") ON CONFLICT (name) DO UPDATE SET status = excluded.status,"         \
 		   " max_input_tokens = excluded.max_input_tokens, max_output_tokens ="   \
 		   " excluded.max_output_tokens, max_request_s = excluded.max_request_s," \
@@ -79,7 +87,12 @@
 		   " excluded.price_cached_input, price_output = excluded.price_output,"  \
 		   " updated_ms = excluded.updated_ms, toploc_mant_mean_centi ="          \
 		   " excluded.toploc_mant_mean_centi, toploc_mant_median_centi ="         \
-		   " excluded.toploc_mant_median_centi"
+		   " excluded.toploc_mant_median_centi, gemm_layers ="                    \
+		   " excluded.gemm_layers, gemm_tokens = excluded.gemm_tokens,"           \
+		   " gemm_projections = excluded.gemm_projections, gemm_spots ="          \
+		   " excluded.gemm_spots, gemm_z_milli = excluded.gemm_z_milli,"          \
+		   " gemm_c_el_milli = excluded.gemm_c_el_milli, gemm_rate_ppm ="         \
+		   " excluded.gemm_rate_ppm"
 #define STORESQL_MODEL_GET(D)                                                  \
 	"SELECT " STORESQL_MODEL_COLS                                          \
 	" FROM models WHERE name = " STORESQL_P(D, 1)

@@ -182,24 +182,42 @@ static void fill_stats(struct engy_verdict *v, const char *detail)
 	cJSON_Delete(d);
 }
 
+/*
+ * The limits every scheme gets, from the model's row (specs/auditor.md,
+ * "GEMM audit"): TOPLOC's thresholds; the GEMM sizes (0: the verifier's
+ * own option); the GEMM rate, the auditor's gemm_rate when that is set
+ * (>= 0), else the model's.
+ */
+void aud_limits(const struct aud_conf *c, const struct engy_model *m,
+		struct engy_proof_limits *lim)
+{
+	memset(lim, 0, sizeof(*lim));
+	lim->size = sizeof(*lim);
+	lim->max_exp_mismatches = m->toploc_v;
+	lim->min_pass_ratio = m->toploc_p_ppm / 1e6;
+	lim->max_mant_mean = m->toploc_mant_mean_centi / 100.0;
+	lim->max_mant_median = m->toploc_mant_median_centi / 100.0;
+	lim->gemm_layers = m->gemm_layers;
+	lim->gemm_tokens = m->gemm_tokens;
+	lim->gemm_projections = m->gemm_projections;
+	lim->gemm_spots = m->gemm_spots;
+	lim->gemm_z = m->gemm_z_milli / 1e3;
+	lim->gemm_c_el = m->gemm_c_el_milli / 1e3;
+	lim->gemm_rate =
+		c->gemm_rate >= 0 ? c->gemm_rate : m->gemm_rate_ppm / 1e6;
+}
+
 /* Step 3, on the pool: every scheme, one verdict each, stored. */
 static void verify_fn(void *arg)
 {
 	struct aud_job *j = arg;
 	struct aud *a = j->a;
 	struct engy_rows rows = { j->rows, j->dtype, j->n_rows, j->hidden, 0 };
-	struct engy_proof_limits lim = {
-		.size = sizeof(lim),
-		.max_exp_mismatches = j->spec.toploc_v,
-		.min_pass_ratio = j->spec.toploc_p_ppm / 1e6,
-		.max_mant_mean = j->spec.toploc_mant_mean_centi / 100.0,
-		.max_mant_median = j->spec.toploc_mant_median_centi / 100.0,
-		/* the GEMM sizes: 0, the verifier's own (its options) */
-		.gemm_rate = a->c->gemm_rate,
-	};
+	struct engy_proof_limits lim;
 	cJSON *c = j->commitment ? cJSON_Parse(j->commitment) : NULL;
 	unsigned i;
 
+	aud_limits(a->c, &j->spec, &lim);
 	for (i = 0; i < a->n_pr; i++) {
 		struct engy_verdict *v = &j->v[i];
 		struct engy_proof_result res = { 0 };

@@ -55,7 +55,7 @@ struct aud_conf {
 	const char *spec_root; /* the pinned Merkle root (64 hex), or NULL */
 	int64_t claim_s;       /* an audit claim lapses this long after it */
 	/* the GEMM audit (auditor_gemm.c) */
-	double gemm_rate;	     /* share of audited entries opened */
+	double gemm_rate; /* share of audited entries opened (< 0: the model's) */
 	double gemm_open_timeout_s;  /* one POST tee/open */
 	int64_t gemm_open_max_bytes; /* the largest opening read */
 	int64_t gemm_miss_allowance; /* misses per miner per epoch forgiven */
@@ -173,6 +173,9 @@ void aud_job_free(struct aud_job *j);
 void aud_requeue_deferred(struct aud *a);
 /* POST the verdict to the tee's ack (.../sample -> .../ack); pool only. */
 void aud_ack(struct aud *a, const struct aud_job *j);
+/* auditor_check.c: the limits from @m's row; gemm_rate @c's when set. */
+void aud_limits(const struct aud_conf *c, const struct engy_model *m,
+		struct engy_proof_limits *lim);
 /* auditor_gemm.c: @p (a scheme with challenge()/check()) on @j, on the
  * pool; false when the entry is not sampled for it (no verdict). */
 bool aud_gemm_audit(struct aud *a, const struct aud_job *j,

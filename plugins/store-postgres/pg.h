@@ -20,10 +20,10 @@
 #include <engy/plugin.h>
 #include <engy/store.h>
 
-#define PG_SCHEMA_VERSION 4
+#define PG_SCHEMA_VERSION 5
 #define PG_MAX_CONNS	  64
 #define PG_STMT_CACHE	  96
-#define PG_MAX_PARAMS	  20
+#define PG_MAX_PARAMS	  24
 
 struct pg_conf {
 	const char *conninfo;

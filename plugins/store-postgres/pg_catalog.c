@@ -62,6 +62,13 @@ static void rd_model(const PGresult *r, int i, void *elem)
 	m->updated_ms = pg_i64(r, i, 14);
 	m->toploc_mant_mean_centi = (uint16_t)pg_i64(r, i, 15);
 	m->toploc_mant_median_centi = (uint16_t)pg_i64(r, i, 16);
+	m->gemm_layers = (uint32_t)pg_i64(r, i, 17);
+	m->gemm_tokens = (uint32_t)pg_i64(r, i, 18);
+	m->gemm_projections = (uint32_t)pg_i64(r, i, 19);
+	m->gemm_spots = (uint32_t)pg_i64(r, i, 20);
+	m->gemm_z_milli = (uint32_t)pg_i64(r, i, 21);
+	m->gemm_c_el_milli = (uint32_t)pg_i64(r, i, 22);
+	m->gemm_rate_ppm = (uint32_t)pg_i64(r, i, 23);
 }
 
 int pg_model_put(void *inst, const struct engy_model *m)
@@ -89,6 +96,13 @@ int pg_model_put(void *inst, const struct engy_model *m)
 	pg_arg_i64(&w.a, pg_now_ms());
 	pg_arg_i64(&w.a, m->toploc_mant_mean_centi);
 	pg_arg_i64(&w.a, m->toploc_mant_median_centi);
+	pg_arg_i64(&w.a, m->gemm_layers);
+	pg_arg_i64(&w.a, m->gemm_tokens);
+	pg_arg_i64(&w.a, m->gemm_projections);
+	pg_arg_i64(&w.a, m->gemm_spots);
+	pg_arg_i64(&w.a, m->gemm_z_milli);
+	pg_arg_i64(&w.a, m->gemm_c_el_milli);
+	pg_arg_i64(&w.a, m->gemm_rate_ppm);
 	return pg_run(s, true, "model_put", do_write, &w);
 }
 

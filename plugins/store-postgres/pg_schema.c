@@ -156,4 +156,20 @@ const char *const pg_migrations[PG_SCHEMA_VERSION] = {
 	" claimed_ms BIGINT NOT NULL);"
 	"CREATE INDEX audit_claims_claimed ON audit_claims(claimed_ms);"
 	"CREATE INDEX reservations_created ON reservations(created_ms);",
+	/* 5 (ABI 1.4): a model's GEMM audit sizes (specs/gemm-audit.md
+	 * §6); a row from before reads as a spec file without them would. */
+	"ALTER TABLE models ADD COLUMN gemm_layers BIGINT NOT NULL"
+	" DEFAULT 4 CHECK (gemm_layers BETWEEN 0 AND 65536),"
+	" ADD COLUMN gemm_tokens BIGINT NOT NULL"
+	" DEFAULT 4 CHECK (gemm_tokens BETWEEN 0 AND 4096),"
+	" ADD COLUMN gemm_projections BIGINT NOT NULL"
+	" DEFAULT 2 CHECK (gemm_projections BETWEEN 0 AND 64),"
+	" ADD COLUMN gemm_spots BIGINT NOT NULL"
+	" DEFAULT 2 CHECK (gemm_spots BETWEEN 0 AND 4096),"
+	" ADD COLUMN gemm_z_milli BIGINT NOT NULL"
+	" DEFAULT 6000 CHECK (gemm_z_milli BETWEEN 0 AND 1000000),"
+	" ADD COLUMN gemm_c_el_milli BIGINT NOT NULL"
+	" DEFAULT 6000 CHECK (gemm_c_el_milli BETWEEN 0 AND 1000000),"
+	" ADD COLUMN gemm_rate_ppm BIGINT NOT NULL"
+	" DEFAULT 50000 CHECK (gemm_rate_ppm BETWEEN 0 AND 1000000);",
 };

@@ -127,6 +127,13 @@ static void bind_model(sqlite3_stmt *st, const void *arg)
 	sqlite3_bind_int64(st, 15, sq_now_ms());
 	sqlite3_bind_int64(st, 16, m->toploc_mant_mean_centi);
 	sqlite3_bind_int64(st, 17, m->toploc_mant_median_centi);
+	sqlite3_bind_int64(st, 18, m->gemm_layers);
+	sqlite3_bind_int64(st, 19, m->gemm_tokens);
+	sqlite3_bind_int64(st, 20, m->gemm_projections);
+	sqlite3_bind_int64(st, 21, m->gemm_spots);
+	sqlite3_bind_int64(st, 22, m->gemm_z_milli);
+	sqlite3_bind_int64(st, 23, m->gemm_c_el_milli);
+	sqlite3_bind_int64(st, 24, m->gemm_rate_ppm);
 }
 
 static void rd_model(sqlite3_stmt *st, void *elem)
@@ -150,6 +157,13 @@ static void rd_model(sqlite3_stmt *st, void *elem)
 	m->updated_ms = sqlite3_column_int64(st, 14);
 	m->toploc_mant_mean_centi = (uint16_t)sqlite3_column_int64(st, 15);
 	m->toploc_mant_median_centi = (uint16_t)sqlite3_column_int64(st, 16);
+	m->gemm_layers = (uint32_t)sqlite3_column_int64(st, 17);
+	m->gemm_tokens = (uint32_t)sqlite3_column_int64(st, 18);
+	m->gemm_projections = (uint32_t)sqlite3_column_int64(st, 19);
+	m->gemm_spots = (uint32_t)sqlite3_column_int64(st, 20);
+	m->gemm_z_milli = (uint32_t)sqlite3_column_int64(st, 21);
+	m->gemm_c_el_milli = (uint32_t)sqlite3_column_int64(st, 22);
+	m->gemm_rate_ppm = (uint32_t)sqlite3_column_int64(st, 23);
 }
 
 int sq_model_put(void *inst, const struct engy_model *m)

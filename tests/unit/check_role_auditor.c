@@ -768,6 +768,61 @@ START_TEST(epoch_settle_fails)
 }
 END_TEST
 
+/*
+ * The limits a job's schemes get come from the model's row
+ * (specs/auditor.md, "GEMM audit"): TOPLOC's and the GEMM sizes as
+ * stored; gemm_rate the model's unless the auditor's option is set
+ * (>= 0; the default -1 is unset).  A rate of 0 opens nothing: the GEMM
+ * audit returns before any challenge (no verdict).
+ */
+START_TEST(limits_from_model)
+{
+	struct aud_conf c = { .gemm_rate = -1 };
+	struct engy_model m = { .toploc_v = 10,
+				.toploc_p_ppm = 990000,
+				.toploc_mant_mean_centi = 250,
+				.gemm_layers = 3,
+				.gemm_tokens = 5,
+				.gemm_projections = 7,
+				.gemm_spots = 0,
+				.gemm_z_milli = 6500,
+				.gemm_c_el_milli = 8000,
+				.gemm_rate_ppm = 250000 };
+	struct engy_proof_limits l;
+	struct engy_verdict v = { 0 };
+	struct aud a = { 0 };
+	struct aud_job j = { 0 };
+	struct aud_proof p = { 0 };
+
+	aud_limits(&c, &m, &l);
+	ck_assert_uint_eq(l.size, sizeof(l));
+	ck_assert_uint_eq(l.max_exp_mismatches, 10);
+	ck_assert(l.min_pass_ratio == 0.99 && l.max_mant_mean == 2.5 &&
+		  l.max_mant_median == 0);
+	ck_assert_uint_eq(l.gemm_layers, 3);
+	ck_assert_uint_eq(l.gemm_tokens, 5);
+	ck_assert_uint_eq(l.gemm_projections, 7);
+	ck_assert_uint_eq(l.gemm_spots, 0); /* the verifier's own */
+	ck_assert(l.gemm_z == 6.5 && l.gemm_c_el == 8.0);
+	ck_assert(l.gemm_rate == 0.25);
+	/* the option set: it wins, 0 included */
+	c.gemm_rate = 1;
+	aud_limits(&c, &m, &l);
+	ck_assert(l.gemm_rate == 1 && l.gemm_layers == 3);
+	c.gemm_rate = 0;
+	aud_limits(&c, &m, &l);
+	ck_assert(l.gemm_rate == 0);
+	/* a model with gemm_rate 0 and the option unset: nothing opened */
+	c.gemm_rate = -1;
+	m.gemm_rate_ppm = 0;
+	aud_limits(&c, &m, &l);
+	ck_assert(l.gemm_rate == 0);
+	a.c = &c;
+	ck_assert(!aud_gemm_audit(&a, &j, &p, &l, &v));
+	ck_assert_str_eq(v.reason, "");
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("role_auditor");
@@ -778,6 +833,7 @@ static Suite *suite(void)
 	tcase_add_test(t, refuse_host_and_peers);
 	tcase_add_test(t, refuse_keys);
 	tcase_add_test(t, start_keyless);
+	tcase_add_test(t, limits_from_model);
 	suite_add_tcase(s, t);
 	t = tcase_create("epoch");
 	tcase_add_test(t, epoch_close);

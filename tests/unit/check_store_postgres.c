@@ -221,11 +221,11 @@ START_TEST(test_pg_schema)
 	ck_assert_str_eq(t.plug->name, "store-postgres");
 	ck_assert_uint_ge(t.ops->size, sizeof(struct engy_store_ops));
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema host="));
-	ck_assert(strstr(fake_host_log(t.h), "from=0 version=4"));
+	ck_assert(strstr(fake_host_log(t.h), "from=0 version=5"));
 	ck_assert(strstr(fake_host_log(t.h), "event=store_open host="));
 	st_close(&t);
-	ck_assert_int_eq(sql1("s1", "SELECT MAX(version) FROM engy_schema"), 4);
-	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 4);
+	ck_assert_int_eq(sql1("s1", "SELECT MAX(version) FROM engy_schema"), 5);
+	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 5);
 	/* A second start migrates nothing. */
 	st_open(&t, "s1", NULL);
 	ck_assert(!strstr(fake_host_log(t.h), "event=store_schema host="));
@@ -235,14 +235,21 @@ START_TEST(test_pg_schema)
 	st_open_rc(&t, "s1", NULL);
 	ck_assert_int_eq(t.start_rc, -EPROTO);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema_newer"));
-	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=4"));
+	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=5"));
 	st_close(&t);
-	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 5);
+	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 6);
 	st_engine->teardown();
 }
 END_TEST
 
-/* A schema-3 database (before audit claims) migrates to 4 and keeps its
+/* Schema 5's columns dropped: back to schema 4's models table. */
+#define GEMM_DROP                                                              \
+	"ALTER TABLE models DROP COLUMN gemm_layers, DROP COLUMN gemm_tokens," \
+	" DROP COLUMN gemm_projections, DROP COLUMN gemm_spots,"               \
+	" DROP COLUMN gemm_z_milli, DROP COLUMN gemm_c_el_milli,"              \
+	" DROP COLUMN gemm_rate_ppm"
+
+/* A schema-3 database (before audit claims) migrates to 5 and keeps its
  * rows; the claim op works on it. */
 START_TEST(test_pg_migrate_3_to_4)
 {
@@ -255,14 +262,59 @@ START_TEST(test_pg_migrate_3_to_4)
 	st_close(&t);
 	ck_assert(sql_ok("old", "DROP TABLE audit_claims"));
 	ck_assert(sql_ok("old", "DROP INDEX reservations_created"));
-	ck_assert(sql_ok("old", "DELETE FROM engy_schema WHERE version = 4"));
+	ck_assert(sql_ok("old", GEMM_DROP));
+	ck_assert(sql_ok("old", "DELETE FROM engy_schema WHERE version >= 4"));
 	st_open(&t, "old", NULL);
-	ck_assert(strstr(fake_host_log(t.h), "from=3 version=4"));
+	ck_assert(strstr(fake_host_log(t.h), "from=3 version=5"));
 	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 0);
 	ck_assert_int_eq(t.ops->audit_claim(t.inst, "r", "h", 1, 2, NULL), 0);
 	st_close(&t);
 	ck_assert_int_eq(sql1("old", "SELECT MAX(version) FROM engy_schema"),
-			 4);
+			 5);
+	st_engine->teardown();
+}
+END_TEST
+
+/* A schema-4 database (no GEMM sizes) migrates to 5: its model is kept
+ * and reads as a spec file without the gemm_* fields would
+ * (specs/gemm-audit.md §6's defaults); they can be set afterwards. */
+START_TEST(test_pg_migrate_4_to_5)
+{
+	struct engy_model m, g;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "v4", NULL);
+	memset(&m, 0, sizeof(m));
+	snprintf(m.name, sizeof(m.name), "old-model");
+	m.max_input_tokens = m.max_output_tokens = m.max_request_s = 10;
+	m.toploc_topk = 128;
+	m.toploc_v = 40;
+	m.toploc_p_ppm = 990000;
+	m.toploc_mant_mean_centi = 7;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
+	st_close(&t);
+	ck_assert(sql_ok("v4", GEMM_DROP));
+	ck_assert(sql_ok("v4", "DELETE FROM engy_schema WHERE version >= 5"));
+	st_open(&t, "v4", NULL);
+	ck_assert(strstr(fake_host_log(t.h), "from=4 version=5"));
+	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
+	ck_assert_uint_eq(g.toploc_v, 40);
+	ck_assert_uint_eq(g.toploc_mant_mean_centi, 7);
+	ck_assert_uint_eq(g.gemm_layers, 4);
+	ck_assert_uint_eq(g.gemm_tokens, 4);
+	ck_assert_uint_eq(g.gemm_projections, 2);
+	ck_assert_uint_eq(g.gemm_spots, 2);
+	ck_assert_uint_eq(g.gemm_z_milli, 6000);
+	ck_assert_uint_eq(g.gemm_c_el_milli, 6000);
+	ck_assert_uint_eq(g.gemm_rate_ppm, 50000);
+	m.gemm_layers = 3;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
+	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
+	ck_assert_uint_eq(g.gemm_layers, 3);
+	ck_assert_uint_eq(g.gemm_rate_ppm, 0);
+	st_close(&t);
+	ck_assert_int_eq(sql1("v4", "SELECT COUNT(*) FROM models"), 1);
 	st_engine->teardown();
 }
 END_TEST
@@ -569,6 +621,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_pg_schema);
 	tcase_add_test(tc, test_pg_migrate_3_to_4);
+	tcase_add_test(tc, test_pg_migrate_4_to_5);
 	tcase_add_test(tc, test_pg_options);
 	tcase_add_test(tc, test_pg_reconnect);
 	tcase_add_test(tc, test_pg_busy);

@@ -23,6 +23,16 @@
 
 #define sql1 store_sqlite_engine.sql1
 
+/* Schema 5's columns dropped: back to schema 4's models table. */
+#define GEMM_DROP                                                              \
+	" ALTER TABLE models DROP COLUMN gemm_layers;"                         \
+	" ALTER TABLE models DROP COLUMN gemm_tokens;"                         \
+	" ALTER TABLE models DROP COLUMN gemm_projections;"                    \
+	" ALTER TABLE models DROP COLUMN gemm_spots;"                          \
+	" ALTER TABLE models DROP COLUMN gemm_z_milli;"                        \
+	" ALTER TABLE models DROP COLUMN gemm_c_el_milli;"                     \
+	" ALTER TABLE models DROP COLUMN gemm_rate_ppm;"
+
 START_TEST(test_descriptor_and_schema)
 {
 	struct st t;
@@ -38,8 +48,8 @@ START_TEST(test_descriptor_and_schema)
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
 	ck_assert_int_eq(sql1("a.db", "SELECT MAX(version) FROM engy_schema"),
-			 4);
-	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 4);
+			 5);
+	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 5);
 	/* WAL, and the file is its owner's only. */
 	ck_assert_int_eq(sql1("a.db", "SELECT journal_mode = 'wal' FROM"
 				      " pragma_journal_mode"),
@@ -51,12 +61,12 @@ START_TEST(test_descriptor_and_schema)
 	st_open(&t, "a.db", NULL);
 	ck_assert(!strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
-	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 4);
+	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 5);
 	st_engine->teardown();
 }
 END_TEST
 
-/* A schema-3 database (before audit claims) migrates to 4 and keeps its
+/* A schema-3 database (before audit claims) migrates to 5 and keeps its
  * rows; the claim op works on it. */
 START_TEST(test_migrate_3_to_4)
 {
@@ -69,14 +79,15 @@ START_TEST(test_migrate_3_to_4)
 	st_close(&t);
 	sq_test_run("old.db", "DROP TABLE audit_claims");
 	sq_test_run("old.db", "DROP INDEX reservations_created");
-	sq_test_run("old.db", "DELETE FROM engy_schema WHERE version = 4");
+	sq_test_run("old.db", GEMM_DROP);
+	sq_test_run("old.db", "DELETE FROM engy_schema WHERE version >= 4");
 	st_open(&t, "old.db", NULL);
-	ck_assert(strstr(fake_host_log(t.h), "from=3 version=4"));
+	ck_assert(strstr(fake_host_log(t.h), "from=3 version=5"));
 	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 0);
 	ck_assert_int_eq(t.ops->audit_claim(t.inst, "r", "h", 1, 2, NULL), 0);
 	st_close(&t);
 	ck_assert_int_eq(sql1("old.db", "SELECT MAX(version) FROM engy_schema"),
-			 4);
+			 5);
 	st_engine->teardown();
 }
 END_TEST
@@ -96,9 +107,9 @@ START_TEST(test_schema_refusals)
 	ck_assert_int_eq(t.start_rc, -EPROTO);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema_newer") !=
 		  NULL);
-	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=4"));
+	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=5"));
 	st_close(&t);
-	ck_assert_int_eq(sql1("new.db", "SELECT COUNT(*) FROM engy_schema"), 5);
+	ck_assert_int_eq(sql1("new.db", "SELECT COUNT(*) FROM engy_schema"), 6);
 	/* A file that is not a database: a clear error, not a crash. */
 	snprintf(path, sizeof(path), "%s/junk.db", st_dir);
 	fd = open(path, O_WRONLY | O_CREAT, 0600);
@@ -118,7 +129,55 @@ START_TEST(test_schema_refusals)
 }
 END_TEST
 
-/* A schema 2 database (no mantissa limits) migrates to 4: its models are
+/* A schema 4 database (no GEMM sizes) migrates to 5: its model is kept
+ * and reads as a spec file without the gemm_* fields would
+ * (specs/gemm-audit.md §6's defaults); they can be set afterwards. */
+START_TEST(test_migrate_gemm_sizes)
+{
+	struct engy_model m, g;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "v4.db", NULL);
+	memset(&m, 0, sizeof(m));
+	snprintf(m.name, sizeof(m.name), "old-model");
+	m.max_input_tokens = m.max_output_tokens = m.max_request_s = 10;
+	m.toploc_topk = 128;
+	m.toploc_v = 40;
+	m.toploc_p_ppm = 990000;
+	m.toploc_mant_mean_centi = 7;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
+	st_close(&t);
+	sq_test_run("v4.db",
+		    GEMM_DROP " DELETE FROM engy_schema WHERE version >= 5");
+	ck_assert_int_eq(sql1("v4.db", "SELECT MAX(version) FROM engy_schema"),
+			 4);
+	st_open(&t, "v4.db", NULL);
+	ck_assert(strstr(fake_host_log(t.h), "from=4 version=5"));
+	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
+	ck_assert_uint_eq(g.toploc_v, 40);
+	ck_assert_uint_eq(g.toploc_mant_mean_centi, 7);
+	ck_assert_uint_eq(g.gemm_layers, 4);
+	ck_assert_uint_eq(g.gemm_tokens, 4);
+	ck_assert_uint_eq(g.gemm_projections, 2);
+	ck_assert_uint_eq(g.gemm_spots, 2);
+	ck_assert_uint_eq(g.gemm_z_milli, 6000);
+	ck_assert_uint_eq(g.gemm_c_el_milli, 6000);
+	ck_assert_uint_eq(g.gemm_rate_ppm, 50000);
+	m.gemm_layers = 3;
+	m.gemm_rate_ppm = 0;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
+	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
+	ck_assert_uint_eq(g.gemm_layers, 3);
+	ck_assert_uint_eq(g.gemm_tokens, 0);
+	ck_assert_uint_eq(g.gemm_rate_ppm, 0);
+	st_close(&t);
+	ck_assert_int_eq(sql1("v4.db", "SELECT COUNT(*) FROM models"), 1);
+	st_engine->teardown();
+}
+END_TEST
+
+/* A schema 2 database (no mantissa limits) migrates to 5: its models are
  * kept, their limits 0 (unchecked), and they can be set afterwards. */
 START_TEST(test_migrate_mantissa_limits)
 {
@@ -137,15 +196,16 @@ START_TEST(test_migrate_mantissa_limits)
 	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
 	st_close(&t);
 	/* back to schema 2's shape, the row kept */
-	sq_test_run("v2.db",
-		    "ALTER TABLE models DROP COLUMN toploc_mant_mean_centi;"
-		    " ALTER TABLE models DROP COLUMN toploc_mant_median_centi;"
-		    " DROP TABLE audit_claims; DROP INDEX reservations_created;"
-		    " DELETE FROM engy_schema WHERE version >= 3");
+	sq_test_run(
+		"v2.db",
+		"ALTER TABLE models DROP COLUMN toploc_mant_mean_centi;"
+		" ALTER TABLE models DROP COLUMN toploc_mant_median_centi;"
+		" DROP TABLE audit_claims; DROP INDEX reservations_created;" GEMM_DROP
+		" DELETE FROM engy_schema WHERE version >= 3");
 	ck_assert_int_eq(sql1("v2.db", "SELECT MAX(version) FROM engy_schema"),
 			 2);
 	st_open(&t, "v2.db", NULL);
-	ck_assert(strstr(fake_host_log(t.h), "from=2 version=4"));
+	ck_assert(strstr(fake_host_log(t.h), "from=2 version=5"));
 	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
 	ck_assert_uint_eq(g.toploc_v, 40);
 	ck_assert_uint_eq(g.toploc_mant_mean_centi, 0);
@@ -218,6 +278,7 @@ int main(void)
 	tcase_add_test(tc, test_descriptor_and_schema);
 	tcase_add_test(tc, test_schema_refusals);
 	tcase_add_test(tc, test_migrate_mantissa_limits);
+	tcase_add_test(tc, test_migrate_gemm_sizes);
 	tcase_add_test(tc, test_migrate_3_to_4);
 	store_conformance_ops(tc);
 	tcase_add_test(tc, test_retention_schema);

@@ -358,7 +358,58 @@ START_TEST(test_models_and_roots)
 	ck_assert_uint_eq(g.toploc_mant_median_centi, 65535);
 	ck_assert_int_eq(g.price.output, 700000);
 	ck_assert_uint_eq(g.status, ENGY_MODEL_DISABLED);
+	/* the GEMM audit's sizes: 0 (the verifier's own) kept as 0, then
+	 * every field at the top of its range kept */
+	ck_assert_uint_eq(g.gemm_layers, 0);
+	ck_assert_uint_eq(g.gemm_rate_ppm, 0);
+	m.gemm_layers = 1;
+	m.gemm_tokens = 4096;
+	m.gemm_projections = 64;
+	m.gemm_spots = 4096;
+	m.gemm_z_milli = 1000000;
+	m.gemm_c_el_milli = 6500;
+	m.gemm_rate_ppm = 1000000;
+	ck_assert_int_eq(t.ops->model_put(t.inst, &m), 0);
+	ck_assert_int_eq(t.ops->model_get(t.inst, m.name, &g), 0);
+	ck_assert_uint_eq(g.gemm_layers, 1);
+	ck_assert_uint_eq(g.gemm_tokens, 4096);
+	ck_assert_uint_eq(g.gemm_projections, 64);
+	ck_assert_uint_eq(g.gemm_spots, 4096);
+	ck_assert_uint_eq(g.gemm_z_milli, 1000000);
+	ck_assert_uint_eq(g.gemm_c_el_milli, 6500);
+	ck_assert_uint_eq(g.gemm_rate_ppm, 1000000);
+	ck_assert_uint_eq(g.toploc_mant_median_centi, 65535);
 	ck_assert_int_eq(t.ops->model_get(t.inst, "nope", &g), -ENOENT);
+	{
+		/* each out of §6's range (specs/gemm-audit.md) is refused */
+		static const struct {
+			size_t off;
+			uint32_t v;
+		} no[] = {
+			{ offsetof(struct engy_model, gemm_layers), 65537 },
+			{ offsetof(struct engy_model, gemm_tokens), 4097 },
+			{ offsetof(struct engy_model, gemm_projections), 65 },
+			{ offsetof(struct engy_model, gemm_spots), 4097 },
+			{ offsetof(struct engy_model, gemm_z_milli), 999 },
+			{ offsetof(struct engy_model, gemm_z_milli), 1000001 },
+			{ offsetof(struct engy_model, gemm_c_el_milli), 1 },
+			{ offsetof(struct engy_model, gemm_rate_ppm), 1000001 },
+			{ offsetof(struct engy_model, gemm_pad), 1 },
+		};
+		size_t k;
+
+		for (k = 0; k < sizeof(no) / sizeof(no[0]); k++) {
+			bad = model("x");
+			memcpy((char *)&bad + no[k].off, &no[k].v, 4);
+			ck_assert_int_eq(t.ops->model_put(t.inst, &bad),
+					 -EINVAL);
+		}
+		/* layers x tokens above 4096 */
+		bad = model("x");
+		bad.gemm_layers = 65;
+		bad.gemm_tokens = 64;
+		ck_assert_int_eq(t.ops->model_put(t.inst, &bad), -EINVAL);
+	}
 	bad = model("bad name");
 	ck_assert_int_eq(t.ops->model_put(t.inst, &bad), -EINVAL);
 	bad = model("x");
