@@ -223,7 +223,11 @@ static int gemm_flag_value(int g, const char *s, int64_t *v)
 		*v /= 1000;
 		return 0;
 	}
-	return admin_int(s, 0, g == G_LAYERS ? 65536 : 4096, v);
+	return admin_int(s, 0,
+			 g == G_LAYERS ? 65536
+			 : g == G_PROJ ? 64
+				       : 4096,
+			 v);
 }
 
 static uint32_t *gemm_field(struct engy_model *m, int g)

@@ -96,6 +96,25 @@ for bad in '"toploc_mant_mean":-1|toploc_mant_mean is not a number from 0 to 655
 	expect_fail "spec ${bad%%|*} refused" "${bad#*|}" A models put qwen3.6-35b-a3b --spec "$T/s.json"
 done
 expect_ok "a refused spec changed nothing" "toploc_mant_mean=1.75 toploc_mant_median=3.00" A models show qwen3.6-35b-a3b
+# the GEMM audit's sizes (specs/gemm-audit.md §6): a new model gets §6's
+# defaults, a spec file's gemm_* fields replace those it has, flags win
+expect_ok "GEMM sizes: §6's defaults for a new model" "toploc_mant_median=3.00 gemm_layers=4 gemm_tokens=4 gemm_projections=2 gemm_spots=2 gemm_z=6.000 gemm_c_el=6.000 gemm_rate=0.050000" \
+  A models show qwen3.6-35b-a3b
+spec '"gemm_layers":3,"gemm_c_el":7.5,"gemm_rate":0.25'
+expect_ok "GEMM sizes from a spec file, the rest kept" "gemm_layers=3 gemm_tokens=4 gemm_projections=2 gemm_spots=2 gemm_z=6.000 gemm_c_el=7.500 gemm_rate=0.250000" \
+  A models put qwen3.6-35b-a3b --spec "$T/s.json"
+expect_ok "GEMM sizes by flag (0: the verifier's own; rate 0: never opened)" "gemm_layers=3 gemm_tokens=16 gemm_projections=0 gemm_spots=0 gemm_z=8.500 gemm_c_el=7.500 gemm_rate=0.000000" \
+  A models put qwen3.6-35b-a3b --gemm-tokens 16 --gemm-projections 0 --gemm-spots 0 --gemm-z 8.5 --gemm-rate 0
+for bad in '--gemm-rate 1.5' '--gemm-z 0.5' '--gemm-c-el 1000.5' '--gemm-z 6.0001' '--gemm-layers 65537' '--gemm-tokens 4097' '--gemm-projections 65' '--gemm-spots x'; do
+	# shellcheck disable=SC2086 # the flag and its value
+	expect_fail "$bad refused" "bad value" A models put qwen3.6-35b-a3b $bad
+done
+expect_fail "gemm_layers x gemm_tokens above 4096 refused by the store" "field=gemm_sizes" \
+  A models put qwen3.6-35b-a3b --gemm-layers 257
+spec '"gemm_rate":2'
+expect_fail "spec gemm_rate 2 refused" "gemm_rate is not a number from 0 to 1" A models put qwen3.6-35b-a3b --spec "$T/s.json"
+expect_ok "refused GEMM sizes changed nothing" "gemm_layers=3 gemm_tokens=16 gemm_projections=0 gemm_spots=0 gemm_z=8.500 gemm_c_el=7.500 gemm_rate=0.000000" \
+  A models show qwen3.6-35b-a3b
 # the pinned Merkle root: --spec-root names it, else the spec's model_root
 SR=bb$(printf '%062d' 7)
 expect_ok "spec root pinned by flag" "root 15ef6d8cf34edcb340a24d0d124303bbe91f0c435cb0041db220bfcc7087c610 model=qwen3.6-35b-a3b quant=fp8 arch=- spec_root=$SR" \

@@ -18,7 +18,11 @@
 #  - The buyer's money adds up afterwards.
 #  - With verifier-gemm and a tracing backend-ref built: an honest engy
 #    miner passes the auditor's GEMM audit, an INT4 miner is cheat
-#    (product), a miner that never answers is cheat no_opening.
+#    (product), a miner that never answers is cheat no_opening.  The
+#    auditor's rate and sizes are the model's (engyctl admin models put
+#    --gemm-*; the auditor sets no gemm_rate): a model with gemm_rate 0
+#    has nothing opened, one with gemm_layers 2 x gemm_tokens 3 has its
+#    miner challenged on 2 layers, 6 cells.
 # Oracle: the scripted miner and curl are written from specs/protocol.md
 # and specs/gateway.md (no engy code); the expected answers follow from what
 # the scripted miner was told to send.
@@ -251,8 +255,8 @@ C
 	HPID=$MPID
 	ROOT=$(sed -n 's/.*event=miner_prepared .*model_root=\([0-9a-f]*\).*/\1/p' "$T/honest.log")
 	A models root-add test-model --root "$ROOT" > /dev/null || fail "root-add"
-	A models put test-model --toploc-v 10 --toploc-mant-mean 2 --toploc-mant-median 2 > /dev/null ||
-		fail "toploc limits (the devnet model spec's)"
+	A models put test-model --toploc-v 10 --toploc-mant-mean 2 --toploc-mant-median 2 --gemm-rate 1 > /dev/null ||
+		fail "toploc limits (the devnet model spec's), every audited answer opened"
 	# the honest miner's commitment, replayed later by a miner that never opens
 	[ "$(chat replay)" = 200 ] || fail "replay chat: $(cat "$T/chat.out")"
 	internal '/internal/v1/tee/sample?n=1000' > /dev/null
@@ -292,7 +296,6 @@ auditor {
   tee_url = "http://127.0.0.1:$HPORT/internal/v1/tee/sample"
   sample_ppm = 1000000
   pull_s = 1
-  gemm_rate = 1
   gemm_miss_allowance = 1
 }
 C
@@ -346,8 +349,26 @@ C
 		fail "gone beyond the allowance: $(grep "miner=$HK_E .* scheme=gemm" "$T/auditor.log")"
 	ok "a miner that cannot open (not_held) is unproven within the allowance (1); its next miss (the leg gone) is cheat no_opening"
 	pm silent "$KS" PM_ROOT="$ROOT" PM_OPEN=silent PM_COMMITMENT_FILE="$T/replay.json"
+	# the model's gemm_rate 0: audited (TOPLOC), never opened
+	A models put test-model --gemm-rate 0 > /dev/null || fail "gemm_rate 0"
+	[ "$(chat silent0)" = 200 ] || fail "silent0 chat"
+	i=0
+	while [ "$(grep -c "event=verdict .* miner=$HK_D .* scheme=toploc " "$T/auditor.log")" -lt 1 ]; do
+		i=$((i + 1)); [ $i -le 1200 ] || fail "silent0: no toploc verdict"
+		sleep 0.1
+	done
+	# then every answer opened, on 2 layers x 3 positions
+	A models put test-model --gemm-rate 1 --gemm-layers 2 --gemm-tokens 3 > /dev/null || fail "gemm sizes"
 	[ "$(chat silent)" = 200 ] || fail "silent chat"
 	verdicts silent "$HK_D" 1
+	# jobs are judged one at a time: silent0's verdicts were all logged
+	[ "$(grep -c "event=verdict .* miner=$HK_D .* scheme=gemm " "$T/auditor.log")" = 1 ] &&
+		[ "$(grep -c "event=verdict .* miner=$HK_D .* scheme=toploc " "$T/auditor.log")" = 2 ] ||
+		fail "gemm_rate 0 opened: $(grep "miner=$HK_D" "$T/auditor.log")"
+	[ "$(grep -c '^gemm_open ' "$T/pm-silent.out")" = 1 ] &&
+		grep -q '^gemm_cells [^ ]* layers=2 cells=6$' "$T/pm-silent.out" ||
+		fail "the challenge: $(grep '^gemm_' "$T/pm-silent.out")"
+	ok "the model's GEMM rate and sizes: gemm_rate 0 opens nothing (TOPLOC still judged), gemm_layers 2 x gemm_tokens 3 challenges 2 layers, 6 cells"
 	grep -q "event=verdict .* miner=$HK_D .* scheme=gemm verdict=cheat reason=no_opening " "$T/auditor.log" ||
 		fail "silent gemm: $(grep "miner=$HK_D .* scheme=gemm" "$T/auditor.log")"
 	grep -q '^gemm_open ' "$T/pm-silent.out" || fail "the silent miner was never asked"

@@ -32,7 +32,9 @@
 // Writes one line per event to OUT_FILE: "admitted", "denied REASON",
 // "serve CORR KIND MODE set=S" (KIND buyer when the prompt holds BUYER-,
 // else probe; S 1 when it holds PROBE-SET-), "cancel CORR", "gemm_open
-// CORR REQUEST_ID MODE", "closed CODE".  Exits on close.
+// CORR REQUEST_ID MODE" (then "gemm_cells CORR layers=L cells=C" when the
+// challenge has a cells list: its distinct layers and its cells),
+// "closed CODE".  Exits on close.
 // Oracle: this file is a scripted miner written from specs/protocol.md on
 // the npm ws package (no engy code).
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
@@ -163,6 +165,9 @@ function openMode() {
 function gemmOpen(f) {
 	const m = openMode();
 	out(`gemm_open ${f.corr_id} ${f.request_id} ${m}`);
+	const cells = f.challenge && f.challenge.cells;
+	if (Array.isArray(cells))
+		out(`gemm_cells ${f.corr_id} layers=${new Set(cells.map((c) => Array.isArray(c) ? c[0] : null)).size} cells=${cells.length}`);
 	const echo = { type: 'gemm_opening', corr_id: f.corr_id,
 		opening: { echo: f.challenge, request_id: f.request_id } };
 	switch (m) {
