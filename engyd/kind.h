@@ -15,6 +15,10 @@ struct engy_kind_info {
 		const char *name;
 		size_t offset;
 	} required[32]; /* ends with a NULL name */
+	/* The oldest ABI minor a plugin of this kind may be built for (a
+	 * struct it exchanges by value or in arrays grew), and why. */
+	uint16_t min_minor;
+	const char *min_why;
 };
 
 const struct engy_kind_info *engy_kind_info(uint32_t kind);

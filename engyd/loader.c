@@ -187,6 +187,14 @@ int engy_loader_open(const char *path, const char *expect_name,
 			  who, l->desc.kind);
 		goto out;
 	}
+	if (h->abi_minor < l->kind->min_minor) {
+		rc = fail(
+			err, errlen, -EPROTO,
+			"plugin '%s': a %s plugin built for plugin ABI %u.%u, older than %d.%u: %s; rebuild the plugin against this SDK",
+			who, l->kind->name, h->abi_major, h->abi_minor,
+			ENGY_ABI_MAJOR, l->kind->min_minor, l->kind->min_why);
+		goto out;
+	}
 	if (!l->desc.name || !engy_plugin_name_valid(l->desc.name)) {
 		rc = fail(err, errlen, -EINVAL,
 			  "plugin '%s': descriptor has no valid name", who);

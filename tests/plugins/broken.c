@@ -97,6 +97,8 @@ ENGY_EXPORT const struct engy_plugin SYMBOL = {
 #endif
 #ifdef BROKEN_NEWER_MINOR
 	.abi_minor = ENGY_ABI_MINOR + 1,
+#elif defined(BROKEN_OLD_STORE)
+	.abi_minor = 3, /* a store from before engy_model grew */
 #else
 	.abi_minor = ENGY_ABI_MINOR,
 #endif
@@ -110,6 +112,8 @@ ENGY_EXPORT const struct engy_plugin SYMBOL = {
 #endif
 #ifdef BROKEN_BAD_KIND
 	.kind = 99,
+#elif defined(BROKEN_OLD_STORE)
+	.kind = ENGY_KIND_STORE,
 #else
 	.kind = ENGY_KIND_PROOF,
 #endif

@@ -50,6 +50,14 @@ START_TEST(test_newer_minor)
 }
 END_TEST
 
+/* A store built for 1.3 would hand back engy_model arrays of 1.3's
+ * stride: refused, saying why. */
+START_TEST(test_old_store)
+{
+	refused("old-store", "older than 1.4: struct engy_model grew in 1.4");
+}
+END_TEST
+
 START_TEST(test_short_size)
 {
 	refused("short-size", "descriptor of 24 bytes is smaller");
@@ -259,6 +267,7 @@ int main(void)
 	tcase_add_test(tc, test_bad_magic);
 	tcase_add_test(tc, test_bad_major);
 	tcase_add_test(tc, test_newer_minor);
+	tcase_add_test(tc, test_old_store);
 	tcase_add_test(tc, test_short_size);
 	tcase_add_test(tc, test_1_0_descriptor_has_no_check);
 	tcase_add_test(tc, test_bad_kind);
