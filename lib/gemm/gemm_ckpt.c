@@ -54,79 +54,17 @@ static void ent_free(struct ent *e)
 	free(e->colsq);
 }
 
-static bool shard_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	return n > 12 && n < 256 && s[0] != '.' && !strchr(s, '/') &&
-	       strcmp(s + n - 12, ".safetensors") == 0;
-}
-
-static int open_one(struct engy_ga_ckpt *c, const char *dir, const char *f,
-		    char *err, size_t errlen)
-{
-	char path[4096];
-	struct engy_st **st;
-
-	if (c->n_st == MAX_SHARDS)
-		return engy_seterr(err, errlen, "%s: over %d shards", dir,
-				   MAX_SHARDS),
-		       -EINVAL;
-	st = realloc(c->st, (c->n_st + 1) * sizeof(*st));
-	if (!st)
-		return -ENOMEM;
-	c->st = st;
-	snprintf(path, sizeof(path), "%s/%s", dir, f);
-	if (engy_st_open(path, &c->st[c->n_st], err, errlen))
-		return -EINVAL;
-	c->n_st++;
-	return 0;
-}
-
 static int open_shards(struct engy_ga_ckpt *c, const char *dir, char *err,
 		       size_t errlen)
 {
-	const cJSON *map, *e, *f;
-	char path[4096];
-	uint8_t *buf;
-	size_t len;
-	cJSON *j;
-	int rc;
+	struct engy_st_dir d;
+	int rc = engy_st_dir_open(dir, MAX_SHARDS, &d, err, errlen);
 
-	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
-	rc = engy_read_file(path, CFG_MAX * 4, &buf, &len);
-	if (rc == -ENOENT)
-		return open_one(c, dir, "model.safetensors", err, errlen);
-	if (rc)
-		return engy_seterr(err, errlen, "%s: %s", path, strerror(-rc)),
-		       rc;
-	j = cJSON_ParseWithLength((const char *)buf, len);
-	free(buf);
-	map = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
-	if (!cJSON_IsObject(map)) {
-		cJSON_Delete(j);
-		return engy_seterr(err, errlen, "%s: no weight_map", path),
-		       -EINVAL;
+	if (!rc) {
+		c->st = d.st;
+		c->n_st = d.n;
 	}
-	rc = 0;
-	cJSON_ArrayForEach(e, map)
-	{
-		bool seen = false;
-
-		if (!cJSON_IsString(e) || !shard_ok(e->valuestring)) {
-			engy_seterr(err, errlen, "%s: a bad shard name", path);
-			rc = -EINVAL;
-			break;
-		}
-		for (f = map->child; f != e; f = f->next)
-			if (!strcmp(f->valuestring, e->valuestring))
-				seen = true;
-		if (!seen &&
-		    (rc = open_one(c, dir, e->valuestring, err, errlen)))
-			break;
-	}
-	cJSON_Delete(j);
-	return rc;
+	return rc && rc != -ENOMEM ? -EINVAL : rc;
 }
 
 static uint32_t cfg_u32(const cJSON *o, const char *k, uint32_t def)

@@ -263,85 +263,17 @@ out:
 
 /* ---- the shards and the plan ---- */
 
-static bool shard_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	return n > 12 && n < 256 && s[0] != '.' && !strchr(s, '/') &&
-	       strcmp(s + n - 12, ".safetensors") == 0;
-}
-
-static int open_one(struct engy_ms *m, const char *dir, const char *file,
-		    char *err, size_t errlen)
-{
-	char path[4096];
-	struct engy_st **st;
-
-	if (m->n_st == MAX_SHARDS) {
-		engy_seterr(err, errlen, "%s: over %d shards", dir, MAX_SHARDS);
-		return -EINVAL;
-	}
-	st = realloc(m->st, (m->n_st + 1) * sizeof(*st));
-	if (!st)
-		return -ENOMEM;
-	m->st = st;
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	if (engy_st_open(path, &m->st[m->n_st], err, errlen))
-		return -EINVAL;
-	m->n_st++;
-	return 0;
-}
-
 static int open_shards(struct engy_ms *m, const char *dir, char *err,
 		       size_t errlen)
 {
-	const cJSON *map, *e, *f;
-	char path[4096];
-	uint8_t *buf;
-	size_t len;
-	cJSON *j;
-	int rc;
+	struct engy_st_dir d;
+	int rc = engy_st_dir_open(dir, MAX_SHARDS, &d, err, errlen);
 
-	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
-	rc = engy_read_file(path, CFG_MAX * 4, &buf, &len);
-	if (rc == -ENOENT)
-		return open_one(m, dir, "model.safetensors", err, errlen);
-	if (rc) {
-		engy_seterr(err, errlen, "%s: %s", path, strerror(-rc));
-		return rc;
+	if (!rc) {
+		m->st = d.st;
+		m->n_st = d.n;
 	}
-	j = cJSON_ParseWithLength((const char *)buf, len);
-	free(buf);
-	map = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
-	if (!cJSON_IsObject(map)) {
-		cJSON_Delete(j);
-		engy_seterr(err, errlen, "%s: no weight_map object", path);
-		return -EINVAL;
-	}
-	rc = 0;
-	cJSON_ArrayForEach(e, map)
-	{
-		bool seen = false;
-
-		if (!cJSON_IsString(e) || !shard_name_ok(e->valuestring)) {
-			engy_seterr(
-				err, errlen,
-				"%s: weight_map names '%.60s', not a .safetensors file beside it",
-				path, cJSON_IsString(e) ? e->valuestring : "");
-			rc = -EINVAL;
-			break;
-		}
-		for (f = map->child; f != e; f = f->next)
-			if (strcmp(f->valuestring, e->valuestring) == 0) {
-				seen = true;
-				break;
-			}
-		if (!seen &&
-		    (rc = open_one(m, dir, e->valuestring, err, errlen)))
-			break;
-	}
-	cJSON_Delete(j);
-	return rc;
+	return rc && rc != -ENOMEM ? -EINVAL : rc;
 }
 
 static int tcmp(const void *a, const void *b)

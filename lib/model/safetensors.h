@@ -68,6 +68,22 @@ int engy_st_open(const char *path, struct engy_st **out, char *err,
 		 size_t errlen);
 
 /*
+ * A checkpoint directory's safetensors files (safetensors_dir.c):
+ * model.safetensors, or every distinct file model.safetensors.index.json's
+ * weight_map names (plain names of .safetensors files beside it only), in
+ * the order first named; more than @max is refused.  0, or a negative
+ * errno (engy_st_open()'s for a file, -EINVAL for a bad index) with a
+ * reason in @err; nothing is left open then.
+ */
+struct engy_st_dir {
+	struct engy_st **st;
+	size_t n;
+};
+int engy_st_dir_open(const char *dir, size_t max, struct engy_st_dir *d,
+		     char *err, size_t errlen);
+void engy_st_dir_close(struct engy_st_dir *d);
+
+/*
  * engy_st_parse() - validate a whole file held in memory (borrowed: it
  * must outlive the handle).  Same checks and errors as engy_st_open().
  */

@@ -289,84 +289,17 @@ static int layer(struct loader *ld, uint32_t i)
 	return 0;
 }
 
-/* Shard names come from a file: plain names in the checkpoint dir only. */
-static bool shard_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	return n > 12 && n < 256 && s[0] != '.' && !strchr(s, '/') &&
-	       strcmp(s + n - 12, ".safetensors") == 0;
-}
-
-static int open_one(struct loader *ld, const char *dir, const char *file)
-{
-	char path[4096];
-	struct engy_st **st;
-
-	st = realloc(ld->st, (ld->n_st + 1) * sizeof(*st));
-	if (!st)
-		return nomem(ld, "shards");
-	ld->st = st;
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	return engy_st_open(path, &ld->st[ld->n_st++], ld->err, ld->errlen);
-}
-
 static int open_shards(struct loader *ld, const char *dir)
 {
-	char path[4096];
-	const cJSON *map, *e, *f;
-	uint8_t *buf;
-	size_t len;
-	cJSON *j;
-	int rc;
+	struct engy_st_dir d;
+	int rc = engy_st_dir_open(dir, MAX_SHARDS, &d, ld->err, ld->errlen);
 
-	snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
-	rc = engy_read_file(path, (size_t)64 << 20, &buf, &len);
-	if (rc == -ENOENT)
-		return open_one(ld, dir, "model.safetensors");
-	if (rc) {
-		snprintf(ld->err, ld->errlen, "%s: %s", path, strerror(-rc));
-		return rc;
+	if (rc == -ENOMEM)
+		return nomem(ld, "shards");
+	if (!rc) {
+		ld->st = d.st;
+		ld->n_st = d.n;
 	}
-	j = cJSON_ParseWithLength((const char *)buf, len);
-	free(buf);
-	map = cJSON_GetObjectItemCaseSensitive(j, "weight_map");
-	if (!cJSON_IsObject(map)) {
-		cJSON_Delete(j);
-		snprintf(ld->err, ld->errlen, "%s: no weight_map object", path);
-		return -EINVAL;
-	}
-	rc = 0;
-	cJSON_ArrayForEach(e, map)
-	{
-		bool seen = false;
-
-		if (!cJSON_IsString(e) || !shard_name_ok(e->valuestring)) {
-			snprintf(
-				ld->err, ld->errlen,
-				"%s: weight_map names '%.60s', not a .safetensors file beside it",
-				path, cJSON_IsString(e) ? e->valuestring : "");
-			rc = -EINVAL;
-			break;
-		}
-		for (f = map->child; f != e; f = f->next)
-			if (strcmp(f->valuestring, e->valuestring) == 0) {
-				seen = true;
-				break;
-			}
-		if (seen)
-			continue;
-		if (ld->n_st == MAX_SHARDS) {
-			snprintf(ld->err, ld->errlen, "%s: over %d shards",
-				 path, MAX_SHARDS);
-			rc = -EINVAL;
-			break;
-		}
-		rc = open_one(ld, dir, e->valuestring);
-		if (rc)
-			break;
-	}
-	cJSON_Delete(j);
 	return rc;
 }
 
