@@ -365,10 +365,14 @@ C
 	[ "$(grep -c "event=verdict .* miner=$HK_D .* scheme=gemm " "$T/auditor.log")" = 1 ] &&
 		[ "$(grep -c "event=verdict .* miner=$HK_D .* scheme=toploc " "$T/auditor.log")" = 2 ] ||
 		fail "gemm_rate 0 opened: $(grep "miner=$HK_D" "$T/auditor.log")"
+	# 3 positions on each drawn layer, except lm_head when it is drawn
+	# (the nonce decides): it has rows only at n_prompt-1 .. n_tokens-2
+	n_out=$(js "$T/replay.json" "j.gemm.n_tokens - j.gemm.n_prompt")
+	lm=$((n_out < 3 ? n_out : 3))
 	[ "$(grep -c '^gemm_open ' "$T/pm-silent.out")" = 1 ] &&
-		grep -q '^gemm_cells [^ ]* layers=2 cells=6$' "$T/pm-silent.out" ||
-		fail "the challenge: $(grep '^gemm_' "$T/pm-silent.out")"
-	ok "the model's GEMM rate and sizes: gemm_rate 0 opens nothing (TOPLOC still judged), gemm_layers 2 x gemm_tokens 3 challenges 2 layers, 6 cells"
+		grep -Eq "^gemm_cells [^ ]* layers=2 cells=(6|$((3 + lm)))\$" "$T/pm-silent.out" ||
+		fail "the challenge (lm_head $lm positions): $(grep '^gemm_' "$T/pm-silent.out")"
+	ok "the model's GEMM rate and sizes: gemm_rate 0 opens nothing (TOPLOC still judged), gemm_layers 2 x gemm_tokens 3 challenges 2 layers, 3 positions each (lm_head: at most its output rows)"
 	grep -q "event=verdict .* miner=$HK_D .* scheme=gemm verdict=cheat reason=no_opening " "$T/auditor.log" ||
 		fail "silent gemm: $(grep "miner=$HK_D .* scheme=gemm" "$T/auditor.log")"
 	grep -q '^gemm_open ' "$T/pm-silent.out" || fail "the silent miner was never asked"
