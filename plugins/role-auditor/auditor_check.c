@@ -20,24 +20,9 @@
 #include <cjson/cJSON.h>
 
 #include "auditor_int.h"
+#include "hex.h"
 
 #define MAX_IDS (1u << 20)
-
-static int hex32(const char *s, uint8_t out[32])
-{
-	size_t i;
-
-	if (!s || strlen(s) != 64)
-		return -EINVAL;
-	for (i = 0; i < 32; i++) {
-		unsigned v;
-
-		if (sscanf(s + 2 * i, "%2x", &v) != 1)
-			return -EINVAL;
-		out[i] = (uint8_t)v;
-	}
-	return 0;
-}
 
 static int ids_of(const cJSON *arr, uint32_t *out, size_t *n)
 {
@@ -110,7 +95,7 @@ static void prep_fn(void *arg)
 		goto out;
 	}
 	snprintf(j->root_hex, sizeof(j->root_hex), "%s", mr->valuestring);
-	if (hex32(mr->valuestring, rb) ||
+	if (engy_hex_parse(mr->valuestring, rb, sizeof(rb)) ||
 	    a->st->model_root_get(a->sti, rb, &root) ||
 	    strcmp(root.model, j->model)) {
 		j->why = "root_unknown";

@@ -31,23 +31,6 @@ struct hello_job {
 	char why[96];
 };
 
-static int unhex(const char *s, uint8_t out[ENGY_STORE_HASH_BYTES])
-{
-	size_t i;
-
-	if (strlen(s) != 2 * ENGY_STORE_HASH_BYTES)
-		return -EINVAL;
-	for (i = 0; i < ENGY_STORE_HASH_BYTES; i++) {
-		int hi = engy_hexval((unsigned char)s[2 * i]);
-		int lo = engy_hexval((unsigned char)s[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return -EINVAL;
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return 0;
-}
-
 static void hello_fn(void *arg)
 {
 	struct hello_job *j = arg;
@@ -88,7 +71,7 @@ static void hello_fn(void *arg)
 			 "the model registry is unavailable");
 		return;
 	}
-	if (n && (unhex(j->root_hex, raw) < 0 ||
+	if (n && (engy_hex_parse(j->root_hex, raw, ENGY_STORE_HASH_BYTES) < 0 ||
 		  g->st->model_root_get(g->sti, raw, &root) < 0 ||
 		  strcmp(root.model, j->model) != 0)) {
 		j->rc = -EPERM;

@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "gemm.h"
+#include "hex.h"
 #include "miner_gemm.h"
 #include "miner_int.h"
 
@@ -88,22 +89,6 @@ static const char *held_rid(const struct miner *m, const char *request_id)
 	return NULL;
 }
 
-static int hex32(const char *s, uint8_t out[32])
-{
-	size_t i;
-
-	if (!s || strlen(s) != 64)
-		return -EINVAL;
-	for (i = 0; i < 32; i++) {
-		unsigned v;
-
-		if (sscanf(s + 2 * i, "%2x", &v) != 1)
-			return -EINVAL;
-		out[i] = (uint8_t)v;
-	}
-	return 0;
-}
-
 char *miner_gemm_member(const char *member, const char *toploc)
 {
 	cJSON *o = cJSON_Parse(member),
@@ -116,7 +101,7 @@ char *miner_gemm_member(const char *member, const char *toploc)
 	size_t n = 0, i;
 
 	if (!cJSON_IsObject(o) || !cJSON_IsString(root) ||
-	    hex32(root->valuestring, gr))
+	    engy_hex_parse(root->valuestring, gr, 32))
 		goto out;
 	if (cJSON_IsArray(arr)) {
 		proofs = calloc((size_t)cJSON_GetArraySize(arr) + 1,
