@@ -76,6 +76,10 @@
  *                    engy_gen_params.gemm_trace and the ops gemm_commit()
  *                    and gemm_open() (engy/backend.h), appended and
  *                    optional.
+ *   1.5  2026-12-03  Store: settle_batch() (struct engy_settle): a
+ *                    gateway's settlements group-committed, one
+ *                    transaction for many, and leases (a reservation
+ *                    kept open and charged by many requests).
  */
 #ifndef ENGY_PLUGIN_H
 #define ENGY_PLUGIN_H
@@ -93,7 +97,7 @@ extern "C" {
 
 #define ENGY_PLUGIN_MAGIC  0x454e4731u /* "ENG1" */
 #define ENGY_ABI_MAJOR	   1
-#define ENGY_ABI_MINOR	   4
+#define ENGY_ABI_MINOR	   5
 #define ENGY_PLUGIN_SYMBOL "engy_plugin"
 
 #if defined(__GNUC__)

@@ -301,6 +301,31 @@ struct engy_epoch_rec {
 	char digest[72]; /* lower-case hex SHA-256 */
 };
 
+/**
+ * struct engy_settle - one item of settle_batch().
+ * @reservation_id: the hold to charge; 0 for a row without one, appended
+ *                  as log_append() appends it (@row required, @keep 0).
+ * @cost_micro:     the charge (0..ENGY_STORE_MONEY_MAX), capped as
+ *                  settle() caps it: never into other holds' money.
+ * @row:            appended to the request log in the same transaction
+ *                  with the reservation's account and key and cost_micro =
+ *                  the charge; may be NULL.
+ * @keep:           0: close the reservation as settle() does (the rest of
+ *                  it goes back to the balance); 1: keep it open, its
+ *                  amount lowered by the charge (a gateway's lease, which
+ *                  backs the holds of many requests).
+ * @rc:             out: 0, -ENOENT or -EINVAL for this item.
+ * @charged:        out: what was charged (0 unless @rc is 0).
+ */
+struct engy_settle {
+	int64_t reservation_id;
+	int64_t cost_micro;
+	const struct engy_request_row *row;
+	int32_t keep;
+	int32_t rc;
+	int64_t charged;
+};
+
 struct engy_store_ops {
 	uint32_t size; /* sizeof(struct engy_store_ops) */
 
@@ -567,6 +592,20 @@ struct engy_store_ops {
 	 */
 	int (*holds_open)(void *inst, int64_t created_before_ms, int64_t now_ms,
 			  uint64_t *n);
+
+	/**
+	 * settle_batch() - group commit: the @n items (struct engy_settle)
+	 * in ONE transaction, in order, each as settle() would do it (or
+	 * log_append() for an item without a reservation).  An item that
+	 * cannot be done (-ENOENT: the reservation is unknown, settled or
+	 * released; -EINVAL: a bad cost or row) writes nothing and says so
+	 * in its @rc; the others still commit.  Returns 0 when the
+	 * transaction committed (every item's @rc and @charged are set), <0
+	 * when nothing was written.  Context: any thread, blocking; called
+	 * from the worker pool.  Optional (ABI 1.5): without it a gateway
+	 * settles one request per transaction.
+	 */
+	int (*settle_batch)(void *inst, struct engy_settle *items, size_t n);
 };
 
 /* audit_claim()'s until_ms of an audited job: it never lapses. */

@@ -148,6 +148,7 @@ int pg_key_list(void *inst, int64_t account_id, struct engy_api_key **out,
 /* pg_reserve.c */
 int pg_reserve(void *inst, int64_t account_id, int64_t key_id, int64_t amount,
 	       int64_t expires_ms, int64_t *reservation_id);
+int pg_settle_batch(void *inst, struct engy_settle *items, size_t n);
 int pg_settle(void *inst, int64_t reservation_id, int64_t cost,
 	      const struct engy_request_row *row, int64_t *charged);
 int pg_release_expired(void *inst, int64_t now_ms, uint64_t *n, int64_t *micro);

@@ -21,6 +21,12 @@ static const char sql_res_insert[] =
 static const char sql_res_take[] =
 	"DELETE FROM reservations WHERE id = $1"
 	" RETURNING account_id, key_id, amount_micro";
+static const char sql_res_lock[] =
+	"SELECT account_id, key_id, amount_micro FROM reservations"
+	" WHERE id = $1 FOR UPDATE";
+static const char sql_res_lower[] =
+	"UPDATE reservations SET amount_micro = amount_micro - $2 WHERE id = $1";
+static const char sql_res_delete[] = "DELETE FROM reservations WHERE id = $1";
 static const char sql_account_lock[] =
 	"SELECT balance_micro, reserved_micro FROM accounts WHERE id = $1"
 	" FOR UPDATE";
@@ -103,25 +109,28 @@ int pg_reserve(void *inst, int64_t account_id, int64_t key_id, int64_t amount,
 	return rc;
 }
 
-struct settle_args {
-	int64_t id;
-	int64_t cost;
-	const struct engy_request_row *row;
-	int64_t take;
-};
-
-static int do_settle(struct pg *s, struct pg_conn *c, void *arg)
+/*
+ * One settlement inside the caller's transaction: -ENOENT (nothing
+ * written) when the reservation is not open, else the charge, the hold
+ * closed (@keep 0, or charged down to 0) or lowered by the charge, and
+ * the row.  *@take gets the charge.
+ */
+static int settle_one(struct pg *s, struct pg_conn *c, int64_t id,
+		      int64_t cost, int keep,
+		      const struct engy_request_row *row, int64_t *take)
 {
-	struct settle_args *x = arg;
 	int64_t account_id, key_id, amount, balance, reserved;
 	struct pg_args a = { 0 };
 	PGresult *r;
 	int rc;
 
-	/* Deleting the row locks it: a concurrent settle or release of the
-	 * same reservation waits, then finds nothing. */
-	pg_arg_i64(&a, x->id);
-	rc = pg_q(s, c, sql_res_take, &a, "settle", &r);
+	*take = 0;
+	if (!id) /* a row without a hold */
+		return pg_log_insert(s, c, row);
+	/* Deleting (or locking) the row first: a concurrent settle or
+	 * release of the same reservation waits, then finds nothing. */
+	pg_arg_i64(&a, id);
+	rc = pg_q(s, c, keep ? sql_res_lock : sql_res_take, &a, "settle", &r);
 	if (rc)
 		return rc;
 	if (!PQntuples(r)) {
@@ -145,20 +154,66 @@ static int do_settle(struct pg *s, struct pg_conn *c, void *arg)
 	reserved = pg_i64(r, 0, 1);
 	PQclear(r);
 	/* Never into money other holds are counting on. */
-	x->take = amount + (balance - reserved);
-	x->take = x->cost < x->take ? x->cost : x->take;
-	pg_arg_i64(&a, x->take);
-	pg_arg_i64(&a, amount);
-	rc = pg_exec(s, c, sql_charge, &a, "settle", NULL);
-	if (!rc && x->row) {
-		struct engy_request_row row = *x->row;
-
-		row.account_id = account_id;
-		row.key_id = key_id;
-		row.cost_micro = x->take;
-		rc = pg_log_insert(s, c, &row);
+	*take = amount + (balance - reserved);
+	*take = cost < *take ? cost : *take;
+	if (keep && *take < amount) {
+		a.n = 0;
+		pg_arg_i64(&a, id);
+		pg_arg_i64(&a, *take);
+		rc = pg_exec(s, c, sql_res_lower, &a, "settle", NULL);
+	} else if (keep) {
+		keep = 0; /* charged down to nothing: closed */
+		a.n = 0;
+		pg_arg_i64(&a, id);
+		rc = pg_exec(s, c, sql_res_delete, &a, "settle", NULL);
 	}
+	if (rc)
+		return rc;
+	a.n = 0;
+	pg_arg_i64(&a, account_id);
+	pg_arg_i64(&a, *take);
+	pg_arg_i64(&a, keep ? *take : amount);
+	rc = pg_exec(s, c, sql_charge, &a, "settle", NULL);
+	if (!rc && row) {
+		struct engy_request_row lr = *row;
+
+		lr.account_id = account_id;
+		lr.key_id = key_id;
+		lr.cost_micro = *take;
+		rc = pg_log_insert(s, c, &lr);
+	}
+	if (!rc && *take < cost)
+		engy_warn(
+			s->h,
+			"event=store_charge_capped reservation=%lld cost_micro=%lld charged_micro=%lld",
+			(long long)id, (long long)cost, (long long)*take);
 	return rc;
+}
+
+static int settle_check(struct pg *s, int64_t id, int64_t cost,
+			const struct engy_request_row *row)
+{
+	if (cost < 0 || cost > ENGY_STORE_MONEY_MAX || (!id && (!row || cost))) {
+		engy_warn(s->h,
+			  "event=store_bad_input op=settle cost_micro=%lld",
+			  (long long)cost);
+		return -EINVAL;
+	}
+	return row ? pg_log_check(s, row) : 0;
+}
+
+struct settle_args {
+	int64_t id;
+	int64_t cost;
+	const struct engy_request_row *row;
+	int64_t take;
+};
+
+static int do_settle(struct pg *s, struct pg_conn *c, void *arg)
+{
+	struct settle_args *x = arg;
+
+	return settle_one(s, c, x->id, x->cost, 0, x->row, &x->take);
 }
 
 int pg_settle(void *inst, int64_t reservation_id, int64_t cost,
@@ -168,26 +223,65 @@ int pg_settle(void *inst, int64_t reservation_id, int64_t cost,
 	struct settle_args x = { reservation_id, cost, row, 0 };
 	int rc;
 
-	if (cost < 0 || cost > ENGY_STORE_MONEY_MAX) {
-		engy_warn(s->h,
-			  "event=store_bad_input op=settle cost_micro=%lld",
-			  (long long)cost);
-		return -EINVAL;
-	}
-	if (row && (rc = pg_log_check(s, row)))
+	if (!reservation_id)
+		return -ENOENT;
+	if ((rc = settle_check(s, reservation_id, cost, row)))
 		return rc;
 	rc = pg_run(s, true, "settle", do_settle, &x);
 	if (rc)
 		return rc;
 	if (charged)
 		*charged = x.take;
-	if (x.take < cost)
-		engy_warn(
-			s->h,
-			"event=store_charge_capped reservation=%lld cost_micro=%lld charged_micro=%lld",
-			(long long)reservation_id, (long long)cost,
-			(long long)x.take);
 	return 0;
+}
+
+struct batch_args {
+	struct engy_settle *items;
+	size_t n;
+};
+
+static int do_batch(struct pg *s, struct pg_conn *c, void *arg)
+{
+	struct batch_args *x = arg;
+	size_t i;
+	int rc = 0;
+
+	/* A retried transaction (a deadlock) starts every item afresh. */
+	for (i = 0; i < x->n; i++)
+		if (x->items[i].rc != -EINVAL) {
+			x->items[i].rc = 0;
+			x->items[i].charged = 0;
+		}
+	for (i = 0; !rc && i < x->n; i++) {
+		struct engy_settle *it = &x->items[i];
+
+		if (it->rc)
+			continue;
+		rc = settle_one(s, c, it->reservation_id, it->cost_micro,
+				it->keep, it->row, &it->charged);
+		if (rc == -ENOENT) {
+			it->rc = -ENOENT;
+			it->charged = 0;
+			rc = 0;
+		}
+	}
+	return rc;
+}
+
+int pg_settle_batch(void *inst, struct engy_settle *items, size_t n)
+{
+	struct pg *s = inst;
+	struct batch_args x = { items, n };
+	size_t i;
+
+	if (n && !items)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		items[i].charged = 0;
+		items[i].rc = settle_check(s, items[i].reservation_id,
+					   items[i].cost_micro, items[i].row);
+	}
+	return n ? pg_run(s, true, "settle_batch", do_batch, &x) : 0;
 }
 
 struct expired_args {

@@ -218,6 +218,7 @@ static const struct engy_store_ops ops = {
 	.epoch_get = pg_epoch_get,
 	.audit_claim = pg_audit_claim,
 	.holds_open = pg_holds_open,
+	.settle_batch = pg_settle_batch,
 };
 
 ENGY_PLUGIN(.kind = ENGY_KIND_STORE, .name = "store-postgres", .version = "1.0",

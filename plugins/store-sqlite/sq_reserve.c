@@ -22,6 +22,8 @@ static const char sql_res_get[] =
 	" ON a.id = r.account_id WHERE r.id = ?1";
 static const char sql_charge[] = STORESQL_CHARGE(SQLITE);
 static const char sql_res_delete[] = "DELETE FROM reservations WHERE id = ?1";
+static const char sql_res_lower[] =
+	"UPDATE reservations SET amount_micro = amount_micro - ?2 WHERE id = ?1";
 static const char sql_expired_sum[] =
 	"SELECT COUNT(*), COALESCE(SUM(amount_micro), 0) FROM reservations"
 	" WHERE expires_ms <= ?1";
@@ -109,29 +111,38 @@ out:
 	return rc;
 }
 
-int sq_settle(void *inst, int64_t reservation_id, int64_t cost,
-	      const struct engy_request_row *row, int64_t *charged)
+/* Validate one settlement (nothing touched on failure). */
+static int settle_check(struct sq *s, int64_t reservation_id, int64_t cost,
+			const struct engy_request_row *row)
 {
-	struct sq *s = inst;
-	int64_t account_id = 0, key_id = 0, amount = 0, take = 0;
-	struct sq_conn *c;
-	sqlite3_stmt *st;
-	int rc;
-
-	if (cost < 0 || cost > ENGY_STORE_MONEY_MAX) {
+	if (cost < 0 || cost > ENGY_STORE_MONEY_MAX ||
+	    (!reservation_id && (!row || cost))) {
 		engy_warn(s->h,
 			  "event=store_bad_input op=settle cost_micro=%lld",
 			  (long long)cost);
 		return -EINVAL;
 	}
-	if (row && (rc = sq_log_check(s, row)))
-		return rc;
-	rc = sq_acquire(s, &c);
-	if (rc)
-		return rc;
-	rc = sq_begin(s, c);
-	if (rc)
-		goto out;
+	return row ? sq_log_check(s, row) : 0;
+}
+
+/*
+ * One settlement inside the caller's transaction: -ENOENT (nothing
+ * written) when the reservation is not open, else the charge, the hold
+ * closed (@keep 0, or charged down to 0) or lowered by the charge, and
+ * the row.  *@take gets the charge.
+ */
+static int settle_one(struct sq *s, struct sq_conn *c, int64_t reservation_id,
+		      int64_t cost, int keep,
+		      const struct engy_request_row *row, int64_t *take_out)
+{
+	int64_t account_id = 0, key_id = 0, amount = 0, take = 0;
+	sqlite3_stmt *st;
+	int rc;
+
+	if (!reservation_id) { /* a row without a hold */
+		*take_out = 0;
+		return sq_log_insert(s, c, row);
+	}
 	rc = sq_prep(s, c, sql_res_get, &st);
 	if (!rc) {
 		sqlite3_bind_int64(st, 1, reservation_id);
@@ -153,16 +164,26 @@ int sq_settle(void *inst, int64_t reservation_id, int64_t cost,
 		}
 		sqlite3_reset(st);
 	}
+	if (keep && take >= amount)
+		keep = 0; /* charged down to nothing: closed */
 	if (!rc)
 		rc = sq_prep(s, c, sql_charge, &st);
 	if (!rc) {
 		sqlite3_bind_int64(st, 1, account_id);
 		sqlite3_bind_int64(st, 2, take);
-		sqlite3_bind_int64(st, 3, amount);
+		sqlite3_bind_int64(st, 3, keep ? take : amount);
 		rc = sq_exec(s, c, st, "settle");
 	}
-	if (!rc)
+	if (!rc && !keep)
 		rc = step_bound(s, c, sql_res_delete, reservation_id, "settle");
+	if (!rc && keep && take) {
+		rc = sq_prep(s, c, sql_res_lower, &st);
+		if (!rc) {
+			sqlite3_bind_int64(st, 1, reservation_id);
+			sqlite3_bind_int64(st, 2, take);
+			rc = sq_exec(s, c, st, "settle");
+		}
+	}
 	if (!rc && row) {
 		struct engy_request_row r = *row;
 
@@ -171,17 +192,80 @@ int sq_settle(void *inst, int64_t reservation_id, int64_t cost,
 		r.cost_micro = take;
 		rc = sq_log_insert(s, c, &r);
 	}
-	rc = sq_end(s, c, rc);
-out:
-	sq_release(s, c);
-	if (!rc && charged)
-		*charged = take;
 	if (!rc && take < cost)
 		engy_warn(
 			s->h,
 			"event=store_charge_capped reservation=%lld cost_micro=%lld charged_micro=%lld",
 			(long long)reservation_id, (long long)cost,
 			(long long)take);
+	*take_out = take;
+	return rc;
+}
+
+int sq_settle(void *inst, int64_t reservation_id, int64_t cost,
+	      const struct engy_request_row *row, int64_t *charged)
+{
+	struct sq *s = inst;
+	int64_t take = 0;
+	struct sq_conn *c;
+	int rc;
+
+	if (!reservation_id)
+		return -ENOENT;
+	if ((rc = settle_check(s, reservation_id, cost, row)))
+		return rc;
+	rc = sq_acquire(s, &c);
+	if (rc)
+		return rc;
+	rc = sq_begin(s, c);
+	if (!rc)
+		rc = sq_end(s, c,
+			    settle_one(s, c, reservation_id, cost, 0, row,
+				       &take));
+	sq_release(s, c);
+	if (!rc && charged)
+		*charged = take;
+	return rc;
+}
+
+int sq_settle_batch(void *inst, struct engy_settle *items, size_t n)
+{
+	struct sq *s = inst;
+	struct sq_conn *c;
+	size_t i;
+	int rc;
+
+	if (n && !items)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		items[i].charged = 0;
+		items[i].rc = settle_check(s, items[i].reservation_id,
+					   items[i].cost_micro, items[i].row);
+	}
+	if (!n)
+		return 0;
+	rc = sq_acquire(s, &c);
+	if (rc)
+		return rc;
+	rc = sq_begin(s, c);
+	if (rc)
+		goto out;
+	for (i = 0; !rc && i < n; i++) {
+		struct engy_settle *it = &items[i];
+
+		if (it->rc)
+			continue;
+		rc = settle_one(s, c, it->reservation_id, it->cost_micro,
+				it->keep, it->row, &it->charged);
+		if (rc == -ENOENT) {
+			it->rc = -ENOENT;
+			it->charged = 0;
+			rc = 0;
+		}
+	}
+	rc = sq_end(s, c, rc);
+out:
+	sq_release(s, c);
 	return rc;
 }
 

@@ -190,6 +190,7 @@ static const struct engy_store_ops ops = {
 	.epoch_get = sq_epoch_get,
 	.audit_claim = sq_audit_claim,
 	.holds_open = sq_holds_open,
+	.settle_batch = sq_settle_batch,
 };
 
 ENGY_PLUGIN(.kind = ENGY_KIND_STORE, .name = "store-sqlite", .version = "1.0",

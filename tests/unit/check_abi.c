@@ -184,7 +184,13 @@ PIN(offsetof(struct engy_store_ops, verdict_put), 216);
 PIN(offsetof(struct engy_store_ops, epoch_get), 240);
 PIN(offsetof(struct engy_store_ops, audit_claim), 248);
 PIN(offsetof(struct engy_store_ops, holds_open), 256);
-PIN(sizeof(struct engy_store_ops), 264);
+PIN(offsetof(struct engy_store_ops, settle_batch), 264);
+PIN(sizeof(struct engy_store_ops), 272);
+PIN(sizeof(struct engy_settle), 40);
+PIN(offsetof(struct engy_settle, row), 16);
+PIN(offsetof(struct engy_settle, keep), 24);
+PIN(offsetof(struct engy_settle, rc), 28);
+PIN(offsetof(struct engy_settle, charged), 32);
 PIN(sizeof(struct engy_verdict), 424);
 PIN(sizeof(struct engy_verdict_query), 104);
 PIN(sizeof(struct engy_epoch_rec), 112);
@@ -233,7 +239,7 @@ PIN(ENGY_WS_CLOSE_TOO_BIG, 1009);
 START_TEST(test_versions)
 {
 	ck_assert_int_eq(ENGY_ABI_MAJOR, 1);
-	ck_assert_int_eq(ENGY_ABI_MINOR, 4);
+	ck_assert_int_eq(ENGY_ABI_MINOR, 5);
 }
 END_TEST
 

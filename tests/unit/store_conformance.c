@@ -310,6 +310,141 @@ START_TEST(test_reserve_settle)
 }
 END_TEST
 
+/* settle_batch(): one transaction for many settlements, a lease kept open
+ * and charged by several, a row without a hold, and items that fail on
+ * their own (expected values worked out by hand from the spec). */
+START_TEST(test_settle_batch)
+{
+	struct engy_request_row row[4], *rows;
+	struct engy_log_query q = { .size = sizeof(q) };
+	struct engy_settle it[6];
+	struct engy_account a, b;
+	int64_t lease, r1, r2;
+	struct st t;
+	size_t n, i;
+
+	st_engine->setup();
+	st_open(&t, "b.db", NULL);
+	if (!t.ops->settle_batch) { /* optional: nothing more to check */
+		st_close(&t);
+		st_engine->teardown();
+		return;
+	}
+	ck_assert_int_eq(t.ops->account_create(t.inst, "acme", &a), 0);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 10000, NULL), 0);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 5000, FAR, &lease),
+			 0);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 8, 300, FAR, &r1), 0);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 8, 200, FAR, &r2), 0);
+	ck_assert_int_eq(t.ops->settle_batch(t.inst, NULL, 0), 0);
+	memset(row, 0, sizeof(row));
+	for (i = 0; i < 4; i++) {
+		row[i].time_ms = 1767225600000ll + (int64_t)i;
+		row[i].status = 200;
+		row[i].account_id = 4242; /* replaced by the reservation's */
+		snprintf(row[i].request_id, sizeof(row[i].request_id),
+			 "req-b%zu", i);
+		strcpy(row[i].model, "qwen3.6-35b-a3b");
+	}
+	row[3].status = 429; /* a refusal's row: no hold */
+	row[3].account_id = a.id;
+	row[3].key_id = 9;
+	memset(it, 0, sizeof(it));
+	/* Two requests charged to the lease, which stays open... */
+	it[0] = (struct engy_settle){ .reservation_id = lease,
+				      .cost_micro = 1200,
+				      .row = &row[0],
+				      .keep = 1 };
+	it[1] = (struct engy_settle){ .reservation_id = lease,
+				      .cost_micro = 800,
+				      .row = &row[1],
+				      .keep = 1 };
+	/* ...one plain settlement, one bad cost, one unknown hold... */
+	it[2] = (struct engy_settle){ .reservation_id = r1,
+				      .cost_micro = 250,
+				      .row = &row[2] };
+	it[3] = (struct engy_settle){ .reservation_id = r2, .cost_micro = -5 };
+	it[4] = (struct engy_settle){ .reservation_id = 987654,
+				      .cost_micro = 1 };
+	/* ...and a row without a hold. */
+	it[5] = (struct engy_settle){ .row = &row[3] };
+	ck_assert_int_eq(t.ops->settle_batch(t.inst, it, 6), 0);
+	ck_assert_int_eq(it[0].rc, 0);
+	ck_assert_int_eq(it[0].charged, 1200);
+	ck_assert_int_eq(it[1].rc, 0);
+	ck_assert_int_eq(it[1].charged, 800);
+	ck_assert_int_eq(it[2].rc, 0);
+	ck_assert_int_eq(it[2].charged, 250);
+	ck_assert_int_eq(it[3].rc, -EINVAL);
+	ck_assert_int_eq(it[4].rc, -ENOENT);
+	ck_assert_int_eq(it[4].charged, 0);
+	ck_assert_int_eq(it[5].rc, 0);
+	ck_assert_int_eq(it[5].charged, 0);
+	/* 10000 - 2250 spent; held: the lease's 3000 left and r2's 200. */
+	b = st_acct(&t, a.id);
+	ck_assert_int_eq(b.balance_micro, 7750);
+	ck_assert_int_eq(b.spent_micro, 2250);
+	ck_assert_int_eq(b.reserved_micro, 3200);
+	ck_assert_int_eq(t.ops->log_query(t.inst, &q, &rows, &n), 0);
+	ck_assert_uint_eq(n, 4);
+	for (i = 0; i < n; i++) {
+		ck_assert_int_eq(rows[i].account_id, a.id);
+		if (strcmp(rows[i].request_id, "req-b0") == 0)
+			ck_assert_int_eq(rows[i].cost_micro, 1200);
+		else if (strcmp(rows[i].request_id, "req-b1") == 0)
+			ck_assert_int_eq(rows[i].cost_micro, 800);
+		else if (strcmp(rows[i].request_id, "req-b2") == 0)
+			ck_assert_int_eq(rows[i].key_id, 8);
+		else
+			ck_assert_int_eq(rows[i].key_id, 9);
+		if (strcmp(rows[i].request_id, "req-b3") != 0 &&
+		    strcmp(rows[i].request_id, "req-b2") != 0)
+			ck_assert_int_eq(rows[i].key_id, 7);
+	}
+	free(rows);
+	/* The lease charged down to nothing closes: an item after it on the
+	 * same lease finds nothing. */
+	it[0] = (struct engy_settle){ .reservation_id = lease,
+				      .cost_micro = 3000,
+				      .keep = 1 };
+	it[1] = (struct engy_settle){ .reservation_id = lease,
+				      .cost_micro = 1,
+				      .keep = 1 };
+	it[2] = (struct engy_settle){ .reservation_id = r2 };
+	ck_assert_int_eq(t.ops->settle_batch(t.inst, it, 3), 0);
+	ck_assert_int_eq(it[0].rc, 0);
+	ck_assert_int_eq(it[0].charged, 3000);
+	ck_assert_int_eq(it[1].rc, -ENOENT);
+	ck_assert_int_eq(it[2].rc, 0);
+	b = st_acct(&t, a.id);
+	ck_assert_int_eq(b.balance_micro, 4750);
+	ck_assert_int_eq(b.spent_micro, 5250);
+	ck_assert_int_eq(b.reserved_micro, 0);
+	/* A lease closed with nothing charged gives it all back. */
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 4000, FAR, &lease),
+			 0);
+	it[0] = (struct engy_settle){ .reservation_id = lease,
+				      .cost_micro = 100,
+				      .keep = 1 };
+	it[1] = (struct engy_settle){ .reservation_id = lease };
+	ck_assert_int_eq(t.ops->settle_batch(t.inst, it, 2), 0);
+	ck_assert_int_eq(it[0].charged, 100);
+	ck_assert_int_eq(it[1].rc, 0);
+	b = st_acct(&t, a.id);
+	ck_assert_int_eq(b.balance_micro, 4650);
+	ck_assert_int_eq(b.reserved_micro, 0);
+	/* A row without a hold must not carry a cost. */
+	it[0] = (struct engy_settle){ .cost_micro = 5, .row = &row[3] };
+	ck_assert_int_eq(t.ops->settle_batch(t.inst, it, 1), 0);
+	ck_assert_int_eq(it[0].rc, -EINVAL);
+	st_close(&t);
+	ck_assert_int_eq(
+		st_engine->sql1("b.db", "SELECT COUNT(*) FROM reservations"),
+		0);
+	st_engine->teardown();
+}
+END_TEST
+
 static struct engy_model model(const char *name)
 {
 	struct engy_model m;
@@ -897,6 +1032,7 @@ void store_conformance_ops(TCase *tc)
 	tcase_add_test(tc, test_accounts_and_topup);
 	tcase_add_test(tc, test_keys);
 	tcase_add_test(tc, test_reserve_settle);
+	tcase_add_test(tc, test_settle_batch);
 	tcase_add_test(tc, test_models_and_roots);
 	tcase_add_test(tc, test_miners);
 	tcase_add_test(tc, test_log);
