@@ -316,7 +316,12 @@ struct gw_req {
 	bool last_fault; /* the last failed attempt was the worker's fault */
 	bool poison;	 /* failed the same way on several workers */
 	int attempt_rows_rc; /* their log_append() (pool) */
-	double deadline_s;   /* min(model, worker) max_request_s */
+	/* settling (gateway_settle.c): the queue of the next batch, and
+	 * where its items are in the batch */
+	struct gw_req *settle_next;
+	size_t settle_item;
+	unsigned settle_att;
+	double deadline_s; /* min(model, worker) max_request_s */
 	/* relay */
 	bool stream_begun; /* buyer: status line and headers out */
 	bool content_sent; /* buyer: a content byte out */
@@ -493,6 +498,11 @@ struct gw {
 	uint64_t served, refused;
 	struct engy_metric *m_workers, *m_inflight, *m_ttft, *m_overhead,
 		*m_attempts;
+	/* settling (gateway_settle.c): requests waiting for the next
+	 * batch, and whether one is on the pool */
+	struct gw_req *settle_q, **settle_q_tail;
+	unsigned n_settle_q;
+	bool settling;
 };
 
 /* Log one event line under the role's instance name ("gateway"). */
@@ -562,7 +572,9 @@ void gw_store_key_release(struct gw_req *r);
 /* The model and the reservation (internal requests: the model only);
  * a refusal from the caches calls @done at once. */
 void gw_store_reserve(struct gw_req *r, void (*done)(struct gw_req *r));
-/* Settle (or log) @r; @done frees it. */
+
+/* gateway_settle.c: settle (or log) @r, group-committed with the others
+ * that end meanwhile; @done frees it once its row is written. */
 void gw_store_settle(struct gw_req *r, void (*done)(struct gw_req *r));
 /* The tokenizer configured for @model, or NULL. */
 const struct gw_tok *gw_store_tok(const struct gw *g, const char *model);

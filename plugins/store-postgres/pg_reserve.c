@@ -115,9 +115,9 @@ int pg_reserve(void *inst, int64_t account_id, int64_t key_id, int64_t amount,
  * closed (@keep 0, or charged down to 0) or lowered by the charge, and
  * the row.  *@take gets the charge.
  */
-static int settle_one(struct pg *s, struct pg_conn *c, int64_t id,
-		      int64_t cost, int keep,
-		      const struct engy_request_row *row, int64_t *take)
+static int settle_one(struct pg *s, struct pg_conn *c, int64_t id, int64_t cost,
+		      int keep, const struct engy_request_row *row,
+		      int64_t *take)
 {
 	int64_t account_id, key_id, amount, balance, reserved;
 	struct pg_args a = { 0 };
@@ -193,7 +193,8 @@ static int settle_one(struct pg *s, struct pg_conn *c, int64_t id,
 static int settle_check(struct pg *s, int64_t id, int64_t cost,
 			const struct engy_request_row *row)
 {
-	if (cost < 0 || cost > ENGY_STORE_MONEY_MAX || (!id && (!row || cost))) {
+	if (cost < 0 || cost > ENGY_STORE_MONEY_MAX ||
+	    (!id && (!row || cost))) {
 		engy_warn(s->h,
 			  "event=store_bad_input op=settle cost_micro=%lld",
 			  (long long)cost);

@@ -219,9 +219,9 @@ int sq_settle(void *inst, int64_t reservation_id, int64_t cost,
 		return rc;
 	rc = sq_begin(s, c);
 	if (!rc)
-		rc = sq_end(s, c,
-			    settle_one(s, c, reservation_id, cost, 0, row,
-				       &take));
+		rc = sq_end(
+			s, c,
+			settle_one(s, c, reservation_id, cost, 0, row, &take));
 	sq_release(s, c);
 	if (!rc && charged)
 		*charged = take;

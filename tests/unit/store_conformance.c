@@ -332,8 +332,7 @@ START_TEST(test_settle_batch)
 	}
 	ck_assert_int_eq(t.ops->account_create(t.inst, "acme", &a), 0);
 	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 10000, NULL), 0);
-	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 5000, FAR, &lease),
-			 0);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 5000, FAR, &lease), 0);
 	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 8, 300, FAR, &r1), 0);
 	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 8, 200, FAR, &r2), 0);
 	ck_assert_int_eq(t.ops->settle_batch(t.inst, NULL, 0), 0);
@@ -421,8 +420,7 @@ START_TEST(test_settle_batch)
 	ck_assert_int_eq(b.spent_micro, 5250);
 	ck_assert_int_eq(b.reserved_micro, 0);
 	/* A lease closed with nothing charged gives it all back. */
-	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 4000, FAR, &lease),
-			 0);
+	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 7, 4000, FAR, &lease), 0);
 	it[0] = (struct engy_settle){ .reservation_id = lease,
 				      .cost_micro = 100,
 				      .keep = 1 };

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SETTLE (specs/gateway.md, "Money"): when a request ends, the charge for
+ * what it produced (never above its hold) and its request-log row, in
+ * one store transaction; a refusal after the key was known gets a row of
+ * its own, and so does each attempt a worker failed before another was
+ * tried.
+ *
+ * Group commit: with a store that has settle_batch(), one batch is on the
+ * pool at a time and every request that ends meanwhile waits for the
+ * next, so a loaded gateway pays one transaction (one WAL commit, one
+ * fsync at most) for many requests and an idle one settles each at once,
+ * without a timer.  A request stays alive (and its event=request_settled
+ * line waits) until its batch has committed; a crash loses at most the
+ * batch in flight and the ones queued behind it (their buyers are not
+ * charged; their holds lapse at expiry), never a committed row.  A
+ * transaction that fails settles its batch one request at a time, so
+ * one bad row costs only itself.  Without settle_batch() each request
+ * settles in a transaction of its own.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "billing.h"
+#include "gateway_int.h"
+#include "tokenizer.h"
+
+/* Requests in one transaction at most (each brings up to
+ * 1 + GW_MAX_ATTEMPTS rows): bounds a batch's time and memory. */
+#define SETTLE_BATCH_MAX 256
+
+static void fill_row(const struct gw_req *r, struct engy_request_row *row)
+{
+	memset(row, 0, sizeof(*row));
+	row->time_ms = r->t0_ms;
+	row->key_id = r->key_id;
+	row->account_id = r->account_id;
+	row->status = (uint32_t)r->status;
+	row->prompt_tokens = r->prompt_tokens;
+	row->completion_tokens = r->completion_tokens;
+	row->cached_tokens = r->cached_tokens;
+	row->ttft_ms = r->out_come.ttft_ms;
+	row->tpot_ms = r->out_come.tpot_ms;
+	row->cost_micro = r->cost_micro;
+	row->is_probe = r->is_probe;
+	snprintf(row->request_id, sizeof(row->request_id), "%s", r->request_id);
+	snprintf(row->model, sizeof(row->model), "%s", r->spec.name);
+	snprintf(row->miner, sizeof(row->miner), "%.63s", r->miner);
+	snprintf(row->worker_name, sizeof(row->worker_name), "%.63s",
+		 r->worker_name);
+}
+
+/* A stream the buyer left pays for what reached it (counted here, on
+ * the pool, with the model's tokenizer when there is one). */
+static void count_relayed(struct gw_req *r)
+{
+	uint64_t n;
+	uint32_t *ids = NULL;
+	size_t k = 0;
+
+	if (r->tok && r->relayed &&
+	    engy_tokenizer_encode(r->tok->tok, r->relayed, r->relayed_bytes,
+				  &ids, &k) == 0)
+		n = k;
+	else
+		n = (r->relayed_bytes +
+		     (uint64_t)r->g->c->cancel_bytes_per_token - 1) /
+		    (uint64_t)r->g->c->cancel_bytes_per_token;
+	free(ids);
+	if (n > r->areq.max_tokens)
+		n = r->areq.max_tokens;
+	r->completion_tokens = (uint32_t)(n > UINT32_MAX ? UINT32_MAX : n);
+	r->prompt_tokens =
+		n ? (uint32_t)(r->prompt_est > UINT32_MAX ? UINT32_MAX
+							  : r->prompt_est)
+		  : 0;
+	r->cached_tokens = 0;
+}
+
+/* The failed attempts' rows (scoring counts every attempt, specs/
+ * scoring.md §2): the same request id, that worker, no tokens, cost 0.
+ * Returns how many were written to @rows. */
+static unsigned attempt_rows(const struct gw_req *r,
+			     const struct engy_request_row *req_row,
+			     struct engy_request_row *rows)
+{
+	unsigned i;
+
+	if (!r->n_failed_attempts || !r->key_id || r->is_probe || r->poison)
+		return 0;
+	for (i = 0; i < r->n_failed_attempts; i++) {
+		memset(&rows[i], 0, sizeof(rows[i]));
+		rows[i].time_ms = req_row->time_ms;
+		rows[i].key_id = req_row->key_id;
+		rows[i].account_id = req_row->account_id;
+		rows[i].status = (uint32_t)r->failed_attempts[i].status;
+		memcpy(rows[i].request_id, req_row->request_id,
+		       sizeof(rows[i].request_id));
+		memcpy(rows[i].model, req_row->model, sizeof(rows[i].model));
+		snprintf(rows[i].miner, sizeof(rows[i].miner), "%s",
+			 r->failed_attempts[i].miner);
+		snprintf(rows[i].worker_name, sizeof(rows[i].worker_name), "%s",
+			 r->failed_attempts[i].worker_name);
+	}
+	return r->n_failed_attempts;
+}
+
+/* What @r is charged (pool: it may count what reached the buyer with the
+ * model's tokenizer), and its row. */
+static void settle_prepare(struct gw_req *r, struct engy_request_row *row)
+{
+	int64_t cost = 0;
+
+	/* The buyer left, or the gateway stopped (shutdown_timeout): what
+	 * reached the buyer is paid for. */
+	if ((r->status == 499 || r->aborted) && r->relayed_bytes)
+		count_relayed(r);
+	if ((r->status == 200 || r->status == 499 ||
+	     (r->aborted && r->relayed_bytes)) &&
+	    !r->is_probe &&
+	    engy_billing_cost(&r->spec.price, r->prompt_tokens,
+			      r->cached_tokens, r->completion_tokens,
+			      &cost) < 0)
+		cost = r->reserved_micro;
+	if (cost > r->reserved_micro)
+		cost = r->reserved_micro;
+	r->cost_micro = cost;
+	fill_row(r, row);
+}
+
+/* One request, one transaction (a store without settle_batch()). */
+static void settle_fn(void *arg)
+{
+	struct gw_req *r = arg;
+	struct gw *g = r->g;
+	struct engy_request_row row, rows[GW_MAX_ATTEMPTS];
+	unsigned n_att;
+	int64_t charged = 0;
+	int rc = 0;
+
+	settle_prepare(r, &row);
+	n_att = attempt_rows(r, &row, rows);
+	if (n_att)
+		r->attempt_rows_rc = g->st->log_append(g->sti, rows, n_att);
+	if (r->reservation_id) {
+		rc = g->st->settle(g->sti, r->reservation_id, r->cost_micro,
+				   &row, &charged);
+		r->cost_micro = charged;
+	} else if (r->key_id || r->is_probe) {
+		row.cost_micro = 0;
+		rc = g->st->log_append(g->sti, &row, 1);
+	}
+	r->job_rc = rc;
+}
+
+static void settle_done(void *arg, int rc)
+{
+	struct gw_req *r = arg;
+
+	if (rc < 0 || r->job_rc < 0)
+		GW_LOG(r->g, ENGY_LOG_ERR,
+		       "event=settle_failed request=%s reservation=%lld "
+		       "error=\"%s\" effect=\"the hold lapses at its expiry\"",
+		       r->request_id, (long long)r->reservation_id,
+		       strerror(rc < 0 ? -rc : -r->job_rc));
+	if (r->attempt_rows_rc < 0)
+		GW_LOG(r->g, ENGY_LOG_ERR,
+		       "event=attempt_rows_failed request=%s rows=%u "
+		       "error=\"%s\"",
+		       r->request_id, r->n_failed_attempts,
+		       strerror(-r->attempt_rows_rc));
+	GW_LOG(r->g, ENGY_LOG_INFO,
+	       "event=request_settled request=%s status=%d cost_micro=%lld "
+	       "prompt_tokens=%u completion_tokens=%u cached_tokens=%u",
+	       r->request_id, r->status, (long long)r->cost_micro,
+	       r->prompt_tokens, r->completion_tokens, r->cached_tokens);
+	r->job_done(r);
+}
+
+/* ---- group commit --------------------------------------------------- */
+
+struct settle_batch {
+	struct gw *g;
+	struct gw_req *reqs; /* by settle_next, in the order they ended */
+	size_t n_reqs;
+	struct engy_settle *items;
+	struct engy_request_row *rows;
+	size_t n_items;
+	int rc; /* settle_batch()'s */
+};
+
+static void batch_fn(void *arg)
+{
+	struct settle_batch *b = arg;
+	struct gw *g = b->g;
+	struct gw_req *r;
+	size_t k = 0, i;
+
+	for (r = b->reqs; r; r = r->settle_next) {
+		struct engy_request_row row;
+		unsigned n_att;
+
+		settle_prepare(r, &row);
+		/* The attempts' rows first, then the request's. */
+		n_att = attempt_rows(r, &row, &b->rows[k]);
+		for (i = 0; i < n_att; i++)
+			b->items[k + i] =
+				(struct engy_settle){ .row = &b->rows[k + i] };
+		b->rows[k + n_att] = row;
+		r->settle_att = n_att;
+		r->settle_item = k + n_att;
+		b->items[k + n_att] = (struct engy_settle){
+			.reservation_id = r->reservation_id,
+			.cost_micro = r->reservation_id ? r->cost_micro : 0,
+			.row = &b->rows[k + n_att],
+		};
+		k += n_att + 1;
+	}
+	b->n_items = k;
+	b->rc = g->st->settle_batch(g->sti, b->items, b->n_items);
+	if (b->rc < 0) {
+		/* Nothing was written: one request at a time, so whatever
+		 * failed it fails alone. */
+		for (i = 0; i < b->n_items; i++) {
+			int rc1 = g->st->settle_batch(g->sti, &b->items[i], 1);
+
+			if (rc1 < 0)
+				b->items[i].rc = rc1;
+		}
+	}
+	for (r = b->reqs; r; r = r->settle_next) {
+		struct engy_settle *it = &b->items[r->settle_item];
+
+		r->job_rc = it->rc;
+		r->cost_micro = it->rc ? 0 : it->charged;
+		for (i = 0; i < r->settle_att; i++)
+			if (b->items[r->settle_item - r->settle_att + i].rc)
+				r->attempt_rows_rc = b->items[r->settle_item -
+							      r->settle_att + i]
+							     .rc;
+	}
+}
+
+static void settle_kick(struct gw *g);
+
+static void batch_done(void *arg, int rc)
+{
+	struct settle_batch *b = arg;
+	struct gw *g = b->g;
+	struct gw_req *r, *next;
+
+	gw_count(g, "engy_gw_settle_batches_total", NULL);
+	for (r = b->reqs; r; r = next) {
+		next = r->settle_next;
+		r->settle_next = NULL;
+		settle_done(r, rc);
+	}
+	free(b->items);
+	free(b->rows);
+	free(b);
+	g->settling = false;
+	settle_kick(g);
+}
+
+/* The next batch: what ended while the last one committed. */
+static void settle_kick(struct gw *g)
+{
+	struct settle_batch *b;
+	struct gw_req *r, **tail;
+	size_t n_rows = 0;
+
+	if (g->settling || !g->settle_q)
+		return;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		goto one_by_one;
+	b->g = g;
+	b->reqs = g->settle_q;
+	tail = &b->reqs;
+	for (r = g->settle_q; r && b->n_reqs < SETTLE_BATCH_MAX;
+	     r = r->settle_next) {
+		b->n_reqs++;
+		n_rows += 1 + r->n_failed_attempts;
+		tail = &r->settle_next;
+	}
+	g->settle_q = *tail;
+	if (!g->settle_q)
+		g->settle_q_tail = &g->settle_q;
+	*tail = NULL;
+	g->n_settle_q -= b->n_reqs;
+	b->items = calloc(n_rows, sizeof(*b->items));
+	b->rows = calloc(n_rows, sizeof(*b->rows));
+	if (!b->items || !b->rows) {
+		/* Out of memory: put them back, one by one below. */
+		*tail = g->settle_q;
+		g->settle_q = b->reqs;
+		if (!*tail)
+			g->settle_q_tail = tail;
+		g->n_settle_q += b->n_reqs;
+		free(b->items);
+		free(b->rows);
+		free(b);
+		goto one_by_one;
+	}
+	g->settling = true;
+	if (gw_store_work(g, batch_fn, batch_done, b) < 0) {
+		batch_fn(b); /* the pool is closing: settle here */
+		batch_done(b, 0);
+	}
+	return;
+one_by_one:
+	while ((r = g->settle_q)) {
+		g->settle_q = r->settle_next;
+		r->settle_next = NULL;
+		g->n_settle_q--;
+		settle_fn(r);
+		settle_done(r, 0);
+	}
+	g->settle_q_tail = &g->settle_q;
+}
+
+void gw_store_settle(struct gw_req *r, void (*done)(struct gw_req *r))
+{
+	struct gw *g = r->g;
+
+	r->state = GW_R_SETTLE;
+	r->job_done = done;
+	/* Rows are requests that went for a model: not /v1/models nor
+	 * count_tokens, not what failed before the key was known. */
+	if (!r->reservation_id && !r->is_probe &&
+	    (!r->key_id || r->count_only || !r->spec.name[0])) {
+		GW_LOG(g, ENGY_LOG_INFO,
+		       "event=request_settled "
+		       "request=%s status=%d row=none",
+		       r->request_id, r->status);
+		done(r);
+		return;
+	}
+	if (g->st->settle_batch) {
+		r->settle_next = NULL;
+		*g->settle_q_tail = r;
+		g->settle_q_tail = &r->settle_next;
+		g->n_settle_q++;
+		settle_kick(g);
+		return;
+	}
+	if (gw_store_work(g, settle_fn, settle_done, r) < 0) {
+		settle_fn(r); /* the pool is closing: settle here */
+		settle_done(r, 0);
+	}
+}
