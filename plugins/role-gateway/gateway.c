@@ -114,6 +114,14 @@ static const struct engy_opt gw_opts[] = {
 	  "directory (qwen3.6 or qwen3)" },
 	{ "reserve_margin_s", ENGY_OPT_FLOAT, 0, OFF(reserve_margin_s), "300",
 	  NULL, 0, 0, "a reservation lapses this long after max_request_s" },
+	{ "lease_micro", ENGY_OPT_INT, 0, OFF(lease_micro), "0", NULL, 0,
+	  1000000000,
+	  "a lease: one reservation of at least this many micro-USD per API "
+	  "key that the key's requests hold from in memory, without a store "
+	  "trip each (0: a reservation per request)" },
+	{ "lease_s", ENGY_OPT_FLOAT, 0, OFF(lease_s), "60", NULL, 0, 0,
+	  "a lease takes new holds this long, then closes once they have "
+	  "settled" },
 	{ "cancel_bytes_per_token", ENGY_OPT_INT, 0,
 	  OFF(cancel_bytes_per_token), "4", NULL, 1, 64,
 	  "a cancelled stream without a tokenizer pays one token per this "
@@ -168,10 +176,10 @@ static int check_conf(struct gw *g)
 			"first_token_timeout_s and keepalive_s must be > 0");
 	if (c->affinity_slack < 0 || c->key_cache_s < 0 ||
 	    c->model_cache_s < 0 || c->miner_cache_s < 0 ||
-	    c->reserve_margin_s < 0)
+	    c->reserve_margin_s < 0 || !(c->lease_s > 0))
 		return bad_conf(g, "affinity_slack",
 				"cache times, slack and "
-				"margin must be >= 0");
+				"margin must be >= 0, lease_s > 0");
 	g->variant = engy_chat_variant_parse(c->chat_template);
 	if (g->variant < 0)
 		return bad_conf(g, "chat_template", "qwen3.6 or qwen3");
@@ -329,6 +337,7 @@ static void gw_stop(void *inst)
 	       "event=gateway_stopping inflight=%u workers=%u", g->n_reqs,
 	       g->n_workers);
 	gw_pool_drain(g);
+	gw_lease_close_idle(g);
 }
 
 static void gw_abort(void *inst)
@@ -343,7 +352,8 @@ static unsigned gw_inflight(void *inst)
 {
 	const struct gw *g = inst;
 
-	return g ? g->n_reqs : 0;
+	/* Open leases count: they close (a store write) before it exits. */
+	return g ? g->n_reqs + g->n_leases : 0;
 }
 
 static void gw_destroy(void *inst)
@@ -360,6 +370,7 @@ static void gw_destroy(void *inst)
 	while (g->reqs)
 		gw_req_free(g->reqs);
 	gw_pool_free(g);
+	gw_lease_free_all(g);
 	gw_store_free(g);
 	if (g->tick)
 		event_free(g->tick);

@@ -115,6 +115,8 @@ struct gw_conf {
 	struct engy_strv tokenizers; /* "MODEL=DIR" */
 	const char *chat_template;   /* qwen3.6 or qwen3 */
 	double reserve_margin_s;
+	int64_t lease_micro;		/* a key's lease, at least (0: off) */
+	double lease_s;			/* a lease takes new holds this long */
 	int64_t cancel_bytes_per_token; /* cancelled stream, no tokenizer */
 	double cancel_hold_s;		/* a cancelled slot, unconfirmed */
 	int64_t max_bytes_per_token;	/* content bound from max_tokens */
@@ -292,6 +294,9 @@ struct gw_req {
 	const struct gw_tok *tok; /* the model's tokenizer, or NULL */
 	int64_t reservation_id;
 	int64_t reserved_micro;
+	struct gw_lease *lease; /* the hold is in memory, on this lease */
+	bool lease_new;		/* the pool reserved one for it */
+	int64_t lease_amount, lease_expires_ms;
 	uint64_t pin; /* internal: only the worker with this
 					 * id (0: routed); an id, not a pointer:
 					 * the worker may go while it waits */
@@ -357,6 +362,21 @@ struct gw_req {
 	bool key_cached, model_cached;
 	struct engy_api_key key_rec;
 	struct gw_model_entry *model_hit;
+};
+
+/* A lease (gateway_settle.c): one store reservation of an API key that
+ * backs the in-memory holds of many of its requests (loop thread). */
+struct gw_lease {
+	struct gw_lease *next;
+	int64_t res_id, key_id;
+	int64_t amount;	    /* open in the store: committed charges taken */
+	int64_t held;	    /* holds whose charge is not committed yet */
+	unsigned n_holds;   /* their number */
+	int64_t retire_ms;  /* no new holds from then */
+	int64_t expires_ms; /* the store's reservation lapses then */
+	struct gw_lease *close_next; /* the close queue, a batch's */
+	bool dead;		     /* the store no longer has it */
+	bool closing;		     /* its close is queued or on the pool */
 };
 
 /* A model's tokenizer and chat template, for exact prompt counts. */
@@ -503,6 +523,10 @@ struct gw {
 	struct gw_req *settle_q, **settle_q_tail;
 	unsigned n_settle_q;
 	bool settling;
+	/* leases (gateway_settle.c): open ones, and those to close in the
+	 * next batch */
+	struct gw_lease *leases, *lease_closeq;
+	unsigned n_leases;
 };
 
 /* Log one event line under the role's instance name ("gateway"). */
@@ -576,6 +600,15 @@ void gw_store_reserve(struct gw_req *r, void (*done)(struct gw_req *r));
 /* gateway_settle.c: settle (or log) @r, group-committed with the others
  * that end meanwhile; @done frees it once its row is written. */
 void gw_store_settle(struct gw_req *r, void (*done)(struct gw_req *r));
+/* Hold @amount for @r on one of its key's leases, in memory: 0, or
+ * -ENOENT when none has the room and the time (then the pool reserves a
+ * new one: gw_lease_add()). */
+int gw_lease_hold(struct gw_req *r, int64_t amount);
+/* The lease the pool reserved for @r (r->lease_new), holding @r's hold. */
+void gw_lease_add(struct gw_req *r);
+/* Close the leases that hold nothing (stop, the minute timer). */
+void gw_lease_close_idle(struct gw *g);
+void gw_lease_free_all(struct gw *g);
 /* The tokenizer configured for @model, or NULL. */
 const struct gw_tok *gw_store_tok(const struct gw *g, const char *model);
 int gw_store_init(struct gw *g);

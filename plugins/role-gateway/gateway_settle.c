@@ -17,6 +17,18 @@
  * transaction that fails settles its batch one request at a time, so
  * one bad row costs only itself.  Without settle_batch() each request
  * settles in a transaction of its own.
+ *
+ * Leases (lease_micro > 0, a store with settle_batch()): one store
+ * reservation of an API key, of at least lease_micro, backs the holds of
+ * many of its requests, taken in memory on the loop without a store
+ * trip; each request's charge lowers the lease in its batch (keep = 1)
+ * and its hold counts against the lease until that batch commits, so
+ * the holds in memory never exceed what the store holds.  A lease takes
+ * new holds for lease_s and only while it outlives the request
+ * (max_request_s + reserve_margin_s), then closes (the rest back to the
+ * balance) once its holds have settled; at stop every idle lease closes
+ * before the gateway exits.  A crash leaves the leases to lapse at their
+ * expiry (release_expired), like any hold of a gateway that died.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -144,7 +156,17 @@ static void settle_fn(void *arg)
 	n_att = attempt_rows(r, &row, rows);
 	if (n_att)
 		r->attempt_rows_rc = g->st->log_append(g->sti, rows, n_att);
-	if (r->reservation_id) {
+	if (r->lease) { /* a lease stays open */
+		struct engy_settle it = { .reservation_id = r->reservation_id,
+					  .cost_micro = r->cost_micro,
+					  .row = &row,
+					  .keep = 1 };
+
+		rc = g->st->settle_batch(g->sti, &it, 1);
+		if (!rc)
+			rc = it.rc;
+		r->cost_micro = rc ? 0 : it.charged;
+	} else if (r->reservation_id) {
 		rc = g->st->settle(g->sti, r->reservation_id, r->cost_micro,
 				   &row, &charged);
 		r->cost_micro = charged;
@@ -179,10 +201,135 @@ static void settle_done(void *arg, int rc)
 	r->job_done(r);
 }
 
+/* ---- leases --------------------------------------------------------- */
+
+int gw_lease_hold(struct gw_req *r, int64_t amount)
+{
+	struct gw *g = r->g;
+	int64_t now = gw_now_ms();
+	int64_t until =
+		now +
+		(int64_t)((r->spec.max_request_s + g->c->reserve_margin_s) *
+			  1000);
+	struct gw_lease *l;
+
+	for (l = g->leases; l; l = l->next)
+		if (l->key_id == r->key_id && !l->dead && !l->closing &&
+		    !g->stopping && now < l->retire_ms &&
+		    until <= l->expires_ms && l->amount - l->held >= amount)
+			break;
+	if (!l)
+		return -ENOENT;
+	l->held += amount;
+	l->n_holds++;
+	r->lease = l;
+	r->reservation_id = l->res_id;
+	r->reserved_micro = amount;
+	return 0;
+}
+
+void gw_lease_add(struct gw_req *r)
+{
+	struct gw *g = r->g;
+	struct gw_lease *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return; /* @r settles it whole, as a hold of its own */
+	l->res_id = r->reservation_id;
+	l->key_id = r->key_id;
+	l->amount = r->lease_amount;
+	l->held = r->reserved_micro;
+	l->n_holds = 1;
+	l->retire_ms = gw_now_ms() + (int64_t)(g->c->lease_s * 1000);
+	l->expires_ms = r->lease_expires_ms;
+	l->next = g->leases;
+	g->leases = l;
+	g->n_leases++;
+	r->lease = l;
+	GW_LOG(g, ENGY_LOG_INFO,
+	       "event=lease_open reservation=%lld key=%lld micro=%lld "
+	       "expires_ms=%lld",
+	       (long long)l->res_id, (long long)l->key_id, (long long)l->amount,
+	       (long long)l->expires_ms);
+}
+
+static void settle_kick(struct gw *g);
+
+static void lease_unlink(struct gw *g, struct gw_lease *l)
+{
+	struct gw_lease **p;
+
+	for (p = &g->leases; *p; p = &(*p)->next)
+		if (*p == l) {
+			*p = l->next;
+			g->n_leases--;
+			free(l);
+			return;
+		}
+}
+
+/* @l holds nothing: gone when the store closed it, to close once
+ * retired (or stopping), else kept for the key's next requests. */
+static void lease_idle(struct gw *g, struct gw_lease *l, int64_t now)
+{
+	if (l->n_holds || l->closing)
+		return;
+	if (l->dead || l->amount <= 0) {
+		lease_unlink(g, l);
+		return;
+	}
+	if (now < l->retire_ms && !g->stopping)
+		return;
+	l->closing = true;
+	l->close_next = g->lease_closeq;
+	g->lease_closeq = l;
+}
+
+void gw_lease_close_idle(struct gw *g)
+{
+	struct gw_lease *l, *next;
+	int64_t now = gw_now_ms();
+
+	for (l = g->leases; l; l = next) {
+		next = l->next;
+		lease_idle(g, l, now);
+	}
+	settle_kick(g);
+}
+
+void gw_lease_free_all(struct gw *g)
+{
+	struct gw_lease *l;
+
+	while ((l = g->leases)) {
+		g->leases = l->next;
+		free(l);
+	}
+	g->n_leases = 0;
+	g->lease_closeq = NULL;
+}
+
+/* @r's batch is back: its hold leaves the lease, its charge too. */
+static void lease_settled(struct gw_req *r)
+{
+	struct gw_lease *l = r->lease;
+
+	r->lease = NULL;
+	l->held -= r->reserved_micro;
+	l->n_holds--;
+	if (r->job_rc)
+		l->dead = true;
+	else
+		l->amount -= r->cost_micro;
+	lease_idle(r->g, l, gw_now_ms());
+}
+
 /* ---- group commit --------------------------------------------------- */
 
 struct settle_batch {
 	struct gw *g;
+	struct gw_lease *closes; /* by close_next: leases to close */
+	size_t n_closes;
 	struct gw_req *reqs; /* by settle_next, in the order they ended */
 	size_t n_reqs;
 	struct engy_settle *items;
@@ -195,6 +342,7 @@ static void batch_fn(void *arg)
 {
 	struct settle_batch *b = arg;
 	struct gw *g = b->g;
+	struct gw_lease *l;
 	struct gw_req *r;
 	size_t k = 0, i;
 
@@ -215,9 +363,14 @@ static void batch_fn(void *arg)
 			.reservation_id = r->reservation_id,
 			.cost_micro = r->reservation_id ? r->cost_micro : 0,
 			.row = &b->rows[k + n_att],
+			.keep = r->lease != NULL,
 		};
 		k += n_att + 1;
 	}
+	/* Then the leases that close: what is left goes back. */
+	for (l = b->closes; l; l = l->close_next)
+		b->items[k++] =
+			(struct engy_settle){ .reservation_id = l->res_id };
 	b->n_items = k;
 	b->rc = g->st->settle_batch(g->sti, b->items, b->n_items);
 	if (b->rc < 0) {
@@ -243,18 +396,38 @@ static void batch_fn(void *arg)
 	}
 }
 
-static void settle_kick(struct gw *g);
-
 static void batch_done(void *arg, int rc)
 {
 	struct settle_batch *b = arg;
 	struct gw *g = b->g;
+	struct gw_lease *l, *lnext;
 	struct gw_req *r, *next;
+	size_t k = b->n_items - b->n_closes;
 
 	gw_count(g, "engy_gw_settle_batches_total", NULL);
+	for (l = b->closes; l; l = lnext, k++) {
+		lnext = l->close_next;
+		if (rc < 0 || b->items[k].rc)
+			GW_LOG(g, ENGY_LOG_WARNING,
+			       "event=lease_close_failed reservation=%lld "
+			       "error=\"%s\" effect=\"it lapses at its "
+			       "expiry\"",
+			       (long long)l->res_id,
+			       strerror(rc < 0 ? -rc : -b->items[k].rc));
+		else
+			GW_LOG(g, ENGY_LOG_INFO,
+			       "event=lease_closed reservation=%lld "
+			       "returned_micro=%lld",
+			       (long long)l->res_id, (long long)l->amount);
+		lease_unlink(g, l);
+	}
 	for (r = b->reqs; r; r = next) {
 		next = r->settle_next;
 		r->settle_next = NULL;
+		if (rc < 0 && !r->job_rc)
+			r->job_rc = rc;
+		if (r->lease)
+			lease_settled(r);
 		settle_done(r, rc);
 	}
 	free(b->items);
@@ -268,15 +441,21 @@ static void batch_done(void *arg, int rc)
 static void settle_kick(struct gw *g)
 {
 	struct settle_batch *b;
+	struct gw_lease *l;
 	struct gw_req *r, **tail;
 	size_t n_rows = 0;
 
-	if (g->settling || !g->settle_q)
+	if (g->settling || (!g->settle_q && !g->lease_closeq))
 		return;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		goto one_by_one;
 	b->g = g;
+	b->closes = g->lease_closeq;
+	g->lease_closeq = NULL;
+	for (l = b->closes; l; l = l->close_next)
+		b->n_closes++;
+	n_rows = b->n_closes;
 	b->reqs = g->settle_q;
 	tail = &b->reqs;
 	for (r = g->settle_q; r && b->n_reqs < SETTLE_BATCH_MAX;
@@ -293,7 +472,9 @@ static void settle_kick(struct gw *g)
 	b->items = calloc(n_rows, sizeof(*b->items));
 	b->rows = calloc(n_rows, sizeof(*b->rows));
 	if (!b->items || !b->rows) {
-		/* Out of memory: put them back, one by one below. */
+		/* Out of memory: put them back, one by one below (the
+		 * leases' closes wait for the next batch). */
+		g->lease_closeq = b->closes;
 		*tail = g->settle_q;
 		g->settle_q = b->reqs;
 		if (!*tail)
@@ -316,6 +497,8 @@ one_by_one:
 		r->settle_next = NULL;
 		g->n_settle_q--;
 		settle_fn(r);
+		if (r->lease)
+			lease_settled(r);
 		settle_done(r, 0);
 	}
 	g->settle_q_tail = &g->settle_q;

@@ -323,6 +323,28 @@ static int limits(struct gw *g, struct gw_req *r)
 	return 0;
 }
 
+/* A store hold's answer: 402 when the balance cannot cover @amount. */
+static void hold_result(struct gw_req *r, int rc, int64_t amount)
+{
+	if (rc == -EDQUOT) {
+		r->job_status = 402;
+		snprintf(r->err, sizeof(r->err),
+			 "insufficient credits: this "
+			 "request may cost up to $%lld.%06lld; top up the "
+			 "account",
+			 (long long)(amount / 1000000),
+			 (long long)(amount % 1000000));
+	} else if (rc < 0) {
+		r->job_status = 503;
+		snprintf(r->err, sizeof(r->err),
+			 "the account store is unavailable");
+	} else {
+		r->reserved_micro = amount;
+	}
+}
+
+static bool leasing(const struct gw *g, const struct gw_req *r);
+
 static void reserve_fn(void *arg)
 {
 	struct gw_req *r = arg;
@@ -349,8 +371,8 @@ static void reserve_fn(void *arg)
 	/* From the cache, the loop applied them already. */
 	if (!r->model_cached && limits(g, r))
 		return;
-	if (r->internal)
-		return; /* probes and bench: no money moves */
+	if (r->internal || leasing(g, r))
+		return; /* no money moves; or the hold on the loop */
 	if (r->no_worker) {
 		r->job_status = 503;
 		snprintf(r->err, sizeof(r->err),
@@ -373,21 +395,87 @@ static void reserve_fn(void *arg)
 			    1000);
 	rc = g->st->reserve(g->sti, r->account_id, r->key_id, amount, expires,
 			    &r->reservation_id);
-	if (rc == -EDQUOT) {
-		r->job_status = 402;
-		snprintf(r->err, sizeof(r->err),
-			 "insufficient credits: this "
-			 "request may cost up to $%lld.%06lld; top up the "
-			 "account",
-			 (long long)(amount / 1000000),
-			 (long long)(amount % 1000000));
-	} else if (rc < 0) {
+	hold_result(r, rc, amount);
+}
+
+/* Leases (gateway_settle.c): a key's hold from one of its leases in
+ * memory, else a new lease of at least lease_micro from the store (or,
+ * when the balance cannot cover one, a hold of its own). */
+static bool leasing(const struct gw *g, const struct gw_req *r)
+{
+	return g->c->lease_micro > 0 && g->st->settle_batch && !r->internal &&
+	       r->key_id;
+}
+
+static void lease_fn(void *arg)
+{
+	struct gw_req *r = arg;
+	struct gw *g = r->g;
+	int64_t now = gw_now_ms(), amount = r->reserved_micro;
+	int64_t life =
+		(int64_t)((r->spec.max_request_s + g->c->reserve_margin_s) *
+			  1000);
+	int64_t want = amount > g->c->lease_micro ? amount : g->c->lease_micro;
+	int rc;
+
+	r->reserved_micro = 0;
+	r->lease_expires_ms = now + (int64_t)(g->c->lease_s * 1000) + life;
+	rc = g->st->reserve(g->sti, r->account_id, r->key_id, want,
+			    r->lease_expires_ms, &r->reservation_id);
+	r->lease_new = rc == 0;
+	r->lease_amount = want;
+	if (rc == -EDQUOT && want > amount) /* a hold of its own */
+		rc = g->st->reserve(g->sti, r->account_id, r->key_id, amount,
+				    now + life, &r->reservation_id);
+	hold_result(r, rc, amount);
+}
+
+static void lease_done(void *arg, int rc)
+{
+	struct gw_req *r = arg;
+
+	if (rc < 0 && !r->job_status) {
 		r->job_status = 503;
 		snprintf(r->err, sizeof(r->err),
-			 "the account store is unavailable");
-	} else {
-		r->reserved_micro = amount;
+			 "the gateway is shutting down");
+		r->lease_new = false; /* its reservation lapses at expiry */
 	}
+	if (r->lease_new && !r->job_status)
+		gw_lease_add(r);
+	r->lease_new = false;
+	r->job_done(r);
+}
+
+/* The model is known and allowed: the hold, on the loop. */
+static void lease_step(struct gw_req *r)
+{
+	struct gw *g = r->g;
+	int64_t amount = 0;
+
+	if (r->no_worker) {
+		r->job_status = 503;
+		snprintf(r->err, sizeof(r->err),
+			 "no worker is serving this model right now; retry "
+			 "shortly");
+		r->job_done(r);
+		return;
+	}
+	if (engy_billing_reserve(&r->spec.price, r->prompt_bound,
+				 r->areq.max_tokens, &amount) < 0) {
+		r->job_status = 400;
+		snprintf(r->err, sizeof(r->err),
+			 "the request is too large to price");
+		r->job_done(r);
+		return;
+	}
+	if (amount == 0 || gw_lease_hold(r, amount) == 0) {
+		r->job_done(r); /* free, or held in memory */
+		return;
+	}
+	r->reserved_micro = amount;
+	r->state = GW_R_RESERVE;
+	if (gw_store_work(g, lease_fn, lease_done, r) < 0)
+		lease_done(r, -ECANCELED);
 }
 
 static void reserve_done(void *arg, int rc)
@@ -406,6 +494,10 @@ static void reserve_done(void *arg, int rc)
 		r->job_status = 503;
 		snprintf(r->err, sizeof(r->err),
 			 "the gateway is shutting down");
+	}
+	if (!r->job_status && leasing(g, r)) {
+		lease_step(r);
+		return;
 	}
 	r->job_done(r);
 }
@@ -437,6 +529,10 @@ void gw_store_reserve(struct gw_req *r, void (*done)(struct gw_req *r))
 		r->spec = m->m;
 		if (limits(g, r)) {
 			done(r);
+			return;
+		}
+		if (leasing(g, r)) {
+			lease_step(r);
 			return;
 		}
 		if (r->no_worker) {
@@ -474,6 +570,7 @@ static void release_done(void *arg, int rc)
 void gw_store_release_expired(struct gw *g)
 {
 	caches_trim(g);
+	gw_lease_close_idle(g);
 	gw_store_work(g, release_fn, release_done, g);
 }
 

@@ -1,0 +1,114 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Leases (lease_micro): one store reservation per API key backs the
+# holds of many of its requests in memory, each charge lowering it in a
+# group-committed batch.  Claims: a key's requests after the first hold
+# from its one lease (a single lease_open for 13 requests, 12 of them in
+# parallel); every charge and row lands, with the lease's remainder the
+# only money reserved; a balance that cannot cover a lease falls back to
+# a hold per request (3 answered, 9 refused with 402, as without
+# leases); a clean stop closes the leases, so nothing stays reserved and
+# the books balance; after a crash the lease lapses at its expiry and
+# release-expired gives it back.
+# Oracle: money computed by the script from the price card and the token
+# counts the scripted miners send (bad_miner.mjs); reservations read back
+# with engyctl admin.
+. "$top_srcdir/tests/integration/gateway_lib.sh"
+
+tiny_model
+# Output at $100 per 1M tokens (100 micro-USD a token), input free: a
+# request with max_tokens 8 holds 800 micro-USD and its 8 tokens cost 800.
+A models put spend --max-input-tokens 4096 --max-output-tokens 16 --max-request-s 1 \
+	--price-input 0 --price-output 100 >/dev/null || fail "models put spend"
+A accounts create lease >/dev/null && A topup lease 1 >/dev/null || fail "lease account"
+A accounts create race >/dev/null && A topup race 0.003 >/dev/null || fail "race account"
+LEASE=$(A keys create lease 2>/dev/null) || fail "key"
+RACE=$(A keys create race 2>/dev/null) || fail "key"
+MK=$(register 5HGjWAeFDfFCWPsjFQdVV2Msvz2XtMktvgocEZcCj68kUMaw)
+CONF="  key_max_inflight = 64
+  reserve_margin_s = 0
+  lease_micro = 100000
+  lease_s = 3600"
+gw_conf "$CONF"
+gw_start
+MARKER="lease$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')"
+peer fast slow MINER_KEY="$MK" MODEL=spend WORKER_NAME=fast MAX_INFLIGHT=64 CHUNKS=8 \
+	CHUNK_MS=20 MARKER="$MARKER"
+buyers() {  # KEY API STREAM N MAX_TOKENS
+	node "$top_srcdir/tests/integration/gateway_buyer.mjs" "$PEERS" "$BASE" "$1" "$2" spend \
+		"$3" "$4" 0 "$5" > "$T/buy.out" 2>&1 || fail "buyer: $(cat "$T/buy.out")"
+}
+field() {  # ACCOUNT NAME: the account's NAME in micro-USD
+	micro "$(A accounts show "$1" | head -1 | sed -n "s/.* $2=\([0-9.-]*\).*/\1/p")"
+}
+# books ACCOUNT RESERVED: balance = credited - spent, the log's costs add
+# up to spent, RESERVED held.
+books() {
+	res=$(field "$1" reserved)
+	bal=$(field "$1" balance)
+	[ "$res" = "$2" ] || fail "$1: reserved $res, want $2"
+	[ "$(($(field "$1" credited) - $(field "$1" spent)))" = "$bal" ] || fail "$1: balance $bal"
+	logged=$(A log tail -n 100000 --account "$1" | sed -n 's/.* cost=\([0-9.]*\).*/\1/p' |
+		awk -F. '{ s += $1 * 1000000 + $2 } END { printf "%d\n", s }')
+	[ "$logged" = "$(field "$1" spent)" ] || fail "$1: log costs $logged != spent"
+}
+
+# --- one lease for a key's requests ---------------------------------------------
+buyers "$LEASE" openai 0 1 8
+grep -q "status=200 .*completion=8 " "$T/buy.out" || fail "first: $(cat "$T/buy.out")"
+buyers "$LEASE" anthropic 1 12 8
+[ "$(grep -c "status=200 " "$T/buy.out")" = 12 ] || fail "12 parallel: $(cat "$T/buy.out")"
+wait_settled
+[ "$(grep -c "event=lease_open" "$T/gw.log")" = 1 ] ||
+	fail "leases opened: $(grep "event=lease_open" "$T/gw.log")"
+grep -q "event=lease_open .* micro=100000 " "$T/gw.log" || fail "lease size: $(grep lease_open "$T/gw.log")"
+[ "$(A log tail -n 1000 --account lease | grep -c "status=200 .* cost=0.000800")" = 13 ] ||
+	fail "rows: $(A log tail -n 1000 --account lease)"
+[ "$(field lease spent)" = 10400 ] || fail "spent $(field lease spent), want 13 x 800"
+books lease $((100000 - 10400))
+ok "13 requests (12 in parallel) held from one lease of 100000: 13 rows at 800, the lease lowered to $((100000 - 10400))"
+
+# --- no room for a lease: a hold per request --------------------------------------
+buyers "$RACE" openai 0 12 8
+n200=$(grep -c "status=200 " "$T/buy.out" || true)
+n402=$(grep -c "status=402 class=APIError" "$T/buy.out" || true)
+[ "$n200" = 3 ] && [ "$n402" = 9 ] || fail "race: $n200 answered, $n402 refused: $(cat "$T/buy.out")"
+wait_settled
+books race 0
+[ "$(field race spent)" = 2400 ] || fail "race spent $(field race spent)"
+ok "3000 micro-USD cannot cover a lease: holds per request, 3 answered, 9 got 402, nothing reserved"
+
+# --- a clean stop closes the lease -------------------------------------------------
+gw_stop
+grep -q "event=lease_closed .* returned_micro=$((100000 - 10400))" "$T/gw.log" ||
+	fail "no lease_closed: $(grep lease_ "$T/gw.log")"
+money lease
+[ "$SPENT" = 10400 ] || fail "spent $SPENT"
+ok "SIGTERM closes the lease: nothing reserved, the books balance"
+
+# --- a crash: the lease lapses at its expiry ----------------------------------------
+gw_conf "  key_max_inflight = 64
+  reserve_margin_s = 0
+  lease_micro = 100000
+  lease_s = 0.5"
+gw_start
+peer fast2 slow MINER_KEY="$MK" MODEL=spend WORKER_NAME=fast2 MAX_INFLIGHT=64 CHUNKS=8 \
+	CHUNK_MS=20 MARKER="$MARKER"
+buyers "$LEASE" openai 0 1 8
+grep -q "status=200 .*completion=8 " "$T/buy.out" || fail "after restart: $(cat "$T/buy.out")"
+wait_settled
+grep -q "event=lease_open" "$T/gw.log" || fail "no lease after the restart"
+kill -9 "$GWPID"; wait "$GWPID" 2>/dev/null || true
+[ "$(field lease spent)" = 11200 ] || fail "the settled request was lost: spent $(field lease spent)"
+books lease $((100000 - 800))
+# The lease expires lease_s + max_request_s after it opened: released then.
+i=0
+until [ "$(field lease reserved)" = 0 ]; do
+	i=$((i + 1)); [ $i -le 600 ] || fail "the lease never lapsed: $(A accounts show lease)"
+	A reservations release-expired > /dev/null || fail "release-expired"
+	sleep 0.1
+done
+money lease
+[ "$SPENT" = 11200 ] || fail "spent $SPENT"
+ok "kill -9 with a lease open: the committed charge stays, the lease lapses at its expiry and goes back"
+echo "$N_OK passed, 0 failed"
