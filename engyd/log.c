@@ -299,9 +299,15 @@ void engy_vlog(int level, const char *inst, const char *fmt, va_list ap)
 		atomic_fetch_add(&log_counts[level], 1);
 	engy_logfmt_now(line, 40);
 	n = strlen(line);
-	m = snprintf(line + n, cap - n,
-		     " level=%s inst=", engy_log_level_name(level));
-	n += (size_t)m;
+	{
+		const char *lv = engy_log_level_name(level);
+		size_t k = strlen(lv);
+
+		memcpy(line + n, " level=", 7);
+		memcpy(line + n + 7, lv, k);
+		memcpy(line + n + 7 + k, " inst=", 6);
+		n += 13 + k;
+	}
 	n += engy_logfmt_value(line + n, cap - n, inst ? inst : "engyd");
 	if (n < cap - 1) {
 		line[n++] = ' ';

@@ -119,6 +119,11 @@ static const struct engy_opt gw_opts[] = {
 	  "a lease: one reservation of at least this many micro-USD per API "
 	  "key that the key's requests hold from in memory, without a store "
 	  "trip each (0: a reservation per request)" },
+	{ "check_inline_bytes", ENGY_OPT_INT, 0, OFF(check_inline_bytes),
+	  "4096", NULL, 0, 1 << 20,
+	  "a request of a cached API key with a body up to this size is "
+	  "parsed and its prompt counted on the loop thread, without a trip "
+	  "to the worker pool (0: always on the pool)" },
 	{ "lease_s", ENGY_OPT_FLOAT, 0, OFF(lease_s), "60", NULL, 0, 0,
 	  "a lease takes new holds this long, then closes once they have "
 	  "settled" },

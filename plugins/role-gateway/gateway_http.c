@@ -217,7 +217,7 @@ static int h_request(void *arg, struct engy_http_exchange *x,
 	if (engy_api_key(hr->header(hr, "Authorization"),
 			 hr->header(hr, "x-api-key"), &key, &len, r->err,
 			 sizeof(r->err)) < 0 ||
-	    g->st->key_hash(g->sti, key, len, r->key_hash) < 0) {
+	    gw_store_key_hash(r, key, len) < 0) {
 		gw_req_error(r, 401, key ? "invalid API key" : r->err);
 		return 0;
 	}

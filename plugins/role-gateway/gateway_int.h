@@ -79,7 +79,9 @@ struct gw_req;
 struct gw_worker;
 
 #define GW_HASH_BYTES	  32
-#define GW_MAX_ATTEMPTS	  4 /* workers one request may try */
+#define GW_MAX_ATTEMPTS	  4    /* workers one request may try */
+#define GW_REQ_SERIES	  48   /* requests_total series kept at hand */
+#define GW_KHASH_SLOTS	  1024 /* key text -> stored hash, direct-mapped */
 #define GW_MAX_OBSERVERS  8
 #define GW_EXT_SLOTS	  4 /* per-worker state of modules */
 #define GW_MAX_TOKENIZERS 16
@@ -116,6 +118,7 @@ struct gw_conf {
 	const char *chat_template;   /* qwen3.6 or qwen3 */
 	double reserve_margin_s;
 	int64_t lease_micro;		/* a key's lease, at least (0: off) */
+	int64_t check_inline_bytes;	/* bodies checked on the loop */
 	double lease_s;			/* a lease takes new holds this long */
 	int64_t cancel_bytes_per_token; /* cancelled stream, no tokenizer */
 	double cancel_hold_s;		/* a cancelled slot, unconfirmed */
@@ -284,7 +287,9 @@ struct gw_req {
 	/* what the checks found */
 	int64_t key_id, account_id;
 	uint8_t key_hash[GW_HASH_BYTES];
-	bool key_counted; /* holds one of the key's inflight */
+	uint8_t key_fast[16]; /* gw_store_key_hash()'s table key */
+	bool key_fast_miss;   /* the store hashed it: remember it */
+	bool key_counted;     /* holds one of the key's inflight */
 	struct engy_model spec;
 	uint64_t prompt_bound; /* tokens: exact, or a byte bound */
 	bool prompt_exact;
@@ -527,6 +532,21 @@ struct gw {
 	 * next batch */
 	struct gw_lease *leases, *lease_closeq;
 	unsigned n_leases;
+	struct engy_metric *m_batches; /* engy_gw_settle_batches_total */
+	/* gw_store_key_hash()'s table (gateway_store.c) */
+	struct gw_khash {
+		uint8_t fast[16];
+		uint8_t hash[GW_HASH_BYTES];
+		bool used;
+	} khash[GW_KHASH_SLOTS];
+	uint8_t khash_key[32];
+	/* engy_gw_requests_total's series met so far (gateway_req.c) */
+	struct gw_req_series {
+		const char *api; /* a string constant: compared by address */
+		int status;
+		struct engy_metric *m;
+	} req_series[GW_REQ_SERIES];
+	unsigned n_req_series;
 };
 
 /* Log one event line under the role's instance name ("gateway"). */
@@ -589,6 +609,9 @@ int gw_submit(struct gw *g, const char *model, cJSON *body_take,
  * refusal in r->job_status and r->err. */
 /* The buyer checks on the pool. */
 void gw_store_check(struct gw_req *r, void (*done)(struct gw_req *r));
+/* r->key_hash for the key text @key (the store's key_hash(), memoised
+ * for keys the store knew). */
+int gw_store_key_hash(struct gw_req *r, const char *key, size_t len);
 /* Hold one of the key's inflight places; -EBUSY at key_max_inflight. */
 int gw_store_key_hold(struct gw_req *r);
 /* Give back @r's place in its key's inflight count. */

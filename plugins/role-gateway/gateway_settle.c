@@ -404,7 +404,11 @@ static void batch_done(void *arg, int rc)
 	struct gw_req *r, *next;
 	size_t k = b->n_items - b->n_closes;
 
-	gw_count(g, "engy_gw_settle_batches_total", NULL);
+	if (!g->m_batches)
+		g->h->metric(g->h, ENGY_METRIC_COUNTER,
+			     "engy_gw_settle_batches_total", "gateway events",
+			     NULL, NULL, 0, &g->m_batches);
+	gw_madd(g, g->m_batches, 1);
 	for (l = b->closes; l; l = lnext, k++) {
 		lnext = l->close_next;
 		if (rc < 0 || b->items[k].rc)

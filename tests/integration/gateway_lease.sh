@@ -9,7 +9,10 @@
 # a hold per request (3 answered, 9 refused with 402, as without
 # leases); a clean stop closes the leases, so nothing stays reserved and
 # the books balance; after a crash the lease lapses at its expiry and
-# release-expired gives it back.
+# release-expired gives it back.  The loop's shortcuts: a key whose hash
+# is memoised is still refused once revoked, a made-up key next to it
+# gets 401, and engy_gw_requests_total counts each answer under its own
+# api and status.
 # Oracle: money computed by the script from the price card and the token
 # counts the scripted miners send (bad_miner.mjs); reservations read back
 # with engyctl admin.
@@ -111,4 +114,37 @@ done
 money lease
 [ "$SPENT" = 11200 ] || fail "spent $SPENT"
 ok "kill -9 with a lease open: the committed charge stays, the lease lapses at its expiry and goes back"
+
+# --- the key-hash memo, revocation, the request counter ------------------------------
+gw_conf "  key_max_inflight = 64
+  key_cache_s = 0"
+sed -i '1a metrics_listen = "127.0.0.1:0"' "$T/gw.conf"
+gw_start
+MPORT=$(sed -n 's/.*event=metrics_listen .*port=\([0-9]*\).*/\1/p' "$T/gw.log" | head -1)
+[ -n "$MPORT" ] || fail "no metrics port: $(cat "$T/gw.log")"
+peer fast3 slow MINER_KEY="$MK" MODEL=spend WORKER_NAME=fast3 MAX_INFLIGHT=64 CHUNKS=8 \
+	CHUNK_MS=20 MARKER="$MARKER"
+A accounts create memo >/dev/null && A topup memo 1 >/dev/null || fail "memo account"
+MEMO=$(A keys create memo 2>/dev/null) || fail "key"
+buyers "$MEMO" openai 0 1 8
+grep -q "status=200 " "$T/buy.out" || fail "before revoking: $(cat "$T/buy.out")"
+buyers "$MEMO" openai 0 1 8  # its text's hash now comes from the memo
+grep -q "status=200 " "$T/buy.out" || fail "memoised: $(cat "$T/buy.out")"
+last=$(printf '%s' "$MEMO" | tail -c 1)
+[ "$last" = a ] && other=b || other=a
+buyers "$(printf '%s' "$MEMO" | sed 's/.$//')$other" openai 0 1 8
+grep -q "status=401 " "$T/buy.out" || fail "a made-up key: $(cat "$T/buy.out")"
+RID=$(A accounts show memo | sed -n 's/.*key id=\([0-9]*\) .*status=active.*/\1/p' | head -1)
+[ -n "$RID" ] || fail "memo key id: $(A accounts show memo)"
+A keys revoke "$RID" > /dev/null || fail "revoke"
+buyers "$MEMO" openai 0 1 8
+grep -q "status=401 " "$T/buy.out" || fail "revoked: $(cat "$T/buy.out")"
+wait_settled
+curl -s "http://127.0.0.1:$MPORT/metrics" > "$T/metrics"
+grep -q '^engy_gw_requests_total{api="openai",status="200"} 2$' "$T/metrics" ||
+	fail "200s: $(grep requests_total "$T/metrics")"
+grep -q '^engy_gw_requests_total{api="openai",status="401"} 2$' "$T/metrics" ||
+	fail "401s: $(grep requests_total "$T/metrics")"
+gw_stop
+ok "a memoised key is refused once revoked, a made-up key next to it gets 401; the counter has 2 x 200 and 2 x 401"
 echo "$N_OK passed, 0 failed"
