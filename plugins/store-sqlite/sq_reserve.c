@@ -8,6 +8,8 @@
  * database write lock does here.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sq.h"
@@ -24,6 +26,8 @@ static const char sql_charge[] = STORESQL_CHARGE(SQLITE);
 static const char sql_res_delete[] = "DELETE FROM reservations WHERE id = ?1";
 static const char sql_res_lower[] =
 	"UPDATE reservations SET amount_micro = amount_micro - ?2 WHERE id = ?1";
+static const char sql_res_set[] =
+	"UPDATE reservations SET amount_micro = ?2 WHERE id = ?1";
 static const char sql_expired_sum[] =
 	"SELECT COUNT(*), COALESCE(SUM(amount_micro), 0) FROM reservations"
 	" WHERE expires_ms <= ?1";
@@ -228,9 +232,161 @@ int sq_settle(void *inst, int64_t reservation_id, int64_t cost,
 	return rc;
 }
 
+/*
+ * settle_batch(): the items in order, as settle() would do them one by
+ * one, but each reservation and account is read once and written once
+ * per batch (a lease charged by many requests costs one SELECT, one
+ * UPDATE of it and of its account, and a row INSERT each): the running
+ * amounts live in these tables while the transaction is open.
+ */
+struct bres {
+	int64_t id, account_id, key_id, amount;
+	bool closed, dirty;
+};
+struct bacct {
+	int64_t id, balance, reserved, d_spent, d_reserved;
+};
+
+static struct bacct *bacct_find(struct bacct *a, size_t n, int64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (a[i].id == id)
+			return &a[i];
+	return NULL;
+}
+
+static int batch_apply(struct sq *s, struct sq_conn *c,
+		       struct engy_settle *items, size_t n, struct bres *res,
+		       struct bacct *acc)
+{
+	size_t n_res = 0, n_acc = 0, i, j;
+	sqlite3_stmt *st;
+	int rc = 0;
+
+	for (i = 0; !rc && i < n; i++) {
+		struct engy_settle *it = &items[i];
+		struct bres *r = NULL;
+		struct bacct *a;
+		int64_t take;
+
+		if (it->rc)
+			continue;
+		if (!it->reservation_id) {
+			rc = sq_log_insert(s, c, it->row);
+			continue;
+		}
+		for (j = 0; j < n_res; j++)
+			if (res[j].id == it->reservation_id)
+				r = &res[j];
+		if (!r) {
+			int64_t bal, rsv;
+
+			rc = sq_prep(s, c, sql_res_get, &st);
+			if (rc)
+				break;
+			sqlite3_bind_int64(st, 1, it->reservation_id);
+			rc = sqlite3_step(st);
+			if (rc != SQLITE_ROW) {
+				rc = rc == SQLITE_DONE
+					     ? 0
+					     : sq_err(s, c, rc, "settle_batch");
+				sqlite3_reset(st);
+				if (!rc)
+					it->rc = -ENOENT;
+				continue;
+			}
+			r = &res[n_res++];
+			*r = (struct bres){
+				.id = it->reservation_id,
+				.account_id = sqlite3_column_int64(st, 0),
+				.key_id = sqlite3_column_int64(st, 1),
+				.amount = sqlite3_column_int64(st, 2)
+			};
+			bal = sqlite3_column_int64(st, 3);
+			rsv = sqlite3_column_int64(st, 4);
+			sqlite3_reset(st);
+			rc = 0;
+			/* An account met before keeps its running sums. */
+			if (!bacct_find(acc, n_acc, r->account_id))
+				acc[n_acc++] =
+					(struct bacct){ .id = r->account_id,
+							.balance = bal,
+							.reserved = rsv };
+		}
+		if (r->closed) {
+			it->rc = -ENOENT;
+			continue;
+		}
+		a = bacct_find(acc, n_acc, r->account_id);
+		/* Never into money other holds are counting on. */
+		take = r->amount + (a->balance - a->reserved);
+		take = it->cost_micro < take ? it->cost_micro : take;
+		a->balance -= take;
+		a->d_spent += take;
+		if (it->keep && take < r->amount) {
+			r->amount -= take;
+			a->reserved -= take;
+			a->d_reserved += take;
+		} else { /* closed: the rest of it goes back */
+			a->reserved -= r->amount;
+			a->d_reserved += r->amount;
+			r->amount = 0;
+			r->closed = true;
+		}
+		r->dirty = r->dirty || take > 0 || r->closed;
+		it->charged = take;
+		if (take < it->cost_micro)
+			engy_warn(
+				s->h,
+				"event=store_charge_capped reservation=%lld cost_micro=%lld charged_micro=%lld",
+				(long long)r->id, (long long)it->cost_micro,
+				(long long)take);
+		if (it->row) {
+			struct engy_request_row row = *it->row;
+
+			row.account_id = r->account_id;
+			row.key_id = r->key_id;
+			row.cost_micro = take;
+			rc = sq_log_insert(s, c, &row);
+		}
+	}
+	/* One write per account and reservation touched. */
+	for (i = 0; !rc && i < n_acc; i++) {
+		if (!acc[i].d_spent && !acc[i].d_reserved)
+			continue;
+		rc = sq_prep(s, c, sql_charge, &st);
+		if (rc)
+			break;
+		sqlite3_bind_int64(st, 1, acc[i].id);
+		sqlite3_bind_int64(st, 2, acc[i].d_spent);
+		sqlite3_bind_int64(st, 3, acc[i].d_reserved);
+		rc = sq_exec(s, c, st, "settle_batch");
+	}
+	for (i = 0; !rc && i < n_res; i++) {
+		if (!res[i].dirty)
+			continue;
+		if (res[i].closed) {
+			rc = step_bound(s, c, sql_res_delete, res[i].id,
+					"settle_batch");
+			continue;
+		}
+		rc = sq_prep(s, c, sql_res_set, &st);
+		if (rc)
+			break;
+		sqlite3_bind_int64(st, 1, res[i].id);
+		sqlite3_bind_int64(st, 2, res[i].amount);
+		rc = sq_exec(s, c, st, "settle_batch");
+	}
+	return rc;
+}
+
 int sq_settle_batch(void *inst, struct engy_settle *items, size_t n)
 {
 	struct sq *s = inst;
+	struct bres *res = NULL;
+	struct bacct *acc = NULL;
 	struct sq_conn *c;
 	size_t i;
 	int rc;
@@ -244,28 +400,28 @@ int sq_settle_batch(void *inst, struct engy_settle *items, size_t n)
 	}
 	if (!n)
 		return 0;
+	res = calloc(n, sizeof(*res));
+	acc = calloc(n, sizeof(*acc));
+	if (!res || !acc) {
+		free(res);
+		free(acc);
+		return -ENOMEM;
+	}
 	rc = sq_acquire(s, &c);
 	if (rc)
-		return rc;
+		goto out_free;
 	rc = sq_begin(s, c);
 	if (rc)
 		goto out;
-	for (i = 0; !rc && i < n; i++) {
-		struct engy_settle *it = &items[i];
-
-		if (it->rc)
-			continue;
-		rc = settle_one(s, c, it->reservation_id, it->cost_micro,
-				it->keep, it->row, &it->charged);
-		if (rc == -ENOENT) {
-			it->rc = -ENOENT;
-			it->charged = 0;
-			rc = 0;
-		}
-	}
-	rc = sq_end(s, c, rc);
+	rc = sq_end(s, c, batch_apply(s, c, items, n, res, acc));
 out:
 	sq_release(s, c);
+out_free:
+	if (rc) /* rolled back: nothing was charged */
+		for (i = 0; i < n; i++)
+			items[i].charged = 0;
+	free(res);
+	free(acc);
 	return rc;
 }
 
