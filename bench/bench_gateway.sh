@@ -27,7 +27,10 @@
 # committing request), BENCH_TASKSET (e.g. "taskset -c 0,1": engyd and the
 # peers), BENCH_STORE (sqlite, or postgres: a throwaway PostgreSQL server,
 # see below), BENCH_NGINX / BENCH_LITELLM / BENCH_INSTR (0 skips that
-# part), BENCH_INSTR_N1 / BENCH_INSTR_N2 (200 / 1200 requests).
+# part), BENCH_INSTR_N1 / BENCH_INSTR_N2 (200 / 1200 requests),
+# BENCH_INSTR_CONNS (64: the loaded count, after the sequential one),
+# BENCH_LEASE (1000000: the gateway's lease_micro, its holds in memory;
+# 0: a store reservation per request).
 # The store lives under TMPDIR: on a disk its commits and WAL checkpoints
 # (fsync) make most of the tail; on tmpfs what is left is the gateway's own.
 set -eu
@@ -101,7 +104,10 @@ log_file = "$T/$2.log"
 log_level = "${BENCH_LOG_LEVEL:-info}"
 metrics_listen = "127.0.0.1:$MPORT"
 shutdown_timeout = 5
-gateway { key_max_inflight = 0 }
+gateway {
+  key_max_inflight = 0
+  lease_micro = ${BENCH_LEASE:-1000000}
+}
 plugin "transport-http" { listen = { "127.0.0.1:$HPORT" } }
 plugin "transport-ws" { listen = "127.0.0.1:$WPORT" }
 plugin "$STORE_NAME" {
@@ -372,9 +378,10 @@ cg_self() {
 	END { for (k in O) print "O", O[k], k; for (k in F) print "F", F[k], k
 	      print "T", t, "all" }' "$1"
 }
-# $1 = N: engyd and (when there) nginx under callgrind, N requests each.
+# $1 = N, $2 = connections: engyd and (when there) nginx under callgrind,
+# N requests each (files $T/cg/WHO.$2.$1).
 cg_run() {
-	CG="valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=$T/cg/engyd.$1"
+	CG="valgrind --tool=callgrind --dump-instr=no --callgrind-out-file=$T/cg/engyd.$2.$1"
 	k=0
 	until start $IBASE cg "$CG" 6000; do
 		# another port set: a port taken since the first choice
@@ -392,7 +399,7 @@ cg_run() {
 	if [ -n "$NGINX" ] && [ -z "$NGINX_WHY" ]; then
 		nginx_conf nginx-cg $INPORT off 1
 		${BENCH_TASKSET:-} valgrind --tool=callgrind --dump-instr=no \
-			--callgrind-out-file="$T/cg/nginx.$1" "$NGINX" -p "$T/nginx-cg/" \
+			--callgrind-out-file="$T/cg/nginx.$2.$1" "$NGINX" -p "$T/nginx-cg/" \
 			-c "$T/nginx-cg/nginx.conf" -e "$T/nginx-cg/error.log" > "$T/nginx-cg/stdout" 2>&1 &
 		CG_NG=$!
 		PIDS="$PIDS $CG_NG"
@@ -404,47 +411,53 @@ cg_run() {
 		fi
 	fi
 	r=0
-	TMPDIR="$T" BENCH_INSTR=$1 BENCH_DIRECT_PORT=$DPORT BENCH_PEERS="$CG_PEERS" \
+	TMPDIR="$T" BENCH_INSTR=$1 BENCH_INSTR_CONNS=$2 BENCH_DIRECT_PORT=$DPORT \
+		BENCH_PEERS="$CG_PEERS" \
 		"$top_builddir/bench/bench_gateway_load" "$IBASE" \
 		"ws://127.0.0.1:$((IBASE + 1))/gw" "$MK" "$KEY" bench-model || r=$?
 	stop_pid $CG_GW
 	[ -z "$CG_NG" ] || stop_pid $CG_NG
 	[ $r = 0 ] || { INSTR_WHY="the load program failed under callgrind (exit $r)"; return 1; }
-	[ -s "$T/cg/engyd.$1" ] || { INSTR_WHY="callgrind wrote no output for engyd"; return 1; }
+	[ -s "$T/cg/engyd.$2.$1" ] || { INSTR_WHY="callgrind wrote no output for engyd"; return 1; }
 }
 NG_CG_WHY=""
 if [ -z "$INSTR_WHY" ]; then
 	mkdir -p "$T/cg"
-	t0=$(date +%s)
-	if cg_run $N1 && cg_run $N2; then
-		say "instructions per request (callgrind, (Ir($N2) - Ir($N1)) / $((N2 - N1)), sequential plain requests after a warm-up; $(($(date +%s) - t0)) s):"
-		for who in engyd nginx; do
-			[ -s "$T/cg/$who.$N1" ] && [ -s "$T/cg/$who.$N2" ] || continue
-			cg_self "$T/cg/$who.$N1" | sed 's/^/a /' > "$T/cg/$who.self"
-			cg_self "$T/cg/$who.$N2" | sed 's/^/b /' >> "$T/cg/$who.self"
-			awk -v dn=$((N2 - N1)) -v who=$who -v out="$T/cg/$who.ir" '
-				{ name = $4; for (i = 5; i <= NF; i++) name = name " " $i
-				  key = $2 SUBSEP name
-				  if ($1 == "a") d[key] -= $3; else d[key] += $3
-				  kind[key] = $2; nm[key] = name }
-				END {
-				  for (k in d) if (kind[k] == "T") tot = d[k] / dn
-				  printf "%s %.0f\n", who, tot > out
-				  printf "  %-6s %9.0f instructions per request\n", who, tot
-				  if (tot <= 0) exit
-				  for (pass = 1; pass <= 2; pass++) {
-				    want = pass == 1 ? "O" : "F"; n = 0
-				    for (k in d) if (kind[k] == want && d[k] / dn >= 0.5) { n++; ks[n] = k; vs[n] = d[k] / dn }
-				    for (i = 2; i <= n; i++) for (j = i; j > 1 && vs[j] > vs[j - 1]; j--) {
-				      t = vs[j]; vs[j] = vs[j - 1]; vs[j - 1] = t; t = ks[j]; ks[j] = ks[j - 1]; ks[j - 1] = t }
-				    lim = who == "engyd" ? 8 : 3
-				    printf "    by %s (self):", pass == 1 ? "object" : "function"
-				    for (i = 1; i <= n && i <= lim; i++)
-				      printf "%s %s %.0f (%.1f %%)", (i > 1 ? "," : ""), nm[ks[i]], vs[i], 100 * vs[i] / tot
-				    printf "\n"; delete ks; delete vs }
-				}' "$T/cg/$who.self"
-		done
-	fi
+	for CC in 1 ${BENCH_INSTR_CONNS:-64}; do
+		[ -z "$INSTR_WHY" ] || break
+		t0=$(date +%s)
+		if cg_run $N1 $CC && cg_run $N2 $CC; then
+			[ $CC = 1 ] && how="sequential plain requests" ||
+				how="plain requests over $CC connections (a loaded gateway: settlements group-committed)"
+			say "instructions per request (callgrind, (Ir($N2) - Ir($N1)) / $((N2 - N1)), $how after a warm-up; $(($(date +%s) - t0)) s):"
+			for who in engyd nginx; do
+				[ -s "$T/cg/$who.$CC.$N1" ] && [ -s "$T/cg/$who.$CC.$N2" ] || continue
+				cg_self "$T/cg/$who.$CC.$N1" | sed 's/^/a /' > "$T/cg/$who.self"
+				cg_self "$T/cg/$who.$CC.$N2" | sed 's/^/b /' >> "$T/cg/$who.self"
+				awk -v dn=$((N2 - N1)) -v who=$who -v out="$T/cg/$who.$CC.ir" '
+					{ name = $4; for (i = 5; i <= NF; i++) name = name " " $i
+					  key = $2 SUBSEP name
+					  if ($1 == "a") d[key] -= $3; else d[key] += $3
+					  kind[key] = $2; nm[key] = name }
+					END {
+					  for (k in d) if (kind[k] == "T") tot = d[k] / dn
+					  printf "%s %.0f\n", who, tot > out
+					  printf "  %-6s %9.0f instructions per request\n", who, tot
+					  if (tot <= 0) exit
+					  for (pass = 1; pass <= 2; pass++) {
+					    want = pass == 1 ? "O" : "F"; n = 0
+					    for (k in d) if (kind[k] == want && d[k] / dn >= 0.5) { n++; ks[n] = k; vs[n] = d[k] / dn }
+					    for (i = 2; i <= n; i++) for (j = i; j > 1 && vs[j] > vs[j - 1]; j--) {
+					      t = vs[j]; vs[j] = vs[j - 1]; vs[j - 1] = t; t = ks[j]; ks[j] = ks[j - 1]; ks[j - 1] = t }
+					    lim = who == "engyd" ? 8 : 3
+					    printf "    by %s (self):", pass == 1 ? "object" : "function"
+					    for (i = 1; i <= n && i <= lim; i++)
+					      printf "%s %s %.0f (%.1f %%)", (i > 1 ? "," : ""), nm[ks[i]], vs[i], 100 * vs[i] / tot
+					    printf "\n"; delete ks; delete vs }
+					}' "$T/cg/$who.self"
+			done
+		fi
+	done
 fi
 [ -z "$INSTR_WHY" ] || say "instructions per request: skipped: $INSTR_WHY"
 [ -z "$NG_CG_WHY" ] || say "instructions per request: nginx skipped: $NG_CG_WHY"
@@ -452,16 +465,19 @@ fi
 # ---- the ratios ----------------------------------------------------------------
 say "ratios (engy against the goals and the peers of this run):"
 [ ! -f "$T/summary" ] || cat "$T/summary"
-if [ -f "$T/cg/engyd.ir" ]; then
-	EIR=$(awk '{ print $2 }' "$T/cg/engyd.ir")
-	if [ -f "$T/cg/nginx.ir" ]; then
-		NIR=$(awk '{ print $2 }' "$T/cg/nginx.ir")
-		awk -v e="$EIR" -v n="$NIR" 'BEGIN { printf "  engy instructions per request: %.0f (goal <= 100,000), nginx %.0f, engy/nginx %.1f\n", e, n, (n > 0 ? e / n : 0) }'
+for CC in 1 ${BENCH_INSTR_CONNS:-64}; do
+	[ $CC = 1 ] && how="sequential" || how="$CC connections"
+	if [ -f "$T/cg/engyd.$CC.ir" ]; then
+		EIR=$(awk '{ print $2 }' "$T/cg/engyd.$CC.ir")
+		if [ -f "$T/cg/nginx.$CC.ir" ]; then
+			NIR=$(awk '{ print $2 }' "$T/cg/nginx.$CC.ir")
+			awk -v e="$EIR" -v n="$NIR" -v h="$how" 'BEGIN { printf "  engy instructions per request (%s): %.0f (goal <= 100,000), nginx %.0f, engy/nginx %.1f\n", h, e, n, (n > 0 ? e / n : 0) }'
+		else
+			awk -v e="$EIR" -v h="$how" 'BEGIN { printf "  engy instructions per request (%s): %.0f (goal <= 100,000), nginx not measured\n", h, e }'
+		fi
 	else
-		awk -v e="$EIR" 'BEGIN { printf "  engy instructions per request: %.0f (goal <= 100,000), nginx not measured\n", e }'
+		echo "  engy instructions per request ($how): not measured (see above)"
 	fi
-else
-	echo "  engy instructions per request: not measured (see above)"
-fi
+done
 [ -n "$NGINX_WHY" ] && echo "  engy req/s / nginx req/s: not measured (nginx: $NGINX_WHY)" || true
 [ -n "$LL_WHY" ] && echo "  engy req/s / litellm req/s: not measured (litellm: $LL_WHY)" || true

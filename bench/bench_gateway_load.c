@@ -27,8 +27,9 @@
  * BENCH_INSTR=N: the instruction count mode, for runs under callgrind
  * (bench_gateway.sh runs it twice, N1 and N2, and divides the difference
  * of the totals by N2 - N1): after the capture and BENCH_INSTR_WARM (50)
- * plain requests to each, N sequential plain requests to the gateway and
- * to each peer, nothing printed.
+ * plain requests to each, N plain requests to the gateway and to each
+ * peer over BENCH_INSTR_CONNS connections (1: sequential), nothing
+ * printed.
  *
  * usage: bench_gateway_load HTTP_PORT WS_URL MINER_KEY API_KEY MODEL
  * environment: BENCH_LEGS (4), BENCH_SEQ (3000; sequential runs also stop
@@ -37,7 +38,7 @@
  *              any), BENCH_PEERS ("NAME:PORT[:BEARER] ...": the bearer
  *              replaces the API key in that peer's requests),
  *              BENCH_SUMMARY (a file the ratio lines go to, else stdout),
- *              BENCH_INSTR, BENCH_INSTR_WARM
+ *              BENCH_INSTR, BENCH_INSTR_WARM, BENCH_INSTR_CONNS
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -658,13 +659,14 @@ static int instr_mode(int n)
 	struct result r;
 	unsigned long errors = 0;
 	int i, warm = env_int("BENCH_INSTR_WARM", 50), pass;
+	int conns = env_int("BENCH_INSTR_CONNS", 1);
 
 	for (pass = 0; pass < 2; pass++)
 		for (i = 0; i < n_tg; i++) {
 			if (i == 1)
 				continue; /* the direct endpoint */
-			measure(&tg[i], 0, 1, (unsigned long)(pass ? n : warm),
-				0, &r);
+			measure(&tg[i], 0, pass ? conns : 1,
+				(unsigned long)(pass ? n : warm), 0, &r);
 			if (r.failed) {
 				fprintf(stderr, "bench_gateway_load: %s: %s\n",
 					tg[i].name, r.failed);
