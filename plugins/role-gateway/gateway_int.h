@@ -81,6 +81,8 @@ struct gw_worker;
 #define GW_HASH_BYTES	  32
 #define GW_MAX_ATTEMPTS	  4    /* workers one request may try */
 #define GW_REQ_SERIES	  48   /* requests_total series kept at hand */
+#define GW_LEASE_BUCKETS  64   /* open leases by key id */
+#define GW_KEY_LEASES	  4    /* open leases per API key, at most */
 #define GW_KHASH_SLOTS	  1024 /* key text -> stored hash, direct-mapped */
 #define GW_MAX_OBSERVERS  8
 #define GW_EXT_SLOTS	  4 /* per-worker state of modules */
@@ -301,6 +303,7 @@ struct gw_req {
 	int64_t reserved_micro;
 	struct gw_lease *lease; /* the hold is in memory, on this lease */
 	bool lease_new;		/* the pool reserved one for it */
+	bool lease_plain;	/* its key has GW_KEY_LEASES open */
 	int64_t lease_amount, lease_expires_ms;
 	uint64_t pin; /* internal: only the worker with this
 					 * id (0: routed); an id, not a pointer:
@@ -530,7 +533,7 @@ struct gw {
 	bool settling;
 	/* leases (gateway_settle.c): open ones, and those to close in the
 	 * next batch */
-	struct gw_lease *leases, *lease_closeq;
+	struct gw_lease *leases[GW_LEASE_BUCKETS], *lease_closeq;
 	unsigned n_leases;
 	struct engy_metric *m_batches; /* engy_gw_settle_batches_total */
 	/* gw_store_key_hash()'s table (gateway_store.c) */
@@ -627,6 +630,8 @@ void gw_store_settle(struct gw_req *r, void (*done)(struct gw_req *r));
  * -ENOENT when none has the room and the time (then the pool reserves a
  * new one: gw_lease_add()). */
 int gw_lease_hold(struct gw_req *r, int64_t amount);
+/* Whether @key_id may open another lease (GW_KEY_LEASES). */
+bool gw_lease_room(struct gw *g, int64_t key_id);
 /* The lease the pool reserved for @r (r->lease_new), holding @r's hold. */
 void gw_lease_add(struct gw_req *r);
 /* Close the leases that hold nothing (stop, the minute timer). */

@@ -213,7 +213,8 @@ int gw_lease_hold(struct gw_req *r, int64_t amount)
 			  1000);
 	struct gw_lease *l;
 
-	for (l = g->leases; l; l = l->next)
+	for (l = g->leases[(uint64_t)r->key_id % GW_LEASE_BUCKETS]; l;
+	     l = l->next)
 		if (l->key_id == r->key_id && !l->dead && !l->closing &&
 		    !g->stopping && now < l->retire_ms &&
 		    until <= l->expires_ms && l->amount - l->held >= amount)
@@ -228,13 +229,25 @@ int gw_lease_hold(struct gw_req *r, int64_t amount)
 	return 0;
 }
 
+bool gw_lease_room(struct gw *g, int64_t key_id)
+{
+	struct gw_lease *l;
+	unsigned n = 0;
+
+	for (l = g->leases[(uint64_t)key_id % GW_LEASE_BUCKETS]; l; l = l->next)
+		n += l->key_id == key_id;
+	return n < GW_KEY_LEASES;
+}
+
 void gw_lease_add(struct gw_req *r)
 {
 	struct gw *g = r->g;
-	struct gw_lease *l = calloc(1, sizeof(*l));
+	struct gw_lease *l;
 
-	if (!l)
-		return; /* @r settles it whole, as a hold of its own */
+	/* Over the key's leases (several were reserved at once), or out of
+	 * memory: @r settles it whole, as a hold of its own. */
+	if (!gw_lease_room(g, r->key_id) || !(l = calloc(1, sizeof(*l))))
+		return;
 	l->res_id = r->reservation_id;
 	l->key_id = r->key_id;
 	l->amount = r->lease_amount;
@@ -242,8 +255,8 @@ void gw_lease_add(struct gw_req *r)
 	l->n_holds = 1;
 	l->retire_ms = gw_now_ms() + (int64_t)(g->c->lease_s * 1000);
 	l->expires_ms = r->lease_expires_ms;
-	l->next = g->leases;
-	g->leases = l;
+	l->next = g->leases[(uint64_t)l->key_id % GW_LEASE_BUCKETS];
+	g->leases[(uint64_t)l->key_id % GW_LEASE_BUCKETS] = l;
 	g->n_leases++;
 	r->lease = l;
 	GW_LOG(g, ENGY_LOG_INFO,
@@ -259,7 +272,8 @@ static void lease_unlink(struct gw *g, struct gw_lease *l)
 {
 	struct gw_lease **p;
 
-	for (p = &g->leases; *p; p = &(*p)->next)
+	for (p = &g->leases[(uint64_t)l->key_id % GW_LEASE_BUCKETS]; *p;
+	     p = &(*p)->next)
 		if (*p == l) {
 			*p = l->next;
 			g->n_leases--;
@@ -289,22 +303,26 @@ void gw_lease_close_idle(struct gw *g)
 {
 	struct gw_lease *l, *next;
 	int64_t now = gw_now_ms();
+	size_t b;
 
-	for (l = g->leases; l; l = next) {
-		next = l->next;
-		lease_idle(g, l, now);
-	}
+	for (b = 0; b < GW_LEASE_BUCKETS; b++)
+		for (l = g->leases[b]; l; l = next) {
+			next = l->next;
+			lease_idle(g, l, now);
+		}
 	settle_kick(g);
 }
 
 void gw_lease_free_all(struct gw *g)
 {
 	struct gw_lease *l;
+	size_t b;
 
-	while ((l = g->leases)) {
-		g->leases = l->next;
-		free(l);
-	}
+	for (b = 0; b < GW_LEASE_BUCKETS; b++)
+		while ((l = g->leases[b])) {
+			g->leases[b] = l->next;
+			free(l);
+		}
 	g->n_leases = 0;
 	g->lease_closeq = NULL;
 }

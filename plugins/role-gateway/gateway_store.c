@@ -246,9 +246,9 @@ static void count_prompt(struct gw_req *r)
 	free(prompt);
 }
 
-static void check_fn(void *arg)
+/* The key's record and the body parsed: false when refused. */
+static bool check_parse(struct gw_req *r)
 {
-	struct gw_req *r = arg;
 	struct gw *g = r->g;
 	struct engy_api_limits lim = {
 		.max_body_bytes = (size_t)g->c->max_body_bytes,
@@ -265,7 +265,7 @@ static void check_fn(void *arg)
 			r->job_status = 503;
 			snprintf(r->err, sizeof(r->err),
 				 "the key store is unavailable");
-			return;
+			return false;
 		}
 	}
 	if (!r->key_rec.id || r->key_rec.status != ENGY_KEY_ACTIVE) {
@@ -273,7 +273,7 @@ static void check_fn(void *arg)
 		snprintf(r->err, sizeof(r->err), "%s",
 			 r->key_rec.id ? "this API key has been revoked"
 				       : "invalid API key");
-		return;
+		return false;
 	}
 	if (r->route == ENGY_ROUTE_RESPONSES)
 		rc = engy_resp_parse((const char *)r->body, r->body_len, &lim,
@@ -292,10 +292,23 @@ static void check_fn(void *arg)
 	r->body = NULL;
 	if (rc < 0) {
 		r->job_status = engy_api_status(rc);
-		return;
+		return false;
 	}
 	r->tok = gw_store_tok(g, r->areq.model);
-	count_prompt(r);
+	return true;
+}
+
+static void check_fn(void *arg)
+{
+	struct gw_req *r = arg;
+
+	if (check_parse(r))
+		count_prompt(r);
+}
+
+static void count_fn(void *arg)
+{
+	count_prompt(arg);
 }
 
 static void check_done(void *arg, int rc)
@@ -335,10 +348,21 @@ void gw_store_check(struct gw_req *r, void (*done)(struct gw_req *r))
 	r->state = GW_R_CHECK;
 	r->job_done = done;
 	/* A known key and a small body: parsed and counted here, on the
-	 * loop (tens of microseconds), instead of two thread hand-offs. */
+	 * loop (tens of microseconds), instead of two thread hand-offs;
+	 * with the model's tokenizer only the parse. */
 	if (r->key_cached && r->body_len <= (size_t)g->c->check_inline_bytes) {
-		check_fn(r);
-		check_done(r, 0);
+		if (!check_parse(r)) {
+			check_done(r, 0);
+			return;
+		}
+		/* A model's tokenizer may take a few milliseconds on a
+		 * hostile 4 KiB: that count stays off the loop. */
+		if (!r->tok) {
+			count_prompt(r);
+			check_done(r, 0);
+		} else if (gw_store_work(g, count_fn, check_done, r) < 0) {
+			check_done(r, -ECANCELED);
+		}
 		return;
 	}
 	if (gw_store_work(g, check_fn, check_done, r) < 0)
@@ -474,11 +498,14 @@ static void lease_fn(void *arg)
 	int64_t want = amount > g->c->lease_micro ? amount : g->c->lease_micro;
 	int rc;
 
+	if (r->lease_plain)
+		want = amount; /* the key has its leases: a hold of its own */
 	r->reserved_micro = 0;
 	r->lease_expires_ms = now + (int64_t)(g->c->lease_s * 1000) + life;
 	rc = g->st->reserve(g->sti, r->account_id, r->key_id, want,
-			    r->lease_expires_ms, &r->reservation_id);
-	r->lease_new = rc == 0;
+			    r->lease_plain ? now + life : r->lease_expires_ms,
+			    &r->reservation_id);
+	r->lease_new = rc == 0 && !r->lease_plain;
 	r->lease_amount = want;
 	if (rc == -EDQUOT && want > amount) /* a hold of its own */
 		rc = g->st->reserve(g->sti, r->account_id, r->key_id, amount,
@@ -529,6 +556,9 @@ static void lease_step(struct gw_req *r)
 		return;
 	}
 	r->reserved_micro = amount;
+	/* A key holding GW_KEY_LEASES (requests each above what they have
+	 * left) gets holds of their own, not one lease more each. */
+	r->lease_plain = !gw_lease_room(g, r->key_id);
 	r->state = GW_R_RESERVE;
 	if (gw_store_work(g, lease_fn, lease_done, r) < 0)
 		lease_done(r, -ECANCELED);

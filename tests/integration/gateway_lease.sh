@@ -7,7 +7,7 @@
 # parallel); every charge and row lands, with the lease's remainder the
 # only money reserved; a balance that cannot cover a lease falls back to
 # a hold per request (3 answered, 9 refused with 402, as without
-# leases); a clean stop closes the leases, so nothing stays reserved and
+# leases); a key opens at most 4 leases; a clean stop closes the leases, so nothing stays reserved and
 # the books balance; after a crash the lease lapses at its expiry and
 # release-expired gives it back.  The loop's shortcuts: a key whose hash
 # is memoised is still refused once revoked, a made-up key next to it
@@ -114,6 +114,25 @@ done
 money lease
 [ "$SPENT" = 11200 ] || fail "spent $SPENT"
 ok "kill -9 with a lease open: the committed charge stays, the lease lapses at its expiry and goes back"
+
+# --- a key's leases are bounded ---------------------------------------------------------
+# Leases of 1000 for holds of 800: every request that finds none with room
+# would open one more; past 4 a key's requests hold on their own.
+gw_conf "  key_max_inflight = 64
+  lease_micro = 1000"
+gw_start
+peer fast4 slow MINER_KEY="$MK" MODEL=spend WORKER_NAME=fast4 MAX_INFLIGHT=64 CHUNKS=8 \
+	CHUNK_MS=20 MARKER="$MARKER"
+before=$(field lease spent)
+buyers "$LEASE" openai 0 16 8
+[ "$(grep -c "status=200 " "$T/buy.out")" = 16 ] || fail "16 parallel: $(cat "$T/buy.out")"
+wait_settled
+n=$(grep -c "event=lease_open" "$T/gw.log" || true)
+[ "$n" -ge 1 ] && [ "$n" -le 4 ] || fail "$n leases for one key: $(grep lease_open "$T/gw.log")"
+[ "$(($(field lease spent) - before))" = $((16 * 800)) ] || fail "spent $(($(field lease spent) - before))"
+gw_stop
+money lease
+ok "16 parallel requests each needing a new lease: $n leases (at most 4), the rest on holds of their own, the books balance"
 
 # --- the key-hash memo, revocation, the request counter ------------------------------
 gw_conf "  key_max_inflight = 64
