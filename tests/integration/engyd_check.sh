@@ -8,7 +8,7 @@
 make_plugin_dir "$T/plug"
 TEST_PLUGINS="$T/plug"
 
-expect_ok "--version" "plugin ABI 1.4" "$ENGYD" --version
+expect_ok "--version" "plugin ABI 1.5" "$ENGYD" --version
 expect_ok "--help" "engyd -t -c FILE" "$ENGYD" --help
 expect_fail "no arguments is a usage error" "usage:" "$ENGYD"
 
@@ -104,8 +104,8 @@ case "$out" in *"must be in 0..1"*) ok "and the plugin says why";; *) fail "plug
 
 # Every broken plugin is refused with its own reason.
 for pair in "bad-magic|bad magic 0xdeadbeef" \
-            "bad-major|built for plugin ABI 2.4" \
-            "newer-minor|built for plugin ABI 1.5, newer than this engyd's 1.4: upgrade engyd" \
+            "bad-major|built for plugin ABI 2.5" \
+            "newer-minor|built for plugin ABI 1.6, newer than this engyd's 1.5: upgrade engyd" \
             "short-size|descriptor of 24 bytes" \
             "bad-kind|unknown kind 99" \
             "missing-op|missing required proof op 'verify'" \

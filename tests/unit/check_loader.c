@@ -39,14 +39,14 @@ END_TEST
 
 START_TEST(test_bad_major)
 {
-	refused("bad-major", "built for plugin ABI 2.4");
+	refused("bad-major", "built for plugin ABI 2.5");
 	ck_assert_ptr_nonnull(strstr(err, "rebuild the plugin"));
 }
 END_TEST
 
 START_TEST(test_newer_minor)
 {
-	refused("newer-minor", "newer than this engyd's 1.4");
+	refused("newer-minor", "newer than this engyd's 1.5");
 }
 END_TEST
 

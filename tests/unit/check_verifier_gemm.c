@@ -203,7 +203,7 @@ START_TEST(plugin)
 	plug = dlsym(dl, ENGY_PLUGIN_SYMBOL);
 	ck_assert_ptr_nonnull(plug);
 	ck_assert_uint_eq(plug->kind, ENGY_KIND_PROOF);
-	ck_assert_uint_eq(plug->abi_minor, 4);
+	ck_assert_uint_eq(plug->abi_minor, 5);
 	ops = plug->ops;
 	ck_assert_str_eq(ops->scheme, "gemm");
 	ck_assert_ptr_null(ops->prove);
