@@ -133,6 +133,17 @@ const char *engy_store_row_bad(const struct engy_request_row *r)
 	return NULL;
 }
 
+const char *engy_store_settle_bad(int64_t reservation_id, int64_t cost_micro,
+				  const struct engy_request_row *row)
+{
+	if (cost_micro < 0 || cost_micro > ENGY_STORE_MONEY_MAX ||
+	    (!reservation_id && cost_micro))
+		return "cost_micro";
+	if (!reservation_id && !row)
+		return "row";
+	return row ? engy_store_row_bad(row) : NULL;
+}
+
 const char *engy_store_verdict_bad(const struct engy_verdict *v)
 {
 	if (!v)

@@ -29,6 +29,11 @@ const char *engy_store_model_bad(const struct engy_model *m);
 const char *engy_store_root_bad(const struct engy_model_root *r);
 const char *engy_store_miner_bad(const struct engy_miner *m);
 const char *engy_store_row_bad(const struct engy_request_row *r);
+/* One settlement (settle(), an item of settle_batch()): a cost in
+ * 0..ENGY_STORE_MONEY_MAX, an acceptable row when there is one, and an
+ * item without a reservation is a row at cost 0. */
+const char *engy_store_settle_bad(int64_t reservation_id, int64_t cost_micro,
+				  const struct engy_request_row *row);
 const char *engy_store_verdict_bad(const struct engy_verdict *v);
 const char *engy_store_epoch_bad(const struct engy_epoch_rec *e,
 				 const char *payload, const char *aggregates);

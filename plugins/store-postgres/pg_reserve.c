@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "pg.h"
+#include "storecheck.h"
 #include "storesql.h"
 
 static const char sql_hold[] = STORESQL_HOLD(POSTGRES);
@@ -193,14 +194,9 @@ static int settle_one(struct pg *s, struct pg_conn *c, int64_t id, int64_t cost,
 static int settle_check(struct pg *s, int64_t id, int64_t cost,
 			const struct engy_request_row *row)
 {
-	if (cost < 0 || cost > ENGY_STORE_MONEY_MAX ||
-	    (!id && (!row || cost))) {
-		engy_warn(s->h,
-			  "event=store_bad_input op=settle cost_micro=%lld",
-			  (long long)cost);
-		return -EINVAL;
-	}
-	return row ? pg_log_check(s, row) : 0;
+	const char *bad = engy_store_settle_bad(id, cost, row);
+
+	return bad ? pg_bad(s, "settle", bad) : 0;
 }
 
 struct settle_args {

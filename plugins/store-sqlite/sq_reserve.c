@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "sq.h"
+#include "storecheck.h"
 #include "storesql.h"
 
 static const char sql_hold[] = STORESQL_HOLD(SQLITE);
@@ -116,17 +117,12 @@ out:
 }
 
 /* Validate one settlement (nothing touched on failure). */
-static int settle_check(struct sq *s, int64_t reservation_id, int64_t cost,
+static int settle_check(struct sq *s, int64_t id, int64_t cost,
 			const struct engy_request_row *row)
 {
-	if (cost < 0 || cost > ENGY_STORE_MONEY_MAX ||
-	    (!reservation_id && (!row || cost))) {
-		engy_warn(s->h,
-			  "event=store_bad_input op=settle cost_micro=%lld",
-			  (long long)cost);
-		return -EINVAL;
-	}
-	return row ? sq_log_check(s, row) : 0;
+	const char *bad = engy_store_settle_bad(id, cost, row);
+
+	return bad ? sq_bad(s, "settle", bad) : 0;
 }
 
 /*
