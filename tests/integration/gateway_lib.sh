@@ -173,7 +173,7 @@ wait_settled() {
 		d=$(grep -c "event=request_done" "$T/gw.log" || true)
 		s=$(grep -c "event=request_settled" "$T/gw.log" || true)
 		[ "$d" = "$s" ] && break
-		i=$((i + 1)); [ $i -le 200 ] || fail "requests not settled: done=$d settled=$s"
+		i=$((i + 1)); [ $i -le 1200 ] || fail "requests not settled: done=$d settled=$s"
 		sleep 0.05
 	done
 }
