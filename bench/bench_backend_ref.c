@@ -6,11 +6,25 @@
  * in the same run (the same engine with the textbook triple-loop matmul
  * on one thread), the memory a loaded model takes (RSS), and the
  * machine's limits next to them: the kernel's measured peak GFLOP/s, the
- * theoretical peak from the CPU flags and clock, and the memory read
- * bandwidth that bounds decode.  Figures, never pass/fail.
+ * theoretical peak from the CPU flags and clock, and the read bandwidth
+ * that bounds decode, measured at the level the weights live in (a cache
+ * level when they fit in it, else DRAM; sizes from sysfs).
+ *
+ * torch is the peer: bench/bench_backend_ref_torch.py runs the same shapes
+ * as a plain bf16 torch transformer with random weights (a throughput peer
+ * of the same FLOPs, not a numerical one), in rounds interleaved with
+ * engy's (engy, torch, engy, torch, ...; medians), so machine load hits
+ * both.  When python3 cannot import torch and the bench runs as root it
+ * installs Debian's python3-torch with apt-get (the bench's own peer, never
+ * a dependency of engy); otherwise it says why torch was not measured and
+ * goes on.  Figures, never pass/fail.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +42,30 @@
 #define DECODE	     64
 #define BASE_PREFILL 64
 #define BASE_DECODE  16
+#define ROUNDS	     3 /* interleaved engy / torch rounds, medians */
+#define MAX_LEVELS   4
+#define NPEERS	     2
+
+/*
+ * torch in bf16 is the goal's peer; float32 too, because torch's bf16
+ * matmul is oneDNN's only on AVX-512 CPUs and a generic loop elsewhere.
+ */
+static const char *const dtypes[NPEERS] = { "bf16", "f32" };
+
+#ifndef TORCH_PEER
+#define TORCH_PEER "bench/bench_backend_ref_torch.py"
+#endif
+
+/* Set in main() before the children fork. */
+static int torch_ok;
+static char torch_why[256];
+static struct level {
+	unsigned level; /* 2, 3, ...; 0 = DRAM */
+	double bytes;	/* all instances the threads reach */
+	unsigned n;	/* instances */
+	double gbs;	/* measured read bandwidth, all threads */
+} levels[MAX_LEVELS + 1];
+static unsigned n_levels;
 
 static double now(void)
 {
@@ -145,27 +183,391 @@ static double kernel_gflops(unsigned threads)
 	return best;
 }
 
-static double read_bandwidth_gbs(void)
+struct reader {
+	const float *a;
+	size_t n; /* floats of this thread's slice */
+	int passes;
+	pthread_barrier_t *go;
+	float sum;
+};
+
+static void *read_slice(void *arg)
 {
-	size_t n = (size_t)64 << 20, i; /* 256 MB of floats */
-	float *a = malloc(n * sizeof(float)), s = 0;
-	double t, best = 0;
+	struct reader *r = arg;
+	int p;
+
+	r->sum = engy_mm_dot(r->a, r->a + r->n / 2, r->n / 2); /* untimed */
+	pthread_barrier_wait(r->go);
+	for (p = 0; p < r->passes; p++) /* reads the slice once per pass */
+		r->sum += engy_mm_dot(r->a, r->a + r->n / 2, r->n / 2);
+	return NULL;
+}
+
+/*
+ * Read bandwidth of @bytes of floats split over @threads threads, each
+ * reading its own slice @passes times (a buffer that fits a cache level
+ * stays in it after the first touch): best of five, GB/s.
+ */
+static double read_bandwidth_gbs(size_t bytes, unsigned threads, int passes)
+{
+	size_t n = bytes / sizeof(float), per = n / threads / 16 * 16, i;
+	float *a = malloc(n * sizeof(float));
+	struct reader r[64];
+	pthread_t th[64];
+	pthread_barrier_t go;
+	double t, best = 0, sum = 0;
+	unsigned k;
 	int rep;
 
-	if (!a)
+	if (!a || threads > 64 || !per) {
+		free(a);
 		return 0;
+	}
 	for (i = 0; i < n; i++)
 		a[i] = 1.0f;
-	for (rep = 0; rep < 3; rep++) {
+	for (rep = 0; rep < 5; rep++) {
+		pthread_barrier_init(&go, NULL, threads + 1);
+		for (k = 0; k < threads; k++) {
+			r[k] = (struct reader){ a + k * per, per, passes, &go,
+						0 };
+			pthread_create(&th[k], NULL, read_slice, &r[k]);
+		}
+		/* each thread's untimed first pass pulls its slice in */
+		pthread_barrier_wait(&go);
 		t = now();
-		s += engy_mm_dot(a, a + n / 2,
-				 n / 2); /* reads all n floats once */
+		for (k = 0; k < threads; k++) {
+			pthread_join(th[k], NULL);
+			sum += r[k].sum;
+		}
 		t = now() - t;
-		if (n * 4.0 / t / 1e9 > best)
-			best = n * 4.0 / t / 1e9;
+		pthread_barrier_destroy(&go);
+		if (per * threads * 4.0 * passes / t / 1e9 > best)
+			best = per * threads * 4.0 * passes / t / 1e9;
 	}
 	free(a);
-	return s > 0 ? best : 0;
+	return sum > 0 ? best : 0;
+}
+
+static long read_long(const char *path, int kib)
+{
+	FILE *f = fopen(path, "r");
+	char buf[64] = "";
+	long v;
+
+	if (!f)
+		return -1;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	v = strtol(buf, NULL, 10);
+	return kib && strchr(buf, 'K')	 ? v * 1024
+	       : kib && strchr(buf, 'M') ? v << 20
+					 : v;
+}
+
+/*
+ * The data/unified cache levels 2 and up that the bench's threads reach
+ * (sysfs; every distinct instance over cpus 0..threads-1 counts), each
+ * with its read bandwidth measured on half its size, then DRAM (256 MB).
+ */
+static void find_levels(unsigned threads)
+{
+	char path[160], shared[MAX_LEVELS][32][64];
+	unsigned cpu, idx, j, ns[MAX_LEVELS] = { 0 };
+	long lev, size;
+	FILE *f;
+
+	n_levels = 0;
+	for (idx = 0; idx < 8; idx++) {
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/cpu0/cache/index%u/level",
+			 idx);
+		lev = read_long(path, 0);
+		if (lev < 2 || lev > MAX_LEVELS + 1)
+			continue;
+		snprintf(path, sizeof(path),
+			 "/sys/devices/system/cpu/cpu0/cache/index%u/size",
+			 idx);
+		size = read_long(path, 1);
+		if (size <= 0)
+			continue;
+		levels[n_levels] = (struct level){ (unsigned)lev, 0, 0, 0 };
+		for (cpu = 0; cpu < threads; cpu++) {
+			char line[64] = "";
+
+			snprintf(
+				path, sizeof(path),
+				"/sys/devices/system/cpu/cpu%u/cache/index%u/shared_cpu_list",
+				cpu, idx);
+			f = fopen(path, "r");
+			if (!f || !fgets(line, sizeof(line), f))
+				snprintf(line, sizeof(line), "cpu%u", cpu);
+			if (f)
+				fclose(f);
+			for (j = 0; j < ns[n_levels]; j++)
+				if (!strcmp(shared[n_levels][j], line))
+					break;
+			if (j == ns[n_levels] && j < 32)
+				snprintf(shared[n_levels][ns[n_levels]++], 64,
+					 "%s", line);
+		}
+		levels[n_levels].n = ns[n_levels];
+		levels[n_levels].bytes = (double)size * ns[n_levels];
+		levels[n_levels].gbs = read_bandwidth_gbs(
+			(size_t)(levels[n_levels].bytes / 2), threads,
+			(int)(512e6 / levels[n_levels].bytes) + 1);
+		if (++n_levels == MAX_LEVELS)
+			break;
+	}
+	levels[n_levels] = (struct level){
+		0, 0, 0, read_bandwidth_gbs((size_t)256 << 20, threads, 1)
+	};
+}
+
+/* The smallest level holding @bytes (DRAM when none does). */
+static const struct level *level_for(double bytes)
+{
+	unsigned i;
+
+	for (i = 0; i < n_levels; i++)
+		if (levels[i].bytes >= bytes)
+			return &levels[i];
+	return &levels[n_levels];
+}
+
+static const char *level_name(const struct level *l)
+{
+	static char buf[4][16];
+	static int k;
+
+	if (!l->level)
+		return "DRAM";
+	k = (k + 1) % 4;
+	snprintf(buf[k], sizeof(buf[k]), "L%u", l->level);
+	return buf[k];
+}
+
+/* ---- the torch peer ---- */
+
+/*
+ * The interpreter that imports torch: python3 on the PATH, else the
+ * distribution's own (Debian's python3-torch is for it, and a PATH may
+ * put another python3 first).  Its probe line names the BLAS that torch's
+ * float32 matmuls use.
+ */
+static const char *const pythons[] = { "python3", "/usr/bin/python3" };
+static const char *python = "python3";
+static char torch_blas[64];
+
+static int find_python(void)
+{
+	char cmd[512], line[160], ver[64];
+	size_t i;
+	FILE *f;
+	int ok;
+
+	for (i = 0; i < sizeof(pythons) / sizeof(pythons[0]); i++) {
+		snprintf(cmd, sizeof(cmd), "%s '%s' --probe 2>/dev/null",
+			 pythons[i], TORCH_PEER);
+		f = popen(cmd, "r");
+		if (!f)
+			continue;
+		ok = fgets(line, sizeof(line), f) &&
+		     sscanf(line, "torch %63s blas %63s", ver, torch_blas) == 2;
+		if (pclose(f) == 0 && ok) {
+			python = pythons[i];
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Can python3 import torch, with an optimised BLAS?  If not and we are
+ * root, install Debian's python3-torch and OpenBLAS (a provider of the
+ * libblas.so.3 it links; the default provider is netlib's reference
+ * BLAS, too slow to be a peer).
+ */
+static void torch_prepare(void)
+{
+	char inst[320];
+	const char *upd =
+		"DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=600 "
+		"update >/dev/null 2>&1";
+	int have = 0, st;
+	double t;
+
+	if (access(TORCH_PEER, R_OK)) {
+		snprintf(torch_why, sizeof(torch_why), "%s: %s", TORCH_PEER,
+			 strerror(errno));
+		return;
+	}
+	have = !find_python();
+	if (have && strcmp(torch_blas, "reference")) {
+		torch_ok = 1;
+		return;
+	}
+	if (geteuid()) {
+		if (have) { /* measured, with the BLAS named in its line */
+			torch_ok = 1;
+			return;
+		}
+		snprintf(
+			torch_why, sizeof(torch_why),
+			"python3 cannot import torch and the bench is not root "
+			"(apt-get install python3-torch installs it)");
+		return;
+	}
+	snprintf(
+		inst, sizeof(inst),
+		"DEBIAN_FRONTEND=noninteractive apt-get -q -o DPkg::Lock::Timeout=600 "
+		"install -y --no-install-recommends %slibopenblas0-openmp >/dev/null 2>&1",
+		have ? "" : "python3-torch ");
+	printf("  torch: %s; installing %slibopenblas0-openmp (apt-get, once)\n",
+	       have ? "torch's BLAS is the reference one"
+		    : "python3 cannot import torch",
+	       have ? "" : "python3-torch ");
+	fflush(stdout);
+	t = now();
+	st = system(inst);
+	if (st) /* no package lists yet: update them once and retry */
+		st = system(upd) || system(inst);
+	if (st && !have) {
+		snprintf(torch_why, sizeof(torch_why),
+			 "apt-get install python3-torch failed");
+		return;
+	}
+	if (find_python()) {
+		snprintf(
+			torch_why, sizeof(torch_why),
+			"python3-torch installed but no python3 imports torch");
+		return;
+	}
+	printf("  torch: %s in %.0f s\n",
+	       st ? "apt-get install failed; torch measured as it is"
+		  : "installed",
+	       now() - t);
+	torch_ok = 1;
+}
+
+struct peer {
+	pid_t pid;
+	FILE *to, *from;
+	char info[256];
+};
+
+/* Start the torch peer on @c's shapes; 0 once it said "ready". */
+static int peer_start(struct peer *p, const struct q3_config *c,
+		      unsigned threads, const char *dtype, char *why,
+		      size_t len)
+{
+	int in[2], out[2];
+	char a[16][24], *argv[40];
+	int n = 0, k = 0;
+	char *nl;
+
+#define ARG(name, val)                                                         \
+	do {                                                                   \
+		argv[n++] = name;                                              \
+		snprintf(a[k], sizeof(a[k]), "%lu", (unsigned long)(val));     \
+		argv[n++] = a[k++];                                            \
+	} while (0)
+	argv[n++] = (char *)python;
+	argv[n++] = TORCH_PEER;
+	ARG("--threads", threads);
+	ARG("--hidden", c->hidden);
+	ARG("--layers", c->n_layers);
+	ARG("--heads", c->n_heads);
+	ARG("--kv", c->n_kv);
+	ARG("--head-dim", c->head_dim);
+	ARG("--inter", c->inter);
+	ARG("--vocab", c->vocab);
+	ARG("--experts", c->moe ? c->n_experts : 0);
+	ARG("--top-k", c->moe ? c->top_k : 0);
+	ARG("--moe-inter", c->moe ? c->moe_inter : 0);
+	ARG("--prefill", PREFILL);
+	ARG("--chunk", CHUNK);
+	ARG("--decode", DECODE);
+	ARG("--rope-theta", c->rope_theta);
+	argv[n++] = "--dtype";
+	argv[n++] = (char *)dtype;
+	argv[n] = NULL;
+#undef ARG
+	if (pipe(in) || pipe(out)) {
+		snprintf(why, len, "pipe: %s", strerror(errno));
+		return -1;
+	}
+	/* The bench's ends stay out of the other peer's process, so closing
+	 * them is this peer's EOF. */
+	fcntl(in[1], F_SETFD, FD_CLOEXEC);
+	fcntl(out[0], F_SETFD, FD_CLOEXEC);
+	fflush(stdout);
+	p->pid = fork();
+	if (p->pid == 0) {
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		close(in[0]);
+		close(in[1]);
+		close(out[0]);
+		close(out[1]);
+		execvp(python, argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	if (p->pid < 0) {
+		close(in[1]);
+		close(out[0]);
+		snprintf(why, len, "fork: %s", strerror(errno));
+		return -1;
+	}
+	p->to = fdopen(in[1], "w");
+	p->from = fdopen(out[0], "r");
+	if (!p->to || !p->from || !fgets(p->info, sizeof(p->info), p->from) ||
+	    strncmp(p->info, "ready ", 6)) {
+		snprintf(why, len,
+			 "the peer script did not start (see stderr)");
+		return -1;
+	}
+	if ((nl = strchr(p->info, '\n')))
+		*nl = 0;
+	return 0;
+}
+
+static int peer_run(struct peer *p, struct run *r)
+{
+	char line[128];
+
+	if (fputs("run\n", p->to) == EOF || fflush(p->to) ||
+	    !fgets(line, sizeof(line), p->from) ||
+	    sscanf(line, "prefill %lf decode %lf", &r->prefill_tps,
+		   &r->decode_tps) != 2)
+		return -1;
+	return 0;
+}
+
+static void peer_stop(struct peer *p)
+{
+	if (p->to)
+		fclose(p->to); /* EOF: the peer exits */
+	if (p->from)
+		fclose(p->from);
+	if (p->pid > 0)
+		waitpid(p->pid, NULL, 0);
+	memset(p, 0, sizeof(*p));
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /*
@@ -221,16 +623,19 @@ static int generate(bool moe, const char *dir)
 	return 0;
 }
 
-static int bench_model(const char *dir, unsigned threads, double theo,
-		       double bw)
+static int bench_model(const char *dir, unsigned threads, double theo)
 {
 	struct q3_load_opts fast = { .threads = threads },
 			    slow = { .naive = true };
 	struct q3_model *m, *b;
-	struct run r, base;
-	double rss0, rss1, t, macs;
+	struct run r, base, tr = { 0, 0 };
+	double rss0, rss1, t, macs, roof, wb, wbw, t_pre[NPEERS], t_dec[NPEERS];
+	double ep[ROUNDS], ed[ROUNDS], tp[NPEERS][ROUNDS], td[NPEERS][ROUNDS];
 	const struct q3_config *c;
-	char err[512];
+	const struct level *lv;
+	struct peer peer[NPEERS] = { 0 };
+	char err[512], why[NPEERS][256] = { "" }, info[NPEERS][256];
+	int i, j, nt[NPEERS] = { 0 };
 
 	rss0 = rss_mb();
 	t = now();
@@ -251,30 +656,112 @@ static int bench_model(const char *dir, unsigned threads, double theo,
 	       engy_q3_model_matrix_bytes(m) == 2 ? "bf16" : "float32",
 	       rss1 - rss0);
 	measure(m, 16, 4); /* warm up: page in the weights, spin up threads */
-	r = measure(m, PREFILL, DECODE);
+	for (j = 0; j < NPEERS; j++)
+		if (torch_ok && peer_start(&peer[j], c, threads, dtypes[j],
+					   why[j], sizeof(why[j])))
+			peer_stop(&peer[j]);
+	for (i = 0; i < ROUNDS; i++) {
+		r = measure(m, PREFILL, DECODE);
+		ep[i] = r.prefill_tps;
+		ed[i] = r.decode_tps;
+		for (j = 0; j < NPEERS; j++) {
+			if (!peer[j].pid)
+				continue;
+			if (peer_run(&peer[j], &tr)) {
+				snprintf(
+					why[j], sizeof(why[j]),
+					"the peer stopped in round %d (see stderr)",
+					i + 1);
+				peer_stop(&peer[j]);
+				continue;
+			}
+			tp[j][nt[j]] = tr.prefill_tps;
+			td[j][nt[j]++] = tr.decode_tps;
+		}
+	}
+	for (j = 0; j < NPEERS; j++) {
+		snprintf(info[j], sizeof(info[j]), "%s", peer[j].info);
+		peer_stop(&peer[j]);
+		if (nt[j] == ROUNDS) {
+			t_pre[j] = median(tp[j], ROUNDS);
+			t_dec[j] = median(td[j], ROUNDS);
+		}
+	}
+	r.prefill_tps = median(ep, ROUNDS);
+	r.decode_tps = median(ed, ROUNDS);
 	if (engy_q3_model_load(dir, &slow, &b, err, sizeof(err))) {
 		fprintf(stderr, "bench_backend_ref: load: %s\n", err);
 		return 1;
 	}
 	base = measure(b, BASE_PREFILL, BASE_DECODE);
+	wb = (double)engy_q3_model_bytes(m);
+	lv = level_for(wb);
+	/* Where the weights live, measured: stream a buffer of their size
+	 * as decode does (sysfs may not tell the host's caches in a VM). */
+	wbw = read_bandwidth_gbs((size_t)wb, threads, (int)(1e9 / wb) + 1);
+	roof = wbw * 1e9 / (macs * engy_q3_model_matrix_bytes(m));
 	printf("  prefill %d tokens (chunks of %d): %8.1f tok/s  baseline %6.1f tok/s  ratio %5.1fx"
 	       "  (FLOP-bound limit %.0f tok/s at the theoretical peak)\n",
 	       PREFILL, CHUNK, r.prefill_tps, base.prefill_tps,
 	       r.prefill_tps / base.prefill_tps, theo * 1e9 / (2 * macs));
 	printf("  decode %d tokens (greedy, KV cache): %8.1f tok/s  baseline %6.1f tok/s  ratio %5.1fx"
-	       "  (memory-bound limit %.0f tok/s at %.1f GB/s)\n",
+	       "  (memory-bound limit %.0f tok/s at %.1f GB/s, %s)\n",
 	       DECODE, r.decode_tps, base.decode_tps,
-	       r.decode_tps / base.decode_tps,
-	       bw * 1e9 / (macs * engy_q3_model_matrix_bytes(m)), bw);
+	       r.decode_tps / base.decode_tps, roof, wbw, "roofline below");
+	printf("  engy rounds: prefill");
+	for (i = 0; i < ROUNDS; i++)
+		printf(" %.1f", ep[i]);
+	printf(", decode");
+	for (i = 0; i < ROUNDS; i++)
+		printf(" %.1f", ed[i]);
+	printf(" tok/s (sorted; the figures above are medians)\n");
+	for (j = 0; j < NPEERS; j++) {
+		if (!torch_ok || nt[j] < ROUNDS) {
+			printf("  torch %s: not measured: %s\n", dtypes[j],
+			       torch_ok ? why[j] : torch_why);
+			continue;
+		}
+		printf("  torch peer: %s; same shapes and work, random weights"
+		       " (a throughput peer of the same FLOPs, not a numerical one)\n",
+		       info[j] + 6);
+		printf("  torch %s rounds: prefill", dtypes[j]);
+		for (i = 0; i < ROUNDS; i++)
+			printf(" %.1f", tp[j][i]);
+		printf(", decode");
+		for (i = 0; i < ROUNDS; i++)
+			printf(" %.1f", td[j][i]);
+		printf(" tok/s (sorted; interleaved with engy's)\n");
+		printf("  prefill: engy %.1f tok/s, torch %s %.1f tok/s, ratio %.2f (goal >= 1)\n",
+		       r.prefill_tps, dtypes[j], t_pre[j],
+		       r.prefill_tps / t_pre[j]);
+		printf("  decode: engy %.1f tok/s, torch %s %.1f tok/s, ratio %.2f (goal >= 1)\n",
+		       r.decode_tps, dtypes[j], t_dec[j],
+		       r.decode_tps / t_dec[j]);
+	}
+	if (lv->level)
+		printf("  weights %.1f MB fit in %s (%.1f MB per sysfs)",
+		       wb / 1e6, level_name(lv), lv->bytes / 1e6);
+	else
+		printf("  weights %.1f MB exceed %s (%.1f MB per sysfs)",
+		       wb / 1e6,
+		       n_levels ? level_name(&levels[n_levels - 1])
+				: "the caches",
+		       n_levels ? levels[n_levels - 1].bytes / 1e6 : 0);
+	printf("; a buffer of their size streams at %.1f GB/s (%u threads, measured; DRAM-sized: %.1f GB/s)\n",
+	       wbw, threads, levels[n_levels].gbs);
+	printf("  decode roofline: %.1f MB of weights read per token at %.1f GB/s = %.0f tok/s"
+	       " (KV cache reads left out); decode %.1f tok/s, ratio %.2f (goal >= 0.8)\n",
+	       macs * engy_q3_model_matrix_bytes(m) / 1e6, wbw, roof,
+	       r.decode_tps, r.decode_tps / roof);
 	engy_q3_model_free(m);
 	engy_q3_model_free(b);
 	return 0;
 }
 
 /* Each step in its own process, so RSS counts one loaded model alone. */
-static int in_child(int (*fn)(const char *, unsigned, double, double),
+static int in_child(int (*fn)(const char *, unsigned, double),
 		    int (*gen)(bool, const char *), bool moe, const char *dir,
-		    unsigned threads, double theo, double bw)
+		    unsigned threads, double theo)
 {
 	int st;
 	pid_t pid;
@@ -282,7 +769,7 @@ static int in_child(int (*fn)(const char *, unsigned, double, double),
 	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
-		st = gen ? gen(moe, dir) : fn(dir, threads, theo, bw);
+		st = gen ? gen(moe, dir) : fn(dir, threads, theo);
 		fflush(stdout);
 		_exit(st);
 	}
@@ -295,30 +782,46 @@ int main(void)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned threads = ncpu > 0 ? (unsigned)ncpu : 1;
-	double peak, peak1, theo, bw;
+	double peak, peak1, theo;
 	char what[160], t1[] = "/tmp/engy-bench-XXXXXX",
 			t2[] = "/tmp/engy-bench-XXXXXX";
 	char cmd[128];
+	unsigned i;
 	int rc;
 
 	/* A fixed threshold: big blocks are always mapped and unmapped, so
 	 * freed memory never lingers in the heap to blur the RSS figure. */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+	signal(SIGPIPE, SIG_IGN); /* a torch peer that died: EPIPE, not death */
 	if (!mkdtemp(t1) || !mkdtemp(t2))
 		return 1;
 	peak1 = kernel_gflops(1);
 	peak = kernel_gflops(threads);
 	theo = theoretical(threads, what, sizeof(what));
-	bw = read_bandwidth_gbs();
+	find_levels(threads);
 	printf("bench_backend_ref: kernel %s, %u threads\n",
 	       engy_mm_kernel_name(), threads);
 	printf("  matmul kernel peak (128x1536x1536): %.1f GFLOP/s on %u threads, %.1f on 1"
 	       "; theoretical %.0f GFLOP/s = %s; kernel at %.0f%% of it\n",
 	       peak, threads, peak1, theo, what, 100 * peak / theo);
-	rc = in_child(NULL, generate, false, t1, 0, 0, 0) ||
-	     in_child(NULL, generate, true, t2, 0, 0, 0) ||
-	     in_child(bench_model, NULL, false, t1, threads, theo, bw) ||
-	     in_child(bench_model, NULL, true, t2, threads, theo, bw);
+	printf("  read bandwidth (%u threads, measured):", threads);
+	for (i = 0; i <= n_levels; i++)
+		if (levels[i].level)
+			printf("%s %s (%u x %.0f KiB) %.1f GB/s", i ? "," : "",
+			       level_name(&levels[i]), levels[i].n,
+			       levels[i].bytes / levels[i].n / 1024,
+			       levels[i].gbs);
+		else
+			printf("%s DRAM (256 MB) %.1f GB/s", i ? "," : "",
+			       levels[i].gbs);
+	printf("\n");
+	torch_prepare();
+	if (!torch_ok)
+		printf("  torch: not measured: %s\n", torch_why);
+	rc = in_child(NULL, generate, false, t1, 0, 0) ||
+	     in_child(NULL, generate, true, t2, 0, 0) ||
+	     in_child(bench_model, NULL, false, t1, threads, theo) ||
+	     in_child(bench_model, NULL, true, t2, threads, theo);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", t1, t2);
 	return system(cmd) || rc;
 }
