@@ -97,20 +97,31 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "$P/epochs/999")
 [ "$code" = 404 ] || fail "/epochs/999: $code"
 code=$(curl -s -o /dev/null -w '%{http_code}' "$P/epochs/x")
 [ "$code" = 404 ] || fail "/epochs/x: $code"
+# The workers' JSON and the status page are two requests: a worker being
+# probed meanwhile (a cheat's next round on a slow machine) may move
+# between them, so the pair is fetched again until one snapshot agrees
+# (10 tries; a real mismatch fails every time).
+status_agrees() {
+	get "$G/internal/v1/status" "$T/status.html" -H "Authorization: Bearer $DEVNET_TEE_TOKEN"
+	grep -q '<meta http-equiv="refresh" content="5">' "$T/status.html" || fail "no refresh"
+	curl -sf "$G/internal/v1/workers" -H "Authorization: Bearer $DEVNET_TEE_TOKEN" > "$T/workers.json" ||
+		fail "GET /internal/v1/workers"
+	for hk in "$DEVNET_HONEST" "$DEVNET_CHEAT"; do
+		j=$(grep -o "\"name\":\"[^\"]*\",\"miner\":\"$hk\",\"model\":\"[^\"]*\",\"model_root\":\"[0-9a-f]*\",\(\"spec_root\":\"[0-9a-f]*\",\)\{0,1\}\"state\":\"[a-z]*\"" "$T/workers.json") ||
+			fail "no worker $hk in $(cat "$T/workers.json")"
+		name=$(echo "$j" | sed 's/^"name":"\([^"]*\)".*/\1/')
+		st=$(echo "$j" | sed 's/.*"state":"\([a-z]*\)"/\1/')
+		served=$(grep -o "\"miner\":\"$hk\"[^{]*\"served\":[0-9]*" "$T/workers.json" | sed 's/.*://')
+		grep -q "<td class=\"name\">$name</td><td><code>$hk</code></td><td>devnet-qwen3</td><td class=\"state [a-z]*\">$st</td>.*<td class=\"n\">$served / [0-9]*</td>" "$T/status.html" ||
+			{ WHY="status: $hk ($name, $st, served $served): $(grep "$hk" "$T/status.html")"; return 1; }
+	done
+}
 code=$(curl -s -o /dev/null -w '%{http_code}' "$G/internal/v1/status")
 [ "$code" = 401 ] || fail "status without the token: $code"
-get "$G/internal/v1/status" "$T/status.html" -H "Authorization: Bearer $DEVNET_TEE_TOKEN"
-grep -q '<meta http-equiv="refresh" content="5">' "$T/status.html" || fail "no refresh"
-curl -sf "$G/internal/v1/workers" -H "Authorization: Bearer $DEVNET_TEE_TOKEN" > "$T/workers.json" ||
-	fail "GET /internal/v1/workers"
-for hk in "$DEVNET_HONEST" "$DEVNET_CHEAT"; do
-	j=$(grep -o "\"name\":\"[^\"]*\",\"miner\":\"$hk\",\"model\":\"[^\"]*\",\"model_root\":\"[0-9a-f]*\",\(\"spec_root\":\"[0-9a-f]*\",\)\{0,1\}\"state\":\"[a-z]*\"" "$T/workers.json") ||
-		fail "no worker $hk in $(cat "$T/workers.json")"
-	name=$(echo "$j" | sed 's/^"name":"\([^"]*\)".*/\1/')
-	st=$(echo "$j" | sed 's/.*"state":"\([a-z]*\)"/\1/')
-	served=$(grep -o "\"miner\":\"$hk\"[^{]*\"served\":[0-9]*" "$T/workers.json" | sed 's/.*://')
-	grep -q "<td class=\"name\">$name</td><td><code>$hk</code></td><td>devnet-qwen3</td><td class=\"state [a-z]*\">$st</td>.*<td class=\"n\">$served / [0-9]*</td>" "$T/status.html" ||
-		fail "status: $hk ($name, $st, served $served): $(grep "$hk" "$T/status.html")"
+n=0
+until status_agrees; do
+	n=$((n + 1)); [ $n -lt 10 ] || fail "$WHY"
+	sleep 0.5
 done
 BILLED=$(ENGY_PLUGIN_DIR="$DEVNET_STATE/plugins" "$ENGYCTL" admin --state-dir "$DEVNET_STATE/gateway" log tail -n 100000 |
 	grep ' account=[1-9][0-9]* .* status=200 ' | grep -vc 'probe' || true)
