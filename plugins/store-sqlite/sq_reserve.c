@@ -25,8 +25,6 @@ static const char sql_res_get[] =
 	" ON a.id = r.account_id WHERE r.id = ?1";
 static const char sql_charge[] = STORESQL_CHARGE(SQLITE);
 static const char sql_res_delete[] = "DELETE FROM reservations WHERE id = ?1";
-static const char sql_res_lower[] =
-	"UPDATE reservations SET amount_micro = amount_micro - ?2 WHERE id = ?1";
 static const char sql_res_set[] =
 	"UPDATE reservations SET amount_micro = ?2 WHERE id = ?1";
 static const char sql_expired_sum[] =
@@ -123,109 +121,6 @@ static int settle_check(struct sq *s, int64_t id, int64_t cost,
 	const char *bad = engy_store_settle_bad(id, cost, row);
 
 	return bad ? sq_bad(s, "settle", bad) : 0;
-}
-
-/*
- * One settlement inside the caller's transaction: -ENOENT (nothing
- * written) when the reservation is not open, else the charge, the hold
- * closed (@keep 0, or charged down to 0) or lowered by the charge, and
- * the row.  *@take gets the charge.
- */
-static int settle_one(struct sq *s, struct sq_conn *c, int64_t reservation_id,
-		      int64_t cost, int keep,
-		      const struct engy_request_row *row, int64_t *take_out)
-{
-	int64_t account_id = 0, key_id = 0, amount = 0, take = 0;
-	sqlite3_stmt *st;
-	int rc;
-
-	if (!reservation_id) { /* a row without a hold */
-		*take_out = 0;
-		return sq_log_insert(s, c, row);
-	}
-	rc = sq_prep(s, c, sql_res_get, &st);
-	if (!rc) {
-		sqlite3_bind_int64(st, 1, reservation_id);
-		rc = sqlite3_step(st);
-		if (rc == SQLITE_ROW) {
-			int64_t balance = sqlite3_column_int64(st, 3);
-			int64_t reserved = sqlite3_column_int64(st, 4);
-
-			account_id = sqlite3_column_int64(st, 0);
-			key_id = sqlite3_column_int64(st, 1);
-			amount = sqlite3_column_int64(st, 2);
-			/* Never into money other holds are counting on. */
-			take = amount + (balance - reserved);
-			take = cost < take ? cost : take;
-			rc = 0;
-		} else {
-			rc = rc == SQLITE_DONE ? -ENOENT
-					       : sq_err(s, c, rc, "settle");
-		}
-		sqlite3_reset(st);
-	}
-	if (keep && take >= amount)
-		keep = 0; /* charged down to nothing: closed */
-	if (!rc)
-		rc = sq_prep(s, c, sql_charge, &st);
-	if (!rc) {
-		sqlite3_bind_int64(st, 1, account_id);
-		sqlite3_bind_int64(st, 2, take);
-		sqlite3_bind_int64(st, 3, keep ? take : amount);
-		rc = sq_exec(s, c, st, "settle");
-	}
-	if (!rc && !keep)
-		rc = step_bound(s, c, sql_res_delete, reservation_id, "settle");
-	if (!rc && keep && take) {
-		rc = sq_prep(s, c, sql_res_lower, &st);
-		if (!rc) {
-			sqlite3_bind_int64(st, 1, reservation_id);
-			sqlite3_bind_int64(st, 2, take);
-			rc = sq_exec(s, c, st, "settle");
-		}
-	}
-	if (!rc && row) {
-		struct engy_request_row r = *row;
-
-		r.account_id = account_id;
-		r.key_id = key_id;
-		r.cost_micro = take;
-		rc = sq_log_insert(s, c, &r);
-	}
-	if (!rc && take < cost)
-		engy_warn(
-			s->h,
-			"event=store_charge_capped reservation=%lld cost_micro=%lld charged_micro=%lld",
-			(long long)reservation_id, (long long)cost,
-			(long long)take);
-	*take_out = take;
-	return rc;
-}
-
-int sq_settle(void *inst, int64_t reservation_id, int64_t cost,
-	      const struct engy_request_row *row, int64_t *charged)
-{
-	struct sq *s = inst;
-	int64_t take = 0;
-	struct sq_conn *c;
-	int rc;
-
-	if (!reservation_id)
-		return -ENOENT;
-	if ((rc = settle_check(s, reservation_id, cost, row)))
-		return rc;
-	rc = sq_acquire(s, &c);
-	if (rc)
-		return rc;
-	rc = sq_begin(s, c);
-	if (!rc)
-		rc = sq_end(
-			s, c,
-			settle_one(s, c, reservation_id, cost, 0, row, &take));
-	sq_release(s, c);
-	if (!rc && charged)
-		*charged = take;
-	return rc;
 }
 
 /*
@@ -418,6 +313,25 @@ out_free:
 			items[i].charged = 0;
 	free(res);
 	free(acc);
+	return rc;
+}
+
+/* settle(): a batch of one that closes its reservation. */
+int sq_settle(void *inst, int64_t reservation_id, int64_t cost,
+	      const struct engy_request_row *row, int64_t *charged)
+{
+	struct engy_settle it = { .reservation_id = reservation_id,
+				  .cost_micro = cost,
+				  .row = row };
+	int rc;
+
+	if (!reservation_id)
+		return -ENOENT;
+	rc = sq_settle_batch(inst, &it, 1);
+	if (!rc)
+		rc = it.rc;
+	if (!rc && charged)
+		*charged = it.charged;
 	return rc;
 }
 
