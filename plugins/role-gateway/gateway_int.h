@@ -437,7 +437,9 @@ struct gw_observer {
 	void (*finished)(void *arg, struct gw_worker *w, const struct gw_req *r,
 			 const struct gw_outcome *o);
 	/* A successful `response` frame from @w (the tee's input: the
-	 * commitment rides it).  Borrowed; copy what you keep, in RAM. */
+	 * commitment rides it, usually as a cJSON_Raw node holding its
+	 * checked text: see gw_frame_parse()).  Borrowed; copy what you
+	 * keep, in RAM. */
 	void (*response)(void *arg, struct gw_worker *w, const struct gw_req *r,
 			 const cJSON *frame);
 	/* The role is stopping (SIGTERM): stop sending probes. */
@@ -779,10 +781,21 @@ struct gw_mframe {
  * gw_frame_parse() - one text message from a miner.  -EINVAL with a
  * reason for what is not a JSON object with a string "type", a hello
  * without its required fields, a chunk or response without a corr_id;
- * unknown types parse as GW_M_UNKNOWN.  Free with gw_frame_free().
+ * unknown types parse as GW_M_UNKNOWN.  A top-level "commitment" is a
+ * cJSON_Raw node holding its text, checked to be one JSON value
+ * (engy_json_parse_lazy()), except in the rare frame that path leaves to
+ * cJSON's whole parse (a key with escapes): readers take both, with
+ * gw_frame_member().  Free with gw_frame_free().
  */
 int gw_frame_parse(const char *data, size_t len, struct gw_mframe *f, char *err,
 		   size_t errlen);
 void gw_frame_free(struct gw_mframe *f);
+
+/*
+ * gw_frame_member() - @frame's member @name as a tree: itself, or parsed
+ * from a cJSON_Raw node's text into *@own (the caller's to cJSON_Delete();
+ * NULL when nothing was parsed).  NULL when absent or out of memory.
+ */
+const cJSON *gw_frame_member(const cJSON *frame, const char *name, cJSON **own);
 
 #endif /* ENGY_ROLE_GATEWAY_INT_H */

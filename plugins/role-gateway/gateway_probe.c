@@ -206,11 +206,10 @@ static int take_ids(struct pv_job *j, const cJSON *arr, size_t skip_last)
 	return 0;
 }
 
-/* Fill @j from the frame, or decide it at once. */
-static int prepare(struct gw_pv *pv, struct pv_job *j, const cJSON *frame,
-		   const char *model_root)
+/* Fill @j from the commitment @c, or decide it at once. */
+static int prepare_c(struct gw_pv *pv, struct pv_job *j, const cJSON *c,
+		     const char *model_root)
 {
-	const cJSON *c = cJSON_GetObjectItemCaseSensitive(frame, "commitment");
 	const cJSON *root = cJSON_GetObjectItemCaseSensitive(c, "model_root");
 	const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, pv->proof->scheme);
 	const cJSON *pids = cJSON_GetObjectItemCaseSensitive(t, "prompt_ids");
@@ -254,6 +253,21 @@ static int prepare(struct gw_pv *pv, struct pv_job *j, const cJSON *frame,
 		return -ENOMEM;
 	j->decided = false;
 	return 0;
+}
+
+static int prepare(struct gw_pv *pv, struct pv_job *j, const cJSON *frame,
+		   const char *model_root)
+{
+	cJSON *own;
+	const cJSON *c = gw_frame_member(frame, "commitment", &own);
+	int rc;
+
+	if (!c &&
+	    cJSON_IsRaw(cJSON_GetObjectItemCaseSensitive(frame, "commitment")))
+		return -ENOMEM; /* checked text that did not parse */
+	rc = prepare_c(pv, j, c, model_root);
+	cJSON_Delete(own);
+	return rc;
 }
 
 int gw_pv_submit(struct gw_pv *pv, const cJSON *frame, const char *model_root,

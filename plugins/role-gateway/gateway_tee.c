@@ -367,7 +367,21 @@ static void tee_response(void *arg, struct gw_worker *w, const struct gw_req *r,
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return;
-	if (c && !cJSON_IsNull(c)) {
+	if (cJSON_IsRaw(c) && strcmp(c->valuestring, "null") != 0) {
+		/* Its text, checked when the frame was read. */
+		e->clen = strlen(c->valuestring);
+		if (e->clen > limit) {
+			free(e);
+			oversize(t, w, r, limit);
+			return;
+		}
+		e->commitment = malloc(e->clen + 1);
+		if (!e->commitment) {
+			free(e);
+			return;
+		}
+		memcpy(e->commitment, c->valuestring, e->clen + 1);
+	} else if (c && !cJSON_IsNull(c) && !cJSON_IsRaw(c)) {
 		/* Printed into a buffer of the limit: a larger one stops
 		 * there, costing no more than an honest one. */
 		e->commitment = malloc(limit + 1);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "chat_template.h"
+#include "json_lazy.h"
 #include "miner_ckpt.h"
 #include "minerproto.h"
 
@@ -639,6 +640,159 @@ START_TEST(test_checkpoint)
 }
 END_TEST
 
+/* engy_json_skip(): one value's end, strict where cJSON is lax, never
+ * laxer than cJSON (whatever it accepts, cJSON parses). */
+START_TEST(test_json_skip)
+{
+	static const char *const good[] = {
+		"0",
+		"-0",
+		"12",
+		"-1.5e+3",
+		"1E9",
+		"true",
+		"false",
+		"null",
+		"\"\"",
+		"\"a\\\"b\\\\c\\/\\b\\f\\n\\r\\t\"",
+		"\"\\u00e9\"",
+		"\"\\ud83d\\ude00\"",
+		"[]",
+		"{}",
+		"[1,[2,{\"a\":[]}],\"x\"]",
+		"{ \"a\" : 1 , \"b\" : [ true , null ] }",
+		"\"\\u0000\"",
+	};
+	static const char *const bad[] = {
+		"",
+		"-",
+		"01",
+		"1.",
+		".5",
+		"+1",
+		"1e",
+		"1e+",
+		"tru",
+		"nul",
+		"\"abc",
+		"\"\\x\"",
+		"\"\\u12\"",
+		"\"\\udc00\"",
+		"\"\\ud800\"",
+		"\"\\ud800\\u0041\"",
+		"\"a\tb\"",
+		"[1,]",
+		"[1 2]",
+		"{\"a\"}",
+		"{\"a\":}",
+		"{a:1}",
+		"{\"a\":1,}",
+		"[",
+		"{",
+		"]",
+		"1234567890123456789012345678901234567890123456789012345678901234",
+	};
+	char deep[600];
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		const char *e = good[i] + strlen(good[i]);
+		cJSON *j = cJSON_Parse(good[i]);
+
+		ck_assert_msg(engy_json_skip(good[i], e, 8) == e, "%s",
+			      good[i]);
+		ck_assert_msg(j != NULL, "cJSON refuses %s", good[i]);
+		cJSON_Delete(j);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(engy_json_skip(bad[i], bad[i] + strlen(bad[i]),
+					     8) != bad[i] + strlen(bad[i]),
+			      "accepted %s", bad[i]);
+	/* 63 characters is cJSON's longest number; the value stops early. */
+	ck_assert_ptr_nonnull(engy_json_skip(bad[26], bad[26] + 63, 8));
+	ck_assert_ptr_eq(engy_json_skip("1,2", "1,2" + 3, 8), "1,2" + 1);
+	/* nesting: @max_depth containers, not one more */
+	memset(deep, '[', 300);
+	memset(deep + 300, ']', 300);
+	ck_assert_ptr_eq(engy_json_skip(deep, deep + 600, 300), deep + 600);
+	ck_assert_ptr_null(engy_json_skip(deep, deep + 600, 299));
+	/* a value cut short is not a value */
+	ck_assert_ptr_null(engy_json_skip("[1,2", "[1,2" + 4, 8));
+	ck_assert_ptr_null(engy_json_skip("\"ab\"", "\"ab\"" + 3, 8));
+}
+END_TEST
+
+/* engy_json_parse_lazy(): the named members as checked text, the others
+ * as cJSON builds them; whatever it does not take is NULL (the caller's
+ * whole parse decides), never a different answer. */
+START_TEST(test_json_lazy)
+{
+	static const char *const keys[] = { "commitment", NULL };
+	static const char frame[] =
+		" {\"type\":\"response\", \"commitment\" : {\"ids\":[1, 2,3],"
+		"\"p\":\"\\u00e9\"} ,\"output\":{\"n\":[4.5,true]},"
+		"\"commitment\":null}\n";
+	static const char *const refused[] = {
+		"[1]",
+		"{\"a\":1",
+		"{\"a\":1}x",
+		"{\"a\" 1}",
+		"{\"commitment\":01}",
+		"{\"commitment\":[1,]}",
+		"{\"a\":\xef\xbb\xbf"
+		"1}",
+		"{\"a\":\x01"
+		"1}",
+		"{\"c\\u006fmmitment\":[1]}",
+		"{,}",
+		"{\"a\":1,}",
+		"",
+	};
+	cJSON *j = engy_json_parse_lazy(frame, strlen(frame), keys), *w;
+	const cJSON *c, *o;
+	char *a, *b;
+	size_t i;
+
+	ck_assert_ptr_nonnull(j);
+	c = cJSON_GetObjectItemCaseSensitive(j, "commitment");
+	ck_assert(cJSON_IsRaw(c)); /* the first of two, as cJSON finds it */
+	ck_assert_str_eq(c->valuestring,
+			 "{\"ids\":[1, 2,3],\"p\":\"\\u00e9\"}");
+	ck_assert(cJSON_IsRaw(c->next->next));
+	ck_assert_str_eq(c->next->next->valuestring, "null");
+	o = cJSON_GetObjectItemCaseSensitive(j, "output");
+	ck_assert(cJSON_IsObject(o));
+	ck_assert_double_eq(
+		cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(o, "n"), 0)
+			->valuedouble,
+		4.5);
+	/* with the raw text parsed back, the same tree as cJSON's own */
+	w = cJSON_Parse(frame);
+	ck_assert_ptr_nonnull(w);
+	cJSON_ReplaceItemInObjectCaseSensitive(j, "commitment",
+					       cJSON_Parse(c->valuestring));
+	a = cJSON_PrintUnformatted(j);
+	b = cJSON_PrintUnformatted(w);
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+	cJSON_Delete(w);
+	cJSON_Delete(j);
+	/* no named keys: every member built */
+	j = engy_json_parse_lazy("{\"commitment\":[1]}", 18, NULL);
+	ck_assert(cJSON_IsArray(
+		cJSON_GetObjectItemCaseSensitive(j, "commitment")));
+	cJSON_Delete(j);
+	j = engy_json_parse_lazy("{}", 2, keys);
+	ck_assert(cJSON_IsObject(j) && !j->child);
+	cJSON_Delete(j);
+	for (i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		ck_assert_msg(!engy_json_parse_lazy(refused[i],
+						    strlen(refused[i]), keys),
+			      "took %s", refused[i]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("minerproto");
@@ -656,6 +810,8 @@ int main(void)
 	tcase_add_test(tc, test_frames_in);
 	tcase_add_test(tc, test_params);
 	tcase_add_test(tc, test_checkpoint);
+	tcase_add_test(tc, test_json_skip);
+	tcase_add_test(tc, test_json_lazy);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
