@@ -310,17 +310,24 @@ void engy_vlog(int level, const char *inst, const char *fmt, va_list ap)
 	}
 	n += engy_logfmt_value(line + n, cap - n, inst ? inst : "engyd");
 	if (n < cap - 1) {
+		va_list aq;
+
 		line[n++] = ' ';
-		m = vsnprintf(line + n, cap - n, fmt, ap);
+		va_copy(aq, ap);
+		m = engy_logfmt_vformat(line + n, cap - n, fmt, aq);
+		va_end(aq);
+		if (m < 0) /* a conversion the fast path leaves to libc */
+			m = vsnprintf(line + n, cap - n, fmt, ap);
 		if (m > 0)
 			n += (size_t)m;
 	}
 	if (n > cap - 1)
 		n = cap - 1;
 	/* A message must stay one line whatever a caller passed in. */
-	for (size_t i = 0; i < n; i++)
-		if (line[i] == '\n' || line[i] == '\r')
-			line[i] = ' ';
+	for (char *p = line; (p = memchr(p, '\n', n - (size_t)(p - line)));)
+		*p++ = ' ';
+	for (char *p = line; (p = memchr(p, '\r', n - (size_t)(p - line)));)
+		*p++ = ' ';
 	line[n++] = '\n';
 	pthread_mutex_lock(&log_lock);
 	if (ring.buf && level >= ENGY_LOG_INFO) {

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "logfmt.h"
@@ -110,4 +112,113 @@ void engy_logfmt_now(char *dst, size_t cap)
 		n = cap - 1;
 	memcpy(dst, out, n);
 	dst[n] = '\0';
+}
+
+struct fbuf {
+	char *p;
+	size_t cap, n; /* n: the whole length, past cap too */
+};
+
+static void fput(struct fbuf *b, const char *s, size_t k)
+{
+	if (b->n < b->cap) {
+		size_t room = b->cap - b->n;
+
+		memcpy(b->p + b->n, s, k < room ? k : room);
+	}
+	b->n += k;
+}
+
+static void fu64(struct fbuf *b, uint64_t v, unsigned base)
+{
+	static const char d[] = "0123456789abcdef";
+	char t[24];
+	size_t i = sizeof(t);
+
+	do
+		t[--i] = d[v % base];
+	while ((v /= base));
+	fput(b, t + i, sizeof(t) - i);
+}
+
+int engy_logfmt_vformat(char *dst, size_t cap, const char *fmt, va_list ap)
+{
+	struct fbuf b = { dst, cap ? cap - 1 : 0, 0 };
+	const char *f = fmt, *s;
+
+	while (*f) {
+		int len = 0; /* 0 int, 1 long, 2 long long, 3 size_t */
+		int64_t sv = 0;
+		uint64_t uv = 0;
+		char c;
+
+		s = strchr(f, '%');
+		if (!s) {
+			fput(&b, f, strlen(f));
+			break;
+		}
+		fput(&b, f, (size_t)(s - f));
+		f = s + 1;
+		if (*f == 'l' && f[1] == 'l') {
+			len = 2;
+			f += 2;
+		} else if (*f == 'l') {
+			len = 1;
+			f++;
+		} else if (*f == 'z') {
+			len = 3;
+			f++;
+		}
+		c = *f++;
+		switch (c) {
+		case '%':
+			if (len)
+				return -1;
+			fput(&b, "%", 1);
+			continue;
+		case 's':
+			if (len)
+				return -1;
+			s = va_arg(ap, const char *);
+			if (!s)
+				s = "(null)";
+			fput(&b, s, strlen(s));
+			continue;
+		case 'c':
+			if (len)
+				return -1;
+			{
+				char ch = (char)va_arg(ap, int);
+
+				fput(&b, &ch, 1);
+			}
+			continue;
+		case 'd':
+		case 'i':
+			sv = len == 0	? va_arg(ap, int)
+			     : len == 1 ? va_arg(ap, long)
+			     : len == 2 ? va_arg(ap, long long)
+					: (int64_t)va_arg(ap, ssize_t);
+			if (sv < 0) {
+				fput(&b, "-", 1);
+				fu64(&b, 0 - (uint64_t)sv, 10);
+			} else {
+				fu64(&b, (uint64_t)sv, 10);
+			}
+			continue;
+		case 'u':
+		case 'x':
+			uv = len == 0	? va_arg(ap, unsigned)
+			     : len == 1 ? va_arg(ap, unsigned long)
+			     : len == 2 ? va_arg(ap, unsigned long long)
+					: va_arg(ap, size_t);
+			fu64(&b, uv, c == 'u' ? 10 : 16);
+			continue;
+		default:
+			return -1; /* flags, widths, floats, pointers ... */
+		}
+	}
+	if (cap)
+		dst[b.n < b.cap ? b.n : b.cap] = '\0';
+	return b.n > INT32_MAX ? -1 : (int)b.n;
 }

@@ -419,10 +419,20 @@ int engy_api_key(const char *authorization, const char *x_api_key,
 
 void engy_api_new_id(char *out, size_t outlen, const char *prefix)
 {
-	char hex[25];
+	char id[ENGY_API_MAX_NAME + 25];
+	size_t n = strlen(prefix);
 
-	engy_hex_id(hex, 12);
-	snprintf(out, outlen, "%s%s", prefix, hex);
+	if (!outlen)
+		return;
+	if (n > ENGY_API_MAX_NAME)
+		n = ENGY_API_MAX_NAME;
+	memcpy(id, prefix, n);
+	engy_hex_id(id + n, 12); /* 24 digits and a NUL */
+	n += 24;
+	if (n >= outlen)
+		n = outlen - 1; /* cut as snprintf would */
+	memcpy(out, id, n);
+	out[n] = '\0';
 }
 
 /* ---- the miner's output ---- */

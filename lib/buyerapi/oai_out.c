@@ -10,17 +10,19 @@
 
 #include "buyerapi_int.h"
 
+/* Written piece by piece: a printf of four numbers cost more than the
+ * rest of the answer. */
 static void usage_json(struct engy_sse_out *o, const struct engy_api_result *r)
 {
-	engy_sse_out_addf(
-		o,
-		"{\"prompt_tokens\":%llu,\"completion_tokens\":%llu,"
-		"\"total_tokens\":%llu,\"prompt_tokens_details\":"
-		"{\"cached_tokens\":%llu}}",
-		(unsigned long long)r->prompt_tokens,
-		(unsigned long long)r->completion_tokens,
-		(unsigned long long)(r->prompt_tokens + r->completion_tokens),
-		(unsigned long long)r->cached_tokens);
+	engy_sse_out_adds(o, "{\"prompt_tokens\":");
+	engy_sse_out_u64(o, r->prompt_tokens);
+	engy_sse_out_adds(o, ",\"completion_tokens\":");
+	engy_sse_out_u64(o, r->completion_tokens);
+	engy_sse_out_adds(o, ",\"total_tokens\":");
+	engy_sse_out_u64(o, (uint64_t)r->prompt_tokens + r->completion_tokens);
+	engy_sse_out_adds(o, ",\"prompt_tokens_details\":{\"cached_tokens\":");
+	engy_sse_out_u64(o, r->cached_tokens);
+	engy_sse_out_adds(o, "}}");
 }
 
 void engy_api_token_bytes(struct engy_sse_out *o, const cJSON *e)
@@ -109,10 +111,9 @@ int engy_oai_response(struct engy_sse_out *o, const struct engy_api_req *req,
 
 	engy_sse_out_adds(o, "{\"id\":");
 	engy_sse_out_jstrz(o, id);
-	engy_sse_out_addf(o,
-			  ",\"object\":\"chat.completion\",\"created\":%lld,"
-			  "\"model\":",
-			  (long long)(created ? created : time(NULL)));
+	engy_sse_out_adds(o, ",\"object\":\"chat.completion\",\"created\":");
+	engy_sse_out_i64(o, created ? created : (int64_t)time(NULL));
+	engy_sse_out_adds(o, ",\"model\":");
 	engy_sse_out_jstrz(o, req->model);
 	engy_sse_out_adds(o, ",\"choices\":[{\"index\":0,\"message\":"
 			     "{\"role\":\"assistant\",\"content\":");
@@ -160,8 +161,11 @@ char *engy_api_chunk_head(const char *id, const char *object, int64_t created,
 	engy_sse_out_init(&h);
 	engy_sse_out_adds(&h, "{\"id\":");
 	engy_sse_out_jstrz(&h, id);
-	engy_sse_out_addf(&h, ",\"object\":\"%s\",\"created\":%lld,\"model\":",
-			  object, (long long)(created ? created : time(NULL)));
+	engy_sse_out_adds(&h, ",\"object\":\"");
+	engy_sse_out_adds(&h, object);
+	engy_sse_out_adds(&h, "\",\"created\":");
+	engy_sse_out_i64(&h, created ? created : (int64_t)time(NULL));
+	engy_sse_out_adds(&h, ",\"model\":");
 	engy_sse_out_jstrz(&h, model);
 	engy_sse_out_adds(&h, ",\"choices\":[");
 	return engy_sse_out_take(&h, len);

@@ -92,10 +92,21 @@ int engy_sse_out_addf(struct engy_sse_out *o, const char *fmt, ...)
 
 int engy_sse_out_u64(struct engy_sse_out *o, uint64_t v)
 {
-	char t[24];
-	int n = snprintf(t, sizeof(t), "%llu", (unsigned long long)v);
+	char t[20];
+	size_t i = sizeof(t);
 
-	return engy_sse_out_add(o, t, (size_t)n);
+	do
+		t[--i] = (char)('0' + v % 10);
+	while ((v /= 10));
+	return engy_sse_out_add(o, t + i, sizeof(t) - i);
+}
+
+int engy_sse_out_i64(struct engy_sse_out *o, int64_t v)
+{
+	if (v >= 0)
+		return engy_sse_out_u64(o, (uint64_t)v);
+	engy_sse_out_add(o, "-", 1);
+	return engy_sse_out_u64(o, 0 - (uint64_t)v);
 }
 
 /* Length of the well-formed UTF-8 sequence at @s (1..4), or 0. */

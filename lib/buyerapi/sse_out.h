@@ -40,6 +40,7 @@ int engy_sse_out_adds(struct engy_sse_out *o, const char *s);
 int engy_sse_out_addf(struct engy_sse_out *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int engy_sse_out_u64(struct engy_sse_out *o, uint64_t v);
+int engy_sse_out_i64(struct engy_sse_out *o, int64_t v);
 
 /* A JSON string literal, quotes included, of @n bytes of @s. */
 int engy_sse_out_jstr(struct engy_sse_out *o, const char *s, size_t n);

@@ -637,8 +637,12 @@ static int answer(struct gw_req *r, const struct engy_api_result *res)
 	}
 	engy_api_new_id(r->completion_id, sizeof(r->completion_id),
 			id_prefix(r));
-	engy_api_new_id(r->rids.reasoning, sizeof(r->rids.reasoning), "rs_");
-	engy_api_new_id(r->rids.message, sizeof(r->rids.message), "msg_");
+	if (r->areq.route == ENGY_ROUTE_RESPONSES) { /* its items' ids */
+		engy_api_new_id(r->rids.reasoning, sizeof(r->rids.reasoning),
+				"rs_");
+		engy_api_new_id(r->rids.message, sizeof(r->rids.message),
+				"msg_");
+	}
 	rc = r->areq.route == ENGY_ROUTE_RESPONSES
 		     ? engy_resp_response(&r->out, &r->areq, r->completion_id,
 					  r->t0_ms / 1000, &r->rids, res)

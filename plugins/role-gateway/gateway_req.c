@@ -101,12 +101,16 @@ static void count_request(struct gw *g, const char *api, int status)
 void gw_req_finish(struct gw_req *r, int status, const char *reason)
 {
 	struct gw *g = r->g;
+	unsigned long long tenths; /* total_ms to 0.1, without a float format */
 	char qr[200];
 
 	gw_relay_end(r);
 	gw_relay_charge(r, status == 200);
 	r->status = status;
 	gw_relay_outcome(r, status, reason, &r->out_come);
+	tenths = r->out_come.total_s > 0
+			 ? (unsigned long long)(r->out_come.total_s * 1e4 + 0.5)
+			 : 0;
 	gw_store_key_release(r);
 	if (r->sink && !r->sink_called) {
 		r->sink_called = true;
@@ -121,13 +125,13 @@ void gw_req_finish(struct gw_req *r, int status, const char *reason)
 		gw_mobserve(g, g->m_ttft, r->out_come.ttft_ms / 1e3);
 	GW_LOG(g, ENGY_LOG_INFO,
 	       "event=request_done request=%s status=%d api=%s stream=%d "
-	       "attempts=%u miner=%s ttft_ms=%u tpot_ms=%u total_ms=%.1f "
+	       "attempts=%u miner=%s ttft_ms=%u tpot_ms=%u total_ms=%llu.%u "
 	       "reason=%s",
 	       r->request_id, status,
 	       r->api == ENGY_API_OPENAI ? "openai" : "anthropic",
 	       r->areq.stream, r->attempts, r->miner[0] ? r->miner : "-",
-	       r->out_come.ttft_ms, r->out_come.tpot_ms,
-	       r->out_come.total_s * 1e3,
+	       r->out_come.ttft_ms, r->out_come.tpot_ms, tenths / 10,
+	       (unsigned)(tenths % 10),
 	       (engy_logfmt_value(qr, sizeof(qr), reason ? reason : ""), qr));
 	gw_store_settle(r, gw_req_free);
 }

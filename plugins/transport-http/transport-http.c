@@ -336,6 +336,44 @@ static bool header_ok(const char *name, const char *value)
 	return true;
 }
 
+/* A response head built in one buffer, added to the output once (a
+ * printf per line cost more than the rest of the reply). */
+struct head_buf {
+	struct evbuffer *out;
+	size_t n;
+	char buf[1024];
+};
+
+static void hb_put(struct head_buf *h, const char *s, size_t n)
+{
+	if (h->n + n > sizeof(h->buf)) {
+		evbuffer_add(h->out, h->buf, h->n);
+		h->n = 0;
+		if (n > sizeof(h->buf)) {
+			evbuffer_add(h->out, s, n);
+			return;
+		}
+	}
+	memcpy(h->buf + h->n, s, n);
+	h->n += n;
+}
+
+static void hb_str(struct head_buf *h, const char *s)
+{
+	hb_put(h, s, strlen(s));
+}
+
+static void hb_u64(struct head_buf *h, uint64_t v)
+{
+	char d[20];
+	size_t i = sizeof(d);
+
+	do
+		d[--i] = (char)('0' + v % 10);
+	while ((v /= 10));
+	hb_put(h, d + i, sizeof(d) - i);
+}
+
 /*
  * The status line and headers.  @len >= 0: a Content-Length reply;
  * -1: a streamed one (chunked on HTTP/1.1, close-delimited on 1.0).
@@ -345,6 +383,7 @@ static int write_head(struct engy_http_exchange *x, int status,
 		      int64_t len)
 {
 	struct evbuffer *out = th_conn_output(x);
+	struct head_buf hb;
 	struct th_inst *ti;
 	size_t i;
 
@@ -366,20 +405,34 @@ static int write_head(struct engy_http_exchange *x, int status,
 		if (!x->chunked)
 			x->keepalive = false;
 	}
-	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n", status,
-			    th_reason(status));
-	if (ctype)
-		evbuffer_add_printf(out, "Content-Type: %s\r\n", ctype);
-	for (i = 0; headers && headers[i]; i += 2)
-		evbuffer_add_printf(out, "%s: %s\r\n", headers[i],
-				    headers[i + 1]);
-	if (len >= 0)
-		evbuffer_add_printf(out, "Content-Length: %lld\r\n",
-				    (long long)len);
-	else if (x->chunked && !x->is_head)
-		evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
-	evbuffer_add_printf(out, "Connection: %s\r\n\r\n",
-			    x->keepalive ? "keep-alive" : "close");
+	hb.out = out;
+	hb.n = 0;
+	hb_put(&hb, "HTTP/1.1 ", 9);
+	hb_u64(&hb, (uint64_t)status);
+	hb_put(&hb, " ", 1);
+	hb_str(&hb, th_reason(status));
+	hb_put(&hb, "\r\n", 2);
+	if (ctype) {
+		hb_put(&hb, "Content-Type: ", 14);
+		hb_str(&hb, ctype);
+		hb_put(&hb, "\r\n", 2);
+	}
+	for (i = 0; headers && headers[i]; i += 2) {
+		hb_str(&hb, headers[i]);
+		hb_put(&hb, ": ", 2);
+		hb_str(&hb, headers[i + 1]);
+		hb_put(&hb, "\r\n", 2);
+	}
+	if (len >= 0) {
+		hb_put(&hb, "Content-Length: ", 16);
+		hb_u64(&hb, (uint64_t)len);
+		hb_put(&hb, "\r\n", 2);
+	} else if (x->chunked && !x->is_head) {
+		hb_str(&hb, "Transfer-Encoding: chunked\r\n");
+	}
+	hb_str(&hb, x->keepalive ? "Connection: keep-alive\r\n\r\n"
+				 : "Connection: close\r\n\r\n");
+	evbuffer_add(out, hb.buf, hb.n);
 	th_count_status(ti, status);
 	return 0;
 }

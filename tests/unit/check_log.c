@@ -7,6 +7,7 @@
  */
 #include <check.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,84 @@ START_TEST(test_logfmt_values)
 	/* Truncation keeps a terminated string and reports the need. */
 	ck_assert_uint_eq(engy_logfmt_value(b, 4, "abcdefgh"), 8);
 	ck_assert_str_eq(b, "abc");
+}
+END_TEST
+
+static int fast(char *dst, size_t cap, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = engy_logfmt_vformat(dst, cap, fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+/* engy_logfmt_vformat() writes what glibc's snprintf writes, returns
+ * what it returns, at every buffer size, for the conversions it takes,
+ * and -1 (so libc formats) for any other. */
+START_TEST(test_vformat)
+{
+	static const long long vals[] = { 0,
+					  1,
+					  -1,
+					  9,
+					  10,
+					  255,
+					  4096,
+					  2147483647LL,
+					  -2147483647LL - 1,
+					  9223372036854775807LL,
+					  -9223372036854775807LL - 1 };
+	const char *volatile nul = NULL; /* glibc prints (null) */
+	char a[96], b[96];
+	size_t i, cap;
+	int n, m;
+
+	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		long long v = vals[i];
+
+		for (cap = 0; cap <= 80; cap += 7) {
+			memset(a, 'A', sizeof(a));
+			memset(b, 'A', sizeof(b));
+			n = fast(a, cap,
+				 "event=x d=%d u=%u ld=%ld lu=%lu lld=%lld "
+				 "llu=%llu zu=%zu zd=%zd x=%x llx=%llx %s%c%%",
+				 (int)v, (unsigned)v, (long)v, (unsigned long)v,
+				 v, (unsigned long long)v, (size_t)v,
+				 (ssize_t)v, (unsigned)v, (unsigned long long)v,
+				 "str", 'c');
+			m = snprintf(
+				b, cap,
+				"event=x d=%d u=%u ld=%ld lu=%lu lld=%lld "
+				"llu=%llu zu=%zu zd=%zd x=%x llx=%llx %s%c%%",
+				(int)v, (unsigned)v, (long)v, (unsigned long)v,
+				v, (unsigned long long)v, (size_t)v, (ssize_t)v,
+				(unsigned)v, (unsigned long long)v, "str", 'c');
+			ck_assert_int_eq(n, m);
+			ck_assert_msg(memcmp(a, b, sizeof(a)) == 0,
+				      "cap %zu: %.*s | %.*s", cap, (int)cap, a,
+				      (int)cap, b);
+		}
+	}
+	ck_assert_int_eq(fast(a, sizeof(a), "%s and %s", nul, ""),
+			 snprintf(b, sizeof(b), "%s and %s", nul, ""));
+	ck_assert_str_eq(a, b);
+	ck_assert_int_eq(fast(a, sizeof(a), "plain"), 5);
+	ck_assert_str_eq(a, "plain");
+	ck_assert_int_eq(fast(a, sizeof(a), ""), 0);
+	ck_assert_str_eq(a, "");
+	/* left to libc: flags, widths, precisions, floats, pointers */
+	ck_assert_int_eq(fast(a, sizeof(a), "%5d", 1), -1);
+	ck_assert_int_eq(fast(a, sizeof(a), "%-s", "x"), -1);
+	ck_assert_int_eq(fast(a, sizeof(a), "%.1f", 1.0), -1);
+	ck_assert_int_eq(fast(a, sizeof(a), "%p", (void *)a), -1);
+	ck_assert_int_eq(fast(a, sizeof(a), "%.*s", 1, "x"), -1);
+	ck_assert_int_eq(fast(a, sizeof(a), "%hd", 1), -1);
+	ck_assert_int_eq(fast(a, sizeof(a), "%ls", L"x"), -1);
+	ck_assert_int_eq(fast(a, sizeof(a), "a%"), -1);
+	ck_assert_int_eq(fast(a, sizeof(a), "%08x", 1u), -1);
 }
 END_TEST
 
@@ -71,15 +150,16 @@ START_TEST(test_file_and_reopen)
 	engy_log(ENGY_LOG_DEBUG, "p1", "event=hidden");
 	/* A warning is on disk when the call returns, after the info line
 	 * before it (which the writer thread may not have written yet). */
-	engy_log(ENGY_LOG_WARNING, "my inst", "event=two\nforged=line");
+	engy_log(ENGY_LOG_WARNING, "my inst", "event=two\nforged=line%s",
+		 "\r\nx=\n\ry");
 	text = slurp(path);
 	ck_assert_ptr_nonnull(text);
 	ck_assert_ptr_nonnull(
 		strstr(text, " level=info inst=p1 event=one n=1\n"));
 	ck_assert_ptr_null(strstr(text, "hidden"));
 	/* A newline inside a message cannot forge a second event line. */
-	ck_assert_ptr_nonnull(
-		strstr(text, "inst=\"my inst\" event=two forged=line\n"));
+	ck_assert_ptr_nonnull(strstr(
+		text, "inst=\"my inst\" event=two forged=line  x=  y\n"));
 	ck_assert(strstr(text, "event=one") < strstr(text, "event=two"));
 	ck_assert_uint_eq(engy_log_count(ENGY_LOG_INFO), before + 1);
 	engy_log(ENGY_LOG_INFO, NULL, "event=before_rotate");
@@ -172,6 +252,7 @@ int main(void)
 	int failed;
 
 	tcase_add_test(tc, test_logfmt_values);
+	tcase_add_test(tc, test_vformat);
 	tcase_add_test(tc, test_levels);
 	tcase_add_test(tc, test_file_and_reopen);
 	tcase_add_test(tc, test_writer_thread);
