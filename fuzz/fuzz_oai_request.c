@@ -67,6 +67,23 @@ static void render(const cJSON *output)
 	engy_api_result_free(&r);
 }
 
+/* engy_sse_out_cjson() (the serve frame's writer) writes exactly what
+ * cJSON_PrintUnformatted() does, for the request a miner is sent and for
+ * whatever cJSON reads. */
+static void same_print(const cJSON *j)
+{
+	struct engy_sse_out o;
+	char *c = cJSON_PrintUnformatted(j);
+
+	engy_sse_out_init(&o);
+	if (engy_sse_out_cjson(&o, j) == 0 && c && strcmp(o.buf, c) != 0)
+		abort();
+	if (c && o.err)
+		abort(); /* printed by cJSON, refused here */
+	free(c);
+	engy_sse_out_free(&o);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct engy_api_limits lim = { .max_body_bytes = 1 << 20 };
@@ -83,10 +100,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	else if (req.body || req.model || !err[0] || strchr(err, '\n') ||
 		 (rc != -EINVAL && rc != -E2BIG && rc != -ENOMEM))
 		abort();
+	if (rc == 0)
+		same_print(req.body);
 	engy_api_req_free(&req);
 	j = cJSON_ParseWithLength((const char *)data, size);
-	if (j)
+	if (j) {
 		render(j);
+		same_print(j);
+	}
 	cJSON_Delete(j);
 	return 0;
 }

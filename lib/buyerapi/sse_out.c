@@ -3,9 +3,13 @@
  * The buyer API's output buffer: JSON strings and server-sent events.
  */
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cjson/cJSON.h>
 
 #include "grow.h"
 #include "sse_out.h"
@@ -274,4 +278,119 @@ int engy_sse_out_comment(struct engy_sse_out *o, const char *text)
 	engy_sse_out_add(o, ": ", 2);
 	engy_sse_out_adds(o, text);
 	return engy_sse_out_add(o, "\n\n", 2);
+}
+
+/* ---- cJSON's unformatted print ---- */
+
+int engy_sse_out_cjson_str(struct engy_sse_out *o, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s, *run;
+	char u[8];
+
+	if (!s)
+		return engy_sse_out_add(o, "\"\"", 2);
+	engy_sse_out_add(o, "\"", 1);
+	for (run = p; *p; p++) {
+		const char *e;
+
+		if (*p >= 32 && *p != '"' && *p != '\\')
+			continue;
+		engy_sse_out_add(o, (const char *)run, (size_t)(p - run));
+		run = p + 1;
+		switch (*p) {
+		case '"':
+			e = "\\\"";
+			break;
+		case '\\':
+			e = "\\\\";
+			break;
+		case '\b':
+			e = "\\b";
+			break;
+		case '\f':
+			e = "\\f";
+			break;
+		case '\n':
+			e = "\\n";
+			break;
+		case '\r':
+			e = "\\r";
+			break;
+		case '\t':
+			e = "\\t";
+			break;
+		default:
+			snprintf(u, sizeof(u), "\\u%04x", *p);
+			e = u;
+		}
+		engy_sse_out_adds(o, e);
+	}
+	engy_sse_out_add(o, (const char *)run, (size_t)(p - run));
+	return engy_sse_out_add(o, "\"", 1);
+}
+
+/* cJSON's rule: 15 significant digits ("%1.15g") when they read back
+ * within DBL_EPSILON, else 17; an integer below 1e15 is what %1.15g
+ * prints for it, written without printf ("-0" for negative zero). */
+static int cjson_number(struct engy_sse_out *o, const cJSON *j)
+{
+	double d = j->valuedouble, t, m;
+	char b[32];
+	int n;
+
+	if (isnan(d) || isinf(d))
+		return engy_sse_out_add(o, "null", 4);
+	if (d > -1e15 && d < 1e15 && d == (double)(int64_t)d) {
+		if (d == 0 && signbit(d))
+			return engy_sse_out_add(o, "-0", 2);
+		return engy_sse_out_i64(o, (int64_t)d);
+	}
+	n = snprintf(b, sizeof(b), "%1.15g", d);
+	t = strtod(b, NULL);
+	m = fabs(t) > fabs(d) ? fabs(t) : fabs(d);
+	if (!(fabs(t - d) <= m * DBL_EPSILON))
+		n = snprintf(b, sizeof(b), "%1.17g", d);
+	return engy_sse_out_add(o, b, (size_t)n);
+}
+
+int engy_sse_out_cjson(struct engy_sse_out *o, const cJSON *j)
+{
+	const cJSON *c;
+
+	if (!j)
+		return o->err ? o->err : (o->err = -EINVAL);
+	switch (j->type & 0xFF) {
+	case cJSON_NULL:
+		return engy_sse_out_add(o, "null", 4);
+	case cJSON_False:
+		return engy_sse_out_add(o, "false", 5);
+	case cJSON_True:
+		return engy_sse_out_add(o, "true", 4);
+	case cJSON_Number:
+		return cjson_number(o, j);
+	case cJSON_Raw:
+		if (!j->valuestring)
+			return o->err ? o->err : (o->err = -EINVAL);
+		return engy_sse_out_adds(o, j->valuestring);
+	case cJSON_String:
+		return engy_sse_out_cjson_str(o, j->valuestring);
+	case cJSON_Array:
+	case cJSON_Object:
+		engy_sse_out_add(o, (j->type & 0xFF) == cJSON_Array ? "[" : "{",
+				 1);
+		for (c = j->child; c; c = c->next) {
+			if (c != j->child)
+				engy_sse_out_add(o, ",", 1);
+			if ((j->type & 0xFF) == cJSON_Object) {
+				engy_sse_out_cjson_str(o, c->string);
+				engy_sse_out_add(o, ":", 1);
+			}
+			if (engy_sse_out_cjson(o, c))
+				return o->err;
+		}
+		return engy_sse_out_add(
+			o, (j->type & 0xFF) == cJSON_Array ? "]" : "}", 1);
+	default:
+		return o->err ? o->err : (o->err = -EINVAL);
+	}
 }

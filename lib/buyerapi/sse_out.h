@@ -42,6 +42,16 @@ int engy_sse_out_addf(struct engy_sse_out *o, const char *fmt, ...)
 int engy_sse_out_u64(struct engy_sse_out *o, uint64_t v);
 int engy_sse_out_i64(struct engy_sse_out *o, int64_t v);
 
+/*
+ * engy_sse_out_cjson() - @j as the bytes cJSON_PrintUnformatted() writes
+ * for it (strings escaped as cJSON does, not as engy_sse_out_jstr(); a
+ * cJSON_Raw node's text as it is), without cJSON's buffer copies and
+ * printf per integer; engy_sse_out_cjson_str() one such string.
+ */
+struct cJSON;
+int engy_sse_out_cjson(struct engy_sse_out *o, const struct cJSON *j);
+int engy_sse_out_cjson_str(struct engy_sse_out *o, const char *s);
+
 /* A JSON string literal, quotes included, of @n bytes of @s. */
 int engy_sse_out_jstr(struct engy_sse_out *o, const char *s, size_t n);
 /* The same for a NUL-terminated string; NULL writes `null`. */

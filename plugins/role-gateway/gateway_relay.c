@@ -322,19 +322,22 @@ static void on_keepalive(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(r->keepalive, &tv);
 }
 
+/* The bytes cJSON would print for {"type":"serve","corr_id":…,
+ * "request":…,"stream":true}, written straight into one buffer. */
 static char *serve_frame(struct gw_req *r, size_t *len)
 {
-	cJSON *o = cJSON_CreateObject();
-	char *s = NULL;
+	struct engy_sse_out o;
 
-	if (o && cJSON_AddStringToObject(o, "type", "serve") &&
-	    cJSON_AddStringToObject(o, "corr_id", r->corr_id) &&
-	    cJSON_AddItemReferenceToObject(o, "request", r->areq.body) &&
-	    cJSON_AddBoolToObject(o, "stream", 1))
-		s = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
-	*len = s ? strlen(s) : 0;
-	return s;
+	*len = 0;
+	if (!r->areq.body)
+		return NULL;
+	engy_sse_out_init(&o);
+	engy_sse_out_adds(&o, "{\"type\":\"serve\",\"corr_id\":");
+	engy_sse_out_cjson_str(&o, r->corr_id);
+	engy_sse_out_adds(&o, ",\"request\":");
+	engy_sse_out_cjson(&o, r->areq.body);
+	engy_sse_out_adds(&o, ",\"stream\":true}");
+	return engy_sse_out_take(&o, len);
 }
 
 /* The answer's id: chatcmpl-, resp_, cmpl- or msg_. */

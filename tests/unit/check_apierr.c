@@ -11,6 +11,7 @@
  * buyer_sdk.sh.
  */
 #include <check.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +320,64 @@ START_TEST(test_writer)
 }
 END_TEST
 
+/* engy_sse_out_cjson(): byte for byte what cJSON_PrintUnformatted()
+ * prints (the serve frame's request), numbers at both of cJSON's
+ * precisions, escapes, nesting and raw text included. */
+START_TEST(test_cjson_print)
+{
+	static const char *const docs[] = {
+		"{\"a\":0.1,\"b\":-0.0,\"c\":1e15,\"d\":999999999999999,"
+		"\"e\":-999999999999999,\"f\":1e300,\"g\":5e-324,\"h\":0.7,"
+		"\"i\":1.0000000000000002,\"j\":123456789012345678,\"k\":-3,"
+		"\"l\":2147483648,\"m\":0.30000000000000004}",
+		"[\"\\u0001\\b\\f\\n\\r\\t\\\"\\\\/\\u001f\\u007f\","
+		"\"\\u00e9\\ud83d\\ude00\",\"\",[],{},[[{\"\":null}]],true,"
+		"false]",
+		"{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":"
+		"\"hi\\nthere\"}],\"max_tokens\":4,\"temperature\":0.6,"
+		"\"top_p\":0.95,\"stop\":[\"\\u0000x\"]}",
+	};
+	struct engy_sse_out o;
+	size_t i;
+
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		cJSON *j = cJSON_Parse(docs[i]);
+		char *c;
+
+		ck_assert_ptr_nonnull(j);
+		c = cJSON_PrintUnformatted(j);
+		engy_sse_out_init(&o);
+		ck_assert_int_eq(engy_sse_out_cjson(&o, j), 0);
+		ck_assert_str_eq(o.buf, c);
+		engy_sse_out_free(&o);
+		free(c);
+		cJSON_Delete(j);
+	}
+	{
+		cJSON *j = cJSON_CreateObject(), *n = cJSON_CreateNumber(0);
+		char *c;
+
+		n->valuedouble = NAN; /* not JSON: cJSON writes null */
+		cJSON_AddItemToObject(j, "n", n);
+		cJSON_AddRawToObject(j, "r", "{\"x\": [1, 2]}");
+		cJSON_AddItemToObject(j, "s", cJSON_CreateString("a\x02"));
+		c = cJSON_PrintUnformatted(j);
+		engy_sse_out_init(&o);
+		ck_assert_int_eq(engy_sse_out_cjson(&o, j), 0);
+		ck_assert_str_eq(o.buf, c);
+		ck_assert_str_eq(
+			o.buf,
+			"{\"n\":null,\"r\":{\"x\": [1, 2]},\"s\":\"a\\u0002\"}");
+		engy_sse_out_free(&o);
+		free(c);
+		cJSON_Delete(j);
+	}
+	engy_sse_out_init(&o);
+	ck_assert_int_eq(engy_sse_out_cjson(&o, NULL), -EINVAL);
+	engy_sse_out_free(&o);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("apierr");
@@ -332,6 +391,7 @@ int main(void)
 	tcase_add_test(tc, test_param_of);
 	tcase_add_test(tc, test_models_keys);
 	tcase_add_test(tc, test_writer);
+	tcase_add_test(tc, test_cjson_print);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
