@@ -36,10 +36,13 @@ static float frand(uint64_t *s)
 
 START_TEST(test_matmul)
 {
-	static const size_t shapes[][3] = { { 1, 1, 1 },   { 1, 7, 3 },
-					    { 2, 8, 4 },   { 3, 37, 9 },
-					    { 5, 64, 17 }, { 1, 130, 33 },
-					    { 7, 9, 2 } };
+	/* 4x3 blocks and their column tails (n >= 4), 2x4 for the rows
+	 * left, and wide tasks from 16 rows on (matmul.c). */
+	static const size_t shapes[][3] = {
+		{ 1, 1, 1 },   { 1, 7, 3 },    { 2, 8, 4 },    { 3, 37, 9 },
+		{ 5, 64, 17 }, { 1, 130, 33 }, { 7, 9, 2 },    { 4, 8, 3 },
+		{ 8, 16, 5 },  { 16, 40, 50 }, { 17, 33, 97 },
+	};
 	uint64_t s = 42;
 	unsigned t;
 	size_t k, i;
