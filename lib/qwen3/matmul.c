@@ -271,8 +271,8 @@ gen_loadw(v8 *dst, const void *w, int wt, size_t k)
 
 /* R rows of x against C rows of w; R, C, WT are constants after inlining. */
 static inline __attribute__((always_inline)) void
-gen_block(const float *x, size_t ldx, const void *w, size_t in, float *y,
-	  size_t ldy, const int R, const int C, const int WT)
+gen_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
+	  float *y, size_t ldy, const int R, const int C, const int WT)
 {
 	v8 acc[4][4], wv[4], xv;
 	float l[8];
@@ -284,7 +284,7 @@ gen_block(const float *x, size_t ldx, const void *w, size_t in, float *y,
 			(v8){ 0 };
 	for (k = 0; k + 8 <= in; k += 8) {
 		_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
-			gen_loadw(&wv[c], WROW(w, WT, c, in), WT, k);
+			gen_loadw(&wv[c], WROW(w, WT, c, ldw), WT, k);
 		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
 		{
 			LD8(xv, x + r * ldx + k);
@@ -297,57 +297,59 @@ gen_block(const float *x, size_t ldx, const void *w, size_t in, float *y,
 	{
 		memcpy(l, &acc[r][c], sizeof(l));
 		y[r * ldy + c] =
-			finish(l, x + r * ldx, WROW(w, WT, c, in), WT, k, in);
+			finish(l, x + r * ldx, WROW(w, WT, c, ldw), WT, k, in);
 	}
 }
 
-typedef void (*block_fn)(const float *x, size_t ldx, const void *w, size_t in,
-			 float *y, size_t ldy, int r, int c, int wt);
+/* @w's rows @ldw elements apart (@in for a matrix, a KV stride for
+ * attention's keys). */
+typedef void (*block_fn)(const float *x, size_t ldx, const void *w, size_t ldw,
+			 size_t in, float *y, size_t ldy, int r, int c, int wt);
 
-#define DISPATCH(BLOCK, x, ldx, w, in, y, ldy, r, c, WT)                       \
+#define DISPATCH(BLOCK, x, ldx, w, ldw, in, y, ldy, r, c, WT)                  \
 	switch ((r)*8 + (c)) {                                                 \
 	case 8 + 1:                                                            \
-		BLOCK(x, ldx, w, in, y, ldy, 1, 1, WT);                        \
+		BLOCK(x, ldx, w, ldw, in, y, ldy, 1, 1, WT);                   \
 		break;                                                         \
 	case 8 + 2:                                                            \
-		BLOCK(x, ldx, w, in, y, ldy, 1, 2, WT);                        \
+		BLOCK(x, ldx, w, ldw, in, y, ldy, 1, 2, WT);                   \
 		break;                                                         \
 	case 8 + 3:                                                            \
-		BLOCK(x, ldx, w, in, y, ldy, 1, 3, WT);                        \
+		BLOCK(x, ldx, w, ldw, in, y, ldy, 1, 3, WT);                   \
 		break;                                                         \
 	case 8 + 4:                                                            \
-		BLOCK(x, ldx, w, in, y, ldy, 1, 4, WT);                        \
+		BLOCK(x, ldx, w, ldw, in, y, ldy, 1, 4, WT);                   \
 		break;                                                         \
 	case 16 + 1:                                                           \
-		BLOCK(x, ldx, w, in, y, ldy, 2, 1, WT);                        \
+		BLOCK(x, ldx, w, ldw, in, y, ldy, 2, 1, WT);                   \
 		break;                                                         \
 	case 16 + 2:                                                           \
-		BLOCK(x, ldx, w, in, y, ldy, 2, 2, WT);                        \
+		BLOCK(x, ldx, w, ldw, in, y, ldy, 2, 2, WT);                   \
 		break;                                                         \
 	case 16 + 3:                                                           \
-		BLOCK(x, ldx, w, in, y, ldy, 2, 3, WT);                        \
+		BLOCK(x, ldx, w, ldw, in, y, ldy, 2, 3, WT);                   \
 		break;                                                         \
 	case 32 + 1:                                                           \
-		BLOCK(x, ldx, w, in, y, ldy, 4, 1, WT);                        \
+		BLOCK(x, ldx, w, ldw, in, y, ldy, 4, 1, WT);                   \
 		break;                                                         \
 	case 32 + 2:                                                           \
-		BLOCK(x, ldx, w, in, y, ldy, 4, 2, WT);                        \
+		BLOCK(x, ldx, w, ldw, in, y, ldy, 4, 2, WT);                   \
 		break;                                                         \
 	case 32 + 3:                                                           \
-		BLOCK(x, ldx, w, in, y, ldy, 4, 3, WT);                        \
+		BLOCK(x, ldx, w, ldw, in, y, ldy, 4, 3, WT);                   \
 		break;                                                         \
 	default:                                                               \
-		BLOCK(x, ldx, w, in, y, ldy, 2, 4, WT);                        \
+		BLOCK(x, ldx, w, ldw, in, y, ldy, 2, 4, WT);                   \
 		break;                                                         \
 	}
 
-static void gen_dispatch(const float *x, size_t ldx, const void *w, size_t in,
-			 float *y, size_t ldy, int r, int c, int wt)
+static void gen_dispatch(const float *x, size_t ldx, const void *w, size_t ldw,
+			 size_t in, float *y, size_t ldy, int r, int c, int wt)
 {
 	if (wt == MM_BF16) {
-		DISPATCH(gen_block, x, ldx, w, in, y, ldy, r, c, MM_BF16)
+		DISPATCH(gen_block, x, ldx, w, ldw, in, y, ldy, r, c, MM_BF16)
 	} else {
-		DISPATCH(gen_block, x, ldx, w, in, y, ldy, r, c, MM_F32)
+		DISPATCH(gen_block, x, ldx, w, ldw, in, y, ldy, r, c, MM_F32)
 	}
 }
 
@@ -367,8 +369,8 @@ static inline __attribute__((always_inline)) AVX __m256 avx_loadw(const void *w,
 }
 
 static inline __attribute__((always_inline)) AVX void
-avx_block(const float *x, size_t ldx, const void *w, size_t in, float *y,
-	  size_t ldy, const int R, const int C, const int WT)
+avx_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
+	  float *y, size_t ldy, const int R, const int C, const int WT)
 {
 	__m256 acc[4][4], wv[4], xv;
 	float l[8];
@@ -380,7 +382,7 @@ avx_block(const float *x, size_t ldx, const void *w, size_t in, float *y,
 			_mm256_setzero_ps();
 	for (k = 0; k + 8 <= in; k += 8) {
 		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) wv[c] =
-			avx_loadw(WROW(w, WT, c, in), WT, k);
+			avx_loadw(WROW(w, WT, c, ldw), WT, k);
 		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
 		{
 			xv = _mm256_loadu_ps(x + r * ldx + k);
@@ -394,18 +396,18 @@ avx_block(const float *x, size_t ldx, const void *w, size_t in, float *y,
 	{
 		_mm256_storeu_ps(l, acc[r][c]);
 		y[r * ldy + c] =
-			finish(l, x + r * ldx, WROW(w, WT, c, in), WT, k, in);
+			finish(l, x + r * ldx, WROW(w, WT, c, ldw), WT, k, in);
 	}
 }
 
 static AVX void avx_dispatch(const float *x, size_t ldx, const void *w,
-			     size_t in, float *y, size_t ldy, int r, int c,
-			     int wt)
+			     size_t ldw, size_t in, float *y, size_t ldy, int r,
+			     int c, int wt)
 {
 	if (wt == MM_BF16) {
-		DISPATCH(avx_block, x, ldx, w, in, y, ldy, r, c, MM_BF16)
+		DISPATCH(avx_block, x, ldx, w, ldw, in, y, ldy, r, c, MM_BF16)
 	} else {
-		DISPATCH(avx_block, x, ldx, w, in, y, ldy, r, c, MM_F32)
+		DISPATCH(avx_block, x, ldx, w, ldw, in, y, ldy, r, c, MM_F32)
 	}
 }
 #endif
@@ -441,8 +443,19 @@ float engy_mm_dot(const float *a, const float *b, size_t n)
 {
 	float y;
 
-	kernel()(a, n, b, n, &y, 1, 1, 1, MM_F32);
+	kernel()(a, n, b, n, n, &y, 1, 1, 1, MM_F32);
 	return y;
+}
+
+void engy_mm_dots(const float *q, const float *k, size_t ldk, size_t n,
+		  size_t m, float *y)
+{
+	block_fn f = kernel();
+	size_t j;
+
+	for (j = 0; j < m; j += 4)
+		f(q, n, k + j * ldk, ldk, n, y + j, 1, 1,
+		  m - j >= 4 ? 4 : (int)(m - j), MM_F32);
 }
 
 /* ---- Kernel profiles (matmul.h): one output element at a time ---- */
@@ -585,7 +598,7 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 			int C = c1 - c >= 3 ? 3 : (int)(c1 - c);
 
 			j->k(pt->x + r * pt->in, pt->in,
-			     WROW(pt->w, pt->wt, c, pt->in), pt->in,
+			     WROW(pt->w, pt->wt, c, pt->in), pt->in, pt->in,
 			     pt->y + r * pt->out + c, pt->out, 4, C, pt->wt);
 		}
 	for (; r < pt->n; r += 2) {
@@ -595,7 +608,7 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 			int C = c1 - c >= 4 ? 4 : (int)(c1 - c);
 
 			j->k(pt->x + r * pt->in, pt->in,
-			     WROW(pt->w, pt->wt, c, pt->in), pt->in,
+			     WROW(pt->w, pt->wt, c, pt->in), pt->in, pt->in,
 			     pt->y + r * pt->out + c, pt->out, R, C, pt->wt);
 		}
 	}

@@ -92,6 +92,14 @@ void engy_mm_matmul_batch_profile(struct mm_pool *p,
 /* engy_mm_dot() - the same dot product as one element of engy_mm_matmul(). */
 float engy_mm_dot(const float *a, const float *b, size_t n);
 
+/*
+ * engy_mm_dots() - y[j] = engy_mm_dot(q, k + j * ldk, n) for j < m, the
+ * very same bits, four rows of @k at a time (attention's scores against
+ * the keys of one KV head, @ldk floats apart).
+ */
+void engy_mm_dots(const float *q, const float *k, size_t ldk, size_t n,
+		  size_t m, float *y);
+
 /* engy_mm_matmul_naive() - the textbook triple loop, one thread (baseline). */
 void engy_mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
 			  size_t in, size_t out, float *y);

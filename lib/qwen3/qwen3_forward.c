@@ -281,8 +281,9 @@ static void attn_task(void *arg, size_t task, unsigned thread)
 	float scale = (float)(1.0 / sqrt((double)hd)), mx = -INFINITY;
 	double sum = 0;
 
+	engy_mm_dots(q, K, kvd, hd, p + 1, sc);
 	for (j = 0; j <= p; j++) {
-		sc[j] = engy_mm_dot(q, K + j * kvd, hd) * scale;
+		sc[j] *= scale;
 		mx = fmaxf(mx, sc[j]);
 	}
 	for (j = 0; j <= p; j++) {

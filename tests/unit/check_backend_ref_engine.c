@@ -96,6 +96,17 @@ START_TEST(test_matmul)
 					  0);
 			}
 			ck_assert(engy_mm_dot(x, w, in) == y[0]);
+			/* Attention's scores: rows of w as keys @in apart,
+			 * four at a time, each the very dot of one. */
+			if (in >= 2) {
+				size_t m = out, len = in / 2;
+
+				engy_mm_dots(x, w, in, len, m, y1);
+				for (i = 0; i < m; i++)
+					ck_assert(y1[i] ==
+						  engy_mm_dot(x, w + i * in,
+							      len));
+			}
 			free(x);
 			free(w);
 			free(y);
