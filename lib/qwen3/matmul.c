@@ -381,6 +381,16 @@ avx_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) acc[r][c] =
 			_mm256_setzero_ps();
 	for (k = 0; k + 8 <= in; k += 8) {
+		/* A row or two (decode): the weights stream from memory, a
+		 * short row at a time; ask for the next block's rows (C rows
+		 * on) a cache line per row ahead of need.  Prefetches past
+		 * the matrix are harmless. */
+		if (R <= 2 && (k & (WT == MM_BF16 ? 31 : 15)) == 0)
+			_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
+				_mm_prefetch(
+					(const char *)WROW(w, WT, c + C, ldw) +
+						k * (WT == MM_BF16 ? 2 : 4),
+					_MM_HINT_T0);
 		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) wv[c] =
 			avx_loadw(WROW(w, WT, c, ldw), WT, k);
 		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
