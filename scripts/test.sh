@@ -147,12 +147,14 @@ run_suite main
 # The CUDA paths compile and link on every run: a build of only the CUDA
 # objects (engy-gpu and the reference engine's cuBLAS matmul, with the
 # backend-ref plugin linking it) against the toolkit from the wheels, then
-# the GPU self-check, which skips on a machine without a GPU, saying why.
+# the GPU self-check and scripts/gpu-check.sh (engyctl's reference engine
+# on cuBLAS against the CPU, hidden states and TOPLOC verdicts), which
+# skip on a machine without a GPU, saying why.
 log "cuda: configure --with-cuda=$cuda_dir, build the CUDA paths"
 mkdir -p build-cuda
 (cd build-cuda && ../configure -q --enable-werror --with-cuda="$cuda_dir")
 grep -q '^#define HAVE_CUDA 1' build-cuda/config.h
-make -C build-cuda -j"$jobs" cuda/engy-gpu plugins/backend-ref/backend-ref.la >/dev/null
+make -C build-cuda -j"$jobs" cuda/engy-gpu tools/engyctl plugins/backend-ref/backend-ref.la >/dev/null
 gpu_rc=0
 (cd build-cuda && top_srcdir=$top top_builddir=$top/build-cuda \
   sh "$top/tests/integration/gpu.sh") || gpu_rc=$?
@@ -161,6 +163,11 @@ case $gpu_rc in
   77) summary+=("cuda: built and linked; gpu.sh: 0 passed, 0 failed, 1 skipped") ;;
   *) echo "cuda: gpu.sh failed (exit $gpu_rc)"; printf '%s\n' "${summary[@]}"; exit 1 ;;
 esac
+if [ $gpu_rc = 0 ]; then
+  scripts/gpu-check.sh build-cuda || {
+    echo "cuda: gpu-check.sh failed"; printf '%s\n' "${summary[@]}"; exit 1; }
+  summary+=("cuda: gpu-check.sh passed")
+fi
 if [ -z "${ENGY_TEST_QUICK:-}" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
