@@ -6,8 +6,10 @@
 # (dense and MoE): the hidden states of the same tokens compared value by
 # value, and TOPLOC across the two as miner and auditor use it (proofs of
 # the GPU's states verified against the CPU's, and the other way round:
-# both must pass), with an INT4 cheat on the GPU as the control that must
-# be caught.
+# both must pass); the same tokens through cuBLAS's bf16 GEMMs (kernel
+# profile bf16act on the GPU: an honest miner whose numbers differ more)
+# must pass against the CPU's float32 states too, and an INT4 cheat on
+# the GPU is the control that must be caught.
 #
 #   scripts/gpu-check.sh BUILDDIR
 #       a --with-cuda build (cuda/engy-gpu, tools/engyctl); exits 0 when
@@ -26,7 +28,8 @@
 # one is removed at exit.  Only generated weights and token ids are used.
 # ENGY_GPU_CHECK_DRY=PROFILE runs the script without a GPU (a check of
 # the script itself): engy-gpu is skipped and the CPU with that kernel
-# profile (splitk, warp32, ...) stands in for the GPU.
+# profile (splitk-f32, ...) stands in for the GPU, and splitk for its
+# bf16 GEMMs.
 set -eu
 
 die() {
@@ -119,9 +122,11 @@ bad() {
 }
 
 DEV="--device cuda"
+DEV16="--device cuda --kernel-profile bf16act"
 LABEL="GPU (cuBLAS)"
 if [ -n "${ENGY_GPU_CHECK_DRY:-}" ]; then
 	DEV="--device cpu --kernel-profile $ENGY_GPU_CHECK_DRY"
+	DEV16="--device cpu --kernel-profile splitk"
 	LABEL="the stand-in ($ENGY_GPU_CHECK_DRY)"
 	echo "gpu-check: a dry run: the CPU's $ENGY_GPU_CHECK_DRY profile stands in for the GPU"
 fi
@@ -157,11 +162,35 @@ ids() {
 		print o }'
 }
 
-# secs FILE: the seconds engyctl ref printed for its whole run.
 P_LEN=96
 GEN=129
 TOPK=128
 DBS=32
+
+# compare A B HIDDEN ROWS MAX: the two row files value by value; exit 1
+# when the median row's largest difference (over the row's largest value)
+# is MAX or more ("-": report only).
+compare() {
+	"$PY" - "$@" <<'EOF'
+import struct, sys
+a, b = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read()
+h, rows, lim = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+if len(a) != rows * h * 4 or len(b) != len(a):
+    print("rows: %d and %d bytes, want %d" % (len(a), len(b), rows * h * 4)); sys.exit(1)
+n = rows * h
+x, y = struct.unpack("<%df" % n, a), struct.unpack("<%df" % n, b)
+same = sum(1 for i in range(n) if x[i] == y[i])
+rel = []
+for r in range(rows):
+    s = max(abs(v) for v in y[r * h:(r + 1) * h]) or 1.0
+    rel.append(max(abs(x[i] - y[i]) for i in range(r * h, (r + 1) * h)) / s)
+rel.sort()
+med = rel[len(rel) // 2]
+print("%d rows x %d: %d of %d values bit-identical (%.1f %%); a row's largest difference over its largest value: median %.3g, max %.3g"
+      % (rows, h, same, n, 100.0 * same / n, med, rel[-1]))
+sys.exit(0 if lim == "-" or med < float(lim) else 1)
+EOF
+}
 
 check_model() {
 	arch=$1
@@ -176,10 +205,11 @@ check_model() {
 	echo "== $tag ($arch small: hidden $hid, vocab $vocab): $P_LEN prompt ids, $GEN generated"
 
 	# The GPU miner: greedy generation, the states of every position fed.
+	# shellcheck disable=SC2086
 	if ! "$CTL" ref --checkpoint "$m" --ids "$prompt" --generate $GEN \
 		--ignore-eos $DEV --hidden "$W/$tag-cuda.f32" \
 		>"$W/$tag-cuda.ids" 2>"$W/$tag-cuda.err"; then
-		bad "$tag: engyctl ref --device cuda: $(tail -n 3 "$W/$tag-cuda.err")"
+		bad "$tag: engyctl ref $DEV: $(tail -n 3 "$W/$tag-cuda.err")"
 		return
 	fi
 	# The CPU on its own: the same prompt, greedy.
@@ -191,54 +221,48 @@ check_model() {
 	# The auditor: the GPU's tokens recomputed on the CPU in one prefill.
 	"$CTL" ref --checkpoint "$m" --ids "$fed" --device cpu \
 		--hidden "$W/$tag-cpu.f32" >/dev/null 2>"$W/$tag-cpu-fed.err"
+	# A bf16 GPU miner: the same tokens through bf16 GEMMs.
+	# shellcheck disable=SC2086
+	if ! "$CTL" ref --checkpoint "$m" --ids "$fed" $DEV16 \
+		--hidden "$W/$tag-bf16.f32" >/dev/null 2>"$W/$tag-bf16.err"; then
+		bad "$tag: engyctl ref $DEV16: $(tail -n 3 "$W/$tag-bf16.err")"
+		return
+	fi
 	# The cheat: the INT4 model on the GPU, fed the same tokens.
+	# shellcheck disable=SC2086
 	"$CTL" ref --checkpoint "$m-int4" --ids "$fed" $DEV \
 		--hidden "$W/$tag-int4.f32" >/dev/null 2>"$W/$tag-int4.err"
 	sed "s/^/  cuda: /" "$W/$tag-cuda.err"
 	sed "s/^/  cpu:  /" "$W/$tag-cpu.err"
+	sed "s/^/  bf16: /" "$W/$tag-bf16.err"
 
 	same=$(awk 'NR == FNR { for (i = 1; i <= NF; i++) a[i] = $i; n = NF; next }
 		{ k = 0; while (k < n && k < NF && a[k + 1] == $(k + 1)) k++; print k }' \
 		"$W/$tag-cuda.ids" "$W/$tag-cpu.ids")
 	echo "  greedy tokens: the first $same of $GEN the same on GPU and CPU"
 
-	if "$PY" - "$W/$tag-cuda.f32" "$W/$tag-cpu.f32" "$hid" "$rows" \
-		>"$W/$tag-cmp.out" <<'EOF'; then
-import struct, sys
-a, b, h, rows = open(sys.argv[1], "rb").read(), open(sys.argv[2], "rb").read(), int(sys.argv[3]), int(sys.argv[4])
-if len(a) != rows * h * 4 or len(b) != len(a):
-    print("rows: gpu %d bytes, cpu %d bytes, want %d" % (len(a), len(b), rows * h * 4)); sys.exit(1)
-n = rows * h
-x, y = struct.unpack("<%df" % n, a), struct.unpack("<%df" % n, b)
-same = sum(1 for i in range(n) if x[i] == y[i])
-rel = []
-for r in range(rows):
-    s = max(abs(v) for v in y[r * h:(r + 1) * h]) or 1.0
-    rel.append(max(abs(x[i] - y[i]) for i in range(r * h, (r + 1) * h)) / s)
-rel.sort()
-med = rel[len(rel) // 2]
-print("%d rows x %d: %d of %d values bit-identical (%.1f %%); a row's largest difference over its largest value: median %.3g, max %.3g"
-      % (rows, h, same, n, 100.0 * same / n, med, rel[-1]))
-# Another summation order moves a row by float32 rounding (~1e-6 here);
-# a routing choice that flips in the MoE moves one row more, not most.
-sys.exit(0 if med < 1e-3 else 1)
-EOF
+	# Another summation order moves a row by float32 rounding (~1e-6);
+	# a routing choice that flips in the MoE moves a row more, not most.
+	if compare "$W/$tag-cuda.f32" "$W/$tag-cpu.f32" "$hid" "$rows" 1e-3 \
+		>"$W/$tag-cmp.out"; then
 		ok "$tag: hidden states, $LABEL against CPU: $(cat "$W/$tag-cmp.out")"
 	else
 		bad "$tag: hidden states: $(cat "$W/$tag-cmp.out")"
 	fi
+	compare "$W/$tag-bf16.f32" "$W/$tag-cpu.f32" "$hid" "$rows" - |
+		sed "s/^/  bf16 GEMMs against CPU: /"
+	compare "$W/$tag-int4.f32" "$W/$tag-cpu.f32" "$hid" "$rows" - |
+		sed "s/^/  INT4 against CPU: /"
 
 	tl="--topk $TOPK --dbs $DBS --hidden $hid --dtype f32 --prefill $P_LEN"
 	# The devnet model spec's thresholds (toploc_v 10, toploc_p 0.99,
 	# toploc_mant_mean and toploc_mant_median 2).
 	vl="--max-mismatches 10 --min-pass 0.99 --max-mant-mean 2 --max-mant-median 2"
-	# shellcheck disable=SC2086
-	"$CTL" toploc prove $tl "$W/$tag-cuda.f32" >"$W/$tag-cuda.proofs"
-	# shellcheck disable=SC2086
-	"$CTL" toploc prove $tl "$W/$tag-cpu.f32" >"$W/$tag-cpu.proofs"
-	# shellcheck disable=SC2086
-	"$CTL" toploc prove $tl "$W/$tag-int4.f32" >"$W/$tag-int4.proofs"
-	for pair in cuda:cpu cpu:cuda int4:cpu; do
+	for f in cuda cpu bf16 int4; do
+		# shellcheck disable=SC2086
+		"$CTL" toploc prove $tl "$W/$tag-$f.f32" >"$W/$tag-$f.proofs"
+	done
+	for pair in cuda:cpu cpu:cuda bf16:cpu int4:cpu; do
 		p=${pair%%:*}
 		v=${pair#*:}
 		rc=0

@@ -57,7 +57,8 @@ static void usage(FILE *f)
 		"Qwen3 chat template.  --kernel-profile computes in another\n"
 		"summation order or activation precision: ref (default), splitk,\n"
 		"warp32, bf16act, splitk-f32, fp8-bf16 (specs/checkpoints.md,\n"
-		"\"Kernel profiles\").  --json-schema: sampling is masked so that the\n"
+		"\"Kernel profiles\"); with --device cuda, ref (float32 SGEMM) or\n"
+		"bf16act (cuBLAS's bf16 GEMM on the tensor cores).  --json-schema: sampling is masked so that the\n"
 		"output is JSON matching the schema in FILE (lib/constrain; an EOS\n"
 		"id only once it is complete).  Timings go to stderr.\n");
 }

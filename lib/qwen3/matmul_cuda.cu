@@ -6,6 +6,13 @@
  * and brings the output rows back.  Everything else stays on the CPU: this
  * is for checking numbers on a GPU, not for speed.
  *
+ * In bf16 mode (kernel profile bf16act on the GPU) a bf16 weight stays
+ * bf16 on the device and its matmul is a bf16 GEMM as a bf16 GPU model
+ * runs it: cublasGemmEx with bf16 inputs and float32 accumulation (the
+ * tensor cores, cuBLAS's own split and order), float32 out; the engine
+ * rounds inputs and outputs to bf16 around it as the profile says.  Float32
+ * weights (dequantized INT4/FP8) stay an SGEMM.
+ *
  * Written in C-style C++ (no exceptions, no STL) so the plugin needs no
  * C++ runtime.
  */
@@ -20,7 +27,7 @@
 
 struct ent {
 	const void *host;
-	float *dev;
+	void *dev; /* float32, or bf16 (raw) in bf16 mode */
 };
 
 struct q3_cuda {
@@ -29,11 +36,14 @@ struct q3_cuda {
 	size_t cap, n;
 	float *dx, *dy;
 	size_t dx_cap, dy_cap;
+	bool bf16;
+	uint16_t *hxb, *dxb; /* bf16 mode: the input rows, host and device */
+	size_t hxb_cap, dxb_cap;
 };
 
 extern "C" {
-int engy_q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
-		 char *err, size_t errlen);
+int engy_q3_cuda_open(struct q3_cuda **out, bool bf16, char *name,
+		      size_t namelen, char *err, size_t errlen);
 void engy_q3_cuda_close(struct q3_cuda *c);
 int engy_q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
 		   const void *w, int wt, size_t in, size_t out, float *y);
@@ -70,13 +80,16 @@ static int grow(struct q3_cuda *c)
 	return 0;
 }
 
-/* The device copy of weight @w [out, in], uploaded (as float32) on first use. */
-static float *weight(struct q3_cuda *c, const void *w, int wt, size_t in,
-		     size_t out)
+/* The device copy of weight @w [out, in], uploaded on first use: as
+ * float32, or in bf16 mode a bf16 weight as it is. */
+static void *weight(struct q3_cuda *c, const void *w, int wt, size_t in,
+		    size_t out)
 {
 	size_t s, i, n = in * out;
-	float *d = NULL, *tmp = NULL;
-	const float *src = (const float *)w;
+	void *d = NULL;
+	float *tmp = NULL;
+	const void *src = w;
+	size_t es = sizeof(float);
 	cudaError_t e;
 
 	if (c->cap) {
@@ -86,7 +99,9 @@ static float *weight(struct q3_cuda *c, const void *w, int wt, size_t in,
 	}
 	if ((c->n + 1) * 2 > c->cap && grow(c))
 		return NULL;
-	if (wt == 1) {	/* MM_BF16: widen on the host, exactly */
+	if (wt == 1 && c->bf16) {
+		es = sizeof(uint16_t);
+	} else if (wt == 1) { /* MM_BF16: widen on the host, exactly */
 		const uint16_t *b = (const uint16_t *)w;
 
 		tmp = (float *)malloc(n * sizeof(float));
@@ -99,11 +114,11 @@ static float *weight(struct q3_cuda *c, const void *w, int wt, size_t in,
 		}
 		src = tmp;
 	}
-	if (cudaMalloc((void **)&d, n * sizeof(float)) != cudaSuccess) {
+	if (cudaMalloc(&d, n * es) != cudaSuccess) {
 		free(tmp);
 		return NULL;
 	}
-	e = cudaMemcpy(d, src, n * sizeof(float), cudaMemcpyHostToDevice);
+	e = cudaMemcpy(d, src, n * es, cudaMemcpyHostToDevice);
 	free(tmp);
 	if (e != cudaSuccess) {
 		cudaFree(d);
@@ -117,21 +132,21 @@ static float *weight(struct q3_cuda *c, const void *w, int wt, size_t in,
 	return d;
 }
 
-static int reserve(float **p, size_t *cap, size_t n)
+static int reserve(void **p, size_t *cap, size_t n, size_t es)
 {
 	if (n <= *cap)
 		return 0;
 	cudaFree(*p);
 	*p = NULL;
 	*cap = 0;
-	if (cudaMalloc((void **)p, n * sizeof(float)) != cudaSuccess)
+	if (cudaMalloc(p, n * es) != cudaSuccess)
 		return -ENOMEM;
 	*cap = n;
 	return 0;
 }
 
-int engy_q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
-		 char *err, size_t errlen)
+int engy_q3_cuda_open(struct q3_cuda **out, bool bf16, char *name,
+		      size_t namelen, char *err, size_t errlen)
 {
 	struct cudaDeviceProp prop;
 	struct q3_cuda *c;
@@ -160,7 +175,9 @@ int engy_q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
 	}
 	/* Full float32 products: the reference must not drop to TF32. */
 	cublasSetMathMode(c->h, CUBLAS_DEFAULT_MATH);
-	snprintf(name, namelen, "cuda %s", prop.name);
+	c->bf16 = bf16;
+	snprintf(name, namelen, "cuda %s%s", prop.name,
+		 bf16 ? " bf16 gemm" : "");
 	*out = c;
 	return 0;
 }
@@ -177,6 +194,8 @@ void engy_q3_cuda_close(struct q3_cuda *c)
 	free(c->tab);
 	cudaFree(c->dx);
 	cudaFree(c->dy);
+	cudaFree(c->dxb);
+	free(c->hxb);
 	cublasDestroy(c->h);
 	free(c);
 }
@@ -185,23 +204,64 @@ int engy_q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
 		   const void *w, int wt, size_t in, size_t out, float *y)
 {
 	const float one = 1.0f, zero = 0.0f;
-	float *dw = weight(c, w, wt, in, out);
+	void *dw = weight(c, w, wt, in, out);
+	bool gemm16 = c->bf16 && wt == 1;
+	size_t i;
 
-	if (!dw || reserve(&c->dx, &c->dx_cap, n * in) ||
-	    reserve(&c->dy, &c->dy_cap, n * out))
+	if (!dw || reserve((void **)&c->dy, &c->dy_cap, n * out, sizeof(float)))
 		return -ENOMEM;
-	if (cudaMemcpy(c->dx, x, n * in * sizeof(float),
-		       cudaMemcpyHostToDevice) != cudaSuccess)
-		return -EIO;
+	if (gemm16) {
+		/* The inputs as bf16, nearest even (the profile has already
+		 * rounded them: exact then). */
+		if (n * in > c->hxb_cap) {
+			uint16_t *t = (uint16_t *)realloc(c->hxb, n * in * 2);
+
+			if (!t)
+				return -ENOMEM;
+			c->hxb = t;
+			c->hxb_cap = n * in;
+		}
+		for (i = 0; i < n * in; i++) {
+			uint32_t u;
+
+			memcpy(&u, &x[i], sizeof(u));
+			if ((u & 0x7fffffffu) > 0x7f800000u)
+				c->hxb[i] = (uint16_t)((u >> 16) | 0x40);
+			else
+				c->hxb[i] = (uint16_t)((u + 0x7fffu +
+							((u >> 16) & 1u)) >>
+						       16);
+		}
+		if (reserve((void **)&c->dxb, &c->dxb_cap, n * in, 2) ||
+		    cudaMemcpy(c->dxb, c->hxb, n * in * 2,
+			       cudaMemcpyHostToDevice) != cudaSuccess)
+			return -EIO;
+	} else {
+		if (reserve((void **)&c->dx, &c->dx_cap, n * in, sizeof(float)))
+			return -ENOMEM;
+		if (cudaMemcpy(c->dx, x, n * in * sizeof(float),
+			       cudaMemcpyHostToDevice) != cudaSuccess)
+			return -EIO;
+	}
 	/*
 	 * Row-major Y [n, out] is column-major Y^T [out, n] = W X^T, where
 	 * row-major W [out, in] is column-major W^T (so op T) and row-major
 	 * X [n, in] is column-major X^T (op N).
 	 */
-	if (cublasSgemm(c->h, CUBLAS_OP_T, CUBLAS_OP_N, (int)out, (int)n,
-			(int)in, &one, dw, (int)in, c->dx, (int)in, &zero,
-			c->dy, (int)out) != CUBLAS_STATUS_SUCCESS)
+	if (gemm16) {
+		if (cublasGemmEx(c->h, CUBLAS_OP_T, CUBLAS_OP_N, (int)out,
+				 (int)n, (int)in, &one, dw, CUDA_R_16BF,
+				 (int)in, c->dxb, CUDA_R_16BF, (int)in, &zero,
+				 c->dy, CUDA_R_32F, (int)out,
+				 CUBLAS_COMPUTE_32F,
+				 CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+			return -EIO;
+	} else if (cublasSgemm(c->h, CUBLAS_OP_T, CUBLAS_OP_N, (int)out,
+			       (int)n, (int)in, &one, (const float *)dw,
+			       (int)in, c->dx, (int)in, &zero, c->dy,
+			       (int)out) != CUBLAS_STATUS_SUCCESS) {
 		return -EIO;
+	}
 	if (cudaMemcpy(y, c->dy, n * out * sizeof(float),
 		       cudaMemcpyDeviceToHost) != cudaSuccess)
 		return -EIO;

@@ -5,9 +5,10 @@
 
 #include "qwen3_int.h"
 
-int engy_q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
-		      char *err, size_t errlen)
+int engy_q3_cuda_open(struct q3_cuda **out, bool bf16, char *name,
+		      size_t namelen, char *err, size_t errlen)
 {
+	(void)bf16;
 	*out = NULL;
 	snprintf(
 		err, errlen,

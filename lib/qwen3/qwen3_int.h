@@ -113,8 +113,11 @@ static inline int engy_q3_mm_order(const struct q3_model *m)
 }
 
 /* CUDA (matmul_cuda.cu); stubs refuse when built without it. */
-int engy_q3_cuda_open(struct q3_cuda **out, char *name, size_t namelen,
-		      char *err, size_t errlen);
+/* bf16: bf16 weights run as a bf16 GEMM (cublasGemmEx, bf16 inputs,
+ * float32 accumulation on the tensor cores), as a bf16 GPU model does;
+ * otherwise every matmul is a float32 SGEMM. */
+int engy_q3_cuda_open(struct q3_cuda **out, bool bf16, char *name,
+		      size_t namelen, char *err, size_t errlen);
 void engy_q3_cuda_close(struct q3_cuda *c);
 int engy_q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
 			const void *w, int wt, size_t in, size_t out, float *y);

@@ -400,18 +400,22 @@ int engy_q3_model_load(const char *dir, const struct q3_load_opts *o,
 			 o->profile);
 		rc = -EINVAL;
 	}
+	/* On CUDA, bf16act is the GPU's own bf16 GEMM (matmul_cuda.cu). */
 	if (!rc && o && o->profile &&
-	    (o->device == Q3_DEVICE_CUDA || o->naive)) {
+	    (o->naive || (o->device == Q3_DEVICE_CUDA &&
+			  o->profile != Q3_PROFILE_BF16ACT))) {
 		snprintf(err, errlen,
-			 "kernel profile %s runs on the CPU kernels only",
-			 engy_q3_profile_name(o->profile));
+			 "kernel profile %s runs on the CPU kernels only%s",
+			 engy_q3_profile_name(o->profile),
+			 o->naive ? "" : " (bf16act also on cuda)");
 		rc = -EINVAL;
 	}
 	if (!rc && o)
 		m->profile = o->profile;
 	if (!rc && o && o->device == Q3_DEVICE_CUDA)
-		rc = engy_q3_cuda_open(&m->cuda, m->device, sizeof(m->device),
-				       err, errlen);
+		rc = engy_q3_cuda_open(
+			&m->cuda, o->profile == Q3_PROFILE_BF16ACT, m->device,
+			sizeof(m->device), err, errlen);
 	if (!rc) {
 		if (!threads) {
 			ncpu = sysconf(_SC_NPROCESSORS_ONLN);

@@ -58,7 +58,7 @@ static const struct engy_opt ref_opts[] = {
 	  "ENGY_REF_KERNEL_PROFILE", 0, 0,
 	  "summation order and activation precision (specs/checkpoints.md): "
 	  "ref (the auditor's), splitk, warp32, bf16act, splitk-f32 or "
-	  "fp8-bf16" },
+	  "fp8-bf16; with device cuda ref or bf16act (cuBLAS's bf16 GEMM)" },
 	{ "threads", ENGY_OPT_INT, 0, OFF(threads), "0", "ENGY_REF_THREADS", 0,
 	  1024,
 	  "compute threads for matmuls and attention (0: every online CPU)" },
@@ -114,12 +114,13 @@ static int ref_create(const struct engy_host *host, const void *conf,
 	if (c->kernel_profile &&
 	    (engy_q3_profile_parse(c->kernel_profile) < 0 ||
 	     (engy_q3_profile_parse(c->kernel_profile) != Q3_PROFILE_REF &&
+	      engy_q3_profile_parse(c->kernel_profile) != Q3_PROFILE_BF16ACT &&
 	      c->device && !strcmp(c->device, "cuda")))) {
 		engy_err(host,
 			 "event=config_invalid option=kernel_profile "
 			 "reason=\"ref, splitk, warp32, bf16act, splitk-f32 or "
 			 "fp8-bf16; "
-			 "only ref with device cuda\"");
+			 "only ref or bf16act with device cuda\"");
 		return -EINVAL;
 	}
 #ifndef HAVE_CUDA

@@ -5,6 +5,7 @@
 # stands in for cuBLAS, so that the script's own logic runs in every
 # suite: generated dense and MoE checkpoints, hidden states of the same
 # tokens compared, TOPLOC proofs of each side verified against the other
+# (pass), those of the bf16 stand-in (splitk) against the CPU's states
 # (pass) and an INT4 checkpoint's proofs against the CPU's states (cheat).
 # On a machine with a GPU, scripts/test.sh runs the script itself.
 # Oracle: engy's TOPLOC verifier and the devnet model spec's thresholds;
@@ -22,10 +23,12 @@ for tag in dense moe; do
 		fail "$tag: the stand-in's proofs against the CPU's states"
 	grep -q "^ok [0-9]* - $tag: TOPLOC, cpu's proofs against cuda's states: exit 0 (verdict=pass" "$T/out" ||
 		fail "$tag: the CPU's proofs against the stand-in's states"
+	grep -q "^ok [0-9]* - $tag: TOPLOC, bf16's proofs against cpu's states: exit 0 (verdict=pass" "$T/out" ||
+		fail "$tag: the bf16 stand-in's proofs against the CPU's states"
 	grep -q "^ok [0-9]* - $tag: TOPLOC, int4's proofs against cpu's states: exit 3 (verdict=cheat" "$T/out" ||
 		fail "$tag: the INT4 control not caught"
-	ok "$tag: states agree, TOPLOC passes both ways, INT4 caught"
+	ok "$tag: states agree, TOPLOC passes both ways and for bf16, INT4 caught"
 done
-grep -q "^8 passed, 0 failed$" "$T/out" || fail "the script's own count"
-ok "gpu-check.sh's dry run: 8 passed"
+grep -q "^10 passed, 0 failed$" "$T/out" || fail "the script's own count"
+ok "gpu-check.sh's dry run: 10 passed"
 echo "$N_OK passed, 0 failed"

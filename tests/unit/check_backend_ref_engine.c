@@ -490,7 +490,7 @@ static void profiles_model(bool moe)
 	uint32_t ids[NP];
 	float *ref, *all, *step;
 	size_t i, H;
-	int p;
+	int p, rc;
 
 	ck_assert_msg(engy_q3_model_load(dir, &lo, &mr, err, sizeof(err)) == 0,
 		      "%s", err);
@@ -554,6 +554,19 @@ static void profiles_model(bool moe)
 			 -EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "CPU kernels only"));
 	lo.naive = false;
+	/* On CUDA only bf16act (the GPU's bf16 GEMM) besides ref. */
+	lo.device = Q3_DEVICE_CUDA;
+	ck_assert_int_eq(engy_q3_model_load(dir, &lo, &m, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "CPU kernels only (bf16act also"));
+	lo.profile = Q3_PROFILE_BF16ACT;
+	err[0] = 0;
+	rc = engy_q3_model_load(dir, &lo, &m, err, sizeof(err));
+	if (rc == 0) /* a CUDA build on a machine with a GPU */
+		engy_q3_model_free(m);
+	else
+		ck_assert_ptr_null(strstr(err, "CPU kernels only"));
+	lo.device = Q3_DEVICE_CPU;
 	lo.profile = Q3_PROFILE_MAX;
 	ck_assert_int_eq(engy_q3_model_load(dir, &lo, &m, err, sizeof(err)),
 			 -EINVAL);
