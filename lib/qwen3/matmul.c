@@ -13,6 +13,7 @@
  * (see matmul.h); the AVX2+FMA variant is picked at run time, and the
  * plugin is built with -ffp-contract=off so the generic one never fuses.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -420,52 +421,246 @@ static AVX void avx_dispatch(const float *x, size_t ldx, const void *w,
 		DISPATCH(avx_block, x, ldx, w, ldw, in, y, ldy, r, c, MM_F32)
 	}
 }
-#endif
+/*
+ * AVX-512F: two columns per 512-bit register, each half the very eight
+ * lanes of the AVX2 kernel (x broadcast to both halves, the two columns'
+ * weights side by side), so every lane sees the same fused multiply-adds
+ * in the same order and every element goes through the same finish():
+ * the same bits as avx2+fma, with twice the multiply-adds per instruction.
+ * P column pairs; the last pair of an odd C loads its last column twice
+ * and keeps one.
+ */
+#define AVX512 __attribute__((target("avx512f,avx2,fma")))
 
-static block_fn pick(void)
+static inline __attribute__((always_inline)) AVX512 __m512 z_pair_ps(__m256 lo,
+								     __m256 hi)
 {
-#ifdef MM_X86
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-		return avx_dispatch;
-#endif
-	return gen_dispatch;
+	return _mm512_castpd_ps(
+		_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)),
+				   _mm256_castps_pd(hi), 1));
 }
 
-static block_fn kernel(void)
+static inline __attribute__((always_inline)) AVX512 __m512
+z_loadw(const void *w0, const void *w1, int wt, size_t k)
 {
-	static _Atomic(block_fn) k;
-	block_fn f = atomic_load_explicit(&k, memory_order_relaxed);
+	if (wt == MM_BF16) {
+		__m128i a = _mm_loadu_si128(
+			(const __m128i *)((const uint16_t *)w0 + k));
+		__m128i b = _mm_loadu_si128(
+			(const __m128i *)((const uint16_t *)w1 + k));
 
-	if (!f) {
-		f = pick();
-		atomic_store_explicit(&k, f, memory_order_relaxed);
+		return _mm512_castsi512_ps(_mm512_slli_epi32(
+			_mm512_cvtepu16_epi32(_mm256_inserti128_si256(
+				_mm256_castsi128_si256(a), b, 1)),
+			16));
 	}
-	return f;
+	return z_pair_ps(_mm256_loadu_ps((const float *)w0 + k),
+			 _mm256_loadu_ps((const float *)w1 + k));
+}
+
+static inline __attribute__((always_inline)) AVX512 void
+z_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
+	float *y, size_t ldy, int C, const int R, const int P, const int WT)
+{
+	__m512 acc[4][4], wv[4], xv;
+	const void *wr[8];
+	float l[16];
+	size_t k;
+	int r, p, c;
+
+	_Pragma("GCC unroll 8") for (c = 0; c < 2 * P; c++) wr[c] =
+		WROW(w, WT, c < C ? c : C - 1, ldw);
+	_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
+		_Pragma("GCC unroll 4") for (p = 0; p < P; p++) acc[r][p] =
+			_mm512_setzero_ps();
+	for (k = 0; k + 8 <= in; k += 8) {
+		/* As in avx_block: decode streams the weights; ask for the
+		 * next block's rows a cache line per row ahead. */
+		if (R <= 2 && (k & (WT == MM_BF16 ? 31 : 15)) == 0)
+			for (c = 0; c < C; c++)
+				_mm_prefetch(
+					(const char *)WROW(w, WT, c + C, ldw) +
+						k * (WT == MM_BF16 ? 2 : 4),
+					_MM_HINT_T0);
+		_Pragma("GCC unroll 4") for (p = 0; p < P; p++) wv[p] =
+			z_loadw(wr[2 * p], wr[2 * p + 1], WT, k);
+		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
+		{
+			__m256 h = _mm256_loadu_ps(x + r * ldx + k);
+
+			xv = z_pair_ps(h, h);
+			_Pragma("GCC unroll 4") for (p = 0; p < P; p++)
+				acc[r][p] =
+					_mm512_fmadd_ps(xv, wv[p], acc[r][p]);
+		}
+	}
+	_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
+		_Pragma("GCC unroll 4") for (p = 0; p < P; p++)
+	{
+		_mm512_storeu_ps(l, acc[r][p]);
+		y[r * ldy + 2 * p] =
+			finish(l, x + r * ldx, wr[2 * p], WT, k, in);
+		if (2 * p + 1 < C)
+			y[r * ldy + 2 * p + 1] = finish(
+				l + 8, x + r * ldx, wr[2 * p + 1], WT, k, in);
+	}
+}
+
+#define Z_CASE(R, P, WT)                                                       \
+	z_block(x, ldx, w, ldw, in, y, ldy, c, R, P, WT);                      \
+	break;
+
+#define Z_DISPATCH(WT)                                                         \
+	switch ((r < 2 ? 1 : r < 4 ? 2 : 4) * 8 + (c + 1) / 2) {               \
+	case 8 + 1:                                                            \
+		Z_CASE(1, 1, WT)                                               \
+	case 8 + 2:                                                            \
+		Z_CASE(1, 2, WT)                                               \
+	case 8 + 3:                                                            \
+		Z_CASE(1, 3, WT)                                               \
+	case 8 + 4:                                                            \
+		Z_CASE(1, 4, WT)                                               \
+	case 16 + 1:                                                           \
+		Z_CASE(2, 1, WT)                                               \
+	case 16 + 2:                                                           \
+		Z_CASE(2, 2, WT)                                               \
+	case 16 + 3:                                                           \
+		Z_CASE(2, 3, WT)                                               \
+	case 16 + 4:                                                           \
+		Z_CASE(2, 4, WT)                                               \
+	case 32 + 1:                                                           \
+		Z_CASE(4, 1, WT)                                               \
+	case 32 + 2:                                                           \
+		Z_CASE(4, 2, WT)                                               \
+	case 32 + 3:                                                           \
+		Z_CASE(4, 3, WT)                                               \
+	default:                                                               \
+		Z_CASE(4, 4, WT)                                               \
+	}
+
+/* r in {1, 2, 4} rows (3 is never asked for), c in 1..8 columns. */
+static AVX512 void z_dispatch(const float *x, size_t ldx, const void *w,
+			      size_t ldw, size_t in, float *y, size_t ldy,
+			      int r, int c, int wt)
+{
+	if (wt == MM_BF16) {
+		Z_DISPATCH(MM_BF16)
+	} else {
+		Z_DISPATCH(MM_F32)
+	}
+}
+#endif
+
+/* The kernels, best first; the widest block each takes for four rows and
+ * for one or two (the columns of one call). */
+struct mm_kernel {
+	const char *name;
+	block_fn f;
+	int c4, c2;
+	bool (*usable)(void);
+};
+
+#ifdef MM_X86
+static bool has_avx2(void)
+{
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static bool has_avx512(void)
+{
+	return has_avx2() && __builtin_cpu_supports("avx512f");
+}
+#endif
+
+static bool has_any(void)
+{
+	return true;
+}
+
+static const struct mm_kernel kernels[] = {
+#ifdef MM_X86
+	{ "avx512f", z_dispatch, 8, 8, has_avx512 },
+	{ "avx2+fma", avx_dispatch, 3, 4, has_avx2 },
+#endif
+	{ "generic", gen_dispatch, 3, 4, has_any },
+};
+#define N_KERNELS (sizeof(kernels) / sizeof(kernels[0]))
+
+/* ENGY_MM_KERNEL names one to use where the CPU has it (benchmarks,
+ * comparisons); otherwise the best the CPU has. */
+static const struct mm_kernel *pick(void)
+{
+	const char *want = getenv("ENGY_MM_KERNEL");
+	size_t i;
+
+#ifdef MM_X86
+	__builtin_cpu_init();
+#endif
+	if (want)
+		for (i = 0; i < N_KERNELS; i++)
+			if (!strcmp(kernels[i].name, want) &&
+			    kernels[i].usable())
+				return &kernels[i];
+	for (i = 0; i < N_KERNELS; i++)
+		if (kernels[i].usable())
+			return &kernels[i];
+	return &kernels[N_KERNELS - 1];
+}
+
+static _Atomic(const struct mm_kernel *) cur;
+
+static const struct mm_kernel *kernel(void)
+{
+	const struct mm_kernel *k =
+		atomic_load_explicit(&cur, memory_order_relaxed);
+
+	if (!k) {
+		k = pick();
+		atomic_store_explicit(&cur, k, memory_order_relaxed);
+	}
+	return k;
 }
 
 const char *engy_mm_kernel_name(void)
 {
-	return kernel() == gen_dispatch ? "generic" : "avx2+fma";
+	return kernel()->name;
+}
+
+int engy_mm_set_kernel(const char *name)
+{
+	size_t i;
+
+#ifdef MM_X86
+	__builtin_cpu_init();
+#endif
+	for (i = 0; i < N_KERNELS; i++)
+		if (!strcmp(kernels[i].name, name)) {
+			if (!kernels[i].usable())
+				return -ENOTSUP;
+			atomic_store_explicit(&cur, &kernels[i],
+					      memory_order_relaxed);
+			return 0;
+		}
+	return -EINVAL;
 }
 
 float engy_mm_dot(const float *a, const float *b, size_t n)
 {
 	float y;
 
-	kernel()(a, n, b, n, n, &y, 1, 1, 1, MM_F32);
+	kernel()->f(a, n, b, n, n, &y, 1, 1, 1, MM_F32);
 	return y;
 }
 
 void engy_mm_dots(const float *q, const float *k, size_t ldk, size_t n,
 		  size_t m, float *y)
 {
-	block_fn f = kernel();
-	size_t j;
+	const struct mm_kernel *kk = kernel();
+	size_t j, c = (size_t)kk->c2;
 
-	for (j = 0; j < m; j += 4)
-		f(q, n, k + j * ldk, ldk, n, y + j, 1, 1,
-		  m - j >= 4 ? 4 : (int)(m - j), MM_F32);
+	for (j = 0; j < m; j += c)
+		kk->f(q, n, k + j * ldk, ldk, n, y + j, 1, 1,
+		      m - j >= c ? (int)c : (int)(m - j), MM_F32);
 }
 
 /* ---- Kernel profiles (matmul.h): one output element at a time ---- */
@@ -557,7 +752,7 @@ struct mm_job {
 	size_t n_parts;
 	size_t first[MAX_PARTS + 1]; /* first task of each part */
 	size_t cols;		     /* per task */
-	block_fn k;
+	const struct mm_kernel *k;
 	int profile; /* enum mm_profile */
 };
 
@@ -582,7 +777,7 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 {
 	const struct mm_job *j = arg;
 	const struct mm_part *pt;
-	size_t lo = 0, hi = j->n_parts, c0, c1, r, c;
+	size_t lo = 0, hi = j->n_parts, c0, c1, r, c, c4, c2;
 
 	/* The part holding this task: the last with first <= task. */
 	while (hi - lo > 1) {
@@ -600,26 +795,29 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 		profile_cols(j, pt, c0, c1);
 		return;
 	}
-	/* Four rows against three columns (12 accumulators: fewer loads and
-	 * bf16 widenings per multiply-add than 2x4), then what is left in
-	 * pairs.  Every element is the same dot product either way. */
+	/* Four rows against the kernel's widest block (AVX2: three
+	 * columns, 12 accumulators: fewer loads and bf16 widenings per
+	 * multiply-add than 2x4), then what is left in pairs.  Every element
+	 * is the same dot product either way. */
+	c4 = (size_t)j->k->c4;
+	c2 = (size_t)j->k->c2;
 	for (r = 0; r + 4 <= pt->n; r += 4)
-		for (c = c0; c < c1; c += 3) {
-			int C = c1 - c >= 3 ? 3 : (int)(c1 - c);
+		for (c = c0; c < c1; c += c4) {
+			int C = c1 - c >= c4 ? (int)c4 : (int)(c1 - c);
 
-			j->k(pt->x + r * pt->in, pt->in,
-			     WROW(pt->w, pt->wt, c, pt->in), pt->in, pt->in,
-			     pt->y + r * pt->out + c, pt->out, 4, C, pt->wt);
+			j->k->f(pt->x + r * pt->in, pt->in,
+				WROW(pt->w, pt->wt, c, pt->in), pt->in, pt->in,
+				pt->y + r * pt->out + c, pt->out, 4, C, pt->wt);
 		}
 	for (; r < pt->n; r += 2) {
 		int R = pt->n - r >= 2 ? 2 : 1;
 
-		for (c = c0; c < c1; c += 4) {
-			int C = c1 - c >= 4 ? 4 : (int)(c1 - c);
+		for (c = c0; c < c1; c += c2) {
+			int C = c1 - c >= c2 ? (int)c2 : (int)(c1 - c);
 
-			j->k(pt->x + r * pt->in, pt->in,
-			     WROW(pt->w, pt->wt, c, pt->in), pt->in, pt->in,
-			     pt->y + r * pt->out + c, pt->out, R, C, pt->wt);
+			j->k->f(pt->x + r * pt->in, pt->in,
+				WROW(pt->w, pt->wt, c, pt->in), pt->in, pt->in,
+				pt->y + r * pt->out + c, pt->out, R, C, pt->wt);
 		}
 	}
 }

@@ -104,7 +104,14 @@ void engy_mm_dots(const float *q, const float *k, size_t ldk, size_t n,
 void engy_mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
 			  size_t in, size_t out, float *y);
 
-/* The kernel in use: "avx2+fma" or "generic". */
+/* The kernel in use: "avx512f", "avx2+fma" or "generic" (the best the CPU
+ * has, or ENGY_MM_KERNEL's where the CPU has it).  avx512f gives avx2+fma's
+ * bits exactly (the same eight lanes per element, two columns per
+ * register). */
 const char *engy_mm_kernel_name(void);
+/* engy_mm_set_kernel() - use kernel @name from now on, process-wide
+ * (tests, benchmarks); -ENOTSUP where the CPU lacks it, -EINVAL for an
+ * unknown name. */
+int engy_mm_set_kernel(const char *name);
 
 #endif /* Q3_MATMUL_H */

@@ -117,8 +117,89 @@ START_TEST(test_matmul)
 		}
 		engy_mm_pool_free(p);
 	}
-	ck_assert(strcmp(engy_mm_kernel_name(), "avx2+fma") == 0 ||
+	ck_assert(strcmp(engy_mm_kernel_name(), "avx512f") == 0 ||
+		  strcmp(engy_mm_kernel_name(), "avx2+fma") == 0 ||
 		  strcmp(engy_mm_kernel_name(), "generic") == 0);
+}
+END_TEST
+
+/* One product by kernel @name: f32 and bf16 weights, and attention's
+ * scores; NULL where the CPU lacks the kernel. */
+static float *by_kernel(const char *name, struct mm_pool *p, const float *x,
+			const float *w, const uint16_t *wb, size_t n, size_t in,
+			size_t out)
+{
+	float *y = malloc((2 * n * out + out) * 4);
+	struct mm_part part = { x, wb, y + n * out, n, in, out, MM_BF16 };
+
+	if (engy_mm_set_kernel(name))
+		return free(y), NULL;
+	ck_assert_str_eq(engy_mm_kernel_name(), name);
+	engy_mm_matmul(p, x, n, w, in, out, y);
+	engy_mm_matmul_batch(p, &part, 1);
+	engy_mm_dots(x, w, in, in / 2 ? in / 2 : 1, out, y + 2 * n * out);
+	return y;
+}
+
+/*
+ * The AVX-512 kernel keeps the AVX2 kernel's eight lanes per element (two
+ * columns per register): the very same bits, on every block shape and
+ * tail.  Runs where the CPU has AVX-512F (says so where not).
+ */
+START_TEST(test_matmul_kernels)
+{
+	static const size_t shapes[][3] = {
+		{ 1, 1, 1 },   { 1, 7, 3 },	 { 2, 8, 4 },	 { 3, 37, 9 },
+		{ 5, 64, 17 }, { 1, 130, 33 },	 { 7, 9, 2 },	 { 4, 8, 3 },
+		{ 8, 16, 5 },  { 16, 40, 50 },	 { 17, 33, 97 }, { 4, 512, 13 },
+		{ 2, 96, 15 }, { 20, 136, 100 },
+	};
+	const char *was = engy_mm_kernel_name();
+	struct mm_pool *p = engy_mm_pool_new(3);
+	uint64_t s = 7;
+	size_t k, i;
+	int tested = 0;
+
+	ck_assert_int_eq(engy_mm_set_kernel("avx1024"), -EINVAL);
+	for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
+		size_t n = shapes[k][0], in = shapes[k][1], out = shapes[k][2];
+		size_t len = 2 * n * out + out;
+		float *x = malloc(n * in * 4), *w = malloc(out * in * 4);
+		uint16_t *wb = malloc(out * in * 2);
+		float *a, *z;
+
+		for (i = 0; i < n * in; i++)
+			x[i] = frand(&s);
+		for (i = 0; i < out * in; i++) {
+			uint32_t u;
+
+			w[i] = frand(&s);
+			memcpy(&u, &w[i], 4);
+			wb[i] = (uint16_t)(u >> 16);
+		}
+		a = by_kernel("avx2+fma", p, x, w, wb, n, in, out);
+		z = by_kernel("avx512f", p, x, w, wb, n, in, out);
+		if (a && z) {
+			ck_assert_msg(memcmp(a, z, len * 4) == 0,
+				      "%zux%zux%zu: avx512f differs", n, in,
+				      out);
+			tested++;
+		}
+		free(a);
+		free(z);
+		free(x);
+		free(w);
+		free(wb);
+	}
+	if (!tested)
+		printf("test_matmul_kernels: this CPU has no %s: not compared\n",
+		       engy_mm_set_kernel("avx2+fma") ? "AVX2+FMA"
+						      : "AVX-512F");
+	else
+		printf("test_matmul_kernels: avx512f = avx2+fma on %d shapes\n",
+		       tested);
+	ck_assert_int_eq(engy_mm_set_kernel(was), 0);
+	engy_mm_pool_free(p);
 }
 END_TEST
 
@@ -918,6 +999,7 @@ static Suite *suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_matmul);
+	tcase_add_test(tc, test_matmul_kernels);
 	tcase_add_test(tc, test_pool);
 	tcase_add_test(tc, test_sampler);
 	tcase_add_test(tc, test_paths_dense);
