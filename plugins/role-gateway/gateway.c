@@ -374,6 +374,7 @@ static void gw_destroy(void *inst)
 	/* Past the drain: what is left goes without callbacks or frames. */
 	while (g->reqs)
 		gw_req_free(g->reqs);
+	gw_req_spare_free(g);
 	gw_pool_free(g);
 	gw_lease_free_all(g);
 	gw_store_free(g);

@@ -286,6 +286,7 @@ struct gw_req {
 	char request_id[40];	/* x-request-id, engy_request_id */
 	char completion_id[48]; /* chatcmpl-... / msg_... */
 	char corr_id[48];	/* the current attempt */
+	uint64_t corr_hash;	/* gw_corr_hash(corr_id): find()'s first test */
 	/* what the checks found */
 	int64_t key_id, account_id;
 	uint8_t key_hash[GW_HASH_BYTES];
@@ -501,6 +502,10 @@ struct gw {
 	/* requests */
 	struct gw_req *reqs;
 	unsigned n_reqs;
+	/* ended ones kept for the next (gw_req_new): a 3 KB struct is past
+	 * malloc's per-thread cache; at most GW_REQ_SPARE */
+	struct gw_req *req_spare;
+	unsigned n_req_spare;
 	/* caches */
 	struct gw_key_entry *keys[256]; /* by the hash's first byte */
 	struct gw_model_entry *models;
@@ -587,6 +592,7 @@ int gw_http_init(struct gw *g);
 void gw_req_init(struct gw *g);
 struct gw_req *gw_req_new(struct gw *g);
 void gw_req_free(struct gw_req *r);
+void gw_req_spare_free(struct gw *g); /* the kept ones, at destroy */
 /* A buyer request taken by gateway_http.c: check, reserve, route. */
 void gw_req_start(struct gw_req *r);
 /* The buyer left (transport on_gone). */

@@ -115,12 +115,24 @@ void gw_relay_outcome(const struct gw_req *r, int status, const char *reason,
 	o->reason = reason;
 }
 
+/* FNV-1a: a cheap first test before the string compare (a worker's
+ * attempts in flight are a list, walked for every frame). */
+static uint64_t corr_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
 static struct gw_req *find(struct gw_worker *w, const char *corr_id)
 {
+	uint64_t h = corr_hash(corr_id);
 	struct gw_req *r;
 
 	for (r = w->reqs; r; r = r->wnext)
-		if (strcmp(r->corr_id, corr_id) == 0)
+		if (r->corr_hash == h && strcmp(r->corr_id, corr_id) == 0)
 			return r;
 	gw_count(w->g, "engy_gw_frames_ignored_total",
 		 "reason=\"unknown corr_id\"");
@@ -407,6 +419,7 @@ void gw_relay_start(struct gw_req *r, struct gw_worker *w)
 
 	snprintf(r->corr_id, sizeof(r->corr_id), "%s.%u", r->request_id,
 		 r->attempts);
+	r->corr_hash = corr_hash(r->corr_id);
 	r->tried[r->attempts++] = w->id;
 	snprintf(r->miner, sizeof(r->miner), "%s", w->hotkey);
 	snprintf(r->worker_name, sizeof(r->worker_name), "%s", w->worker_name);
