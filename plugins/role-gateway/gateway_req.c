@@ -82,13 +82,15 @@ void gw_req_free(struct gw_req *r)
 	engy_sse_out_free(&r->out);
 	free(r->relayed);
 	free(r->body);
+#if GW_REQ_SPARE
 	if (g->n_req_spare < GW_REQ_SPARE) {
 		r->next = g->req_spare;
 		g->req_spare = r;
 		g->n_req_spare++;
-	} else {
-		free(r);
+		return;
 	}
+#endif
+	free(r);
 }
 
 void gw_req_spare_free(struct gw *g)
