@@ -105,7 +105,6 @@ if [ -n "${ENGY_GPU_CHECK_OUT:-}" ]; then
 	mkdir -p "$W"
 else
 	W=$(mktemp -d)
-	trap 'rm -rf "$W"' EXIT
 fi
 M=$(mktemp -d)
 trap 'rm -rf "$M"; [ -n "${ENGY_GPU_CHECK_OUT:-}" ] || rm -rf "$W"' EXIT

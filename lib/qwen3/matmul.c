@@ -586,25 +586,34 @@ static const struct mm_kernel kernels[] = {
 };
 #define N_KERNELS (sizeof(kernels) / sizeof(kernels[0]))
 
-/* ENGY_MM_KERNEL names one to use where the CPU has it (benchmarks,
- * comparisons); otherwise the best the CPU has. */
-static const struct mm_kernel *pick(void)
+/* The kernel called @name, or NULL. */
+static const struct mm_kernel *named(const char *name)
 {
-	const char *want = getenv("ENGY_MM_KERNEL");
 	size_t i;
 
 #ifdef MM_X86
 	__builtin_cpu_init();
 #endif
-	if (want)
-		for (i = 0; i < N_KERNELS; i++)
-			if (!strcmp(kernels[i].name, want) &&
-			    kernels[i].usable())
-				return &kernels[i];
 	for (i = 0; i < N_KERNELS; i++)
-		if (kernels[i].usable())
+		if (!strcmp(kernels[i].name, name))
 			return &kernels[i];
-	return &kernels[N_KERNELS - 1];
+	return NULL;
+}
+
+/* ENGY_MM_KERNEL names one to use where the CPU has it (benchmarks,
+ * comparisons); otherwise the best the CPU has ("generic", last, always
+ * is). */
+static const struct mm_kernel *pick(void)
+{
+	const char *want = getenv("ENGY_MM_KERNEL");
+	const struct mm_kernel *k = want ? named(want) : NULL;
+	size_t i;
+
+	if (k && k->usable())
+		return k;
+	for (i = 0; !kernels[i].usable(); i++)
+		;
+	return &kernels[i];
 }
 
 static _Atomic(const struct mm_kernel *) cur;
@@ -628,20 +637,14 @@ const char *engy_mm_kernel_name(void)
 
 int engy_mm_set_kernel(const char *name)
 {
-	size_t i;
+	const struct mm_kernel *k = named(name);
 
-#ifdef MM_X86
-	__builtin_cpu_init();
-#endif
-	for (i = 0; i < N_KERNELS; i++)
-		if (!strcmp(kernels[i].name, name)) {
-			if (!kernels[i].usable())
-				return -ENOTSUP;
-			atomic_store_explicit(&cur, &kernels[i],
-					      memory_order_relaxed);
-			return 0;
-		}
-	return -EINVAL;
+	if (!k)
+		return -EINVAL;
+	if (!k->usable())
+		return -ENOTSUP;
+	atomic_store_explicit(&cur, k, memory_order_relaxed);
+	return 0;
 }
 
 float engy_mm_dot(const float *a, const float *b, size_t n)

@@ -25,6 +25,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "bf16.h"
+
 struct ent {
 	const void *host;
 	void *dev; /* float32, or bf16 (raw) in bf16 mode */
@@ -107,11 +109,8 @@ static void *weight(struct q3_cuda *c, const void *w, int wt, size_t in,
 		tmp = (float *)malloc(n * sizeof(float));
 		if (!tmp)
 			return NULL;
-		for (i = 0; i < n; i++) {
-			uint32_t u = (uint32_t)b[i] << 16;
-
-			memcpy(&tmp[i], &u, sizeof(u));
-		}
+		for (i = 0; i < n; i++)
+			tmp[i] = engy_bf16_to_f32(b[i]);
 		src = tmp;
 	}
 	if (cudaMalloc(&d, n * es) != cudaSuccess) {
@@ -221,17 +220,8 @@ int engy_q3_cuda_matmul(struct q3_cuda *c, const float *x, size_t n,
 			c->hxb = t;
 			c->hxb_cap = n * in;
 		}
-		for (i = 0; i < n * in; i++) {
-			uint32_t u;
-
-			memcpy(&u, &x[i], sizeof(u));
-			if ((u & 0x7fffffffu) > 0x7f800000u)
-				c->hxb[i] = (uint16_t)((u >> 16) | 0x40);
-			else
-				c->hxb[i] = (uint16_t)((u + 0x7fffu +
-							((u >> 16) & 1u)) >>
-						       16);
-		}
+		for (i = 0; i < n * in; i++)
+			c->hxb[i] = engy_bf16_from_f32(x[i]);
 		if (reserve((void **)&c->dxb, &c->dxb_cap, n * in, 2) ||
 		    cudaMemcpy(c->dxb, c->hxb, n * in * 2,
 			       cudaMemcpyHostToDevice) != cudaSuccess)

@@ -34,15 +34,39 @@ static float frand(uint64_t *s)
 	return (float)((*s >> 40) & 0xFFFF) / 32768.0f - 1.0f;
 }
 
+/* n x in x out: 4x3 blocks (AVX2) and 4x8 / 2x8 (AVX-512) with their
+ * column tails, pairs for the rows left, and wide tasks from 16 rows on
+ * (matmul.c). */
+static const size_t shapes[][3] = {
+	{ 1, 1, 1 },   { 1, 7, 3 },	 { 2, 8, 4 },	 { 3, 37, 9 },
+	{ 5, 64, 17 }, { 1, 130, 33 },	 { 7, 9, 2 },	 { 4, 8, 3 },
+	{ 8, 16, 5 },  { 16, 40, 50 },	 { 17, 33, 97 }, { 4, 512, 13 },
+	{ 2, 96, 15 }, { 20, 136, 100 },
+};
+
+/* Random inputs @x [nx], weights @w [nw] and their bf16 bits @wb; with
+ * @exact, @w holds exactly the bf16 values (widening @wb gives @w). */
+static void operands(uint64_t *s, float *x, size_t nx, float *w, uint16_t *wb,
+		     size_t nw, bool exact)
+{
+	size_t i;
+
+	for (i = 0; i < nx; i++)
+		x[i] = frand(s);
+	for (i = 0; i < nw; i++) {
+		uint32_t u;
+
+		w[i] = frand(s);
+		memcpy(&u, &w[i], 4);
+		wb[i] = (uint16_t)(u >> 16);
+		u &= 0xFFFF0000u;
+		if (exact)
+			memcpy(&w[i], &u, 4);
+	}
+}
+
 START_TEST(test_matmul)
 {
-	/* 4x3 blocks and their column tails (n >= 4), 2x4 for the rows
-	 * left, and wide tasks from 16 rows on (matmul.c). */
-	static const size_t shapes[][3] = {
-		{ 1, 1, 1 },   { 1, 7, 3 },    { 2, 8, 4 },    { 3, 37, 9 },
-		{ 5, 64, 17 }, { 1, 130, 33 }, { 7, 9, 2 },    { 4, 8, 3 },
-		{ 8, 16, 5 },  { 16, 40, 50 }, { 17, 33, 97 },
-	};
 	uint64_t s = 42;
 	unsigned t;
 	size_t k, i;
@@ -64,18 +88,8 @@ START_TEST(test_matmul)
 				x, wb, yb, n, in, out, MM_BF16
 			};
 
-			for (i = 0; i < n * in; i++)
-				x[i] = frand(&s);
-			for (i = 0; i < out * in; i++) {
-				uint32_t u;
-
-				/* Weights that are exact bf16 values. */
-				w[i] = frand(&s);
-				memcpy(&u, &w[i], 4);
-				wb[i] = (uint16_t)(u >> 16);
-				u &= 0xFFFF0000u;
-				memcpy(&w[i], &u, 4);
-			}
+			/* Weights that are exact bf16 values. */
+			operands(&s, x, n * in, w, wb, out * in, true);
 			engy_mm_matmul(p, x, n, w, in, out, y);
 			engy_mm_matmul_naive(x, n, w, MM_F32, in, out, yn);
 			/* bf16 storage widens exactly: the same bits. */
@@ -148,16 +162,10 @@ static float *by_kernel(const char *name, struct mm_pool *p, const float *x,
  */
 START_TEST(test_matmul_kernels)
 {
-	static const size_t shapes[][3] = {
-		{ 1, 1, 1 },   { 1, 7, 3 },	 { 2, 8, 4 },	 { 3, 37, 9 },
-		{ 5, 64, 17 }, { 1, 130, 33 },	 { 7, 9, 2 },	 { 4, 8, 3 },
-		{ 8, 16, 5 },  { 16, 40, 50 },	 { 17, 33, 97 }, { 4, 512, 13 },
-		{ 2, 96, 15 }, { 20, 136, 100 },
-	};
 	const char *was = engy_mm_kernel_name();
 	struct mm_pool *p = engy_mm_pool_new(3);
 	uint64_t s = 7;
-	size_t k, i;
+	size_t k;
 	int tested = 0;
 
 	ck_assert_int_eq(engy_mm_set_kernel("avx1024"), -EINVAL);
@@ -168,15 +176,7 @@ START_TEST(test_matmul_kernels)
 		uint16_t *wb = malloc(out * in * 2);
 		float *a, *z;
 
-		for (i = 0; i < n * in; i++)
-			x[i] = frand(&s);
-		for (i = 0; i < out * in; i++) {
-			uint32_t u;
-
-			w[i] = frand(&s);
-			memcpy(&u, &w[i], 4);
-			wb[i] = (uint16_t)(u >> 16);
-		}
+		operands(&s, x, n * in, w, wb, out * in, false);
 		a = by_kernel("avx2+fma", p, x, w, wb, n, in, out);
 		z = by_kernel("avx512f", p, x, w, wb, n, in, out);
 		if (a && z) {
