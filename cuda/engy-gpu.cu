@@ -100,7 +100,10 @@ static int check_device(int dev)
 		goto out;
 	}
 	bf16_rne_kernel<<<(nb + 255) / 256, 256>>>(dx, dy, nb);
-	if ((e = cudaDeviceSynchronize()) != cudaSuccess) {
+	// A launch that never ran (no machine code for this GPU, and PTX the
+	// driver cannot compile) is reported here, not by the synchronize.
+	if ((e = cudaGetLastError()) != cudaSuccess ||
+	    (e = cudaDeviceSynchronize()) != cudaSuccess) {
 		rc = cuda_fail("kernel", e);
 		goto out;
 	}
