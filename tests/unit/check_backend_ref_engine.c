@@ -37,7 +37,7 @@ static float frand(uint64_t *s)
 /* n x in x out: 4x3 blocks (AVX2) and 4x8 / 2x8 (AVX-512) with their
  * column tails, pairs for the rows left, and wide tasks from 16 rows on
  * (matmul.c). */
-static const size_t shapes[][3] = {
+static const size_t mm_shapes[][3] = {
 	{ 1, 1, 1 },   { 1, 7, 3 },	 { 2, 8, 4 },	 { 3, 37, 9 },
 	{ 5, 64, 17 }, { 1, 130, 33 },	 { 7, 9, 2 },	 { 4, 8, 3 },
 	{ 8, 16, 5 },  { 16, 40, 50 },	 { 17, 33, 97 }, { 4, 512, 13 },
@@ -75,9 +75,9 @@ START_TEST(test_matmul)
 		struct mm_pool *p = engy_mm_pool_new(t);
 
 		ck_assert_uint_eq(engy_mm_pool_threads(p), t);
-		for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
-			size_t n = shapes[k][0], in = shapes[k][1],
-			       out = shapes[k][2];
+		for (k = 0; k < sizeof(mm_shapes) / sizeof(mm_shapes[0]); k++) {
+			size_t n = mm_shapes[k][0], in = mm_shapes[k][1],
+			       out = mm_shapes[k][2];
 			float *x = malloc(n * in * 4),
 			      *w = malloc(out * in * 4);
 			float *y = malloc(n * out * 4),
@@ -169,8 +169,9 @@ START_TEST(test_matmul_kernels)
 	int tested = 0;
 
 	ck_assert_int_eq(engy_mm_set_kernel("avx1024"), -EINVAL);
-	for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
-		size_t n = shapes[k][0], in = shapes[k][1], out = shapes[k][2];
+	for (k = 0; k < sizeof(mm_shapes) / sizeof(mm_shapes[0]); k++) {
+		size_t n = mm_shapes[k][0], in = mm_shapes[k][1],
+		       out = mm_shapes[k][2];
 		size_t len = 2 * n * out + out;
 		float *x = malloc(n * in * 4), *w = malloc(out * in * 4);
 		uint16_t *wb = malloc(out * in * 2);
