@@ -109,6 +109,46 @@ static int json_call(const char *p, size_t n, struct engy_gen_probe *pr)
 	return ENGY_GEN_JSON;
 }
 
+/*
+ * The </tool_call> that ends a hermes block whose JSON starts at @p: the
+ * first one outside the JSON's strings while its object is open (a string
+ * may hold the marker: a constrained forced call can fill one with it),
+ * then the first one at all.  NULL when there is none yet.
+ */
+static const char *json_block_end(const char *p, size_t n)
+{
+	size_t i, depth = 0;
+	bool str = false, esc = false;
+
+	for (i = 0; i < n; i++) {
+		char c = p[i];
+
+		if (str) {
+			if (esc)
+				esc = false;
+			else if (c == '\\')
+				esc = true;
+			else if (c == '"')
+				str = false;
+			continue;
+		}
+		if (c == '"') {
+			str = true;
+		} else if (c == '{' || c == '[') {
+			depth++;
+		} else if (c == '}' || c == ']') {
+			if (depth && !--depth)
+				return engy_chat_find(p + i + 1, n - i - 1,
+						      GEN_TC_END);
+		} else if (c == '<' && n - i >= GEN_LEN(GEN_TC_END) &&
+			   memcmp(p + i, GEN_TC_END, GEN_LEN(GEN_TC_END)) ==
+				   0) {
+			return p + i;
+		}
+	}
+	return NULL;
+}
+
 int engy_gen_probe(const char *p, size_t n, bool final,
 		   struct engy_gen_probe *pr)
 {
@@ -140,7 +180,7 @@ int engy_gen_probe(const char *p, size_t n, bool final,
 	}
 	if (p[i] != '{')
 		return ENGY_GEN_FAIL;
-	e = engy_chat_find(p + i, rest, GEN_TC_END);
+	e = json_block_end(p + i, rest);
 	if (!e && !final)
 		return ENGY_GEN_MORE;
 	rc = json_call(p + i, e ? (size_t)(e - p - i) : rest, pr);

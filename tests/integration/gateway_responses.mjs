@@ -191,10 +191,12 @@ ok('openai: previous_response_id is a BadRequestError saying zero data retention
 }
 
 // logprobs from an engy miner: one per output token of the text, each a
-// log-probability (<= 0); streamed, in a chunk before the finish.
+// log-probability (<= 0); streamed, in a chunk before the finish.  Sampled
+// with a seed: unseeded, the tiny model's eight tokens may all be
+// reasoning or a call, leaving no text to carry logprobs.
 {
 	const c = await oai.chat.completions.create({ model: 'tiny', logprobs: true, max_tokens: 8,
-		messages: [{ role: 'user', content: 'Say hi' }] });
+		seed: 7, messages: [{ role: 'user', content: 'Say hi' }] });
 	const lp = c.choices[0].logprobs.content;
 	assert.ok(lp.length >= 1 && lp.length <= c.usage.completion_tokens, `${lp.length} entries`);
 	for (const e of lp) {
@@ -203,13 +205,13 @@ ok('openai: previous_response_id is a BadRequestError saying zero data retention
 		assert.deepEqual(e.top_logprobs, []);
 	}
 	const s = await oai.chat.completions.create({ model: 'tiny', logprobs: true, max_tokens: 8,
-		stream: true, messages: [{ role: 'user', content: 'Say hi' }] });
+		seed: 7, stream: true, messages: [{ role: 'user', content: 'Say hi' }] });
 	let n = 0;
 	for await (const ch of s)
 		n += ch.choices[0]?.logprobs?.content?.length || 0;
 	assert.ok(n >= 1, 'no streamed logprobs');
 	const rr = await oai.responses.create({ model: 'tiny', input: 'Say hi', max_output_tokens: 8,
-		include: ['message.output_text.logprobs'] });
+		temperature: 0, include: ['message.output_text.logprobs'] });
 	const rlp = rr.output.find((i) => i.type === 'message').content[0].logprobs;
 	assert.ok(rlp.length >= 1 && rlp.every((e) => e.logprob <= 0), 'responses logprobs');
 	ok(`openai: logprobs from an engy miner (${lp.length} tokens plain, ${n} streamed, ${rlp.length} on responses.create with include)`);

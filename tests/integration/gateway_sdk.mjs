@@ -96,8 +96,10 @@ const weather = [{ type: 'function', function: { name: 'get_weather', descriptio
 	assert.ok(finish, 'finish_reason');
 	assert.ok(usage && usage.completion_tokens >= 1 && usage.completion_tokens <= 8);
 	assert.ok(n >= 3);
+	// Greedy: sampled, the tiny model's six tokens may all be reasoning
+	// or a call, and the SDK's content is then null.
 	const fin = await oai.chat.completions.stream({ model: 'tiny', messages: user('Again'),
-		max_tokens: 6 }).finalChatCompletion();
+		max_tokens: 6, temperature: 0 }).finalChatCompletion();
 	assert.equal(fin.choices[0].message.role, 'assistant');
 	assert.equal(typeof fin.choices[0].message.content, 'string');
 	ok(`openai: streamed from an engy miner with include_usage (${n} chunks), and .stream().finalChatCompletion()`);
@@ -161,14 +163,17 @@ const weather = [{ type: 'function', function: { name: 'get_weather', descriptio
 
 // ------------------------------------------------------------- Anthropic
 {
-	const m = await ant.messages.create({ model: 'tiny', max_tokens: 8, messages: user('Hi') });
+	// Greedy, so that the first block is text (sampled, it may be thinking).
+	const m = await ant.messages.create({ model: 'tiny', max_tokens: 8, temperature: 0,
+		messages: user('Hi') });
 	assert.equal(m.type, 'message');
 	assert.equal(m.role, 'assistant');
 	assert.equal(m.content[0].type, 'text');
 	assert.ok(['end_turn', 'max_tokens'].includes(m.stop_reason));
 	assert.ok(m.usage.input_tokens > 0);
 	assert.ok(m.usage.output_tokens >= 1 && m.usage.output_tokens <= 8);
-	const s = await ant.messages.stream({ model: 'tiny', max_tokens: 8, messages: user('Hi') }).finalMessage();
+	const s = await ant.messages.stream({ model: 'tiny', max_tokens: 8, temperature: 0,
+		messages: user('Hi') }).finalMessage();
 	assert.equal(s.content[0].type, 'text');
 	assert.ok(s.usage.output_tokens >= 1);
 	ok('anthropic: messages.create and messages.stream().finalMessage() from an engy miner');

@@ -323,6 +323,19 @@ START_TEST(hermes_json)
 
 	gp_check("<tool_call>\n{\"name\": \"f\", \"argu", o, NULL,
 		 "<tool_call>\n{\"name\": \"f\", \"argu", 0);
+
+	/* The end marker inside a JSON string is the string's content (a
+	 * constrained forced call may fill a string with it), escaped
+	 * quotes included; after the object closes it ends the block. */
+	gp_one_call("<tool_call>\n{\"name\": \"f\", \"arguments\": "
+		    "{\"city\": \"</tool_call>\"}}\n</tool_call>",
+		    o, "{\"city\": \"</tool_call>\"}");
+	gp_one_call("<tool_call>{\"name\": \"f\", \"arguments\": "
+		    "{\"q\": \"a\\\"</tool_call>\\\\\"}}</tool_call>",
+		    o, "{\"q\": \"a\\\"</tool_call>\\\\\"}");
+	gp_check("<tool_call>{\"name\": \"f\"} \"</tool_call>\n"
+		 "<tool_call>{\"name\": \"g\"}</tool_call>",
+		 o, NULL, "", 2);
 }
 END_TEST
 

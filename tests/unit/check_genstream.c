@@ -56,6 +56,10 @@ START_TEST(random_soup)
 		"<tool_call>\n<function=get_weather>\n",
 		"<parameter=days>\n3\n</parameter>\n",
 		"<tool_call>{\"name\": \"f\"}</tool_call>",
+		"{\"name\": \"f\", \"arguments\": {\"a\": \"",
+		"\\\"",
+		"\\",
+		"]",
 	};
 	const size_t np = sizeof(pieces) / sizeof(pieces[0]);
 	uint64_t rng = 0x2545f4914f6cdd1dull;
