@@ -265,6 +265,8 @@ static void qk_prepare(struct fwd *f)
 	}
 }
 
+typedef float v4f __attribute__((vector_size(16)));
+
 static void attn_task(void *arg, size_t task, unsigned thread)
 {
 	const struct fwd *f = arg;
@@ -290,13 +292,28 @@ static void attn_task(void *arg, size_t task, unsigned thread)
 		sc[j] = expf(sc[j] - mx);
 		sum += sc[j];
 	}
-	memset(out, 0, hd * sizeof(float));
-	for (j = 0; j <= p; j++) {
-		float w = (float)(sc[j] / sum);
-		const float *vj = V + j * kvd;
+	for (j = 0; j <= p; j++)
+		sc[j] = (float)(sc[j] / sum);
+	/* out[d] = sum over j, in order, of sc[j] * V[j][d]: eight d at a
+	 * time, each lane the scalar's multiply then add (no contraction). */
+	for (d = 0; d + 8 <= hd; d += 8) {
+		v4f a0 = { 0 }, a1 = { 0 }, v0, v1;
 
-		for (d = 0; d < hd; d++)
-			out[d] += w * vj[d];
+		for (j = 0; j <= p; j++) {
+			memcpy(&v0, V + j * kvd + d, sizeof(v0));
+			memcpy(&v1, V + j * kvd + d + 4, sizeof(v1));
+			a0 = a0 + sc[j] * v0;
+			a1 = a1 + sc[j] * v1;
+		}
+		memcpy(out + d, &a0, sizeof(a0));
+		memcpy(out + d + 4, &a1, sizeof(a1));
+	}
+	for (; d < hd; d++) {
+		float o = 0;
+
+		for (j = 0; j <= p; j++)
+			o += sc[j] * V[j * kvd + d];
+		out[d] = o;
 	}
 }
 

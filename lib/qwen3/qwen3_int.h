@@ -34,8 +34,10 @@ struct q3_model {
 	struct q3_layer *layers;
 	float *inv_freq; /* head_dim / 2, float32 as HF */
 	size_t bytes;
-	void **bufs; /* every weight buffer, for free */
+	void **bufs; /* every weight chunk or buffer, for free */
 	size_t n_bufs, cap_bufs;
+	char *arena_cur; /* the free rest of the last chunk */
+	size_t arena_left;
 	struct mm_pool *pool;
 	pthread_mutex_t mu; /* one forward at a time */
 	q3_hook_fn hook;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -44,16 +45,55 @@ static const struct engy_st_tensor *find(const struct loader *ld,
 	return NULL;
 }
 
+/*
+ * The weights live in chunks of 2 MiB pages (madvise(MADV_HUGEPAGE), where
+ * the kernel has transparent huge pages): decode streams every matrix once
+ * a token, and with 4 KiB pages each 4 KiB of weights cost a TLB miss (a
+ * two-level page walk in a virtual machine).  Measured on a 2-vCPU Zen 4
+ * VM, the 50 MB small checkpoint, decode of 128 tokens, five interleaved
+ * pairs: median 665 tok/s on 2 MiB pages, 610 on 4 KiB.  Under AddressSanitizer
+ * every buffer is its own allocation, so that an overrun stays visible.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define ARENA_CHUNK 0
+#else
+#define ARENA_CHUNK ((size_t)32 << 20)
+#endif
+#define HUGE_PAGE ((size_t)2 << 20)
+
 /* @n elements of @size bytes, 64-byte aligned, freed with the model. */
 static void *alloc_buf(struct q3_model *m, uint64_t n, size_t size)
 {
+	size_t want, len;
 	void *p;
 
 	if (n > ((uint64_t)1 << 40) / size)
 		return NULL;
+	want = ((n * size + 63) / 64) * 64 + 64;
+	if (ARENA_CHUNK && m->arena_left >= want) {
+		p = m->arena_cur;
+		m->arena_cur += want;
+		m->arena_left -= want;
+		m->bytes += n * size;
+		return p;
+	}
 	if (!ENGY_GROW(m->bufs, m->cap_bufs, m->n_bufs + 1))
 		return NULL;
-	p = aligned_alloc(64, ((n * size + 63) / 64) * 64 + 64);
+	if (!ARENA_CHUNK) {
+		p = aligned_alloc(64, want);
+	} else {
+		len = want > ARENA_CHUNK ? want : ARENA_CHUNK;
+		len = (len + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+		p = aligned_alloc(HUGE_PAGE, len);
+#ifdef MADV_HUGEPAGE
+		if (p)
+			(void)madvise(p, len, MADV_HUGEPAGE); /* a hint */
+#endif
+		if (p) { /* the rest of the chunk serves the next ones */
+			m->arena_cur = (char *)p + want;
+			m->arena_left = len - want;
+		}
+	}
 	if (!p)
 		return NULL;
 	m->bufs[m->n_bufs++] = p;

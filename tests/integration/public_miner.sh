@@ -110,13 +110,16 @@ grep -q 'event=worker_admitted worker=[0-9]* miner='"$HK_A"' name=public model=t
 ok "the public miner is admitted under the root it computes ($ROOT)"
 
 # --- buyer requests ------------------------------------------------------------
+# Greedy (temperature 0): sampled, the tiny model's tokens may all be
+# reasoning (a first <think>) and leave no text; and the reference check
+# below recomputes each answer's rows by a greedy /generate of its prompt.
 NREQ=4
 for i in $(seq 1 $NREQ); do
 	st=false
 	[ $((i % 2)) = 0 ] && st=true
 	code=$(curl -s -o "$T/buy-$i.out" -D "$T/buy-$i.hdr" -w '%{http_code}' --max-time 120 \
 		-H "Authorization: Bearer $BKEY" -H 'Content-Type: application/json' \
-		--data "{\"model\":\"test-model\",\"max_tokens\":12,\"stream\":$st,\"messages\":[{\"role\":\"user\",\"content\":\"say something $i\"}]}" \
+		--data "{\"model\":\"test-model\",\"max_tokens\":12,\"temperature\":0,\"stream\":$st,\"messages\":[{\"role\":\"user\",\"content\":\"say something $i\"}]}" \
 		"http://127.0.0.1:$HPORT/v1/chat/completions")
 	[ "$code" = 200 ] || fail "request $i (stream $st): HTTP $code: $(head -c 400 "$T/buy-$i.out")"
 	if [ $st = true ]; then
