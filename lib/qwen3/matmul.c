@@ -358,17 +358,18 @@ static void gen_dispatch(const float *x, size_t ldx, const void *w, size_t ldw,
 #define AVX __attribute__((target("avx2,fma")))
 
 /*
- * Decode's prefetch distance, in blocks of C rows: the rows four blocks
- * on, into L2 (_MM_HINT_T1).  Measured on a 2-vCPU Zen 4 VM, the 50 MB
- * small checkpoint, decode of 128 tokens, interleaved runs: the next
- * block into L1 (_MM_HINT_T0, the earlier choice) 370-410 tok/s on 2
- * threads and 210-235 on 1; four blocks on into L2 670-780 and 410-540;
- * into L1 at four blocks 190-200 (under load); eight into L2 no better.
- * Pulled into L1, the stream's lines crowd the few L1 miss buffers.
- * mm_task hands decode its columns in runs of COLS_PER_TASK_FEW, so the
- * rows asked for are mostly the same thread's next ones.
+ * Decode's prefetch distance: the rows PF_ROWS on, a cache line per row
+ * ahead of need, into L2 (_MM_HINT_T1).  Measured on a 2-vCPU Zen 4 VM,
+ * the 50 MB small checkpoint (rows of 1 KiB), decode of 128 tokens on 2
+ * threads, interleaved runs: the next block into L1 (_MM_HINT_T0, the
+ * earlier choice) 370-410 tok/s where 16 rows on into L2 gave 670-780;
+ * into L2, 8 or 16 rows on 930-990, 24 rows 890-940, 32 rows 850-870, 48
+ * rows 700-730 (another moment of the same VM).  Pulled into L1, the
+ * stream's lines crowd the few L1 miss buffers.  mm_task hands decode its
+ * columns in runs of COLS_PER_TASK_FEW, so the rows asked for are mostly
+ * the same thread's next ones.
  */
-#define PF_BLOCKS 4
+#define PF_ROWS 16
 
 static inline __attribute__((always_inline)) AVX __m256 avx_loadw(const void *w,
 								  int wt,
@@ -396,14 +397,14 @@ avx_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 			_mm256_setzero_ps();
 	for (k = 0; k + 8 <= in; k += 8) {
 		/* A row or two (decode): the weights stream from memory, a
-		 * short row at a time; ask for the rows PF_BLOCKS blocks on,
-		 * a cache line per row ahead of need (see PF_BLOCKS).
+		 * short row at a time; ask for the rows PF_ROWS on, a cache
+		 * line per row ahead of need (see PF_ROWS).
 		 * Prefetches past the matrix are harmless. */
 		if (R <= 2 && (k & (WT == MM_BF16 ? 31 : 15)) == 0)
 			_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
 				_mm_prefetch(
 					(const char *)WROW(w, WT,
-							   c + PF_BLOCKS * C,
+							   c + PF_ROWS,
 							   ldw) +
 						k * (WT == MM_BF16 ? 2 : 4),
 					_MM_HINT_T1);
@@ -490,12 +491,12 @@ z_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 			_mm512_setzero_ps();
 	for (k = 0; k + 8 <= in; k += 8) {
 		/* As in avx_block: decode streams the weights; ask for the
-		 * rows PF_BLOCKS blocks on, into L2. */
+		 * rows PF_ROWS on, into L2. */
 		if (R <= 2 && (k & (WT == MM_BF16 ? 31 : 15)) == 0)
 			for (c = 0; c < C; c++)
 				_mm_prefetch(
 					(const char *)WROW(w, WT,
-							   c + PF_BLOCKS * C,
+							   c + PF_ROWS,
 							   ldw) +
 						k * (WT == MM_BF16 ? 2 : 4),
 					_MM_HINT_T1);
