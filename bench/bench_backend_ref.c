@@ -157,22 +157,32 @@ static double macs_per_token(const struct q3_config *c)
 	return total + h * c->vocab;
 }
 
-static double kernel_gflops(unsigned threads)
+/* The matmul's best GFLOP/s of five: the reference (float32 weights), or
+ * the bf16dp profile on bf16 weights. */
+static double kernel_gflops(unsigned threads, bool bf16dp)
 {
 	struct mm_pool *p = engy_mm_pool_new(threads);
 	size_t n = 128, in = 1536, out = 1536, i;
 	float *x = malloc(n * in * 4), *w = malloc(out * in * 4),
 	      *y = malloc(n * out * 4);
+	uint16_t *wb = malloc(out * in * 2);
+	struct mm_part part = { x, wb, y, n, in, out, MM_BF16 };
 	double t, best = 0;
 	int rep;
 
 	for (i = 0; i < n * in; i++)
 		x[i] = (float)(i % 7) * 0.1f;
-	for (i = 0; i < out * in; i++)
+	for (i = 0; i < out * in; i++) {
 		w[i] = (float)(i % 5) * 0.1f;
+		wb[i] = (uint16_t)(0x3f80 + i % 5); /* 1.0 .. 1.03 */
+	}
 	for (rep = 0; rep < 5; rep++) {
 		t = now();
-		engy_mm_matmul(p, x, n, w, in, out, y);
+		if (bf16dp)
+			engy_mm_matmul_batch_profile(p, &part, 1,
+						     MM_PROFILE_BF16DP);
+		else
+			engy_mm_matmul(p, x, n, w, in, out, y);
 		t = now() - t;
 		if (2.0 * n * in * out / t / 1e9 > best)
 			best = 2.0 * n * in * out / t / 1e9;
@@ -180,6 +190,7 @@ static double kernel_gflops(unsigned threads)
 	engy_mm_pool_free(p);
 	free(x);
 	free(w);
+	free(wb);
 	free(y);
 	return best;
 }
@@ -647,8 +658,12 @@ static int generate(bool moe, const char *dir)
 static int bench_model(const char *dir, unsigned threads, double theo)
 {
 	struct q3_load_opts fast = { .threads = threads },
-			    slow = { .naive = true };
-	struct q3_model *m, *b;
+			    slow = { .naive = true },
+			    dp = { .threads = threads,
+				   .profile = Q3_PROFILE_BF16DP };
+	struct q3_model *m, *b, *mdp = NULL;
+	double dpp[ROUNDS], dpd[ROUNDS];
+	const char *dpk = engy_mm_profile_kernel(MM_PROFILE_BF16DP);
 	struct run r, base, tr = { 0, 0 };
 	double rss0, rss1, t, macs, roof, wb, wbw, t_pre[NPEERS], t_dec[NPEERS];
 	double ep[ROUNDS], ed[ROUNDS], tp[NPEERS][ROUNDS], td[NPEERS][ROUNDS];
@@ -677,6 +692,16 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 	       engy_q3_model_matrix_bytes(m) == 2 ? "bf16" : "float32",
 	       rss1 - rss0);
 	measure(m, 16, 4); /* warm up: page in the weights, spin up threads */
+	/* The bf16dp kernel profile (bf16 activations on the CPU's bf16
+	 * dot-product instruction, what torch bf16 runs here) where the CPU
+	 * has the instruction: the same rounds. */
+	if (!strcmp(dpk, "avx512bf16")) {
+		if (engy_q3_model_load(dir, &dp, &mdp, err, sizeof(err)))
+			fprintf(stderr, "bench_backend_ref: load bf16dp: %s\n",
+				err);
+		else
+			measure(mdp, 16, 4);
+	}
 	for (j = 0; j < NPEERS; j++)
 		if (torch_ok && peer_start(&peer[j], c, threads, dtypes[j],
 					   why[j], sizeof(why[j])))
@@ -685,6 +710,11 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 		r = measure(m, PREFILL, DECODE);
 		ep[i] = r.prefill_tps;
 		ed[i] = r.decode_tps;
+		if (mdp) {
+			r = measure(mdp, PREFILL, DECODE);
+			dpp[i] = r.prefill_tps;
+			dpd[i] = r.decode_tps;
+		}
 		for (j = 0; j < NPEERS; j++) {
 			if (!peer[j].pid)
 				continue;
@@ -759,6 +789,34 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 		       r.decode_tps, dtypes[j], t_dec[j],
 		       r.decode_tps / t_dec[j]);
 	}
+	if (!mdp) {
+		printf("  kernel profile bf16dp: not measured: %s\n",
+		       strcmp(dpk, "avx512bf16")
+			       ? "this CPU has no AVX512-BF16 (the profile "
+				 "would run as its definition in C)"
+			       : "its model did not load (see stderr)");
+	} else {
+		double pp = median(dpp, ROUNDS), pd = median(dpd, ROUNDS);
+
+		printf("  kernel profile bf16dp (bf16 activations, AVX512-BF16 "
+		       "VDPBF16PS: torch bf16's arithmetic; a miner's speed "
+		       "path, not the auditor's reference) rounds: prefill");
+		for (i = 0; i < ROUNDS; i++)
+			printf(" %.1f", dpp[i]);
+		printf(", decode");
+		for (i = 0; i < ROUNDS; i++)
+			printf(" %.1f", dpd[i]);
+		printf(" tok/s (sorted)\n");
+		j = 0; /* torch bf16 */
+		if (torch_ok && nt[j] == ROUNDS)
+			printf("  prefill, bf16dp: engy %.1f tok/s, torch %s %.1f tok/s, ratio %.2f (goal >= 1); decode %.1f tok/s, ratio %.2f\n",
+			       pp, dtypes[j], t_pre[j], pp / t_pre[j], pd,
+			       pd / t_dec[j]);
+		else
+			printf("  prefill, bf16dp: engy %.1f tok/s, decode %.1f tok/s (torch bf16 not measured)\n",
+			       pp, pd);
+		engy_q3_model_free(mdp);
+	}
 	if (lv->level)
 		printf("  weights %.1f MB fit in %s (%.1f MB per sysfs)",
 		       wb / 1e6, level_name(lv), lv->bytes / 1e6);
@@ -816,8 +874,8 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN); /* a torch peer that died: EPIPE, not death */
 	if (!mkdtemp(t1) || !mkdtemp(t2))
 		return 1;
-	peak1 = kernel_gflops(1);
-	peak = kernel_gflops(threads);
+	peak1 = kernel_gflops(1, false);
+	peak = kernel_gflops(threads, false);
 	theo = theoretical(threads, what, sizeof(what));
 	find_levels(threads);
 	printf("bench_backend_ref: kernel %s, %u threads\n",
@@ -825,6 +883,11 @@ int main(void)
 	printf("  matmul kernel peak (128x1536x1536): %.1f GFLOP/s on %u threads, %.1f on 1"
 	       "; theoretical %.0f GFLOP/s = %s; kernel at %.0f%% of it\n",
 	       peak, threads, peak1, theo, what, 100 * peak / theo);
+	if (!strcmp(engy_mm_profile_kernel(MM_PROFILE_BF16DP), "avx512bf16"))
+		printf("  bf16dp profile's kernel (AVX512-BF16, same shape, bf16 weights): %.1f GFLOP/s on %u threads, %.1f on 1"
+		       " (an instruction does twice the avx512f multiply-adds)\n",
+		       kernel_gflops(threads, true), threads,
+		       kernel_gflops(1, true));
 	printf("  read bandwidth (%u threads, measured):", threads);
 	for (i = 0; i <= n_levels; i++)
 		if (levels[i].level)

@@ -56,7 +56,7 @@ static void usage(FILE *f)
 		"after row.  --chat wraps TEXT as one user turn of the checkpoint's\n"
 		"Qwen3 chat template.  --kernel-profile computes in another\n"
 		"summation order or activation precision: ref (default), splitk,\n"
-		"warp32, bf16act, splitk-f32, fp8-bf16 (specs/checkpoints.md,\n"
+		"warp32, bf16act, splitk-f32, fp8-bf16, bf16dp (specs/checkpoints.md,\n"
 		"\"Kernel profiles\"); with --device cuda, ref (float32 SGEMM) or\n"
 		"bf16act (cuBLAS's bf16 GEMM on the tensor cores).  --json-schema: sampling is masked so that the\n"
 		"output is JSON matching the schema in FILE (lib/constrain; an EOS\n"
@@ -464,7 +464,7 @@ int engyctl_ref(int argc, char **argv)
 	lo.threads = a.threads;
 	if (a.profile && (lo.profile = engy_q3_profile_parse(a.profile)) < 0)
 		return engyctl_fail(
-			"ref: --kernel-profile '%s': ref, splitk, warp32, bf16act, splitk-f32 or fp8-bf16",
+			"ref: --kernel-profile '%s': ref, splitk, warp32, bf16act, splitk-f32, fp8-bf16 or bf16dp",
 			a.profile);
 	if (a.device && strcmp(a.device, "cpu") && strcmp(a.device, "cuda"))
 		return engyctl_fail("ref: --device '%s': cpu or cuda",

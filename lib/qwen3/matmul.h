@@ -72,11 +72,26 @@ void engy_mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
  *                    4 partials added as a pairwise tree: a split-K GEMM
  * MM_PROFILE_WARP32  32 lanes striding over k reduced by a butterfly
  *                    (offsets 16, 8, 4, 2, 1): a warp-per-output GEMV
+ * MM_PROFILE_BF16DP  a CPU's bf16 dot-product instruction (AVX512-BF16
+ *                    VDPBF16PS, what oneDNN's bf16 GEMMs run): x and w
+ *                    rounded to bf16 (nearest, ties to even); k in blocks
+ *                    of 32, zero-padded; lane i of 16 adds, as two fused
+ *                    multiply-adds each flushed to zero when subnormal
+ *                    (inputs too), element 2i+1 then 2i of each block;
+ *                    the lanes then summed as a tree (lane i + lane i+8,
+ *                    then +4, +2, +1).  The exception to "no fused
+ *                    multiply-add": fmaf() is exact on every CPU, and a
+ *                    product of two bf16 values is exact anyway.  Only
+ *                    bf16 weights: float32 ones (dequantized INT4 or FP8,
+ *                    a float32 checkpoint) go the MM_PROFILE_REF order, as
+ *                    rounding them to bf16 would change the model (the
+ *                    GEMM audit sees it).
  */
 enum mm_profile {
 	MM_PROFILE_REF = 0,
 	MM_PROFILE_SPLITK,
 	MM_PROFILE_WARP32,
+	MM_PROFILE_BF16DP,
 };
 
 #define MM_SPLITK_SLICES 4
@@ -113,5 +128,14 @@ const char *engy_mm_kernel_name(void);
  * (tests, benchmarks); -ENOTSUP where the CPU lacks it, -EINVAL for an
  * unknown name. */
 int engy_mm_set_kernel(const char *name);
+
+/*
+ * engy_mm_profile_kernel() - how @profile's products are computed here:
+ * for MM_PROFILE_BF16DP "avx512bf16" (the instruction, where the CPU has
+ * it, the kernel in use is avx512f, and a self-check at first use found
+ * its bits equal to the definition above) or "emulated" (the definition
+ * in C, slow); "" for the others.
+ */
+const char *engy_mm_profile_kernel(int profile);
 
 #endif /* Q3_MATMUL_H */

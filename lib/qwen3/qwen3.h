@@ -69,10 +69,12 @@ enum q3_profile {
 	Q3_PROFILE_BF16ACT, /* the ref matmuls, bf16 activations */
 	Q3_PROFILE_SPLITK_F32, /* split-K matmuls, float32 activations */
 	Q3_PROFILE_FP8_BF16,   /* bf16act, FP8 weights dequantized to bf16 */
+	Q3_PROFILE_BF16DP,     /* a CPU's bf16 dot-product instruction (AVX512-
+				* BF16, as oneDNN's bf16 GEMMs), bf16 activations */
 	Q3_PROFILE_MAX
 };
 
-/* "ref", "splitk", "warp32", "bf16act", "splitk-f32", "fp8-bf16"; NULL
+/* "ref", "splitk", "warp32", "bf16act", "splitk-f32", "fp8-bf16", "bf16dp"; NULL
  * out of range. */
 const char *engy_q3_profile_name(int profile);
 /* The profile called @name, or -1. */

@@ -88,6 +88,10 @@ void engy_q3_mlp_run(struct q3_model *m, int layer, const char *name_prefix,
 
 float engy_q3_silu(float x);
 
+/* g[i] = silu(g[i]) * u[i] for i < @n, rounded to bf16 where @m's
+ * activations are; on @m's pool when @n is large. */
+void engy_q3_swiglu(struct q3_model *m, float *g, const float *u, size_t n);
+
 /* bf16 activations: round @n floats to bf16 (nearest, ties to even). */
 void engy_q3_bf16_round(float *v, size_t n);
 
@@ -97,7 +101,8 @@ static inline bool engy_q3_bf16act(const struct q3_model *m)
 	return m->profile == Q3_PROFILE_SPLITK ||
 	       m->profile == Q3_PROFILE_WARP32 ||
 	       m->profile == Q3_PROFILE_BF16ACT ||
-	       m->profile == Q3_PROFILE_FP8_BF16;
+	       m->profile == Q3_PROFILE_FP8_BF16 ||
+	       m->profile == Q3_PROFILE_BF16DP;
 }
 
 /* The enum mm_profile of @m's matmuls. */
@@ -109,6 +114,8 @@ static inline int engy_q3_mm_order(const struct q3_model *m)
 		return MM_PROFILE_SPLITK;
 	case Q3_PROFILE_WARP32:
 		return MM_PROFILE_WARP32;
+	case Q3_PROFILE_BF16DP:
+		return MM_PROFILE_BF16DP;
 	default:
 		return MM_PROFILE_REF;
 	}

@@ -551,6 +551,7 @@ static const char *const profile_names[Q3_PROFILE_MAX] = {
 	[Q3_PROFILE_BF16ACT] = "bf16act",
 	[Q3_PROFILE_SPLITK_F32] = "splitk-f32",
 	[Q3_PROFILE_FP8_BF16] = "fp8-bf16",
+	[Q3_PROFILE_BF16DP] = "bf16dp",
 };
 
 const char *engy_q3_profile_name(int profile)

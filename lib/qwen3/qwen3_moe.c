@@ -172,10 +172,7 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 	for (r = 0; r < na; r++)
 		names[r] = nm[r];
 	engy_q3_mm_batch_idx(m, layer, names, parts, na, idx);
-	for (r = 0; r < nk * I; r++)
-		ge[r] = engy_q3_silu(ge[r]) * ue[r];
-	if (engy_q3_bf16act(m))
-		engy_q3_bf16_round(ge, nk * I);
+	engy_q3_swiglu(m, ge, ue, nk * I);
 	for (e = 0, na = 0; e < E; e++) {
 		size_t cnt = off[e + 1] - off[e];
 

@@ -57,8 +57,9 @@ static const struct engy_opt ref_opts[] = {
 	{ "kernel_profile", ENGY_OPT_STR, 0, OFF(kernel_profile), "ref",
 	  "ENGY_REF_KERNEL_PROFILE", 0, 0,
 	  "summation order and activation precision (specs/checkpoints.md): "
-	  "ref (the auditor's), splitk, warp32, bf16act, splitk-f32 or "
-	  "fp8-bf16; with device cuda ref or bf16act (cuBLAS's bf16 GEMM)" },
+	  "ref (the auditor's), splitk, warp32, bf16act, splitk-f32, "
+	  "fp8-bf16 or bf16dp; with device cuda ref or bf16act (cuBLAS's "
+	  "bf16 GEMM)" },
 	{ "threads", ENGY_OPT_INT, 0, OFF(threads), "0", "ENGY_REF_THREADS", 0,
 	  1024,
 	  "compute threads for matmuls and attention (0: every online CPU)" },
@@ -118,8 +119,8 @@ static int ref_create(const struct engy_host *host, const void *conf,
 	      c->device && !strcmp(c->device, "cuda")))) {
 		engy_err(host,
 			 "event=config_invalid option=kernel_profile "
-			 "reason=\"ref, splitk, warp32, bf16act, splitk-f32 or "
-			 "fp8-bf16; "
+			 "reason=\"ref, splitk, warp32, bf16act, splitk-f32, "
+			 "fp8-bf16 or bf16dp; "
 			 "only ref or bf16act with device cuda\"");
 		return -EINVAL;
 	}

@@ -13,6 +13,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -199,6 +200,123 @@ START_TEST(test_matmul_kernels)
 	else
 		printf("test_matmul_kernels: avx512f = avx2+fma on %d shapes\n",
 		       tested);
+	ck_assert_int_eq(engy_mm_set_kernel(was), 0);
+	engy_mm_pool_free(p);
+}
+END_TEST
+
+/* The bf16dp definition (matmul.h), written again here from the
+ * instruction's description: the oracle for both of engy's ways. */
+static float t_flush(float v)
+{
+	return fabsf(v) < FLT_MIN ? copysignf(0.0f, v) : v;
+}
+
+static float t_bf(float v)
+{
+	uint32_t u;
+
+	memcpy(&u, &v, 4);
+	u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+	memcpy(&v, &u, 4);
+	return t_flush(v);
+}
+
+static float t_dp(const float *x, const uint16_t *w, size_t n)
+{
+	float lane[16] = { 0 }, a, b;
+	size_t k, i, e, half;
+	uint32_t u;
+
+	for (k = 0; k < n; k += 32)
+		for (i = 0; i < 16; i++)
+			for (e = k + 2 * i + 2; e-- > k + 2 * i;) { /* odd, even */
+				a = e < n ? t_bf(x[e]) : 0.0f;
+				u = e < n ? (uint32_t)w[e] << 16 : 0;
+				memcpy(&b, &u, 4);
+				lane[i] = t_flush(fmaf(a, t_flush(b), lane[i]));
+			}
+	for (half = 8; half; half /= 2)
+		for (i = 0; i < half; i++)
+			lane[i] += lane[i + half];
+	return lane[0];
+}
+
+/*
+ * MM_PROFILE_BF16DP: the AVX512-BF16 kernel (where the CPU has it) and the
+ * definition in C (forced by the generic kernel) against the oracle above,
+ * bit for bit, on every shape, with subnormal and tiny values mixed in;
+ * float32 weights are not rounded: they go the ref order.
+ */
+START_TEST(test_bf16dp_profile)
+{
+	const char *was = engy_mm_kernel_name();
+	struct mm_pool *p = engy_mm_pool_new(3);
+	static const char *const ways[] = { "generic", "avx512f" };
+	uint64_t s = 11;
+	size_t k, i, w_;
+	int fast = 0;
+
+	for (k = 0; k < sizeof(mm_shapes) / sizeof(mm_shapes[0]); k++) {
+		size_t n = mm_shapes[k][0], in = mm_shapes[k][1],
+		       out = mm_shapes[k][2];
+		float *x = malloc(n * in * 4), *w = malloc(out * in * 4),
+		      *y = malloc(n * out * 4), *yf = malloc(n * out * 4),
+		      *want = malloc(n * out * 4), *ref = malloc(n * out * 4);
+		uint16_t *wb = malloc(out * in * 2);
+
+		operands(&s, x, n * in, w, wb, out * in, true);
+		for (i = 0; i < n * in; i += 7)
+			x[i] = ldexpf(x[i], -130); /* subnormal */
+		for (i = 3; i < out * in; i += 11)
+			wb[i] &= 0x807Fu; /* a subnormal bf16 weight */
+		for (i = 0; i < out * in; i++) {
+			uint32_t u = (uint32_t)wb[i] << 16;
+
+			memcpy(&w[i], &u, 4);
+		}
+		for (i = 0; i < n * out; i++)
+			want[i] = t_dp(x + i / out * in, wb + i % out * in, in);
+		engy_mm_matmul(p, x, n, w, in, out, ref);
+		for (w_ = 0; w_ < 2; w_++) {
+			struct mm_part pb = { x, wb, y, n, in, out, MM_BF16 },
+				       pf = { x, w, yf, n, in, out, MM_F32 };
+
+			if (engy_mm_set_kernel(ways[w_]))
+				continue;
+			ck_assert_str_eq(
+				engy_mm_profile_kernel(MM_PROFILE_BF16DP),
+				w_ ? engy_mm_profile_kernel(MM_PROFILE_BF16DP)
+				   : "emulated");
+			fast += w_ && !strcmp(engy_mm_profile_kernel(
+						      MM_PROFILE_BF16DP),
+					      "avx512bf16");
+			engy_mm_matmul_batch_profile(p, &pb, 1,
+						     MM_PROFILE_BF16DP);
+			engy_mm_matmul_batch_profile(p, &pf, 1,
+						     MM_PROFILE_BF16DP);
+			for (i = 0; i < n * out; i++) {
+				ck_assert_msg(memcmp(&y[i], &want[i], 4) == 0,
+					      "%s %zux%zux%zu [%zu]: %a, want %a",
+					      engy_mm_profile_kernel(
+						      MM_PROFILE_BF16DP),
+					      n, in, out, i, y[i], want[i]);
+				ck_assert_msg(memcmp(&yf[i], &ref[i], 4) == 0,
+					      "float32 weights [%zu]", i);
+			}
+		}
+		free(x);
+		free(w);
+		free(y);
+		free(yf);
+		free(want);
+		free(ref);
+		free(wb);
+	}
+	printf("test_bf16dp_profile: the definition in C%s\n",
+	       fast ? " and the AVX512-BF16 kernel agree with the oracle"
+		    : " agrees with the oracle (no AVX512-BF16 here)");
+	ck_assert_str_eq(engy_mm_profile_kernel(MM_PROFILE_REF), "");
 	ck_assert_int_eq(engy_mm_set_kernel(was), 0);
 	engy_mm_pool_free(p);
 }
@@ -1001,6 +1119,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_matmul);
 	tcase_add_test(tc, test_matmul_kernels);
+	tcase_add_test(tc, test_bf16dp_profile);
 	tcase_add_test(tc, test_pool);
 	tcase_add_test(tc, test_sampler);
 	tcase_add_test(tc, test_paths_dense);
