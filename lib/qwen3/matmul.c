@@ -676,6 +676,27 @@ float engy_mm_dot(const float *a, const float *b, size_t n)
 	return y;
 }
 
+void engy_mm_dots_rows(const float *q, size_t ldq, size_t nq, const float *k,
+		       size_t ldk, size_t n, size_t m, float *y, size_t ldy)
+{
+	const struct mm_kernel *kk = kernel();
+	size_t r = 0, j, c4 = (size_t)kk->c4, c2 = (size_t)kk->c2;
+	int R;
+
+	for (; r + 4 <= nq; r += 4)
+		for (j = 0; j < m; j += c4)
+			kk->f(q + r * ldq, ldq, k + j * ldk, ldk, n,
+			      y + r * ldy + j, ldy, 4,
+			      m - j >= c4 ? (int)c4 : (int)(m - j), MM_F32);
+	for (; r < nq; r += (size_t)R) {
+		R = nq - r >= 2 ? 2 : 1;
+		for (j = 0; j < m; j += c2)
+			kk->f(q + r * ldq, ldq, k + j * ldk, ldk, n,
+			      y + r * ldy + j, ldy, R,
+			      m - j >= c2 ? (int)c2 : (int)(m - j), MM_F32);
+	}
+}
+
 void engy_mm_dots(const float *q, const float *k, size_t ldk, size_t n,
 		  size_t m, float *y)
 {

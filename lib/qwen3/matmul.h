@@ -115,6 +115,14 @@ float engy_mm_dot(const float *a, const float *b, size_t n);
 void engy_mm_dots(const float *q, const float *k, size_t ldk, size_t n,
 		  size_t m, float *y);
 
+/*
+ * engy_mm_dots_rows() - engy_mm_dots() for @nq queries @ldq floats apart
+ * against the same @m keys: y[r * ldy + j], the very same bits, four
+ * queries a block (prefill's rows of one sequence share their keys).
+ */
+void engy_mm_dots_rows(const float *q, size_t ldq, size_t nq, const float *k,
+		       size_t ldk, size_t n, size_t m, float *y, size_t ldy);
+
 /* engy_mm_matmul_naive() - the textbook triple loop, one thread (baseline). */
 void engy_mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
 			  size_t in, size_t out, float *y);

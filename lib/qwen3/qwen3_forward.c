@@ -263,8 +263,9 @@ struct fwd {
 	size_t n;
 	uint32_t *pos;
 	float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *cs;
-	float *scores; /* per pool thread */
+	float *scores; /* ATT_GROUP rows per pool thread */
 	size_t score_stride;
+	size_t *grp, n_grp; /* first row of each attention group, then n */
 	int layer;
 };
 
@@ -281,17 +282,19 @@ static void rope(float *x, const float *cs, size_t hd)
 	}
 }
 
-/* q/k norms and RoPE for every row, then K and V into the caches. */
-static void qk_prepare(struct fwd *f)
+/* q/k norms and RoPE for row @r, then its K and V into the cache (rows
+ * are independent: each has its own cache slot). */
+static void qk_task(void *arg, size_t r, unsigned thread)
 {
+	struct fwd *f = arg;
 	const struct q3_config *c = &f->m->cfg;
 	const struct q3_layer *l = &f->m->layers[f->layer];
-	size_t hd = c->head_dim, half = hd / 2, kvd = c->n_kv * hd, r, h, i;
+	size_t hd = c->head_dim, half = hd / 2, kvd = c->n_kv * hd, h, i;
 
-	for (r = 0; r < f->n; r++) {
+	{
 		struct q3_seq *s = f->rows[r].seq;
 		float *q = f->q + r * c->n_heads * hd, *k = f->k + r * kvd;
-		float *cs = f->cs;
+		float *cs = f->cs + thread * hd;
 
 		for (i = 0; i < half; i++) {
 			/* The angle is a float32 product, as in transformers. */
@@ -315,25 +318,32 @@ static void qk_prepare(struct fwd *f)
 	}
 }
 
+static void qk_prepare(struct fwd *f)
+{
+	size_t r;
+
+	if (f->n >= 4)
+		engy_mm_pool_run(f->m->pool, qk_task, f, f->n);
+	else
+		for (r = 0; r < f->n; r++)
+			qk_task(f, r, 0);
+}
+
 typedef float v4f __attribute__((vector_size(16)));
 
-static void attn_task(void *arg, size_t task, unsigned thread)
+#define ATT_GROUP 4
+
+/* One row's softmax over its scores @sc and weighted sum of V. */
+static void attn_row(const struct fwd *f, size_t r, size_t h, float *sc)
 {
-	const struct fwd *f = arg;
 	const struct q3_config *c = &f->m->cfg;
 	size_t hd = c->head_dim, kvd = c->n_kv * hd;
-	size_t r = task / c->n_heads, h = task % c->n_heads;
 	size_t kvh = h / (c->n_heads / c->n_kv), j, d, p = f->pos[r];
-	const struct q3_seq *s = f->rows[r].seq;
-	const float *q = f->q + (r * c->n_heads + h) * hd;
-	const float *K = s->k[f->layer] + kvh * hd;
-	const float *V = s->v[f->layer] + kvh * hd;
-	float *sc = f->scores + thread * f->score_stride;
+	const float *V = f->rows[r].seq->v[f->layer] + kvh * hd;
 	float *out = f->att + (r * c->n_heads + h) * hd;
 	float scale = (float)(1.0 / sqrt((double)hd)), mx = -INFINITY;
 	double sum = 0;
 
-	engy_mm_dots(q, K, kvd, hd, p + 1, sc);
 	for (j = 0; j <= p; j++) {
 		sc[j] *= scale;
 		mx = fmaxf(mx, sc[j]);
@@ -367,6 +377,29 @@ static void attn_task(void *arg, size_t task, unsigned thread)
 	}
 }
 
+/* Head @task % n_heads of a group of rows of one sequence (up to
+ * ATT_GROUP): their scores against the shared keys as one block (each
+ * score the same dot product as alone), then each row's softmax and sum. */
+static void attn_task(void *arg, size_t task, unsigned thread)
+{
+	const struct fwd *f = arg;
+	const struct q3_config *c = &f->m->cfg;
+	size_t hd = c->head_dim, kvd = c->n_kv * hd;
+	size_t g = task / c->n_heads, h = task % c->n_heads;
+	size_t r0 = f->grp[g], nr = f->grp[g + 1] - r0, i, pmax = 0;
+	size_t kvh = h / (c->n_heads / c->n_kv);
+	const float *K = f->rows[r0].seq->k[f->layer] + kvh * hd;
+	float *sc = f->scores + thread * ATT_GROUP * f->score_stride;
+
+	for (i = 0; i < nr; i++)
+		if (f->pos[r0 + i] > pmax)
+			pmax = f->pos[r0 + i];
+	engy_mm_dots_rows(f->q + (r0 * c->n_heads + h) * hd, c->n_heads * hd,
+			  nr, K, kvd, hd, pmax + 1, sc, f->score_stride);
+	for (i = 0; i < nr; i++)
+		attn_row(f, r0 + i, h, sc + i * f->score_stride);
+}
+
 static int layer_forward(struct fwd *f)
 {
 	struct q3_model *m = f->m;
@@ -392,7 +425,7 @@ static int layer_forward(struct fwd *f)
 		engy_q3_mm_batch(m, L, names, qkv, 3);
 	}
 	qk_prepare(f);
-	engy_mm_pool_run(m->pool, attn_task, f, f->n * c->n_heads);
+	engy_mm_pool_run(m->pool, attn_task, f, f->n_grp * c->n_heads);
 	if (engy_q3_bf16act(m))
 		engy_q3_bf16_round(f->att, f->n * qd);
 	engy_q3_mm(m, L, "o_proj", f->att, f->n, l->wo, qd, h, f->tmp);
@@ -497,13 +530,21 @@ int engy_q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
 	f.v = malloc(n * kvd * sizeof(float));
 	f.g = malloc((n * inter + 1) * sizeof(float));
 	f.u = malloc((n * inter + 1) * sizeof(float));
-	f.cs = malloc(c->head_dim * sizeof(float));
-	f.scores = malloc((size_t)engy_mm_pool_threads(m->pool) * max_pos *
-			  sizeof(float));
+	f.cs = malloc((size_t)engy_mm_pool_threads(m->pool) * c->head_dim *
+		      sizeof(float));
+	f.scores = malloc((size_t)engy_mm_pool_threads(m->pool) * ATT_GROUP *
+			  max_pos * sizeof(float));
+	f.grp = malloc((n + 1) * sizeof(*f.grp));
 	rc = -ENOMEM;
 	if (!f.x || !f.xn || !f.tmp || !f.q || !f.att || !f.k || !f.v || !f.g ||
-	    !f.u || !f.cs || !f.scores)
+	    !f.u || !f.cs || !f.scores || !f.grp)
 		goto out;
+	/* Attention groups: runs of up to ATT_GROUP rows of one sequence. */
+	for (r = 0; r < n; r++)
+		if (!r || rows[r].seq != rows[f.grp[f.n_grp - 1]].seq ||
+		    r - f.grp[f.n_grp - 1] == ATT_GROUP)
+			f.grp[f.n_grp++] = r;
+	f.grp[f.n_grp] = n;
 	pthread_mutex_lock(&m->mu);
 	for (r = 0; r < n; r++)
 		embed_row(m, rows[r].id, f.x + r * h);
@@ -532,6 +573,7 @@ out:
 	free(f.u);
 	free(f.cs);
 	free(f.scores);
+	free(f.grp);
 out_pos:
 	free(f.pos);
 	return rc;
