@@ -1003,10 +1003,11 @@ const char *engy_mm_profile_kernel(int profile)
 	return bd_use_fast() ? "avx512bf16" : "emulated";
 }
 
-/* Columns per task: few for decode (a row or two: the weights are the
- * traffic, and small tasks spread them over the threads), more for
- * prefill, where every task streams all of x once: 48 columns (a
- * multiple of the 4x3 block's 3) read x a third as often as 16. */
+/* Columns per task: for decode (a row or two: the weights are the
+ * traffic) runs of 128, so that a thread's prefetches (PF_ROWS on) are
+ * mostly its own next rows; 48 for prefill, where every task streams all
+ * of x once (a multiple of the 4x3 block's 3: x read a third as often as
+ * with 16); 16 between. */
 #define COLS_PER_TASK	   16
 #define COLS_PER_TASK_FEW  128 /* every part a row or two: decode */
 #define COLS_PER_TASK_MANY 48
