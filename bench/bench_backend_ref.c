@@ -230,8 +230,8 @@ static double read_bandwidth_gbs(size_t bytes, unsigned threads, int passes)
 	size_t n = bytes / sizeof(float), per = n / threads / 16 * 16, i;
 	/* on 2 MiB pages where the kernel gives them, as the engine's
 	 * weights are (lib/qwen3/qwen3_load.c) */
-	size_t len = (n * sizeof(float) + (2u << 20) - 1) / (2u << 20) *
-		     (2u << 20);
+	size_t len =
+		(n * sizeof(float) + (2u << 20) - 1) / (2u << 20) * (2u << 20);
 	float *a = aligned_alloc(2u << 20, len);
 	struct reader r[64];
 	pthread_t th[64];

@@ -406,8 +406,7 @@ avx_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 		if (R <= 2 && (k & (WT == MM_BF16 ? 31 : 15)) == 0)
 			_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
 				_mm_prefetch(
-					(const char *)WROW(w, WT,
-							   c + PF_ROWS,
+					(const char *)WROW(w, WT, c + PF_ROWS,
 							   ldw) +
 						k * (WT == MM_BF16 ? 2 : 4),
 					_MM_HINT_T1);
@@ -498,8 +497,7 @@ z_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 		if (R <= 2 && (k & (WT == MM_BF16 ? 31 : 15)) == 0)
 			for (c = 0; c < C; c++)
 				_mm_prefetch(
-					(const char *)WROW(w, WT,
-							   c + PF_ROWS,
+					(const char *)WROW(w, WT, c + PF_ROWS,
 							   ldw) +
 						k * (WT == MM_BF16 ? 2 : 4),
 					_MM_HINT_T1);
@@ -855,19 +853,19 @@ bd_block(const uint16_t *x, size_t ldx, const uint16_t *w, size_t ldw,
 	for (k = 0; k + 32 <= in; k += 32) {
 		if (R <= 2) /* decode: as in avx_block */
 			_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
-				_mm_prefetch((const char *)(w + (c + PF_ROWS) *
-								    ldw +
-							    k),
-					     _MM_HINT_T1);
+				_mm_prefetch(
+					(const char *)(w + (c + PF_ROWS) * ldw +
+						       k),
+					_MM_HINT_T1);
 		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) wv[c] =
 			_mm512_loadu_si512(w + c * ldw + k);
 		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
 		{
 			xv = _mm512_loadu_si512(x + r * ldx + k);
 			_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
-				acc[r][c] = _mm512_dpbf16_ps(
-					acc[r][c], (__m512bh)xv,
-					(__m512bh)wv[c]);
+				acc[r][c] = _mm512_dpbf16_ps(acc[r][c],
+							     (__m512bh)xv,
+							     (__m512bh)wv[c]);
 		}
 	}
 	if (k < in) { /* the zero-padded last block */
@@ -879,14 +877,14 @@ bd_block(const uint16_t *x, size_t ldx, const uint16_t *w, size_t ldw,
 		{
 			xv = _mm512_maskz_loadu_epi16(m, x + r * ldx + k);
 			_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
-				acc[r][c] = _mm512_dpbf16_ps(
-					acc[r][c], (__m512bh)xv,
-					(__m512bh)wv[c]);
+				acc[r][c] = _mm512_dpbf16_ps(acc[r][c],
+							     (__m512bh)xv,
+							     (__m512bh)wv[c]);
 		}
 	}
 	_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
-		_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
-			y[r * ldy + c] = bd_tree(acc[r][c]);
+		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) y[r * ldy + c] =
+			bd_tree(acc[r][c]);
 }
 
 #define BD_CASE(R, C)                                                          \
@@ -922,10 +920,9 @@ static BD void bd_round_row(const float *a, uint16_t *o, size_t n)
 	size_t k;
 
 	for (k = 0; k + 32 <= n; k += 32)
-		_mm512_storeu_si512(
-			o + k, (__m512i)_mm512_cvtne2ps_pbh(
-				       _mm512_loadu_ps(a + k + 16),
-				       _mm512_loadu_ps(a + k)));
+		_mm512_storeu_si512(o + k, (__m512i)_mm512_cvtne2ps_pbh(
+						   _mm512_loadu_ps(a + k + 16),
+						   _mm512_loadu_ps(a + k)));
 	for (; k < n; k++)
 		o[k] = engy_bf16_from_f32(a[k]);
 }
@@ -947,11 +944,12 @@ static bool bd_self_check(void)
 			rng ^= rng << 13;
 			rng ^= rng >> 7;
 			rng ^= rng << 17;
-			x[i] = ldexpf((float)(int32_t)(rng >> 32) / 2147483648.0f,
+			x[i] = ldexpf((float)(int32_t)(rng >> 32) /
+					      2147483648.0f,
 				      (int)(rng % 40) - 20);
-			w[i] = engy_bf16_from_f32(ldexpf(
-				(float)(int32_t)rng / 2147483648.0f,
-				(int)((rng >> 8) % 40) - 20));
+			w[i] = engy_bf16_from_f32(
+				ldexpf((float)(int32_t)rng / 2147483648.0f,
+				       (int)((rng >> 8) % 40) - 20));
 			if (i % 13 == 5) { /* subnormal products, inputs */
 				x[i] = ldexpf(x[i], -100);
 				w[i] = (uint16_t)(w[i] & 0x807Fu);

@@ -230,7 +230,8 @@ static float t_dp(const float *x, const uint16_t *w, size_t n)
 
 	for (k = 0; k < n; k += 32)
 		for (i = 0; i < 16; i++)
-			for (e = k + 2 * i + 2; e-- > k + 2 * i;) { /* odd, even */
+			for (e = k + 2 * i + 2;
+			     e-- > k + 2 * i;) { /* odd, even */
 				a = e < n ? t_bf(x[e]) : 0.0f;
 				u = e < n ? (uint32_t)w[e] << 16 : 0;
 				memcpy(&b, &u, 4);
@@ -296,11 +297,12 @@ START_TEST(test_bf16dp_profile)
 			engy_mm_matmul_batch_profile(p, &pf, 1,
 						     MM_PROFILE_BF16DP);
 			for (i = 0; i < n * out; i++) {
-				ck_assert_msg(memcmp(&y[i], &want[i], 4) == 0,
-					      "%s %zux%zux%zu [%zu]: %a, want %a",
-					      engy_mm_profile_kernel(
-						      MM_PROFILE_BF16DP),
-					      n, in, out, i, y[i], want[i]);
+				ck_assert_msg(
+					memcmp(&y[i], &want[i], 4) == 0,
+					"%s %zux%zux%zu [%zu]: %a, want %a",
+					engy_mm_profile_kernel(
+						MM_PROFILE_BF16DP),
+					n, in, out, i, y[i], want[i]);
 				ck_assert_msg(memcmp(&yf[i], &ref[i], 4) == 0,
 					      "float32 weights [%zu]", i);
 			}
