@@ -640,6 +640,21 @@ static double theoretical(unsigned cores, char *what, size_t len)
 	return cores * mhz / 1e3 * 4 * lanes;
 }
 
+/* " rounds: prefill P1 P2 P3, decode D1 D2 D3 tok/s (sorted; @note)":
+ * the rest of a line; median() sorted the rounds. */
+static void print_rounds(const double *pre, const double *dec, const char *note)
+{
+	int i;
+
+	printf(" rounds: prefill");
+	for (i = 0; i < ROUNDS; i++)
+		printf(" %.1f", pre[i]);
+	printf(", decode");
+	for (i = 0; i < ROUNDS; i++)
+		printf(" %.1f", dec[i]);
+	printf(" tok/s (sorted; %s)\n", note);
+}
+
 /* Write the small checkpoint (in a child: the bench's heap stays fresh). */
 static int generate(bool moe, const char *dir)
 {
@@ -759,13 +774,8 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 	       "  (memory-bound limit %.0f tok/s at %.1f GB/s, %s)\n",
 	       DECODE, r.decode_tps, base.decode_tps,
 	       r.decode_tps / base.decode_tps, roof, wbw, "roofline below");
-	printf("  engy rounds: prefill");
-	for (i = 0; i < ROUNDS; i++)
-		printf(" %.1f", ep[i]);
-	printf(", decode");
-	for (i = 0; i < ROUNDS; i++)
-		printf(" %.1f", ed[i]);
-	printf(" tok/s (sorted; the figures above are medians)\n");
+	printf("  engy");
+	print_rounds(ep, ed, "the figures above are medians");
 	for (j = 0; j < NPEERS; j++) {
 		if (!torch_ok || nt[j] < ROUNDS) {
 			printf("  torch %s: not measured: %s\n", dtypes[j],
@@ -775,13 +785,8 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 		printf("  torch peer: %s; same shapes and work, random weights"
 		       " (a throughput peer of the same FLOPs, not a numerical one)\n",
 		       info[j] + 6);
-		printf("  torch %s rounds: prefill", dtypes[j]);
-		for (i = 0; i < ROUNDS; i++)
-			printf(" %.1f", tp[j][i]);
-		printf(", decode");
-		for (i = 0; i < ROUNDS; i++)
-			printf(" %.1f", td[j][i]);
-		printf(" tok/s (sorted; interleaved with engy's)\n");
+		printf("  torch %s", dtypes[j]);
+		print_rounds(tp[j], td[j], "interleaved with engy's");
 		printf("  prefill: engy %.1f tok/s, torch %s %.1f tok/s, ratio %.2f (goal >= 1)\n",
 		       r.prefill_tps, dtypes[j], t_pre[j],
 		       r.prefill_tps / t_pre[j]);
@@ -800,13 +805,8 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 
 		printf("  kernel profile bf16dp (bf16 activations, AVX512-BF16 "
 		       "VDPBF16PS: torch bf16's arithmetic; a miner's speed "
-		       "path, not the auditor's reference) rounds: prefill");
-		for (i = 0; i < ROUNDS; i++)
-			printf(" %.1f", dpp[i]);
-		printf(", decode");
-		for (i = 0; i < ROUNDS; i++)
-			printf(" %.1f", dpd[i]);
-		printf(" tok/s (sorted)\n");
+		       "path, not the auditor's reference)");
+		print_rounds(dpp, dpd, "interleaved with engy's");
 		j = 0; /* torch bf16 */
 		if (torch_ok && nt[j] == ROUNDS)
 			printf("  prefill, bf16dp: engy %.1f tok/s, torch %s %.1f tok/s, ratio %.2f (goal >= 1); decode %.1f tok/s, ratio %.2f\n",

@@ -14,8 +14,6 @@
  * plugin is built with -ffp-contract=off so the generic one never fuses.
  */
 #include <errno.h>
-#include <float.h>
-#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -26,10 +24,9 @@
 
 #include "bf16.h"
 #include "matmul.h"
+#include "matmul_int.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define MM_X86	    1
+#ifdef MM_X86
 #define cpu_relax() __builtin_ia32_pause()
 #else
 #define cpu_relax()                                                            \
@@ -225,15 +222,6 @@ typedef float v8 __attribute__((vector_size(32)));
  * AVX enabled would change the ABI (-Wpsabi). */
 #define LD8(dst, p) memcpy(&(dst), (p), sizeof(v8))
 
-static inline float bf16f(uint16_t b)
-{
-	uint32_t u = (uint32_t)b << 16;
-	float f;
-
-	memcpy(&f, &u, sizeof(f));
-	return f;
-}
-
 /* The one lane reduction and tail every element goes through.  A bf16
  * weight widens exactly, so both weight types give the same numbers. */
 static inline __attribute__((always_inline)) float finish(const float l[8],
@@ -246,7 +234,7 @@ static inline __attribute__((always_inline)) float finish(const float l[8],
 
 	if (wt == MM_BF16)
 		for (; k < n; k++)
-			s += a[k] * bf16f(((const uint16_t *)b)[k]);
+			s += a[k] * engy_bf16_to_f32(((const uint16_t *)b)[k]);
 	else
 		for (; k < n; k++)
 			s += a[k] * ((const float *)b)[k];
@@ -266,7 +254,7 @@ gen_loadw(v8 *dst, const void *w, int wt, size_t k)
 		int i;
 
 		for (i = 0; i < 8; i++)
-			f[i] = bf16f(b[i]);
+			f[i] = engy_bf16_to_f32(b[i]);
 		memcpy(dst, f, sizeof(f));
 	} else {
 		LD8(*dst, (const float *)w + k);
@@ -359,20 +347,6 @@ static void gen_dispatch(const float *x, size_t ldx, const void *w, size_t ldw,
 
 #ifdef MM_X86
 #define AVX __attribute__((target("avx2,fma")))
-
-/*
- * Decode's prefetch distance: the rows PF_ROWS on, a cache line per row
- * ahead of need, into L2 (_MM_HINT_T1).  Measured on a 2-vCPU Zen 4 VM,
- * the 50 MB small checkpoint (rows of 1 KiB), decode of 128 tokens on 2
- * threads, interleaved runs: the next block into L1 (_MM_HINT_T0, the
- * earlier choice) 370-410 tok/s where 16 rows on into L2 gave 670-780;
- * into L2, 8 or 16 rows on 930-990, 24 rows 890-940, 32 rows 850-870, 48
- * rows 700-730 (another moment of the same VM).  Pulled into L1, the
- * stream's lines crowd the few L1 miss buffers.  mm_task hands decode its
- * columns in runs of COLS_PER_TASK_FEW, so the rows asked for are mostly
- * the same thread's next ones.
- */
-#define PF_ROWS 16
 
 static inline __attribute__((always_inline)) AVX __m256 avx_loadw(const void *w,
 								  int wt,
@@ -698,19 +672,14 @@ void engy_mm_dots_rows(const float *q, size_t ldq, size_t nq, const float *k,
 void engy_mm_dots(const float *q, const float *k, size_t ldk, size_t n,
 		  size_t m, float *y)
 {
-	const struct mm_kernel *kk = kernel();
-	size_t j, c = (size_t)kk->c2;
-
-	for (j = 0; j < m; j += c)
-		kk->f(q, n, k + j * ldk, ldk, n, y + j, 1, 1,
-		      m - j >= c ? (int)c : (int)(m - j), MM_F32);
+	engy_mm_dots_rows(q, n, 1, k, ldk, n, m, y, m);
 }
 
 /* ---- Kernel profiles (matmul.h): one output element at a time ---- */
 
 static inline float wat(const void *w, int wt, size_t k)
 {
-	return wt == MM_BF16 ? bf16f(((const uint16_t *)w)[k])
+	return wt == MM_BF16 ? engy_bf16_to_f32(((const uint16_t *)w)[k])
 			     : ((const float *)w)[k];
 }
 
@@ -781,226 +750,6 @@ static float dot_warp32(const float *a, const void *b, int wt, size_t n)
 	return l[0];
 }
 
-/* ---- MM_PROFILE_BF16DP (matmul.h) ---- */
-
-static inline float ftz(float v)
-{
-	return fabsf(v) < FLT_MIN ? copysignf(0.0f, v) : v;
-}
-
-/* Element @k of a row as the instruction sees it: bf16, zero past @n,
- * subnormals flushed. */
-static inline float bd_x(const float *a, size_t k, size_t n)
-{
-	return k < n ? ftz(bf16f(engy_bf16_from_f32(a[k]))) : 0.0f;
-}
-
-static inline float bd_w(const uint16_t *b, size_t k, size_t n)
-{
-	return k < n ? ftz(bf16f(b[k])) : 0.0f;
-}
-
-/* The definition, one element at a time (bf16 weights). */
-static float dot_bf16dp(const float *a, const uint16_t *b, size_t n)
-{
-	float l[16] = { 0 };
-	size_t k, i;
-	int off;
-
-	for (k = 0; k < n; k += 32)
-		for (i = 0; i < 16; i++) {
-			size_t e = k + 2 * i;
-			float t = ftz(fmaf(bd_x(a, e + 1, n), bd_w(b, e + 1, n),
-					   l[i]));
-
-			l[i] = ftz(fmaf(bd_x(a, e, n), bd_w(b, e, n), t));
-		}
-	for (off = 8; off; off /= 2)
-		for (i = 0; i < (size_t)off; i++)
-			l[i] = l[i] + l[i + off];
-	return l[0];
-}
-
-#ifdef MM_X86
-#define BD __attribute__((target("avx512f,avx512bw,avx512bf16,avx2,fma")))
-
-/* The lanes' tree of the definition: i + i+8, then +4, +2, +1. */
-static inline __attribute__((always_inline)) BD float bd_tree(__m512 v)
-{
-	__m256 a = _mm256_add_ps(_mm512_castps512_ps256(v),
-				 _mm256_castpd_ps(_mm512_extractf64x4_pd(
-					 _mm512_castps_pd(v), 1)));
-	__m128 b = _mm_add_ps(_mm256_castps256_ps128(a),
-			      _mm256_extractf128_ps(a, 1));
-	__m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
-
-	return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
-}
-
-/* R rows of bf16 x against C rows of bf16 w. */
-static inline __attribute__((always_inline)) BD void
-bd_block(const uint16_t *x, size_t ldx, const uint16_t *w, size_t ldw,
-	 size_t in, float *y, size_t ldy, const int R, const int C)
-{
-	__m512 acc[4][4];
-	__m512i wv[4], xv;
-	size_t k;
-	int r, c;
-
-	_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
-		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) acc[r][c] =
-			_mm512_setzero_ps();
-	for (k = 0; k + 32 <= in; k += 32) {
-		if (R <= 2) /* decode: as in avx_block */
-			_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
-				_mm_prefetch(
-					(const char *)(w + (c + PF_ROWS) * ldw +
-						       k),
-					_MM_HINT_T1);
-		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) wv[c] =
-			_mm512_loadu_si512(w + c * ldw + k);
-		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
-		{
-			xv = _mm512_loadu_si512(x + r * ldx + k);
-			_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
-				acc[r][c] = _mm512_dpbf16_ps(acc[r][c],
-							     (__m512bh)xv,
-							     (__m512bh)wv[c]);
-		}
-	}
-	if (k < in) { /* the zero-padded last block */
-		__mmask32 m = (__mmask32)((1ull << (in - k)) - 1);
-
-		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) wv[c] =
-			_mm512_maskz_loadu_epi16(m, w + c * ldw + k);
-		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
-		{
-			xv = _mm512_maskz_loadu_epi16(m, x + r * ldx + k);
-			_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
-				acc[r][c] = _mm512_dpbf16_ps(acc[r][c],
-							     (__m512bh)xv,
-							     (__m512bh)wv[c]);
-		}
-	}
-	_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
-		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) y[r * ldy + c] =
-			bd_tree(acc[r][c]);
-}
-
-#define BD_CASE(R, C)                                                          \
-	case (R)*8 + (C):                                                      \
-		bd_block(x, ldx, w, ldw, in, y, ldy, R, C);                    \
-		break;
-
-/* r in {1, 2, 4}, c in 1..4. */
-static BD void bd_dispatch(const uint16_t *x, size_t ldx, const uint16_t *w,
-			   size_t ldw, size_t in, float *y, size_t ldy, int r,
-			   int c)
-{
-	switch (r * 8 + c) {
-		BD_CASE(1, 1)
-		BD_CASE(1, 2)
-		BD_CASE(1, 3)
-		BD_CASE(1, 4)
-		BD_CASE(2, 1)
-		BD_CASE(2, 2)
-		BD_CASE(2, 3)
-		BD_CASE(2, 4)
-		BD_CASE(4, 1)
-		BD_CASE(4, 2)
-		BD_CASE(4, 3)
-	default:
-		bd_block(x, ldx, w, ldw, in, y, ldy, 4, 4);
-		break;
-	}
-}
-
-static BD void bd_round_row(const float *a, uint16_t *o, size_t n)
-{
-	size_t k;
-
-	for (k = 0; k + 32 <= n; k += 32)
-		_mm512_storeu_si512(o + k, (__m512i)_mm512_cvtne2ps_pbh(
-						   _mm512_loadu_ps(a + k + 16),
-						   _mm512_loadu_ps(a + k)));
-	for (; k < n; k++)
-		o[k] = engy_bf16_from_f32(a[k]);
-}
-
-/* Edge values on top of random ones: subnormal inputs and products,
- * cancellation, every tail length, both weight layouts' rows. */
-static bool bd_self_check(void)
-{
-	static const size_t ns[] = { 1, 31, 32, 33, 77, 160 };
-	float x[4 * 160], y[16], want;
-	uint16_t xb[4 * 160], w[4 * 160];
-	uint64_t rng = 0x9e3779b97f4a7c15ull;
-	size_t t, i, r, c;
-
-	for (t = 0; t < sizeof(ns) / sizeof(ns[0]); t++) {
-		size_t n = ns[t];
-
-		for (i = 0; i < 4 * n; i++) {
-			rng ^= rng << 13;
-			rng ^= rng >> 7;
-			rng ^= rng << 17;
-			x[i] = ldexpf((float)(int32_t)(rng >> 32) /
-					      2147483648.0f,
-				      (int)(rng % 40) - 20);
-			w[i] = engy_bf16_from_f32(
-				ldexpf((float)(int32_t)rng / 2147483648.0f,
-				       (int)((rng >> 8) % 40) - 20));
-			if (i % 13 == 5) { /* subnormal products, inputs */
-				x[i] = ldexpf(x[i], -100);
-				w[i] = (uint16_t)(w[i] & 0x807Fu);
-			}
-		}
-		for (r = 0; r < 4; r++)
-			bd_round_row(x + r * n, xb + r * n, n);
-		bd_dispatch(xb, n, w, n, n, y, 4, 4, 4);
-		for (r = 0; r < 4; r++)
-			for (c = 0; c < 4; c++) {
-				want = dot_bf16dp(x + r * n, w + c * n, n);
-				if (memcmp(&want, &y[r * 4 + c], sizeof(want)))
-					return false;
-			}
-	}
-	return true;
-}
-#endif
-
-/* 1: the instruction; -1: the definition in C; 0: not decided yet. */
-static _Atomic int bd_fast;
-
-static bool bd_use_fast(void)
-{
-	int v = atomic_load_explicit(&bd_fast, memory_order_relaxed);
-
-#ifdef MM_X86
-	if (!v) {
-		v = __builtin_cpu_supports("avx512f") &&
-				    __builtin_cpu_supports("avx512bw") &&
-				    __builtin_cpu_supports("avx512bf16") &&
-				    bd_self_check()
-			    ? 1
-			    : -1;
-		atomic_store_explicit(&bd_fast, v, memory_order_relaxed);
-	}
-#else
-	v = -1;
-#endif
-	/* a kernel forced below avx512f (tests, benchmarks) forces the
-	 * definition in C as well */
-	return v > 0 && strcmp(kernel()->name, "avx512f") == 0;
-}
-
-const char *engy_mm_profile_kernel(int profile)
-{
-	if (profile != MM_PROFILE_BF16DP)
-		return "";
-	return bd_use_fast() ? "avx512bf16" : "emulated";
-}
-
 /* Columns per task: for decode (a row or two: the weights are the
  * traffic) runs of 128, so that a thread's prefetches (PF_ROWS on) are
  * mostly its own next rows; 48 for prefill, where every task streams all
@@ -1039,95 +788,9 @@ static void profile_cols(const struct mm_job *j, const struct mm_part *pt,
 					? dot_splitk(x, w, pt->wt, pt->in)
 				: j->profile == MM_PROFILE_WARP32
 					? dot_warp32(x, w, pt->wt, pt->in)
-					: dot_bf16dp(x, w, pt->in);
+					: engy_mm_bd_dot(x, w, pt->in);
 		}
 }
-
-#ifdef MM_X86
-/* Columns [c0, c1) of @pt on the instruction, x already in bf16. */
-static void bd_cols(const struct mm_part *pt, const uint16_t *xb, size_t c0,
-		    size_t c1)
-{
-	size_t r, c;
-	int R, C;
-
-	for (r = 0; r < pt->n; r += (size_t)R) {
-		R = pt->n - r >= 4 ? 4 : pt->n - r >= 2 ? 2 : 1;
-		for (c = c0; c < c1; c += (size_t)C) {
-			C = c1 - c >= 4 ? 4 : (int)(c1 - c);
-			bd_dispatch(xb + r * pt->in, pt->in,
-				    (const uint16_t *)pt->w + c * pt->in,
-				    pt->in, pt->in, pt->y + r * pt->out + c,
-				    pt->out, R, C);
-		}
-	}
-}
-
-struct bd_conv {
-	const float *src;
-	uint16_t *dst;
-	size_t rows, in;
-};
-
-static void bd_conv_task(void *arg, size_t task, unsigned thread)
-{
-	const struct bd_conv *cv = (const struct bd_conv *)arg + task;
-	size_t r;
-
-	(void)thread;
-	for (r = 0; r < cv->rows; r++)
-		bd_round_row(cv->src + r * cv->in, cv->dst + r * cv->in,
-			     cv->in);
-}
-
-/* MM_PROFILE_BF16DP: each bf16-weight part's x rounded to bf16 once, as
- * a pool job (parts that share an x, as q, k and v do, share it); the
- * buffer to free, or NULL (then every part goes by the definition). */
-static uint16_t *bd_prepare(struct mm_pool *p, struct mm_job *j)
-{
-	size_t i, r, total = 0, nc = 0, last = SIZE_MAX;
-	struct bd_conv *cv;
-	uint16_t *buf, *o;
-
-	for (i = 0; i < j->n_parts; i++)
-		if (j->parts[i].wt == MM_BF16)
-			total += j->parts[i].n * j->parts[i].in;
-	buf = total ? malloc(total * sizeof(*buf)) : NULL;
-	cv = total ? malloc((total / 8 + j->n_parts) * sizeof(*cv)) : NULL;
-	if (!buf || !cv) {
-		free(buf);
-		free(cv);
-		return NULL;
-	}
-	o = buf;
-	for (i = 0; i < j->n_parts; i++) {
-		const struct mm_part *pt = &j->parts[i];
-
-		if (pt->wt != MM_BF16)
-			continue;
-		if (last != SIZE_MAX && j->parts[last].x == pt->x &&
-		    j->parts[last].n == pt->n && j->parts[last].in == pt->in) {
-			j->xb[i] = j->xb[last];
-			continue;
-		}
-		j->xb[i] = o;
-		last = i;
-		for (r = 0; r < pt->n; r += 8)
-			cv[nc++] = (struct bd_conv){
-				pt->x + r * pt->in, o + r * pt->in,
-				pt->n - r < 8 ? pt->n - r : 8, pt->in
-			};
-		o += pt->n * pt->in;
-	}
-	if (total <= 8192) /* decode: not worth a hand-off */
-		for (i = 0; i < nc; i++)
-			bd_conv_task(cv, i, 0);
-	else
-		engy_mm_pool_run(p, bd_conv_task, cv, nc);
-	free(cv);
-	return buf;
-}
-#endif
 
 static void mm_task(void *arg, size_t task, unsigned thread);
 
@@ -1136,13 +799,14 @@ static void run_job(struct mm_pool *p, struct mm_job *j, size_t tasks)
 {
 	uint16_t *buf = NULL;
 
-	memset(j->xb, 0, j->n_parts * sizeof(j->xb[0]));
 	if (!tasks)
 		return;
-#ifdef MM_X86
-	if (j->profile == MM_PROFILE_BF16DP && bd_use_fast())
-		buf = bd_prepare(p, j);
-#endif
+	if (j->profile == MM_PROFILE_BF16DP) {
+		memset(j->xb, 0, j->n_parts * sizeof(j->xb[0]));
+		if (engy_mm_bd_fast())
+			buf = engy_mm_bd_prepare(p, j->parts, j->n_parts,
+						 j->xb);
+	}
 	engy_mm_pool_run(p, mm_task, j, tasks);
 	free(buf);
 }
@@ -1166,13 +830,10 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 	c0 = (task - j->first[lo]) * j->cols;
 	c1 = c0 + j->cols < pt->out ? c0 + j->cols : pt->out;
 	if (j->profile == MM_PROFILE_BF16DP && pt->wt == MM_BF16) {
-#ifdef MM_X86
-		if (j->xb[lo]) {
-			bd_cols(pt, j->xb[lo], c0, c1);
-			return;
-		}
-#endif
-		profile_cols(j, pt, c0, c1);
+		if (j->xb[lo])
+			engy_mm_bd_cols(pt, j->xb[lo], c0, c1);
+		else
+			profile_cols(j, pt, c0, c1);
 		return;
 	}
 	/* (bf16dp's float32 weights go the ref order: matmul.h) */
@@ -1283,8 +944,9 @@ void engy_mm_matmul_naive(const float *x, size_t n, const void *w, int wt,
 
 			for (k = 0; k < in; k++)
 				s += x[r * in + k] *
-				     (wt == MM_BF16 ? bf16f(wb[c * in + k])
-						    : wf[c * in + k]);
+				     (wt == MM_BF16
+					      ? engy_bf16_to_f32(wb[c * in + k])
+					      : wf[c * in + k]);
 			y[r * out + c] = s;
 		}
 }

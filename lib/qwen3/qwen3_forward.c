@@ -227,14 +227,11 @@ static void swiglu_task(void *arg, size_t task, unsigned thread)
 void engy_q3_swiglu(struct q3_model *m, float *g, const float *u, size_t n)
 {
 	struct swiglu a = { g, u, n, engy_q3_bf16act(m) };
-	size_t t, tasks = (n + SWIGLU_GRAIN - 1) / SWIGLU_GRAIN;
 
-	/* an expf each: prefill's on the pool, decode's inline */
-	if (tasks >= 2)
-		engy_mm_pool_run(m->pool, swiglu_task, &a, tasks);
-	else
-		for (t = 0; t < tasks; t++)
-			swiglu_task(&a, t, 0);
+	/* an expf each: prefill's on the pool; one task (decode) runs
+	 * inline there */
+	engy_mm_pool_run(m->pool, swiglu_task, &a,
+			 (n + SWIGLU_GRAIN - 1) / SWIGLU_GRAIN);
 }
 
 void engy_q3_mlp_run(struct q3_model *m, int layer, const char *pre,
@@ -290,32 +287,29 @@ static void qk_task(void *arg, size_t r, unsigned thread)
 	const struct q3_config *c = &f->m->cfg;
 	const struct q3_layer *l = &f->m->layers[f->layer];
 	size_t hd = c->head_dim, half = hd / 2, kvd = c->n_kv * hd, h, i;
+	struct q3_seq *s = f->rows[r].seq;
+	float *q = f->q + r * c->n_heads * hd, *k = f->k + r * kvd;
+	float *cs = f->cs + thread * hd;
 
-	{
-		struct q3_seq *s = f->rows[r].seq;
-		float *q = f->q + r * c->n_heads * hd, *k = f->k + r * kvd;
-		float *cs = f->cs + thread * hd;
+	for (i = 0; i < half; i++) {
+		/* The angle is a float32 product, as in transformers. */
+		float ang = (float)f->pos[r] * f->m->inv_freq[i];
 
-		for (i = 0; i < half; i++) {
-			/* The angle is a float32 product, as in transformers. */
-			float ang = (float)f->pos[r] * f->m->inv_freq[i];
-
-			cs[i] = (float)cos((double)ang);
-			cs[half + i] = (float)sin((double)ang);
-		}
-		for (h = 0; h < c->n_heads; h++) {
-			rmsnorm(q + h * hd, q + h * hd, l->q_norm, hd, c->eps);
-			rope(q + h * hd, cs, hd);
-		}
-		for (h = 0; h < c->n_kv; h++) {
-			rmsnorm(k + h * hd, k + h * hd, l->k_norm, hd, c->eps);
-			rope(k + h * hd, cs, hd);
-		}
-		memcpy(s->k[f->layer] + (size_t)f->pos[r] * kvd, k,
-		       kvd * sizeof(float));
-		memcpy(s->v[f->layer] + (size_t)f->pos[r] * kvd, f->v + r * kvd,
-		       kvd * sizeof(float));
+		cs[i] = (float)cos((double)ang);
+		cs[half + i] = (float)sin((double)ang);
 	}
+	for (h = 0; h < c->n_heads; h++) {
+		rmsnorm(q + h * hd, q + h * hd, l->q_norm, hd, c->eps);
+		rope(q + h * hd, cs, hd);
+	}
+	for (h = 0; h < c->n_kv; h++) {
+		rmsnorm(k + h * hd, k + h * hd, l->k_norm, hd, c->eps);
+		rope(k + h * hd, cs, hd);
+	}
+	memcpy(s->k[f->layer] + (size_t)f->pos[r] * kvd, k,
+	       kvd * sizeof(float));
+	memcpy(s->v[f->layer] + (size_t)f->pos[r] * kvd, f->v + r * kvd,
+	       kvd * sizeof(float));
 }
 
 static void qk_prepare(struct fwd *f)

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What matmul.c and matmul_bf16dp.c share: the x86 switch, decode's
+ * prefetch distance, and the bf16dp profile's entry points.
+ */
+#ifndef Q3_MATMUL_INT_H
+#define Q3_MATMUL_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "matmul.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define MM_X86 1
+#endif
+
+/*
+ * Decode's prefetch distance: the rows PF_ROWS on, a cache line per row
+ * ahead of need, into L2 (_MM_HINT_T1).  Measured on a 2-vCPU Zen 4 VM,
+ * the 50 MB small checkpoint (rows of 1 KiB), decode of 128 tokens on 2
+ * threads, interleaved runs: the next block into L1 (_MM_HINT_T0, the
+ * earlier choice) 370-410 tok/s where 16 rows on into L2 gave 670-780;
+ * into L2, 8 or 16 rows on 930-990, 24 rows 890-940, 32 rows 850-870, 48
+ * rows 700-730 (another moment of the same VM).  Pulled into L1, the
+ * stream's lines crowd the few L1 miss buffers.  mm_task hands decode its
+ * columns in runs of COLS_PER_TASK_FEW, so the rows asked for are mostly
+ * the same thread's next ones.
+ */
+#define PF_ROWS 16
+
+/* MM_PROFILE_BF16DP (matmul_bf16dp.c). */
+
+/* The definition, one element (bf16 weights): the instruction's bits. */
+float engy_mm_bd_dot(const float *a, const uint16_t *b, size_t n);
+
+/* Whether the instruction computes the profile here: the CPU has it, its
+ * self-check agreed, and the kernel in use is avx512f. */
+bool engy_mm_bd_fast(void);
+
+/* Each bf16-weight part's x rounded to bf16 once, into @xb[i] (parts that
+ * share an x share it; float32-weight parts stay NULL); the buffer to
+ * free, or NULL when out of memory (then every @xb is NULL). */
+uint16_t *engy_mm_bd_prepare(struct mm_pool *p, const struct mm_part *parts,
+			     size_t n_parts, const uint16_t **xb);
+
+/* Columns [c0, c1) of @pt on the instruction, @xb its x in bf16. */
+void engy_mm_bd_cols(const struct mm_part *pt, const uint16_t *xb, size_t c0,
+		     size_t c1);
+
+#endif /* Q3_MATMUL_INT_H */
