@@ -30,7 +30,8 @@
 # part), BENCH_INSTR_N1 / BENCH_INSTR_N2 (200 / 1200 requests),
 # BENCH_INSTR_CONNS (64: the loaded count, after the sequential one),
 # BENCH_LEASE (1000000: the gateway's lease_micro, its holds in memory;
-# 0: a store reservation per request).
+# 0: a store reservation per request), BENCH_KEEP (a directory: the
+# callgrind output files are copied there for callgrind_annotate).
 # The store lives under TMPDIR: on a disk its commits and WAL checkpoints
 # (fsync) make most of the tail; on tmpfs what is left is the gateway's own.
 set -eu
@@ -50,6 +51,9 @@ stop_group() {
 	kill -9 "-$1" 2> /dev/null || true
 }
 cleanup() {
+	if [ -n "${BENCH_KEEP:-}" ] && [ -d "$T/cg" ]; then
+		mkdir -p "$BENCH_KEEP" && cp "$T"/cg/*.[0-9]* "$BENCH_KEEP"/ 2> /dev/null || true
+	fi
 	for p in $PIDS; do kill -9 $p 2>/dev/null || true; done
 	for g in $GROUPS_; do stop_group $g; done
 	rm -rf "$T"

@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include <config.h>
+#ifdef HAVE_MIMALLOC
+#include <mimalloc.h>
+#endif
 
 #include "checks.h"
 #include "conf.h"
@@ -69,6 +72,25 @@ static int print_checks(struct engyd *d, const char *conf)
 	}
 	engyd_checks_free(v, n);
 	return bad;
+}
+
+/* --version: which allocator serves malloc in this process.  Linked
+ * first, mimalloc's malloc is the one the loader binds every library
+ * to; a preloaded allocator would come before it, and that is said. */
+static void print_allocator(void)
+{
+#ifdef HAVE_MIMALLOC
+	void *p = malloc(64);
+	int v = mi_version();
+
+	printf("allocator: mimalloc %d.%d.%d%s\n", v / 100, v / 10 % 10, v % 10,
+	       p && mi_is_in_heap_region(p)
+		       ? ""
+		       : " (linked, but malloc is another allocator's)");
+	free(p);
+#else
+	printf("allocator: the C library's malloc\n");
+#endif
 }
 
 static int plugin_info(const char *path)
@@ -137,6 +159,7 @@ int main(int argc, char **argv)
 		case 'V':
 			printf("engyd %s (plugin ABI %d.%d)\n", PACKAGE_VERSION,
 			       ENGY_ABI_MAJOR, ENGY_ABI_MINOR);
+			print_allocator();
 			return 0;
 		case 'h':
 			usage(stdout);

@@ -18,6 +18,7 @@ log() { printf '\n== %s\n' "$*"; }
 APT_PKGS="build-essential autoconf automake autoconf-archive libtool pkg-config
   libevent-dev libconfuse-dev check libcurl4-openssl-dev libssl-dev
   libcjson-dev libsodium-dev libpcre2-dev libutf8proc-dev libsqlite3-dev
+  libmimalloc-dev
   postgresql libpq-dev
   libsystemd-dev systemd
   clang libclang-rt-14-dev clang-format

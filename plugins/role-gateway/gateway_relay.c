@@ -39,6 +39,7 @@
 #include <event2/event.h>
 
 #include "gateway_int.h"
+#include "strcopy.h"
 #include "grow.h"
 #include "logfmt.h"
 #include "tokenizer.h"
@@ -409,6 +410,12 @@ fail:
 	return -ENOMEM;
 }
 
+/* An attempt number is one digit (below GW_MAX_ATTEMPTS). */
+_Static_assert(sizeof(((struct gw_req *)0)->corr_id) >=
+			       sizeof(((struct gw_req *)0)->request_id) + 2 &&
+		       GW_MAX_ATTEMPTS <= 10,
+	       "corr_id holds a request id, a dot and an attempt number");
+
 void gw_relay_start(struct gw_req *r, struct gw_worker *w)
 {
 	struct gw *g = r->g;
@@ -417,12 +424,19 @@ void gw_relay_start(struct gw_req *r, struct gw_worker *w)
 	char *s;
 	int rc;
 
-	snprintf(r->corr_id, sizeof(r->corr_id), "%s.%u", r->request_id,
-		 r->attempts);
+	/* "<request_id>.<attempt>" */
+	{
+		size_t n = engy_strcopy(r->corr_id, sizeof(r->request_id),
+					r->request_id);
+
+		r->corr_id[n++] = '.';
+		r->corr_id[n + engy_u64_dec(r->corr_id + n, r->attempts)] =
+			'\0';
+	}
 	r->corr_hash = corr_hash(r->corr_id);
 	r->tried[r->attempts++] = w->id;
-	snprintf(r->miner, sizeof(r->miner), "%s", w->hotkey);
-	snprintf(r->worker_name, sizeof(r->worker_name), "%s", w->worker_name);
+	engy_strcopy(r->miner, sizeof(r->miner), w->hotkey);
+	engy_strcopy(r->worker_name, sizeof(r->worker_name), w->worker_name);
 	r->w = w;
 	/* nothing held reached the buyer: a new attempt starts afresh */
 	r->stopper.held_len = 0;

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "gateway_int.h"
+#include "strcopy.h"
 #include "logfmt.h"
 
 /* Kept for reuse, never under AddressSanitizer (it would hide a use after
@@ -249,9 +250,9 @@ static void attempt_failed(struct gw_req *r, int status, bool retry)
 			struct gw_attempt_row *f =
 				&r->failed_attempts[r->n_failed_attempts++];
 
-			snprintf(f->miner, sizeof(f->miner), "%s", r->miner);
-			snprintf(f->worker_name, sizeof(f->worker_name),
-				 "%.63s", r->worker_name);
+			engy_strcopy(f->miner, sizeof(f->miner), r->miner);
+			engy_strcopy(f->worker_name, sizeof(f->worker_name),
+				     r->worker_name);
 			f->status = status;
 		}
 		GW_LOG(g, ENGY_LOG_INFO,
@@ -303,7 +304,7 @@ static void checked(struct gw_req *r)
 		gw_req_error(r, r->job_status, r->err);
 		return;
 	}
-	snprintf(r->spec.name, sizeof(r->spec.name), "%s", r->areq.model);
+	engy_strcopy(r->spec.name, sizeof(r->spec.name), r->areq.model);
 	if (r->count_only) {
 		if (gw_reply_count(r) < 0)
 			gw_req_error(r, 500, "out of memory");

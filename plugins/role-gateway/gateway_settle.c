@@ -37,6 +37,7 @@
 
 #include "billing.h"
 #include "gateway_int.h"
+#include "strcopy.h"
 #include "tokenizer.h"
 
 /* Requests in one transaction at most (each brings up to
@@ -57,11 +58,11 @@ static void fill_row(const struct gw_req *r, struct engy_request_row *row)
 	row->tpot_ms = r->out_come.tpot_ms;
 	row->cost_micro = r->cost_micro;
 	row->is_probe = r->is_probe;
-	snprintf(row->request_id, sizeof(row->request_id), "%s", r->request_id);
-	snprintf(row->model, sizeof(row->model), "%s", r->spec.name);
-	snprintf(row->miner, sizeof(row->miner), "%.63s", r->miner);
-	snprintf(row->worker_name, sizeof(row->worker_name), "%.63s",
-		 r->worker_name);
+	engy_strcopy(row->request_id, sizeof(row->request_id), r->request_id);
+	engy_strcopy(row->model, sizeof(row->model), r->spec.name);
+	engy_strcopy(row->miner, sizeof(row->miner), r->miner);
+	engy_strcopy(row->worker_name, sizeof(row->worker_name),
+		     r->worker_name);
 }
 
 /* A stream the buyer left pays for what reached it (counted here, on
@@ -111,10 +112,10 @@ static unsigned attempt_rows(const struct gw_req *r,
 		memcpy(rows[i].request_id, req_row->request_id,
 		       sizeof(rows[i].request_id));
 		memcpy(rows[i].model, req_row->model, sizeof(rows[i].model));
-		snprintf(rows[i].miner, sizeof(rows[i].miner), "%s",
-			 r->failed_attempts[i].miner);
-		snprintf(rows[i].worker_name, sizeof(rows[i].worker_name), "%s",
-			 r->failed_attempts[i].worker_name);
+		engy_strcopy(rows[i].miner, sizeof(rows[i].miner),
+			     r->failed_attempts[i].miner);
+		engy_strcopy(rows[i].worker_name, sizeof(rows[i].worker_name),
+			     r->failed_attempts[i].worker_name);
 	}
 	return r->n_failed_attempts;
 }

@@ -20,7 +20,7 @@
 #include <engy/plugin.h>
 #include <engy/store.h>
 
-#define PG_SCHEMA_VERSION 5
+#define PG_SCHEMA_VERSION 6
 #define PG_MAX_CONNS	  64
 #define PG_STMT_CACHE	  96
 #define PG_MAX_PARAMS	  24

@@ -18,7 +18,7 @@
 #include <engy/plugin.h>
 #include <engy/store.h>
 
-#define SQ_SCHEMA_VERSION 5
+#define SQ_SCHEMA_VERSION 6
 #define SQ_MAX_CONNS	  64
 #define SQ_STMT_CACHE	  96
 #define SQ_CKPT_INLINE	  8 /* x checkpoint_pages: in line */

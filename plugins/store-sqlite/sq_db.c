@@ -189,6 +189,9 @@ static const char *const migrations[SQ_SCHEMA_VERSION] = {
 	" DEFAULT 6000 CHECK (gemm_c_el_milli BETWEEN 0 AND 1000000);"
 	"ALTER TABLE models ADD COLUMN gemm_rate_ppm INTEGER NOT NULL"
 	" DEFAULT 50000 CHECK (gemm_rate_ppm BETWEEN 0 AND 1000000);",
+	/* 6: the request log without its (key, time) index: no query reads
+	 * by key, and every settlement paid for one more B-tree insert. */
+	"DROP INDEX IF EXISTS request_log_key;",
 };
 
 int64_t sq_now_ms(void)

@@ -9,6 +9,15 @@ make_plugin_dir "$T/plug"
 TEST_PLUGINS="$T/plug"
 
 expect_ok "--version" "plugin ABI 1.5" "$ENGYD" --version
+# The allocator: mimalloc where configure found it, and its malloc the one
+# the process runs (--version allocates and asks mimalloc whose the block
+# is); the C library's otherwise (sanitizer builds among them).
+if grep -q '^#define HAVE_MIMALLOC 1' "$top_builddir/config.h"; then
+  expect_ok "--version: mimalloc is the allocator" "allocator: mimalloc " "$ENGYD" --version
+  case "$("$ENGYD" --version)" in *"another allocator"*) fail "--version: mimalloc linked but not serving malloc";; esac
+else
+  expect_ok "--version: the C library's malloc" "allocator: the C library's malloc" "$ENGYD" --version
+fi
 expect_ok "--help" "engyd -t -c FILE" "$ENGYD" --help
 expect_fail "no arguments is a usage error" "usage:" "$ENGYD"
 

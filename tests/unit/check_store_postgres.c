@@ -221,11 +221,11 @@ START_TEST(test_pg_schema)
 	ck_assert_str_eq(t.plug->name, "store-postgres");
 	ck_assert_uint_ge(t.ops->size, sizeof(struct engy_store_ops));
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema host="));
-	ck_assert(strstr(fake_host_log(t.h), "from=0 version=5"));
+	ck_assert(strstr(fake_host_log(t.h), "from=0 version=6"));
 	ck_assert(strstr(fake_host_log(t.h), "event=store_open host="));
 	st_close(&t);
-	ck_assert_int_eq(sql1("s1", "SELECT MAX(version) FROM engy_schema"), 5);
-	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 5);
+	ck_assert_int_eq(sql1("s1", "SELECT MAX(version) FROM engy_schema"), 6);
+	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 6);
 	/* A second start migrates nothing. */
 	st_open(&t, "s1", NULL);
 	ck_assert(!strstr(fake_host_log(t.h), "event=store_schema host="));
@@ -235,9 +235,9 @@ START_TEST(test_pg_schema)
 	st_open_rc(&t, "s1", NULL);
 	ck_assert_int_eq(t.start_rc, -EPROTO);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema_newer"));
-	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=5"));
+	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=6"));
 	st_close(&t);
-	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 6);
+	ck_assert_int_eq(sql1("s1", "SELECT COUNT(*) FROM engy_schema"), 7);
 	st_engine->teardown();
 }
 END_TEST
@@ -249,7 +249,7 @@ END_TEST
 	" DROP COLUMN gemm_z_milli, DROP COLUMN gemm_c_el_milli,"              \
 	" DROP COLUMN gemm_rate_ppm"
 
-/* A schema-3 database (before audit claims) migrates to 5 and keeps its
+/* A schema-3 database (before audit claims) migrates to 6 and keeps its
  * rows; the claim op works on it. */
 START_TEST(test_pg_migrate_3_to_4)
 {
@@ -265,17 +265,17 @@ START_TEST(test_pg_migrate_3_to_4)
 	ck_assert(sql_ok("old", GEMM_DROP));
 	ck_assert(sql_ok("old", "DELETE FROM engy_schema WHERE version >= 4"));
 	st_open(&t, "old", NULL);
-	ck_assert(strstr(fake_host_log(t.h), "from=3 version=5"));
+	ck_assert(strstr(fake_host_log(t.h), "from=3 version=6"));
 	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 0);
 	ck_assert_int_eq(t.ops->audit_claim(t.inst, "r", "h", 1, 2, NULL), 0);
 	st_close(&t);
 	ck_assert_int_eq(sql1("old", "SELECT MAX(version) FROM engy_schema"),
-			 5);
+			 6);
 	st_engine->teardown();
 }
 END_TEST
 
-/* A schema-4 database (no GEMM sizes) migrates to 5: its model is kept
+/* A schema-4 database (no GEMM sizes) migrates to 6: its model is kept
  * and reads as a spec file without the gemm_* fields would
  * (specs/gemm-audit.md §6's defaults); they can be set afterwards. */
 START_TEST(test_pg_migrate_4_to_5)
@@ -297,7 +297,7 @@ START_TEST(test_pg_migrate_4_to_5)
 	ck_assert(sql_ok("v4", GEMM_DROP));
 	ck_assert(sql_ok("v4", "DELETE FROM engy_schema WHERE version >= 5"));
 	st_open(&t, "v4", NULL);
-	ck_assert(strstr(fake_host_log(t.h), "from=4 version=5"));
+	ck_assert(strstr(fake_host_log(t.h), "from=4 version=6"));
 	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
 	ck_assert_uint_eq(g.toploc_v, 40);
 	ck_assert_uint_eq(g.toploc_mant_mean_centi, 7);

@@ -48,8 +48,8 @@ START_TEST(test_descriptor_and_schema)
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
 	ck_assert_int_eq(sql1("a.db", "SELECT MAX(version) FROM engy_schema"),
-			 5);
-	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 5);
+			 6);
+	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 6);
 	/* WAL, and the file is its owner's only. */
 	ck_assert_int_eq(sql1("a.db", "SELECT journal_mode = 'wal' FROM"
 				      " pragma_journal_mode"),
@@ -61,12 +61,12 @@ START_TEST(test_descriptor_and_schema)
 	st_open(&t, "a.db", NULL);
 	ck_assert(!strstr(fake_host_log(t.h), "event=store_schema path="));
 	st_close(&t);
-	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 5);
+	ck_assert_int_eq(sql1("a.db", "SELECT COUNT(*) FROM engy_schema"), 6);
 	st_engine->teardown();
 }
 END_TEST
 
-/* A schema-3 database (before audit claims) migrates to 5 and keeps its
+/* A schema-3 database (before audit claims) migrates to 6 and keeps its
  * rows; the claim op works on it. */
 START_TEST(test_migrate_3_to_4)
 {
@@ -82,12 +82,12 @@ START_TEST(test_migrate_3_to_4)
 	sq_test_run("old.db", GEMM_DROP);
 	sq_test_run("old.db", "DELETE FROM engy_schema WHERE version >= 4");
 	st_open(&t, "old.db", NULL);
-	ck_assert(strstr(fake_host_log(t.h), "from=3 version=5"));
+	ck_assert(strstr(fake_host_log(t.h), "from=3 version=6"));
 	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 0);
 	ck_assert_int_eq(t.ops->audit_claim(t.inst, "r", "h", 1, 2, NULL), 0);
 	st_close(&t);
 	ck_assert_int_eq(sql1("old.db", "SELECT MAX(version) FROM engy_schema"),
-			 5);
+			 6);
 	st_engine->teardown();
 }
 END_TEST
@@ -107,9 +107,9 @@ START_TEST(test_schema_refusals)
 	ck_assert_int_eq(t.start_rc, -EPROTO);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_schema_newer") !=
 		  NULL);
-	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=5"));
+	ck_assert(strstr(fake_host_log(t.h), "version=99 supported=6"));
 	st_close(&t);
-	ck_assert_int_eq(sql1("new.db", "SELECT COUNT(*) FROM engy_schema"), 6);
+	ck_assert_int_eq(sql1("new.db", "SELECT COUNT(*) FROM engy_schema"), 7);
 	/* A file that is not a database: a clear error, not a crash. */
 	snprintf(path, sizeof(path), "%s/junk.db", st_dir);
 	fd = open(path, O_WRONLY | O_CREAT, 0600);
@@ -129,7 +129,7 @@ START_TEST(test_schema_refusals)
 }
 END_TEST
 
-/* A schema 4 database (no GEMM sizes) migrates to 5: its model is kept
+/* A schema 4 database (no GEMM sizes) migrates to 6: its model is kept
  * and reads as a spec file without the gemm_* fields would
  * (specs/gemm-audit.md §6's defaults); they can be set afterwards. */
 START_TEST(test_migrate_gemm_sizes)
@@ -153,7 +153,7 @@ START_TEST(test_migrate_gemm_sizes)
 	ck_assert_int_eq(sql1("v4.db", "SELECT MAX(version) FROM engy_schema"),
 			 4);
 	st_open(&t, "v4.db", NULL);
-	ck_assert(strstr(fake_host_log(t.h), "from=4 version=5"));
+	ck_assert(strstr(fake_host_log(t.h), "from=4 version=6"));
 	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
 	ck_assert_uint_eq(g.toploc_v, 40);
 	ck_assert_uint_eq(g.toploc_mant_mean_centi, 7);
@@ -177,7 +177,60 @@ START_TEST(test_migrate_gemm_sizes)
 }
 END_TEST
 
-/* A schema 2 database (no mantissa limits) migrates to 5: its models are
+/* A schema 5 database (the request log indexed by key) migrates to 6:
+ * the index is gone, the rows are kept and still read by account. */
+START_TEST(test_migrate_key_index)
+{
+	struct engy_request_row row, *out = NULL;
+	struct engy_log_query q = { .size = sizeof(q) };
+	struct engy_account a;
+	size_t n = 0;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "v5.db", NULL);
+	ck_assert_int_eq(t.ops->account_create(t.inst, "kept", &a), 0);
+	memset(&row, 0, sizeof(row));
+	row.time_ms = 1000;
+	row.account_id = a.id;
+	row.key_id = 7;
+	row.status = 200;
+	row.cost_micro = 3;
+	strcpy(row.request_id, "req-kept");
+	strcpy(row.model, "m");
+	ck_assert_int_eq(t.ops->log_append(t.inst, &row, 1), 0);
+	st_close(&t);
+	ck_assert_int_eq(sql1("v5.db", "SELECT COUNT(*) FROM sqlite_master"
+				       " WHERE name = 'request_log_key'"),
+			 0);
+	sq_test_run("v5.db", "CREATE INDEX request_log_key ON"
+			     " request_log(key_id, time_ms);"
+			     " DELETE FROM engy_schema WHERE version >= 6");
+	ck_assert_int_eq(sql1("v5.db", "SELECT COUNT(*) FROM sqlite_master"
+				       " WHERE name = 'request_log_key'"),
+			 1);
+	st_open(&t, "v5.db", NULL);
+	ck_assert(strstr(fake_host_log(t.h), "from=5 version=6"));
+	q.account_id = a.id;
+	ck_assert_int_eq(t.ops->log_query(t.inst, &q, &out, &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(out[0].request_id, "req-kept");
+	ck_assert_int_eq(out[0].key_id, 7);
+	free(out);
+	st_close(&t);
+	ck_assert_int_eq(sql1("v5.db", "SELECT COUNT(*) FROM sqlite_master"
+				       " WHERE name = 'request_log_key'"),
+			 0);
+	/* what is left: the time and (account, time) indexes */
+	ck_assert_int_eq(sql1("v5.db", "SELECT COUNT(*) FROM sqlite_master"
+				       " WHERE type = 'index' AND"
+				       " tbl_name = 'request_log'"),
+			 2);
+	st_engine->teardown();
+}
+END_TEST
+
+/* A schema 2 database (no mantissa limits) migrates to 6: its models are
  * kept, their limits 0 (unchecked), and they can be set afterwards. */
 START_TEST(test_migrate_mantissa_limits)
 {
@@ -205,7 +258,7 @@ START_TEST(test_migrate_mantissa_limits)
 	ck_assert_int_eq(sql1("v2.db", "SELECT MAX(version) FROM engy_schema"),
 			 2);
 	st_open(&t, "v2.db", NULL);
-	ck_assert(strstr(fake_host_log(t.h), "from=2 version=5"));
+	ck_assert(strstr(fake_host_log(t.h), "from=2 version=6"));
 	ck_assert_int_eq(t.ops->model_get(t.inst, "old-model", &g), 0);
 	ck_assert_uint_eq(g.toploc_v, 40);
 	ck_assert_uint_eq(g.toploc_mant_mean_centi, 0);
@@ -279,6 +332,7 @@ int main(void)
 	tcase_add_test(tc, test_schema_refusals);
 	tcase_add_test(tc, test_migrate_mantissa_limits);
 	tcase_add_test(tc, test_migrate_gemm_sizes);
+	tcase_add_test(tc, test_migrate_key_index);
 	tcase_add_test(tc, test_migrate_3_to_4);
 	store_conformance_ops(tc);
 	tcase_add_test(tc, test_retention_schema);
