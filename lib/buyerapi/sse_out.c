@@ -57,7 +57,7 @@ static int grow(struct engy_sse_out *o, size_t n)
 	return o->err;
 }
 
-int engy_sse_out_add(struct engy_sse_out *o, const char *p, size_t n)
+int engy_sse_out_add_grow(struct engy_sse_out *o, const char *p, size_t n)
 {
 	if (grow(o, n))
 		return o->err;
@@ -66,11 +66,6 @@ int engy_sse_out_add(struct engy_sse_out *o, const char *p, size_t n)
 	o->len += n;
 	o->buf[o->len] = '\0';
 	return 0;
-}
-
-int engy_sse_out_adds(struct engy_sse_out *o, const char *s)
-{
-	return engy_sse_out_add(o, s, strlen(s));
 }
 
 int engy_sse_out_addf(struct engy_sse_out *o, const char *fmt, ...)

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct engy_sse_out {
 	char *buf; /* NUL-terminated when not NULL */
@@ -34,9 +35,25 @@ void engy_sse_out_reset(struct engy_sse_out *o);
  * NULL when the buffer is in error or out of memory. */
 char *engy_sse_out_take(struct engy_sse_out *o, size_t *len);
 
-/* Raw appends.  Each returns 0 or the sticky -ENOMEM. */
-int engy_sse_out_add(struct engy_sse_out *o, const char *p, size_t n);
-int engy_sse_out_adds(struct engy_sse_out *o, const char *s);
+/* Raw appends.  Each returns 0 or the sticky -ENOMEM.  An append that
+ * fits is inline (renderers make a hundred small ones per answer); the
+ * rest grow the buffer in engy_sse_out_add_grow(). */
+int engy_sse_out_add_grow(struct engy_sse_out *o, const char *p, size_t n);
+static inline int engy_sse_out_add(struct engy_sse_out *o, const char *p,
+				   size_t n)
+{
+	if (o->err || !o->buf || n >= o->cap - o->len)
+		return engy_sse_out_add_grow(o, p, n);
+	if (n)
+		memcpy(o->buf + o->len, p, n);
+	o->len += n;
+	o->buf[o->len] = '\0';
+	return 0;
+}
+static inline int engy_sse_out_adds(struct engy_sse_out *o, const char *s)
+{
+	return engy_sse_out_add(o, s, strlen(s));
+}
 int engy_sse_out_addf(struct engy_sse_out *o, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 int engy_sse_out_u64(struct engy_sse_out *o, uint64_t v);

@@ -7,12 +7,47 @@
 
 #include "http_head.h"
 
+/* RFC 9110 tchar: ALPHA, DIGIT and "!#$%&'*+-.^_`|~" (every byte of every
+ * field name comes through here: a switch, not a strchr). */
 static bool tchar(unsigned char c)
 {
 	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 	    (c >= '0' && c <= '9'))
 		return true;
-	return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	switch (c) {
+	case '!':
+	case '#':
+	case '$':
+	case '%':
+	case '&':
+	case '\'':
+	case '*':
+	case '+':
+	case '-':
+	case '.':
+	case '^':
+	case '_':
+	case '`':
+	case '|':
+	case '~':
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ASCII lower case (field names are tokens: ASCII only). */
+static int lower(unsigned char c)
+{
+	return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+/* strcasecmp(a, b) == 0, with the first bytes compared first: most
+ * fields are not the one asked for. */
+static bool name_is(const char *a, const char *b)
+{
+	return lower((unsigned char)*a) == lower((unsigned char)*b) &&
+	       strcasecmp(a, b) == 0;
 }
 
 /* HTAB, SP, VCHAR, obs-text: what a field value or reason may hold. */
@@ -153,9 +188,9 @@ static int framing(struct engy_http_head *h, bool request, const char **why)
 	for (i = 0; i < h->n_fields; i++) {
 		const struct engy_http_field *f = &h->fields[i];
 
-		n_te += strcasecmp(f->name, "Transfer-Encoding") == 0;
-		n_host += strcasecmp(f->name, "Host") == 0;
-		if (strcasecmp(f->name, "Content-Length") != 0)
+		n_te += name_is(f->name, "Transfer-Encoding");
+		n_host += name_is(f->name, "Host");
+		if (!name_is(f->name, "Content-Length"))
 			continue;
 		if (cl && strcmp(cl, f->value) != 0)
 			FAIL(-EBADMSG, "conflicting Content-Length headers");
@@ -194,8 +229,9 @@ static int parse(struct engy_http_head *h, const char *p, size_t len,
 		FAIL(-EINVAL, "NUL byte in the head");
 	/* Each field takes a line of its own (the start line and the empty
 	 * line take two more): room for every line, up to the limit. */
-	for (i = 0; i < len; i++)
-		cap += p[i] == '\n';
+	for (e = memchr(p, '\n', len); e;
+	     e = memchr(e + 1, '\n', len - (size_t)(e + 1 - p)))
+		cap++;
 	if (lim && lim->fields && cap > lim->fields)
 		cap = lim->fields;
 	h->buf = malloc(cap * sizeof(*h->fields) + len + 1);
@@ -269,7 +305,7 @@ const char *engy_http_head_get(const struct engy_http_head *h, const char *name)
 	size_t i;
 
 	for (i = 0; i < h->n_fields; i++)
-		if (strcasecmp(h->fields[i].name, name) == 0)
+		if (name_is(h->fields[i].name, name))
 			return h->fields[i].value;
 	return NULL;
 }

@@ -320,18 +320,14 @@ static bool header_ok(const char *name, const char *value)
 	const char *p;
 	size_t i;
 
-	if (!name || !*name || !value)
+	if (!name || !value || !engy_http_token(name))
 		return false;
-	for (p = name; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		      (*p >= '0' && *p <= '9') ||
-		      strchr("!#$%&'*+-.^_`|~", *p)))
-			return false;
 	for (p = value; *p; p++)
 		if ((unsigned char)*p < 0x20 && *p != '\t')
 			return false;
 	for (i = 0; owned[i]; i++)
-		if (strcasecmp(name, owned[i]) == 0)
+		if ((*name | 0x20) == (owned[i][0] | 0x20) &&
+		    strcasecmp(name, owned[i]) == 0)
 			return false;
 	return true;
 }

@@ -252,6 +252,15 @@ START_TEST(test_token_and_value)
 	ck_assert(!engy_http_token("a b"));
 	ck_assert(!engy_http_token("a:b"));
 	ck_assert(!engy_http_token("a\"b"));
+	/* every byte alone, against RFC 9110's tchar written out */
+	for (int c = 1; c < 256; c++) {
+		char one[2] = { (char)c, 0 };
+		bool want = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+			    (c >= 'A' && c <= 'Z') ||
+			    (c && strchr("!#$%&'*+-.^_`|~", c));
+
+		ck_assert_msg(engy_http_token(one) == want, "byte 0x%02x", c);
+	}
 	ck_assert(engy_http_value_ok("a \tb\x80\xff"));
 	ck_assert(!engy_http_value_ok("a\r\nInjected: 1"));
 	ck_assert(!engy_http_value_ok("a\x7f"));
