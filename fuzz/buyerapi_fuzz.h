@@ -1,18 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What both buyer API fuzz targets check of a parsed request and of the
- * renderings of a miner output: invariants that hold for any input.
+ * renderings of a miner output: invariants that hold for any input.  And
+ * what they and the gateway's frame target check of the one-pass JSON
+ * reader (lib/proto/json_lazy.c): whatever it takes is cJSON's tree.
  */
 #ifndef ENGY_BUYERAPI_FUZZ_H
 #define ENGY_BUYERAPI_FUZZ_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "chat_template.h"
+#include "json_lazy.h"
 #include "minerproto.h"
 #include "oai.h"
 
@@ -90,6 +94,51 @@ static inline void fuzz_check_json(const char *s, size_t n)
 
 	if (!j)
 		abort();
+	cJSON_Delete(j);
+}
+
+static inline bool fuzz_same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && strcmp(a, b) == 0);
+}
+
+/* @a and @b the same trees node for node: type, key, string value,
+ * valueint and valuedouble's bits (-0 is not 0), and @a's child links as
+ * cJSON sets them (the first child's prev is the last child). */
+static inline bool fuzz_json_same(const cJSON *a, const cJSON *b)
+{
+	const cJSON *x, *y;
+
+	if (memcmp(&a->valuedouble, &b->valuedouble, sizeof(double)) != 0)
+		return false;
+	if (a->type != b->type || a->valueint != b->valueint ||
+	    !fuzz_same_str(a->string, b->string) ||
+	    !fuzz_same_str(a->valuestring, b->valuestring))
+		return false;
+	for (x = a->child, y = b->child; x && y; x = x->next, y = y->next) {
+		if (x != a->child && x->prev->next != x)
+			return false;
+		if (!x->next && a->child->prev != x)
+			return false;
+		if (!fuzz_json_same(x, y))
+			return false;
+	}
+	return !x && !y;
+}
+
+/* engy_json_parse() takes @data..@data+@size as cJSON reads it, or not
+ * at all: cJSON's whole parse then decides, as the callers fall back. */
+static inline void fuzz_check_json_parse(const char *data, size_t size)
+{
+	const char *je = NULL, *we = NULL;
+	cJSON *j = engy_json_parse(data, size, &je), *w;
+
+	if (!j)
+		return;
+	w = cJSON_ParseWithLengthOpts(data, size, &we, false);
+	if (!w || je != we || !fuzz_json_same(j, w))
+		abort(); /* taken otherwise than cJSON takes it */
+	cJSON_Delete(w);
 	cJSON_Delete(j);
 }
 

@@ -7,79 +7,57 @@
  * object, a response a corr_id; a response's output either renders or is
  * refused with a reason.  A top-level commitment kept as text (the lazy
  * path, lib/proto/json_lazy.c) parses back, and the frame read that way
- * is the tree cJSON's own whole parse builds: the lazy path never
- * accepts what cJSON refuses, nor reads it differently.
+ * is the tree cJSON's own whole parse builds, node for node: the lazy
+ * path never accepts what cJSON refuses, nor reads it differently.  The
+ * one-pass reader alone (engy_json_parse()) likewise builds cJSON's tree
+ * and stops where cJSON stops, or takes nothing.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../plugins/role-gateway/gateway_int.h"
+#include "buyerapi_fuzz.h"
 #include "fuzz.h"
+#include "json_lazy.h"
 #include "minerproto.h"
 
-/* Containers opened, string contents ignored: cJSON refuses past 1000,
- * the lazy path's members are parsed apart (their depth counts anew). */
-static unsigned max_depth(const char *s, size_t n)
+/* The lazy path (the gateway's first try) takes a frame as cJSON's
+ * whole parse reads it, or not at all: with its raw members parsed back
+ * in place, the same tree node for node.  Its nesting stays far below
+ * cJSON's limit, so cJSON refuses nothing it takes. */
+static void lazy_as_cjson(const char *data, size_t size)
 {
-	unsigned d = 0, m = 0;
-	size_t i;
+	static const char *const keys[] = { "commitment", NULL };
+	cJSON *j = engy_json_parse_lazy(data, size, keys), *whole, *c, *t;
 
-	for (i = 0; i < n; i++) {
-		if (s[i] == '[' || s[i] == '{')
-			m = ++d > m ? d : m;
-		else if ((s[i] == ']' || s[i] == '}') && d)
-			d--;
-	}
-	return m;
-}
-
-static void same_as_cjson(cJSON *root, const char *data, size_t size)
-{
-	cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "commitment");
-	cJSON *whole = cJSON_ParseWithLength(data, size);
-	char *a, *b;
-
-	for (; c; c = c->next) {
-		cJSON *t;
-
-		if (!c->string || strcmp(c->string, "commitment") != 0 ||
-		    !cJSON_IsRaw(c))
+	if (!j)
+		return;
+	whole = cJSON_ParseWithLength(data, size);
+	if (!whole)
+		abort(); /* accepted what cJSON refuses */
+	for (c = j->child; c; c = c->next) {
+		if (!cJSON_IsRaw(c))
 			continue;
+		if (strcmp(c->string, "commitment") != 0)
+			abort(); /* kept as text, not named */
 		t = cJSON_Parse(c->valuestring);
 		if (!t)
 			abort(); /* checked text cJSON cannot read */
+		/* in place: the raw node becomes the tree it holds */
+		cJSON_free(c->valuestring);
+		c->type = t->type;
+		c->child = t->child;
+		c->valuestring = t->valuestring;
+		c->valueint = t->valueint;
+		c->valuedouble = t->valuedouble;
+		t->child = NULL;
+		t->valuestring = NULL;
 		cJSON_Delete(t);
 	}
-	if (!whole) {
-		if (max_depth(data, size) < 900)
-			abort(); /* accepted what cJSON refuses */
-		return;
-	}
-	for (c = root->child; c; c = c->next)
-		if (cJSON_IsRaw(c)) {
-			cJSON *t = cJSON_Parse(c->valuestring);
-
-			if (!t)
-				abort();
-			/* in place: the raw node becomes the tree it holds */
-			cJSON_free(c->valuestring);
-			c->valuestring = NULL;
-			c->type = t->type;
-			c->child = t->child;
-			c->valuestring = t->valuestring;
-			c->valueint = t->valueint;
-			c->valuedouble = t->valuedouble;
-			t->child = NULL;
-			t->valuestring = NULL;
-			cJSON_Delete(t);
-		}
-	a = cJSON_PrintUnformatted(root);
-	b = cJSON_PrintUnformatted(whole);
-	if (a && b && strcmp(a, b) != 0)
+	if (!fuzz_json_same(j, whole))
 		abort(); /* read differently */
-	free(a);
-	free(b);
 	cJSON_Delete(whole);
+	cJSON_Delete(j);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -112,8 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		engy_api_result_free(&res);
 	}
-	if (rc == 0)
-		same_as_cjson(f.root, (const char *)data, size);
 	gw_frame_free(&f);
+	lazy_as_cjson((const char *)data, size);
+	fuzz_check_json_parse((const char *)data, size);
 	return 0;
 }

@@ -8,7 +8,8 @@
  * (streamed whole, and as its first half then the rest), with logprobs and
  * 3 top_logprobs asked, and again once its alternatives are named by id
  * (as a gateway with a tokenizer does): every byte out must be JSON or SSE
- * of JSON.
+ * of JSON.  The body's one-pass reader (engy_json_parse(), which
+ * engy_oai_parse() tries before cJSON) builds cJSON's tree or nothing.
  */
 #include <stdio.h>
 
@@ -103,6 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0)
 		same_print(req.body);
 	engy_api_req_free(&req);
+	fuzz_check_json_parse((const char *)data, size);
 	j = cJSON_ParseWithLength((const char *)data, size);
 	if (j) {
 		render(j);

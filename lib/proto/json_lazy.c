@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A JSON object parsed member by member, named members checked and kept
- * as text (json_lazy.h).
+ * JSON read strictly in one pass and built as cJSON's tree, and objects
+ * parsed member by member with named members checked and kept as text
+ * (json_lazy.h).
  */
+#include <limits.h>
+#include <locale.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,9 +16,84 @@
 /* cJSON reads a number through a 64-byte buffer: a longer one fails. */
 #define NUMBER_MAX 63
 
-static const char *ws(const char *p, const char *end)
+/* Integers of at most this many digits are exact doubles (below 2^53):
+ * built directly, the same value strtod() gives. */
+#define EXACT_DIGITS 15
+
+/*
+ * Byte classes: C_STR a byte a string holds as it is (not a quote, a
+ * backslash or a control character), C_WS white space between tokens,
+ * C_NUM a byte cJSON copies into a number before strtod() (a number
+ * followed by one is read otherwise there), C_DIG a digit.
+ */
+enum { C_STR = 1, C_WS = 2, C_NUM = 4, C_DIG = 8 };
+
+static const unsigned char cls[256] = {
+	['\t'] = C_WS,
+	['\n'] = C_WS,
+	['\r'] = C_WS,
+	[' '] = C_WS | C_STR,
+	['!'] = C_STR,
+	['#' ... '*'] = C_STR,
+	['+'] = C_STR | C_NUM,
+	[','] = C_STR,
+	['-' ... '.'] = C_STR | C_NUM,
+	['/'] = C_STR,
+	['0' ... '9'] = C_STR | C_NUM | C_DIG,
+	[':' ... 'D'] = C_STR,
+	['E'] = C_STR | C_NUM,
+	['F' ... '['] = C_STR,
+	[']' ... 'd'] = C_STR,
+	['e'] = C_STR | C_NUM,
+	['f' ... 0xff] = C_STR,
+};
+
+static inline bool is(char c, unsigned class)
 {
-	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+	return cls[(unsigned char)c] & class;
+}
+
+static inline const char *ws(const char *p, const char *end)
+{
+	while (p < end && is(*p, C_WS))
+		p++;
+	return p;
+}
+
+/*
+ * Eight bytes at a time: the bytes of @x a string does not hold as they
+ * are (below 0x20, a quote, a backslash) as their top bits, by the "a
+ * byte is zero / below n" word tricks.  Exact up to the first such byte
+ * (a borrow only spreads up from one), so the lowest bit set is it.
+ */
+static inline uint64_t special8(uint64_t x)
+{
+	const uint64_t ones = 0x0101010101010101ULL;
+	const uint64_t highs = 0x8080808080808080ULL;
+	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+
+	return (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) |
+		((b - ones) & ~b)) &
+	       highs;
+}
+
+/* The first byte at or after @p that a string does not hold as it is. */
+static inline const char *plain(const char *p, const char *end)
+{
+	uint64_t x, m;
+
+	while (end - p >= 8) {
+		memcpy(&x, p, sizeof(x));
+		if ((m = special8(x))) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return p + (__builtin_ctzll(m) >> 3);
+#else
+			break;
+#endif
+		}
+		p += 8;
+	}
+	while (p < end && is(*p, C_STR))
 		p++;
 	return p;
 }
@@ -41,57 +120,113 @@ static int hex4(const char *p, const char *end)
 	return v;
 }
 
-/* @p at the opening quote; the byte after the closing one, or NULL. */
-static const char *skip_string(const char *p, const char *end)
+/*
+ * @p at a backslash in a string ending before @end: the byte after its
+ * escape, with the code point it stands for in *@cp, or NULL for one
+ * cJSON refuses or reads otherwise (a \u that is not 4 hex digits, a low
+ * surrogate alone, a high one not followed by a \u low one).
+ */
+static const char *escape(const char *p, const char *end, uint32_t *cp)
 {
-	for (p++; p < end; p++) {
-		unsigned char c = (unsigned char)*p;
-		int u;
+	int u, l;
 
-		if (c == '"')
-			return p + 1;
-		if (c < 0x20)
-			return NULL;
-		if (c != '\\')
-			continue;
-		if (++p >= end)
-			return NULL;
-		switch (*p) {
-		case '"':
-		case '\\':
-		case '/':
-		case 'b':
-		case 'f':
-		case 'n':
-		case 'r':
-		case 't':
-			break;
-		case 'u':
-			u = hex4(p + 1, end);
-			if (u < 0 || (u >= 0xDC00 && u <= 0xDFFF))
-				return NULL;
-			p += 4;
-			if (u >= 0xD800 && u <= 0xDBFF) {
-				/* a high surrogate: a low one must follow */
-				if (end - p < 7 || p[1] != '\\' || p[2] != 'u')
-					return NULL;
-				u = hex4(p + 3, end);
-				if (u < 0xDC00 || u > 0xDFFF)
-					return NULL;
-				p += 6;
-			}
-			break;
-		default:
-			return NULL;
-		}
+	if (end - p < 2)
+		return NULL;
+	switch (p[1]) {
+	case '"':
+	case '\\':
+	case '/':
+		*cp = (unsigned char)p[1];
+		return p + 2;
+	case 'b':
+		*cp = '\b';
+		return p + 2;
+	case 'f':
+		*cp = '\f';
+		return p + 2;
+	case 'n':
+		*cp = '\n';
+		return p + 2;
+	case 'r':
+		*cp = '\r';
+		return p + 2;
+	case 't':
+		*cp = '\t';
+		return p + 2;
+	case 'u':
+		break;
+	default:
+		return NULL;
 	}
-	return NULL;
+	u = hex4(p + 2, end);
+	if (u < 0 || (u >= 0xDC00 && u <= 0xDFFF))
+		return NULL;
+	if (u < 0xD800 || u > 0xDBFF) {
+		*cp = (uint32_t)u;
+		return p + 6;
+	}
+	/* a high surrogate: a low one must follow */
+	if (end - p < 12 || p[6] != '\\' || p[7] != 'u')
+		return NULL;
+	l = hex4(p + 8, end);
+	if (l < 0xDC00 || l > 0xDFFF)
+		return NULL;
+	*cp = 0x10000 + (((uint32_t)(u & 0x3FF) << 10) | (uint32_t)(l & 0x3FF));
+	return p + 12;
 }
 
-static const char *skip_number(const char *p, const char *end)
+/* @p at the opening quote; the byte after the closing one, or NULL. */
+static inline const char *skip_string(const char *p, const char *end)
 {
-	const char *s = p;
+	uint32_t cp;
 
+	for (p++;;) {
+		p = plain(p, end);
+		if (p >= end)
+			return NULL;
+		if (*p == '"')
+			return p + 1;
+		if (*p != '\\' || !(p = escape(p, end, &cp)))
+			return NULL;
+	}
+}
+
+/* The first byte at or after @p that is not a digit, eight at a time as
+ * plain() looks (a byte below '0' or above '9'). */
+static inline const char *digits(const char *p, const char *end)
+{
+	const uint64_t ones = 0x0101010101010101ULL;
+	const uint64_t highs = 0x8080808080808080ULL;
+	uint64_t x, m;
+
+	while (end - p >= 8) {
+		memcpy(&x, p, sizeof(x));
+		m = (((x - ones * '0') & ~x) | (x + ones * (127 - '9')) | x) &
+		    highs;
+		if (m) {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			return p + (__builtin_ctzll(m) >> 3);
+#else
+			break;
+#endif
+		}
+		p += 8;
+	}
+	while (p < end && is(*p, C_DIG))
+		p++;
+	return p;
+}
+
+/*
+ * @p at a number's first byte: the byte after it as RFC 8259 has it, or
+ * NULL; with *@dot its '.' (NULL for none) and *@whole false when it has
+ * a fraction or an exponent.
+ */
+static inline const char *number_end(const char *p, const char *end,
+				     const char **dot, bool *whole)
+{
+	*dot = NULL;
+	*whole = true;
 	if (p < end && *p == '-')
 		p++;
 	if (p >= end)
@@ -99,25 +234,34 @@ static const char *skip_number(const char *p, const char *end)
 	if (*p == '0')
 		p++;
 	else if (*p >= '1' && *p <= '9')
-		while (p < end && *p >= '0' && *p <= '9')
-			p++;
+		p = digits(p + 1, end);
 	else
 		return NULL;
 	if (p < end && *p == '.') {
-		if (++p >= end || *p < '0' || *p > '9')
+		*dot = p;
+		*whole = false;
+		if (++p >= end || !is(*p, C_DIG))
 			return NULL;
-		while (p < end && *p >= '0' && *p <= '9')
-			p++;
+		p = digits(p + 1, end);
 	}
 	if (p < end && (*p == 'e' || *p == 'E')) {
+		*whole = false;
 		if (++p < end && (*p == '+' || *p == '-'))
 			p++;
-		if (p >= end || *p < '0' || *p > '9')
+		if (p >= end || !is(*p, C_DIG))
 			return NULL;
-		while (p < end && *p >= '0' && *p <= '9')
-			p++;
+		p = digits(p + 1, end);
 	}
-	return p - s > NUMBER_MAX ? NULL : p;
+	return p;
+}
+
+static inline const char *skip_number(const char *p, const char *end)
+{
+	const char *s = p, *dot;
+	bool whole;
+
+	p = number_end(p, end, &dot, &whole);
+	return p && p - s <= NUMBER_MAX ? p : NULL;
 }
 
 static const char *word(const char *p, const char *end, const char *w, size_t n)
@@ -161,7 +305,16 @@ const char *engy_json_skip(const char *p, const char *end, unsigned max_depth)
 				return NULL;
 			p = ws(p + 1, end);
 		}
-		if (!(p = engy_json_skip(p, end, max_depth - 1)))
+		/* a scalar element here, not one call deeper */
+		if (p >= end)
+			return NULL;
+		if (*p == '"')
+			p = skip_string(p, end);
+		else if (*p == '-' || is(*p, C_DIG))
+			p = skip_number(p, end);
+		else
+			p = engy_json_skip(p, end, max_depth - 1);
+		if (!p)
 			return NULL;
 		p = ws(p, end);
 		if (p >= end)
@@ -174,81 +327,306 @@ const char *engy_json_skip(const char *p, const char *end, unsigned max_depth)
 	}
 }
 
-static bool named(const char *k, size_t n, const char *const *keys)
+/* ---- building cJSON's tree ------------------------------------------------ */
+
+/* A node as cJSON makes one: all zero, freed by cJSON_Delete(). */
+static cJSON *node(void)
 {
-	for (; keys && *keys; keys++)
-		if (strlen(*keys) == n && memcmp(*keys, k, n) == 0)
-			return true;
-	return false;
+	cJSON *it = cJSON_malloc(sizeof(*it));
+
+	if (it)
+		memset(it, 0, sizeof(*it));
+	return it;
 }
 
-static cJSON *raw_node(const char *p, size_t n)
+/* @p..@p+@n as a new NUL-terminated string, freed by cJSON_Delete(). */
+static char *text(const char *p, size_t n)
 {
-	cJSON *it = cJSON_CreateRaw("");
-	char *t = cJSON_malloc(n + 1); /* freed by cJSON_Delete() */
+	char *t = cJSON_malloc(n + 1);
 
-	if (!it || !t) {
+	if (t) {
+		memcpy(t, p, n);
+		t[n] = '\0';
+	}
+	return t;
+}
+
+static char *utf8(char *w, uint32_t cp)
+{
+	if (cp < 0x80) {
+		*w++ = (char)cp;
+	} else if (cp < 0x800) {
+		*w++ = (char)(0xC0 | cp >> 6);
+		*w++ = (char)(0x80 | (cp & 0x3F));
+	} else if (cp < 0x10000) {
+		*w++ = (char)(0xE0 | cp >> 12);
+		*w++ = (char)(0x80 | (cp >> 6 & 0x3F));
+		*w++ = (char)(0x80 | (cp & 0x3F));
+	} else {
+		*w++ = (char)(0xF0 | cp >> 18);
+		*w++ = (char)(0x80 | (cp >> 12 & 0x3F));
+		*w++ = (char)(0x80 | (cp >> 6 & 0x3F));
+		*w++ = (char)(0x80 | (cp & 0x3F));
+	}
+	return w;
+}
+
+/*
+ * @p at the opening quote: the string unescaped to UTF-8 in a new *@out,
+ * and the byte after the closing quote; NULL for what engy_json_skip()
+ * refuses, or a \u0000 (cJSON's string would end there, the text not).
+ */
+static const char *build_string(const char *p, const char *end, char **out)
+{
+	const char *s = p + 1, *q, *r;
+	uint32_t cp;
+	char *o, *w;
+
+	p = plain(s, end);
+	if (p >= end)
+		return NULL;
+	if (*p == '"') {
+		*out = text(s, (size_t)(p - s));
+		return *out ? p + 1 : NULL;
+	}
+	/* Escapes: the closing quote first, a backslash taking the byte after
+	 * it (where cJSON finds it), for the text unescaped is never longer
+	 * than the text itself. */
+	for (q = p; *q != '"';) {
+		if (*q != '\\' || end - q < 2)
+			return NULL;
+		q = plain(q + 2, end);
+		if (q >= end)
+			return NULL;
+	}
+	if (!(o = cJSON_malloc((size_t)(q - s) + 1)))
+		return NULL;
+	memcpy(o, s, (size_t)(p - s));
+	w = o + (p - s);
+	while (p < q) {
+		if (*p != '\\' || !(p = escape(p, q, &cp)) || !cp) {
+			cJSON_free(o);
+			return NULL;
+		}
+		w = utf8(w, cp);
+		r = plain(p, q);
+		memcpy(w, p, (size_t)(r - p));
+		w += r - p;
+		p = r;
+	}
+	*w = '\0';
+	*out = o;
+	return q + 1;
+}
+
+/*
+ * @p at a number's first byte: the number in @it as cJSON has it (its
+ * double as strtod() reads the text in this locale, its int that double
+ * saturated to int's range), and the byte after it; NULL for what the
+ * grammar refuses, for over NUMBER_MAX bytes, or for a number followed
+ * by a byte cJSON would read as part of it.
+ */
+static const char *build_number(const char *p, const char *end, cJSON *it)
+{
+	const char *s = p, *d = p + (*p == '-'), *dot = NULL;
+	char buf[NUMBER_MAX + 1], *e;
+	bool whole = true;
+	uint64_t v = 0;
+	double n;
+
+	/* An integer is read as it is scanned (unsigned: past 19 digits it
+	 * wraps, but only up to EXACT_DIGITS are used); anything else, or a
+	 * number followed by what cJSON would read on, goes by the grammar. */
+	for (p = d; p < end && is(*p, C_DIG); p++)
+		v = v * 10 + (uint64_t)(*p - '0');
+	if ((p == d || (*d == '0' && p - d > 1) ||
+	     (p < end && is(*p, C_NUM))) &&
+	    (!(p = number_end(s, end, &dot, &whole)) ||
+	     (p < end && is(*p, C_NUM))))
+		return NULL;
+	if (p - s > NUMBER_MAX)
+		return NULL;
+	if (whole && p - d <= EXACT_DIGITS) {
+		n = (double)v;
+		if (*s == '-')
+			n = -n; /* -0 too */
+	} else {
+		/* as cJSON: '.' as this locale's decimal point, for strtod() */
+		memcpy(buf, s, (size_t)(p - s));
+		buf[p - s] = '\0';
+		if (dot)
+			buf[dot - s] = *localeconv()->decimal_point;
+		n = strtod(buf, &e);
+		if (e != buf + (p - s))
+			return NULL;
+	}
+	it->type = cJSON_Number;
+	it->valuedouble = n;
+	if (n >= INT_MAX)
+		it->valueint = INT_MAX;
+	else if (n <= (double)INT_MIN)
+		it->valueint = INT_MIN;
+	else
+		it->valueint = (int)n;
+	return p;
+}
+
+static const char *build(const char *p, const char *end, cJSON *it,
+			 unsigned depth);
+
+/*
+ * @p at '{' or '[': the members (keys and values) or elements as @it's
+ * children, linked as cJSON links them (next and prev, the first child's
+ * prev the last child).  Whatever was built stays linked on failure, for
+ * the caller's cJSON_Delete().
+ */
+static const char *build_container(const char *p, const char *end, cJSON *it,
+				   unsigned depth)
+{
+	bool obj = *p == '{';
+	char close = obj ? '}' : ']';
+	cJSON *c, *last = NULL;
+
+	if (depth == 0)
+		return NULL;
+	it->type = obj ? cJSON_Object : cJSON_Array;
+	p = ws(p + 1, end);
+	if (p < end && *p == close)
+		return p + 1;
+	for (;;) {
+		if (!(c = node()))
+			return NULL;
+		if (last) {
+			last->next = c;
+			c->prev = last;
+		} else {
+			it->child = c;
+		}
+		last = c;
+		it->child->prev = c;
+		if (obj) {
+			if (p >= end || *p != '"' ||
+			    !(p = build_string(p, end, &c->string)))
+				return NULL;
+			p = ws(p, end);
+			if (p >= end || *p != ':')
+				return NULL;
+			p = ws(p + 1, end);
+		}
+		if (!(p = build(p, end, c, depth - 1)))
+			return NULL;
+		p = ws(p, end);
+		if (p >= end)
+			return NULL;
+		if (*p == close)
+			return p + 1;
+		if (*p != ',')
+			return NULL;
+		p = ws(p + 1, end);
+	}
+}
+
+/* @p at a value's first byte: the value in @it, and the byte after it. */
+static const char *build(const char *p, const char *end, cJSON *it,
+			 unsigned depth)
+{
+	if (p >= end)
+		return NULL;
+	switch (*p) {
+	case '"':
+		it->type = cJSON_String;
+		return build_string(p, end, &it->valuestring);
+	case 't':
+		it->type = cJSON_True;
+		it->valueint = 1;
+		return word(p, end, "true", 4);
+	case 'f':
+		it->type = cJSON_False;
+		return word(p, end, "false", 5);
+	case 'n':
+		it->type = cJSON_NULL;
+		return word(p, end, "null", 4);
+	case '{':
+	case '[':
+		return build_container(p, end, it, depth);
+	default:
+		return build_number(p, end, it);
+	}
+}
+
+cJSON *engy_json_parse(const char *s, size_t len, const char **end)
+{
+	const char *p = s, *e = s + len;
+	cJSON *it;
+
+	if (!s || !len)
+		return NULL;
+	/* cJSON skips any byte up to a space before the value (a byte-order
+	 * mark it skips too is no value here: not taken) */
+	while (p < e && (unsigned char)*p <= ' ')
+		p++;
+	if (p >= e || !(it = node()))
+		return NULL;
+	if (!(p = build(p, e, it, ENGY_JSON_PARSE_DEPTH))) {
 		cJSON_Delete(it);
-		cJSON_free(t);
 		return NULL;
 	}
-	memcpy(t, p, n);
-	t[n] = '\0';
-	cJSON_free(it->valuestring);
-	it->valuestring = t;
+	if (end)
+		*end = p;
 	return it;
+}
+
+static bool named(const char *k, const char *const *keys)
+{
+	for (; keys && *keys; keys++)
+		if (strcmp(*keys, k) == 0)
+			return true;
+	return false;
 }
 
 cJSON *engy_json_parse_lazy(const char *s, size_t len,
 			    const char *const *raw_keys)
 {
-	const char *p = s, *end = s + len, *k, *v;
-	cJSON *root, *item;
-	char kbuf[64];
-	size_t kn;
+	const char *p = s, *end = s + len, *v;
+	cJSON *root, *item, *last = NULL;
 
 	p = ws(p, end);
-	if (p >= end || *p != '{' || !(root = cJSON_CreateObject()))
+	if (p >= end || *p != '{' || !(root = node()))
 		return NULL;
+	root->type = cJSON_Object;
 	p = ws(p + 1, end);
 	if (p < end && *p == '}') {
 		p++;
 		goto done;
 	}
 	for (;;) {
-		if (p >= end || *p != '"')
+		if (!(item = node()))
 			goto fail;
-		k = p + 1;
-		if (!(p = skip_string(p, end)))
+		if (last) {
+			last->next = item;
+			item->prev = last;
+		} else {
+			root->child = item;
+		}
+		last = item;
+		root->child->prev = item;
+		if (p >= end || *p != '"' ||
+		    !(p = build_string(p, end, &item->string)))
 			goto fail;
-		kn = (size_t)(p - 1 - k);
-		if (kn >= sizeof(kbuf) || memchr(k, '\\', kn))
-			goto fail; /* escapes or a long key: cJSON's whole parse */
-		memcpy(kbuf, k, kn);
-		kbuf[kn] = '\0';
 		p = ws(p, end);
 		if (p >= end || *p != ':')
 			goto fail;
 		p = ws(p + 1, end);
-		if (p >= end)
-			goto fail;
-		if (named(k, kn, raw_keys)) {
+		if (named(item->string, raw_keys)) {
 			if (!(v = engy_json_skip(p, end,
 						 ENGY_JSON_SKIP_DEPTH)) ||
-			    !(item = raw_node(p, (size_t)(v - p))))
+			    !(item->valuestring = text(p, (size_t)(v - p))))
 				goto fail;
-		} else {
-			/* A value's first byte as the grammar has it: cJSON
-			 * would skip a byte-order mark or a control byte. */
-			if (!strchr("{[\"-0123456789tfn", *p) || !*p)
-				goto fail;
-			item = cJSON_ParseWithLengthOpts(p, (size_t)(end - p),
-							 &v, 0);
-			if (!item)
-				goto fail;
+			item->type = cJSON_Raw;
+		} else if (!(v = build(p, end, item,
+				       ENGY_JSON_PARSE_DEPTH - 1))) {
+			goto fail; /* the root counts as one level */
 		}
-		if (!cJSON_AddItemToObject(root, kbuf, item))
-			goto fail_item; /* out of memory: not added */
 		p = ws(v, end);
 		if (p < end && *p == ',') {
 			p = ws(p + 1, end);
@@ -264,8 +642,6 @@ done:
 	if (ws(p, end) != end)
 		goto fail; /* anything after the object: the whole parse says */
 	return root;
-fail_item:
-	cJSON_Delete(item);
 fail:
 	cJSON_Delete(root);
 	return NULL;

@@ -7,9 +7,12 @@
  *
  * Oracle: hand-written from specs/protocol.md §2 by the test's author;
  * fake_gateway.mjs checks the live frames independently in miner_gw.sh.
+ * The JSON readers (lib/proto/json_lazy.c) are checked against cJSON's
+ * own parse of the same text.
  */
 #include <check.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -743,7 +746,6 @@ START_TEST(test_json_lazy)
 		"1}",
 		"{\"a\":\x01"
 		"1}",
-		"{\"c\\u006fmmitment\":[1]}",
 		"{,}",
 		"{\"a\":1,}",
 		"",
@@ -790,6 +792,375 @@ START_TEST(test_json_lazy)
 		ck_assert_msg(!engy_json_parse_lazy(refused[i],
 						    strlen(refused[i]), keys),
 			      "took %s", refused[i]);
+	/* a key is named as cJSON reads it, escapes and all */
+	j = engy_json_parse_lazy("{\"c\\u006fmmitment\":[1]}", 23, keys);
+	ck_assert_ptr_nonnull(j);
+	ck_assert(cJSON_IsRaw(j->child));
+	ck_assert_str_eq(j->child->string, "commitment");
+	ck_assert_str_eq(j->child->valuestring, "[1]");
+	cJSON_Delete(j);
+}
+END_TEST
+
+/* One line per node, depth first: its depth, type, key, string value,
+ * valueint and valuedouble's bytes; the sibling links asserted as cJSON
+ * sets them (the first child's prev is the last child). */
+static void dump_node(FILE *f, const cJSON *j, int depth)
+{
+	const unsigned char *d = (const unsigned char *)&j->valuedouble;
+	const cJSON *c, *last = NULL;
+	size_t i;
+
+	fprintf(f, "%d %d ", depth, j->type);
+	fprintf(f, j->string ? "[%s] " : "~ ", j->string);
+	fprintf(f, j->valuestring ? "[%s] " : "~ ", j->valuestring);
+	fprintf(f, "%d ", j->valueint);
+	for (i = 0; i < sizeof(j->valuedouble); i++)
+		fprintf(f, "%02x", d[i]);
+	fputc('\n', f);
+	for (c = j->child; c; c = c->next) {
+		if (c != j->child)
+			ck_assert_ptr_eq(c->prev, last);
+		last = c;
+		dump_node(f, c, depth + 1);
+	}
+	if (j->child)
+		ck_assert_ptr_eq(j->child->prev, last);
+}
+
+static char *dump(const cJSON *j)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ck_assert_ptr_nonnull(f);
+	dump_node(f, j, 0);
+	fclose(f);
+	return buf;
+}
+
+/* engy_json_parse() of @s..@s+@n: with @taken, cJSON's tree (equal and
+ * dumped the same) and cJSON's end; else NULL and the end untouched. */
+static void parse_as_cjson(const char *s, size_t n, bool taken)
+{
+	const char *we = NULL, *je = "untouched";
+	cJSON *w = cJSON_ParseWithLengthOpts(s, n, &we, false);
+	cJSON *j = engy_json_parse(s, n, &je), *w2;
+	char *a, *b;
+
+	if (!taken) {
+		ck_assert_msg(!j, "took %.*s", (int)n, s);
+		ck_assert_str_eq(je, "untouched");
+		cJSON_Delete(w);
+		return;
+	}
+	ck_assert_msg(j != NULL, "did not take %.*s", (int)n, s);
+	ck_assert_msg(w != NULL, "cJSON refuses %.*s", (int)n, s);
+	ck_assert_msg(je == we, "end %td, cJSON's %td: %.*s", je - s, we - s,
+		      (int)n, s);
+	/* cJSON_Compare() finds no infinity equal to another: as equal as
+	 * cJSON's parse is to a second one.  It walks an object's members
+	 * both ways at every level, too long for the deepest vectors: the
+	 * dump compares those. */
+	if (n < 1000) {
+		w2 = cJSON_ParseWithLengthOpts(s, n, NULL, false);
+		ck_assert_msg(cJSON_Compare(j, w, true) ==
+				      cJSON_Compare(w2, w, true),
+			      "%.*s", (int)n, s);
+		cJSON_Delete(w2);
+	}
+	a = dump(j);
+	b = dump(w);
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+	cJSON_Delete(j);
+	cJSON_Delete(w);
+}
+
+/* The raw node @r as the tree its text parses to, in place. */
+static void unraw(cJSON *r)
+{
+	cJSON *t = cJSON_Parse(r->valuestring);
+
+	ck_assert_ptr_nonnull(t);
+	cJSON_free(r->valuestring);
+	r->type = t->type;
+	r->child = t->child;
+	r->valuestring = t->valuestring;
+	r->valueint = t->valueint;
+	r->valuedouble = t->valuedouble;
+	t->child = NULL;
+	t->valuestring = NULL;
+	cJSON_Delete(t);
+}
+
+/* engy_json_parse_lazy() of an object holding @v as a built member, a
+ * raw one (its text @v exactly) and an array's element: with @taken, the
+ * tree of cJSON's whole parse once the raw member is parsed back. */
+static void lazy_as_cjson(const char *v, bool taken)
+{
+	static const char *const keys[] = { "r", NULL };
+	const char *t;
+	char *s, *a, *b;
+	cJSON *j, *w;
+	size_t tn;
+	int n;
+
+	n = asprintf(&s, " {\"v\" :\t%s ,\"r\":%s,\n\"v\":[%s]}\r\n", v, v, v);
+	ck_assert_int_gt(n, 0);
+	j = engy_json_parse_lazy(s, (size_t)n, keys);
+	if (!taken) {
+		ck_assert_msg(!j, "took %s", s);
+		free(s);
+		return;
+	}
+	ck_assert_msg(j != NULL, "did not take %s", s);
+	w = cJSON_ParseWithLength(s, (size_t)n);
+	ck_assert_ptr_nonnull(w);
+	ck_assert(cJSON_IsRaw(j->child->next));
+	/* the value's text, without the white space around it */
+	t = v + strspn(v, " \t\n\r");
+	for (tn = strlen(t); tn && strchr(" \t\n\r", t[tn - 1]); tn--)
+		;
+	ck_assert_uint_eq(strlen(j->child->next->valuestring), tn);
+	ck_assert(memcmp(j->child->next->valuestring, t, tn) == 0);
+	unraw(j->child->next);
+	a = dump(j);
+	b = dump(w);
+	ck_assert_str_eq(a, b);
+	free(a);
+	free(b);
+	cJSON_Delete(j);
+	cJSON_Delete(w);
+	free(s);
+}
+
+/* Nested @depth containers deep (arrays, or objects with @obj), a 1 at
+ * the bottom. */
+static char *nested(unsigned depth, bool obj)
+{
+	char *s = malloc(depth * 6 + 2), *p = s;
+	unsigned i;
+
+	ck_assert_ptr_nonnull(s);
+	for (i = 0; i < depth; i++)
+		p += sprintf(p, "%s", obj ? "{\"a\":" : "[");
+	*p++ = '1';
+	for (i = 0; i < depth; i++)
+		*p++ = obj ? '}' : ']';
+	*p = '\0';
+	return s;
+}
+
+/* engy_json_parse() and engy_json_parse_lazy(): whatever they take is
+ * exactly cJSON's tree, node for node (the dump compares the doubles'
+ * bits, so -0 and the last bit of a rounding count), with cJSON's end;
+ * whatever they leave is NULL (the caller's cJSON parse decides). */
+START_TEST(test_json_parse)
+{
+	static const struct {
+		const char *s;
+		bool taken;
+		bool member; /* a whole value that can sit in an object */
+	} v[] = {
+		/* numbers: the direct path, strtod's, cJSON's saturation */
+		{ "0", true, true },
+		{ "-0", true, true },
+		{ "1", true, true },
+		{ "-7", true, true },
+		{ "2147483647", true, true },
+		{ "2147483648", true, true },
+		{ "-2147483648", true, true },
+		{ "-2147483649", true, true },
+		{ "999999999999999", true, true },
+		{ "-999999999999999", true, true },
+		{ "1000000000000000", true, true },
+		{ "9007199254740993", true, true },
+		{ "123456789012345678", true, true },
+		{ "18446744073709551617", true, true },
+		{ "0.1", true, true },
+		{ "-0.0", true, true },
+		{ "1E+2", true, true },
+		{ "1e-2", true, true },
+		{ "12.5E-3", true, true },
+		{ "1e400", true, true },
+		{ "-1e400", true, true },
+		{ "1e-400", true, true },
+		{ "4.9e-324", true, true },
+		{ "2.2250738585072011e-308", true, true },
+		{ "0.30000000000000004", true, true },
+		{ "100000000000000000000000000000000000000000000000000000000000000",
+		  true, true },
+		{ "0.1000000000000000055511151231257827021181583404541015625000000",
+		  true, true },
+		{ "-0.1000000000000000055511151231257827021181583404541015625000000",
+		  false, false },
+		{ "1000000000000000000000000000000000000000000000000000000000000000",
+		  false, false },
+		{ "01", false, false },
+		{ "-01", false, false },
+		{ "+1", false, false },
+		{ ".5", false, false },
+		{ "1.", false, false },
+		{ "1e", false, false },
+		{ "1E+", false, false },
+		{ "-", false, false },
+		{ "1.5.3", false, false },
+		{ "1e5e", false, false },
+		{ "1-", false, false },
+		{ "[1.5.3]", false, true },
+		{ "[01]", false, true },
+		/* strings: every escape, UTF-8 of every length, surrogates */
+		{ "\"\"", true, true },
+		{ "\"plain text, no escapes: 0123456789 {}[]:,\"", true, true },
+		{ "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\"", true, true },
+		{ "\"a\\nb\\tc\\\"d and more after the escapes\"", true, true },
+		{ "\"\\u0041\\u007f\\u0080\\u07FF\\u0800\\uFFFF\\uE000\\u00e9\"",
+		  true, true },
+		{ "\"\\ud83d\\ude00\"", true, true },
+		{ "\"x\\uD800\\uDC00y\\uDBFF\\uDFFFz\"", true, true },
+		{ "\"\\ud800\"", false, true },
+		{ "\"\\udc00\"", false, true },
+		{ "\"\\udfff\\udfff\"", false, true },
+		{ "\"\\ud800\\u0041\"", false, true },
+		{ "\"\\ud800\\ud800\"", false, true },
+		{ "\"\\ud800x\"", false, true },
+		{ "\"\\u0000\"", false, true },
+		{ "\"a\\u0000b\"", false, true },
+		{ "\"\\u12G4\"", false, true },
+		{ "\"\\u12\"", false, true },
+		{ "\"\\x\"", false, true },
+		{ "\"\\\"", false, false },
+		{ "\"a\tb\"", false, true },
+		{ "\"a\x01\"", false, true },
+		{ "\"h\xc3\xa9llo \xf0\x9f\x98\x80 \x7f\"", true, true },
+		{ "\"\xff\xfe\x80 not UTF-8, as cJSON keeps it\"", true, true },
+		{ "\"abc", false, false },
+		/* containers: empty, nested, duplicate keys, keys escaped */
+		{ "{}", true, true },
+		{ "[]", true, true },
+		{ "{ }", true, true },
+		{ "[\t]", true, true },
+		{ "[[],{},[[]],{\"a\":{}}]", true, true },
+		{ "[1]", true, true },
+		{ "{\"a\":1,\"a\":2,\"b\":[true,false,null],\"a\":{\"a\":[]}}",
+		  true, true },
+		{ "{\"k\\u00e9\\\"y\":1,\"\\ud83d\\ude00\":2,\"\":3}", true,
+		  true },
+		{ "{\"\\u0000\":1}", false, true },
+		{ " \t\n\r{ \t\n\r\"a\" \t\n\r: \t\n\r[ 1 , \"x\" ,\n{ } ] ,\r\"b\"\t:null\n}",
+		  true, true },
+		{ "[1,\x0b"
+		  "2]",
+		  false, true },
+		{ "[1,\x01 2]", false, true },
+		{ "[1,]", false, false },
+		{ "[1 2]", false, false },
+		{ "{\"a\"}", false, false },
+		{ "{\"a\":}", false, false },
+		{ "{\"a\":1,}", false, false },
+		{ "{a:1}", false, false },
+		{ "[1,2", false, false },
+		{ "{\"a\":1", false, false },
+		{ "[", false, false },
+		{ "]", false, false },
+		{ "   ", false, false },
+		/* top-level scalars, and text after the value (the caller's) */
+		{ "true", true, true },
+		{ "false", true, true },
+		{ "null", true, true },
+		{ "42", true, true },
+		{ "\"s\"", true, true },
+		{ "tru", false, false },
+		{ "nul", false, false },
+		{ "True", false, false },
+		{ "{\"a\":1}xyz", true, false },
+		{ "[1]]", true, false },
+		{ "1 2", true, false },
+		{ "1x", true, false },
+		{ "1,", true, false },
+		{ "truex", true, false },
+		{ "nullnull", true, false },
+		{ "\"a\"b", true, false },
+		{ "{} \n", true, false },
+		{ "\x01\x1f 7", true, false },
+		{ "\xef\xbb\xbf{}", false, false },
+	};
+	char *d;
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		parse_as_cjson(v[i].s, strlen(v[i].s), v[i].taken);
+		if (v[i].member)
+			lazy_as_cjson(v[i].s, v[i].taken);
+	}
+	/* a NUL before the value is white space to cJSON too; none is no
+	 * value; a value cut short is not one */
+	parse_as_cjson("\0 7", 3, true);
+	parse_as_cjson("7", 0, false);
+	parse_as_cjson("[1,2]", 4, false);
+	parse_as_cjson("\"ab\"", 3, false);
+	parse_as_cjson("123", 2, true);
+	/* Strings and numbers are scanned eight bytes at a time: a special
+	 * byte, or a number's end, at every place in a word. */
+	for (i = 0; i < 20; i++) {
+		/* a byte in a string, and whether the string is taken */
+		static const struct {
+			const char *s;
+			bool ok;
+		} mid[] = {
+			{ "\x01", false },   { "\x1f", false },
+			{ "\x7f", true },    { "\x80", true },
+			{ "\xff", true },    { "\\n", true },
+			{ "\\u00e9", true }, { "\"", true },
+		};
+		char buf[64], num[32];
+		size_t k, n;
+
+		for (k = 0; k < sizeof(mid) / sizeof(mid[0]); k++) {
+			n = (size_t)snprintf(buf, sizeof(buf), "\"%.*s%s%s\"",
+					     (int)i, "abcdefghijklmnopqrstuvw",
+					     mid[k].s, "0123456789abcdefghij");
+			parse_as_cjson(buf, n, mid[k].ok);
+			ck_assert_msg(
+				(engy_json_skip(buf, buf + n, 8) == buf + n) ==
+					(mid[k].ok && mid[k].s[0] != '"'),
+				"%s", buf);
+		}
+		snprintf(num, sizeof(num), "%.*s", (int)i + 1,
+			 "98765432109876543210");
+		n = (size_t)snprintf(buf, sizeof(buf), "[%s,-%s]", num, num);
+		parse_as_cjson(buf, n, true);
+		ck_assert_ptr_eq(engy_json_skip(buf, buf + n, 8), buf + n);
+		n = (size_t)snprintf(buf, sizeof(buf), "[%s:12345678]", num);
+		parse_as_cjson(buf, n, false);
+		ck_assert_ptr_null(engy_json_skip(buf, buf + n, 8));
+		n = (size_t)snprintf(buf, sizeof(buf), "[%s/12345678]", num);
+		parse_as_cjson(buf, n, false);
+		ck_assert_ptr_null(engy_json_skip(buf, buf + n, 8));
+	}
+	/* nesting: ENGY_JSON_PARSE_DEPTH containers, not one more (the
+	 * lazy object counts as one of them) */
+	d = nested(ENGY_JSON_PARSE_DEPTH, false);
+	parse_as_cjson(d, strlen(d), true);
+	free(d);
+	d = nested(ENGY_JSON_PARSE_DEPTH + 1, false);
+	parse_as_cjson(d, strlen(d), false);
+	free(d);
+	d = nested(ENGY_JSON_PARSE_DEPTH, true);
+	parse_as_cjson(d, strlen(d), true);
+	free(d);
+	d = nested(ENGY_JSON_PARSE_DEPTH + 1, true);
+	parse_as_cjson(d, strlen(d), false);
+	free(d);
+	d = nested(ENGY_JSON_PARSE_DEPTH - 2, false);
+	lazy_as_cjson(d, true); /* in the array: one level more */
+	free(d);
+	d = nested(ENGY_JSON_PARSE_DEPTH - 1, false);
+	lazy_as_cjson(d, false);
+	free(d);
 }
 END_TEST
 
@@ -812,6 +1183,7 @@ int main(void)
 	tcase_add_test(tc, test_checkpoint);
 	tcase_add_test(tc, test_json_skip);
 	tcase_add_test(tc, test_json_lazy);
+	tcase_add_test(tc, test_json_parse);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
