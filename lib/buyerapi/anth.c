@@ -11,6 +11,7 @@
 
 #include "anth.h"
 #include "buyerapi_int.h"
+#include "jsonget.h"
 
 #define FAIL(...) engy_api_fail(err, errlen, -EINVAL, __VA_ARGS__)
 
@@ -30,8 +31,8 @@ static int text_blocks(struct aparse *p, const char *where, const cJSON *blocks,
 
 	cJSON_ArrayForEach(b, blocks)
 	{
-		type = cJSON_GetObjectItemCaseSensitive(b, "type");
-		text = cJSON_GetObjectItemCaseSensitive(b, "text");
+		type = engy_json_get(b, "type");
+		text = engy_json_get(b, "text");
 		if (!cJSON_IsObject(b) || !cJSON_IsString(type))
 			return FAIL("%s[%zu].type: missing or not a string",
 				    where, j);
@@ -83,7 +84,7 @@ static int add_tool_result(struct aparse *p, size_t i, size_t j, const cJSON *b)
 	char where[64];
 	cJSON *m, *parts;
 
-	id = cJSON_GetObjectItemCaseSensitive(b, "tool_use_id");
+	id = engy_json_get(b, "tool_use_id");
 	if (!cJSON_IsString(id) || !id->valuestring[0])
 		return FAIL("messages[%zu].content[%zu].tool_use_id: missing "
 			    "or not a string",
@@ -123,9 +124,9 @@ static int tool_use_call(struct aparse *p, size_t i, size_t j, const cJSON *b,
 	size_t errlen = p->errlen;
 	const cJSON *id, *name, *input;
 
-	id = cJSON_GetObjectItemCaseSensitive(b, "id");
-	name = cJSON_GetObjectItemCaseSensitive(b, "name");
-	input = cJSON_GetObjectItemCaseSensitive(b, "input");
+	id = engy_json_get(b, "id");
+	name = engy_json_get(b, "name");
+	input = engy_json_get(b, "input");
 	if (!cJSON_IsString(id) || !id->valuestring[0])
 		return FAIL("messages[%zu].content[%zu].id: missing or not a "
 			    "string",
@@ -169,7 +170,7 @@ static int add_assistant(struct aparse *p, size_t i, const cJSON *blocks,
 		goto out;
 	cJSON_ArrayForEach(b, blocks)
 	{
-		type = cJSON_GetObjectItemCaseSensitive(b, "type");
+		type = engy_json_get(b, "type");
 		rc = -EINVAL;
 		if (!cJSON_IsObject(b) || !cJSON_IsString(type)) {
 			FAIL("messages[%zu].content[%zu].type: missing or not "
@@ -178,7 +179,7 @@ static int add_assistant(struct aparse *p, size_t i, const cJSON *blocks,
 			goto out;
 		}
 		if (strcmp(type->valuestring, "text") == 0) {
-			text = cJSON_GetObjectItemCaseSensitive(b, "text");
+			text = engy_json_get(b, "text");
 			if (!cJSON_IsString(text)) {
 				FAIL("messages[%zu].content[%zu].text: "
 				     "expected "
@@ -188,7 +189,7 @@ static int add_assistant(struct aparse *p, size_t i, const cJSON *blocks,
 			}
 			rc = engy_api_add_text_part(parts, text->valuestring);
 		} else if (strcmp(type->valuestring, "thinking") == 0) {
-			text = cJSON_GetObjectItemCaseSensitive(b, "thinking");
+			text = engy_json_get(b, "thinking");
 			if (!cJSON_IsString(text)) {
 				FAIL("messages[%zu].content[%zu].thinking: "
 				     "expected a string",
@@ -244,13 +245,13 @@ static int add_user(struct aparse *p, size_t i, const cJSON *blocks)
 		return -ENOMEM;
 	cJSON_ArrayForEach(b, blocks)
 	{
-		type = cJSON_GetObjectItemCaseSensitive(b, "type");
+		type = engy_json_get(b, "type");
 		if (!cJSON_IsObject(b) || !cJSON_IsString(type)) {
 			rc = FAIL("messages[%zu].content[%zu].type: missing or "
 				  "not a string",
 				  i, j);
 		} else if (strcmp(type->valuestring, "text") == 0) {
-			text = cJSON_GetObjectItemCaseSensitive(b, "text");
+			text = engy_json_get(b, "text");
 			if (!cJSON_IsString(text))
 				rc = FAIL("messages[%zu].content[%zu].text: "
 					  "expected a string",
@@ -295,14 +296,14 @@ static int add_message(struct aparse *p, size_t i, const cJSON *m)
 
 	if (!cJSON_IsObject(m))
 		return FAIL("messages[%zu]: expected an object", i);
-	role = cJSON_GetObjectItemCaseSensitive(m, "role");
+	role = engy_json_get(m, "role");
 	if (!cJSON_IsString(role) || (strcmp(role->valuestring, "user") &&
 				      strcmp(role->valuestring, "assistant")))
 		return FAIL("messages[%zu].role: expected \"user\" or "
 			    "\"assistant\"",
 			    i);
 	user = strcmp(role->valuestring, "user") == 0;
-	c = cJSON_GetObjectItemCaseSensitive(m, "content");
+	c = engy_json_get(m, "content");
 	if (!cJSON_IsString(c) && !cJSON_IsArray(c))
 		return FAIL("messages[%zu].content: expected a string or an "
 			    "array of content blocks",
@@ -344,7 +345,7 @@ static int add_tools(struct aparse *p, const cJSON *tools,
 			return FAIL("tools[%zu].type: server tools are not "
 				    "supported (custom tools only)",
 				    i);
-		name = cJSON_GetObjectItemCaseSensitive(t, "name");
+		name = engy_json_get(t, "name");
 		if (!cJSON_IsString(name) ||
 		    !engy_api_tool_name_ok(name->valuestring))
 			return FAIL("tools[%zu].name: expected 1 to 64 of a-z, "
@@ -358,7 +359,7 @@ static int add_tools(struct aparse *p, const cJSON *tools,
 		if (desc && !cJSON_IsString(desc))
 			return FAIL("tools[%zu].description: expected a string",
 				    i);
-		schema = cJSON_GetObjectItemCaseSensitive(t, "input_schema");
+		schema = engy_json_get(t, "input_schema");
 		if (!cJSON_IsObject(schema))
 			return FAIL("tools[%zu].input_schema: expected a JSON "
 				    "Schema object",
@@ -381,7 +382,7 @@ static int add_tool_choice(struct aparse *p, const cJSON *c, cJSON *body)
 
 	if (!c)
 		return 0;
-	type = cJSON_GetObjectItemCaseSensitive(c, "type");
+	type = engy_json_get(c, "type");
 	if (!cJSON_IsObject(c) || !cJSON_IsString(type))
 		return FAIL("tool_choice.type: expected \"auto\", \"any\", "
 			    "\"tool\" or \"none\"");
@@ -395,8 +396,7 @@ static int add_tool_choice(struct aparse *p, const cJSON *c, cJSON *body)
 					       type->valuestring)
 			       ? 0
 			       : -ENOMEM;
-	if (!cJSON_GetArraySize(
-		    cJSON_GetObjectItemCaseSensitive(body, "tools")))
+	if (!cJSON_GetArraySize(engy_json_get(body, "tools")))
 		return FAIL("tool_choice: \"%s\" needs tools",
 			    strcmp(type->valuestring, "any") == 0 ? "any"
 								  : "tool");
@@ -407,11 +407,10 @@ static int add_tool_choice(struct aparse *p, const cJSON *c, cJSON *body)
 	if (strcmp(type->valuestring, "tool"))
 		return FAIL("tool_choice.type: expected \"auto\", \"any\", "
 			    "\"tool\" or \"none\"");
-	name = cJSON_GetObjectItemCaseSensitive(c, "name");
+	name = engy_json_get(c, "name");
 	if (!cJSON_IsString(name))
 		return FAIL("tool_choice.name: expected a string");
-	if (!engy_api_has_tool(cJSON_GetObjectItemCaseSensitive(body, "tools"),
-			       name->valuestring))
+	if (!engy_api_has_tool(engy_json_get(body, "tools"), name->valuestring))
 		return FAIL("tool_choice.name: not one of tools");
 	return engy_api_choose_tool(body, name->valuestring);
 }
@@ -433,13 +432,12 @@ static int add_options(struct aparse *p, const cJSON *in, unsigned flags,
 		return rc;
 	j = engy_api_get(in, "thinking");
 	if (j) {
-		t = cJSON_GetObjectItemCaseSensitive(j, "type");
+		t = engy_json_get(j, "type");
 		if (!cJSON_IsObject(j) || !cJSON_IsString(t))
 			return FAIL("thinking.type: expected \"enabled\", "
 				    "\"adaptive\" or \"disabled\"");
 		if (strcmp(t->valuestring, "enabled") == 0) {
-			b = cJSON_GetObjectItemCaseSensitive(j,
-							     "budget_tokens");
+			b = engy_json_get(j, "budget_tokens");
 			if (!engy_api_int(b, 1024, 4294967295.0))
 				return FAIL(
 					"thinking.budget_tokens: expected an "
@@ -513,11 +511,11 @@ static int add_output_format(struct aparse *p, const cJSON *in,
 	}
 	if (!f)
 		return 0;
-	t = cJSON_GetObjectItemCaseSensitive(f, "type");
+	t = engy_json_get(f, "type");
 	if (!cJSON_IsObject(f) || !cJSON_IsString(t) ||
 	    strcmp(t->valuestring, "json_schema"))
 		return FAIL("%s.type: expected \"json_schema\"", field);
-	schema = cJSON_GetObjectItemCaseSensitive(f, "schema");
+	schema = engy_json_get(f, "schema");
 	if (!cJSON_IsObject(schema))
 		return FAIL("%s.schema: expected an object", field);
 	return engy_api_set_format(req, schema, NULL,

@@ -13,6 +13,7 @@
 
 #include "buyerapi_int.h"
 #include "json_lazy.h"
+#include "jsonget.h"
 #include "minerproto.h"
 
 int engy_api_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -27,22 +28,10 @@ int engy_api_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 	return rc;
 }
 
-/* cJSON_GetObjectItemCaseSensitive()'s answer (the first member named
- * @key; a member without a name ends the search), comparing first bytes
- * before whole names: a request is read with some 25 lookups, most of
- * them for members it does not have. */
 const cJSON *engy_api_get(const cJSON *obj, const char *key)
 {
-	const cJSON *j;
+	const cJSON *j = engy_json_get(obj, key);
 
-	if (!obj || !key)
-		return NULL;
-	for (j = obj->child; j; j = j->next) {
-		if (!j->string)
-			return NULL;
-		if (j->string[0] == key[0] && strcmp(j->string, key) == 0)
-			break;
-	}
 	return cJSON_IsNull(j) ? NULL : j;
 }
 
@@ -99,9 +88,7 @@ bool engy_api_has_tool(const cJSON *tools, const char *name)
 
 	cJSON_ArrayForEach(t, tools)
 	{
-		n = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(t, "function"),
-			"name");
+		n = engy_json_get(engy_json_get(t, "function"), "name");
 		if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
 			return true;
 	}
@@ -110,6 +97,27 @@ bool engy_api_has_tool(const cJSON *tools, const char *name)
 
 /* Whether @s[0..@n) is well-formed UTF-8 (no overlong forms, no
  * surrogates, nothing above U+10FFFF). */
+#define ONES 0x0101010101010101ULL
+
+static uint64_t load8(const unsigned char *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, sizeof(w));
+	return w;
+}
+
+/* Whether a byte of @w is below 0x20, a quote or a backslash (exact as
+ * a yes or no: the "has a byte less than n" word tests). */
+static bool special8(uint64_t w)
+{
+	uint64_t q = w ^ ONES * '"', b = w ^ ONES * '\\';
+
+	return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) |
+		((b - ONES) & ~b)) &
+	       ONES * 0x80;
+}
+
 static bool utf8_ok(const unsigned char *s, size_t n)
 {
 	size_t i = 0, k, j;
@@ -119,6 +127,9 @@ static bool utf8_ok(const unsigned char *s, size_t n)
 		c = s[i];
 		if (c < 0x80) {
 			i++;
+			/* ASCII, most bodies all of it: a word at a time */
+			while (n - i >= 8 && !(load8(s + i) & ONES * 0x80))
+				i += 8;
 			continue;
 		}
 		if (c >= 0xc2 && c <= 0xdf)
@@ -156,6 +167,12 @@ static const char *json_bytes_bad(const unsigned char *s, size_t n)
 		unsigned char c = s[i];
 
 		if (in_str) {
+			/* a string's plain bytes, a word at a time */
+			while (n - i >= 8 && !special8(load8(s + i)))
+				i += 8;
+			if (i >= n)
+				break;
+			c = s[i];
 			if (c == '\\') {
 				if (n - i > 5 && s[i + 1] == 'u' &&
 				    !memcmp(s + i + 2, "0000", 4))
@@ -322,7 +339,7 @@ int engy_api_check_turns(const cJSON *msgs, char *err, size_t errlen)
 
 	cJSON_ArrayForEach(m, msgs)
 	{
-		role = cJSON_GetObjectItemCaseSensitive(m, "role");
+		role = engy_json_get(m, "role");
 		if (strcmp(role->valuestring, "system") == 0 && i > 0)
 			return engy_api_fail(err, errlen, -EINVAL,
 					     "messages[%zu]: a system message "
@@ -488,14 +505,13 @@ static bool top_ok(const cJSON *top)
 		return false;
 	cJSON_ArrayForEach(a, top)
 	{
-		const cJSON *l = cJSON_GetObjectItemCaseSensitive(a, "logprob");
+		const cJSON *l = engy_json_get(a, "logprob");
 
 		if (++n > (int)ENGY_API_TOP_LOGPROBS_MAX ||
-		    !cJSON_IsString(
-			    cJSON_GetObjectItemCaseSensitive(a, "token")) ||
+		    !cJSON_IsString(engy_json_get(a, "token")) ||
 		    !logprob_ok(l) || (n > 1 && l->valuedouble > last))
 			return false;
-		id = cJSON_GetObjectItemCaseSensitive(a, "id");
+		id = engy_json_get(a, "id");
 		if (id && !engy_api_int(id, 0, 4294967295.0))
 			return false;
 		last = l->valuedouble;
@@ -514,11 +530,10 @@ static const cJSON *logprobs_ok(const cJSON *content)
 		return NULL;
 	cJSON_ArrayForEach(e, content)
 	{
-		t = cJSON_GetObjectItemCaseSensitive(e, "token");
-		l = cJSON_GetObjectItemCaseSensitive(e, "logprob");
+		t = engy_json_get(e, "token");
+		l = engy_json_get(e, "logprob");
 		if (!cJSON_IsString(t) || !logprob_ok(l) ||
-		    !top_ok(cJSON_GetObjectItemCaseSensitive(e,
-							     "top_logprobs")))
+		    !top_ok(engy_json_get(e, "top_logprobs")))
 			return NULL;
 	}
 	return content;
@@ -536,10 +551,9 @@ int engy_api_logprobs_name(cJSON *content,
 
 	cJSON_ArrayForEach(e, content)
 	{
-		cJSON_ArrayForEach(
-			a, cJSON_GetObjectItemCaseSensitive(e, "top_logprobs"))
+		cJSON_ArrayForEach(a, engy_json_get(e, "top_logprobs"))
 		{
-			id = cJSON_GetObjectItemCaseSensitive(a, "id");
+			id = engy_json_get(a, "id");
 			if (!engy_api_int(id, 0, 4294967295.0))
 				return -EINVAL;
 			t = NULL;
@@ -564,8 +578,7 @@ int engy_api_logprobs_name(cJSON *content,
 				     ? 0
 				     : -ENOMEM;
 			free(t);
-			if (!rc &&
-			    !cJSON_GetObjectItemCaseSensitive(a, "bytes"))
+			if (!rc && !engy_json_get(a, "bytes"))
 				rc = cJSON_AddItemToObject(a, "bytes", b)
 					     ? 0
 					     : -ENOMEM;
@@ -585,7 +598,7 @@ int engy_api_logprobs_name(cJSON *content,
 
 static uint64_t count(const cJSON *obj, const char *key)
 {
-	const cJSON *j = cJSON_GetObjectItemCaseSensitive(obj, key);
+	const cJSON *j = engy_json_get(obj, key);
 
 	if (!engy_api_int(j, 0, 9007199254740991.0))
 		return 0;
@@ -598,12 +611,12 @@ static int take_call(const cJSON *call, size_t i, struct engy_api_call *c,
 	const cJSON *fn, *id, *name, *args;
 	char fresh[40];
 
-	fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+	fn = engy_json_get(call, "function");
 	if (!cJSON_IsObject(fn))
 		fn = call;
-	name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-	args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
-	id = cJSON_GetObjectItemCaseSensitive(call, "id");
+	name = engy_json_get(fn, "name");
+	args = engy_json_get(fn, "arguments");
+	id = engy_json_get(call, "id");
 	if (!cJSON_IsString(name) || !name->valuestring[0])
 		return engy_api_fail(err, errlen, -EPROTO,
 				     "miner output: tool_calls[%zu]: no "
@@ -649,24 +662,22 @@ int engy_api_result_parse(const cJSON *output, struct engy_api_result *r,
 	memset(r, 0, sizeof(*r));
 	r->content = "";
 	r->finish_reason = "stop";
-	ch = cJSON_GetArrayItem(
-		cJSON_GetObjectItemCaseSensitive(output, "choices"), 0);
+	ch = cJSON_GetArrayItem(engy_json_get(output, "choices"), 0);
 	if (!cJSON_IsObject(ch))
 		return engy_api_fail(err, errlen, -EPROTO,
 				     "miner output: no choices[0]");
-	msg = cJSON_GetObjectItemCaseSensitive(ch, "message");
+	msg = engy_json_get(ch, "message");
 	if (!cJSON_IsObject(msg))
 		return engy_api_fail(err, errlen, -EPROTO,
 				     "miner output: choices[0].message: "
 				     "expected an object");
-	r->finish_reason = finish_name(
-		cJSON_GetObjectItemCaseSensitive(ch, "finish_reason"));
-	j = cJSON_GetObjectItemCaseSensitive(ch, "matched_stop");
+	r->finish_reason = finish_name(engy_json_get(ch, "finish_reason"));
+	j = engy_json_get(ch, "matched_stop");
 	if (cJSON_IsString(j))
 		r->matched_stop = j->valuestring;
-	r->logprobs = logprobs_ok(cJSON_GetObjectItemCaseSensitive(
-		cJSON_GetObjectItemCaseSensitive(ch, "logprobs"), "content"));
-	j = cJSON_GetObjectItemCaseSensitive(msg, "content");
+	r->logprobs = logprobs_ok(
+		engy_json_get(engy_json_get(ch, "logprobs"), "content"));
+	j = engy_json_get(msg, "content");
 	if (cJSON_IsString(j))
 		r->content = j->valuestring;
 	else if (j && !cJSON_IsNull(j))
@@ -674,14 +685,14 @@ int engy_api_result_parse(const cJSON *output, struct engy_api_result *r,
 				     "miner output: message.content: expected "
 				     "a string");
 	r->content_len = strlen(r->content);
-	j = cJSON_GetObjectItemCaseSensitive(msg, "reasoning_content");
+	j = engy_json_get(msg, "reasoning_content");
 	if (!cJSON_IsString(j))
-		j = cJSON_GetObjectItemCaseSensitive(msg, "reasoning");
+		j = engy_json_get(msg, "reasoning");
 	if (cJSON_IsString(j)) {
 		r->reasoning = j->valuestring;
 		r->reasoning_len = strlen(j->valuestring);
 	}
-	calls = cJSON_GetObjectItemCaseSensitive(msg, "tool_calls");
+	calls = engy_json_get(msg, "tool_calls");
 	if (calls && !cJSON_IsNull(calls) && !cJSON_IsArray(calls))
 		return engy_api_fail(err, errlen, -EPROTO,
 				     "miner output: message.tool_calls: "
@@ -708,10 +719,10 @@ int engy_api_result_parse(const cJSON *output, struct engy_api_result *r,
 		r->finish_reason = "tool_calls";
 	else if (!r->n_calls && strcmp(r->finish_reason, "tool_calls") == 0)
 		r->finish_reason = "stop";
-	usage = cJSON_GetObjectItemCaseSensitive(output, "usage");
+	usage = engy_json_get(output, "usage");
 	r->prompt_tokens = count(usage, "prompt_tokens");
 	r->completion_tokens = count(usage, "completion_tokens");
-	det = cJSON_GetObjectItemCaseSensitive(usage, "prompt_tokens_details");
+	det = engy_json_get(usage, "prompt_tokens_details");
 	r->cached_tokens = count(det, "cached_tokens");
 	if (r->cached_tokens > r->prompt_tokens)
 		r->cached_tokens = r->prompt_tokens;

@@ -10,6 +10,7 @@
 
 #include "buyerapi_int.h"
 #include "constrain.h"
+#include "jsonget.h"
 
 int engy_api_parse_end(cJSON *in, struct engy_api_req *req, int rc, char *err,
 		       size_t errlen)
@@ -158,12 +159,11 @@ int engy_api_add_text_part(cJSON *parts, const char *text)
 
 void engy_api_delta_text(const cJSON *delta, struct engy_api_text *t)
 {
-	const cJSON *c = cJSON_GetObjectItemCaseSensitive(delta, "content");
-	const cJSON *r =
-		cJSON_GetObjectItemCaseSensitive(delta, "reasoning_content");
+	const cJSON *c = engy_json_get(delta, "content");
+	const cJSON *r = engy_json_get(delta, "reasoning_content");
 
 	if (!cJSON_IsString(r))
-		r = cJSON_GetObjectItemCaseSensitive(delta, "reasoning");
+		r = engy_json_get(delta, "reasoning");
 	t->content = cJSON_IsString(c) ? c->valuestring : NULL;
 	t->content_len = cJSON_IsString(c) ? strlen(c->valuestring) : 0;
 	t->reasoning = cJSON_IsString(r) ? r->valuestring : NULL;
@@ -232,8 +232,7 @@ int engy_api_set_format(struct engy_api_req *req, const cJSON *schema,
 int engy_api_check_forced_tool(struct engy_api_req *req, char *err,
 			       size_t errlen)
 {
-	const cJSON *tools =
-		cJSON_GetObjectItemCaseSensitive(req->body, "tools");
+	const cJSON *tools = engy_json_get(req->body, "tools");
 	const cJSON *t, *name;
 	const char *only;
 	struct engy_cons *c;
@@ -248,9 +247,7 @@ int engy_api_check_forced_tool(struct engy_api_req *req, char *err,
 	i = 0;
 	cJSON_ArrayForEach(t, tools)
 	{
-		name = cJSON_GetObjectItemCaseSensitive(
-			cJSON_GetObjectItemCaseSensitive(t, "function"),
-			"name");
+		name = engy_json_get(engy_json_get(t, "function"), "name");
 		i++;
 		if (!cJSON_IsString(name) ||
 		    (only && strcmp(only, name->valuestring)))

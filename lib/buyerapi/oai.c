@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "buyerapi_int.h"
+#include "jsonget.h"
 
 #define FAIL(...) engy_api_fail(err, errlen, -EINVAL, __VA_ARGS__)
 
@@ -51,7 +52,7 @@ static int copy_content(struct oparse *p, size_t i, const cJSON *c,
 			return FAIL("messages[%zu].content[%zu]: expected an "
 				    "object",
 				    i, j);
-		type = cJSON_GetObjectItemCaseSensitive(part, "type");
+		type = engy_json_get(part, "type");
 		if (!cJSON_IsString(type))
 			return FAIL("messages[%zu].content[%zu].type: missing "
 				    "or not a string",
@@ -60,7 +61,7 @@ static int copy_content(struct oparse *p, size_t i, const cJSON *c,
 			return FAIL("messages[%zu].content[%zu].type: \"%s\" "
 				    "parts are not supported (text only)",
 				    i, j, engy_api_ident(type->valuestring));
-		text = cJSON_GetObjectItemCaseSensitive(part, "text");
+		text = engy_json_get(part, "text");
 		if (!cJSON_IsString(text))
 			return FAIL("messages[%zu].content[%zu].text: expected "
 				    "a string",
@@ -104,12 +105,12 @@ static int copy_calls(struct oparse *p, size_t i, const cJSON *calls,
 			return FAIL("messages[%zu].tool_calls[%zu].id: "
 				    "expected a string",
 				    i, j);
-		fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+		fn = engy_json_get(call, "function");
 		if (!cJSON_IsObject(fn))
 			return FAIL("messages[%zu].tool_calls[%zu].function: "
 				    "expected an object",
 				    i, j);
-		name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+		name = engy_json_get(fn, "name");
 		if (!cJSON_IsString(name))
 			return FAIL("messages[%zu].tool_calls[%zu].function."
 				    "name: expected a string",
@@ -142,7 +143,7 @@ static int copy_message(struct oparse *p, size_t i, const cJSON *m, cJSON *out)
 
 	if (!cJSON_IsObject(m))
 		return FAIL("messages[%zu]: expected an object", i);
-	role = cJSON_GetObjectItemCaseSensitive(m, "role");
+	role = engy_json_get(m, "role");
 	if (!cJSON_IsString(role))
 		return FAIL("messages[%zu].role: missing or not a string", i);
 	r = role->valuestring;
@@ -165,7 +166,7 @@ static int copy_message(struct oparse *p, size_t i, const cJSON *m, cJSON *out)
 	if (rc)
 		return rc;
 	if (strcmp(r, "tool") == 0) {
-		j = cJSON_GetObjectItemCaseSensitive(m, "tool_call_id");
+		j = engy_json_get(m, "tool_call_id");
 		if (!cJSON_IsString(j))
 			return FAIL(
 				"messages[%zu].tool_call_id: missing or not "
@@ -250,11 +251,11 @@ static int copy_tools(struct oparse *p, const cJSON *tools,
 			return FAIL("tools[%zu].type: only \"function\" tools "
 				    "are supported",
 				    i);
-		fn = cJSON_GetObjectItemCaseSensitive(t, "function");
+		fn = engy_json_get(t, "function");
 		if (!cJSON_IsObject(fn))
 			return FAIL("tools[%zu].function: expected an object",
 				    i);
-		name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+		name = engy_json_get(fn, "name");
 		if (!cJSON_IsString(name))
 			return FAIL("tools[%zu].function.name: expected a "
 				    "string",
@@ -317,8 +318,8 @@ static int copy_tool_choice(struct oparse *p, const cJSON *c, cJSON *body)
 	if (type && !(cJSON_IsString(type) &&
 		      strcmp(type->valuestring, "function") == 0))
 		return FAIL("tool_choice.type: expected \"function\"");
-	fn = cJSON_GetObjectItemCaseSensitive(c, "function");
-	name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+	fn = engy_json_get(c, "function");
+	name = engy_json_get(fn, "name");
 	if (!cJSON_IsString(name))
 		return FAIL("tool_choice.function.name: expected a string");
 	if (!engy_api_has_tool(p->tools, name->valuestring))
@@ -409,7 +410,7 @@ static int read_format(struct oparse *p, const cJSON *j,
 
 	if (!j)
 		return 0;
-	t = cJSON_GetObjectItemCaseSensitive(j, "type");
+	t = engy_json_get(j, "type");
 	if (!cJSON_IsObject(j) || !cJSON_IsString(t))
 		return FAIL("response_format.type: expected a string");
 	if (strcmp(t->valuestring, "text") == 0)
@@ -420,10 +421,10 @@ static int read_format(struct oparse *p, const cJSON *j,
 	if (strcmp(t->valuestring, "json_schema"))
 		return FAIL("response_format.type: expected \"text\", "
 			    "\"json_object\" or \"json_schema\"");
-	js = cJSON_GetObjectItemCaseSensitive(j, "json_schema");
+	js = engy_json_get(j, "json_schema");
 	if (!cJSON_IsObject(js))
 		return FAIL("response_format.json_schema: expected an object");
-	name = cJSON_GetObjectItemCaseSensitive(js, "name");
+	name = engy_json_get(js, "name");
 	if (name &&
 	    !(cJSON_IsString(name) && engy_api_tool_name_ok(name->valuestring)))
 		return FAIL("response_format.json_schema.name: expected 1..64 "

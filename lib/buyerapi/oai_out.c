@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "buyerapi_int.h"
+#include "jsonget.h"
 
 /* Written piece by piece: a printf of four numbers cost more than the
  * rest of the answer. */
@@ -27,8 +28,8 @@ static void usage_json(struct engy_sse_out *o, const struct engy_api_result *r)
 
 void engy_api_token_bytes(struct engy_sse_out *o, const cJSON *e)
 {
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(e, "token"),
-		    *b = cJSON_GetObjectItemCaseSensitive(e, "bytes"), *x;
+	const cJSON *t = engy_json_get(e, "token"),
+		    *b = engy_json_get(e, "bytes"), *x;
 	size_t i, n;
 	bool ok;
 
@@ -55,11 +56,9 @@ void engy_api_token_bytes(struct engy_sse_out *o, const cJSON *e)
 static void token_head(struct engy_sse_out *o, const cJSON *e)
 {
 	engy_sse_out_adds(o, "{\"token\":");
-	engy_sse_out_jstrz(
-		o, cJSON_GetObjectItemCaseSensitive(e, "token")->valuestring);
-	engy_sse_out_addf(
-		o, ",\"logprob\":%.9g,\"bytes\":",
-		cJSON_GetObjectItemCaseSensitive(e, "logprob")->valuedouble);
+	engy_sse_out_jstrz(o, engy_json_get(e, "token")->valuestring);
+	engy_sse_out_addf(o, ",\"logprob\":%.9g,\"bytes\":",
+			  engy_json_get(e, "logprob")->valuedouble);
 	engy_api_token_bytes(o, e);
 }
 
@@ -79,8 +78,7 @@ void engy_api_logprobs_entries(struct engy_sse_out *o, const cJSON *content,
 		token_head(o, e);
 		engy_sse_out_adds(o, ",\"top_logprobs\":[");
 		k = 0;
-		cJSON_ArrayForEach(
-			a, cJSON_GetObjectItemCaseSensitive(e, "top_logprobs"))
+		cJSON_ArrayForEach(a, engy_json_get(e, "top_logprobs"))
 		{
 			if (k == top)
 				break;

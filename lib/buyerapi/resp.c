@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "buyerapi_int.h"
+#include "jsonget.h"
 #include "resp.h"
 
 #define FAIL(...) engy_api_fail(err, errlen, -EINVAL, __VA_ARGS__)
@@ -155,8 +156,7 @@ static cJSON *assistant(struct rparse *p)
 	cJSON *last = p->msgs->child ? p->msgs->child->prev : NULL;
 	cJSON *m;
 
-	if (last &&
-	    is_str(cJSON_GetObjectItemCaseSensitive(last, "role"), "assistant"))
+	if (last && is_str(engy_json_get(last, "role"), "assistant"))
 		return last;
 	m = cJSON_CreateObject();
 	if (!m || !cJSON_AddStringToObject(m, "role", "assistant") ||
@@ -174,7 +174,7 @@ static int set_str(cJSON *obj, const char *key, const char *val)
 
 	if (!s)
 		return -ENOMEM;
-	if (cJSON_GetObjectItemCaseSensitive(obj, key))
+	if (engy_json_get(obj, key))
 		cJSON_ReplaceItemInObjectCaseSensitive(obj, key, s);
 	else
 		cJSON_AddItemToObject(obj, key, s);
@@ -211,9 +211,8 @@ static int msg_item(struct rparse *p, size_t i, const cJSON *it)
 	}
 	if (!strcmp(r, "assistant")) {
 		m = assistant(p);
-		c = m ? cJSON_GetObjectItemCaseSensitive(m, "content") : NULL;
-		if (m && (cJSON_IsString(c) ||
-			  cJSON_GetObjectItemCaseSensitive(m, "tool_calls")))
+		c = m ? engy_json_get(m, "content") : NULL;
+		if (m && (cJSON_IsString(c) || engy_json_get(m, "tool_calls")))
 			m = NULL; /* a turn with text or calls: a new one */
 		if (!m) {
 			m = cJSON_CreateObject();
@@ -264,7 +263,7 @@ static int call_item(struct rparse *p, size_t i, const cJSON *it)
 	m = assistant(p);
 	if (!m)
 		return -ENOMEM;
-	calls = cJSON_GetObjectItemCaseSensitive(m, "tool_calls");
+	calls = engy_json_get(m, "tool_calls");
 	if (!calls && !(calls = cJSON_AddArrayToObject(m, "tool_calls")))
 		return -ENOMEM;
 	return engy_api_add_call(calls, id->valuestring, name->valuestring,
@@ -320,9 +319,8 @@ static int reasoning_item(struct rparse *p, size_t i, const cJSON *it)
 	if (!text)
 		return rc ? rc : -ENOMEM;
 	m = assistant(p);
-	if (m &&
-	    (cJSON_IsString(cJSON_GetObjectItemCaseSensitive(m, "content")) ||
-	     cJSON_GetObjectItemCaseSensitive(m, "tool_calls"))) {
+	if (m && (cJSON_IsString(engy_json_get(m, "content")) ||
+		  engy_json_get(m, "tool_calls"))) {
 		/* reasoning after that turn's text or calls: a new turn */
 		m = cJSON_CreateObject();
 		if (m && (!cJSON_AddStringToObject(m, "role", "assistant") ||
@@ -572,16 +570,15 @@ static int resp_chat(struct rparse *p, const cJSON *in, cJSON *chat)
 	if (inc && !cJSON_IsArray(inc))
 		return FAIL("include: expected an array of strings");
 	cJSON_ArrayForEach(
-		it,
-		inc) if (is_str(it, "message.output_text.logprobs") &&
-			 !cJSON_GetObjectItemCaseSensitive(chat, "logprobs") &&
-			 !cJSON_AddTrueToObject(chat,
-						"logprobs")) return -ENOMEM;
+		it, inc) if (is_str(it, "message.output_text.logprobs") &&
+			     !engy_json_get(chat, "logprobs") &&
+			     !cJSON_AddTrueToObject(chat,
+						    "logprobs")) return -ENOMEM;
 	if (pass(in, "max_output_tokens", chat, "max_completion_tokens") ||
 	    pass(in, "temperature", chat, "temperature") ||
 	    pass(in, "top_p", chat, "top_p") ||
 	    /* top_logprobs without the include: logprobs [] (OpenAI) */
-	    (cJSON_GetObjectItemCaseSensitive(chat, "logprobs") &&
+	    (engy_json_get(chat, "logprobs") &&
 	     pass(in, "top_logprobs", chat, "top_logprobs")) ||
 	    pass(in, "parallel_tool_calls", chat, "parallel_tool_calls") ||
 	    pass(in, "stream", chat, "stream") ||

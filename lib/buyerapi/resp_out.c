@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "buyerapi_int.h"
+#include "jsonget.h"
 #include "resp.h"
 
 /* ---- the response object ---- */
@@ -480,18 +481,14 @@ static const char *cmpl_finish(const struct engy_api_result *r)
  */
 static bool seen(const cJSON *e, const cJSON *a)
 {
-	const char *t =
-		cJSON_GetObjectItemCaseSensitive(a, "token")->valuestring;
+	const char *t = engy_json_get(a, "token")->valuestring;
 	const cJSON *b;
 
-	cJSON_ArrayForEach(b,
-			   cJSON_GetObjectItemCaseSensitive(e, "top_logprobs"))
+	cJSON_ArrayForEach(b, engy_json_get(e, "top_logprobs"))
 	{
 		if (b == a)
 			return false;
-		if (strcmp(cJSON_GetObjectItemCaseSensitive(b, "token")
-				   ->valuestring,
-			   t) == 0)
+		if (strcmp(engy_json_get(b, "token")->valuestring, t) == 0)
 			return true;
 	}
 	return false;
@@ -512,17 +509,14 @@ static void cmpl_logprobs(struct engy_sse_out *o, const cJSON *content,
 		if (!first)
 			engy_sse_out_add(o, ",", 1);
 		first = false;
-		engy_sse_out_jstrz(o,
-				   cJSON_GetObjectItemCaseSensitive(e, "token")
-					   ->valuestring);
+		engy_sse_out_jstrz(o, engy_json_get(e, "token")->valuestring);
 	}
 	engy_sse_out_adds(o, "],\"token_logprobs\":[");
 	first = true;
 	cJSON_ArrayForEach(e, content)
 	{
 		engy_sse_out_addf(o, first ? "%.9g" : ",%.9g",
-				  cJSON_GetObjectItemCaseSensitive(e, "logprob")
-					  ->valuedouble);
+				  engy_json_get(e, "logprob")->valuedouble);
 		first = false;
 	}
 	engy_sse_out_adds(o, "],\"top_logprobs\":[");
@@ -533,8 +527,7 @@ static void cmpl_logprobs(struct engy_sse_out *o, const cJSON *content,
 		first = false;
 		k = 0;
 		n = 0;
-		cJSON_ArrayForEach(
-			a, cJSON_GetObjectItemCaseSensitive(e, "top_logprobs"))
+		cJSON_ArrayForEach(a, engy_json_get(e, "top_logprobs"))
 		{
 			if (k++ == top)
 				break;
@@ -545,12 +538,10 @@ static void cmpl_logprobs(struct engy_sse_out *o, const cJSON *content,
 			if (n++)
 				engy_sse_out_add(o, ",", 1);
 			engy_sse_out_jstrz(
-				o, cJSON_GetObjectItemCaseSensitive(a, "token")
-					   ->valuestring);
+				o, engy_json_get(a, "token")->valuestring);
 			engy_sse_out_addf(
 				o, ":%.9g",
-				cJSON_GetObjectItemCaseSensitive(a, "logprob")
-					->valuedouble);
+				engy_json_get(a, "logprob")->valuedouble);
 		}
 		engy_sse_out_add(o, "}", 1);
 	}
@@ -560,8 +551,7 @@ static void cmpl_logprobs(struct engy_sse_out *o, const cJSON *content,
 	{
 		engy_sse_out_addf(o, first ? "%zu" : ",%zu", off);
 		first = false;
-		off += strlen(cJSON_GetObjectItemCaseSensitive(e, "token")
-				      ->valuestring);
+		off += strlen(engy_json_get(e, "token")->valuestring);
 	}
 	engy_sse_out_adds(o, "]}");
 }

@@ -4,11 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonget.h"
 #include "stop.h"
 
 void engy_api_stops_init(struct engy_api_stops *st, const cJSON *body)
 {
-	const cJSON *stop = cJSON_GetObjectItemCaseSensitive(body, "stop");
+	const cJSON *stop = engy_json_get(body, "stop");
 	const cJSON *it;
 
 	memset(st, 0, sizeof(*st));

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "chat_int.h"
+#include "jsonget.h"
 
 static const char qwen3_tools_head[] =
 	"# Tools\n\nYou may call one or more functions to assist with the user "
@@ -100,12 +101,12 @@ static void split_think(const char *s, size_t n, const char **r, size_t *rn,
  * (the template accepts both). */
 static void call_fn(const cJSON *call, const cJSON **name, const cJSON **args)
 {
-	const cJSON *fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+	const cJSON *fn = engy_json_get(call, "function");
 
 	if (!fn)
 		fn = call;
-	*name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-	*args = cJSON_GetObjectItemCaseSensitive(fn, "arguments");
+	*name = engy_json_get(fn, "name");
+	*args = engy_json_get(fn, "arguments");
 }
 
 static bool blank(const char *s)

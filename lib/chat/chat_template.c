@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "chat_int.h"
+#include "jsonget.h"
 
 const char *const engy_chat_role_names[4] = { "system", "user", "assistant",
 					      "tool" };
@@ -82,8 +83,8 @@ static int flatten(struct engy_chat_ctx *c, size_t i, const cJSON *content,
 					"expected an object",
 					i, j);
 			}
-			type = cJSON_GetObjectItemCaseSensitive(part, "type");
-			text = cJSON_GetObjectItemCaseSensitive(part, "text");
+			type = engy_json_get(part, "type");
+			text = engy_json_get(part, "text");
 			if ((type &&
 			     !(cJSON_IsString(type) &&
 			       strcmp(type->valuestring, "text") == 0)) ||
@@ -141,14 +142,14 @@ static int check_call(struct engy_chat_ctx *c, size_t i, size_t j,
 		return engy_chat_fail(
 			c, "messages[%zu].tool_calls[%zu]: expected an object",
 			i, j);
-	fn = cJSON_GetObjectItemCaseSensitive(call, "function");
+	fn = engy_json_get(call, "function");
 	if (fn && !cJSON_IsObject(fn))
 		return engy_chat_fail(
 			c,
 			"messages[%zu].tool_calls[%zu].function: expected "
 			"an object",
 			i, j);
-	name = cJSON_GetObjectItemCaseSensitive(fn ? fn : call, "name");
+	name = engy_json_get(fn ? fn : call, "name");
 	if (!cJSON_IsString(name))
 		return engy_chat_fail(
 			c,
@@ -181,7 +182,7 @@ static int load_messages(struct engy_chat_ctx *c, const cJSON *msgs)
 		if (!cJSON_IsObject(it))
 			return engy_chat_fail(
 				c, "messages[%zu]: expected an object", i);
-		role = cJSON_GetObjectItemCaseSensitive(it, "role");
+		role = engy_json_get(it, "role");
 		if (!cJSON_IsString(role))
 			return engy_chat_fail(
 				c,
@@ -199,12 +200,10 @@ static int load_messages(struct engy_chat_ctx *c, const cJSON *msgs)
 				"assistant or tool)",
 				i);
 		m->role = (enum engy_chat_role)r;
-		err = flatten(c, i,
-			      cJSON_GetObjectItemCaseSensitive(it, "content"),
-			      m);
+		err = flatten(c, i, engy_json_get(it, "content"), m);
 		if (err)
 			return err;
-		rc = cJSON_GetObjectItemCaseSensitive(it, "reasoning_content");
+		rc = engy_json_get(it, "reasoning_content");
 		if (rc && !cJSON_IsNull(rc) && !cJSON_IsString(rc))
 			return engy_chat_fail(
 				c,
@@ -213,7 +212,7 @@ static int load_messages(struct engy_chat_ctx *c, const cJSON *msgs)
 				i);
 		if (m->role == R_ASSISTANT && cJSON_IsString(rc))
 			m->reasoning = rc;
-		calls = cJSON_GetObjectItemCaseSensitive(it, "tool_calls");
+		calls = engy_json_get(it, "tool_calls");
 		if (calls && !cJSON_IsNull(calls) && !cJSON_IsArray(calls))
 			return engy_chat_fail(
 				c,
@@ -237,7 +236,7 @@ static int load_messages(struct engy_chat_ctx *c, const cJSON *msgs)
 static int get_bool(struct engy_chat_ctx *c, const cJSON *obj, const char *key,
 		    const char *where, int *val)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+	const cJSON *v = engy_json_get(obj, key);
 
 	if (!v || cJSON_IsNull(v))
 		return 0;
@@ -256,7 +255,7 @@ static int load_options(struct engy_chat_ctx *c, const cJSON *body,
 	int think = -1, top = -1, preserve = -1, err;
 	size_t i = 0;
 
-	kw = cJSON_GetObjectItemCaseSensitive(body, "chat_template_kwargs");
+	kw = engy_json_get(body, "chat_template_kwargs");
 	if (kw && !cJSON_IsNull(kw) && !cJSON_IsObject(kw))
 		return engy_chat_fail(
 			c, "chat_template_kwargs: expected an object");
@@ -279,12 +278,12 @@ static int load_options(struct engy_chat_ctx *c, const cJSON *body,
 	c->thinking_false = think == 0;
 	c->preserve_thinking = preserve == 1;
 
-	tools = cJSON_GetObjectItemCaseSensitive(body, "tools");
+	tools = engy_json_get(body, "tools");
 	if (!tools || cJSON_IsNull(tools))
 		return 0;
 	if (!cJSON_IsArray(tools))
 		return engy_chat_fail(c, "tools: expected an array");
-	choice = cJSON_GetObjectItemCaseSensitive(body, "tool_choice");
+	choice = engy_json_get(body, "tool_choice");
 	if (cJSON_IsString(choice)) {
 		if (strcmp(choice->valuestring, "none") == 0)
 			return 0;
@@ -295,8 +294,8 @@ static int load_options(struct engy_chat_ctx *c, const cJSON *body,
 					      "\"auto\", \"required\" or "
 					      "a function");
 	} else if (cJSON_IsObject(choice)) {
-		fn = cJSON_GetObjectItemCaseSensitive(choice, "function");
-		want = cJSON_GetObjectItemCaseSensitive(fn, "name");
+		fn = engy_json_get(choice, "function");
+		want = engy_json_get(fn, "name");
 		if (!cJSON_IsString(want))
 			return engy_chat_fail(
 				c,
@@ -314,8 +313,8 @@ static int load_options(struct engy_chat_ctx *c, const cJSON *body,
 		if (!cJSON_IsObject(t))
 			return engy_chat_fail(
 				c, "tools[%zu]: expected an object", i);
-		fn = cJSON_GetObjectItemCaseSensitive(t, "function");
-		name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+		fn = engy_json_get(t, "function");
+		name = engy_json_get(fn, "name");
 		if (!cJSON_IsObject(fn) || !cJSON_IsString(name))
 			return engy_chat_fail(
 				c,
@@ -357,8 +356,7 @@ int engy_chat_render(const cJSON *body, const struct engy_chat_opts *opts,
 	}
 	rc = load_options(&c, body, opts);
 	if (!rc)
-		rc = load_messages(
-			&c, cJSON_GetObjectItemCaseSensitive(body, "messages"));
+		rc = load_messages(&c, engy_json_get(body, "messages"));
 	if (rc)
 		goto out;
 	rc = c.v == ENGY_CHAT_QWEN3 ? engy_chat_render_qwen3(&c)
@@ -379,9 +377,7 @@ int engy_chat_render(const cJSON *body, const struct engy_chat_opts *opts,
 		info->thinking = !c.thinking_false;
 		info->think_open =
 			gen && !c.thinking_false && c.v == ENGY_CHAT_QWEN36;
-		info->tools = c.ntools ? cJSON_GetObjectItemCaseSensitive(
-						 body, "tools")
-				       : NULL;
+		info->tools = c.ntools ? engy_json_get(body, "tools") : NULL;
 	}
 out:
 	if (rc == -ENOMEM && err && errlen)

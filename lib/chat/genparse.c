@@ -19,6 +19,7 @@
 #include "genparse.h"
 #include "genparse_int.h"
 #include "grow.h"
+#include "jsonget.h"
 
 void engy_gen_trim(const char **p, size_t *n)
 {
@@ -82,10 +83,10 @@ static int json_call(const char *p, size_t n, struct engy_gen_probe *pr)
 	j = cJSON_ParseWithLength(p, n);
 	if (!j)
 		return ENGY_GEN_FAIL;
-	name = cJSON_GetObjectItemCaseSensitive(j, "name");
-	args = cJSON_GetObjectItemCaseSensitive(j, "arguments");
+	name = engy_json_get(j, "name");
+	args = engy_json_get(j, "arguments");
 	if (!args)
-		args = cJSON_GetObjectItemCaseSensitive(j, "parameters");
+		args = engy_json_get(j, "parameters");
 	if (!cJSON_IsObject(j) || !cJSON_IsString(name) ||
 	    !name->valuestring[0]) {
 		cJSON_Delete(j);
@@ -195,13 +196,13 @@ const cJSON *engy_gen_tool_props(const cJSON *tools, const char *name, size_t n)
 
 	cJSON_ArrayForEach(t, tools)
 	{
-		fn = cJSON_GetObjectItemCaseSensitive(t, "function");
-		nm = cJSON_GetObjectItemCaseSensitive(fn, "name");
+		fn = engy_json_get(t, "function");
+		nm = engy_json_get(fn, "name");
 		if (!cJSON_IsString(nm) || strlen(nm->valuestring) != n ||
 		    memcmp(nm->valuestring, name, n))
 			continue;
-		params = cJSON_GetObjectItemCaseSensitive(fn, "parameters");
-		return cJSON_GetObjectItemCaseSensitive(params, "properties");
+		params = engy_json_get(fn, "parameters");
+		return engy_json_get(params, "properties");
 	}
 	return NULL;
 }
@@ -226,7 +227,7 @@ static const char *prop_type(const cJSON *props, const char *key, size_t klen)
 		if (!p->string || strlen(p->string) != klen ||
 		    memcmp(p->string, key, klen))
 			continue;
-		t = cJSON_GetObjectItemCaseSensitive(p, "type");
+		t = engy_json_get(p, "type");
 		if (cJSON_IsString(t))
 			return t->valuestring;
 		cJSON_ArrayForEach(

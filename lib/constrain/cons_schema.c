@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cons_int.h"
+#include "jsonget.h"
 
 struct ref_memo {
 	const cJSON *target;
@@ -223,7 +224,7 @@ static bool in_list(const char *const *l, const char *k)
 static int count(const cJSON *j, const char *key, uint32_t dflt, struct comp *p,
 		 uint32_t *out)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
+	const cJSON *v = engy_json_get(j, key);
 
 	*out = dflt;
 	if (!v)
@@ -274,10 +275,9 @@ static int compile_enum(struct comp *p, const cJSON *vals, bool is_const)
 
 static int compile_object(struct comp *p, const cJSON *s, int depth)
 {
-	const cJSON *props = cJSON_GetObjectItemCaseSensitive(s, "properties");
-	const cJSON *req = cJSON_GetObjectItemCaseSensitive(s, "required");
-	const cJSON *addl =
-		cJSON_GetObjectItemCaseSensitive(s, "additionalProperties");
+	const cJSON *props = engy_json_get(s, "properties");
+	const cJSON *req = engy_json_get(s, "required");
+	const cJSON *addl = engy_json_get(s, "additionalProperties");
 	const cJSON *q, *r;
 	int kids[ENGY_CONS_MAX_PROPS], id, rc;
 	uint64_t required = 0;
@@ -372,8 +372,7 @@ static int compile_typed(struct comp *p, const cJSON *s, const char *t,
 	if (!strcmp(t, "object"))
 		return compile_object(p, s, depth);
 	if (!strcmp(t, "array")) {
-		const cJSON *items =
-			cJSON_GetObjectItemCaseSensitive(s, "items");
+		const cJSON *items = engy_json_get(s, "items");
 		size_t old;
 
 		if ((rc = count(s, "minItems", 0, p, &lo)) < 0 ||
@@ -407,10 +406,8 @@ static int compile_typed(struct comp *p, const cJSON *s, const char *t,
 		return id;
 	}
 	if (!strcmp(t, "number") || !strcmp(t, "integer")) {
-		const cJSON *mn =
-			cJSON_GetObjectItemCaseSensitive(s, "minimum");
-		const cJSON *mx =
-			cJSON_GetObjectItemCaseSensitive(s, "maximum");
+		const cJSON *mn = engy_json_get(s, "minimum");
+		const cJSON *mx = engy_json_get(s, "maximum");
 		uint8_t flags = t[0] == 'i' ? NF_INTEGER : 0;
 
 		/* Bounds the grammar cannot express are refused; the
@@ -451,11 +448,9 @@ static const cJSON *resolve(struct comp *p, const char *ref)
 	if (!strcmp(ref, "#"))
 		return p->root;
 	if (!strncmp(ref, "#/$defs/", 8))
-		name = ref + 8,
-		defs = cJSON_GetObjectItemCaseSensitive(p->root, "$defs");
+		name = ref + 8, defs = engy_json_get(p->root, "$defs");
 	else if (!strncmp(ref, "#/definitions/", 14))
-		name = ref + 14,
-		defs = cJSON_GetObjectItemCaseSensitive(p->root, "definitions");
+		name = ref + 14, defs = engy_json_get(p->root, "definitions");
 	else
 		return NULL;
 	for (; *name && k < sizeof(buf) - 1; name++) {
@@ -467,7 +462,7 @@ static const cJSON *resolve(struct comp *p, const char *ref)
 			buf[k++] = *name;
 	}
 	buf[k] = 0;
-	return cJSON_GetObjectItemCaseSensitive(defs, buf);
+	return engy_json_get(defs, buf);
 }
 
 static int compile_ref(struct comp *p, const cJSON *ref, int depth)
@@ -522,15 +517,15 @@ static int compile(struct comp *p, const cJSON *s, int depth)
 		    !in_list(annotations, k->string))
 			return fail(p, -EINVAL, "unsupported keyword \"%s\"",
 				    quot(k->string));
-	if ((k = cJSON_GetObjectItemCaseSensitive(s, "$ref")))
+	if ((k = engy_json_get(s, "$ref")))
 		return compile_ref(p, k, depth);
-	if ((k = cJSON_GetObjectItemCaseSensitive(s, "const")))
+	if ((k = engy_json_get(s, "const")))
 		return compile_enum(p, k, true);
-	if ((k = cJSON_GetObjectItemCaseSensitive(s, "enum")))
+	if ((k = engy_json_get(s, "enum")))
 		return compile_enum(p, k, false);
-	alt = cJSON_GetObjectItemCaseSensitive(s, "anyOf");
+	alt = engy_json_get(s, "anyOf");
 	if (!alt)
-		alt = cJSON_GetObjectItemCaseSensitive(s, "oneOf");
+		alt = engy_json_get(s, "oneOf");
 	if (alt) {
 		if (!cJSON_IsArray(alt) || !alt->child)
 			return fail(p, -EINVAL,
@@ -553,7 +548,7 @@ static int compile(struct comp *p, const cJSON *s, int depth)
 		}
 		return n == 1 ? kids[0] : node_of(p, K_ANYOF, kids, n);
 	}
-	type = cJSON_GetObjectItemCaseSensitive(s, "type");
+	type = engy_json_get(s, "type");
 	if (cJSON_IsString(type))
 		return compile_typed(p, s, type->valuestring, depth);
 	if (cJSON_IsArray(type) && type->child) {
@@ -572,9 +567,9 @@ static int compile(struct comp *p, const cJSON *s, int depth)
 	}
 	if (type)
 		return fail(p, -EINVAL, "type: expected a string or an array");
-	if (cJSON_GetObjectItemCaseSensitive(s, "properties"))
+	if (engy_json_get(s, "properties"))
 		return compile_object(p, s, depth);
-	if (cJSON_GetObjectItemCaseSensitive(s, "items"))
+	if (engy_json_get(s, "items"))
 		return compile_typed(p, s, "array", depth);
 	return any_value(p);
 }

@@ -3,12 +3,12 @@
 #include <string.h>
 
 #include "constrain.h"
+#include "jsonget.h"
 
 static cJSON *call_schema(const cJSON *fn)
 {
-	const cJSON *name = cJSON_GetObjectItemCaseSensitive(fn, "name");
-	const cJSON *params =
-		cJSON_GetObjectItemCaseSensitive(fn, "parameters");
+	const cJSON *name = engy_json_get(fn, "name");
+	const cJSON *params = engy_json_get(fn, "parameters");
 	cJSON *s = cJSON_CreateObject(), *props, *n, *req;
 
 	if (!s || !cJSON_AddStringToObject(s, "type", "object") ||
@@ -39,8 +39,8 @@ cJSON *engy_cons_tool_schema(const cJSON *tools, const char *only)
 		goto fail;
 	cJSON_ArrayForEach(t, tools)
 	{
-		fn = cJSON_GetObjectItemCaseSensitive(t, "function");
-		name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+		fn = engy_json_get(t, "function");
+		name = engy_json_get(fn, "name");
 		if (!cJSON_IsString(name) ||
 		    (only && strcmp(only, name->valuestring)))
 			continue;
@@ -65,8 +65,8 @@ fail:
 
 int engy_cons_tool_choice(const cJSON *body, const char **only)
 {
-	const cJSON *tc = cJSON_GetObjectItemCaseSensitive(body, "tool_choice");
-	const cJSON *tools = cJSON_GetObjectItemCaseSensitive(body, "tools");
+	const cJSON *tc = engy_json_get(body, "tool_choice");
+	const cJSON *tools = engy_json_get(body, "tools");
 	const cJSON *fn, *name;
 
 	*only = NULL;
@@ -74,8 +74,8 @@ int engy_cons_tool_choice(const cJSON *body, const char **only)
 		return 0;
 	if (cJSON_IsString(tc))
 		return strcmp(tc->valuestring, "required") == 0;
-	fn = cJSON_GetObjectItemCaseSensitive(tc, "function");
-	name = cJSON_GetObjectItemCaseSensitive(fn, "name");
+	fn = engy_json_get(tc, "function");
+	name = engy_json_get(fn, "name");
 	if (!cJSON_IsString(name))
 		return 0;
 	*only = name->valuestring;

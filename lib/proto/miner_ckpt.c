@@ -16,6 +16,7 @@
 #include "chat_template.h"
 #include "fsutil.h"
 #include "grow.h"
+#include "jsonget.h"
 #include "miner_ckpt.h"
 #include "minerproto.h"
 
@@ -132,15 +133,15 @@ static int variant_of_config(const char *buf, size_t len)
 	const char *src = NULL;
 	int rc;
 
-	t = cJSON_GetObjectItemCaseSensitive(cfg, "chat_template");
+	t = engy_json_get(cfg, "chat_template");
 	if (cJSON_IsString(t))
 		src = t->valuestring;
 	if (!cJSON_IsArray(t))
 		t = NULL;
 	cJSON_ArrayForEach(it, t)
 	{
-		name = cJSON_GetObjectItemCaseSensitive(it, "name");
-		tmpl = cJSON_GetObjectItemCaseSensitive(it, "template");
+		name = engy_json_get(it, "name");
+		tmpl = engy_json_get(it, "template");
 		if (cJSON_IsString(name) &&
 		    strcmp(name->valuestring, "default") == 0 &&
 		    cJSON_IsString(tmpl))

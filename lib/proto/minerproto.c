@@ -15,6 +15,7 @@
 
 #include <sodium.h>
 
+#include "jsonget.h"
 #include "minerproto.h"
 
 static uint64_t splitmix64(uint64_t *s)
@@ -136,7 +137,7 @@ int engy_gw_meta_parse(const char *body, size_t len, unsigned *workers)
 	cJSON *root = cJSON_ParseWithLength(body, len), *w;
 	int rc = -EINVAL;
 
-	w = cJSON_GetObjectItemCaseSensitive(root, "workers");
+	w = engy_json_get(root, "workers");
 	if (cJSON_IsObject(root) && integral(w, 1, ENGY_GW_MAX_WORKERS)) {
 		*workers = (unsigned)w->valuedouble;
 		rc = 0;
@@ -535,7 +536,7 @@ char *engy_miner_response_json(const struct engy_miner_result *r, size_t *len,
 	     (c = commitment(r, rc)) &&
 	     cJSON_AddItemToObject(root, "commitment", c) && (o = output(r)) &&
 	     cJSON_AddItemToObject(root, "output", o);
-	if (!ok && c && !cJSON_GetObjectItemCaseSensitive(root, "commitment"))
+	if (!ok && c && !engy_json_get(root, "commitment"))
 		cJSON_Delete(c);
 	if (ok)
 		*rc = 0;
@@ -556,7 +557,7 @@ static const struct {
 
 static const char *corr_id(const cJSON *root)
 {
-	const cJSON *c = cJSON_GetObjectItemCaseSensitive(root, "corr_id");
+	const cJSON *c = engy_json_get(root, "corr_id");
 
 	if (!cJSON_IsString(c) || !c->valuestring[0] ||
 	    strlen(c->valuestring) > ENGY_GW_MAX_CORR_ID)
@@ -576,7 +577,7 @@ int engy_gw_frame_parse(const char *data, size_t len, struct engy_gw_frame *f,
 		snprintf(err, errlen, "not a JSON object");
 		return -EINVAL;
 	}
-	t = cJSON_GetObjectItemCaseSensitive(f->root, "type");
+	t = engy_json_get(f->root, "type");
 	if (!cJSON_IsString(t)) {
 		snprintf(err, errlen, "no string \"type\"");
 		return -EINVAL;
@@ -587,7 +588,7 @@ int engy_gw_frame_parse(const char *data, size_t len, struct engy_gw_frame *f,
 			f->type = gw_types[i].type;
 	switch (f->type) {
 	case ENGY_GW_DENY:
-		t = cJSON_GetObjectItemCaseSensitive(f->root, "reason");
+		t = engy_json_get(f->root, "reason");
 		f->reason = cJSON_IsString(t) ? t->valuestring : NULL;
 		break;
 	case ENGY_GW_SERVE:
@@ -604,10 +605,8 @@ int engy_gw_frame_parse(const char *data, size_t len, struct engy_gw_frame *f,
 		if (f->type == ENGY_GW_CANCEL)
 			break;
 		if (f->type == ENGY_GW_GEMM_OPEN) {
-			s = cJSON_GetObjectItemCaseSensitive(f->root,
-							     "request_id");
-			f->challenge = cJSON_GetObjectItemCaseSensitive(
-				f->root, "challenge");
+			s = engy_json_get(f->root, "request_id");
+			f->challenge = engy_json_get(f->root, "challenge");
 			if (!cJSON_IsString(s) || !s->valuestring[0] ||
 			    strlen(s->valuestring) > ENGY_GW_MAX_REQUEST_ID)
 				f->bad = "gemm_open: no usable request_id";
@@ -618,9 +617,8 @@ int engy_gw_frame_parse(const char *data, size_t len, struct engy_gw_frame *f,
 				f->request_id = s->valuestring;
 			break;
 		}
-		f->request =
-			cJSON_GetObjectItemCaseSensitive(f->root, "request");
-		s = cJSON_GetObjectItemCaseSensitive(f->root, "stream");
+		f->request = engy_json_get(f->root, "request");
+		s = engy_json_get(f->root, "stream");
 		if (!cJSON_IsObject(f->request)) {
 			f->request = NULL;
 			f->bad = "serve: request is not a JSON object";
@@ -643,7 +641,7 @@ void engy_gw_frame_free(struct engy_gw_frame *f)
 
 static const cJSON *field(const cJSON *o, const char *name)
 {
-	const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, name);
+	const cJSON *j = engy_json_get(o, name);
 
 	return cJSON_IsNull(j) ? NULL : j;
 }

@@ -27,6 +27,7 @@
 
 #include "gateway_mod.h"
 #include "html.h"
+#include "jsonget.h"
 
 #define N_STATES       (GW_W_CLOSED + 1)
 #define N_ATTEMPT_KEYS 32
@@ -211,14 +212,14 @@ static void status_fn(void *arg)
 
 static const char *jstr(const cJSON *o, const char *k)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	const cJSON *v = engy_json_get(o, k);
 
 	return cJSON_IsString(v) ? v->valuestring : "";
 }
 
 static double jnum(const cJSON *o, const char *k)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+	const cJSON *v = engy_json_get(o, k);
 
 	return cJSON_IsNumber(v) ? v->valuedouble : 0;
 }
@@ -244,10 +245,8 @@ static void render_status(const struct statusq *q, struct engy_html *h)
 		"<p>Refreshes every 5 s. Requests open: %.0f; onboarding %s; "
 		"rounds passed %.0f, failed %.0f.</p>\n<h2>workers</h2>\n",
 		jnum(q->doc, "requests_open"),
-		cJSON_IsTrue(
-			cJSON_GetObjectItemCaseSensitive(q->doc, "onboarding"))
-			? "on"
-			: "off",
+		cJSON_IsTrue(engy_json_get(q->doc, "onboarding")) ? "on"
+								  : "off",
 		jnum(q->doc, "rounds_passed"), jnum(q->doc, "rounds_failed"));
 	engy_html_raw(
 		h,
@@ -256,11 +255,10 @@ static void render_status(const struct statusq *q, struct engy_html *h)
 		"<th>breaker</th><th>load / capacity</th><th>TTFT p99 (ms)</th>"
 		"<th>TPOT p99 (ms)</th><th>served / failed</th>"
 		"<th>probe verdicts (pass/cheat/unproven)</th><th>last</th></tr></thead><tbody>\n");
-	cJSON_ArrayForEach(w,
-			   cJSON_GetObjectItemCaseSensitive(q->doc, "workers"))
+	cJSON_ArrayForEach(w, engy_json_get(q->doc, "workers"))
 	{
-		ob = cJSON_GetObjectItemCaseSensitive(w, "onboarding");
-		bk = cJSON_GetObjectItemCaseSensitive(w, "breaker");
+		ob = engy_json_get(w, "onboarding");
+		bk = engy_json_get(w, "breaker");
 		engy_html_printf(
 			h, "<tr><td class=\"n\">%.0f</td><td class=\"name\">",
 			jnum(w, "id"));
@@ -270,8 +268,7 @@ static void render_status(const struct statusq *q, struct engy_html *h)
 		engy_html_raw(h, "</code></td><td>");
 		engy_html_text(h, jstr(w, "model"));
 		engy_html_printf(h, "</td><td class=\"state %s\">",
-				 cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
-					 w, "eligible"))
+				 cJSON_IsTrue(engy_json_get(w, "eligible"))
 					 ? "ok"
 					 : "bad");
 		engy_html_text(h, jstr(w, "state"));

@@ -13,6 +13,7 @@
 
 #include "gateway_int.h"
 #include "json_lazy.h"
+#include "jsonget.h"
 #include "minerproto.h"
 
 static const char *const lazy_keys[] = { "commitment", NULL };
@@ -26,7 +27,7 @@ static int bad(char *err, size_t errlen, const char *what)
 /* A string field of 1..@max bytes, or NULL. */
 static const char *str(const cJSON *o, const char *name, size_t max)
 {
-	const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, name);
+	const cJSON *j = engy_json_get(o, name);
 	size_t n;
 
 	if (!cJSON_IsString(j) || !j->valuestring)
@@ -39,7 +40,7 @@ static const char *str(const cJSON *o, const char *name, size_t max)
 static double num(const cJSON *o, const char *name, double lo, double hi,
 		  double def, bool *ok)
 {
-	const cJSON *j = cJSON_GetObjectItemCaseSensitive(o, name);
+	const cJSON *j = engy_json_get(o, name);
 
 	if (!j)
 		return def;
@@ -61,7 +62,7 @@ static bool printable(const char *s)
 
 static int capacity(const cJSON *o, struct gw_capacity *c)
 {
-	const cJSON *cap = cJSON_GetObjectItemCaseSensitive(o, "capacity");
+	const cJSON *cap = engy_json_get(o, "capacity");
 	bool ok = true;
 
 	memset(c, 0, sizeof(*c));
@@ -71,8 +72,7 @@ static int capacity(const cJSON *o, struct gw_capacity *c)
 		return -EINVAL;
 	c->max_inflight =
 		(unsigned)num(cap, "max_inflight", 1, 1 << 20, 0, &ok);
-	c->has_total = cJSON_GetObjectItemCaseSensitive(
-			       cap, "max_inflight_total") != NULL;
+	c->has_total = engy_json_get(cap, "max_inflight_total") != NULL;
 	c->max_inflight_total =
 		(unsigned)num(cap, "max_inflight_total", 0, 1 << 20, 0, &ok);
 	c->max_input_tokens =
@@ -89,7 +89,7 @@ static int capacity(const cJSON *o, struct gw_capacity *c)
  * Absent: none. */
 static int constraints(const cJSON *o, unsigned *out)
 {
-	const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "constraints"), *c;
+	const cJSON *a = engy_json_get(o, "constraints"), *c;
 
 	*out = 0;
 	if (!a || cJSON_IsNull(a))
@@ -160,7 +160,7 @@ int gw_frame_parse(const char *data, size_t len, struct gw_mframe *f, char *err,
 		f->root = cJSON_ParseWithLength(data, len);
 	if (!cJSON_IsObject(f->root))
 		return bad(err, errlen, "not a JSON object");
-	t = cJSON_GetObjectItemCaseSensitive(f->root, "type");
+	t = engy_json_get(f->root, "type");
 	if (!cJSON_IsString(t) || !t->valuestring)
 		return bad(err, errlen, "no string \"type\"");
 	f->type_name = t->valuestring;
@@ -184,8 +184,7 @@ int gw_frame_parse(const char *data, size_t len, struct gw_mframe *f, char *err,
 		if (!f->corr_id)
 			return bad(err, errlen, "no usable corr_id");
 		if (f->type == GW_M_CHUNK) {
-			f->delta = cJSON_GetObjectItemCaseSensitive(f->root,
-								    "delta");
+			f->delta = engy_json_get(f->root, "delta");
 			if (!cJSON_IsObject(f->delta))
 				return bad(err, errlen,
 					   "chunk.delta: an object");
@@ -213,7 +212,7 @@ void gw_frame_free(struct gw_mframe *f)
 
 const cJSON *gw_frame_member(const cJSON *frame, const char *name, cJSON **own)
 {
-	const cJSON *c = cJSON_GetObjectItemCaseSensitive(frame, name);
+	const cJSON *c = engy_json_get(frame, name);
 
 	*own = NULL;
 	if (!cJSON_IsRaw(c))

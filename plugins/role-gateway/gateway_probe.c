@@ -24,6 +24,7 @@
 #include <engy/proof.h>
 
 #include "gateway_mod.h"
+#include "jsonget.h"
 
 struct pv_job {
 	struct pv_job *next;
@@ -210,11 +211,10 @@ static int take_ids(struct pv_job *j, const cJSON *arr, size_t skip_last)
 static int prepare_c(struct gw_pv *pv, struct pv_job *j, const cJSON *c,
 		     const char *model_root)
 {
-	const cJSON *root = cJSON_GetObjectItemCaseSensitive(c, "model_root");
-	const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, pv->proof->scheme);
-	const cJSON *pids = cJSON_GetObjectItemCaseSensitive(t, "prompt_ids");
-	const cJSON *out =
-		cJSON_GetObjectItemCaseSensitive(c, "output_token_ids");
+	const cJSON *root = engy_json_get(c, "model_root");
+	const cJSON *t = engy_json_get(c, pv->proof->scheme);
+	const cJSON *pids = engy_json_get(t, "prompt_ids");
+	const cJSON *out = engy_json_get(c, "output_token_ids");
 	int rc;
 
 	j->decided = true;
@@ -262,8 +262,7 @@ static int prepare(struct gw_pv *pv, struct pv_job *j, const cJSON *frame,
 	const cJSON *c = gw_frame_member(frame, "commitment", &own);
 	int rc;
 
-	if (!c &&
-	    cJSON_IsRaw(cJSON_GetObjectItemCaseSensitive(frame, "commitment")))
+	if (!c && cJSON_IsRaw(engy_json_get(frame, "commitment")))
 		return -ENOMEM; /* checked text that did not parse */
 	rc = prepare_c(pv, j, c, model_root);
 	cJSON_Delete(own);

@@ -39,6 +39,7 @@
 #include <event2/event.h>
 
 #include "gateway_int.h"
+#include "jsonget.h"
 #include "strcopy.h"
 #include "grow.h"
 #include "logfmt.h"
@@ -491,7 +492,7 @@ void gw_relay_start(struct gw_req *r, struct gw_worker *w)
 
 static const char *dstr(const cJSON *delta, const char *name, size_t *len)
 {
-	const cJSON *j = cJSON_GetObjectItemCaseSensitive(delta, name);
+	const cJSON *j = engy_json_get(delta, name);
 
 	if (!cJSON_IsString(j) || !j->valuestring)
 		return NULL;
@@ -533,11 +534,11 @@ static size_t calls_bytes(const cJSON *calls)
 
 	cJSON_ArrayForEach(c, calls)
 	{
-		f = cJSON_GetObjectItemCaseSensitive(c, "function");
-		j = cJSON_GetObjectItemCaseSensitive(f, "arguments");
+		f = engy_json_get(c, "function");
+		j = engy_json_get(f, "arguments");
 		if (cJSON_IsString(j) && j->valuestring)
 			n += strlen(j->valuestring);
-		j = cJSON_GetObjectItemCaseSensitive(f, "name");
+		j = engy_json_get(f, "name");
 		if (cJSON_IsString(j) && j->valuestring)
 			n += strlen(j->valuestring);
 	}
@@ -572,9 +573,8 @@ static void on_chunk(struct gw_worker *w, const char *corr_id,
 	reasoning = dstr(delta, "reasoning_content", &rlen);
 	if (!reasoning)
 		reasoning = dstr(delta, "reasoning", &rlen);
-	r->content_bytes += clen + rlen +
-			    calls_bytes(cJSON_GetObjectItemCaseSensitive(
-				    delta, "tool_calls"));
+	r->content_bytes +=
+		clen + rlen + calls_bytes(engy_json_get(delta, "tool_calls"));
 	if (r->content_bytes > content_bound(r)) {
 		oversize(r);
 		return;
@@ -582,8 +582,7 @@ static void on_chunk(struct gw_worker *w, const char *corr_id,
 	/* Only a token is a token: an empty chunk neither starts the
 	 * first-token clock (a forged TTFT) nor re-arms the timer. */
 	if (!content && !reasoning &&
-	    cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
-		    delta, "tool_calls")) < 1) {
+	    cJSON_GetArraySize(engy_json_get(delta, "tool_calls")) < 1) {
 		gw_count(w->g, "engy_gw_frames_ignored_total",
 			 "reason=\"empty chunk\"");
 		return;
@@ -716,7 +715,7 @@ static void on_response(struct gw_worker *w, const char *corr_id,
 			const cJSON *frame)
 {
 	struct gw_req *r = find(w, corr_id);
-	const cJSON *err = cJSON_GetObjectItemCaseSensitive(frame, "error");
+	const cJSON *err = engy_json_get(frame, "error");
 	struct engy_api_result res;
 	struct gw_outcome o;
 	char why[256];
@@ -743,9 +742,8 @@ static void on_response(struct gw_worker *w, const char *corr_id,
 				       true, GW_F_ERROR);
 		return;
 	}
-	if (engy_api_result_parse(
-		    cJSON_GetObjectItemCaseSensitive(frame, "output"), &res,
-		    why, sizeof(why)) < 0) {
+	if (engy_api_result_parse(engy_json_get(frame, "output"), &res, why,
+				  sizeof(why)) < 0) {
 		engy_api_result_free(&res);
 		attempt_failed(r, 502, "the worker's output cannot be rendered",
 			       true, GW_F_RENDER);

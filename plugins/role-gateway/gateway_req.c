@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "gateway_int.h"
+#include "jsonget.h"
 #include "strcopy.h"
 #include "logfmt.h"
 
@@ -392,7 +393,7 @@ int gw_submit(struct gw *g, const char *model, cJSON *body_take,
 	r->sink_arg = arg;
 	r->areq.body = body_take;
 	r->areq.stream = true;
-	mt = cJSON_GetObjectItemCaseSensitive(body_take, "max_tokens");
+	mt = engy_json_get(body_take, "max_tokens");
 	if (cJSON_IsNumber(mt) && mt->valuedouble >= 1) {
 		r->areq.has_max_tokens = true;
 		r->areq.max_tokens = (uint64_t)mt->valuedouble;

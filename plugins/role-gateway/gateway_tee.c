@@ -43,6 +43,7 @@
 #include <event2/event.h>
 
 #include "gateway_mod.h"
+#include "jsonget.h"
 
 #define TEE_MAX_N 1000
 /* What a commitment may need (specs/protocol.md §3): its JSON frame, each
@@ -357,7 +358,7 @@ static void tee_response(void *arg, struct gw_worker *w, const struct gw_req *r,
 			 const cJSON *frame)
 {
 	struct tee *t = arg;
-	const cJSON *c = cJSON_GetObjectItemCaseSensitive(frame, "commitment");
+	const cJSON *c = engy_json_get(frame, "commitment");
 	size_t limit = entry_limit(w, r);
 	struct tee_ent *e;
 	char *s;
@@ -638,7 +639,7 @@ static void ack(struct tee *t, struct engy_http_exchange *x,
 		const struct engy_http_request *hr)
 {
 	cJSON *in = cJSON_ParseWithLength((const char *)hr->body, hr->body_len);
-	const cJSON *acks = cJSON_GetObjectItemCaseSensitive(in, "acks"), *a;
+	const cJSON *acks = engy_json_get(in, "acks"), *a;
 	unsigned acked = 0, unknown = 0, verdicts = 0;
 	cJSON *o;
 
@@ -652,8 +653,8 @@ static void ack(struct tee *t, struct engy_http_exchange *x,
 	}
 	cJSON_ArrayForEach(a, acks)
 	{
-		const cJSON *seq = cJSON_GetObjectItemCaseSensitive(a, "seq");
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, "verdict");
+		const cJSON *seq = engy_json_get(a, "seq");
+		const cJSON *v = engy_json_get(a, "verdict");
 		struct tee_ent *e = NULL;
 		uint64_t s;
 		int vk = 0;
@@ -816,8 +817,8 @@ static void open_req(struct tee *t, struct engy_http_exchange *x,
 			    ? NULL
 			    : cJSON_ParseWithLength((const char *)hr->body,
 						    hr->body_len);
-	const cJSON *seq = cJSON_GetObjectItemCaseSensitive(in, "seq");
-	cJSON *ch = cJSON_GetObjectItemCaseSensitive(in, "challenge");
+	const cJSON *seq = engy_json_get(in, "seq");
+	cJSON *ch = engy_json_get(in, "challenge");
 	cJSON *fr = NULL;
 	struct tee_ent *e = NULL;
 	struct tee_open *o;
@@ -939,8 +940,8 @@ static void tee_opening(struct gw *g, struct gw_worker *w, const char *corr_id,
 		open_end(o, NULL, "oversize", why);
 		return;
 	}
-	op = cJSON_GetObjectItemCaseSensitive(frame, "opening");
-	err = cJSON_GetObjectItemCaseSensitive(frame, "error");
+	op = engy_json_get(frame, "opening");
+	err = engy_json_get(frame, "error");
 	if (cJSON_IsObject(op)) {
 		body = cJSON_CreateObject();
 		if (body) {

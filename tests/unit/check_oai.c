@@ -339,6 +339,58 @@ START_TEST(test_parse_errors)
 }
 END_TEST
 
+/* The byte checks before the parse read plain runs a word at a time:
+ * each refused byte at every offset of a long string (all alignments,
+ * before and after the word loop's end) is still found, and the same
+ * body with a plain byte there is accepted. */
+START_TEST(test_parse_bytes_every_offset)
+{
+	static const struct {
+		const char *bytes, *want;
+	} bad[] = {
+		{ "\x01",
+		  "request body: not valid JSON: a raw control character" },
+		{ "\x1f",
+		  "request body: not valid JSON: a raw control character" },
+		{ "\\u0000", "request body: not valid JSON: a NUL" },
+		{ "\xff", "request body: not valid UTF-8" },
+		{ "\x80", "request body: not valid UTF-8" },
+		{ "\xc3", "request body: not valid UTF-8" },
+		{ "\xed\xa0\x80", "request body: not valid UTF-8" },
+	};
+	struct engy_api_req req;
+	char body[256], text[64];
+	size_t i, k;
+
+	for (k = 0; k < 40; k++) {
+		for (i = 0; i <= sizeof(bad) / sizeof(bad[0]); i++) {
+			memset(text, 'a', k);
+			snprintf(text + k, sizeof(text) - k, "%s%s",
+				 i < sizeof(bad) / sizeof(bad[0])
+					 ? bad[i].bytes
+					 : "\\\"\xc3\xa9",
+				 "bcdefghijklmnop");
+			snprintf(body, sizeof(body),
+				 "{\"model\":\"m\",\"messages\":[{\"role\":"
+				 "\"user\",\"content\":\"%s\"}]}",
+				 text);
+			if (i == sizeof(bad) / sizeof(bad[0])) {
+				ck_assert_msg(parse(body, &req) == 0,
+					      "offset %zu: %s", k, err);
+				engy_api_req_free(&req);
+				continue;
+			}
+			ck_assert_msg(parse(body, &req) == -EINVAL,
+				      "accepted %s at offset %zu", bad[i].bytes,
+				      k);
+			ck_assert_msg(strstr(err, bad[i].want) == err,
+				      "offset %zu: got \"%s\", want \"%s\"", k,
+				      err, bad[i].want);
+		}
+	}
+}
+END_TEST
+
 /* Structured outputs and forced tools: the constraint and what the body
  * carries to the miner (expected values from OpenAI's API reference). */
 START_TEST(test_parse_constraint)
@@ -804,6 +856,7 @@ int main(void)
 	tcase_add_test(tc, test_parse_minimal);
 	tcase_add_test(tc, test_parse_full);
 	tcase_add_test(tc, test_parse_errors);
+	tcase_add_test(tc, test_parse_bytes_every_offset);
 	tcase_add_test(tc, test_parse_constraint);
 	tcase_add_test(tc, test_limits);
 	tcase_add_test(tc, test_result_parse);
