@@ -4,6 +4,7 @@
  * parsed member by member with named members checked and kept as text
  * (json_lazy.h).
  */
+#include <float.h>
 #include <limits.h>
 #include <locale.h>
 #include <stdbool.h>
@@ -420,6 +421,44 @@ static const char *build_string(const char *p, const char *end, char **out)
 }
 
 /*
+ * A decimal without an exponent, digits @d..@p with its point at @dot,
+ * of at most EXACT_DIGITS digits ("0.7", "12.25"): its value in *@n, the
+ * one strtod() gives, as the integer of its digits divided by a power of
+ * ten.  Both are exact doubles (below 2^53, 10^k for k <= 22), so the
+ * quotient is the correctly rounded value, as strtod()'s is.  Only where
+ * double arithmetic is done in double (FLT_EVAL_METHOD 0).
+ */
+static bool short_decimal(const char *d, const char *dot, const char *p,
+			  double *n)
+{
+#if defined(FLT_EVAL_METHOD) && FLT_EVAL_METHOD == 0
+	static const double tens[] = { 1e0,  1e1,  1e2,	 1e3, 1e4,  1e5,
+				       1e6,  1e7,  1e8,	 1e9, 1e10, 1e11,
+				       1e12, 1e13, 1e14, 1e15 };
+	const char *q;
+	uint64_t m = 0;
+
+	if (!dot || p - d - 1 > EXACT_DIGITS)
+		return false;
+	for (q = d; q < p; q++) {
+		if (q == dot)
+			continue;
+		if (*q < '0' || *q > '9')
+			return false; /* an exponent: strtod() */
+		m = m * 10 + (uint64_t)(*q - '0');
+	}
+	*n = (double)m / tens[p - dot - 1];
+	return true;
+#else
+	(void)d;
+	(void)dot;
+	(void)p;
+	(void)n;
+	return false;
+#endif
+}
+
+/*
  * @p at a number's first byte: the number in @it as cJSON has it (its
  * double as strtod() reads the text in this locale, its int that double
  * saturated to int's range), and the byte after it; NULL for what the
@@ -450,6 +489,9 @@ static const char *build_number(const char *p, const char *end, cJSON *it)
 		n = (double)v;
 		if (*s == '-')
 			n = -n; /* -0 too */
+	} else if (short_decimal(d, dot, p, &n)) {
+		if (*s == '-')
+			n = -n;
 	} else {
 		/* as cJSON: '.' as this locale's decimal point, for strtod() */
 		memcpy(buf, s, (size_t)(p - s));

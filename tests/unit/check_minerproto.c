@@ -958,6 +958,63 @@ static char *nested(unsigned depth, bool obj)
  * exactly cJSON's tree, node for node (the dump compares the doubles'
  * bits, so -0 and the last bit of a rounding count), with cJSON's end;
  * whatever they leave is NULL (the caller's cJSON parse decides). */
+/* Short decimals ("0.7", "-12.250") are converted as an integer over a
+ * power of ten: against strtod() (through cJSON) on every split of up to
+ * 15 digits, with digits from a fixed-seed generator, signs, trailing
+ * zeros and the boundary values. */
+START_TEST(test_json_parse_decimals)
+{
+	static const char *const fixed[] = {
+		"0.7",
+		"-0.0",
+		"0.1",
+		"0.3",
+		"2.675",
+		"1.005",
+		"999999999999999.9",
+		"0.000000000000001",
+		"9.999999999999999",
+		"123456789012345.6",
+		"0.30000000000000004",
+		"5e-1",
+		"1.5E2",
+	};
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+	char t[64];
+	size_t i;
+	int len, dotpos, k;
+
+	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		parse_as_cjson(fixed[i], strlen(fixed[i]), true);
+	for (i = 0; i < 60000; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		len = 1 + (int)(x % 17); /* digits: 1..17 */
+		dotpos = 1 +
+			 (int)((x >> 8) % (unsigned)len); /* after this many */
+		k = 0;
+		if ((x >> 20) & 1)
+			t[k++] = '-';
+		for (int d = 0; d < len; d++) {
+			if (d == dotpos)
+				t[k++] = '.';
+			/* no leading zero before more digits */
+			t[k++] = (char)('0' +
+					(d == 0 && dotpos > 1
+						 ? 1 + (x >> (24 + d % 30)) % 9
+						 : (x >> (24 + d % 30)) % 10));
+		}
+		if (dotpos == len) {
+			t[k++] = '.';
+			t[k++] = (char)('0' + (x >> 60) % 10);
+		}
+		t[k] = '\0';
+		parse_as_cjson(t, (size_t)k, true);
+	}
+}
+END_TEST
+
 START_TEST(test_json_parse)
 {
 	static const struct {
@@ -1184,6 +1241,7 @@ int main(void)
 	tcase_add_test(tc, test_json_skip);
 	tcase_add_test(tc, test_json_lazy);
 	tcase_add_test(tc, test_json_parse);
+	tcase_add_test(tc, test_json_parse_decimals);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
