@@ -332,6 +332,21 @@ curl -s "http://127.0.0.1:$MPORT/metrics" | awk '
 	  for (i = 1; i <= n; i++) if (les[i] != "+Inf")
 		printf " <=%gms %.2f%%", les[i] * 1000, 100 * c[i] / total
 	  printf "\n" }'
+# Peak memory after all the rounds (VmHWM, the resident high-water mark):
+# engyd with its allocator, nginx's master and workers together.
+hwm_kib() { sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$1/status" 2> /dev/null; }
+GW_HWM=$(hwm_kib $GW_PID)
+NG_HWM=""
+if [ -n "$NGPID" ]; then
+	NG_HWM=0
+	for p in $(pgrep -g $NGPID 2> /dev/null); do
+		h=$(hwm_kib $p)
+		NG_HWM=$((NG_HWM + ${h:-0}))
+	done
+fi
+[ -z "$GW_HWM" ] || printf '  peak memory (VmHWM): engyd %d MiB (%s)%s\n' $((GW_HWM / 1024)) \
+	"$("$top_builddir/engyd/engyd" --version | sed -n 's/^allocator: //p')" \
+	"${NG_HWM:+, nginx master and workers $((NG_HWM / 1024)) MiB}"
 [ $rc = 0 ] || exit $rc
 [ -z "$LLPID" ] || stop_group $LLPID
 [ -z "$NGPID" ] || stop_group $NGPID
