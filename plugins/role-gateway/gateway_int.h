@@ -549,7 +549,7 @@ struct gw {
 		uint8_t hash[GW_HASH_BYTES];
 		bool used;
 	} khash[GW_KHASH_SLOTS];
-	uint8_t khash_key[32];
+	uint8_t khash_key[16]; /* SipHash-2-4's, 128-bit output */
 	/* engy_gw_requests_total's series met so far (gateway_req.c) */
 	struct gw_req_series {
 		const char *api; /* a string constant: compared by address */
