@@ -140,6 +140,34 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return k;
 }
 
+#define ONES 0x0101010101010101ULL
+
+/* The first byte at or after @p (before @end) that is below 0x20, a
+ * quote or a backslash, or with @ascii set at or above 0x80: a string's
+ * plain run, eight bytes at a time (the "has a byte less than n" word
+ * tests, exact as a yes or no for the word). */
+static const unsigned char *plain_run(const unsigned char *p,
+				      const unsigned char *end, bool ascii)
+{
+	const uint64_t hi = ONES * 0x80;
+	uint64_t w, q, b;
+
+	while (end - p >= 8) {
+		memcpy(&w, p, sizeof(w));
+		q = w ^ ONES * '"';
+		b = w ^ ONES * '\\';
+		if ((((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) |
+		     ((b - ONES) & ~b) | (ascii ? w : 0)) &
+		    hi)
+			break;
+		p += 8;
+	}
+	while (p < end && *p >= 0x20 && *p != '"' && *p != '\\' &&
+	       !(ascii && *p >= 0x80))
+		p++;
+	return p;
+}
+
 size_t engy_sse_utf8_cut(const char *s, size_t len, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)s;
@@ -168,10 +196,7 @@ int engy_sse_out_jstr(struct engy_sse_out *o, const char *s, size_t n)
 	if (engy_sse_out_add(o, "\"", 1))
 		return o->err;
 	while (i < n) {
-		run = i;
-		while (run < n && u[run] >= 0x20 && u[run] < 0x80 &&
-		       u[run] != '"' && u[run] != '\\')
-			run++;
+		run = (size_t)(plain_run(u + i, u + n, true) - u);
 		if (run > i && engy_sse_out_add(o, s + i, run - i))
 			return o->err;
 		i = run;
@@ -279,17 +304,16 @@ int engy_sse_out_comment(struct engy_sse_out *o, const char *text)
 
 int engy_sse_out_cjson_str(struct engy_sse_out *o, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)s, *run;
+	const unsigned char *p = (const unsigned char *)s, *run, *end;
 	char u[8];
 
 	if (!s)
 		return engy_sse_out_add(o, "\"\"", 2);
 	engy_sse_out_add(o, "\"", 1);
-	for (run = p; *p; p++) {
+	end = p + strlen(s);
+	for (run = p; (p = plain_run(p, end, false)) < end; p++) {
 		const char *e;
 
-		if (*p >= 32 && *p != '"' && *p != '\\')
-			continue;
 		engy_sse_out_add(o, (const char *)run, (size_t)(p - run));
 		run = p + 1;
 		switch (*p) {

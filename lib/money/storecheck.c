@@ -21,7 +21,18 @@ bool engy_store_text_ok(const char *str, size_t min, size_t max)
 
 bool engy_store_fixed_ok(const char *str, size_t cap)
 {
-	return memchr(str, '\0', cap) && engy_store_text_ok(str, 0, cap - 1);
+	size_t n;
+
+	/* engy_store_text_ok(str, 0, cap - 1) within @cap bytes, one pass */
+	for (n = 0; n < cap; n++) {
+		unsigned char c = (unsigned char)str[n];
+
+		if (!c)
+			return true;
+		if (c < 0x20 || c == 0x7f)
+			return false;
+	}
+	return false;
 }
 
 bool engy_store_name_ok(const char *str, size_t max)

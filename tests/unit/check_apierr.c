@@ -320,6 +320,54 @@ START_TEST(test_writer)
 }
 END_TEST
 
+/* Both string writers read plain runs eight bytes at a time: each byte
+ * that needs an escape (or a replacement), at every offset of a long
+ * string, comes out as it does alone. */
+START_TEST(test_writer_every_offset)
+{
+	static const struct {
+		const char *in, *jstr;
+	} sp[] = {
+		{ "\x01", "\\u0001" },	    { "\x1f", "\\u001f" },
+		{ "\"", "\\\"" },	    { "\\", "\\\\" },
+		{ "\x7f", "\x7f" },	    { "\xc3\xa9", "\xc3\xa9" },
+		{ "\xff", "\xef\xbf\xbd" }, { "\n", "\\n" },
+	};
+	struct engy_sse_out o;
+	char in[96], want[128];
+	size_t k, i;
+
+	for (k = 0; k < 40; k++) {
+		for (i = 0; i < sizeof(sp) / sizeof(sp[0]); i++) {
+			cJSON *j;
+			char *c;
+
+			memset(in, 'a', k);
+			snprintf(in + k, sizeof(in) - k, "%sbcdefghijklmnopq",
+				 sp[i].in);
+			memset(want, 'a', k + 1);
+			want[0] = '"';
+			snprintf(want + k + 1, sizeof(want) - k - 1,
+				 "%sbcdefghijklmnopq\"", sp[i].jstr);
+			engy_sse_out_init(&o);
+			ck_assert_int_eq(engy_sse_out_jstr(&o, in, strlen(in)),
+					 0);
+			ck_assert_msg(strcmp(o.buf, want) == 0,
+				      "jstr, offset %zu, byte #%zu", k, i);
+			engy_sse_out_reset(&o);
+			j = cJSON_CreateString(in);
+			c = cJSON_PrintUnformatted(j);
+			ck_assert_int_eq(engy_sse_out_cjson_str(&o, in), 0);
+			ck_assert_msg(strcmp(o.buf, c) == 0,
+				      "cjson_str, offset %zu, byte #%zu", k, i);
+			free(c);
+			cJSON_Delete(j);
+			engy_sse_out_free(&o);
+		}
+	}
+}
+END_TEST
+
 /* engy_sse_out_cjson(): byte for byte what cJSON_PrintUnformatted()
  * prints (the serve frame's request), numbers at both of cJSON's
  * precisions, escapes, nesting and raw text included. */
@@ -391,6 +439,7 @@ int main(void)
 	tcase_add_test(tc, test_param_of);
 	tcase_add_test(tc, test_models_keys);
 	tcase_add_test(tc, test_writer);
+	tcase_add_test(tc, test_writer_every_offset);
 	tcase_add_test(tc, test_cjson_print);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
