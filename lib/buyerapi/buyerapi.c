@@ -14,6 +14,7 @@
 #include "buyerapi_int.h"
 #include "json_lazy.h"
 #include "jsonget.h"
+#include "jsonword.h"
 #include "minerproto.h"
 
 int engy_api_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
@@ -97,27 +98,6 @@ bool engy_api_has_tool(const cJSON *tools, const char *name)
 
 /* Whether @s[0..@n) is well-formed UTF-8 (no overlong forms, no
  * surrogates, nothing above U+10FFFF). */
-#define ONES 0x0101010101010101ULL
-
-static uint64_t load8(const unsigned char *p)
-{
-	uint64_t w;
-
-	memcpy(&w, p, sizeof(w));
-	return w;
-}
-
-/* Whether a byte of @w is below 0x20, a quote or a backslash (exact as
- * a yes or no: the "has a byte less than n" word tests). */
-static bool special8(uint64_t w)
-{
-	uint64_t q = w ^ ONES * '"', b = w ^ ONES * '\\';
-
-	return (((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) |
-		((b - ONES) & ~b)) &
-	       ONES * 0x80;
-}
-
 static bool utf8_ok(const unsigned char *s, size_t n)
 {
 	size_t i = 0, k, j;
@@ -128,7 +108,8 @@ static bool utf8_ok(const unsigned char *s, size_t n)
 		if (c < 0x80) {
 			i++;
 			/* ASCII, most bodies all of it: a word at a time */
-			while (n - i >= 8 && !(load8(s + i) & ONES * 0x80))
+			while (n - i >= 8 &&
+			       !(engy_word_load(s + i) & ENGY_WORD_HIGHS))
 				i += 8;
 			continue;
 		}
@@ -168,7 +149,8 @@ static const char *json_bytes_bad(const unsigned char *s, size_t n)
 
 		if (in_str) {
 			/* a string's plain bytes, a word at a time */
-			while (n - i >= 8 && !special8(load8(s + i)))
+			while (n - i >= 8 &&
+			       !engy_word_json_special(engy_word_load(s + i)))
 				i += 8;
 			if (i >= n)
 				break;

@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "grow.h"
+#include "jsonword.h"
 #include "sse_out.h"
 
 void engy_sse_out_init(struct engy_sse_out *o)
@@ -140,25 +141,18 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return k;
 }
 
-#define ONES 0x0101010101010101ULL
-
-/* The first byte at or after @p (before @end) that is below 0x20, a
- * quote or a backslash, or with @ascii set at or above 0x80: a string's
- * plain run, eight bytes at a time (the "has a byte less than n" word
- * tests, exact as a yes or no for the word). */
+/* The first byte at or after @p (before @end) that a JSON string does not
+ * hold as it is, or with @ascii set one at or above 0x80: a plain run,
+ * eight bytes at a time. */
 static const unsigned char *plain_run(const unsigned char *p,
 				      const unsigned char *end, bool ascii)
 {
-	const uint64_t hi = ONES * 0x80;
-	uint64_t w, q, b;
+	uint64_t w;
 
 	while (end - p >= 8) {
-		memcpy(&w, p, sizeof(w));
-		q = w ^ ONES * '"';
-		b = w ^ ONES * '\\';
-		if ((((w - ONES * 0x20) & ~w) | ((q - ONES) & ~q) |
-		     ((b - ONES) & ~b) | (ascii ? w : 0)) &
-		    hi)
+		w = engy_word_load(p);
+		if (engy_word_json_special(w) |
+		    (ascii ? w & ENGY_WORD_HIGHS : 0))
 			break;
 		p += 8;
 	}

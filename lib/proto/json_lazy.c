@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "json_lazy.h"
+#include "jsonword.h"
 
 /* cJSON reads a number through a 64-byte buffer: a longer one fails. */
 #define NUMBER_MAX 63
@@ -61,31 +62,14 @@ static inline const char *ws(const char *p, const char *end)
 	return p;
 }
 
-/*
- * Eight bytes at a time: the bytes of @x a string does not hold as they
- * are (below 0x20, a quote, a backslash) as their top bits, by the "a
- * byte is zero / below n" word tricks.  Exact up to the first such byte
- * (a borrow only spreads up from one), so the lowest bit set is it.
- */
-static inline uint64_t special8(uint64_t x)
-{
-	const uint64_t ones = 0x0101010101010101ULL;
-	const uint64_t highs = 0x8080808080808080ULL;
-	uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
-
-	return (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) |
-		((b - ones) & ~b)) &
-	       highs;
-}
-
 /* The first byte at or after @p that a string does not hold as it is. */
 static inline const char *plain(const char *p, const char *end)
 {
 	uint64_t x, m;
 
 	while (end - p >= 8) {
-		memcpy(&x, p, sizeof(x));
-		if ((m = special8(x))) {
+		x = engy_word_load(p);
+		if ((m = engy_word_json_special(x))) {
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
 			return p + (__builtin_ctzll(m) >> 3);
 #else
@@ -340,6 +324,24 @@ static cJSON *node(void)
 	return it;
 }
 
+/* A new last child of @parent after @last (NULL: the first), linked as
+ * cJSON links them: the first child's prev is the last one. */
+static cJSON *append(cJSON *parent, cJSON *last)
+{
+	cJSON *c = node();
+
+	if (!c)
+		return NULL;
+	if (last) {
+		last->next = c;
+		c->prev = last;
+	} else {
+		parent->child = c;
+	}
+	parent->child->prev = c;
+	return c;
+}
+
 /* @p..@p+@n as a new NUL-terminated string, freed by cJSON_Delete(). */
 static char *text(const char *p, size_t n)
 {
@@ -536,16 +538,8 @@ static const char *build_container(const char *p, const char *end, cJSON *it,
 	if (p < end && *p == close)
 		return p + 1;
 	for (;;) {
-		if (!(c = node()))
+		if (!(c = last = append(it, last)))
 			return NULL;
-		if (last) {
-			last->next = c;
-			c->prev = last;
-		} else {
-			it->child = c;
-		}
-		last = c;
-		it->child->prev = c;
 		if (obj) {
 			if (p >= end || *p != '"' ||
 			    !(p = build_string(p, end, &c->string)))
@@ -642,16 +636,8 @@ cJSON *engy_json_parse_lazy(const char *s, size_t len,
 		goto done;
 	}
 	for (;;) {
-		if (!(item = node()))
+		if (!(item = last = append(root, last)))
 			goto fail;
-		if (last) {
-			last->next = item;
-			item->prev = last;
-		} else {
-			root->child = item;
-		}
-		last = item;
-		root->child->prev = item;
 		if (p >= end || *p != '"' ||
 		    !(p = build_string(p, end, &item->string)))
 			goto fail;
