@@ -96,7 +96,10 @@ gw_stop() {
 		sleep 0.05
 	done
 	wait "$GPID" && rc=0 || rc=$?
-	[ "$rc" = 0 ] || fail "$1: exit $rc after SIGTERM: $(tail -5 "$T/$1.log")"
+	# A sanitizer's report at exit (LeakSanitizer's) is what a nonzero exit
+	# after "stopped exit=0" means: show it, with its stacks.
+	[ "$rc" = 0 ] || fail "$1: exit $rc after SIGTERM: $(tail -5 "$T/$1.log")
+$(grep -h -A40 'Sanitizer\|runtime error' "$T/$1.stderr" 2> /dev/null | head -80)"
 }
 
 # pm NAME KEY [VAR=VALUE...]: a scripted miner; sets PMPID.  Its events
