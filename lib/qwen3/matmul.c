@@ -420,9 +420,11 @@ static AVX void avx_dispatch(const float *x, size_t ldx, const void *w,
  * in the same order and every element goes through the same finish():
  * the same bits as avx2+fma, with twice the multiply-adds per instruction.
  * P column pairs; the last pair of an odd C loads its last column twice
- * and keeps one.
+ * and keeps one.  bf16 weights are widened 16 k at a time where they
+ * can be (z_loadw2: AVX512-BW's word permute, which every AVX-512 CPU but
+ * the Xeon Phi has), each half then added as the 8-k step adds it.
  */
-#define AVX512 __attribute__((target("avx512f,avx2,fma")))
+#define AVX512 __attribute__((target("avx512f,avx512bw,avx2,fma")))
 
 static inline __attribute__((always_inline)) AVX512 __m512 z_pair_ps(__m256 lo,
 								     __m256 hi)
@@ -450,6 +452,36 @@ z_loadw(const void *w0, const void *w1, int wt, size_t k)
 			 _mm256_loadu_ps((const float *)w1 + k));
 }
 
+/*
+ * Two 8-k blocks of a column pair from one load of each row: @lo gets
+ * w0[k..k+7] then w1[k..k+7] and @hi the 8 after each, as z_loadw() gives
+ * them at k and at k + 8.  One zero-masked word permute per block puts
+ * each bf16 in the high half of its float lane (the low half zero), in
+ * place of a zero-extension and a shift per block and a load per row.
+ */
+static const uint16_t z_idx[2][32] = {
+	{ 0, 0,	 0, 1,	0, 2,  0, 3,  0, 4,  0, 5,  0, 6,  0, 7,
+	  0, 16, 0, 17, 0, 18, 0, 19, 0, 20, 0, 21, 0, 22, 0, 23 },
+	{ 0, 8,	 0, 9,	0, 10, 0, 11, 0, 12, 0, 13, 0, 14, 0, 15,
+	  0, 24, 0, 25, 0, 26, 0, 27, 0, 28, 0, 29, 0, 30, 0, 31 },
+};
+
+static inline __attribute__((always_inline)) AVX512 void
+z_loadw2(const void *w0, const void *w1, size_t k, __m512i ilo, __m512i ihi,
+	 __m512 *lo, __m512 *hi)
+{
+	__m512i ab = _mm512_inserti64x4(
+		_mm512_castsi256_si512(_mm256_loadu_si256(
+			(const __m256i *)((const uint16_t *)w0 + k))),
+		_mm256_loadu_si256((const __m256i *)((const uint16_t *)w1 + k)),
+		1);
+
+	*lo = _mm512_castsi512_ps(
+		_mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, ilo, ab));
+	*hi = _mm512_castsi512_ps(
+		_mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, ihi, ab));
+}
+
 static inline __attribute__((always_inline)) AVX512 void
 z_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 	float *y, size_t ldy, int C, const int R, const int P, const int WT)
@@ -465,7 +497,42 @@ z_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 	_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
 		_Pragma("GCC unroll 4") for (p = 0; p < P; p++) acc[r][p] =
 			_mm512_setzero_ps();
-	for (k = 0; k + 8 <= in; k += 8) {
+	k = 0;
+	if (WT == MM_BF16) {
+		const __m512i ilo = _mm512_loadu_si512(z_idx[0]),
+			      ihi = _mm512_loadu_si512(z_idx[1]);
+		__m512 wh[4];
+
+		/* Each accumulator adds block k, then block k + 8: the
+		 * 8-k loop's order. */
+		for (; k + 16 <= in; k += 16) {
+			if (R <= 2 && (k & 31) == 0)
+				for (c = 0; c < C; c++)
+					_mm_prefetch((const char *)WROW(
+							     w, WT, c + PF_ROWS,
+							     ldw) +
+							     k * 2,
+						     _MM_HINT_T1);
+			_Pragma("GCC unroll 4") for (p = 0; p < P; p++)
+				z_loadw2(wr[2 * p], wr[2 * p + 1], k, ilo, ihi,
+					 &wv[p], &wh[p]);
+			_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
+			{
+				__m256 h = _mm256_loadu_ps(x + r * ldx + k);
+
+				xv = z_pair_ps(h, h);
+				_Pragma("GCC unroll 4") for (p = 0; p < P;
+							     p++) acc[r][p] =
+					_mm512_fmadd_ps(xv, wv[p], acc[r][p]);
+				h = _mm256_loadu_ps(x + r * ldx + k + 8);
+				xv = z_pair_ps(h, h);
+				_Pragma("GCC unroll 4") for (p = 0; p < P;
+							     p++) acc[r][p] =
+					_mm512_fmadd_ps(xv, wh[p], acc[r][p]);
+			}
+		}
+	}
+	for (; k + 8 <= in; k += 8) {
 		/* As in avx_block: decode streams the weights; ask for the
 		 * rows PF_ROWS on, into L2. */
 		if (R <= 2 && (k & (WT == MM_BF16 ? 31 : 15)) == 0)
@@ -561,7 +628,8 @@ static bool has_avx2(void)
 
 static bool has_avx512(void)
 {
-	return has_avx2() && __builtin_cpu_supports("avx512f");
+	return has_avx2() && __builtin_cpu_supports("avx512f") &&
+	       __builtin_cpu_supports("avx512bw");
 }
 #endif
 

@@ -42,7 +42,7 @@ static const size_t mm_shapes[][3] = {
 	{ 1, 1, 1 },   { 1, 7, 3 },	 { 2, 8, 4 },	 { 3, 37, 9 },
 	{ 5, 64, 17 }, { 1, 130, 33 },	 { 7, 9, 2 },	 { 4, 8, 3 },
 	{ 8, 16, 5 },  { 16, 40, 50 },	 { 17, 33, 97 }, { 4, 512, 13 },
-	{ 2, 96, 15 }, { 20, 136, 100 },
+	{ 2, 96, 15 }, { 20, 136, 100 }, { 1, 24, 9 },	 { 2, 40, 7 },
 };
 
 /* Random inputs @x [nx], weights @w [nw] and their bf16 bits @wb; with
@@ -159,7 +159,8 @@ static float *by_kernel(const char *name, struct mm_pool *p, const float *x,
 /*
  * The AVX-512 kernel keeps the AVX2 kernel's eight lanes per element (two
  * columns per register): the very same bits, on every block shape and
- * tail.  Runs where the CPU has AVX-512F (says so where not).
+ * tail (bf16 weights 16 k at a time, then an 8-k block, then the rest).
+ * Runs where the CPU has AVX-512F and AVX512-BW (says so where not).
  */
 START_TEST(test_matmul_kernels)
 {
