@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What matmul.c and matmul_bf16dp.c share: the x86 switch, decode's
- * prefetch distance, and the bf16dp profile's entry points.
+ * What matmul.c, matmul_bf16dp.c and mm_pool.c share: the x86 switch,
+ * decode's prefetch distance, and the bf16dp profile's entry points.
  */
 #ifndef Q3_MATMUL_INT_H
 #define Q3_MATMUL_INT_H

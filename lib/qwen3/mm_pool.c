@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reference engine's thread pool (matmul.h): the caller plus
+ * threads-1 workers.
+ *
+ * The pool hands out tasks through one 64-bit atomic word, generation in
+ * the top half and next task index in the bottom half: a worker claims a
+ * task with a compare-and-swap, so one that wakes up late can never run a
+ * task of a job that has moved on, and the caller only waits for claimed
+ * tasks to finish, never for a sleeping worker to notice.  Workers spin a
+ * little before they sleep: a decode step issues dozens of short jobs.
+ */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "matmul.h"
+#include "matmul_int.h"
+
+#ifdef MM_X86
+#define cpu_relax() __builtin_ia32_pause()
+#else
+#define cpu_relax()                                                            \
+	do {                                                                   \
+	} while (0)
+#endif
+
+#define SPIN_WAKE 4000 /* pause loops a worker spins before sleeping */
+#define SPIN_DONE 2000 /* ... the caller spins before yielding */
+
+typedef void (*task_fn)(void *arg, size_t task, unsigned thread);
+
+struct slot {
+	_Atomic(task_fn) fn;
+	_Atomic(void *) arg;
+	atomic_size_t n;
+	atomic_size_t done;
+};
+
+struct mm_pool {
+	unsigned n; /* threads, the caller included */
+	pthread_t *th;
+	atomic_uint_fast64_t ctl; /* gen << 32 | next task */
+	struct slot slot[2];	  /* job of gen g lives in slot[g & 1] */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	atomic_uint sleepers;
+	atomic_bool stop;
+};
+
+struct worker_arg {
+	struct mm_pool *p;
+	unsigned idx;
+};
+
+/* Claims and runs tasks of the current job; returns its generation. */
+static uint32_t run_tasks(struct mm_pool *p, unsigned thread, uint32_t only)
+{
+	uint64_t c;
+
+	for (;;) {
+		uint32_t g, idx;
+		struct slot *s;
+
+		c = atomic_load_explicit(&p->ctl, memory_order_acquire);
+		g = (uint32_t)(c >> 32);
+		idx = (uint32_t)c;
+		if (only && g != only)
+			return g;
+		s = &p->slot[g & 1];
+		if (idx >= atomic_load_explicit(&s->n, memory_order_relaxed))
+			return g;
+		if (!atomic_compare_exchange_weak(&p->ctl, &c, c + 1))
+			continue;
+		atomic_load_explicit(&s->fn, memory_order_relaxed)(
+			atomic_load_explicit(&s->arg, memory_order_relaxed),
+			idx, thread);
+		atomic_fetch_add_explicit(&s->done, 1, memory_order_release);
+	}
+}
+
+static bool changed(struct mm_pool *p, uint32_t g)
+{
+	return (uint32_t)(atomic_load(&p->ctl) >> 32) != g ||
+	       atomic_load(&p->stop);
+}
+
+static void *worker(void *a)
+{
+	struct worker_arg *wa = a;
+	struct mm_pool *p = wa->p;
+	unsigned idx = wa->idx, i;
+	uint32_t g = 0;
+
+	free(wa);
+	for (;;) {
+		g = run_tasks(p, idx, 0);
+		for (i = 0; i < SPIN_WAKE && !changed(p, g); i++)
+			cpu_relax();
+		if (!changed(p, g)) {
+			pthread_mutex_lock(&p->mu);
+			atomic_fetch_add(&p->sleepers, 1);
+			while (!changed(p, g))
+				pthread_cond_wait(&p->cv, &p->mu);
+			atomic_fetch_sub(&p->sleepers, 1);
+			pthread_mutex_unlock(&p->mu);
+		}
+		if (atomic_load(&p->stop))
+			return NULL;
+	}
+}
+
+struct mm_pool *engy_mm_pool_new(unsigned threads)
+{
+	struct mm_pool *p = calloc(1, sizeof(*p));
+	unsigned i;
+
+	if (!p)
+		return NULL;
+	p->n = threads ? threads : 1;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	if (p->n > 1) {
+		p->th = calloc(p->n, sizeof(*p->th));
+		if (!p->th)
+			goto fail;
+	}
+	for (i = 1; i < p->n; i++) {
+		struct worker_arg *wa = malloc(sizeof(*wa));
+
+		if (!wa)
+			goto fail_threads;
+		wa->p = p;
+		wa->idx = i;
+		if (pthread_create(&p->th[i], NULL, worker, wa)) {
+			free(wa);
+			goto fail_threads;
+		}
+	}
+	return p;
+fail_threads:
+	p->n = i; /* the threads that exist */
+	engy_mm_pool_free(p);
+	return NULL;
+fail:
+	free(p);
+	return NULL;
+}
+
+void engy_mm_pool_free(struct mm_pool *p)
+{
+	unsigned i;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	atomic_store(&p->stop, true);
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	for (i = 1; i < p->n; i++)
+		pthread_join(p->th[i], NULL);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	free(p->th);
+	free(p);
+}
+
+unsigned engy_mm_pool_threads(const struct mm_pool *p)
+{
+	return p->n;
+}
+
+void engy_mm_pool_run(struct mm_pool *p, task_fn fn, void *arg, size_t n_tasks)
+{
+	uint32_t g;
+	struct slot *s;
+	size_t t;
+	unsigned i = 0;
+
+	if (p->n == 1 || n_tasks <= 1) {
+		for (t = 0; t < n_tasks; t++)
+			fn(arg, t, 0);
+		return;
+	}
+	g = (uint32_t)(atomic_load(&p->ctl) >> 32) + 1;
+	if (!g)
+		g = 1; /* 0 is the idle generation workers start from */
+	s = &p->slot[g & 1];
+	atomic_store_explicit(&s->fn, fn, memory_order_relaxed);
+	atomic_store_explicit(&s->arg, arg, memory_order_relaxed);
+	atomic_store_explicit(&s->n, n_tasks, memory_order_relaxed);
+	atomic_store_explicit(&s->done, 0, memory_order_relaxed);
+	atomic_store(&p->ctl, (uint64_t)g << 32);
+	if (atomic_load(&p->sleepers)) {
+		pthread_mutex_lock(&p->mu);
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+	}
+	run_tasks(p, 0, g);
+	while (atomic_load_explicit(&s->done, memory_order_acquire) < n_tasks) {
+		if (++i < SPIN_DONE)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+}
