@@ -96,10 +96,7 @@ gw_stop() {
 		sleep 0.05
 	done
 	wait "$GPID" && rc=0 || rc=$?
-	# A sanitizer's report at exit (LeakSanitizer's) is what a nonzero exit
-	# after "stopped exit=0" means: show it, with its stacks.
-	[ "$rc" = 0 ] || sanitizer_tool_failed "$rc" "$T/$1.stderr" || fail "$1: exit $rc after SIGTERM: $(tail -5 "$T/$1.log")
-$(grep -h -A40 'Sanitizer\|runtime error' "$T/$1.stderr" 2> /dev/null | head -80)"
+	stopped_clean "$1" "$rc" "$T/$1.log" "$T/$1.stderr"
 }
 
 # pm NAME KEY [VAR=VALUE...]: a scripted miner; sets PMPID.  Its events
@@ -162,9 +159,10 @@ metric() {
 
 # no_sanitizer_reports: every engyd run left a clean stderr (ASan, UBSan).
 # (LeakSanitizer's own fatal error, judged by sanitizer_tool_failed when
-# the process exited, is not a report: its lines are left out.)
+# the process exited, is not a report: its lines, SAN_TOOL_LINES, are
+# left out.)
 no_sanitizer_reports() {
-	if cat "$T"/*.stderr 2> /dev/null | grep -v 'LeakSanitizer has encountered a fatal error\|HINT: .*LeakSanitizer\|HINT: For debugging' |
+	if cat "$T"/*.stderr 2> /dev/null | grep -v "$SAN_TOOL_LINES" |
 		grep -q 'Sanitizer\|runtime error'; then
 		fail "a sanitizer report: $(grep -h -A8 'Sanitizer\|runtime error' "$T"/*.stderr | head -20)"
 	fi

@@ -33,12 +33,15 @@ wait_for() {
     i=$((i + 1)); [ $i -le $(($3 * 20)) ] || return 1; sleep 0.05
   done
 }
-# sanitizer_tool_failed RC STDERR: true when a nonzero exit RC is
 # LeakSanitizer failing itself at exit ("LeakSanitizer has encountered a
-# fatal error": its tracer could not stop the process's threads) with no
-# report of any kind in STDERR, so no leak or error was found or missed
-# by the program: said on stdout, not counted as the program's failure.
-# A leak report, an AddressSanitizer or UBSan error still fails.
+# fatal error": its tracer could not stop the process's threads), and
+# the hints it prints with that: not a report about the program.
+SAN_TOOL_LINES='LeakSanitizer has encountered a fatal error\|HINT: .*LeakSanitizer\|HINT: For debugging'
+# sanitizer_tool_failed RC STDERR: true when a nonzero exit RC is that
+# failure with no report of any kind in STDERR, so no leak or error was
+# found or missed by the program: said on stdout, not counted as the
+# program's failure.  A leak report, an AddressSanitizer or UBSan error
+# still fails.
 sanitizer_tool_failed() {
   [ "$1" != 0 ] && [ -f "$2" ] || return 1
   grep -q 'LeakSanitizer has encountered a fatal error' "$2" || return 1
@@ -46,6 +49,15 @@ sanitizer_tool_failed() {
     return 1
   fi
   echo "# note: exit $1 was LeakSanitizer's own fatal error at exit, no report: $(grep -m2 -h 'Tracer\|fatal error' "$2" | tr '\n' ' ')"
+}
+# stopped_clean NAME RC LOG STDERR: an engyd stopped by SIGTERM exited 0
+# (or LeakSanitizer failed itself, above); otherwise fail with the log's
+# tail and, since a nonzero exit after "stopped exit=0" is a sanitizer's
+# report at exit, that report with its stacks.
+stopped_clean() {
+  [ "$2" = 0 ] || sanitizer_tool_failed "$2" "$4" ||
+    fail "$1: exit $2 after SIGTERM: $(tail -5 "$3")
+$(grep -h -A40 'Sanitizer\|runtime error' "$4" 2> /dev/null | head -80)"
 }
 # A plugin dir holding every plugin built in this tree plus the test ones.
 make_plugin_dir() {

@@ -130,8 +130,7 @@ stop_miner() {  # name
 		sleep 0.05
 	done
 	wait "$MPID" && rc=0 || rc=$?
-	[ "$rc" = 0 ] || sanitizer_tool_failed "$rc" "$T/$1.stderr" || fail "$1: exit $rc after SIGTERM: $(tail -5 "$T/$1.log")
-$(grep -h -A40 'Sanitizer\|runtime error' "$T/$1.stderr" 2> /dev/null | head -80)"
+	stopped_clean "$1" "$rc" "$T/$1.log" "$T/$1.stderr"
 }
 
 metric() {  # name{labels}
