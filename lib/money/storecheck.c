@@ -7,6 +7,12 @@
 #include "ss58.h"
 #include "storecheck.h"
 
+/* A byte a stored text may hold: no control character, no DEL. */
+static inline bool text_byte_ok(unsigned char c)
+{
+	return c >= 0x20 && c != 0x7f;
+}
+
 bool engy_store_text_ok(const char *str, size_t min, size_t max)
 {
 	size_t n;
@@ -14,7 +20,7 @@ bool engy_store_text_ok(const char *str, size_t min, size_t max)
 	if (!str)
 		return false;
 	for (n = 0; str[n]; n++)
-		if ((unsigned char)str[n] < 0x20 || str[n] == 0x7f || n >= max)
+		if (!text_byte_ok((unsigned char)str[n]) || n >= max)
 			return false;
 	return n >= min;
 }
@@ -29,7 +35,7 @@ bool engy_store_fixed_ok(const char *str, size_t cap)
 
 		if (!c)
 			return true;
-		if (c < 0x20 || c == 0x7f)
+		if (!text_byte_ok(c))
 			return false;
 	}
 	return false;
