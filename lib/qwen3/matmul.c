@@ -495,6 +495,15 @@ static const struct mm_kernel *kernel(void)
 	return k;
 }
 
+bool engy_mm_kernel_avx512(void)
+{
+#ifdef MM_X86
+	return kernel()->f == z_dispatch;
+#else
+	return false;
+#endif
+}
+
 const char *engy_mm_kernel_name(void)
 {
 	return kernel()->name;

@@ -31,6 +31,9 @@
  */
 #define PF_ROWS 16
 
+/* Whether the kernel in use is avx512f (vec.c follows it). */
+bool engy_mm_kernel_avx512(void);
+
 /* MM_PROFILE_BF16DP (matmul_bf16dp.c). */
 
 /* The definition, one element (bf16 weights): the instruction's bits. */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "qwen3_int.h"
+#include "vec.h"
 
 /* ---- KV cache ---- */
 
@@ -156,50 +157,12 @@ void engy_q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
 static void rmsnorm(float *out, const float *x, const float *w, size_t d,
 		    double eps)
 {
-	double ss = 0;
-	float inv;
-	size_t i;
-
-	for (i = 0; i < d; i++)
-		ss += (double)x[i] * x[i];
-	inv = (float)(1.0 / sqrt(ss / (double)d + eps));
-	for (i = 0; i < d; i++)
-		out[i] = w[i] * (x[i] * inv);
+	engy_vec_rmsnorm(out, x, w, d, eps);
 }
-
-typedef uint32_t v4u __attribute__((vector_size(16)));
 
 void engy_q3_bf16_round(float *v, size_t n)
 {
-	size_t i = 0;
-
-	/* Four at a time, the loop below without its branch: the same bits. */
-	for (; i + 4 <= n; i += 4) {
-		v4u u, nan, a, b;
-
-		memcpy(&u, &v[i], sizeof(u));
-		nan = ((u & 0x7F800000u) == 0x7F800000u) &
-		      ((u & 0x7FFFFFu) != 0);
-		a = (u | 0x400000u) & 0xFFFF0000u;
-		b = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
-		u = (a & nan) | (b & ~nan);
-		memcpy(&v[i], &u, sizeof(u));
-	}
-	for (; i < n; i++) {
-		uint32_t u;
-
-		memcpy(&u, &v[i], sizeof(u));
-		if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFFu))
-			u = (u | 0x400000u) & 0xFFFF0000u; /* quiet NaN */
-		else
-			u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
-		memcpy(&v[i], &u, sizeof(u));
-	}
-}
-
-float engy_q3_silu(float x)
-{
-	return x / (1.0f + expf(-x));
+	engy_vec_bf16_round(v, n);
 }
 
 struct swiglu {
@@ -215,13 +178,12 @@ static void swiglu_task(void *arg, size_t task, unsigned thread)
 {
 	const struct swiglu *a = arg;
 	size_t i = task * SWIGLU_GRAIN,
-	       e = i + SWIGLU_GRAIN < a->n ? i + SWIGLU_GRAIN : a->n, i0 = i;
+	       e = i + SWIGLU_GRAIN < a->n ? i + SWIGLU_GRAIN : a->n;
 
 	(void)thread;
-	for (; i < e; i++)
-		a->g[i] = engy_q3_silu(a->g[i]) * a->u[i];
+	engy_vec_swiglu(a->g + i, a->u + i, e - i);
 	if (a->round)
-		engy_q3_bf16_round(a->g + i0, e - i0);
+		engy_q3_bf16_round(a->g + i, e - i);
 }
 
 void engy_q3_swiglu(struct q3_model *m, float *g, const float *u, size_t n)
@@ -259,28 +221,18 @@ struct fwd {
 	const struct q3_row *rows;
 	size_t n;
 	uint32_t *pos;
-	float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u, *cs;
+	float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u;
+	float *cs;     /* each row's RoPE cos then sin [n, head_dim] */
+	float *out;    /* the final hidden state [n, hidden] */
 	float *scores; /* ATT_GROUP rows per pool thread */
 	size_t score_stride;
 	size_t *grp, n_grp; /* first row of each attention group, then n */
 	int layer;
 };
 
-/* Rotate-half RoPE of one head with the row's cos (first half of @cs) and sin. */
-static void rope(float *x, const float *cs, size_t hd)
-{
-	size_t i, half = hd / 2;
-
-	for (i = 0; i < half; i++) {
-		float a = x[i], b = x[i + half], c = cs[i], s = cs[half + i];
-
-		x[i] = a * c - b * s;
-		x[i + half] = b * c + a * s;
-	}
-}
-
 /* q/k norms and RoPE for row @r, then its K and V into the cache (rows
- * are independent: each has its own cache slot). */
+ * are independent: each has its own cache slot).  The row's cos and sin
+ * are computed at the first layer and kept for the others. */
 static void qk_task(void *arg, size_t r, unsigned thread)
 {
 	struct fwd *f = arg;
@@ -289,22 +241,24 @@ static void qk_task(void *arg, size_t r, unsigned thread)
 	size_t hd = c->head_dim, half = hd / 2, kvd = c->n_kv * hd, h, i;
 	struct q3_seq *s = f->rows[r].seq;
 	float *q = f->q + r * c->n_heads * hd, *k = f->k + r * kvd;
-	float *cs = f->cs + thread * hd;
+	float *cs = f->cs + r * hd;
 
-	for (i = 0; i < half; i++) {
-		/* The angle is a float32 product, as in transformers. */
-		float ang = (float)f->pos[r] * f->m->inv_freq[i];
+	(void)thread;
+	if (f->layer == 0)
+		for (i = 0; i < half; i++) {
+			/* The angle is a float32 product, as in transformers. */
+			float ang = (float)f->pos[r] * f->m->inv_freq[i];
 
-		cs[i] = (float)cos((double)ang);
-		cs[half + i] = (float)sin((double)ang);
-	}
+			cs[i] = (float)cos((double)ang);
+			cs[half + i] = (float)sin((double)ang);
+		}
 	for (h = 0; h < c->n_heads; h++) {
 		rmsnorm(q + h * hd, q + h * hd, l->q_norm, hd, c->eps);
-		rope(q + h * hd, cs, hd);
+		engy_vec_rope(q + h * hd, cs, hd);
 	}
 	for (h = 0; h < c->n_kv; h++) {
 		rmsnorm(k + h * hd, k + h * hd, l->k_norm, hd, c->eps);
-		rope(k + h * hd, cs, hd);
+		engy_vec_rope(k + h * hd, cs, hd);
 	}
 	memcpy(s->k[f->layer] + (size_t)f->pos[r] * kvd, k,
 	       kvd * sizeof(float));
@@ -323,8 +277,6 @@ static void qk_prepare(struct fwd *f)
 			qk_task(f, r, 0);
 }
 
-typedef float v4f __attribute__((vector_size(16)));
-
 #define ATT_GROUP 4
 
 /* One row's softmax over its scores @sc and weighted sum of V. */
@@ -332,43 +284,21 @@ static void attn_row(const struct fwd *f, size_t r, size_t h, float *sc)
 {
 	const struct q3_config *c = &f->m->cfg;
 	size_t hd = c->head_dim, kvd = c->n_kv * hd;
-	size_t kvh = h / (c->n_heads / c->n_kv), j, d, p = f->pos[r];
+	size_t kvh = h / (c->n_heads / c->n_kv), j, p = f->pos[r];
 	const float *V = f->rows[r].seq->v[f->layer] + kvh * hd;
 	float *out = f->att + (r * c->n_heads + h) * hd;
-	float scale = (float)(1.0 / sqrt((double)hd)), mx = -INFINITY;
+	float scale = (float)(1.0 / sqrt((double)hd)), mx;
 	double sum = 0;
 
-	for (j = 0; j <= p; j++) {
-		sc[j] *= scale;
-		mx = fmaxf(mx, sc[j]);
-	}
+	mx = engy_vec_scale_max(sc, p + 1, scale);
 	for (j = 0; j <= p; j++) {
 		sc[j] = expf(sc[j] - mx);
 		sum += sc[j];
 	}
-	for (j = 0; j <= p; j++)
-		sc[j] = (float)(sc[j] / sum);
-	/* out[d] = sum over j, in order, of sc[j] * V[j][d]: eight d at a
-	 * time, each lane the scalar's multiply then add (no contraction). */
-	for (d = 0; d + 8 <= hd; d += 8) {
-		v4f a0 = { 0 }, a1 = { 0 }, v0, v1;
-
-		for (j = 0; j <= p; j++) {
-			memcpy(&v0, V + j * kvd + d, sizeof(v0));
-			memcpy(&v1, V + j * kvd + d + 4, sizeof(v1));
-			a0 = a0 + sc[j] * v0;
-			a1 = a1 + sc[j] * v1;
-		}
-		memcpy(out + d, &a0, sizeof(a0));
-		memcpy(out + d + 4, &a1, sizeof(a1));
-	}
-	for (; d < hd; d++) {
-		float o = 0;
-
-		for (j = 0; j <= p; j++)
-			o += sc[j] * V[j * kvd + d];
-		out[d] = o;
-	}
+	engy_vec_div(sc, p + 1, sum);
+	engy_vec_wsum(sc, p + 1, V, kvd, hd, out);
+	if (engy_q3_bf16act(f->m))
+		engy_q3_bf16_round(out, hd);
 }
 
 /* Head @task % n_heads of a group of rows of one sequence (up to
@@ -394,19 +324,80 @@ static void attn_task(void *arg, size_t task, unsigned thread)
 		attn_row(f, r0 + i, h, sc + i * f->score_stride);
 }
 
+/* The rows' steps between the matmuls, ROW_GRAIN rows a task. */
+#define ROW_GRAIN 8
+
+enum row_step {
+	ROW_IN_NORM,  /* xn = norm(x) with the layer's in_norm */
+	ROW_ATTN_RES, /* x += tmp (o_proj's), xn = norm(x) with post_norm */
+	ROW_MLP_RES,  /* x += tmp (the MLP's), then the next layer's
+			* ROW_IN_NORM, or after the last the final norm into
+			* f->out */
+};
+
+struct row_job {
+	struct fwd *f;
+	enum row_step step;
+};
+
+static void row_task(void *arg, size_t task, unsigned thread)
+{
+	const struct row_job *j = arg;
+	struct fwd *f = j->f;
+	struct q3_model *m = f->m;
+	const struct q3_config *c = &m->cfg;
+	size_t h = c->hidden, r = task * ROW_GRAIN,
+	       e = r + ROW_GRAIN < f->n ? r + ROW_GRAIN : f->n;
+	bool bf = engy_q3_bf16act(m);
+	const float *norm;
+	float *out;
+
+	(void)thread;
+	for (; r < e; r++) {
+		float *x = f->x + r * h;
+
+		if (j->step != ROW_IN_NORM) {
+			engy_vec_add(x, f->tmp + r * h, h);
+			if (bf)
+				engy_q3_bf16_round(x, h);
+		}
+		out = f->xn + r * h;
+		if (j->step == ROW_ATTN_RES) {
+			norm = m->layers[f->layer].post_norm;
+		} else if (j->step == ROW_IN_NORM) {
+			norm = m->layers[f->layer].in_norm;
+		} else if (f->layer + 1 < (int)c->n_layers) {
+			norm = m->layers[f->layer + 1].in_norm;
+		} else {
+			/* the final hidden state stays float32 */
+			rmsnorm(f->out + r * h, x, m->final_norm, h, c->eps);
+			continue;
+		}
+		rmsnorm(out, x, norm, h, c->eps);
+		if (bf)
+			engy_q3_bf16_round(out, h);
+	}
+}
+
+static void rows_run(struct fwd *f, enum row_step step)
+{
+	struct row_job j = { f, step };
+
+	engy_mm_pool_run(f->m->pool, row_task, &j,
+			 (f->n + ROW_GRAIN - 1) / ROW_GRAIN);
+}
+
+/* One layer from f->xn (its input, normed) to f->xn normed for the next
+ * (or the final hidden state in f->out after the last). */
 static int layer_forward(struct fwd *f)
 {
 	struct q3_model *m = f->m;
 	const struct q3_config *c = &m->cfg;
 	const struct q3_layer *l = &m->layers[f->layer];
 	size_t h = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
-	size_t kvd = (size_t)c->n_kv * c->head_dim, r, i;
+	size_t kvd = (size_t)c->n_kv * c->head_dim;
 	int L = f->layer, rc;
 
-	for (r = 0; r < f->n; r++)
-		rmsnorm(f->xn + r * h, f->x + r * h, l->in_norm, h, c->eps);
-	if (engy_q3_bf16act(m))
-		engy_q3_bf16_round(f->xn, f->n * h);
 	{
 		static const char *const names[3] = { "q_proj", "k_proj",
 						      "v_proj" };
@@ -420,17 +411,8 @@ static int layer_forward(struct fwd *f)
 	}
 	qk_prepare(f);
 	engy_mm_pool_run(m->pool, attn_task, f, f->n_grp * c->n_heads);
-	if (engy_q3_bf16act(m))
-		engy_q3_bf16_round(f->att, f->n * qd);
 	engy_q3_mm(m, L, "o_proj", f->att, f->n, l->wo, qd, h, f->tmp);
-	for (i = 0; i < f->n * h; i++)
-		f->x[i] += f->tmp[i];
-	if (engy_q3_bf16act(m))
-		engy_q3_bf16_round(f->x, f->n * h);
-	for (r = 0; r < f->n; r++)
-		rmsnorm(f->xn + r * h, f->x + r * h, l->post_norm, h, c->eps);
-	if (engy_q3_bf16act(m))
-		engy_q3_bf16_round(f->xn, f->n * h);
+	rows_run(f, ROW_ATTN_RES);
 	if (c->sparse[L]) {
 		rc = engy_q3_moe(m, L, f->xn, f->n, f->tmp);
 		if (rc)
@@ -439,10 +421,7 @@ static int layer_forward(struct fwd *f)
 		engy_q3_mlp_run(m, L, "", &l->mlp, f->xn, f->n, f->g, f->u,
 				f->tmp);
 	}
-	for (i = 0; i < f->n * h; i++)
-		f->x[i] += f->tmp[i];
-	if (engy_q3_bf16act(m))
-		engy_q3_bf16_round(f->x, f->n * h);
+	rows_run(f, ROW_MLP_RES);
 	return 0;
 }
 
@@ -495,80 +474,85 @@ static int place_rows(struct q3_model *m, const struct q3_row *rows, size_t n,
 	return 0;
 }
 
+float *engy_q3_scratch(struct q3_model *m, int which, size_t floats)
+{
+	/* growing it is the only allocation of a step once it is large */
+	if (floats > m->scratch_cap[which]) {
+		free(m->scratch[which]);
+		m->scratch[which] = malloc(floats * sizeof(float));
+		m->scratch_cap[which] = m->scratch[which] ? floats : 0;
+	}
+	return m->scratch[which];
+}
+
 int engy_q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
 		    float *hidden)
 {
 	const struct q3_config *c = &m->cfg;
 	size_t h = c->hidden, qd = (size_t)c->n_heads * c->head_dim;
-	size_t kvd = (size_t)c->n_kv * c->head_dim, inter, r;
-	struct fwd f = { .m = m, .rows = rows, .n = n };
+	size_t kvd = (size_t)c->n_kv * c->head_dim, inter, r, nt, need;
+	struct fwd f = { .m = m, .rows = rows, .n = n, .out = hidden };
 	uint32_t max_pos, L;
+	float *p;
 	int rc;
 
 	if (!n)
 		return 0;
 	inter = c->inter > c->shared_inter ? c->inter : c->shared_inter;
 	f.pos = malloc(n * sizeof(*f.pos));
-	if (!f.pos)
-		return -ENOMEM;
+	f.grp = malloc((n + 1) * sizeof(*f.grp));
+	if (!f.pos || !f.grp) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	pthread_mutex_lock(&m->mu);
 	rc = place_rows(m, rows, n, f.pos, &max_pos);
 	if (rc)
-		goto out_pos;
+		goto out_unlock;
 	f.score_stride = max_pos;
-	f.x = malloc(n * h * sizeof(float));
-	f.xn = malloc(n * h * sizeof(float));
-	f.tmp = malloc(n * h * sizeof(float));
-	f.q = malloc(n * qd * sizeof(float));
-	f.att = malloc(n * qd * sizeof(float));
-	f.k = malloc(n * kvd * sizeof(float));
-	f.v = malloc(n * kvd * sizeof(float));
-	f.g = malloc((n * inter + 1) * sizeof(float));
-	f.u = malloc((n * inter + 1) * sizeof(float));
-	f.cs = malloc((size_t)engy_mm_pool_threads(m->pool) * c->head_dim *
-		      sizeof(float));
-	f.scores = malloc((size_t)engy_mm_pool_threads(m->pool) * ATT_GROUP *
-			  max_pos * sizeof(float));
-	f.grp = malloc((n + 1) * sizeof(*f.grp));
+	nt = engy_mm_pool_threads(m->pool);
+	/* x, xn, tmp; q, att; k, v; g, u; cs; scores */
+	need = 3 * n * h + 2 * n * qd + 2 * n * kvd + 2 * (n * inter + 1) +
+	       n * c->head_dim + nt * ATT_GROUP * max_pos;
+	p = engy_q3_scratch(m, Q3_SCRATCH_FWD, need);
 	rc = -ENOMEM;
-	if (!f.x || !f.xn || !f.tmp || !f.q || !f.att || !f.k || !f.v || !f.g ||
-	    !f.u || !f.cs || !f.scores || !f.grp)
-		goto out;
+	if (!p)
+		goto out_unlock;
+	f.x = p, p += n * h;
+	f.xn = p, p += n * h;
+	f.tmp = p, p += n * h;
+	f.q = p, p += n * qd;
+	f.att = p, p += n * qd;
+	f.k = p, p += n * kvd;
+	f.v = p, p += n * kvd;
+	f.g = p, p += n * inter + 1;
+	f.u = p, p += n * inter + 1;
+	f.cs = p, p += n * c->head_dim;
+	f.scores = p;
 	/* Attention groups: runs of up to ATT_GROUP rows of one sequence. */
 	for (r = 0; r < n; r++)
 		if (!r || rows[r].seq != rows[f.grp[f.n_grp - 1]].seq ||
 		    r - f.grp[f.n_grp - 1] == ATT_GROUP)
 			f.grp[f.n_grp++] = r;
 	f.grp[f.n_grp] = n;
-	pthread_mutex_lock(&m->mu);
 	for (r = 0; r < n; r++)
 		embed_row(m, rows[r].id, f.x + r * h);
 	rc = 0;
+	f.layer = 0;
+	rows_run(&f, ROW_IN_NORM);
 	for (L = 0; L < c->n_layers && !rc; L++) {
 		f.layer = (int)L;
 		rc = layer_forward(&f);
 	}
-	pthread_mutex_unlock(&m->mu);
 	if (rc)
-		goto out;
-	for (r = 0; r < n; r++)
-		rmsnorm(hidden + r * h, f.x + r * h, m->final_norm, h, c->eps);
+		goto out_unlock;
 	for (r = 0; r < n; r++)
 		if (f.pos[r] + 1 > rows[r].seq->len)
 			rows[r].seq->len = f.pos[r] + 1;
+out_unlock:
+	pthread_mutex_unlock(&m->mu);
 out:
-	free(f.x);
-	free(f.xn);
-	free(f.tmp);
-	free(f.q);
-	free(f.att);
-	free(f.k);
-	free(f.v);
-	free(f.g);
-	free(f.u);
-	free(f.cs);
-	free(f.scores);
 	free(f.grp);
-out_pos:
 	free(f.pos);
 	return rc;
 }

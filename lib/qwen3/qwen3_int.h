@@ -26,6 +26,9 @@ struct q3_layer {
 	void *shared_gate;	/* [1, H] */
 };
 
+/* The model's scratch buffers: the forward's, the sparse MLP's. */
+enum { Q3_SCRATCH_FWD, Q3_SCRATCH_MOE, Q3_SCRATCH_N };
+
 struct q3_model {
 	struct q3_config cfg;
 	int wt; /* enum mm_wtype of every matrix */
@@ -39,7 +42,9 @@ struct q3_model {
 	char *arena_cur; /* the free rest of the last chunk */
 	size_t arena_left;
 	struct mm_pool *pool;
-	pthread_mutex_t mu; /* one forward at a time */
+	pthread_mutex_t mu;		  /* one forward at a time */
+	float *scratch[Q3_SCRATCH_N];	  /* kept between calls (under mu) */
+	size_t scratch_cap[Q3_SCRATCH_N]; /* floats */
 	q3_hook_fn hook;
 	void *hook_arg;
 	q3_row_hook_fn row_hook;
@@ -70,6 +75,10 @@ void engy_q3_mm_batch_idx(struct q3_model *m, int layer,
 			  const char *const *names, const struct mm_part *parts,
 			  size_t n, const uint32_t *const *idx);
 
+/* Scratch buffer @which of at least @floats floats, kept by the model
+ * between calls (the caller holds m->mu); NULL when out of memory. */
+float *engy_q3_scratch(struct q3_model *m, int which, size_t floats);
+
 /*
  * engy_q3_moe() - the sparse MLP of @layer for @n normed rows @xn into @y
  * [n, H] (overwritten).  Returns 0 or -ENOMEM.
@@ -85,8 +94,6 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 void engy_q3_mlp_run(struct q3_model *m, int layer, const char *name_prefix,
 		     const struct q3_mlp *mlp, const float *x, size_t n,
 		     float *g, float *u, float *y);
-
-float engy_q3_silu(float x);
 
 /* g[i] = silu(g[i]) * u[i] for i < @n, rounded to bf16 where @m's
  * activations are; on @m's pool when @n is large. */

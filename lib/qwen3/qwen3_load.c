@@ -497,6 +497,8 @@ void engy_q3_model_free(struct q3_model *m)
 	free(m->layers);
 	free(m->bufs);
 	free(m->inv_freq);
+	for (i = 0; i < Q3_SCRATCH_N; i++)
+		free(m->scratch[i]);
 	pthread_mutex_destroy(&m->mu);
 	free(m);
 }

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "qwen3_int.h"
+#include "vec.h"
 
 struct route {
 	uint32_t expert;
@@ -68,7 +69,7 @@ static int shared_expert(struct q3_model *m, int layer, const float *xn,
 			 size_t n, float *y)
 {
 	const struct q3_layer *l = &m->layers[layer];
-	size_t h = m->cfg.hidden, I = m->cfg.shared_inter, r, d;
+	size_t h = m->cfg.hidden, I = m->cfg.shared_inter, r;
 	float *g = malloc(n * I * sizeof(float)),
 	      *u = malloc(n * I * sizeof(float));
 	float *o = malloc(n * h * sizeof(float)),
@@ -80,12 +81,9 @@ static int shared_expert(struct q3_model *m, int layer, const float *xn,
 	engy_q3_mlp_run(m, layer, "shared_expert.", &l->shared, xn, n, g, u, o);
 	engy_q3_mm(m, layer, "shared_expert_gate", xn, n, l->shared_gate, h, 1,
 		   gate);
-	for (r = 0; r < n; r++) {
-		float s = 1.0f / (1.0f + expf(-gate[r]));
-
-		for (d = 0; d < h; d++)
-			y[r * h + d] += s * o[r * h + d];
-	}
+	for (r = 0; r < n; r++)
+		engy_vec_add_scaled(y + r * h, o + r * h,
+				    1.0f / (1.0f + expf(-gate[r])), h);
 	rc = 0;
 out:
 	free(g);
@@ -106,16 +104,16 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 	const struct q3_config *c = &m->cfg;
 	const struct q3_layer *l = &m->layers[layer];
 	uint32_t E = c->n_experts, K = c->top_k, e, k;
-	size_t h = c->hidden, I = c->moe_inter, nk = n * K, r, d, na = 0;
+	size_t h = c->hidden, I = c->moe_inter, nk = n * K, r, na = 0;
 	float *logit = malloc(n * E * sizeof(float));
 	float *prob = malloc(E * sizeof(float));
 	struct route *sel = malloc(nk * sizeof(*sel));
 	size_t *off = calloc(E + 1, sizeof(*off)),
 	       *fill = calloc(E, sizeof(*fill));
-	float *xe = malloc(nk * h * sizeof(float));
-	float *ge = malloc(nk * I * sizeof(float));
-	float *ue = malloc(nk * I * sizeof(float));
-	float *ye = malloc(nk * h * sizeof(float));
+	/* the gathered rows, their gate and up products, their outputs */
+	float *xe = engy_q3_scratch(m, Q3_SCRATCH_MOE, 2 * nk * (h + I));
+	float *ge = xe ? xe + nk * h : NULL, *ue = ge ? ge + nk * I : NULL;
+	float *ye = ue ? ue + nk * I : NULL;
 	struct mm_part *parts = malloc(2 * E * sizeof(*parts));
 	char(*nm)[40] = malloc(2 * E * sizeof(*nm));
 	const char **names = malloc(2 * E * sizeof(*names));
@@ -196,13 +194,9 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 		float *yr = y + r * h;
 
 		memset(yr, 0, h * sizeof(float));
-		for (k = 0; k < K; k++) {
-			const float *o = ye + sel[r * K + k].slot * h;
-			float w = sel[r * K + k].w;
-
-			for (d = 0; d < h; d++)
-				yr[d] += o[d] * w;
-		}
+		for (k = 0; k < K; k++)
+			engy_vec_add_scaled(yr, ye + sel[r * K + k].slot * h,
+					    sel[r * K + k].w, h);
 	}
 	rc = c->shared_inter ? shared_expert(m, layer, xn, n, y) : 0;
 out:
@@ -211,10 +205,6 @@ out:
 	free(sel);
 	free(off);
 	free(fill);
-	free(xe);
-	free(ge);
-	free(ue);
-	free(ye);
 	free(parts);
 	free(nm);
 	free(names);

@@ -26,6 +26,7 @@
 #include "qwen3_int.h"
 #include "ref_testlib.h"
 #include "sampler.h"
+#include "vec.h"
 
 static char err[512];
 
@@ -1122,6 +1123,214 @@ START_TEST(test_shards)
 }
 END_TEST
 
+/* Equal bits, or both NaN (which NaN comes out of an operation on two of
+ * them is the instruction's choice of operand, not the engine's). */
+static void same_floats(const float *a, const float *b, size_t n,
+			const char *what, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		ck_assert_msg(memcmp(&a[i], &b[i], 4) == 0 ||
+				      (isnan(a[i]) && isnan(b[i])),
+			      "%s, length %zu: element %zu is %a, not %a", what,
+			      len, i, (double)a[i], (double)b[i]);
+}
+
+/* Random values, and with @special one in eight a NaN, an infinity, a
+ * zero, a subnormal, a huge value or a bf16 rounding tie. */
+static void vec_operands(uint64_t *s, float *v, size_t n, bool special)
+{
+	static const uint32_t odd[] = { 0x7FC00001u, 0xFFA00000u, 0x7F800000u,
+					0xFF800000u, 0x00000000u, 0x80000000u,
+					0x00000123u, 0x807FFFFFu, 0x7F7FFFFFu,
+					0x3F808000u, 0x3F818000u, 0xC0FF8000u };
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		v[i] = frand(s) * 4.0f;
+		if (special && (*s >> 33) % 8 == 0)
+			memcpy(&v[i], &odd[(*s >> 20) % 12], 4);
+	}
+}
+
+/* The elementwise steps (vec.c) as their header defines them, written
+ * again here: the oracle for both of the engine's ways. */
+static void vec_oracle_round(float *v, size_t n)
+{
+	size_t i;
+	uint32_t u;
+
+	for (i = 0; i < n; i++) {
+		memcpy(&u, &v[i], 4);
+		if (isnan(v[i]))
+			u = (u | 0x00400000u) & 0xFFFF0000u;
+		else
+			u = (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+		memcpy(&v[i], &u, 4);
+	}
+}
+
+/*
+ * The AVX-512 code of the elementwise steps (the softmax's scale and
+ * division, attention's weighted sum of V, the bf16 rounding, SwiGLU, the
+ * residual add, the experts' weighted sum, RoPE, RMSNorm) gives the very bits of the C, which gives those
+ * of the oracle above, on every length up to four registers and past,
+ * tails included, with non-finite and subnormal values; and a forward
+ * pass, which runs them all, gives the same hidden states under both.
+ */
+START_TEST(test_vec_kernels)
+{
+	static const char *const ways[] = { "avx2+fma", "avx512f" };
+	const char *was = engy_mm_kernel_name();
+	uint64_t s = 11;
+	size_t len, w, i, j, d;
+	int tested = 0;
+
+	for (len = 0; len <= 80; len += len < 40 ? 1 : 13) {
+		size_t hd = len % 3 == 0 ? 64 : len % 3 == 1 ? 7 : 100;
+		size_t ldv = hd + 5;
+		float *a = malloc((len + 1) * 4), *b = malloc((len + 1) * 4),
+		      *V = malloc((len + 1) * ldv * 4), *wt = malloc(hd * 4);
+		float *want[9], *got[9];
+		float mx_want = -INFINITY, mx_got[2];
+		double dv = 3.0 + (double)len / 7.0, ss = 0;
+
+		vec_operands(&s, a, len, len % 2);
+		vec_operands(&s, b, len, len % 4 == 1);
+		vec_operands(&s, V, (len + 1) * ldv, len % 5 == 2);
+		vec_operands(&s, wt, hd, false);
+		for (i = 0; i < 9; i++) {
+			want[i] = malloc((len + hd + 1) * 4);
+			got[i] = malloc((len + hd + 1) * 4);
+		}
+		/* the oracle */
+		for (j = 0; j < len; j++) {
+			want[0][j] = a[j] * 0.125f;
+			if (want[0][j] > mx_want)
+				mx_want = want[0][j];
+			want[1][j] = (float)((double)a[j] / dv);
+			want[2][j] = a[j];
+			want[3][j] = a[j] / (1.0f + expf(-a[j])) * b[j];
+			want[4][j] = a[j] + b[j];
+		}
+		vec_oracle_round(want[2], len);
+		for (j = 0; j < len; j++)
+			want[7][j] = a[j] + b[j] * -0.375f;
+		/* RoPE over the first len & ~1 values, b as cos then sin */
+		memcpy(want[8], a, len * 4);
+		for (j = 0; j < len / 2; j++) {
+			float x0 = a[j], x1 = a[j + len / 2], c0 = b[j],
+			      s0 = b[len / 2 + j];
+
+			want[8][j] = x0 * c0 - x1 * s0;
+			want[8][j + len / 2] = x1 * c0 + x0 * s0;
+		}
+		for (d = 0; d < hd; d++) {
+			float o = 0;
+
+			for (j = 0; j < len; j++)
+				o = o + a[j] * V[j * ldv + d];
+			want[5][d] = o;
+		}
+		for (d = 0; d < hd; d++)
+			ss += (double)V[d] * V[d];
+		for (d = 0; d < hd; d++)
+			want[6][d] =
+				wt[d] *
+				(V[d] *
+				 (float)(1.0 / sqrt(ss / (double)hd + 1e-6)));
+		for (w = 0; w < 2; w++) {
+			if (engy_mm_set_kernel(ways[w]))
+				continue;
+			memcpy(got[0], a, len * 4);
+			mx_got[w] = engy_vec_scale_max(got[0], len, 0.125f);
+			memcpy(got[1], a, len * 4);
+			engy_vec_div(got[1], len, dv);
+			memcpy(got[2], a, len * 4);
+			engy_vec_bf16_round(got[2], len);
+			memcpy(got[3], a, len * 4);
+			engy_vec_swiglu(got[3], b, len);
+			memcpy(got[4], a, len * 4);
+			engy_vec_add(got[4], b, len);
+			engy_vec_wsum(a, len, V, ldv, hd, got[5]);
+			engy_vec_rmsnorm(got[6], V, wt, len ? hd : 0, 1e-6);
+			memcpy(got[7], a, len * 4);
+			engy_vec_add_scaled(got[7], b, -0.375f, len);
+			memcpy(got[8], a, len * 4);
+			engy_vec_rope(got[8], b, len & ~(size_t)1);
+			same_floats(got[7], want[7], len, "add_scaled", len);
+			same_floats(got[8], want[8], len, "rope", len);
+			for (i = 0; i < 5; i++)
+				same_floats(got[i], want[i], len, ways[w], len);
+			same_floats(got[5], want[5], hd, "wsum", len);
+			if (len)
+				same_floats(got[6], want[6], hd, "rmsnorm",
+					    len);
+			ck_assert_msg(mx_got[w] == mx_want ||
+					      (isinf(mx_want) &&
+					       mx_got[w] == mx_want),
+				      "%s: max %a, not %a", ways[w],
+				      (double)mx_got[w], (double)mx_want);
+			tested += w == 1;
+		}
+		for (i = 0; i < 9; i++) {
+			free(want[i]);
+			free(got[i]);
+		}
+		free(a);
+		free(b);
+		free(V);
+		free(wt);
+	}
+	/* A forward pass under each: the same hidden states. */
+	for (w = 0; w < 2 && tested; w++) {
+		char *dir = tiny_model(w == 1, 5, 0);
+		struct q3_load_opts lo = { .threads = 2,
+					   .profile = Q3_PROFILE_BF16DP };
+		float *h[2][2];
+		uint32_t ids[NP];
+		int prof;
+
+		for (i = 0; i < NP; i++)
+			ids[i] = (uint32_t)((i * 89 + 3) % 256);
+		for (prof = 0; prof < 2; prof++)
+			for (i = 0; i < 2; i++) {
+				struct q3_model *m;
+
+				lo.profile = prof ? Q3_PROFILE_BF16DP
+						  : Q3_PROFILE_REF;
+				ck_assert_int_eq(engy_mm_set_kernel(ways[i]),
+						 0);
+				ck_assert_msg(
+					engy_q3_model_load(dir, &lo, &m, err,
+							   sizeof(err)) == 0,
+					"%s", err);
+				h[prof][i] = feed(m, ids, NP, 6);
+				engy_q3_model_free(m);
+			}
+		for (prof = 0; prof < 2; prof++) {
+			size_t n = NP * 64;
+
+			ck_assert_msg(
+				memcmp(h[prof][0], h[prof][1], n * 4) == 0,
+				"%s, %s profile: the kernels' hidden "
+				"states differ",
+				w ? "MoE" : "dense", prof ? "bf16dp" : "ref");
+		}
+		ck_assert(memcmp(h[0][0], h[1][0], NP * 64 * 4) != 0);
+		for (prof = 0; prof < 2; prof++)
+			for (i = 0; i < 2; i++)
+				free(h[prof][i]);
+		rm_model(dir);
+	}
+	if (!tested)
+		printf("test_vec_kernels: this CPU has no AVX-512F: the C "
+		       "alone checked against the oracle\n");
+	ck_assert_int_eq(engy_mm_set_kernel(was), 0);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("backend_ref_engine");
@@ -1130,6 +1339,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_matmul);
 	tcase_add_test(tc, test_matmul_kernels);
+	tcase_add_test(tc, test_vec_kernels);
 	tcase_add_test(tc, test_bf16dp_profile);
 	tcase_add_test(tc, test_pool);
 	tcase_add_test(tc, test_sampler);

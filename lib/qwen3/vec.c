@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine's elementwise steps (vec.h): each written once in C, the
+ * order of its arithmetic the contract, and again with AVX-512 where the
+ * kernel in use is avx512f (matmul.c).  Every lane of the AVX-512 code
+ * does what the C does to that element, the same operations on the same
+ * operands in the same order (no contraction: -ffp-contract=off), so the
+ * two give the same bits; tests/unit/check_vec.c compares them with
+ * memcmp, non-finite and subnormal values included.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "matmul_int.h"
+#include "vec.h"
+
+/* ---- The definitions ---- */
+
+static float gen_scale_max(float *v, size_t n, float s)
+{
+	float mx = -INFINITY;
+	size_t j;
+
+	for (j = 0; j < n; j++) {
+		v[j] *= s;
+		mx = v[j] > mx ? v[j] : mx;
+	}
+	return mx;
+}
+
+static void gen_div(float *v, size_t n, double d)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++)
+		v[j] = (float)((double)v[j] / d);
+}
+
+static void gen_wsum(const float *sc, size_t n, const float *V, size_t ldv,
+		     size_t hd, float *out)
+{
+	size_t j, d;
+
+	for (d = 0; d < hd; d++) {
+		float o = 0;
+
+		for (j = 0; j < n; j++)
+			o = o + sc[j] * V[j * ldv + d];
+		out[d] = o;
+	}
+}
+
+static inline uint32_t bf16_bits(uint32_t u)
+{
+	if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFFu))
+		return (u | 0x400000u) & 0xFFFF0000u; /* quiet NaN */
+	return (u + 0x7FFFu + ((u >> 16) & 1u)) & 0xFFFF0000u;
+}
+
+static void gen_bf16_round(float *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		uint32_t u;
+
+		memcpy(&u, &v[i], sizeof(u));
+		u = bf16_bits(u);
+		memcpy(&v[i], &u, sizeof(u));
+	}
+}
+
+static void gen_swiglu(float *g, const float *u, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+static void gen_add(float *x, const float *y, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		x[i] = x[i] + y[i];
+}
+
+static void gen_add_scaled(float *y, const float *x, float w, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		y[i] = y[i] + x[i] * w;
+}
+
+static void gen_rope(float *x, const float *cs, size_t hd)
+{
+	size_t i, half = hd / 2;
+
+	for (i = 0; i < half; i++) {
+		float a = x[i], b = x[i + half], c = cs[i], s = cs[half + i];
+
+		x[i] = a * c - b * s;
+		x[i + half] = b * c + a * s;
+	}
+}
+
+static void gen_scale_mul(float *out, const float *x, const float *w, float inv,
+			  size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		out[i] = w[i] * (x[i] * inv);
+}
+
+/* ---- AVX-512 ---- */
+
+#ifdef MM_X86
+#define Z __attribute__((target("avx512f,avx512bw")))
+
+static inline Z __mmask16 tail_mask(size_t left)
+{
+	return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+}
+
+static Z float z_scale_max(float *v, size_t n, float s)
+{
+	__m512 sv = _mm512_set1_ps(s), mx = _mm512_set1_ps(-INFINITY);
+	size_t j;
+
+	for (j = 0; j < n; j += 16) {
+		__mmask16 m = tail_mask(n - j);
+		__m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, v + j), sv);
+
+		_mm512_mask_storeu_ps(v + j, m, x);
+		/* max(x, mx) is mx where x is NaN, as the C's comparison */
+		mx = _mm512_mask_max_ps(mx, m, x, mx);
+	}
+	/* The maximum of the lanes: no NaN is in mx, any order gives it. */
+	return _mm512_reduce_max_ps(mx);
+}
+
+static Z void z_div(float *v, size_t n, double d)
+{
+	__m512d dv = _mm512_set1_pd(d);
+	size_t j;
+
+	for (j = 0; j < n; j += 16) {
+		__mmask16 m = tail_mask(n - j);
+		__m512 x = _mm512_maskz_loadu_ps(m, v + j);
+		__m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(x)),
+			hi = _mm512_cvtps_pd(
+				_mm256_castpd_ps(_mm512_extractf64x4_pd(
+					_mm512_castps_pd(x), 1)));
+		__m256 l = _mm512_cvtpd_ps(_mm512_div_pd(lo, dv)),
+		       h = _mm512_cvtpd_ps(_mm512_div_pd(hi, dv));
+
+		x = _mm512_castpd_ps(_mm512_insertf64x4(
+			_mm512_castpd256_pd512(_mm256_castps_pd(l)),
+			_mm256_castps_pd(h), 1));
+		_mm512_mask_storeu_ps(v + j, m, x);
+	}
+}
+
+/* 64 d (four registers) of out at a time, the j loop inside, in order. */
+static Z void z_wsum(const float *sc, size_t n, const float *V, size_t ldv,
+		     size_t hd, float *out)
+{
+	size_t j, d;
+
+	for (d = 0; d < hd; d += 64) {
+		__mmask16 m0 = tail_mask(hd - d),
+			  m1 = hd - d > 16 ? tail_mask(hd - d - 16) : 0,
+			  m2 = hd - d > 32 ? tail_mask(hd - d - 32) : 0,
+			  m3 = hd - d > 48 ? tail_mask(hd - d - 48) : 0;
+		__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+		const float *p = V + d;
+
+		for (j = 0; j < n; j++, p += ldv) {
+			__m512 s = _mm512_set1_ps(sc[j]);
+
+			a0 = _mm512_add_ps(
+				a0,
+				_mm512_mul_ps(s, _mm512_maskz_loadu_ps(m0, p)));
+			a1 = _mm512_add_ps(
+				a1, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(
+							     m1, p + 16)));
+			a2 = _mm512_add_ps(
+				a2, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(
+							     m2, p + 32)));
+			a3 = _mm512_add_ps(
+				a3, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(
+							     m3, p + 48)));
+		}
+		_mm512_mask_storeu_ps(out + d, m0, a0);
+		_mm512_mask_storeu_ps(out + d + 16, m1, a1);
+		_mm512_mask_storeu_ps(out + d + 32, m2, a2);
+		_mm512_mask_storeu_ps(out + d + 48, m3, a3);
+	}
+}
+
+static Z __m512i z_bf16_bits(__m512i u)
+{
+	const __m512i exp = _mm512_set1_epi32(0x7F800000),
+		      man = _mm512_set1_epi32(0x7FFFFF),
+		      hi = _mm512_set1_epi32((int)0xFFFF0000u),
+		      one = _mm512_set1_epi32(1);
+	__mmask16 nan = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, exp), exp) &
+			_mm512_test_epi32_mask(u, man);
+	__m512i r = _mm512_add_epi32(
+		_mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)),
+		_mm512_and_si512(_mm512_srli_epi32(u, 16), one));
+	__m512i q = _mm512_or_si512(u, _mm512_set1_epi32(0x400000));
+
+	return _mm512_and_si512(_mm512_mask_blend_epi32(nan, r, q), hi);
+}
+
+static Z void z_bf16_round(float *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i += 16) {
+		__mmask16 m = tail_mask(n - i);
+		__m512i u = _mm512_maskz_loadu_epi32(m, v + i);
+
+		_mm512_mask_storeu_epi32(v + i, m, z_bf16_bits(u));
+	}
+}
+
+/* expf stays the C library's, one element at a time; the rest in lanes. */
+static Z void z_swiglu(float *g, const float *u, size_t n)
+{
+	float e[16];
+	size_t i, k;
+
+	for (i = 0; i < n; i += 16) {
+		size_t c = n - i < 16 ? n - i : 16;
+		__mmask16 m = tail_mask(n - i);
+		__m512 x, one = _mm512_set1_ps(1.0f);
+
+		for (k = 0; k < c; k++)
+			e[k] = expf(-g[i + k]);
+		x = _mm512_maskz_loadu_ps(m, g + i);
+		x = _mm512_div_ps(
+			x, _mm512_add_ps(one, _mm512_maskz_loadu_ps(m, e)));
+		x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(m, u + i));
+		_mm512_mask_storeu_ps(g + i, m, x);
+	}
+}
+
+static Z void z_add(float *x, const float *y, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i += 16) {
+		__mmask16 m = tail_mask(n - i);
+
+		_mm512_mask_storeu_ps(
+			x + i, m,
+			_mm512_add_ps(_mm512_maskz_loadu_ps(m, x + i),
+				      _mm512_maskz_loadu_ps(m, y + i)));
+	}
+}
+
+static Z void z_add_scaled(float *y, const float *x, float w, size_t n)
+{
+	__m512 wv = _mm512_set1_ps(w);
+	size_t i;
+
+	for (i = 0; i < n; i += 16) {
+		__mmask16 m = tail_mask(n - i);
+		__m512 t = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), wv);
+
+		_mm512_mask_storeu_ps(
+			y + i, m,
+			_mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), t));
+	}
+}
+
+static Z void z_rope(float *x, const float *cs, size_t hd)
+{
+	size_t i, half = hd / 2;
+
+	for (i = 0; i < half; i += 16) {
+		__mmask16 m = tail_mask(half - i);
+		__m512 a = _mm512_maskz_loadu_ps(m, x + i),
+		       b = _mm512_maskz_loadu_ps(m, x + i + half),
+		       c = _mm512_maskz_loadu_ps(m, cs + i),
+		       s = _mm512_maskz_loadu_ps(m, cs + half + i);
+
+		_mm512_mask_storeu_ps(x + i, m,
+				      _mm512_sub_ps(_mm512_mul_ps(a, c),
+						    _mm512_mul_ps(b, s)));
+		_mm512_mask_storeu_ps(x + i + half, m,
+				      _mm512_add_ps(_mm512_mul_ps(b, c),
+						    _mm512_mul_ps(a, s)));
+	}
+}
+
+static Z void z_scale_mul(float *out, const float *x, const float *w, float inv,
+			  size_t n)
+{
+	__m512 iv = _mm512_set1_ps(inv);
+	size_t i;
+
+	for (i = 0; i < n; i += 16) {
+		__mmask16 m = tail_mask(n - i);
+		__m512 t = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), iv);
+
+		_mm512_mask_storeu_ps(
+			out + i, m,
+			_mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i), t));
+	}
+}
+#endif
+
+/* ---- Dispatch ---- */
+
+static inline bool use_z(void)
+{
+#ifdef MM_X86
+	return engy_mm_kernel_avx512();
+#else
+	return false;
+#endif
+}
+
+#ifdef MM_X86
+#define PICK(name, ...)                                                        \
+	(use_z() ? z_##name(__VA_ARGS__) : gen_##name(__VA_ARGS__))
+#else
+#define PICK(name, ...) gen_##name(__VA_ARGS__)
+#endif
+
+float engy_vec_scale_max(float *v, size_t n, float s)
+{
+	return PICK(scale_max, v, n, s);
+}
+
+void engy_vec_div(float *v, size_t n, double d)
+{
+	PICK(div, v, n, d);
+}
+
+void engy_vec_wsum(const float *sc, size_t n, const float *V, size_t ldv,
+		   size_t hd, float *out)
+{
+	PICK(wsum, sc, n, V, ldv, hd, out);
+}
+
+void engy_vec_bf16_round(float *v, size_t n)
+{
+	PICK(bf16_round, v, n);
+}
+
+void engy_vec_swiglu(float *g, const float *u, size_t n)
+{
+	PICK(swiglu, g, u, n);
+}
+
+void engy_vec_add(float *x, const float *y, size_t n)
+{
+	PICK(add, x, y, n);
+}
+
+void engy_vec_add_scaled(float *y, const float *x, float w, size_t n)
+{
+	PICK(add_scaled, y, x, w, n);
+}
+
+void engy_vec_rope(float *x, const float *cs, size_t hd)
+{
+	PICK(rope, x, cs, hd);
+}
+
+void engy_vec_rmsnorm(float *out, const float *x, const float *w, size_t d,
+		      double eps)
+{
+	double ss = 0;
+	float inv;
+	size_t i;
+
+	/* The sum of squares in order, in double: one chain, kept as it is. */
+	for (i = 0; i < d; i++)
+		ss += (double)x[i] * x[i];
+	inv = (float)(1.0 / sqrt(ss / (double)d + eps));
+	PICK(scale_mul, out, x, w, inv, d);
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reference engine's elementwise steps, each with its arithmetic in a
+ * fixed order (vec.c): the same bits from the C and from the AVX-512 code
+ * that runs where the matmul kernel in use is avx512f.
+ */
+#ifndef Q3_VEC_H
+#define Q3_VEC_H
+
+#include <stddef.h>
+
+/* v[j] *= s for each j; the largest v[j] after it (NaN left out;
+ * -INFINITY for none). */
+float engy_vec_scale_max(float *v, size_t n, float s);
+
+/* v[j] = (float)((double)v[j] / d). */
+void engy_vec_div(float *v, size_t n, double d);
+
+/* out[d] = sum over j in order of sc[j] * V[j * ldv + d], from 0, each
+ * step a multiply then an add. */
+void engy_vec_wsum(const float *sc, size_t n, const float *V, size_t ldv,
+		   size_t hd, float *out);
+
+/* Each value rounded to bf16 (nearest, ties to even; NaN quieted). */
+void engy_vec_bf16_round(float *v, size_t n);
+
+/* g[i] = g[i] / (1 + expf(-g[i])) * u[i]: silu(gate) times up. */
+void engy_vec_swiglu(float *g, const float *u, size_t n);
+
+/* x[i] += y[i]. */
+void engy_vec_add(float *x, const float *y, size_t n);
+
+/* y[i] = y[i] + x[i] * w. */
+void engy_vec_add_scaled(float *y, const float *x, float w, size_t n);
+
+/* Rotate-half RoPE of one head of @hd (even) values with cos @cs[0, hd/2)
+ * and sin @cs[hd/2, hd): x[i] = a c - b s, x[i + hd/2] = b c + a s. */
+void engy_vec_rope(float *x, const float *cs, size_t hd);
+
+/* out = w * (x / sqrt(mean(x^2) + eps)), the sum of squares in double
+ * in order (transformers' Qwen3RMSNorm); @out may be @x. */
+void engy_vec_rmsnorm(float *out, const float *x, const float *w, size_t d,
+		      double eps);
+
+#endif /* Q3_VEC_H */
