@@ -69,6 +69,40 @@ static inline __attribute__((always_inline)) BD float bd_tree(__m512 v)
 	return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
 }
 
+/*
+ * bd_tree() of sixteen accumulators at once, @a[r * 4 + c] the one of row
+ * r, column c, into @y (rows @ldy apart): each sum of the tree adds the
+ * same two lanes as bd_tree(), several outputs to a register.  After
+ * stage 1 a register holds two outputs' 8 lanes, after stage 2 four
+ * outputs' 4, then 2 each of eight, then all sixteen, lane 4c + r.
+ */
+static inline __attribute__((always_inline)) BD void
+bd_tree16(const __m512 *a, float *y, size_t ldy)
+{
+	__m512 s[8], u[4], w[2], t;
+	int i;
+
+	_Pragma("GCC unroll 8") for (i = 0; i < 8; i++) s[i] = _mm512_add_ps(
+		_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0x44),
+		_mm512_shuffle_f32x4(a[2 * i], a[2 * i + 1], 0xEE));
+	_Pragma("GCC unroll 4") for (i = 0; i < 4; i++) u[i] = _mm512_add_ps(
+		_mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0x88),
+		_mm512_shuffle_f32x4(s[2 * i], s[2 * i + 1], 0xDD));
+	_Pragma("GCC unroll 2") for (i = 0; i < 2; i++) w[i] =
+		_mm512_add_ps(_mm512_shuffle_ps(u[2 * i], u[2 * i + 1], 0x44),
+			      _mm512_shuffle_ps(u[2 * i], u[2 * i + 1], 0xEE));
+	t = _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88),
+			  _mm512_shuffle_ps(w[0], w[1], 0xDD));
+	/* lane 4c + r to lane 4r + c: row r is then the r-th 128 bits */
+	t = _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2,
+						    6, 10, 14, 3, 7, 11, 15),
+				  t);
+	_mm_storeu_ps(y, _mm512_castps512_ps128(t));
+	_mm_storeu_ps(y + ldy, _mm512_extractf32x4_ps(t, 1));
+	_mm_storeu_ps(y + 2 * ldy, _mm512_extractf32x4_ps(t, 2));
+	_mm_storeu_ps(y + 3 * ldy, _mm512_extractf32x4_ps(t, 3));
+}
+
 /* R rows of bf16 x against C rows of bf16 w. */
 static inline __attribute__((always_inline)) BD void
 bd_block(const uint16_t *x, size_t ldx, const uint16_t *w, size_t ldw,
@@ -113,6 +147,10 @@ bd_block(const uint16_t *x, size_t ldx, const uint16_t *w, size_t ldw,
 							     (__m512bh)xv,
 							     (__m512bh)wv[c]);
 		}
+	}
+	if (R == 4 && C == 4) {
+		bd_tree16(&acc[0][0], y, ldy);
+		return;
 	}
 	_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
 		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) y[r * ldy + c] =

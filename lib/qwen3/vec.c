@@ -127,6 +127,21 @@ static inline Z __mmask16 tail_mask(size_t left)
 	return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
 }
 
+/* Loads and stores of 16 floats, masked only where @m leaves some out:
+ * a masked store is slow on some CPUs (Zen 4), so full ones are plain. */
+static inline Z __m512 ldm(__mmask16 m, const float *p)
+{
+	return m == 0xFFFF ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(m, p);
+}
+
+static inline Z void stm(float *p, __mmask16 m, __m512 v)
+{
+	if (m == 0xFFFF)
+		_mm512_storeu_ps(p, v);
+	else
+		_mm512_mask_storeu_ps(p, m, v);
+}
+
 static Z float z_scale_max(float *v, size_t n, float s)
 {
 	__m512 sv = _mm512_set1_ps(s), mx = _mm512_set1_ps(-INFINITY);
@@ -134,9 +149,9 @@ static Z float z_scale_max(float *v, size_t n, float s)
 
 	for (j = 0; j < n; j += 16) {
 		__mmask16 m = tail_mask(n - j);
-		__m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, v + j), sv);
+		__m512 x = _mm512_mul_ps(ldm(m, v + j), sv);
 
-		_mm512_mask_storeu_ps(v + j, m, x);
+		stm(v + j, m, x);
 		/* max(x, mx) is mx where x is NaN, as the C's comparison */
 		mx = _mm512_mask_max_ps(mx, m, x, mx);
 	}
@@ -151,7 +166,7 @@ static Z void z_div(float *v, size_t n, double d)
 
 	for (j = 0; j < n; j += 16) {
 		__mmask16 m = tail_mask(n - j);
-		__m512 x = _mm512_maskz_loadu_ps(m, v + j);
+		__m512 x = ldm(m, v + j);
 		__m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(x)),
 			hi = _mm512_cvtps_pd(
 				_mm256_castpd_ps(_mm512_extractf64x4_pd(
@@ -162,7 +177,7 @@ static Z void z_div(float *v, size_t n, double d)
 		x = _mm512_castpd_ps(_mm512_insertf64x4(
 			_mm512_castpd256_pd512(_mm256_castps_pd(l)),
 			_mm256_castps_pd(h), 1));
-		_mm512_mask_storeu_ps(v + j, m, x);
+		stm(v + j, m, x);
 	}
 }
 
@@ -172,11 +187,7 @@ static Z void z_wsum(const float *sc, size_t n, const float *V, size_t ldv,
 {
 	size_t j, d;
 
-	for (d = 0; d < hd; d += 64) {
-		__mmask16 m0 = tail_mask(hd - d),
-			  m1 = hd - d > 16 ? tail_mask(hd - d - 16) : 0,
-			  m2 = hd - d > 32 ? tail_mask(hd - d - 32) : 0,
-			  m3 = hd - d > 48 ? tail_mask(hd - d - 48) : 0;
+	for (d = 0; d + 64 <= hd; d += 64) {
 		__m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
 		const float *p = V + d;
 
@@ -184,22 +195,30 @@ static Z void z_wsum(const float *sc, size_t n, const float *V, size_t ldv,
 			__m512 s = _mm512_set1_ps(sc[j]);
 
 			a0 = _mm512_add_ps(
-				a0,
-				_mm512_mul_ps(s, _mm512_maskz_loadu_ps(m0, p)));
+				a0, _mm512_mul_ps(s, _mm512_loadu_ps(p)));
 			a1 = _mm512_add_ps(
-				a1, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(
-							     m1, p + 16)));
+				a1, _mm512_mul_ps(s, _mm512_loadu_ps(p + 16)));
 			a2 = _mm512_add_ps(
-				a2, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(
-							     m2, p + 32)));
+				a2, _mm512_mul_ps(s, _mm512_loadu_ps(p + 32)));
 			a3 = _mm512_add_ps(
-				a3, _mm512_mul_ps(s, _mm512_maskz_loadu_ps(
-							     m3, p + 48)));
+				a3, _mm512_mul_ps(s, _mm512_loadu_ps(p + 48)));
 		}
-		_mm512_mask_storeu_ps(out + d, m0, a0);
-		_mm512_mask_storeu_ps(out + d + 16, m1, a1);
-		_mm512_mask_storeu_ps(out + d + 32, m2, a2);
-		_mm512_mask_storeu_ps(out + d + 48, m3, a3);
+		_mm512_storeu_ps(out + d, a0);
+		_mm512_storeu_ps(out + d + 16, a1);
+		_mm512_storeu_ps(out + d + 32, a2);
+		_mm512_storeu_ps(out + d + 48, a3);
+	}
+	/* the rest, 16 d at a time, the last masked */
+	for (; d < hd; d += 16) {
+		__mmask16 m = tail_mask(hd - d);
+		__m512 a = _mm512_setzero_ps();
+		const float *p = V + d;
+
+		for (j = 0; j < n; j++, p += ldv)
+			a = _mm512_add_ps(
+				a, _mm512_mul_ps(_mm512_set1_ps(sc[j]),
+						 _mm512_maskz_loadu_ps(m, p)));
+		_mm512_mask_storeu_ps(out + d, m, a);
 	}
 }
 
@@ -225,9 +244,9 @@ static Z void z_bf16_round(float *v, size_t n)
 
 	for (i = 0; i < n; i += 16) {
 		__mmask16 m = tail_mask(n - i);
-		__m512i u = _mm512_maskz_loadu_epi32(m, v + i);
+		__m512i u = _mm512_castps_si512(ldm(m, v + i));
 
-		_mm512_mask_storeu_epi32(v + i, m, z_bf16_bits(u));
+		stm(v + i, m, _mm512_castsi512_ps(z_bf16_bits(u)));
 	}
 }
 
@@ -244,11 +263,10 @@ static Z void z_swiglu(float *g, const float *u, size_t n)
 
 		for (k = 0; k < c; k++)
 			e[k] = expf(-g[i + k]);
-		x = _mm512_maskz_loadu_ps(m, g + i);
-		x = _mm512_div_ps(
-			x, _mm512_add_ps(one, _mm512_maskz_loadu_ps(m, e)));
-		x = _mm512_mul_ps(x, _mm512_maskz_loadu_ps(m, u + i));
-		_mm512_mask_storeu_ps(g + i, m, x);
+		x = ldm(m, g + i);
+		x = _mm512_div_ps(x, _mm512_add_ps(one, ldm(m, e)));
+		x = _mm512_mul_ps(x, ldm(m, u + i));
+		stm(g + i, m, x);
 	}
 }
 
@@ -259,10 +277,7 @@ static Z void z_add(float *x, const float *y, size_t n)
 	for (i = 0; i < n; i += 16) {
 		__mmask16 m = tail_mask(n - i);
 
-		_mm512_mask_storeu_ps(
-			x + i, m,
-			_mm512_add_ps(_mm512_maskz_loadu_ps(m, x + i),
-				      _mm512_maskz_loadu_ps(m, y + i)));
+		stm(x + i, m, _mm512_add_ps(ldm(m, x + i), ldm(m, y + i)));
 	}
 }
 
@@ -273,11 +288,9 @@ static Z void z_add_scaled(float *y, const float *x, float w, size_t n)
 
 	for (i = 0; i < n; i += 16) {
 		__mmask16 m = tail_mask(n - i);
-		__m512 t = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), wv);
+		__m512 t = _mm512_mul_ps(ldm(m, x + i), wv);
 
-		_mm512_mask_storeu_ps(
-			y + i, m,
-			_mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), t));
+		stm(y + i, m, _mm512_add_ps(ldm(m, y + i), t));
 	}
 }
 
@@ -287,17 +300,13 @@ static Z void z_rope(float *x, const float *cs, size_t hd)
 
 	for (i = 0; i < half; i += 16) {
 		__mmask16 m = tail_mask(half - i);
-		__m512 a = _mm512_maskz_loadu_ps(m, x + i),
-		       b = _mm512_maskz_loadu_ps(m, x + i + half),
-		       c = _mm512_maskz_loadu_ps(m, cs + i),
-		       s = _mm512_maskz_loadu_ps(m, cs + half + i);
+		__m512 a = ldm(m, x + i), b = ldm(m, x + i + half),
+		       c = ldm(m, cs + i), s = ldm(m, cs + half + i);
 
-		_mm512_mask_storeu_ps(x + i, m,
-				      _mm512_sub_ps(_mm512_mul_ps(a, c),
-						    _mm512_mul_ps(b, s)));
-		_mm512_mask_storeu_ps(x + i + half, m,
-				      _mm512_add_ps(_mm512_mul_ps(b, c),
-						    _mm512_mul_ps(a, s)));
+		stm(x + i, m,
+		    _mm512_sub_ps(_mm512_mul_ps(a, c), _mm512_mul_ps(b, s)));
+		stm(x + i + half, m,
+		    _mm512_add_ps(_mm512_mul_ps(b, c), _mm512_mul_ps(a, s)));
 	}
 }
 
@@ -309,11 +318,9 @@ static Z void z_scale_mul(float *out, const float *x, const float *w, float inv,
 
 	for (i = 0; i < n; i += 16) {
 		__mmask16 m = tail_mask(n - i);
-		__m512 t = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), iv);
+		__m512 t = _mm512_mul_ps(ldm(m, x + i), iv);
 
-		_mm512_mask_storeu_ps(
-			out + i, m,
-			_mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i), t));
+		stm(out + i, m, _mm512_mul_ps(ldm(m, w + i), t));
 	}
 }
 #endif
