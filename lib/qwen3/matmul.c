@@ -28,6 +28,19 @@ typedef float v8 __attribute__((vector_size(32)));
 
 /* The one lane reduction and tail every element goes through.  A bf16
  * weight widens exactly, so both weight types give the same numbers. */
+/* finish()'s tail: s + a[k] w[k] for the k left, in order. */
+static inline __attribute__((always_inline)) float
+finish_tail(float s, const float *a, const void *b, int wt, size_t k, size_t n)
+{
+	if (wt == MM_BF16)
+		for (; k < n; k++)
+			s += a[k] * engy_bf16_to_f32(((const uint16_t *)b)[k]);
+	else
+		for (; k < n; k++)
+			s += a[k] * ((const float *)b)[k];
+	return s;
+}
+
 static inline __attribute__((always_inline)) float finish(const float l[8],
 							  const float *a,
 							  const void *b, int wt,
@@ -36,13 +49,7 @@ static inline __attribute__((always_inline)) float finish(const float l[8],
 	float s = ((l[0] + l[1]) + (l[2] + l[3])) +
 		  ((l[4] + l[5]) + (l[6] + l[7]));
 
-	if (wt == MM_BF16)
-		for (; k < n; k++)
-			s += a[k] * engy_bf16_to_f32(((const uint16_t *)b)[k]);
-	else
-		for (; k < n; k++)
-			s += a[k] * ((const float *)b)[k];
-	return s;
+	return finish_tail(s, a, b, wt, k, n);
 }
 
 #define WROW(w, wt, c, in)                                                     \
@@ -286,6 +293,35 @@ z_loadw2(const void *w0, const void *w1, size_t k, __m512i ilo, __m512i ihi,
 		_mm512_maskz_permutexvar_epi16(0xAAAAAAAAu, ihi, ab));
 }
 
+/*
+ * finish()'s lane sums for the eight columns of four accumulators (column
+ * pairs) at once: ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)) of
+ * each column, the very additions, several columns to a register; lane
+ * c of the result is column c's.
+ */
+static inline __attribute__((always_inline)) AVX512 __m256
+z_sums8(const __m512 *a)
+{
+	/* per 128 bits: l0 + l1, l2 + l3 of one column's half, two pairs */
+	__m512 x = _mm512_add_ps(_mm512_shuffle_ps(a[0], a[1], 0x88),
+				 _mm512_shuffle_ps(a[0], a[1], 0xDD));
+	__m512 y = _mm512_add_ps(_mm512_shuffle_ps(a[2], a[3], 0x88),
+				 _mm512_shuffle_ps(a[2], a[3], 0xDD));
+	/* (l0 + l1) + (l2 + l3), and of l4..l7, of four columns each */
+	__m512 z = _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88),
+				 _mm512_shuffle_ps(x, y, 0xDD));
+	__m256 s;
+
+	/* 128-bit blocks: columns 0 2 4 6 (l0..3), the same (l4..7), then
+	 * columns 1 3 5 7 twice: the first half of each plus the second */
+	z = _mm512_shuffle_f32x4(z, z, 0xD8);
+	s = _mm256_add_ps(_mm512_castps512_ps256(z),
+			  _mm256_castpd_ps(_mm512_extractf64x4_pd(
+				  _mm512_castps_pd(z), 1)));
+	return _mm256_permutevar8x32_ps(
+		s, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
 static inline __attribute__((always_inline)) AVX512 void
 z_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 	float *y, size_t ldy, int C, const int R, const int P, const int WT)
@@ -357,6 +393,16 @@ z_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 				acc[r][p] =
 					_mm512_fmadd_ps(xv, wv[p], acc[r][p]);
 		}
+	}
+	if (P == 4) {
+		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
+		{
+			_mm256_storeu_ps(l, z_sums8(acc[r]));
+			for (c = 0; c < C; c++)
+				y[r * ldy + c] = finish_tail(l[c], x + r * ldx,
+							     wr[c], WT, k, in);
+		}
+		return;
 	}
 	_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
 		_Pragma("GCC unroll 4") for (p = 0; p < P; p++)
