@@ -67,9 +67,9 @@ void engy_q3_seq_truncate(struct q3_seq *s, uint32_t len)
 /* Grows geometrically so a long decode reallocates O(log n) times. */
 static int seq_reserve(struct q3_seq *s, uint32_t need)
 {
-	size_t kvd = (size_t)s->m->cfg.n_kv * s->m->cfg.head_dim;
-	uint32_t cap = s->cap ? s->cap : 16, l;
-	float *p;
+	size_t hd = s->m->cfg.head_dim, nkv = s->m->cfg.n_kv, h;
+	uint32_t cap = s->cap ? s->cap : 16, L = s->m->cfg.n_layers, l;
+	float **nb;
 
 	if (need <= s->cap)
 		return 0;
@@ -77,16 +77,34 @@ static int seq_reserve(struct q3_seq *s, uint32_t need)
 		cap = cap > UINT32_MAX / 2 ? need : 2 * cap;
 	if (cap > s->max_ctx)
 		cap = s->max_ctx;
-	for (l = 0; l < s->m->cfg.n_layers; l++) {
-		p = realloc(s->k[l], (size_t)cap * kvd * sizeof(float));
-		if (!p)
+	/* Head-major ([n_kv, cap, head_dim]): each KV head's positions are
+	 * contiguous, so its attention streams them.  The new buffers are
+	 * all allocated before any is used: on failure nothing changes. */
+	nb = calloc(2 * (size_t)L, sizeof(*nb));
+	if (!nb)
+		return -ENOMEM;
+	for (l = 0; l < 2 * L; l++)
+		if (!(nb[l] = malloc((size_t)cap * nkv * hd * sizeof(float)))) {
+			while (l--)
+				free(nb[l]);
+			free(nb);
 			return -ENOMEM;
-		s->k[l] = p;
-		p = realloc(s->v[l], (size_t)cap * kvd * sizeof(float));
-		if (!p)
-			return -ENOMEM;
-		s->v[l] = p;
+		}
+	for (l = 0; l < L; l++) {
+		for (h = 0; h < nkv && s->cap; h++) {
+			memcpy(nb[2 * l] + h * cap * hd,
+			       s->k[l] + h * s->cap * hd,
+			       (size_t)s->cap * hd * sizeof(float));
+			memcpy(nb[2 * l + 1] + h * cap * hd,
+			       s->v[l] + h * s->cap * hd,
+			       (size_t)s->cap * hd * sizeof(float));
+		}
+		free(s->k[l]);
+		free(s->v[l]);
+		s->k[l] = nb[2 * l];
+		s->v[l] = nb[2 * l + 1];
 	}
+	free(nb);
 	s->cap = cap;
 	return 0;
 }
@@ -168,7 +186,7 @@ void engy_q3_bf16_round(float *v, size_t n)
 struct swiglu {
 	float *g;
 	const float *u;
-	size_t n;
+	size_t n, grain;
 	bool round;
 };
 
@@ -177,8 +195,8 @@ struct swiglu {
 static void swiglu_task(void *arg, size_t task, unsigned thread)
 {
 	const struct swiglu *a = arg;
-	size_t i = task * SWIGLU_GRAIN,
-	       e = i + SWIGLU_GRAIN < a->n ? i + SWIGLU_GRAIN : a->n;
+	size_t i = task * a->grain,
+	       e = i + a->grain < a->n ? i + a->grain : a->n;
 
 	(void)thread;
 	engy_vec_swiglu(a->g + i, a->u + i, e - i);
@@ -188,12 +206,17 @@ static void swiglu_task(void *arg, size_t task, unsigned thread)
 
 void engy_q3_swiglu(struct q3_model *m, float *g, const float *u, size_t n)
 {
-	struct swiglu a = { g, u, n, engy_q3_bf16act(m) };
+	struct swiglu a = { g, u, n, SWIGLU_GRAIN, engy_q3_bf16act(m) };
+	size_t nt = engy_mm_pool_threads(m->pool);
 
-	/* an expf each: prefill's on the pool; one task (decode) runs
-	 * inline there */
-	engy_mm_pool_run(m->pool, swiglu_task, &a,
-			 (n + SWIGLU_GRAIN - 1) / SWIGLU_GRAIN);
+	/* An expf each, on the pool: prefill's in SWIGLU_GRAIN runs, a
+	 * decode step's (a row's inter) split over the threads, in
+	 * multiples of 16. */
+	if (n < SWIGLU_GRAIN * nt)
+		a.grain = ((n + nt - 1) / nt + 15) / 16 * 16;
+	if (a.grain < 256)
+		a.grain = 256;
+	engy_mm_pool_run(m->pool, swiglu_task, &a, (n + a.grain - 1) / a.grain);
 }
 
 void engy_q3_mlp_run(struct q3_model *m, int layer, const char *pre,
@@ -224,7 +247,7 @@ struct fwd {
 	float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u;
 	float *cs;     /* each row's RoPE cos then sin [n, head_dim] */
 	float *out;    /* the final hidden state [n, hidden] */
-	float *scores; /* ATT_GROUP rows per pool thread */
+	float *scores; /* ATT_GROUP rows per head of a KV head, per thread */
 	size_t score_stride;
 	size_t *grp, n_grp; /* first row of each attention group, then n */
 	int layer;
@@ -260,10 +283,13 @@ static void qk_task(void *arg, size_t r, unsigned thread)
 		rmsnorm(k + h * hd, k + h * hd, l->k_norm, hd, c->eps);
 		engy_vec_rope(k + h * hd, cs, hd);
 	}
-	memcpy(s->k[f->layer] + (size_t)f->pos[r] * kvd, k,
-	       kvd * sizeof(float));
-	memcpy(s->v[f->layer] + (size_t)f->pos[r] * kvd, f->v + r * kvd,
-	       kvd * sizeof(float));
+	for (h = 0; h < c->n_kv; h++) {
+		size_t at = (h * s->cap + f->pos[r]) * hd;
+
+		memcpy(s->k[f->layer] + at, k + h * hd, hd * sizeof(float));
+		memcpy(s->v[f->layer] + at, f->v + r * kvd + h * hd,
+		       hd * sizeof(float));
+	}
 }
 
 static void qk_prepare(struct fwd *f)
@@ -283,9 +309,10 @@ static void qk_prepare(struct fwd *f)
 static void attn_row(const struct fwd *f, size_t r, size_t h, float *sc)
 {
 	const struct q3_config *c = &f->m->cfg;
-	size_t hd = c->head_dim, kvd = c->n_kv * hd;
+	size_t hd = c->head_dim;
 	size_t kvh = h / (c->n_heads / c->n_kv), j, p = f->pos[r];
-	const float *V = f->rows[r].seq->v[f->layer] + kvh * hd;
+	const struct q3_seq *s = f->rows[r].seq;
+	const float *V = s->v[f->layer] + kvh * s->cap * hd;
 	float *out = f->att + (r * c->n_heads + h) * hd;
 	float scale = (float)(1.0 / sqrt((double)hd)), mx;
 	double sum = 0;
@@ -296,32 +323,44 @@ static void attn_row(const struct fwd *f, size_t r, size_t h, float *sc)
 		sum += sc[j];
 	}
 	engy_vec_div(sc, p + 1, sum);
-	engy_vec_wsum(sc, p + 1, V, kvd, hd, out);
+	engy_vec_wsum(sc, p + 1, V, hd, hd, out);
 	if (engy_q3_bf16act(f->m))
 		engy_q3_bf16_round(out, hd);
 }
 
-/* Head @task % n_heads of a group of rows of one sequence (up to
- * ATT_GROUP): their scores against the shared keys as one block (each
- * score the same dot product as alone), then each row's softmax and sum. */
+/* KV head @task % n_kv of a group of rows of one sequence (up to
+ * ATT_GROUP), for each query head that shares it (GQA): the rows' scores
+ * against the keys as one block (each score the same dot product as
+ * alone), then each row's softmax and sum.  The heads of a KV head in one
+ * task: its keys and values come from memory once. */
 static void attn_task(void *arg, size_t task, unsigned thread)
 {
 	const struct fwd *f = arg;
 	const struct q3_config *c = &f->m->cfg;
-	size_t hd = c->head_dim, kvd = c->n_kv * hd;
-	size_t g = task / c->n_heads, h = task % c->n_heads;
-	size_t r0 = f->grp[g], nr = f->grp[g + 1] - r0, i, pmax = 0;
-	size_t kvh = h / (c->n_heads / c->n_kv);
-	const float *K = f->rows[r0].seq->k[f->layer] + kvh * hd;
-	float *sc = f->scores + thread * ATT_GROUP * f->score_stride;
+	size_t hd = c->head_dim, grp = c->n_heads / c->n_kv;
+	size_t g = task / c->n_kv, kvh = task % c->n_kv;
+	size_t r0 = f->grp[g], nr = f->grp[g + 1] - r0, i, h, pmax = 0;
+	const struct q3_seq *s = f->rows[r0].seq;
+	const float *K = s->k[f->layer] + kvh * s->cap * hd;
+	float *sc = f->scores + thread * ATT_GROUP * grp * f->score_stride;
 
 	for (i = 0; i < nr; i++)
 		if (f->pos[r0 + i] > pmax)
 			pmax = f->pos[r0 + i];
-	engy_mm_dots_rows(f->q + (r0 * c->n_heads + h) * hd, c->n_heads * hd,
-			  nr, K, kvd, hd, pmax + 1, sc, f->score_stride);
-	for (i = 0; i < nr; i++)
-		attn_row(f, r0 + i, h, sc + i * f->score_stride);
+	if (nr == 1) /* the heads' queries are adjacent: one block */
+		engy_mm_dots_rows(f->q + (r0 * c->n_heads + kvh * grp) * hd, hd,
+				  grp, K, hd, hd, pmax + 1, sc,
+				  f->score_stride);
+	else
+		for (h = 0; h < grp; h++)
+			engy_mm_dots_rows(
+				f->q + (r0 * c->n_heads + kvh * grp + h) * hd,
+				c->n_heads * hd, nr, K, hd, hd, pmax + 1,
+				sc + h * nr * f->score_stride, f->score_stride);
+	for (h = 0; h < grp; h++)
+		for (i = 0; i < nr; i++)
+			attn_row(f, r0 + i, kvh * grp + h,
+				 sc + (h * nr + i) * f->score_stride);
 }
 
 /* The rows' steps between the matmuls, ROW_GRAIN rows a task. */
@@ -410,7 +449,7 @@ static int layer_forward(struct fwd *f)
 		engy_q3_mm_batch(m, L, names, qkv, 3);
 	}
 	qk_prepare(f);
-	engy_mm_pool_run(m->pool, attn_task, f, f->n_grp * c->n_heads);
+	engy_mm_pool_run(m->pool, attn_task, f, f->n_grp * c->n_kv);
 	engy_q3_mm(m, L, "o_proj", f->att, f->n, l->wo, qd, h, f->tmp);
 	rows_run(f, ROW_ATTN_RES);
 	if (c->sparse[L]) {
@@ -513,7 +552,8 @@ int engy_q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
 	nt = engy_mm_pool_threads(m->pool);
 	/* x, xn, tmp; q, att; k, v; g, u; cs; scores */
 	need = 3 * n * h + 2 * n * qd + 2 * n * kvd + 2 * (n * inter + 1) +
-	       n * c->head_dim + nt * ATT_GROUP * max_pos;
+	       n * c->head_dim +
+	       nt * ATT_GROUP * (c->n_heads / c->n_kv) * max_pos;
 	p = engy_q3_scratch(m, Q3_SCRATCH_FWD, need);
 	rc = -ENOMEM;
 	if (!p)

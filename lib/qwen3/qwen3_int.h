@@ -59,7 +59,7 @@ struct q3_seq {
 	const struct q3_model *m;
 	uint32_t len, cap, max_ctx;
 	uint32_t next;	/* scratch of engy_q3_forward() */
-	float **k, **v; /* per layer: [cap, n_kv * head_dim] */
+	float **k, **v; /* per layer: [n_kv, cap, head_dim] */
 };
 
 /* Y = X W^T (W one of the model's matrices) on its device, then the hook. */
