@@ -680,7 +680,8 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 	double dpp[ROUNDS], dpd[ROUNDS];
 	const char *dpk = engy_mm_profile_kernel(MM_PROFILE_BF16DP);
 	struct run r, base, tr = { 0, 0 };
-	double rss0, rss1, t, macs, roof, wb, wbw, t_pre[NPEERS], t_dec[NPEERS];
+	double rss0, rss1, t, macs, roof, wb, wbw, kvb, t_pre[NPEERS],
+		t_dec[NPEERS];
 	double ep[ROUNDS], ed[ROUNDS], tp[NPEERS][ROUNDS], td[NPEERS][ROUNDS];
 	const struct q3_config *c;
 	const struct level *lv;
@@ -765,7 +766,12 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 	/* Where the weights live, measured: stream a buffer of their size
 	 * as decode does (sysfs may not tell the host's caches in a VM). */
 	wbw = read_bandwidth_gbs((size_t)wb, threads, (int)(1e9 / wb) + 1);
-	roof = wbw * 1e9 / (macs * engy_q3_model_matrix_bytes(m));
+	/* A decode step reads every used weight and, in each layer, the
+	 * float32 keys and values of the positions so far: the mean
+	 * context of the DECODE steps after a PREFILL-token prompt. */
+	kvb = 2.0 * sizeof(float) * c->n_layers * c->n_kv * c->head_dim *
+	      (PREFILL + (DECODE + 1) / 2.0);
+	roof = wbw * 1e9 / (macs * engy_q3_model_matrix_bytes(m) + kvb);
 	printf("  prefill %d tokens (chunks of %d): %8.1f tok/s  baseline %6.1f tok/s  ratio %5.1fx"
 	       "  (FLOP-bound limit %.0f tok/s at the theoretical peak)\n",
 	       PREFILL, CHUNK, r.prefill_tps, base.prefill_tps,
@@ -828,10 +834,12 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 		       n_levels ? levels[n_levels - 1].bytes / 1e6 : 0);
 	printf("; a buffer of their size streams at %.1f GB/s (%u threads, measured; DRAM-sized: %.1f GB/s)\n",
 	       wbw, threads, levels[n_levels].gbs);
-	printf("  decode roofline: %.1f MB of weights read per token at %.1f GB/s = %.0f tok/s"
-	       " (KV cache reads left out); decode %.1f tok/s, ratio %.2f (goal >= 0.8)\n",
-	       macs * engy_q3_model_matrix_bytes(m) / 1e6, wbw, roof,
-	       r.decode_tps, r.decode_tps / roof);
+	printf("  decode roofline: %.1f MB of weights and %.1f MB of KV cache"
+	       " (float32, the mean context of %.1f) read per token at %.1f GB/s = %.0f tok/s;"
+	       " decode %.1f tok/s, ratio %.2f (goal >= 0.8)\n",
+	       macs * engy_q3_model_matrix_bytes(m) / 1e6, kvb / 1e6,
+	       PREFILL + (DECODE + 1) / 2.0, wbw, roof, r.decode_tps,
+	       r.decode_tps / roof);
 	engy_q3_model_free(m);
 	engy_q3_model_free(b);
 	return 0;
