@@ -171,13 +171,6 @@ void engy_q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
 	engy_q3_mm_batch(m, layer, &name, &part, 1);
 }
 
-/* weight * (x / sqrt(mean(x^2) + eps)), as transformers' Qwen3RMSNorm. */
-static void rmsnorm(float *out, const float *x, const float *w, size_t d,
-		    double eps)
-{
-	engy_vec_rmsnorm(out, x, w, d, eps);
-}
-
 void engy_q3_bf16_round(float *v, size_t n)
 {
 	engy_vec_bf16_round(v, n);
@@ -275,14 +268,12 @@ static void qk_task(void *arg, size_t r, unsigned thread)
 			cs[i] = (float)cos((double)ang);
 			cs[half + i] = (float)sin((double)ang);
 		}
-	for (h = 0; h < c->n_heads; h++) {
-		rmsnorm(q + h * hd, q + h * hd, l->q_norm, hd, c->eps);
+	engy_vec_rmsnorm_rows(q, hd, q, hd, l->q_norm, c->n_heads, hd, c->eps);
+	engy_vec_rmsnorm_rows(k, hd, k, hd, l->k_norm, c->n_kv, hd, c->eps);
+	for (h = 0; h < c->n_heads; h++)
 		engy_vec_rope(q + h * hd, cs, hd);
-	}
-	for (h = 0; h < c->n_kv; h++) {
-		rmsnorm(k + h * hd, k + h * hd, l->k_norm, hd, c->eps);
+	for (h = 0; h < c->n_kv; h++)
 		engy_vec_rope(k + h * hd, cs, hd);
-	}
 	for (h = 0; h < c->n_kv; h++) {
 		size_t at = (h * s->cap + f->pos[r]) * hd;
 
@@ -385,37 +376,34 @@ static void row_task(void *arg, size_t task, unsigned thread)
 	struct fwd *f = j->f;
 	struct q3_model *m = f->m;
 	const struct q3_config *c = &m->cfg;
-	size_t h = c->hidden, r = task * ROW_GRAIN,
-	       e = r + ROW_GRAIN < f->n ? r + ROW_GRAIN : f->n;
+	size_t h = c->hidden, r0 = task * ROW_GRAIN,
+	       nr = r0 + ROW_GRAIN < f->n ? ROW_GRAIN : f->n - r0, r;
 	bool bf = engy_q3_bf16act(m);
+	float *x = f->x + r0 * h, *out = f->xn + r0 * h;
 	const float *norm;
-	float *out;
 
 	(void)thread;
-	for (; r < e; r++) {
-		float *x = f->x + r * h;
-
-		if (j->step != ROW_IN_NORM) {
-			engy_vec_add(x, f->tmp + r * h, h);
+	if (j->step != ROW_IN_NORM)
+		for (r = 0; r < nr; r++) {
+			engy_vec_add(x + r * h, f->tmp + (r0 + r) * h, h);
 			if (bf)
-				engy_q3_bf16_round(x, h);
+				engy_q3_bf16_round(x + r * h, h);
 		}
-		out = f->xn + r * h;
-		if (j->step == ROW_ATTN_RES) {
-			norm = m->layers[f->layer].post_norm;
-		} else if (j->step == ROW_IN_NORM) {
-			norm = m->layers[f->layer].in_norm;
-		} else if (f->layer + 1 < (int)c->n_layers) {
-			norm = m->layers[f->layer + 1].in_norm;
-		} else {
-			/* the final hidden state stays float32 */
-			rmsnorm(f->out + r * h, x, m->final_norm, h, c->eps);
-			continue;
-		}
-		rmsnorm(out, x, norm, h, c->eps);
-		if (bf)
-			engy_q3_bf16_round(out, h);
+	if (j->step == ROW_ATTN_RES) {
+		norm = m->layers[f->layer].post_norm;
+	} else if (j->step == ROW_IN_NORM) {
+		norm = m->layers[f->layer].in_norm;
+	} else if (f->layer + 1 < (int)c->n_layers) {
+		norm = m->layers[f->layer + 1].in_norm;
+	} else {
+		/* the final hidden state stays float32 */
+		engy_vec_rmsnorm_rows(f->out + r0 * h, h, x, h, m->final_norm,
+				      nr, h, c->eps);
+		return;
 	}
+	engy_vec_rmsnorm_rows(out, h, x, h, norm, nr, h, c->eps);
+	if (bf)
+		engy_q3_bf16_round(out, nr * h);
 }
 
 static void rows_run(struct fwd *f, enum row_step step)

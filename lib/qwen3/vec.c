@@ -384,16 +384,60 @@ void engy_vec_rope(float *x, const float *cs, size_t hd)
 	PICK(rope, x, cs, hd);
 }
 
+/* Each row's sum of squares in double, in order: one chain per row, four
+ * rows' chains interleaved (the same additions, overlapped). */
+static void sumsq_rows(const float *x, size_t ldx, size_t n, size_t d,
+		       double *ss)
+{
+	size_t r = 0, i;
+
+	for (; r + 4 <= n; r += 4) {
+		const float *a = x + r * ldx, *b = a + ldx, *c = b + ldx,
+			    *e = c + ldx;
+		double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+
+		for (i = 0; i < d; i++) {
+			s0 += (double)a[i] * a[i];
+			s1 += (double)b[i] * b[i];
+			s2 += (double)c[i] * c[i];
+			s3 += (double)e[i] * e[i];
+		}
+		ss[r] = s0;
+		ss[r + 1] = s1;
+		ss[r + 2] = s2;
+		ss[r + 3] = s3;
+	}
+	for (; r < n; r++) {
+		double s0 = 0;
+
+		for (i = 0; i < d; i++)
+			s0 += (double)x[r * ldx + i] * x[r * ldx + i];
+		ss[r] = s0;
+	}
+}
+
+void engy_vec_rmsnorm_rows(float *out, size_t ldo, const float *x, size_t ldx,
+			   const float *w, size_t n, size_t d, double eps)
+{
+	double ss[16];
+	size_t r0, r;
+
+	for (r0 = 0; r0 < n; r0 += 16) {
+		size_t nr = n - r0 < 16 ? n - r0 : 16;
+
+		sumsq_rows(x + r0 * ldx, ldx, nr, d, ss);
+		for (r = 0; r < nr; r++) {
+			float inv =
+				(float)(1.0 / sqrt(ss[r] / (double)d + eps));
+
+			PICK(scale_mul, out + (r0 + r) * ldo,
+			     x + (r0 + r) * ldx, w, inv, d);
+		}
+	}
+}
+
 void engy_vec_rmsnorm(float *out, const float *x, const float *w, size_t d,
 		      double eps)
 {
-	double ss = 0;
-	float inv;
-	size_t i;
-
-	/* The sum of squares in order, in double: one chain, kept as it is. */
-	for (i = 0; i < d; i++)
-		ss += (double)x[i] * x[i];
-	inv = (float)(1.0 / sqrt(ss / (double)d + eps));
-	PICK(scale_mul, out, x, w, inv, d);
+	engy_vec_rmsnorm_rows(out, 0, x, 0, w, 1, d, eps);
 }

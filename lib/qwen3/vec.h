@@ -42,4 +42,9 @@ void engy_vec_rope(float *x, const float *cs, size_t hd);
 void engy_vec_rmsnorm(float *out, const float *x, const float *w, size_t d,
 		      double eps);
 
+/* engy_vec_rmsnorm() of @n rows of @d, row r from x + r * ldx to
+ * out + r * ldo (in place where they are the same). */
+void engy_vec_rmsnorm_rows(float *out, size_t ldo, const float *x, size_t ldx,
+			   const float *w, size_t n, size_t d, double eps);
+
 #endif /* Q3_VEC_H */

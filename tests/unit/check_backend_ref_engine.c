@@ -1255,6 +1255,22 @@ START_TEST(test_vec_kernels)
 			engy_vec_add(got[4], b, len);
 			engy_vec_wsum(a, len, V, ldv, hd, got[5]);
 			engy_vec_rmsnorm(got[6], V, wt, len ? hd : 0, 1e-6);
+			/* every row of V at once: each as alone */
+			if (len) {
+				float *rows = malloc(len * hd * 4),
+				      *one = malloc(hd * 4);
+
+				engy_vec_rmsnorm_rows(rows, hd, V, ldv, wt, len,
+						      hd, 1e-6);
+				for (j = 0; j < len; j++) {
+					engy_vec_rmsnorm(one, V + j * ldv, wt,
+							 hd, 1e-6);
+					same_floats(rows + j * hd, one, hd,
+						    "rmsnorm_rows", len);
+				}
+				free(rows);
+				free(one);
+			}
 			memcpy(got[7], a, len * 4);
 			engy_vec_add_scaled(got[7], b, -0.375f, len);
 			memcpy(got[8], a, len * 4);
