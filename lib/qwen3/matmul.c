@@ -683,9 +683,7 @@ static float dot_warp32(const float *a, const void *b, int wt, size_t n)
  * of x once (a multiple of the 4x3 block's 3: x read a third as often as
  * with 16); 16 between. */
 #define COLS_PER_TASK	   16
-#ifndef COLS_PER_TASK_FEW
-#define COLS_PER_TASK_FEW 128 /* every part a row or two: decode */
-#endif
+#define COLS_PER_TASK_FEW  128 /* every part a row or two: decode */
 #define COLS_PER_TASK_MANY 48
 #define ROWS_MANY	   16
 #define MAX_PARTS	   512

@@ -29,9 +29,7 @@
  * columns in runs of COLS_PER_TASK_FEW, so the rows asked for are mostly
  * the same thread's next ones.
  */
-#ifndef PF_ROWS
 #define PF_ROWS 16
-#endif
 
 /* Whether the kernel in use is avx512f (vec.c follows it). */
 bool engy_mm_kernel_avx512(void);

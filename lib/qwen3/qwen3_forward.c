@@ -180,7 +180,7 @@ struct swiglu {
 	float *g;
 	const float *u;
 	size_t n, grain;
-	bool round;
+	bool round, pexp;
 };
 
 #define SWIGLU_GRAIN 4096
@@ -192,14 +192,19 @@ static void swiglu_task(void *arg, size_t task, unsigned thread)
 	       e = i + a->grain < a->n ? i + a->grain : a->n;
 
 	(void)thread;
-	engy_vec_swiglu(a->g + i, a->u + i, e - i);
+	if (a->pexp)
+		engy_vec_swiglu_pexp(a->g + i, a->u + i, e - i);
+	else
+		engy_vec_swiglu(a->g + i, a->u + i, e - i);
 	if (a->round)
 		engy_q3_bf16_round(a->g + i, e - i);
 }
 
 void engy_q3_swiglu(struct q3_model *m, float *g, const float *u, size_t n)
 {
-	struct swiglu a = { g, u, n, SWIGLU_GRAIN, engy_q3_bf16act(m) };
+	struct swiglu a = {
+		g, u, n, SWIGLU_GRAIN, engy_q3_bf16act(m), engy_q3_pexp(m)
+	};
 	size_t nt = engy_mm_pool_threads(m->pool);
 
 	/* An expf each, on the pool: prefill's in SWIGLU_GRAIN runs, a
@@ -309,9 +314,15 @@ static void attn_row(const struct fwd *f, size_t r, size_t h, float *sc)
 	double sum = 0;
 
 	mx = engy_vec_scale_max(sc, p + 1, scale);
-	for (j = 0; j <= p; j++) {
-		sc[j] = expf(sc[j] - mx);
-		sum += sc[j];
+	if (engy_q3_pexp(f->m)) {
+		engy_vec_exp_sub(sc, p + 1, mx);
+		for (j = 0; j <= p; j++)
+			sum += sc[j];
+	} else {
+		for (j = 0; j <= p; j++) {
+			sc[j] = expf(sc[j] - mx);
+			sum += sc[j];
+		}
 	}
 	engy_vec_div(sc, p + 1, sum);
 	engy_vec_wsum(sc, p + 1, V, hd, hd, out);

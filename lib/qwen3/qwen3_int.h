@@ -112,6 +112,13 @@ static inline bool engy_q3_bf16act(const struct q3_model *m)
 	       m->profile == Q3_PROFILE_BF16DP;
 }
 
+/* Whether @m's exp is engy_vec_pexp() (bf16dp, as torch's CPU kernels)
+ * rather than the C library's expf. */
+static inline bool engy_q3_pexp(const struct q3_model *m)
+{
+	return m->profile == Q3_PROFILE_BF16DP;
+}
+
 /* The enum mm_profile of @m's matmuls. */
 static inline int engy_q3_mm_order(const struct q3_model *m)
 {

@@ -25,7 +25,7 @@ struct route {
 
 /* Softmax and top-k of one row's router logits into @sel (k entries). */
 static void route_row(const float *logit, uint32_t E, uint32_t K, bool norm,
-		      float *prob, struct route *sel)
+		      bool pexp, float *prob, struct route *sel)
 {
 	float mx = -INFINITY, wsum = 0;
 	double sum = 0;
@@ -34,7 +34,8 @@ static void route_row(const float *logit, uint32_t E, uint32_t K, bool norm,
 	for (e = 0; e < E; e++)
 		mx = fmaxf(mx, logit[e]);
 	for (e = 0; e < E; e++) {
-		prob[e] = expf(logit[e] - mx);
+		prob[e] = pexp ? engy_vec_pexp(logit[e] - mx)
+			       : expf(logit[e] - mx);
 		sum += prob[e];
 	}
 	for (e = 0; e < E; e++)
@@ -82,8 +83,12 @@ static int shared_expert(struct q3_model *m, int layer, const float *xn,
 	engy_q3_mm(m, layer, "shared_expert_gate", xn, n, l->shared_gate, h, 1,
 		   gate);
 	for (r = 0; r < n; r++)
-		engy_vec_add_scaled(y + r * h, o + r * h,
-				    1.0f / (1.0f + expf(-gate[r])), h);
+		engy_vec_add_scaled(
+			y + r * h, o + r * h,
+			1.0f / (1.0f + (engy_q3_pexp(m)
+						? engy_vec_pexp(-gate[r])
+						: expf(-gate[r]))),
+			h);
 	rc = 0;
 out:
 	free(g);
@@ -127,7 +132,8 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 		goto out;
 	engy_q3_mm(m, layer, "router", xn, n, l->router, h, E, logit);
 	for (r = 0; r < n; r++)
-		route_row(logit + r * E, E, K, c->norm_topk, prob, sel + r * K);
+		route_row(logit + r * E, E, K, c->norm_topk, engy_q3_pexp(m),
+			  prob, sel + r * K);
 	/* Offsets of each expert's block, then rows gathered into them. */
 	for (r = 0; r < nk; r++)
 		off[sel[r].expert + 1]++;

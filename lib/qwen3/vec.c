@@ -117,6 +117,69 @@ static void gen_scale_mul(float *out, const float *x, const float *w, float inv,
 		out[i] = w[i] * (x[i] * inv);
 }
 
+/*
+ * The bf16dp profile's exp (vec.h): e^x = 2^n e^r, n = rint(x log2 e),
+ * r = x - n ln 2 in two fused steps (ln 2 split in a head exact for any
+ * n here and a tail), e^r by its Taylor polynomial to degree 7 (|r| <=
+ * ln 2 / 2: truncation below 6e-9 relative) in fused Horner steps, then
+ * two exact-exponent scalings (2^n in two halves, so n = -150 or 128
+ * needs no special case).  x is first clamped to [-104, 89], outside
+ * which e^x rounds to 0 or overflows anyway; a NaN comes back quieted.
+ */
+#define PEXP_LOG2E  1.44269504088896341f
+#define PEXP_LN2_HI 0.693145751953125f /* 16 significant bits */
+#define PEXP_LN2_LO 1.42860682030941723212e-6f
+#define PEXP_LO	    -104.0f
+#define PEXP_HI	    89.0f
+
+static const float pexp_c[8] = { 1.0f / 5040, 1.0f / 720, 1.0f / 120, 1.0f / 24,
+				 1.0f / 6,    0.5f,	  1.0f,	      1.0f };
+
+static inline float pow2i(int32_t k)
+{
+	uint32_t u = (uint32_t)(k + 127) << 23;
+	float f;
+
+	memcpy(&f, &u, sizeof(f));
+	return f;
+}
+
+float engy_vec_pexp(float x)
+{
+	float n, r, p;
+	int32_t k, k1;
+	int i;
+
+	if (x != x)
+		return x + x;
+	x = x < PEXP_LO ? PEXP_LO : x > PEXP_HI ? PEXP_HI : x;
+	n = rintf(x * PEXP_LOG2E);
+	r = fmaf(n, -PEXP_LN2_HI, x);
+	r = fmaf(n, -PEXP_LN2_LO, r);
+	p = pexp_c[0];
+	for (i = 1; i < 8; i++)
+		p = fmaf(p, r, pexp_c[i]);
+	k = (int32_t)n;
+	k1 = k >> 1; /* floor(k / 2): an arithmetic shift */
+	return p * pow2i(k1) * pow2i(k - k1);
+}
+
+static void gen_exp_sub(float *v, size_t n, float mx)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		v[i] = engy_vec_pexp(v[i] - mx);
+}
+
+static void gen_swiglu_pexp(float *g, const float *u, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		g[i] = g[i] / (1.0f + engy_vec_pexp(-g[i])) * u[i];
+}
+
 /* ---- AVX-512 ---- */
 
 #ifdef MM_X86
@@ -323,6 +386,62 @@ static Z void z_scale_mul(float *out, const float *x, const float *w, float inv,
 		stm(out + i, m, _mm512_mul_ps(ldm(m, w + i), t));
 	}
 }
+/* engy_vec_pexp() in lanes: the same operations, in the same order. */
+static inline Z __m512 z_pexp(__m512 x)
+{
+	__mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+	__m512 c = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(PEXP_LO)),
+				 _mm512_set1_ps(PEXP_HI));
+	__m512 n = _mm512_roundscale_ps(
+		_mm512_mul_ps(c, _mm512_set1_ps(PEXP_LOG2E)),
+		_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+	__m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-PEXP_LN2_HI), c);
+	__m512 p = _mm512_set1_ps(pexp_c[0]);
+	__m512i k, k1, b = _mm512_set1_epi32(127);
+	int i;
+
+	r = _mm512_fmadd_ps(n, _mm512_set1_ps(-PEXP_LN2_LO), r);
+	for (i = 1; i < 8; i++)
+		p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(pexp_c[i]));
+	k = _mm512_cvtps_epi32(n);
+	k1 = _mm512_srai_epi32(k, 1);
+	p = _mm512_mul_ps(p, _mm512_castsi512_ps(_mm512_slli_epi32(
+				     _mm512_add_epi32(k1, b), 23)));
+	p = _mm512_mul_ps(
+		p, _mm512_castsi512_ps(_mm512_slli_epi32(
+			   _mm512_add_epi32(_mm512_sub_epi32(k, k1), b), 23)));
+	return _mm512_mask_add_ps(p, nan, x, x);
+}
+
+static Z void z_exp_sub(float *v, size_t n, float mx)
+{
+	__m512 m = _mm512_set1_ps(mx);
+	size_t i;
+
+	for (i = 0; i < n; i += 16) {
+		__mmask16 t = tail_mask(n - i);
+
+		stm(v + i, t, z_pexp(_mm512_sub_ps(ldm(t, v + i), m)));
+	}
+}
+
+static Z void z_swiglu_pexp(float *g, const float *u, size_t n)
+{
+	__m512 one = _mm512_set1_ps(1.0f);
+	size_t i;
+
+	for (i = 0; i < n; i += 16) {
+		__mmask16 t = tail_mask(n - i);
+		__m512 x = ldm(t, g + i),
+		       e = z_pexp(_mm512_castsi512_ps(_mm512_xor_si512(
+			       _mm512_castps_si512(x),
+			       _mm512_set1_epi32((int)0x80000000u))));
+
+		x = _mm512_div_ps(x, _mm512_add_ps(one, e));
+		stm(g + i, t, _mm512_mul_ps(x, ldm(t, u + i)));
+	}
+}
+
 #endif
 
 /* ---- Dispatch ---- */
@@ -367,6 +486,16 @@ void engy_vec_bf16_round(float *v, size_t n)
 void engy_vec_swiglu(float *g, const float *u, size_t n)
 {
 	PICK(swiglu, g, u, n);
+}
+
+void engy_vec_exp_sub(float *v, size_t n, float mx)
+{
+	PICK(exp_sub, v, n, mx);
+}
+
+void engy_vec_swiglu_pexp(float *g, const float *u, size_t n)
+{
+	PICK(swiglu_pexp, g, u, n);
 }
 
 void engy_vec_add(float *x, const float *y, size_t n)

@@ -27,6 +27,18 @@ void engy_vec_bf16_round(float *v, size_t n);
 /* g[i] = g[i] / (1 + expf(-g[i])) * u[i]: silu(gate) times up. */
 void engy_vec_swiglu(float *g, const float *u, size_t n);
 
+/* The bf16dp profile's exp: a polynomial, as a vectorized math library
+ * computes it (torch's CPU softmax and SiLU do), not the C library's
+ * expf; the same bits from the C and the AVX-512 code (vec.c has the
+ * steps).  Within 2 ulp of e^x where that is a normal float. */
+float engy_vec_pexp(float x);
+
+/* v[j] = engy_vec_pexp(v[j] - mx). */
+void engy_vec_exp_sub(float *v, size_t n, float mx);
+
+/* engy_vec_swiglu() with engy_vec_pexp() for expf. */
+void engy_vec_swiglu_pexp(float *g, const float *u, size_t n);
+
 /* x[i] += y[i]. */
 void engy_vec_add(float *x, const float *y, size_t n);
 
