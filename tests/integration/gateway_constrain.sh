@@ -62,7 +62,8 @@ wait_settled
 # The same with the Qwen3.6 template (XML tool calls): a forced call is
 # written in the hermes JSON form, which its parser reads too.
 kill -TERM "$PID_mA"
-wait "$PID_mA" || fail "miner mA exit $?"
+wait "$PID_mA" && rc=0 || rc=$?
+stopped_clean "miner mA" "$rc" "$T/mA.log" "$T/mA.stderr"
 cat > "$T/m36.conf" <<C
 role = "miner"
 state_dir = "$T/state-m36"

@@ -230,13 +230,14 @@ C
 		n=$1 k=$2
 		shift 4
 		env GW="$GW" MINER_KEY="$k" "$@" "$ENGYD" --no-dlclose -c "$T/$n.conf" 2> "$T/$n.stderr" &
-		MPID=$!
+		MPID=$! MNAME=$n
 		PIDS="$PIDS $MPID"
 		wait_for "$T/$n.log" "event=admit" 60 || fail "$n: $(tail -5 "$T/$n.log")"
 	}
 	stop_miner() {
 		kill -TERM "$MPID"
-		wait "$MPID" || fail "miner exit $?"
+		wait "$MPID" && rc=0 || rc=$?
+		stopped_clean "miner $MNAME" "$rc" "$T/$MNAME.log" "$T/$MNAME.stderr"
 	}
 	# verdicts NAME HOTKEY N: wait for N verdict lines of each scheme for HOTKEY
 	verdicts() {

@@ -95,7 +95,8 @@ ok "prefix affinity: each long prefix stayed on one worker ($seen )"
 
 # Priority is a bias: mA back with priority 2 weighs 8 x 4 against mB's 16.
 kill -TERM "$PID_mA"
-wait "$PID_mA" || fail "miner mA exit $?"
+wait "$PID_mA" && rc=0 || rc=$?
+stopped_clean "miner mA" "$rc" "$T/mA.log" "$T/mA.stderr"
 A miners set 5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY --priority 2 >/dev/null ||
 	fail "miners set --priority"
 miner mA2 "$KA" mA 8
