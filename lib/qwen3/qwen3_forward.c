@@ -245,8 +245,8 @@ struct fwd {
 	float *x, *xn, *q, *k, *v, *att, *tmp, *g, *u;
 	float *cs;     /* each row's RoPE cos then sin [n, head_dim] */
 	float *out;    /* the final hidden state [n, hidden] */
-	float *scores; /* ATT_GROUP rows per head of a KV head, per thread */
-	size_t score_stride;
+	float *scores; /* score_rows rows per thread */
+	size_t score_stride, score_rows; /* ATT_GROUP, or a KV head's heads */
 	size_t *grp, n_grp; /* first row of each attention group, then n */
 	int layer;
 };
@@ -344,25 +344,28 @@ static void attn_task(void *arg, size_t task, unsigned thread)
 	size_t r0 = f->grp[g], nr = f->grp[g + 1] - r0, i, h, pmax = 0;
 	const struct q3_seq *s = f->rows[r0].seq;
 	const float *K = s->k[f->layer] + kvh * s->cap * hd;
-	float *sc = f->scores + thread * ATT_GROUP * grp * f->score_stride;
+	float *sc = f->scores + thread * f->score_rows * f->score_stride;
 
 	for (i = 0; i < nr; i++)
 		if (f->pos[r0 + i] > pmax)
 			pmax = f->pos[r0 + i];
-	if (nr == 1) /* the heads' queries are adjacent: one block */
+	if (nr == 1) { /* the heads' queries are adjacent: one block */
 		engy_mm_dots_rows(f->q + (r0 * c->n_heads + kvh * grp) * hd, hd,
 				  grp, K, hd, hd, pmax + 1, sc,
 				  f->score_stride);
-	else
 		for (h = 0; h < grp; h++)
-			engy_mm_dots_rows(
-				f->q + (r0 * c->n_heads + kvh * grp + h) * hd,
-				c->n_heads * hd, nr, K, hd, hd, pmax + 1,
-				sc + h * nr * f->score_stride, f->score_stride);
-	for (h = 0; h < grp; h++)
+			attn_row(f, r0, kvh * grp + h,
+				 sc + h * f->score_stride);
+		return;
+	}
+	for (h = 0; h < grp; h++) { /* a head's rows, then the next head */
+		engy_mm_dots_rows(f->q + (r0 * c->n_heads + kvh * grp + h) * hd,
+				  c->n_heads * hd, nr, K, hd, hd, pmax + 1, sc,
+				  f->score_stride);
 		for (i = 0; i < nr; i++)
 			attn_row(f, r0 + i, kvh * grp + h,
-				 sc + (h * nr + i) * f->score_stride);
+				 sc + i * f->score_stride);
+	}
 }
 
 /* The rows' steps between the matmuls, ROW_GRAIN rows a task. */
@@ -548,11 +551,12 @@ int engy_q3_forward(struct q3_model *m, const struct q3_row *rows, size_t n,
 	if (rc)
 		goto out_unlock;
 	f.score_stride = max_pos;
+	f.score_rows = c->n_heads / c->n_kv > ATT_GROUP ? c->n_heads / c->n_kv
+							: ATT_GROUP;
 	nt = engy_mm_pool_threads(m->pool);
 	/* x, xn, tmp; q, att; k, v; g, u; cs; scores */
 	need = 3 * n * h + 2 * n * qd + 2 * n * kvd + 2 * (n * inter + 1) +
-	       n * c->head_dim +
-	       nt * ATT_GROUP * (c->n_heads / c->n_kv) * max_pos;
+	       n * c->head_dim + nt * f.score_rows * max_pos;
 	p = engy_q3_scratch(m, Q3_SCRATCH_FWD, need);
 	rc = -ENOMEM;
 	if (!p)
