@@ -314,16 +314,13 @@ static void attn_row(const struct fwd *f, size_t r, size_t h, float *sc)
 	double sum = 0;
 
 	mx = engy_vec_scale_max(sc, p + 1, scale);
-	if (engy_q3_pexp(f->m)) {
+	if (engy_q3_pexp(f->m))
 		engy_vec_exp_sub(sc, p + 1, mx);
+	else
 		for (j = 0; j <= p; j++)
-			sum += sc[j];
-	} else {
-		for (j = 0; j <= p; j++) {
 			sc[j] = expf(sc[j] - mx);
-			sum += sc[j];
-		}
-	}
+	for (j = 0; j <= p; j++)
+		sum += sc[j];
 	engy_vec_div(sc, p + 1, sum);
 	engy_vec_wsum(sc, p + 1, V, hd, hd, out);
 	if (engy_q3_bf16act(f->m))
