@@ -677,16 +677,18 @@ static float dot_warp32(const float *a, const void *b, int wt, size_t n)
 	return l[0];
 }
 
-/* Columns per task: for decode (a row or two: the weights are the
- * traffic) runs of 256, so that a thread's prefetches (PF_ROWS on) are
- * mostly its own next rows and a step's ~40 jobs end with few tasks to
- * wait for (on 2 threads of a Zen 4 VM, interleaved: 256 against 128
- * decoded 1.05x (dense) and 1.03x (MoE) as fast, medians of five pairs;
- * 512 0.92x and 0.99x of 256); 48 for prefill, where every task streams
- * all of x once (a multiple of the 4x3 block's 3: x read a third as often
- * as with 16); 16 between. */
+/* Columns per task.  A job's tasks go by ranges (engy_mm_pool_run_ranges):
+ * each thread streams its own run of weight rows in order, its prefetches
+ * (PF_ROWS on) its own next rows, and a thread that finishes early takes
+ * the other's last tasks.  For decode (a row or two: the weights are the
+ * traffic) runs of 64: a job's end waits for at most a 64-row task (on 2
+ * threads of a Zen 4 VM, the best of 30 64-token decodes, five
+ * interleaved rounds: 1.05x as fast as 256-column tasks handed out in
+ * turn, the earlier scheme; 32, 128 and 256 by ranges within 3% of 64);
+ * 48 for prefill, where every task streams all of x once (a multiple of
+ * the 4x3 block's 3: x read a third as often as with 16); 16 between. */
 #define COLS_PER_TASK	   16
-#define COLS_PER_TASK_FEW  256 /* every part a row or two: decode */
+#define COLS_PER_TASK_FEW  64 /* every part a row or two: decode */
 #define COLS_PER_TASK_MANY 48
 #define ROWS_MANY	   16
 #define MAX_PARTS	   512
@@ -737,7 +739,7 @@ static void run_job(struct mm_pool *p, struct mm_job *j, size_t tasks)
 			buf = engy_mm_bd_prepare(p, j->parts, j->n_parts,
 						 j->xb);
 	}
-	engy_mm_pool_run(p, mm_task, j, tasks);
+	engy_mm_pool_run_ranges(p, mm_task, j, tasks);
 	free(buf);
 }
 

@@ -31,6 +31,18 @@ void engy_mm_pool_run(struct mm_pool *p,
 		      void (*fn)(void *arg, size_t task, unsigned thread),
 		      void *arg, size_t n_tasks);
 
+/*
+ * engy_mm_pool_run_ranges() - the same, each thread first running its own
+ * contiguous share of the tasks in order (task t's neighbours on the same
+ * thread: a stream of weight rows stays in one core's cache), then
+ * helping with the others' last ones.  Which thread runs a task is the
+ * only difference.
+ */
+void engy_mm_pool_run_ranges(struct mm_pool *p,
+			     void (*fn)(void *arg, size_t task,
+					unsigned thread),
+			     void *arg, size_t n_tasks);
+
 /* engy_mm_matmul() - Y [n, out] = X [n, in] . W [out, in]^T (float32 W). */
 void engy_mm_matmul(struct mm_pool *p, const float *x, size_t n, const float *w,
 		    size_t in, size_t out, float *y);

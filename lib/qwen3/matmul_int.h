@@ -25,9 +25,9 @@
  * earlier choice) 370-410 tok/s where 16 rows on into L2 gave 670-780;
  * into L2, 8 or 16 rows on 930-990, 24 rows 890-940, 32 rows 850-870, 48
  * rows 700-730 (another moment of the same VM).  Pulled into L1, the
- * stream's lines crowd the few L1 miss buffers.  mm_task hands decode its
- * columns in runs of COLS_PER_TASK_FEW, so the rows asked for are mostly
- * the same thread's next ones.
+ * stream's lines crowd the few L1 miss buffers.  A matmul's tasks go
+ * by ranges (engy_mm_pool_run_ranges), so the rows asked for are the same
+ * thread's next ones but at the end of its run.
  */
 #define PF_ROWS 16
 

@@ -301,15 +301,10 @@ static void qk_prepare(struct fwd *f)
 
 #define ATT_GROUP 4
 
-/* One row's softmax over its scores @sc and weighted sum of V. */
-static void attn_row(const struct fwd *f, size_t r, size_t h, float *sc)
+/* Row @r's softmax over its scores @sc (its positions 0..pos). */
+static void attn_softmax(const struct fwd *f, size_t r, float *sc)
 {
-	const struct q3_config *c = &f->m->cfg;
-	size_t hd = c->head_dim;
-	size_t kvh = h / (c->n_heads / c->n_kv), j, p = f->pos[r];
-	const struct q3_seq *s = f->rows[r].seq;
-	const float *V = s->v[f->layer] + kvh * s->cap * hd;
-	float *out = f->att + (r * c->n_heads + h) * hd;
+	size_t hd = f->m->cfg.head_dim, j, p = f->pos[r];
 	float scale = (float)(1.0 / sqrt((double)hd)), mx;
 	double sum = 0;
 
@@ -322,16 +317,14 @@ static void attn_row(const struct fwd *f, size_t r, size_t h, float *sc)
 	for (j = 0; j <= p; j++)
 		sum += sc[j];
 	engy_vec_div(sc, p + 1, sum);
-	engy_vec_wsum(sc, p + 1, V, hd, hd, out);
-	if (engy_q3_bf16act(f->m))
-		engy_q3_bf16_round(out, hd);
 }
 
 /* KV head @task % n_kv of a group of rows of one sequence (up to
  * ATT_GROUP), for each query head that shares it (GQA): the rows' scores
  * against the keys as one block (each score the same dot product as
- * alone), then each row's softmax and sum.  The heads of a KV head in one
- * task: its keys and values come from memory once. */
+ * alone), each row's softmax, then the weighted sums of V, several rows
+ * to one pass over V (each the same sum as alone).  The heads of a KV
+ * head in one task: its keys and values come from memory once. */
 static void attn_task(void *arg, size_t task, unsigned thread)
 {
 	const struct fwd *f = arg;
@@ -339,9 +332,13 @@ static void attn_task(void *arg, size_t task, unsigned thread)
 	size_t hd = c->head_dim, grp = c->n_heads / c->n_kv;
 	size_t g = task / c->n_kv, kvh = task % c->n_kv;
 	size_t r0 = f->grp[g], nr = f->grp[g + 1] - r0, i, h, pmax = 0;
+	size_t len[ATT_GROUP], n0;
 	const struct q3_seq *s = f->rows[r0].seq;
 	const float *K = s->k[f->layer] + kvh * s->cap * hd;
+	const float *V = s->v[f->layer] + kvh * s->cap * hd;
 	float *sc = f->scores + thread * f->score_rows * f->score_stride;
+	float *out;
+	bool bf = engy_q3_bf16act(f->m);
 
 	for (i = 0; i < nr; i++)
 		if (f->pos[r0 + i] > pmax)
@@ -351,17 +348,35 @@ static void attn_task(void *arg, size_t task, unsigned thread)
 				  grp, K, hd, hd, pmax + 1, sc,
 				  f->score_stride);
 		for (h = 0; h < grp; h++)
-			attn_row(f, r0, kvh * grp + h,
-				 sc + h * f->score_stride);
+			attn_softmax(f, r0, sc + h * f->score_stride);
+		for (i = 0; i < ATT_GROUP; i++)
+			len[i] = f->pos[r0] + 1;
+		out = f->att + (r0 * c->n_heads + kvh * grp) * hd;
+		for (h = 0; h < grp; h += n0) {
+			n0 = grp - h < ATT_GROUP ? grp - h : ATT_GROUP;
+			engy_vec_wsum_rows(sc + h * f->score_stride,
+					   f->score_stride, len, n0, V, hd, hd,
+					   out + h * hd, hd);
+		}
+		if (bf)
+			engy_q3_bf16_round(out, grp * hd);
 		return;
 	}
 	for (h = 0; h < grp; h++) { /* a head's rows, then the next head */
 		engy_mm_dots_rows(f->q + (r0 * c->n_heads + kvh * grp + h) * hd,
 				  c->n_heads * hd, nr, K, hd, hd, pmax + 1, sc,
 				  f->score_stride);
-		for (i = 0; i < nr; i++)
-			attn_row(f, r0 + i, kvh * grp + h,
-				 sc + i * f->score_stride);
+		for (i = 0; i < nr; i++) {
+			attn_softmax(f, r0 + i, sc + i * f->score_stride);
+			len[i] = f->pos[r0 + i] + 1;
+		}
+		out = f->att + (r0 * c->n_heads + kvh * grp + h) * hd;
+		engy_vec_wsum_rows(sc, f->score_stride, len, nr, V, hd, hd, out,
+				   c->n_heads * hd);
+		if (bf)
+			for (i = 0; i < nr; i++)
+				engy_q3_bf16_round(out + i * c->n_heads * hd,
+						   hd);
 	}
 }
 

@@ -52,6 +52,16 @@ static void gen_wsum(const float *sc, size_t n, const float *V, size_t ldv,
 	}
 }
 
+static void gen_wsum_rows(const float *sc, size_t ldsc, const size_t *n,
+			  size_t rows, const float *V, size_t ldv, size_t hd,
+			  float *out, size_t ldo)
+{
+	size_t i;
+
+	for (i = 0; i < rows; i++)
+		gen_wsum(sc + i * ldsc, n[i], V, ldv, hd, out + i * ldo);
+}
+
 static inline uint32_t bf16_bits(uint32_t u)
 {
 	if ((u & 0x7F800000u) == 0x7F800000u && (u & 0x7FFFFFu))
@@ -285,6 +295,84 @@ static Z void z_wsum(const float *sc, size_t n, const float *V, size_t ldv,
 	}
 }
 
+/* Up to WS_ROWS rows, 64 d at a time: each row's four registers add
+ * position j (masked off past the row's own n) as z_wsum adds it. */
+#define WS_ROWS 4
+
+static inline __attribute__((always_inline)) Z void
+z_wsum_block(const float *sc, size_t ldsc, const size_t *n, const int R,
+	     const float *V, size_t ldv, float *out, size_t ldo)
+{
+	__m512 a[WS_ROWS][4];
+	size_t j, nmax = 0;
+	int i, q;
+
+	_Pragma("GCC unroll 4") for (i = 0; i < R; i++)
+	{
+		if (n[i] > nmax)
+			nmax = n[i];
+		_Pragma("GCC unroll 4") for (q = 0; q < 4; q++) a[i][q] =
+			_mm512_setzero_ps();
+	}
+	for (j = 0; j < nmax; j++, V += ldv) {
+		__m512 v0 = _mm512_loadu_ps(V), v1 = _mm512_loadu_ps(V + 16),
+		       v2 = _mm512_loadu_ps(V + 32),
+		       v3 = _mm512_loadu_ps(V + 48);
+
+		_Pragma("GCC unroll 4") for (i = 0; i < R; i++)
+		{
+			__mmask16 m = j < n[i] ? 0xFFFF : 0;
+			__m512 s = _mm512_set1_ps(j < n[i] ? sc[i * ldsc + j]
+							   : 0.0f);
+
+			a[i][0] = _mm512_mask_add_ps(a[i][0], m, a[i][0],
+						     _mm512_mul_ps(s, v0));
+			a[i][1] = _mm512_mask_add_ps(a[i][1], m, a[i][1],
+						     _mm512_mul_ps(s, v1));
+			a[i][2] = _mm512_mask_add_ps(a[i][2], m, a[i][2],
+						     _mm512_mul_ps(s, v2));
+			a[i][3] = _mm512_mask_add_ps(a[i][3], m, a[i][3],
+						     _mm512_mul_ps(s, v3));
+		}
+	}
+	_Pragma("GCC unroll 4") for (i = 0; i < R; i++)
+		_Pragma("GCC unroll 4") for (q = 0; q < 4; q++)
+			_mm512_storeu_ps(out + i * ldo + 16 * q, a[i][q]);
+}
+
+static Z void z_wsum_rows(const float *sc, size_t ldsc, const size_t *n,
+			  size_t rows, const float *V, size_t ldv, size_t hd,
+			  float *out, size_t ldo)
+{
+	size_t i, d;
+
+	if (hd % 64) { /* a row at a time, with z_wsum's tail */
+		for (i = 0; i < rows; i++)
+			z_wsum(sc + i * ldsc, n[i], V, ldv, hd, out + i * ldo);
+		return;
+	}
+	for (i = 0; i < rows; i += WS_ROWS)
+		for (d = 0; d < hd; d += 64) {
+			const float *s = sc + i * ldsc;
+			const float *v = V + d;
+			float *o = out + i * ldo + d;
+
+			switch (rows - i >= WS_ROWS ? WS_ROWS : rows - i) {
+			case 1:
+				z_wsum_block(s, ldsc, n + i, 1, v, ldv, o, ldo);
+				break;
+			case 2:
+				z_wsum_block(s, ldsc, n + i, 2, v, ldv, o, ldo);
+				break;
+			case 3:
+				z_wsum_block(s, ldsc, n + i, 3, v, ldv, o, ldo);
+				break;
+			default:
+				z_wsum_block(s, ldsc, n + i, 4, v, ldv, o, ldo);
+			}
+		}
+}
+
 static Z __m512i z_bf16_bits(__m512i u)
 {
 	const __m512i exp = _mm512_set1_epi32(0x7F800000),
@@ -476,6 +564,13 @@ void engy_vec_wsum(const float *sc, size_t n, const float *V, size_t ldv,
 		   size_t hd, float *out)
 {
 	PICK(wsum, sc, n, V, ldv, hd, out);
+}
+
+void engy_vec_wsum_rows(const float *sc, size_t ldsc, const size_t *n,
+			size_t rows, const float *V, size_t ldv, size_t hd,
+			float *out, size_t ldo)
+{
+	PICK(wsum_rows, sc, ldsc, n, rows, V, ldv, hd, out, ldo);
 }
 
 void engy_vec_bf16_round(float *v, size_t n)

@@ -21,6 +21,14 @@ void engy_vec_div(float *v, size_t n, double d);
 void engy_vec_wsum(const float *sc, size_t n, const float *V, size_t ldv,
 		   size_t hd, float *out);
 
+/* engy_vec_wsum() of @rows rows against one V: row i's weights at
+ * sc + i * ldsc, its first n[i] positions, into out + i * ldo.  Each row
+ * the same steps as alone; V read once for all (the query heads of a KV
+ * head, the rows of a prefill group). */
+void engy_vec_wsum_rows(const float *sc, size_t ldsc, const size_t *n,
+			size_t rows, const float *V, size_t ldv, size_t hd,
+			float *out, size_t ldo);
+
 /* Each value rounded to bf16 (nearest, ties to even; NaN quieted). */
 void engy_vec_bf16_round(float *v, size_t n);
 

@@ -334,7 +334,8 @@ START_TEST(test_bf16dp_profile)
 }
 END_TEST
 
-static atomic_int counts[128];
+#define POOL_BIG 70000 /* past what a job run by ranges may hold */
+static atomic_uchar counts[POOL_BIG];
 
 static void count_task(void *arg, size_t task, unsigned thread)
 {
@@ -342,20 +343,29 @@ static void count_task(void *arg, size_t task, unsigned thread)
 	atomic_fetch_add(&counts[task], 1);
 }
 
+/* Every task once, by either scheme, in any mix: jobs counted (the ctl
+ * word's task half) and run by ranges (a word per thread) follow each
+ * other, and workers that fell asleep in one wake up in the other. */
 START_TEST(test_pool)
 {
 	unsigned threads = 4;
 	struct mm_pool *p = engy_mm_pool_new(threads);
 	size_t job, n, i;
 
-	for (job = 0; job < 300; job++) {
-		n = (job * 7) % 128;
-		for (i = 0; i < 128; i++)
-			atomic_store(&counts[i], 0);
-		engy_mm_pool_run(p, count_task, &threads, n);
-		for (i = 0; i < 128; i++)
-			ck_assert_int_eq(atomic_load(&counts[i]),
-					 i < n ? 1 : 0);
+	for (job = 0; job < 600; job++) {
+		n = job % 97 == 5 ? POOL_BIG : (job * 7) % 128;
+		memset(counts, 0, sizeof(counts));
+		if (job % 3)
+			engy_mm_pool_run_ranges(p, count_task, &threads, n);
+		else
+			engy_mm_pool_run(p, count_task, &threads, n);
+		for (i = 0; i < POOL_BIG; i++)
+			if (atomic_load(&counts[i]) != (i < n ? 1 : 0))
+				ck_abort_msg(
+					"job %zu (%zu tasks, %s): task %zu "
+					"ran %d times",
+					job, n, job % 3 ? "ranges" : "counted",
+					i, (int)atomic_load(&counts[i]));
 		if (job % 50 == 0)
 			usleep(2000); /* let workers fall asleep sometimes */
 	}
@@ -1173,7 +1183,7 @@ static void vec_oracle_round(float *v, size_t n)
 
 /*
  * The AVX-512 code of the elementwise steps (the softmax's scale and
- * division, attention's weighted sum of V, the bf16 rounding, SwiGLU, the
+ * division, attention's weighted sum of V (one row or several), the bf16 rounding, SwiGLU, the
  * residual add, the experts' weighted sum, RoPE, RMSNorm) gives the very bits of the C, which gives those
  * of the oracle above, on every length up to four registers and past,
  * tails included, with non-finite and subnormal values; and a forward
@@ -1260,6 +1270,31 @@ START_TEST(test_vec_kernels)
 			memcpy(got[4], a, len * 4);
 			engy_vec_add(got[4], b, len);
 			engy_vec_wsum(a, len, V, ldv, hd, got[5]);
+			/* several rows against one V, each its own length
+			 * (some none): each row as alone */
+			for (i = 1; i <= 6; i++) {
+				size_t ns[6], r, ldsc = len + 3;
+				float *sc = calloc(6 * ldsc + 1, 4),
+				      *o = malloc(6 * (hd + 2) * 4),
+				      *one = malloc(hd * 4);
+
+				for (r = 0; r < i; r++) {
+					ns[r] = len > r % 3 ? len - r % 3 : 0;
+					memcpy(sc + r * ldsc, r % 2 ? b : a,
+					       len * 4);
+				}
+				engy_vec_wsum_rows(sc, ldsc, ns, i, V, ldv, hd,
+						   o, hd + 2);
+				for (r = 0; r < i; r++) {
+					engy_vec_wsum(sc + r * ldsc, ns[r], V,
+						      ldv, hd, one);
+					same_floats(o + r * (hd + 2), one, hd,
+						    "wsum_rows", len);
+				}
+				free(sc);
+				free(o);
+				free(one);
+			}
 			engy_vec_rmsnorm(got[6], V, wt, len ? hd : 0, 1e-6);
 			/* every row of V at once: each as alone */
 			if (len) {
