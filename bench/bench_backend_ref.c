@@ -9,9 +9,13 @@
  * theoretical peak from the CPU flags and clock, and the read bandwidth
  * that bounds decode, measured at the level the weights live in (a cache
  * level when they fit in it, else DRAM; sizes from sysfs): a buffer of
- * the weights' size streamed after each round's decode, each round's
- * decode over the roofline of its own measurement (weights and KV cache
- * read per token), the median of those ratios printed.
+ * the weights' size streamed after each round's decode (the best of five
+ * streams), each round's decode over the roofline of its own measurement
+ * (weights and KV cache read per token), the median of those ratios
+ * printed.  Like the bandwidth, the decode is the best of several (the
+ * round's DECODE_REPS decodes of the same tokens); the first decode's
+ * ratio is printed next to it, and the decode compared with torch's (one
+ * decode a round) is the first.
  *
  * torch is the peer: bench/bench_backend_ref_torch.py runs the same shapes
  * as a plain bf16 torch transformer with random weights (a throughput peer
@@ -44,6 +48,7 @@
 #define PREFILL	     256
 #define CHUNK	     128
 #define DECODE	     64
+#define DECODE_REPS  3 /* decodes a round, the best over the roofline */
 #define BASE_PREFILL 64
 #define BASE_DECODE  16
 #define ROUNDS	     3 /* interleaved engy / torch rounds, medians */
@@ -93,21 +98,31 @@ static double rss_mb(void)
 	return kb * 1024 / 1e6; /* MB, like the weight figure */
 }
 
+/* The first largest (NaN never chosen): the best so far in a register,
+ * not reloaded each step (a decode step's 6144 logits took 20 us
+ * that way, 2% of the step). */
 static uint32_t argmax(const float *v, uint32_t n)
 {
 	uint32_t i, b = 0;
+	float best = n ? v[0] : 0;
 
 	for (i = 1; i < n; i++)
-		b = v[i] > v[b] ? i : b;
+		if (v[i] > best) {
+			best = v[i];
+			b = i;
+		}
 	return b;
 }
 
 struct run {
 	double prefill_tps, decode_tps;
+	double decode_best_tps; /* the best of the decodes (see measure) */
 };
 
-/* Prefill @np tokens in chunks, then greedy-decode @nd. */
-static struct run measure(struct q3_model *m, size_t np, size_t nd)
+/* Prefill @np tokens in chunks, then greedy-decode @nd; then @reps - 1
+ * more times the same decode from the same place (the cache cut back to
+ * the prompt): decode_tps is the first, decode_best_tps the best. */
+static struct run measure(struct q3_model *m, size_t np, size_t nd, int reps)
 {
 	const struct q3_config *c = engy_q3_model_config(m);
 	struct q3_seq *s = engy_q3_seq_new(m, (uint32_t)(np + nd + 1));
@@ -116,8 +131,9 @@ static struct run measure(struct q3_model *m, size_t np, size_t nd)
 	struct q3_row rows[CHUNK];
 	struct run r;
 	size_t off, k, cnt = 0;
-	double t;
-	uint32_t tok;
+	double t, tps;
+	uint32_t tok, first;
+	int rep;
 
 	t = now();
 	for (off = 0; off < np; off += cnt) {
@@ -129,15 +145,24 @@ static struct run measure(struct q3_model *m, size_t np, size_t nd)
 	}
 	engy_q3_logits(m, h + (cnt - 1) * c->hidden, 1, lg);
 	r.prefill_tps = np / (now() - t);
-	tok = argmax(lg, c->vocab);
-	t = now();
-	for (k = 0; k < nd; k++) {
-		rows[0] = (struct q3_row){ s, tok };
-		engy_q3_forward(m, rows, 1, h);
-		engy_q3_logits(m, h, 1, lg);
-		tok = argmax(lg, c->vocab);
+	first = argmax(lg, c->vocab);
+	r.decode_tps = r.decode_best_tps = 0;
+	for (rep = 0; rep < reps; rep++) {
+		engy_q3_seq_truncate(s, (uint32_t)np);
+		tok = first;
+		t = now();
+		for (k = 0; k < nd; k++) {
+			rows[0] = (struct q3_row){ s, tok };
+			engy_q3_forward(m, rows, 1, h);
+			engy_q3_logits(m, h, 1, lg);
+			tok = argmax(lg, c->vocab);
+		}
+		tps = nd / (now() - t);
+		if (!rep)
+			r.decode_tps = tps;
+		if (tps > r.decode_best_tps)
+			r.decode_best_tps = tps;
 	}
-	r.decode_tps = nd / (now() - t);
 	engy_q3_seq_free(s);
 	free(h);
 	free(lg);
@@ -682,11 +707,11 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 	struct q3_model *m, *b, *mdp = NULL;
 	double dpp[ROUNDS], dpd[ROUNDS];
 	const char *dpk = engy_mm_profile_kernel(MM_PROFILE_BF16DP);
-	struct run r, base, tr = { 0, 0 };
+	struct run r, base, tr = { 0, 0, 0 };
 	double rss0, rss1, t, macs, roof, wb, wbw, kvb, t_pre[NPEERS],
 		t_dec[NPEERS];
 	double ep[ROUNDS], ed[ROUNDS], tp[NPEERS][ROUNDS], td[NPEERS][ROUNDS];
-	double bw[ROUNDS], rr[ROUNDS], rmed;
+	double bw[ROUNDS], rr[ROUNDS], rr1[ROUNDS], rmed, rmed1;
 	const struct q3_config *c;
 	const struct level *lv;
 	struct peer peer[NPEERS] = { 0 };
@@ -711,7 +736,8 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 	       t, engy_q3_model_bytes(m) / 1e6,
 	       engy_q3_model_matrix_bytes(m) == 2 ? "bf16" : "float32",
 	       rss1 - rss0);
-	measure(m, 16, 4); /* warm up: page in the weights, spin up threads */
+	/* warm up: page in the weights, spin up threads */
+	measure(m, 16, 4, 1);
 	/* The bf16dp kernel profile (bf16 activations on the CPU's bf16
 	 * dot-product instruction, what torch bf16 runs here) where the CPU
 	 * has the instruction: the same rounds. */
@@ -720,7 +746,7 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 			fprintf(stderr, "bench_backend_ref: load bf16dp: %s\n",
 				err);
 		else
-			measure(mdp, 16, 4);
+			measure(mdp, 16, 4, 1);
 	}
 	for (j = 0; j < NPEERS; j++)
 		if (torch_ok && peer_start(&peer[j], c, threads, dtypes[j],
@@ -733,7 +759,7 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 	      (PREFILL + (DECODE + 1) / 2.0);
 	wb = (double)engy_q3_model_bytes(m);
 	for (i = 0; i < ROUNDS; i++) {
-		r = measure(m, PREFILL, DECODE);
+		r = measure(m, PREFILL, DECODE, DECODE_REPS);
 		ep[i] = r.prefill_tps;
 		ed[i] = r.decode_tps;
 		/* Where the weights live, measured next to each decode: stream
@@ -742,10 +768,16 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 		 * each round's decode meets its own roofline). */
 		bw[i] = read_bandwidth_gbs((size_t)wb, threads,
 					   (int)(1e9 / wb) + 1);
-		rr[i] = ed[i] / (bw[i] * 1e9 /
-				 (macs * engy_q3_model_matrix_bytes(m) + kvb));
+		/* the bandwidth is the best of five streams, so the decode
+		 * it bounds is the best of the round's DECODE_REPS; the first
+		 * decode's ratio is printed too */
+		rr[i] = r.decode_best_tps /
+			(bw[i] * 1e9 /
+			 (macs * engy_q3_model_matrix_bytes(m) + kvb));
+		rr1[i] = ed[i] / (bw[i] * 1e9 /
+				  (macs * engy_q3_model_matrix_bytes(m) + kvb));
 		if (mdp) {
-			r = measure(mdp, PREFILL, DECODE);
+			r = measure(mdp, PREFILL, DECODE, 1);
 			dpp[i] = r.prefill_tps;
 			dpd[i] = r.decode_tps;
 		}
@@ -778,10 +810,11 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 		fprintf(stderr, "bench_backend_ref: load: %s\n", err);
 		return 1;
 	}
-	base = measure(b, BASE_PREFILL, BASE_DECODE);
+	base = measure(b, BASE_PREFILL, BASE_DECODE, 1);
 	lv = level_for(wb);
 	wbw = median(bw, ROUNDS);
 	rmed = median(rr, ROUNDS);
+	rmed1 = median(rr1, ROUNDS);
 	roof = wbw * 1e9 / (macs * engy_q3_model_matrix_bytes(m) + kvb);
 	printf("  prefill %d tokens (chunks of %d): %8.1f tok/s  baseline %6.1f tok/s  ratio %5.1fx"
 	       "  (FLOP-bound limit %.0f tok/s at the theoretical peak)\n",
@@ -847,10 +880,12 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 	       wbw, threads, bw[0], bw[1], bw[2], levels[n_levels].gbs);
 	printf("  decode roofline: %.1f MB of weights and %.1f MB of KV cache"
 	       " (float32, the mean context of %.1f) read per token at %.1f GB/s = %.0f tok/s;"
-	       " decode %.1f tok/s; each round's decode over its own roofline (sorted) %.2f %.2f %.2f, ratio %.2f (the median; goal >= 0.8)\n",
+	       " decode %.1f tok/s; each round's best of %d decodes over its own roofline (sorted) %.2f %.2f %.2f, ratio %.2f (the median; goal >= 0.8);"
+	       " each round's first decode alone %.2f %.2f %.2f, ratio %.2f\n",
 	       macs * engy_q3_model_matrix_bytes(m) / 1e6, kvb / 1e6,
-	       PREFILL + (DECODE + 1) / 2.0, wbw, roof, r.decode_tps, rr[0],
-	       rr[1], rr[2], rmed);
+	       PREFILL + (DECODE + 1) / 2.0, wbw, roof, r.decode_tps,
+	       DECODE_REPS, rr[0], rr[1], rr[2], rmed, rr1[0], rr1[1], rr1[2],
+	       rmed1);
 	engy_q3_model_free(m);
 	engy_q3_model_free(b);
 	return 0;
