@@ -461,8 +461,8 @@ static void paths_identical(bool moe)
 	struct q3_model *m;
 	const struct q3_config *c;
 	uint32_t ids[NP], other[NP];
-	float *all, *step, *chunks, *hb, *lg1, *lgn;
-	struct q3_seq *a, *b;
+	float *all, *step, *chunks, *hb, *lg1, *lgn, *alt;
+	struct q3_seq *a, *b, *c3;
 	struct q3_row rows[2];
 	size_t i, H;
 
@@ -490,6 +490,34 @@ static void paths_identical(bool moe)
 		ck_assert_int_eq(engy_q3_forward(m, rows, 2, hb), 0);
 		ck_assert(memcmp(hb + H, all + i * H, H * 4) == 0);
 	}
+	/* A decode step's few rows: two of one sequence in one call with
+	 * another sequence's row between them (two attention groups of one
+	 * sequence), and two of one sequence then one of another (a group
+	 * each): each row as alone. */
+	alt = feed(m, other, NP, 0);
+	c3 = engy_q3_seq_new(m, 64);
+	engy_q3_seq_truncate(a, 0);
+	engy_q3_seq_truncate(b, 0);
+	hb = realloc(hb, 3 * H * 4);
+	for (i = 0; i + 1 < NP; i += 2) {
+		struct q3_row r3[3] = { { a, ids[i] },
+					{ b, other[i] },
+					{ a, ids[i + 1] } };
+
+		ck_assert_int_eq(engy_q3_forward(m, r3, 3, hb), 0);
+		ck_assert(memcmp(hb, all + i * H, H * 4) == 0);
+		ck_assert(memcmp(hb + H, alt + i * H, H * 4) == 0);
+		ck_assert(memcmp(hb + 2 * H, all + (i + 1) * H, H * 4) == 0);
+		r3[0] = (struct q3_row){ c3, ids[i] };
+		r3[1] = (struct q3_row){ c3, ids[i + 1] };
+		r3[2] = (struct q3_row){ b, other[i + 1] };
+		ck_assert_int_eq(engy_q3_forward(m, r3, 3, hb), 0);
+		ck_assert(memcmp(hb, all + i * H, H * 4) == 0);
+		ck_assert(memcmp(hb + H, all + (i + 1) * H, H * 4) == 0);
+		ck_assert(memcmp(hb + 2 * H, alt + (i + 1) * H, H * 4) == 0);
+	}
+	engy_q3_seq_free(c3);
+	free(alt);
 	/* Rows are not all alike: the model says different things. */
 	ck_assert(memcmp(all, all + H, H * 4) != 0);
 	/* Truncate and recompute the tail: same rows again. */
