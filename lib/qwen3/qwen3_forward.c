@@ -312,8 +312,7 @@ static void attn_softmax(const struct fwd *f, size_t r, float *sc)
 	if (engy_q3_pexp(f->m))
 		engy_vec_exp_sub(sc, p + 1, mx);
 	else
-		for (j = 0; j <= p; j++)
-			sc[j] = expf(sc[j] - mx);
+		engy_vec_exp_sub_libm(sc, p + 1, mx);
 	for (j = 0; j <= p; j++)
 		sum += sc[j];
 	engy_vec_div(sc, p + 1, sum);

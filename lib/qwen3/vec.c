@@ -5,10 +5,16 @@
  * kernel in use is avx512f (matmul.c).  Every lane of the AVX-512 code
  * does what the C does to that element, the same operations on the same
  * operands in the same order (no contraction: -ffp-contract=off), so the
- * two give the same bits; tests/unit/check_vec.c compares them with
- * memcmp, non-finite and subnormal values included.
+ * two give the same bits; test_vec_kernels (check_backend_ref_engine.c)
+ * compares them with memcmp, non-finite and subnormal values included.
+ *
+ * The C library's expf (softmax, SiLU) is the one step the C does not
+ * spell out: the AVX-512 code computes it in lanes by the C library's own
+ * algorithm (z_libm_exp), used only once a check at first use has found
+ * it equal to the expf this process runs on every value it tried.
  */
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -180,6 +186,14 @@ static void gen_exp_sub(float *v, size_t n, float mx)
 
 	for (i = 0; i < n; i++)
 		v[i] = engy_vec_pexp(v[i] - mx);
+}
+
+static void gen_exp_sub_libm(float *v, size_t n, float mx)
+{
+	size_t j;
+
+	for (j = 0; j < n; j++)
+		v[j] = expf(v[j] - mx);
 }
 
 static void gen_swiglu_pexp(float *g, const float *u, size_t n)
@@ -401,21 +415,192 @@ static Z void z_bf16_round(float *v, size_t n)
 	}
 }
 
-/* expf stays the C library's, one element at a time; the rest in lanes. */
+/*
+ * expf in lanes, step for step the C library's (glibc since 2.27, from
+ * Arm's optimized-routines; its x86-64 build with fused multiply-adds,
+ * which every AVX-512 CPU has): in double, x 32/ln2 = k + r, k rounded
+ * by the 1.5 2^52 shift; 2^(k/32) from a table of 2^(i/32) (rounded to
+ * double, less i << 47, the bits k adds back) scaled by k's high bits;
+ * 2^(r/32) by a cubic; the product rounded to float.  Each fused
+ * multiply-add below is one in that build (its disassembly), so each
+ * lane gets the C library's bits; lanes with |x| >= 88, infinities and
+ * NaN take the C library's expf itself.  z_exp_ok() checks the claim
+ * against the expf in use before anything relies on it.
+ */
+static const uint64_t exp_tab[32] = {
+	0x3ff0000000000000, 0x3fefd9b0d3158574, 0x3fefb5586cf9890f,
+	0x3fef9301d0125b51, 0x3fef72b83c7d517b, 0x3fef54873168b9aa,
+	0x3fef387a6e756238, 0x3fef1e9df51fdee1, 0x3fef06fe0a31b715,
+	0x3feef1a7373aa9cb, 0x3feedea64c123422, 0x3feece086061892d,
+	0x3feebfdad5362a27, 0x3feeb42b569d4f82, 0x3feeab07dd485429,
+	0x3feea47eb03a5585, 0x3feea09e667f3bcd, 0x3fee9f75e8ec5f74,
+	0x3feea11473eb0187, 0x3feea589994cce13, 0x3feeace5422aa0db,
+	0x3feeb737b0cdc5e5, 0x3feec49182a3f090, 0x3feed503b23e255d,
+	0x3feee89f995ad3ad, 0x3feeff76f2fb5e47, 0x3fef199bdd85529c,
+	0x3fef3720dcef9069, 0x3fef5818dcfba487, 0x3fef7c97337b9b5f,
+	0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
+};
+
+static inline Z __m512d z_bits_pd(uint64_t u)
+{
+	return _mm512_castsi512_pd(_mm512_set1_epi64((long long)u));
+}
+
+/* Eight lanes of the double-precision steps. */
+static inline __attribute__((always_inline)) Z __m256 z_exp8(__m256 xf,
+							     const __m512i *tab)
+{
+	const __m512d invln2n = z_bits_pd(0x40471547652b82feu),
+		      shift = z_bits_pd(0x4338000000000000u),
+		      c0 = z_bits_pd(0x3ebc6af84b912394u),
+		      c1 = z_bits_pd(0x3f2ebfce50fac4f3u),
+		      c2 = z_bits_pd(0x3f962e42ff0c52d6u),
+		      one = _mm512_set1_pd(1.0);
+	__m512d xd = _mm512_cvtps_pd(xf), kd, r, z, r2, y;
+	__m512i ki, t;
+
+	kd = _mm512_fmadd_pd(invln2n, xd, shift);
+	ki = _mm512_castpd_si512(kd);
+	kd = _mm512_sub_pd(kd, shift);
+	r = _mm512_fmsub_pd(invln2n, xd, kd);
+	t = _mm512_mask_blend_epi64(
+		_mm512_test_epi64_mask(ki, _mm512_set1_epi64(16)),
+		_mm512_permutex2var_epi64(tab[0], ki, tab[1]),
+		_mm512_permutex2var_epi64(tab[2], ki, tab[3]));
+	t = _mm512_add_epi64(t, _mm512_slli_epi64(ki, 47));
+	z = _mm512_fmadd_pd(r, c0, c1);
+	r2 = _mm512_mul_pd(r, r);
+	y = _mm512_fmadd_pd(r, c2, one);
+	y = _mm512_fmadd_pd(z, r2, y);
+	return _mm512_cvtpd_ps(_mm512_mul_pd(y, _mm512_castsi512_pd(t)));
+}
+
+static inline __attribute__((always_inline)) Z __m512 z_libm_exp(__m512 x)
+{
+	__m512i tab[4];
+	__m512 y;
+	__mmask16 big;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		tab[i] = _mm512_loadu_si512(exp_tab + 8 * i);
+	y = _mm512_castpd_ps(_mm512_insertf64x4(
+		_mm512_castpd256_pd512(_mm256_castps_pd(
+			z_exp8(_mm512_castps512_ps256(x), tab))),
+		_mm256_castps_pd(z_exp8(_mm256_castpd_ps(_mm512_extractf64x4_pd(
+						_mm512_castps_pd(x), 1)),
+					tab)),
+		1));
+	/* |x| >= 88 (the top 12 bits past 0x42a), infinities, NaN */
+	big = _mm512_cmpgt_epi32_mask(
+		_mm512_and_si512(_mm512_srli_epi32(_mm512_castps_si512(x), 20),
+				 _mm512_set1_epi32(0x7ff)),
+		_mm512_set1_epi32(0x42a));
+	if (big) {
+		float xs[16], ys[16];
+
+		_mm512_storeu_ps(xs, x);
+		_mm512_storeu_ps(ys, y);
+		for (i = 0; i < 16; i++)
+			if (big >> i & 1)
+				ys[i] = expf(xs[i]);
+		y = _mm512_loadu_ps(ys);
+	}
+	return y;
+}
+
+/* Values that cover the C library's paths: each exponent, both signs,
+ * around the edges of its fast path, zeros, subnormals, non-finite. */
+static int exp_ok = -1;
+static pthread_once_t exp_once = PTHREAD_ONCE_INIT;
+
+static Z void z_exp_check(void)
+{
+	static const uint32_t edge[] = {
+		0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007fffff,
+		0x807fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000,
+		0x7f800001, 0x42b00000, 0x42afffff, 0xc2b00000, 0xc2afffff,
+		0x42b17217, 0x42b17218, 0xc2ce8ed0, 0xc2cff1b4, 0xc2cff1b5,
+		0xc2d00000, 0x3f800000, 0xbf800000, 0x33800000, 0xb3800000,
+	};
+	float xs[16], want[16], got[16];
+	uint32_t u = 0x9e3779b9u, b;
+	size_t i, k = 0, n = sizeof(edge) / sizeof(edge[0]);
+	int ok = 1;
+
+	for (i = 0; i < n + 16 * 4096 && ok; i++) {
+		if (i < n)
+			b = edge[i];
+		else if (i < n + 8192) /* every 2^19th bit pattern */
+			b = (uint32_t)(i - n) << 19 |
+			    (uint32_t)(i * 7 & 0x7ffff);
+		else { /* the softmax's range, |x| < 104, at random */
+			u = u * 1664525u + 1013904223u;
+			b = (u & 0x80000000u) |
+			    (0x20000000u + (u >> 3) % 0x22d00000u);
+		}
+		memcpy(&xs[k], &b, 4);
+		want[k] = expf(xs[k]);
+		if (++k == 16 || i + 1 == n + 16 * 4096) {
+			_mm512_storeu_ps(got, z_libm_exp(_mm512_loadu_ps(xs)));
+			while (k--)
+				if (memcmp(&got[k], &want[k], 4) &&
+				    !(want[k] != want[k] && got[k] != got[k]))
+					ok = 0;
+			k = 0;
+		}
+	}
+	exp_ok = ok;
+}
+
+/* Whether z_libm_exp() gives the expf in use its bits (checked once). */
+static bool z_exp_ok(void)
+{
+	pthread_once(&exp_once, z_exp_check);
+	return exp_ok == 1;
+}
+
+/* v[j] = expf(v[j] - mx). */
+static Z void z_exp_sub_libm(float *v, size_t n, float mx)
+{
+	__m512 m = _mm512_set1_ps(mx);
+	size_t i;
+
+	if (!z_exp_ok()) {
+		for (i = 0; i < n; i++)
+			v[i] = expf(v[i] - mx);
+		return;
+	}
+	for (i = 0; i < n; i += 16) {
+		__mmask16 k = tail_mask(n - i);
+
+		stm(v + i, k, z_libm_exp(_mm512_sub_ps(ldm(k, v + i), m)));
+	}
+}
+
+/* expf in lanes where z_exp_ok(), else the C library's one at a time. */
 static Z void z_swiglu(float *g, const float *u, size_t n)
 {
 	float e[16];
 	size_t i, k;
+	bool lanes = z_exp_ok();
 
 	for (i = 0; i < n; i += 16) {
 		size_t c = n - i < 16 ? n - i : 16;
 		__mmask16 m = tail_mask(n - i);
-		__m512 x, one = _mm512_set1_ps(1.0f);
+		__m512 x, ex, one = _mm512_set1_ps(1.0f);
 
-		for (k = 0; k < c; k++)
-			e[k] = expf(-g[i + k]);
 		x = ldm(m, g + i);
-		x = _mm512_div_ps(x, _mm512_add_ps(one, ldm(m, e)));
+		if (lanes) {
+			ex = z_libm_exp(_mm512_castsi512_ps(_mm512_xor_si512(
+				_mm512_castps_si512(x),
+				_mm512_set1_epi32((int)0x80000000u))));
+		} else {
+			for (k = 0; k < c; k++)
+				e[k] = expf(-g[i + k]);
+			ex = ldm(m, e);
+		}
+		x = _mm512_div_ps(x, _mm512_add_ps(one, ex));
 		x = _mm512_mul_ps(x, ldm(m, u + i));
 		stm(g + i, m, x);
 	}
@@ -586,6 +771,20 @@ void engy_vec_swiglu(float *g, const float *u, size_t n)
 void engy_vec_exp_sub(float *v, size_t n, float mx)
 {
 	PICK(exp_sub, v, n, mx);
+}
+
+bool engy_vec_exp_lanes(void)
+{
+#ifdef MM_X86
+	return use_z() && z_exp_ok();
+#else
+	return false;
+#endif
+}
+
+void engy_vec_exp_sub_libm(float *v, size_t n, float mx)
+{
+	PICK(exp_sub_libm, v, n, mx);
 }
 
 void engy_vec_swiglu_pexp(float *g, const float *u, size_t n)

@@ -7,6 +7,7 @@
 #ifndef Q3_VEC_H
 #define Q3_VEC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* v[j] *= s for each j; the largest v[j] after it (NaN left out;
@@ -40,6 +41,15 @@ void engy_vec_swiglu(float *g, const float *u, size_t n);
  * expf; the same bits from the C and the AVX-512 code (vec.c has the
  * steps).  Within 2 ulp of e^x where that is a normal float. */
 float engy_vec_pexp(float x);
+
+/* v[j] = expf(v[j] - mx), the C library's expf: the ref profile's
+ * softmax. */
+void engy_vec_exp_sub_libm(float *v, size_t n, float mx);
+
+/* Whether expf runs in lanes (AVX-512, and the check at first use found
+ * the lanes giving the bits of the C library's expf in use); else one
+ * value at a time. */
+bool engy_vec_exp_lanes(void);
 
 /* v[j] = engy_vec_pexp(v[j] - mx). */
 void engy_vec_exp_sub(float *v, size_t n, float mx);

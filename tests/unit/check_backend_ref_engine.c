@@ -1468,12 +1468,80 @@ START_TEST(test_pexp)
 }
 END_TEST
 
+/*
+ * The ref profile's softmax and SiLU exp in lanes (vec.c): the bits of
+ * the C library's expf on every float below 88 in magnitude (the lanes'
+ * own path: 2.2 billion values, each sign; past that the lanes call expf
+ * itself), and on a stride through the rest.  A sample would not do: a
+ * lane computing one step unfused (r without its fused multiply-add)
+ * differs from glibc on one value in a billion.  With glibc on an AVX-512
+ * CPU the lanes must be on (their check at first use passed); elsewhere
+ * expf runs one value at a time and the comparison holds trivially.
+ */
+START_TEST(test_exp_libm)
+{
+	static const char *const ways[] = { "avx2+fma", "avx512f" };
+	const char *was = engy_mm_kernel_name();
+	size_t n = 1 << 16, i, w, bad = 0;
+	float *v = malloc(n * 4), *want = malloc(n * 4), *in = malloc(n * 4);
+	uint64_t b0, end;
+	uint32_t b;
+	int sign;
+
+	for (w = 0; w < 2; w++) {
+		if (engy_mm_set_kernel(ways[w]))
+			continue;
+		if (w == 1)
+			printf("test_exp_libm: expf in lanes: %s\n",
+			       engy_vec_exp_lanes() ? "yes" : "no");
+#ifdef __GLIBC__
+		if (w == 1)
+			ck_assert_msg(
+				engy_vec_exp_lanes(),
+				"glibc and AVX-512, but expf not in lanes");
+#endif
+		for (sign = 0; sign < 2; sign++) {
+			/* avx2+fma: the C, a stride; avx512f: every value */
+			end = w ? 0x42b00000u : 0x100000000u;
+			for (b0 = 0; b0 < end; b0 += w ? n : n << 16) {
+				for (i = 0; i < n; i++) {
+					b = (uint32_t)(b0 + (w ? i : i << 16)) |
+					    (sign ? 0x80000000u : 0);
+					memcpy(&in[i], &b, 4);
+					v[i] = in[i];
+					want[i] = expf(in[i] - 0.0f);
+				}
+				engy_vec_exp_sub_libm(v, n, 0.0f);
+				for (i = 0; i < n; i++)
+					if (memcmp(&v[i], &want[i], 4) &&
+					    !(isnan(v[i]) && isnan(want[i])) &&
+					    bad++ < 5)
+						printf("expf(%a): %a, not %a\n",
+						       (double)in[i],
+						       (double)v[i],
+						       (double)want[i]);
+			}
+		}
+		ck_assert_msg(bad == 0, "%s: %zu values differ", ways[w], bad);
+	}
+	ck_assert_int_eq(engy_mm_set_kernel(was), 0);
+	free(v);
+	free(want);
+	free(in);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("backend_ref_engine");
-	TCase *tc = tcase_create("core");
+	TCase *tc = tcase_create("core"), *ex = tcase_create("exp");
 
 	tcase_set_timeout(tc, 60);
+	/* 4.5 billion expf calls: about 20 s here, several times that under
+	 * the sanitizers */
+	tcase_set_timeout(ex, 300);
+	tcase_add_test(ex, test_exp_libm);
+	suite_add_tcase(s, ex);
 	tcase_add_test(tc, test_matmul);
 	tcase_add_test(tc, test_matmul_kernels);
 	tcase_add_test(tc, test_vec_kernels);
