@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "bf16.h"
 #include "matmul.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -52,5 +53,46 @@ uint16_t *engy_mm_bd_prepare(struct mm_pool *p, const struct mm_part *parts,
 /* Columns [c0, c1) of @pt on the instruction, @xb its x in bf16. */
 void engy_mm_bd_cols(const struct mm_part *pt, const uint16_t *xb, size_t c0,
 		     size_t c1);
+
+/* ---- The block kernels (matmul.c, matmul_avx512.c) ---- */
+
+/* The one lane reduction and tail every element goes through.  A bf16
+ * weight widens exactly, so both weight types give the same numbers.
+ * finish_tail(): s + a[k] w[k] for the k left, in order. */
+static inline __attribute__((always_inline)) float
+finish_tail(float s, const float *a, const void *b, int wt, size_t k, size_t n)
+{
+	if (wt == MM_BF16)
+		for (; k < n; k++)
+			s += a[k] * engy_bf16_to_f32(((const uint16_t *)b)[k]);
+	else
+		for (; k < n; k++)
+			s += a[k] * ((const float *)b)[k];
+	return s;
+}
+
+static inline __attribute__((always_inline)) float finish(const float l[8],
+							  const float *a,
+							  const void *b, int wt,
+							  size_t k, size_t n)
+{
+	float s = ((l[0] + l[1]) + (l[2] + l[3])) +
+		  ((l[4] + l[5]) + (l[6] + l[7]));
+
+	return finish_tail(s, a, b, wt, k, n);
+}
+
+#define WROW(w, wt, c, in)                                                     \
+	((const void *)((const char *)(w) +                                    \
+			(c) * (in) * ((wt) == MM_BF16 ? 2 : 4)))
+
+/* @w's rows @ldw elements apart (@in for a matrix, a KV stride for
+ * attention's keys). */
+typedef void (*block_fn)(const float *x, size_t ldx, const void *w, size_t ldw,
+			 size_t in, float *y, size_t ldy, int r, int c, int wt);
+
+/* The avx512f kernel: r in {1, 2, 4} rows, c in 1..8 columns. */
+void engy_mm_z_dispatch(const float *x, size_t ldx, const void *w, size_t ldw,
+			size_t in, float *y, size_t ldy, int r, int c, int wt);
 
 #endif /* Q3_MATMUL_INT_H */
