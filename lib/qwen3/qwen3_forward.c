@@ -224,12 +224,14 @@ void engy_q3_mlp_run(struct q3_model *m, int layer, const char *pre,
 	size_t h = m->cfg.hidden, ni = n * mlp->inter;
 	struct mm_part gu[2] = { { x, mlp->gate, g, n, h, mlp->inter, m->wt },
 				 { x, mlp->up, u, n, h, mlp->inter, m->wt } };
-	char gname[64], uname[64], dname[64];
+	char gname[64] = "", uname[64] = "", dname[64] = "";
 	const char *names[2] = { gname, uname };
 
-	snprintf(gname, sizeof(gname), "%sgate_proj", pre);
-	snprintf(uname, sizeof(uname), "%sup_proj", pre);
-	snprintf(dname, sizeof(dname), "%sdown_proj", pre);
+	if (engy_q3_hooked(m)) {
+		snprintf(gname, sizeof(gname), "%sgate_proj", pre);
+		snprintf(uname, sizeof(uname), "%sup_proj", pre);
+		snprintf(dname, sizeof(dname), "%sdown_proj", pre);
+	}
 	engy_q3_mm_batch(m, layer, names, gu, 2);
 	engy_q3_swiglu(m, g, u, ni);
 	engy_q3_mm(m, layer, dname, g, n, mlp->down, mlp->inter, h, y);

@@ -62,6 +62,13 @@ struct q3_seq {
 	float **k, **v; /* per layer: [n_kv, cap, head_dim] */
 };
 
+/* Whether a hook sees the matmuls (their names are for it alone: no
+ * hook, no names to format). */
+static inline bool engy_q3_hooked(const struct q3_model *m)
+{
+	return m->hook || m->row_hook;
+}
+
 /* Y = X W^T (W one of the model's matrices) on its device, then the hook. */
 void engy_q3_mm(struct q3_model *m, int layer, const char *name, const float *x,
 		size_t n, const void *w, size_t in, size_t out, float *y);

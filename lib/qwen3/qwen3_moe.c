@@ -120,7 +120,9 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 	float *ge = xe ? xe + nk * h : NULL, *ue = ge ? ge + nk * I : NULL;
 	float *ye = ue ? ue + nk * I : NULL;
 	struct mm_part *parts = malloc(2 * E * sizeof(*parts));
-	char(*nm)[40] = malloc(2 * E * sizeof(*nm));
+	/* the matmuls' names, for a hook only */
+	char(*nm)[40] = calloc(2 * E, sizeof(*nm));
+	bool hooked = engy_q3_hooked(m);
 	const char **names = malloc(2 * E * sizeof(*names));
 	/* the row hook's indices: the forward row of each gathered slot */
 	uint32_t *slot_row = malloc((nk + 1) * sizeof(*slot_row));
@@ -160,7 +162,9 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 					      h,
 					      I,
 					      m->wt };
-		snprintf(nm[na], sizeof(nm[na]), "experts.%u.gate_proj", e);
+		if (hooked)
+			snprintf(nm[na], sizeof(nm[na]), "experts.%u.gate_proj",
+				 e);
 		idx[na] = idx[na + 1] = slot_row + off[e];
 		parts[na + 1] = (struct mm_part){ xe + off[e] * h,
 						  l->experts[e].up,
@@ -169,8 +173,9 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 						  h,
 						  I,
 						  m->wt };
-		snprintf(nm[na + 1], sizeof(nm[na + 1]), "experts.%u.up_proj",
-			 e);
+		if (hooked)
+			snprintf(nm[na + 1], sizeof(nm[na + 1]),
+				 "experts.%u.up_proj", e);
 		na += 2;
 	}
 	for (r = 0; r < na; r++)
@@ -189,7 +194,9 @@ int engy_q3_moe(struct q3_model *m, int layer, const float *xn, size_t n,
 					      I,
 					      h,
 					      m->wt };
-		snprintf(nm[na], sizeof(nm[na]), "experts.%u.down_proj", e);
+		if (hooked)
+			snprintf(nm[na], sizeof(nm[na]), "experts.%u.down_proj",
+				 e);
 		names[na] = nm[na];
 		idx[na] = slot_row + off[e];
 		na++;
