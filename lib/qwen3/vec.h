@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The reference engine's elementwise steps, each with its arithmetic in a
- * fixed order (vec.c): the same bits from the C and from the AVX-512 code
- * that runs where the matmul kernel in use is avx512f.
+ * fixed order (vec.c; those with an exp in vec_exp.c): the same bits from
+ * the C and from the AVX-512 code that runs where the matmul kernel in
+ * use is avx512f.
  */
 #ifndef Q3_VEC_H
 #define Q3_VEC_H
@@ -38,7 +39,7 @@ void engy_vec_swiglu(float *g, const float *u, size_t n);
 
 /* The bf16dp profile's exp: a polynomial, as a vectorized math library
  * computes it (torch's CPU softmax and SiLU do), not the C library's
- * expf; the same bits from the C and the AVX-512 code (vec.c has the
+ * expf; the same bits from the C and the AVX-512 code (vec_exp.c has the
  * steps).  Within 2 ulp of e^x where that is a normal float. */
 float engy_vec_pexp(float x);
 
