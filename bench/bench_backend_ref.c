@@ -711,7 +711,7 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 	double rss0, rss1, t, macs, roof, wb, wbw, kvb, t_pre[NPEERS],
 		t_dec[NPEERS];
 	double ep[ROUNDS], ed[ROUNDS], tp[NPEERS][ROUNDS], td[NPEERS][ROUNDS];
-	double bw[ROUNDS], rr[ROUNDS], rr1[ROUNDS], rmed, rmed1;
+	double bw[ROUNDS], rr[ROUNDS], rr1[ROUNDS], rmed, rmed1, lim;
 	const struct q3_config *c;
 	const struct level *lv;
 	struct peer peer[NPEERS] = { 0 };
@@ -771,11 +771,10 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 		/* the bandwidth is the best of five streams, so the decode
 		 * it bounds is the best of the round's DECODE_REPS; the first
 		 * decode's ratio is printed too */
-		rr[i] = r.decode_best_tps /
-			(bw[i] * 1e9 /
-			 (macs * engy_q3_model_matrix_bytes(m) + kvb));
-		rr1[i] = ed[i] / (bw[i] * 1e9 /
-				  (macs * engy_q3_model_matrix_bytes(m) + kvb));
+		lim = bw[i] * 1e9 /
+		      (macs * engy_q3_model_matrix_bytes(m) + kvb);
+		rr[i] = r.decode_best_tps / lim;
+		rr1[i] = ed[i] / lim;
 		if (mdp) {
 			r = measure(mdp, PREFILL, DECODE, 1);
 			dpp[i] = r.prefill_tps;
