@@ -270,11 +270,15 @@ int engy_toploc_prove_chunk(struct engy_toploc_ws *ws, const uint16_t *v,
 }
 
 /* Horner at every point at once: the inner loop has no carried chain. */
-static void eval_many(const uint16_t *c, size_t k, const uint32_t *x,
-		      uint32_t *r, size_t n)
+void engy_toploc_eval_many(const uint16_t *c, size_t k, const uint32_t *x,
+			   uint32_t *r, size_t n, int isa)
 {
 	size_t i, j;
 
+	if (isa == ENGY_TOPLOC_ISA_AVX2) {
+		engy_toploc_eval_avx2(c, k, x, r, n);
+		return;
+	}
 	for (i = 0; i < n; i++)
 		r[i] = c[k - 1];
 	for (j = k - 1; j-- > 0;) {
@@ -303,7 +307,7 @@ int engy_toploc_verify_chunk(struct engy_toploc_ws *ws, const uint16_t *v,
 	engy_toploc_topk(ws, v, n, ws->idx);
 	for (i = 0; i < k; i++)
 		ws->x[i] = (uint32_t)(ws->idx[i] % m);
-	eval_many(ws->coeffs, k, ws->x, ws->r, k);
+	engy_toploc_eval_many(ws->coeffs, k, ws->x, ws->r, k, ws->isa);
 
 	memset(hist, 0, sizeof(hist));
 	for (i = 0; i < k; i++) {

@@ -40,6 +40,17 @@ int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y, size_t k,
 			    uint16_t *coeffs);
 
 /*
+ * engy_toploc_eval_avx2() - r[i] = the polynomial @c (k coefficients, each
+ * < 65497) at x[i] mod 65497, for @n points (every x < 65497, k >= 1).
+ */
+void engy_toploc_eval_avx2(const uint16_t *c, size_t k, const uint32_t *x,
+			   uint32_t *r, size_t n);
+
+/* engy_toploc_eval_many() - the same on the path @isa. */
+void engy_toploc_eval_many(const uint16_t *c, size_t k, const uint32_t *x,
+			   uint32_t *r, size_t n, int isa);
+
+/*
  * engy_toploc_topk_avx2() - engy_toploc_topk() for chunks of at least
  * 32 k values, into @idx.  Scratch: @l1 n / 8 entries, @l2 8 k entries,
  * @cv / @ci @cap candidates (@cv 16 more).  Returns 0, 1 when @n is too

@@ -15,12 +15,16 @@
  * all lanes also comes with t's multiplier premultiplied, saving one
  * multiply.  Every value stays canonical in [0, p), so the coefficients
  * are the portable path's bit for bit, duplicate x included (inv(0) = 0
- * in both).  The divided differences still need one inverse per pair of
- * points: those are table loads, gathered with scalar loads (vpgatherdd
- * was slower on the CPU measured) for a group of levels at a time.
+ * in both).  The divided differences need one inverse per pair of points,
+ * for a group of levels at a time: batch inversion (inv_batch) turns them
+ * into three products each and one table load per 16-lane chain, where a
+ * table load each (scalar or vpgatherdd) took twice as long, every one an
+ * L2 access into the 128 KiB table.
  *
- * Top-k (engy_toploc_topk_avx2) finds its candidates from lane-wise maxima
- * instead of a sample; see there.
+ * The verifier's evaluation (engy_toploc_eval_avx2) is Horner at 128 points
+ * at once, the same Montgomery products.  Top-k (engy_toploc_topk_avx2)
+ * finds its candidates from lane-wise maxima instead of a sample; see
+ * there.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -120,7 +124,8 @@ INL __m256i mont_mul(__m256i a, __m256i b, __m256i p, __m256i pinv)
 	return sub_mod(hi, _mm256_mulhi_epu16(t, p), p);
 }
 
-/* The same with b's twin bt = b * p^-1 mod R given (b shared by lanes). */
+/* The same with b's twin bt = b * p^-1 mod R given (b shared by lanes, or
+ * kept with its twin: one multiply fewer). */
 INL __m256i mont_mul_tw(__m256i a, __m256i b, __m256i bt, __m256i p)
 {
 	__m256i hi = _mm256_mulhi_epu16(a, b);
@@ -130,9 +135,71 @@ INL __m256i mont_mul_tw(__m256i a, __m256i b, __m256i bt, __m256i p)
 }
 
 #define IB_CAP 8192 /* inverses gathered at once (16 KiB) */
+#define IB_CH  8    /* inv_batch's chains of 16 lanes */
 
 #define LD(p)	 _mm256_loadu_si256((const __m256i *)(const void *)(p))
 #define ST(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), (v))
+
+/* @a with its zero lanes made 1. */
+INL __m256i nonzero(__m256i a)
+{
+	__m256i z = _mm256_cmpeq_epi16(a, _mm256_setzero_si256());
+
+	return _mm256_or_si256(a, _mm256_and_si256(z, _mm256_set1_epi16(1)));
+}
+
+/*
+ * Every d of @v[0..n) (n a multiple of 16, each d < p) replaced by inv(d) *
+ * R mod p, what invr_tab holds (0 for 0), through Montgomery's batch
+ * inversion: vector s * IB_CH + c belongs to chain c, so the IB_CH chains'
+ * products are independent and hide each other's latency.  With plain
+ * products M(a, b) = a * b / R, a chain's prefixes are Q_s = A_s * R^-s (A_s
+ * the product of its first s + 1 values, a zero counted as 1) and I_s =
+ * inv(A_s) * R^(s+1) starts from the table's entry for the last prefix;
+ * then M(I_s, Q_(s-1)) = inv(d_s) * R and I_(s-1) = M(I_s, d_s).  @v and
+ * @q hold IB_CH * 16 entries past IB_CAP: the last round is padded with 1.
+ */
+AVX2 static void inv_batch(uint16_t *v, size_t n, uint16_t *q, __m256i p,
+			   __m256i pinv)
+{
+	const __m256i zero = _mm256_setzero_si256();
+	size_t rounds = (n / 16 + IB_CH - 1) / IB_CH, s, c, i;
+	__m256i acc[IB_CH];
+	uint16_t t[16 * IB_CH];
+
+	for (i = n; i < rounds * IB_CH * 16; i += 16)
+		ST(v + i, _mm256_set1_epi16(1));
+	for (c = 0; c < IB_CH; c++) {
+		acc[c] = nonzero(LD(v + 16 * c));
+		ST(q + 16 * c, acc[c]);
+	}
+	for (s = 1; s < rounds; s++)
+		for (c = 0; c < IB_CH; c++) {
+			size_t o = 16 * (s * IB_CH + c);
+
+			acc[c] = mont_mul(acc[c], nonzero(LD(v + o)), p, pinv);
+			ST(q + o, acc[c]);
+		}
+	for (c = 0; c < IB_CH; c++)
+		ST(t + 16 * c, acc[c]);
+	for (i = 0; i < 16 * IB_CH; i++)
+		t[i] = invr_tab[t[i]];
+	for (c = 0; c < IB_CH; c++)
+		acc[c] = LD(t + 16 * c); /* I of the last round */
+	for (s = rounds; s-- > 0;)
+		for (c = 0; c < IB_CH; c++) {
+			size_t o = 16 * (s * IB_CH + c);
+			__m256i d = LD(v + o), r = acc[c];
+
+			if (s) {
+				r = mont_mul(acc[c], LD(q + o - 16 * IB_CH), p,
+					     pinv);
+				acc[c] = mont_mul(acc[c], nonzero(d), p, pinv);
+			}
+			ST(v + o,
+			   _mm256_andnot_si256(_mm256_cmpeq_epi16(d, zero), r));
+		}
+}
 
 /*
  * Buffers of k + 16 entries: a block of 16 lanes starting below k may run
@@ -143,7 +210,7 @@ AVX2 int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y, size_t k,
 {
 	enum { STACK_K = 256, NBUF = 5 };
 	uint16_t stack[NBUF * (STACK_K + 32)], *mem = stack;
-	uint16_t ibuf[IB_CAP];
+	uint16_t ibuf[IB_CAP + 16 * IB_CH], qbuf[IB_CAP + 16 * IB_CH];
 	uint16_t *xs, *a, *b, *t, *nc, *c;
 	const __m256i p = _mm256_set1_epi16((short)P);
 	const __m256i pinv = _mm256_set1_epi16((short)P_INV);
@@ -170,37 +237,28 @@ AVX2 int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y, size_t k,
 
 	/* Divided differences, level j: a holds level j - 1, b gets level j
 	 * for i >= j; the first entry of each level is a Newton coefficient.
-	 * The inverses come first for a group of levels, so that the table
-	 * loads run as one long loop (four per 64-bit word). */
+	 * The inverses come first for a group of levels, in one batch, each
+	 * level's right after the last (its block's padding lanes are the
+	 * next level's to overwrite). */
 	nc[0] = a[0];
 	for (j0 = 1; j0 < k; j0 = j1) {
-		for (j1 = j0, n = 0; j1 < k; j1++) {
+		for (j1 = j0, n = 0; j1 < k; n += k - j1++) {
 			size_t cnt = (k - j1 + 15) & ~(size_t)15;
 
 			if (n + cnt > IB_CAP)
 				break;
-			for (i = j1; i < j1 + cnt; i += 16, n += 16)
-				ST(ibuf + n,
-				   sub_mod(LD(xs + i), LD(xs + i - j1), p));
+			for (i = 0; i < cnt; i += 16)
+				ST(ibuf + n + i,
+				   sub_mod(LD(xs + j1 + i), LD(xs + i), p));
 		}
-		for (i = 0; i < n; i += 4) {
-			uint64_t d, r;
+		inv_batch(ibuf, (n + 15) & ~(size_t)15, qbuf, p, pinv);
+		for (j = j0, o = 0; j < j1; o += k - j++) {
+			for (i = 0; i < k - j; i += 16) {
+				__m256i num = sub_mod(LD(a + j + i),
+						      LD(a + j + i - 1), p);
 
-			memcpy(&d, ibuf + i, 8);
-			r = (uint64_t)invr_tab[d & 0xFFFF] |
-			    (uint64_t)invr_tab[(d >> 16) & 0xFFFF] << 16 |
-			    (uint64_t)invr_tab[(d >> 32) & 0xFFFF] << 32 |
-			    (uint64_t)invr_tab[d >> 48] << 48;
-			memcpy(ibuf + i, &r, 8);
-		}
-		for (j = j0, o = 0; j < j1; j++) {
-			size_t end = j + ((k - j + 15) & ~(size_t)15);
-
-			for (i = j; i < end; i += 16, o += 16) {
-				__m256i num =
-					sub_mod(LD(a + i), LD(a + i - 1), p);
-
-				ST(b + i, mont_mul(num, LD(ibuf + o), p, pinv));
+				ST(b + j + i,
+				   mont_mul(num, LD(ibuf + o + i), p, pinv));
 			}
 			nc[j] = b[j];
 			t = a;
@@ -230,6 +288,50 @@ AVX2 int engy_toploc_interp_avx2(const uint32_t *x, const uint16_t *y, size_t k,
 	if (mem != stack)
 		free(mem);
 	return 0;
+}
+
+#define EV_VECS 8 /* points evaluated at once: 8 vectors of 16 */
+
+/*
+ * Horner at up to EV_VECS * 16 points at once, one vector per 16 points:
+ * r <- r * x + c_j is a Montgomery product with x kept as x * R (and its
+ * twin), then a modular addition, every value canonical, so the results
+ * are the portable path's.  The points' vectors are independent: their
+ * products hide each other's latency.
+ */
+AVX2 void engy_toploc_eval_avx2(const uint16_t *c, size_t k, const uint32_t *x,
+				uint32_t *r, size_t n)
+{
+	const __m256i p = _mm256_set1_epi16((short)P);
+	const __m256i pinv = _mm256_set1_epi16((short)P_INV);
+	const __m256i r2 = _mm256_set1_epi16((short)(R_MOD_P * R_MOD_P % P));
+	uint16_t buf[16 * EV_VECS];
+	__m256i xr[EV_VECS], xt[EV_VECS], acc[EV_VECS];
+	size_t i0, i, j, v, cnt;
+
+	for (i0 = 0; i0 < n; i0 += cnt) {
+		cnt = n - i0 < 16 * EV_VECS ? n - i0 : 16 * EV_VECS;
+		memset(buf, 0, sizeof(buf));
+		for (i = 0; i < cnt; i++)
+			buf[i] = (uint16_t)x[i0 + i];
+		for (v = 0; v < EV_VECS; v++) {
+			xr[v] = mont_mul(LD(buf + 16 * v), r2, p, pinv);
+			xt[v] = _mm256_mullo_epi16(xr[v], pinv);
+			acc[v] = _mm256_set1_epi16((short)c[k - 1]);
+		}
+		for (j = k - 1; j-- > 0;) {
+			__m256i cj = _mm256_set1_epi16((short)c[j]);
+
+			for (v = 0; v < EV_VECS; v++)
+				acc[v] = add_mod(
+					mont_mul_tw(acc[v], xr[v], xt[v], p),
+					cj, p);
+		}
+		for (v = 0; v < EV_VECS; v++)
+			ST(buf + 16 * v, acc[v]);
+		for (i = 0; i < cnt; i++)
+			r[i0 + i] = buf[i];
+	}
 }
 
 /* How many of the keys of @v[0..n) (n a multiple of 16) are >= @t. */
@@ -405,6 +507,16 @@ AVX2 int engy_toploc_topk_avx2(const uint16_t *v, size_t n, size_t k,
 }
 
 #else /* !TOPLOC_X86: never chosen */
+
+void engy_toploc_eval_avx2(const uint16_t *c, size_t k, const uint32_t *x,
+			   uint32_t *r, size_t n)
+{
+	(void)c;
+	(void)k;
+	(void)x;
+	(void)r;
+	(void)n;
+}
 
 int engy_toploc_topk_avx2(const uint16_t *v, size_t n, size_t k, uint16_t *l1,
 			  uint16_t *l2, uint16_t *cv, uint64_t *ci, size_t cap,

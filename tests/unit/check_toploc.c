@@ -23,6 +23,7 @@
 #include "base64.h"
 #include "bf16.h"
 #include "toploc.h"
+#include "toploc_int.h"
 #include "toploc_ref.h"
 
 #define P ENGY_TOPLOC_PRIME
@@ -758,6 +759,44 @@ static void fill_chunk(uint16_t *v, size_t n, unsigned kind)
 	}
 }
 
+/* The verifier's evaluation at many points, on this CPU's path and the
+ * portable one, against Horner at each point alone. */
+START_TEST(test_eval_many_matches_single)
+{
+	uint16_t *c = malloc(300 * sizeof(*c));
+	uint32_t *x = malloc(300 * sizeof(*x)), *ra = malloc(300 * 4),
+		 *rb = malloc(300 * 4);
+	size_t t, i, k, n;
+
+	ck_assert(c && x && ra && rb);
+	seed(33);
+	for (t = 0; t < 400; t++) {
+		k = t < 20 ? t + 1 : 1 + rnd() % 300;
+		n = t % 3 == 0 ? k : 1 + rnd() % 300;
+		for (i = 0; i < k; i++)
+			c[i] = (uint16_t)(t % 5 == 0 ? P - 1 - i % 2
+						     : rnd() % P);
+		for (i = 0; i < n; i++)
+			x[i] = (uint32_t)(t % 5 == 1 ? P - 1 - i : rnd() % P);
+		engy_toploc_eval_many(c, k, x, ra, n,
+				      engy_toploc_isa_default());
+		engy_toploc_eval_many(c, k, x, rb, n, ENGY_TOPLOC_ISA_SCALAR);
+		for (i = 0; i < n; i++) {
+			uint32_t want = engy_toploc_eval(c, k, x[i]);
+
+			ck_assert_msg(ra[i] == want && rb[i] == want,
+				      "case %zu, k %zu, point %zu: %u %u, "
+				      "want %u",
+				      t, k, i, ra[i], rb[i], want);
+		}
+	}
+	free(c);
+	free(x);
+	free(ra);
+	free(rb);
+}
+END_TEST
+
 START_TEST(test_simd_chunk_matches_scalar)
 {
 	static const uint32_t ks[] = { 1, 4, 32, 128, 128, 128, 300, 1000 };
@@ -845,6 +884,7 @@ int main(int argc, char **argv)
 	tcase_add_test(tc, test_malformed_proofs);
 	tcase_add_test(tc, test_simd_dispatch);
 	tcase_add_test(tc, test_simd_interpolate_matches_scalar);
+	tcase_add_test(tc, test_eval_many_matches_single);
 	tcase_add_test(tc, test_simd_chunk_matches_scalar);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
