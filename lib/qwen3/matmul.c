@@ -151,16 +151,9 @@ avx_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 			_mm256_setzero_ps();
 	for (k = 0; k + 8 <= in; k += 8) {
 		/* A row or two (decode): the weights stream from memory, a
-		 * short row at a time; ask for the rows PF_ROWS on, a cache
-		 * line per row ahead of need (see PF_ROWS).
-		 * Prefetches past the matrix are harmless. */
-		if (R <= 2 && (k & (WT == MM_BF16 ? 31 : 15)) == 0)
-			_Pragma("GCC unroll 4") for (c = 0; c < C; c++)
-				_mm_prefetch(
-					(const char *)WROW(w, WT, c + PF_ROWS,
-							   ldw) +
-						k * (WT == MM_BF16 ? 2 : 4),
-					_MM_HINT_T1);
+		 * short row at a time; ask for the rows PF_ROWS on. */
+		if (R <= 2)
+			pf_rows(w, WT, ldw, C, k);
 		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) wv[c] =
 			avx_loadw(WROW(w, WT, c, ldw), WT, k);
 		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)
@@ -412,16 +405,18 @@ static float dot_warp32(const float *a, const void *b, int wt, size_t n)
  * each thread streams its own run of weight rows in order, its prefetches
  * (PF_ROWS on) its own next rows, and a thread that finishes early takes
  * the other's last tasks.  For decode (a row or two: the weights are the
- * traffic) runs of 64: a job's end waits for at most a 64-row task (on 2
- * threads of a Zen 4 VM, the best of 30 64-token decodes, five
- * interleaved rounds: 1.05x as fast as 256-column tasks handed out in
- * turn, the earlier scheme; 32, 128 and 256 by ranges within 3% of 64);
- * 48 for prefill, where every task streams all of x once (a multiple of
- * the 4x3 block's 3: x read a third as often as with 16); 16 between. */
+ * traffic) runs of 64, narrower on many threads (see the job's setup): a
+ * job's end waits for at most a 64-row task (on 2 threads of a Zen 4 VM,
+ * the best of 30 64-token decodes, five interleaved rounds: 1.05x as fast
+ * as 256-column tasks handed out in turn, the earlier scheme; 32, 128 and
+ * 256 by ranges within 3% of 64); 48 for prefill, where every task streams
+ * all of x once (a multiple of the 4x3 block's 3: x read a third as often
+ * as with 16); 16 between. */
 #define COLS_PER_TASK	   16
 #define COLS_PER_TASK_FEW  64 /* every part a row or two: decode */
 #define COLS_PER_TASK_MANY 48
 #define ROWS_MANY	   16
+#define TASKS_PER_THREAD   4 /* a decode job's fewest, where columns allow */
 #define MAX_PARTS	   512
 
 struct mm_job {
@@ -556,8 +551,22 @@ void engy_mm_matmul_batch_profile(struct mm_pool *p,
 	j.parts = parts;
 	for (i = 0; i < n_parts && parts[i].n <= 2; i++)
 		;
-	if (i == n_parts)
-		j.cols = COLS_PER_TASK_FEW;
+	if (i == n_parts) {
+		/* Decode: runs of COLS_PER_TASK_FEW, or of fewer columns (a
+		 * multiple of 16, at least 16) where those would leave a thread
+		 * fewer than TASKS_PER_THREAD tasks: a 512-column o_proj is 8
+		 * tasks of 64, half of 16 threads idle.  (Two threads keep 64
+		 * on every matmul of a 512-wide model.) */
+		size_t cols = 0, per;
+
+		for (i = 0; i < n_parts; i++)
+			cols += parts[i].n ? parts[i].out : 0;
+		per = cols / (TASKS_PER_THREAD * engy_mm_pool_threads(p));
+		per = (per + 15) & ~(size_t)15;
+		j.cols = per < COLS_PER_TASK	   ? COLS_PER_TASK
+			 : per > COLS_PER_TASK_FEW ? COLS_PER_TASK_FEW
+						   : per;
+	}
 	for (i = 0; i < n_parts; i++)
 		if (parts[i].n >= ROWS_MANY)
 			j.cols = COLS_PER_TASK_MANY;

@@ -133,13 +133,8 @@ z_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 		/* Each accumulator adds block k, then block k + 8: the
 		 * 8-k loop's order. */
 		for (; k + 16 <= in; k += 16) {
-			if (R <= 2 && (k & 31) == 0)
-				for (c = 0; c < C; c++)
-					_mm_prefetch((const char *)WROW(
-							     w, WT, c + PF_ROWS,
-							     ldw) +
-							     k * 2,
-						     _MM_HINT_T1);
+			if (R <= 2)
+				pf_rows(w, WT, ldw, C, k);
 			_Pragma("GCC unroll 4") for (p = 0; p < P; p++)
 				z_loadw2(wr[2 * p], wr[2 * p + 1], k, ilo, ihi,
 					 &wv[p], &wh[p]);
@@ -160,15 +155,8 @@ z_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 		}
 	}
 	for (; k + 8 <= in; k += 8) {
-		/* As in avx_block: decode streams the weights; ask for the
-		 * rows PF_ROWS on, into L2. */
-		if (R <= 2 && (k & (WT == MM_BF16 ? 31 : 15)) == 0)
-			for (c = 0; c < C; c++)
-				_mm_prefetch(
-					(const char *)WROW(w, WT, c + PF_ROWS,
-							   ldw) +
-						k * (WT == MM_BF16 ? 2 : 4),
-					_MM_HINT_T1);
+		if (R <= 2) /* as in avx_block */
+			pf_rows(w, WT, ldw, C, k);
 		_Pragma("GCC unroll 4") for (p = 0; p < P; p++) wv[p] =
 			z_loadw(wr[2 * p], wr[2 * p + 1], WT, k);
 		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)

@@ -86,6 +86,21 @@ static inline __attribute__((always_inline)) float finish(const float l[8],
 	((const void *)((const char *)(w) +                                    \
 			(c) * (in) * ((wt) == MM_BF16 ? 2 : 4)))
 
+/* Decode's prefetch (PF_ROWS): where element @k of @C rows of @w (@ldw
+ * elements apart) starts a cache line, that line of the rows PF_ROWS on,
+ * into L2 (prefetcht1).  Prefetches past the matrix are harmless. */
+static inline __attribute__((always_inline)) void
+pf_rows(const void *w, int wt, size_t ldw, int C, size_t k)
+{
+	size_t at = k * (wt == MM_BF16 ? 2 : 4);
+	int c;
+
+	if (at % 64)
+		return;
+	_Pragma("GCC unroll 4") for (c = 0; c < C; c++) __builtin_prefetch(
+		(const char *)WROW(w, wt, c + PF_ROWS, ldw) + at, 0, 2);
+}
+
 /* @w's rows @ldw elements apart (@in for a matrix, a KV stride for
  * attention's keys). */
 typedef void (*block_fn)(const float *x, size_t ldx, const void *w, size_t ldw,

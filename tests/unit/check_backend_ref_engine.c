@@ -40,11 +40,14 @@ static float frand(uint64_t *s)
  * column tails, pairs for the rows left, and wide tasks from 16 rows on
  * (matmul.c). */
 static const size_t mm_shapes[][3] = {
-	{ 1, 1, 1 },   { 1, 7, 3 },	 { 2, 8, 4 },	 { 3, 37, 9 },
-	{ 5, 64, 17 }, { 1, 130, 33 },	 { 7, 9, 2 },	 { 4, 8, 3 },
-	{ 8, 16, 5 },  { 16, 40, 50 },	 { 17, 33, 97 }, { 4, 512, 13 },
-	{ 2, 96, 15 }, { 20, 136, 100 }, { 1, 24, 9 },	 { 2, 40, 7 },
+	{ 1, 1, 1 },	{ 1, 7, 3 },	  { 2, 8, 4 },	  { 3, 37, 9 },
+	{ 5, 64, 17 },	{ 1, 130, 33 },	  { 7, 9, 2 },	  { 4, 8, 3 },
+	{ 8, 16, 5 },	{ 16, 40, 50 },	  { 17, 33, 97 }, { 4, 512, 13 },
+	{ 2, 96, 15 },	{ 20, 136, 100 }, { 1, 24, 9 },	  { 2, 40, 7 },
+	{ 1, 72, 700 }, { 2, 48, 301 },
 };
+
+static const unsigned pool_threads[] = { 1, 3, 8 };
 
 /* Random inputs @x [nx], weights @w [nw] and their bf16 bits @wb; with
  * @exact, @w holds exactly the bf16 values (widening @wb gives @w). */
@@ -70,10 +73,13 @@ static void operands(uint64_t *s, float *x, size_t nx, float *w, uint16_t *wb,
 START_TEST(test_matmul)
 {
 	uint64_t s = 42;
-	unsigned t;
+	size_t ti;
 	size_t k, i;
 
-	for (t = 1; t <= 3; t += 2) {
+	/* 1, 3 and 8 threads: a decode job's task width goes with them */
+	for (ti = 0; ti < sizeof(pool_threads) / sizeof(pool_threads[0]);
+	     ti++) {
+		unsigned t = pool_threads[ti];
 		struct mm_pool *p = engy_mm_pool_new(t);
 
 		ck_assert_uint_eq(engy_mm_pool_threads(p), t);
@@ -579,11 +585,13 @@ START_TEST(test_profile_kernels)
 	static const int profiles[] = { MM_PROFILE_REF, MM_PROFILE_SPLITK,
 					MM_PROFILE_WARP32, -1 };
 	uint64_t s = 7;
-	unsigned t;
-	size_t k, i, j, c;
+	size_t k, i, j, c, ti;
 	int pi;
 
-	for (t = 1; t <= 3; t += 2) {
+	/* 1, 3 and 8 threads: a decode job's task width goes with them */
+	for (ti = 0; ti < sizeof(pool_threads) / sizeof(pool_threads[0]);
+	     ti++) {
+		unsigned t = pool_threads[ti];
 		struct mm_pool *p = engy_mm_pool_new(t);
 
 		for (k = 0; k < sizeof(shapes) / sizeof(shapes[0]); k++) {
