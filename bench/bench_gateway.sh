@@ -30,7 +30,8 @@
 # part), BENCH_INSTR_N1 / BENCH_INSTR_N2 (200 / 1200 requests),
 # BENCH_INSTR_CONNS (64: the loaded count, after the sequential one),
 # BENCH_LEASE (1000000: the gateway's lease_micro, its holds in memory;
-# 0: a store reservation per request), BENCH_KEEP (a directory: the
+# 0: a store reservation per request), BENCH_SETTLE_MS (the gateway's
+# settle_window_ms; unset: its default), BENCH_KEEP (a directory: the
 # callgrind output files are copied there for callgrind_annotate).
 # The store lives under TMPDIR: on a disk its commits and WAL checkpoints
 # (fsync) make most of the tail; on tmpfs what is left is the gateway's own.
@@ -110,7 +111,8 @@ metrics_listen = "127.0.0.1:$MPORT"
 shutdown_timeout = 5
 gateway {
   key_max_inflight = 0
-  lease_micro = ${BENCH_LEASE:-1000000}
+  lease_micro = ${BENCH_LEASE:-1000000}${BENCH_SETTLE_MS:+
+  settle_window_ms = $BENCH_SETTLE_MS}
 }
 plugin "transport-http" { listen = { "127.0.0.1:$HPORT" } }
 plugin "transport-ws" { listen = "127.0.0.1:$WPORT" }

@@ -127,6 +127,11 @@ static const struct engy_opt gw_opts[] = {
 	{ "lease_s", ENGY_OPT_FLOAT, 0, OFF(lease_s), "60", NULL, 0, 0,
 	  "a lease takes new holds this long, then closes once they have "
 	  "settled" },
+	{ "settle_window_ms", ENGY_OPT_INT, 0, OFF(settle_window_ms), "5", NULL,
+	  0, 60000,
+	  "a settlement waits up to this long for others to commit with, "
+	  "while other requests are open (0: each batch as soon as the last "
+	  "one committed)" },
 	{ "cancel_bytes_per_token", ENGY_OPT_INT, 0,
 	  OFF(cancel_bytes_per_token), "4", NULL, 1, 64,
 	  "a cancelled stream without a tokenizer pays one token per this "
@@ -382,6 +387,8 @@ static void gw_destroy(void *inst)
 		event_free(g->tick);
 	if (g->release_ev)
 		event_free(g->release_ev);
+	if (g->settle_ev)
+		event_free(g->settle_ev);
 	free(g);
 }
 

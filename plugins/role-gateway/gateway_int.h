@@ -122,6 +122,7 @@ struct gw_conf {
 	int64_t lease_micro;		/* a key's lease, at least (0: off) */
 	int64_t check_inline_bytes;	/* bodies checked on the loop */
 	double lease_s;			/* a lease takes new holds this long */
+	int64_t settle_window_ms;	/* a batch waits this long for more */
 	int64_t cancel_bytes_per_token; /* cancelled stream, no tokenizer */
 	double cancel_hold_s;		/* a cancelled slot, unconfirmed */
 	int64_t max_bytes_per_token;	/* content bound from max_tokens */
@@ -538,6 +539,8 @@ struct gw {
 	struct gw_req *settle_q, **settle_q_tail;
 	unsigned n_settle_q;
 	bool settling;
+	int64_t settle_q_ms;	 /* when the queue's first one joined */
+	struct event *settle_ev; /* the window's end (settle_window_ms) */
 	/* leases (gateway_settle.c): open ones, and those to close in the
 	 * next batch */
 	struct gw_lease *leases[GW_LEASE_BUCKETS], *lease_closeq;

@@ -8,10 +8,12 @@
  *
  * Group commit: with a store that has settle_batch(), one batch is on the
  * pool at a time and every request that ends meanwhile waits for the
- * next, so a loaded gateway pays one transaction (one WAL commit, one
- * fsync at most) for many requests and an idle one settles each at once,
- * without a timer.  A request stays alive (and its event=request_settled
- * line waits) until its batch has committed; a crash loses at most the
+ * next, and while other requests are open the next waits up to
+ * settle_window_ms for them (settle_wait), so a loaded gateway pays one
+ * transaction (one WAL commit, one fsync at most) for tens of requests
+ * and one with nothing else open settles each at once.  A request stays
+ * alive (and its event=request_settled line waits) until its batch has
+ * committed; a crash loses at most the settlements in the window, the
  * batch in flight and the ones queued behind it (their buyers are not
  * charged; their holds lapse at expiry), never a committed row.  A
  * transaction that fails settles its batch one request at a time, so
@@ -34,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <event2/event.h>
 
 #include "billing.h"
 #include "gateway_int.h"
@@ -460,7 +464,49 @@ static void batch_done(void *arg, int rc)
 	settle_kick(g);
 }
 
-/* The next batch: what ended while the last one committed. */
+static void on_settle_ev(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	settle_kick(arg);
+}
+
+/*
+ * Whether the queue waits for more before it commits: while requests
+ * other than the queued ones are open (they end soon, and each would
+ * otherwise be a transaction of a few rows: on a disk, the WAL's
+ * writes and checkpoints grow with the transactions, not with the
+ * rows), up to settle_window_ms after its first one joined, below
+ * SETTLE_BATCH_MAX, never at stop.  A gateway with nothing else open
+ * settles at once, so a buyer's next request sees the charge.  false
+ * where the timer cannot be set: it commits now.
+ */
+static bool settle_wait(struct gw *g)
+{
+	int64_t left;
+	struct timeval tv;
+
+	if (!g->c->settle_window_ms || g->stopping || !g->settle_q ||
+	    g->n_settle_q >= SETTLE_BATCH_MAX || g->n_reqs <= g->n_settle_q)
+		return false;
+	left = g->settle_q_ms + g->c->settle_window_ms - gw_now_ms();
+	if (left <= 0)
+		return false;
+	if (left > g->c->settle_window_ms) /* the clock went back */
+		left = g->c->settle_window_ms;
+	if (!g->settle_ev)
+		g->settle_ev = evtimer_new(g->h->evbase(g->h), on_settle_ev, g);
+	if (!g->settle_ev)
+		return false;
+	if (evtimer_pending(g->settle_ev, NULL))
+		return true;
+	tv.tv_sec = left / 1000;
+	tv.tv_usec = (left % 1000) * 1000;
+	return evtimer_add(g->settle_ev, &tv) == 0;
+}
+
+/* The next batch: what ended while the last one committed, or within
+ * the window (settle_wait). */
 static void settle_kick(struct gw *g)
 {
 	struct settle_batch *b;
@@ -468,7 +514,7 @@ static void settle_kick(struct gw *g)
 	struct gw_req *r, **tail;
 	size_t n_rows = 0;
 
-	if (g->settling || (!g->settle_q && !g->lease_closeq))
+	if (g->settling || (!g->settle_q && !g->lease_closeq) || settle_wait(g))
 		return;
 	b = calloc(1, sizeof(*b));
 	if (!b)
@@ -545,6 +591,8 @@ void gw_store_settle(struct gw_req *r, void (*done)(struct gw_req *r))
 		return;
 	}
 	if (g->st->settle_batch) {
+		if (!g->settle_q)
+			g->settle_q_ms = gw_now_ms();
 		r->settle_next = NULL;
 		*g->settle_q_tail = r;
 		g->settle_q_tail = &r->settle_next;

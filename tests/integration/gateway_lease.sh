@@ -9,7 +9,9 @@
 # a hold per request (3 answered, 9 refused with 402, as without
 # leases); a key opens at most 4 leases; a clean stop closes the leases, so nothing stays reserved and
 # the books balance; after a crash the lease lapses at its expiry and
-# release-expired gives it back.  The loop's shortcuts: a key whose hash
+# release-expired gives it back; a settlement waiting in its window
+# (settle_window_ms, while another request is open) is what a crash
+# loses, and nothing else.  The loop's shortcuts: a key whose hash
 # is memoised is still refused once revoked, a made-up key next to it
 # gets 401, and engy_gw_requests_total counts each answer under its own
 # api and status.
@@ -114,6 +116,65 @@ done
 money lease
 [ "$SPENT" = 11200 ] || fail "spent $SPENT"
 ok "kill -9 with a lease open: the committed charge stays, the lease lapses at its expiry and goes back"
+
+# --- a crash inside the settle window -----------------------------------------------
+# settle_window_ms: a request that ends while others are open waits to
+# commit with them.  With nothing else open it settles at once; a kill -9
+# while it waits loses its charge and its row (never charged, its hold
+# lapsing with the lease), and nothing committed before.
+A models put heldm --max-input-tokens 4096 --max-output-tokens 16 --max-request-s 600 \
+	--price-input 0 --price-output 100 >/dev/null || fail "models put heldm"
+A accounts create holder >/dev/null && A topup holder 1 >/dev/null || fail "holder account"
+HOLDER=$(A keys create holder 2>/dev/null) || fail "key"
+gw_conf "  key_max_inflight = 64
+  reserve_margin_s = 0
+  lease_micro = 100000
+  lease_s = 0.5
+  settle_window_ms = 60000"
+gw_start
+peer fast5 slow MINER_KEY="$MK" MODEL=spend WORKER_NAME=fast5 MAX_INFLIGHT=64 CHUNKS=8 \
+	CHUNK_MS=20 MARKER="$MARKER"
+peer held5 held MINER_KEY="$MK" MODEL=heldm WORKER_NAME=held5 MAX_INFLIGHT=8 \
+	RELEASE_FILE="$T/never"
+before=$(field lease spent)
+buyers "$LEASE" openai 0 1 8
+grep -q "status=200 .*completion=8 " "$T/buy.out" || fail "alone: $(cat "$T/buy.out")"
+wait_settled
+[ "$(field lease spent)" = $((before + 800)) ] || fail "alone: spent $(field lease spent)"
+rows=$(A log tail -n 100000 --account lease | grep -c "status=200 ")
+node "$top_srcdir/tests/integration/gateway_buyer.mjs" "$PEERS" "$BASE" "$HOLDER" openai heldm \
+	0 1 0 8 > "$T/held.out" 2>&1 &
+HELDPID=$!
+PIDS="$PIDS $HELDPID"
+peer_wait held5 "held corr="
+d0=$(grep -c "event=request_done" "$T/gw.log" || true)
+buyers "$LEASE" openai 0 1 8
+grep -q "status=200 .*completion=8 " "$T/buy.out" || fail "in the window: $(cat "$T/buy.out")"
+i=0  # the log's lines are written by a thread of its own: wait for it
+until [ "$(grep -c "event=request_done" "$T/gw.log")" = $((d0 + 1)) ]; do
+	i=$((i + 1)); [ $i -le 200 ] || fail "no request_done: $(tail -5 "$T/gw.log")"
+	sleep 0.05
+done
+[ "$(grep -c "event=request_settled" "$T/gw.log")" = "$d0" ] ||
+	fail "the request in the window settled: $(grep -c "event=request_settled" "$T/gw.log") of $((d0 + 1))"
+kill -9 "$GWPID"; wait "$GWPID" 2>/dev/null || true
+kill "$HELDPID" 2>/dev/null || true
+[ "$(field lease spent)" = $((before + 800)) ] ||
+	fail "the crash: spent $(field lease spent), want $((before + 800))"
+[ "$(A log tail -n 100000 --account lease | grep -c "status=200 ")" = "$rows" ] ||
+	fail "the crash left a row of the lost settlement"
+i=0
+until [ "$(field lease reserved)" = 0 ]; do
+	i=$((i + 1)); [ $i -le 600 ] || fail "the lease never lapsed: $(A accounts show lease)"
+	A reservations release-expired > /dev/null || fail "release-expired"
+	sleep 0.1
+done
+money lease
+[ "$SPENT" = $((before + 800)) ] || fail "spent $SPENT"
+[ "$(field holder spent)" = 0 ] || fail "holder spent $(field holder spent)"
+[ "$(($(field holder credited) - $(field holder spent)))" = "$(field holder balance)" ] ||
+	fail "holder: $(A accounts show holder)"
+ok "settle_window_ms: alone a request settles at once; one waiting in the window is lost to kill -9 (no charge, no row), the committed one stays, the lease lapses and the books balance"
 
 # --- a key's leases are bounded ---------------------------------------------------------
 # Leases of 1000 for holds of 800: every request that finds none with room
