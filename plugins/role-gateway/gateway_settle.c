@@ -489,6 +489,8 @@ static bool settle_wait(struct gw *g)
 	if (!g->c->settle_window_ms || g->stopping || !g->settle_q ||
 	    g->n_settle_q >= SETTLE_BATCH_MAX || g->n_reqs <= g->n_settle_q)
 		return false;
+	if (g->settle_ev && evtimer_pending(g->settle_ev, NULL))
+		return true; /* the window is open: no clock read */
 	left = g->settle_q_ms + g->c->settle_window_ms - gw_now_ms();
 	if (left <= 0)
 		return false;
@@ -498,8 +500,6 @@ static bool settle_wait(struct gw *g)
 		g->settle_ev = evtimer_new(g->h->evbase(g->h), on_settle_ev, g);
 	if (!g->settle_ev)
 		return false;
-	if (evtimer_pending(g->settle_ev, NULL))
-		return true;
 	tv.tv_sec = left / 1000;
 	tv.tv_usec = (left % 1000) * 1000;
 	return evtimer_add(g->settle_ev, &tv) == 0;
