@@ -57,6 +57,16 @@ books() {
 		awk -F. '{ s += $1 * 1000000 + $2 } END { printf "%d\n", s }')
 	[ "$logged" = "$(field "$1" spent)" ] || fail "$1: log costs $logged != spent"
 }
+# lapsed ACCOUNT: after a crash, release-expired gives the account's
+# lease back once it expires (lease_s + max_request_s after it opened).
+lapsed() {
+	i=0
+	until [ "$(field "$1" reserved)" = 0 ]; do
+		i=$((i + 1)); [ $i -le 600 ] || fail "the lease never lapsed: $(A accounts show "$1")"
+		A reservations release-expired > /dev/null || fail "release-expired"
+		sleep 0.1
+	done
+}
 
 # --- one lease for a key's requests ---------------------------------------------
 buyers "$LEASE" openai 0 1 8
@@ -106,13 +116,7 @@ grep -q "event=lease_open" "$T/gw.log" || fail "no lease after the restart"
 kill -9 "$GWPID"; wait "$GWPID" 2>/dev/null || true
 [ "$(field lease spent)" = 11200 ] || fail "the settled request was lost: spent $(field lease spent)"
 books lease $((100000 - 800))
-# The lease expires lease_s + max_request_s after it opened: released then.
-i=0
-until [ "$(field lease reserved)" = 0 ]; do
-	i=$((i + 1)); [ $i -le 600 ] || fail "the lease never lapsed: $(A accounts show lease)"
-	A reservations release-expired > /dev/null || fail "release-expired"
-	sleep 0.1
-done
+lapsed lease
 money lease
 [ "$SPENT" = 11200 ] || fail "spent $SPENT"
 ok "kill -9 with a lease open: the committed charge stays, the lease lapses at its expiry and goes back"
@@ -163,12 +167,7 @@ kill "$HELDPID" 2>/dev/null || true
 	fail "the crash: spent $(field lease spent), want $((before + 800))"
 [ "$(A log tail -n 100000 --account lease | grep -c "status=200 ")" = "$rows" ] ||
 	fail "the crash left a row of the lost settlement"
-i=0
-until [ "$(field lease reserved)" = 0 ]; do
-	i=$((i + 1)); [ $i -le 600 ] || fail "the lease never lapsed: $(A accounts show lease)"
-	A reservations release-expired > /dev/null || fail "release-expired"
-	sleep 0.1
-done
+lapsed lease
 money lease
 [ "$SPENT" = $((before + 800)) ] || fail "spent $SPENT"
 [ "$(field holder spent)" = 0 ] || fail "holder spent $(field holder spent)"
