@@ -68,6 +68,19 @@ lapsed() {
 	done
 }
 
+# short_lease PEER [CONF]: a gateway whose leases take holds for 0.5 s
+# (plus CONF), and a fast peer named PEER serving the spend model.
+short_lease() {
+	gw_conf "  key_max_inflight = 64
+  reserve_margin_s = 0
+  lease_micro = 100000
+  lease_s = 0.5
+${2:-}"
+	gw_start
+	peer "$1" slow MINER_KEY="$MK" MODEL=spend WORKER_NAME="$1" MAX_INFLIGHT=64 CHUNKS=8 \
+		CHUNK_MS=20 MARKER="$MARKER"
+}
+
 # --- one lease for a key's requests ---------------------------------------------
 buyers "$LEASE" openai 0 1 8
 grep -q "status=200 .*completion=8 " "$T/buy.out" || fail "first: $(cat "$T/buy.out")"
@@ -102,13 +115,7 @@ money lease
 ok "SIGTERM closes the lease: nothing reserved, the books balance"
 
 # --- a crash: the lease lapses at its expiry ----------------------------------------
-gw_conf "  key_max_inflight = 64
-  reserve_margin_s = 0
-  lease_micro = 100000
-  lease_s = 0.5"
-gw_start
-peer fast2 slow MINER_KEY="$MK" MODEL=spend WORKER_NAME=fast2 MAX_INFLIGHT=64 CHUNKS=8 \
-	CHUNK_MS=20 MARKER="$MARKER"
+short_lease fast2
 buyers "$LEASE" openai 0 1 8
 grep -q "status=200 .*completion=8 " "$T/buy.out" || fail "after restart: $(cat "$T/buy.out")"
 wait_settled
@@ -130,14 +137,7 @@ A models put heldm --max-input-tokens 4096 --max-output-tokens 16 --max-request-
 	--price-input 0 --price-output 100 >/dev/null || fail "models put heldm"
 A accounts create holder >/dev/null && A topup holder 1 >/dev/null || fail "holder account"
 HOLDER=$(A keys create holder 2>/dev/null) || fail "key"
-gw_conf "  key_max_inflight = 64
-  reserve_margin_s = 0
-  lease_micro = 100000
-  lease_s = 0.5
-  settle_window_ms = 60000"
-gw_start
-peer fast5 slow MINER_KEY="$MK" MODEL=spend WORKER_NAME=fast5 MAX_INFLIGHT=64 CHUNKS=8 \
-	CHUNK_MS=20 MARKER="$MARKER"
+short_lease fast5 "  settle_window_ms = 60000"
 peer held5 held MINER_KEY="$MK" MODEL=heldm WORKER_NAME=held5 MAX_INFLIGHT=8 \
 	RELEASE_FILE="$T/never"
 before=$(field lease spent)
