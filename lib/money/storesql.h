@@ -209,11 +209,12 @@
 	"id, time_ms, request_id, key_id, account_id, model, miner, worker_name," \
 	" status, prompt_tokens, completion_tokens, cached_tokens, ttft_ms,"      \
 	" tpot_ms, cost_micro, is_probe"
-#define STORESQL_LOG_INSERT(D)                                                           \
-	"INSERT INTO request_log (time_ms, request_id, key_id, account_id, model,"       \
-	" miner, worker_name, status, prompt_tokens, completion_tokens,"                 \
-	" cached_tokens, ttft_ms, tpot_ms, cost_micro, is_probe) VALUES (" STORESQL_L15( \
-		D) ")"
+/* The insert's head; a row's 15 values follow in this order. */
+#define STORESQL_LOG_INSERT_HEAD                                                   \
+	"INSERT INTO request_log (time_ms, request_id, key_id, account_id, model," \
+	" miner, worker_name, status, prompt_tokens, completion_tokens,"           \
+	" cached_tokens, ttft_ms, tpot_ms, cost_micro, is_probe) VALUES "
+#define STORESQL_LOG_INSERT(D) STORESQL_LOG_INSERT_HEAD "(" STORESQL_L15(D) ")"
 #define STORESQL_LOG_ASC(D)                                                                  \
 	"SELECT " STORESQL_LOG_COLS                                                          \
 	" FROM request_log WHERE time_ms >= " STORESQL_P(D, 1) " AND time_ms < " STORESQL_P( \

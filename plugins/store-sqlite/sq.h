@@ -147,8 +147,9 @@ int sq_miner_list(void *inst, struct engy_miner **out, size_t *n);
 
 /* sq_log.c */
 int sq_log_check(struct sq *s, const struct engy_request_row *r);
+/* @n rows, in their order, inside the caller's transaction. */
 int sq_log_insert(struct sq *s, struct sq_conn *c,
-		  const struct engy_request_row *r);
+		  const struct engy_request_row *rows, size_t n);
 int sq_log_append(void *inst, const struct engy_request_row *rows, size_t n);
 int sq_log_query(void *inst, const struct engy_log_query *q,
 		 struct engy_request_row **out, size_t *n);

@@ -127,8 +127,9 @@ static int settle_check(struct sq *s, int64_t id, int64_t cost,
  * settle_batch(): the items in order, as settle() would do them one by
  * one, but each reservation and account is read once and written once
  * per batch (a lease charged by many requests costs one SELECT, one
- * UPDATE of it and of its account, and a row INSERT each): the running
- * amounts live in these tables while the transaction is open.
+ * UPDATE of it and of its account, and its rows in a few multi-row
+ * INSERTs at the end, in the items' order): the running amounts live in
+ * these tables while the transaction is open.
  */
 struct bres {
 	int64_t id, account_id, key_id, amount;
@@ -150,9 +151,9 @@ static struct bacct *bacct_find(struct bacct *a, size_t n, int64_t id)
 
 static int batch_apply(struct sq *s, struct sq_conn *c,
 		       struct engy_settle *items, size_t n, struct bres *res,
-		       struct bacct *acc)
+		       struct bacct *acc, struct engy_request_row *rows)
 {
-	size_t n_res = 0, n_acc = 0, i, j;
+	size_t n_res = 0, n_acc = 0, n_rows = 0, i, j;
 	sqlite3_stmt *st;
 	int rc = 0;
 
@@ -165,7 +166,7 @@ static int batch_apply(struct sq *s, struct sq_conn *c,
 		if (it->rc)
 			continue;
 		if (!it->reservation_id) {
-			rc = sq_log_insert(s, c, it->row);
+			rows[n_rows++] = *it->row;
 			continue;
 		}
 		for (j = 0; j < n_res; j++)
@@ -235,14 +236,16 @@ static int batch_apply(struct sq *s, struct sq_conn *c,
 				(long long)r->id, (long long)it->cost_micro,
 				(long long)take);
 		if (it->row) {
-			struct engy_request_row row = *it->row;
+			struct engy_request_row *row = &rows[n_rows++];
 
-			row.account_id = r->account_id;
-			row.key_id = r->key_id;
-			row.cost_micro = take;
-			rc = sq_log_insert(s, c, &row);
+			*row = *it->row;
+			row->account_id = r->account_id;
+			row->key_id = r->key_id;
+			row->cost_micro = take;
 		}
 	}
+	if (!rc)
+		rc = sq_log_insert(s, c, rows, n_rows);
 	/* One write per account and reservation touched. */
 	for (i = 0; !rc && i < n_acc; i++) {
 		if (!acc[i].d_spent && !acc[i].d_reserved)
@@ -278,6 +281,7 @@ int sq_settle_batch(void *inst, struct engy_settle *items, size_t n)
 	struct sq *s = inst;
 	struct bres *res = NULL;
 	struct bacct *acc = NULL;
+	struct engy_request_row *rows = NULL;
 	struct sq_conn *c;
 	size_t i;
 	int rc;
@@ -293,9 +297,11 @@ int sq_settle_batch(void *inst, struct engy_settle *items, size_t n)
 		return 0;
 	res = calloc(n, sizeof(*res));
 	acc = calloc(n, sizeof(*acc));
-	if (!res || !acc) {
+	rows = malloc(n * sizeof(*rows));
+	if (!res || !acc || !rows) {
 		free(res);
 		free(acc);
+		free(rows);
 		return -ENOMEM;
 	}
 	rc = sq_acquire(s, &c);
@@ -304,7 +310,7 @@ int sq_settle_batch(void *inst, struct engy_settle *items, size_t n)
 	rc = sq_begin(s, c);
 	if (rc)
 		goto out;
-	rc = sq_end(s, c, batch_apply(s, c, items, n, res, acc));
+	rc = sq_end(s, c, batch_apply(s, c, items, n, res, acc, rows));
 out:
 	sq_release(s, c);
 out_free:
@@ -313,6 +319,7 @@ out_free:
 			items[i].charged = 0;
 	free(res);
 	free(acc);
+	free(rows);
 	return rc;
 }
 

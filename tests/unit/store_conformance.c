@@ -761,6 +761,149 @@ START_TEST(test_log)
 }
 END_TEST
 
+/* Row @i of a batch test: every field its own, times going backwards (so
+ * the id order, not the time order, is what keeps them in sequence). */
+static struct engy_request_row nrow(size_t i, int64_t account)
+{
+	struct engy_request_row r;
+
+	memset(&r, 0, sizeof(r));
+	r.time_ms = 1767225600000ll - (int64_t)i * 7;
+	r.account_id = account;
+	r.key_id = 100 + (int64_t)i;
+	r.status = 100 + (uint32_t)(i % 500);
+	r.prompt_tokens = 1000 + (uint32_t)i;
+	r.completion_tokens = 3 * (uint32_t)i;
+	r.cached_tokens = (uint32_t)(i % 11);
+	r.ttft_ms = (uint32_t)i + 1;
+	r.tpot_ms = 2 * (uint32_t)i;
+	r.cost_micro = 11 * (int64_t)i;
+	r.is_probe = (uint32_t)(i & 1);
+	snprintf(r.request_id, sizeof(r.request_id), "req-n%zu", i);
+	snprintf(r.model, sizeof(r.model), "model-%zu", i % 13);
+	snprintf(r.miner, sizeof(r.miner), "miner-%zu", i % 17);
+	snprintf(r.worker_name, sizeof(r.worker_name), "w%zu", i);
+	return r;
+}
+
+/* The whole log in id order, paged by after_id. */
+static size_t log_all(struct st *t, struct engy_request_row *out, size_t cap)
+{
+	struct engy_log_query q = { .size = sizeof(q), .limit = 50 };
+	struct engy_request_row *got;
+	size_t n, total = 0;
+
+	for (;;) {
+		ck_assert_int_eq(t->ops->log_query(t->inst, &q, &got, &n), 0);
+		if (!n)
+			break;
+		ck_assert_uint_le(total + n, cap);
+		memcpy(&out[total], got, n * sizeof(*got));
+		total += n;
+		q.after_id = got[n - 1].id;
+		free(got);
+	}
+	free(got);
+	return total;
+}
+
+static void row_eq(const struct engy_request_row *a,
+		   const struct engy_request_row *b)
+{
+	ck_assert_int_eq(a->time_ms, b->time_ms);
+	ck_assert_int_eq(a->account_id, b->account_id);
+	ck_assert_int_eq(a->key_id, b->key_id);
+	ck_assert_uint_eq(a->status, b->status);
+	ck_assert_uint_eq(a->prompt_tokens, b->prompt_tokens);
+	ck_assert_uint_eq(a->completion_tokens, b->completion_tokens);
+	ck_assert_uint_eq(a->cached_tokens, b->cached_tokens);
+	ck_assert_uint_eq(a->ttft_ms, b->ttft_ms);
+	ck_assert_uint_eq(a->tpot_ms, b->tpot_ms);
+	ck_assert_int_eq(a->cost_micro, b->cost_micro);
+	ck_assert_uint_eq(a->is_probe, b->is_probe);
+	ck_assert_str_eq(a->request_id, b->request_id);
+	ck_assert_str_eq(a->model, b->model);
+	ck_assert_str_eq(a->miner, b->miner);
+	ck_assert_str_eq(a->worker_name, b->worker_name);
+}
+
+/* log_append() and settle_batch() with every batch size from 1 to 40
+ * (a store may write many rows per statement): each row comes back
+ * whole, in the order given, and the ids grow with it. */
+START_TEST(test_log_batches)
+{
+	enum { MAXN = 40, TOTAL = MAXN * (MAXN + 1) / 2 };
+	static struct engy_request_row rows[TOTAL], back[2 * TOTAL + 1];
+	struct engy_settle it[MAXN];
+	struct engy_account a, b;
+	size_t n, i, at = 0, got;
+	int64_t lease, spent = 0;
+	struct st t;
+
+	st_engine->setup();
+	st_open(&t, "n.db", NULL);
+	for (i = 0; i < TOTAL; i++)
+		rows[i] = nrow(i, 1 + (int64_t)(i % 5));
+	for (n = 1; n <= MAXN; n++) {
+		ck_assert_int_eq(t.ops->log_append(t.inst, &rows[at], n), 0);
+		at += n;
+	}
+	got = log_all(&t, back, 2 * TOTAL + 1);
+	ck_assert_uint_eq(got, TOTAL);
+	for (i = 0; i < TOTAL; i++) {
+		row_eq(&back[i], &rows[i]);
+		if (i)
+			ck_assert_int_gt(back[i].id, back[i - 1].id);
+	}
+	if (!t.ops->settle_batch) {
+		st_close(&t);
+		st_engine->teardown();
+		return;
+	}
+	/* Settlements on one lease: each row gets the lease's account and
+	 * key and the cost charged, in the items' order. */
+	ck_assert_int_eq(t.ops->account_create(t.inst, "batches", &a), 0);
+	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 100000000, NULL), 0);
+	ck_assert_int_eq(
+		t.ops->reserve(t.inst, a.id, 77, 50000000, FAR, &lease), 0);
+	at = 0;
+	for (n = 1; n <= MAXN; n++) {
+		for (i = 0; i < n; i++) {
+			it[i] = (struct engy_settle){
+				.reservation_id = lease,
+				.cost_micro = rows[at + i].cost_micro,
+				.row = &rows[at + i],
+				.keep = 1
+			};
+			spent += rows[at + i].cost_micro;
+		}
+		ck_assert_int_eq(t.ops->settle_batch(t.inst, it, n), 0);
+		for (i = 0; i < n; i++) {
+			ck_assert_int_eq(it[i].rc, 0);
+			ck_assert_int_eq(it[i].charged,
+					 rows[at + i].cost_micro);
+		}
+		at += n;
+	}
+	got = log_all(&t, back, 2 * TOTAL + 1);
+	ck_assert_uint_eq(got, 2 * TOTAL);
+	for (i = 0; i < TOTAL; i++) {
+		struct engy_request_row want = rows[i];
+
+		want.account_id = a.id;
+		want.key_id = 77;
+		row_eq(&back[TOTAL + i], &want);
+		ck_assert_int_gt(back[TOTAL + i].id, back[TOTAL + i - 1].id);
+	}
+	b = st_acct(&t, a.id);
+	ck_assert_int_eq(b.spent_micro, spent);
+	ck_assert_int_eq(b.balance_micro, 100000000 - spent);
+	ck_assert_int_eq(b.reserved_micro, 50000000 - spent);
+	st_close(&t);
+	st_engine->teardown();
+}
+END_TEST
+
 static struct engy_verdict verdict(int64_t time_ms, const char *miner,
 				   uint32_t kind)
 {
@@ -1031,6 +1174,7 @@ void store_conformance_ops(TCase *tc)
 	tcase_add_test(tc, test_keys);
 	tcase_add_test(tc, test_reserve_settle);
 	tcase_add_test(tc, test_settle_batch);
+	tcase_add_test(tc, test_log_batches);
 	tcase_add_test(tc, test_models_and_roots);
 	tcase_add_test(tc, test_miners);
 	tcase_add_test(tc, test_log);
