@@ -274,6 +274,15 @@ bool engy_mm_kernel_avx512(void)
 #endif
 }
 
+bool engy_mm_kernel_avx2(void)
+{
+#ifdef MM_X86
+	return kernel()->f == avx_dispatch;
+#else
+	return false;
+#endif
+}
+
 const char *engy_mm_kernel_name(void)
 {
 	return kernel()->name;

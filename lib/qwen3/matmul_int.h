@@ -32,8 +32,10 @@
  */
 #define PF_ROWS 16
 
-/* Whether the kernel in use is avx512f (vec.c and vec_exp.c follow it). */
+/* Whether the kernel in use is avx512f, or avx2+fma (vec.c and vec_exp.c
+ * follow it). */
 bool engy_mm_kernel_avx512(void);
+bool engy_mm_kernel_avx2(void);
 
 /* MM_PROFILE_BF16DP (matmul_bf16dp.c). */
 

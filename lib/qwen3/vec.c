@@ -2,11 +2,14 @@
 /*
  * The engine's elementwise steps (vec.h): each written once in C, the
  * order of its arithmetic the contract, and again with AVX-512 where the
- * kernel in use is avx512f (matmul.c).  Every lane of the AVX-512 code
+ * kernel in use is avx512f (matmul.c); attention's weighted sum of values
+ * with AVX2 too, where the kernel is avx2+fma (the C's column walk over V
+ * was a fifth of decode there).  Every lane of the AVX-512 and AVX2 code
  * does what the C does to that element, the same operations on the same
- * operands in the same order (no contraction: -ffp-contract=off), so the
- * two give the same bits; test_vec_kernels (check_backend_ref_engine.c)
- * compares them with memcmp, non-finite and subnormal values included.
+ * operands in the same order (no contraction: -ffp-contract=off), so
+ * they give the same bits; test_vec_kernels (check_backend_ref_engine.c)
+ * compares them with memcmp, non-finite and subnormal values included,
+ * and a forward pass under each kernel.
  * The steps with an exp (the softmax's, SiLU's) are in vec_exp.c.
  */
 #include <math.h>
@@ -365,6 +368,135 @@ static Z void z_scale_mul(float *out, const float *x, const float *w, float inv,
 }
 #endif
 
+/* ---- AVX2 (the steps where the C's order leaves it slow) ---- */
+
+#ifdef MM_X86
+#define A __attribute__((target("avx2,fma")))
+
+/* The first @left (< 8) lanes' mask for maskload/maskstore. */
+static inline A __m256i a_tail(size_t left)
+{
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)left),
+				  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* z_wsum in eight lanes: the C walks V a column at a time; this reads
+ * it a row at a time, 32 d (four registers) at once, each d adding
+ * position j in order, a product then a sum as the C does. */
+static A void a_wsum(const float *sc, size_t n, const float *V, size_t ldv,
+		     size_t hd, float *out)
+{
+	size_t j, d;
+
+	for (d = 0; d + 32 <= hd; d += 32) {
+		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+		const float *p = V + d;
+
+		for (j = 0; j < n; j++, p += ldv) {
+			__m256 s = _mm256_set1_ps(sc[j]);
+
+			a0 = _mm256_add_ps(
+				a0, _mm256_mul_ps(s, _mm256_loadu_ps(p)));
+			a1 = _mm256_add_ps(
+				a1, _mm256_mul_ps(s, _mm256_loadu_ps(p + 8)));
+			a2 = _mm256_add_ps(
+				a2, _mm256_mul_ps(s, _mm256_loadu_ps(p + 16)));
+			a3 = _mm256_add_ps(
+				a3, _mm256_mul_ps(s, _mm256_loadu_ps(p + 24)));
+		}
+		_mm256_storeu_ps(out + d, a0);
+		_mm256_storeu_ps(out + d + 8, a1);
+		_mm256_storeu_ps(out + d + 16, a2);
+		_mm256_storeu_ps(out + d + 24, a3);
+	}
+	/* the rest, 8 d at a time, the last masked */
+	for (; d < hd; d += 8) {
+		__m256i m = a_tail(hd - d);
+		__m256 a = _mm256_setzero_ps();
+		const float *p = V + d;
+
+		for (j = 0; j < n; j++, p += ldv)
+			a = _mm256_add_ps(
+				a, _mm256_mul_ps(_mm256_set1_ps(sc[j]),
+						 _mm256_maskload_ps(p, m)));
+		_mm256_maskstore_ps(out + d, m, a);
+	}
+}
+
+/* Up to WS_ROWS rows, 32 d at a time: each row's four registers add
+ * position j (none past the row's own n) as a_wsum adds it. */
+static inline __attribute__((always_inline)) A void
+a_wsum_block(const float *sc, size_t ldsc, const size_t *n, const int R,
+	     const float *V, size_t ldv, float *out, size_t ldo)
+{
+	__m256 a[WS_ROWS][4];
+	size_t j, nmax = 0;
+	int i, q;
+
+	_Pragma("GCC unroll 4") for (i = 0; i < R; i++)
+	{
+		if (n[i] > nmax)
+			nmax = n[i];
+		_Pragma("GCC unroll 4") for (q = 0; q < 4; q++) a[i][q] =
+			_mm256_setzero_ps();
+	}
+	for (j = 0; j < nmax; j++, V += ldv) {
+		__m256 v0 = _mm256_loadu_ps(V), v1 = _mm256_loadu_ps(V + 8),
+		       v2 = _mm256_loadu_ps(V + 16),
+		       v3 = _mm256_loadu_ps(V + 24);
+
+		_Pragma("GCC unroll 4") for (i = 0; i < R; i++)
+		{
+			__m256 s;
+
+			if (j >= n[i])
+				continue;
+			s = _mm256_set1_ps(sc[i * ldsc + j]);
+			a[i][0] = _mm256_add_ps(a[i][0], _mm256_mul_ps(s, v0));
+			a[i][1] = _mm256_add_ps(a[i][1], _mm256_mul_ps(s, v1));
+			a[i][2] = _mm256_add_ps(a[i][2], _mm256_mul_ps(s, v2));
+			a[i][3] = _mm256_add_ps(a[i][3], _mm256_mul_ps(s, v3));
+		}
+	}
+	_Pragma("GCC unroll 4") for (i = 0; i < R; i++)
+		_Pragma("GCC unroll 4") for (q = 0; q < 4; q++)
+			_mm256_storeu_ps(out + i * ldo + 8 * q, a[i][q]);
+}
+
+static A void a_wsum_rows(const float *sc, size_t ldsc, const size_t *n,
+			  size_t rows, const float *V, size_t ldv, size_t hd,
+			  float *out, size_t ldo)
+{
+	size_t i, d;
+
+	if (hd % 32) { /* a row at a time, with a_wsum's tail */
+		for (i = 0; i < rows; i++)
+			a_wsum(sc + i * ldsc, n[i], V, ldv, hd, out + i * ldo);
+		return;
+	}
+	for (i = 0; i < rows; i += WS_ROWS)
+		for (d = 0; d < hd; d += 32) {
+			const float *s = sc + i * ldsc;
+			const float *v = V + d;
+			float *o = out + i * ldo + d;
+
+			switch (rows - i >= WS_ROWS ? WS_ROWS : rows - i) {
+			case 1:
+				a_wsum_block(s, ldsc, n + i, 1, v, ldv, o, ldo);
+				break;
+			case 2:
+				a_wsum_block(s, ldsc, n + i, 2, v, ldv, o, ldo);
+				break;
+			case 3:
+				a_wsum_block(s, ldsc, n + i, 3, v, ldv, o, ldo);
+				break;
+			default:
+				a_wsum_block(s, ldsc, n + i, 4, v, ldv, o, ldo);
+			}
+		}
+}
+#endif
+
 /* ---- Dispatch ---- */
 
 float engy_vec_scale_max(float *v, size_t n, float s)
@@ -380,14 +512,14 @@ void engy_vec_div(float *v, size_t n, double d)
 void engy_vec_wsum(const float *sc, size_t n, const float *V, size_t ldv,
 		   size_t hd, float *out)
 {
-	PICK(wsum, sc, n, V, ldv, hd, out);
+	PICK3(wsum, sc, n, V, ldv, hd, out);
 }
 
 void engy_vec_wsum_rows(const float *sc, size_t ldsc, const size_t *n,
 			size_t rows, const float *V, size_t ldv, size_t hd,
 			float *out, size_t ldo)
 {
-	PICK(wsum_rows, sc, ldsc, n, rows, V, ldv, hd, out, ldo);
+	PICK3(wsum_rows, sc, ldsc, n, rows, V, ldv, hd, out, ldo);
 }
 
 void engy_vec_bf16_round(float *v, size_t n)

@@ -2,7 +2,8 @@
 /*
  * What vec.c and vec_exp.c share: the AVX-512 target and its masked
  * loads and stores, and PICK(), which runs a step's AVX-512 code where the
- * matmul kernel in use is avx512f and its C definition elsewhere.
+ * matmul kernel in use is avx512f and its C definition elsewhere (PICK3():
+ * its AVX2 code where the kernel is avx2+fma).
  */
 #ifndef Q3_VEC_INT_H
 #define Q3_VEC_INT_H
@@ -48,8 +49,14 @@ static inline bool use_z(void)
 #ifdef MM_X86
 #define PICK(name, ...)                                                        \
 	(use_z() ? z_##name(__VA_ARGS__) : gen_##name(__VA_ARGS__))
+/* A step with AVX2 code too, run where the kernel in use is avx2+fma. */
+#define PICK3(name, ...)                                                       \
+	(use_z()		 ? z_##name(__VA_ARGS__)                       \
+	 : engy_mm_kernel_avx2() ? a_##name(__VA_ARGS__)                       \
+				 : gen_##name(__VA_ARGS__))
 #else
-#define PICK(name, ...) gen_##name(__VA_ARGS__)
+#define PICK(name, ...)	 gen_##name(__VA_ARGS__)
+#define PICK3(name, ...) gen_##name(__VA_ARGS__)
 #endif
 
 #endif /* Q3_VEC_INT_H */
