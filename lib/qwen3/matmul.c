@@ -461,6 +461,22 @@ static void profile_cols(const struct mm_job *j, const struct mm_part *pt,
 
 static void mm_task(void *arg, size_t task, unsigned thread);
 
+/* Decode: a part's last task asks for the first PF_ROWS rows of the next
+ * part, whose stream starts cold (the kernel's own prefetches, PF_ROWS
+ * rows on, fall past the end of this matrix there). */
+static void pf_part(const struct mm_part *pt)
+{
+	size_t rows = pt->out < PF_ROWS ? pt->out : PF_ROWS, r, at;
+	size_t bytes = pt->in * (pt->wt == MM_BF16 ? 2 : 4);
+
+	for (r = 0; r < rows; r++)
+		for (at = 0; at < bytes; at += 64)
+			__builtin_prefetch(
+				(const char *)WROW(pt->w, pt->wt, r, pt->in) +
+					at,
+				0, 2);
+}
+
 /* @j's tasks, after what its profile needs done first. */
 static void run_job(struct mm_pool *p, struct mm_job *j, size_t tasks)
 {
@@ -514,6 +530,8 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 	 * is the same dot product either way. */
 	c4 = (size_t)j->k->c4;
 	c2 = (size_t)j->k->c2;
+	if (pt->n <= 2 && c1 == pt->out && lo + 1 < j->n_parts)
+		pf_part(&j->parts[lo + 1]);
 	for (r = 0; r + 4 <= pt->n; r += 4)
 		for (c = c0; c < c1; c += c4) {
 			int C = c1 - c >= c4 ? (int)c4 : (int)(c1 - c);
