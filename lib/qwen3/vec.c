@@ -373,58 +373,16 @@ static Z void z_scale_mul(float *out, const float *x, const float *w, float inv,
 #ifdef MM_X86
 #define A __attribute__((target("avx2,fma")))
 
-/* The first @left (< 8) lanes' mask for maskload/maskstore. */
+/* The mask of the lanes below @left, for maskload/maskstore. */
 static inline A __m256i a_tail(size_t left)
 {
 	return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)left),
 				  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* z_wsum in eight lanes: the C walks V a column at a time; this reads
- * it a row at a time, 32 d (four registers) at once, each d adding
- * position j in order, a product then a sum as the C does. */
-static A void a_wsum(const float *sc, size_t n, const float *V, size_t ldv,
-		     size_t hd, float *out)
-{
-	size_t j, d;
-
-	for (d = 0; d + 32 <= hd; d += 32) {
-		__m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-		const float *p = V + d;
-
-		for (j = 0; j < n; j++, p += ldv) {
-			__m256 s = _mm256_set1_ps(sc[j]);
-
-			a0 = _mm256_add_ps(
-				a0, _mm256_mul_ps(s, _mm256_loadu_ps(p)));
-			a1 = _mm256_add_ps(
-				a1, _mm256_mul_ps(s, _mm256_loadu_ps(p + 8)));
-			a2 = _mm256_add_ps(
-				a2, _mm256_mul_ps(s, _mm256_loadu_ps(p + 16)));
-			a3 = _mm256_add_ps(
-				a3, _mm256_mul_ps(s, _mm256_loadu_ps(p + 24)));
-		}
-		_mm256_storeu_ps(out + d, a0);
-		_mm256_storeu_ps(out + d + 8, a1);
-		_mm256_storeu_ps(out + d + 16, a2);
-		_mm256_storeu_ps(out + d + 24, a3);
-	}
-	/* the rest, 8 d at a time, the last masked */
-	for (; d < hd; d += 8) {
-		__m256i m = a_tail(hd - d);
-		__m256 a = _mm256_setzero_ps();
-		const float *p = V + d;
-
-		for (j = 0; j < n; j++, p += ldv)
-			a = _mm256_add_ps(
-				a, _mm256_mul_ps(_mm256_set1_ps(sc[j]),
-						 _mm256_maskload_ps(p, m)));
-		_mm256_maskstore_ps(out + d, m, a);
-	}
-}
-
 /* Up to WS_ROWS rows, 32 d at a time: each row's four registers add
- * position j (none past the row's own n) as a_wsum adds it. */
+ * position j in order (none past the row's own n), a product then a sum
+ * as the C does. */
 static inline __attribute__((always_inline)) A void
 a_wsum_block(const float *sc, size_t ldsc, const size_t *n, const int R,
 	     const float *V, size_t ldv, float *out, size_t ldo)
@@ -461,6 +419,31 @@ a_wsum_block(const float *sc, size_t ldsc, const size_t *n, const int R,
 	_Pragma("GCC unroll 4") for (i = 0; i < R; i++)
 		_Pragma("GCC unroll 4") for (q = 0; q < 4; q++)
 			_mm256_storeu_ps(out + i * ldo + 8 * q, a[i][q]);
+}
+
+/* z_wsum in eight lanes: the C walks V a column at a time; this reads
+ * it a row at a time, 32 d (four registers) at once (a_wsum_block's
+ * one row), each d adding position j in order, a product then a sum as
+ * the C does. */
+static A void a_wsum(const float *sc, size_t n, const float *V, size_t ldv,
+		     size_t hd, float *out)
+{
+	size_t j, d;
+
+	for (d = 0; d + 32 <= hd; d += 32)
+		a_wsum_block(sc, 0, &n, 1, V + d, ldv, out + d, 0);
+	/* the rest, 8 d at a time, the last masked */
+	for (; d < hd; d += 8) {
+		__m256i m = a_tail(hd - d);
+		__m256 a = _mm256_setzero_ps();
+		const float *p = V + d;
+
+		for (j = 0; j < n; j++, p += ldv)
+			a = _mm256_add_ps(
+				a, _mm256_mul_ps(_mm256_set1_ps(sc[j]),
+						 _mm256_maskload_ps(p, m)));
+		_mm256_maskstore_ps(out + d, m, a);
+	}
 }
 
 static A void a_wsum_rows(const float *sc, size_t ldsc, const size_t *n,

@@ -67,9 +67,11 @@ int sq_log_insert(struct sq *s, struct sq_conn *c,
 	int k, rc;
 
 	while (n) {
-		/* The largest statement that fits, rows in their order. */
-		for (k = 4, m = 16; m > n; k--)
-			m >>= 1;
+		/* The largest statement that fits (sql[k]: 2^k rows), rows
+		 * in their order. */
+		for (k = 4; ((size_t)1 << k) > n; k--)
+			;
+		m = (size_t)1 << k;
 		rc = sq_prep(s, c, sql[k], &st);
 		if (rc)
 			return rc;
