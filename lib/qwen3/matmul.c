@@ -153,7 +153,7 @@ avx_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 		/* A row or two (decode): the weights stream from memory, a
 		 * short row at a time; ask for the rows PF_ROWS on. */
 		if (R <= 2)
-			pf_rows(w, WT, ldw, C, k);
+			pf_rows(w, WT, ldw, C, k, 8);
 		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) wv[c] =
 			avx_loadw(WROW(w, WT, c, ldw), WT, k);
 		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)

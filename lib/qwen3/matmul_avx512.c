@@ -134,7 +134,7 @@ z_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 		 * 8-k loop's order. */
 		for (; k + 16 <= in; k += 16) {
 			if (R <= 2)
-				pf_rows(w, WT, ldw, C, k);
+				pf_rows(w, WT, ldw, C, k, 16);
 			_Pragma("GCC unroll 4") for (p = 0; p < P; p++)
 				z_loadw2(wr[2 * p], wr[2 * p + 1], k, ilo, ihi,
 					 &wv[p], &wh[p]);
@@ -156,7 +156,7 @@ z_block(const float *x, size_t ldx, const void *w, size_t ldw, size_t in,
 	}
 	for (; k + 8 <= in; k += 8) {
 		if (R <= 2) /* as in avx_block */
-			pf_rows(w, WT, ldw, C, k);
+			pf_rows(w, WT, ldw, C, k, 8);
 		_Pragma("GCC unroll 4") for (p = 0; p < P; p++) wv[p] =
 			z_loadw(wr[2 * p], wr[2 * p + 1], WT, k);
 		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)

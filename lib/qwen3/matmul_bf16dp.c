@@ -118,7 +118,7 @@ bd_block(const uint16_t *x, size_t ldx, const uint16_t *w, size_t ldw,
 			_mm512_setzero_ps();
 	for (k = 0; k + 32 <= in; k += 32) {
 		if (R <= 2) /* decode: as in avx_block */
-			pf_rows(w, MM_BF16, ldw, C, k);
+			pf_rows(w, MM_BF16, ldw, C, k, 32);
 		_Pragma("GCC unroll 4") for (c = 0; c < C; c++) wv[c] =
 			_mm512_loadu_si512(w + c * ldw + k);
 		_Pragma("GCC unroll 4") for (r = 0; r < R; r++)

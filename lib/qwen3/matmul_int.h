@@ -19,18 +19,21 @@
 #endif
 
 /*
- * Decode's prefetch distance: the rows PF_ROWS on, a cache line per row
- * ahead of need, into L2 (_MM_HINT_T1).  Measured on a 2-vCPU Zen 4 VM,
- * the 50 MB small checkpoint (rows of 1 KiB), decode of 128 tokens on 2
- * threads, interleaved runs: the next block into L1 (_MM_HINT_T0, the
- * earlier choice) 370-410 tok/s where 16 rows on into L2 gave 670-780;
- * into L2, 8 or 16 rows on 930-990, 24 rows 890-940, 32 rows 850-870, 48
- * rows 700-730 (another moment of the same VM).  Pulled into L1, the
- * stream's lines crowd the few L1 miss buffers.  A matmul's tasks go
- * by ranges (engy_mm_pool_run_ranges), so the rows asked for are the same
- * thread's next ones but at the end of its run.
+ * Decode's prefetch distance: PF_ROWS rows on, into L2 (_MM_HINT_T1; see
+ * pf_rows()).  Measured on a 2-vCPU Zen 4 VM with the earlier pattern (a
+ * line of each row), the 50 MB small checkpoint (rows of 1 KiB), decode
+ * of 128 tokens on 2 threads, interleaved runs: the next block into L1
+ * (_MM_HINT_T0, the earlier choice) 370-410 tok/s where 16 rows on into
+ * L2 gave 670-780; into L2, 8 or 16 rows on 930-990, 24 rows 890-940, 32
+ * rows 850-870, 48 rows 700-730 (another moment of the same VM).  Pulled
+ * into L1, the stream's lines crowd the few L1 miss buffers.  With the
+ * sequential pattern, on a 2-vCPU Zen 3 VM: 8 rows on against 16, MoE
+ * decode faster in 6 of 6 interleaved pairs (1.04x), 4 and 12 no better
+ * than 8, 24 and 32 slower than 16.  A matmul's tasks go by ranges
+ * (engy_mm_pool_run_ranges), so the rows asked for are the same thread's
+ * next ones but at the end of its run.
  */
-#define PF_ROWS 16
+#define PF_ROWS 8
 
 /* Whether the kernel in use is avx512f, or avx2+fma (vec.c and vec_exp.c
  * follow it). */
@@ -88,19 +91,32 @@ static inline __attribute__((always_inline)) float finish(const float l[8],
 	((const void *)((const char *)(w) +                                    \
 			(c) * (in) * ((wt) == MM_BF16 ? 2 : 4)))
 
-/* Decode's prefetch (PF_ROWS): where element @k of @C rows of @w (@ldw
- * elements apart) starts a cache line, that line of the rows PF_ROWS on,
- * into L2 (prefetcht1).  Prefetches past the matrix are harmless. */
+/*
+ * Decode's prefetch (PF_ROWS), for a block of @C rows of @w: the kernel
+ * reads the rows side by side, KS elements of each per step from element
+ * @k; they lie end to end (@ldw is the row length in every caller), so
+ * the prefetch walks the same bytes PF_ROWS rows on as one sequential
+ * run, the cache lines that start in this step's share of it (C x KS
+ * elements), into L2 (prefetcht1).  The earlier pattern, at each line
+ * boundary a line of each of the C rows PF_ROWS on, gives the hardware C
+ * interleaved streams a row apart.  Measured on a 2-vCPU Zen 3 VM (rows
+ * of 1 KiB, bf16, 2 threads, interleaved pairs): 28 matmuls of 1536 x 512
+ * as one job each, 1.44-1.53x the bandwidth (10 of 10 pairs); small
+ * checkpoint decode, dense 1.16-1.43x and MoE 1.15-1.33x (8 of 8 each);
+ * reading the same bytes in the kernel's order with no arithmetic, 30-33
+ * GB/s with a line per row against 40-49 GB/s sequential.  Prefetches
+ * past the matrix are harmless.
+ */
 static inline __attribute__((always_inline)) void
-pf_rows(const void *w, int wt, size_t ldw, int C, size_t k)
+pf_rows(const void *w, int wt, size_t ldw, int C, size_t k, int KS)
 {
-	size_t at = k * (wt == MM_BF16 ? 2 : 4);
-	int c;
+	size_t es = wt == MM_BF16 ? 2 : 4;
+	uintptr_t lo = (uintptr_t)WROW(w, wt, PF_ROWS, ldw) +
+		       k * es * (size_t)C,
+		  hi = lo + (size_t)KS * es * (size_t)C, a;
 
-	if (at % 64)
-		return;
-	_Pragma("GCC unroll 4") for (c = 0; c < C; c++) __builtin_prefetch(
-		(const char *)WROW(w, wt, c + PF_ROWS, ldw) + at, 0, 2);
+	for (a = (lo + 63) & ~(uintptr_t)63; a < hi; a += 64)
+		__builtin_prefetch((const void *)a, 0, 2);
 }
 
 /* @w's rows @ldw elements apart (@in for a matrix, a KV stride for
