@@ -371,14 +371,6 @@ static Z void z_scale_mul(float *out, const float *x, const float *w, float inv,
 /* ---- AVX2 (the steps where the C's order leaves it slow) ---- */
 
 #ifdef MM_X86
-#define A __attribute__((target("avx2,fma")))
-
-/* The mask of the lanes below @left, for maskload/maskstore. */
-static inline A __m256i a_tail(size_t left)
-{
-	return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)left),
-				  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
 
 /* A pass over V reads 32 d of each row (128 of a 256-byte row at head
  * dim 64), so a row's later passes would stream from memory again: the

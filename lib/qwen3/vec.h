@@ -47,9 +47,9 @@ float engy_vec_pexp(float x);
  * softmax. */
 void engy_vec_exp_sub_libm(float *v, size_t n, float mx);
 
-/* Whether expf runs in lanes (AVX-512, and the check at first use found
- * the lanes giving the bits of the C library's expf in use); else one
- * value at a time. */
+/* Whether expf runs in lanes (the kernel in use avx512f or avx2+fma, and
+ * the check at first use found its lanes giving the bits of the C
+ * library's expf in use); else one value at a time. */
 bool engy_vec_exp_lanes(void);
 
 /* v[j] = engy_vec_pexp(v[j] - mx). */

@@ -4,9 +4,11 @@
  * once in C, again in AVX-512 lanes with the same bits.  Two exps: the C
  * library's expf (the softmax's and SiLU's in every profile but bf16dp),
  * which the C does not spell out: the AVX-512 code computes it in lanes
- * by the C library's own algorithm (z_libm_exp), used only once a check
- * at first use has found it equal to the expf this process runs on every
- * value it tried; and bf16dp's polynomial (engy_vec_pexp).
+ * by the C library's own algorithm (z_libm_exp), and so does AVX2 code
+ * (a_libm_exp: the softmax and SiLU of the ref profile have it too), each
+ * used only once a check at first use has found it equal to the expf
+ * this process runs on every value it tried; and bf16dp's polynomial
+ * (engy_vec_pexp), in AVX-512 lanes and C.
  */
 #include <math.h>
 #include <pthread.h>
@@ -197,46 +199,64 @@ static inline __attribute__((always_inline)) Z __m512 z_libm_exp(__m512 x)
 
 /* Values that cover the C library's paths: each exponent, both signs,
  * around the edges of its fast path, zeros, subnormals, non-finite. */
-static int exp_ok = -1;
-static pthread_once_t exp_once = PTHREAD_ONCE_INIT;
+#define EXP_EDGES  25
+#define EXP_CHECKS (EXP_EDGES + 16 * 4096)
 
-static Z void z_exp_check(void)
+static uint32_t exp_check_bits(size_t i, uint32_t *u)
 {
-	static const uint32_t edge[] = {
+	static const uint32_t edge[EXP_EDGES] = {
 		0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007fffff,
 		0x807fffff, 0x7f800000, 0xff800000, 0x7fc00000, 0xffc00000,
 		0x7f800001, 0x42b00000, 0x42afffff, 0xc2b00000, 0xc2afffff,
 		0x42b17217, 0x42b17218, 0xc2ce8ed0, 0xc2cff1b4, 0xc2cff1b5,
 		0xc2d00000, 0x3f800000, 0xbf800000, 0x33800000, 0xb3800000,
 	};
+
+	if (i < EXP_EDGES)
+		return edge[i];
+	if (i < EXP_EDGES + 8192) /* every 2^19th bit pattern */
+		return (uint32_t)(i - EXP_EDGES) << 19 |
+		       (uint32_t)(i * 7 & 0x7ffff);
+	/* the softmax's range, |x| < 104, at random */
+	*u = *u * 1664525u + 1013904223u;
+	return (*u & 0x80000000u) | (0x20000000u + (*u >> 3) % 0x22d00000u);
+}
+
+/* Whether @lanes (16 values of x to expf(x)) gives the C library's bits
+ * on every value of exp_check_bits(). */
+static int exp_check(void (*lanes)(const float *x, float *y))
+{
 	float xs[16], want[16], got[16];
 	uint32_t u = 0x9e3779b9u, b;
-	size_t i, k = 0, n = sizeof(edge) / sizeof(edge[0]);
-	int ok = 1;
+	size_t i, k = 0;
 
-	for (i = 0; i < n + 16 * 4096 && ok; i++) {
-		if (i < n)
-			b = edge[i];
-		else if (i < n + 8192) /* every 2^19th bit pattern */
-			b = (uint32_t)(i - n) << 19 |
-			    (uint32_t)(i * 7 & 0x7ffff);
-		else { /* the softmax's range, |x| < 104, at random */
-			u = u * 1664525u + 1013904223u;
-			b = (u & 0x80000000u) |
-			    (0x20000000u + (u >> 3) % 0x22d00000u);
-		}
+	for (i = 0; i < EXP_CHECKS; i++) {
+		b = exp_check_bits(i, &u);
 		memcpy(&xs[k], &b, 4);
 		want[k] = expf(xs[k]);
-		if (++k == 16 || i + 1 == n + 16 * 4096) {
-			_mm512_storeu_ps(got, z_libm_exp(_mm512_loadu_ps(xs)));
+		if (++k == 16 || i + 1 == EXP_CHECKS) {
+			lanes(xs, got);
 			while (k--)
 				if (memcmp(&got[k], &want[k], 4) &&
 				    !(want[k] != want[k] && got[k] != got[k]))
-					ok = 0;
+					return 0;
 			k = 0;
 		}
 	}
-	exp_ok = ok;
+	return 1;
+}
+
+static int exp_ok = -1;
+static pthread_once_t exp_once = PTHREAD_ONCE_INIT;
+
+static Z void z_exp16(const float *x, float *y)
+{
+	_mm512_storeu_ps(y, z_libm_exp(_mm512_loadu_ps(x)));
+}
+
+static void z_exp_check(void)
+{
+	exp_ok = exp_check(z_exp16);
 }
 
 /* Whether z_libm_exp() gives the expf in use its bits (checked once). */
@@ -341,13 +361,149 @@ static Z void z_swiglu_pexp(float *g, const float *u, size_t n)
 	z_swiglu_with(g, u, n, false);
 }
 
+/* ---- AVX2 ---- */
+
+/*
+ * z_libm_exp()'s steps four doubles to a register: the same operations
+ * (each fused multiply-add one of the C library's), 2^(i/32) by a gather
+ * from the same table; lanes with |x| >= 88, infinities and NaN take the
+ * C library's expf itself.  a_exp_ok() checks it against the expf in use
+ * before anything relies on it, as z_exp_ok() does.
+ */
+static inline __attribute__((always_inline)) A __m128 a_exp4(__m128 xf)
+{
+	const __m256d invln2n = _mm256_castsi256_pd(
+			      _mm256_set1_epi64x(0x40471547652b82fe)),
+		      shift = _mm256_castsi256_pd(
+			      _mm256_set1_epi64x(0x4338000000000000)),
+		      c0 = _mm256_castsi256_pd(
+			      _mm256_set1_epi64x(0x3ebc6af84b912394)),
+		      c1 = _mm256_castsi256_pd(
+			      _mm256_set1_epi64x(0x3f2ebfce50fac4f3)),
+		      c2 = _mm256_castsi256_pd(
+			      _mm256_set1_epi64x(0x3f962e42ff0c52d6)),
+		      one = _mm256_set1_pd(1.0);
+	__m256d xd = _mm256_cvtps_pd(xf), kd, r, z, r2, y;
+	__m256i ki, t;
+
+	kd = _mm256_fmadd_pd(invln2n, xd, shift);
+	ki = _mm256_castpd_si256(kd);
+	kd = _mm256_sub_pd(kd, shift);
+	r = _mm256_fmsub_pd(invln2n, xd, kd);
+	t = _mm256_i64gather_epi64((const long long *)exp_tab,
+				   _mm256_and_si256(ki, _mm256_set1_epi64x(31)),
+				   8);
+	t = _mm256_add_epi64(t, _mm256_slli_epi64(ki, 47));
+	z = _mm256_fmadd_pd(r, c0, c1);
+	r2 = _mm256_mul_pd(r, r);
+	y = _mm256_fmadd_pd(r, c2, one);
+	y = _mm256_fmadd_pd(z, r2, y);
+	return _mm256_cvtpd_ps(_mm256_mul_pd(y, _mm256_castsi256_pd(t)));
+}
+
+static inline __attribute__((always_inline)) A __m256 a_libm_exp(__m256 x)
+{
+	__m256 y = _mm256_set_m128(a_exp4(_mm256_extractf128_ps(x, 1)),
+				   a_exp4(_mm256_castps256_ps128(x)));
+	/* |x| >= 88 (the top 12 bits past 0x42a), infinities, NaN */
+	int big = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(
+		_mm256_and_si256(_mm256_srli_epi32(_mm256_castps_si256(x), 20),
+				 _mm256_set1_epi32(0x7ff)),
+		_mm256_set1_epi32(0x42a))));
+
+	if (big) {
+		float xs[8], ys[8];
+		int i;
+
+		_mm256_storeu_ps(xs, x);
+		_mm256_storeu_ps(ys, y);
+		for (i = 0; i < 8; i++)
+			if (big >> i & 1)
+				ys[i] = expf(xs[i]);
+		y = _mm256_loadu_ps(ys);
+	}
+	return y;
+}
+
+static int a_ok = -1;
+static pthread_once_t a_once = PTHREAD_ONCE_INIT;
+
+static A void a_exp16(const float *x, float *y)
+{
+	_mm256_storeu_ps(y, a_libm_exp(_mm256_loadu_ps(x)));
+	_mm256_storeu_ps(y + 8, a_libm_exp(_mm256_loadu_ps(x + 8)));
+}
+
+static void a_exp_check(void)
+{
+	a_ok = exp_check(a_exp16);
+}
+
+/* Whether a_libm_exp() gives the expf in use its bits (checked once). */
+static bool a_exp_ok(void)
+{
+	pthread_once(&a_once, a_exp_check);
+	return a_ok == 1;
+}
+
+/* v[j] = expf(v[j] - mx). */
+static A void a_exp_sub_libm(float *v, size_t n, float mx)
+{
+	__m256 m = _mm256_set1_ps(mx);
+	size_t i;
+
+	if (!a_exp_ok()) {
+		gen_exp_sub_libm(v, n, mx);
+		return;
+	}
+	for (i = 0; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(v + i, a_libm_exp(_mm256_sub_ps(
+						_mm256_loadu_ps(v + i), m)));
+	if (i < n) {
+		__m256i t = a_tail(n - i);
+
+		_mm256_maskstore_ps(v + i, t,
+				    a_libm_exp(_mm256_sub_ps(
+					    _mm256_maskload_ps(v + i, t), m)));
+	}
+}
+
+/* g[i] = g[i] / (1 + expf(-g[i])) * u[i]. */
+static inline __attribute__((always_inline)) A __m256 a_silu_mul(__m256 x,
+								 __m256 u)
+{
+	__m256 e = a_libm_exp(_mm256_xor_ps(x, _mm256_set1_ps(-0.0f)));
+
+	return _mm256_mul_ps(
+		_mm256_div_ps(x, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
+}
+
+static A void a_swiglu(float *g, const float *u, size_t n)
+{
+	size_t i;
+
+	if (!a_exp_ok()) {
+		gen_swiglu(g, u, n);
+		return;
+	}
+	for (i = 0; i + 8 <= n; i += 8)
+		_mm256_storeu_ps(g + i, a_silu_mul(_mm256_loadu_ps(g + i),
+						   _mm256_loadu_ps(u + i)));
+	if (i < n) {
+		__m256i t = a_tail(n - i);
+
+		_mm256_maskstore_ps(g + i, t,
+				    a_silu_mul(_mm256_maskload_ps(g + i, t),
+					       _mm256_maskload_ps(u + i, t)));
+	}
+}
 #endif
 
 /* ---- Dispatch ---- */
 
 void engy_vec_swiglu(float *g, const float *u, size_t n)
 {
-	PICK(swiglu, g, u, n);
+	PICK3(swiglu, g, u, n);
 }
 
 void engy_vec_exp_sub(float *v, size_t n, float mx)
@@ -358,7 +514,7 @@ void engy_vec_exp_sub(float *v, size_t n, float mx)
 bool engy_vec_exp_lanes(void)
 {
 #ifdef MM_X86
-	return use_z() && z_exp_ok();
+	return use_z() ? z_exp_ok() : engy_mm_kernel_avx2() && a_exp_ok();
 #else
 	return false;
 #endif
@@ -366,7 +522,7 @@ bool engy_vec_exp_lanes(void)
 
 void engy_vec_exp_sub_libm(float *v, size_t n, float mx)
 {
-	PICK(exp_sub_libm, v, n, mx);
+	PICK3(exp_sub_libm, v, n, mx);
 }
 
 void engy_vec_swiglu_pexp(float *g, const float *u, size_t n)

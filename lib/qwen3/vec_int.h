@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What vec.c and vec_exp.c share: the AVX-512 target and its masked
- * loads and stores, and PICK(), which runs a step's AVX-512 code where the
- * matmul kernel in use is avx512f and its C definition elsewhere (PICK3():
- * its AVX2 code where the kernel is avx2+fma).
+ * loads and stores, the AVX2 target and its tail mask, and PICK(), which
+ * runs a step's AVX-512 code where the matmul kernel in use is avx512f
+ * and its C definition elsewhere (PICK3(): its AVX2 code where the
+ * kernel is avx2+fma).
  */
 #ifndef Q3_VEC_INT_H
 #define Q3_VEC_INT_H
@@ -34,6 +35,15 @@ static inline Z void stm(float *p, __mmask16 m, __m512 v)
 		_mm512_storeu_ps(p, v);
 	else
 		_mm512_mask_storeu_ps(p, m, v);
+}
+
+#define A __attribute__((target("avx2,fma")))
+
+/* The mask of the lanes below @left, for maskload/maskstore. */
+static inline A __m256i a_tail(size_t left)
+{
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)left),
+				  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 #endif
 

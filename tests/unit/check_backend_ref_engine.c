@@ -1482,14 +1482,15 @@ START_TEST(test_pexp)
 END_TEST
 
 /*
- * The ref profile's softmax and SiLU exp in lanes (vec.c): the bits of
- * the C library's expf on every float below 88 in magnitude (the lanes'
- * own path: 2.2 billion values, each sign; past that the lanes call expf
- * itself), and on a stride through the rest.  A sample would not do: a
- * lane computing one step unfused (r without its fused multiply-add)
- * differs from glibc on one value in a billion.  With glibc on an AVX-512
- * CPU the lanes must be on (their check at first use passed); elsewhere
- * expf runs one value at a time and the comparison holds trivially.
+ * The ref profile's softmax and SiLU exp in lanes (vec_exp.c), AVX2 and
+ * AVX-512: the bits of the C library's expf on every float below 88 in
+ * magnitude (the lanes' own path: 2.2 billion values, each sign; past
+ * that the lanes call expf itself), and on a stride through the rest.  A
+ * sample would not do: a lane computing one step unfused (r without its
+ * fused multiply-add) differs from glibc on one value in a billion.  With
+ * glibc the lanes must be on (their check at first use passed) on each
+ * kernel the CPU has; elsewhere expf runs one value at a time and the
+ * comparison holds trivially.
  */
 START_TEST(test_exp_libm)
 {
@@ -1497,28 +1498,28 @@ START_TEST(test_exp_libm)
 	const char *was = engy_mm_kernel_name();
 	size_t n = 1 << 16, i, w, bad = 0;
 	float *v = malloc(n * 4), *want = malloc(n * 4), *in = malloc(n * 4);
-	uint64_t b0, end;
+	uint64_t b0, end, stride;
 	uint32_t b;
-	int sign;
+	int sign, pass;
 
 	for (w = 0; w < 2; w++) {
 		if (engy_mm_set_kernel(ways[w]))
 			continue;
-		if (w == 1)
-			printf("test_exp_libm: expf in lanes: %s\n",
-			       engy_vec_exp_lanes() ? "yes" : "no");
+		printf("test_exp_libm: %s: expf in lanes: %s\n", ways[w],
+		       engy_vec_exp_lanes() ? "yes" : "no");
 #ifdef __GLIBC__
-		if (w == 1)
-			ck_assert_msg(
-				engy_vec_exp_lanes(),
-				"glibc and AVX-512, but expf not in lanes");
+		ck_assert_msg(engy_vec_exp_lanes(),
+			      "glibc and %s, but expf not in lanes", ways[w]);
 #endif
-		for (sign = 0; sign < 2; sign++) {
-			/* avx2+fma: the C, a stride; avx512f: every value */
-			end = w ? 0x42b00000u : 0x100000000u;
-			for (b0 = 0; b0 < end; b0 += w ? n : n << 16) {
+		/* every value below 88 in magnitude, then a stride through
+		 * all of them */
+		for (pass = 0; pass < 4; pass++) {
+			sign = pass & 1;
+			stride = pass < 2 ? 1 : 1u << 16;
+			end = pass < 2 ? 0x42b00000u : 0x100000000u;
+			for (b0 = 0; b0 < end; b0 += n * stride) {
 				for (i = 0; i < n; i++) {
-					b = (uint32_t)(b0 + (w ? i : i << 16)) |
+					b = (uint32_t)(b0 + i * stride) |
 					    (sign ? 0x80000000u : 0);
 					memcpy(&in[i], &b, 4);
 					v[i] = in[i];
