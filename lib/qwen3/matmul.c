@@ -463,18 +463,16 @@ static void mm_task(void *arg, size_t task, unsigned thread);
 
 /* Decode: a part's last task asks for the first PF_ROWS rows of the next
  * part, whose stream starts cold (the kernel's own prefetches, PF_ROWS
- * rows on, fall past the end of this matrix there). */
+ * rows on, fall past the end of this matrix there): the rows lie end to
+ * end, one run of bytes. */
 static void pf_part(const struct mm_part *pt)
 {
-	size_t rows = pt->out < PF_ROWS ? pt->out : PF_ROWS, r, at;
-	size_t bytes = pt->in * (pt->wt == MM_BF16 ? 2 : 4);
+	const char *end = WROW(pt->w, pt->wt,
+			       pt->out < PF_ROWS ? pt->out : PF_ROWS, pt->in);
+	const char *at;
 
-	for (r = 0; r < rows; r++)
-		for (at = 0; at < bytes; at += 64)
-			__builtin_prefetch(
-				(const char *)WROW(pt->w, pt->wt, r, pt->in) +
-					at,
-				0, 2);
+	for (at = pt->w; at < end; at += 64)
+		__builtin_prefetch(at, 0, 2);
 }
 
 /* @j's tasks, after what its profile needs done first. */

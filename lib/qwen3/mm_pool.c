@@ -77,30 +77,13 @@ struct worker_arg {
 	unsigned idx;
 };
 
-/* The tasks a thread has run of one job and not yet counted in its
- * slot's done. */
-struct ran {
-	struct slot *s;
-	size_t n;
-};
-
-static void ran_flush(struct ran *r)
-{
-	if (r->n)
-		atomic_fetch_add_explicit(&r->s->done, r->n,
-					  memory_order_release);
-	r->n = 0;
-}
-
-static void run_one(struct slot *s, size_t task, unsigned thread, struct ran *r)
+/* @task of the job in @s; *@ran counts it, not yet in the job's done. */
+static void run_one(struct slot *s, size_t task, unsigned thread, size_t *ran)
 {
 	atomic_load_explicit(&s->fn, memory_order_relaxed)(
 		atomic_load_explicit(&s->arg, memory_order_relaxed), task,
 		thread);
-	if (r->s != s)
-		ran_flush(r);
-	r->s = s;
-	r->n++;
+	++*ran;
 }
 
 #define R_GEN(w)  ((uint32_t)((w) >> 32))
@@ -109,7 +92,7 @@ static void run_one(struct slot *s, size_t task, unsigned thread, struct ran *r)
 
 /* Tasks of job @g run by ranges: @thread's own, then the others' last. */
 static uint32_t run_ranges(struct mm_pool *p, unsigned thread, uint32_t g,
-			   struct ran *r)
+			   size_t *ran)
 {
 	struct slot *s = &p->slot[g & 1];
 	atomic_uint_fast64_t *own = &p->range[thread].w;
@@ -123,7 +106,7 @@ static uint32_t run_ranges(struct mm_pool *p, unsigned thread, uint32_t g,
 			return g;
 		if (R_NEXT(w) < R_END(w)) {
 			if (atomic_compare_exchange_weak(own, &w, w + 1))
-				run_one(s, R_NEXT(w), thread, r);
+				run_one(s, R_NEXT(w), thread, ran);
 			continue;
 		}
 		for (i = 0; i < p->n; i++) {
@@ -143,13 +126,13 @@ static uint32_t run_ranges(struct mm_pool *p, unsigned thread, uint32_t g,
 		if (R_GEN(w) == g && R_NEXT(w) < R_END(w) &&
 		    atomic_compare_exchange_weak(&p->range[best].w, &w,
 						 w - ((uint64_t)1 << 16)))
-			run_one(s, R_END(w) - 1, thread, r);
+			run_one(s, R_END(w) - 1, thread, ran);
 	}
 }
 
 /* Claims and runs tasks of the current job; returns its generation. */
 static uint32_t claim_tasks(struct mm_pool *p, unsigned thread, uint32_t only,
-			    struct ran *r)
+			    size_t *ran)
 {
 	uint64_t c;
 
@@ -163,23 +146,26 @@ static uint32_t claim_tasks(struct mm_pool *p, unsigned thread, uint32_t only,
 		if (only && g != only)
 			return g;
 		if (idx == RANGES)
-			return run_ranges(p, thread, g, r);
+			return run_ranges(p, thread, g, ran);
 		s = &p->slot[g & 1];
 		if (idx >= atomic_load_explicit(&s->n, memory_order_relaxed))
 			return g;
 		if (!atomic_compare_exchange_weak(&p->ctl, &c, c + 1))
 			continue;
-		run_one(s, idx, thread, r);
+		run_one(s, idx, thread, ran);
 	}
 }
 
-/* claim_tasks(), then the tasks it ran counted done. */
+/* claim_tasks(), then the tasks it ran counted done.  They are all of
+ * the job it returns: the next job starts only once they are counted. */
 static uint32_t run_tasks(struct mm_pool *p, unsigned thread, uint32_t only)
 {
-	struct ran r = { NULL, 0 };
-	uint32_t g = claim_tasks(p, thread, only, &r);
+	size_t ran = 0;
+	uint32_t g = claim_tasks(p, thread, only, &ran);
 
-	ran_flush(&r);
+	if (ran)
+		atomic_fetch_add_explicit(&p->slot[g & 1].done, ran,
+					  memory_order_release);
 	return g;
 }
 

@@ -129,6 +129,24 @@ static const uint64_t exp_tab[32] = {
 	0x3fefa4afa2a490da, 0x3fefd0765b6e4540,
 };
 
+/* Its constants, as double bits: 32/ln 2, the rounding shift 1.5 2^52,
+ * and the cubic's coefficients. */
+#define EXP_INVLN2N 0x40471547652b82feu
+#define EXP_SHIFT   0x4338000000000000u
+#define EXP_C0	    0x3ebc6af84b912394u
+#define EXP_C1	    0x3f2ebfce50fac4f3u
+#define EXP_C2	    0x3f962e42ff0c52d6u
+
+/* Lanes @big of @y (@n of them) from the C library's expf of @x's. */
+static void exp_big(const float *x, float *y, unsigned big, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (big >> i & 1)
+			y[i] = expf(x[i]);
+}
+
 static inline Z __m512d z_bits_pd(uint64_t u)
 {
 	return _mm512_castsi512_pd(_mm512_set1_epi64((long long)u));
@@ -138,11 +156,9 @@ static inline Z __m512d z_bits_pd(uint64_t u)
 static inline __attribute__((always_inline)) Z __m256 z_exp8(__m256 xf,
 							     const __m512i *tab)
 {
-	const __m512d invln2n = z_bits_pd(0x40471547652b82feu),
-		      shift = z_bits_pd(0x4338000000000000u),
-		      c0 = z_bits_pd(0x3ebc6af84b912394u),
-		      c1 = z_bits_pd(0x3f2ebfce50fac4f3u),
-		      c2 = z_bits_pd(0x3f962e42ff0c52d6u),
+	const __m512d invln2n = z_bits_pd(EXP_INVLN2N),
+		      shift = z_bits_pd(EXP_SHIFT), c0 = z_bits_pd(EXP_C0),
+		      c1 = z_bits_pd(EXP_C1), c2 = z_bits_pd(EXP_C2),
 		      one = _mm512_set1_pd(1.0);
 	__m512d xd = _mm512_cvtps_pd(xf), kd, r, z, r2, y;
 	__m512i ki, t;
@@ -189,9 +205,7 @@ static inline __attribute__((always_inline)) Z __m512 z_libm_exp(__m512 x)
 
 		_mm512_storeu_ps(xs, x);
 		_mm512_storeu_ps(ys, y);
-		for (i = 0; i < 16; i++)
-			if (big >> i & 1)
-				ys[i] = expf(xs[i]);
+		exp_big(xs, ys, big, 16);
 		y = _mm512_loadu_ps(ys);
 	}
 	return y;
@@ -370,18 +384,16 @@ static Z void z_swiglu_pexp(float *g, const float *u, size_t n)
  * C library's expf itself.  a_exp_ok() checks it against the expf in use
  * before anything relies on it, as z_exp_ok() does.
  */
+static inline A __m256d a_bits_pd(uint64_t u)
+{
+	return _mm256_castsi256_pd(_mm256_set1_epi64x((long long)u));
+}
+
 static inline __attribute__((always_inline)) A __m128 a_exp4(__m128 xf)
 {
-	const __m256d invln2n = _mm256_castsi256_pd(
-			      _mm256_set1_epi64x(0x40471547652b82fe)),
-		      shift = _mm256_castsi256_pd(
-			      _mm256_set1_epi64x(0x4338000000000000)),
-		      c0 = _mm256_castsi256_pd(
-			      _mm256_set1_epi64x(0x3ebc6af84b912394)),
-		      c1 = _mm256_castsi256_pd(
-			      _mm256_set1_epi64x(0x3f2ebfce50fac4f3)),
-		      c2 = _mm256_castsi256_pd(
-			      _mm256_set1_epi64x(0x3f962e42ff0c52d6)),
+	const __m256d invln2n = a_bits_pd(EXP_INVLN2N),
+		      shift = a_bits_pd(EXP_SHIFT), c0 = a_bits_pd(EXP_C0),
+		      c1 = a_bits_pd(EXP_C1), c2 = a_bits_pd(EXP_C2),
 		      one = _mm256_set1_pd(1.0);
 	__m256d xd = _mm256_cvtps_pd(xf), kd, r, z, r2, y;
 	__m256i ki, t;
@@ -413,13 +425,10 @@ static inline __attribute__((always_inline)) A __m256 a_libm_exp(__m256 x)
 
 	if (big) {
 		float xs[8], ys[8];
-		int i;
 
 		_mm256_storeu_ps(xs, x);
 		_mm256_storeu_ps(ys, y);
-		for (i = 0; i < 8; i++)
-			if (big >> i & 1)
-				ys[i] = expf(xs[i]);
+		exp_big(xs, ys, (unsigned)big, 8);
 		y = _mm256_loadu_ps(ys);
 	}
 	return y;
