@@ -185,9 +185,23 @@ static double macs_per_token(const struct q3_config *c)
 	return total + h * c->vocab;
 }
 
+/* The kernel profiles of a CPU's bf16 instructions, measured where the
+ * instruction computes them (bf16 activations: torch bf16's arithmetic
+ * there; a miner's speed path, not the auditor's reference). */
+static const struct instr_profile {
+	int mm, q3;
+	const char *name, *kernel, *what;
+} instr[] = {
+	{ MM_PROFILE_BF16DP, Q3_PROFILE_BF16DP, "bf16dp", "avx512bf16",
+	  "AVX512-BF16 VDPBF16PS" },
+	{ MM_PROFILE_AMX, Q3_PROFILE_AMX, "amx", "amx-bf16",
+	  "AMX-BF16 TDPBF16PS" },
+};
+#define N_INSTR (sizeof(instr) / sizeof(instr[0]))
+
 /* The matmul's best GFLOP/s of five: the reference (float32 weights), or
- * the bf16dp profile on bf16 weights. */
-static double kernel_gflops(unsigned threads, bool bf16dp)
+ * the kernel profile @profile (enum mm_profile) on bf16 weights. */
+static double kernel_gflops(unsigned threads, int profile)
 {
 	struct mm_pool *p = engy_mm_pool_new(threads);
 	size_t n = 128, in = 1536, out = 1536, i;
@@ -206,9 +220,8 @@ static double kernel_gflops(unsigned threads, bool bf16dp)
 	}
 	for (rep = 0; rep < 5; rep++) {
 		t = now();
-		if (bf16dp)
-			engy_mm_matmul_batch_profile(p, &part, 1,
-						     MM_PROFILE_BF16DP);
+		if (profile != MM_PROFILE_REF)
+			engy_mm_matmul_batch_profile(p, &part, 1, profile);
 		else
 			engy_mm_matmul(p, x, n, w, in, out, y);
 		t = now() - t;
@@ -701,12 +714,10 @@ static int generate(bool moe, const char *dir)
 static int bench_model(const char *dir, unsigned threads, double theo)
 {
 	struct q3_load_opts fast = { .threads = threads },
-			    slow = { .naive = true },
-			    dp = { .threads = threads,
-				   .profile = Q3_PROFILE_BF16DP };
-	struct q3_model *m, *b, *mdp = NULL;
-	double dpp[ROUNDS], dpd[ROUNDS];
-	const char *dpk = engy_mm_profile_kernel(MM_PROFILE_BF16DP);
+			    slow = { .naive = true };
+	struct q3_model *m, *b, *mdp[N_INSTR] = { NULL };
+	double dpp[N_INSTR][ROUNDS], dpd[N_INSTR][ROUNDS];
+	size_t k;
 	struct run r, base, tr = { 0, 0, 0 };
 	double rss0, rss1, t, macs, roof, wb, wbw, kvb, t_pre[NPEERS],
 		t_dec[NPEERS];
@@ -738,15 +749,21 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 	       rss1 - rss0);
 	/* warm up: page in the weights, spin up threads */
 	measure(m, 16, 4, 1);
-	/* The bf16dp kernel profile (bf16 activations on the CPU's bf16
-	 * dot-product instruction, what torch bf16 runs here) where the CPU
-	 * has the instruction: the same rounds. */
-	if (!strcmp(dpk, "avx512bf16")) {
-		if (engy_q3_model_load(dir, &dp, &mdp, err, sizeof(err)))
-			fprintf(stderr, "bench_backend_ref: load bf16dp: %s\n",
-				err);
+	/* The kernel profiles of the CPU's bf16 instructions (bf16
+	 * activations, what torch bf16 runs here) where the instruction
+	 * computes them: the same rounds. */
+	for (k = 0; k < N_INSTR; k++) {
+		struct q3_load_opts dp = { .threads = threads,
+					   .profile = instr[k].q3 };
+
+		if (strcmp(engy_mm_profile_kernel(instr[k].mm),
+			   instr[k].kernel))
+			continue;
+		if (engy_q3_model_load(dir, &dp, &mdp[k], err, sizeof(err)))
+			fprintf(stderr, "bench_backend_ref: load %s: %s\n",
+				instr[k].name, err);
 		else
-			measure(mdp, 16, 4, 1);
+			measure(mdp[k], 16, 4, 1);
 	}
 	for (j = 0; j < NPEERS; j++)
 		if (torch_ok && peer_start(&peer[j], c, threads, dtypes[j],
@@ -775,10 +792,12 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 		      (macs * engy_q3_model_matrix_bytes(m) + kvb);
 		rr[i] = r.decode_best_tps / lim;
 		rr1[i] = ed[i] / lim;
-		if (mdp) {
-			r = measure(mdp, PREFILL, DECODE, 1);
-			dpp[i] = r.prefill_tps;
-			dpd[i] = r.decode_tps;
+		for (k = 0; k < N_INSTR; k++) {
+			if (!mdp[k])
+				continue;
+			r = measure(mdp[k], PREFILL, DECODE, 1);
+			dpp[k][i] = r.prefill_tps;
+			dpd[k][i] = r.decode_tps;
 		}
 		for (j = 0; j < NPEERS; j++) {
 			if (!peer[j].pid)
@@ -843,28 +862,37 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 		       r.decode_tps, dtypes[j], t_dec[j],
 		       r.decode_tps / t_dec[j]);
 	}
-	if (!mdp) {
-		printf("  kernel profile bf16dp: not measured: %s\n",
-		       strcmp(dpk, "avx512bf16")
-			       ? "this CPU has no AVX512-BF16 (the profile "
-				 "would run as its definition in C)"
-			       : "its model did not load (see stderr)");
-	} else {
-		double pp = median(dpp, ROUNDS), pd = median(dpd, ROUNDS);
+	for (k = 0; k < N_INSTR; k++) {
+		double pp, pd;
 
-		printf("  kernel profile bf16dp (bf16 activations, AVX512-BF16 "
-		       "VDPBF16PS: torch bf16's arithmetic; a miner's speed "
-		       "path, not the auditor's reference)");
-		print_rounds(dpp, dpd, "interleaved with engy's");
+		if (!mdp[k]) {
+			printf("  kernel profile %s: not measured: %s\n",
+			       instr[k].name,
+			       strcmp(engy_mm_profile_kernel(instr[k].mm),
+				      instr[k].kernel)
+				       ? "the instruction does not compute it "
+					 "here (not on this CPU, or not "
+					 "usable: it would run as its "
+					 "definition in C)"
+				       : "its model did not load (see stderr)");
+			continue;
+		}
+		pp = median(dpp[k], ROUNDS);
+		pd = median(dpd[k], ROUNDS);
+		printf("  kernel profile %s (bf16 activations, %s: torch "
+		       "bf16's arithmetic; a miner's speed path, not the "
+		       "auditor's reference)",
+		       instr[k].name, instr[k].what);
+		print_rounds(dpp[k], dpd[k], "interleaved with engy's");
 		j = 0; /* torch bf16 */
 		if (torch_ok && nt[j] == ROUNDS)
-			printf("  prefill, bf16dp: engy %.1f tok/s, torch %s %.1f tok/s, ratio %.2f (goal >= 1); decode %.1f tok/s, ratio %.2f\n",
-			       pp, dtypes[j], t_pre[j], pp / t_pre[j], pd,
-			       pd / t_dec[j]);
+			printf("  prefill, %s: engy %.1f tok/s, torch %s %.1f tok/s, ratio %.2f (goal >= 1); decode %.1f tok/s, ratio %.2f\n",
+			       instr[k].name, pp, dtypes[j], t_pre[j],
+			       pp / t_pre[j], pd, pd / t_dec[j]);
 		else
-			printf("  prefill, bf16dp: engy %.1f tok/s, decode %.1f tok/s (torch bf16 not measured)\n",
-			       pp, pd);
-		engy_q3_model_free(mdp);
+			printf("  prefill, %s: engy %.1f tok/s, decode %.1f tok/s (torch bf16 not measured)\n",
+			       instr[k].name, pp, pd);
+		engy_q3_model_free(mdp[k]);
 	}
 	if (lv->level)
 		printf("  weights %.1f MB fit in %s (%.1f MB per sysfs)",
@@ -927,8 +955,8 @@ int main(void)
 	signal(SIGPIPE, SIG_IGN); /* a torch peer that died: EPIPE, not death */
 	if (!mkdtemp(t1) || !mkdtemp(t2))
 		return 1;
-	peak1 = kernel_gflops(1, false);
-	peak = kernel_gflops(threads, false);
+	peak1 = kernel_gflops(1, MM_PROFILE_REF);
+	peak = kernel_gflops(threads, MM_PROFILE_REF);
 	theo = theoretical(threads, what, sizeof(what));
 	find_levels(threads);
 	printf("bench_backend_ref: kernel %s, %u threads\n",
@@ -936,11 +964,13 @@ int main(void)
 	printf("  matmul kernel peak (128x1536x1536): %.1f GFLOP/s on %u threads, %.1f on 1"
 	       "; theoretical %.0f GFLOP/s = %s; kernel at %.0f%% of it\n",
 	       peak, threads, peak1, theo, what, 100 * peak / theo);
-	if (!strcmp(engy_mm_profile_kernel(MM_PROFILE_BF16DP), "avx512bf16"))
-		printf("  bf16dp profile's kernel (AVX512-BF16, same shape, bf16 weights): %.1f GFLOP/s on %u threads, %.1f on 1"
-		       " (an instruction does twice the avx512f multiply-adds)\n",
-		       kernel_gflops(threads, true), threads,
-		       kernel_gflops(1, true));
+	for (i = 0; i < N_INSTR; i++)
+		if (!strcmp(engy_mm_profile_kernel(instr[i].mm),
+			    instr[i].kernel))
+			printf("  %s profile's kernel (%s, same shape, bf16 weights): %.1f GFLOP/s on %u threads, %.1f on 1\n",
+			       instr[i].name, instr[i].what,
+			       kernel_gflops(threads, instr[i].mm), threads,
+			       kernel_gflops(1, instr[i].mm));
 	printf("  read bandwidth (%u threads, measured):", threads);
 	for (i = 0; i <= n_levels; i++)
 		if (levels[i].level)

@@ -9,7 +9,11 @@
 # both must pass); the same tokens through cuBLAS's bf16 GEMMs (kernel
 # profile bf16act on the GPU: an honest miner whose numbers differ more)
 # must pass against the CPU's float32 states too, and an INT4 cheat on
-# the GPU is the control that must be caught.
+# the GPU is the control that must be caught.  Then the host CPU's bf16
+# instructions, where it has them: the kernel profiles bf16dp
+# (AVX512-BF16) and amx (AMX-BF16) on the instruction against their
+# definitions in C (the avx2+fma kernel forces those), the hidden states
+# of the prompt bit for bit.
 #
 #   scripts/gpu-check.sh BUILDDIR
 #       a --with-cuda build (cuda/engy-gpu, tools/engyctl); exits 0 when
@@ -280,8 +284,44 @@ check_model() {
 	done
 }
 
+# instr_profiles TAG CHECKPOINT IDS: each bf16 instruction profile on the
+# host CPU's instruction against its definition in C, bit for bit.
+instr_profiles() {
+	tag=$1
+	for prof in bf16dp amx; do
+		# one token first: which way the profile runs here
+		"$CTL" ref --checkpoint "$2" --ids 1 --device cpu \
+			--kernel-profile $prof >/dev/null 2>"$W/$tag-$prof.err" ||
+			{ bad "$tag: engyctl ref --kernel-profile $prof: $(tail -n 1 "$W/$tag-$prof.err")"; continue; }
+		how=$(sed -n 's/.*, profile [a-z0-9]* on \(.*\)$/\1/p' "$W/$tag-$prof.err")
+		if [ "$how" = emulated ] || [ -z "$how" ]; then
+			echo "  $prof: the host CPU does not run it on the instruction (${how:-?}): not compared"
+			continue
+		fi
+		"$CTL" ref --checkpoint "$2" --ids "$3" --device cpu \
+			--kernel-profile $prof --hidden "$W/$tag-$prof.f32" \
+			>/dev/null 2>"$W/$tag-$prof.err"
+		ENGY_MM_KERNEL=avx2+fma "$CTL" ref --checkpoint "$2" --ids "$3" \
+			--device cpu --kernel-profile $prof --hidden "$W/$tag-$prof-def.f32" \
+			>/dev/null 2>"$W/$tag-$prof-def.err"
+		sed "s/^/  $prof: /" "$W/$tag-$prof.err" "$W/$tag-$prof-def.err"
+		if cmp -s "$W/$tag-$prof.f32" "$W/$tag-$prof-def.f32" &&
+			[ -s "$W/$tag-$prof.f32" ]; then
+			ok "$tag: kernel profile $prof on $how: the prompt's hidden states bit-identical to its definition in C"
+		else
+			bad "$tag: kernel profile $prof on $how: hidden states differ from its definition in C"
+		fi
+	done
+}
+
 check_model qwen3 dense
 check_model qwen3-moe moe
+echo "== the host CPU's bf16 instructions"
+for arch in qwen3 qwen3-moe; do
+	"$CTL" mkmodel --arch $arch --size small --seed 53 --out "$M/$arch-i" --quiet
+	v=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["vocab_size"])' "$M/$arch-i/config.json")
+	instr_profiles "$arch" "$M/$arch-i" "$(ids $P_LEN "$v" 7)"
+done
 
 echo "$n_ok passed, $n_fail failed"
 [ $n_fail = 0 ]

@@ -56,7 +56,7 @@ static void usage(FILE *f)
 		"after row.  --chat wraps TEXT as one user turn of the checkpoint's\n"
 		"Qwen3 chat template.  --kernel-profile computes in another\n"
 		"summation order or activation precision: ref (default), splitk,\n"
-		"warp32, bf16act, splitk-f32, fp8-bf16, bf16dp (specs/checkpoints.md,\n"
+		"warp32, bf16act, splitk-f32, fp8-bf16, bf16dp, amx (specs/checkpoints.md,\n"
 		"\"Kernel profiles\"); with --device cuda, ref (float32 SGEMM) or\n"
 		"bf16act (cuBLAS's bf16 GEMM on the tensor cores).  --json-schema: sampling is masked so that the\n"
 		"output is JSON matching the schema in FILE (lib/constrain; an EOS\n"
@@ -338,10 +338,16 @@ static int run(const struct ref_args *a, struct q3_model *m,
 	}
 	fprintf(stderr,
 		"ref: %zu prompt tokens in %.3f s (%.1f tok/s), %u generated, "
-		"decode %.1f tok/s, %s\n",
+		"decode %.1f tok/s, %s%s%s%s%s\n",
 		n, t_pre, n / (t_pre > 0 ? t_pre : 1e-9), n_out,
 		n_out > 1 ? (n_out - 1) / (t_dec > 0 ? t_dec : 1e-9) : 0.0,
-		engy_q3_model_device(m));
+		engy_q3_model_device(m),
+		*engy_q3_model_profile_kernel(m) ? ", profile " : "",
+		*engy_q3_model_profile_kernel(m)
+			? engy_q3_profile_name(engy_q3_model_profile(m))
+			: "",
+		*engy_q3_model_profile_kernel(m) ? " on " : "",
+		engy_q3_model_profile_kernel(m));
 	rc = 0;
 out:
 	cons_close(&cons);
@@ -464,7 +470,7 @@ int engyctl_ref(int argc, char **argv)
 	lo.threads = a.threads;
 	if (a.profile && (lo.profile = engy_q3_profile_parse(a.profile)) < 0)
 		return engyctl_fail(
-			"ref: --kernel-profile '%s': ref, splitk, warp32, bf16act, splitk-f32, fp8-bf16 or bf16dp",
+			"ref: --kernel-profile '%s': ref, splitk, warp32, bf16act, splitk-f32, fp8-bf16, bf16dp or amx",
 			a.profile);
 	if (a.device && strcmp(a.device, "cpu") && strcmp(a.device, "cuda"))
 		return engyctl_fail("ref: --device '%s': cpu or cuda",

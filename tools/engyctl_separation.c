@@ -428,7 +428,7 @@ int engyctl_separation(int argc, char **argv)
 			return engyctl_fail(
 				"separation: --profiles: '%s' is not a profile "
 				"(ref, splitk, warp32, bf16act, splitk-f32, "
-				"fp8-bf16, bf16dp), or "
+				"fp8-bf16, bf16dp, amx), or "
 				"one too many",
 				tok);
 		}

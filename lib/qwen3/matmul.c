@@ -435,9 +435,10 @@ struct mm_job {
 	size_t cols;		     /* per task */
 	const struct mm_kernel *k;
 	int profile; /* enum mm_profile */
-	/* MM_PROFILE_BF16DP on the instruction: each part's x in bf16
-	 * (NULL: that part by the definition in C) */
-	const uint16_t *xb[MAX_PARTS];
+	/* MM_PROFILE_BF16DP or MM_PROFILE_AMX on the instruction: each
+	 * part's x as engy_mm_x_prepare() made it (NULL: that part by the
+	 * definition in C) */
+	const void *xb[MAX_PARTS];
 };
 
 static void profile_cols(const struct mm_job *j, const struct mm_part *pt,
@@ -455,11 +456,19 @@ static void profile_cols(const struct mm_job *j, const struct mm_part *pt,
 					? dot_splitk(x, w, pt->wt, pt->in)
 				: j->profile == MM_PROFILE_WARP32
 					? dot_warp32(x, w, pt->wt, pt->in)
+				: j->profile == MM_PROFILE_AMX
+					? engy_mm_amx_dot(x, w, pt->in)
 					: engy_mm_bd_dot(x, w, pt->in);
 		}
 }
 
 static void mm_task(void *arg, size_t task, unsigned thread);
+
+/* The profiles of a CPU's bf16 instructions (x rounded to bf16 once). */
+static bool bf16_instr(int profile)
+{
+	return profile == MM_PROFILE_BF16DP || profile == MM_PROFILE_AMX;
+}
 
 /* Decode: a part's last task asks for the first PF_ROWS rows of the next
  * part, whose stream starts cold (the kernel's own prefetches, PF_ROWS
@@ -478,15 +487,16 @@ static void pf_part(const struct mm_part *pt)
 /* @j's tasks, after what its profile needs done first. */
 static void run_job(struct mm_pool *p, struct mm_job *j, size_t tasks)
 {
-	uint16_t *buf = NULL;
+	void *buf = NULL;
 
 	if (!tasks)
 		return;
-	if (j->profile == MM_PROFILE_BF16DP) {
+	if (bf16_instr(j->profile)) {
 		memset(j->xb, 0, j->n_parts * sizeof(j->xb[0]));
-		if (engy_mm_bd_fast())
-			buf = engy_mm_bd_prepare(p, j->parts, j->n_parts,
-						 j->xb);
+		if (j->profile == MM_PROFILE_AMX ? engy_mm_amx_fast()
+						 : engy_mm_bd_fast())
+			buf = engy_mm_x_prepare(p, j->parts, j->n_parts, j->xb,
+						j->profile);
 	}
 	engy_mm_pool_run_ranges(p, mm_task, j, tasks);
 	free(buf);
@@ -510,15 +520,17 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 	pt = &j->parts[lo];
 	c0 = (task - j->first[lo]) * j->cols;
 	c1 = c0 + j->cols < pt->out ? c0 + j->cols : pt->out;
-	if (j->profile == MM_PROFILE_BF16DP && pt->wt == MM_BF16) {
-		if (j->xb[lo])
-			engy_mm_bd_cols(pt, j->xb[lo], c0, c1);
-		else
+	if (bf16_instr(j->profile) && pt->wt == MM_BF16) {
+		if (!j->xb[lo])
 			profile_cols(j, pt, c0, c1);
+		else if (j->profile == MM_PROFILE_AMX)
+			engy_mm_amx_cols(pt, j->xb[lo], c0, c1);
+		else
+			engy_mm_bd_cols(pt, j->xb[lo], c0, c1);
 		return;
 	}
-	/* (bf16dp's float32 weights go the ref order: matmul.h) */
-	if (j->profile != MM_PROFILE_REF && j->profile != MM_PROFILE_BF16DP) {
+	/* (their float32 weights go the ref order: matmul.h) */
+	if (j->profile != MM_PROFILE_REF && !bf16_instr(j->profile)) {
 		profile_cols(j, pt, c0, c1);
 		return;
 	}

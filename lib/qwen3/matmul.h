@@ -12,6 +12,7 @@
 #ifndef Q3_MATMUL_H
 #define Q3_MATMUL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct mm_pool;
@@ -98,12 +99,22 @@ void engy_mm_matmul_batch(struct mm_pool *p, const struct mm_part *parts,
  *                    a float32 checkpoint) go the MM_PROFILE_REF order, as
  *                    rounding them to bf16 would change the model (the
  *                    GEMM audit sees it).
+ * MM_PROFILE_AMX     a CPU's bf16 tile instruction (AMX-BF16 TDPBF16PS,
+ *                    what oneDNN's bf16 GEMMs run where the CPU has it):
+ *                    x and w rounded to bf16 as bf16dp's; k in blocks of
+ *                    32, zero-padded; in each block the even elements'
+ *                    products and the odd ones' summed in two chains of
+ *                    fused multiply-adds from zero, the two chains added,
+ *                    then that added to the running sum (from zero); every
+ *                    step flushed to zero when subnormal (inputs too).
+ *                    Float32 weights as bf16dp's.
  */
 enum mm_profile {
 	MM_PROFILE_REF = 0,
 	MM_PROFILE_SPLITK,
 	MM_PROFILE_WARP32,
 	MM_PROFILE_BF16DP,
+	MM_PROFILE_AMX,
 };
 
 #define MM_SPLITK_SLICES 4
@@ -148,13 +159,18 @@ const char *engy_mm_kernel_name(void);
  * (tests, benchmarks); -ENOTSUP where the CPU lacks it, -EINVAL for an
  * unknown name. */
 int engy_mm_set_kernel(const char *name);
+/* engy_mm_amx_set_model() - tests: MM_PROFILE_AMX's tile kernel on a model
+ * in C of the tile instructions from now on (on), process-wide, on any
+ * CPU; engy_mm_profile_kernel() says "model" meanwhile. */
+void engy_mm_amx_set_model(bool on);
 
 /*
  * engy_mm_profile_kernel() - how @profile's products are computed here:
  * for MM_PROFILE_BF16DP "avx512bf16" (the instruction, where the CPU has
  * it, the kernel in use is avx512f, and a self-check at first use found
  * its bits equal to the definition above) or "emulated" (the definition
- * in C, slow); "" for the others.
+ * in C, slow); for MM_PROFILE_AMX "amx-bf16" (likewise, and Linux granted
+ * the process the tile registers) or "emulated"; "" for the others.
  */
 const char *engy_mm_profile_kernel(int profile);
 

@@ -15,23 +15,6 @@
 #include "matmul.h"
 #include "matmul_int.h"
 
-static inline float ftz(float v)
-{
-	return fabsf(v) < FLT_MIN ? copysignf(0.0f, v) : v;
-}
-
-/* Element @k of a row as the instruction sees it: bf16, zero past @n,
- * subnormals flushed. */
-static inline float bd_x(const float *a, size_t k, size_t n)
-{
-	return k < n ? ftz(engy_bf16_to_f32(engy_bf16_from_f32(a[k]))) : 0.0f;
-}
-
-static inline float bd_w(const uint16_t *b, size_t k, size_t n)
-{
-	return k < n ? ftz(engy_bf16_to_f32(b[k])) : 0.0f;
-}
-
 /* The definition, one element at a time (bf16 weights). */
 float engy_mm_bd_dot(const float *a, const uint16_t *b, size_t n)
 {
@@ -51,6 +34,30 @@ float engy_mm_bd_dot(const float *a, const uint16_t *b, size_t n)
 		for (i = 0; i < (size_t)off; i++)
 			l[i] = l[i] + l[i + off];
 	return l[0];
+}
+
+const size_t engy_mm_check_ns[MM_CHECK_NS] = { 1, 31, 32, 33, 77, 160 };
+
+void engy_mm_check_fill(float *x, uint16_t *w, size_t count, uint64_t *rng)
+{
+	uint64_t r = *rng;
+	size_t i;
+
+	for (i = 0; i < count; i++) {
+		r ^= r << 13;
+		r ^= r >> 7;
+		r ^= r << 17;
+		x[i] = ldexpf((float)(int32_t)(r >> 32) / 2147483648.0f,
+			      (int)(r % 40) - 20);
+		w[i] = engy_bf16_from_f32(
+			ldexpf((float)(int32_t)r / 2147483648.0f,
+			       (int)((r >> 8) % 40) - 20));
+		if (i % 13 == 5) { /* subnormal products, inputs */
+			x[i] = ldexpf(x[i], -100);
+			w[i] = (uint16_t)(w[i] & 0x807Fu);
+		}
+	}
+	*rng = r;
 }
 
 #ifdef MM_X86
@@ -198,30 +205,15 @@ static BD void bd_round_row(const float *a, uint16_t *o, size_t n)
  * definition. */
 static bool bd_self_check(void)
 {
-	static const size_t ns[] = { 1, 31, 32, 33, 77, 160 };
 	float x[4 * 160], y[16], want;
 	uint16_t xb[4 * 160], w[4 * 160];
 	uint64_t rng = 0x9e3779b97f4a7c15ull;
-	size_t t, i, r, c;
+	size_t t, r, c;
 
-	for (t = 0; t < sizeof(ns) / sizeof(ns[0]); t++) {
-		size_t n = ns[t];
+	for (t = 0; t < MM_CHECK_NS; t++) {
+		size_t n = engy_mm_check_ns[t];
 
-		for (i = 0; i < 4 * n; i++) {
-			rng ^= rng << 13;
-			rng ^= rng >> 7;
-			rng ^= rng << 17;
-			x[i] = ldexpf((float)(int32_t)(rng >> 32) /
-					      2147483648.0f,
-				      (int)(rng % 40) - 20);
-			w[i] = engy_bf16_from_f32(
-				ldexpf((float)(int32_t)rng / 2147483648.0f,
-				       (int)((rng >> 8) % 40) - 20));
-			if (i % 13 == 5) { /* subnormal products, inputs */
-				x[i] = ldexpf(x[i], -100);
-				w[i] = (uint16_t)(w[i] & 0x807Fu);
-			}
-		}
+		engy_mm_check_fill(x, w, 4 * n, &rng);
 		for (r = 0; r < 4; r++)
 			bd_round_row(x + r * n, xb + r * n, n);
 		bd_dispatch(xb, n, w, n, n, y, 4, 4, 4);
@@ -263,6 +255,10 @@ bool engy_mm_bd_fast(void)
 
 const char *engy_mm_profile_kernel(int profile)
 {
+	if (profile == MM_PROFILE_AMX)
+		return engy_mm_amx_model()  ? "model"
+		       : engy_mm_amx_fast() ? "amx-bf16"
+					    : "emulated";
 	if (profile != MM_PROFILE_BF16DP)
 		return "";
 	return engy_mm_bd_fast() ? "avx512bf16" : "emulated";
@@ -289,8 +285,9 @@ void engy_mm_bd_cols(const struct mm_part *pt, const uint16_t *xb, size_t c0,
 
 struct bd_conv {
 	const float *src;
-	uint16_t *dst;
+	void *dst;
 	size_t rows, in;
+	bool amx;
 };
 
 static void bd_conv_task(void *arg, size_t task, unsigned thread)
@@ -299,24 +296,32 @@ static void bd_conv_task(void *arg, size_t task, unsigned thread)
 	size_t r;
 
 	(void)thread;
+	if (cv->amx) {
+		engy_mm_amx_pack(cv->src, cv->rows, cv->in, cv->dst);
+		return;
+	}
 	for (r = 0; r < cv->rows; r++)
-		bd_round_row(cv->src + r * cv->in, cv->dst + r * cv->in,
-			     cv->in);
+		bd_round_row(cv->src + r * cv->in,
+			     (uint16_t *)cv->dst + r * cv->in, cv->in);
 }
 
-/* matmul_int.h; on the pool, but inline for decode's few rows. */
-uint16_t *engy_mm_bd_prepare(struct mm_pool *p, const struct mm_part *parts,
-			     size_t n_parts, const uint16_t **xb)
+/* matmul_int.h; on the pool, but inline for decode's few rows.  A task
+ * converts 8 rows (bf16dp) or a tile's 16 (amx). */
+void *engy_mm_x_prepare(struct mm_pool *p, const struct mm_part *parts,
+			size_t n_parts, const void **xb, int profile)
 {
-	size_t i, r, total = 0, nc = 0, last = SIZE_MAX;
+	bool amx = profile == MM_PROFILE_AMX;
+	size_t i, r, total = 0, elems = 0, nc = 0, last = SIZE_MAX;
+	size_t rows = amx ? 16 : 8;
 	struct bd_conv *cv;
-	uint16_t *buf, *o;
+	char *buf, *o;
 
 	for (i = 0; i < n_parts; i++)
 		if (parts[i].wt == MM_BF16)
-			total += parts[i].n * parts[i].in;
-	buf = total ? malloc(total * sizeof(*buf)) : NULL;
-	cv = total ? malloc((total / 8 + n_parts) * sizeof(*cv)) : NULL;
+			total += amx ? MM_AMX_BYTES(parts[i].n, parts[i].in)
+				     : parts[i].n * parts[i].in * 2;
+	buf = total ? aligned_alloc(64, (total + 63) & ~(size_t)63) : NULL;
+	cv = total ? malloc((total / 16 + n_parts) * sizeof(*cv)) : NULL;
 	if (!buf || !cv) {
 		free(buf);
 		free(cv);
@@ -325,6 +330,7 @@ uint16_t *engy_mm_bd_prepare(struct mm_pool *p, const struct mm_part *parts,
 	o = buf;
 	for (i = 0; i < n_parts; i++) {
 		const struct mm_part *pt = &parts[i];
+		size_t tile = amx ? MM_AMX_BYTES(16, pt->in) : 16 * pt->in;
 
 		if (pt->wt != MM_BF16)
 			continue;
@@ -335,14 +341,15 @@ uint16_t *engy_mm_bd_prepare(struct mm_pool *p, const struct mm_part *parts,
 		}
 		xb[i] = o;
 		last = i;
-		for (r = 0; r < pt->n; r += 8)
+		elems += pt->n * pt->in;
+		for (r = 0; r < pt->n; r += rows)
 			cv[nc++] = (struct bd_conv){
-				pt->x + r * pt->in, o + r * pt->in,
-				pt->n - r < 8 ? pt->n - r : 8, pt->in
+				pt->x + r * pt->in, o + r / rows * tile,
+				pt->n - r < rows ? pt->n - r : rows, pt->in, amx
 			};
-		o += pt->n * pt->in;
+		o += amx ? MM_AMX_BYTES(pt->n, pt->in) : pt->n * pt->in * 2;
 	}
-	if (total <= 8192) /* decode: not worth a hand-off */
+	if (elems <= 8192) /* decode: not worth a hand-off */
 		for (i = 0; i < nc; i++)
 			bd_conv_task(cv, i, 0);
 	else
@@ -357,10 +364,10 @@ void engy_mm_bd_cols(const struct mm_part *pt, const uint16_t *xb, size_t c0,
 	(void)pt, (void)xb, (void)c0, (void)c1; /* engy_mm_bd_fast(): false */
 }
 
-uint16_t *engy_mm_bd_prepare(struct mm_pool *p, const struct mm_part *parts,
-			     size_t n_parts, const uint16_t **xb)
+void *engy_mm_x_prepare(struct mm_pool *p, const struct mm_part *parts,
+			size_t n_parts, const void **xb, int profile)
 {
-	(void)p, (void)parts, (void)n_parts, (void)xb;
+	(void)p, (void)parts, (void)n_parts, (void)xb, (void)profile;
 	return NULL;
 }
 #endif

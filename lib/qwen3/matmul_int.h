@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What matmul.c, matmul_bf16dp.c and mm_pool.c share: the x86 switch,
- * decode's prefetch distance, and the bf16dp profile's entry points.
+ * What matmul.c, matmul_bf16dp.c, matmul_amx.c and mm_pool.c share: the
+ * x86 switch, decode's prefetch distance, and the entry points of the
+ * profiles that run on a CPU's bf16 instructions (bf16dp, amx).
  */
 #ifndef Q3_MATMUL_INT_H
 #define Q3_MATMUL_INT_H
 
+#include <float.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -40,6 +43,25 @@
 bool engy_mm_kernel_avx512(void);
 bool engy_mm_kernel_avx2(void);
 
+/* The bf16 instructions' inputs and results (bf16dp and amx, matmul.h):
+ * subnormals flushed to a zero of their sign. */
+static inline float ftz(float v)
+{
+	return fabsf(v) < FLT_MIN ? copysignf(0.0f, v) : v;
+}
+
+/* Element @k of a row as the instruction sees it: bf16, zero past @n,
+ * subnormals flushed. */
+static inline float bd_x(const float *a, size_t k, size_t n)
+{
+	return k < n ? ftz(engy_bf16_to_f32(engy_bf16_from_f32(a[k]))) : 0.0f;
+}
+
+static inline float bd_w(const uint16_t *b, size_t k, size_t n)
+{
+	return k < n ? ftz(engy_bf16_to_f32(b[k])) : 0.0f;
+}
+
 /* MM_PROFILE_BF16DP (matmul_bf16dp.c). */
 
 /* The definition, one element (bf16 weights): the instruction's bits. */
@@ -49,15 +71,38 @@ float engy_mm_bd_dot(const float *a, const uint16_t *b, size_t n);
  * self-check agreed, and the kernel in use is avx512f. */
 bool engy_mm_bd_fast(void);
 
-/* Each bf16-weight part's x rounded to bf16 once, into @xb[i] (parts that
- * share an x share it; float32-weight parts stay NULL); the buffer to
- * free, or NULL when out of memory (then every @xb is NULL). */
-uint16_t *engy_mm_bd_prepare(struct mm_pool *p, const struct mm_part *parts,
-			     size_t n_parts, const uint16_t **xb);
+/* Each bf16-weight part's x as @profile's instruction reads it, into
+ * @xb[i] (parts that share an x share it; float32-weight parts stay
+ * NULL): bf16dp's rows rounded to bf16, or amx's tiles (engy_mm_amx_pack);
+ * the buffer to free, or NULL when out of memory (then every @xb is
+ * NULL). */
+void *engy_mm_x_prepare(struct mm_pool *p, const struct mm_part *parts,
+			size_t n_parts, const void **xb, int profile);
 
 /* Columns [c0, c1) of @pt on the instruction, @xb its x in bf16. */
 void engy_mm_bd_cols(const struct mm_part *pt, const uint16_t *xb, size_t c0,
 		     size_t c1);
+
+/* The instructions' self-checks at first use (matmul_bf16dp.c): the row
+ * lengths they try (every tail), and @count random x and bf16 w over 40
+ * binades with subnormal inputs and products mixed in (*@rng advances). */
+#define MM_CHECK_NS 6
+extern const size_t engy_mm_check_ns[MM_CHECK_NS];
+void engy_mm_check_fill(float *x, uint16_t *w, size_t count, uint64_t *rng);
+
+/* MM_PROFILE_AMX (matmul_amx.c), as MM_PROFILE_BF16DP above. */
+float engy_mm_amx_dot(const float *a, const uint16_t *b, size_t n);
+bool engy_mm_amx_fast(void);
+bool engy_mm_amx_model(void);
+
+/* The amx tiles of @rows (at most 16) rows of x, @in long: a tile for
+ * each 32 columns (zero past @in and past the rows), row p of a tile the
+ * 16 rows' bf16 pairs (columns 2p, 2p+1), 64 bytes; MM_AMX_BYTES(n, in)
+ * for @n rows. */
+#define MM_AMX_BYTES(n, in) ((((n) + 15) / 16) * (((in) + 31) / 32) * 1024)
+void engy_mm_amx_pack(const float *x, size_t rows, size_t in, void *dst);
+void engy_mm_amx_cols(const struct mm_part *pt, const uint32_t *xp, size_t c0,
+		      size_t c1);
 
 /* ---- The block kernels (matmul.c, matmul_avx512.c) ---- */
 

@@ -71,11 +71,13 @@ enum q3_profile {
 	Q3_PROFILE_FP8_BF16,   /* bf16act, FP8 weights dequantized to bf16 */
 	Q3_PROFILE_BF16DP,     /* a CPU's bf16 dot-product instruction (AVX512-
 				* BF16, as oneDNN's bf16 GEMMs), bf16 activations */
+	Q3_PROFILE_AMX,	       /* a CPU's bf16 tile instruction (AMX-BF16, as
+				* oneDNN's bf16 GEMMs there), as bf16dp else */
 	Q3_PROFILE_MAX
 };
 
-/* "ref", "splitk", "warp32", "bf16act", "splitk-f32", "fp8-bf16", "bf16dp"; NULL
- * out of range. */
+/* "ref", "splitk", "warp32", "bf16act", "splitk-f32", "fp8-bf16", "bf16dp",
+ * "amx"; NULL out of range. */
 const char *engy_q3_profile_name(int profile);
 /* The profile called @name, or -1. */
 int engy_q3_profile_parse(const char *name);
@@ -176,5 +178,9 @@ int engy_q3_logits(struct q3_model *m, const float *hidden, size_t n,
 const char *engy_q3_model_device(const struct q3_model *m);
 /* The model's enum q3_profile. */
 int engy_q3_model_profile(const struct q3_model *m);
+/* How @m's profile's products are computed here (engy_mm_profile_kernel):
+ * "avx512bf16" or "amx-bf16" (the instruction), "emulated" (the
+ * definition in C), or "" for a profile of no instruction. */
+const char *engy_q3_model_profile_kernel(const struct q3_model *m);
 
 #endif /* Q3_QWEN3_H */

@@ -133,9 +133,10 @@ void engy_q3_mm_batch_idx(struct q3_model *m, int layer,
 		int order = engy_q3_mm_order(m);
 
 		/* lm_head's input, the final hidden state, stays float32 in
-		 * every profile: bf16dp would round it inside the kernel, and
-		 * the GEMM trace records what was multiplied. */
-		if (layer < 0 && order == MM_PROFILE_BF16DP)
+		 * every profile: bf16dp and amx would round it inside the
+		 * kernel, and the GEMM trace records what was multiplied. */
+		if (layer < 0 &&
+		    (order == MM_PROFILE_BF16DP || order == MM_PROFILE_AMX))
 			order = MM_PROFILE_REF;
 		engy_mm_matmul_batch_profile(m->pool, pt, n, order);
 	}

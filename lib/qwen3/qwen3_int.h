@@ -116,14 +116,14 @@ static inline bool engy_q3_bf16act(const struct q3_model *m)
 	       m->profile == Q3_PROFILE_WARP32 ||
 	       m->profile == Q3_PROFILE_BF16ACT ||
 	       m->profile == Q3_PROFILE_FP8_BF16 ||
-	       m->profile == Q3_PROFILE_BF16DP;
+	       m->profile == Q3_PROFILE_BF16DP || m->profile == Q3_PROFILE_AMX;
 }
 
-/* Whether @m's exp is engy_vec_pexp() (bf16dp, as torch's CPU kernels)
- * rather than the C library's expf. */
+/* Whether @m's exp is engy_vec_pexp() (bf16dp and amx, as torch's CPU
+ * kernels) rather than the C library's expf. */
 static inline bool engy_q3_pexp(const struct q3_model *m)
 {
-	return m->profile == Q3_PROFILE_BF16DP;
+	return m->profile == Q3_PROFILE_BF16DP || m->profile == Q3_PROFILE_AMX;
 }
 
 /* The enum mm_profile of @m's matmuls. */
@@ -137,6 +137,8 @@ static inline int engy_q3_mm_order(const struct q3_model *m)
 		return MM_PROFILE_WARP32;
 	case Q3_PROFILE_BF16DP:
 		return MM_PROFILE_BF16DP;
+	case Q3_PROFILE_AMX:
+		return MM_PROFILE_AMX;
 	default:
 		return MM_PROFILE_REF;
 	}

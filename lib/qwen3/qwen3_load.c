@@ -546,6 +546,11 @@ int engy_q3_model_profile(const struct q3_model *m)
 	return m->profile;
 }
 
+const char *engy_q3_model_profile_kernel(const struct q3_model *m)
+{
+	return m->cuda ? "" : engy_mm_profile_kernel(engy_q3_mm_order(m));
+}
+
 static const char *const profile_names[Q3_PROFILE_MAX] = {
 	[Q3_PROFILE_REF] = "ref",
 	[Q3_PROFILE_SPLITK] = "splitk",
@@ -554,6 +559,7 @@ static const char *const profile_names[Q3_PROFILE_MAX] = {
 	[Q3_PROFILE_SPLITK_F32] = "splitk-f32",
 	[Q3_PROFILE_FP8_BF16] = "fp8-bf16",
 	[Q3_PROFILE_BF16DP] = "bf16dp",
+	[Q3_PROFILE_AMX] = "amx",
 };
 
 const char *engy_q3_profile_name(int profile)

@@ -58,7 +58,7 @@ static const struct engy_opt ref_opts[] = {
 	  "ENGY_REF_KERNEL_PROFILE", 0, 0,
 	  "summation order and activation precision (specs/checkpoints.md): "
 	  "ref (the auditor's), splitk, warp32, bf16act, splitk-f32, "
-	  "fp8-bf16 or bf16dp; with device cuda ref or bf16act (cuBLAS's "
+	  "fp8-bf16, bf16dp or amx; with device cuda ref or bf16act (cuBLAS's "
 	  "bf16 GEMM)" },
 	{ "threads", ENGY_OPT_INT, 0, OFF(threads), "0", "ENGY_REF_THREADS", 0,
 	  1024,
@@ -120,7 +120,7 @@ static int ref_create(const struct engy_host *host, const void *conf,
 		engy_err(host,
 			 "event=config_invalid option=kernel_profile "
 			 "reason=\"ref, splitk, warp32, bf16act, splitk-f32, "
-			 "fp8-bf16 or bf16dp; "
+			 "fp8-bf16, bf16dp or amx; "
 			 "only ref or bf16act with device cuda\"");
 		return -EINVAL;
 	}

@@ -7,6 +7,7 @@
 # tokens compared, TOPLOC proofs of each side verified against the other
 # (pass), those of the bf16 stand-in (splitk) against the CPU's states
 # (pass) and an INT4 checkpoint's proofs against the CPU's states (cheat).
+# Then the host CPU's bf16 instruction profiles, where it runs them.
 # On a machine with a GPU, scripts/test.sh runs the script itself.
 # Oracle: engy's TOPLOC verifier and the devnet model spec's thresholds;
 # the INT4 control must be caught, so the check can fail.
@@ -29,6 +30,14 @@ for tag in dense moe; do
 		fail "$tag: the INT4 control not caught"
 	ok "$tag: states agree, TOPLOC passes both ways and for bf16, INT4 caught"
 done
-grep -q "^10 passed, 0 failed$" "$T/out" || fail "the script's own count"
-ok "gpu-check.sh's dry run: 10 passed"
+# 10, and 2 a bf16 instruction this CPU runs (bf16dp, amx: against
+# their definitions in C)
+n=$(sed -n 's/^\([0-9]*\) passed, 0 failed$/\1/p' "$T/out")
+[ -n "$n" ] && [ "$n" -ge 10 ] || fail "the script's own count"
+for prof in bf16dp amx; do
+	grep -q "^  $prof: the host CPU does not run it on the instruction" "$T/out" ||
+		[ "$(grep -c "^ok [0-9]* - qwen3[a-z-]*: kernel profile $prof on " "$T/out")" = 2 ] ||
+		fail "$prof: neither compared nor said why not"
+done
+ok "gpu-check.sh's dry run: $n passed"
 echo "$N_OK passed, 0 failed"

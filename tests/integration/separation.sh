@@ -19,8 +19,8 @@
 # toploc_mant_mean and toploc_mant_median, the rule the auditor applies).
 #
 # Part 2, volume: `engyctl separation` runs 1,000 honest requests on the
-# devnet model (qwen3 tiny seed 3) spread over four profiles, 300 on the
-# MoE one over three and 200 on its FP8 copy over two (fp8-bf16: FP8
+# devnet model (qwen3 tiny seed 3) spread over six profiles, 300 on the
+# MoE one over five and 200 on its FP8 copy over two (fp8-bf16: FP8
 # weights dequantized to bf16), each a pseudo-random prompt and 32 greedy
 # tokens, plus INT4 cheat requests, through the same prove and verify
 # code (lib/toploc) in one process.
@@ -149,7 +149,7 @@ volume() {
 			n=$((n + req))
 			[ "$pass" = "$req" ] && [ "$ch" = 0 ] && [ "$un" = 0 ] ||
 				fail "$lab $g: $ch false positives, $un unproven of $req"
-			case $g in splitk | warp32 | bf16act | fp8-bf16 | bf16dp)
+			case $g in splitk | warp32 | bf16act | fp8-bf16 | bf16dp | amx)
 				[ "$nz" = "$req" ] ||
 					fail "$lab $g: $((req - nz)) honest requests bit-identical to the recompute" ;;
 			esac
@@ -172,12 +172,12 @@ volume() {
 		fail "$lab: mantissa median honest max $hd above the limit $MD"
 	ok "$lab, $nreq honest requests over $prof: 0 false positives, $nch of $nch INT4 caught; exp mismatches per chunk honest max $hmax <= V $V < cheat min $cmin; mantissa mean honest max $hm <= limit $MM < cheat min $cm; median honest max $hd <= limit $MD (cheat min $cd)"
 }
-volume qwen3 "$T/qwen3-3/m" "$T/qwen3-3/m4" splitk,warp32,bf16act,splitk-f32,bf16dp 1000 100
+volume qwen3 "$T/qwen3-3/m" "$T/qwen3-3/m4" splitk,warp32,bf16act,splitk-f32,bf16dp,amx 1000 100
 # On the tiny MoE model exponent mismatches alone can overlap (other seeds:
 # honest up to 10, an INT4 chunk down to 5 of 128); the mantissa mean
 # separates it (honest <= ~1.4, INT4 >= ~2.9), as the TOPLOC paper's
 # thresholds use it: the model spec's toploc_mant_mean.
-volume qwen3-moe "$T/qwen3-moe-3/m" "$T/qwen3-moe-3/m4" splitk,warp32,bf16act,bf16dp 300 60
+volume qwen3-moe "$T/qwen3-moe-3/m" "$T/qwen3-moe-3/m4" splitk,warp32,bf16act,bf16dp,amx 300 60
 # An FP8 checkpoint (the same seed-3 model, --quant fp8) audited on ref:
 # honest miners dequantize it to bf16 (fp8-bf16) or keep float32 weights
 # with bf16 activations (bf16act); the cheat is the INT4 copy.

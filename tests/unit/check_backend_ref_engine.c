@@ -20,6 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 #include "matmul.h"
 #include "qwen3.h"
@@ -44,7 +47,7 @@ static const size_t mm_shapes[][3] = {
 	{ 5, 64, 17 },	{ 1, 130, 33 },	  { 7, 9, 2 },	  { 4, 8, 3 },
 	{ 8, 16, 5 },	{ 16, 40, 50 },	  { 17, 33, 97 }, { 4, 512, 13 },
 	{ 2, 96, 15 },	{ 20, 136, 100 }, { 1, 24, 9 },	  { 2, 40, 7 },
-	{ 1, 72, 700 }, { 2, 48, 301 },
+	{ 1, 72, 700 }, { 2, 48, 301 },	  { 70, 45, 35 },
 };
 
 static const unsigned pool_threads[] = { 1, 3, 8 };
@@ -251,13 +254,59 @@ static float t_dp(const float *x, const uint16_t *w, size_t n)
 	return lane[0];
 }
 
+/* The amx definition (matmul.h), written again here from TDPBF16PS's
+ * description (one instruction a block of 32 elements: two chains from
+ * zero, even and odd elements, then their sum into the running one). */
+static float t_amx(const float *x, const uint16_t *w, size_t n)
+{
+	float acc = 0.0f, chain[2], a, b;
+	size_t k, e;
+	uint32_t u;
+
+	for (k = 0; k < n; k += 32) {
+		chain[0] = chain[1] = 0.0f;
+		for (e = k; e < k + 32; e++) {
+			a = e < n ? t_bf(x[e]) : 0.0f;
+			u = e < n ? (uint32_t)w[e] << 16 : 0;
+			memcpy(&b, &u, 4);
+			chain[e % 2] =
+				t_flush(fmaf(a, t_flush(b), chain[e % 2]));
+		}
+		acc = t_flush(acc + t_flush(chain[0] + chain[1]));
+	}
+	return acc;
+}
+
+/* Whether this CPU has @profile's instruction (CPUID leaf 7). */
+static bool t_cpu_has(int profile)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	unsigned a, b, c, d;
+
+	if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
+		return false;
+	if (profile == MM_PROFILE_AMX) /* AMX-BF16, AMX-TILE */
+		return (d & 1u << 22) && (d & 1u << 24);
+	if (!(b & 1u << 16)) /* AVX512F */
+		return false;
+	return __get_cpuid_count(7, 1, &a, &b, &c, &d) &&
+	       (a & 1u << 5); /* AVX512-BF16 */
+#else
+	(void)profile;
+	return false;
+#endif
+}
+
 /*
- * MM_PROFILE_BF16DP: the AVX512-BF16 kernel (where the CPU has it) and the
- * definition in C (forced by the generic kernel) against the oracle above,
- * bit for bit, on every shape, with subnormal and tiny values mixed in;
- * float32 weights are not rounded: they go the ref order.
+ * A profile of a CPU's bf16 instruction: its kernel (where the CPU has
+ * it) and the definition in C (forced by the generic kernel) against the
+ * oracle, bit for bit, on every shape, with subnormal and tiny values
+ * mixed in; float32 weights are not rounded: they go the ref order.
  */
-START_TEST(test_bf16dp_profile)
+static void bf16_instr_profile(int profile, const char *instr,
+			       float (*oracle)(const float *, const uint16_t *,
+					       size_t),
+			       const char *forced)
 {
 	const char *was = engy_mm_kernel_name();
 	struct mm_pool *p = engy_mm_pool_new(3);
@@ -265,11 +314,8 @@ START_TEST(test_bf16dp_profile)
 	uint64_t s = 11;
 	size_t k, i, way;
 	int fast = 0;
-	bool bf16_cpu = false;
+	bool cpu = t_cpu_has(profile);
 
-#if defined(__x86_64__) || defined(__i386__)
-	bf16_cpu = __builtin_cpu_supports("avx512bf16");
-#endif
 	for (k = 0; k < sizeof(mm_shapes) / sizeof(mm_shapes[0]); k++) {
 		size_t n = mm_shapes[k][0], in = mm_shapes[k][1],
 		       out = mm_shapes[k][2];
@@ -289,7 +335,8 @@ START_TEST(test_bf16dp_profile)
 			memcpy(&w[i], &u, 4);
 		}
 		for (i = 0; i < n * out; i++)
-			want[i] = t_dp(x + i / out * in, wb + i % out * in, in);
+			want[i] =
+				oracle(x + i / out * in, wb + i % out * in, in);
 		engy_mm_matmul(p, x, n, w, in, out, ref);
 		for (way = 0; way < 2; way++) {
 			struct mm_part pb = { x, wb, y, n, in, out, MM_BF16 },
@@ -301,24 +348,22 @@ START_TEST(test_bf16dp_profile)
 				continue;
 			/* the instruction only under avx512f, where the CPU
 			 * has it (and its self-check agreed) */
-			how = engy_mm_profile_kernel(MM_PROFILE_BF16DP);
-			if (way && bf16_cpu)
-				ck_assert(!strcmp(how, "avx512bf16") ||
+			how = engy_mm_profile_kernel(profile);
+			if (forced)
+				ck_assert_str_eq(how, forced);
+			else if (way && cpu)
+				ck_assert(!strcmp(how, instr) ||
 					  !strcmp(how, "emulated"));
 			else
 				ck_assert_str_eq(how, "emulated");
-			fast += !strcmp(how, "avx512bf16");
-			engy_mm_matmul_batch_profile(p, &pb, 1,
-						     MM_PROFILE_BF16DP);
-			engy_mm_matmul_batch_profile(p, &pf, 1,
-						     MM_PROFILE_BF16DP);
+			fast += !strcmp(how, instr);
+			engy_mm_matmul_batch_profile(p, &pb, 1, profile);
+			engy_mm_matmul_batch_profile(p, &pf, 1, profile);
 			for (i = 0; i < n * out; i++) {
 				ck_assert_msg(
 					memcmp(&y[i], &want[i], 4) == 0,
 					"%s %zux%zux%zu [%zu]: %a, want %a",
-					engy_mm_profile_kernel(
-						MM_PROFILE_BF16DP),
-					n, in, out, i, y[i], want[i]);
+					how, n, in, out, i, y[i], want[i]);
 				ck_assert_msg(memcmp(&yf[i], &ref[i], 4) == 0,
 					      "float32 weights [%zu]", i);
 			}
@@ -331,12 +376,43 @@ START_TEST(test_bf16dp_profile)
 		free(ref);
 		free(wb);
 	}
-	printf("test_bf16dp_profile: the definition in C%s\n",
-	       fast ? " and the AVX512-BF16 kernel agree with the oracle"
-		    : " agrees with the oracle (no AVX512-BF16 here)");
+	if (forced) {
+		printf("amx profile: the tile kernel on the model of the tile "
+		       "instructions agrees with the oracle\n");
+		goto out;
+	}
+	printf("%s profile: the definition in C%s%s%s\n",
+	       profile == MM_PROFILE_AMX ? "amx" : "bf16dp",
+	       fast ? " and the " : " agrees with the oracle",
+	       fast ? instr : "",
+	       fast  ? " kernel agree with the oracle"
+	       : cpu ? " (the CPU has the instruction, but it is not in use:"
+		       " no avx512f kernel, no tile permission, or its"
+		       " self-check disagreed)"
+		     : " (this CPU lacks the instruction)");
+out:
 	ck_assert_str_eq(engy_mm_profile_kernel(MM_PROFILE_REF), "");
 	ck_assert_int_eq(engy_mm_set_kernel(was), 0);
 	engy_mm_pool_free(p);
+}
+
+/* MM_PROFILE_BF16DP: AVX512-BF16's VDPBF16PS. */
+START_TEST(test_bf16dp_profile)
+{
+	bf16_instr_profile(MM_PROFILE_BF16DP, "avx512bf16", t_dp, NULL);
+}
+END_TEST
+
+/* MM_PROFILE_AMX: AMX-BF16's TDPBF16PS, then the tile kernel on the
+ * model of the tile operations (matmul_amx.c), whatever the CPU: the
+ * shapes go past a 16-row block of x and of weights, over four blocks of
+ * x, and through every tail of k. */
+START_TEST(test_amx_profile)
+{
+	bf16_instr_profile(MM_PROFILE_AMX, "amx-bf16", t_amx, NULL);
+	engy_mm_amx_set_model(true);
+	bf16_instr_profile(MM_PROFILE_AMX, "amx-bf16", t_amx, "model");
+	engy_mm_amx_set_model(false);
 }
 END_TEST
 
@@ -1561,6 +1637,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, test_vec_kernels);
 	tcase_add_test(tc, test_pexp);
 	tcase_add_test(tc, test_bf16dp_profile);
+	tcase_add_test(tc, test_amx_profile);
 	tcase_add_test(tc, test_pool);
 	tcase_add_test(tc, test_sampler);
 	tcase_add_test(tc, test_paths_dense);

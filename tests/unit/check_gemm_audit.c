@@ -191,7 +191,7 @@ static void honest(bool moe)
 	static const int profiles[] = {
 		Q3_PROFILE_REF,	    Q3_PROFILE_SPLITK,	   Q3_PROFILE_WARP32,
 		Q3_PROFILE_BF16ACT, Q3_PROFILE_SPLITK_F32, Q3_PROFILE_FP8_BF16,
-		Q3_PROFILE_BF16DP
+		Q3_PROFILE_BF16DP,  Q3_PROFILE_AMX
 	};
 	char *dir = tiny_model(moe, 3, MKMODEL_QUANT_NONE);
 	char *fp8 = tiny_model(moe, 3, MKMODEL_QUANT_FP8);
