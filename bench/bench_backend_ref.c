@@ -9,8 +9,9 @@
  * theoretical peak from the CPU flags and clock, and the read bandwidth
  * that bounds decode, measured at the level the weights live in (a cache
  * level when they fit in it, else DRAM; sizes from sysfs): a buffer of
- * the weights' size streamed after each round's decode (the best of five
- * streams), each round's decode over the roofline of its own measurement
+ * the weights' size streamed after each round's decode (each stream the
+ * bytes of a decode, the best of as many streams as decodes), each
+ * round's decode over the roofline of its own measurement
  * (weights and KV cache read per token), the median of those ratios
  * printed.  Like the bandwidth, the decode is the best of several (the
  * round's DECODE_REPS decodes of the same tokens); the first decode's
@@ -262,11 +263,13 @@ static void *read_slice(void *arg)
 /*
  * Read bandwidth of @bytes of floats split over @threads threads, each
  * reading its own slice @passes times (a buffer that fits a cache level
- * stays in it after the first touch): best of five, GB/s.  The threads
- * time themselves (first start to last end): a main thread descheduled
- * between the barrier and its clock would time a fraction of the work.
+ * stays in it after the first touch): the best of @reps, GB/s.  The
+ * threads time themselves (first start to last end): a main thread
+ * descheduled between the barrier and its clock would time a fraction of
+ * the work.
  */
-static double read_bandwidth_gbs(size_t bytes, unsigned threads, int passes)
+static double read_bandwidth_gbs(size_t bytes, unsigned threads, int passes,
+				 int reps)
 {
 	size_t n = bytes / sizeof(float), per = n / threads / 16 * 16, i;
 	/* on 2 MiB pages where the kernel gives them, as the engine's
@@ -290,7 +293,7 @@ static double read_bandwidth_gbs(size_t bytes, unsigned threads, int passes)
 #endif
 	for (i = 0; i < n; i++)
 		a[i] = 1.0f;
-	for (rep = 0; rep < 5; rep++) {
+	for (rep = 0; rep < reps; rep++) {
 		pthread_barrier_init(&go, NULL, threads + 1);
 		for (k = 0; k < threads; k++) {
 			r[k] = (struct reader){ a + k * per, per, passes, &go,
@@ -385,12 +388,12 @@ static void find_levels(unsigned threads)
 		levels[n_levels].bytes = (double)size * ns[n_levels];
 		levels[n_levels].gbs = read_bandwidth_gbs(
 			(size_t)(levels[n_levels].bytes / 2), threads,
-			(int)(512e6 / levels[n_levels].bytes) + 1);
+			(int)(512e6 / levels[n_levels].bytes) + 1, 5);
 		if (++n_levels == MAX_LEVELS)
 			break;
 	}
 	levels[n_levels] = (struct level){
-		0, 0, 0, read_bandwidth_gbs((size_t)256 << 20, threads, 1)
+		0, 0, 0, read_bandwidth_gbs((size_t)256 << 20, threads, 1, 5)
 	};
 }
 
@@ -719,7 +722,7 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 	double dpp[N_INSTR][ROUNDS], dpd[N_INSTR][ROUNDS];
 	size_t k;
 	struct run r, base, tr = { 0, 0, 0 };
-	double rss0, rss1, t, macs, roof, wb, wbw, kvb, t_pre[NPEERS],
+	double rss0, rss1, t, macs, roof, wb, wbw, kvb, tokb, t_pre[NPEERS],
 		t_dec[NPEERS];
 	double ep[ROUNDS], ed[ROUNDS], tp[NPEERS][ROUNDS], td[NPEERS][ROUNDS];
 	double bw[ROUNDS], rr[ROUNDS], rr1[ROUNDS], rmed, rmed1, lim;
@@ -782,14 +785,16 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 		/* Where the weights live, measured next to each decode: stream
 		 * a buffer of their size as decode does (sysfs may not tell
 		 * the host's caches in a VM; a VM's memory speed drifts, so
-		 * each round's decode meets its own roofline). */
+		 * each round's decode meets its own roofline), measured as
+		 * the decode is: each stream the bytes of a decode (DECODE
+		 * tokens), the best of DECODE_REPS streams against the best
+		 * of the round's DECODE_REPS decodes (the first decode's ratio
+		 * is printed too). */
+		tokb = macs * engy_q3_model_matrix_bytes(m) + kvb;
 		bw[i] = read_bandwidth_gbs((size_t)wb, threads,
-					   (int)(1e9 / wb) + 1);
-		/* the bandwidth is the best of five streams, so the decode
-		 * it bounds is the best of the round's DECODE_REPS; the first
-		 * decode's ratio is printed too */
-		lim = bw[i] * 1e9 /
-		      (macs * engy_q3_model_matrix_bytes(m) + kvb);
+					   (int)(DECODE * tokb / wb + 0.5),
+					   DECODE_REPS);
+		lim = bw[i] * 1e9 / tokb;
 		rr[i] = r.decode_best_tps / lim;
 		rr1[i] = ed[i] / lim;
 		for (k = 0; k < N_INSTR; k++) {
@@ -903,8 +908,9 @@ static int bench_model(const char *dir, unsigned threads, double theo)
 		       n_levels ? level_name(&levels[n_levels - 1])
 				: "the caches",
 		       n_levels ? levels[n_levels - 1].bytes / 1e6 : 0);
-	printf("; a buffer of their size streams at %.1f GB/s (%u threads, the median of a measurement after each round's decode: %.1f %.1f %.1f sorted; DRAM-sized: %.1f GB/s)\n",
-	       wbw, threads, bw[0], bw[1], bw[2], levels[n_levels].gbs);
+	printf("; a buffer of their size streams at %.1f GB/s (%u threads, the median of a measurement after each round's decode, the best of %d streams of a decode's bytes: %.1f %.1f %.1f sorted; DRAM-sized: %.1f GB/s)\n",
+	       wbw, threads, DECODE_REPS, bw[0], bw[1], bw[2],
+	       levels[n_levels].gbs);
 	printf("  decode roofline: %.1f MB of weights and %.1f MB of KV cache"
 	       " (float32, the mean context of %.1f) read per token at %.1f GB/s = %.0f tok/s;"
 	       " decode %.1f tok/s; each round's best of %d decodes over its own roofline (sorted) %.2f %.2f %.2f, ratio %.2f (the median; goal >= 0.8);"
