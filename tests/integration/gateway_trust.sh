@@ -160,12 +160,21 @@ pm c1 "$K1" PM_NAME=c1
 pm c2 "$K2" PM_NAME=c2
 wait_state c1 active 20 || fail "c1 did not qualify: $(state c1)"
 wait_state c2 active 20 || fail "c2 did not qualify: $(state c2)"
-for i in $(seq 1 8); do
+# Buyer requests until c1 has answered one: the router's prefix affinity
+# weighs each worker by its earned share, which grows with what it has
+# served, so how many of a few requests c1 gets depends on the timing of
+# the probes (each prompt goes to c1 with odds of at least 1 in
+# 1 + max_inflight; 200 requests miss it with odds under 10^-9).
+SEQ=
+i=0
+while [ -z "$SEQ" ] && [ $i -lt 200 ]; do
+	i=$((i + 1))
 	[ "$(chat "cheat$i")" = 200 ] || fail "request $i"
+	[ $((i % 4)) = 0 ] || continue
+	internal '/internal/v1/tee/sample?probe=0&n=1000' > /dev/null
+	SEQ=$(js "$T/int.out" "(j.entries.find((e) => e.worker_name === 'c1') || {}).seq || ''")
 done
-internal '/internal/v1/tee/sample?probe=0&n=1000' > /dev/null
-SEQ=$(js "$T/int.out" "j.entries.find((e) => e.worker_name === 'c1').seq")
-[ -n "$SEQ" ] && [ "$SEQ" != undefined ] || fail "no buyer entry of c1"
+[ -n "$SEQ" ] || fail "no buyer entry of c1 in $i requests"
 [ "$(internal /internal/v1/tee/ack -X POST --data "{\"acks\":[{\"seq\":$SEQ,\"verdict\":\"cheat\"}]}")" = 200 ] ||
 	fail "ack: $(cat "$T/int.out")"
 [ "$(state c1)" = pulled ] || fail "a cheat verdict left c1 $(state c1)"
