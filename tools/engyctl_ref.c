@@ -244,6 +244,7 @@ static int run(const struct ref_args *a, struct q3_model *m,
 	struct q3_seq *seq = NULL;
 	struct q3_rng rng;
 	double t0, t_pre, t_dec = 0;
+	const char *how = engy_q3_model_profile_kernel(m);
 	int rc = 1;
 
 	engy_q3_rng_seed(&rng, a->seed);
@@ -341,13 +342,9 @@ static int run(const struct ref_args *a, struct q3_model *m,
 		"decode %.1f tok/s, %s%s%s%s%s\n",
 		n, t_pre, n / (t_pre > 0 ? t_pre : 1e-9), n_out,
 		n_out > 1 ? (n_out - 1) / (t_dec > 0 ? t_dec : 1e-9) : 0.0,
-		engy_q3_model_device(m),
-		*engy_q3_model_profile_kernel(m) ? ", profile " : "",
-		*engy_q3_model_profile_kernel(m)
-			? engy_q3_profile_name(engy_q3_model_profile(m))
-			: "",
-		*engy_q3_model_profile_kernel(m) ? " on " : "",
-		engy_q3_model_profile_kernel(m));
+		engy_q3_model_device(m), *how ? ", profile " : "",
+		*how ? engy_q3_profile_name(engy_q3_model_profile(m)) : "",
+		*how ? " on " : "", how);
 	rc = 0;
 out:
 	cons_close(&cons);

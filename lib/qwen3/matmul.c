@@ -464,12 +464,6 @@ static void profile_cols(const struct mm_job *j, const struct mm_part *pt,
 
 static void mm_task(void *arg, size_t task, unsigned thread);
 
-/* The profiles of a CPU's bf16 instructions (x rounded to bf16 once). */
-static bool bf16_instr(int profile)
-{
-	return profile == MM_PROFILE_BF16DP || profile == MM_PROFILE_AMX;
-}
-
 /* Decode: a part's last task asks for the first PF_ROWS rows of the next
  * part, whose stream starts cold (the kernel's own prefetches, PF_ROWS
  * rows on, fall past the end of this matrix there): the rows lie end to
@@ -491,7 +485,7 @@ static void run_job(struct mm_pool *p, struct mm_job *j, size_t tasks)
 
 	if (!tasks)
 		return;
-	if (bf16_instr(j->profile)) {
+	if (engy_mm_profile_bf16_instr(j->profile)) {
 		memset(j->xb, 0, j->n_parts * sizeof(j->xb[0]));
 		if (j->profile == MM_PROFILE_AMX ? engy_mm_amx_fast()
 						 : engy_mm_bd_fast())
@@ -520,7 +514,7 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 	pt = &j->parts[lo];
 	c0 = (task - j->first[lo]) * j->cols;
 	c1 = c0 + j->cols < pt->out ? c0 + j->cols : pt->out;
-	if (bf16_instr(j->profile) && pt->wt == MM_BF16) {
+	if (engy_mm_profile_bf16_instr(j->profile) && pt->wt == MM_BF16) {
 		if (!j->xb[lo])
 			profile_cols(j, pt, c0, c1);
 		else if (j->profile == MM_PROFILE_AMX)
@@ -530,7 +524,8 @@ static void mm_task(void *arg, size_t task, unsigned thread)
 		return;
 	}
 	/* (their float32 weights go the ref order: matmul.h) */
-	if (j->profile != MM_PROFILE_REF && !bf16_instr(j->profile)) {
+	if (j->profile != MM_PROFILE_REF &&
+	    !engy_mm_profile_bf16_instr(j->profile)) {
 		profile_cols(j, pt, c0, c1);
 		return;
 	}

@@ -119,6 +119,13 @@ enum mm_profile {
 
 #define MM_SPLITK_SLICES 4
 
+/* Whether @profile is a CPU's bf16 instruction's (bf16dp, amx): x and w
+ * rounded to bf16 inside the kernel, float32 weights in the ref order. */
+static inline bool engy_mm_profile_bf16_instr(int profile)
+{
+	return profile == MM_PROFILE_BF16DP || profile == MM_PROFILE_AMX;
+}
+
 /*
  * engy_mm_matmul_batch_profile() - engy_mm_matmul_batch() summing in the
  * order of @profile (MM_PROFILE_REF is engy_mm_matmul_batch() itself).

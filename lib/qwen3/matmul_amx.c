@@ -80,14 +80,6 @@ void engy_mm_amx_pack(const float *x, size_t rows, size_t in, void *dst)
  * where it exists (its self-check below, and the tests).
  */
 
-/* Palette 1: tiles 0-3 the sums of four 16-row blocks of x, 4 the
- * weights, 6 and 7 x; every tile 16 rows of 64 bytes. */
-struct amx_cfg {
-	uint8_t palette, start_row, reserved[14];
-	uint16_t colsb[16];
-	uint8_t rows[16];
-};
-
 /* ---- the model: eight 1 KiB tiles in memory ---- */
 
 struct amx_tiles {
@@ -163,6 +155,14 @@ static void m_dp(struct amx_tiles *tm, int c, int a, int b)
 
 #define AMX __attribute__((target("amx-tile,amx-bf16")))
 
+/* Palette 1: tiles 0-3 the sums of four 16-row blocks of x, 4 the
+ * weights, 6 and 7 x; every tile 16 rows of 64 bytes. */
+struct amx_cfg {
+	uint8_t palette, start_row, reserved[14];
+	uint16_t colsb[16];
+	uint8_t rows[16];
+};
+
 static AMX void amx_config(void)
 {
 	_Alignas(64) struct amx_cfg c;
@@ -195,11 +195,6 @@ static _Atomic bool amx_model;
 void engy_mm_amx_set_model(bool on)
 {
 	atomic_store(&amx_model, on);
-}
-
-bool engy_mm_amx_model(void)
-{
-	return atomic_load(&amx_model);
 }
 
 void engy_mm_amx_cols(const struct mm_part *pt, const uint32_t *xp, size_t c0,
@@ -290,4 +285,11 @@ bool engy_mm_amx_fast(void)
 #endif
 	/* as bf16dp's: a kernel forced below avx512f forces the definition */
 	return v > 0 && strcmp(engy_mm_kernel_name(), "avx512f") == 0;
+}
+
+const char *engy_mm_amx_kernel(void)
+{
+	if (atomic_load(&amx_model))
+		return "model";
+	return engy_mm_amx_fast() ? "amx-bf16" : "emulated";
 }

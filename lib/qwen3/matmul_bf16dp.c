@@ -256,9 +256,7 @@ bool engy_mm_bd_fast(void)
 const char *engy_mm_profile_kernel(int profile)
 {
 	if (profile == MM_PROFILE_AMX)
-		return engy_mm_amx_model()  ? "model"
-		       : engy_mm_amx_fast() ? "amx-bf16"
-					    : "emulated";
+		return engy_mm_amx_kernel();
 	if (profile != MM_PROFILE_BF16DP)
 		return "";
 	return engy_mm_bd_fast() ? "avx512bf16" : "emulated";

@@ -93,7 +93,8 @@ void engy_mm_check_fill(float *x, uint16_t *w, size_t count, uint64_t *rng);
 /* MM_PROFILE_AMX (matmul_amx.c), as MM_PROFILE_BF16DP above. */
 float engy_mm_amx_dot(const float *a, const uint16_t *b, size_t n);
 bool engy_mm_amx_fast(void);
-bool engy_mm_amx_model(void);
+/* engy_mm_profile_kernel()'s answer for MM_PROFILE_AMX. */
+const char *engy_mm_amx_kernel(void);
 
 /* The amx tiles of @rows (at most 16) rows of x, @in long: a tile for
  * each 32 columns (zero past @in and past the rows), row p of a tile the

@@ -135,8 +135,7 @@ void engy_q3_mm_batch_idx(struct q3_model *m, int layer,
 		/* lm_head's input, the final hidden state, stays float32 in
 		 * every profile: bf16dp and amx would round it inside the
 		 * kernel, and the GEMM trace records what was multiplied. */
-		if (layer < 0 &&
-		    (order == MM_PROFILE_BF16DP || order == MM_PROFILE_AMX))
+		if (layer < 0 && engy_mm_profile_bf16_instr(order))
 			order = MM_PROFILE_REF;
 		engy_mm_matmul_batch_profile(m->pool, pt, n, order);
 	}

@@ -109,23 +109,6 @@ void engy_q3_swiglu(struct q3_model *m, float *g, const float *u, size_t n);
 /* bf16 activations: round @n floats to bf16 (nearest, ties to even). */
 void engy_q3_bf16_round(float *v, size_t n);
 
-/* Whether @m keeps its activations in bf16 (all but ref and splitk-f32). */
-static inline bool engy_q3_bf16act(const struct q3_model *m)
-{
-	return m->profile == Q3_PROFILE_SPLITK ||
-	       m->profile == Q3_PROFILE_WARP32 ||
-	       m->profile == Q3_PROFILE_BF16ACT ||
-	       m->profile == Q3_PROFILE_FP8_BF16 ||
-	       m->profile == Q3_PROFILE_BF16DP || m->profile == Q3_PROFILE_AMX;
-}
-
-/* Whether @m's exp is engy_vec_pexp() (bf16dp and amx, as torch's CPU
- * kernels) rather than the C library's expf. */
-static inline bool engy_q3_pexp(const struct q3_model *m)
-{
-	return m->profile == Q3_PROFILE_BF16DP || m->profile == Q3_PROFILE_AMX;
-}
-
 /* The enum mm_profile of @m's matmuls. */
 static inline int engy_q3_mm_order(const struct q3_model *m)
 {
@@ -142,6 +125,23 @@ static inline int engy_q3_mm_order(const struct q3_model *m)
 	default:
 		return MM_PROFILE_REF;
 	}
+}
+
+/* Whether @m keeps its activations in bf16 (all but ref and splitk-f32). */
+static inline bool engy_q3_bf16act(const struct q3_model *m)
+{
+	return m->profile == Q3_PROFILE_SPLITK ||
+	       m->profile == Q3_PROFILE_WARP32 ||
+	       m->profile == Q3_PROFILE_BF16ACT ||
+	       m->profile == Q3_PROFILE_FP8_BF16 ||
+	       engy_mm_profile_bf16_instr(engy_q3_mm_order(m));
+}
+
+/* Whether @m's exp is engy_vec_pexp() (bf16dp and amx, as torch's CPU
+ * kernels) rather than the C library's expf. */
+static inline bool engy_q3_pexp(const struct q3_model *m)
+{
+	return engy_mm_profile_bf16_instr(engy_q3_mm_order(m));
 }
 
 /* CUDA (matmul_cuda.cu); stubs refuse when built without it. */
