@@ -231,6 +231,12 @@ gw single
 MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=200 miner single
 wait_for "$T/gw-single.out" "term-now" 60 || fail "single: $(cat "$T/gw-single.out")"
 kill -TERM "$MPID"
+# The signal is taken by the event loop in its own time: a serve frame
+# sent before engyd has begun its shutdown would rightly be served.  The
+# gateway sends its "too late" request once the miner has logged that
+# it stops (the log line and the role's stop are one callback on the
+# loop that also reads the leg, so no frame is read between them).
+wait_for "$T/single.log" "event=shutdown_begin" 60 || fail "single: no shutdown_begin after SIGTERM"
 touch "$T/out-single/termed"
 gw_wait single 180
 wait "$MPID" || fail "single: exit $? after SIGTERM"
