@@ -191,9 +191,10 @@ static char *dup_or_null(const char *s)
 		CFG_STR("metrics_listen", NULL, CFGF_NODEFAULT),               \
 		CFG_STR("state_dir", NULL, CFGF_NODEFAULT),                    \
 		CFG_INT("workers", 0, CFGF_NONE),                              \
-		CFG_INT("shutdown_timeout", 10, CFGF_NONE)
+		CFG_INT("shutdown_timeout", 10, CFGF_NONE),                    \
+		CFG_BOOL("log_sync", cfg_false, CFGF_NONE)
 
-#define N_CORE_OPTS 8
+#define N_CORE_OPTS 9
 
 int engy_config_load(const char *path, const char *const *role_sections,
 		     struct engy_config *c, struct engy_errs *e)
@@ -249,6 +250,7 @@ int engy_config_load(const char *path, const char *const *role_sections,
 	c->state_dir = dup_or_null(cfg_getstr(cfg, "state_dir"));
 	c->workers = cfg_getint(cfg, "workers");
 	c->shutdown_timeout = cfg_getint(cfg, "shutdown_timeout");
+	c->log_sync = cfg_getbool(cfg, "log_sync");
 	if (!c->role)
 		engy_errs_add(
 			e,

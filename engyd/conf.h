@@ -41,6 +41,7 @@ struct engy_config {
 	char *state_dir;
 	long workers;	       /* 0 = one per CPU */
 	long shutdown_timeout; /* seconds for in-flight work at shutdown */
+	bool log_sync;	       /* every line written before the call returns */
 	struct engy_conf_section *secs;
 	size_t n_secs;
 	char *text;	   /* the file, for line lookups */

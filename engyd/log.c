@@ -28,7 +28,8 @@ static const char *const level_names[] = {
  * and above are written by the caller, after what the ring holds: an error
  * is on disk before the call returns, and a crash loses at most some
  * info/debug lines.  A full ring makes callers wait (nothing is dropped).
- * stderr is written directly, as before.
+ * stderr is written directly, as before.  log_sync (engy_log_set_sync)
+ * starts no writer: every line is written by its caller.
  */
 #define RING_CAP  (1u << 20)
 #define CHUNK_CAP (64u << 10)
@@ -45,6 +46,7 @@ static struct {
 	pthread_t thread;
 	pthread_cond_t more, room;
 } ring = { .more = PTHREAD_COND_INITIALIZER, .room = PTHREAD_COND_INITIALIZER };
+static bool log_sync;
 static atomic_int log_level = ENGY_LOG_INFO;
 static atomic_uint_fast64_t log_counts[ENGY_LOG_DEBUG + 1];
 
@@ -201,6 +203,11 @@ static void writer_start(void)
 	pthread_mutex_unlock(&log_lock);
 }
 
+void engy_log_set_sync(bool on)
+{
+	log_sync = on;
+}
+
 int engy_log_open(const char *path, int level)
 {
 	int fd = STDERR_FILENO;
@@ -226,7 +233,7 @@ int engy_log_open(const char *path, int level)
 	log_path = copy;
 	pthread_mutex_unlock(&fd_lock);
 	pthread_mutex_unlock(&log_lock);
-	if (path)
+	if (path && !log_sync)
 		writer_start();
 	engy_log_set_level(level);
 	return 0;

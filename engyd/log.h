@@ -4,6 +4,7 @@
 #define ENGY_CORE_LOG_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <engy/host.h>
@@ -14,6 +15,11 @@ const char *engy_log_level_name(int level);
 
 /* Log to @path (appending), or to stderr when @path is NULL. */
 int engy_log_open(const char *path, int level);
+/* Before engy_log_open(): every line is written before the call returns
+ * (no writer thread), so a line is in the file before anything the
+ * program does after logging it.  For debugging and for tests that read
+ * the log as soon as they see the program's answer. */
+void engy_log_set_sync(bool on);
 /* Reopen the file (SIGHUP, after rotation); a no-op for stderr. */
 int engy_log_reopen(void);
 void engy_log_close(void);

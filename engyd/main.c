@@ -17,6 +17,14 @@
 #include "loader.h"
 #include "log.h"
 
+/* An environment switch: set, and neither empty nor "0". */
+static bool env_on(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "0") != 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -31,8 +39,8 @@ static void usage(FILE *f)
 		"      --no-dlclose    keep plugins mapped at exit (for leak tools)\n"
 		"\n"
 		"environment: ENGY_PLUGIN_DIR overrides plugin_dir; ENGY_NO_DLCLOSE=1\n"
-		"is --no-dlclose; plugin options name their own variables (see\n"
-		"--plugin-info).\n");
+		"is --no-dlclose; ENGY_LOG_SYNC=1 is log_sync = true; plugin options\n"
+		"name their own variables (see --plugin-info).\n");
 }
 
 static void print_opt_default(const struct engy_opt *o)
@@ -176,7 +184,7 @@ int main(int argc, char **argv)
 	/* While checking, plugins' informational lines would only be noise. */
 	engy_log_set_level(test ? ENGY_LOG_WARNING : ENGY_LOG_INFO);
 	/* Leak checkers can only name frames of modules still mapped. */
-	if (getenv("ENGY_NO_DLCLOSE") && *getenv("ENGY_NO_DLCLOSE"))
+	if (env_on("ENGY_NO_DLCLOSE"))
 		no_dlclose = true;
 	rc = engyd_setup(&d, conf, &e);
 	d.unload = !no_dlclose;
@@ -205,6 +213,7 @@ int main(int argc, char **argv)
 		engyd_free(&d);
 		return 0;
 	}
+	engy_log_set_sync(d.cfg.log_sync || env_on("ENGY_LOG_SYNC"));
 	rc = engy_log_open(d.cfg.log_file,
 			   engy_log_parse_level(d.cfg.log_level));
 	if (rc) {

@@ -172,12 +172,12 @@ fi
 if [ -z "${ENGY_TEST_QUICK:-}" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  export CK_TIMEOUT_MULTIPLIER=4
+  export CK_TIMEOUT_MULTIPLIER=4 ENGY_TEST_TIME_SCALE=4
   # Plugins stay mapped at exit so LeakSanitizer can name their frames
   # (a dlclose'd module's allocations show as <unknown module>).
   export ENGY_NO_DLCLOSE=1
   run_suite asan --enable-sanitizers
-  unset ASAN_OPTIONS UBSAN_OPTIONS ENGY_NO_DLCLOSE
+  unset ASAN_OPTIONS UBSAN_OPTIONS ENGY_NO_DLCLOSE ENGY_TEST_TIME_SCALE
   log "distcheck"
   make -C build-main -j"$jobs" distcheck DISTCHECK_CONFIGURE_FLAGS="--without-cuda --with-blst=$blst_dir" \
     >build-main/distcheck.log 2>&1 ||

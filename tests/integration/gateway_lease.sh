@@ -18,6 +18,9 @@
 # Oracle: money computed by the script from the price card and the token
 # counts the scripted miners send (bad_miner.mjs); reservations read back
 # with engyctl admin.
+# The log's writer thread stays on here (lib.sh turns it off): this test
+# waits for the lines it reads, so it runs engyd as an operator would.
+export ENGY_LOG_SYNC=0
 . "$top_srcdir/tests/integration/gateway_lib.sh"
 
 tiny_model

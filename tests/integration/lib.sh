@@ -6,6 +6,15 @@ ENGYD="$top_builddir/engyd/engyd"
 ENGYCTL="$top_builddir/tools/engyctl"
 TEST_PLUGINS="$top_builddir/tests/plugins/.libs"
 T=$(mktemp -d "${TMPDIR:-/tmp}/engy-it.XXXXXX")
+# engyd writes info lines from a thread of the log's own: a script that
+# greps a line as soon as it sees engyd's answer could look before the
+# line is written.  With log_sync every line is written before engyd
+# goes on.  A script that wants the writer thread sets ENGY_LOG_SYNC=0.
+export ENGY_LOG_SYNC="${ENGY_LOG_SYNC-1}"
+# Bounds on waits for a process to start or a line to appear only bound a
+# hang; the sanitizer suite, several times slower, scales them
+# (ENGY_TEST_TIME_SCALE, set by scripts/test.sh).
+TIME_SCALE="${ENGY_TEST_TIME_SCALE:-1}"
 PIDS=""
 cleanup() {
   for p in $PIDS; do kill -9 "$p" 2>/dev/null || true; done
@@ -30,7 +39,7 @@ expect_ok() {
 wait_for() {
   i=0
   while ! grep -q -- "$2" "$1" 2>/dev/null; do
-    i=$((i + 1)); [ $i -le $(($3 * 20)) ] || return 1; sleep 0.05
+    i=$((i + 1)); [ $i -le $(($3 * 20 * TIME_SCALE)) ] || return 1; sleep 0.05
   done
 }
 # LeakSanitizer failing itself at exit ("LeakSanitizer has encountered a

@@ -132,6 +132,7 @@ START_TEST(test_values_and_defaults)
 	ck_assert_str_eq(cfg.role, "miner");
 	ck_assert_int_eq(cfg.workers, 3);
 	ck_assert_int_eq(cfg.shutdown_timeout, 10);
+	ck_assert(!cfg.log_sync);
 	ck_assert_uint_eq(cfg.n_secs, 2);
 	ck_assert_str_eq(cfg.secs[0].plugin, "alpha");
 	ck_assert_str_eq(cfg.secs[0].instance, "alpha");
@@ -162,10 +163,12 @@ START_TEST(test_env_overrides_config)
 	setenv("T_GW", "wss://env", 1);
 	setenv("T_N", "16", 1);
 	write_conf(
-		"role = \"miner\"\nplugin \"alpha\" { url = \"ws://x\" n = 4 }\n"
+		"role = \"miner\"\nlog_sync = true\n"
+		"plugin \"alpha\" { url = \"ws://x\" n = 4 }\n"
 		"plugin \"beta\" {}\n",
 		0600);
 	ck_assert_int_eq(fill(confs), 0);
+	ck_assert(cfg.log_sync);
 	a = confs[0];
 	ck_assert_str_eq(a->url, "wss://env");
 	ck_assert_int_eq(a->n, 16);

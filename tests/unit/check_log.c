@@ -6,6 +6,7 @@
  * author; no outside peer.
  */
 #include <check.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -244,6 +245,60 @@ START_TEST(test_writer_thread)
 }
 END_TEST
 
+/* Threads of this process (entries of /proc/self/task). */
+static int n_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * log_sync: no writer thread, so an info line is in the file when the
+ * call returns (what a test reading the log after the program's answer
+ * needs).  Without it, opening a file starts the writer.
+ */
+START_TEST(test_sync)
+{
+	char dir[] = "/tmp/engy-log-XXXXXX", path[128];
+	int before = n_threads();
+	char *text;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/engyd.log", dir);
+	engy_log_set_sync(true);
+	ck_assert_int_eq(engy_log_open(path, ENGY_LOG_INFO), 0);
+	ck_assert_int_eq(n_threads(), before);
+	for (int i = 0; i < 100; i++) {
+		char want[64];
+		int lines = 0;
+
+		engy_log(ENGY_LOG_INFO, NULL, "event=sync i=%d", i);
+		text = slurp(path);
+		ck_assert_ptr_nonnull(text);
+		snprintf(want, sizeof(want), " event=sync i=%d\n", i);
+		ck_assert_msg(strstr(text, want), "line %d not yet written", i);
+		for (const char *c = text; *c; c++)
+			lines += *c == '\n';
+		ck_assert_int_eq(lines, i + 1);
+	}
+	engy_log_close();
+	engy_log_set_sync(false);
+	ck_assert_int_eq(engy_log_open(path, ENGY_LOG_INFO), 0);
+	ck_assert_int_eq(n_threads(), before + 1);
+	engy_log_close();
+	ck_assert_int_eq(n_threads(), before);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("log");
@@ -256,6 +311,7 @@ int main(void)
 	tcase_add_test(tc, test_levels);
 	tcase_add_test(tc, test_file_and_reopen);
 	tcase_add_test(tc, test_writer_thread);
+	tcase_add_test(tc, test_sync);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
