@@ -162,11 +162,10 @@ START_TEST(test_env_overrides_config)
 
 	setenv("T_GW", "wss://env", 1);
 	setenv("T_N", "16", 1);
-	write_conf(
-		"role = \"miner\"\nlog_sync = true\n"
-		"plugin \"alpha\" { url = \"ws://x\" n = 4 }\n"
-		"plugin \"beta\" {}\n",
-		0600);
+	write_conf("role = \"miner\"\nlog_sync = true\n"
+		   "plugin \"alpha\" { url = \"ws://x\" n = 4 }\n"
+		   "plugin \"beta\" {}\n",
+		   0600);
 	ck_assert_int_eq(fill(confs), 0);
 	ck_assert(cfg.log_sync);
 	a = confs[0];
