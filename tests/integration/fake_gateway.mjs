@@ -546,7 +546,9 @@ if (scenario === 'single') {
 	ok('a request completes on the single leg');
 	// SIGTERM with a request in flight: it still completes; new ones
 	// are refused meanwhile
-	const a = serve(c, 'A long one.', { maxTokens: 150, stream: true });
+	// 600 tokens, 6 s at test-lm: still generating when the late one
+	// comes (the script waits for the miner's shutdown_begin line first)
+	const a = serve(c, 'A long one.', { maxTokens: 600, stream: true });
 	await next((f) => f.m.type === 'chunk' && f.m.corr_id === a.corr, 60000, 'a first chunk');
 	console.log('term-now');
 	// The script sends SIGTERM when it sees term-now, then touches termed.
@@ -557,7 +559,7 @@ if (scenario === 'single') {
 	const mb = await response(b);
 	check(/shutting down/.test(mb.error || ''), `after SIGTERM: ${mb.error}`);
 	const ma = await response(a);
-	check(!('error' in ma) && ma.commitment.output_token_ids.length === 150,
+	check(!('error' in ma) && ma.commitment.output_token_ids.length === 600,
 		`in flight at SIGTERM: ${ma.error}`);
 	ok('SIGTERM: the request in flight completes, a new one is refused');
 	process.exit(0);
@@ -659,9 +661,10 @@ if (scenario === 'sglang') {
 	check(!('error' in m) && r.chunks.length >= 3, `streamed: ${m.error} ${r.chunks.length} chunks`);
 	console.log(`  sglang: ${r.chunks.length} chunks streamed through engy's serve`);
 	ok('backend-sglang on engy\'s serve: plain and streamed requests, test-lm output, proofs');
-	// 400 tokens take 4 s at the serve: the cancel comes well before
+	// 400 tokens take 4 s at the serve: the cancel comes at the first
+	// chunk, when the serve is generating, well before the end
 	r = serve(c, 'Abort me.', { maxTokens: 400, stream: true, corr: 'c-abort' });
-	await sleep(600);
+	await next((f) => f.m.type === 'chunk' && f.m.corr_id === r.corr, 60000, 'c-abort\'s first chunk');
 	cancel(r);
 	await cancelsHandled();
 	forget(r);	// chunks sent before the cancel; one after it fails above

@@ -225,10 +225,10 @@ grep -q 'event=drained' "$L" || fail "no drain on SIGTERM"
 ok "SIGTERM drains and exits 0"
 
 # --- /meta fails: one leg at GW with the whole capacity ---
-export GW_META=404 EXP_TOTAL=8 EXP_LEGS=1 EXP_SHARE=8
+export GW_META=404 EXP_TOTAL=8 EXP_LEGS=1 EXP_SHARE=8 EXP_MAX_OUTPUT=1000
 conf single "$LM"
 gw single
-MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=200 miner single
+MODEL=test-model MAX_INFLIGHT=8 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=1000 miner single
 wait_for "$T/gw-single.out" "term-now" 60 || fail "single: $(cat "$T/gw-single.out")"
 kill -TERM "$MPID"
 # The signal is taken by the event loop in its own time: a serve frame
@@ -243,7 +243,7 @@ wait "$MPID" || fail "single: exit $? after SIGTERM"
 grep -q 'event=drained' "$T/single.log" || fail "single: no drain"
 
 # --- ENGY_GW_WORKERS=4 with MAX_INFLIGHT=2: two random workers at 1 ---
-export GW_META=2 EXP_TOTAL=2 EXP_LEGS=2 EXP_SHARE=1 EXP_WORKER_NAME=box-7
+export GW_META=2 EXP_TOTAL=2 EXP_LEGS=2 EXP_SHARE=1 EXP_MAX_OUTPUT=200 EXP_WORKER_NAME=box-7
 conf subset "$LM"
 gw subset
 MODEL=test-model MAX_INFLIGHT=2 MAX_INPUT_TOKENS=300 MAX_OUTPUT_TOKENS=200 ENGY_GW_WORKERS=4 \
