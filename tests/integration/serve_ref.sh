@@ -156,8 +156,8 @@ ok "streamed greedy answer equals the whole one, hidden states included; running
 LONGB='{"input_ids":[5,6,7],"stream":true,"rid":"ref-a","sampling_params":{"temperature":0,"max_new_tokens":3000}}'
 node "$MJS" stream "$U/generate" "$LONGB" > "$T/ab.json" &
 S=$!
+# Logged as it is opened: the abort finds it, queued or generating.
 wait_for "$T/serve.log" "event=request rid=ref-a " 5 || fail "ref-a never came"
-sleep 0.1
 CODE=$(curl -s -o /dev/null -w '%{http_code}' --data-binary '{"rid":"ref-"}' "$U/abort_request")
 [ "$CODE" = 200 ] || fail "abort_request $CODE"
 wait $S || fail "stream client"

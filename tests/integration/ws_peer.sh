@@ -61,7 +61,7 @@ no_secrets() { # file...
 # --- 1. engy client leg -> npm ws server (ws://)
 start_bg nodesrv node "$PEER" "$PEERS" server
 "$DRIVER" dial "ws://127.0.0.1:$port/echo?key=QSECRET" -H X-Key=HSECRET \
-  ping_interval_s=1 ping_timeout_s=5 --hold 1500 \
+  ping_interval_s=1 ping_timeout_s=5 --hold 3000 \
   >"$T/d1.out" 2>"$T/d1.log" || fail "engy leg vs ws server: $(cat "$T/d1.out")"
 grep -q "echo ok n=5" "$T/d1.out" || fail "battery echoes"
 ok "engy leg vs ws server: text, UTF-8, binary, 1 MiB and empty messages echo"
