@@ -367,6 +367,29 @@ START_TEST(test_pg_options)
 }
 END_TEST
 
+/* Terminate the store's sessions and wait until they are gone:
+ * pg_terminate_backend() only signals them, so the store's next op could
+ * still find its old session alive. */
+static void kill_engy_backends(void)
+{
+	int i;
+
+	ck_assert_int_ge(
+		sql1(NULL,
+		     "SELECT COUNT(pg_terminate_backend(pid))"
+		     " FROM pg_stat_activity WHERE application_name = 'engy'"
+		     " AND pid <> pg_backend_pid()"),
+		1);
+	for (i = 0; i < 1000; i++) {
+		if (sql1(NULL, "SELECT COUNT(*) FROM pg_stat_activity"
+			       " WHERE application_name = 'engy'"
+			       " AND pid <> pg_backend_pid()") == 0)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("the store's sessions outlived pg_terminate_backend");
+}
+
 /* The server drops every engy connection (a restart, a failover, an
  * operator): the next ops reset theirs and go through. */
 START_TEST(test_pg_reconnect)
@@ -380,24 +403,12 @@ START_TEST(test_pg_reconnect)
 	st_open(&t, "re", two);
 	ck_assert_int_eq(t.ops->account_create(t.inst, "acme", &a), 0);
 	ck_assert_int_eq(t.ops->topup(t.inst, a.id, 1000, NULL), 0);
-	ck_assert_int_ge(
-		sql1(NULL,
-		     "SELECT COUNT(pg_terminate_backend(pid))"
-		     " FROM pg_stat_activity WHERE application_name = 'engy'"
-		     " AND pid <> pg_backend_pid()"),
-		1);
-	usleep(100000);
+	kill_engy_backends();
 	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 1000);
 	ck_assert(strstr(fake_host_log(t.h), "event=store_disconnected"));
 	ck_assert(strstr(fake_host_log(t.h), "event=store_reconnect"));
 	/* And a write after a second drop. */
-	ck_assert_int_ge(
-		sql1(NULL,
-		     "SELECT COUNT(pg_terminate_backend(pid))"
-		     " FROM pg_stat_activity WHERE application_name = 'engy'"
-		     " AND pid <> pg_backend_pid()"),
-		1);
-	usleep(100000);
+	kill_engy_backends();
 	ck_assert_int_eq(t.ops->reserve(t.inst, a.id, 1, 400, ST_FAR, &res), 0);
 	ck_assert_int_eq(t.ops->settle(t.inst, res, 300, NULL, &ch), 0);
 	ck_assert_int_eq(st_acct(&t, a.id).balance_micro, 700);

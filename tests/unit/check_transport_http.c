@@ -644,7 +644,7 @@ START_TEST(test_gone)
 	ck_assert_int_eq(n_slow, 1);
 	ck_assert_int_eq(n_gone, 0);
 	close(fd);
-	for (i = 0; i < 100 && n_gone == 0; i++)
+	for (i = 0; i < 500 && n_gone == 0; i++)
 		usleep(10000);
 	ck_assert_int_eq(n_gone, 1);
 	/* A client that leaves mid-stream is gone too. */
@@ -654,7 +654,7 @@ START_TEST(test_gone)
 		usleep(10000);
 	ck_assert_int_eq(n_streams, 1);
 	close(fd);
-	for (i = 0; i < 100 && n_gone == 1; i++)
+	for (i = 0; i < 500 && n_gone == 1; i++)
 		usleep(10000);
 	ck_assert_int_eq(n_gone, 2);
 	/* Still serving. */
