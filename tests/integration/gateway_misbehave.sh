@@ -179,13 +179,18 @@ peer_wait alive2 "done corr="
 ok "a repeat hello with the same (key, worker_name) supersedes the older leg"
 
 # --- drain: reconnect to idle legs at once, to busy ones after their request ------
-peer busy slow MINER_KEY="$MK" MODEL=bad WORKER_NAME=busy MAX_INFLIGHT=64 CHUNKS=6 CHUNK_MS=250
+# The busy leg holds its request until the idle leg has been told to
+# reconnect: the drain's order is then the gateway's, not the machine's
+# speed.
+peer busy held MINER_KEY="$MK" MODEL=bad WORKER_NAME=busy MAX_INFLIGHT=64 CHUNKS=6 CHUNK_MS=20 \
+	RELEASE_FILE="$T/release-busy"
 node "$top_srcdir/tests/integration/gateway_buyer.mjs" "$PEERS" "$BASE" "$KEY" openai bad 1 1 0 16 \
 	> "$T/drain.out" 2>&1 &
 BUYER=$!
-peer_wait busy "serve corr="
+peer_wait busy "held corr="
 kill -TERM "$GWPID"
 peer_wait alive2 "reconnect"
+touch "$T/release-busy"
 wait "$BUYER" || fail "buyer during drain: $(cat "$T/drain.out")"
 grep -q "status=200 .*chunks=6" "$T/drain.out" || fail "request during drain: $(cat "$T/drain.out")"
 peer_wait busy "reconnect"
