@@ -26,7 +26,7 @@ export ENGY_LOG_SYNC=0
 tiny_model
 # Output at $100 per 1M tokens (100 micro-USD a token), input free: a
 # request with max_tokens 8 holds 800 micro-USD and its 8 tokens cost 800.
-A models put spend --max-input-tokens 4096 --max-output-tokens 16 --max-request-s 1 \
+A models put spend --max-input-tokens 4096 --max-output-tokens 16 --max-request-s 5 \
 	--price-input 0 --price-output 100 >/dev/null || fail "models put spend"
 A accounts create lease >/dev/null && A topup lease 1 >/dev/null || fail "lease account"
 A accounts create race >/dev/null && A topup race 0.003 >/dev/null || fail "race account"
