@@ -44,7 +44,7 @@ gw_conf a 'onboarding = true
   breaker_max_slow_ratio = 0.5
   breaker_consecutive = 4
   breaker_stall_s = 2
-  breaker_cooldown_s = 6'
+  breaker_cooldown_s = 12'
 gw_start a
 
 count() {  # NAME KIND
@@ -120,7 +120,7 @@ traffic 8
 [ "$(count m1 buyer)" = "$n1" ] || fail "a pulled worker got buyer traffic"
 ok "a miner that starts failing is pulled after $e1 failed requests ($took s); buyers still got 200s and no more reach it"
 
-wait_for "$T/a.log" 'event=worker_state worker=[0-9]* name=m1 from=pulled to=probing why="onboarding round [0-9]* (re-qualify after a pull)"' 12 ||
+wait_for "$T/a.log" 'event=worker_state worker=[0-9]* name=m1 from=pulled to=probing why="onboarding round [0-9]* (re-qualify after a pull)"' 30 ||
 	fail "no re-qualification round: $(grep name=m1 "$T/a.log" | tail -3)"
 wait_for "$T/a.log" 'event=onboard_failed worker=[0-9]* name=m1 ' 6 ||
 	fail "its failing probes did not fail the round"
@@ -165,7 +165,8 @@ sed -n '1,/event=breaker_trip worker=[0-9]* name=m2 /p' "$T/a.log" | grep -q 'st
 	fail "a request timed out before the trip"
 ok "a hung miner is pulled by its stalled attempts ($(grep -o 'stalled=[0-9]*' "$T/a.log" | tail -1)) before any of them times out"
 
-# Re-dialling does not cut the cooldown short.
+# Re-dialling does not cut the cooldown short (a restart of the scripted
+# miner well inside the 12 s cooldown, however loaded the machine).
 kill "$PMPID"
 wait "$PMPID" 2> /dev/null || true
 rm -f "$T/pm-m2.mode"
@@ -173,7 +174,7 @@ pm m2 "$K2"
 grep -q 'event=worker_state worker=[0-9]* name=m2 from=new to=probing why="re-dialled while waiting"' "$T/a.log" ||
 	fail "re-dial: $(grep name=m2 "$T/a.log" | tail -3)"
 [ "$(state m2)" != active ] || fail "active right after a re-dial"
-wait_state m2 active 15 || fail "m2 did not qualify after its cooldown: $(state m2)"
+wait_state m2 active 30 || fail "m2 did not qualify after its cooldown: $(state m2)"
 ok "a pulled miner that re-dials waits out its cooldown, then qualifies again"
 
 # --- slow: TTFT over the ceiling ------------------------------------------------------
@@ -216,7 +217,7 @@ done
 "$ENGYCTL" workers --gateway "http://127.0.0.1:$HPORT" > "$T/workers.txt" 2>&1 ||
 	fail "engyctl workers: $(cat "$T/workers.txt")"
 grep -q '^[0-9]*  *m1 .* active .* closed/1 ' "$T/workers.txt" || fail "m1 row: $(cat "$T/workers.txt")"
-# m3 is still slow: pulled, or (its 6 s cooldown over on a slow machine)
+# m3 is still slow: pulled, or (its 12 s cooldown over on a slow machine)
 # failing its re-qualification.
 grep -q '^[0-9]*  *m3 .* \(pulled .* open/1\|probing .* idle/1\) ' "$T/workers.txt" ||
 	fail "m3 row: $(cat "$T/workers.txt")"
