@@ -134,6 +134,7 @@ peer_wait ef "empties sent"
 ttft=$(done_line | sed -n 's/.* ttft_ms=\([0-9]*\) .*/\1/p')
 # The content left the peer 300 ms after the empties: no earlier.
 [ -n "$ttft" ] && [ "$ttft" -ge 300 ] || fail "TTFT forged by empty chunks: $(done_line)"
+wait_settled	# the request's row is written when it settles, after the answer
 A log tail -n 1000 | grep "worker=ef " | grep -q " ttft_ms=$ttft " ||
 	fail "the request log's TTFT: $(A log tail -n 1000 | grep 'worker=ef ')"
 A models put hm3 --max-input-tokens 4096 --max-output-tokens 64 --max-request-s 10 \

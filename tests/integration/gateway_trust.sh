@@ -234,6 +234,9 @@ while [ $i -lt 6 ] || { [ "$(grep -c ' buyer ' "$T/pm-f1.out" || true)" -lt 1 ] 
 done
 NF=$(grep -c ' buyer ' "$T/pm-f1.out" || true)
 [ "$NF" -ge 1 ] || fail "f1 was never tried in $i requests"
+# Rows are written as requests settle, after their answers: the gateway's
+# stop settles them all.
+gw_stop f
 A log tail -n 200 > "$T/rows"
 [ "$(grep -c " miner=$HK_C worker=f1 status=502 .* cost=0.000000" "$T/rows")" = "$NF" ] ||
 	fail "f1's $NF failed attempts: $(grep -c "worker=f1" "$T/rows") rows: $(grep worker=f1 "$T/rows" | head -3)"
@@ -241,7 +244,6 @@ for rid in $(grep " worker=f1 status=502 " "$T/rows" | sed -n 's/.* request=\([^
 	grep -q " request=$rid .* worker=f2 status=200 " "$T/rows" || fail "$rid: no answered row on f2"
 done
 ok "a 502 retried elsewhere keeps its own row against f1 ($NF attempts, status 502, cost 0), the answer's row is f2's"
-gw_stop f
 books "failed attempts"
 
 # --- SIGTERM past shutdown_timeout -------------------------------------------------------
