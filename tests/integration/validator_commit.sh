@@ -137,7 +137,8 @@ for ver in 4 3; do
   case "$last" in *"\"hotkey\":\"$VAL\",\"uid\":0,\"ok\":true,\"revealed\":$rr,\"uids\":[1,2],\"weights\":[43690,21845]}") ;;
     *) fail "v$ver: revealed weights: $last";; esac
   ok "v$ver: the chain reveals round $rr with its beacon and the weights file ends with epoch 5's weights"
-  grep -q "event=revealed round=$rr hotkey=$VAL ok=true uids=2" "$T/$n.log" ||
+  # logged just after the weights file's line is written
+  wait_for "$T/$n.log" "event=revealed round=$rr hotkey=$VAL ok=true uids=2" 10 ||
     fail "v$ver: chain-dev did not log the reveal"
   stop
 done
