@@ -159,7 +159,7 @@ refused() {
 	src=$1
 	shift
 	rc=0
-	env "$@" ENGY_TEE_TOKEN=tee-secret timeout 120 "$ENGYD" --no-dlclose \
+	env "$@" ENGY_TEE_TOKEN=tee-secret timeout $((120 * TIME_SCALE)) "$ENGYD" --no-dlclose \
 		-c "$T/auditor.conf" 2> "$T/pin.log" || rc=$?
 	[ $rc != 0 ] && [ $rc != 124 ] || fail "pinned to $OTHER: exit $rc: $(tail -3 "$T/pin.log")"
 	grep -q "event=spec_root_mismatch model=tiny path=$T/m spec_root=$SR pinned=$OTHER source=$src " "$T/pin.log" ||

@@ -29,7 +29,7 @@ command -v node >/dev/null || skip_or_fail "no node"
 B=$(cd "$top_builddir" && pwd)
 rc=0
 ENGY_DEVNET_BUILD="$B" ENGY_DEVNET_STATE="$T/devnet" ENGY_DEVNET_EPOCH_S=12 \
-	ENGY_DEVNET_REQUESTS=8 timeout 150 "$top_srcdir/scripts/devnet.sh" --once \
+	ENGY_DEVNET_REQUESTS=8 timeout $((150 * TIME_SCALE)) "$top_srcdir/scripts/devnet.sh" --once \
 	> "$T/out" 2> "$T/err" || rc=$?
 if [ $rc = 3 ]; then
 	skip_or_fail "a devnet role is missing here: $(cat "$T/err")"

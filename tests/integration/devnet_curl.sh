@@ -16,7 +16,7 @@ B=$(cd "$top_builddir" && pwd)
 mkdir -p "$T/no-peers"
 rc=0
 ENGY_PEERS="$T/no-peers" ENGY_DEVNET_BUILD="$B" ENGY_DEVNET_STATE="$T/devnet" \
-	ENGY_DEVNET_EPOCH_S=12 ENGY_DEVNET_REQUESTS=8 timeout 110 \
+	ENGY_DEVNET_EPOCH_S=12 ENGY_DEVNET_REQUESTS=8 timeout $((110 * TIME_SCALE)) \
 	"$top_srcdir/scripts/devnet.sh" --once > "$T/out" 2> "$T/err" || rc=$?
 if [ $rc = 3 ]; then
 	echo "SKIP: a devnet role is missing here: $(cat "$T/err")"

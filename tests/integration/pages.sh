@@ -137,7 +137,7 @@ export ENGYCTL T OUT HOSTILE BROWSER top_srcdir ENGY_PEERS="$PEERS"
 rc=0
 ENGY_DEVNET_BUILD="$B" ENGY_DEVNET_STATE="$T/devnet" ENGY_DEVNET_EPOCH_S=12 \
 	ENGY_DEVNET_REQUESTS=8 ENGY_DEVNET_THEN="sh '$T/then.sh'" \
-	timeout 170 "$top_srcdir/scripts/devnet.sh" --once > "$T/out" 2> "$T/err" || rc=$?
+	timeout $((170 * TIME_SCALE)) "$top_srcdir/scripts/devnet.sh" --once > "$T/out" 2> "$T/err" || rc=$?
 [ $rc = 3 ] && skip_or_fail "a devnet role is missing here: $(cat "$T/err")"
 grep -E '^(curl|browser): ' "$T/err" > "$T/lines" || :
 while read -r l; do ok "$l"; done < "$T/lines"
