@@ -133,6 +133,8 @@ static void *writer_main(void *arg)
 	size_t n;
 
 	(void)arg;
+	/* Named, so an operator (top -H, gdb) and the tests can find it. */
+	pthread_setname_np(pthread_self(), "engy-log");
 	pthread_mutex_lock(&log_lock);
 	for (;;) {
 		while (!ring.len && !ring.stop)

@@ -111,4 +111,24 @@ if "$ENGYD" -c "$T/taken.conf" 2>/dev/null; then fail "started on a taken port";
 grep -q "event=metrics_listen_failed addr=127.0.0.1:$PORT" "$T/taken.log" || fail "no listen failure line"
 ok "a taken metrics port stops startup with a clear line"
 stop_and_wait holder 10
+
+# --- log_sync: no writer thread ---
+# lib.sh runs engyd with ENGY_LOG_SYNC=1.  The log's writer thread is
+# named engy-log.
+writer() { cat /proc/"$1"/task/*/comm 2> /dev/null | grep -c '^engy-log$' || true; }
+run_conf sync1 "" ""
+start sync1
+w1=$(writer "$PID")
+stop_and_wait sync1 10
+run_conf sync0 "" ""
+ENGY_LOG_SYNC=0 start sync0
+w0=$(writer "$PID")
+stop_and_wait sync0 10
+run_conf syncc "" "log_sync = true"
+ENGY_LOG_SYNC=0 start syncc
+wc=$(writer "$PID")
+stop_and_wait syncc 10
+[ "$w0/$w1/$wc" = 1/0/0 ] ||
+	fail "log writer threads: $w0 by default, $w1 with ENGY_LOG_SYNC=1, $wc with log_sync = true"
+ok "log_sync = true or ENGY_LOG_SYNC=1: no log writer thread (engy-log); one without"
 echo "$N_OK passed, 0 failed"
