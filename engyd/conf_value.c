@@ -37,6 +37,19 @@ void engy_conf_free_strv(struct engy_strv *sv)
 }
 
 /* Set @o in @conf from config text (env, default, file). */
+int engy_conf_parse_bool(const char *text, bool *out)
+{
+	if (!strcmp(text, "true") || !strcmp(text, "yes") ||
+	    !strcmp(text, "on") || !strcmp(text, "1"))
+		*out = true;
+	else if (!strcmp(text, "false") || !strcmp(text, "no") ||
+		 !strcmp(text, "off") || !strcmp(text, "0"))
+		*out = false;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 int engy_conf_set_text(const char *who, const char *where,
 		       const struct engy_opt *o, void *conf, const char *text,
 		       struct engy_errs *e)
@@ -68,13 +81,7 @@ int engy_conf_set_text(const char *who, const char *where,
 		*(int64_t *)slot = ll;
 		return 0;
 	case ENGY_OPT_BOOL:
-		if (!strcmp(text, "true") || !strcmp(text, "yes") ||
-		    !strcmp(text, "on") || !strcmp(text, "1"))
-			*(bool *)slot = true;
-		else if (!strcmp(text, "false") || !strcmp(text, "no") ||
-			 !strcmp(text, "off") || !strcmp(text, "0"))
-			*(bool *)slot = false;
-		else {
+		if (engy_conf_parse_bool(text, (bool *)slot) < 0) {
 			engy_errs_add(
 				e,
 				"%s: plugin \"%s\": option '%s' wants true or false, got '%s'",

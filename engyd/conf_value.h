@@ -7,6 +7,8 @@
 
 #include "conf.h"
 
+/* A boolean's text: true/yes/on/1 or false/no/off/0; -EINVAL otherwise. */
+int engy_conf_parse_bool(const char *text, bool *out);
 /* @o from config text (an env twin, a default, a secret file's line). */
 int engy_conf_set_text(const char *who, const char *where,
 		       const struct engy_opt *o, void *conf, const char *text,

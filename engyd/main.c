@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* engyd: run one role from a config file, or check a config or a plugin. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,17 +13,26 @@
 
 #include "checks.h"
 #include "conf.h"
+#include "conf_value.h"
 #include "daemon.h"
 #include "kind.h"
 #include "loader.h"
 #include "log.h"
 
-/* An environment switch: set, and neither empty nor "0". */
-static bool env_on(const char *name)
+/* An environment switch, read as a boolean option is: unset or empty is
+ * off; a value that is not a boolean is an error (-EINVAL, said). */
+static int env_on(const char *name, bool *on)
 {
 	const char *v = getenv(name);
 
-	return v && *v && strcmp(v, "0") != 0;
+	*on = false;
+	if (!v || !*v)
+		return 0;
+	if (engy_conf_parse_bool(v, on) == 0)
+		return 0;
+	fprintf(stderr, "engyd: %s='%s': wants true or false (or 1, 0)\n", name,
+		v);
+	return -EINVAL;
 }
 
 static void usage(FILE *f)
@@ -147,7 +157,7 @@ int main(int argc, char **argv)
 	const char *conf = NULL;
 	struct engy_errs e = { 0 };
 	struct engyd d;
-	bool test = false, no_dlclose = false;
+	bool test = false, no_dlclose = false, env_dlclose, env_sync;
 	int c, rc;
 	size_t i;
 
@@ -181,10 +191,13 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (env_on("ENGY_NO_DLCLOSE", &env_dlclose) ||
+	    env_on("ENGY_LOG_SYNC", &env_sync))
+		return 2;
 	/* While checking, plugins' informational lines would only be noise. */
 	engy_log_set_level(test ? ENGY_LOG_WARNING : ENGY_LOG_INFO);
 	/* Leak checkers can only name frames of modules still mapped. */
-	if (env_on("ENGY_NO_DLCLOSE"))
+	if (env_dlclose)
 		no_dlclose = true;
 	rc = engyd_setup(&d, conf, &e);
 	d.unload = !no_dlclose;
@@ -213,7 +226,7 @@ int main(int argc, char **argv)
 		engyd_free(&d);
 		return 0;
 	}
-	engy_log_set_sync(d.cfg.log_sync || env_on("ENGY_LOG_SYNC"));
+	engy_log_set_sync(d.cfg.log_sync || env_sync);
 	rc = engy_log_open(d.cfg.log_file,
 			   engy_log_parse_level(d.cfg.log_level));
 	if (rc) {

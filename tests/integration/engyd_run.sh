@@ -131,4 +131,9 @@ stop_and_wait syncc 10
 [ "$w0/$w1/$wc" = 1/0/0 ] ||
 	fail "log writer threads: $w0 by default, $w1 with ENGY_LOG_SYNC=1, $wc with log_sync = true"
 ok "log_sync = true or ENGY_LOG_SYNC=1: no log writer thread (engy-log); one without"
+rc=0
+ENGY_LOG_SYNC=maybe "$ENGYD" -c "$T/syncc.conf" 2> "$T/bad-env.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "ENGY_LOG_SYNC='maybe': wants true or false" "$T/bad-env.err" ||
+	fail "ENGY_LOG_SYNC=maybe: exit $rc: $(cat "$T/bad-env.err")"
+ok "ENGY_LOG_SYNC that is not a boolean stops engyd with the reason"
 echo "$N_OK passed, 0 failed"
